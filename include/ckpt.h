@@ -1,0 +1,13 @@
+/* ckpt.h - umbrella header: includes every public header of ckpt. */
+#ifndef CKPT_H
+#define CKPT_H
+
+#include "ckpt/common.h"
+#include "ckpt/version.h"
+#include "ckpt/errors.h"
+#include "ckpt/tensor.h"
+#include "ckpt/io.h"
+#include "ckpt/bundle.h"
+#include "ckpt/state.h"
+
+#endif

@@ -1,0 +1,57 @@
+/* ckpt/errors.h - error codes, their static descriptions, and the
+ * thread-local "last error" message that names the file, tensor or
+ * argument at fault. */
+#ifndef CKPT_ERRORS_H
+#define CKPT_ERRORS_H
+
+#include "common.h"
+
+CKPT_BEGIN_DECL
+
+/** Every fallible call returns 0 or one of these negative codes. */
+typedef enum ckpt_error_code {
+    CKPT_OK = 0,
+    CKPT_ERROR = -1,        /**< generic failure */
+    CKPT_ENOMEM = -2,       /**< out of memory */
+    CKPT_EINVAL = -3,       /**< invalid argument (or dtype/shape mismatch) */
+    CKPT_EIO = -4,          /**< an I/O operation failed */
+    CKPT_ENOSPC = -5,       /**< no space left on the device (or quota) */
+    CKPT_ENOTFOUND = -6,    /**< a file, checkpoint or tensor does not exist */
+    CKPT_EEXISTS = -7,      /**< it already exists (e.g. a duplicate name) */
+    CKPT_ECORRUPT = -8,     /**< damaged data: bad CRC, magic, proto, size */
+    CKPT_EVERSION = -9,     /**< unsupported version (format or options) */
+    CKPT_EBUSY = -10,       /**< a save is still in flight */
+    CKPT_ECANCELED = -11,   /**< the operation was cancelled */
+    CKPT_EUSER = -12,       /**< a user callback or hook failed */
+    CKPT_ENOTSUP = -13,     /**< valid but not supported (e.g. a dtype) */
+    CKPT_ESTATE = -14,      /**< call made in the wrong state */
+    CKPT_EOUT_OF_RANGE = -15, /**< input exhausted: a clean end */
+    CKPT_EABORTED = -16,    /**< recoverable: re-create the session */
+    CKPT_EUNAVAILABLE = -17, /**< recoverable: re-create the session */
+    CKPT_EACCES = -18,      /**< permission denied */
+    CKPT_ETIMEDOUT = -19    /**< a wait ran past its timeout */
+} ckpt_error_code;
+
+/** The last error recorded on the calling thread. */
+typedef struct ckpt_error {
+    int code;            /**< a ckpt_error_code, 0 when none */
+    const char *message; /**< names the place, e.g. "x.index: bad magic" */
+} ckpt_error;
+
+/** Static text describing `code` (never NULL). */
+CKPT_EXTERN(const char *) ckpt_strerror(int code);
+
+/** Short constant name of `code`, e.g. "CKPT_ECORRUPT" (never NULL). */
+CKPT_EXTERN(const char *) ckpt_error_name(int code);
+
+/** The calling thread's last error. The pointer and its message stay valid
+ *  until the next failing call on this thread. When no error was recorded
+ *  the code is 0 and the message is "no error". */
+CKPT_EXTERN(const ckpt_error *) ckpt_error_last(void);
+
+/** Forget the calling thread's last error. */
+CKPT_EXTERN(void) ckpt_error_clear(void);
+
+CKPT_END_DECL
+
+#endif

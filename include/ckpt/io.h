@@ -1,0 +1,93 @@
+/* ckpt/io.h - the file-system interface every read and write of the
+ * library goes through, and the POSIX implementation.
+ *
+ * A ckpt_fs is a table of function pointers plus a payload, in the manner of
+ * SQLite's VFS: tests wrap the real one to inject faults (ckpt/sys/fs_fault.h)
+ * and users may supply their own. Paths are ordinary '/'-separated strings.
+ * Every method returns 0 or a negative ckpt_error_code and, on failure, sets
+ * the thread's last error with a message naming the operation and path. */
+#ifndef CKPT_IO_H
+#define CKPT_IO_H
+
+#include "common.h"
+
+CKPT_BEGIN_DECL
+
+/** An open file; its layout belongs to the ckpt_fs that opened it. */
+typedef struct ckpt_file ckpt_file;
+
+/** Flags for ckpt_fs.open_write. */
+enum ckpt_open_flags {
+    CKPT_OPEN_EXCL = 1,  /**< fail with CKPT_EEXISTS if the path exists; never
+                              follow a symlink at the path */
+    CKPT_OPEN_TRUNC = 2, /**< truncate an existing file (ignored with EXCL) */
+    CKPT_OPEN_DIRECT = 4 /**< hint: bypass the page cache where possible */
+};
+
+/** Called once per directory entry by ckpt_fs.list ("." and ".." are not
+ *  reported). Return non-zero to stop listing; that value is returned. */
+typedef int (*ckpt_dir_cb)(const char *name, void *payload);
+
+/** Current version of struct ckpt_fs. */
+#define CKPT_FS_VERSION 1
+
+/** A file system. Members may be NULL only where noted. */
+typedef struct ckpt_fs {
+    int version;   /**< CKPT_FS_VERSION */
+    void *payload; /**< passed as the last argument of every method */
+
+    /** Create or open `path` for writing at offset 0. */
+    int (*open_write)(ckpt_file **out, const char *path, int flags,
+                      void *payload);
+    /** Open an existing `path` for reading; CKPT_ENOTFOUND if missing. */
+    int (*open_read)(ckpt_file **out, const char *path, void *payload);
+    /** Append all `n` bytes (retrying short writes and EINTR). */
+    int (*write)(ckpt_file *f, const void *buf, size_t n, void *payload);
+    /** Read up to `n` bytes at `offset`; `*nread` < n only at end of file. */
+    int (*pread)(ckpt_file *f, void *buf, size_t n, uint64_t offset,
+                 size_t *nread, void *payload);
+    /** Size of the open file in bytes. */
+    int (*size)(ckpt_file *f, uint64_t *out, void *payload);
+    /** Make everything written so far durable (fsync/fdatasync). */
+    int (*sync)(ckpt_file *f, void *payload);
+    /** Close and free `f` (even when it fails). */
+    int (*close)(ckpt_file *f, void *payload);
+    /** Atomically rename `from` to `to`, replacing `to`. */
+    int (*rename)(const char *from, const char *to, void *payload);
+    /** Remove a file; CKPT_ENOTFOUND if it does not exist. */
+    int (*remove)(const char *path, void *payload);
+    /** Create a directory; CKPT_EEXISTS if it exists. */
+    int (*mkdir)(const char *path, void *payload);
+    /** Make the directory's entries (creations, renames) durable. */
+    int (*sync_dir)(const char *path, void *payload);
+    /** Report every entry of directory `path` to `cb`. */
+    int (*list)(const char *path, ckpt_dir_cb cb, void *cb_payload,
+                void *payload);
+    /** Size of the regular file at `path`; CKPT_ENOTFOUND if it does not
+     *  exist. `out` may be NULL to test existence. Mtime in seconds since
+     *  the epoch goes to `mtime_out` when not NULL. */
+    int (*stat)(const char *path, uint64_t *out, double *mtime_out,
+                void *payload);
+} ckpt_fs;
+
+/** The process-wide POSIX file system (open/write/fsync/rename/...). */
+CKPT_EXTERN(const ckpt_fs *) ckpt_fs_posix(void);
+
+/** `fs` if not NULL, else ckpt_fs_posix(). */
+CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
+
+/** Read the whole file at `path` into `out` (appended).
+ *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs,
+                                   const char *path);
+
+/** Write `n` bytes to `path` crash-safely: a temporary file in the same
+ *  directory created exclusively, written, fsynced, renamed over `path`,
+ *  then the directory fsynced. On failure the temporary file is removed and
+ *  `path` is unchanged. */
+CKPT_EXTERN(int) ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
+                                           const void *data, size_t n);
+
+CKPT_END_DECL
+
+#endif

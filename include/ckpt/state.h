@@ -1,0 +1,68 @@
+/* ckpt/state.h - the `checkpoint` state file of a checkpoint directory:
+ * TensorFlow's CheckpointState message in protobuf text format. */
+#ifndef CKPT_STATE_H
+#define CKPT_STATE_H
+
+#include "io.h"
+
+CKPT_BEGIN_DECL
+
+/** Default name of the state file inside a checkpoint directory. */
+#define CKPT_STATE_FILENAME "checkpoint"
+
+/** CheckpointState. Paths are kept exactly as stored (relative or absolute);
+ *  ckpt_state_resolve() joins a relative one with the directory. */
+typedef struct ckpt_state {
+    char *model_checkpoint_path;  /**< newest checkpoint prefix */
+    char **all_paths;             /**< all_model_checkpoint_paths, oldest first */
+    size_t num_paths;
+    double *timestamps;           /**< all_model_checkpoint_timestamps */
+    size_t num_timestamps;        /**< 0 or num_paths */
+    double last_preserved_timestamp; /**< 0 when absent */
+} ckpt_state;
+
+#define CKPT_STATE_INIT {NULL, NULL, 0, NULL, 0, 0.0}
+
+/** Release the memory of `st` and reset it to empty; NULL is ignored. */
+CKPT_EXTERN(void) ckpt_state_dispose(ckpt_state *st);
+
+/** Parse text-format `text` (`len` bytes) into `out` (which must be empty).
+ *  Accepts what TensorFlow's text parser accepts for this message: any
+ *  field order, comments, quoted strings with escapes, adjacent string
+ *  concatenation, inf/nan. `filename` only names the file in errors.
+ *  @return 0, CKPT_ECORRUPT (malformed text, unknown field, missing
+ *          model_checkpoint_path, timestamp count mismatch) or CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_state_parse(ckpt_state *out, const char *text,
+                                  size_t len, const char *filename);
+
+/** Text exactly as TensorFlow writes it (fields in number order, one per
+ *  line, defaults omitted, doubles in shortest round-trip form), appended
+ *  to `out`. @return 0, CKPT_EINVAL (no model path, count mismatch) */
+CKPT_EXTERN(int) ckpt_state_format(ckpt_buf *out, const ckpt_state *st);
+
+/** Read and parse `<dir>/checkpoint`.
+ *  @return 0, CKPT_ENOTFOUND (no state file), CKPT_ECORRUPT, CKPT_EIO */
+CKPT_EXTERN(int) ckpt_state_read(ckpt_state *out, const ckpt_fs *fs,
+                                 const char *dir);
+
+/** Replace `<dir>/checkpoint` atomically and durably (temp file, fsync,
+ *  rename, directory fsync). */
+CKPT_EXTERN(int) ckpt_state_write(const ckpt_fs *fs, const char *dir,
+                                  const ckpt_state *st);
+
+/** Join `path` with `dir` unless it is absolute, into `out` (replacing). */
+CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
+                                    const char *path);
+
+/** The latest checkpoint prefix of `dir`: model_checkpoint_path resolved,
+ *  provided `<prefix>.index` exists; otherwise the newest entry of
+ *  all_model_checkpoint_paths whose index exists.
+ *  @return 0, or CKPT_ENOTFOUND (no state file, or no listed checkpoint has
+ *          its index),
+ *          CKPT_ECORRUPT (unparsable state file), CKPT_EIO */
+CKPT_EXTERN(int) ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs,
+                                        const char *dir);
+
+CKPT_END_DECL
+
+#endif

@@ -1,0 +1,90 @@
+/* ckpt/sys/fs_fault.h - a fault-injecting file system for tests.
+ *
+ * It wraps another ckpt_fs and forwards every call, counting operations.
+ * It can fail the Nth matching operation once or from then on with a chosen
+ * errno, make a failing write land part of its bytes first (a short write),
+ * and simulate a power cut: drop every byte not yet fsynced and every
+ * directory entry created, renamed or removed since its directory was last
+ * fsynced. Not thread-safe: use it from one thread at a time. */
+#ifndef CKPT_SYS_FS_FAULT_H
+#define CKPT_SYS_FS_FAULT_H
+
+#include "../io.h"
+
+CKPT_BEGIN_DECL
+
+/** Operations, as counted and matched by the fault file system. */
+typedef enum ckpt_fs_op {
+    CKPT_FS_OP_OPEN_WRITE = 0,
+    CKPT_FS_OP_OPEN_READ,
+    CKPT_FS_OP_WRITE,
+    CKPT_FS_OP_PREAD,
+    CKPT_FS_OP_SIZE,
+    CKPT_FS_OP_SYNC,
+    CKPT_FS_OP_CLOSE,
+    CKPT_FS_OP_RENAME,
+    CKPT_FS_OP_REMOVE,
+    CKPT_FS_OP_MKDIR,
+    CKPT_FS_OP_SYNC_DIR,
+    CKPT_FS_OP_LIST,
+    CKPT_FS_OP_STAT,
+    CKPT_FS_OP_COUNT
+} ckpt_fs_op;
+
+/** Bit for one operation in an op mask. */
+#define CKPT_FS_OP_BIT(op) (1u << (op))
+/** Every operation. */
+#define CKPT_FS_OP_ALL ((1u << CKPT_FS_OP_COUNT) - 1u)
+/** Operations that change the file system or its durability. */
+#define CKPT_FS_OP_MUTATING                                                    \
+    (CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE) | CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE) | \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) | CKPT_FS_OP_BIT(CKPT_FS_OP_CLOSE) |      \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME) | CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE) |   \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_MKDIR) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR))
+
+typedef struct ckpt_fs_fault ckpt_fs_fault;
+
+/** Wrap `inner` (NULL: the POSIX file system). */
+CKPT_EXTERN(int) ckpt_fs_fault_new(ckpt_fs_fault **out, const ckpt_fs *inner);
+
+/** Free the wrapper (open files must be closed first); NULL is ignored. */
+CKPT_EXTERN(void) ckpt_fs_fault_free(ckpt_fs_fault *ff);
+
+/** The ckpt_fs to hand to the library; valid until ckpt_fs_fault_free(). */
+CKPT_EXTERN(const ckpt_fs *) ckpt_fs_fault_fs(ckpt_fs_fault *ff);
+
+/** Arm a fault: the `n`th (1-based) operation from now whose bit is in
+ *  `op_mask` fails with `err` (an errno value such as EIO, ENOSPC, EDQUOT,
+ *  EACCES, EXDEV), and with `persistent` every later matching operation too.
+ *  A failing write first writes `partial_bytes` of its data (capped at its
+ *  length), as a short write before the error would. Resets the count. */
+CKPT_EXTERN(void) ckpt_fs_fault_fail(ckpt_fs_fault *ff, uint64_t n,
+                                     unsigned op_mask, int err, int persistent,
+                                     size_t partial_bytes);
+
+/** Disarm any fault (counting continues). */
+CKPT_EXTERN(void) ckpt_fs_fault_clear(ckpt_fs_fault *ff);
+
+/** Operations seen since creation or the last ckpt_fs_fault_reset_count()
+ *  whose bit is in `op_mask`. */
+CKPT_EXTERN(uint64_t) ckpt_fs_fault_count(const ckpt_fs_fault *ff,
+                                          unsigned op_mask);
+
+/** Reset the operation counters. */
+CKPT_EXTERN(void) ckpt_fs_fault_reset_count(ckpt_fs_fault *ff);
+
+/** Number of injected failures so far. */
+CKPT_EXTERN(uint64_t) ckpt_fs_fault_injected(const ckpt_fs_fault *ff);
+
+/** Simulate a power cut on the underlying file system: truncate every file
+ *  written through this wrapper to its last fsynced length, and undo every
+ *  creation, rename and removal not followed by a sync_dir of its directory
+ *  (a removed file's content is restored). Files must be closed. */
+CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff);
+
+/** Name of an operation, e.g. "rename". */
+CKPT_EXTERN(const char *) ckpt_fs_op_name(int op);
+
+CKPT_END_DECL
+
+#endif

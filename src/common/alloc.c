@@ -1,0 +1,82 @@
+/* common/alloc.c - the library's allocation entry points and the optional
+ * replacement allocator of ckpt/sys/alloc.h. */
+#include "ckpt/sys/alloc.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The one piece of process-wide state: set by tests before use. */
+static ckpt_allocator current_allocator;
+static int have_allocator;
+
+int ckpt_set_allocator(const ckpt_allocator *a)
+{
+    if (!a) {
+        have_allocator = 0;
+        return 0;
+    }
+    if (a->version != CKPT_ALLOCATOR_VERSION)
+        return ckpt__error(CKPT_EVERSION, "allocator: unsupported version %d",
+                           a->version);
+    if (!a->malloc || !a->realloc || !a->free)
+        return ckpt__error(CKPT_EINVAL, "allocator: every member is required");
+    current_allocator = *a;
+    have_allocator = 1;
+    return 0;
+}
+
+void *ckpt__malloc(size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (have_allocator)
+        return current_allocator.malloc(n, current_allocator.payload);
+    return malloc(n);
+}
+
+void *ckpt__calloc(size_t count, size_t size)
+{
+    size_t n;
+    void *p;
+    if (__builtin_mul_overflow(count, size, &n))
+        return NULL;
+    p = ckpt__malloc(n);
+    if (p)
+        memset(p, 0, n == 0 ? 1 : n);
+    return p;
+}
+
+void *ckpt__realloc(void *p, size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (have_allocator)
+        return current_allocator.realloc(p, n, current_allocator.payload);
+    return realloc(p, n);
+}
+
+void ckpt__free(void *p)
+{
+    if (!p)
+        return;
+    if (have_allocator)
+        current_allocator.free(p, current_allocator.payload);
+    else
+        free(p);
+}
+
+char *ckpt__strndup(const char *s, size_t n)
+{
+    char *d = ckpt__malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *ckpt__strdup(const char *s)
+{
+    return ckpt__strndup(s, strlen(s));
+}

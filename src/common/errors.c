@@ -1,0 +1,150 @@
+/* common/errors.c - error code descriptions and the thread-local last
+ * error. Messages are formatted into a fixed per-thread buffer, so
+ * recording an error never allocates and never fails. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MESSAGE_MAX 1024
+
+static _Thread_local char last_message[MESSAGE_MAX];
+static _Thread_local ckpt_error last_error;
+
+struct code_info {
+    int code;
+    const char *name;
+    const char *text;
+};
+
+static const struct code_info code_table[] = {
+    {CKPT_OK, "CKPT_OK", "no error"},
+    {CKPT_ERROR, "CKPT_ERROR", "error"},
+    {CKPT_ENOMEM, "CKPT_ENOMEM", "out of memory"},
+    {CKPT_EINVAL, "CKPT_EINVAL", "invalid argument"},
+    {CKPT_EIO, "CKPT_EIO", "input/output error"},
+    {CKPT_ENOSPC, "CKPT_ENOSPC", "no space left on device"},
+    {CKPT_ENOTFOUND, "CKPT_ENOTFOUND", "not found"},
+    {CKPT_EEXISTS, "CKPT_EEXISTS", "already exists"},
+    {CKPT_ECORRUPT, "CKPT_ECORRUPT", "data is corrupt"},
+    {CKPT_EVERSION, "CKPT_EVERSION", "unsupported version"},
+    {CKPT_EBUSY, "CKPT_EBUSY", "a save is in flight"},
+    {CKPT_ECANCELED, "CKPT_ECANCELED", "canceled"},
+    {CKPT_EUSER, "CKPT_EUSER", "a user callback failed"},
+    {CKPT_ENOTSUP, "CKPT_ENOTSUP", "not supported"},
+    {CKPT_ESTATE, "CKPT_ESTATE", "call made in the wrong state"},
+    {CKPT_EOUT_OF_RANGE, "CKPT_EOUT_OF_RANGE", "out of range"},
+    {CKPT_EABORTED, "CKPT_EABORTED", "aborted"},
+    {CKPT_EUNAVAILABLE, "CKPT_EUNAVAILABLE", "unavailable"},
+    {CKPT_EACCES, "CKPT_EACCES", "permission denied"},
+    {CKPT_ETIMEDOUT, "CKPT_ETIMEDOUT", "timed out"},
+};
+
+static const struct code_info *find_code(int code)
+{
+    for (size_t i = 0; i < CKPT__ARRAY_SIZE(code_table); i++)
+        if (code_table[i].code == code)
+            return &code_table[i];
+    return NULL;
+}
+
+const char *ckpt_strerror(int code)
+{
+    const struct code_info *info = find_code(code);
+    return info ? info->text : "unknown error code";
+}
+
+const char *ckpt_error_name(int code)
+{
+    const struct code_info *info = find_code(code);
+    return info ? info->name : "CKPT_UNKNOWN";
+}
+
+const ckpt_error *ckpt_error_last(void)
+{
+    if (last_error.code == 0) {
+        last_error.message = "no error";
+        return &last_error;
+    }
+    last_error.message = last_message;
+    return &last_error;
+}
+
+void ckpt_error_clear(void)
+{
+    last_error.code = 0;
+    last_message[0] = '\0';
+}
+
+int ckpt__error_v(int code, const char *fmt, va_list ap)
+{
+    vsnprintf(last_message, sizeof(last_message), fmt, ap);
+    last_error.code = code;
+    return code;
+}
+
+int ckpt__error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ckpt__error_v(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int ckpt__code_from_errno(int err)
+{
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+        return CKPT_ENOTFOUND;
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+        return CKPT_ENOSPC;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+        return CKPT_EACCES;
+    case EEXIST:
+        return CKPT_EEXISTS;
+    case ENOMEM:
+        return CKPT_ENOMEM;
+    case EINVAL:
+        return CKPT_EINVAL;
+    default:
+        return CKPT_EIO;
+    }
+}
+
+int ckpt__error_errno(int err, const char *fmt, ...)
+{
+    char head[MESSAGE_MAX];
+    va_list ap;
+    int code = ckpt__code_from_errno(err);
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof(head), fmt, ap);
+    va_end(ap);
+    return ckpt__error(code, "%s: %s", head, strerror(err));
+}
+
+int ckpt__error_prefix(int code, const char *fmt, ...)
+{
+    char head[MESSAGE_MAX];
+    char tail[MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof(head), fmt, ap);
+    va_end(ap);
+    if (last_error.code == 0)
+        return ckpt__error(code, "%s: %s", head, ckpt_strerror(code));
+    snprintf(tail, sizeof(tail), "%s", last_message);
+    return ckpt__error(code, "%s: %s", head, tail);
+}
+
+int ckpt__error_oom(void)
+{
+    return ckpt__error(CKPT_ENOMEM, "out of memory");
+}

@@ -1,0 +1,81 @@
+/* common/internal.h - helpers shared by every layer of the library: the
+ * allocator, recording the last error, byte-buffer growth, and small
+ * portable utilities. Not installed. */
+#ifndef CKPT_COMMON_INTERNAL_H
+#define CKPT_COMMON_INTERNAL_H
+
+#include "ckpt/common.h"
+#include "ckpt/errors.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#if defined(__GNUC__)
+#define CKPT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CKPT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CKPT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CKPT__PRINTF(f, a)
+#define CKPT__LIKELY(x) (x)
+#define CKPT__UNLIKELY(x) (x)
+#endif
+
+#define CKPT__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- allocation (all library memory goes through these) ---------------- */
+void *ckpt__malloc(size_t n);
+void *ckpt__calloc(size_t count, size_t size);
+void *ckpt__realloc(void *p, size_t n);
+void ckpt__free(void *p);
+char *ckpt__strdup(const char *s);
+char *ckpt__strndup(const char *s, size_t n);
+
+/* ---- errors ------------------------------------------------------------- */
+/* Record `code` with a printf-style message as the thread's last error and
+ * return `code`, so a failure reads: return ckpt__error(CKPT_EINVAL, ...). */
+int ckpt__error(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
+int ckpt__error_v(int code, const char *fmt, va_list ap);
+/* Map an errno value to a ckpt_error_code (ENOENT -> ENOTFOUND, ENOSPC and
+ * EDQUOT -> ENOSPC, EACCES/EPERM -> EACCES, EEXIST -> EEXISTS, ENOMEM ->
+ * ENOMEM, anything else -> EIO). */
+int ckpt__code_from_errno(int err);
+/* Record the mapped code with "<message>: <strerror(err)>" and return it. */
+int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
+/* Prepend "<context>: " to the current last error message (if any) and
+ * return `code` unchanged; for adding the file or tensor name at a layer
+ * that knows it. */
+int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
+/* Record "out of memory" and return CKPT_ENOMEM. */
+int ckpt__error_oom(void);
+
+/* ---- buffers ------------------------------------------------------------ */
+/* Make room for at least `extra` more bytes (plus NUL). */
+int ckpt__buf_grow(ckpt_buf *b, size_t extra);
+int ckpt__buf_put(ckpt_buf *b, const void *data, size_t n);
+int ckpt__buf_puts(ckpt_buf *b, const char *s);
+int ckpt__buf_printf(ckpt_buf *b, const char *fmt, ...) CKPT__PRINTF(2, 3);
+int ckpt__buf_set(ckpt_buf *b, const char *s); /* replace contents */
+void ckpt__buf_clear(ckpt_buf *b);              /* size = 0, keep memory */
+/* Move the contents out as a malloc'd NUL-terminated string; b is emptied. */
+char *ckpt__buf_detach(ckpt_buf *b);
+
+/* ---- paths -------------------------------------------------------------- */
+/* dir + "/" + name into out (replacing); "" or "." dir gives name. */
+int ckpt__path_join(ckpt_buf *out, const char *dir, const char *name);
+/* The directory part of `path` ("." when it has none) into out. */
+int ckpt__path_dirname(ckpt_buf *out, const char *path);
+/* Pointer to the last component of `path` (borrowed). */
+const char *ckpt__path_basename(const char *path);
+
+/* ---- checked arithmetic ------------------------------------------------- */
+static inline bool ckpt__mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool ckpt__add_overflow_u64(uint64_t a, uint64_t b,
+                                          uint64_t *out)
+{
+    return __builtin_add_overflow(a, b, out);
+}
+
+#endif

@@ -1,0 +1,140 @@
+/* common/tensor.c - dtype sizes and names (TensorFlow's Python names),
+ * element counts and byte sizes of shapes with overflow checks. */
+#include "ckpt/tensor.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct dtype_info {
+    int dtype;
+    size_t size; /* 0: variable-size or unsupported */
+    const char *name;
+};
+
+static const struct dtype_info dtype_table[] = {
+    {CKPT_DT_FLOAT, 4, "float32"},
+    {CKPT_DT_DOUBLE, 8, "float64"},
+    {CKPT_DT_INT32, 4, "int32"},
+    {CKPT_DT_UINT8, 1, "uint8"},
+    {CKPT_DT_INT16, 2, "int16"},
+    {CKPT_DT_INT8, 1, "int8"},
+    {CKPT_DT_STRING, 0, "string"},
+    {CKPT_DT_COMPLEX64, 8, "complex64"},
+    {CKPT_DT_INT64, 8, "int64"},
+    {CKPT_DT_BOOL, 1, "bool"},
+    {CKPT_DT_QINT8, 1, "qint8"},
+    {CKPT_DT_QUINT8, 1, "quint8"},
+    {CKPT_DT_QINT32, 4, "qint32"},
+    {CKPT_DT_BFLOAT16, 2, "bfloat16"},
+    {CKPT_DT_QINT16, 2, "qint16"},
+    {CKPT_DT_QUINT16, 2, "quint16"},
+    {CKPT_DT_UINT16, 2, "uint16"},
+    {CKPT_DT_COMPLEX128, 16, "complex128"},
+    {CKPT_DT_HALF, 2, "float16"},
+    {CKPT_DT_RESOURCE, 0, "resource"},
+    {CKPT_DT_VARIANT, 0, "variant"},
+    {CKPT_DT_UINT32, 4, "uint32"},
+    {CKPT_DT_UINT64, 8, "uint64"},
+    {CKPT_DT_FLOAT8_E5M2, 1, "float8_e5m2"},
+    {CKPT_DT_FLOAT8_E4M3FN, 1, "float8_e4m3fn"},
+    {CKPT_DT_FLOAT8_E4M3FNUZ, 1, "float8_e4m3fnuz"},
+    {CKPT_DT_FLOAT8_E4M3B11FNUZ, 1, "float8_e4m3b11fnuz"},
+    {CKPT_DT_FLOAT8_E5M2FNUZ, 1, "float8_e5m2fnuz"},
+};
+
+static const struct dtype_info *find_dtype(int dtype)
+{
+    for (size_t i = 0; i < CKPT__ARRAY_SIZE(dtype_table); i++)
+        if (dtype_table[i].dtype == dtype)
+            return &dtype_table[i];
+    return NULL;
+}
+
+size_t ckpt_dtype_size(int dtype)
+{
+    const struct dtype_info *info = find_dtype(dtype);
+    return info ? info->size : 0;
+}
+
+int ckpt_dtype_is_supported(int dtype)
+{
+    return ckpt_dtype_size(dtype) > 0 || dtype == CKPT_DT_STRING;
+}
+
+const char *ckpt_dtype_name(int dtype)
+{
+    const struct dtype_info *info = find_dtype(dtype);
+    return info ? info->name : NULL;
+}
+
+int ckpt_dtype_from_name(const char *name)
+{
+    if (!name)
+        return CKPT_DT_INVALID;
+    for (size_t i = 0; i < CKPT__ARRAY_SIZE(dtype_table); i++)
+        if (strcmp(dtype_table[i].name, name) == 0)
+            return dtype_table[i].dtype;
+    return CKPT_DT_INVALID;
+}
+
+int ckpt_shape_num_elements(int64_t *out, const ckpt_shape *shape)
+{
+    int64_t n = 1;
+    if (!shape || shape->rank < 0 || shape->rank > CKPT_MAX_RANK)
+        return ckpt__error(CKPT_EINVAL, "shape: rank %d out of range 0..%d",
+                           shape ? shape->rank : -1, CKPT_MAX_RANK);
+    for (int i = 0; i < shape->rank; i++) {
+        if (shape->dims[i] < 0)
+            return ckpt__error(CKPT_EINVAL, "shape: dim %d is negative (%lld)",
+                               i, (long long)shape->dims[i]);
+    }
+    for (int i = 0; i < shape->rank; i++) {
+        if (shape->dims[i] == 0) {
+            n = 0;
+            break;
+        }
+        if (ckpt__mul_overflow_i64(n, shape->dims[i], &n))
+            return ckpt__error(CKPT_EINVAL,
+                               "shape: element count overflows int64");
+    }
+    *out = n;
+    return 0;
+}
+
+int ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape)
+{
+    int64_t n;
+    size_t esize = ckpt_dtype_size(dtype);
+    int err;
+    if (esize == 0)
+        return ckpt__error(CKPT_ENOTSUP, "dtype %d (%s) has no fixed size",
+                           dtype, ckpt_dtype_name(dtype) ? ckpt_dtype_name(dtype)
+                                                         : "unknown");
+    err = ckpt_shape_num_elements(&n, shape);
+    if (err < 0)
+        return err;
+    if (ckpt__mul_overflow_i64(n, (int64_t)esize, out))
+        return ckpt__error(CKPT_EINVAL, "shape: byte size overflows int64");
+    return 0;
+}
+
+size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
+{
+    /* 32 dims of at most 20 digits plus ", " fit comfortably. */
+    char text[CKPT_MAX_RANK * 24 + 8];
+    size_t used = 0;
+    int rank = shape->rank < 0 ? 0 : shape->rank;
+    if (rank > CKPT_MAX_RANK)
+        rank = CKPT_MAX_RANK;
+    text[used++] = '[';
+    for (int i = 0; i < rank; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used,
+                                 i ? ", %lld" : "%lld",
+                                 (long long)shape->dims[i]);
+    text[used++] = ']';
+    text[used] = '\0';
+    if (n > 0)
+        snprintf(out, n, "%s", text);
+    return used;
+}

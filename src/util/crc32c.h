@@ -1,0 +1,41 @@
+/* util/crc32c.h - CRC-32C (Castagnoli) with an SSE4.2 path chosen at run
+ * time and a portable table-driven fallback; the mask TensorFlow and LevelDB
+ * apply to stored CRCs. */
+#ifndef CKPT_UTIL_CRC32C_H
+#define CKPT_UTIL_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continue the finalised CRC `crc` over `n` bytes (start with 0):
+ * ckpt__crc32c_extend(ckpt__crc32c_extend(0, a, na), b, nb) equals the CRC of
+ * a||b. Uses the hardware path when the CPU has SSE4.2. */
+uint32_t ckpt__crc32c_extend(uint32_t crc, const void *data, size_t n);
+
+/* CRC-32C of `n` bytes. */
+uint32_t ckpt__crc32c(const void *data, size_t n);
+
+/* The portable implementation, always (for tests and comparison). */
+uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n);
+
+/* Whether the hardware path is in use. */
+int ckpt__crc32c_hw_available(void);
+
+/* Copy `n` bytes from src to dst and return the CRC extended over them,
+ * reading the source once (fused copy + checksum). */
+uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
+
+#define CKPT__CRC_MASK_DELTA 0xa282ead8u
+
+static inline uint32_t ckpt__crc32c_mask(uint32_t crc)
+{
+    return ((crc >> 15) | (crc << 17)) + CKPT__CRC_MASK_DELTA;
+}
+
+static inline uint32_t ckpt__crc32c_unmask(uint32_t masked)
+{
+    uint32_t r = masked - CKPT__CRC_MASK_DELTA;
+    return (r >> 17) | (r << 15);
+}
+
+#endif

@@ -1,0 +1,123 @@
+/* tests/test_util.c - see test_util.h. */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *test_make_temp_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *path;
+    size_t n;
+    if (!base || !*base)
+        base = "/tmp";
+    n = strlen(base) + 32;
+    path = malloc(n);
+    assert_non_null(path);
+    snprintf(path, n, "%s/ckpt-test-XXXXXX", base);
+    if (!mkdtemp(path))
+        fail_msg("mkdtemp %s: %s", path, strerror(errno));
+    return path;
+}
+
+static void remove_tree_at(const char *path)
+{
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+    if (lstat(path, &st) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        unlink(path);
+        return;
+    }
+    d = opendir(path);
+    if (d) {
+        while ((e = readdir(d)) != NULL) {
+            char child[4096];
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+            remove_tree_at(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+void test_remove_tree(char *path)
+{
+    if (!path)
+        return;
+    remove_tree_at(path);
+    free(path);
+}
+
+char *test_tf_vector(const char *name)
+{
+    const char *root = getenv("CKPT_TESTDATA_TF");
+    char *path;
+    size_t n;
+    struct stat st;
+    if (!root || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        print_message("SKIPPED: ../shared/testdata/tf is absent "
+                      "(TensorFlow test vectors are for developers and CI)\n");
+        skip();
+        return NULL;
+    }
+    n = strlen(root) + strlen(name) + 2;
+    path = malloc(n);
+    assert_non_null(path);
+    snprintf(path, n, "%s/%s", root, name);
+    return path;
+}
+
+void test_assert_ckpt_error(int rc, int code, const char *needle,
+                            const char *file, int line)
+{
+    const ckpt_error *e = ckpt_error_last();
+    if (rc != code)
+        fail_msg("%s:%d: expected %s, got %d (%s): %s", file, line,
+                 ckpt_error_name(code), rc, ckpt_error_name(rc), e->message);
+    if (needle && !strstr(e->message, needle))
+        fail_msg("%s:%d: message \"%s\" lacks \"%s\"", file, line, e->message,
+                 needle);
+}
+
+void test_assert_ckpt_ok(int rc, const char *file, int line)
+{
+    if (rc != 0)
+        fail_msg("%s:%d: failed with %d (%s): %s", file, line, rc,
+                 ckpt_error_name(rc), ckpt_error_last()->message);
+}
+
+uint8_t *test_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *p;
+    long len;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    p = malloc(len > 0 ? (size_t)len : 1);
+    assert_non_null(p);
+    *n = fread(p, 1, (size_t)len, f);
+    fclose(f);
+    return p;
+}
+
+void test_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        fail_msg("fopen %s: %s", path, strerror(errno));
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}

@@ -1,0 +1,44 @@
+/* tests/test_util.h - helpers shared by the cmocka tests: temporary
+ * directories, the TensorFlow test vectors in ../shared (skipping when they
+ * are absent), and asserting on ckpt error codes and messages. */
+#ifndef CKPT_TESTS_TEST_UTIL_H
+#define CKPT_TESTS_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "ckpt.h"
+
+/* Make a fresh empty directory under $TMPDIR (or /tmp); the returned path
+ * is malloc'd. Fails the test on error. */
+char *test_make_temp_dir(void);
+
+/* Remove a directory tree (best effort) and free the path. */
+void test_remove_tree(char *path);
+
+/* Path of a TF test vector directory (e.g. "tictactoe_ckpt_manager") into a
+ * malloc'd string, or NULL after calling cmocka's skip() with a message when
+ * ../shared/testdata/tf is absent. */
+char *test_tf_vector(const char *name);
+
+/* Assert that `rc` equals `code` and the last error message contains
+ * `needle` (when needle is not NULL). */
+#define assert_ckpt_error(rc, code, needle)                                    \
+    test_assert_ckpt_error((rc), (code), (needle), __FILE__, __LINE__)
+void test_assert_ckpt_error(int rc, int code, const char *needle,
+                            const char *file, int line);
+
+/* Assert that `rc` is 0, printing the last error otherwise. */
+#define assert_ckpt_ok(rc) test_assert_ckpt_ok((rc), __FILE__, __LINE__)
+void test_assert_ckpt_ok(int rc, const char *file, int line);
+
+/* Read a whole file into a malloc'd buffer (*n set); NULL if missing. */
+uint8_t *test_read_file(const char *path, size_t *n);
+/* Write a whole file; fails the test on error. */
+void test_write_file(const char *path, const void *data, size_t n);
+
+#endif
