@@ -1,6 +1,14 @@
-# Install.cmake - install headers, both libraries, the CLI, ckpt.pc and the
-# CMake package (find_package(ckpt) gives ckpt::ckpt_static/ckpt_shared).
+# Install.cmake - what `cmake --install` puts under the prefix:
+#   include/ckpt.h, include/ckpt/*.h, include/ckpt/sys/*.h
+#   lib/libckpt.a, lib/libckpt.so (+ soname links), bin/ckpt (tools/ckpt)
+#   lib/pkgconfig/ckpt.pc
+#   lib/cmake/ckpt/ckpt{Config,ConfigVersion,Targets}.cmake, so that
+#   find_package(ckpt) gives ckpt::ckpt_static and ckpt::ckpt_shared.
+# Everything is relocatable: `cmake --install build --prefix X` works for any
+# X, whatever CMAKE_INSTALL_PREFIX was at configure time.
 include(CMakePackageConfigHelpers)
+
+set(CKPT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/ckpt")
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
@@ -10,18 +18,36 @@ install(TARGETS ckpt_static ckpt_shared EXPORT ckptTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT ckptTargets NAMESPACE ckpt::
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckpt)
+        DESTINATION ${CKPT_INSTALL_CMAKEDIR})
 configure_package_config_file(
     "${PROJECT_SOURCE_DIR}/cmake/ckptConfig.cmake.in"
     "${PROJECT_BINARY_DIR}/ckptConfig.cmake"
-    INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckpt)
+    INSTALL_DESTINATION ${CKPT_INSTALL_CMAKEDIR})
+# 0.x releases may break the API at each minor version.
 write_basic_package_version_file(
     "${PROJECT_BINARY_DIR}/ckptConfigVersion.cmake"
     COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/ckptConfig.cmake"
               "${PROJECT_BINARY_DIR}/ckptConfigVersion.cmake"
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckpt)
+        DESTINATION ${CKPT_INSTALL_CMAKEDIR})
+
+# ckpt.pc: with relative install dirs the paths are written relative to
+# ${pcfiledir}, the directory pkg-config found the file in; absolute
+# install dirs are written as they are.
+set(CKPT_PC_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}"
+   OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+    set(CKPT_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+    set(CKPT_PC_LIBDIR "${CMAKE_INSTALL_FULL_LIBDIR}")
+    set(CKPT_PC_INCLUDEDIR "${CMAKE_INSTALL_FULL_INCLUDEDIR}")
+else()
+    # "lib/pkgconfig" -> "../.."; "lib/x86_64-linux-gnu/pkgconfig" -> "../../.."
+    file(RELATIVE_PATH _ckpt_pc_up "/_/${CKPT_PC_DIR}" "/_")
+    string(REGEX REPLACE "/$" "" _ckpt_pc_up "${_ckpt_pc_up}")
+    set(CKPT_PC_PREFIX "\${pcfiledir}/${_ckpt_pc_up}")
+    set(CKPT_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+    set(CKPT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt.pc.in"
                "${PROJECT_BINARY_DIR}/ckpt.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/ckpt.pc"
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES "${PROJECT_BINARY_DIR}/ckpt.pc" DESTINATION ${CKPT_PC_DIR})

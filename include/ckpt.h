@@ -9,5 +9,11 @@
 #include "ckpt/io.h"
 #include "ckpt/bundle.h"
 #include "ckpt/state.h"
+#include "ckpt/clock.h"
+#include "ckpt/log.h"
+#include "ckpt/saver.h"
+#include "ckpt/coordinator.h"
+#include "ckpt/session.h"
+#include "ckpt/hooks.h"
 
 #endif

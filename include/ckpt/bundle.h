@@ -29,9 +29,13 @@ typedef struct ckpt_bundle_writer_options {
     const ckpt_fs *fs;     /**< NULL: POSIX */
     int num_shards;        /**< data files to write (default 1) */
     size_t data_alignment; /**< pad records to this multiple (default 1) */
+    int direct_io;         /**< non-zero: open data files with
+                                CKPT_OPEN_DIRECT (bypass the page cache
+                                for large aligned writes) */
 } ckpt_bundle_writer_options;
 
-#define CKPT_BUNDLE_WRITER_OPTIONS_INIT {CKPT_BUNDLE_WRITER_OPTIONS_VERSION, NULL, 0, 0}
+#define CKPT_BUNDLE_WRITER_OPTIONS_INIT                                        \
+    {CKPT_BUNDLE_WRITER_OPTIONS_VERSION, NULL, 0, 0, 0}
 
 /** Fill `opts` with defaults. @return 0 or CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_bundle_writer_options_init(

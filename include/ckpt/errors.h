@@ -29,7 +29,8 @@ typedef enum ckpt_error_code {
     CKPT_EABORTED = -16,    /**< recoverable: re-create the session */
     CKPT_EUNAVAILABLE = -17, /**< recoverable: re-create the session */
     CKPT_EACCES = -18,      /**< permission denied */
-    CKPT_ETIMEDOUT = -19    /**< a wait ran past its timeout */
+    CKPT_ETIMEDOUT = -19,   /**< a wait ran past its timeout */
+    CKPT_ESTOPITER = -20    /**< a step function asked to stop: a clean end */
 } ckpt_error_code;
 
 /** The last error recorded on the calling thread. */

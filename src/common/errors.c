@@ -39,6 +39,7 @@ static const struct code_info code_table[] = {
     {CKPT_EUNAVAILABLE, "CKPT_EUNAVAILABLE", "unavailable"},
     {CKPT_EACCES, "CKPT_EACCES", "permission denied"},
     {CKPT_ETIMEDOUT, "CKPT_ETIMEDOUT", "timed out"},
+    {CKPT_ESTOPITER, "CKPT_ESTOPITER", "stop requested by the step"},
 };
 
 static const struct code_info *find_code(int code)

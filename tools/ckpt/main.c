@@ -1,15 +1,84 @@
-/* tools/ckpt/main.c - the `ckpt` command: dispatch to subcommands. */
-#include "ckpt.h"
+/* tools/ckpt/main.c - the `ckpt` command: global options (--help,
+ * --version), `ckpt help [CMD]`, and dispatch to the subcommands in
+ * cmd_*.c. Exit codes: 0 success, 1 the check found damage or
+ * differences, 2 usage error or input that cannot be read. */
+#include "cli.h"
 
-#include <stdio.h>
 #include <string.h>
+
+static const cli_command *const commands[] = {&cli_cmd_ls, &cli_cmd_inspect,
+                                              &cli_cmd_verify, &cli_cmd_repack};
+
+#define NUM_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: ckpt <command> [arguments]\n"
+                 "       ckpt help <command> | ckpt --help | ckpt "
+                 "--version\n\n"
+                 "Inspect, verify and rewrite TensorFlow checkpoints "
+                 "(tensor bundle V2).\n\ncommands:\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(out, "\nExit status: 0 success, 1 damage or differences found, "
+                 "2 usage error or unreadable input.\n");
+}
+
+static int help(int argc, char **argv)
+{
+    const cli_command *c;
+    if (argc < 1) {
+        print_usage(stdout);
+        return CLI_OK;
+    }
+    c = find_command(argv[0]);
+    if (!c) {
+        fprintf(stderr, "ckpt help: unknown command '%s'\n", argv[0]);
+        print_usage(stderr);
+        return CLI_USAGE;
+    }
+    cli_print_help(c, stdout);
+    return CLI_OK;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-        printf("ckpt %s\n", ckpt_version_string());
-        return 0;
+    const cli_command *c;
+    if (argc < 2) {
+        print_usage(stderr);
+        return CLI_USAGE;
     }
-    fprintf(stderr, "usage: ckpt <command> ...\n");
-    return 2;
+    if (cli_is_help(argv[1])) {
+        print_usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ckpt %s\n", ckpt_version_string());
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "help") == 0)
+        return help(argc - 2, argv + 2);
+    c = find_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "ckpt: unknown command '%s'\n", argv[1]);
+        print_usage(stderr);
+        return CLI_USAGE;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (cli_is_help(argv[i])) {
+            cli_print_help(c, stdout);
+            return CLI_OK;
+        }
+    }
+    return c->run(argc - 2, argv + 2);
 }

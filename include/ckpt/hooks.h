@@ -1,0 +1,181 @@
+/* ckpt/hooks.h - the hooks the library ships, all built on the public
+ * ckpt_hook struct: the step/seconds timer, CheckpointSaverHook (sync) and
+ * AsyncCheckpointSaverHook (async, snapshot at the trigger step) with
+ * checkpoint listeners, StopAtStepHook, StepCounterHook, LoggingTensorHook,
+ * NanTensorHook, the MonitoredTrainingSession-style builder, and the opt-in
+ * preemption handler. Behaviour: ../shared/spec/hooks-and-sessions.md
+ * sections 2-3 (B1-B13, B40-B69). */
+#ifndef CKPT_HOOKS_H
+#define CKPT_HOOKS_H
+
+#include "session.h"
+
+CKPT_BEGIN_DECL
+
+/* ---- SecondOrStepTimer --------------------------------------------------- */
+
+/** Triggers every N steps or every S seconds (exactly one of them). Plain
+ *  struct; initialise with ckpt_timer_init. */
+typedef struct ckpt_timer {
+    double every_secs;  /**< > 0 in seconds mode */
+    int64_t every_steps; /**< > 0 in steps mode */
+    int never;          /**< the never-trigger timer */
+    int has_last;       /**< a trigger was recorded */
+    int64_t last_step;
+    double last_time;
+    const ckpt_clock *clock;
+} ckpt_timer;
+
+/** Initialise: pass every_secs <= 0 / every_steps <= 0 for "unset". Exactly
+ *  one must be set and positive (B1-B3), else CKPT_EINVAL. */
+CKPT_EXTERN(int) ckpt_timer_init(ckpt_timer *t, double every_secs,
+                                 int64_t every_steps, const ckpt_clock *clock);
+/** A timer that never triggers (B13). */
+CKPT_EXTERN(void) ckpt_timer_init_never(ckpt_timer *t);
+CKPT_EXTERN(int) ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step);
+/** Record a trigger at `step`; `*elapsed_secs`/`*elapsed_steps` (may be
+ *  NULL) receive the time and steps since the previous one, and the return
+ *  value is 1 when there was a previous one, else 0 (B9, B10). */
+CKPT_EXTERN(int) ckpt_timer_update(ckpt_timer *t, int64_t step,
+                                   double *elapsed_secs,
+                                   int64_t *elapsed_steps);
+/** The last triggered step; returns 0 when there is none (B11). */
+CKPT_EXTERN(int) ckpt_timer_last_step(const ckpt_timer *t, int64_t *out);
+CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
+
+/* ---- checkpoint listeners ------------------------------------------------- */
+
+#define CKPT_LISTENER_VERSION 1
+
+/** Called around every checkpoint (TF's CheckpointSaverListener). The same
+ *  contract in sync and async modes (F4): before_save on the training
+ *  thread at snapshot time; after_save once the checkpoint is durable, on
+ *  the training thread (during the next hook callback in async mode), with
+ *  the snapshot's step; setting `*stop` asks training to stop (B53). */
+typedef struct ckpt_saver_listener {
+    int version; /**< CKPT_LISTENER_VERSION */
+    void *payload;
+    int (*begin)(void *payload);
+    int (*before_save)(ckpt_session *s, int64_t step, void *payload);
+    int (*after_save)(ckpt_session *s, int64_t step, const char *prefix,
+                      int *stop, void *payload);
+    int (*end)(ckpt_session *s, int64_t step, void *payload);
+} ckpt_saver_listener;
+
+/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook ------------------------- */
+
+typedef enum ckpt_save_mode {
+    CKPT_SAVE_SYNC = 0, /**< CheckpointSaverHook */
+    CKPT_SAVE_ASYNC = 1 /**< AsyncCheckpointSaverHook */
+} ckpt_save_mode;
+
+#define CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION 1
+
+typedef struct ckpt_checkpoint_hook_options {
+    unsigned int version;       /**< CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION */
+    const char *checkpoint_dir; /**< required; created recursively at begin */
+    double save_secs;           /**< exactly one of save_secs/save_steps */
+    int64_t save_steps;
+    int mode;                   /**< a ckpt_save_mode */
+    ckpt_saver *saver;          /**< borrowed; excludes use_scaffold */
+    int use_scaffold;           /**< use the session's scaffold saver */
+    const ckpt_saver_options *saver_options; /**< when the hook opens its own
+                                                  saver (basename, keep, ...) */
+    const ckpt_saver_listener *listeners; /**< copied */
+    size_t num_listeners;
+    int save_initial_if_present; /**< 1: save at creation even when the
+                                      newest checkpoint has that step (TF);
+                                      default 0 skips it (B49) */
+    double end_timeout_s;       /**< async: bound on end's wait (default
+                                     -1: none; B65) */
+    const ckpt_clock *clock;
+} ckpt_checkpoint_hook_options;
+
+#define CKPT_CHECKPOINT_HOOK_OPTIONS_INIT                                      \
+    {CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0.0, 0, CKPT_SAVE_SYNC, NULL, \
+     0, NULL, NULL, 0, 0, -1.0, NULL}
+
+CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
+    ckpt_checkpoint_hook_options *o, unsigned int version);
+
+/** Build a checkpoint hook (sync or async: one implementation).
+ *  @return 0, CKPT_EINVAL (saver and use_scaffold both set, B44; neither or
+ *          both of save_secs/save_steps, B45; no directory) */
+CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
+                                          const ckpt_checkpoint_hook_options *o);
+
+/** Metrics of a checkpoint hook built by ckpt_checkpoint_hook_new (its
+ *  saver's metrics). @return 0 or CKPT_EINVAL for another hook */
+CKPT_EXTERN(int) ckpt_checkpoint_hook_metrics(const ckpt_hook *hook,
+                                              ckpt_saver_metrics *out);
+
+/* ---- the other standard hooks ---------------------------------------------- */
+
+/** Stop at a global step: exactly one of num_steps (from the step at
+ *  session creation) or last_step (> 0). */
+CKPT_EXTERN(int) ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
+                                            int64_t last_step);
+
+/** Log steps per second every N steps or S seconds (exactly one). */
+CKPT_EXTERN(int) ckpt_step_counter_hook_new(ckpt_hook *out,
+                                            int64_t every_n_steps,
+                                            double every_n_secs,
+                                            const ckpt_clock *clock,
+                                            ckpt_log_fn log, void *log_payload);
+
+/** Log the named tensors (step outputs or variables) every N local
+ *  iterations or S seconds, and/or once at end. */
+CKPT_EXTERN(int) ckpt_logging_tensor_hook_new(
+    ckpt_hook *out, const char *const *names, size_t num_names,
+    int64_t every_n_iter, double every_n_secs, int at_end,
+    const ckpt_clock *clock, ckpt_log_fn log, void *log_payload);
+
+/** Check the named float output (e.g. "loss") for NaN: fail with
+ *  CKPT_EUSER when fail_on_nan, else log a warning and request a stop. */
+CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
+                                          int fail_on_nan, ckpt_log_fn log,
+                                          void *log_payload);
+
+/* ---- preemption ------------------------------------------------------------ */
+
+/** Opt-in: after this call SIGTERM and SIGINT request a stop at the next
+ *  step boundary of `ms` (a cloud preemption notice), so the checkpoint
+ *  hook's end writes the final checkpoint and the loop exits cleanly.
+ *  @return 0 or CKPT_EBUSY if another session holds the handler */
+CKPT_EXTERN(int) ckpt_preemption_handler_install(ckpt_monitored_session *ms);
+/** Restore the previous signal dispositions. */
+CKPT_EXTERN(void) ckpt_preemption_handler_remove(void);
+/** The signal that requested the stop, or 0. */
+CKPT_EXTERN(int) ckpt_preemption_signal(void);
+
+/* ---- MonitoredTrainingSession --------------------------------------------- */
+
+#define CKPT_TRAINING_SESSION_OPTIONS_VERSION 1
+
+typedef struct ckpt_training_session_options {
+    unsigned int version; /**< CKPT_TRAINING_SESSION_OPTIONS_VERSION */
+    int not_chief;        /**< 1: a worker: only user hooks, no restore */
+    const char *checkpoint_dir;
+    double save_checkpoint_secs;  /**< 0: default (600 s unless steps set);
+                                       < 0 disables */
+    int64_t save_checkpoint_steps; /**< 0: unset; < 0 disables */
+    int checkpoint_mode;          /**< ckpt_save_mode (default SYNC) */
+    int64_t log_step_count_steps; /**< default 100; < 0 disables */
+    const ckpt_hook *hooks;       /**< user hooks (copied) */
+    size_t num_hooks;
+    const ckpt_hook *chief_only_hooks;
+    size_t num_chief_only_hooks;
+    ckpt_session_options session; /**< clock, fs, scaffold, recoverable... */
+    const ckpt_saver_options *saver_options;
+} ckpt_training_session_options;
+
+/** Build a monitored session with MonitoredTrainingSession's defaults and
+ *  hook order (B40-B43): chief-only hooks, step counter, checkpoint saver,
+ *  then user hooks; a non-chief gets only the user hooks. */
+CKPT_EXTERN(int) ckpt_training_session_new(
+    ckpt_monitored_session **out, ckpt_graph *graph,
+    const ckpt_training_session_options *opts);
+
+CKPT_END_DECL
+
+#endif

@@ -1,0 +1,233 @@
+/* ckpt/saver.h - the saver: a set of variables saved to and restored from
+ * one checkpoint directory, with TensorFlow's naming (<basename>-<step>),
+ * the `checkpoint` state file, retention, and asynchronous saves taken from
+ * a consistent snapshot.
+ *
+ * Commit order of every save: the data file and then the index are written
+ * under temporary names, fsynced and renamed into place, the directory is
+ * fsynced, then the state file is replaced atomically and durably, and only
+ * then are checkpoints that retention no longer keeps deleted. A crash at
+ * any point leaves the previous latest checkpoint readable and named.
+ *
+ * Threads: a saver is used from one thread (the training loop). Async saves
+ * run on one background writer thread the saver owns; completion callbacks
+ * and the log callback are documented per member below. */
+#ifndef CKPT_SAVER_H
+#define CKPT_SAVER_H
+
+#include "clock.h"
+#include "io.h"
+#include "log.h"
+#include "tensor.h"
+
+CKPT_BEGIN_DECL
+
+/* ---- variables ---------------------------------------------------------- */
+
+/** Copy bytes [offset, offset + n) of a variable's value into `dst`; for
+ *  memory the library cannot read directly (e.g. a device). 0 or an error
+ *  (reported as CKPT_EUSER). */
+typedef int (*ckpt_var_read_fn)(void *dst, uint64_t offset, size_t n,
+                                void *payload);
+/** Store bytes [offset, offset + n) of a variable's value from `src`. */
+typedef int (*ckpt_var_write_fn)(const void *src, uint64_t offset, size_t n,
+                                 void *payload);
+
+/** A variable: a named tensor of a fixed-size dtype, in host byte order. */
+typedef struct ckpt_var {
+    const char *name;        /**< checkpoint key (copied by add_var) */
+    int dtype;               /**< a fixed-size ckpt_dtype */
+    ckpt_shape shape;
+    void *data;              /**< the caller's memory, or NULL when the
+                                  callbacks below are given */
+    ckpt_var_read_fn read;   /**< used instead of `data` for saving */
+    ckpt_var_write_fn write; /**< used instead of `data` for restoring */
+    void *payload;           /**< passed to read/write */
+} ckpt_var;
+
+/* ---- options ------------------------------------------------------------ */
+
+/** What save_async does when the previous write is still running. */
+typedef enum ckpt_busy_policy {
+    CKPT_BUSY_SKIP = 0,    /**< count and log the trigger, return CKPT_EBUSY */
+    CKPT_BUSY_WAIT = 1,    /**< wait for the write to end, then snapshot */
+    CKPT_BUSY_COALESCE = 2 /**< keep at most one pending snapshot; a newer
+                                trigger replaces a pending one */
+} ckpt_busy_policy;
+
+/** The outcome of one save, reported to `on_save_done`. */
+typedef struct ckpt_save_result {
+    uint64_t ticket;   /**< as returned by save_async (0 for a sync save) */
+    int64_t step;      /**< the step the snapshot was taken at */
+    const char *prefix; /**< the checkpoint prefix (borrowed) */
+    int status;        /**< 0 when durable and named in the state file;
+                            CKPT_ECANCELED when replaced by a newer
+                            snapshot (coalesce); else the error */
+    const char *error; /**< message when status != 0 (borrowed) */
+    double blocking_s; /**< time the caller was blocked (snapshot) */
+    double write_s;    /**< time from write start to durable commit */
+    uint64_t bytes;    /**< bytes of data and index written */
+} ckpt_save_result;
+
+/** Called once per save outcome, on the thread that calls save, save_async,
+ *  poll, wait or close (never on the writer thread). */
+typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
+                                  void *payload);
+
+#define CKPT_SAVER_OPTIONS_VERSION 1
+
+/** Saver options. Start from CKPT_SAVER_OPTIONS_INIT; 0 or NULL in a field
+ *  means its default, except `max_to_keep`, where 0 keeps every checkpoint
+ *  (and lists all of them in the state file) as in TensorFlow. */
+typedef struct ckpt_saver_options {
+    unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
+    const ckpt_fs *fs;     /**< NULL: POSIX */
+    const ckpt_clock *clock; /**< NULL: the system clock */
+    const char *basename;  /**< default "model.ckpt" */
+    int max_to_keep;       /**< default 5; 0 keeps all */
+    double keep_checkpoint_every_n_hours; /**< 0: none preserved */
+    int pad_step_number;   /**< zero-pad steps to 8 digits */
+    int absolute_paths;    /**< write absolute paths in the state file
+                                (default: relative, as TF2) */
+    int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
+    int direct_io;         /**< 1: write data with O_DIRECT when possible,
+                                -1: never; 0: default (on) */
+    ckpt_log_fn log;       /**< may be called from the writer thread */
+    void *log_payload;
+    int log_level;         /**< lowest level passed to `log` (default INFO) */
+    ckpt_save_done_fn on_save_done;
+    void *on_save_done_payload;
+} ckpt_saver_options;
+
+#define CKPT_SAVER_OPTIONS_INIT                                                \
+    {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 5, 0.0, 0, 0,               \
+     CKPT_BUSY_SKIP, 0, NULL, NULL, CKPT_LOG_INFO, NULL, NULL}
+
+/** Fill `opts` with the defaults. @return 0 or CKPT_EVERSION */
+CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
+                                         unsigned int version);
+
+/** Pass as `step` to save without a step suffix (prefix = basename). */
+#define CKPT_NO_STEP INT64_MIN
+
+/* ---- the saver ---------------------------------------------------------- */
+
+typedef struct ckpt_saver ckpt_saver;
+
+/** Open the checkpoint directory `dir` (which must exist). If it already
+ *  holds checkpoints (a restarted job) their list is recovered from the state
+ *  file, entries whose index is missing are dropped, retention is applied,
+ *  and temporary files an interrupted save left behind (names ending in
+ *  ".tempstate" and hex digits, or starting "checkpoint.tmp") are removed —
+ *  nothing else. An unparsable state file is logged and treated as empty.
+ *  @return 0, CKPT_ENOTFOUND (no such directory), CKPT_EINVAL,
+ *          CKPT_EVERSION, or an I/O error */
+CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,
+                                 const ckpt_saver_options *opts);
+
+/** Register a variable (before the first save).
+ *  @return 0, CKPT_EINVAL (no name, bad shape, no data and no callbacks),
+ *          CKPT_ENOTSUP (dtype), CKPT_EEXISTS (name), CKPT_ESTATE (after
+ *          the first save) */
+CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
+
+/** Save every variable synchronously as `<dir>/<basename>-<step>` and
+ *  update the state file; on success `prefix_out` (may be NULL) receives
+ *  the prefix. A pending background error is returned instead (once).
+ *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
+ *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
+ *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
+CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
+                                 ckpt_buf *prefix_out);
+
+/** Snapshot every variable into a staging buffer (the only time the caller
+ *  waits) and hand the write to the background writer. `ticket_out` (may be
+ *  NULL) receives a number > 0 identifying the save.
+ *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
+ *          and logged; nothing was copied); an earlier background failure
+ *          (returned once, nothing dispatched); or an error of the snapshot */
+CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
+                                       uint64_t *ticket_out);
+
+/** Deliver finished saves to `on_save_done` without blocking. `*busy_out`
+ *  (may be NULL) is set to 1 while a write is in flight or pending.
+ *  @return 0 or a background failure not yet returned (once) */
+CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
+
+/** Wait until the save `ticket` (0: every save dispatched so far) has
+ *  finished, at most `timeout_s` seconds (< 0: no limit).
+ *  @return 0, CKPT_ETIMEDOUT, or a background failure (once) */
+CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
+                                 double timeout_s);
+
+/** Wait (at most `timeout_s`, < 0: no limit) for in-flight writes and stop
+ *  the writer thread. A pending snapshot not started yet is still written.
+ *  Later saves return CKPT_ESTATE. @return like ckpt_saver_wait */
+CKPT_EXTERN(int) ckpt_saver_close(ckpt_saver *s, double timeout_s);
+
+/** Free the saver, first closing it without a time limit if needed. NULL is
+ *  ignored. */
+CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
+
+/** Restore every variable from the checkpoint `prefix`. Every variable is
+ *  checked (present, dtype, shape) before any is written; values are read
+ *  with their checksums verified.
+ *  @return 0, CKPT_ENOTFOUND (checkpoint, or a variable it lacks, named),
+ *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT */
+CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
+
+/** Restore only the `n` named variables. */
+CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
+                                           const char *const *names, size_t n);
+
+/** Restore the latest checkpoint of the directory; `prefix_out` (may be
+ *  NULL) receives its prefix. @return 0, CKPT_ENOTFOUND (none), ... */
+CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
+                                           ckpt_buf *prefix_out);
+
+/** The latest complete checkpoint of the directory (see
+ *  ckpt_latest_checkpoint). @return 0 or CKPT_ENOTFOUND */
+CKPT_EXTERN(int) ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out);
+
+/** Number of checkpoints the saver currently keeps (listed in the state
+ *  file), oldest first. */
+CKPT_EXTERN(size_t) ckpt_saver_num_checkpoints(ckpt_saver *s);
+
+/** Prefix `i` (0 = oldest) into `out`. @return 0 or CKPT_EINVAL */
+CKPT_EXTERN(int) ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out);
+
+/** The step of a prefix ending in "-<digits>", or CKPT_NO_STEP. */
+CKPT_EXTERN(int64_t) ckpt_checkpoint_step(const char *prefix);
+
+/** Cumulative metrics; one event per trigger or outcome. */
+typedef struct ckpt_saver_metrics {
+    uint64_t saves_started;   /**< snapshots taken and dispatched (+ sync) */
+    uint64_t saves_skipped;   /**< async triggers skipped (policy SKIP) */
+    uint64_t saves_coalesced; /**< pending snapshots replaced (COALESCE) */
+    uint64_t saves_completed; /**< durable and named in the state file */
+    uint64_t saves_failed;    /**< writes that failed */
+    uint64_t bytes_written;   /**< data + index bytes of completed saves */
+    double blocking_s_total;  /**< caller time spent in snapshots */
+    double blocking_s_max;
+    double blocking_s_last;
+    double write_s_total;     /**< background time of finished writes */
+    double write_s_last;
+    int64_t last_saved_step;  /**< step of the newest durable save, or
+                                   CKPT_NO_STEP */
+} ckpt_saver_metrics;
+
+/** Copy the metrics (safe while a write is in flight). */
+CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
+                                         ckpt_saver_metrics *out);
+
+/** Bytes of staging memory async saves use (known once the variables are
+ *  registered): one data image for SKIP and WAIT, two for COALESCE. */
+CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
+
+/** Allocate and pre-fault the staging buffers now rather than at the first
+ *  async save (which then blocks only for the copy). */
+CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
+
+CKPT_END_DECL
+
+#endif

@@ -1,0 +1,282 @@
+/* ckpt/session.h - TensorFlow's monitored-session machinery for C training
+ * loops: the variable registry (the "graph"), the global step, run
+ * arguments and values, the run context, the raw session hooks see, and the
+ * monitored session that drives hooks around each step, restores from the
+ * latest checkpoint on creation and, in its recoverable flavour, re-creates
+ * itself on CKPT_EABORTED / CKPT_EUNAVAILABLE.
+ *
+ * Behaviour follows ../shared/spec/hooks-and-sessions.md (B14-B39); where the
+ * library deviates from TensorFlow the comment says so. A monitored session
+ * is used from one thread. */
+#ifndef CKPT_SESSION_H
+#define CKPT_SESSION_H
+
+#include "clock.h"
+#include "coordinator.h"
+#include "io.h"
+#include "log.h"
+#include "saver.h"
+#include "tensor.h"
+
+CKPT_BEGIN_DECL
+
+/* ---- the graph: a registry of variables ----------------------------------- */
+
+typedef struct ckpt_graph ckpt_graph;
+
+CKPT_EXTERN(int) ckpt_graph_new(ckpt_graph **out);
+CKPT_EXTERN(void) ckpt_graph_free(ckpt_graph *g);
+
+/** Register a variable (the struct and name are copied; the memory is the
+ *  caller's). @return 0, CKPT_EINVAL, CKPT_ENOTSUP, CKPT_EEXISTS, or
+ *  CKPT_ESTATE once the graph is frozen (after the last hook's begin) */
+CKPT_EXTERN(int) ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var);
+
+/** Register the global step: an int64 scalar named "global_step" stored at
+ *  `storage` (the training loop increments it once per step).
+ *  @return 0, CKPT_EEXISTS, CKPT_ESTATE */
+CKPT_EXTERN(int) ckpt_graph_create_global_step(ckpt_graph *g,
+                                               int64_t *storage);
+
+/** The global step's storage, or NULL when none was created. */
+CKPT_EXTERN(int64_t *) ckpt_graph_global_step(const ckpt_graph *g);
+
+CKPT_EXTERN(size_t) ckpt_graph_num_vars(const ckpt_graph *g);
+/** Variable `i` in registration order (borrowed). */
+CKPT_EXTERN(const ckpt_var *) ckpt_graph_var(const ckpt_graph *g, size_t i);
+/** The variable named `name`, or NULL. */
+CKPT_EXTERN(const ckpt_var *) ckpt_graph_find(const ckpt_graph *g,
+                                              const char *name);
+CKPT_EXTERN(int) ckpt_graph_is_frozen(const ckpt_graph *g);
+
+/* ---- run arguments and values --------------------------------------------- */
+
+/** Options of one run. Merging (B19): numeric fields take the maximum,
+ *  boolean fields are OR-ed. */
+typedef struct ckpt_run_options {
+    int trace_level;
+    int64_t timeout_ms;
+    int inter_op_thread_pool;
+    int output_partition_graphs; /**< boolean */
+    int report_tensor_allocations; /**< boolean */
+} ckpt_run_options;
+
+/** An input fed into a step, by name. */
+typedef struct ckpt_feed {
+    const char *name;
+    const void *data;
+    size_t size;
+} ckpt_feed;
+
+/** What the caller, or a hook's before_run, asks of one step: outputs to
+ *  fetch after it (step outputs published by the step, or variables), feeds,
+ *  options. Everything is borrowed until the step's after_run returns. */
+typedef struct ckpt_run_args {
+    const char *const *fetches;
+    size_t num_fetches;
+    const ckpt_feed *feeds;
+    size_t num_feeds;
+    ckpt_run_options options;
+} ckpt_run_args;
+
+/** A fetched value (borrowed; valid during the after_run call, or for the
+ *  caller until its next run on the session). */
+typedef struct ckpt_value {
+    const char *name;
+    int dtype;
+    ckpt_shape shape;
+    const void *data;
+    size_t size;
+} ckpt_value;
+
+/** What a hook's after_run (or the caller) gets back from a step: exactly
+ *  the fetches it asked for, in its order (B17), the merged options, and the
+ *  global step before and after the step. */
+typedef struct ckpt_run_values {
+    const ckpt_value *results;
+    size_t num_results;
+    ckpt_run_options options;
+    int64_t step_before;
+    int64_t step_after;
+} ckpt_run_values;
+
+/* ---- the raw session, run context and step context ------------------------- */
+
+/** The session hooks see (TF's raw session): the graph, the global step and
+ *  the coordinator. Borrowed; valid until the monitored session is freed. */
+typedef struct ckpt_session ckpt_session;
+
+CKPT_EXTERN(ckpt_graph *) ckpt_session_graph(ckpt_session *s);
+/** Current value of the global step. @return 0 or CKPT_ESTATE (none) */
+CKPT_EXTERN(int) ckpt_session_global_step(ckpt_session *s, int64_t *out);
+CKPT_EXTERN(ckpt_coordinator *) ckpt_session_coordinator(ckpt_session *s);
+/** The scaffold's saver (opened on the checkpoint directory), or NULL. */
+CKPT_EXTERN(ckpt_saver *) ckpt_session_saver(ckpt_session *s);
+
+/** One run's context, handed to before_run and after_run. */
+typedef struct ckpt_run_context ckpt_run_context;
+
+/** Ask the monitored session to stop after this step (B20, B21). */
+CKPT_EXTERN(void) ckpt_run_context_request_stop(ckpt_run_context *ctx);
+CKPT_EXTERN(int) ckpt_run_context_stop_requested(const ckpt_run_context *ctx);
+CKPT_EXTERN(ckpt_session *) ckpt_run_context_session(ckpt_run_context *ctx);
+/** The caller's own run arguments (borrowed). */
+CKPT_EXTERN(const ckpt_run_args *) ckpt_run_context_original_args(
+    const ckpt_run_context *ctx);
+
+/** What a step sees: merged feeds, a place to publish step outputs (e.g.
+ *  "loss") that hooks and the caller may fetch, and a stop request. */
+typedef struct ckpt_step_context ckpt_step_context;
+
+/** The fed input named `name`. @return 0 or CKPT_ENOTFOUND */
+CKPT_EXTERN(int) ckpt_step_context_feed(ckpt_step_context *sc,
+                                        const char *name, const void **data,
+                                        size_t *size);
+/** Publish a step output (copied). */
+CKPT_EXTERN(int) ckpt_step_context_publish(ckpt_step_context *sc,
+                                           const char *name, int dtype,
+                                           const ckpt_shape *shape,
+                                           const void *data);
+/** Publish a float32 scalar output, e.g. the loss. */
+CKPT_EXTERN(int) ckpt_step_context_publish_float(ckpt_step_context *sc,
+                                                 const char *name, float v);
+CKPT_EXTERN(void) ckpt_step_context_request_stop(ckpt_step_context *sc);
+CKPT_EXTERN(ckpt_session *) ckpt_step_context_session(ckpt_step_context *sc);
+
+/** A training step: do the work, increment the global step, publish
+ *  outputs. Return 0 or an error (CKPT_EOUT_OF_RANGE when the input is
+ *  exhausted: a clean end; CKPT_EABORTED / CKPT_EUNAVAILABLE: recoverable). */
+typedef int (*ckpt_step_fn)(ckpt_step_context *sc, void *payload);
+
+/* ---- hooks ------------------------------------------------------------------ */
+
+#define CKPT_HOOK_VERSION 1
+
+/** A session hook: optional callbacks plus a payload (TF's SessionRunHook).
+ *  Every callback returns 0 or an error (its own failures: CKPT_EUSER or a
+ *  specific code); a hook asks to stop with ckpt_run_context_request_stop.
+ *  The library's own hooks are built with this same struct. */
+typedef struct ckpt_hook {
+    int version;      /**< CKPT_HOOK_VERSION */
+    const char *name; /**< for messages, e.g. "CheckpointSaverHook" */
+    void *payload;
+    /** Once per monitored session, before the session is created; the graph
+     *  may still be extended (it is frozen after the last hook's begin). */
+    int (*begin)(ckpt_graph *g, void *payload);
+    /** After every session (re)creation, restore or initialisation. */
+    int (*after_create_session)(ckpt_session *s, ckpt_coordinator *coord,
+                                void *payload);
+    /** Before each step; fill `args` (zeroed) to request fetches/feeds. */
+    int (*before_run)(ckpt_run_context *ctx, ckpt_run_args *args,
+                      void *payload);
+    /** After each successful step, with the values this hook requested. */
+    int (*after_run)(ckpt_run_context *ctx, const ckpt_run_values *values,
+                     void *payload);
+    /** At close with OK or a clean-end status. */
+    int (*end)(ckpt_session *s, void *payload);
+    /** At close with any other status, instead of end (F5). */
+    void (*on_abort)(int status, void *payload);
+    /** Release the payload; called by ckpt_monitored_session_free. */
+    void (*destroy)(void *payload);
+} ckpt_hook;
+
+/* ---- the monitored session -------------------------------------------------- */
+
+/** Called when no checkpoint was restored at creation (scaffold init_fn). */
+typedef int (*ckpt_init_fn)(ckpt_session *s, void *payload);
+
+/** Scaffold: how a session is initialised. */
+typedef struct ckpt_scaffold {
+    ckpt_init_fn init_fn; /**< may be NULL: variables keep their values */
+    void *init_payload;
+    ckpt_saver *saver;    /**< borrowed; NULL: one is opened on
+                               checkpoint_dir over the graph's variables */
+} ckpt_scaffold;
+
+#define CKPT_SESSION_OPTIONS_VERSION 1
+
+typedef struct ckpt_session_options {
+    unsigned int version;       /**< CKPT_SESSION_OPTIONS_VERSION */
+    const ckpt_clock *clock;    /**< NULL: the system clock */
+    const ckpt_fs *fs;          /**< NULL: POSIX */
+    const char *checkpoint_dir; /**< restore from its latest checkpoint at
+                                     creation (chief only); may be NULL */
+    const char *restore_from;   /**< explicit checkpoint prefix to restore */
+    ckpt_scaffold scaffold;
+    const ckpt_saver_options *saver_options; /**< for the scaffold's saver */
+    int recoverable;            /**< re-create on ABORTED/UNAVAILABLE */
+    int max_recovery_attempts;  /**< per failing run (default 10; B34) */
+    double recovery_backoff_s;  /**< first back-off, doubled (default 0.1) */
+    int not_chief;              /**< 1: never restore or initialise */
+    double stop_grace_period_s; /**< coordinator join at close (default 120) */
+    ckpt_log_fn log;
+    void *log_payload;
+    int log_level;
+} ckpt_session_options;
+
+#define CKPT_SESSION_OPTIONS_INIT                                              \
+    {CKPT_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, NULL, {NULL, NULL, NULL}, \
+     NULL, 0, 0, 0.0, 0, 0.0, NULL, NULL, CKPT_LOG_INFO}
+
+CKPT_EXTERN(int) ckpt_session_options_init(ckpt_session_options *opts,
+                                           unsigned int version);
+
+typedef struct ckpt_monitored_session ckpt_monitored_session;
+
+/** Create a monitored session over `graph` with `hooks` (copied; order is
+ *  call order): every hook's begin (B14), freeze the graph, create the
+ *  session (restore the latest checkpoint of checkpoint_dir or run init_fn),
+ *  then every hook's after_create_session (B15). On failure nothing needs
+ *  freeing and hooks' destroy has been called. */
+CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
+                                            ckpt_graph *graph,
+                                            const ckpt_hook *hooks,
+                                            size_t num_hooks,
+                                            const ckpt_session_options *opts);
+
+/** Run one step through the hooks (B16-B25): before_run of every hook, the
+ *  step, after_run of every hook. `args` (may be NULL) are the caller's;
+ *  `values_out` (may be NULL) receives the caller's fetches.
+ *  @return 0, the step's or a hook's error, CKPT_ESTATE after a stop */
+CKPT_EXTERN(int) ckpt_monitored_session_run(ckpt_monitored_session *ms,
+                                            const ckpt_run_args *args,
+                                            ckpt_step_fn step, void *payload,
+                                            ckpt_run_values *values_out);
+
+/** The same cycle for a step written inline: before_run gives the step
+ *  context, the caller runs its step, then calls after_run with the step's
+ *  status (0, or its error: then no hook's after_run is called). */
+CKPT_EXTERN(int) ckpt_monitored_session_before_run(
+    ckpt_monitored_session *ms, const ckpt_run_args *args,
+    ckpt_step_context **sc_out);
+CKPT_EXTERN(int) ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
+                                                  int step_status,
+                                                  ckpt_run_values *values_out);
+
+/** Whether the loop should stop; `*status_out` (may be NULL) receives a
+ *  background error recorded in the coordinator (F14, B35). */
+CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
+    ckpt_monitored_session *ms, int *status_out);
+
+/** Close with the loop's terminating status (B26-B30): OK or a clean-end
+ *  code runs every hook's end and returns OK (or end's error); another
+ *  status runs on_abort instead and is returned; a second close returns
+ *  CKPT_ESTATE. */
+CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,
+                                              int status);
+
+/** Free (closing with CKPT_ECANCELED first if needed) and destroy hooks. */
+CKPT_EXTERN(void) ckpt_monitored_session_free(ckpt_monitored_session *ms);
+
+/** The raw session (borrowed). */
+CKPT_EXTERN(ckpt_session *) ckpt_monitored_session_session(
+    ckpt_monitored_session *ms);
+
+/** Whether `code` is a clean end (CKPT_EOUT_OF_RANGE, CKPT_ESTOPITER). */
+CKPT_EXTERN(int) ckpt_is_clean_end(int code);
+/** Whether `code` is recoverable (CKPT_EABORTED, CKPT_EUNAVAILABLE). */
+CKPT_EXTERN(int) ckpt_is_recoverable(int code);
+
+CKPT_END_DECL
+
+#endif

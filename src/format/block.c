@@ -1,0 +1,283 @@
+/* format/block.c - building and validating SSTable blocks (see block.h).
+ *
+ *   offset 0: entry 0                        <- restart[0] = 0
+ *             entry 1 ... entry k-1          (keys prefix-compressed)
+ *             entry k                        <- restart[1] (shared = 0)
+ *             ...
+ *   n-4-4R:   fixed32 restart[0] ... restart[R-1]
+ *   n-4:      fixed32 R
+ *
+ *   entry: varint32 shared | varint32 non_shared | varint32 value_len |
+ *          key_delta[non_shared] | value[value_len]
+ *
+ * A new restart point (an entry stored with shared = 0) begins every
+ * `restart_interval` entries. An empty block is 00000000 01000000. */
+#include "format/block.h"
+
+#include "common/internal.h"
+#include "util/coding.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* ---- builder ------------------------------------------------------------ */
+
+void ckpt__block_builder_init(ckpt__block_builder *b, int restart_interval)
+{
+    memset(b, 0, sizeof(*b));
+    assert(restart_interval >= 1);
+    b->restart_interval = restart_interval;
+}
+
+void ckpt__block_builder_dispose(ckpt__block_builder *b)
+{
+    ckpt_buf_dispose(&b->out);
+    ckpt_buf_dispose(&b->last_key);
+    ckpt__free(b->restarts);
+    b->restarts = NULL;
+    b->num_restarts = 0;
+    b->cap_restarts = 0;
+    b->counter = 0;
+    b->finished = false;
+}
+
+void ckpt__block_builder_reset(ckpt__block_builder *b)
+{
+    ckpt__buf_clear(&b->out);
+    ckpt__buf_clear(&b->last_key);
+    b->num_restarts = 0;
+    b->counter = 0;
+    b->finished = false;
+}
+
+bool ckpt__block_builder_empty(const ckpt__block_builder *b)
+{
+    return b->out.size == 0;
+}
+
+/* The restart array always begins with offset 0; it is stored lazily (on
+ * the first entry or at finish) because init cannot fail. */
+static size_t logical_restarts(const ckpt__block_builder *b)
+{
+    return b->num_restarts ? b->num_restarts : 1;
+}
+
+size_t ckpt__block_builder_estimate(const ckpt__block_builder *b)
+{
+    return b->out.size + 4 * logical_restarts(b) + 4;
+}
+
+static int push_restart(ckpt__block_builder *b, size_t offset)
+{
+    if (offset > UINT32_MAX)
+        return ckpt__error(CKPT_EINVAL, "table block larger than 4 GiB");
+    if (b->num_restarts == b->cap_restarts) {
+        size_t cap = b->cap_restarts ? 2 * b->cap_restarts : 16;
+        uint32_t *p = ckpt__realloc(b->restarts, cap * sizeof(*p));
+        if (!p)
+            return ckpt__error_oom();
+        b->restarts = p;
+        b->cap_restarts = cap;
+    }
+    b->restarts[b->num_restarts++] = (uint32_t)offset;
+    return 0;
+}
+
+static size_t common_prefix(const uint8_t *a, size_t na, const uint8_t *b,
+                            size_t nb)
+{
+    size_t n = na < nb ? na : nb;
+    size_t i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* Bytewise comparison, a shorter string first when it is a prefix. */
+static int compare_keys(const uint8_t *a, size_t na, const uint8_t *b,
+                        size_t nb)
+{
+    size_t n = na < nb ? na : nb;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return na < nb ? -1 : (na > nb ? 1 : 0);
+}
+
+int ckpt__block_builder_add(ckpt__block_builder *b, const void *key,
+                            size_t key_len, const void *value, size_t value_len)
+{
+    const uint8_t *k = key;
+    size_t shared = 0;
+    int err;
+
+    assert(!b->finished);
+    assert(b->out.size == 0 || compare_keys((const uint8_t *)b->last_key.ptr,
+                                            b->last_key.size, k, key_len) < 0);
+    if (key_len > UINT32_MAX || value_len > UINT32_MAX)
+        return ckpt__error(CKPT_EINVAL,
+                           "table entry too large (key %zu, value %zu bytes)",
+                           key_len, value_len);
+    if (b->num_restarts == 0) {
+        err = push_restart(b, 0);
+        if (err < 0)
+            return err;
+    }
+    if (b->out.size == 0) {
+        b->counter = 0;
+    } else if (b->counter < b->restart_interval) {
+        shared = common_prefix((const uint8_t *)b->last_key.ptr,
+                               b->last_key.size, k, key_len);
+    } else {
+        err = push_restart(b, b->out.size);
+        if (err < 0)
+            return err;
+        b->counter = 0;
+    }
+    err = ckpt__put_varint32(&b->out, (uint32_t)shared);
+    if (err == 0)
+        err = ckpt__put_varint32(&b->out, (uint32_t)(key_len - shared));
+    if (err == 0)
+        err = ckpt__put_varint32(&b->out, (uint32_t)value_len);
+    if (err == 0)
+        err = ckpt__buf_put(&b->out, k + shared, key_len - shared);
+    if (err == 0)
+        err = ckpt__buf_put(&b->out, value, value_len);
+    if (err == 0) {
+        ckpt__buf_clear(&b->last_key);
+        err = ckpt__buf_put(&b->last_key, k, key_len);
+    }
+    if (err < 0)
+        return err;
+    b->counter++;
+    return 0;
+}
+
+int ckpt__block_builder_finish(ckpt__block_builder *b)
+{
+    int err = 0;
+    assert(!b->finished);
+    if (b->num_restarts == 0)
+        err = push_restart(b, 0);
+    for (size_t i = 0; err == 0 && i < b->num_restarts; i++)
+        err = ckpt__put_fixed32(&b->out, b->restarts[i]);
+    if (err == 0)
+        err = ckpt__put_fixed32(&b->out, (uint32_t)b->num_restarts);
+    if (err < 0)
+        return err;
+    b->finished = true;
+    return 0;
+}
+
+/* ---- reader ------------------------------------------------------------- */
+
+int ckpt__block_iterate(const uint8_t *block, size_t n, const char *what,
+                        ckpt__block_entry_cb cb, void *payload)
+{
+    ckpt_buf key = CKPT_BUF_INIT;
+    uint32_t num_restarts;
+    size_t restart_start;
+    size_t next_restart = 0; /* index of the next restart point to meet */
+    size_t pos = 0;
+    int err = 0;
+
+    if (n < 4) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: bad block contents (%zu bytes, too short)", what,
+                          n);
+        goto done;
+    }
+    num_restarts = ckpt__decode_fixed32(block + n - 4);
+    if (num_restarts > (n - 4) / 4) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: bad block contents (restart count %" PRIu32
+                          " too large for %zu bytes)",
+                          what, num_restarts, n);
+        goto done;
+    }
+    restart_start = n - 4 - 4 * (size_t)num_restarts;
+    if (num_restarts == 0 && restart_start > 0) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: bad block contents (entries but no restart "
+                          "points)",
+                          what);
+        goto done;
+    }
+    /* Restart offsets: strictly increasing, the first one 0, all inside the
+     * entry area (an empty block may only point at offset 0). */
+    for (size_t i = 0; i < num_restarts; i++) {
+        uint32_t r = ckpt__decode_fixed32(block + restart_start + 4 * i);
+        uint32_t prev =
+            i ? ckpt__decode_fixed32(block + restart_start + 4 * (i - 1)) : 0;
+        bool ok = restart_start == 0
+                      ? r == 0
+                      : (r < restart_start && (i == 0 ? r == 0 : r > prev));
+        if (!ok) {
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: bad block contents (restart point %zu at "
+                              "offset %" PRIu32 " is invalid)",
+                              what, i, r);
+            goto done;
+        }
+    }
+
+    while (pos < restart_start) {
+        const uint8_t *p = block + pos;
+        const uint8_t *limit = block + restart_start;
+        uint32_t shared, non_shared, value_len;
+        bool at_restart = false;
+
+        if (next_restart < num_restarts &&
+            ckpt__decode_fixed32(block + restart_start + 4 * next_restart) ==
+                pos) {
+            at_restart = true;
+            next_restart++;
+        }
+        if (!ckpt__get_varint32(&p, limit, &shared) ||
+            !ckpt__get_varint32(&p, limit, &non_shared) ||
+            !ckpt__get_varint32(&p, limit, &value_len)) {
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: bad entry in block at offset %zu "
+                              "(truncated header)",
+                              what, pos);
+            goto done;
+        }
+        if (shared > key.size || (at_restart && shared != 0)) {
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: bad entry in block at offset %zu (shared "
+                              "prefix %" PRIu32 " with a %s key of %zu bytes)",
+                              what, pos, shared,
+                              at_restart ? "restart" : "previous", key.size);
+            goto done;
+        }
+        if ((uint64_t)non_shared + value_len > (uint64_t)(limit - p)) {
+            err =
+                ckpt__error(CKPT_ECORRUPT,
+                            "%s: bad entry in block at offset %zu (key %" PRIu32
+                            " + value %" PRIu32 " bytes overrun the block)",
+                            what, pos, non_shared, value_len);
+            goto done;
+        }
+        key.size = shared;
+        err = ckpt__buf_put(&key, p, non_shared);
+        if (err < 0)
+            goto done;
+        p += non_shared;
+        err = cb((const uint8_t *)key.ptr, key.size, p, value_len, payload);
+        if (err != 0)
+            goto done;
+        p += value_len;
+        pos = (size_t)(p - block);
+    }
+    if (next_restart != num_restarts && restart_start > 0) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: bad block contents (restart point %zu is not "
+                          "at an entry)",
+                          what, next_restart);
+        goto done;
+    }
+done:
+    ckpt_buf_dispose(&key);
+    return err;
+}

@@ -1,0 +1,853 @@
+/* format/bundle_reader.c - ckpt_bundle_reader: loads and validates a whole
+ * bundle index when opened, then reads records from the data shards, which
+ * are opened on first use and kept open.
+ *
+ *   <prefix>.index:  SSTable { "" -> BundleHeaderProto (first key),
+ *                              name -> BundleEntryProto ... }
+ *   <prefix>.data-SSSSS-of-NNNNN:  records located by (offset, size) only
+ *   string record:  varint64 len[n] | fixed32 masked length CRC | bytes
+ *
+ * Every check a record needs before it is read (dtype, shape, shard range,
+ * size against dtype x shape) is done at open; only the data file's length,
+ * the CRCs and the string layout are checked when a record is read, and
+ * nothing is allocated beyond what the index and data file sizes allow.
+ * Dtypes TensorFlow knows but this library cannot decode (variant,
+ * resource, the sub-byte ints) are listed; reading them fails with
+ * CKPT_ENOTSUP. Unknown dtype numbers make the index corrupt. */
+#include "ckpt/bundle.h"
+
+#include "common/internal.h"
+#include "format/bundle_proto.h"
+#include "format/table.h"
+#include "io/fs_internal.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_ENDIANNESS CKPT__BUNDLE_BIG_ENDIAN
+#else
+#define HOST_ENDIANNESS CKPT__BUNDLE_LITTLE_ENDIAN
+#endif
+
+#define NAME_MAX_SHOWN 200
+
+struct rshard {
+    int id;
+    ckpt_file *file;
+    uint64_t size;
+};
+
+struct ckpt_bundle_reader {
+    const ckpt_fs *fs;
+    char *prefix;
+    ckpt_buf index_path;
+    int num_shards;
+    int endianness;
+    bool skip_crc;
+    ckpt_tensor_entry *entries; /* key order */
+    size_t count;
+    size_t cap;
+    struct rshard *shards; /* opened shards, sorted by id */
+    size_t nshards;
+    size_t shards_cap;
+    ckpt_buf path; /* scratch: a data file's name */
+};
+
+/* A tensor name fit for a message: printable ASCII as is, other bytes as
+ * \xHH, long names cut. */
+typedef struct shown_name {
+    char text[NAME_MAX_SHOWN * 4 + 8];
+} shown_name;
+
+static const char *show(shown_name *s, const char *name, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)name[i];
+        if (i == NAME_MAX_SHOWN) {
+            memcpy(s->text + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            s->text[o++] = (char)c;
+        } else {
+            s->text[o++] = '\\';
+            s->text[o++] = 'x';
+            s->text[o++] = hex[c >> 4];
+            s->text[o++] = hex[c & 15];
+        }
+    }
+    s->text[o] = '\0';
+    return s->text;
+}
+
+static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
+{
+    return show(s, e->name, e->name_len);
+}
+
+/* Names of dtypes that TensorFlow defines but ckpt_dtype_name() does not. */
+static const char *extra_dtype_name(int dtype)
+{
+    switch (dtype) {
+    case 29:
+        return "int4";
+    case 30:
+        return "uint4";
+    case 31:
+        return "int2";
+    case 32:
+        return "uint2";
+    default:
+        return NULL;
+    }
+}
+
+static const char *dtype_label(int dtype)
+{
+    const char *name = ckpt_dtype_name(dtype);
+    if (!name)
+        name = extra_dtype_name(dtype);
+    return name ? name : "unknown";
+}
+
+/* ---- options / accessors ---------------------------------------------------- */
+
+int ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
+                                    unsigned int version)
+{
+    if (!opts)
+        return ckpt__error(CKPT_EINVAL, "bundle reader options: NULL");
+    if (version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "bundle reader options: unsupported version %u",
+                           version);
+    memset(opts, 0, sizeof(*opts));
+    opts->version = version;
+    return 0;
+}
+
+const char *ckpt_bundle_reader_prefix(const ckpt_bundle_reader *r)
+{
+    return r ? r->prefix : NULL;
+}
+
+int ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r)
+{
+    return r ? r->num_shards : 0;
+}
+
+size_t ckpt_bundle_reader_count(const ckpt_bundle_reader *r)
+{
+    return r ? r->count : 0;
+}
+
+const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
+                                                  size_t i)
+{
+    if (!r || i >= r->count)
+        return NULL;
+    return &r->entries[i];
+}
+
+static int cmp_key(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c != 0)
+        return c;
+    return an < bn ? -1 : an > bn;
+}
+
+int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
+                            const ckpt_bundle_reader *r, const char *name)
+{
+    size_t lo = 0, hi, n;
+    shown_name sn;
+    if (!out || !r || !name)
+        return ckpt__error(CKPT_EINVAL, "bundle reader find: NULL argument");
+    *out = NULL;
+    n = strlen(name);
+    hi = r->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const ckpt_tensor_entry *e = &r->entries[mid];
+        int c = cmp_key(e->name, e->name_len, name, n);
+        if (c == 0) {
+            *out = e;
+            return 0;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
+                       r->index_path.ptr, show(&sn, name, n));
+}
+
+/* ---- open: the index ------------------------------------------------------------ */
+
+struct load_state {
+    ckpt_bundle_reader *r;
+    bool have_header;
+};
+
+static int load_header(ckpt_bundle_reader *r, const uint8_t *key,
+                       size_t key_len, const uint8_t *value, size_t value_len)
+{
+    ckpt__bundle_header h;
+    const char *path = r->index_path.ptr;
+    int err;
+
+    if (key_len != 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: first key is not the bundle header (\"\")",
+                           path);
+    (void)key;
+    err = ckpt__bundle_header_decode(&h, value, value_len);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", path);
+    if (h.num_shards < 1)
+        return ckpt__error(CKPT_ECORRUPT, "%s: header: num_shards is %d",
+                           path, (int)h.num_shards);
+    if (h.endianness != CKPT__BUNDLE_LITTLE_ENDIAN &&
+        h.endianness != CKPT__BUNDLE_BIG_ENDIAN)
+        return ckpt__error(CKPT_ECORRUPT, "%s: header: bad endianness %d",
+                           path, (int)h.endianness);
+    err = ckpt__bundle_header_check_version(&h);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", path);
+    r->num_shards = h.num_shards;
+    r->endianness = h.endianness;
+    return 0;
+}
+
+/* Checks of §10 items 8-10 that need no data file. */
+static int validate_entry(const ckpt_bundle_reader *r,
+                          const ckpt__bundle_entry *be, const char *name)
+{
+    const char *path = r->index_path.ptr;
+    int64_t count, need;
+    size_t esize = ckpt_dtype_size(be->dtype);
+
+    if (!ckpt_dtype_name(be->dtype) && !extra_dtype_name(be->dtype))
+        return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': unknown dtype %d",
+                           path, name, (int)be->dtype);
+    if (be->unknown_rank)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': shape has an unknown rank", path,
+                           name);
+    if (ckpt_shape_num_elements(&count, &be->shape) < 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': shape's element count overflows",
+                           path, name);
+    if (be->num_slices > 0)
+        return 0; /* a partitioned tensor's full entry owns no record */
+    if (be->shard_id < 0 || be->shard_id >= r->num_shards)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': shard %d out of range (%d "
+                           "shards)",
+                           path, name, (int)be->shard_id, r->num_shards);
+    if (be->offset < 0 || be->size < 0 || be->offset > INT64_MAX - be->size)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': bad record offset %lld size %lld",
+                           path, name, (long long)be->offset,
+                           (long long)be->size);
+    if (esize > 0) {
+        if (ckpt__mul_overflow_i64(count, (int64_t)esize, &need))
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': byte size of the shape "
+                               "overflows",
+                               path, name);
+        if (need != be->size)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': record size %lld, a %s "
+                               "tensor of %lld elements needs %lld",
+                               path, name, (long long)be->size,
+                               dtype_label(be->dtype), (long long)count,
+                               (long long)need);
+    } else if (be->dtype == CKPT_DT_STRING && be->size < count) {
+        /* every element takes at least its one-byte length */
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': string record of %lld bytes "
+                           "cannot hold %lld elements",
+                           path, name, (long long)be->size, (long long)count);
+    }
+    return 0;
+}
+
+static int load_entry(ckpt_bundle_reader *r, const uint8_t *key,
+                      size_t key_len, const uint8_t *value, size_t value_len)
+{
+    ckpt__bundle_entry be;
+    ckpt_tensor_entry *e;
+    shown_name sn;
+    const char *name = show(&sn, (const char *)key, key_len);
+    int err;
+
+    err = ckpt__bundle_entry_decode(&be, value, value_len);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s: tensor '%s'", r->index_path.ptr,
+                                  name);
+    err = validate_entry(r, &be, name);
+    if (err < 0)
+        return err;
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        ckpt_tensor_entry *p = ckpt__realloc(r->entries, cap * sizeof(*p));
+        if (!p)
+            return ckpt__error_oom();
+        r->entries = p;
+        r->cap = cap;
+    }
+    e = &r->entries[r->count];
+    memset(e, 0, sizeof(*e));
+    e->name = ckpt__strndup((const char *)key, key_len);
+    if (!e->name)
+        return ckpt__error_oom();
+    r->count++;
+    e->name_len = key_len;
+    e->dtype = be.dtype;
+    e->shape = be.shape;
+    e->shard_id = be.shard_id;
+    e->offset = be.offset;
+    e->size = be.size;
+    e->crc32c = be.crc32c;
+    e->num_slices = be.num_slices;
+    e->is_slice_key = key_len > 0 && key[0] == 0;
+    return 0;
+}
+
+static int load_cb(const uint8_t *key, size_t key_len, const uint8_t *value,
+                   size_t value_len, void *payload)
+{
+    struct load_state *st = payload;
+    if (!st->have_header) {
+        st->have_header = true;
+        return load_header(st->r, key, key_len, value, value_len);
+    }
+    return load_entry(st->r, key, key_len, value, value_len);
+}
+
+int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
+                            const ckpt_bundle_reader_options *opts)
+{
+    ckpt_bundle_reader *r = NULL;
+    ckpt_buf index = CKPT_BUF_INIT;
+    struct load_state st;
+    int err;
+
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "bundle reader: NULL out");
+    *out = NULL;
+    if (!prefix || !*prefix)
+        return ckpt__error(CKPT_EINVAL, "bundle reader: empty prefix");
+    if (opts && opts->version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "bundle reader options: unsupported version %u",
+                           opts->version);
+    r = ckpt__calloc(1, sizeof(*r));
+    if (!r)
+        return ckpt__error_oom();
+    r->fs = ckpt_fs_or_default(opts ? opts->fs : NULL);
+    r->skip_crc = opts && opts->skip_data_checksums;
+    r->prefix = ckpt__strdup(prefix);
+    if (!r->prefix) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    err = ckpt_bundle_index_path(&r->index_path, prefix);
+    if (err < 0)
+        goto done;
+    err = ckpt_fs_read_file(&index, r->fs, r->index_path.ptr);
+    if (err < 0)
+        goto done;
+    st.r = r;
+    st.have_header = false;
+    err = ckpt__table_iterate((const uint8_t *)index.ptr, index.size,
+                              r->index_path.ptr, load_cb, &st);
+    if (err == 0 && !st.have_header)
+        err = ckpt__error(CKPT_ECORRUPT, "%s: no bundle header (empty table)",
+                          r->index_path.ptr);
+done:
+    ckpt_buf_dispose(&index);
+    if (err < 0) {
+        ckpt__fs_saved_error saved;
+        ckpt__fs_error_save(&saved);
+        ckpt_bundle_reader_free(r);
+        ckpt__fs_error_restore(&saved);
+        return err;
+    }
+    *out = r;
+    return 0;
+}
+
+void ckpt_bundle_reader_free(ckpt_bundle_reader *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nshards; i++)
+        ckpt__fs_close_quiet(r->fs, r->shards[i].file);
+    for (size_t i = 0; i < r->count; i++)
+        ckpt__free((void *)r->entries[i].name);
+    ckpt__free(r->entries);
+    ckpt__free(r->shards);
+    ckpt__free(r->prefix);
+    ckpt_buf_dispose(&r->index_path);
+    ckpt_buf_dispose(&r->path);
+    ckpt__free(r);
+}
+
+/* ---- records ---------------------------------------------------------------------- */
+
+/* The open data file `id`, opening it on first use. */
+static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                     struct rshard **out)
+{
+    size_t lo = 0, hi = r->nshards;
+    struct rshard s;
+    shown_name sn;
+    int err;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->shards[mid].id == e->shard_id) {
+            *out = &r->shards[mid];
+            return 0;
+        }
+        if (r->shards[mid].id < e->shard_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (r->nshards == r->shards_cap) {
+        size_t cap = r->shards_cap ? r->shards_cap * 2 : 4;
+        struct rshard *p = ckpt__realloc(r->shards, cap * sizeof(*p));
+        if (!p)
+            return ckpt__error_oom();
+        r->shards = p;
+        r->shards_cap = cap;
+    }
+    err = ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id,
+                                r->num_shards);
+    if (err < 0)
+        return err;
+    s.id = e->shard_id;
+    s.file = NULL;
+    s.size = 0;
+    err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
+    if (err == 0)
+        err = ckpt__fs_size(r->fs, s.file, &s.size);
+    if (err < 0) {
+        ckpt__fs_close_quiet(r->fs, s.file);
+        return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
+                                  entry_name(&sn, e));
+    }
+    memmove(&r->shards[lo + 1], &r->shards[lo],
+            (r->nshards - lo) * sizeof(*r->shards));
+    r->shards[lo] = s;
+    r->nshards++;
+    *out = &r->shards[lo];
+    return 0;
+}
+
+/* Open the record's data file and check the record lies inside it. Leaves
+ * the data file's name in r->path. */
+static int locate(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                  struct rshard **out)
+{
+    shown_name sn;
+    int err;
+    if (e->num_slices > 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': partitioned tensor (%d slices) "
+                           "not supported",
+                           r->index_path.ptr, entry_name(&sn, e),
+                           e->num_slices);
+    if (e->shard_id < 0 || e->shard_id >= r->num_shards || e->offset < 0 ||
+        e->size < 0 || e->offset > INT64_MAX - e->size)
+        return ckpt__error(CKPT_EINVAL, "%s: tensor '%s': bad entry",
+                           r->index_path.ptr, entry_name(&sn, e));
+    err = get_shard(r, e, out);
+    if (err < 0)
+        return err;
+    err = ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id,
+                                r->num_shards);
+    if (err < 0)
+        return err;
+    if ((uint64_t)(e->offset + e->size) > (*out)->size)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': record at offset %lld, %lld "
+                           "bytes, runs past the end of the data file (%llu "
+                           "bytes)",
+                           r->path.ptr, entry_name(&sn, e),
+                           (long long)e->offset, (long long)e->size,
+                           (unsigned long long)(*out)->size);
+    return 0;
+}
+
+/* Read the whole record into `dst` (e->size bytes). */
+static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                     void *dst)
+{
+    struct rshard *s;
+    shown_name sn;
+    size_t done = 0;
+    size_t n;
+    int err = locate(r, e, &s);
+    if (err < 0)
+        return err;
+    n = (size_t)e->size;
+    while (done < n) {
+        size_t got = 0;
+        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
+                             (uint64_t)e->offset + done, &got);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
+                                      entry_name(&sn, e));
+        if (got == 0)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': data file ended after %zu "
+                               "of %zu bytes of the record",
+                               r->path.ptr, entry_name(&sn, e), done, n);
+        done += got;
+    }
+    return 0;
+}
+
+/* A length word of the length checksum in the bundle's byte order. */
+static size_t length_word(uint8_t *p, uint64_t len, bool big)
+{
+    if (len <= 0xffffffffu) {
+        uint32_t v = (uint32_t)len;
+        ckpt__encode_fixed32(p, big ? __builtin_bswap32(v) : v);
+        return 4;
+    }
+    ckpt__encode_fixed64(p, big ? __builtin_bswap64(len) : len);
+    return 8;
+}
+
+/* Walk the string record `rec` (`size` bytes, size > 0) of entry `e`:
+ * check its layout and length checksum, store each element in `strings`
+ * when not NULL (`count` slots), and compute the record's CRC as
+ * TensorFlow defines it: the length words (not the varints), then the
+ * stored length checksum, then the string bytes. */
+static int scan_strings(const ckpt_bundle_reader *r,
+                        const ckpt_tensor_entry *e, const uint8_t *rec,
+                        size_t size, uint64_t count, ckpt_slice *strings,
+                        uint32_t *crc_out)
+{
+    bool big = r->endianness == CKPT__BUNDLE_BIG_ENDIAN;
+    const uint8_t *p = rec;
+    const uint8_t *end = rec + size;
+    shown_name sn;
+    uint64_t sum = 0;
+    uint32_t crc = 0;
+    uint32_t stored;
+    uint8_t word[8];
+
+    if (count > size)
+        goto bad_lengths;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t len;
+        if (!ckpt__get_varint64(&p, end, &len) ||
+            ckpt__add_overflow_u64(sum, len, &sum) || sum > size)
+            goto bad_lengths;
+        if (strings)
+            strings[i].len = (size_t)len;
+        crc = ckpt__crc32c_extend(crc, word, length_word(word, len, big));
+    }
+    /* TensorFlow's lower bound: a length byte per element plus the bytes. */
+    if (count + sum > (uint64_t)size)
+        goto bad_lengths;
+    if ((size_t)(end - p) < 4)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': string record ends before its "
+                           "length checksum",
+                           r->path.ptr, entry_name(&sn, e));
+    stored = ckpt__decode_fixed32(p);
+    if (big)
+        stored = __builtin_bswap32(stored);
+    if (stored != ckpt__crc32c_mask(crc))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': string length checksum mismatch "
+                           "(stored 0x%08x, computed 0x%08x)",
+                           r->path.ptr, entry_name(&sn, e), stored,
+                           ckpt__crc32c_mask(crc));
+    if ((uint64_t)(end - p) - 4 != sum)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': string record is %zu bytes, its "
+                           "lengths account for %llu",
+                           r->path.ptr, entry_name(&sn, e), size,
+                           (unsigned long long)((uint64_t)(p - rec) + 4 + sum));
+    crc = ckpt__crc32c_extend(crc, p, (size_t)(end - p));
+    p += 4;
+    for (uint64_t i = 0; strings && i < count; i++) {
+        strings[i].ptr = p;
+        p += strings[i].len;
+    }
+    *crc_out = crc;
+    return 0;
+bad_lengths:
+    return ckpt__error(CKPT_ECORRUPT,
+                       "%s: tensor '%s': string lengths longer than the "
+                       "record (%zu bytes)",
+                       r->path.ptr, entry_name(&sn, e), size);
+}
+
+/* Element count of a validated entry. */
+static uint64_t element_count(const ckpt_tensor_entry *e)
+{
+    int64_t n = 0;
+    if (ckpt_shape_num_elements(&n, &e->shape) < 0 || n < 0)
+        return UINT64_MAX;
+    return (uint64_t)n;
+}
+
+/* Compare the record's CRC with the entry's. Variant records use a
+ * per-element running CRC this library does not decode: not checked. */
+static int check_record_crc(const ckpt_bundle_reader *r,
+                            const ckpt_tensor_entry *e, const uint8_t *rec,
+                            size_t n)
+{
+    shown_name sn;
+    uint32_t crc;
+    int err;
+    if (e->dtype == CKPT_DT_VARIANT)
+        return 0;
+    if (e->dtype == CKPT_DT_STRING) {
+        if (n == 0)
+            return 0; /* TensorFlow: an empty record is an empty tensor */
+        err = scan_strings(r, e, rec, n, element_count(e), NULL, &crc);
+        if (err < 0)
+            return err;
+    } else {
+        crc = ckpt__crc32c(rec, n);
+    }
+    if (ckpt__crc32c_mask(crc) != e->crc32c)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': checksum mismatch (stored "
+                           "0x%08x, computed 0x%08x)",
+                           r->path.ptr, entry_name(&sn, e), e->crc32c,
+                           ckpt__crc32c_mask(crc));
+    return 0;
+}
+
+/* Append the record to `out`. */
+static int load_record(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                       ckpt_buf *out, bool check_crc)
+{
+    struct rshard *s;
+    uint8_t *dst;
+    int err = locate(r, e, &s);
+    if (err < 0)
+        return err;
+    /* e->size now fits in the data file, so the allocation is justified. */
+    err = ckpt__buf_grow(out, (size_t)e->size);
+    if (err < 0)
+        return err;
+    dst = (uint8_t *)out->ptr + out->size;
+    err = read_into(r, e, dst);
+    if (err == 0 && check_crc)
+        err = check_record_crc(r, e, dst, (size_t)e->size);
+    if (err < 0) {
+        out->ptr[out->size] = '\0';
+        return err;
+    }
+    out->size += (size_t)e->size;
+    out->ptr[out->size] = '\0';
+    return 0;
+}
+
+int ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
+                                   const ckpt_tensor_entry *entry,
+                                   ckpt_buf *out)
+{
+    if (!r || !entry || !out)
+        return ckpt__error(CKPT_EINVAL, "bundle read_record: NULL argument");
+    return load_record(r, entry, out, !r->skip_crc);
+}
+
+/* Reverse the byte order of each `width`-byte word. */
+static void swap_words(uint8_t *p, size_t n, size_t width)
+{
+    for (size_t i = 0; i + width <= n; i += width) {
+        for (size_t a = 0, b = width - 1; a < b; a++, b--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
+        }
+    }
+}
+
+static size_t swap_width(int dtype)
+{
+    if (dtype == CKPT_DT_COMPLEX64)
+        return 4;
+    if (dtype == CKPT_DT_COMPLEX128)
+        return 8;
+    return ckpt_dtype_size(dtype);
+}
+
+/* Entry `name` for a read, or an error naming what is wrong. */
+static int find_for_read(const ckpt_tensor_entry **out, ckpt_bundle_reader *r,
+                         const char *name)
+{
+    shown_name sn;
+    int err = ckpt_bundle_reader_find(out, r, name);
+    if (err < 0)
+        return err;
+    if ((*out)->num_slices > 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': partitioned tensor (%d slices) "
+                           "not supported",
+                           r->index_path.ptr, entry_name(&sn, *out),
+                           (*out)->num_slices);
+    return 0;
+}
+
+int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name,
+                            void *dst, size_t dst_size)
+{
+    const ckpt_tensor_entry *e;
+    shown_name sn;
+    size_t width;
+    int err;
+
+    if (!r || !name)
+        return ckpt__error(CKPT_EINVAL, "bundle read: NULL argument");
+    err = find_for_read(&e, r, name);
+    if (err < 0)
+        return err;
+    if (e->dtype == CKPT_DT_STRING)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': a string tensor (read it with "
+                           "ckpt_bundle_reader_read_strings)",
+                           r->index_path.ptr, entry_name(&sn, e));
+    if (ckpt_dtype_size(e->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': dtype %d (%s) is not supported",
+                           r->index_path.ptr, entry_name(&sn, e), e->dtype,
+                           dtype_label(e->dtype));
+    if ((uint64_t)dst_size != (uint64_t)e->size || (!dst && dst_size > 0))
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: tensor '%s': destination of %zu bytes, the "
+                           "tensor has %lld",
+                           r->index_path.ptr, entry_name(&sn, e), dst_size,
+                           (long long)e->size);
+    err = read_into(r, e, dst);
+    if (err == 0 && !r->skip_crc)
+        err = check_record_crc(r, e, dst, dst_size);
+    if (err < 0)
+        return err;
+    width = swap_width(e->dtype);
+    if (r->endianness != HOST_ENDIANNESS && width > 1)
+        swap_words(dst, dst_size, width);
+    return 0;
+}
+
+void ckpt_string_array_dispose(ckpt_string_array *a)
+{
+    if (!a)
+        return;
+    ckpt__free(a->strings);
+    ckpt__free(a->storage_);
+    a->strings = NULL;
+    a->storage_ = NULL;
+    a->count = 0;
+}
+
+static int read_strings_entry(ckpt_bundle_reader *r,
+                              const ckpt_tensor_entry *e,
+                              ckpt_string_array *out, bool check_crc)
+{
+    ckpt_buf rec = CKPT_BUF_INIT;
+    ckpt_slice *strings = NULL;
+    shown_name sn;
+    uint64_t count = element_count(e);
+    uint32_t crc = 0;
+    int err = load_record(r, e, &rec, false);
+    if (err < 0)
+        goto done;
+    if (rec.size == 0)
+        goto done; /* TensorFlow: an empty record is an empty tensor */
+    /* Bound the element count by the record before allocating. */
+    if (count > rec.size) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': %llu strings cannot fit in %zu "
+                          "bytes",
+                          r->path.ptr, entry_name(&sn, e),
+                          (unsigned long long)count, rec.size);
+        goto done;
+    }
+    strings = ckpt__calloc(count ? (size_t)count : 1, sizeof(*strings));
+    if (!strings) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    err = scan_strings(r, e, (const uint8_t *)rec.ptr, rec.size, count,
+                       strings, &crc);
+    if (err == 0 && check_crc && ckpt__crc32c_mask(crc) != e->crc32c)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': checksum mismatch (stored "
+                          "0x%08x, computed 0x%08x)",
+                          r->path.ptr, entry_name(&sn, e), e->crc32c,
+                          ckpt__crc32c_mask(crc));
+done:
+    if (err < 0 || rec.size == 0) {
+        ckpt__free(strings);
+        ckpt_buf_dispose(&rec);
+        return err;
+    }
+    out->strings = strings;
+    out->count = (size_t)count;
+    out->storage_ = rec.ptr; /* the strings point into the record */
+    return 0;
+}
+
+int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
+                                    ckpt_string_array *out)
+{
+    const ckpt_tensor_entry *e;
+    shown_name sn;
+    int err;
+
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL out");
+    memset(out, 0, sizeof(*out));
+    if (!r || !name)
+        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL argument");
+    err = find_for_read(&e, r, name);
+    if (err < 0)
+        return err;
+    if (e->dtype != CKPT_DT_STRING)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: tensor '%s': dtype is %s, not string",
+                           r->index_path.ptr, entry_name(&sn, e),
+                           dtype_label(e->dtype));
+    return read_strings_entry(r, e, out, !r->skip_crc);
+}
+
+int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
+{
+    ckpt_buf rec = CKPT_BUF_INIT;
+    int err = 0;
+
+    if (!r)
+        return ckpt__error(CKPT_EINVAL, "bundle verify: NULL reader");
+    for (size_t i = 0; err == 0 && i < r->count; i++) {
+        const ckpt_tensor_entry *e = &r->entries[i];
+        if (e->num_slices > 0)
+            continue;
+        ckpt__buf_clear(&rec);
+        /* string records are checked by scan_strings through the CRC */
+        err = load_record(r, e, &rec, true);
+    }
+    ckpt_buf_dispose(&rec);
+    return err;
+}

@@ -1,0 +1,883 @@
+/* format/checkpoint_state.c - the `checkpoint` state file of a checkpoint
+ * directory: TensorFlow's CheckpointState message in protobuf text format
+ * (parse, format, read, atomic write) and latest_checkpoint.
+ *
+ * What TensorFlow writes (one field per line, field-number order, proto3
+ * defaults omitted, every line ended by '\n'):
+ *
+ *   model_checkpoint_path: "ckpt-19"                     1  string
+ *   all_model_checkpoint_paths: "ckpt-17"                2  repeated string
+ *   all_model_checkpoint_paths: "ckpt-19"                   (oldest first;
+ *                                                           last == field 1)
+ *   all_model_checkpoint_timestamps: 1673735799.685766   3  repeated double
+ *   all_model_checkpoint_timestamps: 1673736140.596798      (0 or one per
+ *                                                           path)
+ *   last_preserved_timestamp: 1673735591.495455          4  double
+ *
+ * Strings are double-quoted with C escapes (\" \' \\ \n \r \t, any other
+ * byte outside printable ASCII as \NNN octal); doubles in Python's repr
+ * form (shortest round trip: 1e-05, 1673735591.0, inf, nan).
+ *
+ * The reader accepts what Python's text_format.Merge accepts for this
+ * message: whitespace and '#' comments between tokens, fields in any order
+ * (a repeated scalar field: last one wins), "name: value" (the colon is
+ * required for scalar fields), an optional ',' or ';' after each field,
+ * "[a, b]" lists for repeated fields, single- or double-quoted strings with
+ * adjacent literals concatenated, every C escape including octal and hex,
+ * and doubles in strtod form, integers, inf/-inf/infinity/nan in any case,
+ * with an optional 'f' suffix. */
+#include "ckpt/state.h"
+#include "common/internal.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- lists ---------------------------------------------------------------
+ */
+
+/* The state being parsed; moved into the caller's ckpt_state on success. */
+typedef struct parsed_state {
+    char *model_path;
+    char **paths;
+    size_t num_paths, cap_paths;
+    double *stamps;
+    size_t num_stamps, cap_stamps;
+    double last_preserved;
+} parsed_state;
+
+static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    size_t ncap;
+    void *p;
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 4;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elem)
+        return ckpt__error_oom();
+    p = ckpt__realloc(*arr, ncap * elem);
+    if (!p)
+        return ckpt__error_oom();
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static void free_strings(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ckpt__free(list[i]);
+    ckpt__free(list);
+}
+
+static void parsed_dispose(parsed_state *ps)
+{
+    ckpt__free(ps->model_path);
+    free_strings(ps->paths, ps->num_paths);
+    ckpt__free(ps->stamps);
+    memset(ps, 0, sizeof(*ps));
+}
+
+void ckpt_state_dispose(ckpt_state *st)
+{
+    if (!st)
+        return;
+    ckpt__free(st->model_checkpoint_path);
+    free_strings(st->all_paths, st->num_paths);
+    ckpt__free(st->timestamps);
+    st->model_checkpoint_path = NULL;
+    st->all_paths = NULL;
+    st->num_paths = 0;
+    st->timestamps = NULL;
+    st->num_timestamps = 0;
+    st->last_preserved_timestamp = 0.0;
+}
+
+/* ---- lexer ---------------------------------------------------------------
+ */
+
+typedef struct lexer {
+    const char *text;
+    size_t len;
+    size_t pos;
+    size_t line;       /* 1-based line of pos */
+    size_t line_start; /* offset of that line's first byte */
+    const char *filename;
+    locale_t c_locale; /* strtod in the "C" locale */
+} lexer;
+
+enum field_id {
+    FIELD_MODEL_PATH = 1,
+    FIELD_ALL_PATHS = 2,
+    FIELD_TIMESTAMPS = 3,
+    FIELD_LAST_PRESERVED = 4
+};
+
+static const char *const field_names[] = {
+    NULL, "model_checkpoint_path", "all_model_checkpoint_paths",
+    "all_model_checkpoint_timestamps", "last_preserved_timestamp"};
+
+/* Record "<file>:<line>:<col>: <message>" as a CKPT_ECORRUPT error. */
+static int lex_error(const lexer *lx, const char *fmt, ...) CKPT__PRINTF(2, 3);
+static int lex_error(const lexer *lx, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ckpt__error(CKPT_ECORRUPT, "%s:%zu:%zu: %s", lx->filename, lx->line,
+                       lx->pos - lx->line_start + 1, msg);
+}
+
+static int at_end(const lexer *lx)
+{
+    return lx->pos >= lx->len;
+}
+
+static char peek(const lexer *lx)
+{
+    return at_end(lx) ? '\0' : lx->text[lx->pos];
+}
+
+static void advance(lexer *lx)
+{
+    if (lx->text[lx->pos] == '\n') {
+        lx->line++;
+        lx->line_start = lx->pos + 1;
+    }
+    lx->pos++;
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+           c == '\f';
+}
+
+static int is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int is_octal(char c)
+{
+    return c >= '0' && c <= '7';
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Skip whitespace and '#' comments (to the end of the line). */
+static void skip_space(lexer *lx)
+{
+    while (!at_end(lx)) {
+        char c = peek(lx);
+        if (is_space(c)) {
+            advance(lx);
+        } else if (c == '#') {
+            while (!at_end(lx) && peek(lx) != '\n')
+                advance(lx);
+        } else {
+            break;
+        }
+    }
+}
+
+/* A printable rendering of the byte at the cursor for messages. */
+static const char *describe_char(const lexer *lx, char tmp[8])
+{
+    unsigned char c;
+    if (at_end(lx))
+        return "end of file";
+    c = (unsigned char)peek(lx);
+    if (c > 32 && c < 127)
+        snprintf(tmp, 8, "'%c'", c);
+    else
+        snprintf(tmp, 8, "0x%02x", c);
+    return tmp;
+}
+
+/* One escape sequence after the backslash (cursor on the letter). */
+static int lex_escape(lexer *lx, ckpt_buf *out)
+{
+    char c = peek(lx);
+    unsigned int v;
+    int digits;
+    unsigned char byte;
+    switch (c) {
+    case 'a':
+        byte = '\a';
+        break;
+    case 'b':
+        byte = '\b';
+        break;
+    case 'f':
+        byte = '\f';
+        break;
+    case 'n':
+        byte = '\n';
+        break;
+    case 'r':
+        byte = '\r';
+        break;
+    case 't':
+        byte = '\t';
+        break;
+    case 'v':
+        byte = '\v';
+        break;
+    case '\\':
+        byte = '\\';
+        break;
+    case '\'':
+        byte = '\'';
+        break;
+    case '"':
+        byte = '"';
+        break;
+    case '?':
+        byte = '?';
+        break;
+    default:
+        byte = 0;
+        break;
+    }
+    if (byte != 0) {
+        advance(lx);
+        return ckpt__buf_put(out, &byte, 1);
+    }
+    if (is_octal(c)) {
+        v = 0;
+        for (digits = 0; digits < 3 && is_octal(peek(lx)); digits++) {
+            v = v * 8 + (unsigned int)(peek(lx) - '0');
+            advance(lx);
+        }
+        if (v > 0xff)
+            return lex_error(lx, "octal escape out of range");
+        byte = (unsigned char)v;
+        return ckpt__buf_put(out, &byte, 1);
+    }
+    if (c == 'x') {
+        advance(lx);
+        v = 0;
+        for (digits = 0; digits < 2 && hex_value(peek(lx)) >= 0; digits++) {
+            v = v * 16 + (unsigned int)hex_value(peek(lx));
+            advance(lx);
+        }
+        if (digits == 0)
+            return lex_error(lx, "\\x escape without hex digits");
+        byte = (unsigned char)v;
+        return ckpt__buf_put(out, &byte, 1);
+    }
+    if (at_end(lx) || c == '\n')
+        return lex_error(lx, "unterminated string");
+    {
+        char tmp[8];
+        return lex_error(lx, "invalid escape '\\' followed by %s",
+                         describe_char(lx, tmp));
+    }
+}
+
+/* One quoted literal (cursor on the quote), unescaped and appended. */
+static int lex_one_string(lexer *lx, ckpt_buf *out)
+{
+    char quote = peek(lx);
+    int err;
+    advance(lx);
+    for (;;) {
+        char c;
+        if (at_end(lx))
+            return lex_error(lx, "unterminated string");
+        c = peek(lx);
+        if (c == quote) {
+            advance(lx);
+            return 0;
+        }
+        if (c == '\n')
+            return lex_error(lx, "unterminated string (newline inside)");
+        if (c == '\\') {
+            advance(lx);
+            err = lex_escape(lx, out);
+        } else {
+            err = ckpt__buf_put(out, &c, 1);
+            advance(lx);
+        }
+        if (err < 0)
+            return err;
+    }
+}
+
+/* A string value: one or more adjacent literals, concatenated. */
+static int lex_string(lexer *lx, const char *field, char **out)
+{
+    ckpt_buf s = CKPT_BUF_INIT;
+    size_t start_line = lx->line;
+    int err = 0;
+    char c = peek(lx);
+    if (c != '"' && c != '\'') {
+        char tmp[8];
+        err = lex_error(lx, "expected a string for field \"%s\", got %s", field,
+                        describe_char(lx, tmp));
+        goto done;
+    }
+    while (c == '"' || c == '\'') {
+        err = lex_one_string(lx, &s);
+        if (err < 0)
+            goto done;
+        skip_space(lx);
+        c = peek(lx);
+    }
+    if (ckpt__buf_grow(&s, 0) < 0) {
+        err = CKPT_ENOMEM;
+        goto done;
+    }
+    if (memchr(s.ptr, '\0', s.size)) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s:%zu: field \"%s\": string contains a NUL byte",
+                          lx->filename, start_line, field);
+        goto done;
+    }
+    *out = ckpt__buf_detach(&s);
+    if (!*out)
+        err = ckpt__error_oom();
+done:
+    ckpt_buf_dispose(&s);
+    return err;
+}
+
+static int is_number_char(char c)
+{
+    return is_alpha(c) || is_digit(c) || c == '.' || c == '+' || c == '-';
+}
+
+/* A double value: one number token converted with strtod ("C" locale). */
+static int lex_double(lexer *lx, const char *field, double *out)
+{
+    char tok[80];
+    size_t n = 0;
+    char *end = NULL;
+    char c = peek(lx);
+    if (!(is_number_char(c))) {
+        char tmp[8];
+        return lex_error(lx, "expected a number for field \"%s\", got %s",
+                         field, describe_char(lx, tmp));
+    }
+    while (!at_end(lx) && is_number_char(peek(lx))) {
+        if (n + 1 >= sizeof(tok))
+            return lex_error(lx, "number too long for field \"%s\"", field);
+        tok[n++] = peek(lx);
+        advance(lx);
+    }
+    tok[n] = '\0';
+    *out = strtod_l(tok, &end, lx->c_locale);
+    if (end != tok && (*end == 'f' || *end == 'F') && end[1] == '\0')
+        end++;
+    if (end == tok || *end != '\0')
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s:%zu: field \"%s\": bad number \"%s\"",
+                           lx->filename, lx->line, field, tok);
+    return 0;
+}
+
+/* The field named at the cursor (cursor moves past the name). */
+static int lex_field_name(lexer *lx, int *field_out)
+{
+    size_t start = lx->pos;
+    size_t col = lx->pos - lx->line_start + 1;
+    size_t n;
+    if (!is_alpha(peek(lx))) {
+        char tmp[8];
+        return lex_error(lx, "expected a field name, got %s",
+                         describe_char(lx, tmp));
+    }
+    while (!at_end(lx) && (is_alpha(peek(lx)) || is_digit(peek(lx))))
+        advance(lx);
+    n = lx->pos - start;
+    for (int i = 1; i < (int)CKPT__ARRAY_SIZE(field_names); i++) {
+        if (strlen(field_names[i]) == n &&
+            memcmp(field_names[i], lx->text + start, n) == 0) {
+            *field_out = i;
+            return 0;
+        }
+    }
+    return ckpt__error(CKPT_ECORRUPT,
+                       "%s:%zu:%zu: unknown field \"%.*s\" in CheckpointState",
+                       lx->filename, lx->line, col, (int)(n > 200 ? 200 : n),
+                       lx->text + start);
+}
+
+/* One value of `field` (cursor on it), stored into `ps`. */
+static int parse_value(lexer *lx, int field, parsed_state *ps)
+{
+    const char *name = field_names[field];
+    char *s = NULL;
+    double d = 0.0;
+    int err;
+    if (field == FIELD_MODEL_PATH || field == FIELD_ALL_PATHS) {
+        err = lex_string(lx, name, &s);
+        if (err < 0)
+            return err;
+        if (field == FIELD_MODEL_PATH) {
+            ckpt__free(ps->model_path);
+            ps->model_path = s;
+            return 0;
+        }
+        err = grow_array((void **)&ps->paths, &ps->cap_paths, ps->num_paths + 1,
+                         sizeof(char *));
+        if (err < 0) {
+            ckpt__free(s);
+            return err;
+        }
+        ps->paths[ps->num_paths++] = s;
+        return 0;
+    }
+    err = lex_double(lx, name, &d);
+    if (err < 0)
+        return err;
+    if (field == FIELD_LAST_PRESERVED) {
+        ps->last_preserved = d;
+        return 0;
+    }
+    err = grow_array((void **)&ps->stamps, &ps->cap_stamps, ps->num_stamps + 1,
+                     sizeof(double));
+    if (err < 0)
+        return err;
+    ps->stamps[ps->num_stamps++] = d;
+    return 0;
+}
+
+/* "[v, v, ...]" for a repeated field (cursor on '['). */
+static int parse_list(lexer *lx, int field, parsed_state *ps)
+{
+    int err;
+    advance(lx);
+    skip_space(lx);
+    if (peek(lx) == ']') {
+        advance(lx);
+        return 0;
+    }
+    for (;;) {
+        char tmp[8];
+        err = parse_value(lx, field, ps);
+        if (err < 0)
+            return err;
+        skip_space(lx);
+        if (peek(lx) == ']') {
+            advance(lx);
+            return 0;
+        }
+        if (peek(lx) != ',')
+            return lex_error(lx,
+                             "expected ',' or ']' in the list of \"%s\", "
+                             "got %s",
+                             field_names[field], describe_char(lx, tmp));
+        advance(lx);
+        skip_space(lx);
+    }
+}
+
+/* One "name: value" field (cursor on the name). */
+static int parse_field(lexer *lx, parsed_state *ps)
+{
+    int field = 0;
+    int err = lex_field_name(lx, &field);
+    if (err < 0)
+        return err;
+    skip_space(lx);
+    if (peek(lx) != ':') {
+        char tmp[8];
+        return lex_error(lx, "expected ':' after field \"%s\", got %s",
+                         field_names[field], describe_char(lx, tmp));
+    }
+    advance(lx);
+    skip_space(lx);
+    if (peek(lx) == '[' &&
+        (field == FIELD_ALL_PATHS || field == FIELD_TIMESTAMPS))
+        err = parse_list(lx, field, ps);
+    else
+        err = parse_value(lx, field, ps);
+    if (err < 0)
+        return err;
+    skip_space(lx);
+    if (peek(lx) == ',' || peek(lx) == ';')
+        advance(lx);
+    return 0;
+}
+
+int ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
+                     const char *filename)
+{
+    parsed_state ps;
+    lexer lx;
+    int err = 0;
+    memset(&ps, 0, sizeof(ps));
+    memset(&lx, 0, sizeof(lx));
+    if (!out || (!text && len > 0))
+        return ckpt__error(CKPT_EINVAL, "ckpt_state_parse: NULL argument");
+    lx.text = text;
+    lx.len = len;
+    lx.line = 1;
+    lx.filename = filename ? filename : "<checkpoint state>";
+    lx.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (lx.c_locale == (locale_t)0)
+        return ckpt__error_oom();
+    for (;;) {
+        skip_space(&lx);
+        if (at_end(&lx))
+            break;
+        err = parse_field(&lx, &ps);
+        if (err < 0)
+            goto done;
+    }
+    if (!ps.model_path || ps.model_path[0] == '\0') {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: invalid checkpoint state: no "
+                          "model_checkpoint_path",
+                          lx.filename);
+        goto done;
+    }
+    if (ps.num_stamps != 0 && ps.num_stamps != ps.num_paths) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: invalid checkpoint state: %zu "
+                          "all_model_checkpoint_timestamps for %zu "
+                          "all_model_checkpoint_paths",
+                          lx.filename, ps.num_stamps, ps.num_paths);
+        goto done;
+    }
+    out->model_checkpoint_path = ps.model_path;
+    out->all_paths = ps.paths;
+    out->num_paths = ps.num_paths;
+    out->timestamps = ps.stamps;
+    out->num_timestamps = ps.num_stamps;
+    out->last_preserved_timestamp = ps.last_preserved;
+    memset(&ps, 0, sizeof(ps));
+done:
+    parsed_dispose(&ps);
+    freelocale(lx.c_locale);
+    return err;
+}
+
+/* ---- writer --------------------------------------------------------------
+ */
+
+/* Python repr of a double: the shortest digits that read back exactly;
+ * fixed notation when the decimal exponent is in (-4, 16], else d.ddde+XX.
+ * Returns 0 or CKPT_ENOMEM. */
+static int put_double(ckpt_buf *out, double v, locale_t c_locale)
+{
+    char sci[48], digits[24], canon[48], res[64];
+    int ndigits = 0, exp10 = 0, decpt, i;
+    size_t k = 0;
+    if (isnan(v))
+        return ckpt__buf_puts(out, "nan");
+    if (isinf(v))
+        return ckpt__buf_puts(out, v < 0 ? "-inf" : "inf");
+    for (int prec = 0; prec <= 16; prec++) {
+        const char *p;
+        snprintf(sci, sizeof(sci), "%.*e", prec, v);
+        /* Rebuild "d.ddde+XX" with a '.' whatever the locale says. */
+        ndigits = 0;
+        for (p = sci; *p && *p != 'e'; p++)
+            if (is_digit(*p))
+                digits[ndigits++] = *p;
+        exp10 = *p ? (int)strtol(p + 1, NULL, 10) : 0;
+        snprintf(canon, sizeof(canon), "%s%c.%.*se%d", signbit(v) ? "-" : "",
+                 digits[0], ndigits - 1, digits + 1, exp10);
+        if (strtod_l(canon, NULL, c_locale) == v)
+            break;
+    }
+    while (ndigits > 1 && digits[ndigits - 1] == '0')
+        ndigits--;
+    decpt = exp10 + 1; /* v = 0.DIGITS * 10^decpt */
+    if (signbit(v))
+        res[k++] = '-';
+    if (decpt > -4 && decpt <= 16) {
+        if (decpt <= 0) {
+            res[k++] = '0';
+            res[k++] = '.';
+            for (i = 0; i < -decpt; i++)
+                res[k++] = '0';
+            for (i = 0; i < ndigits; i++)
+                res[k++] = digits[i];
+        } else {
+            for (i = 0; i < ndigits || i < decpt; i++) {
+                if (i == decpt)
+                    res[k++] = '.';
+                res[k++] = i < ndigits ? digits[i] : '0';
+            }
+            if (decpt >= ndigits) {
+                res[k++] = '.';
+                res[k++] = '0';
+            }
+        }
+        return ckpt__buf_put(out, res, k);
+    }
+    res[k++] = digits[0];
+    if (ndigits > 1) {
+        res[k++] = '.';
+        for (i = 1; i < ndigits; i++)
+            res[k++] = digits[i];
+    }
+    snprintf(res + k, sizeof(res) - k, "e%c%02d", exp10 < 0 ? '-' : '+',
+             exp10 < 0 ? -exp10 : exp10);
+    return ckpt__buf_puts(out, res);
+}
+
+/* A double-quoted string with TensorFlow's (Python CEscape) escaping. */
+static int put_string(ckpt_buf *out, const char *s)
+{
+    int err = ckpt__buf_put(out, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p && err == 0;
+         p++) {
+        switch (*p) {
+        case '\n':
+            err = ckpt__buf_puts(out, "\\n");
+            break;
+        case '\r':
+            err = ckpt__buf_puts(out, "\\r");
+            break;
+        case '\t':
+            err = ckpt__buf_puts(out, "\\t");
+            break;
+        case '"':
+            err = ckpt__buf_puts(out, "\\\"");
+            break;
+        case '\'':
+            err = ckpt__buf_puts(out, "\\'");
+            break;
+        case '\\':
+            err = ckpt__buf_puts(out, "\\\\");
+            break;
+        default:
+            if (*p < 32 || *p >= 127)
+                err = ckpt__buf_printf(out, "\\%03o", (unsigned int)*p);
+            else
+                err = ckpt__buf_put(out, p, 1);
+            break;
+        }
+    }
+    if (err == 0)
+        err = ckpt__buf_put(out, "\"\n", 2);
+    return err;
+}
+
+static int put_string_field(ckpt_buf *out, int field, const char *s)
+{
+    int err = ckpt__buf_printf(out, "%s: ", field_names[field]);
+    return err < 0 ? err : put_string(out, s);
+}
+
+static int put_double_field(ckpt_buf *out, int field, double v, locale_t loc)
+{
+    int err = ckpt__buf_printf(out, "%s: ", field_names[field]);
+    if (err == 0)
+        err = put_double(out, v, loc);
+    if (err == 0)
+        err = ckpt__buf_put(out, "\n", 1);
+    return err;
+}
+
+/* Check `st` as TensorFlow's writer does; *append_model is set when
+ * model_checkpoint_path must be appended to all_model_checkpoint_paths. */
+static int check_state(const ckpt_state *st, int *append_model)
+{
+    const char *model;
+    if (!st)
+        return ckpt__error(CKPT_EINVAL, "checkpoint state: NULL");
+    model = st->model_checkpoint_path;
+    if (!model || model[0] == '\0')
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint state: empty model_checkpoint_path");
+    if (st->num_paths > 0 && !st->all_paths)
+        return ckpt__error(CKPT_EINVAL, "checkpoint state: all_paths is NULL");
+    if (st->num_timestamps > 0 && !st->timestamps)
+        return ckpt__error(CKPT_EINVAL, "checkpoint state: timestamps is NULL");
+    for (size_t i = 0; i < st->num_paths; i++)
+        if (!st->all_paths[i])
+            return ckpt__error(CKPT_EINVAL,
+                               "checkpoint state: all_paths[%zu] is NULL", i);
+    if (st->num_timestamps != 0 && st->num_timestamps != st->num_paths)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint state: %zu timestamps for %zu paths",
+                           st->num_timestamps, st->num_paths);
+    *append_model = st->num_paths == 0 ||
+                    strcmp(st->all_paths[st->num_paths - 1], model) != 0;
+    if (*append_model && st->num_timestamps != 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint state: model_checkpoint_path \"%s\" is "
+                           "not the last of all_model_checkpoint_paths, and "
+                           "appending it would leave %zu timestamps for %zu "
+                           "paths",
+                           model, st->num_timestamps, st->num_paths + 1);
+    return 0;
+}
+
+int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
+{
+    int append_model = 0;
+    size_t start;
+    locale_t loc;
+    int err;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "ckpt_state_format: NULL buffer");
+    err = check_state(st, &append_model);
+    if (err < 0)
+        return err;
+    loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (loc == (locale_t)0)
+        return ckpt__error_oom();
+    start = out->size;
+    err = put_string_field(out, FIELD_MODEL_PATH, st->model_checkpoint_path);
+    for (size_t i = 0; i < st->num_paths && err == 0; i++)
+        err = put_string_field(out, FIELD_ALL_PATHS, st->all_paths[i]);
+    if (err == 0 && append_model)
+        err = put_string_field(out, FIELD_ALL_PATHS, st->model_checkpoint_path);
+    for (size_t i = 0; i < st->num_timestamps && err == 0; i++)
+        err = put_double_field(out, FIELD_TIMESTAMPS, st->timestamps[i], loc);
+    if (err == 0 && (st->last_preserved_timestamp != 0.0 ||
+                     signbit(st->last_preserved_timestamp)))
+        err = put_double_field(out, FIELD_LAST_PRESERVED,
+                               st->last_preserved_timestamp, loc);
+    freelocale(loc);
+    if (err < 0 && out->ptr) {
+        out->size = start;
+        out->ptr[start] = '\0';
+    }
+    return err;
+}
+
+/* ---- files ---------------------------------------------------------------
+ */
+
+int ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path)
+{
+    if (!out || !dir || !path)
+        return ckpt__error(CKPT_EINVAL, "ckpt_state_resolve: NULL argument");
+    if (path[0] == '/')
+        return ckpt__buf_set(out, path);
+    return ckpt__path_join(out, dir, path);
+}
+
+int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
+{
+    ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
+    int err;
+    if (!out || !dir)
+        return ckpt__error(CKPT_EINVAL, "ckpt_state_read: NULL argument");
+    err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
+    if (err < 0)
+        goto done;
+    err = ckpt_fs_read_file(&text, ckpt_fs_or_default(fs), path.ptr);
+    if (err == CKPT_ENOTFOUND) {
+        err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint state file",
+                          path.ptr);
+        goto done;
+    }
+    if (err < 0)
+        goto done;
+    err = ckpt_state_parse(out, text.ptr, text.size, path.ptr);
+done:
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&text);
+    return err;
+}
+
+int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
+{
+    ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
+    int err;
+    if (!dir || !st)
+        return ckpt__error(CKPT_EINVAL, "ckpt_state_write: NULL argument");
+    err = ckpt_state_format(&text, st);
+    if (err < 0)
+        goto done;
+    err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
+    if (err == 0)
+        err = ckpt_state_resolve(&model, dir, st->model_checkpoint_path);
+    if (err < 0)
+        goto done;
+    if (strcmp(path.ptr, model.ptr) == 0 ||
+        strcmp(path.ptr, st->model_checkpoint_path) == 0) {
+        err = ckpt__error(CKPT_EINVAL,
+                          "%s: model_checkpoint_path \"%s\" conflicts with "
+                          "the checkpoint state file",
+                          path.ptr, st->model_checkpoint_path);
+        goto done;
+    }
+    err = ckpt_fs_write_file_atomic(ckpt_fs_or_default(fs), path.ptr, text.ptr,
+                                    text.size);
+done:
+    ckpt_buf_dispose(&text);
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&model);
+    return err;
+}
+
+/* 1 when "<prefix>.index" exists, 0 when it does not, or an error. */
+static int index_exists(const ckpt_fs *fs, const char *prefix)
+{
+    ckpt_buf index = CKPT_BUF_INIT;
+    int err = ckpt__buf_printf(&index, "%s.index", prefix);
+    if (err == 0)
+        err = fs->stat(index.ptr, NULL, NULL, fs->payload);
+    ckpt_buf_dispose(&index);
+    if (err == CKPT_ENOTFOUND) {
+        ckpt_error_clear();
+        return 0;
+    }
+    return err < 0 ? err : 1;
+}
+
+int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
+{
+    ckpt_state st = CKPT_STATE_INIT;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!out || !dir)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_latest_checkpoint: NULL argument");
+    fs = ckpt_fs_or_default(fs);
+    err = ckpt_state_read(&st, fs, dir);
+    if (err < 0)
+        goto done;
+    /* model_checkpoint_path first, then the listed ones, newest first. */
+    for (size_t i = 0; i <= st.num_paths; i++) {
+        const char *p =
+            i == 0 ? st.model_checkpoint_path : st.all_paths[st.num_paths - i];
+        err = ckpt_state_resolve(&prefix, dir, p);
+        if (err == 0)
+            err = index_exists(fs, prefix.ptr);
+        if (err < 0)
+            goto done;
+        if (err == 1) {
+            err = ckpt__buf_set(out, prefix.ptr);
+            goto done;
+        }
+    }
+    err = ckpt__error(CKPT_ENOTFOUND,
+                      "%s: no checkpoint listed in the state file has its "
+                      "index (latest: \"%s\")",
+                      dir, st.model_checkpoint_path);
+done:
+    ckpt_state_dispose(&st);
+    ckpt_buf_dispose(&prefix);
+    return err;
+}

@@ -1,0 +1,386 @@
+/* io/fs.c - what is built on the ckpt_fs method table: the default file
+ * system, reading a whole file, the crash-safe whole-file write (temp file,
+ * fsync, rename, fsync of the directory), and the wrappers and helpers of
+ * fs_internal.h. */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ckpt_fs_read_file reads by the size the file reports, then probes for
+ * more in chunks that start at READ_PROBE_MIN and double up to
+ * READ_PROBE_MAX; a file that grows by more than READ_GROWTH_MAX while it
+ * is read (or never ends, like a device) is an error, not an endless read. */
+#define READ_CHUNK_MAX ((size_t)1 << 30)
+#define READ_PROBE_MIN ((size_t)4096)
+#define READ_PROBE_MAX ((size_t)1 << 20)
+#define READ_GROWTH_MAX ((uint64_t)64 << 20)
+
+/* How many temporary names ckpt_fs_write_file_atomic tries. */
+#define TEMP_NAME_TRIES 4
+
+const ckpt_fs *ckpt_fs_or_default(const ckpt_fs *fs)
+{
+    return fs ? fs : ckpt_fs_posix();
+}
+
+/* ---- saving and restoring the last error -------------------------------- */
+
+void ckpt__fs_error_save(ckpt__fs_saved_error *s)
+{
+    const ckpt_error *e = ckpt_error_last();
+    s->code = e->code;
+    snprintf(s->message, sizeof(s->message), "%s", e->code ? e->message : "");
+}
+
+void ckpt__fs_error_restore(const ckpt__fs_saved_error *s)
+{
+    if (s->code == 0)
+        ckpt_error_clear();
+    else
+        ckpt__error(s->code, "%s", s->message);
+}
+
+/* ---- wrappers ----------------------------------------------------------- */
+
+/* A failed method that left another code as the last error did not set
+ * its own message: record a generic one naming `op` and `path`. */
+static int check(int rc, const char *op, const char *path)
+{
+    if (rc < 0 && ckpt_error_last()->code != rc) {
+        if (path)
+            return ckpt__error(rc, "%s %s: %s", op, path, ckpt_strerror(rc));
+        return ckpt__error(rc, "%s: %s", op, ckpt_strerror(rc));
+    }
+    return rc;
+}
+
+int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
+                        int flags)
+{
+    return check(fs->open_write(out, path, flags, fs->payload), "open_write",
+                 path);
+}
+
+int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path)
+{
+    return check(fs->open_read(out, path, fs->payload), "open_read", path);
+}
+
+int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n)
+{
+    return check(fs->write(f, buf, n, fs->payload), "write", NULL);
+}
+
+int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
+                   uint64_t offset, size_t *nread)
+{
+    return check(fs->pread(f, buf, n, offset, nread, fs->payload), "pread",
+                 NULL);
+}
+
+int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out)
+{
+    return check(fs->size(f, out, fs->payload), "size", NULL);
+}
+
+int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f)
+{
+    return check(fs->sync(f, fs->payload), "sync", NULL);
+}
+
+int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f)
+{
+    if (!f)
+        return 0;
+    return check(fs->close(f, fs->payload), "close", NULL);
+}
+
+int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to)
+{
+    int rc = fs->rename(from, to, fs->payload);
+    if (rc < 0 && ckpt_error_last()->code != rc)
+        return ckpt__error(rc, "rename %s to %s: %s", from, to,
+                           ckpt_strerror(rc));
+    return rc;
+}
+
+int ckpt__fs_remove(const ckpt_fs *fs, const char *path)
+{
+    return check(fs->remove(path, fs->payload), "remove", path);
+}
+
+int ckpt__fs_mkdir(const ckpt_fs *fs, const char *path)
+{
+    return check(fs->mkdir(path, fs->payload), "mkdir", path);
+}
+
+int ckpt__fs_sync_dir(const ckpt_fs *fs, const char *path)
+{
+    return check(fs->sync_dir(path, fs->payload), "sync_dir", path);
+}
+
+int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
+                  void *cb_payload)
+{
+    return check(fs->list(path, cb, cb_payload, fs->payload), "list", path);
+}
+
+int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
+                  double *mtime)
+{
+    return check(fs->stat(path, size, mtime, fs->payload), "stat", path);
+}
+
+void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f)
+{
+    ckpt__fs_saved_error saved;
+    if (!f)
+        return;
+    ckpt__fs_error_save(&saved);
+    fs->close(f, fs->payload);
+    ckpt__fs_error_restore(&saved);
+}
+
+void ckpt__fs_remove_quiet(const ckpt_fs *fs, const char *path)
+{
+    ckpt__fs_saved_error saved;
+    ckpt__fs_error_save(&saved);
+    fs->remove(path, fs->payload);
+    ckpt__fs_error_restore(&saved);
+}
+
+int ckpt__fs_exists(const ckpt_fs *fs, const char *path)
+{
+    ckpt__fs_saved_error saved;
+    int rc;
+    ckpt__fs_error_save(&saved);
+    rc = ckpt__fs_stat(fs, path, NULL, NULL);
+    if (rc == CKPT_ENOTFOUND) {
+        ckpt__fs_error_restore(&saved);
+        return 0;
+    }
+    return rc < 0 ? rc : 1;
+}
+
+/* ---- temporary names ---------------------------------------------------- */
+
+/* Fill `p` with `n` unpredictable bytes: getrandom(), else /dev/urandom,
+ * else (neither available) a mix of the clock, the process id and a stack
+ * address; uniqueness is then still enforced by CKPT_OPEN_EXCL. */
+static void random_bytes(uint8_t *p, size_t n)
+{
+    size_t done = 0;
+    int fd;
+    while (done < n) {
+        ssize_t got = getrandom(p + done, n - done, GRND_NONBLOCK);
+        if (got <= 0)
+            break;
+        done += (size_t)got;
+    }
+    if (done == n)
+        return;
+    fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        while (done < n) {
+            ssize_t got = read(fd, p + done, n - done);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                break;
+            done += (size_t)got;
+        }
+        close(fd);
+    }
+    if (done < n) {
+        struct timespec ts;
+        uint64_t x;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_sec * 1000000007u + (uint64_t)ts.tv_nsec;
+        x ^= (uint64_t)getpid() << 32;
+        x ^= (uint64_t)(uintptr_t)&ts;
+        for (; done < n; done++) {
+            /* splitmix64 step */
+            uint64_t z;
+            x += 0x9e3779b97f4a7c15u;
+            z = x;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+            p[done] = (uint8_t)(z ^ (z >> 31));
+        }
+    }
+}
+
+int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t rnd[8];
+    char digits[2 * sizeof(rnd) + 1];
+    random_bytes(rnd, sizeof(rnd));
+    for (size_t i = 0; i < sizeof(rnd); i++) {
+        digits[2 * i] = hex[rnd[i] >> 4];
+        digits[2 * i + 1] = hex[rnd[i] & 15];
+    }
+    digits[2 * sizeof(rnd)] = '\0';
+    ckpt__buf_clear(out);
+    return ckpt__buf_printf(out, "%s.%s%s", final_path, tag ? tag : "tmp",
+                            digits);
+}
+
+/* ---- whole files -------------------------------------------------------- */
+
+/* Read from `f` into `out` until end of file: first the `size` bytes the
+ * file reported, then, while a small peek past them finds more, chunks of
+ * growing size. Peeking into a local buffer keeps the common case (the
+ * size was right) from growing `out` beyond the file. */
+static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
+                       const char *path, uint64_t size)
+{
+    uint8_t peek[512];
+    uint64_t reported = size;
+    uint64_t off = 0;
+    size_t probe = READ_PROBE_MIN;
+    size_t got = 0;
+    int err;
+    for (;;) {
+        while (off < size) {
+            uint64_t left = size - off;
+            size_t want = left < READ_CHUNK_MAX ? (size_t)left : READ_CHUNK_MAX;
+            err = ckpt__buf_grow(out, want);
+            if (err < 0)
+                return err;
+            err = ckpt__fs_pread(fs, f, out->ptr + out->size, want, off, &got);
+            if (err < 0)
+                return err;
+            if (got > want)
+                return ckpt__error(CKPT_EIO, "pread %s: read %zu of %zu bytes",
+                                   path, got, want);
+            out->size += got;
+            out->ptr[out->size] = '\0';
+            off += got;
+            if (got < want)
+                return 0; /* shorter than reported */
+        }
+        err = ckpt__fs_pread(fs, f, peek, sizeof(peek), off, &got);
+        if (err < 0)
+            return err;
+        if (got == 0)
+            return 0; /* the usual end */
+        if (got > sizeof(peek))
+            return ckpt__error(CKPT_EIO, "pread %s: read %zu of %zu bytes",
+                               path, got, sizeof(peek));
+        if (off + got - reported > READ_GROWTH_MAX)
+            return ckpt__error(CKPT_EIO,
+                               "%s: file grew by more than %llu bytes while "
+                               "being read",
+                               path, (unsigned long long)READ_GROWTH_MAX);
+        err = ckpt__buf_put(out, peek, got);
+        if (err < 0)
+            return err;
+        off += got;
+        if (got < sizeof(peek))
+            return 0;
+        /* it grew: read on in chunks of growing size */
+        size = off + probe;
+        if (probe < READ_PROBE_MAX)
+            probe *= 2;
+    }
+}
+
+int ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path)
+{
+    ckpt_file *f = NULL;
+    ckpt_file *closing;
+    size_t start;
+    uint64_t size = 0;
+    int err;
+    if (!out || !path)
+        return ckpt__error(CKPT_EINVAL, "read_file: NULL argument");
+    fs = ckpt_fs_or_default(fs);
+    start = out->size;
+    err = ckpt__fs_open_read(fs, &f, path);
+    if (err < 0)
+        goto done;
+    err = ckpt__fs_size(fs, f, &size);
+    if (err < 0)
+        goto done;
+    if (size >= (uint64_t)(SIZE_MAX - out->size - 1)) {
+        err = ckpt__error(CKPT_ENOMEM, "%s: %llu bytes do not fit in memory",
+                          path, (unsigned long long)size);
+        goto done;
+    }
+    err = read_to_end(out, fs, f, path, size);
+    if (err < 0)
+        goto done;
+    closing = f;
+    f = NULL;
+    err = ckpt__fs_close(fs, closing);
+done:
+    ckpt__fs_close_quiet(fs, f);
+    if (err < 0 && out->ptr) {
+        out->size = start;
+        out->ptr[start] = '\0';
+    }
+    return err;
+}
+
+int ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
+                              const void *data, size_t n)
+{
+    ckpt_buf tmp = CKPT_BUF_INIT;
+    ckpt_buf dir = CKPT_BUF_INIT;
+    ckpt_file *f = NULL;
+    ckpt_file *closing;
+    int temp_exists = 0;
+    int err;
+    if (!path || !*path || (!data && n > 0))
+        return ckpt__error(CKPT_EINVAL, "write_file_atomic: bad argument");
+    fs = ckpt_fs_or_default(fs);
+    err = ckpt__path_dirname(&dir, path);
+    if (err < 0)
+        goto done;
+    for (int i = 0; i < TEMP_NAME_TRIES; i++) {
+        err = ckpt__fs_temp_name(&tmp, path, "tmp");
+        if (err < 0)
+            goto done;
+        err = ckpt__fs_open_write(fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
+        if (err != CKPT_EEXISTS)
+            break;
+    }
+    if (err < 0)
+        goto done;
+    temp_exists = 1;
+    err = ckpt__fs_write(fs, f, data, n);
+    if (err < 0)
+        goto done;
+    err = ckpt__fs_sync(fs, f);
+    if (err < 0)
+        goto done;
+    closing = f;
+    f = NULL;
+    err = ckpt__fs_close(fs, closing);
+    if (err < 0)
+        goto done;
+    err = ckpt__fs_rename(fs, tmp.ptr, path);
+    if (err < 0)
+        goto done;
+    temp_exists = 0;
+    /* The new content is in place; a failure here means it may not survive
+     * a power cut, which the caller must hear about. The message names the
+     * directory, so put the file in front. */
+    err = ckpt__fs_sync_dir(fs, dir.ptr);
+    if (err < 0)
+        ckpt__error_prefix(err, "%s", path);
+done:
+    ckpt__fs_close_quiet(fs, f);
+    if (temp_exists)
+        ckpt__fs_remove_quiet(fs, tmp.ptr);
+    ckpt_buf_dispose(&tmp);
+    ckpt_buf_dispose(&dir);
+    return err;
+}

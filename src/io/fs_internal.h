@@ -1,0 +1,61 @@
+/* io/fs_internal.h - thin helpers the other layers use to call a ckpt_fs:
+ * one wrapper per method (calling through `fs`, which must not be NULL; use
+ * ckpt_fs_or_default() first), quiet variants for cleanup paths that keep
+ * the error being reported, existence checks, and unique temporary names.
+ * Not installed.
+ *
+ * Every method of a ckpt_fs is meant to set the last error itself. When a
+ * method fails without doing so (the last error's code differs from the
+ * one returned), the wrapper records "<op> <path>: <description>" so the
+ * message still names the operation and, where it knows it, the file. */
+#ifndef CKPT_IO_FS_INTERNAL_H
+#define CKPT_IO_FS_INTERNAL_H
+
+#include "ckpt/io.h"
+#include "common/internal.h"
+
+int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
+                        int flags);
+int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);
+int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n);
+int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
+                   uint64_t offset, size_t *nread);
+int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out);
+int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
+/* Close `f`; NULL is a no-op returning 0. */
+int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f);
+int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to);
+int ckpt__fs_remove(const ckpt_fs *fs, const char *path);
+int ckpt__fs_mkdir(const ckpt_fs *fs, const char *path);
+int ckpt__fs_sync_dir(const ckpt_fs *fs, const char *path);
+int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
+                  void *cb_payload);
+int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
+                  double *mtime);
+
+/* For cleanup after a failure: close `f` (NULL is ignored) or remove `path`
+ * ignoring any error and leaving the thread's last error as it was. */
+void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f);
+void ckpt__fs_remove_quiet(const ckpt_fs *fs, const char *path);
+
+/* 1 if `path` exists, 0 if not (the last error is then left as it was),
+ * or a negative ckpt_error_code when stat fails otherwise. */
+int ckpt__fs_exists(const ckpt_fs *fs, const char *path);
+
+/* A fresh name next to `final_path` for a file that will be renamed onto
+ * it: "<final_path>.<tag><16 random hex digits>" into `out` (replacing).
+ * The randomness comes from getrandom() or /dev/urandom; create the file
+ * with CKPT_OPEN_EXCL and pick another name on CKPT_EEXISTS. */
+int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag);
+
+/* A copy of the thread's last error, for code that must run a fallible
+ * step (cleanup, probing) without losing the error it reports. */
+typedef struct ckpt__fs_saved_error {
+    int code;
+    char message[1024];
+} ckpt__fs_saved_error;
+
+void ckpt__fs_error_save(ckpt__fs_saved_error *s);
+void ckpt__fs_error_restore(const ckpt__fs_saved_error *s);
+
+#endif

@@ -1,0 +1,302 @@
+/* io/fs_posix.c - the POSIX implementation of ckpt_fs (ckpt_fs_posix()):
+ * plain file descriptors opened with O_CLOEXEC, writes and reads that loop
+ * over short transfers and EINTR, fdatasync for files and fsync of an
+ * O_DIRECTORY descriptor for directories. Every failure records
+ * "<op> <path>: <strerror>" as the thread's last error, with the errno
+ * mapped by ckpt__error_errno (ENOSPC/EDQUOT -> CKPT_ENOSPC and so on).
+ *
+ * CKPT_OPEN_DIRECT is a hint and is currently ignored: O_DIRECT needs
+ * buffers, offsets and sizes aligned to the device's block size, which the
+ * plain write() path cannot promise. The flag is recorded in the file so a
+ * later aligned writer can use it. */
+#include "ckpt/io.h"
+#include "common/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* The largest single read()/write() request; Linux caps one transfer just
+ * below 2 GiB anyway. */
+#define IO_CHUNK_MAX ((size_t)1 << 30)
+
+/* What a ckpt_file opened by this file system points to. */
+struct posix_file {
+    int fd;
+    int flags; /* ckpt_open_flags given at open (0 for reading) */
+    char *path;
+};
+
+static struct posix_file *posix_file_of(ckpt_file *f)
+{
+    return (struct posix_file *)(void *)f;
+}
+
+static int posix_file_new(ckpt_file **out, int fd, int flags, const char *path)
+{
+    struct posix_file *pf = ckpt__malloc(sizeof(*pf));
+    if (!pf)
+        return ckpt__error_oom();
+    pf->path = ckpt__strdup(path);
+    if (!pf->path) {
+        ckpt__free(pf);
+        return ckpt__error_oom();
+    }
+    pf->fd = fd;
+    pf->flags = flags;
+    *out = (ckpt_file *)(void *)pf;
+    return 0;
+}
+
+static void posix_file_free(struct posix_file *pf)
+{
+    ckpt__free(pf->path);
+    ckpt__free(pf);
+}
+
+static int posix_open_write(ckpt_file **out, const char *path, int flags,
+                            void *payload)
+{
+    int oflags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    int fd;
+    int err;
+    (void)payload;
+    *out = NULL;
+    if (flags & CKPT_OPEN_EXCL)
+        oflags |= O_EXCL | O_NOFOLLOW;
+    else if (flags & CKPT_OPEN_TRUNC)
+        oflags |= O_TRUNC;
+    do {
+        fd = open(path, oflags, 0666);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return ckpt__error_errno(errno, "open_write %s", path);
+    err = posix_file_new(out, fd, flags, path);
+    if (err < 0)
+        close(fd);
+    return err;
+}
+
+static int posix_open_read(ckpt_file **out, const char *path, void *payload)
+{
+    int fd;
+    int err;
+    (void)payload;
+    *out = NULL;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return ckpt__error_errno(errno, "open_read %s", path);
+    err = posix_file_new(out, fd, 0, path);
+    if (err < 0)
+        close(fd);
+    return err;
+}
+
+static int posix_write(ckpt_file *f, const void *buf, size_t n, void *payload)
+{
+    struct posix_file *pf = posix_file_of(f);
+    const char *p = buf;
+    (void)payload;
+    while (n > 0) {
+        size_t want = n < IO_CHUNK_MAX ? n : IO_CHUNK_MAX;
+        ssize_t got = write(pf->fd, p, want);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return ckpt__error_errno(errno, "write %s", pf->path);
+        }
+        if (got == 0) /* no progress and no errno: report, never spin */
+            return ckpt__error(CKPT_EIO, "write %s: wrote 0 of %zu bytes",
+                               pf->path, n);
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+static int posix_pread(ckpt_file *f, void *buf, size_t n, uint64_t offset,
+                       size_t *nread, void *payload)
+{
+    struct posix_file *pf = posix_file_of(f);
+    char *p = buf;
+    size_t done = 0;
+    (void)payload;
+    *nread = 0;
+    if (offset > (uint64_t)INT64_MAX)
+        return ckpt__error(CKPT_EINVAL, "pread %s: offset %llu out of range",
+                           pf->path, (unsigned long long)offset);
+    while (done < n) {
+        size_t left = n - done;
+        size_t want = left < IO_CHUNK_MAX ? left : IO_CHUNK_MAX;
+        ssize_t got = pread(pf->fd, p + done, want, (off_t)(offset + done));
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return ckpt__error_errno(errno, "pread %s", pf->path);
+        }
+        if (got == 0)
+            break; /* end of file */
+        done += (size_t)got;
+    }
+    *nread = done;
+    return 0;
+}
+
+static int posix_size(ckpt_file *f, uint64_t *out, void *payload)
+{
+    struct posix_file *pf = posix_file_of(f);
+    struct stat st;
+    (void)payload;
+    if (fstat(pf->fd, &st) != 0)
+        return ckpt__error_errno(errno, "size %s", pf->path);
+    *out = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    return 0;
+}
+
+static int posix_sync(ckpt_file *f, void *payload)
+{
+    struct posix_file *pf = posix_file_of(f);
+    int rc;
+    (void)payload;
+    do {
+        rc = fdatasync(pf->fd);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0)
+        return ckpt__error_errno(errno, "sync %s", pf->path);
+    return 0;
+}
+
+static int posix_close(ckpt_file *f, void *payload)
+{
+    struct posix_file *pf = posix_file_of(f);
+    int err = 0;
+    (void)payload;
+    if (!pf)
+        return 0;
+    /* On Linux the descriptor is released even when close() reports EINTR,
+     * so it is never retried; EINTR itself is not a failure. */
+    if (close(pf->fd) != 0 && errno != EINTR)
+        err = ckpt__error_errno(errno, "close %s", pf->path);
+    posix_file_free(pf);
+    return err;
+}
+
+static int posix_rename(const char *from, const char *to, void *payload)
+{
+    (void)payload;
+    if (rename(from, to) != 0)
+        return ckpt__error_errno(errno, "rename %s to %s", from, to);
+    return 0;
+}
+
+static int posix_remove(const char *path, void *payload)
+{
+    (void)payload;
+    if (unlink(path) != 0)
+        return ckpt__error_errno(errno, "remove %s", path);
+    return 0;
+}
+
+static int posix_mkdir(const char *path, void *payload)
+{
+    (void)payload;
+    if (mkdir(path, 0777) != 0)
+        return ckpt__error_errno(errno, "mkdir %s", path);
+    return 0;
+}
+
+static int posix_sync_dir(const char *path, void *payload)
+{
+    int fd;
+    int rc;
+    int saved;
+    (void)payload;
+    do {
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return ckpt__error_errno(errno, "sync_dir %s", path);
+    do {
+        rc = fsync(fd);
+    } while (rc != 0 && errno == EINTR);
+    saved = errno;
+    close(fd);
+    /* Some file systems cannot fsync a directory and say EINVAL; their
+     * directory updates need no separate flush. */
+    if (rc != 0 && saved != EINVAL)
+        return ckpt__error_errno(saved, "sync_dir %s", path);
+    return 0;
+}
+
+static int posix_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
+                      void *payload)
+{
+    DIR *d;
+    struct dirent *e;
+    int rc = 0;
+    (void)payload;
+    d = opendir(path);
+    if (!d)
+        return ckpt__error_errno(errno, "list %s", path);
+    for (;;) {
+        errno = 0;
+        e = readdir(d);
+        if (!e) {
+            if (errno != 0)
+                rc = ckpt__error_errno(errno, "list %s", path);
+            break;
+        }
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        rc = cb(e->d_name, cb_payload);
+        if (rc != 0)
+            break;
+    }
+    closedir(d);
+    return rc;
+}
+
+static int posix_stat(const char *path, uint64_t *out, double *mtime_out,
+                      void *payload)
+{
+    struct stat st;
+    (void)payload;
+    if (stat(path, &st) != 0)
+        return ckpt__error_errno(errno, "stat %s", path);
+    if (out)
+        *out = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    if (mtime_out)
+        *mtime_out =
+            (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+    return 0;
+}
+
+static const ckpt_fs posix_fs = {
+    .version = CKPT_FS_VERSION,
+    .payload = NULL,
+    .open_write = posix_open_write,
+    .open_read = posix_open_read,
+    .write = posix_write,
+    .pread = posix_pread,
+    .size = posix_size,
+    .sync = posix_sync,
+    .close = posix_close,
+    .rename = posix_rename,
+    .remove = posix_remove,
+    .mkdir = posix_mkdir,
+    .sync_dir = posix_sync_dir,
+    .list = posix_list,
+    .stat = posix_stat,
+};
+
+const ckpt_fs *ckpt_fs_posix(void)
+{
+    return &posix_fs;
+}

@@ -1,0 +1,138 @@
+/* saver/restore.c - restoring registered variables from a checkpoint:
+ * every requested variable is checked (present, dtype, shape) before any
+ * is written, then values are read with their checksums verified, into the
+ * caller's memory or through the variable's write callback. */
+#include "saver_internal.h"
+
+#include <string.h>
+
+static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
+{
+    for (size_t i = 0; i < s->nvars; i++)
+        if (strcmp(s->vars[i].name, name) == 0)
+            return &s->vars[i];
+    return NULL;
+}
+
+static int shapes_equal(const ckpt_shape *a, const ckpt_shape *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+static int check_var(ckpt_bundle_reader *r, const char *prefix,
+                     const ckpt__var *v)
+{
+    const ckpt_tensor_entry *e;
+    char want[256], have[256];
+    int err = ckpt_bundle_reader_find(&e, r, v->name);
+    if (err < 0)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "restore %s: variable '%s' is not in the "
+                           "checkpoint",
+                           prefix, v->name);
+    if (e->dtype != v->v.dtype)
+        return ckpt__error(
+            CKPT_EINVAL,
+            "restore %s: variable '%s' is %s in the checkpoint but %s here",
+            prefix, v->name,
+            ckpt_dtype_name(e->dtype) ? ckpt_dtype_name(e->dtype) : "unknown",
+            ckpt_dtype_name(v->v.dtype));
+    if (!shapes_equal(&e->shape, &v->v.shape)) {
+        ckpt_shape_format(have, sizeof(have), &e->shape);
+        ckpt_shape_format(want, sizeof(want), &v->v.shape);
+        return ckpt__error(CKPT_EINVAL,
+                           "restore %s: variable '%s' has shape %s in the "
+                           "checkpoint but %s here",
+                           prefix, v->name, have, want);
+    }
+    return 0;
+}
+
+static int read_var(ckpt_bundle_reader *r, const ckpt__var *v)
+{
+    void *tmp;
+    int err;
+    if (!v->v.write && v->v.data)
+        return ckpt_bundle_reader_read(r, v->name, v->v.data, (size_t)v->bytes);
+    if (!v->v.write)
+        return ckpt__error(CKPT_EINVAL,
+                           "restore: variable '%s' has neither data nor a "
+                           "write callback",
+                           v->name);
+    tmp = ckpt__malloc((size_t)v->bytes);
+    if (!tmp)
+        return ckpt__error_oom();
+    err = ckpt_bundle_reader_read(r, v->name, tmp, (size_t)v->bytes);
+    if (err == 0) {
+        int rc = v->v.write(tmp, 0, (size_t)v->bytes, v->v.payload);
+        if (rc != 0)
+            err = ckpt__error(CKPT_EUSER,
+                              "restore: variable '%s': write callback failed "
+                              "(%d)",
+                              v->name, rc);
+    }
+    ckpt__free(tmp);
+    return err;
+}
+
+/* Restore `vars` (all registered ones when names is NULL). */
+static int restore_vars(ckpt_saver *s, const char *prefix,
+                        const char *const *names, size_t n)
+{
+    ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_bundle_reader *r = NULL;
+    size_t count = names ? n : s->nvars;
+    int err;
+    ro.fs = s->fs;
+    err = ckpt_bundle_reader_open(&r, prefix, &ro);
+    if (err < 0)
+        goto done;
+    for (size_t i = 0; i < count && err == 0; i++) {
+        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        if (!v)
+            err = ckpt__error(CKPT_ENOTFOUND,
+                              "restore: '%s' is not a registered variable",
+                              names[i]);
+        else
+            err = check_var(r, prefix, v);
+    }
+    for (size_t i = 0; i < count && err == 0; i++) {
+        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        err = read_var(r, v);
+    }
+done:
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
+{
+    if (!prefix)
+        return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
+    return restore_vars(s, prefix, NULL, 0);
+}
+
+int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
+                              const char *const *names, size_t n)
+{
+    if (!prefix || (n > 0 && !names))
+        return ckpt__error(CKPT_EINVAL, "restore: bad arguments");
+    return restore_vars(s, prefix, names, n);
+}
+
+int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
+{
+    ckpt_buf latest = CKPT_BUF_INIT;
+    int err = ckpt_saver_latest(s, &latest);
+    if (err == 0)
+        err = ckpt_saver_restore(s, latest.ptr);
+    if (err == 0 && prefix_out)
+        err = ckpt__buf_set(prefix_out, latest.ptr);
+    ckpt_buf_dispose(&latest);
+    return err;
+}

@@ -1,0 +1,149 @@
+/* saver/saver_internal.h - the saver's private structures: the directory
+ * state (kept checkpoints and retention), the staging images of async
+ * saves, the background writer's jobs, and the functions the saver's files
+ * share. */
+#ifndef CKPT_SAVER_INTERNAL_H
+#define CKPT_SAVER_INTERNAL_H
+
+#include "ckpt/bundle.h"
+#include "ckpt/saver.h"
+#include "ckpt/state.h"
+#include "common/internal.h"
+
+#include <pthread.h>
+
+/* ---- directory state: which checkpoints are kept, retention ------------- */
+
+typedef struct ckpt__dir_state {
+    const ckpt_fs *fs;
+    const ckpt_clock *clock;
+    char *dir;           /* the directory as given */
+    char *abs_dir;       /* realpath of dir when absolute paths are written */
+    char **paths;        /* kept checkpoints as written in the state file */
+    double *times;       /* their save times (epoch seconds) */
+    size_t n, cap;
+    double last_preserved;
+    double next_keep_time; /* keep_every_n_hours: next preservation time */
+    int max_to_keep;
+    double keep_hours;
+    ckpt_log_fn log;
+    void *log_payload;
+    int log_level;
+} ckpt__dir_state;
+
+int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
+                         const ckpt_saver_options *opts);
+void ckpt__dir_state_dispose(ckpt__dir_state *ds);
+/* Load the list from the state file (missing: empty; unparsable: logged,
+ * empty), drop entries whose index is missing, apply retention (deleting
+ * evicted checkpoints and rewriting the state file when it changed) and
+ * remove temporary files of interrupted saves. */
+int ckpt__dir_state_recover(ckpt__dir_state *ds);
+/* The state-file path string and full prefix of a new checkpoint name. */
+int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
+                         ckpt_buf *stored_out, ckpt_buf *prefix_out);
+/* Before overwriting an existing checkpoint of the same name: unlist it and
+ * remove its index so it never looks complete with mixed files. */
+int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
+/* Record a durable checkpoint: append it, apply retention, write the state
+ * file, then delete what retention evicted. On failure the list is as
+ * before and the new checkpoint is not named anywhere. */
+int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
+                           double save_time);
+/* Remove temporary files of interrupted or failed saves from the
+ * directory (names matching our temp patterns only). */
+int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
+/* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
+int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
+
+/* Log through the saver's callback when `level` is enabled. */
+void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
+               const char *fmt, ...) CKPT__PRINTF(5, 6);
+
+/* ---- variables and staging images ---------------------------------------- */
+
+typedef struct ckpt__var {
+    ckpt_var v;         /* v.name points at `name` */
+    char *name;
+    uint64_t bytes;     /* record size */
+    uint64_t offset;    /* offset in the data image */
+} ckpt__var;
+
+typedef struct ckpt__image {
+    uint8_t *ptr;   /* page-aligned, pre-faulted */
+    size_t mapped;  /* bytes mapped (a multiple of the page size) */
+} ckpt__image;
+
+int ckpt__image_alloc(ckpt__image *img, uint64_t bytes);
+void ckpt__image_free(ckpt__image *img);
+/* Copy every variable into `img` at its offset (the training thread's only
+ * wait); a read callback failure gives CKPT_EUSER naming the variable. */
+int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
+
+/* ---- writing one checkpoint --------------------------------------------- */
+
+/* Write `prefix` from a data image (records at their offsets): one data
+ * file written from the image, CRCs computed here, then the index; commits
+ * crash-safely. `bytes_out` receives data + index bytes. */
+int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
+                           const ckpt__var *vars, size_t n,
+                           const ckpt__image *img, uint64_t image_bytes,
+                           int direct_io, uint64_t *bytes_out);
+/* Write `prefix` straight from the variables (sync saves). */
+int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
+                          const ckpt__var *vars, size_t n,
+                          uint64_t *bytes_out);
+
+/* ---- the saver ---------------------------------------------------------- */
+
+typedef struct ckpt__job {
+    uint64_t ticket;
+    int64_t step;
+    char *prefix;    /* full prefix */
+    char *stored;    /* as named in the state file */
+    int image;       /* index into saver->images */
+    double blocking_s;
+} ckpt__job;
+
+typedef struct ckpt__result {
+    ckpt_save_result r;
+    char *prefix;
+    char *error;
+} ckpt__result;
+
+struct ckpt_saver {
+    ckpt_saver_options opts;
+    char *basename;
+    const ckpt_fs *fs;
+    ckpt__dir_state ds;
+    pthread_mutex_t ds_mu; /* guards ds: the writer thread commits to it */
+
+    ckpt__var *vars;
+    size_t nvars, cap_vars;
+    uint64_t image_bytes; /* sum of record sizes */
+    int frozen;           /* variables fixed after the first save */
+    int need_cleanup;     /* a save failed: sweep temp files before the
+                             next one (written by whoever saves) */
+    int closed;
+
+    ckpt__image images[2];
+    int num_images;
+
+    /* Everything below is shared with the writer thread: guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int thread_started;
+    int stopping;
+    ckpt__job *active;  /* being written */
+    ckpt__job *pending; /* snapshot taken, waiting for the writer */
+    uint64_t next_ticket;
+    uint64_t finished_ticket; /* highest ticket with an outcome */
+    ckpt__result *done;       /* outcomes not yet delivered */
+    size_t ndone, cap_done;
+    int bg_error;             /* first undelivered background failure */
+    char bg_message[512];
+    ckpt_saver_metrics metrics;
+};
+
+#endif

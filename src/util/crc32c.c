@@ -1,0 +1,316 @@
+/* util/crc32c.c - CRC-32C (Castagnoli, reflected polynomial 0x82F63B78).
+ *
+ * Two implementations behind one entry point:
+ *  - hardware: the SSE4.2 crc32 instruction, 8 bytes per step, run as three
+ *    independent streams over adjacent stripes of a chunk so the instruction's
+ *    3-cycle latency is hidden; the three partial CRCs are then merged with
+ *    "shift by N zero bytes" tables (CRC is linear over GF(2));
+ *  - portable: slicing-by-8 tables.
+ * All tables are computed once under pthread_once together with the CPU
+ * feature test; that one-time initialisation is the file's only global
+ * state, and it is never written again afterwards.
+ *
+ * Internally the CRC "register" is the raw (pre-inverted) state; the public
+ * functions take and return finalised CRCs, inverting on entry and exit. */
+#include "util/crc32c.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CKPT__CRC_X86 1
+#include <nmmintrin.h>
+#else
+#define CKPT__CRC_X86 0
+#endif
+
+#define POLY 0x82f63b78u
+
+/* Stripe lengths for the three-stream hardware loop: a long one for big
+ * buffers and a short one for the tail (both multiples of 8). */
+#define LONG_STRIPE 8192
+#define SHORT_STRIPE 256
+
+typedef struct crc_tables {
+    uint32_t slice[8][256];       /* slicing-by-8 */
+    uint32_t shift_long[4][256];  /* register * x^(8*LONG_STRIPE) mod P */
+    uint32_t shift_short[4][256]; /* register * x^(8*SHORT_STRIPE) mod P */
+    bool hw;
+} crc_tables;
+
+/* Written only inside init_tables, which pthread_once runs exactly once. */
+static crc_tables tables;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+/* ---- GF(2) linear operators on the 32-bit register ---------------------- */
+
+/* Apply the 32x32 bit matrix `m` (column i = image of bit i) to `v`. */
+static uint32_t gf2_apply(const uint32_t m[32], uint32_t v)
+{
+    uint32_t r = 0;
+    int i = 0;
+    while (v) {
+        if (v & 1)
+            r ^= m[i];
+        v >>= 1;
+        i++;
+    }
+    return r;
+}
+
+/* out = m * m */
+static void gf2_square(uint32_t out[32], const uint32_t m[32])
+{
+    for (int i = 0; i < 32; i++)
+        out[i] = gf2_apply(m, m[i]);
+}
+
+/* Fill `tab` with the operator "feed `nbytes` zero bytes into the register",
+ * split per input byte so it costs four lookups. */
+static void make_shift_table(uint32_t tab[4][256], size_t nbytes)
+{
+    uint32_t op[32], sq[32], acc[32];
+    bool have_acc = false;
+    size_t nbits = nbytes * 8;
+
+    /* One zero bit: shift right, xor the polynomial when bit 0 falls out. */
+    op[0] = POLY;
+    for (int i = 1; i < 32; i++)
+        op[i] = 1u << (i - 1);
+
+    /* Binary exponentiation: acc = op^nbits. */
+    while (nbits) {
+        if (nbits & 1) {
+            if (!have_acc) {
+                memcpy(acc, op, sizeof(acc));
+                have_acc = true;
+            } else {
+                uint32_t tmp[32];
+                for (int i = 0; i < 32; i++)
+                    tmp[i] = gf2_apply(op, acc[i]);
+                memcpy(acc, tmp, sizeof(acc));
+            }
+        }
+        nbits >>= 1;
+        if (nbits) {
+            gf2_square(sq, op);
+            memcpy(op, sq, sizeof(op));
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        for (uint32_t v = 0; v < 256; v++)
+            tab[k][v] = gf2_apply(acc, v << (8 * k));
+}
+
+static inline uint32_t shift_reg(const uint32_t tab[4][256], uint32_t reg)
+{
+    return tab[0][reg & 0xff] ^ tab[1][(reg >> 8) & 0xff] ^
+           tab[2][(reg >> 16) & 0xff] ^ tab[3][reg >> 24];
+}
+
+static void init_tables(void)
+{
+    for (uint32_t v = 0; v < 256; v++) {
+        uint32_t c = v;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (POLY & (0u - (c & 1)));
+        tables.slice[0][v] = c;
+    }
+    for (uint32_t v = 0; v < 256; v++) {
+        uint32_t c = tables.slice[0][v];
+        for (int t = 1; t < 8; t++) {
+            c = (c >> 8) ^ tables.slice[0][c & 0xff];
+            tables.slice[t][v] = c;
+        }
+    }
+    make_shift_table(tables.shift_long, LONG_STRIPE);
+    make_shift_table(tables.shift_short, SHORT_STRIPE);
+#if CKPT__CRC_X86
+    __builtin_cpu_init();
+    tables.hw = __builtin_cpu_supports("sse4.2") != 0;
+#else
+    tables.hw = false;
+#endif
+}
+
+static const crc_tables *get_tables(void)
+{
+    pthread_once(&tables_once, init_tables);
+    return &tables;
+}
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ---- portable: slicing-by-8 --------------------------------------------- */
+
+static uint32_t sw_update(const crc_tables *t, uint32_t reg, const uint8_t *p,
+                          size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        reg = (reg >> 8) ^ t->slice[0][(reg ^ *p++) & 0xff];
+        n--;
+    }
+    while (n >= 8) {
+        uint32_t lo = reg ^ ((uint32_t)p[0] | ((uint32_t)p[1] << 8) |
+                             ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+        uint32_t hi = (uint32_t)p[4] | ((uint32_t)p[5] << 8) |
+                      ((uint32_t)p[6] << 16) | ((uint32_t)p[7] << 24);
+        reg = t->slice[7][lo & 0xff] ^ t->slice[6][(lo >> 8) & 0xff] ^
+              t->slice[5][(lo >> 16) & 0xff] ^ t->slice[4][lo >> 24] ^
+              t->slice[3][hi & 0xff] ^ t->slice[2][(hi >> 8) & 0xff] ^
+              t->slice[1][(hi >> 16) & 0xff] ^ t->slice[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        reg = (reg >> 8) ^ t->slice[0][(reg ^ *p++) & 0xff];
+    return reg;
+}
+
+uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n)
+{
+    return ~sw_update(get_tables(), ~crc, data, n);
+}
+
+/* ---- hardware: SSE4.2 ---------------------------------------------------- */
+
+#if CKPT__CRC_X86
+
+/* Three streams over stripes [p, p+len), [p+len, p+2len), [p+2len, p+3len);
+ * returns the register after all 3*len bytes. When dst is not NULL the
+ * bytes are also stored there (same layout). */
+__attribute__((target("sse4.2"))) static inline uint32_t
+hw_three_way(const uint32_t shift[4][256], uint32_t reg, uint8_t *dst,
+             const uint8_t *p, size_t len)
+{
+    uint64_t c0 = reg, c1 = 0, c2 = 0;
+    const uint8_t *end = p + len;
+    if (dst) {
+        while (p < end) {
+            uint64_t a = load64(p), b = load64(p + len),
+                     c = load64(p + 2 * len);
+            c0 = _mm_crc32_u64(c0, a);
+            c1 = _mm_crc32_u64(c1, b);
+            c2 = _mm_crc32_u64(c2, c);
+            memcpy(dst, &a, 8);
+            memcpy(dst + len, &b, 8);
+            memcpy(dst + 2 * len, &c, 8);
+            p += 8;
+            dst += 8;
+        }
+    } else {
+        while (p < end) {
+            c0 = _mm_crc32_u64(c0, load64(p));
+            c1 = _mm_crc32_u64(c1, load64(p + len));
+            c2 = _mm_crc32_u64(c2, load64(p + 2 * len));
+            p += 8;
+        }
+    }
+    reg = shift_reg(shift, (uint32_t)c0) ^ (uint32_t)c1;
+    return shift_reg(shift, reg) ^ (uint32_t)c2;
+}
+
+/* The hardware register update, optionally copying to dst. */
+__attribute__((target("sse4.2"))) static uint32_t
+hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
+          size_t n)
+{
+    uint64_t r64;
+
+    /* Byte steps until the source is 8-byte aligned. */
+    while (n && ((uintptr_t)p & 7)) {
+        reg = _mm_crc32_u8(reg, *p);
+        if (dst)
+            *dst++ = *p;
+        p++;
+        n--;
+    }
+    while (n >= 3 * LONG_STRIPE) {
+        reg = hw_three_way(t->shift_long, reg, dst, p, LONG_STRIPE);
+        p += 3 * LONG_STRIPE;
+        if (dst)
+            dst += 3 * LONG_STRIPE;
+        n -= 3 * LONG_STRIPE;
+    }
+    while (n >= 3 * SHORT_STRIPE) {
+        reg = hw_three_way(t->shift_short, reg, dst, p, SHORT_STRIPE);
+        p += 3 * SHORT_STRIPE;
+        if (dst)
+            dst += 3 * SHORT_STRIPE;
+        n -= 3 * SHORT_STRIPE;
+    }
+    r64 = reg;
+    while (n >= 8) {
+        uint64_t v = load64(p);
+        r64 = _mm_crc32_u64(r64, v);
+        if (dst) {
+            memcpy(dst, &v, 8);
+            dst += 8;
+        }
+        p += 8;
+        n -= 8;
+    }
+    reg = (uint32_t)r64;
+    while (n--) {
+        reg = _mm_crc32_u8(reg, *p);
+        if (dst)
+            *dst++ = *p;
+        p++;
+    }
+    return reg;
+}
+
+#endif /* CKPT__CRC_X86 */
+
+/* ---- entry points -------------------------------------------------------- */
+
+uint32_t ckpt__crc32c_extend(uint32_t crc, const void *data, size_t n)
+{
+    const crc_tables *t = get_tables();
+#if CKPT__CRC_X86
+    if (t->hw)
+        return ~hw_update(t, ~crc, NULL, data, n);
+#endif
+    return ~sw_update(t, ~crc, data, n);
+}
+
+uint32_t ckpt__crc32c(const void *data, size_t n)
+{
+    return ckpt__crc32c_extend(0, data, n);
+}
+
+int ckpt__crc32c_hw_available(void)
+{
+    return get_tables()->hw ? 1 : 0;
+}
+
+/* Portable fused copy: copy a cache-sized piece, then checksum it while it is
+ * still hot in cache. */
+#define COPY_CHUNK 16384
+
+uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
+{
+    const crc_tables *t = get_tables();
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    uint32_t reg = ~crc;
+#if CKPT__CRC_X86
+    if (t->hw)
+        return ~hw_update(t, reg, d, s, n);
+#endif
+    while (n) {
+        size_t k = n < COPY_CHUNK ? n : COPY_CHUNK;
+        memcpy(d, s, k);
+        reg = sw_update(t, reg, d, k);
+        d += k;
+        s += k;
+        n -= k;
+    }
+    return ~reg;
+}

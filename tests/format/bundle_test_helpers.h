@@ -1,0 +1,51 @@
+/* tests/format/bundle_test_helpers.h - small helpers shared by the bundle
+ * tests: paths in a temporary directory, listing it, and building index
+ * files from raw key/value pairs (to inject bad entries). */
+#ifndef CKPT_TESTS_BUNDLE_TEST_HELPERS_H
+#define CKPT_TESTS_BUNDLE_TEST_HELPERS_H
+
+#include "test_util.h"
+
+#include "common/internal.h"
+#include "format/bundle_proto.h"
+
+#include <stdbool.h>
+
+/* "<dir>/<name>" (malloc'd). */
+char *bt_path(const char *dir, const char *name);
+
+/* Number of entries in `dir`; with `suffix`, only names ending in it; with
+ * `contains`, only names containing it (either may be NULL). */
+size_t bt_count_files(const char *dir, const char *suffix,
+                      const char *contains);
+
+/* Print the entries of `dir` (for failure diagnostics). */
+void bt_list_files(const char *dir);
+
+/* One key/value of a hand-made index. */
+typedef struct bt_kv {
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+} bt_kv;
+
+/* Write a table of `kvs` (keys strictly increasing) to `path` with the
+ * library's table builder. */
+void bt_write_table(const char *path, const bt_kv *kvs, size_t n);
+
+/* Write a single-data-block table by hand, keys in the given order, not
+ * checked (for out-of-order keys); every entry is a restart point and the
+ * index key is `index_key`. */
+void bt_write_raw_table(const char *path, const bt_kv *kvs, size_t n,
+                        const char *index_key);
+
+/* Encoded BundleHeaderProto / BundleEntryProto into `out` (replacing). */
+void bt_header(ckpt_buf *out, int num_shards, int endianness);
+void bt_entry(ckpt_buf *out, const ckpt__bundle_entry *e);
+
+/* An entry of `dtype` and rank-1 shape [dim0] (rank 0 when dim0 < 0). */
+ckpt__bundle_entry bt_make_entry(int dtype, int64_t dim0, int shard,
+                                 int64_t offset, int64_t size, uint32_t crc);
+
+#endif

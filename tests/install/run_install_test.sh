@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# tests/install/run_install_test.sh - install a built ckpt tree into a
+# temporary prefix and use it as a user would:
+#   - the headers, libraries (+ soname links), CLI, ckpt.pc and CMake package
+#     are where they belong; the shared library exports only ckpt_* symbols;
+#   - `ckpt --version` runs from the prefix;
+#   - consumer/ builds out of tree with find_package(ckpt) against
+#     ckpt::ckpt_static and ckpt::ckpt_shared, and with pkg-config (shared,
+#     and static with --static), and each program runs and prints the
+#     expected values.
+# Usage: run_install_test.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION CC CMAKE
+#        SANITIZER HAVE_CLI
+# Exits 77 (CTest's skip) in sanitizer builds: the consumer would need the
+# sanitizer runtime too. Set CKPT_KEEP_TMP=1 to keep the temporary prefix.
+set -euo pipefail
+
+if [ $# -ne 8 ]; then
+    echo "usage: $0 BUILD_DIR SOURCE_DIR LIBDIR VERSION CC CMAKE SANITIZER HAVE_CLI" >&2
+    exit 2
+fi
+build=$1 src=$2 libdir=$3 version=$4 cc=$5 cmake=$6 sanitizer=$7 have_cli=$8
+
+if [ -n "$sanitizer" ]; then
+    echo "SKIP: sanitizer build ($sanitizer): consumers would need its runtime"
+    exit 77
+fi
+
+case $libdir in
+/*)
+    echo "SKIP: absolute CMAKE_INSTALL_LIBDIR ($libdir) ignores --prefix"
+    exit 77
+    ;;
+esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-install.XXXXXX")
+if [ -z "${CKPT_KEEP_TMP:-}" ]; then
+    trap 'rm -rf "$tmp"' EXIT
+else
+    echo "keeping $tmp"
+fi
+prefix=$tmp/prefix
+lib=$prefix/$libdir
+major=${version%%.*}
+
+die() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+need_file() {
+    [ -f "$1" ] || die "not installed: ${1#"$prefix"/}"
+}
+# expect_output NAME OUTPUT: the consumer's output has the expected values.
+expect_output() {
+    grep -qx "version=$version" <<<"$2" || die "$1: wrong version: $2"
+    grep -qx "dtype1=float32" <<<"$2" || die "$1: wrong dtype name: $2"
+    grep -q "^strerror=..*" <<<"$2" || die "$1: empty strerror: $2"
+    echo "ok: $1 runs"
+}
+# needs_libckpt BINARY: whether BINARY loads libckpt.so at run time.
+needs_libckpt() {
+    readelf -d "$1" | grep -q "NEEDED.*\[libckpt\.so"
+}
+
+# ---- install ----------------------------------------------------------------
+"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
+    { cat "$tmp/install.log" >&2; die "cmake --install failed"; }
+
+need_file "$prefix/include/ckpt.h"
+for h in "$src"/include/ckpt/*.h "$src"/include/ckpt/sys/*.h; do
+    rel=${h#"$src"/}
+    need_file "$prefix/$rel"
+    cmp -s "$h" "$prefix/$rel" || die "$rel differs from the source"
+done
+need_file "$lib/libckpt.a"
+need_file "$lib/libckpt.so.$version"
+[ "$(readlink "$lib/libckpt.so.$major")" = "libckpt.so.$version" ] ||
+    die "libckpt.so.$major does not link to libckpt.so.$version"
+[ "$(readlink "$lib/libckpt.so")" = "libckpt.so.$major" ] ||
+    die "libckpt.so does not link to libckpt.so.$major"
+readelf -d "$lib/libckpt.so.$version" | grep -q "SONAME.*\[libckpt\.so\.$major\]" ||
+    die "libckpt.so.$version has no soname libckpt.so.$major"
+need_file "$lib/pkgconfig/ckpt.pc"
+for f in ckptConfig ckptConfigVersion ckptTargets; do
+    need_file "$lib/cmake/ckpt/$f.cmake"
+done
+echo "ok: files installed"
+
+# Only the public API leaves the shared library: no ckpt__ internals, no
+# helpers without the prefix (symbols are hidden unless CKPT_EXTERN).
+bad=$(nm -D --defined-only "$lib/libckpt.so.$version" | awk '{print $3}' |
+    grep -Ev '^(ckpt_[a-z0-9]|_init$|_fini$)' || true)
+[ -z "$bad" ] || die "libckpt.so exports non-API symbols:"$'\n'"$bad"
+echo "ok: only ckpt_* symbols exported"
+
+# ---- the CLI ----------------------------------------------------------------
+if [ "$have_cli" = 1 ]; then
+    need_file "$prefix/bin/ckpt"
+    out=$("$prefix/bin/ckpt" --version) || die "ckpt --version failed"
+    [ "$out" = "ckpt $version" ] || die "ckpt --version printed: $out"
+    echo "ok: installed ckpt --version"
+fi
+
+# ---- find_package(ckpt) ------------------------------------------------------
+cbuild=$tmp/consumer-cmake
+"$cmake" -S "$src/tests/install/consumer" -B "$cbuild" \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$tmp/cmake.log" 2>&1 ||
+    { cat "$tmp/cmake.log" >&2; die "consumer: CMake configure failed"; }
+found=$(sed -n 's/^ckpt_DIR:PATH=//p' "$cbuild/CMakeCache.txt")
+[ "$found" = "$lib/cmake/ckpt" ] || die "find_package(ckpt) found $found"
+"$cmake" --build "$cbuild" >"$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log" >&2; die "consumer: CMake build failed"; }
+needs_libckpt "$cbuild/consumer_static" &&
+    die "consumer_static loads libckpt.so"
+needs_libckpt "$cbuild/consumer_shared" ||
+    die "consumer_shared does not load libckpt.so"
+expect_output "find_package ckpt::ckpt_static" "$("$cbuild/consumer_static")"
+expect_output "find_package ckpt::ckpt_shared" "$("$cbuild/consumer_shared")"
+
+# ---- pkg-config --------------------------------------------------------------
+export PKG_CONFIG_PATH="$lib/pkgconfig"
+mv=$(pkg-config --modversion ckpt) || die "pkg-config cannot find ckpt"
+[ "$mv" = "$version" ] || die "pkg-config --modversion ckpt gave $mv"
+read -r -a cflags <<<"$(pkg-config --cflags ckpt)"
+read -r -a libs <<<"$(pkg-config --libs ckpt)"
+read -r -a slibs <<<"$(pkg-config --static --libs ckpt)"
+pbuild=$tmp/consumer-pc
+mkdir -p "$pbuild"
+"$cc" "${cflags[@]}" -o "$pbuild/shared" "$src/tests/install/consumer/main.c" \
+    "${libs[@]}" || die "pkg-config: shared build failed"
+needs_libckpt "$pbuild/shared" || die "pkg-config shared: no libckpt.so"
+expect_output "pkg-config shared" \
+    "$(LD_LIBRARY_PATH="$lib" "$pbuild/shared")"
+# --static: take libckpt.a whole, so every one of its objects' dependencies
+# must be in Libs.private.
+static_libs=()
+for f in "${slibs[@]}"; do
+    if [ "$f" = -lckpt ]; then
+        static_libs+=("-Wl,--whole-archive" -l:libckpt.a "-Wl,--no-whole-archive")
+    else
+        static_libs+=("$f")
+    fi
+done
+"$cc" "${cflags[@]}" -o "$pbuild/static" "$src/tests/install/consumer/main.c" \
+    "${static_libs[@]}" || die "pkg-config: static build failed"
+needs_libckpt "$pbuild/static" && die "pkg-config static loads libckpt.so"
+expect_output "pkg-config --static" "$("$pbuild/static")"
+
+echo "PASS"

@@ -1,0 +1,542 @@
+/* Saver tests: round trips of every fixed-size dtype, naming, retention,
+ * latest_checkpoint, restore checks and directory recovery (B70-B80). */
+#include "saver_test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct fixture {
+    char *dir;
+    float w[6];
+    int64_t step;
+    double d[3];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = test_make_temp_dir();
+    for (int i = 0; i < 6; i++)
+        f->w[i] = (float)i * 0.5f;
+    f->step = 0;
+    f->d[0] = 1.0 / 3.0;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static ckpt_saver *open_saver(fixture *f, const ckpt_saver_options *o)
+{
+    ckpt_saver *s = NULL;
+    ckpt_var w = {"dense/kernel", CKPT_DT_FLOAT, {2, {2, 3}}, f->w,
+                  NULL, NULL, NULL};
+    ckpt_var step = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
+                     NULL, NULL, NULL};
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, o));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &w));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &step));
+    return s;
+}
+
+static void save_steps(ckpt_saver *s, fixture *f, int from, int to)
+{
+    for (int i = from; i <= to; i++) {
+        f->step = i;
+        assert_ckpt_ok(ckpt_saver_save(s, i, NULL));
+    }
+}
+
+static char *read_state(const char *dir)
+{
+    char path[4096];
+    size_t n;
+    uint8_t *p;
+    char *s;
+    snprintf(path, sizeof(path), "%s/checkpoint", dir);
+    p = test_read_file(path, &n);
+    if (!p)
+        return NULL;
+    s = malloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = '\0';
+    free(p);
+    return s;
+}
+
+/* Every fixed-size dtype survives a save and a restore bit for bit. */
+static void test_roundtrip_every_dtype(void **state)
+{
+    fixture *f = *state;
+    static const int dtypes[] = {
+        CKPT_DT_FLOAT,  CKPT_DT_DOUBLE,     CKPT_DT_INT32,    CKPT_DT_UINT8,
+        CKPT_DT_INT16,  CKPT_DT_INT8,       CKPT_DT_COMPLEX64, CKPT_DT_INT64,
+        CKPT_DT_BOOL,   CKPT_DT_QINT8,      CKPT_DT_QUINT8,   CKPT_DT_QINT32,
+        CKPT_DT_BFLOAT16, CKPT_DT_QINT16,   CKPT_DT_QUINT16,  CKPT_DT_UINT16,
+        CKPT_DT_COMPLEX128, CKPT_DT_HALF,   CKPT_DT_UINT32,   CKPT_DT_UINT64,
+        CKPT_DT_FLOAT8_E5M2, CKPT_DT_FLOAT8_E4M3FN};
+    enum { N = sizeof(dtypes) / sizeof(dtypes[0]), ELEMS = 7 };
+    uint8_t *orig[N], *live[N];
+    ckpt_saver *s = NULL;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    for (int mode = 0; mode < 2; mode++) {
+        assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+        for (int i = 0; i < N; i++) {
+            size_t bytes = ckpt_dtype_size(dtypes[i]) * ELEMS;
+            char name[32];
+            ckpt_var v = {name, dtypes[i], {1, {ELEMS}}, NULL, NULL, NULL,
+                          NULL};
+            snprintf(name, sizeof(name), "v/%s", ckpt_dtype_name(dtypes[i]));
+            orig[i] = malloc(bytes);
+            live[i] = malloc(bytes);
+            for (size_t b = 0; b < bytes; b++)
+                orig[i][b] = (uint8_t)(b * 37 + (size_t)i * 11 + 1);
+            if (dtypes[i] == CKPT_DT_BOOL)
+                for (size_t b = 0; b < bytes; b++)
+                    orig[i][b] &= 1;
+            memcpy(live[i], orig[i], bytes);
+            v.data = live[i];
+            assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+        }
+        if (mode == 0) {
+            assert_ckpt_ok(ckpt_saver_save(s, 10, &prefix));
+        } else {
+            assert_ckpt_ok(ckpt_saver_save_async(s, 20, NULL));
+            assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+            assert_ckpt_ok(ckpt_saver_latest(s, &prefix));
+        }
+        for (int i = 0; i < N; i++)
+            memset(live[i], 0xEE, ckpt_dtype_size(dtypes[i]) * ELEMS);
+        assert_ckpt_ok(ckpt_saver_restore(s, prefix.ptr));
+        for (int i = 0; i < N; i++) {
+            assert_memory_equal(live[i], orig[i],
+                                ckpt_dtype_size(dtypes[i]) * ELEMS);
+            free(orig[i]);
+            free(live[i]);
+        }
+        ckpt_saver_free(s);
+    }
+    ckpt_buf_dispose(&prefix);
+}
+
+/* B70: <basename>-<step>, zero-padded to 8 digits when configured. */
+static void test_b70_naming(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char want[4096];
+    ckpt_saver *s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_save(s, 1000, &prefix));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1000", f->dir);
+    assert_string_equal(prefix.ptr, want);
+    assert_true(file_exists(f->dir, "model.ckpt-1000.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-1000.data-00000-of-00001"));
+    assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 1000);
+    ckpt_saver_free(s);
+
+    o.pad_step_number = 1;
+    o.basename = "ckpt";
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, 42, &prefix));
+    assert_true(file_exists(f->dir, "ckpt-00000042.index"));
+    assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 42);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* B71: without a step, a basename equal to the state file name fails. */
+static void test_b71_no_step_state_name(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    o.basename = "checkpoint";
+    s = open_saver(f, &o);
+    assert_ckpt_error(ckpt_saver_save(s, CKPT_NO_STEP, NULL), CKPT_EINVAL,
+                      "state file");
+    assert_int_equal(count_files(f->dir, "index"), 0);
+    ckpt_saver_free(s);
+    s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_save(s, CKPT_NO_STEP, &prefix));
+    assert_true(file_exists(f->dir, "model.ckpt.index"));
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* B72: a missing directory gives ENOTFOUND and creates nothing. */
+static void test_b72_missing_directory(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = NULL;
+    char missing[4096], sub[4096];
+    snprintf(missing, sizeof(missing), "%s/nope/deeper", f->dir);
+    assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
+                      missing);
+    assert_null(s);
+    /* The directory disappears after open. */
+    snprintf(sub, sizeof(sub), "%s/sub", f->dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    {
+        fixture g = *f;
+        g.dir = sub;
+        s = open_saver(&g, NULL);
+    }
+    assert_int_equal(rmdir(sub), 0);
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_ENOTFOUND, sub);
+    assert_int_equal(count_files(f->dir, ""), 0);
+    ckpt_saver_free(s);
+}
+
+/* B73: K + 3 saves leave exactly the newest K, on disk and listed. */
+static void test_b73_max_to_keep(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char *text;
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 6);
+    assert_int_equal(count_files(f->dir, ".index"), 3);
+    assert_int_equal(count_files(f->dir, ".data-"), 3);
+    for (int i = 4; i <= 6; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "model.ckpt-%d.index", i);
+        assert_true(file_exists(f->dir, name));
+    }
+    text = read_state(f->dir);
+    assert_non_null(strstr(text, "model_checkpoint_path: \"model.ckpt-6\"\n"
+                                 "all_model_checkpoint_paths: \"model.ckpt-4\"\n"
+                                 "all_model_checkpoint_paths: \"model.ckpt-5\"\n"
+                                 "all_model_checkpoint_paths: \"model.ckpt-6\"\n"
+                                 "all_model_checkpoint_timestamps: "));
+    free(text);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+}
+
+/* B74: reopening a directory with K + 2 checkpoints and saving once leaves
+ * exactly K (reconciliation on open). */
+static void test_b74_reconcile_on_reopen(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    o.max_to_keep = 0;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 4);
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".index"), 4);
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    save_steps(s, f, 5, 5);
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+    assert_true(file_exists(f->dir, "model.ckpt-4.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-5.index"));
+    ckpt_saver_free(s);
+}
+
+/* B75: max_to_keep = 0 keeps and lists every checkpoint. */
+static void test_b75_keep_all(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_state st = CKPT_STATE_INIT;
+    o.max_to_keep = 0;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 8);
+    assert_int_equal(count_files(f->dir, ".index"), 8);
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, f->dir));
+    assert_int_equal(st.num_paths, 8);
+    assert_string_equal(st.all_paths[0], "model.ckpt-1");
+    assert_string_equal(st.model_checkpoint_path, "model.ckpt-8");
+    assert_int_equal(st.num_timestamps, 8);
+    ckpt_state_dispose(&st);
+    ckpt_saver_free(s);
+}
+
+/* B76: keep_checkpoint_every_n_hours with a fake clock. */
+static void test_b76_keep_every_n_hours(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    fake_clock clk;
+    ckpt_saver *s;
+    fake_clock_init(&clk, 1000000.0);
+    o.clock = &clk.clock;
+    o.max_to_keep = 1;
+    o.keep_checkpoint_every_n_hours = 1.0; /* next keep time: t0 + 3600 */
+    s = open_saver(f, &o);
+    clk.now += 600; /* step 1 at t0+600: before the next keep time */
+    save_steps(s, f, 1, 1);
+    clk.now += 600;
+    save_steps(s, f, 2, 2); /* evicts 1: 600 <= 3600, deleted */
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    clk.now = 1000000.0 + 3601; /* step 3 strictly after t0 + 3600 */
+    save_steps(s, f, 3, 3);     /* evicts 2 (t0+1200): deleted */
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    clk.now += 10;
+    save_steps(s, f, 4, 4); /* evicts 3 (t0+3601 > t0+3600): preserved */
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
+    clk.now += 10;
+    save_steps(s, f, 5, 5); /* evicts 4 (t0+3611 <= t0+7200): deleted */
+    assert_false(file_exists(f->dir, "model.ckpt-4.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+    ckpt_saver_free(s);
+}
+
+/* B77: latest is "none" for a missing or unparsable state file and skips an
+ * entry whose index is missing. */
+static void test_b77_latest_checkpoint(void **state)
+{
+    fixture *f = *state;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    ckpt_saver *s;
+    char path[4096], want[4096];
+    s = open_saver(f, NULL);
+    assert_ckpt_error(ckpt_saver_latest(s, &latest), CKPT_ENOTFOUND, NULL);
+    save_steps(s, f, 1, 3);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-3", f->dir);
+    assert_string_equal(latest.ptr, want);
+    snprintf(path, sizeof(path), "%s/model.ckpt-3.index", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-2", f->dir);
+    assert_string_equal(latest.ptr, want);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, "garbage {{{", 11);
+    assert_int_not_equal(ckpt_saver_latest(s, &latest), 0);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
+/* B78: restore errors name the checkpoint or the variable. */
+static void test_b78_restore_errors(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, NULL);
+    ckpt_saver *other = NULL;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char missing[4096];
+    float wrong_shape[4];
+    int32_t wrong_type[6];
+    float extra[2];
+    snprintf(missing, sizeof(missing), "%s/model.ckpt-99", f->dir);
+    assert_ckpt_error(ckpt_saver_restore(s, missing), CKPT_ENOTFOUND,
+                      "model.ckpt-99");
+    assert_ckpt_ok(ckpt_saver_save(s, 1, &prefix));
+    ckpt_saver_free(s);
+
+    /* A variable the checkpoint lacks. */
+    s = open_saver(f, NULL);
+    {
+        ckpt_var v = {"not/there", CKPT_DT_FLOAT, {1, {2}}, extra, NULL, NULL,
+                      NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    }
+    f->w[0] = 42.0f;
+    assert_ckpt_error(ckpt_saver_restore(s, prefix.ptr), CKPT_ENOTFOUND,
+                      "not/there");
+    assert_true(f->w[0] == 42.0f); /* nothing written before the checks */
+    ckpt_saver_free(s);
+
+    /* Shape and dtype mismatches. */
+    assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
+    {
+        ckpt_var v = {"dense/kernel", CKPT_DT_FLOAT, {1, {4}}, wrong_shape,
+                      NULL, NULL, NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+    }
+    assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_EINVAL,
+                      "dense/kernel' has shape [2, 3] in the checkpoint but "
+                      "[4] here");
+    ckpt_saver_free(other);
+    assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
+    {
+        ckpt_var v = {"dense/kernel", CKPT_DT_INT32, {2, {2, 3}}, wrong_type,
+                      NULL, NULL, NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+    }
+    assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_EINVAL,
+                      "float32 in the checkpoint but int32");
+    ckpt_saver_free(other);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* Restore of a subset and of the latest checkpoint. */
+static void test_restore_subset_and_latest(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    const char *names[] = {"global_step"};
+    f->step = 7;
+    assert_ckpt_ok(ckpt_saver_save(s, 7, NULL));
+    f->step = 100;
+    f->w[1] = -1.0f;
+    assert_ckpt_ok(ckpt_saver_latest(s, &prefix));
+    assert_ckpt_ok(ckpt_saver_restore_subset(s, prefix.ptr, names, 1));
+    assert_int_equal(f->step, 7);
+    assert_true(f->w[1] == -1.0f);
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, &prefix));
+    assert_true(f->w[1] == 0.5f);
+    assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 7);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* B79: a failure between the data write and the state update leaves the
+ * previous checkpoint newest and latest valid. */
+static void test_b79_crash_before_state_update(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char want[4096];
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    o.fs = ckpt_fs_fault_fs(ff);
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 1);
+    /* Renames of a save: data, index, then the state file's temp. */
+    ckpt_fs_fault_fail(ff, 3, CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME), 5 /*EIO*/, 0,
+                       0);
+    f->step = 2;
+    assert_int_not_equal(ckpt_saver_save(s, 2, NULL), 0);
+    assert_non_null(strstr(ckpt_error_last()->message, "checkpoint"));
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", f->dir);
+    assert_string_equal(latest.ptr, want);
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_int_equal(count_files(f->dir, "tmp"), 0);
+    assert_int_equal(count_files(f->dir, "tempstate"), 0);
+    ckpt_fs_fault_clear(ff);
+    f->step = 0;
+    assert_ckpt_ok(ckpt_saver_restore(s, latest.ptr));
+    assert_int_equal(f->step, 1);
+    ckpt_saver_free(s);
+    ckpt_fs_fault_free(ff);
+    ckpt_buf_dispose(&latest);
+}
+
+/* B80: temp files of an interrupted save are never latest and are removed
+ * when the directory is opened; other files are left alone. */
+static void test_b80_temp_files(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, NULL);
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4096];
+    save_steps(s, f, 1, 1);
+    ckpt_saver_free(s);
+    snprintf(path, sizeof(path),
+             "%s/model.ckpt-2.data-00000-of-00001.tempstate12345f", f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/model.ckpt-2.index.tempstate98765",
+             f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/checkpoint.tmp0123abcd", f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/notes.tempstate-keep", f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/user.tmp", f->dir);
+    test_write_file(path, "x", 1);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+    s = open_saver(f, NULL);
+    assert_int_equal(count_files(f->dir, ".tempstate1"), 0);
+    assert_int_equal(count_files(f->dir, ".tempstate9"), 0);
+    assert_false(file_exists(f->dir, "checkpoint.tmp0123abcd"));
+    assert_true(file_exists(f->dir, "notes.tempstate-keep"));
+    assert_true(file_exists(f->dir, "user.tmp"));
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
+/* Retention never deletes outside the directory, whatever the state file
+ * says (a hostile state file naming an absolute path and a "../" path). */
+static void test_retention_stays_inside_directory(void **state)
+{
+    fixture *f = *state;
+    char outside[2048], path[4096], text[8192];
+    const char *outside_base;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    snprintf(outside, sizeof(outside), "%.2000s-outside", f->dir);
+    outside_base = strrchr(outside, '/') + 1;
+    assert_int_equal(mkdir(outside, 0755), 0);
+    snprintf(path, sizeof(path), "%s/victim.index", outside);
+    test_write_file(path, "keep me", 7);
+    snprintf(path, sizeof(path), "%s/victim.data-00000-of-00001", outside);
+    test_write_file(path, "keep me", 7);
+    s = open_saver(f, NULL);
+    save_steps(s, f, 1, 1);
+    ckpt_saver_free(s);
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"%s/victim\"\n"
+             "all_model_checkpoint_paths: \"../%s/victim\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
+             outside, outside_base);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, text, strlen(text));
+    o.max_to_keep = 1;
+    s = open_saver(f, &o); /* retention evicts both hostile entries */
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
+    save_steps(s, f, 2, 2);
+    assert_true(file_exists(outside, "victim.index"));
+    assert_true(file_exists(outside, "victim.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    ckpt_saver_free(s);
+    test_remove_tree(strdup(outside));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_roundtrip_every_dtype, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b70_naming, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b71_no_step_state_name, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b72_missing_directory, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b73_max_to_keep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b74_reconcile_on_reopen, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b75_keep_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b76_keep_every_n_hours, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b77_latest_checkpoint, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b78_restore_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_subset_and_latest, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_b79_crash_before_state_update,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b80_temp_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

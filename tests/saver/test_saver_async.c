@@ -1,0 +1,420 @@
+/* Async saver tests: the snapshot is consistent and taken before
+ * save_async returns, the busy policies (skip, wait, coalesce), background
+ * failures returned exactly once, close with a timeout, metrics and outcome
+ * delivery. Run under TSan in CI. */
+#include "saver_test_util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { NVALS = 4096 };
+
+typedef struct fixture {
+    char *dir;
+    float vals[NVALS];
+    int64_t step;
+    gate_fs gate;
+    ckpt_save_result outcomes[16];
+    char prefixes[16][256];
+    int noutcomes;
+    pthread_t caller;
+    int wrong_thread;
+} fixture;
+
+static void on_done(const ckpt_save_result *r, void *payload)
+{
+    fixture *f = payload;
+    if (!pthread_equal(pthread_self(), f->caller))
+        f->wrong_thread = 1;
+    if (f->noutcomes < 16) {
+        f->outcomes[f->noutcomes] = *r;
+        snprintf(f->prefixes[f->noutcomes], 256, "%s", r->prefix);
+        f->noutcomes++;
+    }
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = test_make_temp_dir();
+    gate_fs_init(&f->gate);
+    f->caller = pthread_self();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    gate_fs_dispose(&f->gate);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static ckpt_saver *open_saver(fixture *f, int policy, const ckpt_fs *fs)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
+    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step, NULL,
+                   NULL, NULL};
+    o.busy_policy = policy;
+    o.fs = fs;
+    o.max_to_keep = 0;
+    o.on_save_done = on_done;
+    o.on_save_done_payload = f;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &st));
+    return s;
+}
+
+static void fill(fixture *f, float base, int64_t step)
+{
+    for (int i = 0; i < NVALS; i++)
+        f->vals[i] = base + (float)i;
+    f->step = step;
+}
+
+/* Read back checkpoint <dir>/model.ckpt-<step> and check it holds `base`. */
+static void expect_checkpoint(fixture *f, int64_t step, float base)
+{
+    char prefix[4096];
+    ckpt_bundle_reader *r = NULL;
+    float *got = malloc(sizeof(float) * NVALS);
+    int64_t got_step = -1;
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%lld", f->dir,
+             (long long)step);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "w", got, sizeof(float) * NVALS));
+    assert_ckpt_ok(
+        ckpt_bundle_reader_read(r, "global_step", &got_step, sizeof(got_step)));
+    assert_int_equal(got_step, step);
+    for (int i = 0; i < NVALS; i++)
+        if (got[i] != base + (float)i)
+            fail_msg("%s: w[%d] = %g, want %g", prefix, i, (double)got[i],
+                     (double)(base + (float)i));
+    ckpt_bundle_reader_free(r);
+    free(got);
+}
+
+/* B58/B59: save_async returns before any file I/O (the writer is held at
+ * the gate) and the values written are the snapshot, although the loop
+ * rewrites the state right after the call. */
+static void test_b58_b59_snapshot_then_write(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    uint64_t ticket = 0;
+    int busy = 0;
+    fill(f, 100.0f, 10);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 10, &ticket));
+    assert_true(ticket > 0);
+    fill(f, -5.0f, 11); /* training goes on, mutating everything */
+    gate_wait_blocked(&f->gate);
+    assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+    assert_int_equal(busy, 1);
+    assert_false(file_exists(f->dir, "model.ckpt-10.index"));
+    gate_open(&f->gate);
+    assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
+    expect_checkpoint(f, 10, 100.0f);
+    assert_int_equal(f->noutcomes, 1);
+    assert_int_equal(f->outcomes[0].status, 0);
+    assert_int_equal(f->outcomes[0].step, 10);
+    assert_int_equal(f->outcomes[0].ticket, ticket);
+    assert_true(f->outcomes[0].bytes > NVALS * 4);
+    assert_false(f->wrong_thread);
+    ckpt_saver_free(s);
+}
+
+/* B60: SKIP counts the trigger, returns EBUSY and copies nothing; the next
+ * trigger once the writer is free is saved. */
+static void test_b60_skip(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    ckpt_saver_metrics m;
+    fill(f, 1.0f, 5);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 5, NULL));
+    gate_wait_blocked(&f->gate);
+    fill(f, 2.0f, 6);
+    assert_ckpt_error(ckpt_saver_save_async(s, 6, NULL), CKPT_EBUSY,
+                      "step 6 skipped");
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_skipped, 1);
+    assert_int_equal(m.saves_started, 1);
+    gate_open(&f->gate);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    fill(f, 3.0f, 7);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 7, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    expect_checkpoint(f, 5, 1.0f);
+    expect_checkpoint(f, 7, 3.0f);
+    assert_false(file_exists(f->dir, "model.ckpt-6.index"));
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_completed, 2);
+    assert_int_equal(m.last_saved_step, 7);
+    ckpt_saver_free(s);
+}
+
+struct opener {
+    gate_fs *gate;
+    int delay_ms;
+};
+
+static void *open_later(void *arg)
+{
+    struct opener *o = arg;
+    usleep((useconds_t)o->delay_ms * 1000);
+    gate_open(o->gate);
+    return NULL;
+}
+
+/* B61: WAIT blocks until the previous write ends, then snapshots. */
+static void test_b61_wait(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_WAIT, &f->gate.fs);
+    ckpt_saver_metrics m;
+    struct opener op = {&f->gate, 50};
+    pthread_t t;
+    fill(f, 1.0f, 1);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    gate_wait_blocked(&f->gate);
+    pthread_create(&t, NULL, open_later, &op);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL)); /* waits for step 1 */
+    ckpt_saver_get_metrics(s, &m);
+    assert_true(m.saves_completed >= 1);
+    assert_int_equal(m.saves_skipped, 0);
+    pthread_join(t, NULL);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    expect_checkpoint(f, 1, 1.0f);
+    expect_checkpoint(f, 2, 2.0f);
+    ckpt_saver_free(s);
+}
+
+/* B62: COALESCE keeps at most one pending snapshot; a newer trigger replaces
+ * it (counted, reported as canceled); memory is two images. */
+static void test_b62_coalesce(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_COALESCE, &f->gate.fs);
+    ckpt_saver_metrics m;
+    uint64_t t2 = 0, t3 = 0;
+    assert_int_equal(ckpt_saver_staging_bytes(s), 2 * (NVALS * 4 + 8));
+    fill(f, 1.0f, 1);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    gate_wait_blocked(&f->gate);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, &t2));
+    fill(f, 3.0f, 3);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, &t3));
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_coalesced, 1);
+    assert_int_equal(m.saves_started, 3);
+    fill(f, 4.0f, 4);
+    gate_open(&f->gate);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    expect_checkpoint(f, 1, 1.0f);
+    expect_checkpoint(f, 3, 3.0f);
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_int_equal(f->noutcomes, 3);
+    for (int i = 0; i < f->noutcomes; i++) {
+        if (f->outcomes[i].ticket == t2)
+            assert_int_equal(f->outcomes[i].status, CKPT_ECANCELED);
+        else
+            assert_int_equal(f->outcomes[i].status, 0);
+    }
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_completed, 2);
+    assert_int_equal(m.saves_failed, 0);
+    ckpt_saver_free(s);
+}
+
+/* B63/B69: a background failure is returned once by the next call, counted
+ * once; the previous checkpoint stays the latest; nothing is left behind. */
+static void test_b63_background_failure_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver *s;
+    ckpt_saver_metrics m;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    s = open_saver(f, CKPT_BUSY_SKIP, ckpt_fs_fault_fs(ff));
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE), ENOSPC, 1, 0);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    /* Wait for the outcome without consuming the error. */
+    for (;;) {
+        ckpt_saver_get_metrics(s, &m);
+        if (m.saves_failed + m.saves_completed >= 2)
+            break;
+        usleep(1000);
+    }
+    assert_ckpt_error(ckpt_saver_poll(s, NULL), CKPT_ENOSPC, "step 2");
+    assert_non_null(strstr(ckpt_error_last()->message, "model.ckpt-2"));
+    assert_ckpt_ok(ckpt_saver_poll(s, NULL)); /* exactly once */
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_failed, 1);
+    assert_int_equal(m.saves_completed, 1);
+    assert_int_equal(m.last_saved_step, 1);
+    ckpt_fs_fault_clear(ff);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+    assert_int_equal(count_files(f->dir, "tempstate"), 0);
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-2.data-00000-of-00001"));
+    ckpt_saver_free(s);
+    ckpt_fs_fault_free(ff);
+    ckpt_buf_dispose(&latest);
+}
+
+/* The failure is also returned by save_async, which then dispatches
+ * nothing. */
+static void test_background_failure_returned_by_next_save(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver *s;
+    ckpt_saver_metrics m;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    s = open_saver(f, CKPT_BUSY_SKIP, ckpt_fs_fault_fs(ff));
+    ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC), EIO, 0, 0);
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    for (;;) {
+        ckpt_saver_get_metrics(s, &m);
+        if (m.saves_failed == 1)
+            break;
+        usleep(1000);
+    }
+    assert_ckpt_error(ckpt_saver_save_async(s, 2, NULL), CKPT_EIO, "step 1");
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_started, 1);
+    fill(f, 1.0f, 3);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    expect_checkpoint(f, 3, 1.0f);
+    ckpt_saver_free(s);
+    ckpt_fs_fault_free(ff);
+}
+
+/* B65: close waits at most the timeout and reports ETIMEDOUT; the previous
+ * checkpoint stays the latest. */
+static void test_b65_close_timeout(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    ckpt_buf latest = CKPT_BUF_INIT;
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    gate_close(&f->gate);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    gate_wait_blocked(&f->gate);
+    assert_ckpt_error(ckpt_saver_close(s, 0.05), CKPT_ETIMEDOUT, "timed out");
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+    assert_ckpt_error(ckpt_saver_save_async(s, 3, NULL), CKPT_ESTATE,
+                      "closed");
+    gate_open(&f->gate);
+    ckpt_saver_free(s); /* joins the writer, which finishes step 2 */
+    expect_checkpoint(f, 2, 2.0f);
+    ckpt_buf_dispose(&latest);
+}
+
+/* Read callbacks serve memory the library cannot read directly. */
+static int read_cb(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    memcpy(dst, (const uint8_t *)payload + offset, n);
+    return 0;
+}
+
+static int failing_read_cb(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    (void)dst;
+    (void)offset;
+    (void)n;
+    (void)payload;
+    return -1;
+}
+
+static void test_read_callbacks(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = NULL;
+    double device[5] = {1.5, 2.5, 3.5, 4.5, 5.5};
+    double back[5] = {0};
+    ckpt_var v = {"dev", CKPT_DT_DOUBLE, {1, {5}}, back, read_cb, NULL, device};
+    ckpt_var bad = {"bad", CKPT_DT_DOUBLE, {1, {5}}, NULL, failing_read_cb,
+                    NULL, NULL};
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, NULL));
+    assert_memory_equal(back, device, sizeof(device));
+    ckpt_saver_free(s);
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &bad));
+    assert_ckpt_error(ckpt_saver_save_async(s, 2, NULL), CKPT_EUSER, "'bad'");
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_EUSER, "'bad'");
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    ckpt_saver_free(s);
+}
+
+/* add_var checks and the freeze after the first save. */
+static void test_add_var_checks(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = NULL;
+    float x[2];
+    ckpt_var ok = {"x", CKPT_DT_FLOAT, {1, {2}}, x, NULL, NULL, NULL};
+    ckpt_var str = {"s", CKPT_DT_STRING, {0, {0}}, x, NULL, NULL, NULL};
+    ckpt_var neg = {"n", CKPT_DT_FLOAT, {1, {-2}}, x, NULL, NULL, NULL};
+    ckpt_var nodata = {"d", CKPT_DT_FLOAT, {1, {2}}, NULL, NULL, NULL, NULL};
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EINVAL,
+                      "no variables");
+    assert_ckpt_ok(ckpt_saver_add_var(s, &ok));
+    assert_ckpt_error(ckpt_saver_add_var(s, &ok), CKPT_EEXISTS, "'x'");
+    assert_ckpt_error(ckpt_saver_add_var(s, &str), CKPT_ENOTSUP, "'s'");
+    assert_ckpt_error(ckpt_saver_add_var(s, &neg), CKPT_EINVAL, "'n'");
+    assert_ckpt_error(ckpt_saver_add_var(s, &nodata), CKPT_EINVAL, "'d'");
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    ok.name = "y";
+    assert_ckpt_error(ckpt_saver_add_var(s, &ok), CKPT_ESTATE, "'y'");
+    ckpt_saver_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_b58_b59_snapshot_then_write,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b60_skip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b61_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b62_coalesce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b63_background_failure_once,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_background_failure_returned_by_next_save, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b65_close_timeout, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,125 @@
+/* tools/ckpt/cli.h - what the subcommands of the `ckpt` tool share: exit
+ * codes, messages on stderr, option parsing, opening a checkpoint named by a
+ * prefix or a directory, and printing tensor values as text or JSON.
+ * The tool uses only the public API (ckpt.h). */
+#ifndef CKPT_TOOLS_CLI_H
+#define CKPT_TOOLS_CLI_H
+
+/* POSIX.1-2008 (gmtime_r, st_mtim, regcomp): included first by every file
+ * of the tool, before any system header. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "ckpt.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLI_PRINTF(f, a)
+#endif
+
+/* Exit codes of every command. */
+enum cli_exit {
+    CLI_OK = 0,    /* success */
+    CLI_FOUND = 1, /* the check found damage or differences */
+    CLI_USAGE = 2  /* usage error, or input that cannot be read */
+};
+
+/* One subcommand. `run` gets the arguments after the command name. */
+typedef struct cli_command {
+    const char *name;
+    const char *synopsis; /* "ls DIR [--json]" */
+    const char *summary;  /* one line for `ckpt --help` */
+    const char *help;     /* the rest of `ckpt help CMD` */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+extern const cli_command cli_cmd_ls;
+extern const cli_command cli_cmd_inspect;
+extern const cli_command cli_cmd_verify;
+extern const cli_command cli_cmd_repack;
+
+/* ---- messages ------------------------------------------------------------ */
+
+/* "ckpt CMD: <message>\n" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* "ckpt CMD: [<context>: ]<the library's last error message>\n" on stderr;
+ * the context is left out when the message already names it. Returns the
+ * exit code for `err` (cli_exit_code). */
+int cli_lib_error(const char *cmd, int err, const char *context);
+
+/* CLI_FOUND for damage (CKPT_ECORRUPT), CLI_USAGE for anything else. */
+int cli_exit_code(int err);
+
+/* Print "ckpt CMD: <message>" and the command's synopsis on stderr;
+ * returns CLI_USAGE. */
+int cli_usage_error(const cli_command *c, const char *fmt, ...)
+    CLI_PRINTF(2, 3);
+
+/* Print the full help of `c` on `out`. */
+void cli_print_help(const cli_command *c, FILE *out);
+
+/* ---- options ------------------------------------------------------------- */
+
+/* Whether argv[*i] is option `name` ("--name VALUE" or "--name=VALUE");
+ * on a match *value is set (and *i advanced past a separate value).
+ * Returns 1 on a match, 0 when it is another argument, -1 when the value
+ * is missing. */
+int cli_opt_value(const char *name, int argc, char **argv, int *i,
+                  const char **value);
+
+/* Whether `arg` is -h or --help. */
+int cli_is_help(const char *arg);
+
+/* ---- checkpoints --------------------------------------------------------- */
+
+/* Turn PATH into a checkpoint prefix (malloc'd into *out): a directory
+ * gives its latest checkpoint (or its only .index file when it has no
+ * state file), "<prefix>.index" and "<prefix>.data-*" give the prefix,
+ * anything else is taken as a prefix. Prints the error and returns an exit
+ * code on failure, 0 on success. */
+int cli_resolve_prefix(char **out, const char *cmd, const char *path);
+
+/* cli_resolve_prefix, then open the bundle. Prints the error and returns an
+ * exit code on failure, 0 on success (*prefix_out malloc'd). */
+int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
+                    const char *cmd, const char *path);
+
+/* Report a failure to read tensor `name` of `prefix`: the library's
+ * message, prefixed with "<prefix>: tensor <name>: " unless it names the
+ * tensor already. */
+void cli_tensor_error(const char *cmd, const char *prefix, const char *name);
+
+/* Whether the entry is a real tensor to list (not a slice entry). */
+int cli_entry_listed(const ckpt_tensor_entry *e);
+
+/* The dtype's TensorFlow name, or "dtype(N)" in `tmp`. */
+const char *cli_dtype_name(int dtype, char tmp[24]);
+
+/* The entry's shape as a JSON array of integers. */
+json_object *cli_json_shape(const ckpt_shape *shape);
+
+/* Print `obj` as pretty JSON on stdout followed by a newline. */
+void cli_print_json(json_object *obj);
+
+/* ---- values ---------------------------------------------------------------
+ */
+
+/* Read tensor `e` and format its first `limit` elements (SIZE_MAX: all):
+ * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as a new
+ * JSON array in *json. *count receives the element count of the tensor.
+ * Returns 0 or the library's error code (last error set). */
+int cli_tensor_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                      size_t limit, FILE *text, json_object **json,
+                      int64_t *count);
+
+/* Write `n` bytes as a double-quoted C-escaped string on `out`. */
+void cli_print_escaped(FILE *out, const void *bytes, size_t n);
+
+#endif

@@ -1,0 +1,263 @@
+/* tools/ckpt/cli_util.c - messages, option parsing and opening checkpoints
+ * for the subcommands of `ckpt` (see cli.h). */
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- messages ------------------------------------------------------------ */
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ckpt %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_exit_code(int err)
+{
+    return err == CKPT_ECORRUPT ? CLI_FOUND : CLI_USAGE;
+}
+
+int cli_lib_error(const char *cmd, int err, const char *context)
+{
+    const ckpt_error *e = ckpt_error_last();
+    const char *msg = e->code != 0 ? e->message : ckpt_strerror(err);
+    if (context && *context && !strstr(msg, context))
+        cli_error(cmd, "%s: %s", context, msg);
+    else
+        cli_error(cmd, "%s", msg);
+    return cli_exit_code(err);
+}
+
+int cli_usage_error(const cli_command *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ckpt %s: ", c->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: ckpt %s\n(see 'ckpt help %s')\n", c->synopsis,
+            c->name);
+    return CLI_USAGE;
+}
+
+void cli_print_help(const cli_command *c, FILE *out)
+{
+    fprintf(out, "usage: ckpt %s\n\n%s\n\n%s", c->synopsis, c->summary,
+            c->help);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+int cli_opt_value(const char *name, int argc, char **argv, int *i,
+                  const char **value)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return 1;
+    }
+    if (arg[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *i += 1;
+    *value = argv[*i];
+    return 1;
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+/* ---- checkpoints --------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static int all_digits(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Length of the prefix of a "<prefix>.data-DDDDD-of-DDDDD" name, or 0. */
+static size_t data_file_prefix_len(const char *s)
+{
+    /* ".data-" 5 digits "-of-" 5 digits: 20 characters */
+    size_t n = strlen(s);
+    const char *t;
+    if (n <= 20)
+        return 0;
+    t = s + n - 20;
+    if (memcmp(t, ".data-", 6) != 0 || !all_digits(t + 6, 5) ||
+        memcmp(t + 11, "-of-", 4) != 0 || !all_digits(t + 15, 5))
+        return 0;
+    return n - 20;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (!p) {
+        fprintf(stderr, "ckpt: out of memory\n");
+        exit(CLI_USAGE);
+    }
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    size_t total = n + strlen(name) + 2;
+    char *p = dup_n("", total);
+    snprintf(p, total, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+    return p;
+}
+
+/* A directory without a state file: its only "*.index" file, if any. */
+static int sole_index_prefix(char **out, const char *cmd, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char *found = NULL;
+    int count = 0;
+    if (!d) {
+        cli_error(cmd, "%s: %s", dir, strerror(errno));
+        return CLI_USAGE;
+    }
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (!ends_with(de->d_name, ".index") || n == 6)
+            continue;
+        if (++count == 1) {
+            char *base = dup_n(de->d_name, n - 6);
+            found = join(dir, base);
+            free(base);
+        }
+    }
+    closedir(d);
+    if (count == 1) {
+        *out = found;
+        return 0;
+    }
+    free(found);
+    if (count == 0)
+        cli_error(cmd, "%s: no checkpoint state file and no .index file", dir);
+    else
+        cli_error(cmd,
+                  "%s: no checkpoint state file and %d .index files; name "
+                  "one prefix",
+                  dir, count);
+    return CLI_USAGE;
+}
+
+int cli_resolve_prefix(char **out, const char *cmd, const char *path)
+{
+    struct stat st;
+    size_t n;
+    *out = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ckpt_buf latest = CKPT_BUF_INIT;
+        char *state = join(path, CKPT_STATE_FILENAME);
+        int have_state = stat(state, &st) == 0;
+        int err;
+        free(state);
+        if (!have_state)
+            return sole_index_prefix(out, cmd, path);
+        err = ckpt_latest_checkpoint(&latest, NULL, path);
+        if (err < 0) {
+            ckpt_buf_dispose(&latest);
+            return cli_lib_error(cmd, err, path);
+        }
+        *out = dup_n(latest.ptr, latest.size);
+        ckpt_buf_dispose(&latest);
+        return 0;
+    }
+    n = strlen(path);
+    if (ends_with(path, ".index") && n > 6)
+        n -= 6;
+    else if (data_file_prefix_len(path) > 0)
+        n = data_file_prefix_len(path);
+    *out = dup_n(path, n);
+    return 0;
+}
+
+int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
+                    const char *cmd, const char *path)
+{
+    int rc = cli_resolve_prefix(prefix_out, cmd, path);
+    int err;
+    *out = NULL;
+    if (rc != 0)
+        return rc;
+    err = ckpt_bundle_reader_open(out, *prefix_out, NULL);
+    if (err < 0) {
+        rc = cli_lib_error(cmd, err, *prefix_out);
+        free(*prefix_out);
+        *prefix_out = NULL;
+        *out = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+void cli_tensor_error(const char *cmd, const char *prefix, const char *name)
+{
+    const char *msg = ckpt_error_last()->message;
+    if (strstr(msg, name) && strstr(msg, prefix))
+        cli_error(cmd, "%s", msg);
+    else if (strstr(msg, name))
+        cli_error(cmd, "%s: %s", prefix, msg);
+    else
+        cli_error(cmd, "%s: tensor %s: %s", prefix, name, msg);
+}
+
+int cli_entry_listed(const ckpt_tensor_entry *e)
+{
+    return !e->is_slice_key;
+}
+
+const char *cli_dtype_name(int dtype, char tmp[24])
+{
+    const char *name = ckpt_dtype_name(dtype);
+    if (name)
+        return name;
+    snprintf(tmp, 24, "dtype(%d)", dtype);
+    return tmp;
+}
+
+json_object *cli_json_shape(const ckpt_shape *shape)
+{
+    json_object *a = json_object_new_array();
+    for (int i = 0; i < shape->rank; i++)
+        json_object_array_add(a, json_object_new_int64(shape->dims[i]));
+    return a;
+}
+
+void cli_print_json(json_object *obj)
+{
+    fputs(json_object_to_json_string_ext(
+              obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
+          stdout);
+    fputc('\n', stdout);
+}

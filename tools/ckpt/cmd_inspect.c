@@ -1,0 +1,295 @@
+/* tools/ckpt/cmd_inspect.c - `ckpt inspect PATH [--json] [--tensor NAME]
+ * [--values[=N|all]]`: every tensor of a checkpoint with its dtype, shape,
+ * bytes and shard, and optionally its first values. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_VALUES 10
+
+static int run(int argc, char **argv);
+
+const cli_command cli_cmd_inspect = {
+    "inspect", "inspect PATH [--json] [--tensor NAME]... [--values[=N|all]]",
+    "List the tensors of a checkpoint: name, dtype, shape, bytes, shard.",
+    "PATH is a checkpoint prefix (e.g. runs/x/model.ckpt-300), its .index\n"
+    "file, or a directory (its latest checkpoint).\n\n"
+    "  --json           print JSON: {\"prefix\", \"num_shards\", \"tensors\":\n"
+    "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
+    "\"shard\",\n"
+    "                   \"num_elements\", \"values\"?}]}\n"
+    "  --tensor NAME    only this tensor (may be repeated)\n"
+    "  --values[=N]     also print the first N values of each tensor\n"
+    "                   (default 10; --values=all prints every value)\n\n"
+    "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
+    "float64; float16/bfloat16 widened to float32), complex numbers as\n"
+    "(re,im), strings C-escaped (JSON strings with --json; bytes that are\n"
+    "not UTF-8 map to U+0000..U+00FF).\n",
+    run};
+
+typedef struct inspect_opts {
+    const char *path;
+    int json;
+    int values;   /* print values */
+    size_t limit; /* how many (SIZE_MAX: all) */
+    const char **tensors;
+    int num_tensors;
+} inspect_opts;
+
+static int parse_values_arg(const char *arg, inspect_opts *o)
+{
+    const char *v;
+    char *end = NULL;
+    unsigned long long n;
+    o->values = 1;
+    o->limit = DEFAULT_VALUES;
+    if (strcmp(arg, "--values") == 0)
+        return 0;
+    v = arg + strlen("--values=");
+    if (strcmp(v, "all") == 0) {
+        o->limit = SIZE_MAX;
+        return 0;
+    }
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (!*v || *end || errno || v[0] == '-')
+        return -1;
+    o->limit = n > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)n;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, inspect_opts *o)
+{
+    const cli_command *c = &cli_cmd_inspect;
+    o->tensors = calloc((size_t)argc + 1, sizeof(char *));
+    if (!o->tensors)
+        return cli_usage_error(c, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        int m;
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--values") == 0 || strncmp(a, "--values=", 9) == 0) {
+            if (parse_values_arg(a, o) < 0)
+                return cli_usage_error(c,
+                                       "bad --values '%s' (a count or "
+                                       "'all')",
+                                       a + 9);
+            continue;
+        }
+        m = cli_opt_value("--tensor", argc, argv, &i, &v);
+        if (m < 0)
+            return cli_usage_error(c, "--tensor needs a NAME");
+        if (m > 0) {
+            o->tensors[o->num_tensors++] = v;
+            continue;
+        }
+        if (strcmp(a, "--") == 0 && i + 1 < argc && !o->path) {
+            o->path = argv[++i];
+            continue;
+        }
+        if (a[0] == '-' && a[1] != '\0')
+            return cli_usage_error(c, "unknown option '%s'", a);
+        if (o->path)
+            return cli_usage_error(c, "unexpected argument '%s'", a);
+        o->path = a;
+    }
+    if (!o->path)
+        return cli_usage_error(c, "missing PATH");
+    return 0;
+}
+
+static int wanted(const inspect_opts *o, const ckpt_tensor_entry *e)
+{
+    if (!cli_entry_listed(e))
+        return 0;
+    if (o->num_tensors == 0)
+        return 1;
+    for (int i = 0; i < o->num_tensors; i++)
+        if (strcmp(o->tensors[i], e->name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Column widths of the text table. */
+typedef struct widths {
+    int name, dtype, shape, bytes;
+} widths;
+
+static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
+{
+    size_t n = ckpt_bundle_reader_count(r);
+    w->name = 4;
+    w->dtype = 5;
+    w->shape = 5;
+    w->bytes = 5;
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        char tmp[24], num[32];
+        int len;
+        if (!wanted(o, e))
+            continue;
+        len = (int)strlen(e->name);
+        if (len > w->name)
+            w->name = len > 72 ? 72 : len;
+        len = (int)strlen(cli_dtype_name(e->dtype, tmp));
+        if (len > w->dtype)
+            w->dtype = len;
+        len = (int)ckpt_shape_format(NULL, 0, &e->shape);
+        if (len > w->shape)
+            w->shape = len;
+        len = snprintf(num, sizeof(num), "%lld", (long long)e->size);
+        if (len > w->bytes)
+            w->bytes = len;
+    }
+}
+
+/* The text line of one tensor, and its values when asked for. */
+static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
+                       const char *prefix, const ckpt_tensor_entry *e,
+                       const widths *w)
+{
+    char tmp[24], shape[512];
+    char *line = NULL;
+    size_t line_len = 0;
+    FILE *mem;
+    int64_t count = 0;
+    int err;
+    ckpt_shape_format(shape, sizeof(shape), &e->shape);
+    printf("%-*s  %-*s  %-*s  %*lld  ", w->name, e->name, w->dtype,
+           cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
+           (long long)e->size);
+    if (e->num_slices > 0)
+        printf("-  (partitioned, %d slices)\n", e->num_slices);
+    else
+        printf("%d\n", e->shard_id);
+    if (!o->values)
+        return 0;
+    if (e->num_slices > 0 || !ckpt_dtype_is_supported(e->dtype)) {
+        printf("    (values not supported for this tensor)\n");
+        return 0;
+    }
+    /* Collect the line first: nothing is printed for a damaged tensor. */
+    mem = open_memstream(&line, &line_len);
+    if (!mem) {
+        cli_error("inspect", "out of memory");
+        return CLI_USAGE;
+    }
+    err = cli_tensor_values(r, e, o->limit, mem, NULL, &count);
+    fclose(mem);
+    if (err == 0)
+        printf("    %s\n", line);
+    free(line);
+    if (err < 0) {
+        cli_tensor_error("inspect", prefix, e->name);
+        return err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
+                                                             : CLI_USAGE;
+    }
+    return 0;
+}
+
+static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
+                       const char *prefix, const ckpt_tensor_entry *e,
+                       json_object *list)
+{
+    char tmp[24];
+    json_object *t = json_object_new_object();
+    json_object *values = NULL;
+    int64_t count = 0;
+    int rc = 0;
+    ckpt_shape_num_elements(&count, &e->shape);
+    json_object_object_add(t, "name", json_object_new_string(e->name));
+    json_object_object_add(
+        t, "dtype", json_object_new_string(cli_dtype_name(e->dtype, tmp)));
+    json_object_object_add(t, "shape", cli_json_shape(&e->shape));
+    json_object_object_add(t, "bytes", json_object_new_int64(e->size));
+    json_object_object_add(
+        t, "shard",
+        e->num_slices > 0 ? NULL : json_object_new_int(e->shard_id));
+    json_object_object_add(t, "num_elements", json_object_new_int64(count));
+    if (e->num_slices > 0)
+        json_object_object_add(t, "num_slices",
+                               json_object_new_int(e->num_slices));
+    if (o->values && e->num_slices == 0 && ckpt_dtype_is_supported(e->dtype)) {
+        int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
+        if (err < 0) {
+            cli_tensor_error("inspect", prefix, e->name);
+            rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
+                                                               : CLI_USAGE;
+        } else {
+            json_object_object_add(t, "values", values);
+        }
+    }
+    json_object_array_add(list, t);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    inspect_opts o;
+    ckpt_bundle_reader *r = NULL;
+    char *prefix = NULL;
+    json_object *root = NULL, *list = NULL;
+    size_t n, shown = 0;
+    widths w;
+    int rc;
+    memset(&o, 0, sizeof(o));
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        goto done;
+    rc = cli_open_bundle(&r, &prefix, "inspect", o.path);
+    if (rc != 0)
+        goto done;
+    for (int i = 0; i < o.num_tensors; i++) {
+        const ckpt_tensor_entry *e = NULL;
+        if (ckpt_bundle_reader_find(&e, r, o.tensors[i]) < 0) {
+            cli_error("inspect", "%s: no tensor named '%s'", prefix,
+                      o.tensors[i]);
+            rc = CLI_USAGE;
+            goto done;
+        }
+    }
+    n = ckpt_bundle_reader_count(r);
+    for (size_t i = 0; i < n; i++)
+        shown += wanted(&o, ckpt_bundle_reader_entry(r, i)) != 0;
+    if (o.json) {
+        root = json_object_new_object();
+        list = json_object_new_array();
+        json_object_object_add(root, "prefix", json_object_new_string(prefix));
+        json_object_object_add(
+            root, "num_shards",
+            json_object_new_int(ckpt_bundle_reader_num_shards(r)));
+    } else {
+        int shards = ckpt_bundle_reader_num_shards(r);
+        printf("%s: %zu tensor%s, %d shard%s\n", prefix, shown,
+               shown == 1 ? "" : "s", shards, shards == 1 ? "" : "s");
+        measure(&o, r, &w);
+        printf("%-*s  %-*s  %-*s  %*s  %s\n", w.name, "NAME", w.dtype, "DTYPE",
+               w.shape, "SHAPE", w.bytes, "BYTES", "SHARD");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        int trc;
+        if (!wanted(&o, e))
+            continue;
+        trc = o.json ? json_tensor(&o, r, prefix, e, list)
+                     : text_tensor(&o, r, prefix, e, &w);
+        if (trc > rc)
+            rc = trc;
+    }
+    if (o.json) {
+        json_object_object_add(root, "tensors", list);
+        cli_print_json(root);
+    }
+done:
+    json_object_put(root);
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    free(o.tensors);
+    return rc;
+}

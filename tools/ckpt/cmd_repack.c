@@ -1,0 +1,214 @@
+/* tools/ckpt/cmd_repack.c - `ckpt repack SRC DST [--exclude REGEX]...
+ * [--include REGEX]...`: copy a checkpoint's records (CRC-checked, bytes
+ * unchanged, so strings survive exactly) into a new bundle written by our
+ * writer: one data shard, an uncompressed index. Used to drop tensors
+ * (optimizer slots, say) or to merge shards. */
+#include "cli.h"
+
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int run(int argc, char **argv);
+
+const cli_command cli_cmd_repack = {
+    "repack", "repack SRC DST [--exclude REGEX]... [--include REGEX]...",
+    "Rewrite a checkpoint with one data shard, optionally dropping tensors.",
+    "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
+    "checkpoint); DST is the prefix to write (its directory must exist and\n"
+    "DST.index must not). Every record is read with its checksum checked and\n"
+    "copied byte for byte.\n\n"
+    "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
+    "                   regex; may be repeated: any match keeps)\n"
+    "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
+    "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n\n"
+    "Exit status 1 when a source record is damaged (nothing is written).\n",
+    run};
+
+typedef struct pattern_list {
+    regex_t *re;
+    int n;
+} pattern_list;
+
+static int add_pattern(pattern_list *l, const char *expr)
+{
+    const cli_command *c = &cli_cmd_repack;
+    char msg[256];
+    int err;
+    err = regcomp(&l->re[l->n], expr, REG_EXTENDED | REG_NOSUB);
+    if (err != 0) {
+        regerror(err, &l->re[l->n], msg, sizeof(msg));
+        return cli_usage_error(c, "bad regex '%s': %s", expr, msg);
+    }
+    l->n++;
+    return 0;
+}
+
+static int matches_any(const pattern_list *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (regexec(&l->re[i], name, 0, NULL, 0) == 0)
+            return 1;
+    return 0;
+}
+
+static void free_patterns(pattern_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        regfree(&l->re[i]);
+    free(l->re);
+}
+
+typedef struct repack_opts {
+    const char *src, *dst;
+    pattern_list include, exclude;
+} repack_opts;
+
+static int parse_args(int argc, char **argv, repack_opts *o)
+{
+    const cli_command *c = &cli_cmd_repack;
+    o->include.re = calloc((size_t)argc + 1, sizeof(regex_t));
+    o->exclude.re = calloc((size_t)argc + 1, sizeof(regex_t));
+    if (!o->include.re || !o->exclude.re)
+        return cli_usage_error(c, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int m = cli_opt_value("--include", argc, argv, &i, &v);
+        int err;
+        if (m == 0) {
+            m = cli_opt_value("--exclude", argc, argv, &i, &v);
+            if (m > 0) {
+                err = add_pattern(&o->exclude, v);
+                if (err)
+                    return err;
+                continue;
+            }
+        } else if (m > 0) {
+            err = add_pattern(&o->include, v);
+            if (err)
+                return err;
+            continue;
+        }
+        if (m < 0)
+            return cli_usage_error(c, "%s needs a REGEX", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return cli_usage_error(c, "unknown option '%s'", argv[i]);
+        if (!o->src)
+            o->src = argv[i];
+        else if (!o->dst)
+            o->dst = argv[i];
+        else
+            return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
+    }
+    if (!o->src || !o->dst)
+        return cli_usage_error(c, "missing %s", o->src ? "DST" : "SRC");
+    return 0;
+}
+
+static int keep(const repack_opts *o, const char *name)
+{
+    if (o->include.n > 0 && !matches_any(&o->include, name))
+        return 0;
+    return !matches_any(&o->exclude, name);
+}
+
+/* Refuse to write over an existing checkpoint. */
+static int check_destination(const char *dst)
+{
+    size_t n = strlen(dst) + sizeof(".index");
+    char *index = malloc(n);
+    struct stat st;
+    int exists;
+    if (!index)
+        return CLI_USAGE;
+    snprintf(index, n, "%s.index", dst);
+    exists = stat(index, &st) == 0;
+    if (exists)
+        cli_error("repack", "%s exists; remove it or choose another DST",
+                  index);
+    free(index);
+    return exists ? CLI_USAGE : 0;
+}
+
+/* Copy the kept records of `r` into a new bundle at `dst`. */
+static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
+                        const char *prefix, size_t *kept, int64_t *bytes)
+{
+    ckpt_bundle_writer *w = NULL;
+    size_t n = ckpt_bundle_reader_count(r);
+    int err, rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        if ((e->num_slices > 0 || e->is_slice_key) &&
+            (e->is_slice_key || keep(o, e->name))) {
+            cli_error("repack",
+                      "%s: tensor %s is partitioned; repacking "
+                      "partitioned tensors is not supported",
+                      prefix, e->is_slice_key ? "(slice)" : e->name);
+            return CLI_USAGE;
+        }
+    }
+    err = ckpt_bundle_writer_open(&w, o->dst, NULL);
+    if (err < 0)
+        return cli_lib_error("repack", err, o->dst);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        ckpt_buf rec = CKPT_BUF_INIT;
+        if (!keep(o, e->name))
+            continue;
+        err = ckpt_bundle_reader_read_record(r, e, &rec);
+        if (err < 0) {
+            cli_tensor_error("repack", prefix, e->name);
+            rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
+                                                               : CLI_USAGE;
+        } else {
+            err = ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
+                                                rec.ptr, rec.size);
+            if (err < 0)
+                rc = cli_lib_error("repack", err, o->dst);
+            *kept += 1;
+            *bytes += (int64_t)rec.size;
+        }
+        ckpt_buf_dispose(&rec);
+    }
+    if (rc == 0) {
+        err = ckpt_bundle_writer_finish(w);
+        if (err < 0)
+            rc = cli_lib_error("repack", err, o->dst);
+    }
+    ckpt_bundle_writer_free(w);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    repack_opts o;
+    ckpt_bundle_reader *r = NULL;
+    char *prefix = NULL;
+    size_t kept = 0, total = 0;
+    int64_t bytes = 0;
+    int rc;
+    memset(&o, 0, sizeof(o));
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        goto done;
+    rc = cli_open_bundle(&r, &prefix, "repack", o.src);
+    if (rc != 0)
+        goto done;
+    rc = check_destination(o.dst);
+    if (rc != 0)
+        goto done;
+    for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++)
+        total += cli_entry_listed(ckpt_bundle_reader_entry(r, i)) != 0;
+    rc = copy_records(&o, r, prefix, &kept, &bytes);
+    if (rc == 0)
+        printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n", prefix,
+               o.dst, kept, total, (long long)bytes);
+done:
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    free_patterns(&o.include);
+    free_patterns(&o.exclude);
+    return rc;
+}
