@@ -94,9 +94,7 @@ static size_t common_prefix(const uint8_t *a, size_t na, const uint8_t *b,
     return i;
 }
 
-/* Bytewise comparison, a shorter string first when it is a prefix. */
-static int compare_keys(const uint8_t *a, size_t na, const uint8_t *b,
-                        size_t nb)
+int ckpt__key_compare(const void *a, size_t na, const void *b, size_t nb)
 {
     size_t n = na < nb ? na : nb;
     int c = n ? memcmp(a, b, n) : 0;
@@ -113,8 +111,9 @@ int ckpt__block_builder_add(ckpt__block_builder *b, const void *key,
     int err;
 
     assert(!b->finished);
-    assert(b->out.size == 0 || compare_keys((const uint8_t *)b->last_key.ptr,
-                                            b->last_key.size, k, key_len) < 0);
+    assert(b->out.size == 0 ||
+           ckpt__key_compare((const uint8_t *)b->last_key.ptr, b->last_key.size,
+                             k, key_len) < 0);
     if (key_len > UINT32_MAX || value_len > UINT32_MAX)
         return ckpt__error(CKPT_EINVAL,
                            "table entry too large (key %zu, value %zu bytes)",

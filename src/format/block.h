@@ -13,6 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Bytewise key order of tables: memcmp, a shorter key first when it is a
+ * prefix of the other. Returns <0, 0 or >0. */
+int ckpt__key_compare(const void *a, size_t na, const void *b, size_t nb);
+
 /* ---- builder ------------------------------------------------------------ */
 
 typedef struct ckpt__block_builder {

@@ -116,7 +116,8 @@ static const char *dtype_label(int dtype)
     return name ? name : "unknown";
 }
 
-/* ---- options / accessors ---------------------------------------------------- */
+/* ---- options / accessors ----------------------------------------------------
+ */
 
 int ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
                                     unsigned int version)
@@ -155,14 +156,6 @@ const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
     return &r->entries[i];
 }
 
-static int cmp_key(const char *a, size_t an, const char *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-    if (c != 0)
-        return c;
-    return an < bn ? -1 : an > bn;
-}
-
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
 {
@@ -176,7 +169,7 @@ int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ckpt_tensor_entry *e = &r->entries[mid];
-        int c = cmp_key(e->name, e->name_len, name, n);
+        int c = ckpt__key_compare(e->name, e->name_len, name, n);
         if (c == 0) {
             *out = e;
             return 0;
@@ -190,7 +183,8 @@ int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                        r->index_path.ptr, show(&sn, name, n));
 }
 
-/* ---- open: the index ------------------------------------------------------------ */
+/* ---- open: the index
+ * ------------------------------------------------------------ */
 
 struct load_state {
     ckpt_bundle_reader *r;
@@ -213,12 +207,12 @@ static int load_header(ckpt_bundle_reader *r, const uint8_t *key,
     if (err < 0)
         return ckpt__error_prefix(err, "%s", path);
     if (h.num_shards < 1)
-        return ckpt__error(CKPT_ECORRUPT, "%s: header: num_shards is %d",
-                           path, (int)h.num_shards);
+        return ckpt__error(CKPT_ECORRUPT, "%s: header: num_shards is %d", path,
+                           (int)h.num_shards);
     if (h.endianness != CKPT__BUNDLE_LITTLE_ENDIAN &&
         h.endianness != CKPT__BUNDLE_BIG_ENDIAN)
-        return ckpt__error(CKPT_ECORRUPT, "%s: header: bad endianness %d",
-                           path, (int)h.endianness);
+        return ckpt__error(CKPT_ECORRUPT, "%s: header: bad endianness %d", path,
+                           (int)h.endianness);
     err = ckpt__bundle_header_check_version(&h);
     if (err < 0)
         return ckpt__error_prefix(err, "%s", path);
@@ -254,10 +248,9 @@ static int validate_entry(const ckpt_bundle_reader *r,
                            "shards)",
                            path, name, (int)be->shard_id, r->num_shards);
     if (be->offset < 0 || be->size < 0 || be->offset > INT64_MAX - be->size)
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': bad record offset %lld size %lld",
-                           path, name, (long long)be->offset,
-                           (long long)be->size);
+        return ckpt__error(
+            CKPT_ECORRUPT, "%s: tensor '%s': bad record offset %lld size %lld",
+            path, name, (long long)be->offset, (long long)be->size);
     if (esize > 0) {
         if (ckpt__mul_overflow_i64(count, (int64_t)esize, &need))
             return ckpt__error(CKPT_ECORRUPT,
@@ -281,8 +274,8 @@ static int validate_entry(const ckpt_bundle_reader *r,
     return 0;
 }
 
-static int load_entry(ckpt_bundle_reader *r, const uint8_t *key,
-                      size_t key_len, const uint8_t *value, size_t value_len)
+static int load_entry(ckpt_bundle_reader *r, const uint8_t *key, size_t key_len,
+                      const uint8_t *value, size_t value_len)
 {
     ckpt__bundle_entry be;
     ckpt_tensor_entry *e;
@@ -403,7 +396,8 @@ void ckpt_bundle_reader_free(ckpt_bundle_reader *r)
     ckpt__free(r);
 }
 
-/* ---- records ---------------------------------------------------------------------- */
+/* ---- records
+ * ---------------------------------------------------------------------- */
 
 /* The open data file `id`, opening it on first use. */
 static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
@@ -433,8 +427,8 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         r->shards = p;
         r->shards_cap = cap;
     }
-    err = ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id,
-                                r->num_shards);
+    err =
+        ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id, r->num_shards);
     if (err < 0)
         return err;
     s.id = e->shard_id;
@@ -476,8 +470,8 @@ static int locate(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     err = get_shard(r, e, out);
     if (err < 0)
         return err;
-    err = ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id,
-                                r->num_shards);
+    err =
+        ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id, r->num_shards);
     if (err < 0)
         return err;
     if ((uint64_t)(e->offset + e->size) > (*out)->size)
@@ -492,8 +486,14 @@ static int locate(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 }
 
 /* Read the whole record into `dst` (e->size bytes). */
+/* Reads are issued in pieces of this size when a CRC is wanted, so each
+ * piece is checksummed while it is still in cache. */
+#define CRC_READ_CHUNK ((size_t)1 << 20)
+
+/* Read the record of `e` into dst; with `crc` not NULL also extend *crc
+ * over it, piece by piece. */
 static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                     void *dst)
+                     void *dst, uint32_t *crc)
 {
     struct rshard *s;
     shown_name sn;
@@ -505,7 +505,10 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     n = (size_t)e->size;
     while (done < n) {
         size_t got = 0;
-        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
+        size_t want = n - done;
+        if (crc && want > CRC_READ_CHUNK)
+            want = CRC_READ_CHUNK;
+        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, want,
                              (uint64_t)e->offset + done, &got);
         if (err < 0)
             return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
@@ -515,6 +518,8 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                                "%s: tensor '%s': data file ended after %zu "
                                "of %zu bytes of the record",
                                r->path.ptr, entry_name(&sn, e), done, n);
+        if (crc)
+            *crc = ckpt__crc32c_extend(*crc, (uint8_t *)dst + done, got);
         done += got;
     }
     return 0;
@@ -537,10 +542,9 @@ static size_t length_word(uint8_t *p, uint64_t len, bool big)
  * when not NULL (`count` slots), and compute the record's CRC as
  * TensorFlow defines it: the length words (not the varints), then the
  * stored length checksum, then the string bytes. */
-static int scan_strings(const ckpt_bundle_reader *r,
-                        const ckpt_tensor_entry *e, const uint8_t *rec,
-                        size_t size, uint64_t count, ckpt_slice *strings,
-                        uint32_t *crc_out)
+static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                        const uint8_t *rec, size_t size, uint64_t count,
+                        ckpt_slice *strings, uint32_t *crc_out)
 {
     bool big = r->endianness == CKPT__BUNDLE_BIG_ENDIAN;
     const uint8_t *p = rec;
@@ -611,11 +615,24 @@ static uint64_t element_count(const ckpt_tensor_entry *e)
 
 /* Compare the record's CRC with the entry's. Variant records use a
  * per-element running CRC this library does not decode: not checked. */
+/* The stored (masked) CRC of `e` against the computed one. */
+static int compare_crc(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                       uint32_t crc)
+{
+    shown_name sn;
+    if (ckpt__crc32c_mask(crc) != e->crc32c)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': checksum mismatch (stored "
+                           "0x%08x, computed 0x%08x)",
+                           r->path.ptr, entry_name(&sn, e), e->crc32c,
+                           ckpt__crc32c_mask(crc));
+    return 0;
+}
+
 static int check_record_crc(const ckpt_bundle_reader *r,
                             const ckpt_tensor_entry *e, const uint8_t *rec,
                             size_t n)
 {
-    shown_name sn;
     uint32_t crc;
     int err;
     if (e->dtype == CKPT_DT_VARIANT)
@@ -629,13 +646,7 @@ static int check_record_crc(const ckpt_bundle_reader *r,
     } else {
         crc = ckpt__crc32c(rec, n);
     }
-    if (ckpt__crc32c_mask(crc) != e->crc32c)
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': checksum mismatch (stored "
-                           "0x%08x, computed 0x%08x)",
-                           r->path.ptr, entry_name(&sn, e), e->crc32c,
-                           ckpt__crc32c_mask(crc));
-    return 0;
+    return compare_crc(r, e, crc);
 }
 
 /* Append the record to `out`. */
@@ -652,7 +663,7 @@ static int load_record(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     if (err < 0)
         return err;
     dst = (uint8_t *)out->ptr + out->size;
-    err = read_into(r, e, dst);
+    err = read_into(r, e, dst, NULL);
     if (err == 0 && check_crc)
         err = check_record_crc(r, e, dst, (size_t)e->size);
     if (err < 0) {
@@ -711,8 +722,8 @@ static int find_for_read(const ckpt_tensor_entry **out, ckpt_bundle_reader *r,
     return 0;
 }
 
-int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name,
-                            void *dst, size_t dst_size)
+int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
+                            size_t dst_size)
 {
     const ckpt_tensor_entry *e;
     shown_name sn;
@@ -740,9 +751,12 @@ int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name,
                            "tensor has %lld",
                            r->index_path.ptr, entry_name(&sn, e), dst_size,
                            (long long)e->size);
-    err = read_into(r, e, dst);
-    if (err == 0 && !r->skip_crc)
-        err = check_record_crc(r, e, dst, dst_size);
+    {
+        uint32_t crc = 0;
+        err = read_into(r, e, dst, r->skip_crc ? NULL : &crc);
+        if (err == 0 && !r->skip_crc)
+            err = compare_crc(r, e, crc);
+    }
     if (err < 0)
         return err;
     width = swap_width(e->dtype);
@@ -762,8 +776,7 @@ void ckpt_string_array_dispose(ckpt_string_array *a)
     a->count = 0;
 }
 
-static int read_strings_entry(ckpt_bundle_reader *r,
-                              const ckpt_tensor_entry *e,
+static int read_strings_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                               ckpt_string_array *out, bool check_crc)
 {
     ckpt_buf rec = CKPT_BUF_INIT;
@@ -790,8 +803,8 @@ static int read_strings_entry(ckpt_bundle_reader *r,
         err = ckpt__error_oom();
         goto done;
     }
-    err = scan_strings(r, e, (const uint8_t *)rec.ptr, rec.size, count,
-                       strings, &crc);
+    err = scan_strings(r, e, (const uint8_t *)rec.ptr, rec.size, count, strings,
+                       &crc);
     if (err == 0 && check_crc && ckpt__crc32c_mask(crc) != e->crc32c)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': checksum mismatch (stored "
@@ -826,10 +839,9 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     if (err < 0)
         return err;
     if (e->dtype != CKPT_DT_STRING)
-        return ckpt__error(CKPT_EINVAL,
-                           "%s: tensor '%s': dtype is %s, not string",
-                           r->index_path.ptr, entry_name(&sn, e),
-                           dtype_label(e->dtype));
+        return ckpt__error(
+            CKPT_EINVAL, "%s: tensor '%s': dtype is %s, not string",
+            r->index_path.ptr, entry_name(&sn, e), dtype_label(e->dtype));
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 

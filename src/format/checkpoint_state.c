@@ -35,8 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- lists ---------------------------------------------------------------
- */
+/* ---- lists --------------------------------------------------------------- */
 
 /* The state being parsed; moved into the caller's ckpt_state on success. */
 typedef struct parsed_state {
@@ -48,22 +47,48 @@ typedef struct parsed_state {
     double last_preserved;
 } parsed_state;
 
-static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
+/* The capacity after growing `cap` to hold `need` elements of `elem` bytes,
+ * or 0 on overflow. */
+static size_t grown_capacity(size_t cap, size_t need, size_t elem)
 {
-    size_t ncap;
-    void *p;
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap * 2 : 4;
-    while (ncap < need)
+    size_t ncap = cap ? cap : 4;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return 0;
         ncap *= 2;
-    if (ncap > SIZE_MAX / elem)
-        return ckpt__error_oom();
-    p = ckpt__realloc(*arr, ncap * elem);
-    if (!p)
-        return ckpt__error_oom();
-    *arr = p;
-    *cap = ncap;
+    }
+    return ncap > SIZE_MAX / elem ? 0 : ncap;
+}
+
+static int push_path(parsed_state *ps, char *s)
+{
+    if (ps->num_paths == ps->cap_paths) {
+        size_t ncap =
+            grown_capacity(ps->cap_paths, ps->num_paths + 1, sizeof(char *));
+        char **p =
+            ncap ? ckpt__realloc(ps->paths, ncap * sizeof(char *)) : NULL;
+        if (!p)
+            return ckpt__error_oom();
+        ps->paths = p;
+        ps->cap_paths = ncap;
+    }
+    ps->paths[ps->num_paths++] = s;
+    return 0;
+}
+
+static int push_stamp(parsed_state *ps, double d)
+{
+    if (ps->num_stamps == ps->cap_stamps) {
+        size_t ncap =
+            grown_capacity(ps->cap_stamps, ps->num_stamps + 1, sizeof(double));
+        double *p =
+            ncap ? ckpt__realloc(ps->stamps, ncap * sizeof(double)) : NULL;
+        if (!p)
+            return ckpt__error_oom();
+        ps->stamps = p;
+        ps->cap_stamps = ncap;
+    }
+    ps->stamps[ps->num_stamps++] = d;
     return 0;
 }
 
@@ -97,8 +122,7 @@ void ckpt_state_dispose(ckpt_state *st)
     st->last_preserved_timestamp = 0.0;
 }
 
-/* ---- lexer ---------------------------------------------------------------
- */
+/* ---- lexer --------------------------------------------------------------- */
 
 typedef struct lexer {
     const char *text;
@@ -440,14 +464,10 @@ static int parse_value(lexer *lx, int field, parsed_state *ps)
             ps->model_path = s;
             return 0;
         }
-        err = grow_array((void **)&ps->paths, &ps->cap_paths, ps->num_paths + 1,
-                         sizeof(char *));
-        if (err < 0) {
+        err = push_path(ps, s);
+        if (err < 0)
             ckpt__free(s);
-            return err;
-        }
-        ps->paths[ps->num_paths++] = s;
-        return 0;
+        return err;
     }
     err = lex_double(lx, name, &d);
     if (err < 0)
@@ -456,12 +476,7 @@ static int parse_value(lexer *lx, int field, parsed_state *ps)
         ps->last_preserved = d;
         return 0;
     }
-    err = grow_array((void **)&ps->stamps, &ps->cap_stamps, ps->num_stamps + 1,
-                     sizeof(double));
-    if (err < 0)
-        return err;
-    ps->stamps[ps->num_stamps++] = d;
-    return 0;
+    return push_stamp(ps, d);
 }
 
 /* "[v, v, ...]" for a repeated field (cursor on '['). */
@@ -575,8 +590,7 @@ done:
     return err;
 }
 
-/* ---- writer --------------------------------------------------------------
- */
+/* ---- writer -------------------------------------------------------------- */
 
 /* Python repr of a double: the shortest digits that read back exactly;
  * fixed notation when the decimal exponent is in (-4, 16], else d.ddde+XX.
@@ -764,8 +778,7 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
     return err;
 }
 
-/* ---- files ---------------------------------------------------------------
- */
+/* ---- files --------------------------------------------------------------- */
 
 int ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path)
 {

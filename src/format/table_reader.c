@@ -47,16 +47,6 @@ typedef struct reader {
     size_t entry;       /* entry number within that block */
 } reader;
 
-static int compare_keys(const uint8_t *a, size_t na, const uint8_t *b,
-                        size_t nb)
-{
-    size_t n = na < nb ? na : nb;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return na < nb ? -1 : (na > nb ? 1 : 0);
-}
-
 static int set_what(reader *r, uint64_t off)
 {
     ckpt__buf_clear(&r->what);
@@ -130,17 +120,17 @@ static int on_data_entry(const uint8_t *key, size_t key_len,
     reader *r = payload;
     size_t entry = r->entry++;
     int err;
-    if (r->have_key && compare_keys((const uint8_t *)r->prev_key.ptr,
-                                    r->prev_key.size, key, key_len) >= 0) {
+    if (r->have_key && ckpt__key_compare((const uint8_t *)r->prev_key.ptr,
+                                         r->prev_key.size, key, key_len) >= 0) {
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: keys out of order at block %" PRIu64
                            ", entry %zu",
                            r->name, r->block_off, entry);
     }
-    if (compare_keys(key, key_len, r->sep, r->sep_len) > 0 ||
+    if (ckpt__key_compare(key, key_len, r->sep, r->sep_len) > 0 ||
         (r->have_sep &&
-         compare_keys(key, key_len, (const uint8_t *)r->prev_sep.ptr,
-                      r->prev_sep.size) <= 0)) {
+         ckpt__key_compare(key, key_len, (const uint8_t *)r->prev_sep.ptr,
+                           r->prev_sep.size) <= 0)) {
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: key outside its index range at block "
                            "%" PRIu64 ", entry %zu",
@@ -169,8 +159,8 @@ static int on_index_entry(const uint8_t *key, size_t key_len,
         return ckpt__error(CKPT_ECORRUPT, "%s: index block: bad block handle",
                            r->name);
     }
-    if (r->have_sep && compare_keys((const uint8_t *)r->prev_sep.ptr,
-                                    r->prev_sep.size, key, key_len) >= 0) {
+    if (r->have_sep && ckpt__key_compare((const uint8_t *)r->prev_sep.ptr,
+                                         r->prev_sep.size, key, key_len) >= 0) {
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: index block: separators out of order at "
                            "block %" PRIu64,

@@ -28,7 +28,7 @@ void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
 }
 
 #define DS_LOG(ds, level, ...)                                                 \
-    ckpt__log((ds)->log, (ds)->log_payload, (ds)->log_level, (level),         \
+    ckpt__log((ds)->log, (ds)->log_payload, (ds)->log_level, (level),          \
               __VA_ARGS__)
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
@@ -122,8 +122,7 @@ static int is_own_checkpoint(const ckpt__dir_state *ds, const char *stored)
            strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0;
 }
 
-static int resolve(const ckpt__dir_state *ds, const char *stored,
-                   ckpt_buf *out)
+static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
 {
     return ckpt_state_resolve(out, ds->dir, stored);
 }
@@ -321,8 +320,8 @@ static int apply_retention(ckpt__dir_state *ds, struct name_list *evicted)
             ds->next_keep_time += ds->keep_hours * 3600.0;
             ds->last_preserved = t;
             DS_LOG(ds, CKPT_LOG_INFO,
-                   "%s: preserving %s (keep_checkpoint_every_n_hours)",
-                   ds->dir, stored);
+                   "%s: preserving %s (keep_checkpoint_every_n_hours)", ds->dir,
+                   stored);
             ckpt__free(stored);
             continue;
         }
@@ -398,8 +397,9 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         goto done;
     ds->last_preserved = st.last_preserved_timestamp;
     for (size_t i = 0; i < st.num_paths; i++) {
-        double t = st.num_timestamps == st.num_paths ? st.timestamps[i]
-                                                     : st.last_preserved_timestamp;
+        double t = st.num_timestamps == st.num_paths
+                       ? st.timestamps[i]
+                       : st.last_preserved_timestamp;
         if (t > now)
             t = now;
         err = resolve(ds, st.all_paths[i], &prefix);

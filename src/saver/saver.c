@@ -270,7 +270,8 @@ static int enter(ckpt_saver *s)
     return err;
 }
 
-/* ---- naming --------------------------------------------------------------- */
+/* ---- naming ---------------------------------------------------------------
+ */
 
 static int checkpoint_names(ckpt_saver *s, int64_t step, ckpt_buf *stored,
                             ckpt_buf *prefix)
@@ -352,7 +353,8 @@ static int commit_checkpoint(ckpt_saver *s, const char *stored,
 {
     int err;
     pthread_mutex_lock(&s->ds_mu);
-    err = ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock));
+    err =
+        ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock));
     pthread_mutex_unlock(&s->ds_mu);
     if (err < 0) {
         ckpt_error saved = *ckpt_error_last();
@@ -364,7 +366,8 @@ static int commit_checkpoint(ckpt_saver *s, const char *stored,
     return err;
 }
 
-/* ---- synchronous saves ----------------------------------------------------- */
+/* ---- synchronous saves -----------------------------------------------------
+ */
 
 static int check_can_save(ckpt_saver *s)
 {
@@ -414,8 +417,8 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     sweep_after_failure(s);
     err = forget_existing(s, stored.ptr, prefix.ptr);
     if (err == 0)
-        err = ckpt__write_from_vars(s->fs, prefix.ptr, s->vars, s->nvars,
-                                    &bytes);
+        err =
+            ckpt__write_from_vars(s->fs, prefix.ptr, s->vars, s->nvars, &bytes);
     if (err == 0)
         err = commit_checkpoint(s, stored.ptr, prefix.ptr);
     t1 = ckpt_clock_monotonic(s->opts.clock);
@@ -455,7 +458,8 @@ done:
     return err;
 }
 
-/* ---- the writer thread ----------------------------------------------------- */
+/* ---- the writer thread -----------------------------------------------------
+ */
 
 static void run_job(ckpt_saver *s, ckpt__job *job)
 {
@@ -529,7 +533,8 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-/* ---- asynchronous saves ---------------------------------------------------- */
+/* ---- asynchronous saves ----------------------------------------------------
+ */
 
 uint64_t ckpt_saver_staging_bytes(ckpt_saver *s)
 {
@@ -544,7 +549,8 @@ int ckpt_saver_reserve(ckpt_saver *s)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
     s->frozen = 1;
     while (s->num_images < want) {
-        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes);
+        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
+                                    s->nvars);
         if (err < 0)
             return err;
         s->num_images++;
@@ -708,8 +714,8 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
             pthread_cond_wait(&s->cv, &s->mu);
         } else if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) ==
                    ETIMEDOUT) {
-            timed_out = !(!(s->active || s->pending) ||
-                          s->finished_ticket >= ticket);
+            timed_out =
+                !(!(s->active || s->pending) || s->finished_ticket >= ticket);
             break;
         }
     }

@@ -17,10 +17,10 @@
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;
     const ckpt_clock *clock;
-    char *dir;           /* the directory as given */
-    char *abs_dir;       /* realpath of dir when absolute paths are written */
-    char **paths;        /* kept checkpoints as written in the state file */
-    double *times;       /* their save times (epoch seconds) */
+    char *dir;     /* the directory as given */
+    char *abs_dir; /* realpath of dir when absolute paths are written */
+    char **paths;  /* kept checkpoints as written in the state file */
+    double *times; /* their save times (epoch seconds) */
     size_t n, cap;
     double last_preserved;
     double next_keep_time; /* keep_every_n_hours: next preservation time */
@@ -63,45 +63,46 @@ void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
 /* ---- variables and staging images ---------------------------------------- */
 
 typedef struct ckpt__var {
-    ckpt_var v;         /* v.name points at `name` */
+    ckpt_var v; /* v.name points at `name` */
     char *name;
-    uint64_t bytes;     /* record size */
-    uint64_t offset;    /* offset in the data image */
+    uint64_t bytes;  /* record size */
+    uint64_t offset; /* offset in the data image */
 } ckpt__var;
 
 typedef struct ckpt__image {
     uint8_t *ptr;   /* page-aligned, pre-faulted */
     size_t mapped;  /* bytes mapped (a multiple of the page size) */
+    uint32_t *crcs; /* per variable: CRC32C of its record (unmasked) */
 } ckpt__image;
 
-int ckpt__image_alloc(ckpt__image *img, uint64_t bytes);
+int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars);
 void ckpt__image_free(ckpt__image *img);
 /* Copy every variable into `img` at its offset (the training thread's only
- * wait); a read callback failure gives CKPT_EUSER naming the variable. */
+ * wait), computing each record's CRC32C in the same pass (img->crcs); a
+ * read callback failure gives CKPT_EUSER naming the variable. */
 int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
-/* Write `prefix` from a data image (records at their offsets): one data
- * file written from the image, CRCs computed here, then the index; commits
- * crash-safely. `bytes_out` receives data + index bytes. */
+/* Write `prefix` from a data image (records at their offsets, CRCs taken
+ * by the snapshot): one data file written from the image, then the index;
+ * commits crash-safely. `bytes_out` receives data + index bytes. */
 int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
                            const ckpt__var *vars, size_t n,
                            const ckpt__image *img, uint64_t image_bytes,
                            int direct_io, uint64_t *bytes_out);
 /* Write `prefix` straight from the variables (sync saves). */
 int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
-                          const ckpt__var *vars, size_t n,
-                          uint64_t *bytes_out);
+                          const ckpt__var *vars, size_t n, uint64_t *bytes_out);
 
 /* ---- the saver ---------------------------------------------------------- */
 
 typedef struct ckpt__job {
     uint64_t ticket;
     int64_t step;
-    char *prefix;    /* full prefix */
-    char *stored;    /* as named in the state file */
-    int image;       /* index into saver->images */
+    char *prefix; /* full prefix */
+    char *stored; /* as named in the state file */
+    int image;    /* index into saver->images */
     double blocking_s;
 } ckpt__job;
 
@@ -141,7 +142,7 @@ struct ckpt_saver {
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */
     size_t ndone, cap_done;
-    int bg_error;             /* first undelivered background failure */
+    int bg_error; /* first undelivered background failure */
     char bg_message[512];
     ckpt_saver_metrics metrics;
 };

@@ -7,6 +7,7 @@
  * MAP_POPULATE once, then reused for every save, so a snapshot costs one
  * memcpy into warm memory and no page faults. */
 #include "saver_internal.h"
+#include "util/crc32c.h"
 
 #include <errno.h>
 #include <string.h>
@@ -19,14 +20,15 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
-int ckpt__image_alloc(ckpt__image *img, uint64_t bytes)
+int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars)
 {
     size_t page = page_size();
     size_t len;
     void *p;
     if (bytes > SIZE_MAX - page)
-        return ckpt__error(CKPT_ENOMEM, "staging image of %llu bytes is too "
-                                        "large",
+        return ckpt__error(CKPT_ENOMEM,
+                           "staging image of %llu bytes is too "
+                           "large",
                            (unsigned long long)bytes);
     len = ((size_t)bytes + page - 1) / page * page;
     if (len == 0)
@@ -36,6 +38,11 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes)
     if (p == MAP_FAILED)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
+    img->crcs = ckpt__calloc(nvars ? nvars : 1, sizeof(*img->crcs));
+    if (!img->crcs) {
+        munmap(p, len);
+        return ckpt__error_oom();
+    }
     img->ptr = p;
     img->mapped = len;
     return 0;
@@ -45,6 +52,8 @@ void ckpt__image_free(ckpt__image *img)
 {
     if (img->ptr)
         munmap(img->ptr, img->mapped);
+    ckpt__free(img->crcs);
+    img->crcs = NULL;
     img->ptr = NULL;
     img->mapped = 0;
 }
@@ -60,8 +69,11 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
                 return ckpt__error(CKPT_EUSER,
                                    "variable '%s': read callback failed (%d)",
                                    v->name, rc);
-        } else if (v->bytes > 0) {
-            memcpy(dst, v->v.data, (size_t)v->bytes);
+            img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
+        } else {
+            /* One pass: the copy and its checksum. */
+            img->crcs[i] =
+                ckpt__crc32c_copy(0, dst, v->v.data, (size_t)v->bytes);
         }
     }
     return 0;

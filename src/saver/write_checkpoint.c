@@ -25,10 +25,9 @@ int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
         goto done;
     for (size_t i = 0; i < n && err == 0; i++) {
         const ckpt__var *v = &vars[i];
-        uint32_t crc = ckpt__crc32c(img->ptr + v->offset, (size_t)v->bytes);
         err = ckpt__bundle_writer_add_written(w, v->name, v->v.dtype,
-                                              &v->v.shape, v->offset,
-                                              v->bytes, ckpt__crc32c_mask(crc));
+                                              &v->v.shape, v->offset, v->bytes,
+                                              ckpt__crc32c_mask(img->crcs[i]));
     }
     if (err < 0)
         goto done;
@@ -53,8 +52,9 @@ static int add_var(ckpt_bundle_writer *w, const ckpt__var *v)
         return ckpt__error_oom();
     err = v->v.read(tmp, 0, (size_t)v->bytes, v->v.payload);
     if (err != 0)
-        err = ckpt__error(CKPT_EUSER, "variable '%s': read callback failed (%d)",
-                          v->name, err);
+        err =
+            ckpt__error(CKPT_EUSER, "variable '%s': read callback failed (%d)",
+                        v->name, err);
     else
         err = ckpt_bundle_writer_add(w, v->name, v->v.dtype, &v->v.shape, tmp,
                                      (size_t)v->bytes);
@@ -63,8 +63,7 @@ static int add_var(ckpt_bundle_writer *w, const ckpt__var *v)
 }
 
 int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
-                          const ckpt__var *vars, size_t n,
-                          uint64_t *bytes_out)
+                          const ckpt__var *vars, size_t n, uint64_t *bytes_out)
 {
     ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     ckpt_bundle_writer *w = NULL;

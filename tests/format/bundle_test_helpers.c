@@ -25,8 +25,7 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
-size_t bt_count_files(const char *dir, const char *suffix,
-                      const char *contains)
+size_t bt_count_files(const char *dir, const char *suffix, const char *contains)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -65,8 +64,7 @@ void bt_write_table(const char *path, const bt_kv *kvs, size_t n)
     assert_ckpt_ok(ckpt__table_builder_new(&t, fs, f, path, 0));
     for (size_t i = 0; i < n; i++)
         assert_ckpt_ok(ckpt__table_builder_add(t, kvs[i].key, kvs[i].key_len,
-                                               kvs[i].value,
-                                               kvs[i].value_len));
+                                               kvs[i].value, kvs[i].value_len));
     assert_ckpt_ok(ckpt__table_builder_finish(t));
     ckpt__table_builder_free(t);
     assert_ckpt_ok(fs->close(f, fs->payload));
@@ -76,8 +74,8 @@ void bt_write_table(const char *path, const bt_kv *kvs, size_t n)
 static void put_block(ckpt_buf *file, const ckpt_buf *block)
 {
     uint8_t type = 0;
-    uint32_t crc = ckpt__crc32c_extend(ckpt__crc32c(block->ptr, block->size),
-                                       &type, 1);
+    uint32_t crc =
+        ckpt__crc32c_extend(ckpt__crc32c(block->ptr, block->size), &type, 1);
     assert_ckpt_ok(ckpt__buf_put(file, block->ptr, block->size));
     assert_ckpt_ok(ckpt__buf_put(file, &type, 1));
     assert_ckpt_ok(ckpt__put_fixed32(file, ckpt__crc32c_mask(crc)));
@@ -98,8 +96,7 @@ void bt_write_raw_table(const char *path, const bt_kv *kvs, size_t n,
         assert_ckpt_ok(ckpt__put_fixed32(&restarts, (uint32_t)block.size));
         assert_ckpt_ok(ckpt__put_varint32(&block, 0));
         assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)kvs[i].key_len));
-        assert_ckpt_ok(
-            ckpt__put_varint32(&block, (uint32_t)kvs[i].value_len));
+        assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)kvs[i].value_len));
         assert_ckpt_ok(ckpt__buf_put(&block, kvs[i].key, kvs[i].key_len));
         assert_ckpt_ok(ckpt__buf_put(&block, kvs[i].value, kvs[i].value_len));
     }

@@ -80,8 +80,8 @@ static void test_header_bad_consumers_packed_and_unpacked(void **state)
     static const uint8_t unpacked[] = {0x08, 0x01, 0x1a, 0x06, 0x08,
                                        0x01, 0x18, 0x03, 0x18, 0x01};
     /* packed list whose varint is cut */
-    static const uint8_t bad_packed[] = {0x08, 0x01, 0x1a, 0x05,
-                                         0x08, 0x01, 0x1a, 0x01, 0x80};
+    static const uint8_t bad_packed[] = {0x08, 0x01, 0x1a, 0x05, 0x08,
+                                         0x01, 0x1a, 0x01, 0x80};
     ckpt__bundle_header h;
     (void)state;
     assert_ckpt_ok(ckpt__bundle_header_decode(&h, packed, sizeof(packed)));
@@ -125,9 +125,9 @@ static void test_header_merge_and_unknown(void **state)
      * wins), version twice (merged: producer from first, min_consumer from
      * second), unknown field 20 (LEN) and 21 (fixed32). */
     static const uint8_t msg[] = {
-        0x08, 0x01, 0x49, 1, 2, 3, 4, 5, 6, 7, 8, 0x08, 0x04, 0x1a, 0x02,
-        0x08, 0x05, 0x1a, 0x02, 0x10, 0x01, 0xa2, 0x01, 0x01, 0xff, 0xad,
-        0x01, 1, 2, 3, 4};
+        0x08, 0x01, 0x49, 1,    2,    3,    4,    5,    6,    7,    8,
+        0x08, 0x04, 0x1a, 0x02, 0x08, 0x05, 0x1a, 0x02, 0x10, 0x01, 0xa2,
+        0x01, 0x01, 0xff, 0xad, 0x01, 1,    2,    3,    4};
     ckpt__bundle_header h;
     (void)state;
     assert_ckpt_ok(ckpt__bundle_header_decode(&h, msg, sizeof(msg)));
@@ -155,8 +155,9 @@ static void test_header_malformed(void **state)
     assert_ckpt_error(
         ckpt__bundle_header_decode(&h, truncated, sizeof(truncated)),
         CKPT_ECORRUPT, "byte 0");
-    assert_ckpt_error(ckpt__bundle_header_decode(&h, past_end, sizeof(past_end)),
-                      CKPT_ECORRUPT, "header");
+    assert_ckpt_error(
+        ckpt__bundle_header_decode(&h, past_end, sizeof(past_end)),
+        CKPT_ECORRUPT, "header");
     assert_ckpt_error(ckpt__bundle_header_decode(&h, group, sizeof(group)),
                       CKPT_ECORRUPT, "header");
     /* empty message: all defaults */
@@ -199,13 +200,11 @@ static void test_entry_encode_vectors(void **state)
                                 0x35, 0x06, 0x38, 0x27, 0x1f};
     static const uint8_t b_[] = {0x08, 0x01, 0x12, 0x00, 0x20, 0x08, 0x28,
                                  0x04, 0x35, 0x10, 0xfd, 0x78, 0x4f};
-    static const uint8_t gs[] = {0x08, 0x09, 0x12, 0x00, 0x20, 0x8c,
-                                 0x89, 0x03, 0x28, 0x08, 0x35, 0x07,
-                                 0x95, 0x11, 0x9a};
-    static const uint8_t kern[] = {0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08,
-                                   0x03, 0x12, 0x02, 0x08, 0x64, 0x20, 0x90,
-                                   0x03, 0x28, 0xb0, 0x09, 0x35, 0xd3, 0x59,
-                                   0xe4, 0xe5};
+    static const uint8_t gs[] = {0x08, 0x09, 0x12, 0x00, 0x20, 0x8c, 0x89, 0x03,
+                                 0x28, 0x08, 0x35, 0x07, 0x95, 0x11, 0x9a};
+    static const uint8_t kern[] = {
+        0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x03, 0x12, 0x02, 0x08, 0x64,
+        0x20, 0x90, 0x03, 0x28, 0xb0, 0x09, 0x35, 0xd3, 0x59, 0xe4, 0xe5};
     static const uint8_t rust_b[] = {0x08, 0x01, 0x12, 0x04, 0x12, 0x02,
                                      0x08, 0x01, 0x20, 0x04, 0x28, 0x04,
                                      0x35, 0xa6, 0x7b, 0x11, 0x3a};
@@ -264,7 +263,8 @@ static void test_entry_decode_spec_example(void **state)
 {
     ckpt__bundle_entry d;
     (void)state;
-    assert_ckpt_ok(ckpt__bundle_entry_decode(&d, spec_entry, sizeof(spec_entry)));
+    assert_ckpt_ok(
+        ckpt__bundle_entry_decode(&d, spec_entry, sizeof(spec_entry)));
     assert_int_equal(d.dtype, CKPT_DT_FLOAT);
     assert_int_equal(d.shape.rank, 2);
     assert_int_equal(d.shape.dims[0], 2);
@@ -324,13 +324,12 @@ static void test_entry_slices_spec_example(void **state)
 {
     /* §8.3: full entry "w", float32 [4, 3], two slices. */
     static const uint8_t want[] = {
-        0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x04, 0x12, 0x02, 0x08,
-        0x03, 0x3a, 0x08, 0x0a, 0x02, 0x10, 0x02, 0x0a, 0x02, 0x10, 0x03,
-        0x3a, 0x0a, 0x0a, 0x04, 0x08, 0x02, 0x10, 0x02, 0x0a, 0x02, 0x10,
-        0x03};
+        0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x04, 0x12, 0x02, 0x08, 0x03,
+        0x3a, 0x08, 0x0a, 0x02, 0x10, 0x02, 0x0a, 0x02, 0x10, 0x03, 0x3a, 0x0a,
+        0x0a, 0x04, 0x08, 0x02, 0x10, 0x02, 0x0a, 0x02, 0x10, 0x03};
     /* a slice with a full second extent: {len 2}{} */
-    static const uint8_t full_extent[] = {0x08, 0x01, 0x3a, 0x06, 0x0a, 0x02,
-                                          0x10, 0x02, 0x0a, 0x00};
+    static const uint8_t full_extent[] = {0x08, 0x01, 0x3a, 0x06, 0x0a,
+                                          0x02, 0x10, 0x02, 0x0a, 0x00};
     ckpt__tensor_slice s[2];
     ckpt__tensor_slice got;
     ckpt__bundle_entry e, d;
@@ -395,11 +394,10 @@ static void test_entry_proto3_rules(void **state)
      * LEN field 16, unknown fixed64 field 9, unknown fixed32 field 10; shape
      * in two pieces (dims concatenate); dim with a name; size twice. */
     static const uint8_t msg[] = {
-        0x08, 0x01, 0x78, 0x96, 0x01, 0x08, 0x02, 0x82, 0x01, 0x03, 'a',
-        'b',  'c',  0x49, 1,    2,    3,    4,    5,    6,    7,    8,
-        0x55, 1,    2,    3,    4,    0x12, 0x07, 0x12, 0x05, 0x08, 0x05,
-        0x12, 0x01, 'n',  0x28, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x07,
-        0x28, 0x8c, 0x01};
+        0x08, 0x01, 0x78, 0x96, 0x01, 0x08, 0x02, 0x82, 0x01, 0x03, 'a',  'b',
+        'c',  0x49, 1,    2,    3,    4,    5,    6,    7,    8,    0x55, 1,
+        2,    3,    4,    0x12, 0x07, 0x12, 0x05, 0x08, 0x05, 0x12, 0x01, 'n',
+        0x28, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x07, 0x28, 0x8c, 0x01};
     ckpt__bundle_entry d;
     (void)state;
     assert_ckpt_ok(ckpt__bundle_entry_decode(&d, msg, sizeof(msg)));
@@ -426,8 +424,7 @@ static void test_entry_truncated_varint(void **state)
     static const uint8_t b[] = {0x08, 0x80};
     static const uint8_t c[] = {0x28, 0xff, 0xff, 0xff, 0xff, 0xff,
                                 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-    static const uint8_t in_dim[] = {0x08, 0x01, 0x12, 0x03,
-                                     0x12, 0x01, 0x08};
+    static const uint8_t in_dim[] = {0x08, 0x01, 0x12, 0x03, 0x12, 0x01, 0x08};
     ckpt__bundle_entry d;
     (void)state;
     assert_ckpt_error(ckpt__bundle_entry_decode(&d, a, sizeof(a)),
@@ -461,30 +458,29 @@ static void test_entry_bad_wire_type(void **state)
 {
     static const uint8_t dtype_len[] = {0x0a, 0x00};
     static const uint8_t shape_varint[] = {0x10, 0x01};
-    static const uint8_t group[] = {0x08, 0x01, 0x7b};         /* wire 3 */
-    static const uint8_t wire6[] = {0x0e};                     /* wire 6 */
+    static const uint8_t group[] = {0x08, 0x01, 0x7b};             /* wire 3 */
+    static const uint8_t wire6[] = {0x0e};                         /* wire 6 */
     static const uint8_t dim_fixed32[] = {0x12, 0x03, 0x15, 0, 0}; /* trunc */
-    static const uint8_t dim_size_len[] = {0x12, 0x04, 0x12, 0x02, 0x0a,
-                                           0x00};
+    static const uint8_t dim_size_len[] = {0x12, 0x04, 0x12, 0x02, 0x0a, 0x00};
     static const uint8_t field0[] = {0x00, 0x00};
     ckpt__bundle_entry d;
     (void)state;
-    assert_ckpt_error(ckpt__bundle_entry_decode(&d, dtype_len,
-                                                sizeof(dtype_len)),
-                      CKPT_ECORRUPT, "dtype");
-    assert_ckpt_error(ckpt__bundle_entry_decode(&d, shape_varint,
-                                                sizeof(shape_varint)),
-                      CKPT_ECORRUPT, "shape");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, dtype_len, sizeof(dtype_len)),
+        CKPT_ECORRUPT, "dtype");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, shape_varint, sizeof(shape_varint)),
+        CKPT_ECORRUPT, "shape");
     assert_ckpt_error(ckpt__bundle_entry_decode(&d, group, sizeof(group)),
                       CKPT_ECORRUPT, "byte 2");
     assert_ckpt_error(ckpt__bundle_entry_decode(&d, wire6, sizeof(wire6)),
                       CKPT_ECORRUPT, "byte 0");
-    assert_ckpt_error(ckpt__bundle_entry_decode(&d, dim_fixed32,
-                                                sizeof(dim_fixed32)),
-                      CKPT_ECORRUPT, "shape");
-    assert_ckpt_error(ckpt__bundle_entry_decode(&d, dim_size_len,
-                                                sizeof(dim_size_len)),
-                      CKPT_ECORRUPT, "size");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, dim_fixed32, sizeof(dim_fixed32)),
+        CKPT_ECORRUPT, "shape");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, dim_size_len, sizeof(dim_size_len)),
+        CKPT_ECORRUPT, "size");
     assert_ckpt_error(ckpt__bundle_entry_decode(&d, field0, sizeof(field0)),
                       CKPT_ECORRUPT, "entry");
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- helpers ------------------------------------------------------------ */
+/* ---- helpers ------------------------------------------------------------- */
 
 static int parse_str(ckpt_state *st, const char *text)
 {
@@ -53,7 +53,7 @@ static void write_text(const char *dir, const char *name, const char *text)
     free(p);
 }
 
-/* ---- TensorFlow's files: parse, format, identical bytes ---------------- */
+/* ---- TensorFlow's files: parse, format, identical bytes ------------------ */
 
 static void round_trip_vector(const char *vector, ckpt_state *st)
 {
@@ -160,7 +160,7 @@ static void test_tf_read_and_latest(void **state)
     }
 }
 
-/* ---- the tolerant parser ------------------------------------------------ */
+/* ---- the tolerant parser ------------------------------------------------- */
 
 static void test_parse_comments_whitespace_order(void **state)
 {
@@ -294,7 +294,7 @@ static void test_parse_absolute_paths(void **state)
     ckpt_state_dispose(&st);
 }
 
-/* ---- parse errors ------------------------------------------------------- */
+/* ---- parse errors -------------------------------------------------------- */
 
 static void expect_parse_error(const char *text, const char *needle)
 {
@@ -402,7 +402,7 @@ static void test_parse_garbage(void **state)
     }
 }
 
-/* ---- the writer --------------------------------------------------------- */
+/* ---- the writer ---------------------------------------------------------- */
 
 static void test_format_doubles_python_repr(void **state)
 {
@@ -553,7 +553,7 @@ static void test_format_invalid(void **state)
     ckpt_buf_dispose(&b);
 }
 
-/* ---- files -------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 static void test_write_then_read(void **state)
 {
@@ -638,7 +638,7 @@ static void test_read_corrupt_names_file(void **state)
     test_remove_tree(dir);
 }
 
-/* ---- latest checkpoint -------------------------------------------------- */
+/* ---- latest checkpoint --------------------------------------------------- */
 
 static void test_latest_relative(void **state)
 {

@@ -39,9 +39,9 @@ static ckpt_saver *open_saver(fixture *f, const ckpt_saver_options *o)
 {
     ckpt_saver *s = NULL;
     ckpt_var w = {"dense/kernel", CKPT_DT_FLOAT, {2, {2, 3}}, f->w,
-                  NULL, NULL, NULL};
+                  NULL,           NULL,          NULL};
     ckpt_var step = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
-                     NULL, NULL, NULL};
+                     NULL,          NULL,          NULL};
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, o));
     assert_ckpt_ok(ckpt_saver_add_var(s, &w));
     assert_ckpt_ok(ckpt_saver_add_var(s, &step));
@@ -78,12 +78,14 @@ static void test_roundtrip_every_dtype(void **state)
 {
     fixture *f = *state;
     static const int dtypes[] = {
-        CKPT_DT_FLOAT,  CKPT_DT_DOUBLE,     CKPT_DT_INT32,    CKPT_DT_UINT8,
-        CKPT_DT_INT16,  CKPT_DT_INT8,       CKPT_DT_COMPLEX64, CKPT_DT_INT64,
-        CKPT_DT_BOOL,   CKPT_DT_QINT8,      CKPT_DT_QUINT8,   CKPT_DT_QINT32,
-        CKPT_DT_BFLOAT16, CKPT_DT_QINT16,   CKPT_DT_QUINT16,  CKPT_DT_UINT16,
-        CKPT_DT_COMPLEX128, CKPT_DT_HALF,   CKPT_DT_UINT32,   CKPT_DT_UINT64,
-        CKPT_DT_FLOAT8_E5M2, CKPT_DT_FLOAT8_E4M3FN};
+        CKPT_DT_FLOAT,        CKPT_DT_DOUBLE,     CKPT_DT_INT32,
+        CKPT_DT_UINT8,        CKPT_DT_INT16,      CKPT_DT_INT8,
+        CKPT_DT_COMPLEX64,    CKPT_DT_INT64,      CKPT_DT_BOOL,
+        CKPT_DT_QINT8,        CKPT_DT_QUINT8,     CKPT_DT_QINT32,
+        CKPT_DT_BFLOAT16,     CKPT_DT_QINT16,     CKPT_DT_QUINT16,
+        CKPT_DT_UINT16,       CKPT_DT_COMPLEX128, CKPT_DT_HALF,
+        CKPT_DT_UINT32,       CKPT_DT_UINT64,     CKPT_DT_FLOAT8_E5M2,
+        CKPT_DT_FLOAT8_E4M3FN};
     enum { N = sizeof(dtypes) / sizeof(dtypes[0]), ELEMS = 7 };
     uint8_t *orig[N], *live[N];
     ckpt_saver *s = NULL;
@@ -93,8 +95,8 @@ static void test_roundtrip_every_dtype(void **state)
         for (int i = 0; i < N; i++) {
             size_t bytes = ckpt_dtype_size(dtypes[i]) * ELEMS;
             char name[32];
-            ckpt_var v = {name, dtypes[i], {1, {ELEMS}}, NULL, NULL, NULL,
-                          NULL};
+            ckpt_var v = {name, dtypes[i], {1, {ELEMS}}, NULL,
+                          NULL, NULL,      NULL};
             snprintf(name, sizeof(name), "v/%s", ckpt_dtype_name(dtypes[i]));
             orig[i] = malloc(bytes);
             live[i] = malloc(bytes);
@@ -216,11 +218,12 @@ static void test_b73_max_to_keep(void **state)
         assert_true(file_exists(f->dir, name));
     }
     text = read_state(f->dir);
-    assert_non_null(strstr(text, "model_checkpoint_path: \"model.ckpt-6\"\n"
-                                 "all_model_checkpoint_paths: \"model.ckpt-4\"\n"
-                                 "all_model_checkpoint_paths: \"model.ckpt-5\"\n"
-                                 "all_model_checkpoint_paths: \"model.ckpt-6\"\n"
-                                 "all_model_checkpoint_timestamps: "));
+    assert_non_null(strstr(text,
+                           "model_checkpoint_path: \"model.ckpt-6\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-4\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-5\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-6\"\n"
+                           "all_model_checkpoint_timestamps: "));
     free(text);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
     ckpt_saver_free(s);
@@ -346,8 +349,8 @@ static void test_b78_restore_errors(void **state)
     /* A variable the checkpoint lacks. */
     s = open_saver(f, NULL);
     {
-        ckpt_var v = {"not/there", CKPT_DT_FLOAT, {1, {2}}, extra, NULL, NULL,
-                      NULL};
+        ckpt_var v = {"not/there", CKPT_DT_FLOAT, {1, {2}}, extra,
+                      NULL,        NULL,          NULL};
         assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     }
     f->w[0] = 42.0f;
@@ -360,7 +363,7 @@ static void test_b78_restore_errors(void **state)
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
     {
         ckpt_var v = {"dense/kernel", CKPT_DT_FLOAT, {1, {4}}, wrong_shape,
-                      NULL, NULL, NULL};
+                      NULL,           NULL,          NULL};
         assert_ckpt_ok(ckpt_saver_add_var(other, &v));
     }
     assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_EINVAL,
@@ -370,7 +373,7 @@ static void test_b78_restore_errors(void **state)
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
     {
         ckpt_var v = {"dense/kernel", CKPT_DT_INT32, {2, {2, 3}}, wrong_type,
-                      NULL, NULL, NULL};
+                      NULL,           NULL,          NULL};
         assert_ckpt_ok(ckpt_saver_add_var(other, &v));
     }
     assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_EINVAL,

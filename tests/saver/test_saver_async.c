@@ -60,8 +60,8 @@ static ckpt_saver *open_saver(fixture *f, int policy, const ckpt_fs *fs)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s = NULL;
     ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
-    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step, NULL,
-                   NULL, NULL};
+    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
+                   NULL,          NULL,          NULL};
     o.busy_policy = policy;
     o.fs = fs;
     o.max_to_keep = 0;
@@ -327,8 +327,7 @@ static void test_b65_close_timeout(void **state)
     assert_ckpt_error(ckpt_saver_close(s, 0.05), CKPT_ETIMEDOUT, "timed out");
     assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
     assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
-    assert_ckpt_error(ckpt_saver_save_async(s, 3, NULL), CKPT_ESTATE,
-                      "closed");
+    assert_ckpt_error(ckpt_saver_save_async(s, 3, NULL), CKPT_ESTATE, "closed");
     gate_open(&f->gate);
     ckpt_saver_free(s); /* joins the writer, which finishes step 2 */
     expect_checkpoint(f, 2, 2.0f);
@@ -358,8 +357,8 @@ static void test_read_callbacks(void **state)
     double device[5] = {1.5, 2.5, 3.5, 4.5, 5.5};
     double back[5] = {0};
     ckpt_var v = {"dev", CKPT_DT_DOUBLE, {1, {5}}, back, read_cb, NULL, device};
-    ckpt_var bad = {"bad", CKPT_DT_DOUBLE, {1, {5}}, NULL, failing_read_cb,
-                    NULL, NULL};
+    ckpt_var bad = {"bad",           CKPT_DT_DOUBLE, {1, {5}}, NULL,
+                    failing_read_cb, NULL,           NULL};
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
     assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
@@ -386,8 +385,7 @@ static void test_add_var_checks(void **state)
     ckpt_var neg = {"n", CKPT_DT_FLOAT, {1, {-2}}, x, NULL, NULL, NULL};
     ckpt_var nodata = {"d", CKPT_DT_FLOAT, {1, {2}}, NULL, NULL, NULL, NULL};
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
-    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EINVAL,
-                      "no variables");
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EINVAL, "no variables");
     assert_ckpt_ok(ckpt_saver_add_var(s, &ok));
     assert_ckpt_error(ckpt_saver_add_var(s, &ok), CKPT_EEXISTS, "'x'");
     assert_ckpt_error(ckpt_saver_add_var(s, &str), CKPT_ENOTSUP, "'s'");
@@ -402,13 +400,13 @@ static void test_add_var_checks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_b58_b59_snapshot_then_write,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b58_b59_snapshot_then_write, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_b60_skip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_b61_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_b62_coalesce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_b63_background_failure_once,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_b63_background_failure_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_background_failure_returned_by_next_save, setup, teardown),
         cmocka_unit_test_setup_teardown(test_b65_close_timeout, setup,

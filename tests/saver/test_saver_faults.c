@@ -25,8 +25,8 @@ static void run_open(run *r, int policy)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, r->w, NULL, NULL, NULL};
-    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &r->step, NULL,
-                   NULL, NULL};
+    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &r->step,
+                   NULL,          NULL,          NULL};
     memset(r, 0, sizeof(*r));
     r->dir = test_make_temp_dir();
     assert_ckpt_ok(ckpt_fs_fault_new(&r->ff, NULL));
