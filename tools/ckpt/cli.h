@@ -92,8 +92,8 @@ int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
                     const char *cmd, const char *path);
 
 /* Report a failure to read tensor `name` of `prefix`: the library's
- * message, prefixed with "<prefix>: tensor <name>: " unless it names the
- * tensor already. */
+ * message, prefixed with "<prefix>: tensor '<name>': " unless it names the
+ * tensor (quoted) already. */
 void cli_tensor_error(const char *cmd, const char *prefix, const char *name);
 
 /* Whether the entry is a real tensor to list (not a slice entry). */
@@ -108,8 +108,7 @@ json_object *cli_json_shape(const ckpt_shape *shape);
 /* Print `obj` as pretty JSON on stdout followed by a newline. */
 void cli_print_json(json_object *obj);
 
-/* ---- values ---------------------------------------------------------------
- */
+/* ---- values -------------------------------------------------------------- */
 
 /* Read tensor `e` and format its first `limit` elements (SIZE_MAX: all):
  * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as a new

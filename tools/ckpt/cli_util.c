@@ -113,13 +113,19 @@ static size_t data_file_prefix_len(const char *s)
     return n - 20;
 }
 
-static char *dup_n(const char *s, size_t n)
+static void *xmalloc(size_t n)
 {
-    char *p = malloc(n + 1);
+    void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "ckpt: out of memory\n");
         exit(CLI_USAGE);
     }
+    return p;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
@@ -129,7 +135,7 @@ static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir);
     size_t total = n + strlen(name) + 2;
-    char *p = dup_n("", total);
+    char *p = xmalloc(total);
     snprintf(p, total, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
     return p;
 }
@@ -224,12 +230,20 @@ int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
 void cli_tensor_error(const char *cmd, const char *prefix, const char *name)
 {
     const char *msg = ckpt_error_last()->message;
-    if (strstr(msg, name) && strstr(msg, prefix))
+    size_t n = strlen(name) + 3;
+    char *quoted = malloc(n);
+    int named = 0;
+    if (quoted) {
+        snprintf(quoted, n, "'%s'", name);
+        named = strstr(msg, quoted) != NULL;
+        free(quoted);
+    }
+    if (named && strstr(msg, prefix))
         cli_error(cmd, "%s", msg);
-    else if (strstr(msg, name))
+    else if (named)
         cli_error(cmd, "%s: %s", prefix, msg);
     else
-        cli_error(cmd, "%s: tensor %s: %s", prefix, name, msg);
+        cli_error(cmd, "%s: tensor '%s': %s", prefix, name, msg);
 }
 
 int cli_entry_listed(const ckpt_tensor_entry *e)
@@ -257,7 +271,8 @@ json_object *cli_json_shape(const ckpt_shape *shape)
 void cli_print_json(json_object *obj)
 {
     fputs(json_object_to_json_string_ext(
-              obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE),
+              obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                       JSON_C_TO_STRING_NOSLASHESCAPE),
           stdout);
     fputc('\n', stdout);
 }

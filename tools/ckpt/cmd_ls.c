@@ -49,11 +49,15 @@ static char *xstrdup(const char *s)
     return memcpy(xmalloc(n), s, n);
 }
 
+/* dir + "/" + name, as the library joins them ("" or "." gives name). */
 static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = xmalloc(n);
+    char *p;
     size_t d = strlen(dir);
+    if (d == 0 || strcmp(dir, ".") == 0)
+        return xstrdup(name);
+    p = xmalloc(n);
     snprintf(p, n, "%s%s%s", dir, d && dir[d - 1] == '/' ? "" : "/", name);
     return p;
 }
@@ -393,7 +397,7 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
             wb = len;
     }
     if (nrows > 0)
-        printf("%-*s  %*s  %*s  %-20s\n", wp, "PREFIX", ws, "STEP", wb, "BYTES",
+        printf("%-*s  %*s  %*s  %s\n", wp, "PREFIX", ws, "STEP", wb, "BYTES",
                "TIME");
     for (size_t i = 0; i < nrows; i++) {
         char step[32], when[40];
@@ -403,8 +407,10 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
         else
             snprintf(step, sizeof(step), "-");
         format_time(when, sizeof(when), r);
-        printf("%-*s  %*s  %*llu  %-20s", wp, r->stored, ws, step, wb,
+        printf("%-*s  %*s  %*llu  %s", wp, r->stored, ws, step, wb,
                (unsigned long long)r->bytes, when);
+        if (r->latest || r->problem[0])
+            printf("%*s", 20 - (int)strlen(when), "");
         if (r->latest)
             printf("  latest");
         if (r->problem[0])

@@ -165,10 +165,12 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         } else {
             err = ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
                                                 rec.ptr, rec.size);
-            if (err < 0)
+            if (err < 0) {
                 rc = cli_lib_error("repack", err, o->dst);
-            *kept += 1;
-            *bytes += (int64_t)rec.size;
+            } else {
+                *kept += 1;
+                *bytes += (int64_t)rec.size;
+            }
         }
         ckpt_buf_dispose(&rec);
     }

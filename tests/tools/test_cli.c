@@ -1,0 +1,1238 @@
+/* Tests for the `ckpt` command-line tool, run as a program (its path comes
+ * from CKPT_CLI_PATH): exit codes, stdout (text and --json, parsed with
+ * json-c), stderr messages, on every TensorFlow vector and on checkpoints
+ * written here; repacked checkpoints are compared tensor by tensor with the
+ * library's reader. */
+#include "test_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CKPT_CLI_PATH
+#error "CKPT_CLI_PATH must name the built ckpt binary"
+#endif
+
+extern char **environ;
+
+/* ---- running the tool ---------------------------------------------------- */
+
+typedef struct cli_run {
+    int status; /* exit code, or -1 when it did not exit normally */
+    char *out;  /* stdout, NUL-terminated */
+    char *err;  /* stderr, NUL-terminated */
+} cli_run;
+
+static char *slurp(const char *path)
+{
+    size_t n = 0;
+    uint8_t *p = test_read_file(path, &n);
+    char *s;
+    assert_non_null(p);
+    s = realloc(p, n + 1);
+    assert_non_null(s);
+    s[n] = '\0';
+    return s;
+}
+
+/* Working directory of the next runs (NULL: this process's). */
+static const char *spawn_cwd;
+
+/* Run `prog args...` (NULL-terminated) with stdout and stderr captured. */
+static cli_run run_prog(const char *prog, const char *const *args)
+{
+    char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
+    char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
+    const char *argv[64];
+    posix_spawn_file_actions_t fa;
+    cli_run r;
+    pid_t pid;
+    int st = 0, n = 0;
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    assert_true(fo >= 0 && fe >= 0);
+    argv[n++] = prog;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+    posix_spawn_file_actions_adddup2(&fa, fo, 1);
+    posix_spawn_file_actions_adddup2(&fa, fe, 2);
+    if (spawn_cwd)
+        assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, spawn_cwd),
+                         0);
+    assert_int_equal(
+        posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    close(fo);
+    close(fe);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+static cli_run run_argv(const char *const *args)
+{
+    return run_prog(CKPT_CLI_PATH, args);
+}
+
+#define RUN(r, ...)                                                            \
+    do {                                                                       \
+        const char *args_[] = {__VA_ARGS__, NULL};                             \
+        (r) = run_argv(args_);                                                 \
+    } while (0)
+
+static void run_free(cli_run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Fail with the captured output when the exit code is not `want`. */
+static void expect_status(const cli_run *r, int want)
+{
+    if (r->status != want)
+        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
+                 r->status, want, r->out, r->err);
+}
+
+static void expect_contains(const char *hay, const char *needle)
+{
+    if (!strstr(hay, needle))
+        fail_msg("\"%s\" not found in:\n%s", needle, hay);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static json_object *parse_json(const char *text)
+{
+    json_object *o = json_tokener_parse(text);
+    if (!o)
+        fail_msg("not JSON:\n%s", text);
+    return o;
+}
+
+static json_object *jget(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+static json_object *find_tensor(json_object *root, const char *name)
+{
+    json_object *list = jget(root, "tensors");
+    size_t n = json_object_array_length(list);
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(list, i);
+        if (strcmp(json_object_get_string(jget(t, "name")), name) == 0)
+            return t;
+    }
+    fail_msg("no tensor %s", name);
+    return NULL;
+}
+
+static void expect_shape(json_object *t, int rank, const int64_t *dims)
+{
+    json_object *s = jget(t, "shape");
+    assert_int_equal(json_object_array_length(s), rank);
+    for (int i = 0; i < rank; i++)
+        assert_int_equal(
+            json_object_get_int64(json_object_array_get_idx(s, (size_t)i)),
+            dims[i]);
+}
+
+static float jfloat(json_object *values, size_t i)
+{
+    return (float)json_object_get_double(json_object_array_get_idx(values, i));
+}
+
+static int64_t jint(json_object *values, size_t i)
+{
+    return json_object_get_int64(json_object_array_get_idx(values, i));
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static char *path_in(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static void copy_file(const char *from_dir, const char *to_dir,
+                      const char *name)
+{
+    char *from = path_in(from_dir, name), *to = path_in(to_dir, name);
+    size_t n = 0;
+    uint8_t *data = test_read_file(from, &n);
+    assert_non_null(data);
+    test_write_file(to, data, n);
+    free(data);
+    free(from);
+    free(to);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char *p = path_in(dir, name);
+    test_write_file(p, text, strlen(text));
+    free(p);
+}
+
+static void flip_byte(const char *dir, const char *name, size_t offset)
+{
+    char *p = path_in(dir, name);
+    size_t n = 0;
+    uint8_t *data = test_read_file(p, &n);
+    assert_non_null(data);
+    assert_true(offset < n);
+    data[offset] ^= 0x40;
+    test_write_file(p, data, n);
+    free(data);
+    free(p);
+}
+
+/* ---- the TensorFlow vectors ---------------------------------------------- */
+
+typedef struct vector_info {
+    const char *dir;
+    const char *prefix; /* basename of the latest checkpoint */
+    int num_shards;
+    int num_tensors;
+    int has_state;
+} vector_info;
+
+static const vector_info vectors[] = {
+    {"serving_half_plus_two_cpu", "variables", 1, 5, 0},
+    {"serving_half_plus_two_tf2_cpu", "variables", 1, 4, 0},
+    {"tf2onnx_regression_ckpt", "model", 1, 2, 1},
+    {"rust_regression_savedmodel", "variables", 1, 7, 0},
+    {"tictactoe_ckpt_manager", "ckpt-19", 1, 19, 1},
+    {"rl_collection_sharded", "ckpt-5", 2, 31, 1},
+    {"tfx_estimator_saver", "model.ckpt-1000", 1, 60, 1},
+};
+
+#define NUM_VECTORS (sizeof(vectors) / sizeof(vectors[0]))
+
+/* `ckpt inspect DIR --json --values=N` of a vector, checked generally. */
+static json_object *inspect_vector(const vector_info *v, const char *dir,
+                                   const char *values_arg)
+{
+    cli_run r;
+    json_object *root;
+    char *want = path_in(dir, v->prefix);
+    RUN(r, "inspect", dir, "--json", values_arg);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    root = parse_json(r.out);
+    assert_string_equal(json_object_get_string(jget(root, "prefix")), want);
+    assert_int_equal(json_object_get_int(jget(root, "num_shards")),
+                     v->num_shards);
+    assert_int_equal(json_object_array_length(jget(root, "tensors")),
+                     v->num_tensors);
+    free(want);
+    run_free(&r);
+    return root;
+}
+
+/* A JSON string holding the bytes of a string tensor that is not UTF-8:
+ * each byte is one code point U+0000..U+00FF. */
+static void expect_latin1_string(json_object *value, const char *dir,
+                                 const char *tensor, size_t want_len)
+{
+    char *prefix = path_in(dir, "variables");
+    ckpt_bundle_reader *rd = NULL;
+    ckpt_string_array a = {NULL, 0, NULL};
+    const unsigned char *got =
+        (const unsigned char *)json_object_get_string(value);
+    size_t glen = (size_t)json_object_get_string_len(value), k = 0;
+    const unsigned char *p;
+    assert_ckpt_ok(ckpt_bundle_reader_open(&rd, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read_strings(rd, tensor, &a));
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.strings[0].len, want_len);
+    p = a.strings[0].ptr;
+    for (size_t i = 0; i < a.strings[0].len; i++) {
+        assert_true(k < glen);
+        if (p[i] < 0x80) {
+            assert_int_equal(got[k++], p[i]);
+        } else {
+            assert_true(k + 1 < glen);
+            assert_int_equal(got[k], 0xc0 | (p[i] >> 6));
+            assert_int_equal(got[k + 1], 0x80 | (p[i] & 0x3f));
+            k += 2;
+        }
+    }
+    assert_int_equal(k, glen);
+    ckpt_string_array_dispose(&a);
+    ckpt_bundle_reader_free(rd);
+    free(prefix);
+}
+
+static void check_tensor(json_object *root, const char *name, const char *dtype,
+                         int rank, const int64_t *dims, int64_t bytes,
+                         int shard)
+{
+    json_object *t = find_tensor(root, name);
+    assert_string_equal(json_object_get_string(jget(t, "dtype")), dtype);
+    expect_shape(t, rank, dims);
+    assert_int_equal(json_object_get_int64(jget(t, "bytes")), bytes);
+    assert_int_equal(json_object_get_int(jget(t, "shard")), shard);
+}
+
+static void test_inspect_vectors_json(void **state)
+{
+    static const int64_t d9x9[] = {9, 9}, d1[] = {1}, d3x100[] = {3, 100},
+                         d1600x64[] = {1600, 64};
+    (void)state;
+    for (size_t i = 0; i < NUM_VECTORS; i++) {
+        const vector_info *v = &vectors[i];
+        char *dir = test_tf_vector(v->dir);
+        json_object *root, *t;
+        if (!dir)
+            return;
+        root = inspect_vector(v, dir, "--values=3");
+        if (strcmp(v->dir, "serving_half_plus_two_cpu") == 0) {
+            check_tensor(root, "b", "float32", 0, NULL, 4, 0);
+            t = find_tensor(root, "b");
+            assert_true(jfloat(jget(t, "values"), 0) == 2.0f);
+            assert_true(jfloat(jget(find_tensor(root, "a2"), "values"), 0) ==
+                        0.5f);
+        } else if (strcmp(v->dir, "serving_half_plus_two_tf2_cpu") == 0) {
+            check_tensor(root, "_CHECKPOINTABLE_OBJECT_GRAPH", "string", 0,
+                         NULL, 619, 0);
+            t = find_tensor(root, "_CHECKPOINTABLE_OBJECT_GRAPH");
+            expect_latin1_string(
+                json_object_array_get_idx(jget(t, "values"), 0), dir,
+                "_CHECKPOINTABLE_OBJECT_GRAPH", 613);
+            t = find_tensor(root, "c/.ATTRIBUTES/VARIABLE_VALUE");
+            assert_true(jfloat(jget(t, "values"), 0) == 3.0f);
+        } else if (strcmp(v->dir, "tf2onnx_regression_ckpt") == 0) {
+            check_tensor(root, "W", "float32", 0, NULL, 4, 0);
+            assert_true(jfloat(jget(find_tensor(root, "W"), "values"), 0) ==
+                        0.21396178f);
+            assert_true(jfloat(jget(find_tensor(root, "b"), "values"), 0) ==
+                        1.0495254f);
+        } else if (strcmp(v->dir, "rust_regression_savedmodel") == 0) {
+            check_tensor(root, "optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE",
+                         "int64", 0, NULL, 8, 0);
+            check_tensor(root, "w/.ATTRIBUTES/VARIABLE_VALUE", "float32", 1, d1,
+                         4, 0);
+            t = find_tensor(root, "w/.ATTRIBUTES/VARIABLE_VALUE");
+            assert_true(jfloat(jget(t, "values"), 0) == 0.20429754f);
+        } else if (strcmp(v->dir, "tictactoe_ckpt_manager") == 0) {
+            const char *k =
+                "net/layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE";
+            check_tensor(root, k, "float32", 2, d9x9, 324, 0);
+            t = find_tensor(root, k);
+            assert_int_equal(json_object_array_length(jget(t, "values")), 3);
+            assert_int_equal(json_object_get_int64(jget(t, "num_elements")),
+                             81);
+            assert_true(jfloat(jget(t, "values"), 0) == 0.38064981f);
+            assert_true(jfloat(jget(t, "values"), 1) == -0.50415832f);
+            assert_true(jfloat(jget(t, "values"), 2) == 0.42943814f);
+            check_tensor(root, "step/.ATTRIBUTES/VARIABLE_VALUE", "int32", 0,
+                         NULL, 4, 0);
+            assert_int_equal(
+                jint(jget(find_tensor(root, "save_counter/.ATTRIBUTES/"
+                                            "VARIABLE_VALUE"),
+                          "values"),
+                     0),
+                19);
+        } else if (strcmp(v->dir, "rl_collection_sharded") == 0) {
+            const char *k = "model/layer-5/kernel/.ATTRIBUTES/VARIABLE_VALUE";
+            check_tensor(root, k, "float32", 2, d1600x64, 409600, 1);
+            assert_true(jfloat(jget(find_tensor(root, k), "values"), 0) ==
+                        0.02976182f);
+            check_tensor(root, "save_counter/.ATTRIBUTES/VARIABLE_VALUE",
+                         "int64", 0, NULL, 8, 0);
+            assert_int_equal(
+                jint(jget(find_tensor(root, "optimizer/iter/.ATTRIBUTES/"
+                                            "VARIABLE_VALUE"),
+                          "values"),
+                     0),
+                8442);
+        } else if (strcmp(v->dir, "tfx_estimator_saver") == 0) {
+            check_tensor(root, "dnn/hiddenlayer_0/kernel", "float32", 2, d3x100,
+                         1200, 0);
+            assert_true(
+                jfloat(jget(find_tensor(root, "dnn/hiddenlayer_0/kernel"),
+                            "values"),
+                       0) == -0.047309123f);
+            check_tensor(root, "global_step", "int64", 0, NULL, 8, 0);
+            assert_int_equal(
+                jint(jget(find_tensor(root, "global_step"), "values"), 0),
+                1000);
+        }
+        json_object_put(root);
+        free(dir);
+    }
+}
+
+static void test_inspect_vectors_text(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NUM_VECTORS; i++) {
+        char *dir = test_tf_vector(vectors[i].dir);
+        char *prefix, *index, head[512];
+        cli_run r;
+        if (!dir)
+            return;
+        prefix = path_in(dir, vectors[i].prefix);
+        snprintf(head, sizeof(head), "%s: %d tensors, %d shard", prefix,
+                 vectors[i].num_tensors, vectors[i].num_shards);
+        /* the prefix, its .index file and the directory name the same */
+        RUN(r, "inspect", prefix);
+        expect_status(&r, 0);
+        expect_contains(r.out, head);
+        expect_contains(r.out, "NAME");
+        expect_contains(r.out, "float32");
+        run_free(&r);
+        index = malloc(strlen(prefix) + 7);
+        assert_non_null(index);
+        snprintf(index, strlen(prefix) + 7, "%s.index", prefix);
+        RUN(r, "inspect", index, "--values");
+        expect_status(&r, 0);
+        expect_contains(r.out, head);
+        run_free(&r);
+        free(index);
+        free(prefix);
+        free(dir);
+    }
+}
+
+static void test_inspect_one_tensor_values(void **state)
+{
+    char *dir = test_tf_vector("tictactoe_ckpt_manager");
+    cli_run r;
+    (void)state;
+    if (!dir)
+        return;
+    RUN(r, "inspect", dir, "--tensor", "step/.ATTRIBUTES/VARIABLE_VALUE",
+        "--values=all");
+    expect_status(&r, 0);
+    expect_contains(r.out, "step/.ATTRIBUTES/VARIABLE_VALUE  int32  []");
+    expect_contains(r.out, "\n    1\n");
+    assert_null(strstr(r.out, "save_counter"));
+    run_free(&r);
+    RUN(r, "inspect", dir, "--values=2",
+        "--tensor=net/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE");
+    expect_status(&r, 0);
+    expect_contains(r.out, "    [-0.109888397, -0.101168022, ...]\n");
+    run_free(&r);
+    RUN(r, "inspect", dir, "--tensor", "no/such/tensor");
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt inspect: ");
+    expect_contains(r.err, "no tensor named 'no/such/tensor'");
+    run_free(&r);
+    free(dir);
+}
+
+static void test_verify_vectors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NUM_VECTORS; i++) {
+        char *dir = test_tf_vector(vectors[i].dir);
+        json_object *root;
+        cli_run r;
+        if (!dir)
+            return;
+        RUN(r, "verify", dir);
+        expect_status(&r, 0);
+        expect_contains(r.out, ": OK,");
+        assert_string_equal(r.err, "");
+        run_free(&r);
+        RUN(r, "verify", "--json", dir);
+        expect_status(&r, 0);
+        root = parse_json(r.out);
+        assert_true(json_object_get_boolean(jget(root, "ok")));
+        assert_int_equal(json_object_get_int(jget(root, "tensors")),
+                         vectors[i].num_tensors);
+        assert_int_equal(json_object_array_length(jget(root, "damaged")), 0);
+        json_object_put(root);
+        run_free(&r);
+        free(dir);
+    }
+}
+
+static void test_ls_vectors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NUM_VECTORS; i++) {
+        const vector_info *v = &vectors[i];
+        char *dir = test_tf_vector(v->dir);
+        json_object *root, *list, *last, *stray;
+        cli_run r;
+        if (!dir)
+            return;
+        RUN(r, "ls", dir, "--json");
+        expect_status(&r, 0);
+        root = parse_json(r.out);
+        list = jget(root, "checkpoints");
+        stray = jget(root, "stray");
+        assert_int_equal(json_object_get_boolean(jget(root, "state_file")),
+                         v->has_state);
+        if (!v->has_state) {
+            /* a SavedModel's variables: an index no state file lists */
+            assert_int_equal(json_object_array_length(list), 0);
+            assert_int_equal(json_object_array_length(stray), 1);
+            assert_string_equal(
+                json_object_get_string(
+                    jget(json_object_array_get_idx(stray, 0), "file")),
+                "variables.index");
+            assert_string_equal(
+                json_object_get_string(
+                    jget(json_object_array_get_idx(stray, 0), "reason")),
+                "index not listed in the state file");
+        } else {
+            last = json_object_array_get_idx(
+                list, json_object_array_length(list) - 1);
+            assert_string_equal(json_object_get_string(jget(root, "latest")),
+                                v->prefix);
+            assert_string_equal(json_object_get_string(jget(last, "prefix")),
+                                v->prefix);
+            assert_true(json_object_get_boolean(jget(last, "latest")));
+            assert_true(json_object_get_boolean(jget(last, "complete")));
+            assert_int_equal(json_object_array_length(stray), 0);
+        }
+        if (strcmp(v->dir, "tfx_estimator_saver") == 0) {
+            static const int64_t steps[] = {0, 999, 1000};
+            assert_int_equal(json_object_array_length(list), 3);
+            for (size_t k = 0; k < 3; k++) {
+                json_object *c = json_object_array_get_idx(list, k);
+                assert_int_equal(json_object_get_int64(jget(c, "step")),
+                                 steps[k]);
+                assert_int_equal(json_object_get_int64(jget(c, "bytes")),
+                                 2710 + 126216);
+                assert_string_equal(
+                    json_object_get_string(jget(c, "time_source")), "mtime");
+                assert_int_equal(json_object_get_boolean(jget(c, "latest")),
+                                 k == 2);
+            }
+        } else if (strcmp(v->dir, "tictactoe_ckpt_manager") == 0) {
+            json_object *c = json_object_array_get_idx(list, 0);
+            assert_int_equal(json_object_array_length(list), 3);
+            assert_string_equal(json_object_get_string(jget(c, "prefix")),
+                                "ckpt-17");
+            assert_int_equal(json_object_get_int64(jget(c, "step")), 17);
+            assert_string_equal(json_object_get_string(jget(c, "time_source")),
+                                "state");
+            assert_true(json_object_get_double(jget(c, "time")) ==
+                        1673735799.685766);
+        } else if (strcmp(v->dir, "rl_collection_sharded") == 0) {
+            json_object *c = json_object_array_get_idx(list, 0);
+            assert_int_equal(json_object_get_int64(jget(c, "bytes")),
+                             2134 + 2950 + 1463184);
+        } else if (strcmp(v->dir, "tf2onnx_regression_ckpt") == 0) {
+            json_object *c = json_object_array_get_idx(list, 0);
+            assert_true(json_object_is_type(jget(c, "step"), json_type_null));
+        }
+        json_object_put(root);
+        run_free(&r);
+        RUN(r, "ls", dir);
+        expect_status(&r, 0);
+        if (v->has_state)
+            expect_contains(r.out, "latest");
+        else
+            expect_contains(r.out, "no checkpoint state file");
+        run_free(&r);
+        free(dir);
+    }
+}
+
+/* ---- ls on a directory with leftovers ------------------------------------ */
+
+static void test_ls_strays_and_incomplete(void **state)
+{
+    char *dir = test_make_temp_dir();
+    json_object *root, *list, *stray, *c;
+    cli_run r;
+    static const char *const want_strays[][2] = {
+        {"checkpoint.tmp0123abcd", "temporary file"},
+        {"foo.tmp", "temporary file"},
+        {"model.ckpt-3.data-00000-of-00001", "data file without its index"},
+        {"model.ckpt-4.index", "index not listed in the state file"},
+        {"model.ckpt-5.data-00000-of-00001.tempstate42", "temporary file"},
+    };
+    (void)state;
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+    write_text(dir, "model.ckpt-1.index", "12345");
+    write_text(dir, "model.ckpt-1.data-00000-of-00001", "1234567");
+    write_text(dir, "model.ckpt-2.index", "1");
+    write_text(dir, "model.ckpt-2.data-00000-of-00002", "12");
+    write_text(dir, "model.ckpt-3.data-00000-of-00001", "x");
+    write_text(dir, "model.ckpt-4.index", "x");
+    write_text(dir, "model.ckpt-4.data-00000-of-00001", "x");
+    write_text(dir, "checkpoint.tmp0123abcd", "x");
+    write_text(dir, "model.ckpt-5.data-00000-of-00001.tempstate42", "x");
+    write_text(dir, "foo.tmp", "x");
+    write_text(dir, "events.out", "not a checkpoint file");
+    RUN(r, "ls", "--json", dir);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    list = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(list), 2);
+    c = json_object_array_get_idx(list, 0);
+    assert_int_equal(json_object_get_int64(jget(c, "bytes")), 12);
+    assert_int_equal(json_object_get_int64(jget(c, "step")), 1);
+    assert_true(json_object_get_boolean(jget(c, "complete")));
+    assert_false(json_object_get_boolean(jget(c, "latest")));
+    c = json_object_array_get_idx(list, 1);
+    assert_false(json_object_get_boolean(jget(c, "complete")));
+    assert_true(json_object_get_boolean(jget(c, "latest")));
+    assert_string_equal(json_object_get_string(jget(c, "problem")),
+                        "missing data shard 1 of 2");
+    stray = jget(root, "stray");
+    assert_int_equal(json_object_array_length(stray), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_object *s = json_object_array_get_idx(stray, i);
+        assert_string_equal(json_object_get_string(jget(s, "file")),
+                            want_strays[i][0]);
+        assert_string_equal(json_object_get_string(jget(s, "reason")),
+                            want_strays[i][1]);
+    }
+    json_object_put(root);
+    run_free(&r);
+    RUN(r, "ls", dir);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": 2 checkpoints\n");
+    expect_contains(r.out, "latest  (missing data shard 1 of 2)");
+    expect_contains(r.out, "stray or incomplete files:\n");
+    expect_contains(r.out, "model.ckpt-4.index");
+    run_free(&r);
+    /* "." names the same checkpoints the library resolves */
+    spawn_cwd = dir;
+    RUN(r, "ls", ".", "--json");
+    spawn_cwd = NULL;
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_string_equal(json_object_get_string(jget(root, "latest")),
+                        "model.ckpt-2");
+    c = json_object_array_get_idx(jget(root, "checkpoints"), 1);
+    assert_string_equal(json_object_get_string(jget(c, "path")),
+                        "model.ckpt-2");
+    assert_true(json_object_get_boolean(jget(c, "latest")));
+    assert_int_equal(json_object_array_length(jget(root, "stray")), 5);
+    json_object_put(root);
+    run_free(&r);
+    /* a state file that cannot be parsed */
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"m\"\nbogus: 1\n");
+    RUN(r, "ls", dir);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt ls: ");
+    expect_contains(r.err, "checkpoint:2:1: unknown field \"bogus\"");
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
+/* ---- usage and unreadable input ------------------------------------------ */
+
+static void test_help_and_version(void **state)
+{
+    cli_run r;
+    char want[64];
+    (void)state;
+    RUN(r, "--version");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want), "ckpt %s\n", ckpt_version_string());
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    RUN(r, "--help");
+    expect_status(&r, 0);
+    expect_contains(r.out, "commands:");
+    expect_contains(r.out, "  ls ");
+    expect_contains(r.out, "  inspect ");
+    expect_contains(r.out, "  verify ");
+    expect_contains(r.out, "  repack ");
+    run_free(&r);
+    RUN(r, "help", "inspect");
+    expect_status(&r, 0);
+    expect_contains(r.out, "usage: ckpt inspect PATH");
+    expect_contains(r.out, "--values");
+    run_free(&r);
+    RUN(r, "repack", "--help");
+    expect_status(&r, 0);
+    expect_contains(r.out, "usage: ckpt repack SRC DST");
+    run_free(&r);
+    RUN(r, "help", "bogus");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown command 'bogus'");
+    run_free(&r);
+    {
+        const char *none[] = {NULL};
+        r = run_argv(none);
+        expect_status(&r, 2);
+        expect_contains(r.err, "usage: ckpt <command>");
+        run_free(&r);
+    }
+    RUN(r, "frobnicate");
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt: unknown command 'frobnicate'");
+    run_free(&r);
+}
+
+static void test_usage_errors(void **state)
+{
+    static const struct {
+        const char *args[6];
+        const char *err;
+    } cases[] = {
+        {{"inspect", NULL}, "ckpt inspect: missing PATH"},
+        {{"inspect", "a", "b", NULL}, "ckpt inspect: unexpected argument 'b'"},
+        {{"inspect", "a", "--values=abc", NULL}, "ckpt inspect: bad --values"},
+        {{"inspect", "a", "--tensor", NULL}, "--tensor needs a NAME"},
+        {{"inspect", "--bogus", "a", NULL}, "unknown option '--bogus'"},
+        {{"verify", NULL}, "ckpt verify: missing PATH"},
+        {{"verify", "a", "b", NULL}, "ckpt verify: unexpected argument 'b'"},
+        {{"ls", NULL}, "ckpt ls: missing DIR"},
+        {{"ls", "--frob", "x", NULL}, "ckpt ls: unknown option '--frob'"},
+        {{"repack", "a", NULL}, "ckpt repack: missing DST"},
+        {{"repack", "a", "b", "c", NULL}, "unexpected argument 'c'"},
+        {{"repack", "a", "b", "--exclude", NULL}, "--exclude needs a REGEX"},
+        {{"repack", "--exclude", "(", "a", "b"}, "ckpt repack: bad regex '('"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cli_run r = run_argv(cases[i].args);
+        expect_status(&r, 2);
+        expect_contains(r.err, cases[i].err);
+        expect_contains(r.err, "usage: ckpt ");
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+}
+
+static void test_missing_paths(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *missing = path_in(dir, "no-such-ckpt");
+    char *dst = path_in(dir, "out");
+    cli_run r;
+    (void)state;
+    RUN(r, "inspect", missing);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt inspect: ");
+    expect_contains(r.err, missing);
+    run_free(&r);
+    RUN(r, "verify", missing);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, missing);
+    run_free(&r);
+    RUN(r, "repack", missing, dst);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt repack: ");
+    expect_contains(r.err, missing);
+    run_free(&r);
+    RUN(r, "ls", missing);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt ls: ");
+    expect_contains(r.err, missing);
+    run_free(&r);
+    /* a directory with no state file and no index */
+    RUN(r, "inspect", dir);
+    expect_status(&r, 2);
+    expect_contains(r.err, "no checkpoint state file and no .index file");
+    run_free(&r);
+    /* a state file whose checkpoints are gone */
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"gone-1\"\n");
+    RUN(r, "verify", dir);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, "gone-1");
+    run_free(&r);
+    free(missing);
+    free(dst);
+    test_remove_tree(dir);
+}
+
+/* ---- damage -------------------------------------------------------------- */
+
+static char *copy_vector(const char *vector, const char *const *names)
+{
+    char *src = test_tf_vector(vector);
+    char *dst;
+    if (!src)
+        return NULL;
+    dst = test_make_temp_dir();
+    for (size_t i = 0; names[i]; i++)
+        copy_file(src, dst, names[i]);
+    free(src);
+    return dst;
+}
+
+static void test_verify_flipped_data_byte(void **state)
+{
+    static const char *const files[] = {"checkpoint", "model.index",
+                                        "model.data-00000-of-00001", NULL};
+    char *dir = copy_vector("tf2onnx_regression_ckpt", files);
+    json_object *root, *damaged;
+    cli_run r;
+    (void)state;
+    if (!dir)
+        return;
+    RUN(r, "verify", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    /* tensor "b" is bytes 4..8 of the data file */
+    flip_byte(dir, "model.data-00000-of-00001", 5);
+    RUN(r, "verify", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, "'b'");
+    assert_null(strstr(r.err, "'W'"));
+    expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
+    run_free(&r);
+    RUN(r, "verify", dir, "--json");
+    expect_status(&r, 1);
+    root = parse_json(r.out);
+    assert_false(json_object_get_boolean(jget(root, "ok")));
+    damaged = jget(root, "damaged");
+    assert_int_equal(json_object_array_length(damaged), 1);
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(damaged, 0), "name")),
+                        "b");
+    json_object_put(root);
+    run_free(&r);
+    /* inspect --values notices too; repack refuses to copy damage */
+    RUN(r, "inspect", dir, "--values");
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt inspect: ");
+    expect_contains(r.err, "'b'");
+    run_free(&r);
+    {
+        char *dst = path_in(dir, "copy");
+        char *dst_index = path_in(dir, "copy.index");
+        struct stat sb;
+        RUN(r, "repack", dir, dst);
+        expect_status(&r, 1);
+        expect_contains(r.err, "ckpt repack: ");
+        expect_contains(r.err, "'b'");
+        assert_int_not_equal(stat(dst_index, &sb), 0);
+        run_free(&r);
+        free(dst_index);
+        free(dst);
+    }
+    /* a missing data file is damage too */
+    {
+        char *data = path_in(dir, "model.data-00000-of-00001");
+        assert_int_equal(unlink(data), 0);
+        free(data);
+    }
+    RUN(r, "verify", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "model.data-00000-of-00001");
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
+static void test_verify_damaged_index(void **state)
+{
+    static const char *const files[] = {"checkpoint", "model.index",
+                                        "model.data-00000-of-00001", NULL};
+    char *dir = copy_vector("tf2onnx_regression_ckpt", files);
+    cli_run r;
+    (void)state;
+    if (!dir)
+        return;
+    flip_byte(dir, "model.index", 10); /* inside the data block */
+    RUN(r, "verify", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, "model.index");
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
+/* ---- repack -------------------------------------------------------------- */
+
+/* Every tensor of `dst` equals the same tensor of `src`, record and value;
+ * returns how many tensors dst has. */
+static size_t compare_bundles(const char *src, const char *dst)
+{
+    ckpt_bundle_reader *a = NULL, *b = NULL;
+    size_t n;
+    assert_ckpt_ok(ckpt_bundle_reader_open(&a, src, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_open(&b, dst, NULL));
+    assert_int_equal(ckpt_bundle_reader_num_shards(b), 1);
+    n = ckpt_bundle_reader_count(b);
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *eb = ckpt_bundle_reader_entry(b, i);
+        const ckpt_tensor_entry *ea = NULL;
+        ckpt_buf ra = CKPT_BUF_INIT, rb = CKPT_BUF_INIT;
+        assert_ckpt_ok(ckpt_bundle_reader_find(&ea, a, eb->name));
+        assert_int_equal(ea->dtype, eb->dtype);
+        assert_int_equal(ea->shape.rank, eb->shape.rank);
+        for (int d = 0; d < ea->shape.rank; d++)
+            assert_int_equal(ea->shape.dims[d], eb->shape.dims[d]);
+        assert_int_equal(eb->shard_id, 0);
+        assert_ckpt_ok(ckpt_bundle_reader_read_record(a, ea, &ra));
+        assert_ckpt_ok(ckpt_bundle_reader_read_record(b, eb, &rb));
+        assert_int_equal(ra.size, rb.size);
+        assert_memory_equal(ra.ptr, rb.ptr, ra.size);
+        if (ea->dtype == CKPT_DT_STRING) {
+            ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
+            assert_ckpt_ok(ckpt_bundle_reader_read_strings(a, ea->name, &sa));
+            assert_ckpt_ok(ckpt_bundle_reader_read_strings(b, eb->name, &sb));
+            assert_int_equal(sa.count, sb.count);
+            for (size_t k = 0; k < sa.count; k++) {
+                assert_int_equal(sa.strings[k].len, sb.strings[k].len);
+                assert_memory_equal(sa.strings[k].ptr, sb.strings[k].ptr,
+                                    sa.strings[k].len);
+            }
+            ckpt_string_array_dispose(&sa);
+            ckpt_string_array_dispose(&sb);
+        } else {
+            int64_t size = 0;
+            void *va, *vb;
+            assert_ckpt_ok(ckpt_tensor_byte_size(&size, ea->dtype, &ea->shape));
+            va = malloc((size_t)size + 1);
+            vb = malloc((size_t)size + 1);
+            assert_ckpt_ok(
+                ckpt_bundle_reader_read(a, ea->name, va, (size_t)size));
+            assert_ckpt_ok(
+                ckpt_bundle_reader_read(b, eb->name, vb, (size_t)size));
+            assert_memory_equal(va, vb, (size_t)size);
+            free(va);
+            free(vb);
+        }
+        ckpt_buf_dispose(&ra);
+        ckpt_buf_dispose(&rb);
+    }
+    ckpt_bundle_reader_free(a);
+    ckpt_bundle_reader_free(b);
+    return n;
+}
+
+static void test_repack_vectors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NUM_VECTORS; i++) {
+        char *src_dir = test_tf_vector(vectors[i].dir);
+        char *out_dir, *src, *dst;
+        cli_run r;
+        if (!src_dir)
+            return;
+        out_dir = test_make_temp_dir();
+        src = path_in(src_dir, vectors[i].prefix);
+        dst = path_in(out_dir, "repacked");
+        RUN(r, "repack", src_dir, dst);
+        expect_status(&r, 0);
+        expect_contains(r.out, "1 shard");
+        run_free(&r);
+        assert_int_equal(compare_bundles(src, dst),
+                         (size_t)vectors[i].num_tensors);
+        RUN(r, "verify", dst);
+        expect_status(&r, 0);
+        run_free(&r);
+        /* never over an existing checkpoint */
+        RUN(r, "repack", src, dst);
+        expect_status(&r, 2);
+        expect_contains(r.err, "repacked.index exists");
+        run_free(&r);
+        free(src);
+        free(dst);
+        free(src_dir);
+        test_remove_tree(out_dir);
+    }
+}
+
+static void test_repack_filters(void **state)
+{
+    char *src_dir = test_tf_vector("rl_collection_sharded");
+    char *out_dir, *src, *dst, *dst2;
+    ckpt_bundle_reader *b = NULL;
+    cli_run r;
+    (void)state;
+    if (!src_dir)
+        return;
+    out_dir = test_make_temp_dir();
+    src = path_in(src_dir, "ckpt-5");
+    dst = path_in(out_dir, "no-slots");
+    dst2 = path_in(out_dir, "model-only");
+    RUN(r, "repack", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
+    expect_status(&r, 0);
+    expect_contains(r.out, "15 of 31 tensors");
+    run_free(&r);
+    assert_int_equal(compare_bundles(src, dst), 15);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&b, dst, NULL));
+    for (size_t i = 0; i < ckpt_bundle_reader_count(b); i++)
+        assert_null(
+            strstr(ckpt_bundle_reader_entry(b, i)->name, "OPTIMIZER_SLOT"));
+    ckpt_bundle_reader_free(b);
+    RUN(r, "repack", src, dst2, "--include=^model/", "--include",
+        "^save_counter", "--exclude=OPTIMIZER_SLOT|/bias/");
+    expect_status(&r, 0);
+    run_free(&r);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&b, dst2, NULL));
+    assert_int_equal(ckpt_bundle_reader_count(b), 5);
+    assert_string_equal(ckpt_bundle_reader_entry(b, 0)->name,
+                        "model/layer-0/kernel/.ATTRIBUTES/VARIABLE_VALUE");
+    assert_string_equal(ckpt_bundle_reader_entry(b, 4)->name,
+                        "save_counter/.ATTRIBUTES/VARIABLE_VALUE");
+    ckpt_bundle_reader_free(b);
+    assert_int_equal(compare_bundles(src, dst2), 5);
+    free(src);
+    free(dst);
+    free(dst2);
+    free(src_dir);
+    test_remove_tree(out_dir);
+}
+
+/* ---- values of every kind, from a checkpoint written here ---------------- */
+
+static void write_typed_checkpoint(const char *prefix)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape s3 = {1, {3}}, s2 = {1, {2}}, scalar = {0, {0}};
+    float f[3] = {0.1f, -2.5f, 1e-8f};
+    double d[2] = {0.1, -1e300};
+    int8_t i8[3] = {-128, 0, 127};
+    uint16_t u16[2] = {0, 65535};
+    int64_t i64[2] = {INT64_MIN, INT64_MAX};
+    uint64_t u64[2] = {0, UINT64_MAX};
+    uint8_t b[2] = {1, 0};
+    uint16_t half[3] = {0x3e00 /* 1.5 */, 0xc000 /* -2 */, 0x7c00 /* inf */};
+    uint16_t bf16[2] = {0x3f80 /* 1 */, 0x4049 /* 3.140625 */};
+    float c64[4] = {1.0f, -2.0f, 0.5f, 0.25f};
+    ckpt_slice strs[3] = {{"a\"b\n", 4}, {"\xff\x01", 2}, {"", 0}};
+    float nan_inf[2] = {NAN, -INFINITY};
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "f32", CKPT_DT_FLOAT, &s3, f, sizeof(f)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "f64", CKPT_DT_DOUBLE, &s2, d, sizeof(d)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "i8", CKPT_DT_INT8, &s3, i8, sizeof(i8)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "u16", CKPT_DT_UINT16, &s2, u16,
+                                          sizeof(u16)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "i64", CKPT_DT_INT64, &s2, i64, sizeof(i64)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "u64", CKPT_DT_UINT64, &s2, u64,
+                                          sizeof(u64)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "bool", CKPT_DT_BOOL, &s2, b, sizeof(b)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "half", CKPT_DT_HALF, &s3, half,
+                                          sizeof(half)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "bf16", CKPT_DT_BFLOAT16, &s2,
+                                          bf16, sizeof(bf16)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "c64", CKPT_DT_COMPLEX64, &s2, c64,
+                                          sizeof(c64)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "naninf", CKPT_DT_FLOAT, &s2,
+                                          nan_inf, sizeof(nan_inf)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "scalar", CKPT_DT_INT32, &scalar,
+                                          "\x07\0\0\0", 4));
+    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "str", &s3, strs, 3));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+static void test_inspect_value_formats(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = path_in(dir, "typed");
+    json_object *root, *v;
+    cli_run r;
+    (void)state;
+    write_typed_checkpoint(prefix);
+    RUN(r, "inspect", prefix, "--json", "--values=all");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    v = jget(find_tensor(root, "f32"), "values");
+    assert_true(jfloat(v, 0) == 0.1f);
+    assert_true(jfloat(v, 2) == 1e-8f);
+    v = jget(find_tensor(root, "f64"), "values");
+    assert_true(json_object_get_double(json_object_array_get_idx(v, 0)) == 0.1);
+    assert_true(json_object_get_double(json_object_array_get_idx(v, 1)) ==
+                -1e300);
+    v = jget(find_tensor(root, "i8"), "values");
+    assert_int_equal(jint(v, 0), -128);
+    assert_int_equal(jint(v, 2), 127);
+    v = jget(find_tensor(root, "u16"), "values");
+    assert_int_equal(jint(v, 1), 65535);
+    v = jget(find_tensor(root, "i64"), "values");
+    assert_true(jint(v, 0) == INT64_MIN);
+    assert_true(jint(v, 1) == INT64_MAX);
+    v = jget(find_tensor(root, "u64"), "values");
+    assert_true(json_object_get_uint64(json_object_array_get_idx(v, 1)) ==
+                UINT64_MAX);
+    v = jget(find_tensor(root, "bool"), "values");
+    assert_true(json_object_is_type(json_object_array_get_idx(v, 0),
+                                    json_type_boolean));
+    assert_true(json_object_get_boolean(json_object_array_get_idx(v, 0)));
+    assert_false(json_object_get_boolean(json_object_array_get_idx(v, 1)));
+    v = jget(find_tensor(root, "half"), "values");
+    assert_string_equal(
+        json_object_get_string(jget(find_tensor(root, "half"), "dtype")),
+        "float16");
+    assert_true(jfloat(v, 0) == 1.5f);
+    assert_true(jfloat(v, 1) == -2.0f);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 2)),
+                        "inf");
+    v = jget(find_tensor(root, "bf16"), "values");
+    assert_true(jfloat(v, 0) == 1.0f);
+    assert_true(jfloat(v, 1) == 3.140625f);
+    v = jget(find_tensor(root, "c64"), "values");
+    assert_true(jfloat(json_object_array_get_idx(v, 0), 1) == -2.0f);
+    assert_true(jfloat(json_object_array_get_idx(v, 1), 0) == 0.5f);
+    v = jget(find_tensor(root, "naninf"), "values");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)),
+                        "nan");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)),
+                        "-inf");
+    v = jget(find_tensor(root, "scalar"), "values");
+    assert_int_equal(json_object_array_length(v), 1);
+    assert_int_equal(jint(v, 0), 7);
+    v = jget(find_tensor(root, "str"), "values");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)),
+                        "a\"b\n");
+    /* not UTF-8: byte by byte as U+0000..U+00FF */
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)),
+                        "\xc3\xbf\x01");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 2)),
+                        "");
+    json_object_put(root);
+    run_free(&r);
+
+    RUN(r, "inspect", prefix, "--values=all");
+    expect_status(&r, 0);
+    expect_contains(r.out, "    [0.100000001, -2.5, 9.99999994e-09]\n");
+    expect_contains(r.out,
+                    "    [0.10000000000000001, -1.0000000000000001e+300]\n");
+    expect_contains(r.out, "    [-128, 0, 127]\n");
+    expect_contains(r.out, "    [-9223372036854775808, 9223372036854775807]\n");
+    expect_contains(r.out, "    [0, 18446744073709551615]\n");
+    expect_contains(r.out, "    [true, false]\n");
+    expect_contains(r.out, "    [1.5, -2, inf]\n");
+    expect_contains(r.out, "    [1, 3.140625]\n");
+    expect_contains(r.out, "    [(1,-2), (0.5,0.25)]\n");
+    expect_contains(r.out, "    [nan, -inf]\n");
+    expect_contains(r.out, "    7\n");
+    expect_contains(r.out, "    [\"a\\\"b\\n\", \"\\xff\\x01\", \"\"]\n");
+    expect_contains(r.out, "\nscalar  int32 ");
+    run_free(&r);
+
+    RUN(r, "inspect", prefix, "--values=1", "--tensor", "f32");
+    expect_status(&r, 0);
+    expect_contains(r.out, "    [0.100000001, ...]\n");
+    run_free(&r);
+    RUN(r, "inspect", prefix, "--values=0", "--tensor", "f32", "--json");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_int_equal(
+        json_object_array_length(jget(find_tensor(root, "f32"), "values")), 0);
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+/* ---- the quick-start example --------------------------------------------- */
+
+static void test_example_write_checkpoint(void **state)
+{
+#ifdef CKPT_EXAMPLE_WRITE_CHECKPOINT
+    char *dir = test_make_temp_dir();
+    char *ckdir = path_in(dir, "runs/demo-ckpt");
+    const char *args[] = {ckdir, NULL};
+    ckpt_state st = CKPT_STATE_INIT;
+    json_object *root, *list, *v;
+    cli_run r;
+    (void)state;
+    r = run_prog(CKPT_EXAMPLE_WRITE_CHECKPOINT, args);
+    expect_status(&r, 0);
+    expect_contains(r.out, "model.ckpt-300\n");
+    run_free(&r);
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, ckdir));
+    assert_string_equal(st.model_checkpoint_path, "model.ckpt-300");
+    assert_int_equal(st.num_paths, 3);
+    assert_int_equal(st.num_timestamps, 3);
+    assert_true(st.timestamps[0] <= st.timestamps[1] &&
+                st.timestamps[1] <= st.timestamps[2]);
+    assert_true(st.last_preserved_timestamp > 0 &&
+                st.last_preserved_timestamp <= st.timestamps[0]);
+    ckpt_state_dispose(&st);
+    RUN(r, "ls", ckdir, "--json");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    list = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(list), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_object *c = json_object_array_get_idx(list, i);
+        assert_int_equal(json_object_get_int64(jget(c, "step")),
+                         100 * (int64_t)(i + 1));
+        assert_true(json_object_get_boolean(jget(c, "complete")));
+        assert_string_equal(json_object_get_string(jget(c, "time_source")),
+                            "state");
+    }
+    assert_string_equal(json_object_get_string(jget(root, "latest")),
+                        "model.ckpt-300");
+    assert_int_equal(json_object_array_length(jget(root, "stray")), 0);
+    json_object_put(root);
+    run_free(&r);
+    RUN(r, "inspect", ckdir, "--json", "--values=all");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_int_equal(json_object_array_length(jget(root, "tensors")), 7);
+    v = jget(find_tensor(root, "global_step"), "values");
+    assert_int_equal(jint(v, 0), 300);
+    v = jget(find_tensor(root, "vocab"), "values");
+    assert_int_equal(json_object_array_length(v), 4);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 2)),
+                        "w\xc3\xb6rld");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 3)),
+                        "tab\there");
+    json_object_put(root);
+    run_free(&r);
+    RUN(r, "verify", ckdir);
+    expect_status(&r, 0);
+    run_free(&r);
+    free(ckdir);
+    test_remove_tree(dir);
+#else
+    (void)state;
+    skip();
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_missing_paths),
+        cmocka_unit_test(test_inspect_vectors_json),
+        cmocka_unit_test(test_inspect_vectors_text),
+        cmocka_unit_test(test_inspect_one_tensor_values),
+        cmocka_unit_test(test_verify_vectors),
+        cmocka_unit_test(test_ls_vectors),
+        cmocka_unit_test(test_ls_strays_and_incomplete),
+        cmocka_unit_test(test_verify_flipped_data_byte),
+        cmocka_unit_test(test_verify_damaged_index),
+        cmocka_unit_test(test_repack_vectors),
+        cmocka_unit_test(test_repack_filters),
+        cmocka_unit_test(test_inspect_value_formats),
+        cmocka_unit_test(test_example_write_checkpoint),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
