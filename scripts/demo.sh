@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/demo.sh - the README's quick start: install the Debian packages
-# ckpt needs, build it (Release, in build/), write a small checkpoint
-# directory with examples/write_checkpoint.c, then look at it with the
-# `ckpt` tool. Each command is printed before it runs.
+# ckpt needs, build it (in build/), train the demo model with ckpt-train
+# (asynchronous checkpoints into runs/demo), list the checkpoints with the
+# `ckpt` tool, and say how to resume and inspect. Extra arguments go to
+# ckpt-train (see `build/tools/ckpt-train/ckpt-train --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -26,11 +27,18 @@ show() {
     "$@"
 }
 
-quiet cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-quiet cmake --build build -j"$(nproc)" --target ckpt_cli write_checkpoint
+quiet cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+quiet cmake --build build -j"$(nproc)" --target ckpt_cli ckpt_train
 
-rm -rf runs/demo-ckpt
-show build/examples/write_checkpoint runs/demo-ckpt
-show build/tools/ckpt/ckpt ls runs/demo-ckpt
-show build/tools/ckpt/ckpt inspect runs/demo-ckpt --values=4
-show build/tools/ckpt/ckpt verify runs/demo-ckpt
+rm -rf runs/demo
+show build/tools/ckpt-train/ckpt-train --dir runs/demo "$@"
+show build/tools/ckpt/ckpt ls runs/demo
+
+cat <<'MSG'
+
+Resume (restores the latest checkpoint and trains on to step 3000):
+  build/tools/ckpt-train/ckpt-train --dir runs/demo --steps 3000
+Inspect and check the checkpoints (TensorFlow can read them too):
+  build/tools/ckpt/ckpt inspect runs/demo --values=4
+  build/tools/ckpt/ckpt verify runs/demo
+MSG

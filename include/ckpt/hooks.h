@@ -26,8 +26,10 @@ typedef struct ckpt_timer {
     const ckpt_clock *clock;
 } ckpt_timer;
 
-/** Initialise: pass every_secs <= 0 / every_steps <= 0 for "unset". Exactly
- *  one must be set and positive (B1-B3), else CKPT_EINVAL. */
+/** Initialise: 0 means "unset". Exactly one interval must be set; a
+ *  negative (or NaN) interval is CKPT_EINVAL (B1-B3; TF accepts 0 and
+ *  negative values). `clock` (borrowed, may be NULL: the system clock)
+ *  times seconds mode. */
 CKPT_EXTERN(int) ckpt_timer_init(ckpt_timer *t, double every_secs,
                                  int64_t every_steps, const ckpt_clock *clock);
 /** A timer that never triggers (B13). */
@@ -39,7 +41,8 @@ CKPT_EXTERN(int) ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step);
 CKPT_EXTERN(int) ckpt_timer_update(ckpt_timer *t, int64_t step,
                                    double *elapsed_secs,
                                    int64_t *elapsed_steps);
-/** The last triggered step; returns 0 when there is none (B11). */
+/** The last triggered step into `*out` (may be NULL): returns 1, or 0
+ *  when there is none (B11). */
 CKPT_EXTERN(int) ckpt_timer_last_step(const ckpt_timer *t, int64_t *out);
 CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
 
@@ -50,8 +53,13 @@ CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
 /** Called around every checkpoint (TF's CheckpointSaverListener). The same
  *  contract in sync and async modes (F4): before_save on the training
  *  thread at snapshot time; after_save once the checkpoint is durable, on
- *  the training thread (during the next hook callback in async mode), with
- *  the snapshot's step; setting `*stop` asks training to stop (B53). */
+ *  the training thread (during the next hook callback in async mode, or
+ *  end's wait), with the snapshot's step; setting `*stop` asks training to
+ *  stop after the current (or next) run (B53). A snapshot replaced before
+ *  its write (policy COALESCE) or a failed write gets no after_save. A
+ *  callback's error (positive values count as CKPT_EUSER) is returned by
+ *  the hook callback that made the call; after_save's, in async mode, by
+ *  the hook callback that delivered the checkpoint. */
 typedef struct ckpt_saver_listener {
     int version; /**< CKPT_LISTENER_VERSION */
     void *payload;
@@ -80,14 +88,19 @@ typedef struct ckpt_checkpoint_hook_options {
     ckpt_saver *saver;          /**< borrowed; excludes use_scaffold */
     int use_scaffold;           /**< use the session's scaffold saver */
     const ckpt_saver_options *saver_options; /**< when the hook opens its own
-                                                  saver (basename, keep, ...) */
+                                                  saver (basename, keep, ...);
+                                                  copied (fs, clock and log
+                                                  stay borrowed); its fs and
+                                                  log also serve begin's
+                                                  mkdir and the hook's log */
     const ckpt_saver_listener *listeners; /**< copied */
     size_t num_listeners;
     int save_initial_if_present; /**< 1: save at creation even when the
                                       newest checkpoint has that step (TF);
                                       default 0 skips it (B49) */
     double end_timeout_s;       /**< async: bound on end's wait (default
-                                     -1: none; B65) */
+                                     -1: none; B65) and on on_abort's wait
+                                     (there -1 means 60 s; B68) */
     const ckpt_clock *clock;
 } ckpt_checkpoint_hook_options;
 
@@ -98,40 +111,65 @@ typedef struct ckpt_checkpoint_hook_options {
 CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
     ckpt_checkpoint_hook_options *o, unsigned int version);
 
-/** Build a checkpoint hook (sync or async: one implementation).
+/** Build a checkpoint hook (sync or async: one implementation). Async
+ *  mode: a trigger skipped by the saver's busy policy SKIP does not move
+ *  the timer (the next step tries again, B60); a failed background write is
+ *  returned once by the next after_run or by end (B63); end waits for
+ *  writes in flight, then saves the final step unless a durable checkpoint
+ *  of this hook already has it (B54, B64-B66). A borrowed saver (explicit
+ *  or the scaffold's) reports to the hook through its on_save_done, which
+ *  the hook wraps (forwarding every outcome) until end or on_abort; do not
+ *  share one saver between two checkpoint hooks.
  *  @return 0, CKPT_EINVAL (saver and use_scaffold both set, B44; neither or
  *          both of save_secs/save_steps, B45; no directory) */
 CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
                                           const ckpt_checkpoint_hook_options *o);
 
 /** Metrics of a checkpoint hook built by ckpt_checkpoint_hook_new (its
- *  saver's metrics). @return 0 or CKPT_EINVAL for another hook */
+ *  saver's metrics; zero before the session is created; for a borrowed
+ *  saver, as they were at end or on_abort). Valid until the monitored
+ *  session holding the hook is freed. @return 0 or CKPT_EINVAL for another
+ *  hook */
 CKPT_EXTERN(int) ckpt_checkpoint_hook_metrics(const ckpt_hook *hook,
                                               ckpt_saver_metrics *out);
 
 /* ---- the other standard hooks ---------------------------------------------- */
 
-/** Stop at a global step: exactly one of num_steps (from the step at
- *  session creation) or last_step (> 0). */
+/** Stop at a global step: exactly one of num_steps (counted from the step
+ *  at the first session creation) or last_step (> 0), else CKPT_EINVAL.
+ *  Requests a stop after the step whose step_after reaches it; when the
+ *  session is (re)created at or past it, the coordinator is asked to stop
+ *  before any step runs (TF runs one more step). begin returns CKPT_ESTATE
+ *  when the graph has no global step. */
 CKPT_EXTERN(int) ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
                                             int64_t last_step);
 
-/** Log steps per second every N steps or S seconds (exactly one). */
+/** Log "global_step/sec: <rate> (global step <S>)" at INFO every N steps
+ *  or S seconds (exactly one, else CKPT_EINVAL), measured from the previous
+ *  trigger (the first trigger after each session creation only starts the
+ *  measure); warns (first 5 times) when a step did not increase the global
+ *  step. begin returns CKPT_ESTATE without a global step. */
 CKPT_EXTERN(int) ckpt_step_counter_hook_new(ckpt_hook *out,
                                             int64_t every_n_steps,
                                             double every_n_secs,
                                             const ckpt_clock *clock,
                                             ckpt_log_fn log, void *log_payload);
 
-/** Log the named tensors (step outputs or variables) every N local
- *  iterations or S seconds, and/or once at end. */
+/** Log "name = value, ..." (plus " (<secs> sec)" since the previous line)
+ *  at INFO for the named tensors (step outputs or variables) every N local
+ *  iterations (runs of this session, not global steps) or S seconds, and/or
+ *  once at end (values of the last step, through ckpt_session_fetch). Give
+ *  every_n_iter or every_n_secs, or neither with at_end; anything else, or a
+ *  negative interval, is CKPT_EINVAL. */
 CKPT_EXTERN(int) ckpt_logging_tensor_hook_new(
     ckpt_hook *out, const char *const *names, size_t num_names,
     int64_t every_n_iter, double every_n_secs, int at_end,
     const ckpt_clock *clock, ckpt_log_fn log, void *log_payload);
 
-/** Check the named float output (e.g. "loss") for NaN: fail with
- *  CKPT_EUSER when fail_on_nan, else log a warning and request a stop. */
+/** Check the named output (e.g. "loss"; float, double, half or bfloat16,
+ *  any shape) for NaN after every step: fail with CKPT_EUSER when
+ *  fail_on_nan, else log a warning and request a stop. Another dtype makes
+ *  after_run fail with CKPT_EINVAL. */
 CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
                                           int fail_on_nan, ckpt_log_fn log,
                                           void *log_payload);
@@ -139,13 +177,20 @@ CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
 /* ---- preemption ------------------------------------------------------------ */
 
 /** Opt-in: after this call SIGTERM and SIGINT request a stop at the next
- *  step boundary of `ms` (a cloud preemption notice), so the checkpoint
- *  hook's end writes the final checkpoint and the loop exits cleanly.
- *  @return 0 or CKPT_EBUSY if another session holds the handler */
+ *  step boundary of `ms` (a cloud preemption notice): the step in progress
+ *  completes, ckpt_monitored_session_should_stop becomes true, and closing
+ *  with 0 runs every hook's end, so the checkpoint hook writes the final
+ *  checkpoint and the loop exits cleanly. A second signal while the first
+ *  is pending gets the previous disposition (Ctrl-C twice quits).
+ *  Process-wide (signal dispositions are): one session at a time; call
+ *  install and remove from the training thread. Freeing `ms` removes it.
+ *  @return 0 (also when `ms` already holds it), CKPT_EBUSY if another
+ *          session holds the handler, CKPT_EINVAL */
 CKPT_EXTERN(int) ckpt_preemption_handler_install(ckpt_monitored_session *ms);
-/** Restore the previous signal dispositions. */
+/** Restore the previous signal dispositions; nothing when not installed. */
 CKPT_EXTERN(void) ckpt_preemption_handler_remove(void);
-/** The signal that requested the stop, or 0. */
+/** The signal that requested the stop since the last install, or 0 (still
+ *  reported after remove). */
 CKPT_EXTERN(int) ckpt_preemption_signal(void);
 
 /* ---- MonitoredTrainingSession --------------------------------------------- */
@@ -169,9 +214,35 @@ typedef struct ckpt_training_session_options {
     const ckpt_saver_options *saver_options;
 } ckpt_training_session_options;
 
+#define CKPT_TRAINING_SESSION_OPTIONS_INIT                                     \
+    {CKPT_TRAINING_SESSION_OPTIONS_VERSION,                                    \
+     0,                                                                        \
+     NULL,                                                                     \
+     0.0,                                                                      \
+     0,                                                                        \
+     CKPT_SAVE_SYNC,                                                           \
+     0,                                                                        \
+     NULL,                                                                     \
+     0,                                                                        \
+     NULL,                                                                     \
+     0,                                                                        \
+     CKPT_SESSION_OPTIONS_INIT,                                                \
+     NULL}
+
+/** Fill `o` with the defaults. @return 0 or CKPT_EVERSION */
+CKPT_EXTERN(int) ckpt_training_session_options_init(
+    ckpt_training_session_options *o, unsigned int version);
+
 /** Build a monitored session with MonitoredTrainingSession's defaults and
- *  hook order (B40-B43): chief-only hooks, step counter, checkpoint saver,
- *  then user hooks; a non-chief gets only the user hooks. */
+ *  hook order (B40-B43): chief-only hooks, StepCounterHook (every
+ *  log_step_count_steps, when checkpoint_dir is set), the checkpoint hook
+ *  (when checkpoint_dir is set and a frequency is enabled; it uses the
+ *  session's scaffold saver), then user hooks; a non-chief gets only the
+ *  user hooks and never restores. Both checkpoint frequencies positive is
+ *  CKPT_EINVAL (B41). The step counter logs through session.log; the
+ *  session restores from checkpoint_dir unless session.checkpoint_dir is
+ *  set. Every hook passed in is consumed, also on failure (its destroy has
+ *  been called). NULL `opts`: all defaults. */
 CKPT_EXTERN(int) ckpt_training_session_new(
     ckpt_monitored_session **out, ckpt_graph *graph,
     const ckpt_training_session_options *opts);

@@ -199,7 +199,23 @@ CKPT_EXTERN(int) ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out);
 /** The step of a prefix ending in "-<digits>", or CKPT_NO_STEP. */
 CKPT_EXTERN(int64_t) ckpt_checkpoint_step(const char *prefix);
 
-/** Cumulative metrics; one event per trigger or outcome. */
+/** The options the saver was opened with (borrowed; valid until the saver
+ *  is freed; `fs` and `clock` as given, `basename` the saver's copy). */
+CKPT_EXTERN(const ckpt_saver_options *) ckpt_saver_get_options(
+    const ckpt_saver *s);
+
+/** Replace the on_save_done callback (e.g. to put a hook's callback in
+ *  front of the user's and forward to it). Call it from the thread that
+ *  drives the saver, which is also the only thread that calls it. */
+CKPT_EXTERN(void) ckpt_saver_set_on_save_done(ckpt_saver *s,
+                                              ckpt_save_done_fn fn,
+                                              void *payload);
+
+/** Cumulative metrics; one event per trigger or outcome: each trigger
+ *  counts once in saves_started, saves_skipped or saves_coalesced (a
+ *  pending snapshot replaced by a newer one moves from started to
+ *  coalesced), and each write once in saves_completed or saves_failed, so
+ *  once idle started == completed + failed. */
 typedef struct ckpt_saver_metrics {
     uint64_t saves_started;   /**< snapshots taken and dispatched (+ sync) */
     uint64_t saves_skipped;   /**< async triggers skipped (policy SKIP) */

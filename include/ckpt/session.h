@@ -113,6 +113,13 @@ CKPT_EXTERN(ckpt_coordinator *) ckpt_session_coordinator(ckpt_session *s);
 /** The scaffold's saver (opened on the checkpoint directory), or NULL. */
 CKPT_EXTERN(ckpt_saver *) ckpt_session_saver(ckpt_session *s);
 
+/** Read `name` outside a run (e.g. from a hook's end): a step output
+ *  published by the last step, else the variable's current value. `out` is
+ *  borrowed until the next step starts.
+ *  @return 0, CKPT_ENOTFOUND, CKPT_EUSER (a variable's read callback) */
+CKPT_EXTERN(int) ckpt_session_fetch(ckpt_session *s, const char *name,
+                                    ckpt_value *out);
+
 /** One run's context, handed to before_run and after_run. */
 typedef struct ckpt_run_context ckpt_run_context;
 
@@ -132,7 +139,10 @@ typedef struct ckpt_step_context ckpt_step_context;
 CKPT_EXTERN(int) ckpt_step_context_feed(ckpt_step_context *sc,
                                         const char *name, const void **data,
                                         size_t *size);
-/** Publish a step output (copied). */
+/** Publish a step output (copied; `shape` NULL: a scalar). Publishing a
+ *  name again in the same step replaces the value. Outputs live until the
+ *  next step starts. @return 0, CKPT_EINVAL, CKPT_ENOTSUP (dtype), or
+ *  CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_step_context_publish(ckpt_step_context *sc,
                                            const char *name, int dtype,
                                            const ckpt_shape *shape,
@@ -140,6 +150,11 @@ CKPT_EXTERN(int) ckpt_step_context_publish(ckpt_step_context *sc,
 /** Publish a float32 scalar output, e.g. the loss. */
 CKPT_EXTERN(int) ckpt_step_context_publish_float(ckpt_step_context *sc,
                                                  const char *name, float v);
+/** The step's run options: the caller's merged with every hook's (B19). */
+CKPT_EXTERN(const ckpt_run_options *) ckpt_step_context_options(
+    const ckpt_step_context *sc);
+/** Ask to stop: the step completes (hooks' after_run run), the session
+ *  stops, and run / after_run return CKPT_ESTOPITER, a clean end (B39). */
 CKPT_EXTERN(void) ckpt_step_context_request_stop(ckpt_step_context *sc);
 CKPT_EXTERN(ckpt_session *) ckpt_step_context_session(ckpt_step_context *sc);
 
@@ -174,7 +189,9 @@ typedef struct ckpt_hook {
                      void *payload);
     /** At close with OK or a clean-end status. */
     int (*end)(ckpt_session *s, void *payload);
-    /** At close with any other status, instead of end (F5). */
+    /** At close with any other status, instead of end (F5); also when the
+     *  monitored session's creation fails after this hook's begin, and
+     *  with CKPT_ECANCELED when the session is freed without close. */
     void (*on_abort)(int status, void *payload);
     /** Release the payload; called by ckpt_monitored_session_free. */
     void (*destroy)(void *payload);
@@ -205,8 +222,11 @@ typedef struct ckpt_session_options {
     ckpt_scaffold scaffold;
     const ckpt_saver_options *saver_options; /**< for the scaffold's saver */
     int recoverable;            /**< re-create on ABORTED/UNAVAILABLE */
-    int max_recovery_attempts;  /**< per failing run (default 10; B34) */
-    double recovery_backoff_s;  /**< first back-off, doubled (default 0.1) */
+    int max_recovery_attempts;  /**< re-creations per failing call
+                                     (default 10; < 0: no limit; B34) */
+    double recovery_backoff_s;  /**< real sleep before the first
+                                     re-creation, doubled for each next one
+                                     up to 60 s (default 0.1; < 0: none) */
     int not_chief;              /**< 1: never restore or initialise */
     double stop_grace_period_s; /**< coordinator join at close (default 120) */
     ckpt_log_fn log;
@@ -225,9 +245,18 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
 
 /** Create a monitored session over `graph` with `hooks` (copied; order is
  *  call order): every hook's begin (B14), freeze the graph, create the
- *  session (restore the latest checkpoint of checkpoint_dir or run init_fn),
- *  then every hook's after_create_session (B15). On failure nothing needs
- *  freeing and hooks' destroy has been called. */
+ *  session, then every hook's after_create_session (B15). Creating the
+ *  session = (chief only) restore `restore_from`, else the latest
+ *  checkpoint of checkpoint_dir, through the scaffold's saver (opened on
+ *  checkpoint_dir over every graph variable when scaffold.saver is NULL),
+ *  else run init_fn. The recoverable flavour retries a creation failing
+ *  with a recoverable code like a failing run (B34).
+ *  The hooks are consumed on every path: on failure nothing needs freeing,
+ *  hooks whose begin succeeded got on_abort(error) and every hook's destroy
+ *  has been called.
+ *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
+ *          hook's error (its message prefixed with the hook's name), a
+ *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from) */
 CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
                                             ckpt_graph *graph,
                                             const ckpt_hook *hooks,
@@ -236,8 +265,16 @@ CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
 
 /** Run one step through the hooks (B16-B25): before_run of every hook, the
  *  step, after_run of every hook. `args` (may be NULL) are the caller's;
- *  `values_out` (may be NULL) receives the caller's fetches.
- *  @return 0, the step's or a hook's error, CKPT_ESTATE after a stop */
+ *  `values_out` (may be NULL) receives the caller's fetches. A fetch names
+ *  a step output published in this step, else a graph variable (read after
+ *  the step). The recoverable flavour re-creates the session on a
+ *  recoverable error and runs the whole cycle again (B31).
+ *  @return 0; the step's or a hook's error; CKPT_EINVAL (an input fed twice,
+ *          B18); CKPT_ENOTFOUND (a fetch names nothing; no after_run is
+ *          called); CKPT_ESTOPITER (the step called
+ *          ckpt_step_context_request_stop: a clean end, after_run ran);
+ *          an error recorded in the coordinator (B35); CKPT_ESTATE after a
+ *          stop request, after close or while a bracketed step is open */
 CKPT_EXTERN(int) ckpt_monitored_session_run(ckpt_monitored_session *ms,
                                             const ckpt_run_args *args,
                                             ckpt_step_fn step, void *payload,
@@ -245,7 +282,11 @@ CKPT_EXTERN(int) ckpt_monitored_session_run(ckpt_monitored_session *ms,
 
 /** The same cycle for a step written inline: before_run gives the step
  *  context, the caller runs its step, then calls after_run with the step's
- *  status (0, or its error: then no hook's after_run is called). */
+ *  status (0, or its error: then no hook's after_run is called). In the
+ *  recoverable flavour a recoverable step status re-creates the session
+ *  (restoring the latest checkpoint) and after_run returns 0 with
+ *  step_before == step_after == the restored step and no results: the
+ *  caller's next iteration repeats the step. */
 CKPT_EXTERN(int) ckpt_monitored_session_before_run(
     ckpt_monitored_session *ms, const ckpt_run_args *args,
     ckpt_step_context **sc_out);
@@ -253,15 +294,22 @@ CKPT_EXTERN(int) ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
                                                   int step_status,
                                                   ckpt_run_values *values_out);
 
-/** Whether the loop should stop; `*status_out` (may be NULL) receives a
- *  background error recorded in the coordinator (F14, B35). */
+/** Whether the loop should stop: after close, a stop request (hooks, the
+ *  step, the coordinator, the preemption handler), or a broken session.
+ *  `*status_out` (may be NULL) receives a background error recorded in the
+ *  coordinator (F14, B35), else 0. The recoverable flavour re-creates the
+ *  session on a recorded recoverable error and answers 0. */
 CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
     ckpt_monitored_session *ms, int *status_out);
 
 /** Close with the loop's terminating status (B26-B30): OK or a clean-end
- *  code runs every hook's end and returns OK (or end's error); another
- *  status runs on_abort instead and is returned; a second close returns
- *  CKPT_ESTATE. */
+ *  code runs every hook's end in order (stopping at the first failure) and
+ *  returns OK or end's error; another status runs on_abort instead and is
+ *  returned. Then the coordinator is stopped and joined (grace period
+ *  stop_grace_period_s, stragglers ignored), the scaffold saver closed and
+ *  the graph unfrozen if it was not frozen before. An error recorded in the
+ *  coordinator, or a pending error of the scaffold saver, is returned when
+ *  nothing else failed. A second close returns CKPT_ESTATE. */
 CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,
                                               int status);
 
@@ -271,6 +319,16 @@ CKPT_EXTERN(void) ckpt_monitored_session_free(ckpt_monitored_session *ms);
 /** The raw session (borrowed). */
 CKPT_EXTERN(ckpt_session *) ckpt_monitored_session_session(
     ckpt_monitored_session *ms);
+
+/** Number of hooks the session drives. */
+CKPT_EXTERN(size_t) ckpt_monitored_session_num_hooks(
+    const ckpt_monitored_session *ms);
+/** Hook `i` in call order (the session's copy; borrowed), or NULL. */
+CKPT_EXTERN(const ckpt_hook *) ckpt_monitored_session_hook(
+    const ckpt_monitored_session *ms, size_t i);
+/** How many times the recoverable flavour re-created the session. */
+CKPT_EXTERN(uint64_t) ckpt_monitored_session_recoveries(
+    const ckpt_monitored_session *ms);
 
 /** Whether `code` is a clean end (CKPT_EOUT_OF_RANGE, CKPT_ESTOPITER). */
 CKPT_EXTERN(int) ckpt_is_clean_end(int code);

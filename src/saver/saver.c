@@ -587,6 +587,8 @@ static int choose_image(ckpt_saver *s, int64_t step)
             ckpt__job *old = s->pending;
             int image = old->image;
             s->pending = NULL;
+            /* That trigger now counts as coalesced, not started. */
+            s->metrics.saves_started--;
             s->metrics.saves_coalesced++;
             push_result(s, old, CKPT_ECANCELED,
                         "replaced by a newer snapshot (coalesce)", 0.0, 0);
@@ -774,6 +776,18 @@ void ckpt_saver_free(ckpt_saver *s)
     pthread_mutex_destroy(&s->ds_mu);
     ckpt__free(s->basename);
     ckpt__free(s);
+}
+
+const ckpt_saver_options *ckpt_saver_get_options(const ckpt_saver *s)
+{
+    return &s->opts;
+}
+
+void ckpt_saver_set_on_save_done(ckpt_saver *s, ckpt_save_done_fn fn,
+                                 void *payload)
+{
+    s->opts.on_save_done = fn;
+    s->opts.on_save_done_payload = payload;
 }
 
 void ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out)

@@ -2,6 +2,7 @@
  * latest_checkpoint, restore checks and directory recovery (B70-B80). */
 #include "saver_test_util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,6 +514,40 @@ static void test_retention_stays_inside_directory(void **state)
     test_remove_tree(strdup(outside));
 }
 
+/* absolute_paths writes absolute prefixes; latest and restore still work
+ * and a reopened saver recovers the list. */
+static void test_absolute_paths(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_state st = CKPT_STATE_INIT;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char real[4096];
+    char want[8192];
+    ckpt_saver *s;
+    o.absolute_paths = 1;
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 3);
+    ckpt_saver_free(s);
+    assert_non_null(realpath(f->dir, real));
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, f->dir));
+    snprintf(want, sizeof(want), "%s/model.ckpt-3", real);
+    assert_string_equal(st.model_checkpoint_path, want);
+    assert_int_equal(st.num_paths, 2);
+    ckpt_state_dispose(&st);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    f->step = 0;
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));
+    assert_int_equal(f->step, 3);
+    save_steps(s, f, 4, 4); /* evicts step 2, deleting its files */
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -540,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_b80_temp_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

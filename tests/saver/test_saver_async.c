@@ -220,7 +220,7 @@ static void test_b62_coalesce(void **state)
     assert_ckpt_ok(ckpt_saver_save_async(s, 3, &t3));
     ckpt_saver_get_metrics(s, &m);
     assert_int_equal(m.saves_coalesced, 1);
-    assert_int_equal(m.saves_started, 3);
+    assert_int_equal(m.saves_started, 2); /* B69: one counter per trigger */
     fill(f, 4.0f, 4);
     gate_open(&f->gate);
     assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));

@@ -236,7 +236,7 @@ static int run(int argc, char **argv)
     char *prefix = NULL;
     json_object *root = NULL, *list = NULL;
     size_t n, shown = 0;
-    widths w;
+    widths w = {0, 0, 0, 0};
     int rc;
     memset(&o, 0, sizeof(o));
     rc = parse_args(argc, argv, &o);

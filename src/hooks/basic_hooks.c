@@ -1,0 +1,422 @@
+/* hooks/basic_hooks.c - the small standard hooks (spec 1.11), each built on
+ * the public ckpt_hook struct with a payload the hook owns and frees in
+ * destroy: StopAtStepHook, StepCounterHook, LoggingTensorHook (values are
+ * formatted by hooks/format_value.c) and NanTensorHook. */
+#include "ckpt/hooks.h"
+#include "common/internal.h"
+#include "hooks/basic_hooks_internal.h"
+#include "saver/saver_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STEP_WARNINGS_MAX 5
+
+static ckpt_hook make_hook(const char *name, void *payload)
+{
+    ckpt_hook h;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = name;
+    h.payload = payload;
+    h.destroy = ckpt__free;
+    return h;
+}
+
+static int need_global_step(const ckpt_graph *g, const char *hook)
+{
+    if (!ckpt_graph_global_step(g))
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: the graph has no global step (create one "
+                           "with ckpt_graph_create_global_step)",
+                           hook);
+    return 0;
+}
+
+/* ---- StopAtStepHook ----------------------------------------------------- */
+
+typedef struct stop_at_step {
+    int64_t num_steps;
+    int64_t last_step;
+    int has_last;
+} stop_at_step;
+
+static int stop_begin(ckpt_graph *g, void *payload)
+{
+    (void)payload;
+    return need_global_step(g, "StopAtStepHook");
+}
+
+static int stop_after_create(ckpt_session *s, ckpt_coordinator *coord,
+                             void *payload)
+{
+    stop_at_step *st = payload;
+    int64_t step;
+    int err = ckpt_session_global_step(s, &step);
+    if (err < 0)
+        return err;
+    if (!st->has_last) {
+        /* TF fixes the last step at the first creation only. */
+        st->last_step =
+            step > INT64_MAX - st->num_steps ? INT64_MAX : step + st->num_steps;
+        st->has_last = 1;
+    }
+    /* Restored at or past the last step: stop before running any step
+     * (TF runs one more step first). */
+    if (step >= st->last_step)
+        ckpt_coordinator_request_stop(coord, 0, NULL);
+    return 0;
+}
+
+static int stop_after_run(ckpt_run_context *ctx, const ckpt_run_values *v,
+                          void *payload)
+{
+    const stop_at_step *st = payload;
+    if (v->step_after >= st->last_step)
+        ckpt_run_context_request_stop(ctx);
+    return 0;
+}
+
+int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
+                               int64_t last_step)
+{
+    stop_at_step *st;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "StopAtStepHook: out is NULL");
+    memset(out, 0, sizeof(*out));
+    if (num_steps < 0 || last_step < 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "StopAtStepHook: num_steps (%lld) and last_step "
+                           "(%lld) must not be negative",
+                           (long long)num_steps, (long long)last_step);
+    if ((num_steps > 0) == (last_step > 0))
+        return ckpt__error(CKPT_EINVAL,
+                           "StopAtStepHook: give exactly one of num_steps "
+                           "and last_step");
+    st = ckpt__calloc(1, sizeof(*st));
+    if (!st)
+        return ckpt__error_oom();
+    st->num_steps = num_steps;
+    st->last_step = last_step;
+    st->has_last = last_step > 0;
+    *out = make_hook("StopAtStepHook", st);
+    out->begin = stop_begin;
+    out->after_create_session = stop_after_create;
+    out->after_run = stop_after_run;
+    return 0;
+}
+
+/* ---- StepCounterHook --------------------------------------------------- */
+
+typedef struct step_counter {
+    ckpt_timer timer;
+    ckpt_log_fn log;
+    void *log_payload;
+    int warnings;
+} step_counter;
+
+static int counter_begin(ckpt_graph *g, void *payload)
+{
+    (void)payload;
+    return need_global_step(g, "StepCounterHook");
+}
+
+static int counter_after_create(ckpt_session *s, ckpt_coordinator *coord,
+                                void *payload)
+{
+    step_counter *sc = payload;
+    (void)s;
+    (void)coord;
+    /* A (re)created session may restart from an older step: rates are
+     * measured from here. */
+    ckpt_timer_reset(&sc->timer);
+    return 0;
+}
+
+static int counter_after_run(ckpt_run_context *ctx, const ckpt_run_values *v,
+                             void *payload)
+{
+    step_counter *sc = payload;
+    double secs;
+    int64_t steps;
+    (void)ctx;
+    if (v->step_after == v->step_before && sc->warnings < STEP_WARNINGS_MAX) {
+        sc->warnings++;
+        ckpt__log(sc->log, sc->log_payload, CKPT_LOG_WARN, CKPT_LOG_WARN,
+                  "StepCounterHook: the global step did not increase (still "
+                  "%lld); is the step function incrementing it?",
+                  (long long)v->step_after);
+    }
+    if (!ckpt_timer_should_trigger(&sc->timer, v->step_after))
+        return 0;
+    if (ckpt_timer_update(&sc->timer, v->step_after, &secs, &steps) && secs > 0)
+        ckpt__log(sc->log, sc->log_payload, CKPT_LOG_INFO, CKPT_LOG_INFO,
+                  "global_step/sec: %g (global step %lld)",
+                  (double)steps / secs, (long long)v->step_after);
+    return 0;
+}
+
+int ckpt_step_counter_hook_new(ckpt_hook *out, int64_t every_n_steps,
+                               double every_n_secs, const ckpt_clock *clock,
+                               ckpt_log_fn log, void *log_payload)
+{
+    step_counter *sc;
+    int err;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "StepCounterHook: out is NULL");
+    memset(out, 0, sizeof(*out));
+    sc = ckpt__calloc(1, sizeof(*sc));
+    if (!sc)
+        return ckpt__error_oom();
+    err = ckpt_timer_init(&sc->timer, every_n_secs, every_n_steps, clock);
+    if (err < 0) {
+        ckpt__free(sc);
+        return ckpt__error_prefix(err, "StepCounterHook");
+    }
+    sc->log = log;
+    sc->log_payload = log_payload;
+    *out = make_hook("StepCounterHook", sc);
+    out->begin = counter_begin;
+    out->after_create_session = counter_after_create;
+    out->after_run = counter_after_run;
+    return 0;
+}
+
+/* ---- LoggingTensorHook ------------------------------------------------- */
+
+typedef struct logging_tensor {
+    char **names;
+    size_t num_names;
+    ckpt_timer timer;
+    int at_end;
+    int64_t iter; /* local iterations, not the global step */
+    int logging;  /* this step's values are requested */
+    ckpt_log_fn log;
+    void *log_payload;
+} logging_tensor;
+
+static void logging_destroy(void *payload)
+{
+    logging_tensor *lt = payload;
+    if (!lt)
+        return;
+    for (size_t i = 0; i < lt->num_names; i++)
+        ckpt__free(lt->names[i]);
+    ckpt__free(lt->names);
+    ckpt__free(lt);
+}
+
+static int logging_before(ckpt_run_context *ctx, ckpt_run_args *args,
+                          void *payload)
+{
+    logging_tensor *lt = payload;
+    (void)ctx;
+    lt->logging = ckpt_timer_should_trigger(&lt->timer, lt->iter);
+    if (lt->logging) {
+        args->fetches = (const char *const *)lt->names;
+        args->num_fetches = lt->num_names;
+    }
+    return 0;
+}
+
+static void log_values(const logging_tensor *lt, const ckpt_value *values,
+                       size_t n, int has_elapsed, double elapsed)
+{
+    ckpt_buf line = CKPT_BUF_INIT;
+    int err = 0;
+    for (size_t i = 0; i < n && err == 0; i++) {
+        err = ckpt__buf_printf(&line, "%s%s = ", i ? ", " : "", values[i].name);
+        if (err == 0)
+            err = ckpt__format_value(&line, &values[i]);
+    }
+    if (err == 0 && has_elapsed)
+        err = ckpt__buf_printf(&line, " (%.3f sec)", elapsed);
+    if (err == 0)
+        ckpt__log(lt->log, lt->log_payload, CKPT_LOG_INFO, CKPT_LOG_INFO, "%s",
+                  line.ptr ? line.ptr : "");
+    ckpt_buf_dispose(&line);
+}
+
+static int logging_after(ckpt_run_context *ctx, const ckpt_run_values *v,
+                         void *payload)
+{
+    logging_tensor *lt = payload;
+    double elapsed = 0;
+    int has;
+    (void)ctx;
+    if (lt->logging) {
+        has = ckpt_timer_update(&lt->timer, lt->iter, &elapsed, NULL);
+        log_values(lt, v->results, v->num_results, has, elapsed);
+    }
+    lt->iter++;
+    return 0;
+}
+
+static int logging_end(ckpt_session *s, void *payload)
+{
+    logging_tensor *lt = payload;
+    ckpt_value *values;
+    int err = 0;
+    if (!lt->at_end)
+        return 0;
+    values = ckpt__calloc(lt->num_names, sizeof(*values));
+    if (!values)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < lt->num_names && err == 0; i++) {
+        err = ckpt_session_fetch(s, lt->names[i], &values[i]);
+        if (err < 0)
+            err = ckpt__error_prefix(err, "LoggingTensorHook end");
+    }
+    if (err == 0)
+        log_values(lt, values, lt->num_names, 0, 0.0);
+    ckpt__free(values);
+    return err;
+}
+
+static int check_logging_args(const char *const *names, size_t n,
+                              int64_t every_n_iter, double every_n_secs,
+                              int at_end)
+{
+    if (!names || n == 0)
+        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: no tensor names");
+    for (size_t i = 0; i < n; i++)
+        if (!names[i] || !names[i][0])
+            return ckpt__error(CKPT_EINVAL,
+                               "LoggingTensorHook: name %zu is empty", i);
+    if (every_n_iter < 0 || every_n_secs < 0 || every_n_secs != every_n_secs)
+        return ckpt__error(CKPT_EINVAL,
+                           "LoggingTensorHook: every_n_iter and every_n_secs "
+                           "must be positive");
+    if (every_n_iter == 0 && every_n_secs == 0 && !at_end)
+        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: give every_n_iter, "
+                                        "every_n_secs or at_end");
+    return 0;
+}
+
+int ckpt_logging_tensor_hook_new(ckpt_hook *out, const char *const *names,
+                                 size_t num_names, int64_t every_n_iter,
+                                 double every_n_secs, int at_end,
+                                 const ckpt_clock *clock, ckpt_log_fn log,
+                                 void *log_payload)
+{
+    logging_tensor *lt;
+    int err;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: out is NULL");
+    memset(out, 0, sizeof(*out));
+    err = check_logging_args(names, num_names, every_n_iter, every_n_secs,
+                             at_end);
+    if (err < 0)
+        return err;
+    lt = ckpt__calloc(1, sizeof(*lt));
+    if (!lt)
+        return ckpt__error_oom();
+    if (every_n_iter == 0 && every_n_secs == 0)
+        ckpt_timer_init_never(&lt->timer); /* only at end */
+    else
+        err = ckpt_timer_init(&lt->timer, every_n_secs, every_n_iter, clock);
+    if (err < 0) {
+        ckpt__free(lt);
+        return ckpt__error_prefix(err, "LoggingTensorHook");
+    }
+    lt->names = ckpt__calloc(num_names, sizeof(*lt->names));
+    err = lt->names ? 0 : ckpt__error_oom();
+    for (size_t i = 0; i < num_names && err == 0; i++) {
+        lt->names[i] = ckpt__strdup(names[i]);
+        if (!lt->names[i])
+            err = ckpt__error_oom();
+        lt->num_names = i + 1;
+    }
+    if (err < 0) {
+        logging_destroy(lt);
+        return err;
+    }
+    lt->at_end = at_end ? 1 : 0;
+    lt->log = log;
+    lt->log_payload = log_payload;
+    *out = make_hook("LoggingTensorHook", lt);
+    out->destroy = logging_destroy;
+    out->before_run = logging_before;
+    out->after_run = logging_after;
+    out->end = logging_end;
+    return 0;
+}
+
+/* ---- NanTensorHook --------------------------------------------------------
+ */
+
+typedef struct nan_tensor {
+    const char *fetch[1]; /* points at name */
+    int fail_on_nan;
+    ckpt_log_fn log;
+    void *log_payload;
+    char name[];
+} nan_tensor;
+
+static int nan_before(ckpt_run_context *ctx, ckpt_run_args *args, void *payload)
+{
+    nan_tensor *nt = payload;
+    (void)ctx;
+    args->fetches = nt->fetch;
+    args->num_fetches = 1;
+    return 0;
+}
+
+static int nan_after(ckpt_run_context *ctx, const ckpt_run_values *v,
+                     void *payload)
+{
+    nan_tensor *nt = payload;
+    int has_nan;
+    if (v->num_results != 1)
+        return ckpt__error(CKPT_ESTATE, "NanTensorHook: '%s' was not fetched",
+                           nt->name);
+    has_nan = ckpt__value_has_nan(&v->results[0]);
+    if (has_nan < 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "NanTensorHook: '%s' is %s, not a floating-point "
+                           "tensor",
+                           nt->name,
+                           ckpt_dtype_name(v->results[0].dtype)
+                               ? ckpt_dtype_name(v->results[0].dtype)
+                               : "an unknown dtype");
+    if (!has_nan)
+        return 0;
+    if (nt->fail_on_nan)
+        return ckpt__error(CKPT_EUSER,
+                           "NaN loss during training: '%s' at global step "
+                           "%lld",
+                           nt->name, (long long)v->step_after);
+    ckpt__log(nt->log, nt->log_payload, CKPT_LOG_WARN, CKPT_LOG_WARN,
+              "NaN loss during training: '%s' at global step %lld; "
+              "stopping",
+              nt->name, (long long)v->step_after);
+    ckpt_run_context_request_stop(ctx);
+    return 0;
+}
+
+int ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
+                             int fail_on_nan, ckpt_log_fn log,
+                             void *log_payload)
+{
+    nan_tensor *nt;
+    size_t len;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "NanTensorHook: out is NULL");
+    memset(out, 0, sizeof(*out));
+    if (!loss_name || !loss_name[0])
+        return ckpt__error(CKPT_EINVAL, "NanTensorHook: no tensor name");
+    len = strlen(loss_name);
+    nt = ckpt__calloc(1, sizeof(*nt) + len + 1);
+    if (!nt)
+        return ckpt__error_oom();
+    memcpy(nt->name, loss_name, len + 1);
+    nt->fetch[0] = nt->name;
+    nt->fail_on_nan = fail_on_nan ? 1 : 0;
+    nt->log = log;
+    nt->log_payload = log_payload;
+    *out = make_hook("NanTensorHook", nt);
+    out->before_run = nan_before;
+    out->after_run = nan_after;
+    return 0;
+}

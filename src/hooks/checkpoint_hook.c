@@ -1,0 +1,536 @@
+/* hooks/checkpoint_hook.c - CheckpointSaverHook and AsyncCheckpointSaverHook
+ * as one hook with a mode (spec sections 3.2-3.4, B44-B69).
+ *
+ * begin creates the directory and checks the global step;
+ * after_create_session resolves the saver (explicit, the scaffold's, or one
+ * the hook opens over every graph variable) and saves at the current step
+ * unless the newest checkpoint already has it; after_run saves when the
+ * timer triggers at values->step_after; end waits for writes in flight and
+ * saves the final step unless it is already durable.
+ *
+ * SYNC: before_save of every listener, ckpt_saver_save, after_save of every
+ * listener (from the saver's outcome), all inside the triggering callback.
+ * ASYNC: before_save on the training thread, then ckpt_saver_save_async,
+ * which snapshots the variables and returns; the write runs on the saver's
+ * thread. Every callback first polls the saver, so finished writes reach
+ * the listeners' after_save on the training thread, their stop requests
+ * reach the current run, and a background failure is returned once. A
+ * trigger skipped because a write is still running (policy SKIP) leaves the
+ * timer alone, so the next step tries again. */
+#include "checkpoint_hook_internal.h"
+
+#include "io/fs_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Bound of the wait for a write in flight when the session is aborted and
+ * no end_timeout_s was configured. */
+#define ABORT_WAIT_DEFAULT_S 60.0
+
+static const char *const sync_name = "CheckpointSaverHook";
+static const char *const async_name = "AsyncCheckpointSaverHook";
+
+int ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
+                                      unsigned int version)
+{
+    static const ckpt_checkpoint_hook_options defaults =
+        CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    if (version != CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "checkpoint hook options: unknown version %u",
+                           version);
+    *o = defaults;
+    return 0;
+}
+
+/* ---- begin --------------------------------------------------------------- */
+
+/* mkdir -p through the file system: every missing level is created. */
+static int make_dirs(const ckpt_fs *fs, const char *dir)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    int err = 0;
+    for (const char *p = dir;; p++) {
+        if (*p == '/' || *p == '\0') {
+            size_t n = (size_t)(p - dir);
+            if (n > 0) {
+                ckpt__buf_clear(&path);
+                err = ckpt__buf_put(&path, dir, n);
+                if (err == 0)
+                    err = ckpt__fs_mkdir(fs, path.ptr);
+                if (err == CKPT_EEXISTS) {
+                    ckpt_error_clear();
+                    err = 0;
+                }
+                if (err < 0)
+                    break;
+            }
+            if (*p == '\0')
+                break;
+        }
+    }
+    ckpt_buf_dispose(&path);
+    if (err < 0)
+        return ckpt__error_prefix(err, "creating checkpoint directory %s", dir);
+    return 0;
+}
+
+static int hook_begin(ckpt_graph *g, void *payload)
+{
+    ckpt__ckhook *h = payload;
+    int err = make_dirs(ckpt_fs_or_default(h->saver_opts.fs), h->dir);
+    if (err < 0)
+        return err;
+    if (!ckpt_graph_global_step(g))
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: the graph has no global step (create one "
+                           "with ckpt_graph_create_global_step)",
+                           h->name);
+    ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s",
+                     h->name, h->dir, h->basename ? h->basename : "model.ckpt");
+    return ckpt__ckhook_listeners_begin(h);
+}
+
+/* ---- the saver ----------------------------------------------------------- */
+
+/* Open a saver on the directory over every variable of the graph (and the
+ * global step, if the graph does not list it as a variable). */
+static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
+{
+    ckpt_graph *g = ckpt_session_graph(s);
+    ckpt_saver_options o = h->saver_opts;
+    ckpt_saver *sv = NULL;
+    int64_t *gs = g ? ckpt_graph_global_step(g) : NULL;
+    int err;
+    if (!g)
+        return ckpt__error(CKPT_ESTATE, "%s: the session has no graph",
+                           h->name);
+    o.on_save_done = ckpt__ckhook_on_save_done;
+    o.on_save_done_payload = h;
+    err = ckpt_saver_open(&sv, h->dir, &o);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", h->name);
+    for (size_t i = 0; err == 0 && i < ckpt_graph_num_vars(g); i++)
+        err = ckpt_saver_add_var(sv, ckpt_graph_var(g, i));
+    if (err == 0 && gs && !ckpt_graph_find(g, "global_step")) {
+        ckpt_var v;
+        memset(&v, 0, sizeof(v));
+        v.name = "global_step";
+        v.dtype = CKPT_DT_INT64;
+        v.data = gs;
+        err = ckpt_saver_add_var(sv, &v);
+    }
+    /* Staging memory up front: the first async save then only copies. */
+    if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
+        err = ckpt_saver_reserve(sv);
+    if (err < 0) {
+        ckpt_saver_free(sv);
+        return ckpt__error_prefix(err, "%s", h->name);
+    }
+    h->prev_done = h->saver_opts.on_save_done;
+    h->prev_done_payload = h->saver_opts.on_save_done_payload;
+    h->saver = sv;
+    h->own_saver = 1;
+    return 0;
+}
+
+static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
+{
+    ckpt_saver *sv;
+    if (h->own_saver)
+        return 0;
+    if (!h->explicit_saver && !h->use_scaffold)
+        return open_own_saver(h, s);
+    sv = h->explicit_saver ? h->explicit_saver : ckpt_session_saver(s);
+    if (!sv)
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: use_scaffold is set but the session has no "
+                           "scaffold saver",
+                           h->name);
+    h->saver = sv;
+    h->has_final_metrics = 0;
+    ckpt__ckhook_install(h, sv);
+    return 0;
+}
+
+/* ---- saving -------------------------------------------------------------- */
+
+/* before_save of every listener, the write, after_save of every listener
+ * (delivered by the saver before ckpt_saver_save returns). */
+static int save_sync(ckpt__ckhook *h, int64_t step)
+{
+    int err = ckpt__ckhook_listeners_before_save(h, step);
+    if (err < 0)
+        return err;
+    ckpt__ckhook_log(h, CKPT_LOG_INFO,
+                     "%s: saving checkpoint for step %" PRId64, h->name, step);
+    h->in_sync_save = 1;
+    err = ckpt_saver_save(h->saver, step, NULL);
+    h->in_sync_save = 0;
+    return err;
+}
+
+/* Snapshot and dispatch. Returns CKPT_EBUSY (last error cleared) when the
+ * trigger was skipped by policy SKIP; the timer moves only on dispatch. */
+static int save_async(ckpt__ckhook *h, int64_t step)
+{
+    ckpt_saver_metrics m;
+    uint64_t ticket = 0;
+    int busy = 0, listeners_called = 0;
+    int err = ckpt_saver_poll(h->saver, &busy);
+    if (err == 0)
+        err = ckpt__ckhook_reserve_ticket(h);
+    if (err < 0)
+        return err;
+    /* With SKIP and a write running, the save is almost surely skipped:
+     * do not announce it to the listeners. */
+    if (!busy || ckpt__ckhook_busy_policy(h) != CKPT_BUSY_SKIP) {
+        err = ckpt__ckhook_listeners_before_save(h, step);
+        if (err < 0)
+            return err;
+        listeners_called = 1;
+    }
+    err = ckpt_saver_save_async(h->saver, step, &ticket);
+    if (err == CKPT_EBUSY) {
+        ckpt_error_clear(); /* counted and logged by the saver */
+        return CKPT_EBUSY;
+    }
+    if (err < 0)
+        return err;
+    ckpt__ckhook_add_ticket(h, ticket);
+    ckpt_timer_update(&h->timer, step, NULL, NULL);
+    ckpt_saver_get_metrics(h->saver, &m);
+    ckpt__ckhook_log(h, CKPT_LOG_INFO,
+                     "%s: snapshot of step %" PRId64
+                     " taken in %.6f s; checkpoint write dispatched",
+                     h->name, step, m.blocking_s_last);
+    /* The writer finished between the poll and the dispatch: the snapshot
+     * is taken already, but the listeners still hear of it before the
+     * checkpoint is reported durable. */
+    if (!listeners_called)
+        ckpt__ckhook_keep_error(h, ckpt__ckhook_listeners_before_save(h, step));
+    return 0;
+}
+
+/* Pass a listener's stop request on to the current run. */
+static void pass_stop(ckpt__ckhook *h, ckpt_run_context *ctx)
+{
+    if (ctx && h->stop_pending) {
+        ckpt_run_context_request_stop(ctx);
+        h->stop_pending = 0;
+    }
+}
+
+/* The newest checkpoint's step, or CKPT_NO_STEP when there is none. */
+static int64_t newest_step(ckpt__ckhook *h)
+{
+    ckpt_buf latest = CKPT_BUF_INIT;
+    int64_t step = CKPT_NO_STEP;
+    if (ckpt_saver_latest(h->saver, &latest) == 0)
+        step = ckpt_checkpoint_step(latest.ptr);
+    else
+        ckpt_error_clear();
+    ckpt_buf_dispose(&latest);
+    return step;
+}
+
+/* ---- the hook callbacks -------------------------------------------------- */
+
+static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
+                                     void *payload)
+{
+    ckpt__ckhook *h = payload;
+    int64_t step = 0;
+    int err;
+    (void)coord;
+    h->session = s;
+    err = resolve_saver(h, s);
+    if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
+        err = ckpt_saver_poll(h->saver, NULL);
+    if (err == 0)
+        err = ckpt_session_global_step(s, &step);
+    if (err < 0)
+        return ckpt__ckhook_take_error(h, err);
+    if (!h->save_initial_if_present && newest_step(h) == step) {
+        ckpt__ckhook_log(h, CKPT_LOG_INFO,
+                         "%s: the newest checkpoint already has step %" PRId64
+                         "; initial save skipped",
+                         h->name, step);
+        ckpt_timer_update(&h->timer, step, NULL, NULL);
+        h->last_durable = step;
+        return ckpt__ckhook_take_error(h, 0);
+    }
+    if (h->mode == CKPT_SAVE_SYNC) {
+        ckpt_timer_update(&h->timer, step, NULL, NULL);
+        err = save_sync(h, step);
+    } else {
+        err = save_async(h, step);
+        if (err == CKPT_EBUSY)
+            err = 0; /* a write from before the re-creation is running */
+    }
+    return ckpt__ckhook_take_error(h, err);
+}
+
+static int hook_before_run(ckpt_run_context *ctx, ckpt_run_args *args,
+                           void *payload)
+{
+    ckpt__ckhook *h = payload;
+    (void)args;
+    /* Deliver finished writes; a failure among them is kept for after_run
+     * (or end), so the step itself still runs. */
+    if (h->mode == CKPT_SAVE_ASYNC && h->saver)
+        ckpt__ckhook_keep_error(h, ckpt_saver_poll(h->saver, NULL));
+    pass_stop(h, ctx);
+    return 0;
+}
+
+static int hook_after_run(ckpt_run_context *ctx, const ckpt_run_values *values,
+                          void *payload)
+{
+    ckpt__ckhook *h = payload;
+    int64_t step = values->step_after; /* never re-read (F11) */
+    int err = 0;
+    if (!h->saver)
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: after_run before the session was created",
+                           h->name);
+    if (h->mode == CKPT_SAVE_ASYNC)
+        err = ckpt_saver_poll(h->saver, NULL);
+    /* A failure to report first: no trigger now, the timer stays. */
+    if (err == 0 && h->kept_err == 0 &&
+        ckpt_timer_should_trigger(&h->timer, step)) {
+        if (h->mode == CKPT_SAVE_SYNC) {
+            ckpt_timer_update(&h->timer, step, NULL, NULL);
+            err = save_sync(h, step);
+        } else {
+            err = save_async(h, step);
+            if (err == CKPT_EBUSY)
+                err = 0; /* the timer stays: the next step retries (B60) */
+        }
+    }
+    pass_stop(h, ctx);
+    return ckpt__ckhook_take_error(h, err);
+}
+
+/* After end or on_abort: a borrowed saver gets its callback back and its
+ * metrics are kept, as it may be freed before the hook. */
+static void finish(ckpt__ckhook *h)
+{
+    h->ended = 1;
+    h->stop_pending = 0;
+    if (h->saver && !h->own_saver) {
+        ckpt_saver_get_metrics(h->saver, &h->final_metrics);
+        h->has_final_metrics = 1;
+        ckpt__ckhook_uninstall(h);
+        h->saver = NULL;
+    }
+}
+
+static int hook_end(ckpt_session *s, void *payload)
+{
+    ckpt__ckhook *h = payload;
+    int64_t step = 0;
+    int err = 0;
+    if (!h->saver)
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: end before the session was created", h->name);
+    h->session = s;
+    if (h->mode == CKPT_SAVE_ASYNC) {
+        if (h->end_timeout_s >= 0)
+            ckpt__ckhook_log(h, CKPT_LOG_DEBUG,
+                             "%s: waiting up to %.3f s for checkpoint "
+                             "writes in flight",
+                             h->name, h->end_timeout_s);
+        err = ckpt_saver_wait(h->saver, 0, h->end_timeout_s);
+        if (err == CKPT_ETIMEDOUT) {
+            ckpt__ckhook_log(h, CKPT_LOG_WARN,
+                             "%s: a checkpoint write is still running after "
+                             "%.3f s; no final checkpoint",
+                             h->name, h->end_timeout_s);
+            err = ckpt__ckhook_take_error(h, err);
+            finish(h);
+            return err;
+        }
+        ckpt__ckhook_keep_error(h, err); /* a failed write: still save */
+    }
+    err = ckpt_session_global_step(s, &step);
+    if (err == 0 && step != h->last_durable) {
+        h->stop_pending = 0;
+        err = save_sync(h, step);
+    }
+    if (err == 0)
+        err = ckpt__ckhook_listeners_end(h, step);
+    ckpt__ckhook_keep_error(h, err);
+    finish(h);
+    return ckpt__ckhook_take_error(h, 0);
+}
+
+static void hook_on_abort(int status, void *payload)
+{
+    ckpt__ckhook *h = payload;
+    ckpt__fs_saved_error saved;
+    double limit =
+        h->end_timeout_s >= 0 ? h->end_timeout_s : ABORT_WAIT_DEFAULT_S;
+    int err;
+    if (!h->saver)
+        return;
+    ckpt__fs_error_save(&saved);
+    if (h->mode == CKPT_SAVE_ASYNC) {
+        err = ckpt_saver_wait(h->saver, 0, limit);
+        if (err < 0)
+            ckpt__ckhook_log(h, CKPT_LOG_WARN,
+                             "%s: session aborted (%s); waiting for the "
+                             "checkpoint write in flight: %s",
+                             h->name, ckpt_error_name(status),
+                             ckpt_error_last()->message);
+    }
+    h->kept_err = 0;
+    finish(h);
+    ckpt__fs_error_restore(&saved);
+}
+
+static void hook_destroy(void *payload)
+{
+    ckpt__ckhook *h = payload;
+    if (!h)
+        return;
+    h->ended = 1;
+    /* Only the caller's own saver is known to be alive here; a scaffold
+     * saver got its callback back in end or on_abort. */
+    if (h->hooked && h->hooked == h->explicit_saver)
+        ckpt__ckhook_uninstall(h);
+    if (h->own_saver)
+        ckpt_saver_free(h->saver); /* may deliver outcomes: h still alive */
+    ckpt__free(h->tickets);
+    ckpt__free(h->listeners);
+    ckpt__free(h->basename);
+    ckpt__free(h->dir);
+    ckpt__free(h);
+}
+
+/* ---- construction -------------------------------------------------------- */
+
+static int validate(const ckpt_checkpoint_hook_options *o)
+{
+    if (!o)
+        return ckpt__error(CKPT_EINVAL, "checkpoint hook: no options");
+    if (o->version != CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "checkpoint hook options: unknown version %u",
+                           o->version);
+    if (!o->checkpoint_dir || !*o->checkpoint_dir)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: checkpoint_dir is required");
+    if (o->saver && o->use_scaffold)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: an explicit saver and "
+                           "use_scaffold exclude each other");
+    if ((o->save_secs > 0) == (o->save_steps > 0))
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: exactly one of save_secs and "
+                           "save_steps must be set (> 0), got %g and %" PRId64,
+                           o->save_secs, o->save_steps);
+    if (o->mode != CKPT_SAVE_SYNC && o->mode != CKPT_SAVE_ASYNC)
+        return ckpt__error(CKPT_EINVAL, "checkpoint hook: unknown mode %d",
+                           o->mode);
+    if (o->num_listeners > 0 && !o->listeners)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: %zu listeners but no array",
+                           o->num_listeners);
+    for (size_t i = 0; i < o->num_listeners; i++)
+        if (o->listeners[i].version != CKPT_LISTENER_VERSION)
+            return ckpt__error(CKPT_EVERSION,
+                               "checkpoint hook: listener %zu has unknown "
+                               "version %d",
+                               i, o->listeners[i].version);
+    if (o->saver_options &&
+        o->saver_options->version != CKPT_SAVER_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "checkpoint hook: saver options have unknown "
+                           "version %u",
+                           o->saver_options->version);
+    return 0;
+}
+
+static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
+{
+    ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
+    h->mode = o->mode;
+    h->name = o->mode == CKPT_SAVE_ASYNC ? async_name : sync_name;
+    h->explicit_saver = o->saver;
+    h->use_scaffold = o->use_scaffold;
+    h->save_initial_if_present = o->save_initial_if_present;
+    h->end_timeout_s = o->end_timeout_s;
+    h->last_durable = CKPT_NO_STEP;
+    h->saver_opts = o->saver_options ? *o->saver_options : defaults;
+    h->dir = ckpt__strdup(o->checkpoint_dir);
+    if (!h->dir)
+        return ckpt__error_oom();
+    if (h->saver_opts.basename) {
+        h->basename = ckpt__strdup(h->saver_opts.basename);
+        if (!h->basename)
+            return ckpt__error_oom();
+        h->saver_opts.basename = h->basename;
+    }
+    if (o->num_listeners > 0) {
+        h->listeners = ckpt__calloc(o->num_listeners, sizeof(*h->listeners));
+        if (!h->listeners)
+            return ckpt__error_oom();
+        memcpy(h->listeners, o->listeners,
+               o->num_listeners * sizeof(*h->listeners));
+        h->nlisteners = o->num_listeners;
+    }
+    return ckpt_timer_init(&h->timer, o->save_secs > 0 ? o->save_secs : 0.0,
+                           o->save_steps > 0 ? o->save_steps : 0, o->clock);
+}
+
+int ckpt_checkpoint_hook_new(ckpt_hook *out,
+                             const ckpt_checkpoint_hook_options *o)
+{
+    ckpt__ckhook *h;
+    int err;
+    memset(out, 0, sizeof(*out));
+    err = validate(o);
+    if (err < 0)
+        return err;
+    h = ckpt__calloc(1, sizeof(*h));
+    if (!h)
+        return ckpt__error_oom();
+    err = copy_options(h, o);
+    if (err < 0) {
+        hook_destroy(h);
+        return err;
+    }
+    out->version = CKPT_HOOK_VERSION;
+    out->name = h->name;
+    out->payload = h;
+    out->begin = hook_begin;
+    out->after_create_session = hook_after_create_session;
+    out->before_run = hook_before_run;
+    out->after_run = hook_after_run;
+    out->end = hook_end;
+    out->on_abort = hook_on_abort;
+    out->destroy = hook_destroy;
+    return 0;
+}
+
+int ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out)
+{
+    const ckpt__ckhook *h;
+    if (!hook || !out ||
+        hook->after_create_session != hook_after_create_session ||
+        !hook->payload)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook metrics: not a checkpoint hook");
+    h = hook->payload;
+    if (h->saver) {
+        ckpt_saver_get_metrics(h->saver, out);
+    } else if (h->has_final_metrics) {
+        *out = h->final_metrics;
+    } else {
+        memset(out, 0, sizeof(*out));
+        out->last_saved_step = CKPT_NO_STEP;
+    }
+    return 0;
+}

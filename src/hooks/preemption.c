@@ -1,0 +1,87 @@
+/* hooks/preemption.c - the opt-in preemption handler: SIGTERM (a cloud
+ * preemption notice) or SIGINT asks the monitored session to stop at its
+ * next step boundary, so the loop leaves cleanly and the checkpoint hook's
+ * end writes the final checkpoint. A second signal while the first is
+ * pending restores the previous disposition and re-raises (e.g. Ctrl-C
+ * twice quits at once).
+ *
+ * Global state: signal dispositions belong to the process, so this file
+ * keeps the one piece of mutable global state the library allows besides
+ * one-time initialisation: the signal that arrived (a lock-free atomic, the
+ * only thing the handler touches, which makes it async-signal-safe and
+ * race-free whichever thread receives the signal), the session that owns
+ * the handler and the dispositions to restore. Install and remove are
+ * called from the training thread, not concurrently. */
+#include "ckpt/hooks.h"
+#include "session/session_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2,
+               "the signal handler needs a lock-free atomic int");
+
+static atomic_int preempt_signal;
+static ckpt_monitored_session *preempt_owner;
+static struct sigaction saved_term;
+static struct sigaction saved_int;
+
+static void on_signal(int signo)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&preempt_signal, &expected, signo))
+        return;
+    /* A second signal: give it its previous meaning. */
+    sigaction(signo, signo == SIGTERM ? &saved_term : &saved_int, NULL);
+    raise(signo);
+}
+
+static void detach_on_free(void)
+{
+    ckpt_preemption_handler_remove();
+}
+
+int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
+{
+    struct sigaction sa;
+    if (!ms)
+        return ckpt__error(CKPT_EINVAL, "preemption handler: no session");
+    if (preempt_owner == ms)
+        return 0;
+    if (preempt_owner)
+        return ckpt__error(CKPT_EBUSY,
+                           "preemption handler: another monitored session "
+                           "holds it");
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    atomic_store(&preempt_signal, 0);
+    if (sigaction(SIGTERM, &sa, &saved_term) != 0)
+        return ckpt__error_errno(errno, "preemption handler: SIGTERM");
+    if (sigaction(SIGINT, &sa, &saved_int) != 0) {
+        int e = errno;
+        sigaction(SIGTERM, &saved_term, NULL);
+        return ckpt__error_errno(e, "preemption handler: SIGINT");
+    }
+    preempt_owner = ms;
+    ckpt__ms_set_stop_source(ms, &preempt_signal, detach_on_free);
+    return 0;
+}
+
+void ckpt_preemption_handler_remove(void)
+{
+    if (!preempt_owner)
+        return;
+    sigaction(SIGTERM, &saved_term, NULL);
+    sigaction(SIGINT, &saved_int, NULL);
+    ckpt__ms_set_stop_source(preempt_owner, NULL, NULL);
+    preempt_owner = NULL;
+}
+
+int ckpt_preemption_signal(void)
+{
+    return atomic_load(&preempt_signal);
+}

@@ -1,0 +1,172 @@
+/* hooks/training_session.c - the MonitoredTrainingSession-style builder
+ * (spec 1.9, B40-B43): resolves the checkpoint frequencies (600 s when
+ * neither is given; both given is CKPT_EINVAL where TF's documentation
+ * says "seconds win" but its code raises), builds the default hooks in TF's
+ * chief order - chief-only hooks, StepCounterHook, CheckpointSaverHook,
+ * user hooks - and creates the monitored session. A non-chief gets only the
+ * user hooks and never restores. No summary hook exists in this library. */
+#include "ckpt/hooks.h"
+#include "common/internal.h"
+
+#include <string.h>
+
+#define DEFAULT_SAVE_SECS 600.0
+#define DEFAULT_LOG_STEP_COUNT_STEPS 100
+
+static void destroy_all(const ckpt_hook *hooks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hooks && hooks[i].destroy)
+            hooks[i].destroy(hooks[i].payload);
+}
+
+/* Resolve the checkpoint frequency: `*enabled` is 0 when no checkpoint
+ * hook is built (no directory, or both frequencies disabled). */
+static int resolve_checkpoint(const ckpt_training_session_options *o,
+                              double *secs, int64_t *steps, int *enabled)
+{
+    *secs = o->save_checkpoint_secs;
+    *steps = o->save_checkpoint_steps;
+    *enabled = 0;
+    if (!o->checkpoint_dir)
+        return 0;
+    if (*secs > 0 && *steps > 0) /* B41 */
+        return ckpt__error(CKPT_EINVAL,
+                           "training session: both save_checkpoint_secs "
+                           "(%g) and save_checkpoint_steps (%lld) are set; "
+                           "give one",
+                           *secs, (long long)*steps);
+    if (*secs == 0 && *steps == 0) /* B40 */
+        *secs = DEFAULT_SAVE_SECS;
+    /* B42: a frequency <= 0 disables; the other one decides. */
+    if (*secs < 0)
+        *secs = 0;
+    if (*steps < 0)
+        *steps = 0;
+    *enabled = *secs > 0 || *steps > 0;
+    return 0;
+}
+
+static int add_default_hooks(ckpt_hook *hooks, size_t *n,
+                             const ckpt_training_session_options *o)
+{
+    const ckpt_session_options *so = &o->session;
+    int64_t every = o->log_step_count_steps ? o->log_step_count_steps
+                                            : DEFAULT_LOG_STEP_COUNT_STEPS;
+    double secs;
+    int64_t steps;
+    int enabled;
+    int err = resolve_checkpoint(o, &secs, &steps, &enabled);
+    if (err < 0)
+        return err;
+    /* TF counts steps only where it has a summary directory. */
+    if (o->checkpoint_dir && every > 0) {
+        err = ckpt_step_counter_hook_new(&hooks[*n], every, 0.0, so->clock,
+                                         so->log, so->log_payload);
+        if (err < 0)
+            return err;
+        (*n)++;
+    }
+    if (enabled) {
+        ckpt_checkpoint_hook_options co = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        co.checkpoint_dir = o->checkpoint_dir;
+        co.save_secs = secs;
+        co.save_steps = steps;
+        co.mode = o->checkpoint_mode;
+        co.use_scaffold = 1; /* TF passes the scaffold's saver */
+        co.saver_options = o->saver_options;
+        co.clock = so->clock;
+        err = ckpt_checkpoint_hook_new(&hooks[*n], &co);
+        if (err < 0)
+            return err;
+        (*n)++;
+    }
+    return 0;
+}
+
+static int check_options(const ckpt_training_session_options *o)
+{
+    if (o->version != CKPT_TRAINING_SESSION_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "training session options: version %u is not "
+                           "supported",
+                           o->version);
+    if ((o->num_hooks > 0 && !o->hooks) ||
+        (o->num_chief_only_hooks > 0 && !o->chief_only_hooks))
+        return ckpt__error(CKPT_EINVAL,
+                           "training session: hook counts without arrays");
+    return 0;
+}
+
+int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                              const ckpt_training_session_options *opts)
+{
+    ckpt_training_session_options defaults = CKPT_TRAINING_SESSION_OPTIONS_INIT;
+    const ckpt_training_session_options *o = opts ? opts : &defaults;
+    ckpt_session_options so;
+    ckpt_hook *hooks = NULL;
+    size_t n = 0;
+    size_t cap;
+    int err;
+    if (out)
+        *out = NULL;
+    err = out ? check_options(o)
+              : ckpt__error(CKPT_EINVAL, "training_session_new: out is NULL");
+    if (err < 0)
+        goto fail;
+    cap = o->num_chief_only_hooks + 2 + o->num_hooks;
+    hooks = ckpt__calloc(cap, sizeof(*hooks));
+    if (!hooks) {
+        err = ckpt__error_oom();
+        goto fail;
+    }
+    if (!o->not_chief) {
+        memcpy(hooks, o->chief_only_hooks,
+               o->num_chief_only_hooks * sizeof(*hooks));
+        n = o->num_chief_only_hooks;
+        err = add_default_hooks(hooks, &n, o);
+        if (err < 0) {
+            destroy_all(hooks + o->num_chief_only_hooks,
+                        n - o->num_chief_only_hooks);
+            goto fail;
+        }
+    } else {
+        destroy_all(o->chief_only_hooks, o->num_chief_only_hooks); /* B43 */
+    }
+    if (o->num_hooks)
+        memcpy(hooks + n, o->hooks, o->num_hooks * sizeof(*hooks));
+    n += o->num_hooks;
+    so = o->session;
+    if (so.version == 0)
+        ckpt_session_options_init(&so, CKPT_SESSION_OPTIONS_VERSION);
+    if (!so.checkpoint_dir)
+        so.checkpoint_dir = o->checkpoint_dir;
+    if (!so.saver_options)
+        so.saver_options = o->saver_options;
+    so.not_chief = o->not_chief;
+    err = ckpt_monitored_session_new(out, graph, hooks, n, &so);
+    ckpt__free(hooks);
+    return err;
+fail:
+    /* The caller's hooks are consumed on every path. */
+    destroy_all(o->chief_only_hooks, o->num_chief_only_hooks);
+    destroy_all(o->hooks, o->num_hooks);
+    ckpt__free(hooks);
+    return err;
+}
+
+int ckpt_training_session_options_init(ckpt_training_session_options *o,
+                                       unsigned int version)
+{
+    static const ckpt_training_session_options defaults =
+        CKPT_TRAINING_SESSION_OPTIONS_INIT;
+    if (!o)
+        return ckpt__error(CKPT_EINVAL, "training_session_options_init: NULL");
+    if (version != CKPT_TRAINING_SESSION_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "training session options: version %u is not "
+                           "supported",
+                           version);
+    *o = defaults;
+    return 0;
+}

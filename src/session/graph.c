@@ -1,0 +1,146 @@
+/* session/graph.c - the variable registry (TensorFlow's graph, reduced to
+ * what checkpointing needs): named variables in registration order, the
+ * global step, and the frozen mark set after the last hook's begin. */
+#include "session_internal.h"
+
+#include <string.h>
+
+#define GLOBAL_STEP_NAME "global_step"
+
+int ckpt_graph_new(ckpt_graph **out)
+{
+    ckpt_graph *g;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "graph_new: out is NULL");
+    *out = NULL;
+    g = ckpt__calloc(1, sizeof(*g));
+    if (!g)
+        return ckpt__error_oom();
+    *out = g;
+    return 0;
+}
+
+void ckpt_graph_free(ckpt_graph *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->num_vars; i++)
+        ckpt__free((char *)g->vars[i].name);
+    ckpt__free(g->vars);
+    ckpt__free(g);
+}
+
+static int check_var(const ckpt_var *var)
+{
+    int64_t bytes;
+    int err;
+    if (!var->name || !var->name[0])
+        return ckpt__error(CKPT_EINVAL, "graph: variable without a name");
+    if (ckpt_dtype_size(var->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "graph: variable '%s': dtype %d is not a "
+                           "fixed-size type",
+                           var->name, var->dtype);
+    err = ckpt_tensor_byte_size(&bytes, var->dtype, &var->shape);
+    if (err < 0)
+        return ckpt__error(CKPT_EINVAL, "graph: variable '%s': bad shape",
+                           var->name);
+    if (!var->data && !var->read)
+        return ckpt__error(CKPT_EINVAL,
+                           "graph: variable '%s': neither data nor a read "
+                           "callback",
+                           var->name);
+    return 0;
+}
+
+int ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var)
+{
+    char *name;
+    int err;
+    if (!g || !var)
+        return ckpt__error(CKPT_EINVAL, "graph_add_var: NULL argument");
+    if (g->frozen)
+        return ckpt__error(CKPT_ESTATE,
+                           "graph: cannot add variable '%s': the graph is "
+                           "frozen (after the hooks' begin)",
+                           var->name ? var->name : "(null)");
+    err = check_var(var);
+    if (err < 0)
+        return err;
+    if (ckpt_graph_find(g, var->name))
+        return ckpt__error(CKPT_EEXISTS, "graph: variable '%s' already exists",
+                           var->name);
+    if (g->num_vars == g->cap_vars) {
+        size_t cap = g->cap_vars ? g->cap_vars * 2 : 8;
+        ckpt_var *vars = ckpt__realloc(g->vars, cap * sizeof(*vars));
+        if (!vars)
+            return ckpt__error_oom();
+        g->vars = vars;
+        g->cap_vars = cap;
+    }
+    name = ckpt__strdup(var->name);
+    if (!name)
+        return ckpt__error_oom();
+    g->vars[g->num_vars] = *var;
+    g->vars[g->num_vars].name = name;
+    g->num_vars++;
+    return 0;
+}
+
+int ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage)
+{
+    ckpt_var var;
+    int err;
+    if (!g || !storage)
+        return ckpt__error(CKPT_EINVAL,
+                           "graph_create_global_step: NULL argument");
+    if (g->global_step)
+        return ckpt__error(CKPT_EEXISTS, "graph: a global step already exists");
+    memset(&var, 0, sizeof(var));
+    var.name = GLOBAL_STEP_NAME;
+    var.dtype = CKPT_DT_INT64;
+    var.shape.rank = 0;
+    var.data = storage;
+    err = ckpt_graph_add_var(g, &var);
+    if (err < 0)
+        return err;
+    g->global_step = storage;
+    return 0;
+}
+
+int64_t *ckpt_graph_global_step(const ckpt_graph *g)
+{
+    return g ? g->global_step : NULL;
+}
+
+size_t ckpt_graph_num_vars(const ckpt_graph *g)
+{
+    return g ? g->num_vars : 0;
+}
+
+const ckpt_var *ckpt_graph_var(const ckpt_graph *g, size_t i)
+{
+    if (!g || i >= g->num_vars)
+        return NULL;
+    return &g->vars[i];
+}
+
+const ckpt_var *ckpt_graph_find(const ckpt_graph *g, const char *name)
+{
+    if (!g || !name)
+        return NULL;
+    for (size_t i = 0; i < g->num_vars; i++)
+        if (strcmp(g->vars[i].name, name) == 0)
+            return &g->vars[i];
+    return NULL;
+}
+
+int ckpt_graph_is_frozen(const ckpt_graph *g)
+{
+    return g ? g->frozen : 0;
+}
+
+void ckpt__graph_set_frozen(ckpt_graph *g, int frozen)
+{
+    g->frozen = frozen ? 1 : 0;
+}

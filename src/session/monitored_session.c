@@ -1,0 +1,355 @@
+/* session/monitored_session.c - building and freeing a monitored session:
+ * options, hook copies, every hook's begin in order, freezing the graph,
+ * the first session creation (in the recoverable flavour with bounded
+ * retries), and the small accessors. The run cycle is in run_cycle.c,
+ * creation/recovery in session_create.c and close in session_close.c. */
+#include "session_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_MAX_RECOVERY_ATTEMPTS 10
+#define DEFAULT_RECOVERY_BACKOFF_S 0.1
+#define DEFAULT_STOP_GRACE_PERIOD_S 120.0
+
+int ckpt_session_options_init(ckpt_session_options *opts, unsigned int version)
+{
+    static const ckpt_session_options defaults = CKPT_SESSION_OPTIONS_INIT;
+    if (!opts)
+        return ckpt__error(CKPT_EINVAL, "session_options_init: NULL");
+    if (version != CKPT_SESSION_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "session options: version %u is not supported",
+                           version);
+    *opts = defaults;
+    return 0;
+}
+
+int ckpt_is_clean_end(int code)
+{
+    return code == CKPT_EOUT_OF_RANGE || code == CKPT_ESTOPITER;
+}
+
+int ckpt_is_recoverable(int code)
+{
+    return code == CKPT_EABORTED || code == CKPT_EUNAVAILABLE;
+}
+
+void ckpt__ms_log(const ckpt_monitored_session *ms, int level, const char *fmt,
+                  ...)
+{
+    char line[1024];
+    va_list ap;
+    if (!ms->log || level < ms->log_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    ms->log(level, line, ms->log_payload);
+}
+
+int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms)
+{
+    return ms->graph->global_step ? *ms->graph->global_step : -1;
+}
+
+static void destroy_hooks(const ckpt_hook *hooks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hooks[i].destroy)
+            hooks[i].destroy(hooks[i].payload);
+}
+
+static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
+                      const ckpt_session_options *opts)
+{
+    if (!graph)
+        return ckpt__error(CKPT_EINVAL, "monitored_session_new: no graph");
+    if (n > 0 && !hooks)
+        return ckpt__error(CKPT_EINVAL,
+                           "monitored_session_new: %zu hooks but no array", n);
+    for (size_t i = 0; i < n; i++)
+        if (hooks[i].version != CKPT_HOOK_VERSION)
+            return ckpt__error(
+                CKPT_EVERSION, "hook %zu ('%s'): version %d is not supported",
+                i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
+    if (opts && opts->version != CKPT_SESSION_OPTIONS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "session options: version %u is not supported",
+                           opts->version);
+    return 0;
+}
+
+/* Copy the options, resolving 0 to each field's default. */
+static int copy_options(ckpt_monitored_session *ms,
+                        const ckpt_session_options *o)
+{
+    ckpt_session_options defaults = CKPT_SESSION_OPTIONS_INIT;
+    static const ckpt_saver_options saver_defaults = CKPT_SAVER_OPTIONS_INIT;
+    if (!o)
+        o = &defaults;
+    ms->clock = o->clock;
+    ms->fs = ckpt_fs_or_default(o->fs);
+    ms->scaffold = o->scaffold;
+    ms->recoverable = o->recoverable ? 1 : 0;
+    ms->max_recovery_attempts = o->max_recovery_attempts
+                                    ? o->max_recovery_attempts
+                                    : DEFAULT_MAX_RECOVERY_ATTEMPTS;
+    ms->recovery_backoff_s = o->recovery_backoff_s != 0.0
+                                 ? o->recovery_backoff_s
+                                 : DEFAULT_RECOVERY_BACKOFF_S;
+    ms->not_chief = o->not_chief ? 1 : 0;
+    ms->stop_grace_period_s = o->stop_grace_period_s > 0
+                                  ? o->stop_grace_period_s
+                                  : DEFAULT_STOP_GRACE_PERIOD_S;
+    ms->log = o->log;
+    ms->log_payload = o->log_payload;
+    ms->log_level = o->log_level;
+    ms->saver_opts = o->saver_options ? *o->saver_options : saver_defaults;
+    if (!ms->saver_opts.fs)
+        ms->saver_opts.fs = o->fs;
+    if (!ms->saver_opts.clock)
+        ms->saver_opts.clock = o->clock;
+    if (!ms->saver_opts.log) {
+        ms->saver_opts.log = o->log;
+        ms->saver_opts.log_payload = o->log_payload;
+        ms->saver_opts.log_level = o->log_level;
+    }
+    if (o->checkpoint_dir) {
+        ms->checkpoint_dir = ckpt__strdup(o->checkpoint_dir);
+        if (!ms->checkpoint_dir)
+            return ckpt__error_oom();
+    }
+    if (o->restore_from) {
+        ms->restore_from = ckpt__strdup(o->restore_from);
+        if (!ms->restore_from)
+            return ckpt__error_oom();
+    }
+    return 0;
+}
+
+static int alloc_session(ckpt_monitored_session **out, ckpt_graph *graph,
+                         const ckpt_hook *hooks, size_t n,
+                         const ckpt_session_options *opts)
+{
+    ckpt_monitored_session *ms = ckpt__calloc(1, sizeof(*ms));
+    int err;
+    *out = NULL;
+    if (!ms)
+        return ckpt__error_oom();
+    ms->graph = graph;
+    ms->graph_was_frozen = graph->frozen;
+    ms->sess.ms = ms;
+    ms->sess.graph = graph;
+    ckpt__step_context_init(&ms->sc, &ms->sess);
+    ms->ctx.session = &ms->sess;
+    *out = ms;
+    if (n > 0) {
+        ms->hooks = ckpt__calloc(n, sizeof(*ms->hooks));
+        ms->hook_args = ckpt__calloc(n, sizeof(*ms->hook_args));
+        if (!ms->hooks || !ms->hook_args)
+            return ckpt__error_oom();
+        memcpy(ms->hooks, hooks, n * sizeof(*hooks));
+        ms->num_hooks = n;
+    }
+    err = copy_options(ms, opts);
+    if (err < 0)
+        return err;
+    return ckpt_coordinator_new(&ms->sess.coord, ms->clock);
+}
+
+/* Open the scaffold's saver over every graph variable when none was given:
+ * on checkpoint_dir, else on the directory of restore_from. */
+static int open_scaffold_saver(ckpt_monitored_session *ms)
+{
+    ckpt_buf dir = CKPT_BUF_INIT;
+    ckpt_saver *s = NULL;
+    int err = 0;
+    if (ms->scaffold.saver) {
+        ms->sess.saver = ms->scaffold.saver;
+        return 0;
+    }
+    if (ms->not_chief || ms->graph->num_vars == 0 ||
+        (!ms->checkpoint_dir && !ms->restore_from))
+        return 0;
+    if (ms->checkpoint_dir)
+        err = ckpt__buf_set(&dir, ms->checkpoint_dir);
+    else
+        err = ckpt__path_dirname(&dir, ms->restore_from);
+    if (err < 0)
+        goto done;
+    err = ckpt_saver_open(&s, dir.ptr, &ms->saver_opts);
+    if (err == CKPT_ENOTFOUND && !ms->restore_from) {
+        ckpt__ms_log(ms, CKPT_LOG_INFO,
+                     "checkpoint directory %s does not exist: nothing to "
+                     "restore",
+                     dir.ptr);
+        ckpt_error_clear();
+        err = 0;
+        goto done;
+    }
+    if (err < 0)
+        goto done;
+    for (size_t i = 0; i < ms->graph->num_vars && err == 0; i++)
+        err = ckpt_saver_add_var(s, &ms->graph->vars[i]);
+    if (err < 0)
+        goto done;
+    ms->owned_saver = s;
+    ms->sess.saver = s;
+    s = NULL;
+done:
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&dir);
+    return err;
+}
+
+static int call_begins(ckpt_monitored_session *ms)
+{
+    for (size_t i = 0; i < ms->num_hooks; i++) {
+        const ckpt_hook *h = &ms->hooks[i];
+        if (h->begin) {
+            int err;
+            ckpt_error_clear();
+            err = h->begin(ms->graph, h->payload);
+            if (err != 0)
+                return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                          "hook '%s' begin",
+                                          h->name ? h->name : "unnamed");
+        }
+        ms->num_began = i + 1;
+    }
+    return 0;
+}
+
+/* The first creation; the recoverable flavour retries recoverable errors
+ * (bounded, with back-off) where TF retries forever. */
+static int first_creation(ckpt_monitored_session *ms)
+{
+    int attempts = 0;
+    int err = ckpt__ms_create_session(ms);
+    if (err < 0 && ckpt__ms_should_recover(ms, err))
+        err = ckpt__ms_recover(ms, err, &attempts);
+    return err;
+}
+
+/* Undo a failed creation: on_abort for hooks that began, then free. */
+static void abandon(ckpt_monitored_session *ms, int err)
+{
+    char message[1024];
+    snprintf(message, sizeof(message), "%s", ckpt_error_last()->message);
+    for (size_t i = 0; i < ms->num_began; i++)
+        if (ms->hooks[i].on_abort)
+            ms->hooks[i].on_abort(err, ms->hooks[i].payload);
+    ckpt__ms_drop_session(ms);
+    ms->closed = 1;
+    ckpt_monitored_session_free(ms);
+    ckpt__error(err, "%s", message);
+}
+
+int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                               const ckpt_hook *hooks, size_t num_hooks,
+                               const ckpt_session_options *opts)
+{
+    ckpt_monitored_session *ms = NULL;
+    int err;
+    if (out)
+        *out = NULL;
+    err = out ? check_args(graph, hooks, num_hooks, opts)
+              : ckpt__error(CKPT_EINVAL, "monitored_session_new: out is NULL");
+    if (err < 0) {
+        destroy_hooks(hooks, num_hooks);
+        return err;
+    }
+    err = alloc_session(&ms, graph, hooks, num_hooks, opts);
+    if (err < 0) {
+        /* Hooks not copied yet are destroyed here, copies by free. */
+        if (!ms || ms->num_hooks != num_hooks)
+            destroy_hooks(hooks, num_hooks);
+        if (ms)
+            ms->closed = 1;
+        ckpt_monitored_session_free(ms);
+        return err;
+    }
+    err = call_begins(ms);
+    if (err == 0) {
+        ckpt__graph_set_frozen(graph, 1);
+        err = open_scaffold_saver(ms);
+    }
+    if (err == 0)
+        err = first_creation(ms);
+    if (err < 0) {
+        abandon(ms, err);
+        return err;
+    }
+    *out = ms;
+    return 0;
+}
+
+void ckpt_monitored_session_free(ckpt_monitored_session *ms)
+{
+    if (!ms)
+        return;
+    if (!ms->closed) {
+        ckpt_monitored_session_close(ms, CKPT_ECANCELED);
+        ckpt_error_clear();
+    }
+    if (ms->stop_source_detach)
+        ms->stop_source_detach();
+    destroy_hooks(ms->hooks, ms->num_hooks);
+    if (!ms->graph_was_frozen)
+        ckpt__graph_set_frozen(ms->graph, 0);
+    ckpt_saver_free(ms->owned_saver);
+    ckpt_coordinator_free(ms->sess.coord);
+    ckpt__step_context_dispose(&ms->sc);
+    ckpt__free(ms->hooks);
+    ckpt__free(ms->hook_args);
+    ckpt__free(ms->values);
+    ckpt__free(ms->checkpoint_dir);
+    ckpt__free(ms->restore_from);
+    ckpt__free(ms);
+}
+
+ckpt_session *ckpt_monitored_session_session(ckpt_monitored_session *ms)
+{
+    return ms ? &ms->sess : NULL;
+}
+
+size_t ckpt_monitored_session_num_hooks(const ckpt_monitored_session *ms)
+{
+    return ms ? ms->num_hooks : 0;
+}
+
+const ckpt_hook *ckpt_monitored_session_hook(const ckpt_monitored_session *ms,
+                                             size_t i)
+{
+    if (!ms || i >= ms->num_hooks)
+        return NULL;
+    return &ms->hooks[i];
+}
+
+uint64_t ckpt_monitored_session_recoveries(const ckpt_monitored_session *ms)
+{
+    return ms ? ms->recoveries : 0;
+}
+
+void ckpt__ms_set_stop_source(ckpt_monitored_session *ms,
+                              const atomic_int *flag, void (*detach)(void))
+{
+    ms->stop_source = flag;
+    ms->stop_source_detach = flag ? detach : NULL;
+}
+
+void ckpt__ms_poll_stop_source(ckpt_monitored_session *ms)
+{
+    int sig;
+    if (!ms->stop_source)
+        return;
+    sig = atomic_load(ms->stop_source);
+    if (sig != 0 && !ms->stop) {
+        ckpt__ms_log(ms, CKPT_LOG_WARN,
+                     "signal %d received: stopping at the step boundary "
+                     "(global step %lld)",
+                     sig, (long long)ckpt__ms_global_step(ms));
+        ms->stop = 1;
+    }
+}

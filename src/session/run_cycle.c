@@ -1,0 +1,375 @@
+/* session/run_cycle.c - one step through the hooks (TF's hooked session run,
+ * B16-B25): every before_run in order (feeds merged, conflicts rejected,
+ * options merged), the step, the fetches resolved, every after_run in order,
+ * then the stop flag. Both ways to drive a step share it: a step callback
+ * (ckpt_monitored_session_run) and a bracket around an inline step
+ * (ckpt_monitored_session_before_run / _after_run). Also should_stop. */
+#include "session_internal.h"
+
+#include <string.h>
+
+static const char *hook_name(const ckpt_hook *h)
+{
+    return h->name ? h->name : "unnamed";
+}
+
+static int check_can_run(const ckpt_monitored_session *ms)
+{
+    if (ms->closed)
+        return ckpt__error(CKPT_ESTATE, "monitored session: run after close");
+    if (ms->in_step)
+        return ckpt__error(CKPT_ESTATE,
+                           "monitored session: a step is in progress "
+                           "(before_run without after_run)");
+    if (ms->stop)
+        return ckpt__error(CKPT_ESTATE,
+                           "monitored session: run attempted after a stop "
+                           "request");
+    return 0;
+}
+
+static int check_args(const ckpt_run_args *a, const char *who)
+{
+    if ((a->num_fetches > 0 && !a->fetches) || (a->num_feeds > 0 && !a->feeds))
+        return ckpt__error(CKPT_EINVAL, "%s: run args: counts without arrays",
+                           who);
+    for (size_t i = 0; i < a->num_fetches; i++)
+        if (!a->fetches[i])
+            return ckpt__error(CKPT_EINVAL, "%s: fetch %zu has no name", who,
+                               i);
+    for (size_t i = 0; i < a->num_feeds; i++)
+        if (!a->feeds[i].name)
+            return ckpt__error(CKPT_EINVAL, "%s: feed %zu has no name", who, i);
+    return 0;
+}
+
+/* B19: numeric fields take the maximum, boolean fields are OR-ed. */
+static void merge_options(ckpt_run_options *into, const ckpt_run_options *o)
+{
+    if (o->trace_level > into->trace_level)
+        into->trace_level = o->trace_level;
+    if (o->timeout_ms > into->timeout_ms)
+        into->timeout_ms = o->timeout_ms;
+    if (o->inter_op_thread_pool > into->inter_op_thread_pool)
+        into->inter_op_thread_pool = o->inter_op_thread_pool;
+    into->output_partition_graphs =
+        into->output_partition_graphs || o->output_partition_graphs;
+    into->report_tensor_allocations =
+        into->report_tensor_allocations || o->report_tensor_allocations;
+}
+
+/* Index of the hook before `upto` that feeds `name`, or upto. */
+static size_t feeding_hook(const ckpt_monitored_session *ms, size_t upto,
+                           const char *name)
+{
+    for (size_t i = 0; i < upto; i++)
+        for (size_t j = 0; j < ms->hook_args[i].num_feeds; j++)
+            if (strcmp(ms->hook_args[i].feeds[j].name, name) == 0)
+                return i;
+    return upto;
+}
+
+/* Add hook i's feeds; the same input fed twice by hooks is rejected as soon
+ * as the second hook returns (B18). */
+static int add_hook_feeds(ckpt_monitored_session *ms, size_t i)
+{
+    const ckpt_run_args *a = &ms->hook_args[i];
+    for (size_t j = 0; j < a->num_feeds; j++) {
+        const ckpt_feed *f = &a->feeds[j];
+        int err;
+        if (ckpt__step_context_find_feed(&ms->sc, f->name))
+            return ckpt__error(
+                CKPT_EINVAL, "feed '%s' is fed by hooks '%s' and '%s'", f->name,
+                hook_name(&ms->hooks[feeding_hook(ms, i + 1, f->name)]),
+                hook_name(&ms->hooks[i]));
+        err = ckpt__step_context_add_feed(&ms->sc, f);
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* After every before_run: the caller's feeds must not collide (B18). */
+static int add_caller_feeds(ckpt_monitored_session *ms)
+{
+    const ckpt_run_args *a = &ms->caller_args;
+    for (size_t j = 0; j < a->num_feeds; j++) {
+        const ckpt_feed *f = &a->feeds[j];
+        size_t h = feeding_hook(ms, ms->num_hooks, f->name);
+        int err;
+        if (h < ms->num_hooks)
+            return ckpt__error(CKPT_EINVAL,
+                               "feed '%s' is fed by the caller and by hook "
+                               "'%s'",
+                               f->name, hook_name(&ms->hooks[h]));
+        if (ckpt__step_context_find_feed(&ms->sc, f->name))
+            return ckpt__error(CKPT_EINVAL,
+                               "feed '%s' is fed twice by the caller", f->name);
+        err = ckpt__step_context_add_feed(&ms->sc, f);
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+static int call_before_runs(ckpt_monitored_session *ms)
+{
+    for (size_t i = 0; i < ms->num_hooks; i++) {
+        const ckpt_hook *h = &ms->hooks[i];
+        int err;
+        if (!h->before_run)
+            continue;
+        ckpt_error_clear();
+        err = h->before_run(&ms->ctx, &ms->hook_args[i], h->payload);
+        if (err != 0)
+            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                      "hook '%s' before_run", hook_name(h));
+        err = check_args(&ms->hook_args[i], hook_name(h));
+        if (err == 0)
+            err = add_hook_feeds(ms, i);
+        if (err < 0)
+            return err;
+        merge_options(&ms->sc.options, &ms->hook_args[i].options);
+    }
+    return 0;
+}
+
+/* Everything before the step; on success the step is in progress. */
+static int begin_step(ckpt_monitored_session *ms, const ckpt_run_args *args)
+{
+    int err = check_can_run(ms);
+    if (err < 0)
+        return err;
+    if (!ms->live) {
+        err = ckpt__ms_create_session(ms);
+        if (err < 0)
+            return err;
+    }
+    err = ckpt_coordinator_recorded_error(ms->sess.coord);
+    if (err < 0)
+        return err; /* B35: a background error, message already set */
+    memset(&ms->caller_args, 0, sizeof(ms->caller_args));
+    if (args) {
+        err = check_args(args, "run");
+        if (err < 0)
+            return err;
+        ms->caller_args = *args;
+    }
+    ckpt__step_context_reset(&ms->sc);
+    ms->ctx.session = &ms->sess;
+    ms->ctx.original = &ms->caller_args;
+    ms->ctx.stop_requested = 0;
+    ms->sc.options = ms->caller_args.options;
+    if (ms->num_hooks)
+        memset(ms->hook_args, 0, ms->num_hooks * sizeof(*ms->hook_args));
+    err = call_before_runs(ms);
+    if (err == 0)
+        err = add_caller_feeds(ms);
+    if (err < 0)
+        return err;
+    ms->step_before = ckpt__ms_global_step(ms);
+    ms->in_step = 1;
+    return 0;
+}
+
+static int resolve_fetches(ckpt_monitored_session *ms, const ckpt_run_args *a,
+                           ckpt_value *out, const char *who)
+{
+    for (size_t i = 0; i < a->num_fetches; i++) {
+        int err = ckpt__step_context_resolve(&ms->sc, ms->graph, a->fetches[i],
+                                             &out[i]);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s", who);
+    }
+    return 0;
+}
+
+/* Resolve the caller's fetches, then each hook's, into ms->values. */
+static int resolve_all(ckpt_monitored_session *ms)
+{
+    size_t total = ms->caller_args.num_fetches;
+    size_t at;
+    int err;
+    for (size_t i = 0; i < ms->num_hooks; i++)
+        total += ms->hook_args[i].num_fetches;
+    if (total > ms->cap_values) {
+        ckpt_value *v = ckpt__realloc(ms->values, total * sizeof(*v));
+        if (!v)
+            return ckpt__error_oom();
+        ms->values = v;
+        ms->cap_values = total;
+    }
+    err = resolve_fetches(ms, &ms->caller_args, ms->values, "run");
+    at = ms->caller_args.num_fetches;
+    for (size_t i = 0; i < ms->num_hooks && err == 0; i++) {
+        err = resolve_fetches(ms, &ms->hook_args[i], ms->values + at,
+                              hook_name(&ms->hooks[i]));
+        at += ms->hook_args[i].num_fetches;
+    }
+    return err;
+}
+
+static void fill_values(const ckpt_monitored_session *ms, ckpt_run_values *v,
+                        const ckpt_value *results, size_t n)
+{
+    v->results = n ? results : NULL;
+    v->num_results = n;
+    v->options = ms->sc.options;
+    v->step_before = ms->step_before;
+    v->step_after = ms->step_after;
+}
+
+static int call_after_runs(ckpt_monitored_session *ms)
+{
+    size_t at = ms->caller_args.num_fetches;
+    for (size_t i = 0; i < ms->num_hooks; i++) {
+        const ckpt_hook *h = &ms->hooks[i];
+        size_t n = ms->hook_args[i].num_fetches;
+        ckpt_run_values v;
+        int err;
+        fill_values(ms, &v, ms->values + at, n);
+        at += n;
+        if (!h->after_run)
+            continue;
+        ckpt_error_clear();
+        err = h->after_run(&ms->ctx, &v, h->payload);
+        if (err != 0)
+            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                      "hook '%s' after_run", hook_name(h));
+    }
+    return 0;
+}
+
+/* Everything after the step, which returned `status`. */
+static int end_step(ckpt_monitored_session *ms, int status,
+                    ckpt_run_values *values_out)
+{
+    int err;
+    ms->in_step = 0;
+    if (status != 0) {
+        /* B23: no after_run. A background recoverable error recorded in
+         * the coordinator is the root cause of a non-recoverable failure. */
+        int rec = ckpt_is_recoverable(status)
+                      ? 0
+                      : ckpt_coordinator_recorded_error(ms->sess.coord);
+        return ckpt_is_recoverable(rec) ? rec : status;
+    }
+    ms->step_after = ckpt__ms_global_step(ms);
+    err = resolve_all(ms);
+    if (err == 0)
+        err = call_after_runs(ms);
+    if (err < 0)
+        return err; /* B25: the stop flag is not updated */
+    if (ms->ctx.stop_requested || ms->sc.stop_requested)
+        ms->stop = 1;
+    ckpt__ms_poll_stop_source(ms);
+    if (values_out)
+        fill_values(ms, values_out, ms->values, ms->caller_args.num_fetches);
+    if (ms->sc.stop_requested)
+        return ckpt__error(CKPT_ESTOPITER,
+                           "the step requested a stop at global step %lld",
+                           (long long)ms->step_after);
+    return 0;
+}
+
+int ckpt_monitored_session_run(ckpt_monitored_session *ms,
+                               const ckpt_run_args *args, ckpt_step_fn step,
+                               void *payload, ckpt_run_values *values_out)
+{
+    int attempts = 0;
+    if (!ms || !step)
+        return ckpt__error(CKPT_EINVAL, "monitored_session_run: NULL argument");
+    for (;;) {
+        int err = begin_step(ms, args);
+        if (err == 0) {
+            ckpt_error_clear();
+            err = step(&ms->sc, payload);
+            if (err > 0)
+                err = ckpt__error(CKPT_EUSER, "step returned %d", err);
+            err = end_step(ms, err, values_out);
+        }
+        if (!ckpt__ms_should_recover(ms, err))
+            return err;
+        /* B31: re-create from the latest checkpoint and run the step
+         * again, with every hook's before_run. */
+        err = ckpt__ms_recover(ms, err, &attempts);
+        if (err < 0)
+            return err;
+    }
+}
+
+int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
+                                      const ckpt_run_args *args,
+                                      ckpt_step_context **sc_out)
+{
+    int attempts = 0;
+    if (sc_out)
+        *sc_out = NULL;
+    if (!ms || !sc_out)
+        return ckpt__error(CKPT_EINVAL,
+                           "monitored_session_before_run: NULL argument");
+    for (;;) {
+        int err = begin_step(ms, args);
+        if (err == 0) {
+            *sc_out = &ms->sc;
+            return 0;
+        }
+        if (!ckpt__ms_should_recover(ms, err))
+            return err;
+        err = ckpt__ms_recover(ms, err, &attempts);
+        if (err < 0)
+            return err;
+    }
+}
+
+int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
+                                     int step_status,
+                                     ckpt_run_values *values_out)
+{
+    int attempts = 0;
+    int err;
+    if (!ms)
+        return ckpt__error(CKPT_EINVAL, "monitored_session_after_run: NULL");
+    if (!ms->in_step)
+        return ckpt__error(CKPT_ESTATE,
+                           "monitored session: after_run without before_run");
+    if (step_status > 0)
+        step_status = ckpt__error(CKPT_EUSER, "step returned %d", step_status);
+    err = end_step(ms, step_status, values_out);
+    if (!ckpt__ms_should_recover(ms, err))
+        return err;
+    /* The inline step cannot be re-run from here: the session is restored
+     * and the caller's next iteration repeats the step. */
+    err = ckpt__ms_recover(ms, err, &attempts);
+    if (err == 0 && values_out) {
+        memset(values_out, 0, sizeof(*values_out));
+        values_out->step_before = ckpt__ms_global_step(ms);
+        values_out->step_after = values_out->step_before;
+    }
+    return err;
+}
+
+int ckpt_monitored_session_should_stop(ckpt_monitored_session *ms,
+                                       int *status_out)
+{
+    int err;
+    if (status_out)
+        *status_out = 0;
+    if (!ms || ms->closed)
+        return 1;
+    ckpt__ms_poll_stop_source(ms);
+    if (!ms->live)
+        return 1;
+    err = ckpt_coordinator_recorded_error(ms->sess.coord);
+    if (err < 0 && ckpt__ms_should_recover(ms, err)) {
+        int attempts = 0;
+        err = ckpt__ms_recover(ms, err, &attempts);
+    }
+    if (err < 0) {
+        /* F14: the error is reported, not swallowed into "stop". */
+        if (status_out)
+            *status_out = err;
+        return 1;
+    }
+    return ms->stop || ckpt_coordinator_should_stop(ms->sess.coord);
+}

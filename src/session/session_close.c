@@ -1,0 +1,101 @@
+/* session/session_close.c - closing a monitored session with the loop's
+ * terminating status (B26-B30, F5): OK or a clean end runs every hook's
+ * end in order while the session is still usable; any other status runs
+ * on_abort instead; then the coordinator is stopped and joined within the
+ * grace period, the scaffold saver is closed and the graph unfrozen. */
+#include "session_internal.h"
+
+#include <stdio.h>
+
+static int call_ends(ckpt_monitored_session *ms)
+{
+    for (size_t i = 0; i < ms->num_hooks; i++) {
+        const ckpt_hook *h = &ms->hooks[i];
+        int err;
+        if (!h->end)
+            continue;
+        ckpt_error_clear();
+        err = h->end(&ms->sess, h->payload);
+        if (err != 0) /* B29: later hooks' end are skipped */
+            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                      "hook '%s' end",
+                                      h->name ? h->name : "unnamed");
+    }
+    return 0;
+}
+
+static void call_on_aborts(ckpt_monitored_session *ms, int status)
+{
+    for (size_t i = 0; i < ms->num_hooks; i++)
+        if (ms->hooks[i].on_abort)
+            ms->hooks[i].on_abort(status, ms->hooks[i].payload);
+}
+
+/* Stop and join the coordinator, close the scaffold saver. @return the
+ * coordinator's recorded error, else the saver's, else 0 */
+static int close_session(ckpt_monitored_session *ms)
+{
+    int err;
+    int saver_err = 0;
+    ms->live = 0;
+    ckpt_coordinator_request_stop(ms->sess.coord, 0, NULL);
+    err = ckpt_coordinator_join(ms->sess.coord, ms->stop_grace_period_s, 1);
+    if (err < 0)
+        return err;
+    if (ms->owned_saver)
+        saver_err = ckpt_saver_close(ms->owned_saver, ms->stop_grace_period_s);
+    return saver_err;
+}
+
+/* Copy of the calling thread's last error, to survive cleanup calls. */
+typedef struct saved_error {
+    int code;
+    char message[1024];
+} saved_error;
+
+static void save_error(saved_error *e)
+{
+    const ckpt_error *last = ckpt_error_last();
+    e->code = last->code;
+    snprintf(e->message, sizeof(e->message), "%s", last->message);
+}
+
+int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
+{
+    saved_error saved;
+    int result;
+    if (!ms)
+        return ckpt__error(CKPT_EINVAL, "monitored_session_close: NULL");
+    if (ms->closed) /* B30 */
+        return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
+    ms->closed = 1;
+    ms->in_step = 0;
+    if (status > 0)
+        status = CKPT_ERROR;
+    if (status == 0 || ckpt_is_clean_end(status)) {
+        result = call_ends(ms); /* B26, B27 */
+    } else {
+        save_error(&saved);
+        call_on_aborts(ms, status); /* B28 */
+        result = status;
+        if (saved.code == status)
+            ckpt__error(status, "%s", saved.message);
+        else
+            ckpt__error(status, "monitored session closed with %s",
+                        ckpt_error_name(status));
+    }
+    if (result < 0) {
+        save_error(&saved);
+        close_session(ms);
+        ckpt__error(result, "%s", saved.message);
+    } else {
+        result = close_session(ms);
+    }
+    if (!ms->graph_was_frozen)
+        ckpt__graph_set_frozen(ms->graph, 0);
+    ckpt__ms_log(ms, result < 0 ? CKPT_LOG_WARN : CKPT_LOG_INFO,
+                 "monitored session closed at global step %lld (%s)",
+                 (long long)ckpt__ms_global_step(ms),
+                 result < 0 ? ckpt_error_last()->message : "ok");
+    return result;
+}

@@ -1,0 +1,162 @@
+/* session/session_create.c - creating the session behind a monitored
+ * session (restore the latest checkpoint or run the scaffold's init_fn,
+ * reset the coordinator, every hook's after_create_session), dropping a
+ * broken one, and the recoverable flavour's bounded re-creation with
+ * back-off (TF retries forever; B31-B34). */
+#include "ckpt/state.h"
+#include "session_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <time.h>
+
+#define MAX_BACKOFF_S 60.0
+
+void ckpt__sleep_s(double seconds)
+{
+    struct timespec ts;
+    double whole;
+    if (!(seconds > 0))
+        return;
+    if (seconds > MAX_BACKOFF_S)
+        seconds = MAX_BACKOFF_S;
+    ts.tv_nsec = (long)(modf(seconds, &whole) * 1e9);
+    ts.tv_sec = (time_t)whole;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int restore_prefix(ckpt_monitored_session *ms, const char *prefix)
+{
+    int err;
+    if (!ms->sess.saver)
+        return ckpt__error(CKPT_ESTATE,
+                           "session: no saver to restore '%s' with", prefix);
+    err = ckpt_saver_restore(ms->sess.saver, prefix);
+    if (err < 0)
+        return ckpt__error_prefix(err, "session: restoring %s", prefix);
+    ckpt__ms_log(ms, CKPT_LOG_INFO, "restored checkpoint %s (global step %lld)",
+                 prefix, (long long)ckpt__ms_global_step(ms));
+    return 1;
+}
+
+/* Restore the newest checkpoint of checkpoint_dir. @return 1 when one was
+ * restored, 0 when there is none, or an error */
+static int restore_latest(ckpt_monitored_session *ms)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!ms->checkpoint_dir || !ms->sess.saver)
+        return 0;
+    err = ckpt_latest_checkpoint(&prefix, ms->fs, ms->checkpoint_dir);
+    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
+        if (err == CKPT_ECORRUPT)
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "%s: unreadable state file (%s): initialising",
+                         ms->checkpoint_dir, ckpt_error_last()->message);
+        ckpt_error_clear();
+        err = 0;
+    } else if (err == 0) {
+        err = restore_prefix(ms, prefix.ptr);
+    }
+    ckpt_buf_dispose(&prefix);
+    return err;
+}
+
+/* TF's session manager "prepare": restore (explicit prefix, else newest
+ * checkpoint), else initialise. A non-chief does neither. */
+static int restore_or_init(ckpt_monitored_session *ms)
+{
+    int err;
+    if (ms->not_chief)
+        return 0;
+    if (ms->restore_from)
+        err = restore_prefix(ms, ms->restore_from);
+    else
+        err = restore_latest(ms);
+    if (err != 0)
+        return err < 0 ? err : 0;
+    if (ms->scaffold.init_fn) {
+        ckpt_error_clear();
+        err = ms->scaffold.init_fn(&ms->sess, ms->scaffold.init_payload);
+        if (err != 0)
+            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                      "scaffold init_fn");
+    }
+    return 0;
+}
+
+int ckpt__ms_create_session(ckpt_monitored_session *ms)
+{
+    int err = restore_or_init(ms);
+    if (err < 0)
+        return err;
+    /* One coordinator serves every (re)creation, so a pointer a hook kept
+     * stays valid; clearing it is TF's "new coordinator". */
+    ckpt_coordinator_clear_stop(ms->sess.coord);
+    for (size_t i = 0; i < ms->num_hooks; i++) {
+        const ckpt_hook *h = &ms->hooks[i];
+        if (!h->after_create_session)
+            continue;
+        ckpt_error_clear();
+        err = h->after_create_session(&ms->sess, ms->sess.coord, h->payload);
+        if (err != 0)
+            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                      "hook '%s' after_create_session",
+                                      h->name ? h->name : "unnamed");
+    }
+    ms->live = 1;
+    return 0;
+}
+
+void ckpt__ms_drop_session(ckpt_monitored_session *ms)
+{
+    int err;
+    ms->live = 0;
+    ms->in_step = 0;
+    ckpt_coordinator_request_stop(ms->sess.coord, 0, NULL);
+    err = ckpt_coordinator_join(ms->sess.coord, ms->stop_grace_period_s, 1);
+    if (err < 0)
+        ckpt__ms_log(ms, CKPT_LOG_WARN, "closing the session: %s",
+                     ckpt_error_last()->message);
+    if (ms->owned_saver) {
+        err = ckpt_saver_wait(ms->owned_saver, 0, ms->stop_grace_period_s);
+        if (err < 0)
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "closing the session: scaffold saver: %s",
+                         ckpt_error_last()->message);
+    }
+    ckpt_error_clear();
+}
+
+int ckpt__ms_should_recover(const ckpt_monitored_session *ms, int err)
+{
+    return ms->recoverable && ckpt_is_recoverable(err);
+}
+
+int ckpt__ms_recover(ckpt_monitored_session *ms, int err, int *attempts)
+{
+    double backoff = ms->recovery_backoff_s;
+    for (int k = 1; k < *attempts + 1 && backoff < MAX_BACKOFF_S; k++)
+        backoff *= 2;
+    while (ckpt__ms_should_recover(ms, err)) {
+        if (ms->max_recovery_attempts >= 0 &&
+            *attempts >= ms->max_recovery_attempts)
+            return ckpt__error_prefix(err,
+                                      "session not re-created after %d "
+                                      "attempt(s)",
+                                      *attempts);
+        (*attempts)++;
+        ckpt__ms_log(ms, CKPT_LOG_INFO,
+                     "%s: re-creating the session from the latest checkpoint "
+                     "(attempt %d)",
+                     ckpt_error_last()->message, *attempts);
+        ckpt__ms_drop_session(ms);
+        ckpt__sleep_s(backoff);
+        if (backoff < MAX_BACKOFF_S)
+            backoff *= 2;
+        ms->recoveries++;
+        err = ckpt__ms_create_session(ms);
+    }
+    return err;
+}

@@ -1,0 +1,160 @@
+/* session/session_internal.h - the layout of the session layer's objects
+ * (graph, raw session, run and step contexts, monitored session) and the
+ * functions its files share. Not installed; the hooks layer may include it
+ * for the few internal entry points marked below. */
+#ifndef CKPT_SESSION_INTERNAL_H
+#define CKPT_SESSION_INTERNAL_H
+
+#include "ckpt/session.h"
+#include "common/internal.h"
+
+#include <stdatomic.h>
+
+/* ---- graph ----------------------------------------------------------------
+ */
+
+struct ckpt_graph {
+    ckpt_var *vars; /* names are owned copies */
+    size_t num_vars;
+    size_t cap_vars;
+    int64_t *global_step; /* borrowed storage, NULL when none */
+    int frozen;
+};
+
+/* Freeze (1) or unfreeze (0) the graph; the monitored session freezes it
+ * after the last hook's begin and unfreezes it at close. */
+void ckpt__graph_set_frozen(ckpt_graph *g, int frozen);
+
+/* ---- raw session, run context, step context ----------------------------- */
+
+struct ckpt_session {
+    ckpt_monitored_session *ms;
+    ckpt_graph *graph;
+    ckpt_coordinator *coord;
+    ckpt_saver *saver; /* the scaffold's saver, or NULL */
+};
+
+struct ckpt_run_context {
+    ckpt_session *session;
+    const ckpt_run_args *original;
+    int stop_requested;
+};
+
+/* A step output published with ckpt_step_context_publish (owned copy). */
+typedef struct ckpt__output {
+    char *name;
+    int dtype;
+    ckpt_shape shape;
+    void *data;
+    size_t size;
+} ckpt__output;
+
+struct ckpt_step_context {
+    ckpt_session *session;
+    ckpt_run_options options; /* merged options of the current step */
+    ckpt_feed *feeds;         /* merged feeds (borrowed members) */
+    size_t num_feeds;
+    size_t cap_feeds;
+    ckpt__output *outputs; /* kept until the next step starts */
+    size_t num_outputs;
+    size_t cap_outputs;
+    void **scratch; /* buffers of variables read through callbacks */
+    size_t num_scratch;
+    size_t cap_scratch;
+    int stop_requested;
+};
+
+void ckpt__step_context_init(ckpt_step_context *sc, ckpt_session *s);
+/* Forget feeds, outputs and scratch buffers before a new step. */
+void ckpt__step_context_reset(ckpt_step_context *sc);
+void ckpt__step_context_dispose(ckpt_step_context *sc);
+int ckpt__step_context_add_feed(ckpt_step_context *sc, const ckpt_feed *feed);
+/* The merged feed named `name`, or NULL. */
+const ckpt_feed *ckpt__step_context_find_feed(const ckpt_step_context *sc,
+                                              const char *name);
+/* Resolve a fetch: a step output published in the last step first, else
+ * the graph variable (read through its callback into a scratch buffer when
+ * it has no plain memory). @return 0, CKPT_ENOTFOUND, CKPT_EUSER */
+int ckpt__step_context_resolve(ckpt_step_context *sc, const ckpt_graph *g,
+                               const char *name, ckpt_value *out);
+
+/* ---- monitored session ----------------------------------------------------
+ */
+
+struct ckpt_monitored_session {
+    ckpt_graph *graph;
+    int graph_was_frozen;
+    ckpt_hook *hooks;
+    size_t num_hooks;
+    size_t num_began; /* hooks whose begin succeeded */
+
+    /* options (strings copied) */
+    const ckpt_clock *clock;
+    const ckpt_fs *fs;
+    char *checkpoint_dir;
+    char *restore_from;
+    ckpt_scaffold scaffold;
+    ckpt_saver_options saver_opts;
+    int recoverable;
+    int max_recovery_attempts; /* < 0: no limit */
+    double recovery_backoff_s; /* <= 0: none */
+    int not_chief;
+    double stop_grace_period_s;
+    ckpt_log_fn log;
+    void *log_payload;
+    int log_level;
+
+    ckpt_session sess;
+    ckpt_saver *owned_saver;
+    int live;   /* a session is created (restore/init + after_create) */
+    int stop;   /* the hooked layer's stop flag */
+    int closed; /* close was called */
+
+    /* the step in progress */
+    int in_step;
+    ckpt_run_context ctx;
+    ckpt_step_context sc;
+    ckpt_run_args caller_args;
+    ckpt_run_args *hook_args; /* one per hook, filled by before_run */
+    ckpt_value *values;       /* caller's fetches, then each hook's */
+    size_t cap_values;
+    int64_t step_before;
+    int64_t step_after;
+    uint64_t recoveries;
+
+    /* preemption (see hooks/preemption.c) */
+    const atomic_int *stop_source;
+    void (*stop_source_detach)(void);
+};
+
+/* Log through the session's callback when `level` is enabled. */
+void ckpt__ms_log(const ckpt_monitored_session *ms, int level, const char *fmt,
+                  ...) CKPT__PRINTF(3, 4);
+
+/* Restore the latest checkpoint (or run init_fn), reset the coordinator and
+ * call every hook's after_create_session. */
+int ckpt__ms_create_session(ckpt_monitored_session *ms);
+/* Stop and join the coordinator's threads and drain the scaffold saver:
+ * the session is no longer live. Errors are logged, not returned. */
+void ckpt__ms_drop_session(ckpt_monitored_session *ms);
+/* Recoverable flavour: after the recoverable error `err`, re-create the
+ * session with back-off until it succeeds (0) or `*attempts` reaches the
+ * limit or a non-recoverable error occurs (that error is returned). */
+int ckpt__ms_recover(ckpt_monitored_session *ms, int err, int *attempts);
+/* Whether `err` should be handled by re-creating the session. */
+int ckpt__ms_should_recover(const ckpt_monitored_session *ms, int err);
+/* Apply a pending stop request of the stop source (preemption). */
+void ckpt__ms_poll_stop_source(ckpt_monitored_session *ms);
+/* Value of the global step, or -1 when the graph has none. */
+int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms);
+
+/* For hooks/preemption.c: make `flag` (non-zero: stop) a stop source of
+ * `ms`, read at every step boundary and by should_stop; `detach` is called
+ * when the session is freed. NULL removes it. */
+void ckpt__ms_set_stop_source(ckpt_monitored_session *ms,
+                              const atomic_int *flag, void (*detach)(void));
+
+/* Sleep for `seconds` of real time (the recovery back-off). */
+void ckpt__sleep_s(double seconds);
+
+#endif

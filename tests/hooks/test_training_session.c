@@ -1,0 +1,287 @@
+/* tests/hooks/test_training_session.c - the MonitoredTrainingSession-style
+ * builder (spec 1.9, B40-B43): default frequencies, the rejected double
+ * frequency, disabled hooks, hook order on the chief and on a worker. */
+#include "session/session_test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+    char *dir;
+    model m;
+    fake_clock fc;
+    trace t;
+    rec_hook user, chief;
+    ckpt_hook user_hook, chief_hook;
+    log_sink sink; /* outlives the session, which logs when freed */
+    ckpt_monitored_session *ms;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = test_make_temp_dir();
+    model_init(&f->m);
+    fake_clock_init(&f->fc, 5000.0);
+    f->user_hook = rec_hook_make(&f->user, "user", &f->t);
+    f->chief_hook = rec_hook_make(&f->chief, "chief_only", &f->t);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session_free(f->ms);
+    model_free(&f->m);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static ckpt_training_session_options base_options(fixture *f)
+{
+    ckpt_training_session_options o;
+    assert_ckpt_ok(ckpt_training_session_options_init(
+        &o, CKPT_TRAINING_SESSION_OPTIONS_VERSION));
+    o.checkpoint_dir = f->dir;
+    o.hooks = &f->user_hook;
+    o.num_hooks = 1;
+    o.chief_only_hooks = &f->chief_hook;
+    o.num_chief_only_hooks = 1;
+    o.session.clock = &f->fc.clock;
+    return o;
+}
+
+/* The session's hook names joined by spaces. */
+static void hook_names(const ckpt_monitored_session *ms, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, "%s%s", i ? " " : "",
+                 ckpt_monitored_session_hook(ms, i)->name);
+    }
+}
+
+static const ckpt_hook *find_hook(const ckpt_monitored_session *ms,
+                                  const char *name)
+{
+    for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++)
+        if (strcmp(ckpt_monitored_session_hook(ms, i)->name, name) == 0)
+            return ckpt_monitored_session_hook(ms, i);
+    return NULL;
+}
+
+static int clocked_step(ckpt_step_context *sc, void *payload)
+{
+    fixture *f = payload;
+    f->fc.now += 100.0;
+    f->fc.wall += 100.0;
+    return model_step(sc, &f->m);
+}
+
+static void run_steps(fixture *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(f->ms, NULL, clocked_step, f, NULL));
+}
+
+static void test_b40_default_checkpoint_every_600_secs(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    ckpt_saver_metrics mt;
+    const ckpt_hook *ck;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    ck = find_hook(f->ms, "CheckpointSaverHook");
+    assert_non_null(ck);
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(ck, &mt));
+    assert_int_equal(mt.saves_completed, 1); /* initial save at step 0 */
+    run_steps(f, 5);                         /* t = +500 s */
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(ck, &mt));
+    assert_int_equal(mt.saves_completed, 1);
+    run_steps(f, 1); /* t = +600 s: step 6 saves */
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(ck, &mt));
+    assert_int_equal(mt.saves_completed, 2);
+    assert_int_equal(mt.last_saved_step, 6);
+    run_steps(f, 5);
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(ck, &mt));
+    assert_int_equal(mt.saves_completed, 2);
+}
+
+static void test_b40_default_step_counter_every_100_steps(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    o.session.log = log_sink_fn;
+    o.session.log_payload = &f->sink;
+    o.session.log_level = CKPT_LOG_INFO;
+    o.save_checkpoint_secs = -1; /* only the step counter */
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    assert_non_null(find_hook(f->ms, "StepCounterHook"));
+    run_steps(f, 100);
+    assert_int_equal(log_sink_find(&f->sink, "global_step/sec"), -1);
+    run_steps(f, 1); /* step 101 = 1 + 100 */
+    assert_true(log_sink_find(&f->sink, "global_step/sec: 0.01 (global step "
+                                        "101)") >= 0);
+}
+
+static void test_b41_both_checkpoint_frequencies_einval(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    o.save_checkpoint_secs = 60.0;
+    o.save_checkpoint_steps = 100;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL, "both save_checkpoint_secs");
+    assert_null(f->ms);
+    /* the hooks passed in were consumed */
+    assert_int_equal(f->user.n_destroy, 1);
+    assert_int_equal(f->chief.n_destroy, 1);
+    assert_int_equal(f->user.n_begin, 0);
+}
+
+static void test_b41_both_without_directory_no_hook(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char names[256];
+    o.checkpoint_dir = NULL;
+    o.save_checkpoint_secs = 60.0;
+    o.save_checkpoint_steps = 100;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "chief_only user");
+}
+
+static void test_b42_non_positive_frequencies_disable(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char names[256];
+    o.save_checkpoint_secs = -1;
+    o.log_step_count_steps = -1;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "chief_only user");
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+
+    f->user_hook = rec_hook_make(&f->user, "user", &f->t);
+    f->chief_hook = rec_hook_make(&f->chief, "chief_only", &f->t);
+    o = base_options(f);
+    o.save_checkpoint_steps = -5; /* secs becomes unset: nothing left */
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "chief_only StepCounterHook user");
+}
+
+static void test_b42_steps_only_checkpoints_by_steps(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    ckpt_saver_metrics mt;
+    o.save_checkpoint_secs = -1;
+    o.save_checkpoint_steps = 3;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    run_steps(f, 7);
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(
+        find_hook(f->ms, "CheckpointSaverHook"), &mt));
+    assert_int_equal(mt.saves_completed, 3); /* steps 0, 3, 6 */
+    assert_int_equal(mt.last_saved_step, 6);
+}
+
+static void test_b43_chief_hook_order(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char names[256];
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "chief_only StepCounterHook "
+                               "CheckpointSaverHook user");
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    /* the user hook's end runs after the checkpoint hook's (TF's chief
+     * order), the chief-only one before */
+    assert_string_equal(f->t.buf, "chief_only.begin user.begin "
+                                  "chief_only.create user.create "
+                                  "chief_only.end user.end ");
+}
+
+static void test_b43_async_mode_hook(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char names[256];
+    o.checkpoint_mode = CKPT_SAVE_ASYNC;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "chief_only StepCounterHook "
+                               "AsyncCheckpointSaverHook user");
+}
+
+static void test_b43_worker_only_user_hooks_no_restore(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char names[256];
+    ckpt_saver *s;
+    /* a checkpoint at step 9 exists */
+    f->m.step = 9;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    for (size_t i = 0; i < ckpt_graph_num_vars(f->m.graph); i++)
+        assert_ckpt_ok(ckpt_saver_add_var(s, ckpt_graph_var(f->m.graph, i)));
+    assert_ckpt_ok(ckpt_saver_save(s, 9, NULL));
+    ckpt_saver_free(s);
+    f->m.step = 0;
+    o.not_chief = 1;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    hook_names(f->ms, names, sizeof(names));
+    assert_string_equal(names, "user");
+    assert_int_equal(f->chief.n_destroy, 1);
+    assert_int_equal(f->chief.n_begin, 0);
+    assert_int_equal(f->m.step, 0); /* never restored */
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+
+    /* the chief restores it */
+    f->user_hook = rec_hook_make(&f->user, "user", &f->t);
+    f->chief_hook = rec_hook_make(&f->chief, "chief_only", &f->t);
+    o = base_options(f);
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    assert_int_equal(f->m.step, 9);
+}
+
+static void test_training_session_options_version(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    assert_ckpt_error(ckpt_training_session_options_init(&o, 5), CKPT_EVERSION,
+                      "version 5");
+    o.version = 5;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EVERSION, "version 5");
+    assert_int_equal(f->user.n_destroy, 1);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_b40_default_checkpoint_every_600_secs),
+        T(test_b40_default_step_counter_every_100_steps),
+        T(test_b41_both_checkpoint_frequencies_einval),
+        T(test_b41_both_without_directory_no_hook),
+        T(test_b42_non_positive_frequencies_disable),
+        T(test_b42_steps_only_checkpoints_by_steps),
+        T(test_b43_chief_hook_order),
+        T(test_b43_async_mode_hook),
+        T(test_b43_worker_only_user_hooks_no_restore),
+        T(test_training_session_options_version),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,118 @@
+/* tests/session/test_graph.c - the variable registry: registration checks,
+ * the global step, lookups, and the freeze after the hooks' begin. */
+#include "session_test_util.h"
+
+#include <string.h>
+
+static ckpt_var float_var(const char *name, float *data, int64_t n)
+{
+    ckpt_var v;
+    memset(&v, 0, sizeof(v));
+    v.name = name;
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = n;
+    v.data = data;
+    return v;
+}
+
+static void test_graph_add_and_find(void **state)
+{
+    ckpt_graph *g;
+    float a[3], b[2];
+    char name[8] = "a";
+    ckpt_var v = float_var(name, a, 3);
+    (void)state;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+    name[0] = 'z'; /* the name was copied */
+    v = float_var("b", b, 2);
+    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+    assert_int_equal(ckpt_graph_num_vars(g), 2);
+    assert_string_equal(ckpt_graph_var(g, 0)->name, "a");
+    assert_ptr_equal(ckpt_graph_var(g, 0)->data, a);
+    assert_string_equal(ckpt_graph_var(g, 1)->name, "b");
+    assert_null(ckpt_graph_var(g, 2));
+    assert_ptr_equal(ckpt_graph_find(g, "b")->data, b);
+    assert_null(ckpt_graph_find(g, "z"));
+    assert_null(ckpt_graph_global_step(g));
+    ckpt_graph_free(g);
+}
+
+static void test_graph_rejects_bad_vars(void **state)
+{
+    ckpt_graph *g;
+    float a[2];
+    ckpt_var v = float_var("a", a, 2);
+    (void)state;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EEXISTS, "'a'");
+    v.name = "";
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "without a name");
+    v = float_var("s", a, 2);
+    v.dtype = CKPT_DT_STRING;
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_ENOTSUP, "'s'");
+    v = float_var("neg", a, -1);
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "'neg'");
+    v = float_var("nodata", NULL, 2);
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "'nodata'");
+    assert_int_equal(ckpt_graph_num_vars(g), 1);
+    ckpt_graph_free(g);
+}
+
+static void test_graph_global_step(void **state)
+{
+    ckpt_graph *g;
+    int64_t step = 7, other = 0;
+    const ckpt_var *v;
+    (void)state;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &step));
+    assert_ptr_equal(ckpt_graph_global_step(g), &step);
+    v = ckpt_graph_find(g, "global_step");
+    assert_non_null(v);
+    assert_int_equal(v->dtype, CKPT_DT_INT64);
+    assert_int_equal(v->shape.rank, 0);
+    assert_ckpt_error(ckpt_graph_create_global_step(g, &other), CKPT_EEXISTS,
+                      "global step");
+    ckpt_graph_free(g);
+}
+
+static void test_graph_frozen_by_session(void **state)
+{
+    model m;
+    ckpt_monitored_session *ms;
+    int64_t other = 0;
+    float x = 0;
+    ckpt_var v = float_var("x", &x, 1);
+    ckpt_graph *g2;
+    (void)state;
+    model_init(&m);
+    assert_false(ckpt_graph_is_frozen(m.graph));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, NULL));
+    assert_true(ckpt_graph_is_frozen(m.graph));
+    assert_ckpt_error(ckpt_graph_add_var(m.graph, &v), CKPT_ESTATE, "frozen");
+    ckpt_monitored_session_free(ms);
+    assert_false(ckpt_graph_is_frozen(m.graph));
+    assert_ckpt_ok(ckpt_graph_add_var(m.graph, &v));
+    model_free(&m);
+    /* a global step cannot be created in a frozen graph either */
+    assert_ckpt_ok(ckpt_graph_new(&g2));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g2, NULL, 0, NULL));
+    assert_ckpt_error(ckpt_graph_create_global_step(g2, &other), CKPT_ESTATE,
+                      "frozen");
+    ckpt_monitored_session_free(ms);
+    ckpt_graph_free(g2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_graph_add_and_find),
+        cmocka_unit_test(test_graph_rejects_bad_vars),
+        cmocka_unit_test(test_graph_global_step),
+        cmocka_unit_test(test_graph_frozen_by_session),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

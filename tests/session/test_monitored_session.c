@@ -1,0 +1,684 @@
+/* tests/session/test_monitored_session.c - the monitored session's
+ * lifecycle and run cycle (spec B14-B30, B35, B39): hook call order, fetches
+ * and feeds, option merging, stop requests, error rules, close rules. */
+#include "session_test_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+    model m;
+    trace t;
+    rec_hook a, b, c;
+    ckpt_monitored_session *ms;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    model_init(&f->m);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session_free(f->ms);
+    model_free(&f->m);
+    free(f);
+    return 0;
+}
+
+/* Create a session over hooks a, b, c (with `n` of them). */
+static int open_session(fixture *f, size_t n, const ckpt_session_options *opts)
+{
+    ckpt_hook hooks[3];
+    hooks[0] = rec_hook_make(&f->a, "A", &f->t);
+    hooks[1] = rec_hook_make(&f->b, "B", &f->t);
+    hooks[2] = rec_hook_make(&f->c, "C", &f->t);
+    return ckpt_monitored_session_new(&f->ms, f->m.graph, hooks, n, opts);
+}
+
+static int run_step(fixture *f)
+{
+    return ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL);
+}
+
+static void test_b14_begin_once_in_order_before_create(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_string_equal(f->t.buf, "A.begin B.begin C.begin A.create "
+                                  "B.create C.create ");
+    assert_int_equal(f->a.n_begin, 1);
+    assert_int_equal(f->c.n_begin, 1);
+    assert_true(ckpt_graph_is_frozen(f->m.graph));
+}
+
+static int add_var_in_begin(ckpt_graph *g, void *payload)
+{
+    static float extra[2];
+    ckpt_var v;
+    (void)payload;
+    memset(&v, 0, sizeof(v));
+    v.name = "extra";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 2;
+    v.data = extra;
+    return ckpt_graph_add_var(g, &v);
+}
+
+static void test_b14_graph_extensible_in_begin_frozen_after(void **state)
+{
+    fixture *f = *state;
+    ckpt_hook h;
+    float more = 0;
+    ckpt_var v;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "adder";
+    h.begin = add_var_in_begin;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    assert_non_null(ckpt_graph_find(f->m.graph, "extra"));
+    memset(&v, 0, sizeof(v));
+    v.name = "late";
+    v.dtype = CKPT_DT_FLOAT;
+    v.data = &more;
+    assert_ckpt_error(ckpt_graph_add_var(f->m.graph, &v), CKPT_ESTATE,
+                      "frozen");
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    /* unfrozen again after close, as it was not frozen before */
+    assert_false(ckpt_graph_is_frozen(f->m.graph));
+    assert_ckpt_ok(ckpt_graph_add_var(f->m.graph, &v));
+}
+
+static int init_fn_sets_w(ckpt_session *s, void *payload)
+{
+    model *m = payload;
+    (void)s;
+    m->w[0] = 42.0f;
+    return 0;
+}
+
+static void test_b15_create_after_init_with_coordinator(void **state)
+{
+    fixture *f = *state;
+    ckpt_session_options o = CKPT_SESSION_OPTIONS_INIT;
+    o.scaffold.init_fn = init_fn_sets_w;
+    o.scaffold.init_payload = &f->m;
+    assert_ckpt_ok(open_session(f, 2, &o));
+    assert_true(f->m.w[0] == 42.0f);
+    assert_non_null(f->a.coord);
+    assert_ptr_equal(f->a.coord, f->b.coord);
+    assert_ptr_equal(f->a.coord, ckpt_session_coordinator(
+                                     ckpt_monitored_session_session(f->ms)));
+    assert_ptr_equal(f->a.session, ckpt_monitored_session_session(f->ms));
+}
+
+static void test_b16_run_calls_hooks_in_order(void **state)
+{
+    fixture *f = *state;
+    static const char *const fetches[] = {"loss", "w"};
+    ckpt_run_args args = {fetches, 2, NULL, 0, {0, 0, 0, 0, 0}};
+    ckpt_run_values v;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, &args, model_step, &f->m, &v));
+    assert_string_equal(f->t.buf,
+                        "A.before B.before C.before A.after B.after C.after ");
+    assert_int_equal(f->m.n_steps, 1);
+    assert_int_equal(v.num_results, 2);
+    assert_string_equal(v.results[0].name, "loss");
+    assert_int_equal(v.results[0].dtype, CKPT_DT_FLOAT);
+    assert_true(*(const float *)v.results[0].data == 1.0f);
+    assert_string_equal(v.results[1].name, "w");
+    assert_int_equal(v.results[1].size, 16);
+    assert_true(((const float *)v.results[1].data)[3] == 1.0f);
+    assert_int_equal(v.step_before, 0);
+    assert_int_equal(v.step_after, 1);
+}
+
+static void test_b17_after_run_gets_own_fetches_and_steps(void **state)
+{
+    fixture *f = *state;
+    static const char *const fa[] = {"loss"};
+    static const char *const fc[] = {"w", "global_step"};
+    f->a.fetches = fa;
+    f->a.num_fetches = 1;
+    f->c.fetches = fc;
+    f->c.num_fetches = 2;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_ckpt_ok(run_step(f));
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(f->a.last_num_results, 1);
+    assert_string_equal(f->a.last_results[0].name, "loss");
+    assert_true(f->a.last_float == 0.5f);
+    assert_int_equal(f->b.last_num_results, 0);
+    assert_int_equal(f->c.last_num_results, 2);
+    assert_string_equal(f->c.last_results[0].name, "w");
+    assert_string_equal(f->c.last_results[1].name, "global_step");
+    assert_int_equal(*(const int64_t *)f->c.last_results[1].data, 2);
+    assert_int_equal(f->b.last_step_before, 1);
+    assert_int_equal(f->b.last_step_after, 2);
+}
+
+static void test_b17_unknown_fetch_fails_without_after_run(void **state)
+{
+    fixture *f = *state;
+    static const char *const fb[] = {"nope"};
+    f->b.fetches = fb;
+    f->b.num_fetches = 1;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_error(run_step(f), CKPT_ENOTFOUND, "fetch 'nope'");
+    assert_int_equal(f->a.n_after, 0);
+}
+
+static void test_b17_no_global_step_gives_minus_one(void **state)
+{
+    fixture *f = *state;
+    ckpt_graph *g;
+    ckpt_hook h;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    h = rec_hook_make(&f->a, "A", &f->t);
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, g, &h, 1, NULL));
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(f->a.last_step_before, -1);
+    assert_int_equal(f->a.last_step_after, -1);
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    ckpt_graph_free(g);
+}
+
+static void test_b18_two_hooks_same_feed_einval(void **state)
+{
+    fixture *f = *state;
+    static const float x = 1.0f;
+    static const ckpt_feed feed = {"x", &x, sizeof(x)};
+    f->a.feeds = &feed;
+    f->a.num_feeds = 1;
+    f->b.feeds = &feed;
+    f->b.num_feeds = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(run_step(f), CKPT_EINVAL,
+                      "feed 'x' is fed by hooks 'A' and 'B'");
+    assert_int_equal(f->m.n_steps, 0);
+    assert_int_equal(f->c.n_before, 0); /* raised as B returned */
+    assert_string_equal(f->t.buf, "A.before B.before ");
+}
+
+static void test_b18_hook_and_caller_same_feed_einval(void **state)
+{
+    fixture *f = *state;
+    static const float x = 1.0f;
+    static const ckpt_feed feed = {"x", &x, sizeof(x)};
+    ckpt_run_args args = {NULL, 0, &feed, 1, {0, 0, 0, 0, 0}};
+    f->b.feeds = &feed;
+    f->b.num_feeds = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, &args, model_step, &f->m, NULL),
+        CKPT_EINVAL, "fed by the caller and by hook 'B'");
+    assert_int_equal(f->m.n_steps, 0);
+    assert_int_equal(f->c.n_before, 1); /* detected after all before_run */
+}
+
+static void test_b18_feeds_reach_the_step(void **state)
+{
+    fixture *f = *state;
+    static const float x = 2.5f;
+    static const float y = 7.0f;
+    static const ckpt_feed hf = {"x", &x, sizeof(x)};
+    static const ckpt_feed cf = {"y", &y, sizeof(y)};
+    ckpt_run_args args = {NULL, 0, &cf, 1, {0, 0, 0, 0, 0}};
+    f->a.feeds = &hf;
+    f->a.num_feeds = 1;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    f->m.feed_name = "x";
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, &args, model_step, &f->m, NULL));
+    assert_true(f->m.last_feed == 2.5f);
+    f->m.feed_name = "y";
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, &args, model_step, &f->m, NULL));
+    assert_true(f->m.last_feed == 7.0f);
+    f->m.feed_name = "z";
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, &args, model_step, &f->m, NULL),
+        CKPT_ENOTFOUND, "'z'");
+}
+
+static const ckpt_run_options *seen_options;
+static ckpt_run_options seen_copy;
+
+static int step_reads_options(ckpt_step_context *sc, void *payload)
+{
+    seen_options = ckpt_step_context_options(sc);
+    seen_copy = *seen_options;
+    return model_step(sc, payload);
+}
+
+static void test_b19_options_merged_max_and_or(void **state)
+{
+    fixture *f = *state;
+    ckpt_run_args args = {NULL, 0, NULL, 0, {1, 500, 2, 0, 0}};
+    ckpt_run_values v;
+    f->a.options.trace_level = 3;
+    f->a.options.timeout_ms = 100;
+    f->a.options.output_partition_graphs = 1;
+    f->b.options.inter_op_thread_pool = 4;
+    f->b.options.timeout_ms = 900;
+    f->c.options.report_tensor_allocations = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_run(f->ms, &args, step_reads_options,
+                                              &f->m, &v));
+    assert_int_equal(seen_copy.trace_level, 3);
+    assert_int_equal(seen_copy.timeout_ms, 900);
+    assert_int_equal(seen_copy.inter_op_thread_pool, 4);
+    assert_int_equal(seen_copy.output_partition_graphs, 1);
+    assert_int_equal(seen_copy.report_tensor_allocations, 1);
+    assert_int_equal(v.options.timeout_ms, 900);
+    assert_int_equal(f->a.last_options.trace_level, 3);
+    assert_int_equal(f->c.last_options.inter_op_thread_pool, 4);
+}
+
+static void test_b19_options_start_empty_without_caller(void **state)
+{
+    fixture *f = *state;
+    f->b.options.trace_level = 2;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_run(f->ms, NULL, step_reads_options,
+                                              &f->m, NULL));
+    assert_int_equal(seen_copy.trace_level, 2);
+    assert_int_equal(seen_copy.timeout_ms, 0);
+    assert_int_equal(seen_copy.output_partition_graphs, 0);
+}
+
+static void test_b20_stop_in_after_run_still_runs_rest(void **state)
+{
+    fixture *f = *state;
+    f->a.stop_in_after = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_false(ckpt_monitored_session_should_stop(f->ms, NULL));
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(f->b.n_after, 1);
+    assert_int_equal(f->c.n_after, 1);
+    assert_true(ckpt_monitored_session_should_stop(f->ms, NULL));
+}
+
+static void test_b21_stop_in_before_run_step_still_runs(void **state)
+{
+    fixture *f = *state;
+    f->b.stop_in_before = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(f->m.n_steps, 1);
+    assert_int_equal(f->c.n_before, 1);
+    assert_int_equal(f->a.n_after, 1);
+    assert_true(ckpt_monitored_session_should_stop(f->ms, NULL));
+}
+
+static void test_b22_run_after_stop_estate_no_hooks(void **state)
+{
+    fixture *f = *state;
+    f->a.stop_in_after = 1;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(run_step(f));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(run_step(f), CKPT_ESTATE, "after a stop request");
+    assert_string_equal(f->t.buf, "");
+    assert_int_equal(f->m.n_steps, 1);
+}
+
+static void test_b23_step_failure_no_after_run(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    f->m.fail_at_step = 1;
+    f->m.fail_code = CKPT_EIO;
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(run_step(f), CKPT_EIO);
+    assert_int_equal(f->a.n_before, 2);
+    assert_int_equal(f->a.n_after, 1);
+    assert_int_equal(f->b.n_after, 1);
+}
+
+static void test_b24_before_run_failure_skips_step_and_rest(void **state)
+{
+    fixture *f = *state;
+    f->b.fail_before = CKPT_EUSER;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(run_step(f), CKPT_EUSER, "hook 'B' before_run");
+    assert_int_equal(f->m.n_steps, 0);
+    assert_string_equal(f->t.buf, "A.before B.before ");
+}
+
+static void test_b25_after_run_failure_skips_rest(void **state)
+{
+    fixture *f = *state;
+    f->b.fail_after = CKPT_EIO;
+    f->c.stop_in_after = 1;
+    f->a.stop_in_after = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(run_step(f), CKPT_EIO, "hook 'B' after_run");
+    assert_string_equal(f->t.buf,
+                        "A.before B.before C.before A.after B.after ");
+    /* the stop flag was not updated */
+    assert_false(ckpt_monitored_session_should_stop(f->ms, NULL));
+}
+
+static void test_b26_close_ok_calls_end_in_order(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    assert_ckpt_ok(run_step(f));
+    f->t.buf[0] = '\0';
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_string_equal(f->t.buf, "A.end B.end C.end ");
+    assert_int_equal(f->a.n_abort, 0);
+    assert_true(ckpt_monitored_session_should_stop(f->ms, NULL));
+}
+
+typedef struct end_probe {
+    ckpt_coordinator *coord;
+    int coord_stopped_at_end;
+} end_probe;
+
+static int probe_create(ckpt_session *s, ckpt_coordinator *c, void *payload)
+{
+    (void)s;
+    ((end_probe *)payload)->coord = c;
+    return 0;
+}
+
+static int probe_end(ckpt_session *s, void *payload)
+{
+    end_probe *p = payload;
+    int64_t step;
+    p->coord_stopped_at_end = ckpt_coordinator_should_stop(p->coord);
+    /* the session is still usable: the global step can be read */
+    return ckpt_session_global_step(s, &step);
+}
+
+static void test_b26_end_runs_before_session_closes(void **state)
+{
+    fixture *f = *state;
+    end_probe p = {NULL, -1};
+    ckpt_hook h;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.payload = &p;
+    h.after_create_session = probe_create;
+    h.end = probe_end;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_int_equal(p.coord_stopped_at_end, 0);
+    assert_true(ckpt_coordinator_should_stop(p.coord));
+}
+
+static void test_b27_close_clean_end_calls_end_returns_ok(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, CKPT_EOUT_OF_RANGE));
+    assert_int_equal(f->a.n_end, 1);
+    assert_int_equal(f->b.n_end, 1);
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    memset(&f->a, 0, sizeof(f->a));
+    memset(&f->b, 0, sizeof(f->b));
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, CKPT_ESTOPITER));
+    assert_int_equal(f->a.n_end, 1);
+    assert_int_equal(f->b.n_abort, 0);
+}
+
+static void test_b28_close_error_calls_on_abort_not_end(void **state)
+{
+    fixture *f = *state;
+    f->b.no_on_abort = 1;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_int_equal(ckpt_monitored_session_close(f->ms, CKPT_EIO), CKPT_EIO);
+    assert_string_equal(f->t.buf, "A.abort C.abort ");
+    assert_int_equal(f->a.abort_status, CKPT_EIO);
+    assert_int_equal(f->a.n_end + f->b.n_end + f->c.n_end, 0);
+    assert_true(ckpt_coordinator_should_stop(f->a.coord));
+}
+
+static void test_b29_end_failure_skips_rest_still_closes(void **state)
+{
+    fixture *f = *state;
+    f->b.fail_end = CKPT_ENOSPC;
+    assert_ckpt_ok(open_session(f, 3, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ENOSPC,
+                      "hook 'B' end");
+    assert_string_equal(f->t.buf, "A.end B.end ");
+    assert_true(ckpt_coordinator_should_stop(f->a.coord));
+    assert_false(ckpt_graph_is_frozen(f->m.graph));
+}
+
+static void test_b30_second_close_estate_no_callbacks(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "already closed");
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, CKPT_EIO),
+                      CKPT_ESTATE, "already closed");
+    assert_string_equal(f->t.buf, "");
+    assert_int_equal(f->a.n_end, 1);
+    assert_ckpt_error(run_step(f), CKPT_ESTATE, "after close");
+}
+
+static void test_b35_coordinator_error_from_should_stop(void **state)
+{
+    fixture *f = *state;
+    int status = 0;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    assert_ckpt_ok(run_step(f));
+    assert_ckpt_ok(ckpt_coordinator_request_stop(f->a.coord, CKPT_EIO,
+                                                 "reader thread: disk gone"));
+    assert_true(ckpt_monitored_session_should_stop(f->ms, &status));
+    assert_int_equal(status, CKPT_EIO);
+    assert_ckpt_error(status, CKPT_EIO, "disk gone");
+}
+
+static void test_b35_coordinator_error_from_run(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    assert_ckpt_ok(ckpt_coordinator_request_stop(f->a.coord, CKPT_EIO,
+                                                 "reader thread: disk gone"));
+    f->t.buf[0] = '\0';
+    assert_ckpt_error(run_step(f), CKPT_EIO, "disk gone");
+    assert_string_equal(f->t.buf, "");
+    assert_int_equal(f->m.n_steps, 0);
+    /* the close reports it too (errors are never lost) */
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_EIO,
+                      "disk gone");
+}
+
+static void test_b39_step_request_stop_estopiter_clean(void **state)
+{
+    fixture *f = *state;
+    int rc = 0;
+    f->m.request_stop_at = 3;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    while (!ckpt_monitored_session_should_stop(f->ms, NULL)) {
+        rc = run_step(f);
+        if (rc != 0)
+            break;
+    }
+    assert_int_equal(rc, CKPT_ESTOPITER);
+    assert_true(ckpt_is_clean_end(rc));
+    assert_int_equal(f->m.step, 3);
+    assert_int_equal(f->a.n_after, 3); /* the step itself completed */
+    assert_true(ckpt_monitored_session_should_stop(f->ms, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, rc));
+    assert_int_equal(f->a.n_end, 1);
+}
+
+/* The bracket API drives the same cycle around an inline step. */
+static void test_b16_bracket_before_after_run(void **state)
+{
+    fixture *f = *state;
+    static const char *const fa[] = {"loss"};
+    ckpt_step_context *sc = NULL;
+    ckpt_run_values v;
+    f->a.fetches = fa;
+    f->a.num_fetches = 1;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    f->t.buf[0] = '\0';
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    assert_non_null(sc);
+    assert_ckpt_error(run_step(f), CKPT_ESTATE, "in progress");
+    f->m.step++;
+    assert_ckpt_ok(ckpt_step_context_publish_float(sc, "loss", 0.25f));
+    assert_ckpt_ok(ckpt_monitored_session_after_run(f->ms, 0, &v));
+    assert_string_equal(f->t.buf, "A.before B.before A.after B.after ");
+    assert_true(f->a.last_float == 0.25f);
+    assert_int_equal(v.step_before, 0);
+    assert_int_equal(v.step_after, 1);
+    assert_ckpt_error(ckpt_monitored_session_after_run(f->ms, 0, NULL),
+                      CKPT_ESTATE, "without before_run");
+}
+
+static void test_b23_bracket_step_failure_no_after_run(void **state)
+{
+    fixture *f = *state;
+    ckpt_step_context *sc = NULL;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    assert_int_equal(ckpt_monitored_session_after_run(f->ms, CKPT_EIO, NULL),
+                     CKPT_EIO);
+    assert_int_equal(f->a.n_after, 0);
+    assert_int_equal(f->b.n_after, 0);
+}
+
+static void test_b14_begin_failure_destroys_and_aborts(void **state)
+{
+    fixture *f = *state;
+    f->b.fail_begin = CKPT_EUSER;
+    assert_ckpt_error(open_session(f, 3, NULL), CKPT_EUSER, "hook 'B' begin");
+    assert_null(f->ms);
+    assert_int_equal(f->c.n_begin, 0);
+    assert_int_equal(f->a.n_abort, 1); /* A began: it may drain work */
+    assert_int_equal(f->b.n_abort, 0);
+    assert_int_equal(f->a.n_destroy + f->b.n_destroy + f->c.n_destroy, 3);
+    assert_false(ckpt_graph_is_frozen(f->m.graph));
+}
+
+static void test_b15_after_create_failure_propagates(void **state)
+{
+    fixture *f = *state;
+    f->b.fail_create = CKPT_EIO;
+    assert_ckpt_error(open_session(f, 3, NULL), CKPT_EIO,
+                      "hook 'B' after_create_session");
+    assert_null(f->ms);
+    assert_int_equal(f->c.n_create, 0);
+    assert_int_equal(f->a.n_end, 0);
+    assert_int_equal(f->c.n_destroy, 1);
+}
+
+static void test_free_without_close_aborts_with_canceled(void **state)
+{
+    fixture *f = *state;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    assert_int_equal(f->a.n_abort, 1);
+    assert_int_equal(f->a.abort_status, CKPT_ECANCELED);
+    assert_int_equal(f->a.n_destroy, 1);
+}
+
+static void test_clean_and_recoverable_codes(void **state)
+{
+    (void)state;
+    assert_true(ckpt_is_clean_end(CKPT_EOUT_OF_RANGE));
+    assert_true(ckpt_is_clean_end(CKPT_ESTOPITER));
+    assert_false(ckpt_is_clean_end(0));
+    assert_false(ckpt_is_clean_end(CKPT_EABORTED));
+    assert_true(ckpt_is_recoverable(CKPT_EABORTED));
+    assert_true(ckpt_is_recoverable(CKPT_EUNAVAILABLE));
+    assert_false(ckpt_is_recoverable(CKPT_EIO));
+    assert_false(ckpt_is_recoverable(CKPT_EOUT_OF_RANGE));
+}
+
+static void test_options_version_checked(void **state)
+{
+    fixture *f = *state;
+    ckpt_session_options o;
+    assert_ckpt_error(ckpt_session_options_init(&o, 99), CKPT_EVERSION, "99");
+    assert_ckpt_ok(ckpt_session_options_init(&o, CKPT_SESSION_OPTIONS_VERSION));
+    o.version = 7;
+    assert_ckpt_error(open_session(f, 1, &o), CKPT_EVERSION, "version 7");
+    assert_int_equal(f->a.n_destroy, 1);
+}
+
+static void test_session_fetch_outside_run(void **state)
+{
+    fixture *f = *state;
+    ckpt_value v;
+    ckpt_session *s;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    assert_ckpt_ok(run_step(f));
+    s = ckpt_monitored_session_session(f->ms);
+    assert_ckpt_ok(ckpt_session_fetch(s, "loss", &v));
+    assert_true(*(const float *)v.data == 1.0f);
+    assert_ckpt_ok(ckpt_session_fetch(s, "w", &v));
+    assert_int_equal(v.shape.dims[0], 4);
+    assert_ckpt_error(ckpt_session_fetch(s, "q", &v), CKPT_ENOTFOUND, "'q'");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_b14_begin_once_in_order_before_create),
+        T(test_b14_graph_extensible_in_begin_frozen_after),
+        T(test_b14_begin_failure_destroys_and_aborts),
+        T(test_b15_create_after_init_with_coordinator),
+        T(test_b15_after_create_failure_propagates),
+        T(test_b16_run_calls_hooks_in_order),
+        T(test_b16_bracket_before_after_run),
+        T(test_b17_after_run_gets_own_fetches_and_steps),
+        T(test_b17_unknown_fetch_fails_without_after_run),
+        T(test_b17_no_global_step_gives_minus_one),
+        T(test_b18_two_hooks_same_feed_einval),
+        T(test_b18_hook_and_caller_same_feed_einval),
+        T(test_b18_feeds_reach_the_step),
+        T(test_b19_options_merged_max_and_or),
+        T(test_b19_options_start_empty_without_caller),
+        T(test_b20_stop_in_after_run_still_runs_rest),
+        T(test_b21_stop_in_before_run_step_still_runs),
+        T(test_b22_run_after_stop_estate_no_hooks),
+        T(test_b23_step_failure_no_after_run),
+        T(test_b23_bracket_step_failure_no_after_run),
+        T(test_b24_before_run_failure_skips_step_and_rest),
+        T(test_b25_after_run_failure_skips_rest),
+        T(test_b26_close_ok_calls_end_in_order),
+        T(test_b26_end_runs_before_session_closes),
+        T(test_b27_close_clean_end_calls_end_returns_ok),
+        T(test_b28_close_error_calls_on_abort_not_end),
+        T(test_b29_end_failure_skips_rest_still_closes),
+        T(test_b30_second_close_estate_no_callbacks),
+        T(test_b35_coordinator_error_from_should_stop),
+        T(test_b35_coordinator_error_from_run),
+        T(test_b39_step_request_stop_estopiter_clean),
+        T(test_free_without_close_aborts_with_canceled),
+        T(test_clean_and_recoverable_codes),
+        T(test_options_version_checked),
+        T(test_session_fetch_outside_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,73 @@
+/* tools/ckpt-train/data.c - see data.h. */
+#include "data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void shuffle(dataset *d)
+{
+    for (int i = 0; i < d->n; i++)
+        d->order[i] = i;
+    for (int i = d->n - 1; i > 0; i--) {
+        int j = (int)rng_below(&d->shuffle, (uint32_t)i + 1);
+        int32_t t = d->order[i];
+        d->order[i] = d->order[j];
+        d->order[j] = t;
+    }
+}
+
+int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed)
+{
+    rng gen;
+    float *centers;
+    memset(d, 0, sizeof(*d));
+    d->n = n;
+    d->dim = dim;
+    d->classes = classes;
+    d->x = malloc(sizeof(float) * (size_t)n * (size_t)dim);
+    d->y = malloc(sizeof(int32_t) * (size_t)n);
+    d->order = malloc(sizeof(int32_t) * (size_t)n);
+    centers = malloc(sizeof(float) * (size_t)classes * (size_t)dim);
+    if (!d->x || !d->y || !d->order || !centers) {
+        free(centers);
+        return -1;
+    }
+    rng_seed(&gen, seed);
+    for (int c = 0; c < classes * dim; c++)
+        centers[c] = 0.4f * rng_normal(&gen);
+    for (int i = 0; i < n; i++) {
+        int c = (int)rng_below(&gen, (uint32_t)classes);
+        d->y[i] = c;
+        for (int k = 0; k < dim; k++)
+            d->x[(size_t)i * (size_t)dim + (size_t)k] =
+                centers[c * dim + k] + rng_normal(&gen);
+    }
+    free(centers);
+    rng_seed(&d->shuffle, seed ^ 0x7368756666ull);
+    shuffle(d);
+    return 0;
+}
+
+void dataset_free(dataset *d)
+{
+    free(d->x);
+    free(d->y);
+    free(d->order);
+    memset(d, 0, sizeof(*d));
+}
+
+void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y)
+{
+    for (int b = 0; b < batch; b++) {
+        int32_t i;
+        if (d->cursor >= d->n) {
+            d->cursor = 0;
+            d->epoch++;
+            shuffle(d);
+        }
+        i = d->order[d->cursor++];
+        memcpy(x + (size_t)b * (size_t)d->dim,
+               d->x + (size_t)i * (size_t)d->dim, sizeof(float) * (size_t)d->dim);
+        y[b] = d->y[i];
+    }
+}

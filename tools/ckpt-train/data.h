@@ -1,0 +1,32 @@
+/* tools/ckpt-train/data.h - a synthetic classification data set made from
+ * a seed (Gaussian clusters, no download), and the reading position through
+ * it: the epoch's shuffled order, the cursor, the epoch number and the
+ * shuffling RNG's state — all of which go into the checkpoint so a resumed
+ * run reads exactly the batches an uninterrupted one would. */
+#ifndef CKPT_TRAIN_DATA_H
+#define CKPT_TRAIN_DATA_H
+
+#include "rng.h"
+
+#include <stdint.h>
+
+typedef struct dataset {
+    int n, dim, classes;
+    float *x;       /* [n x dim] */
+    int32_t *y;     /* [n] */
+    /* Reading position (checkpointed). */
+    int32_t *order; /* this epoch's permutation of 0..n-1 */
+    int64_t cursor; /* next index into order */
+    int64_t epoch;
+    rng shuffle;    /* state as uint64[4] */
+} dataset;
+
+/* Generate the data set and the first epoch's order. 0 or -1 (memory). */
+int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed);
+void dataset_free(dataset *d);
+
+/* Copy the next batch into x [batch x dim] and y [batch], reshuffling at
+ * the end of each epoch. */
+void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y);
+
+#endif

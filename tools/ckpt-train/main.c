@@ -1,0 +1,427 @@
+/* tools/ckpt-train/main.c - ckpt-train, the demo trainer: an MLP trained
+ * with Adam on a synthetic data set, in a monitored session with the
+ * AsyncCheckpointSaverHook (or the synchronous one, or none), a stop-at-step
+ * hook, a NaN check and a progress hook. Everything needed to continue
+ * exactly is in the checkpoint, so a run started again on the same
+ * directory restores the latest checkpoint and continues as if it had never
+ * stopped. Uses the public API only. */
+#include "ckpt.h"
+#include "data.h"
+#include "model.h"
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DATA_N 4096
+#define DATA_DIM 32
+#define DATA_CLASSES 10
+
+static const char usage_text[] =
+    "usage: ckpt-train [--dir DIR] [--steps N] [--save-steps K | --save-secs "
+    "S]\n"
+    "                  [--keep K] [--mode async|sync|none]\n"
+    "                  [--busy skip|wait|coalesce] [--hidden H] [--layers L]\n"
+    "                  [--batch B] [--lr X] [--seed S] [--quiet]\n"
+    "\n"
+    "Trains a multi-layer perceptron with Adam on a synthetic classification\n"
+    "data set, checkpointing to DIR in TensorFlow's format. Started again on\n"
+    "the same DIR it restores the latest checkpoint and continues exactly.\n"
+    "\n"
+    "  --dir DIR          checkpoint directory (default runs/demo)\n"
+    "  --steps N          train until the global step is N (default 2000)\n"
+    "  --save-steps K     checkpoint every K steps (default 200)\n"
+    "  --save-secs S      checkpoint every S seconds instead\n"
+    "  --keep K           checkpoints to keep (default 5; 0 keeps all)\n"
+    "  --mode M           async (default), sync, or none\n"
+    "  --busy P           async trigger while a write runs: skip (default),\n"
+    "                     wait, or coalesce\n"
+    "  --hidden H         hidden units per layer (default 64)\n"
+    "  --layers L         hidden layers (default 2)\n"
+    "  --batch B          batch size (default 64)\n"
+    "  --lr X             Adam learning rate (default 0.003)\n"
+    "  --seed S           data and initialisation seed (default 1)\n"
+    "  --quiet            print only the restore line, errors and the summary\n"
+    "\n"
+    "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
+    "exits 0. Exit status: 0 done, 1 training or a save failed, 2 usage.\n";
+
+typedef struct options {
+    const char *dir;
+    int64_t steps, save_steps;
+    double save_secs;
+    int keep, mode, busy, hidden, layers, batch, quiet;
+    float lr;
+    uint64_t seed;
+} options;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "ckpt-train: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage_text);
+    return 2;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    long long v;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_options(options *o, int argc, char **argv)
+{
+    int save_secs_given = 0, save_steps_given = 0;
+    o->dir = "runs/demo";
+    o->steps = 2000;
+    o->save_steps = 200;
+    o->save_secs = 0;
+    o->keep = 5;
+    o->mode = CKPT_SAVE_ASYNC;
+    o->busy = CKPT_BUSY_SKIP;
+    o->hidden = 64;
+    o->layers = 2;
+    o->batch = 64;
+    o->lr = 0.003f;
+    o->seed = 1;
+    o->quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            exit(0);
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (!v)
+            return usage_error("option %s needs a value", a);
+        i++;
+        if (!strcmp(a, "--dir")) {
+            o->dir = v;
+        } else if (!strcmp(a, "--steps")) {
+            if (parse_int(v, 0, INT64_MAX, &n))
+                return usage_error("bad --steps '%s'", v);
+            o->steps = n;
+        } else if (!strcmp(a, "--save-steps")) {
+            if (parse_int(v, 1, INT64_MAX, &n))
+                return usage_error("bad --save-steps '%s'", v);
+            o->save_steps = n;
+            save_steps_given = 1;
+        } else if (!strcmp(a, "--save-secs")) {
+            char *end;
+            o->save_secs = strtod(v, &end);
+            if (end == v || *end || !(o->save_secs > 0))
+                return usage_error("bad --save-secs '%s'", v);
+            save_secs_given = 1;
+        } else if (!strcmp(a, "--keep")) {
+            if (parse_int(v, 0, 1000000, &n))
+                return usage_error("bad --keep '%s'", v);
+            o->keep = (int)n;
+        } else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "async"))
+                o->mode = CKPT_SAVE_ASYNC;
+            else if (!strcmp(v, "sync"))
+                o->mode = CKPT_SAVE_SYNC;
+            else if (!strcmp(v, "none"))
+                o->mode = -1;
+            else
+                return usage_error("bad --mode '%s'", v);
+        } else if (!strcmp(a, "--busy")) {
+            if (!strcmp(v, "skip"))
+                o->busy = CKPT_BUSY_SKIP;
+            else if (!strcmp(v, "wait"))
+                o->busy = CKPT_BUSY_WAIT;
+            else if (!strcmp(v, "coalesce"))
+                o->busy = CKPT_BUSY_COALESCE;
+            else
+                return usage_error("bad --busy '%s'", v);
+        } else if (!strcmp(a, "--hidden")) {
+            if (parse_int(v, 1, 1 << 16, &n))
+                return usage_error("bad --hidden '%s'", v);
+            o->hidden = (int)n;
+        } else if (!strcmp(a, "--layers")) {
+            if (parse_int(v, 1, 64, &n))
+                return usage_error("bad --layers '%s'", v);
+            o->layers = (int)n;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_int(v, 1, 1 << 16, &n))
+                return usage_error("bad --batch '%s'", v);
+            o->batch = (int)n;
+        } else if (!strcmp(a, "--lr")) {
+            char *end;
+            o->lr = strtof(v, &end);
+            if (end == v || *end || !(o->lr > 0))
+                return usage_error("bad --lr '%s'", v);
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_int(v, 0, INT64_MAX, &n))
+                return usage_error("bad --seed '%s'", v);
+            o->seed = (uint64_t)n;
+        } else {
+            return usage_error("unknown option %s", a);
+        }
+    }
+    if (save_secs_given && save_steps_given)
+        return usage_error("%s", "--save-steps and --save-secs exclude each "
+                                 "other");
+    if (save_secs_given)
+        o->save_steps = 0;
+    return 0;
+}
+
+/* ---- the model's variables ------------------------------------------------ */
+
+typedef struct trainer {
+    options opt;
+    mlp model;
+    dataset data;
+    int64_t global_step;
+    float *batch_x;
+    int32_t *batch_y;
+} trainer;
+
+static int add(ckpt_graph *g, const char *name, int dtype, int rank,
+               int64_t d0, int64_t d1, void *data)
+{
+    ckpt_var v;
+    memset(&v, 0, sizeof(v));
+    v.name = name;
+    v.dtype = dtype;
+    v.shape.rank = rank;
+    v.shape.dims[0] = d0;
+    v.shape.dims[1] = d1;
+    v.data = data;
+    return ckpt_graph_add_var(g, &v);
+}
+
+/* Register everything an exact resume needs, with TensorFlow's names. */
+static int register_vars(trainer *t, ckpt_graph *g)
+{
+    int err = ckpt_graph_create_global_step(g, &t->global_step);
+    char name[160];
+    for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
+        layer *L = &t->model.layers[l];
+        char scope[32];
+        if (l == 0)
+            snprintf(scope, sizeof(scope), "dense");
+        else
+            snprintf(scope, sizeof(scope), "dense_%d", l);
+        snprintf(name, sizeof(name), "%s/kernel", scope);
+        err = add(g, name, CKPT_DT_FLOAT, 2, L->in, L->out, L->w);
+        snprintf(name, sizeof(name), "%s/kernel/Adam", scope);
+        if (err == 0)
+            err = add(g, name, CKPT_DT_FLOAT, 2, L->in, L->out, L->mw);
+        snprintf(name, sizeof(name), "%s/kernel/Adam_1", scope);
+        if (err == 0)
+            err = add(g, name, CKPT_DT_FLOAT, 2, L->in, L->out, L->vw);
+        snprintf(name, sizeof(name), "%s/bias", scope);
+        if (err == 0)
+            err = add(g, name, CKPT_DT_FLOAT, 1, L->out, 0, L->b);
+        snprintf(name, sizeof(name), "%s/bias/Adam", scope);
+        if (err == 0)
+            err = add(g, name, CKPT_DT_FLOAT, 1, L->out, 0, L->mb);
+        snprintf(name, sizeof(name), "%s/bias/Adam_1", scope);
+        if (err == 0)
+            err = add(g, name, CKPT_DT_FLOAT, 1, L->out, 0, L->vb);
+    }
+    if (err == 0)
+        err = add(g, "beta1_power", CKPT_DT_FLOAT, 0, 0, 0,
+                  &t->model.beta1_power);
+    if (err == 0)
+        err = add(g, "beta2_power", CKPT_DT_FLOAT, 0, 0, 0,
+                  &t->model.beta2_power);
+    if (err == 0)
+        err = add(g, "optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
+                  &t->model.iterations);
+    if (err == 0)
+        err = add(g, "data/order", CKPT_DT_INT32, 1, t->data.n, 0,
+                  t->data.order);
+    if (err == 0)
+        err = add(g, "data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
+    if (err == 0)
+        err = add(g, "data/epoch", CKPT_DT_INT64, 0, 0, 0, &t->data.epoch);
+    if (err == 0)
+        err = add(g, "data/rng_state", CKPT_DT_UINT64, 1, 4, 0,
+                  t->data.shuffle.s);
+    return err;
+}
+
+static int train_step(ckpt_step_context *sc, void *payload)
+{
+    trainer *t = payload;
+    float loss;
+    dataset_next_batch(&t->data, t->model.batch, t->batch_x, t->batch_y);
+    loss = mlp_train_step(&t->model, t->batch_x, t->batch_y);
+    t->global_step++;
+    return ckpt_step_context_publish_float(sc, "loss", loss);
+}
+
+/* ---- running ----------------------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
+}
+
+int main(int argc, char **argv)
+{
+    trainer *t = calloc(1, sizeof(*t));
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver_options so = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_hook hooks[4];
+    size_t nhooks = 0;
+    ckpt_saver_metrics metrics;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    report rep;
+    int64_t resumed_from = -1;
+    int have_metrics = 0, exit_code = 0;
+    int err;
+
+    if (!t)
+        return 1;
+    err = parse_options(&t->opt, argc, argv);
+    if (err)
+        return err;
+    if (mkdir_p(t->opt.dir) != 0) {
+        fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->opt.dir,
+                strerror(errno));
+        return 1;
+    }
+    if (dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed) ||
+        mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
+                 DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed)) {
+        fprintf(stderr, "ckpt-train: out of memory\n");
+        return 1;
+    }
+    t->batch_x = malloc(sizeof(float) * (size_t)t->opt.batch * DATA_DIM);
+    t->batch_y = malloc(sizeof(int32_t) * (size_t)t->opt.batch);
+    report_init(&rep, t->opt.quiet, t->opt.steps,
+                t->opt.save_steps > 0 ? t->opt.save_steps : 100);
+
+    so.max_to_keep = t->opt.keep;
+    so.busy_policy = t->opt.busy;
+    so.log = report_on_log;
+    so.log_payload = &rep;
+    so.on_save_done = report_on_save_done;
+    so.on_save_done_payload = &rep;
+
+    err = ckpt_graph_new(&g);
+    if (err == 0)
+        err = register_vars(t, g);
+    if (err < 0) {
+        fail("registering variables");
+        return 1;
+    }
+
+    hooks[nhooks++] = report_hook(&rep);
+    err = ckpt_stop_at_step_hook_new(&hooks[nhooks], 0, t->opt.steps);
+    if (err == 0)
+        nhooks++;
+    if (err == 0)
+        err = ckpt_nan_tensor_hook_new(&hooks[nhooks], "loss", 1, so.log,
+                                       so.log_payload);
+    if (err == 0)
+        nhooks++;
+    if (err == 0 && t->opt.mode >= 0) {
+        ckpt_checkpoint_hook_options co = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        co.checkpoint_dir = t->opt.dir;
+        co.save_steps = t->opt.save_steps;
+        co.save_secs = t->opt.save_steps > 0 ? 0.0 : t->opt.save_secs;
+        co.mode = t->opt.mode;
+        co.saver_options = &so;
+        err = ckpt_checkpoint_hook_new(&hooks[nhooks], &co);
+        if (err == 0)
+            nhooks++;
+    }
+    if (err < 0) {
+        fail("building hooks");
+        return 2;
+    }
+
+    if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
+        ckpt_buf_dispose(&latest);
+    sess.checkpoint_dir = t->opt.dir;
+    sess.saver_options = &so;
+    sess.log = so.log;
+    sess.log_payload = so.log_payload;
+    err = ckpt_monitored_session_new(&ms, g, hooks, nhooks, &sess);
+    if (err < 0) {
+        fail("creating the session");
+        return 1;
+    }
+    if (latest.ptr) {
+        resumed_from = t->global_step;
+        printf("restored %s at step %" PRId64 "\n", latest.ptr,
+               t->global_step);
+        fflush(stdout);
+    }
+    ckpt_preemption_handler_install(ms);
+
+    err = 0;
+    while (t->global_step < t->opt.steps &&
+           !ckpt_monitored_session_should_stop(ms, NULL)) {
+        err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
+        if (err < 0)
+            break;
+    }
+    if (err < 0 && !ckpt_is_clean_end(err))
+        fail("training step");
+    err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
+    if (err < 0) {
+        fail("closing the session");
+        exit_code = 1;
+    }
+    for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++)
+        if (ckpt_checkpoint_hook_metrics(ckpt_monitored_session_hook(ms, i),
+                                         &metrics) == 0)
+            have_metrics = 1;
+    ckpt_preemption_handler_remove();
+    if (ckpt_preemption_signal() && !t->opt.quiet)
+        printf("stopped by signal %d at step %" PRId64 "\n",
+               ckpt_preemption_signal(), t->global_step);
+    report_summary(&rep, stdout, t->global_step, resumed_from,
+                   have_metrics ? &metrics : NULL);
+    ckpt_monitored_session_free(ms);
+    ckpt_graph_free(g);
+    ckpt_buf_dispose(&latest);
+    report_dispose(&rep);
+    mlp_free(&t->model);
+    dataset_free(&t->data);
+    free(t->batch_x);
+    free(t->batch_y);
+    free(t);
+    return exit_code;
+}

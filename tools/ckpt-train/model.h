@@ -1,0 +1,43 @@
+/* tools/ckpt-train/model.h - a multi-layer perceptron (ReLU hidden layers,
+ * softmax output) trained with Adam: forward, backward and update on plain
+ * float arrays, deterministic for a given state (fixed operation order), so
+ * a resumed run matches an uninterrupted one bit for bit. */
+#ifndef CKPT_TRAIN_MODEL_H
+#define CKPT_TRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct layer {
+    int in, out;
+    float *w, *b;         /* weights [in x out], bias [out] */
+    float *mw, *vw;       /* Adam first and second moments of w */
+    float *mb, *vb;       /* ... and of b */
+    float *gw, *gb;       /* gradients (workspace) */
+    float *act;           /* this layer's output [batch x out] */
+    float *delta;         /* gradient w.r.t. act [batch x out] */
+} layer;
+
+typedef struct mlp {
+    int nlayers; /* dense layers (hidden layers + 1) */
+    int batch;
+    layer *layers;
+    float beta1_power, beta2_power; /* TF1 Adam's accumulators */
+    int64_t iterations;             /* optimizer steps taken */
+    float lr, beta1, beta2, eps;
+} mlp;
+
+/* Build an MLP in -> hidden x nhidden -> out, weights initialised from
+ * `seed` (Glorot uniform), Adam state zero. Returns 0 or -1 (memory). */
+int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
+             float lr, uint64_t seed);
+void mlp_free(mlp *m);
+
+/* Bytes of checkpointed state (weights, biases, both Adam moments). */
+size_t mlp_state_bytes(const mlp *m);
+
+/* One training step on a batch (x: [batch x in], labels: [batch]); returns
+ * the mean cross-entropy loss before the update. */
+float mlp_train_step(mlp *m, const float *x, const int32_t *labels);
+
+#endif

@@ -1,0 +1,187 @@
+/* tools/ckpt-train/report.c - see report.h. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void report_init(report *r, int quiet, int64_t target_step, int64_t log_every)
+{
+    memset(r, 0, sizeof(*r));
+    r->quiet = quiet;
+    r->tty = !quiet && isatty(STDERR_FILENO);
+    r->target_step = target_step;
+    r->log_every = log_every > 0 ? log_every : 100;
+    r->started = ckpt_clock_monotonic(NULL);
+    r->first_step = -1;
+    r->last_logged = -1;
+}
+
+void report_dispose(report *r)
+{
+    free(r->blocking_ms);
+    free(r->write_ms);
+}
+
+static const char *const loss_fetch[] = {"loss"};
+
+static int before_run(ckpt_run_context *ctx, ckpt_run_args *args, void *p)
+{
+    (void)ctx;
+    (void)p;
+    args->fetches = loss_fetch;
+    args->num_fetches = 1;
+    return 0;
+}
+
+static void draw(report *r, int64_t step, int final)
+{
+    double now = ckpt_clock_monotonic(NULL);
+    double rate = step > r->first_step && now > r->started
+                      ? (double)(step - r->first_step) / (now - r->started)
+                      : 0.0;
+    if (r->tty) {
+        int width = 30;
+        int filled = r->target_step > 0
+                         ? (int)((double)width * (double)step /
+                                 (double)r->target_step)
+                         : 0;
+        if (!final && now - r->last_draw < 0.1)
+            return;
+        r->last_draw = now;
+        if (filled > width)
+            filled = width;
+        fprintf(stderr, "\r[%.*s%*s] step %" PRId64 "/%" PRId64
+                        "  loss %.4f  %.0f steps/s  last: %s\033[K",
+                filled, "##############################", width - filled, "",
+                step, r->target_step, (double)r->last_loss, rate,
+                r->last_checkpoint[0] ? r->last_checkpoint : "-");
+        if (final)
+            fputc('\n', stderr);
+        fflush(stderr);
+    } else if (!r->quiet && step != r->last_logged &&
+               (final || step % r->log_every == 0)) {
+        r->last_logged = step;
+        printf("step %" PRId64 " loss %.4f %.1f steps/s\n", step,
+               (double)r->last_loss, rate);
+        fflush(stdout);
+    }
+}
+
+static int after_run(ckpt_run_context *ctx, const ckpt_run_values *v, void *p)
+{
+    report *r = p;
+    (void)ctx;
+    if (r->first_step < 0) {
+        r->first_step = v->step_before;
+        r->started = ckpt_clock_monotonic(NULL);
+    }
+    if (v->num_results == 1 && v->results[0].size == sizeof(float)) {
+        memcpy(&r->last_loss, v->results[0].data, sizeof(float));
+        r->have_loss = 1;
+    }
+    draw(r, v->step_after, 0);
+    return 0;
+}
+
+static int end(ckpt_session *s, void *p)
+{
+    report *r = p;
+    int64_t step = 0;
+    if (r->first_step >= 0 && ckpt_session_global_step(s, &step) == 0)
+        draw(r, step, 1);
+    return 0;
+}
+
+ckpt_hook report_hook(report *r)
+{
+    ckpt_hook h;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "ProgressHook";
+    h.payload = r;
+    h.before_run = before_run;
+    h.after_run = after_run;
+    h.end = end;
+    return h;
+}
+
+void report_on_save_done(const ckpt_save_result *res, void *payload)
+{
+    report *r = payload;
+    if (res->status != 0)
+        return;
+    if (r->nsaves == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        double *b = realloc(r->blocking_ms, cap * sizeof(double));
+        double *w;
+        if (!b)
+            return;
+        r->blocking_ms = b;
+        w = realloc(r->write_ms, cap * sizeof(double));
+        if (!w)
+            return;
+        r->write_ms = w;
+        r->cap = cap;
+    }
+    r->blocking_ms[r->nsaves] = res->blocking_s * 1e3;
+    r->write_ms[r->nsaves] = res->write_s * 1e3;
+    r->nsaves++;
+    r->bytes += res->bytes;
+    r->write_s_total += res->write_s;
+    snprintf(r->last_checkpoint, sizeof(r->last_checkpoint), "%s",
+             res->prefix);
+}
+
+void report_on_log(int level, const char *message, void *payload)
+{
+    report *r = payload;
+    if (level >= CKPT_LOG_WARN) {
+        if (r->tty)
+            fputc('\n', stderr);
+        fprintf(stderr, "ckpt-train: %s: %s\n", ckpt_log_level_name(level),
+                message);
+    } else if (!r->quiet && !r->tty && level >= CKPT_LOG_INFO) {
+        printf("checkpoint: %s\n", message);
+        fflush(stdout);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile50(double *v, size_t n)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void report_summary(report *r, FILE *out, int64_t final_step,
+                    int64_t resumed_from, const ckpt_saver_metrics *m)
+{
+    char resumed[32] = "-";
+    double max_blocking = 0.0;
+    for (size_t i = 0; i < r->nsaves; i++)
+        if (r->blocking_ms[i] > max_blocking)
+            max_blocking = r->blocking_ms[i];
+    if (resumed_from >= 0)
+        snprintf(resumed, sizeof(resumed), "%" PRId64, resumed_from);
+    fprintf(out,
+            "summary: steps=%" PRId64 " resumed_from=%s loss=%.6f "
+            "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
+            " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
+            "write_mb_s=%.1f\n",
+            final_step, resumed, (double)r->last_loss,
+            m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
+            m ? m->saves_failed : 0, percentile50(r->blocking_ms, r->nsaves),
+            max_blocking, percentile50(r->write_ms, r->nsaves),
+            r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6
+                                 : 0.0);
+    fflush(out);
+}

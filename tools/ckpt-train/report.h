@@ -1,0 +1,46 @@
+/* tools/ckpt-train/report.h - what the trainer shows: a progress bar on a
+ * terminal or plain log lines otherwise (as a user-written ckpt_hook), the
+ * per-save statistics gathered from the saver's outcomes, and the summary
+ * line printed at exit. */
+#ifndef CKPT_TRAIN_REPORT_H
+#define CKPT_TRAIN_REPORT_H
+
+#include "ckpt.h"
+
+#include <stdio.h>
+
+typedef struct report {
+    int quiet;
+    int tty;
+    int64_t target_step;
+    int64_t log_every;   /* plain mode: a line every this many steps */
+    float last_loss;
+    int have_loss;
+    double started;      /* monotonic seconds */
+    int64_t first_step;
+    double last_draw;
+    int64_t last_logged; /* plain mode: last step printed */
+    char last_checkpoint[256];
+    /* per completed save */
+    double *blocking_ms, *write_ms;
+    size_t nsaves, cap;
+    uint64_t bytes;
+    double write_s_total;
+} report;
+
+void report_init(report *r, int quiet, int64_t target_step,
+                 int64_t log_every);
+void report_dispose(report *r);
+
+/* The progress hook (a ckpt_hook built like any user hook). */
+ckpt_hook report_hook(report *r);
+
+/* ckpt_saver_options.on_save_done / .log targets. */
+void report_on_save_done(const ckpt_save_result *res, void *payload);
+void report_on_log(int level, const char *message, void *payload);
+
+/* The one summary line. */
+void report_summary(report *r, FILE *out, int64_t final_step,
+                    int64_t resumed_from, const ckpt_saver_metrics *m);
+
+#endif
