@@ -4,7 +4,7 @@
 # otherwise prints the exact apt-get line and fails.
 set -euo pipefail
 
-PACKAGES=(cmake make gcc pkg-config libsnappy-dev libcmocka-dev libjson-c-dev
+PACKAGES=(cmake make gcc pkg-config libsnappy-dev libcmocka-dev libjson-c-dev valgrind
           libleveldb-dev g++)
 
 missing=()

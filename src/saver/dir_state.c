@@ -43,7 +43,8 @@ int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
     ds->log_payload = opts->log_payload;
     ds->log_level = opts->log_level;
     ds->dir = ckpt__strdup(dir);
-    if (!ds->dir)
+    ds->basename = ckpt__strdup(opts->basename ? opts->basename : "model.ckpt");
+    if (!ds->dir || !ds->basename)
         return ckpt__error_oom();
     if (opts->absolute_paths) {
         char real[PATH_MAX];
@@ -66,6 +67,7 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
     ckpt__free(ds->paths);
     ckpt__free(ds->times);
     ckpt__free(ds->dir);
+    ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
     memset(ds, 0, sizeof(*ds));
 }
@@ -182,12 +184,10 @@ struct name_list {
     int err;
 };
 
-static int collect_name(const char *name, void *payload)
+/* Append `name` to the list (payload: struct name_list). */
+static int collect_name_always(const char *name, void *payload)
 {
     struct name_list *l = payload;
-    int match = l->base ? is_data_file_of(name, l->base) : is_temp_file(name);
-    if (!match)
-        return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
         char **p = ckpt__realloc(l->names, cap * sizeof(*p));
@@ -205,6 +205,13 @@ static int collect_name(const char *name, void *payload)
     }
     l->n++;
     return 0;
+}
+
+static int collect_name(const char *name, void *payload)
+{
+    struct name_list *l = payload;
+    int match = l->base ? is_data_file_of(name, l->base) : is_temp_file(name);
+    return match ? collect_name_always(name, payload) : 0;
 }
 
 static void name_list_dispose(struct name_list *l)
@@ -280,6 +287,128 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
         err = remove_names(ds->fs, ds->dir, &temps);
     }
     name_list_dispose(&temps);
+    return err;
+}
+
+/* Length of "<base>-<digits>" when `name` is that followed by
+ * ".data-<digits>-of-<digits>", else 0. */
+static size_t stepped_data_stem(const char *name, const char *base)
+{
+    char stem[512];
+    size_t n = strlen(base);
+    size_t digits, len;
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    len = n + 1 + digits;
+    if (digits == 0 || len >= sizeof(stem))
+        return 0;
+    memcpy(stem, name, len);
+    stem[len] = '\0';
+    return is_data_file_of(name, stem) ? len : 0;
+}
+
+struct orphan_scan {
+    ckpt__dir_state *ds;
+    struct name_list found;
+};
+
+/* Collect data files of <basename>-<step> whose index does not exist: an
+ * interrupted save (data renamed, index not yet) or an interrupted deletion
+ * (index removed first). Nothing can ever read them. */
+static int collect_orphan(const char *name, void *payload)
+{
+    struct orphan_scan *sc = payload;
+    size_t stem = stepped_data_stem(name, sc->ds->basename);
+    ckpt_buf index_name = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
+    int orphan = 0;
+    if (stem == 0)
+        return 0;
+    if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
+        ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
+        orphan = sc->ds->fs->stat(index.ptr, NULL, NULL, sc->ds->fs->payload) ==
+                 CKPT_ENOTFOUND;
+    ckpt_buf_dispose(&index_name);
+    ckpt_buf_dispose(&index);
+    ckpt_error_clear();
+    return orphan ? collect_name_always(name, &sc->found) : 0;
+}
+
+static int remove_orphan_data(ckpt__dir_state *ds)
+{
+    struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    int err = ds->fs->list(ds->dir, collect_orphan, &sc, ds->fs->payload);
+    if (sc.found.err < 0)
+        err = sc.found.err;
+    if (err == 0 && sc.found.n > 0) {
+        DS_LOG(ds, CKPT_LOG_INFO,
+               "%s: removing %zu data file(s) without an index (left by an "
+               "interrupted save or deletion)",
+               ds->dir, sc.found.n);
+        err = remove_names(ds->fs, ds->dir, &sc.found);
+    }
+    name_list_dispose(&sc.found);
+    return err;
+}
+
+struct stale_scan {
+    const ckpt__dir_state *ds;
+    struct name_list found;
+};
+
+/* Collect "<basename>-<step>" of every "<basename>-<step>.index" that the
+ * state file does not list. */
+static int collect_stale(const char *name, void *payload)
+{
+    struct stale_scan *sc = payload;
+    const char *base = sc->ds->basename;
+    size_t n = strlen(base);
+    size_t digits;
+    char stem[512];
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
+        n + 1 + digits >= sizeof(stem))
+        return 0;
+    memcpy(stem, name, n + 1 + digits);
+    stem[n + 1 + digits] = '\0';
+    for (size_t i = 0; i < sc->ds->n; i++)
+        if (strcmp(sc->ds->paths[i], stem) == 0)
+            return 0;
+    return collect_name_always(stem, &sc->found);
+}
+
+/* Without keep_checkpoint_every_n_hours nothing is ever kept unlisted, so
+ * an unlisted "<basename>-<step>" checkpoint is what a crash left: an older
+ * one a retention deletion cut short, or a newer one whose save died before
+ * the state file named it (never reported durable). Finish removing them.
+ * Only when the state file lists checkpoints of our own naming. */
+static int remove_stale_checkpoints(ckpt__dir_state *ds)
+{
+    struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || ds->n == 0)
+        return 0;
+    for (size_t i = 0; i < ds->n; i++)
+        if (ckpt_checkpoint_step(ds->paths[i]) == CKPT_NO_STEP ||
+            !is_own_checkpoint(ds, ds->paths[i]) || strchr(ds->paths[i], '/'))
+            return 0; /* not our naming: leave everything alone */
+    err = ds->fs->list(ds->dir, collect_stale, &sc, ds->fs->payload);
+    if (sc.found.err < 0)
+        err = sc.found.err;
+    for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
+        DS_LOG(ds, CKPT_LOG_INFO,
+               "%s: removing %s: not in the state file (left by a crash "
+               "during a save or a deletion)",
+               ds->dir, sc.found.names[i]);
+        err = ckpt__path_join(&prefix, ds->dir, sc.found.names[i]);
+        if (err == 0)
+            err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
+    }
+    ckpt_buf_dispose(&prefix);
+    name_list_dispose(&sc.found);
     return err;
 }
 
@@ -428,6 +557,10 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     }
 cleanup:
     err = ckpt__dir_state_remove_temps(ds);
+    if (err == 0)
+        err = remove_stale_checkpoints(ds);
+    if (err == 0)
+        err = remove_orphan_data(ds);
 done:
     name_list_dispose(&evicted);
     ckpt_buf_dispose(&prefix);

@@ -633,8 +633,12 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     image = choose_image(s, step);
     pthread_mutex_unlock(&s->mu);
     if (image < 0) {
+        /* A skipped trigger is retried at every step while the write runs:
+         * the first skip after a dispatch is worth an INFO line, the rest
+         * only DEBUG (each is still counted). */
         err = image;
-        SAVER_LOG(s, CKPT_LOG_INFO, "%s", ckpt_error_last()->message);
+        SAVER_LOG(s, s->skips_since_dispatch++ ? CKPT_LOG_DEBUG : CKPT_LOG_INFO,
+                  "%s", ckpt_error_last()->message);
         goto done;
     }
     /* The snapshot: the only time the caller waits. The chosen image is
@@ -661,6 +665,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     pthread_mutex_lock(&s->mu);
     job->ticket = ++s->next_ticket;
     s->pending = job;
+    s->skips_since_dispatch = 0;
     s->metrics.saves_started++;
     s->metrics.blocking_s_total += blocking;
     s->metrics.blocking_s_last = blocking;

@@ -17,10 +17,11 @@
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;
     const ckpt_clock *clock;
-    char *dir;     /* the directory as given */
-    char *abs_dir; /* realpath of dir when absolute paths are written */
-    char **paths;  /* kept checkpoints as written in the state file */
-    double *times; /* their save times (epoch seconds) */
+    char *dir;      /* the directory as given */
+    char *basename; /* checkpoint names are <basename>-<step> */
+    char *abs_dir;  /* realpath of dir when absolute paths are written */
+    char **paths;   /* kept checkpoints as written in the state file */
+    double *times;  /* their save times (epoch seconds) */
     size_t n, cap;
     double last_preserved;
     double next_keep_time; /* keep_every_n_hours: next preservation time */
@@ -37,7 +38,8 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds);
 /* Load the list from the state file (missing: empty; unparsable: logged,
  * empty), drop entries whose index is missing, apply retention (deleting
  * evicted checkpoints and rewriting the state file when it changed) and
- * remove temporary files of interrupted saves. */
+ * remove what interrupted saves and deletions left: temporary files, and
+ * data files of <basename>-<step> checkpoints whose index is missing. */
 int ckpt__dir_state_recover(ckpt__dir_state *ds);
 /* The state-file path string and full prefix of a new checkpoint name. */
 int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
@@ -126,6 +128,7 @@ struct ckpt_saver {
     int need_cleanup;     /* a save failed: sweep temp files before the
                              next one (written by whoever saves) */
     int closed;
+    uint64_t skips_since_dispatch; /* caller thread only */
 
     ckpt__image images[2];
     int num_images;

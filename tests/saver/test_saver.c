@@ -548,6 +548,67 @@ static void test_absolute_paths(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+static void copy_file(const char *dir, const char *from, const char *to)
+{
+    char a[4200], b[4200];
+    size_t n;
+    uint8_t *p;
+    snprintf(a, sizeof(a), "%s/%s", dir, from);
+    snprintf(b, sizeof(b), "%s/%s", dir, to);
+    p = test_read_file(a, &n);
+    assert_non_null(p);
+    test_write_file(b, p, n);
+    free(p);
+}
+
+/* Reopening removes what a crash during a save or a deletion leaves: data
+ * files without their index, and checkpoints of our naming the state file
+ * does not list (only without keep_checkpoint_every_n_hours, where nothing
+ * is kept unlisted on purpose); nothing else. */
+static void test_recover_removes_crash_leftovers(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    save_steps(s, f, 2, 3);
+    ckpt_saver_free(s);
+    /* An interrupted deletion of step 1, an interrupted save of step 4, a
+     * newer unlisted checkpoint, and files that are not ours. */
+    copy_file(f->dir, "model.ckpt-2.index", "model.ckpt-1.index");
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
+              "model.ckpt-1.data-00000-of-00001");
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
+              "model.ckpt-4.data-00000-of-00001");
+    copy_file(f->dir, "model.ckpt-3.index", "model.ckpt-9.index");
+    copy_file(f->dir, "model.ckpt-3.data-00000-of-00001",
+              "model.ckpt-9.data-00000-of-00001");
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
+              "other-5.data-00000-of-00001");
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
+              "model.ckpt-x.data-00000-of-00001");
+    /* With keep_checkpoint_every_n_hours an unlisted old checkpoint may be
+     * a preserved one: it stays. The orphan data file goes regardless. */
+    o.keep_checkpoint_every_n_hours = 1.0;
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-9.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-4.data-00000-of-00001"));
+    o.keep_checkpoint_every_n_hours = 0.0;
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-1.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-9.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-9.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "other-5.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "model.ckpt-x.data-00000-of-00001"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +637,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,8 @@ void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y)
         }
         i = d->order[d->cursor++];
         memcpy(x + (size_t)b * (size_t)d->dim,
-               d->x + (size_t)i * (size_t)d->dim, sizeof(float) * (size_t)d->dim);
+               d->x + (size_t)i * (size_t)d->dim,
+               sizeof(float) * (size_t)d->dim);
         y[b] = d->y[i];
     }
 }

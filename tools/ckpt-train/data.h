@@ -12,13 +12,13 @@
 
 typedef struct dataset {
     int n, dim, classes;
-    float *x;       /* [n x dim] */
-    int32_t *y;     /* [n] */
+    float *x;   /* [n x dim] */
+    int32_t *y; /* [n] */
     /* Reading position (checkpointed). */
     int32_t *order; /* this epoch's permutation of 0..n-1 */
     int64_t cursor; /* next index into order */
     int64_t epoch;
-    rng shuffle;    /* state as uint64[4] */
+    rng shuffle; /* state as uint64[4] */
 } dataset;
 
 /* Generate the data set and the first epoch's order. 0 or -1 (memory). */

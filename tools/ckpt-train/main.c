@@ -181,7 +181,8 @@ static int parse_options(options *o, int argc, char **argv)
     return 0;
 }
 
-/* ---- the model's variables ------------------------------------------------ */
+/* ---- the model's variables ------------------------------------------------
+ */
 
 typedef struct trainer {
     options opt;
@@ -192,8 +193,8 @@ typedef struct trainer {
     int32_t *batch_y;
 } trainer;
 
-static int add(ckpt_graph *g, const char *name, int dtype, int rank,
-               int64_t d0, int64_t d1, void *data)
+static int add(ckpt_graph *g, const char *name, int dtype, int rank, int64_t d0,
+               int64_t d1, void *data)
 {
     ckpt_var v;
     memset(&v, 0, sizeof(v));
@@ -246,8 +247,8 @@ static int register_vars(trainer *t, ckpt_graph *g)
         err = add(g, "optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
                   &t->model.iterations);
     if (err == 0)
-        err = add(g, "data/order", CKPT_DT_INT32, 1, t->data.n, 0,
-                  t->data.order);
+        err =
+            add(g, "data/order", CKPT_DT_INT32, 1, t->data.n, 0, t->data.order);
     if (err == 0)
         err = add(g, "data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
     if (err == 0)
@@ -268,14 +269,18 @@ static int train_step(ckpt_step_context *sc, void *payload)
     return ckpt_step_context_publish_float(sc, "loss", loss);
 }
 
-/* ---- running ----------------------------------------------------------------- */
+/* ---- running
+ * ----------------------------------------------------------------- */
 
 static int mkdir_p(const char *path)
 {
     char buf[4096];
+    struct stat st;
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(buf))
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
         return -1;
+    }
     memcpy(buf, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] == '/' || buf[i] == '\0') {
@@ -286,12 +291,79 @@ static int mkdir_p(const char *path)
             buf[i] = c;
         }
     }
+    /* an existing file of that name is no directory */
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
     return 0;
 }
 
 static void fail(const char *what)
 {
     fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
+}
+
+/* Build the hooks: progress, stop at step, NaN check, and the checkpoint
+ * hook unless --mode none. On failure the hooks built so far are destroyed. */
+static int build_hooks(trainer *t, report *rep, ckpt_saver_options *so,
+                       ckpt_hook *hooks, size_t *nhooks)
+{
+    int err;
+    *nhooks = 0;
+    hooks[(*nhooks)++] = report_hook(rep);
+    err = ckpt_stop_at_step_hook_new(&hooks[*nhooks], 0, t->opt.steps);
+    if (err == 0)
+        (*nhooks)++;
+    if (err == 0)
+        err = ckpt_nan_tensor_hook_new(&hooks[*nhooks], "loss", 1, so->log,
+                                       so->log_payload);
+    if (err == 0)
+        (*nhooks)++;
+    if (err == 0 && t->opt.mode >= 0) {
+        ckpt_checkpoint_hook_options co = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        co.checkpoint_dir = t->opt.dir;
+        co.save_steps = t->opt.save_steps;
+        co.save_secs = t->opt.save_steps > 0 ? 0.0 : t->opt.save_secs;
+        co.mode = t->opt.mode;
+        co.saver_options = so;
+        err = ckpt_checkpoint_hook_new(&hooks[*nhooks], &co);
+        if (err == 0)
+            (*nhooks)++;
+    }
+    if (err < 0) {
+        for (size_t i = 0; i < *nhooks; i++)
+            if (hooks[i].destroy)
+                hooks[i].destroy(hooks[i].payload);
+        *nhooks = 0;
+    }
+    return err;
+}
+
+/* Train until the target step or a stop request; close the session.
+ * Returns the process exit status. */
+static int train(trainer *t, ckpt_monitored_session *ms)
+{
+    int err = 0;
+    ckpt_preemption_handler_install(ms);
+    while (t->global_step < t->opt.steps &&
+           !ckpt_monitored_session_should_stop(ms, NULL)) {
+        err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
+        if (err < 0)
+            break;
+    }
+    if (err < 0 && !ckpt_is_clean_end(err))
+        fail("training step");
+    err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
+    if (err < 0)
+        fail("closing the session");
+    ckpt_preemption_handler_remove();
+    if (ckpt_preemption_signal() && !t->opt.quiet)
+        printf("stopped by signal %d at step %" PRId64 "\n",
+               ckpt_preemption_signal(), t->global_step);
+    return err < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -307,27 +379,31 @@ int main(int argc, char **argv)
     ckpt_buf latest = CKPT_BUF_INIT;
     report rep;
     int64_t resumed_from = -1;
-    int have_metrics = 0, exit_code = 0;
+    int have_metrics = 0, exit_code = 1;
     int err;
 
     if (!t)
         return 1;
+    report_init(&rep, 1, 0, 0);
     err = parse_options(&t->opt, argc, argv);
-    if (err)
-        return err;
+    if (err) {
+        exit_code = err;
+        goto done;
+    }
     if (mkdir_p(t->opt.dir) != 0) {
         fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->opt.dir,
                 strerror(errno));
-        return 1;
-    }
-    if (dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed) ||
-        mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
-                 DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed)) {
-        fprintf(stderr, "ckpt-train: out of memory\n");
-        return 1;
+        goto done;
     }
     t->batch_x = malloc(sizeof(float) * (size_t)t->opt.batch * DATA_DIM);
     t->batch_y = malloc(sizeof(int32_t) * (size_t)t->opt.batch);
+    if (!t->batch_x || !t->batch_y ||
+        dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed) ||
+        mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
+                 DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed)) {
+        fprintf(stderr, "ckpt-train: out of memory\n");
+        goto done;
+    }
     report_init(&rep, t->opt.quiet, t->opt.steps,
                 t->opt.save_steps > 0 ? t->opt.save_steps : 100);
 
@@ -343,32 +419,12 @@ int main(int argc, char **argv)
         err = register_vars(t, g);
     if (err < 0) {
         fail("registering variables");
-        return 1;
+        goto done;
     }
-
-    hooks[nhooks++] = report_hook(&rep);
-    err = ckpt_stop_at_step_hook_new(&hooks[nhooks], 0, t->opt.steps);
-    if (err == 0)
-        nhooks++;
-    if (err == 0)
-        err = ckpt_nan_tensor_hook_new(&hooks[nhooks], "loss", 1, so.log,
-                                       so.log_payload);
-    if (err == 0)
-        nhooks++;
-    if (err == 0 && t->opt.mode >= 0) {
-        ckpt_checkpoint_hook_options co = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
-        co.checkpoint_dir = t->opt.dir;
-        co.save_steps = t->opt.save_steps;
-        co.save_secs = t->opt.save_steps > 0 ? 0.0 : t->opt.save_secs;
-        co.mode = t->opt.mode;
-        co.saver_options = &so;
-        err = ckpt_checkpoint_hook_new(&hooks[nhooks], &co);
-        if (err == 0)
-            nhooks++;
-    }
-    if (err < 0) {
+    if (build_hooks(t, &rep, &so, hooks, &nhooks) < 0) {
         fail("building hooks");
-        return 2;
+        exit_code = 2;
+        goto done;
     }
 
     if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
@@ -377,43 +433,25 @@ int main(int argc, char **argv)
     sess.saver_options = &so;
     sess.log = so.log;
     sess.log_payload = so.log_payload;
+    /* The session consumes the hooks, also when it fails. */
     err = ckpt_monitored_session_new(&ms, g, hooks, nhooks, &sess);
     if (err < 0) {
         fail("creating the session");
-        return 1;
+        goto done;
     }
     if (latest.ptr) {
         resumed_from = t->global_step;
-        printf("restored %s at step %" PRId64 "\n", latest.ptr,
-               t->global_step);
+        printf("restored %s at step %" PRId64 "\n", latest.ptr, t->global_step);
         fflush(stdout);
     }
-    ckpt_preemption_handler_install(ms);
-
-    err = 0;
-    while (t->global_step < t->opt.steps &&
-           !ckpt_monitored_session_should_stop(ms, NULL)) {
-        err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
-        if (err < 0)
-            break;
-    }
-    if (err < 0 && !ckpt_is_clean_end(err))
-        fail("training step");
-    err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
-    if (err < 0) {
-        fail("closing the session");
-        exit_code = 1;
-    }
+    exit_code = train(t, ms);
     for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++)
         if (ckpt_checkpoint_hook_metrics(ckpt_monitored_session_hook(ms, i),
                                          &metrics) == 0)
             have_metrics = 1;
-    ckpt_preemption_handler_remove();
-    if (ckpt_preemption_signal() && !t->opt.quiet)
-        printf("stopped by signal %d at step %" PRId64 "\n",
-               ckpt_preemption_signal(), t->global_step);
     report_summary(&rep, stdout, t->global_step, resumed_from,
                    have_metrics ? &metrics : NULL);
+done:
     ckpt_monitored_session_free(ms);
     ckpt_graph_free(g);
     ckpt_buf_dispose(&latest);

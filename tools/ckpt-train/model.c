@@ -46,8 +46,8 @@ int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
         L->gb = alloc_floats((size_t)L->out);
         L->act = alloc_floats((size_t)batch * (size_t)L->out);
         L->delta = alloc_floats((size_t)batch * (size_t)L->out);
-        if (!L->w || !L->mw || !L->vw || !L->gw || !L->b || !L->mb ||
-            !L->vb || !L->gb || !L->act || !L->delta)
+        if (!L->w || !L->mw || !L->vw || !L->gw || !L->b || !L->mb || !L->vb ||
+            !L->gb || !L->act || !L->delta)
             return -1;
         limit = sqrtf(6.0f / (float)(L->in + L->out));
         for (size_t i = 0; i < nw; i++)

@@ -10,12 +10,12 @@
 
 typedef struct layer {
     int in, out;
-    float *w, *b;         /* weights [in x out], bias [out] */
-    float *mw, *vw;       /* Adam first and second moments of w */
-    float *mb, *vb;       /* ... and of b */
-    float *gw, *gb;       /* gradients (workspace) */
-    float *act;           /* this layer's output [batch x out] */
-    float *delta;         /* gradient w.r.t. act [batch x out] */
+    float *w, *b;   /* weights [in x out], bias [out] */
+    float *mw, *vw; /* Adam first and second moments of w */
+    float *mb, *vb; /* ... and of b */
+    float *gw, *gb; /* gradients (workspace) */
+    float *act;     /* this layer's output [batch x out] */
+    float *delta;   /* gradient w.r.t. act [batch x out] */
 } layer;
 
 typedef struct mlp {

@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,17 +44,18 @@ static void draw(report *r, int64_t step, int final)
                       : 0.0;
     if (r->tty) {
         int width = 30;
-        int filled = r->target_step > 0
-                         ? (int)((double)width * (double)step /
-                                 (double)r->target_step)
-                         : 0;
+        int filled =
+            r->target_step > 0
+                ? (int)((double)width * (double)step / (double)r->target_step)
+                : 0;
         if (!final && now - r->last_draw < 0.1)
             return;
         r->last_draw = now;
         if (filled > width)
             filled = width;
-        fprintf(stderr, "\r[%.*s%*s] step %" PRId64 "/%" PRId64
-                        "  loss %.4f  %.0f steps/s  last: %s\033[K",
+        fprintf(stderr,
+                "\r[%.*s%*s] step %" PRId64 "/%" PRId64
+                "  loss %.4f  %.0f steps/s  last: %s\033[K",
                 filled, "##############################", width - filled, "",
                 step, r->target_step, (double)r->last_loss, rate,
                 r->last_checkpoint[0] ? r->last_checkpoint : "-");
@@ -130,8 +132,7 @@ void report_on_save_done(const ckpt_save_result *res, void *payload)
     r->nsaves++;
     r->bytes += res->bytes;
     r->write_s_total += res->write_s;
-    snprintf(r->last_checkpoint, sizeof(r->last_checkpoint), "%s",
-             res->prefix);
+    snprintf(r->last_checkpoint, sizeof(r->last_checkpoint), "%s", res->prefix);
 }
 
 void report_on_log(int level, const char *message, void *payload)
@@ -172,16 +173,16 @@ void report_summary(report *r, FILE *out, int64_t final_step,
             max_blocking = r->blocking_ms[i];
     if (resumed_from >= 0)
         snprintf(resumed, sizeof(resumed), "%" PRId64, resumed_from);
-    fprintf(out,
-            "summary: steps=%" PRId64 " resumed_from=%s loss=%.6f "
-            "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
-            " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
-            "write_mb_s=%.1f\n",
-            final_step, resumed, (double)r->last_loss,
-            m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
-            m ? m->saves_failed : 0, percentile50(r->blocking_ms, r->nsaves),
-            max_blocking, percentile50(r->write_ms, r->nsaves),
-            r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6
-                                 : 0.0);
+    fprintf(
+        out,
+        "summary: steps=%" PRId64 " resumed_from=%s loss=%.6f "
+        "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
+        " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
+        "write_mb_s=%.1f\n",
+        final_step, resumed, r->have_loss ? (double)r->last_loss : (double)NAN,
+        m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
+        m ? m->saves_failed : 0, percentile50(r->blocking_ms, r->nsaves),
+        max_blocking, percentile50(r->write_ms, r->nsaves),
+        r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0);
     fflush(out);
 }

@@ -13,10 +13,10 @@ typedef struct report {
     int quiet;
     int tty;
     int64_t target_step;
-    int64_t log_every;   /* plain mode: a line every this many steps */
+    int64_t log_every; /* plain mode: a line every this many steps */
     float last_loss;
     int have_loss;
-    double started;      /* monotonic seconds */
+    double started; /* monotonic seconds */
     int64_t first_step;
     double last_draw;
     int64_t last_logged; /* plain mode: last step printed */
@@ -28,8 +28,7 @@ typedef struct report {
     double write_s_total;
 } report;
 
-void report_init(report *r, int quiet, int64_t target_step,
-                 int64_t log_every);
+void report_init(report *r, int quiet, int64_t target_step, int64_t log_every);
 void report_dispose(report *r);
 
 /* The progress hook (a ckpt_hook built like any user hook). */

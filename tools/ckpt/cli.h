@@ -43,6 +43,7 @@ extern const cli_command cli_cmd_ls;
 extern const cli_command cli_cmd_inspect;
 extern const cli_command cli_cmd_verify;
 extern const cli_command cli_cmd_repack;
+extern const cli_command cli_cmd_diff;
 
 /* ---- messages ------------------------------------------------------------ */
 

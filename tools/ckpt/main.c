@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const cli_command *const commands[] = {&cli_cmd_ls, &cli_cmd_inspect,
-                                              &cli_cmd_verify, &cli_cmd_repack};
+                                              &cli_cmd_verify, &cli_cmd_repack,
+                                              &cli_cmd_diff};
 
 #define NUM_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

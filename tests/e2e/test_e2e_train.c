@@ -1,0 +1,548 @@
+/* End-to-end tests of ckpt-train, run as a program (CKPT_TRAIN_PATH) on
+ * small models, with `ckpt` (CKPT_CLI_PATH) checking what it wrote: the
+ * summary line's format, --keep across restarts, a clean stop on SIGTERM
+ * and SIGINT with a final checkpoint at the step it stopped, --mode none
+ * and --mode sync (the same checkpoints as async), and saves that fail
+ * (a read-only directory; a full tmpfs) leaving exit status 1, a message
+ * naming the file and the OS error, and the earlier checkpoint intact. */
+#include "e2e_util.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A small model: a few tens of microseconds per step. */
+#define MODEL "--hidden", "16", "--layers", "1", "--batch", "16"
+
+#define TRAIN(p, ...) e2e_run((p), CKPT_TRAIN_PATH, E2E_ARGS(__VA_ARGS__))
+#define CKPT(p, ...) e2e_run((p), CKPT_CLI_PATH, E2E_ARGS(__VA_ARGS__))
+
+/* `ckpt verify PATH` must pass. */
+static void expect_verify_ok(const char *path)
+{
+    e2e_proc v;
+    CKPT(&v, "verify", path);
+    e2e_expect_exit(&v, 0);
+    e2e_expect_contains("ckpt verify", v.out, ": OK, ", 1);
+    e2e_proc_free(&v);
+}
+
+/* The state file lists exactly `want` (steps, oldest first), the latest
+ * last, and the directory holds exactly their files. */
+static void expect_checkpoints(const char *dir, const int64_t *want, size_t n)
+{
+    ckpt_state st = CKPT_STATE_INIT;
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, dir));
+    if (st.num_paths != n)
+        fail_msg("%s: %zu checkpoints listed, wanted %zu", dir, st.num_paths,
+                 n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ckpt_checkpoint_step(st.all_paths[i]), want[i]);
+    assert_int_equal(ckpt_checkpoint_step(st.model_checkpoint_path),
+                     want[n - 1]);
+    ckpt_state_dispose(&st);
+    assert_int_equal(e2e_count_files(dir, ".index"), (int)n);
+    assert_int_equal(e2e_count_files(dir, "*.data-"), (int)n);
+    assert_int_equal(e2e_count_files(dir, "*.tempstate"), 0);
+    assert_int_equal(e2e_count_files(dir, "*checkpoint.tmp"), 0);
+}
+
+/* A line "restored <dir>/model.ckpt-<step> at step <step>". */
+static void expect_restored(const char *out, const char *dir, int64_t step)
+{
+    char want[512];
+    snprintf(want, sizeof(want), "restored %s/model.ckpt-%lld at step %lld\n",
+             dir, (long long)step, (long long)step);
+    e2e_expect_contains("trainer stdout", out, want, 1);
+}
+
+/* ---- the summary line ------------------------------------------------- */
+
+static void test_summary_format(void **state)
+{
+    char *dir = test_make_temp_dir();
+    regex_t re;
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    /* the pattern itself accepts a good line and rejects near misses */
+    assert_int_equal(regcomp(&re, e2e_summary_regex, REG_EXTENDED), 0);
+    assert_int_equal(
+        regexec(&re,
+                "summary: steps=10 resumed_from=- loss=2.302585 "
+                "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
+                "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5",
+                0, NULL, 0),
+        0);
+    assert_int_not_equal(
+        regexec(&re,
+                "summary: steps=10 resumed_from=- loss=2.302585 "
+                "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
+                "blocking_ms_max=0.300 write_ms_p50=1.500",
+                0, NULL, 0),
+        0);
+    assert_int_not_equal(
+        regexec(&re,
+                "summary: steps=x resumed_from=- loss=2.302585 "
+                "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
+                "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5",
+                0, NULL, 0),
+        0);
+    regfree(&re);
+    TRAIN(&p, "--dir", dir, "--steps", "200", MODEL, "--save-steps", "50",
+          "--busy", "wait", "--quiet");
+    e2e_expect_exit(&p, 0);
+    assert_string_equal(p.err, "");
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.steps, 200);
+    assert_int_equal(s.resumed_from, -1);
+    assert_int_equal(s.checkpoints, 5); /* steps 0, 50, ..., 200 */
+    assert_int_equal(s.skipped, 0);
+    assert_int_equal(s.failed, 0);
+    assert_true(s.loss > 0 && s.loss < 10);
+    assert_true(s.blocking_ms_p50 <= s.blocking_ms_max);
+    assert_true(s.write_ms_p50 > 0);
+    assert_true(s.write_mb_s > 0);
+    /* --quiet: the summary is the only line */
+    assert_int_equal(strchr(p.out, '\n') - p.out + 1, (long)strlen(p.out));
+    e2e_proc_free(&p);
+    /* resumed: resumed_from and the restore line */
+    TRAIN(&p, "--dir", dir, "--steps", "260", MODEL, "--save-steps", "50",
+          "--busy", "wait", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    expect_restored(p.out, dir, 200);
+    assert_int_equal(s.steps, 260);
+    assert_int_equal(s.resumed_from, 200);
+    assert_int_equal(s.checkpoints, 2); /* 250 and the final 260 */
+    e2e_proc_free(&p);
+    /* not quiet: progress lines, then the summary last */
+    TRAIN(&p, "--dir", dir, "--steps", "300", MODEL, "--save-steps", "20");
+    e2e_expect_exit(&p, 0);
+    e2e_expect_contains("trainer stdout", p.out, "\nstep 300 loss ", 1);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.steps, 300);
+    assert_int_equal(s.resumed_from, 260);
+    e2e_proc_free(&p);
+    test_remove_tree(dir);
+}
+
+/* ---- --keep ------------------------------------------------------------ */
+
+static void test_keep_across_restarts(void **state)
+{
+    char *dir = test_make_temp_dir();
+    static const int64_t first[] = {200, 250, 300};
+    static const int64_t second[] = {500, 550, 600};
+    static const int64_t third[] = {850, 900};
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    TRAIN(&p, "--dir", dir, "--steps", "300", MODEL, "--save-steps", "50",
+          "--keep", "3", "--busy", "wait", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.checkpoints, 7);
+    e2e_proc_free(&p);
+    expect_checkpoints(dir, first, 3);
+    /* again, synchronous this time: the old ones still count */
+    TRAIN(&p, "--dir", dir, "--steps", "600", MODEL, "--save-steps", "50",
+          "--keep", "3", "--mode", "sync", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.resumed_from, 300);
+    assert_int_equal(s.checkpoints, 6);
+    e2e_proc_free(&p);
+    expect_checkpoints(dir, second, 3);
+    /* fewer kept than are there */
+    TRAIN(&p, "--dir", dir, "--steps", "900", MODEL, "--save-steps", "50",
+          "--keep", "2", "--busy", "wait", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    expect_checkpoints(dir, third, 2);
+    expect_verify_ok(dir);
+    test_remove_tree(dir);
+}
+
+/* ---- SIGTERM and SIGINT ------------------------------------------------ */
+
+/* Stops at the first "checkpoint ... is durable" line. */
+static int on_durable(const char *line, void *payload)
+{
+    (void)payload;
+    return strncmp(line, "checkpoint: checkpoint ", 23) == 0 &&
+           strstr(line, " is durable") != NULL;
+}
+
+static void stop_by_signal(int sig)
+{
+    char *dir = test_make_temp_dir();
+    char *latest = NULL;
+    char want[512];
+    e2e_summary s;
+    e2e_proc p;
+    e2e_spawn(&p, CKPT_TRAIN_PATH,
+              E2E_ARGS("--dir", dir, "--steps", "1000000000", MODEL,
+                       "--save-steps", "50"),
+              0);
+    /* training and checkpointing are under way */
+    if (!e2e_watch(&p, on_durable, NULL, E2E_CHILD_TIMEOUT_S))
+        fail_msg("exited before its first checkpoint:\n%s", p.out);
+    e2e_signal(&p, sig);
+    e2e_proc_finish(&p);
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    assert_true(s.steps > 0 && s.steps < 1000000000);
+    assert_int_equal(s.failed, 0);
+    snprintf(want, sizeof(want), "stopped by signal %d at step %lld\n", sig,
+             (long long)s.steps);
+    e2e_expect_contains("trainer stdout", p.out, want, 1);
+    snprintf(want, sizeof(want), "signal %d received", sig);
+    e2e_expect_contains("trainer stderr", p.err, want, 1);
+    /* the final checkpoint is at the step it stopped */
+    assert_int_equal(e2e_latest_step(dir, &latest), s.steps);
+    expect_verify_ok(dir);
+    e2e_proc_free(&p);
+    /* and training continues from there */
+    snprintf(want, sizeof(want), "%lld", (long long)(s.steps + 20));
+    TRAIN(&p, "--dir", dir, "--steps", want, MODEL, "--quiet");
+    e2e_expect_exit(&p, 0);
+    expect_restored(p.out, dir, s.steps);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.steps, atoll(want));
+    e2e_proc_free(&p);
+    free(latest);
+    test_remove_tree(dir);
+}
+
+static void test_sigterm(void **state)
+{
+    (void)state;
+    stop_by_signal(SIGTERM);
+}
+
+static void test_sigint(void **state)
+{
+    (void)state;
+    stop_by_signal(SIGINT);
+}
+
+/* ---- --mode none and --mode sync --------------------------------------- */
+
+static void test_mode_none(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *sub = e2e_path(dir, "none/deeper");
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    TRAIN(&p, "--dir", sub, "--steps", "200", MODEL, "--save-steps", "10",
+          "--mode", "none");
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.steps, 200);
+    assert_int_equal(s.checkpoints, 0);
+    e2e_expect_contains("trainer stdout", p.out, "checkpoint: saved", 0);
+    e2e_proc_free(&p);
+    /* the directory is made, and stays empty */
+    assert_int_equal(e2e_count_files(sub, ""), 2); /* "." and ".." */
+    TRAIN(&p, "--dir", sub, "--steps", "100", MODEL, "--mode", "none",
+          "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_expect_contains("trainer stdout", p.out, "restored", 0);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.resumed_from, -1);
+    e2e_proc_free(&p);
+    assert_int_equal(e2e_count_files(sub, ""), 2);
+    free(sub);
+    test_remove_tree(dir);
+}
+
+static void test_mode_sync_same_as_async(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *sync_dir = e2e_path(dir, "sync");
+    char *async_dir = e2e_path(dir, "async");
+    char *skip_dir = e2e_path(dir, "skip");
+    char *other_dir = e2e_path(dir, "other");
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    TRAIN(&p, "--dir", sync_dir, "--steps", "300", MODEL, "--save-steps", "50",
+          "--keep", "0", "--mode", "sync", "--seed", "5", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_parse_summary(p.out, &s);
+    assert_int_equal(s.checkpoints, 7);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--dir", async_dir, "--steps", "300", MODEL, "--save-steps", "50",
+          "--keep", "0", "--mode", "async", "--busy", "wait", "--seed", "5",
+          "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    /* the default policy skips saves while one is written, but the final
+     * checkpoint is the same */
+    TRAIN(&p, "--dir", skip_dir, "--steps", "300", MODEL, "--save-steps", "50",
+          "--seed", "5", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    for (int step = 0; step <= 300; step += 50) {
+        char name[64];
+        char *a, *b;
+        snprintf(name, sizeof(name), "model.ckpt-%d", step);
+        a = e2e_path(sync_dir, name);
+        b = e2e_path(async_dir, name);
+        CKPT(&p, "diff", a, b);
+        e2e_expect_exit(&p, 0);
+        e2e_expect_contains("ckpt diff", p.out, ": equal, 20 tensors", 1);
+        e2e_proc_free(&p);
+        free(a);
+        free(b);
+    }
+    CKPT(&p, "diff", sync_dir, skip_dir);
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    /* and diff does see a difference between steps */
+    {
+        char *a = e2e_path(sync_dir, "model.ckpt-250");
+        CKPT(&p, "diff", a, async_dir);
+        e2e_expect_exit(&p, 1);
+        e2e_expect_contains("ckpt diff", p.out,
+                            "global_step: values differ: 1 of 1 elements, "
+                            "max abs diff 50\n",
+                            1);
+        e2e_proc_free(&p);
+        free(a);
+    }
+    /* another seed trains another model */
+    TRAIN(&p, "--dir", other_dir, "--steps", "300", MODEL, "--seed", "6",
+          "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    CKPT(&p, "diff", sync_dir, other_dir);
+    e2e_expect_exit(&p, 1);
+    e2e_expect_contains("ckpt diff", p.out, "dense/kernel: values differ", 1);
+    e2e_proc_free(&p);
+    free(other_dir);
+    free(sync_dir);
+    free(async_dir);
+    free(skip_dir);
+    test_remove_tree(dir);
+}
+
+/* ---- usage and a --dir that cannot be a directory ---------------------- */
+
+static void test_usage_and_bad_dir(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *file = e2e_path(dir, "a-file");
+    char *below = e2e_path(file, "below");
+    char want[512];
+    e2e_proc p;
+    (void)state;
+    test_write_file(file, "x", 1);
+    TRAIN(&p, "--dir", file, "--steps", "10", MODEL, "--quiet");
+    e2e_expect_exit(&p, 1);
+    snprintf(want, sizeof(want),
+             "ckpt-train: cannot create %s: Not a "
+             "directory\n",
+             file);
+    assert_string_equal(p.err, want);
+    assert_string_equal(p.out, "");
+    e2e_proc_free(&p);
+    TRAIN(&p, "--dir", below, "--steps", "10", MODEL, "--quiet");
+    e2e_expect_exit(&p, 1);
+    e2e_expect_contains("trainer stderr", p.err, "Not a directory", 1);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--dir", dir, "--bogus", "1");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);
+    e2e_expect_contains("trainer stderr", p.err, "usage: ckpt-train", 1);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--dir", dir, "--save-steps", "5", "--save-secs", "1");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "exclude each other", 1);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--steps");
+    e2e_expect_exit(&p, 2);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--help");
+    e2e_expect_exit(&p, 0);
+    e2e_expect_contains("trainer stdout", p.out, "usage: ckpt-train", 1);
+    e2e_proc_free(&p);
+    /* nothing was written anywhere */
+    assert_int_equal(e2e_count_files(dir, ""), 3);
+    free(below);
+    free(file);
+    test_remove_tree(dir);
+}
+
+/* ---- saves that fail --------------------------------------------------- */
+
+/* The trainer runs as `uid` (0: as this process) on `run`, a directory made
+ * read-only after its first run's checkpoints. */
+static void test_save_fails_read_only_dir(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *run = e2e_path(dir, "run");
+    uid_t uid = 0;
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    if (geteuid() == 0) {
+        /* root ignores permissions: train as nobody instead */
+        uid = 65534;
+        assert_int_equal(chmod(dir, 0755), 0);
+    }
+    assert_int_equal(mkdir(run, 0755), 0);
+    if (uid != 0)
+        assert_int_equal(chown(run, uid, uid), 0);
+    e2e_spawn(&p, CKPT_TRAIN_PATH,
+              E2E_ARGS("--dir", run, "--steps", "100", MODEL, "--save-steps",
+                       "50", "--busy", "wait", "--quiet"),
+              uid);
+    e2e_proc_finish(&p);
+    if (uid != 0 && e2e_exit_code(&p) != 0) {
+        /* e.g. the build or temp directory is closed to nobody */
+        print_message("SKIPPED: cannot run the trainer as uid %d (exit "
+                      "%d): %s\n",
+                      (int)uid, e2e_exit_code(&p), p.err);
+        e2e_proc_free(&p);
+        free(run);
+        test_remove_tree(dir);
+        skip();
+        return;
+    }
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    assert_int_equal(chmod(run, 0555), 0);
+    e2e_spawn(&p, CKPT_TRAIN_PATH,
+              E2E_ARGS("--dir", run, "--steps", "200", MODEL, "--save-steps",
+                       "50", "--busy", "wait", "--quiet"),
+              uid);
+    e2e_proc_finish(&p);
+    e2e_expect_exit(&p, 1);
+    expect_restored(p.out, run, 100);
+    e2e_expect_contains("trainer stderr", p.err, "Permission denied", 1);
+    e2e_expect_contains("trainer stderr", p.err, "/run/model.ckpt-150", 1);
+    e2e_parse_summary(p.out, &s);
+    assert_true(s.failed >= 1);
+    assert_int_equal(s.checkpoints, 0);
+    e2e_proc_free(&p);
+    assert_int_equal(chmod(run, 0755), 0);
+    /* the earlier checkpoints are untouched */
+    assert_int_equal(e2e_latest_step(run, NULL), 100);
+    expect_verify_ok(run);
+    assert_int_equal(e2e_count_files(run, ".index"), 3);
+    assert_int_equal(e2e_count_files(run, "*.tempstate"), 0);
+    free(run);
+    test_remove_tree(dir);
+}
+
+typedef struct mount_state {
+    char *dir;
+    int mounted;
+} mount_state;
+
+static int mount_setup(void **state)
+{
+    mount_state *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -1;
+    m->dir = test_make_temp_dir();
+    *state = m;
+    return 0;
+}
+
+static int mount_teardown(void **state)
+{
+    mount_state *m = *state;
+    if (m->mounted && umount(m->dir) != 0)
+        umount2(m->dir, MNT_DETACH);
+    test_remove_tree(m->dir);
+    free(m);
+    return 0;
+}
+
+/* Bytes of a checkpoint of the trainer's MLP (32 inputs, 10 classes):
+ * each weight three times (value and Adam's two slots), 4096 int32 of data
+ * order, a few scalars and the index. */
+static int64_t checkpoint_bytes(int64_t hidden, int64_t layers)
+{
+    int64_t params = 32 * hidden + hidden +
+                     (layers - 1) * (hidden * hidden + hidden) + hidden * 10 +
+                     10;
+    return 4 * 3 * params + 4 * 4096 + 2048;
+}
+
+/* A tmpfs that holds one checkpoint but not two: the second save fails
+ * with ENOSPC. Needs root (mount); skipped where mounting is not allowed. */
+static void test_save_fails_full_tmpfs(void **state)
+{
+    static const char *const modes[] = {"async", "sync"};
+    mount_state *m = *state;
+    int64_t one = checkpoint_bytes(256, 2);
+    char opts[64];
+    (void)state;
+    /* room for 1.5 checkpoints, in whole pages */
+    snprintf(opts, sizeof(opts), "size=%lldk,mode=0755",
+             (long long)((one * 3 / 2 + 4095) / 4096 * 4));
+    if (mount("tmpfs", m->dir, "tmpfs", 0, opts) != 0) {
+        print_message("SKIPPED: cannot mount a tmpfs (%s); needs root and "
+                      "CAP_SYS_ADMIN\n",
+                      strerror(errno));
+        skip();
+        return;
+    }
+    m->mounted = 1;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        char *run = e2e_path(m->dir, modes[i]);
+        char want[512];
+        e2e_summary s;
+        e2e_proc p;
+        TRAIN(&p, "--dir", run, "--steps", "40", "--hidden", "256", "--layers",
+              "2", "--batch", "16", "--save-steps", "10", "--keep", "1",
+              "--mode", modes[i], "--busy", "wait", "--quiet");
+        e2e_expect_exit(&p, 1);
+        snprintf(want, sizeof(want), "%s/model.ckpt-10.data-00000-of-00001",
+                 run);
+        e2e_expect_contains("trainer stderr", p.err, want, 1);
+        e2e_expect_contains("trainer stderr", p.err, "No space left on device",
+                            1);
+        e2e_parse_summary(p.out, &s);
+        assert_int_equal(s.checkpoints, 1);
+        assert_true(s.failed >= 1);
+        assert_true(s.steps >= 10 && s.steps < 40);
+        e2e_proc_free(&p);
+        /* the first checkpoint is intact, and nothing half-written stays */
+        assert_int_equal(e2e_latest_step(run, NULL), 0);
+        expect_verify_ok(run);
+        assert_int_equal(e2e_count_files(run, ".index"), 1);
+        assert_int_equal(e2e_count_files(run, "*.data-"), 1);
+        assert_int_equal(e2e_count_files(run, "*.tempstate"), 0);
+        assert_true(one > 0);
+        test_remove_tree(run); /* room for the next mode */
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_summary_format),
+        cmocka_unit_test(test_keep_across_restarts),
+        cmocka_unit_test(test_sigterm),
+        cmocka_unit_test(test_sigint),
+        cmocka_unit_test(test_mode_none),
+        cmocka_unit_test(test_mode_sync_same_as_async),
+        cmocka_unit_test(test_usage_and_bad_dir),
+        cmocka_unit_test(test_save_fails_read_only_dir),
+        cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
+                                        mount_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

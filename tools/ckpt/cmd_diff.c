@@ -1,0 +1,742 @@
+/* tools/ckpt/cmd_diff.c - `ckpt diff A B [--atol X] [--json]`: compare two
+ * checkpoints tensor by tensor: the sets of names, dtypes, shapes and
+ * values. Values are compared bit for bit by default (so NaN equals the
+ * same NaN and -0 differs from +0); with --atol X, floating-point values
+ * (float32, float64, float16, bfloat16 and each component of complex64 and
+ * complex128) are equal when |a - b| <= X or both are NaN, while integers,
+ * bools, strings and the 8-bit float formats must still match exactly.
+ * Entries of partitioned tensors are compared like any other: the full
+ * entry by dtype and shape, each slice entry by its values.
+ * Exit 0 when equal, 1 when anything differs, 2 on a usage error or input
+ * that cannot be read. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int run(int argc, char **argv);
+
+const cli_command cli_cmd_diff = {
+    "diff", "diff A B [--atol X] [--json]",
+    "Compare two checkpoints: tensor names, dtypes, shapes and values.",
+    "A and B are checkpoint prefixes, .index files, or directories (their\n"
+    "latest checkpoints). A tensor present in only one of them, or whose\n"
+    "dtype or shape differs, is a difference; so are differing values.\n"
+    "Each differing tensor is listed with the number of differing elements\n"
+    "and the largest absolute difference.\n\n"
+    "  --atol X   floats (float32/64, float16, bfloat16, each component of\n"
+    "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
+    "             without it every value must be bitwise identical (NaN\n"
+    "             equals the same NaN, -0 differs from +0). Integers,\n"
+    "             bools, strings and 8-bit floats always compare exactly.\n"
+    "  --json     print JSON: {\"a\", \"b\", \"equal\", \"differences\":\n"
+    "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
+    "\"dtype\"|\n"
+    "             \"shape\"|\"values\", \"max_abs_diff\"?, "
+    "\"num_different\"?}]}\n\n"
+    "Exit status 0 when equal (within the tolerance), 1 when they differ,\n"
+    "2 on a usage error or a checkpoint that cannot be read.\n",
+    run};
+
+typedef struct diff_opts {
+    const char *a, *b;
+    int json;
+    int tolerant; /* --atol given */
+    double atol;
+} diff_opts;
+
+/* How the elements of a dtype are compared. */
+enum elem_class {
+    CLASS_REAL,    /* one floating-point component */
+    CLASS_COMPLEX, /* two floating-point components */
+    CLASS_SIGNED,  /* integers, compared exactly */
+    CLASS_UNSIGNED,
+    CLASS_BYTES /* anything else of fixed size: bytes compared exactly */
+};
+
+/* Outcome of comparing the values of one tensor. */
+typedef struct value_diff {
+    int64_t num_elements;
+    int64_t num_different; /* -1: unknown (raw records compared) */
+    int has_max;           /* max_abs_diff is meaningful */
+    int integral;          /* max is an integer: use max_int */
+    double max_abs;        /* NaN when a NaN was involved */
+    uint64_t max_int;
+    int digits; /* %.*g digits for max_abs */
+} value_diff;
+
+/* ---- elements ------------------------------------------------------------ */
+
+static enum elem_class class_of(int dtype)
+{
+    switch (dtype) {
+    case CKPT_DT_FLOAT:
+    case CKPT_DT_DOUBLE:
+    case CKPT_DT_HALF:
+    case CKPT_DT_BFLOAT16:
+        return CLASS_REAL;
+    case CKPT_DT_COMPLEX64:
+    case CKPT_DT_COMPLEX128:
+        return CLASS_COMPLEX;
+    case CKPT_DT_INT8:
+    case CKPT_DT_INT16:
+    case CKPT_DT_INT32:
+    case CKPT_DT_INT64:
+    case CKPT_DT_QINT8:
+    case CKPT_DT_QINT16:
+    case CKPT_DT_QINT32:
+        return CLASS_SIGNED;
+    case CKPT_DT_UINT8:
+    case CKPT_DT_UINT16:
+    case CKPT_DT_UINT32:
+    case CKPT_DT_UINT64:
+    case CKPT_DT_QUINT8:
+    case CKPT_DT_QUINT16:
+    case CKPT_DT_BOOL:
+        return CLASS_UNSIGNED;
+    default:
+        return CLASS_BYTES;
+    }
+}
+
+static double half_value(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f;
+    int mant = h & 0x3ff;
+    double v;
+    if (exp == 31)
+        v = mant ? NAN : INFINITY;
+    else if (exp == 0)
+        v = ldexp((double)mant, -24);
+    else
+        v = ldexp((double)(mant | 0x400), exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* One floating-point component of `size` bytes (2, 4 or 8) as a double. */
+static double real_value(int dtype, const uint8_t *p, size_t size)
+{
+    uint16_t h;
+    uint32_t bits;
+    float f;
+    double d;
+    if (size == 8) {
+        memcpy(&d, p, 8);
+        return d;
+    }
+    if (size == 4) {
+        memcpy(&f, p, 4);
+        return f;
+    }
+    memcpy(&h, p, 2);
+    if (dtype == CKPT_DT_HALF)
+        return half_value(h);
+    bits = (uint32_t)h << 16; /* bfloat16: the top half of a float32 */
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static int64_t signed_value(const uint8_t *p, size_t size)
+{
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    switch (size) {
+    case 1:
+        memcpy(&i8, p, 1);
+        return i8;
+    case 2:
+        memcpy(&i16, p, 2);
+        return i16;
+    case 4:
+        memcpy(&i32, p, 4);
+        return i32;
+    default:
+        memcpy(&i64, p, 8);
+        return i64;
+    }
+}
+
+static uint64_t unsigned_value(const uint8_t *p, size_t size)
+{
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (size) {
+    case 1:
+        memcpy(&u8, p, 1);
+        return u8;
+    case 2:
+        memcpy(&u16, p, 2);
+        return u16;
+    case 4:
+        memcpy(&u32, p, 4);
+        return u32;
+    default:
+        memcpy(&u64, p, 8);
+        return u64;
+    }
+}
+
+static void note_real(value_diff *d, double diff)
+{
+    if (isnan(diff) || isnan(d->max_abs))
+        d->max_abs = NAN;
+    else if (diff > d->max_abs)
+        d->max_abs = diff;
+}
+
+/* Whether one floating-point component differs; records its difference. */
+static int real_differs(const diff_opts *o, int dtype, const uint8_t *pa,
+                        const uint8_t *pb, size_t size, value_diff *d)
+{
+    double a, b, diff;
+    if (memcmp(pa, pb, size) == 0)
+        return 0;
+    a = real_value(dtype, pa, size);
+    b = real_value(dtype, pb, size);
+    diff = fabs(a - b);
+    if (o->tolerant && ((isnan(a) && isnan(b)) || diff <= o->atol))
+        return 0;
+    note_real(d, diff);
+    return 1;
+}
+
+static int element_differs(const diff_opts *o, int dtype, enum elem_class cls,
+                           const uint8_t *pa, const uint8_t *pb, size_t esize,
+                           value_diff *d)
+{
+    switch (cls) {
+    case CLASS_REAL:
+        return real_differs(o, dtype, pa, pb, esize, d);
+    case CLASS_COMPLEX: {
+        /* both components are always looked at, for max_abs */
+        size_t half = esize / 2;
+        int re = real_differs(o, dtype, pa, pb, half, d);
+        int im = real_differs(o, dtype, pa + half, pb + half, half, d);
+        return re || im;
+    }
+    case CLASS_SIGNED: {
+        int64_t a = signed_value(pa, esize), b = signed_value(pb, esize);
+        uint64_t diff;
+        if (a == b)
+            return 0;
+        diff = a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+        if (diff > d->max_int)
+            d->max_int = diff;
+        return 1;
+    }
+    case CLASS_UNSIGNED: {
+        uint64_t a = unsigned_value(pa, esize), b = unsigned_value(pb, esize);
+        uint64_t diff = a > b ? a - b : b - a;
+        if (a == b)
+            return 0;
+        if (diff > d->max_int)
+            d->max_int = diff;
+        return 1;
+    }
+    case CLASS_BYTES:
+    default:
+        return memcmp(pa, pb, esize) != 0;
+    }
+}
+
+/* Compare `n` elements of `dtype` held in host order at `a` and `b`. */
+static void compare_fixed(const diff_opts *o, int dtype, const uint8_t *a,
+                          const uint8_t *b, int64_t n, value_diff *d)
+{
+    size_t esize = ckpt_dtype_size(dtype);
+    enum elem_class cls = class_of(dtype);
+    d->has_max = cls != CLASS_BYTES;
+    d->integral = cls == CLASS_SIGNED || cls == CLASS_UNSIGNED;
+    d->digits = dtype == CKPT_DT_DOUBLE || dtype == CKPT_DT_COMPLEX128 ? 17 : 9;
+    for (int64_t i = 0; i < n; i++) {
+        size_t off = (size_t)i * esize;
+        if (element_differs(o, dtype, cls, a + off, b + off, esize, d))
+            d->num_different++;
+    }
+}
+
+static void compare_strings(const ckpt_string_array *a,
+                            const ckpt_string_array *b, value_diff *d)
+{
+    size_t n = a->count < b->count ? a->count : b->count;
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_slice *x = &a->strings[i], *y = &b->strings[i];
+        if (x->len != y->len || (x->len && memcmp(x->ptr, y->ptr, x->len)))
+            d->num_different++;
+    }
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static int host_is_little_endian(void)
+{
+    uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/* Read a fixed-size tensor (host order) into a malloc'd buffer. Slice
+ * entries, whose binary keys the typed reader does not take, are read as
+ * raw records: little-endian, which is host order on this host (checked
+ * by the caller). */
+static int read_fixed(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                      int64_t nbytes, uint8_t **out)
+{
+    uint8_t *data;
+    int err;
+    *out = NULL;
+    if (e->is_slice_key) {
+        ckpt_buf rec = CKPT_BUF_INIT;
+        err = ckpt_bundle_reader_read_record(r, e, &rec);
+        if (err == 0 && rec.size != (size_t)nbytes)
+            err = CKPT_ECORRUPT;
+        if (err == 0) {
+            data = malloc(rec.size ? rec.size : 1);
+            if (!data) {
+                ckpt_buf_dispose(&rec);
+                return CKPT_ENOMEM;
+            }
+            if (rec.size)
+                memcpy(data, rec.ptr, rec.size);
+            *out = data;
+        }
+        ckpt_buf_dispose(&rec);
+        return err;
+    }
+    data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
+    if (!data)
+        return CKPT_ENOMEM;
+    err = ckpt_bundle_reader_read(r, e->name, data, (size_t)nbytes);
+    if (err < 0) {
+        free(data);
+        return err;
+    }
+    *out = data;
+    return 0;
+}
+
+/* Raw records of entries read typed-less: equal or not, count unknown. */
+static int compare_records(ckpt_bundle_reader *ra, const ckpt_tensor_entry *ea,
+                           ckpt_bundle_reader *rb, const ckpt_tensor_entry *eb,
+                           value_diff *d, int *which)
+{
+    ckpt_buf x = CKPT_BUF_INIT, y = CKPT_BUF_INIT;
+    int err = ckpt_bundle_reader_read_record(ra, ea, &x);
+    *which = 0;
+    if (err == 0) {
+        *which = 1;
+        err = ckpt_bundle_reader_read_record(rb, eb, &y);
+    }
+    if (err == 0 &&
+        (x.size != y.size || (x.size && memcmp(x.ptr, y.ptr, x.size) != 0)))
+        d->num_different = -1;
+    ckpt_buf_dispose(&x);
+    ckpt_buf_dispose(&y);
+    return err;
+}
+
+/* Compare the values of two entries of equal dtype and shape. On a read
+ * failure *which says which side (0: A, 1: B) and the error is returned. */
+static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
+                          const ckpt_tensor_entry *ea, ckpt_bundle_reader *rb,
+                          const ckpt_tensor_entry *eb, value_diff *d,
+                          int *which)
+{
+    int64_t nbytes = 0;
+    uint8_t *a = NULL, *b = NULL;
+    int err;
+    memset(d, 0, sizeof(*d));
+    *which = 0;
+    err = ckpt_shape_num_elements(&d->num_elements, &ea->shape);
+    if (err < 0)
+        return err;
+    if ((ea->num_slices > 0) != (eb->num_slices > 0)) {
+        d->num_different = -1; /* partitioned in one only */
+        return 0;
+    }
+    if (ea->num_slices > 0)
+        return 0; /* no data of its own: the slice entries hold it */
+    if (ea->dtype == CKPT_DT_STRING && !ea->is_slice_key) {
+        ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
+        err = ckpt_bundle_reader_read_strings(ra, ea->name, &sa);
+        if (err == 0) {
+            *which = 1;
+            err = ckpt_bundle_reader_read_strings(rb, eb->name, &sb);
+        }
+        if (err == 0)
+            compare_strings(&sa, &sb, d);
+        ckpt_string_array_dispose(&sa);
+        ckpt_string_array_dispose(&sb);
+        return err;
+    }
+    if (!ckpt_dtype_is_supported(ea->dtype) || ea->dtype == CKPT_DT_STRING ||
+        (ea->is_slice_key && !host_is_little_endian()))
+        return compare_records(ra, ea, rb, eb, d, which);
+    err = ckpt_tensor_byte_size(&nbytes, ea->dtype, &ea->shape);
+    if (err == 0)
+        err = read_fixed(ra, ea, nbytes, &a);
+    if (err == 0) {
+        *which = 1;
+        err = read_fixed(rb, eb, nbytes, &b);
+    }
+    if (err == 0)
+        compare_fixed(o, ea->dtype, a, b, d->num_elements, d);
+    free(a);
+    free(b);
+    return err;
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+/* Printable name of an entry: slice keys are binary, so C-escaped. */
+static char *display_name(const ckpt_tensor_entry *e)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f;
+    if (!e->is_slice_key) {
+        s = strdup(e->name);
+    } else {
+        f = open_memstream(&s, &n);
+        if (f) {
+            cli_print_escaped(f, e->name, e->name_len);
+            fclose(f);
+        }
+    }
+    if (!s) {
+        fprintf(stderr, "ckpt diff: out of memory\n");
+        exit(CLI_USAGE);
+    }
+    return s;
+}
+
+static void format_max(char *buf, size_t n, const value_diff *d)
+{
+    if (d->integral)
+        snprintf(buf, n, "%llu", (unsigned long long)d->max_int);
+    else if (isnan(d->max_abs))
+        snprintf(buf, n, "nan");
+    else if (isinf(d->max_abs))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%.*g", d->digits, d->max_abs);
+}
+
+typedef struct report {
+    const diff_opts *o;
+    json_object *list; /* --json: the differences */
+    size_t num_differences;
+} report;
+
+static json_object *new_difference(report *rep, const char *name,
+                                   const char *reason)
+{
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "name", json_object_new_string(name));
+    json_object_object_add(d, "reason", json_object_new_string(reason));
+    json_object_array_add(rep->list, d);
+    return d;
+}
+
+static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
+{
+    char *name = display_name(e);
+    rep->num_differences++;
+    if (rep->list)
+        new_difference(rep, name, in_a ? "only_in_a" : "only_in_b");
+    else
+        printf("%s: only in %s\n", name, in_a ? "A" : "B");
+    free(name);
+}
+
+static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
+                         const ckpt_tensor_entry *eb)
+{
+    char *name = display_name(ea);
+    char ta[24], tb[24];
+    const char *da = cli_dtype_name(ea->dtype, ta);
+    const char *db = cli_dtype_name(eb->dtype, tb);
+    rep->num_differences++;
+    if (rep->list) {
+        json_object *d = new_difference(rep, name, "dtype");
+        json_object_object_add(d, "dtype_a", json_object_new_string(da));
+        json_object_object_add(d, "dtype_b", json_object_new_string(db));
+    } else {
+        printf("%s: dtype %s in A, %s in B\n", name, da, db);
+    }
+    free(name);
+}
+
+static void report_shape(report *rep, const ckpt_tensor_entry *ea,
+                         const ckpt_tensor_entry *eb)
+{
+    char *name = display_name(ea);
+    char sa[512], sb[512];
+    rep->num_differences++;
+    if (rep->list) {
+        json_object *d = new_difference(rep, name, "shape");
+        json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
+        json_object_object_add(d, "shape_b", cli_json_shape(&eb->shape));
+    } else {
+        ckpt_shape_format(sa, sizeof(sa), &ea->shape);
+        ckpt_shape_format(sb, sizeof(sb), &eb->shape);
+        printf("%s: shape %s in A, %s in B\n", name, sa, sb);
+    }
+    free(name);
+}
+
+static json_object *max_to_json(const value_diff *d)
+{
+    char buf[40];
+    format_max(buf, sizeof(buf), d);
+    if (d->integral)
+        return json_object_new_uint64(d->max_int);
+    if (!isfinite(d->max_abs))
+        return json_object_new_string(buf);
+    return json_object_new_double_s(d->max_abs, buf);
+}
+
+static void report_values(report *rep, const ckpt_tensor_entry *e,
+                          const value_diff *d)
+{
+    char *name = display_name(e);
+    char max[40];
+    rep->num_differences++;
+    format_max(max, sizeof(max), d);
+    if (rep->list) {
+        json_object *j = new_difference(rep, name, "values");
+        if (d->has_max)
+            json_object_object_add(j, "max_abs_diff", max_to_json(d));
+        if (d->num_different >= 0) {
+            json_object_object_add(j, "num_different",
+                                   json_object_new_int64(d->num_different));
+            json_object_object_add(j, "num_elements",
+                                   json_object_new_int64(d->num_elements));
+        }
+    } else if (d->num_different < 0) {
+        printf("%s: values differ (records differ)\n", name);
+    } else if (d->has_max) {
+        printf("%s: values differ: %lld of %lld elements, max abs diff %s\n",
+               name, (long long)d->num_different, (long long)d->num_elements,
+               max);
+    } else {
+        printf("%s: values differ: %lld of %lld elements\n", name,
+               (long long)d->num_different, (long long)d->num_elements);
+    }
+    free(name);
+}
+
+/* ---- comparing ----------------------------------------------------------- */
+
+/* Bytewise order of two keys (the order of the index). */
+static int key_cmp(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
+{
+    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = n ? memcmp(a->name, b->name, n) : 0;
+    if (c != 0)
+        return c;
+    return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+static int shapes_equal(const ckpt_shape *a, const ckpt_shape *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+/* Compare two entries with the same key. Returns 0 or an exit code. */
+static int compare_entry(report *rep, ckpt_bundle_reader *ra,
+                         const char *prefix_a, const ckpt_tensor_entry *ea,
+                         ckpt_bundle_reader *rb, const char *prefix_b,
+                         const ckpt_tensor_entry *eb)
+{
+    value_diff d;
+    int which = 0, err;
+    if (ea->dtype != eb->dtype) {
+        report_dtype(rep, ea, eb);
+        return 0;
+    }
+    if (!shapes_equal(&ea->shape, &eb->shape)) {
+        report_shape(rep, ea, eb);
+        return 0;
+    }
+    err = compare_values(rep->o, ra, ea, rb, eb, &d, &which);
+    if (err == CKPT_ENOMEM) {
+        cli_error("diff", "out of memory");
+        return CLI_USAGE;
+    }
+    if (err < 0) {
+        char *name = display_name(ea);
+        cli_tensor_error("diff", which ? prefix_b : prefix_a, name);
+        free(name);
+        return CLI_USAGE;
+    }
+    if (d.num_different != 0)
+        report_values(rep, ea, &d);
+    return 0;
+}
+
+static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
+                           const char *prefix_a, ckpt_bundle_reader *rb,
+                           const char *prefix_b, size_t *compared)
+{
+    size_t na = ckpt_bundle_reader_count(ra), nb = ckpt_bundle_reader_count(rb);
+    size_t i = 0, j = 0;
+    int rc = 0;
+    *compared = 0;
+    while (rc == 0 && (i < na || j < nb)) {
+        const ckpt_tensor_entry *ea =
+            i < na ? ckpt_bundle_reader_entry(ra, i) : NULL;
+        const ckpt_tensor_entry *eb =
+            j < nb ? ckpt_bundle_reader_entry(rb, j) : NULL;
+        int c = !ea ? 1 : !eb ? -1 : key_cmp(ea, eb);
+        if (c < 0) {
+            report_only(rep, ea, 1);
+            i++;
+        } else if (c > 0) {
+            report_only(rep, eb, 0);
+            j++;
+        } else {
+            rc = compare_entry(rep, ra, prefix_a, ea, rb, prefix_b, eb);
+            i++;
+            j++;
+        }
+        *compared += 1;
+    }
+    return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static int parse_atol(const char *v, diff_opts *o)
+{
+    char *end = NULL;
+    errno = 0;
+    o->atol = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(o->atol) || o->atol < 0)
+        return cli_usage_error(&cli_cmd_diff, "bad --atol '%s' (a number >= 0)",
+                               v);
+    o->tolerant = 1;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, diff_opts *o)
+{
+    const cli_command *c = &cli_cmd_diff;
+    int paths_only = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        int m = 0;
+        if (!paths_only && strcmp(a, "--") == 0) {
+            paths_only = 1;
+            continue;
+        }
+        if (!paths_only && strcmp(a, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (!paths_only)
+            m = cli_opt_value("--atol", argc, argv, &i, &v);
+        if (m < 0)
+            return cli_usage_error(c, "--atol needs a value");
+        if (m > 0) {
+            if (parse_atol(v, o) != 0)
+                return CLI_USAGE;
+            continue;
+        }
+        if (!paths_only && a[0] == '-' && a[1] != '\0')
+            return cli_usage_error(c, "unknown option '%s'", a);
+        if (!o->a)
+            o->a = a;
+        else if (!o->b)
+            o->b = a;
+        else
+            return cli_usage_error(c, "unexpected argument '%s'", a);
+    }
+    if (!o->b)
+        return cli_usage_error(c, "need two checkpoints, A and B");
+    return 0;
+}
+
+static int open_side(ckpt_bundle_reader **r, char **prefix, const char *path)
+{
+    /* damage in an input is "cannot be read" here, not a difference */
+    return cli_open_bundle(r, prefix, "diff", path) != 0 ? CLI_USAGE : 0;
+}
+
+static void print_result(const report *rep, const char *pa, const char *pb,
+                         size_t compared)
+{
+    const diff_opts *o = rep->o;
+    json_object *root;
+    if (!rep->list) {
+        if (rep->num_differences == 0 && o->tolerant)
+            printf("%s and %s: equal within atol %g, %zu tensors\n", pa, pb,
+                   o->atol, compared);
+        else if (rep->num_differences == 0)
+            printf("%s and %s: equal, %zu tensors\n", pa, pb, compared);
+        else
+            printf("%s and %s: %zu of %zu tensors differ\n", pa, pb,
+                   rep->num_differences, compared);
+        return;
+    }
+    root = json_object_new_object();
+    json_object_object_add(root, "a", json_object_new_string(pa));
+    json_object_object_add(root, "b", json_object_new_string(pb));
+    json_object_object_add(root, "equal",
+                           json_object_new_boolean(rep->num_differences == 0));
+    if (o->tolerant)
+        json_object_object_add(root, "atol", json_object_new_double(o->atol));
+    json_object_object_add(root, "tensors",
+                           json_object_new_int64((int64_t)compared));
+    json_object_object_add(root, "differences", json_object_get(rep->list));
+    cli_print_json(root);
+    json_object_put(root);
+}
+
+static int run(int argc, char **argv)
+{
+    diff_opts o;
+    report rep;
+    ckpt_bundle_reader *ra = NULL, *rb = NULL;
+    char *pa = NULL, *pb = NULL;
+    size_t compared = 0;
+    int rc;
+    memset(&o, 0, sizeof(o));
+    memset(&rep, 0, sizeof(rep));
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    rep.o = &o;
+    rc = open_side(&ra, &pa, o.a);
+    if (rc == 0)
+        rc = open_side(&rb, &pb, o.b);
+    if (rc != 0)
+        goto done;
+    if (o.json)
+        rep.list = json_object_new_array();
+    rc = compare_bundles(&rep, ra, pa, rb, pb, &compared);
+    if (rc != 0)
+        goto done;
+    print_result(&rep, pa, pb, compared);
+    rc = rep.num_differences == 0 ? CLI_OK : CLI_FOUND;
+done:
+    json_object_put(rep.list);
+    ckpt_bundle_reader_free(ra);
+    ckpt_bundle_reader_free(rb);
+    free(pa);
+    free(pb);
+    return rc;
+}
