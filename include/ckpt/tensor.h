@@ -45,8 +45,8 @@ typedef enum ckpt_dtype {
 
 /** A fully defined shape, outermost dimension first. Rank 0 is a scalar. */
 typedef struct ckpt_shape {
-    int rank;                     /**< 0 .. CKPT_MAX_RANK */
-    int64_t dims[CKPT_MAX_RANK];  /**< each >= 0 */
+    int rank;                    /**< 0 .. CKPT_MAX_RANK */
+    int64_t dims[CKPT_MAX_RANK]; /**< each >= 0 */
 } ckpt_shape;
 
 /** Bytes per element of a fixed-size dtype; 0 for DT_STRING, DT_VARIANT,
@@ -72,13 +72,16 @@ CKPT_EXTERN(int) ckpt_shape_num_elements(int64_t *out, const ckpt_shape *shape);
 /** Bytes of a fixed-size tensor of `dtype` and `shape`.
  *  @return 0, CKPT_ENOTSUP for a variable-size or unknown dtype, or
  *          CKPT_EINVAL for a bad shape or a size that overflows int64. */
-CKPT_EXTERN(int) ckpt_tensor_byte_size(int64_t *out, int dtype,
-                                       const ckpt_shape *shape);
+CKPT_EXTERN(int)
+ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape);
+
+/** Whether two shapes have the same rank and dimensions. */
+CKPT_EXTERN(int) ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b);
 
 /** Write "[d0, d1, ...]" ("[]" for a scalar) into `out` (size `n`,
  *  always NUL-terminated). @return the length it needed, like snprintf. */
-CKPT_EXTERN(size_t) ckpt_shape_format(char *out, size_t n,
-                                      const ckpt_shape *shape);
+CKPT_EXTERN(size_t)
+ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape);
 
 CKPT_END_DECL
 

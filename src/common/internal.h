@@ -6,6 +6,7 @@
 
 #include "ckpt/common.h"
 #include "ckpt/errors.h"
+#include "ckpt/log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -48,6 +49,14 @@ int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
 /* Record "out of memory" and return CKPT_ENOMEM. */
 int ckpt__error_oom(void);
 
+/* ---- logging ------------------------------------------------------------ */
+/* Format a line and pass it to `fn` when `level` >= `min_level` (nothing
+ * when fn is NULL). */
+void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
+               const char *fmt, ...) CKPT__PRINTF(5, 6);
+void ckpt__logv(ckpt_log_fn fn, void *payload, int min_level, int level,
+                const char *fmt, va_list ap);
+
 /* ---- buffers ------------------------------------------------------------ */
 /* Make room for at least `extra` more bytes (plus NUL). */
 int ckpt__buf_grow(ckpt_buf *b, size_t extra);
@@ -55,7 +64,7 @@ int ckpt__buf_put(ckpt_buf *b, const void *data, size_t n);
 int ckpt__buf_puts(ckpt_buf *b, const char *s);
 int ckpt__buf_printf(ckpt_buf *b, const char *fmt, ...) CKPT__PRINTF(2, 3);
 int ckpt__buf_set(ckpt_buf *b, const char *s); /* replace contents */
-void ckpt__buf_clear(ckpt_buf *b);              /* size = 0, keep memory */
+void ckpt__buf_clear(ckpt_buf *b);             /* size = 0, keep memory */
 /* Move the contents out as a malloc'd NUL-terminated string; b is emptied. */
 char *ckpt__buf_detach(ckpt_buf *b);
 
@@ -72,8 +81,7 @@ static inline bool ckpt__mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
 {
     return __builtin_mul_overflow(a, b, out);
 }
-static inline bool ckpt__add_overflow_u64(uint64_t a, uint64_t b,
-                                          uint64_t *out)
+static inline bool ckpt__add_overflow_u64(uint64_t a, uint64_t b, uint64_t *out)
 {
     return __builtin_add_overflow(a, b, out);
 }

@@ -108,15 +108,25 @@ int ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape)
     size_t esize = ckpt_dtype_size(dtype);
     int err;
     if (esize == 0)
-        return ckpt__error(CKPT_ENOTSUP, "dtype %d (%s) has no fixed size",
-                           dtype, ckpt_dtype_name(dtype) ? ckpt_dtype_name(dtype)
-                                                         : "unknown");
+        return ckpt__error(
+            CKPT_ENOTSUP, "dtype %d (%s) has no fixed size", dtype,
+            ckpt_dtype_name(dtype) ? ckpt_dtype_name(dtype) : "unknown");
     err = ckpt_shape_num_elements(&n, shape);
     if (err < 0)
         return err;
     if (ckpt__mul_overflow_i64(n, (int64_t)esize, out))
         return ckpt__error(CKPT_EINVAL, "shape: byte size overflows int64");
     return 0;
+}
+
+int ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank && i < CKPT_MAX_RANK; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
 }
 
 size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
@@ -129,9 +139,9 @@ size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
         rank = CKPT_MAX_RANK;
     text[used++] = '[';
     for (int i = 0; i < rank; i++)
-        used += (size_t)snprintf(text + used, sizeof(text) - used,
-                                 i ? ", %lld" : "%lld",
-                                 (long long)shape->dims[i]);
+        used +=
+            (size_t)snprintf(text + used, sizeof(text) - used,
+                             i ? ", %lld" : "%lld", (long long)shape->dims[i]);
     text[used++] = ']';
     text[used] = '\0';
     if (n > 0)

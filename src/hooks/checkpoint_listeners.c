@@ -7,7 +7,6 @@
  * hook's log lines. */
 #include "checkpoint_hook_internal.h"
 
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,23 +35,13 @@ int ckpt__ckhook_take_error(ckpt__ckhook *h, int err)
 
 void ckpt__ckhook_log(const ckpt__ckhook *h, int level, const char *fmt, ...)
 {
-    ckpt_log_fn fn = h->saver_opts.log;
-    void *payload = h->saver_opts.log_payload;
-    int min_level = h->saver_opts.log_level;
-    char line[1024];
+    const ckpt_saver_options *o = &h->saver_opts;
     va_list ap;
-    if (!fn && h->saver) {
-        const ckpt_saver_options *o = ckpt_saver_get_options(h->saver);
-        fn = o->log;
-        payload = o->log_payload;
-        min_level = o->log_level;
-    }
-    if (!fn || level < min_level)
-        return;
+    if (!o->log && h->saver)
+        o = ckpt_saver_get_options(h->saver);
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    ckpt__logv(o->log, o->log_payload, o->log_level, level, fmt, ap);
     va_end(ap);
-    fn(level, line, payload);
 }
 
 int ckpt__ckhook_busy_policy(const ckpt__ckhook *h)

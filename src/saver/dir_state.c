@@ -14,19 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
-               const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    if (!fn || level < min_level)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fn(level, line, payload);
-}
-
 #define DS_LOG(ds, level, ...)                                                 \
     ckpt__log((ds)->log, (ds)->log_payload, (ds)->log_level, (level),          \
               __VA_ARGS__)

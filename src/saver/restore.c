@@ -14,16 +14,6 @@ static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
     return NULL;
 }
 
-static int shapes_equal(const ckpt_shape *a, const ckpt_shape *b)
-{
-    if (a->rank != b->rank)
-        return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return 1;
-}
-
 static int check_var(ckpt_bundle_reader *r, const char *prefix,
                      const ckpt__var *v)
 {
@@ -42,7 +32,7 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
             prefix, v->name,
             ckpt_dtype_name(e->dtype) ? ckpt_dtype_name(e->dtype) : "unknown",
             ckpt_dtype_name(v->v.dtype));
-    if (!shapes_equal(&e->shape, &v->v.shape)) {
+    if (!ckpt_shape_equal(&e->shape, &v->v.shape)) {
         ckpt_shape_format(have, sizeof(have), &e->shape);
         ckpt_shape_format(want, sizeof(want), &v->v.shape);
         return ckpt__error(CKPT_EINVAL,

@@ -58,10 +58,6 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
 
-/* Log through the saver's callback when `level` is enabled. */
-void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
-               const char *fmt, ...) CKPT__PRINTF(5, 6);
-
 /* ---- variables and staging images ---------------------------------------- */
 
 typedef struct ckpt__var {

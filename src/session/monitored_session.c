@@ -38,14 +38,10 @@ int ckpt_is_recoverable(int code)
 void ckpt__ms_log(const ckpt_monitored_session *ms, int level, const char *fmt,
                   ...)
 {
-    char line[1024];
     va_list ap;
-    if (!ms->log || level < ms->log_level)
-        return;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    ckpt__logv(ms->log, ms->log_payload, ms->log_level, level, fmt, ap);
     va_end(ap);
-    ms->log(level, line, ms->log_payload);
 }
 
 int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms)

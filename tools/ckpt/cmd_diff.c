@@ -545,16 +545,6 @@ static int key_cmp(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
     return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
 }
 
-static int shapes_equal(const ckpt_shape *a, const ckpt_shape *b)
-{
-    if (a->rank != b->rank)
-        return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return 1;
-}
-
 /* Compare two entries with the same key. Returns 0 or an exit code. */
 static int compare_entry(report *rep, ckpt_bundle_reader *ra,
                          const char *prefix_a, const ckpt_tensor_entry *ea,
@@ -567,7 +557,7 @@ static int compare_entry(report *rep, ckpt_bundle_reader *ra,
         report_dtype(rep, ea, eb);
         return 0;
     }
-    if (!shapes_equal(&ea->shape, &eb->shape)) {
+    if (!ckpt_shape_equal(&ea->shape, &eb->shape)) {
         report_shape(rep, ea, eb);
         return 0;
     }
