@@ -39,20 +39,54 @@
  *   not resolved: spell a directory the same way in sync_dir as in the
  *   file paths ("dir", not "/abs/dir" once and "dir" another time).
  * - The inner calls made to save or restore content and to truncate are
- *   neither counted nor subject to faults. */
+ *   neither counted nor subject to faults.
+ *
+ * The random power cut (ckpt_fs_fault_drop_unsynced_random) widens the
+ * model: each tracked file also keeps the extents written since its last
+ * sync, and each of them survives or not on its own (a lost extent below a
+ * surviving one reads as zeros); each journal entry is undone or kept on
+ * its own, newest first, except that an entry is kept when a later kept
+ * entry names one of its paths, so that undoing it never has to look past
+ * a change that stays. Overlapping unsynced writes are modelled only as
+ * far as the file's current bytes allow: a lost write's bytes that a later
+ * surviving write covers keep that later write's data.
+ *
+ * ckpt_fs_fault_drop_unsynced_data is the other extreme: the journal is
+ * kept whole (a file system that commits every directory change at once
+ * and in order) and only unsynced bytes are lost.
+ *
+ * The trace records every operation in its mask, in order, with its paths
+ * and whether the armed fault failed it; tests print it to name the
+ * operation a crash hit. */
 #include "ckpt/sys/fs_fault.h"
 #include "fs_internal.h"
 
 #include <errno.h>
 #include <string.h>
 
+/* Bytes [off, off + len) written to a file since its last sync. */
+struct extent {
+    uint64_t off;
+    uint64_t len;
+    int keep; /* the random power cut's choice */
+};
+
 /* A file written through the wrapper. Entries are never freed before a
  * drop or the wrapper's end, so open handles can keep pointing at them. */
 struct tracked {
     struct tracked *next;
-    char *path;      /* normalised; NULL once the name is gone */
-    uint64_t size;   /* bytes the file holds as far as we know */
-    uint64_t synced; /* its length at the last successful sync */
+    char *path;         /* normalised; NULL once the name is gone */
+    uint64_t size;      /* bytes the file holds as far as we know */
+    uint64_t synced;    /* its length at the last successful sync */
+    struct extent *ext; /* writes since the last sync, oldest first */
+    size_t n_ext, cap_ext;
+};
+
+/* A trace event with its own copies of the paths. */
+struct event {
+    ckpt_fs_fault_event e;
+    char *path;
+    char *to;
 };
 
 enum change_kind { CHANGE_CREATE, CHANGE_RENAME, CHANGE_REMOVE };
@@ -90,6 +124,10 @@ struct ckpt_fs_fault {
     size_t nchanges;
     size_t changes_cap;
     size_t open_files;
+    /* the trace */
+    unsigned trace_mask;
+    struct event *events;
+    size_t nevents, cap_events;
 };
 
 /* What a ckpt_file opened through the wrapper points to. */
@@ -190,6 +228,7 @@ static void free_tracked(ckpt_fs_fault *ff)
     while (t) {
         struct tracked *next = t->next;
         ckpt__free(t->path);
+        ckpt__free(t->ext);
         ckpt__free(t);
         t = next;
     }
@@ -362,16 +401,64 @@ static int durable_content(ckpt_fs_fault *ff, const char *norm, uint8_t **out,
 
 /* ---- faults ------------------------------------------------------------- */
 
-/* Count `op`; 1 if an armed fault makes it fail. */
-static int should_fail(ckpt_fs_fault *ff, ckpt_fs_op op)
+/* Append an event to the trace; on out of memory it is dropped. */
+static void trace_event(ckpt_fs_fault *ff, ckpt_fs_op op, const char *path,
+                        const char *to, uint64_t bytes, int injected)
 {
+    struct event *ev;
+    if (!(ff->trace_mask & CKPT_FS_OP_BIT(op)))
+        return;
+    if (ff->nevents == ff->cap_events) {
+        size_t cap = ff->cap_events ? 2 * ff->cap_events : 64;
+        struct event *p = ckpt__realloc(ff->events, cap * sizeof(*p));
+        if (!p)
+            return;
+        ff->events = p;
+        ff->cap_events = cap;
+    }
+    ev = &ff->events[ff->nevents];
+    memset(ev, 0, sizeof(*ev));
+    ev->path = ckpt__strdup(path ? path : "");
+    ev->to = to ? ckpt__strdup(to) : NULL;
+    if (!ev->path || (to && !ev->to)) {
+        ckpt__free(ev->path);
+        ckpt__free(ev->to);
+        return;
+    }
+    ev->e.op = (int)op;
+    ev->e.path = ev->path;
+    ev->e.to = ev->to;
+    ev->e.bytes = bytes;
+    ev->e.injected = injected;
+    ff->nevents++;
+}
+
+static void free_trace(ckpt_fs_fault *ff)
+{
+    for (size_t i = 0; i < ff->nevents; i++) {
+        ckpt__free(ff->events[i].path);
+        ckpt__free(ff->events[i].to);
+    }
+    ckpt__free(ff->events);
+    ff->events = NULL;
+    ff->nevents = 0;
+    ff->cap_events = 0;
+}
+
+/* Count `op` (on `path`, `to`, `bytes` for the trace); 1 if an armed fault
+ * makes it fail. */
+static int should_fail(ckpt_fs_fault *ff, ckpt_fs_op op, const char *path,
+                       const char *to, uint64_t bytes)
+{
+    int fail = 0;
     ff->counts[op]++;
-    if (!ff->armed || !(ff->mask & CKPT_FS_OP_BIT(op)))
-        return 0;
-    ff->matched++;
-    if (ff->matched == ff->fail_at)
-        return 1;
-    return ff->persistent && ff->matched > ff->fail_at;
+    if (ff->armed && (ff->mask & CKPT_FS_OP_BIT(op))) {
+        ff->matched++;
+        fail = ff->matched == ff->fail_at ||
+               (ff->persistent && ff->matched > ff->fail_at);
+    }
+    trace_event(ff, op, path, to, bytes, fail);
+    return fail;
 }
 
 static int inject(ckpt_fs_fault *ff, ckpt_fs_op op, const char *path)
@@ -396,7 +483,7 @@ static int fault_open_write(ckpt_file **out, const char *path, int flags,
     int existed = 0;
     int err;
     *out = NULL;
-    if (should_fail(ff, CKPT_FS_OP_OPEN_WRITE))
+    if (should_fail(ff, CKPT_FS_OP_OPEN_WRITE, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_OPEN_WRITE, path);
     /* Allocate everything first: after the inner open nothing may fail. */
     norm = normalize(path);
@@ -450,6 +537,7 @@ static int fault_open_write(ckpt_file **out, const char *path, int flags,
     if (!existed || (flags & CKPT_OPEN_TRUNC)) {
         t->size = 0;
         t->synced = 0;
+        t->n_ext = 0;
     }
     ffile->t = t;
     ff->open_files++;
@@ -472,7 +560,7 @@ static int fault_open_read(ckpt_file **out, const char *path, void *payload)
     struct fault_file *ffile;
     int err;
     *out = NULL;
-    if (should_fail(ff, CKPT_FS_OP_OPEN_READ))
+    if (should_fail(ff, CKPT_FS_OP_OPEN_READ, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_OPEN_READ, path);
     ffile = ckpt__calloc(1, sizeof(*ffile));
     if (!ffile)
@@ -493,9 +581,37 @@ static int fault_open_read(ckpt_file **out, const char *path, void *payload)
     return 0;
 }
 
+/* Room for one more unsynced extent of `t` (NULL: nothing to do). */
+static int reserve_extent(struct tracked *t)
+{
+    struct extent *p;
+    size_t cap;
+    if (!t || t->n_ext < t->cap_ext)
+        return 0;
+    cap = t->cap_ext ? 2 * t->cap_ext : 8;
+    p = ckpt__realloc(t->ext, cap * sizeof(*p));
+    if (!p)
+        return ckpt__error_oom();
+    t->ext = p;
+    t->cap_ext = cap;
+    return 0;
+}
+
+/* Record `n` bytes written at `off` since the last sync (room reserved). */
+static void add_extent(struct tracked *t, uint64_t off, uint64_t n)
+{
+    if (!t || n == 0)
+        return;
+    t->ext[t->n_ext].off = off;
+    t->ext[t->n_ext].len = n;
+    t->ext[t->n_ext].keep = 1;
+    t->n_ext++;
+}
+
 /* `n` more bytes landed at the write offset. */
 static void wrote(struct fault_file *ffile, size_t n)
 {
+    add_extent(ffile->t, ffile->pos, n);
     ffile->pos += n;
     if (ffile->t && ffile->t->size < ffile->pos)
         ffile->t->size = ffile->pos;
@@ -507,9 +623,12 @@ static int fault_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     const ckpt_fs *in = ff->inner;
     struct fault_file *ffile = fault_file_of(f);
     int err;
-    if (should_fail(ff, CKPT_FS_OP_WRITE)) {
+    if (should_fail(ff, CKPT_FS_OP_WRITE, ffile->path, NULL, n)) {
         size_t part = ff->partial < n ? ff->partial : n;
         if (part > 0) {
+            err = reserve_extent(ffile->t);
+            if (err < 0)
+                return err;
             err = in->write(ffile->inner, buf, part, in->payload);
             if (err < 0)
                 return err;
@@ -517,6 +636,9 @@ static int fault_write(ckpt_file *f, const void *buf, size_t n, void *payload)
         }
         return inject(ff, CKPT_FS_OP_WRITE, ffile->path);
     }
+    err = reserve_extent(ffile->t);
+    if (err < 0)
+        return err;
     err = in->write(ffile->inner, buf, n, in->payload);
     if (err < 0) {
         /* Some bytes may have landed: learn the length from the file. */
@@ -524,8 +646,10 @@ static int fault_write(ckpt_file *f, const void *buf, size_t n, void *payload)
         uint64_t size;
         ckpt__fs_error_save(&saved);
         if (ffile->t && in->size(ffile->inner, &size, in->payload) == 0 &&
-            ffile->t->size < size)
+            ffile->t->size < size) {
+            add_extent(ffile->t, ffile->t->size, size - ffile->t->size);
             ffile->t->size = size;
+        }
         ckpt__fs_error_restore(&saved);
         return err;
     }
@@ -539,7 +663,7 @@ static int fault_pread(ckpt_file *f, void *buf, size_t n, uint64_t offset,
     ckpt_fs_fault *ff = payload;
     struct fault_file *ffile = fault_file_of(f);
     *nread = 0;
-    if (should_fail(ff, CKPT_FS_OP_PREAD))
+    if (should_fail(ff, CKPT_FS_OP_PREAD, ffile->path, NULL, 0))
         return inject(ff, CKPT_FS_OP_PREAD, ffile->path);
     return ff->inner->pread(ffile->inner, buf, n, offset, nread,
                             ff->inner->payload);
@@ -549,7 +673,7 @@ static int fault_size(ckpt_file *f, uint64_t *out, void *payload)
 {
     ckpt_fs_fault *ff = payload;
     struct fault_file *ffile = fault_file_of(f);
-    if (should_fail(ff, CKPT_FS_OP_SIZE))
+    if (should_fail(ff, CKPT_FS_OP_SIZE, ffile->path, NULL, 0))
         return inject(ff, CKPT_FS_OP_SIZE, ffile->path);
     return ff->inner->size(ffile->inner, out, ff->inner->payload);
 }
@@ -559,11 +683,13 @@ static int fault_sync(ckpt_file *f, void *payload)
     ckpt_fs_fault *ff = payload;
     struct fault_file *ffile = fault_file_of(f);
     int err;
-    if (should_fail(ff, CKPT_FS_OP_SYNC))
+    if (should_fail(ff, CKPT_FS_OP_SYNC, ffile->path, NULL, 0))
         return inject(ff, CKPT_FS_OP_SYNC, ffile->path);
     err = ff->inner->sync(ffile->inner, ff->inner->payload);
-    if (err == 0 && ffile->t)
+    if (err == 0 && ffile->t) {
         ffile->t->synced = ffile->t->size;
+        ffile->t->n_ext = 0;
+    }
     return err;
 }
 
@@ -575,7 +701,7 @@ static int fault_close(ckpt_file *f, void *payload)
     int err;
     if (!ffile)
         return 0;
-    if (should_fail(ff, CKPT_FS_OP_CLOSE)) {
+    if (should_fail(ff, CKPT_FS_OP_CLOSE, ffile->path, NULL, 0)) {
         ckpt__fs_close_quiet(in, ffile->inner);
         err = inject(ff, CKPT_FS_OP_CLOSE, ffile->path);
     } else {
@@ -596,7 +722,7 @@ static int fault_rename(const char *from, const char *to, void *payload)
     char *nfrom = NULL;
     char *nto = NULL;
     int err;
-    if (should_fail(ff, CKPT_FS_OP_RENAME)) {
+    if (should_fail(ff, CKPT_FS_OP_RENAME, from, to, 0)) {
         ff->injected++;
         return ckpt__error(ckpt__code_from_errno(ff->err),
                            "rename %s to %s: %s (injected)", from, to,
@@ -642,7 +768,7 @@ static int fault_remove(const char *path, void *payload)
     struct change *c;
     char *norm = NULL;
     int err;
-    if (should_fail(ff, CKPT_FS_OP_REMOVE))
+    if (should_fail(ff, CKPT_FS_OP_REMOVE, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_REMOVE, path);
     norm = normalize(path);
     if (!norm) {
@@ -674,7 +800,7 @@ done:
 static int fault_mkdir(const char *path, void *payload)
 {
     ckpt_fs_fault *ff = payload;
-    if (should_fail(ff, CKPT_FS_OP_MKDIR))
+    if (should_fail(ff, CKPT_FS_OP_MKDIR, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_MKDIR, path);
     return ff->inner->mkdir(path, ff->inner->payload);
 }
@@ -684,7 +810,7 @@ static int fault_sync_dir(const char *path, void *payload)
     ckpt_fs_fault *ff = payload;
     char *norm;
     int err;
-    if (should_fail(ff, CKPT_FS_OP_SYNC_DIR))
+    if (should_fail(ff, CKPT_FS_OP_SYNC_DIR, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_SYNC_DIR, path);
     norm = normalize(path);
     if (!norm)
@@ -700,7 +826,7 @@ static int fault_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
                       void *payload)
 {
     ckpt_fs_fault *ff = payload;
-    if (should_fail(ff, CKPT_FS_OP_LIST))
+    if (should_fail(ff, CKPT_FS_OP_LIST, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_LIST, path);
     return ff->inner->list(path, cb, cb_payload, ff->inner->payload);
 }
@@ -709,7 +835,7 @@ static int fault_stat(const char *path, uint64_t *out, double *mtime_out,
                       void *payload)
 {
     ckpt_fs_fault *ff = payload;
-    if (should_fail(ff, CKPT_FS_OP_STAT))
+    if (should_fail(ff, CKPT_FS_OP_STAT, path, NULL, 0))
         return inject(ff, CKPT_FS_OP_STAT, path);
     return ff->inner->stat(path, out, mtime_out, ff->inner->payload);
 }
@@ -771,31 +897,153 @@ static int truncate_to(const ckpt_fs *in, const char *path, uint64_t synced)
     return err;
 }
 
-int ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff)
+/* The random power cut's generator (splitmix64): a coin per decision. */
+static int coin(uint64_t *state)
 {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (int)(z >> 63);
+}
+
+/* Zero [lo, hi) of `buf` except what a kept extent after `from` covers. */
+static void zero_lost(uint8_t *buf, uint64_t lo, uint64_t hi,
+                      const struct extent *ext, size_t from, size_t n)
+{
+    for (size_t j = from; j < n && lo < hi; j++) {
+        uint64_t jlo = ext[j].off;
+        uint64_t jhi = ext[j].off + ext[j].len;
+        if (!ext[j].keep || jhi <= lo || jlo >= hi)
+            continue;
+        if (jlo > lo)
+            zero_lost(buf, lo, jlo, ext, j + 1, n);
+        lo = jhi;
+    }
+    if (lo < hi)
+        memset(buf + lo, 0, (size_t)(hi - lo));
+}
+
+/* Keep a random subset of the unsynced extents of `t`: the file ends at
+ * the end of the last kept one (at least its synced length) and the lost
+ * ones below that read as zeros. */
+static int truncate_random(const ckpt_fs *in, struct tracked *t, uint64_t *rng)
+{
+    uint64_t size = 0;
+    uint64_t len = t->synced;
+    uint8_t *data = NULL;
+    size_t got = 0;
+    int holes = 0;
+    int err;
+    for (size_t i = 0; i < t->n_ext; i++) {
+        struct extent *e = &t->ext[i];
+        e->keep = coin(rng);
+        if (e->keep && e->off + e->len > len)
+            len = e->off + e->len;
+    }
+    for (size_t i = 0; i < t->n_ext; i++)
+        if (!t->ext[i].keep && t->ext[i].off < len &&
+            t->ext[i].off + t->ext[i].len > t->synced)
+            holes = 1;
+    err = in->stat(t->path, &size, NULL, in->payload);
+    if (err == CKPT_ENOTFOUND)
+        return 0;
+    if (err < 0)
+        return err;
+    if (len > size)
+        len = size;
+    if (len == size && !holes)
+        return 0;
+    err = read_prefix(in, t->path, len, &data, &got);
+    if (err < 0)
+        return err;
+    for (size_t i = 0; i < t->n_ext; i++) {
+        const struct extent *e = &t->ext[i];
+        uint64_t lo = e->off > t->synced ? e->off : t->synced;
+        uint64_t hi = e->off + e->len < got ? e->off + e->len : got;
+        if (!e->keep && lo < hi)
+            zero_lost(data, lo, hi, t->ext, i + 1, t->n_ext);
+    }
+    err = write_whole(in, t->path, data, got);
+    ckpt__free(data);
+    return err;
+}
+
+/* Whether `name` is one of the first `n` of `names`. */
+static int name_in(const char *name, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name))
+            return 1;
+    return 0;
+}
+
+/* The power cut: `rng` NULL loses every unsynced byte and, unless
+ * `keep_entries`, every undurable directory change; else a random part of
+ * both. */
+static int drop(ckpt_fs_fault *ff, uint64_t *rng, int keep_entries,
+                const char *what)
+{
+    const char **kept = NULL; /* paths named by kept changes */
+    size_t nkept = 0;
     int first = 0;
     int err;
     if (!ff)
-        return ckpt__error(CKPT_EINVAL, "drop_unsynced: NULL fault fs");
+        return ckpt__error(CKPT_EINVAL, "%s: NULL fault fs", what);
     if (ff->open_files > 0)
-        return ckpt__error(CKPT_ESTATE, "drop_unsynced: %zu files still open",
+        return ckpt__error(CKPT_ESTATE, "%s: %zu files still open", what,
                            ff->open_files);
-    for (size_t i = ff->nchanges; i-- > 0;) {
-        err = undo_change(ff, &ff->changes[i]);
+    if (rng && ff->nchanges > 0) {
+        kept = ckpt__calloc(2 * ff->nchanges, sizeof(*kept));
+        if (!kept)
+            return ckpt__error_oom();
+    }
+    for (size_t i = keep_entries ? 0 : ff->nchanges; i-- > 0;) {
+        const struct change *c = &ff->changes[i];
+        if (rng) {
+            int keep = name_in(c->path, kept, nkept) ||
+                       (c->to && name_in(c->to, kept, nkept)) || coin(rng);
+            if (keep) {
+                kept[nkept++] = c->path;
+                if (c->to)
+                    kept[nkept++] = c->to;
+                continue;
+            }
+        }
+        err = undo_change(ff, c);
         if (err < 0 && first == 0)
             first = err;
     }
+    ckpt__free(kept);
     free_changes(ff);
     for (struct tracked *t = ff->files; t; t = t->next) {
         if (!t->path)
             continue;
-        err = truncate_to(ff->inner, t->path, t->synced);
+        if (rng)
+            err = truncate_random(ff->inner, t, rng);
+        else
+            err = truncate_to(ff->inner, t->path, t->synced);
         if (err < 0 && first == 0)
             first = err;
     }
     /* What is left on disk is now all durable. */
     free_tracked(ff);
     return first;
+}
+
+int ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff)
+{
+    return drop(ff, NULL, 0, "drop_unsynced");
+}
+
+int ckpt_fs_fault_drop_unsynced_data(ckpt_fs_fault *ff)
+{
+    return drop(ff, NULL, 1, "drop_unsynced_data");
+}
+
+int ckpt_fs_fault_drop_unsynced_random(ckpt_fs_fault *ff, uint64_t seed)
+{
+    return drop(ff, &seed, 0, "drop_unsynced_random");
 }
 
 /* ---- the wrapper object ------------------------------------------------- */
@@ -835,6 +1083,7 @@ void ckpt_fs_fault_free(ckpt_fs_fault *ff)
         return;
     free_changes(ff);
     free_tracked(ff);
+    free_trace(ff);
     ckpt__free(ff);
 }
 
@@ -878,4 +1127,24 @@ void ckpt_fs_fault_reset_count(ckpt_fs_fault *ff)
 uint64_t ckpt_fs_fault_injected(const ckpt_fs_fault *ff)
 {
     return ff->injected;
+}
+
+void ckpt_fs_fault_trace(ckpt_fs_fault *ff, unsigned op_mask)
+{
+    if (op_mask != 0)
+        free_trace(ff);
+    ff->trace_mask = op_mask;
+}
+
+size_t ckpt_fs_fault_trace_size(const ckpt_fs_fault *ff)
+{
+    return ff->nevents;
+}
+
+const ckpt_fs_fault_event *ckpt_fs_fault_trace_event(const ckpt_fs_fault *ff,
+                                                     size_t i)
+{
+    if (i >= ff->nevents)
+        return NULL;
+    return &ff->events[i].e;
 }

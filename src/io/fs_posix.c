@@ -89,8 +89,11 @@ static int posix_open_write(ckpt_file **out, const char *path, int flags,
     if (fd < 0)
         return ckpt__error_errno(errno, "open_write %s", path);
     err = posix_file_new(out, fd, flags, path);
-    if (err < 0)
+    if (err < 0) {
         close(fd);
+        if (flags & CKPT_OPEN_EXCL)
+            unlink(path); /* we created it: leave nothing behind */
+    }
     return err;
 }
 

@@ -116,14 +116,21 @@ static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
     return ckpt_state_resolve(out, ds->dir, stored);
 }
 
+/* 1 when <prefix>.index exists, 0 when it does not, or an error: a failed
+ * check (EIO, EACCES, no memory) must never pass for a missing index, or
+ * recovery would forget a good checkpoint. */
 static int index_exists(const ckpt__dir_state *ds, const char *prefix)
 {
     ckpt_buf path = CKPT_BUF_INIT;
-    int exists = 0;
-    if (ckpt_bundle_index_path(&path, prefix) == 0)
-        exists = ds->fs->stat(path.ptr, NULL, NULL, ds->fs->payload) == 0;
+    int err = ckpt_bundle_index_path(&path, prefix);
+    if (err == 0)
+        err = ds->fs->stat(path.ptr, NULL, NULL, ds->fs->payload);
     ckpt_buf_dispose(&path);
-    return exists;
+    if (err == CKPT_ENOTFOUND) {
+        ckpt_error_clear();
+        return 0;
+    }
+    return err == 0 ? 1 : err;
 }
 
 /* Whether `name` is "<base>.data-<digits>-of-<digits>". */
@@ -467,7 +474,11 @@ static int write_state(ckpt__dir_state *ds)
         if (err == 0)
             err = ds->fs->remove(path.ptr, ds->fs->payload);
         ckpt_buf_dispose(&path);
-        return err == CKPT_ENOTFOUND ? 0 : err;
+        if (err == CKPT_ENOTFOUND)
+            err = 0;
+        if (err == 0) /* the removal must be as durable as a rewrite */
+            err = ds->fs->sync_dir(ds->dir, ds->fs->payload);
+        return err;
     }
     st.model_checkpoint_path = ds->paths[ds->n - 1];
     st.all_paths = ds->paths;
@@ -478,17 +489,20 @@ static int write_state(ckpt__dir_state *ds)
     return ckpt_state_write(ds->fs, ds->dir, &st);
 }
 
-/* Best-effort rewrite of the state file from the (restored) list after a
- * failed update; the caller's error and message are kept. */
-static void rollback_state(ckpt__dir_state *ds)
+/* Rewrite the state file from the (restored) list after a failed update;
+ * the caller's error and message are kept. Returns the rewrite's status. */
+static int rollback_state(ckpt__dir_state *ds)
 {
     ckpt_error saved = *ckpt_error_last();
     char msg[1024];
+    int rc;
     snprintf(msg, sizeof(msg), "%s", saved.message);
-    if (write_state(ds) < 0)
+    rc = write_state(ds);
+    if (rc < 0)
         DS_LOG(ds, CKPT_LOG_WARN, "%s: could not restore the state file: %s",
                ds->dir, ckpt_error_last()->message);
     ckpt__error(saved.code, "%s", msg);
+    return rc;
 }
 
 int ckpt__dir_state_recover(ckpt__dir_state *ds)
@@ -521,7 +535,10 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         err = resolve(ds, st.all_paths[i], &prefix);
         if (err < 0)
             goto done;
-        if (!index_exists(ds, prefix.ptr)) {
+        err = index_exists(ds, prefix.ptr);
+        if (err < 0)
+            goto done;
+        if (err == 0) {
             DS_LOG(ds, CKPT_LOG_WARN,
                    "%s: dropping %s from the list: its index is missing",
                    ds->dir, st.all_paths[i]);
@@ -581,7 +598,9 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
     }
     if (err == 0)
         err = resolve(ds, stored, &prefix);
-    if (err == 0 && index_exists(ds, prefix.ptr)) {
+    if (err == 0)
+        err = index_exists(ds, prefix.ptr);
+    if (err == 1) {
         ckpt_buf index = CKPT_BUF_INIT;
         err = ckpt_bundle_index_path(&index, prefix.ptr);
         if (err == 0)
@@ -593,7 +612,7 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 }
 
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
-                           double save_time)
+                           double save_time, int *may_be_named)
 {
     struct name_list evicted = {NULL, NULL, 0, 0, 0};
     char **old_paths = NULL;
@@ -602,6 +621,7 @@ int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
     double old_preserved = ds->last_preserved;
     double old_next_keep = ds->next_keep_time;
     int err;
+    *may_be_named = 0;
 
     /* Keep a copy of the list so a failed state write leaves it as was. */
     old_paths = ckpt__calloc(old_n + 1, sizeof(*old_paths));
@@ -643,8 +663,10 @@ int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
         ds->last_preserved = old_preserved;
         ds->next_keep_time = old_next_keep;
         /* The failure may have come after the rename (the directory sync):
-         * put the previous state back, keeping the original error. */
-        rollback_state(ds);
+         * put the previous state back, keeping the original error. If that
+         * fails too, the state file on disk may name the new checkpoint. */
+        if (rollback_state(ds) < 0)
+            *may_be_named = 1;
         for (size_t i = 0; i < evicted.n; i++) {
             ckpt__free(evicted.names[i]);
             evicted.names[i] = NULL;

@@ -327,7 +327,8 @@ static int forget_existing(ckpt_saver *s, const char *stored,
         err = ckpt__dir_state_forget(&s->ds, stored);
         pthread_mutex_unlock(&s->ds_mu);
     }
-    ckpt_error_clear();
+    if (err == 0)
+        ckpt_error_clear();
     ckpt_buf_dispose(&index);
     return err;
 }
@@ -347,16 +348,19 @@ static void sweep_after_failure(ckpt_saver *s)
 }
 
 /* Name the written checkpoint in the state file; on failure remove its
- * files so nothing unnamed is left behind. */
+ * files so nothing unnamed is left behind, unless the state file on disk
+ * may name it after all (its rollback failed too). */
 static int commit_checkpoint(ckpt_saver *s, const char *stored,
                              const char *prefix)
 {
     int err;
+    int may_be_named = 0;
     pthread_mutex_lock(&s->ds_mu);
-    err =
-        ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock));
+    err = ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock),
+                                 &may_be_named);
     pthread_mutex_unlock(&s->ds_mu);
-    if (err < 0) {
+    /* Never delete a checkpoint the state file on disk may still name. */
+    if (err < 0 && !may_be_named) {
         ckpt_error saved = *ckpt_error_last();
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", saved.message);

@@ -49,9 +49,11 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
 /* Record a durable checkpoint: append it, apply retention, write the state
  * file, then delete what retention evicted. On failure the list is as
- * before and the new checkpoint is not named anywhere. */
+ * before and the state file is put back; when even that fails,
+ * *may_be_named is set: the state file on disk may name the new checkpoint,
+ * whose files must then be kept. */
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
-                           double save_time);
+                           double save_time, int *may_be_named);
 /* Remove temporary files of interrupted or failed saves from the
  * directory (names matching our temp patterns only). */
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);

@@ -5,7 +5,8 @@
  * errno, make a failing write land part of its bytes first (a short write),
  * and simulate a power cut: drop every byte not yet fsynced and every
  * directory entry created, renamed or removed since its directory was last
- * fsynced. Not thread-safe: use it from one thread at a time. */
+ * fsynced (or a random part of all that). It can also record a trace of
+ * the operations. Not thread-safe: use it from one thread at a time. */
 #ifndef CKPT_SYS_FS_FAULT_H
 #define CKPT_SYS_FS_FAULT_H
 
@@ -81,6 +82,48 @@ CKPT_EXTERN(uint64_t) ckpt_fs_fault_injected(const ckpt_fs_fault *ff);
  *  creation, rename and removal not followed by a sync_dir of its directory
  *  (a removed file's content is restored). Files must be closed. */
 CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff);
+
+/** A power cut on a file system that makes every directory change durable
+ *  at once and in order: every creation, rename and removal is kept, and
+ *  every file written through this wrapper is truncated to its last
+ *  fsynced length. Files must be closed. */
+CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced_data(ckpt_fs_fault *ff);
+
+/** Like ckpt_fs_fault_drop_unsynced(), but a random one of the states a
+ *  power cut may leave, chosen by `seed` (the same seed and history give
+ *  the same state):
+ *  - every unsynced write is kept or lost on its own, so a later write may
+ *    survive an earlier one (the gap then reads as zeros); bytes written
+ *    before the file's last successful sync are always kept;
+ *  - every creation, rename and removal not yet made durable by sync_dir
+ *    is kept or undone on its own, except that a change is always kept
+ *    when a later kept change names the same path (changes to one entry
+ *    reach the disk in order). Files must be closed. */
+CKPT_EXTERN(int)
+ckpt_fs_fault_drop_unsynced_random(ckpt_fs_fault *ff, uint64_t seed);
+
+/** One operation recorded by the trace. */
+typedef struct ckpt_fs_fault_event {
+    int op;           /**< a ckpt_fs_op */
+    const char *path; /**< the path (for file methods: as opened) */
+    const char *to;   /**< rename: the destination; else NULL */
+    uint64_t bytes;   /**< write: bytes asked for; else 0 */
+    int injected;     /**< 1 when the armed fault failed it */
+} ckpt_fs_fault_event;
+
+/** Start recording every later operation whose bit is in `op_mask`,
+ *  discarding an earlier trace; 0 stops recording (the trace is kept).
+ *  Events are dropped, never failing the operation, when memory runs
+ *  out. */
+CKPT_EXTERN(void) ckpt_fs_fault_trace(ckpt_fs_fault *ff, unsigned op_mask);
+
+/** Number of recorded events. */
+CKPT_EXTERN(size_t) ckpt_fs_fault_trace_size(const ckpt_fs_fault *ff);
+
+/** Recorded event `i` (0 = oldest), or NULL when i >= size; valid until
+ *  the next ckpt_fs_fault_trace() or ckpt_fs_fault_free(). */
+CKPT_EXTERN(const ckpt_fs_fault_event *)
+ckpt_fs_fault_trace_event(const ckpt_fs_fault *ff, size_t i);
 
 /** Name of an operation, e.g. "rename". */
 CKPT_EXTERN(const char *) ckpt_fs_op_name(int op);

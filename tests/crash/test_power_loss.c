@@ -1,0 +1,479 @@
+/* tests/crash/test_power_loss.c - power-loss simulation of the saver
+ * (issue 6, part 2).
+ *
+ * A saver keeping two checkpoints writes three saves (steps 10, 20, 30;
+ * the third evicts the first) through the fault file system, which records
+ * every operation. For every prefix of that trace we cut the power: the
+ * fault file system fails the next mutating operation and every later one
+ * (the machine is gone; the saver's reactions change nothing), then drops
+ * what a power cut loses, twice from the same point: bytes not fsynced and
+ * directory entries not followed by a directory fsync; and bytes not
+ * fsynced only, every directory change kept in order (a file system that
+ * commits its metadata at once: this catches a deletion made before the
+ * state file stops naming its checkpoint). A fresh POSIX reader then checks the
+ * directory (crash_check_dir): no state file, or one whose checkpoints all
+ * verify with the values of their steps, and no save that reported success
+ * lost. A saver reopened on the directory must recover (temporaries gone,
+ * the listed checkpoints kept and restorable) and save again. Both sync
+ * saves and async saves (save_async + wait) are cut.
+ *
+ * A second fault model ("syncs"): from the Nth fsync or directory fsync on,
+ * every sync fails with EIO while the other operations still reach the
+ * page cache (a failing disk), so the saver keeps reacting: rolling back
+ * the state file, deleting what it wrote. The directory must satisfy the
+ * same checks before the power cut (a reader may look at any time) and
+ * after it.
+ *
+ * The long form ("random", label "slow") draws 10,000 random states of the
+ * first model and 3,000 of the second: a random cut point, and a random
+ * subset of the unsynced writes and directory changes surviving
+ * (ckpt_fs_fault_drop_unsynced_random); a quarter of them crash again
+ * during the recovery (a saver keeping one checkpoint, so recovery itself
+ * evicts and rewrites the state file) before the final recovery check.
+ *
+ * The program takes the group to run as its argument (see main). */
+#include "crash_util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NUM_STEPS 3
+static const int64_t k_steps[NUM_STEPS] = {10, 20, 30};
+#define MAX_STEP 30
+#define RECOVERY_STEP 99
+#define FINAL_STEP 100
+#define MAX_TRACE 1024
+
+/* The newest step whose save was reported durable (-1: none). */
+typedef struct outcome {
+    int64_t durable;
+} outcome;
+
+static void on_done(const ckpt_save_result *r, void *payload)
+{
+    outcome *o = payload;
+    if (r->status == 0 && r->step > o->durable)
+        o->durable = r->step;
+}
+
+/* What the power cut loses (see ckpt/sys/fs_fault.h). */
+enum drop_mode {
+    DROP_ALL,    /* every unsynced byte and undurable directory change */
+    DROP_DATA,   /* unsynced bytes only: directory changes kept, in order */
+    DROP_RANDOM, /* a random part of both */
+    DROP_MODES
+};
+
+static const char *const k_drop_names[DROP_MODES] = {
+    "losing all unsynced", "losing unsynced data", "losing a random part"};
+
+/* Operations a dying disk fails while the page cache accepts the rest. */
+#define SYNC_OPS                                                               \
+    (CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR))
+
+typedef struct crash_case {
+    int async;      /* save_async + wait instead of save */
+    uint64_t cut;   /* op (1-based, among `mask`) that fails, with every
+                       later one of `mask`; 0: none */
+    unsigned mask;  /* 0: CKPT_FS_OP_MUTATING (the machine stops);
+                       SYNC_OPS: only syncs fail, the saver goes on and
+                       the directory is checked before the cut too */
+    size_t partial; /* bytes a failing write lands first */
+    int drop;       /* what the power cut loses: a drop_mode */
+    uint64_t seed;  /* for DROP_RANDOM */
+} crash_case;
+
+typedef struct case_result {
+    int64_t durable;    /* newest step reported durable, -1: none */
+    int64_t latest;     /* step the state file names, -1: no state file */
+    size_t listed;      /* entries of the state file */
+    uint64_t mutating;  /* mutating operations the saves asked for */
+    int cut_op;         /* op of the first failed operation, -1: none */
+    char cut_desc[600]; /* the same in words */
+    int ops[MAX_TRACE]; /* the trace's ops (the first MAX_TRACE) */
+    size_t nops;
+} case_result;
+
+static char *case_dir(const char *base, uint64_t i)
+{
+    size_t n = strlen(base) + 32;
+    char *dir = malloc(n);
+    assert_non_null(dir);
+    snprintf(dir, n, "%s/case-%llu", base, (unsigned long long)i);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    return dir;
+}
+
+/* Run the three saves in `dir` under `c`, cut the power and check what is
+ * left. 0, or -1 with `why` set. */
+static int run_case(const char *dir, const crash_case *c, case_result *res,
+                    char *why, size_t n)
+{
+    ckpt_fs nosync;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver *s = NULL;
+    crash_model m;
+    outcome o = {-1};
+    int err;
+    memset(res, 0, sizeof(*res));
+    res->cut_op = -1;
+    crash_nosync_fs(&nosync);
+    crash_model_init(&m);
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync));
+    assert_ckpt_ok(
+        crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 2, &m, on_done, &o));
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
+    if (c->cut > 0)
+        ckpt_fs_fault_fail(ff, c->cut, c->mask ? c->mask : CKPT_FS_OP_MUTATING,
+                           EIO, 1, c->partial);
+    else
+        ckpt_fs_fault_reset_count(ff);
+    for (int i = 0; i < NUM_STEPS; i++) {
+        int64_t step = k_steps[i];
+        crash_model_fill(&m, step);
+        if (c->async) {
+            uint64_t ticket = 0;
+            err = ckpt_saver_save_async(s, step, &ticket);
+            if (err == 0)
+                err = ckpt_saver_wait(s, ticket, -1.0);
+        } else {
+            err = ckpt_saver_save(s, step, NULL);
+        }
+        if (err == 0 && step > o.durable)
+            o.durable = step;
+    }
+    ckpt_saver_free(s); /* delivers the last outcomes */
+    res->mutating = ckpt_fs_fault_count(ff, CKPT_FS_OP_MUTATING);
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        if (e->injected && res->cut_op < 0)
+            res->cut_op = e->op;
+        if (res->nops < MAX_TRACE)
+            res->ops[res->nops++] = e->op;
+    }
+    crash_describe_cut(ff, res->cut_desc, sizeof(res->cut_desc));
+    ckpt_fs_fault_clear(ff);
+    if (c->mask == SYNC_OPS &&
+        crash_check_dir(dir, o.durable, MAX_STEP, &res->latest, &res->listed,
+                        why, n) < 0) {
+        char inner[900];
+        snprintf(inner, sizeof(inner), "%s", why);
+        snprintf(why, n, "before the power cut: %s", inner);
+        ckpt_fs_fault_free(ff);
+        crash_model_dispose(&m);
+        return -1;
+    }
+    if (c->drop == DROP_RANDOM)
+        err = ckpt_fs_fault_drop_unsynced_random(ff, c->seed);
+    else if (c->drop == DROP_DATA)
+        err = ckpt_fs_fault_drop_unsynced_data(ff);
+    else
+        err = ckpt_fs_fault_drop_unsynced(ff);
+    if (err < 0)
+        snprintf(why, n, "the power cut failed: %s",
+                 ckpt_error_last()->message);
+    ckpt_fs_fault_free(ff);
+    crash_model_dispose(&m);
+    res->durable = o.durable;
+    if (err < 0)
+        return -1;
+    return crash_check_dir(dir, o.durable, MAX_STEP, &res->latest, &res->listed,
+                           why, n);
+}
+
+/* Operations of the trace in `mask`. */
+static uint64_t count_ops(const case_result *r, unsigned mask)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        if (mask & CKPT_FS_OP_BIT(r->ops[i]))
+            n++;
+    return n;
+}
+
+static const char *mode_name(const crash_case *c)
+{
+    return c->async ? "async" : "sync";
+}
+
+/* The saves without a cut: every op of the trace, and the final state. */
+static void reference_run(const char *base, int async, case_result *ref)
+{
+    crash_case c = {async, 0, 0, 0, DROP_ALL, 0};
+    char why[1024] = "";
+    char *dir = case_dir(base, 0);
+    if (run_case(dir, &c, ref, why, sizeof(why)) < 0)
+        fail_msg("%s saves without a fault: %s", mode_name(&c), why);
+    assert_int_equal(ref->durable, MAX_STEP);
+    assert_int_equal(ref->latest, MAX_STEP);
+    assert_int_equal(ref->listed, 2);
+    assert_int_equal(ref->nops, ref->mutating);
+    assert_true(ref->mutating > 30 && ref->mutating < MAX_TRACE);
+    test_remove_tree(dir);
+}
+
+/* Cut the power before every mutating operation of the three saves (and
+ * after the last), losing everything unsynced. */
+static void sweep(int async, unsigned mask)
+{
+    char *base = test_make_temp_dir();
+    case_result *ref = calloc(1, sizeof(*ref));
+    case_result *res = calloc(1, sizeof(*res));
+    ckpt_fs nosync;
+    int seen_none = 0, seen[NUM_STEPS] = {0};
+    assert_non_null(ref);
+    assert_non_null(res);
+    crash_nosync_fs(&nosync);
+    reference_run(base, async, ref);
+    uint64_t cuts = mask ? count_ops(ref, mask) : ref->mutating;
+    for (uint64_t i = 0; i < DROP_RANDOM * (cuts + 1); i++) {
+        uint64_t cut = 1 + i / DROP_RANDOM;
+        crash_case c = {async, cut, mask, 0, (int)(i % DROP_RANDOM), 0};
+        char why[1024] = "";
+        char *dir = case_dir(base, i + 1);
+        if (run_case(dir, &c, res, why, sizeof(why)) < 0)
+            fail_msg("%s saves, %s from op %llu of %llu on (%s), then a "
+                     "power cut %s: %s",
+                     mode_name(&c), mask ? "syncs failing" : "stopped",
+                     (unsigned long long)cut, (unsigned long long)cuts,
+                     res->cut_desc, k_drop_names[c.drop], why);
+        /* The cut hit the operation the reference trace has there. */
+        if (!mask && cut <= ref->mutating)
+            assert_int_equal(res->cut_op, ref->ops[cut - 1]);
+        else if (cut > cuts)
+            assert_int_equal(res->cut_op, -1);
+        if (crash_check_recovery(dir, &nosync, res->latest, res->listed,
+                                 RECOVERY_STEP, why, sizeof(why)) < 0)
+            fail_msg("%s saves, %s from op %llu on (%s), then a power cut "
+                     "%s, then %s",
+                     mode_name(&c), mask ? "syncs failing" : "stopped",
+                     (unsigned long long)cut, res->cut_desc,
+                     k_drop_names[c.drop], why);
+        if (res->latest < 0)
+            seen_none = 1;
+        for (int k = 0; k < NUM_STEPS; k++)
+            if (res->latest == k_steps[k])
+                seen[k] = 1;
+        test_remove_tree(dir);
+    }
+    /* The sweep went through every stage: nothing yet, then each save. */
+    assert_true(seen_none);
+    for (int i = 0; i < NUM_STEPS; i++)
+        assert_true(seen[i]);
+    print_message("%s saves, %s: %llu cut points checked, %d power cuts "
+                  "each\n",
+                  async ? "async" : "sync", mask ? "syncs failing" : "stopped",
+                  (unsigned long long)cuts + 1, DROP_RANDOM);
+    free(ref);
+    free(res);
+    test_remove_tree(base);
+}
+
+static void test_every_cut_sync(void **state)
+{
+    (void)state;
+    sweep(0, 0);
+}
+
+static void test_every_cut_async(void **state)
+{
+    (void)state;
+    sweep(1, 0);
+}
+
+/* fsync failing from the Nth sync on (the rest still reaching the page
+ * cache), then the power cut. */
+static void test_failing_syncs_sync(void **state)
+{
+    (void)state;
+    sweep(0, SYNC_OPS);
+}
+
+static void test_failing_syncs_async(void **state)
+{
+    (void)state;
+    sweep(1, SYNC_OPS);
+}
+
+#define RANDOM_STATES 10000
+#define RANDOM_STATES_SYNCS 3000
+
+static uint64_t splitmix(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Recovery crashing too: a saver keeping one checkpoint opens `dir`
+ * (recovery evicts and rewrites the state file) and saves RECOVERY_STEP,
+ * all under a cut at `cut`; then a random power cut. */
+static int crash_during_recovery(const char *dir, uint64_t cut, uint64_t seed,
+                                 int64_t durable, int64_t *latest,
+                                 size_t *listed, char *desc, size_t desc_n,
+                                 char *why, size_t n)
+{
+    ckpt_fs nosync;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver *s = NULL;
+    crash_model m;
+    outcome o = {durable};
+    int err;
+    crash_nosync_fs(&nosync);
+    crash_model_init(&m);
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync));
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
+    ckpt_fs_fault_fail(ff, cut, CKPT_FS_OP_MUTATING, EIO, 1, 0);
+    err = crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 1, &m, on_done, &o);
+    if (err == 0) {
+        crash_model_fill(&m, RECOVERY_STEP);
+        if (ckpt_saver_save(s, RECOVERY_STEP, NULL) == 0)
+            o.durable = RECOVERY_STEP;
+        ckpt_saver_free(s);
+    }
+    crash_describe_cut(ff, desc, desc_n);
+    ckpt_fs_fault_clear(ff);
+    err = ckpt_fs_fault_drop_unsynced_random(ff, seed);
+    if (err < 0)
+        snprintf(why, n, "the power cut failed: %s",
+                 ckpt_error_last()->message);
+    ckpt_fs_fault_free(ff);
+    crash_model_dispose(&m);
+    if (err < 0)
+        return -1;
+    return crash_check_dir(dir, o.durable, RECOVERY_STEP, latest, listed, why,
+                           n);
+}
+
+/* Random states under one fault model (`mask` as in crash_case). */
+static void random_states(unsigned mask, uint64_t count)
+{
+    char *base = test_make_temp_dir();
+    case_result *ref[2];
+    case_result *res = calloc(1, sizeof(*res));
+    ckpt_fs nosync;
+    uint64_t outcomes[5] = {0}; /* none, 10, 20, 30, ambiguous */
+    uint64_t double_crashes = 0;
+    assert_non_null(res);
+    crash_nosync_fs(&nosync);
+    for (int a = 0; a < 2; a++) {
+        ref[a] = calloc(1, sizeof(*ref[a]));
+        assert_non_null(ref[a]);
+        reference_run(base, a, ref[a]);
+    }
+    for (uint64_t iter = 0; iter < count; iter++) {
+        uint64_t rng = 0xC0FFEEull + iter;
+        crash_case c;
+        char why[1024] = "";
+        char desc[600] = "";
+        char *dir = case_dir(base, iter + 1);
+        c.async = (int)(iter & 1);
+        c.mask = mask;
+        c.cut = 1 + splitmix(&rng) % ((c.mask ? count_ops(ref[c.async], c.mask)
+                                              : ref[c.async]->mutating) +
+                                      1);
+        c.partial = (size_t)(splitmix(&rng) % (2 * crash_emb_bytes()));
+        c.drop = DROP_RANDOM;
+        c.seed = splitmix(&rng);
+        if (run_case(dir, &c, res, why, sizeof(why)) < 0)
+            fail_msg("random state %llu: %s saves, %s from op %llu on (%s), "
+                     "drop seed %llu: %s",
+                     (unsigned long long)iter, mode_name(&c),
+                     c.mask ? "syncs failing" : "stopped",
+                     (unsigned long long)c.cut, res->cut_desc,
+                     (unsigned long long)c.seed, why);
+        if (res->latest < 0)
+            outcomes[0]++;
+        for (int i = 0; i < NUM_STEPS; i++)
+            if (res->latest == k_steps[i])
+                outcomes[1 + i]++;
+        if (res->latest > res->durable)
+            outcomes[4]++; /* a save reported failed survived: allowed */
+        if (iter % 4 == 0) {
+            uint64_t cut2 = 1 + splitmix(&rng) % 40;
+            uint64_t seed2 = splitmix(&rng);
+            int64_t durable =
+                res->latest > res->durable ? res->latest : res->durable;
+            double_crashes++;
+            if (crash_during_recovery(dir, cut2, seed2, durable, &res->latest,
+                                      &res->listed, desc, sizeof(desc), why,
+                                      sizeof(why)) < 0)
+                fail_msg("random state %llu (%s saves, %s from op %llu on, "
+                         "seed %llu), then a recovery cut at op %llu (%s), "
+                         "seed %llu: %s",
+                         (unsigned long long)iter, mode_name(&c),
+                         c.mask ? "syncs failing" : "stopped",
+                         (unsigned long long)c.cut, (unsigned long long)c.seed,
+                         (unsigned long long)cut2, desc,
+                         (unsigned long long)seed2, why);
+        }
+        if (crash_check_recovery(dir, &nosync, res->latest, res->listed,
+                                 FINAL_STEP, why, sizeof(why)) < 0)
+            fail_msg("random state %llu: %s saves, %s from op %llu on (%s), "
+                     "drop seed %llu, then %s",
+                     (unsigned long long)iter, mode_name(&c),
+                     c.mask ? "syncs failing" : "stopped",
+                     (unsigned long long)c.cut, res->cut_desc,
+                     (unsigned long long)c.seed, why);
+        test_remove_tree(dir);
+    }
+    print_message(
+        "%llu random states, %s (%llu with a second crash in "
+        "recovery): "
+        "latest none %llu, step 10 %llu, step 20 %llu, step 30 "
+        "%llu; a save reported failed survived in %llu\n",
+        (unsigned long long)count, mask ? "syncs failing" : "stopped",
+        (unsigned long long)double_crashes, (unsigned long long)outcomes[0],
+        (unsigned long long)outcomes[1], (unsigned long long)outcomes[2],
+        (unsigned long long)outcomes[3], (unsigned long long)outcomes[4]);
+    for (int i = 0; i < 4; i++)
+        assert_true(outcomes[i] > 0);
+    free(ref[0]);
+    free(ref[1]);
+    free(res);
+    test_remove_tree(base);
+}
+
+static void test_random_states(void **state)
+{
+    (void)state;
+    crash_set_emb_kib(300);
+    random_states(0, RANDOM_STATES);
+}
+
+static void test_random_states_failing_syncs(void **state)
+{
+    (void)state;
+    crash_set_emb_kib(300);
+    random_states(SYNC_OPS, RANDOM_STATES_SYNCS);
+}
+
+/* argv[1] picks the group: "cuts" (default), "syncs", "random". */
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest cuts[] = {
+        cmocka_unit_test(test_every_cut_sync),
+        cmocka_unit_test(test_every_cut_async),
+    };
+    const struct CMUnitTest syncs[] = {
+        cmocka_unit_test(test_failing_syncs_sync),
+        cmocka_unit_test(test_failing_syncs_async),
+    };
+    const struct CMUnitTest random[] = {
+        cmocka_unit_test(test_random_states),
+        cmocka_unit_test(test_random_states_failing_syncs),
+    };
+    const char *group = argc > 1 ? argv[1] : "cuts";
+    if (!strcmp(group, "cuts"))
+        return cmocka_run_group_tests(cuts, NULL, NULL);
+    if (!strcmp(group, "syncs"))
+        return cmocka_run_group_tests(syncs, NULL, NULL);
+    if (!strcmp(group, "random"))
+        return cmocka_run_group_tests(random, NULL, NULL);
+    fprintf(stderr, "usage: %s [cuts|syncs|random]\n", argv[0]);
+    return 2;
+}
