@@ -79,6 +79,18 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+static int is_value_option(const char *a)
+{
+    static const char *const names[] = {
+        "--dir",    "--steps", "--save-steps", "--save-secs",
+        "--keep",   "--mode",  "--busy",       "--hidden",
+        "--layers", "--batch", "--lr",         "--seed"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(a, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static int parse_options(options *o, int argc, char **argv)
 {
     int save_secs_given = 0, save_steps_given = 0;
@@ -106,6 +118,8 @@ static int parse_options(options *o, int argc, char **argv)
             o->quiet = 1;
             continue;
         }
+        if (!is_value_option(a))
+            return usage_error("unknown option %s", a);
         if (!v)
             return usage_error("option %s needs a value", a);
         i++;
