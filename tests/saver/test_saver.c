@@ -609,6 +609,44 @@ static void test_recover_removes_crash_leftovers(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-x.data-00000-of-00001"));
 }
 
+/* Security: tensor names are data, never paths. Names that look like
+ * paths round-trip as keys and create no file anywhere. */
+static void test_tensor_names_are_not_paths(void **state)
+{
+    fixture *f = *state;
+    static const char *const names[] = {"../../escape", "/abs/olute",
+                                        "a/../../b", "model.ckpt-1.index"};
+    float vals[4] = {1, 2, 3, 4}, back[4];
+    ckpt_saver *s = NULL;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char parent[4200];
+    snprintf(parent, sizeof(parent), "%s/..", f->dir);
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    for (int i = 0; i < 4; i++) {
+        ckpt_var v = {names[i], CKPT_DT_FLOAT, {0, {0}}, &vals[i],
+                      NULL,     NULL,          NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    }
+    assert_ckpt_ok(ckpt_saver_save(s, 1, &prefix));
+    ckpt_saver_free(s);
+    /* Only the checkpoint's own files, nothing where the names point. */
+    assert_int_equal(count_files(f->dir, ""), 3); /* index, data, state */
+    assert_false(file_exists(parent, "../escape"));
+    assert_false(file_exists(parent, "b"));
+    assert_false(file_exists("/abs", "olute"));
+    {
+        ckpt_bundle_reader *r = NULL;
+        assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix.ptr, NULL));
+        for (int i = 0; i < 4; i++) {
+            assert_ckpt_ok(
+                ckpt_bundle_reader_read(r, names[i], &back[i], sizeof(float)));
+            assert_true(back[i] == vals[i]);
+        }
+        ckpt_bundle_reader_free(r);
+    }
+    ckpt_buf_dispose(&prefix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +677,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
