@@ -75,6 +75,13 @@ CKPT_EXTERN(int) ckpt_shape_num_elements(int64_t *out, const ckpt_shape *shape);
 CKPT_EXTERN(int)
 ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape);
 
+/** An IEEE-754 binary16 (DT_HALF) value, given as its bits, widened to
+ *  float (subnormals, infinities and NaN included). */
+CKPT_EXTERN(float) ckpt_half_to_float(uint16_t bits);
+
+/** A bfloat16 value, given as its bits, widened to float. */
+CKPT_EXTERN(float) ckpt_bfloat16_to_float(uint16_t bits);
+
 /** Whether two shapes have the same rank and dimensions. */
 CKPT_EXTERN(int) ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b);
 

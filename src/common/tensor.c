@@ -1,8 +1,10 @@
 /* common/tensor.c - dtype sizes and names (TensorFlow's Python names),
- * element counts and byte sizes of shapes with overflow checks. */
+ * element counts and byte sizes of shapes with overflow checks, and the
+ * widening of half and bfloat16 values to float. */
 #include "ckpt/tensor.h"
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +119,28 @@ int ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape)
     if (ckpt__mul_overflow_i64(n, (int64_t)esize, out))
         return ckpt__error(CKPT_EINVAL, "shape: byte size overflows int64");
     return 0;
+}
+
+float ckpt_half_to_float(uint16_t bits)
+{
+    int exp = (bits >> 10) & 0x1f;
+    int mant = bits & 0x3ff;
+    float v;
+    if (exp == 0)
+        v = ldexpf((float)mant, -24);
+    else if (exp == 31)
+        v = mant ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(mant | 0x400), exp - 25);
+    return (bits & 0x8000) ? -v : v;
+}
+
+float ckpt_bfloat16_to_float(uint16_t bits)
+{
+    uint32_t wide = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &wide, sizeof(f));
+    return f;
 }
 
 int ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b)

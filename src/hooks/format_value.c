@@ -9,26 +9,6 @@
 
 #define MAX_SHOWN 6
 
-static float half_to_float(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f;
-    int mant = h & 0x3ff;
-    float sign = (h & 0x8000) ? -1.0f : 1.0f;
-    if (exp == 0)
-        return sign * ldexpf((float)mant, -24);
-    if (exp == 31)
-        return mant ? NAN : sign * INFINITY;
-    return sign * ldexpf((float)(mant | 0x400), exp - 25);
-}
-
-static float bfloat16_to_float(uint16_t b)
-{
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
 /* Element i of `v` as a double when it is a real number type. */
 static int element_as_double(const ckpt_value *v, size_t i, double *out)
 {
@@ -49,11 +29,11 @@ static int element_as_double(const ckpt_value *v, size_t i, double *out)
         return 1;
     case CKPT_DT_HALF:
         memcpy(&u.u16, p, 2);
-        *out = half_to_float(u.u16);
+        *out = ckpt_half_to_float(u.u16);
         return 1;
     case CKPT_DT_BFLOAT16:
         memcpy(&u.u16, p, 2);
-        *out = bfloat16_to_float(u.u16);
+        *out = ckpt_bfloat16_to_float(u.u16);
         return 1;
     default:
         return 0;

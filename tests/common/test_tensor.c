@@ -1,6 +1,7 @@
 /* Tests for dtype sizes and names and shape arithmetic. */
 #include "test_util.h"
 
+#include <math.h>
 #include <string.h>
 
 static void test_dtype_sizes_and_names(void **state)
@@ -62,12 +63,30 @@ static void test_shape_format(void **state)
     assert_string_equal(small, "[3, ");
 }
 
+static void test_half_and_bfloat16(void **state)
+{
+    (void)state;
+    assert_true(ckpt_half_to_float(0x3c00) == 1.0f);
+    assert_true(ckpt_half_to_float(0xc000) == -2.0f);
+    assert_true(ckpt_half_to_float(0x0001) ==
+                ldexpf(1.0f, -24)); /* subnormal */
+    assert_true(ckpt_half_to_float(0x7bff) == 65504.0f);
+    assert_true(isinf(ckpt_half_to_float(0xfc00)) &&
+                ckpt_half_to_float(0xfc00) < 0);
+    assert_true(isnan(ckpt_half_to_float(0x7e00)));
+    assert_true(signbit(ckpt_half_to_float(0x8000)));
+    assert_true(ckpt_bfloat16_to_float(0x3f80) == 1.0f);
+    assert_true(ckpt_bfloat16_to_float(0xc040) == -3.0f);
+    assert_true(isnan(ckpt_bfloat16_to_float(0x7fc0)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_sizes_and_names),
         cmocka_unit_test(test_shape_arithmetic),
         cmocka_unit_test(test_shape_format),
+        cmocka_unit_test(test_half_and_bfloat16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,28 +16,6 @@
 
 /* ---- narrow floats ------------------------------------------------------- */
 
-static float half_to_float(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f;
-    int mant = h & 0x3ff;
-    float v;
-    if (exp == 0)
-        v = ldexpf((float)mant, -24);
-    else if (exp == 31)
-        v = mant ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(mant | 0x400), exp - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static float bfloat16_to_float(uint16_t b)
-{
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
 /* NaN/infinity conventions of the 8-bit float formats. */
 enum minifloat_kind {
     MINI_IEEE, /* max exponent: inf (mantissa 0) or NaN */
@@ -73,11 +51,11 @@ static int narrow_float(int dtype, const uint8_t *p, float *out)
     switch (dtype) {
     case CKPT_DT_HALF:
         memcpy(&h, p, 2);
-        *out = half_to_float(h);
+        *out = ckpt_half_to_float(h);
         return 1;
     case CKPT_DT_BFLOAT16:
         memcpy(&h, p, 2);
-        *out = bfloat16_to_float(h);
+        *out = ckpt_bfloat16_to_float(h);
         return 1;
     case CKPT_DT_FLOAT8_E5M2:
         *out = minifloat_to_float(p[0], 2, 15, MINI_IEEE);
