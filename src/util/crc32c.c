@@ -31,6 +31,8 @@
  * buffers and a short one for the tail (both multiples of 8). */
 #define LONG_STRIPE 8192
 #define SHORT_STRIPE 256
+/* Fused copies at least this long store with non-temporal writes. */
+#define STREAM_MIN ((size_t)256 << 10)
 
 typedef struct crc_tables {
     uint32_t slice[8][256];       /* slicing-by-8 */
@@ -187,11 +189,27 @@ uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n)
  * bytes are also stored there (same layout). */
 __attribute__((target("sse4.2"))) static inline uint32_t
 hw_three_way(const uint32_t shift[4][256], uint32_t reg, uint8_t *dst,
-             const uint8_t *p, size_t len)
+             const uint8_t *p, size_t len, bool stream)
 {
     uint64_t c0 = reg, c1 = 0, c2 = 0;
     const uint8_t *end = p + len;
-    if (dst) {
+    if (dst && stream) {
+        /* Non-temporal stores: no read-for-ownership of the destination,
+         * and a large copy does not evict the caller's working set. */
+        while (p < end) {
+            uint64_t a = load64(p), b = load64(p + len),
+                     c = load64(p + 2 * len);
+            c0 = _mm_crc32_u64(c0, a);
+            c1 = _mm_crc32_u64(c1, b);
+            c2 = _mm_crc32_u64(c2, c);
+            _mm_stream_si64((long long *)(void *)dst, (long long)a);
+            _mm_stream_si64((long long *)(void *)(dst + len), (long long)b);
+            _mm_stream_si64((long long *)(void *)(dst + 2 * len),
+                            (long long)c);
+            p += 8;
+            dst += 8;
+        }
+    } else if (dst) {
         while (p < end) {
             uint64_t a = load64(p), b = load64(p + len),
                      c = load64(p + 2 * len);
@@ -222,6 +240,7 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
           size_t n)
 {
     uint64_t r64;
+    bool stream = dst && n >= STREAM_MIN;
 
     /* Byte steps until the source is 8-byte aligned. */
     while (n && ((uintptr_t)p & 7)) {
@@ -232,14 +251,14 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
         n--;
     }
     while (n >= 3 * LONG_STRIPE) {
-        reg = hw_three_way(t->shift_long, reg, dst, p, LONG_STRIPE);
+        reg = hw_three_way(t->shift_long, reg, dst, p, LONG_STRIPE, stream);
         p += 3 * LONG_STRIPE;
         if (dst)
             dst += 3 * LONG_STRIPE;
         n -= 3 * LONG_STRIPE;
     }
     while (n >= 3 * SHORT_STRIPE) {
-        reg = hw_three_way(t->shift_short, reg, dst, p, SHORT_STRIPE);
+        reg = hw_three_way(t->shift_short, reg, dst, p, SHORT_STRIPE, stream);
         p += 3 * SHORT_STRIPE;
         if (dst)
             dst += 3 * SHORT_STRIPE;
@@ -263,6 +282,8 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
             *dst++ = *p;
         p++;
     }
+    if (stream)
+        _mm_sfence(); /* the streamed stores are visible before we return */
     return reg;
 }
 

@@ -143,11 +143,13 @@ static void test_extend_composes(void **state)
 
 static void test_copy(void **state)
 {
-    size_t cap = 100000;
+    /* Sizes from 256 KiB up take the non-temporal store path. */
+    size_t cap = 600001;
     uint8_t *src = malloc(cap + 16);
     uint8_t *dst = malloc(cap + 16);
-    size_t sizes[] = {0,   1,   7,    8,     9,     63, 300,
-                      767, 768, 1000, 24576, 30001, cap};
+    size_t sizes[] = {0,      1,      7,      8,      9,     63,
+                      300,    767,    768,    1000,   24576, 30001,
+                      100000, 262143, 262144, 262151, cap};
     (void)state;
     assert_non_null(src);
     assert_non_null(dst);
