@@ -465,6 +465,10 @@ done:
 /* ---- the writer thread -----------------------------------------------------
  */
 
+/* Write `job` (called without mu); returns with mu held, the outcome
+ * recorded and the writer marked idle in the same critical section, so
+ * whoever sees the metrics count the save as done also sees the writer
+ * free for the next one. */
 static void run_job(ckpt_saver *s, ckpt__job *job)
 {
     uint64_t bytes = 0;
@@ -499,7 +503,9 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
         s->bg_error = err;
         snprintf(s->bg_message, sizeof(s->bg_message), "%s", msg);
     }
-    pthread_mutex_unlock(&s->mu);
+    s->active = NULL;
+    if (job->ticket > s->finished_ticket)
+        s->finished_ticket = job->ticket;
 }
 
 static void free_job(ckpt__job *job)
@@ -511,25 +517,40 @@ static void free_job(ckpt__job *job)
     ckpt__free(job);
 }
 
+enum { HELP_NONE = 0, HELP_ASKED, HELP_DONE };
+
+/* Copy the variables save_async handed over (mu held on entry and exit).
+ * They are plain memory, so this cannot fail. */
+static void help_with_snapshot(ckpt_saver *s)
+{
+    ckpt__image *img = &s->images[s->help_image];
+    size_t begin = s->help_begin, end = s->help_end;
+    pthread_mutex_unlock(&s->mu);
+    (void)ckpt__snapshot_range(s->vars, begin, end, img);
+    pthread_mutex_lock(&s->mu);
+    s->help_state = HELP_DONE;
+    pthread_cond_broadcast(&s->cv);
+}
+
 static void *writer_main(void *arg)
 {
     ckpt_saver *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         ckpt__job *job;
-        while (!s->pending && !s->stopping)
+        while (!s->pending && !s->stopping && s->help_state != HELP_ASKED)
             pthread_cond_wait(&s->cv, &s->mu);
+        if (s->help_state == HELP_ASKED) {
+            help_with_snapshot(s);
+            continue;
+        }
         if (!s->pending)
             break;
         job = s->pending;
         s->pending = NULL;
         s->active = job;
         pthread_mutex_unlock(&s->mu);
-        run_job(s, job);
-        pthread_mutex_lock(&s->mu);
-        s->active = NULL;
-        if (job->ticket > s->finished_ticket)
-            s->finished_ticket = job->ticket;
+        run_job(s, job); /* returns with mu held */
         free_job(job);
         pthread_cond_broadcast(&s->cv);
     }
@@ -612,6 +633,38 @@ static int choose_image(ckpt_saver *s, int64_t step)
     }
 }
 
+/* Snapshot every variable into images[image], with the writer thread
+ * copying part of them when it is idle. */
+static int take_snapshot(ckpt_saver *s, int image)
+{
+    size_t split = ckpt__snapshot_split(s->vars, s->nvars);
+    int helped = 0;
+    int err;
+    if (split < s->nvars) {
+        pthread_mutex_lock(&s->mu);
+        if (!s->active && !s->pending && !s->stopping) {
+            s->help_image = image;
+            s->help_begin = split;
+            s->help_end = s->nvars;
+            s->help_state = HELP_ASKED;
+            pthread_cond_broadcast(&s->cv);
+            helped = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    err = ckpt__snapshot_range(s->vars, 0, helped ? split : s->nvars,
+                               &s->images[image]);
+    if (helped) {
+        /* Even after a failure: the image is ours again only then. */
+        pthread_mutex_lock(&s->mu);
+        while (s->help_state != HELP_DONE)
+            pthread_cond_wait(&s->cv, &s->mu);
+        s->help_state = HELP_NONE;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return err;
+}
+
 int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
@@ -647,7 +700,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     }
     /* The snapshot: the only time the caller waits. The chosen image is
      * referenced by no job, so the writer cannot touch it meanwhile. */
-    err = ckpt__snapshot_vars(s->vars, s->nvars, &s->images[image]);
+    err = take_snapshot(s, image);
     if (err < 0)
         goto done;
     job = ckpt__calloc(1, sizeof(*job));

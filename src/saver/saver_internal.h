@@ -81,6 +81,14 @@ void ckpt__image_free(ckpt__image *img);
  * wait), computing each record's CRC32C in the same pass (img->crcs); a
  * read callback failure gives CKPT_EUSER naming the variable. */
 int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
+/* The same for variables [begin, end) only (their CRCs at those indexes). */
+int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,
+                         ckpt__image *img);
+/* Where to split a snapshot between two threads: an index k such that
+ * variables [k, n) are all in plain memory (no read callback, so another
+ * thread may copy them) and hold about half the bytes; n when a split is
+ * not worth it (small state, one variable, callbacks throughout). */
+size_t ckpt__snapshot_split(const ckpt__var *vars, size_t n);
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
@@ -139,6 +147,12 @@ struct ckpt_saver {
     int stopping;
     ckpt__job *active;  /* being written */
     ckpt__job *pending; /* snapshot taken, waiting for the writer */
+    /* An idle writer helps with a snapshot: it copies variables
+     * [help_begin, help_end) into images[help_image] while save_async
+     * copies the rest, and save_async waits for HELP_DONE. */
+    int help_state; /* HELP_NONE, HELP_ASKED or HELP_DONE (saver.c) */
+    int help_image;
+    size_t help_begin, help_end;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */

@@ -1,0 +1,249 @@
+/* Split snapshots: where ckpt__snapshot_split divides the variables between
+ * the caller and the idle writer thread, and that an async save of a state
+ * big enough to be split still writes exactly the values at save_async
+ * (the variables are rewritten as soon as it returns; run under TSan in
+ * CI), with read callbacks only ever called on the caller's thread. */
+#include "saver/saver_internal.h"
+#include "saver_test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((uint64_t)1 << 20)
+#define NBIG 8
+#define BIG_FLOATS ((size_t)(MIB / 4)) /* 1 MiB per variable */
+#define CB_FLOATS ((size_t)1000)
+
+/* ---- the split point ----------------------------------------------------- */
+
+static int dummy_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    (void)dst;
+    (void)off;
+    (void)n;
+    (void)payload;
+    return 0;
+}
+
+/* Variables of the given sizes; callbacks where `cb` says so. */
+static void make_vars(ckpt__var *v, const uint64_t *bytes, const int *cb,
+                      size_t n)
+{
+    memset(v, 0, n * sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        v[i].bytes = bytes[i];
+        v[i].v.read = cb && cb[i] ? dummy_read : NULL;
+    }
+}
+
+static void test_split_point(void **state)
+{
+    ckpt__var v[64];
+    uint64_t sizes[64];
+    int cb[64] = {0};
+    (void)state;
+
+    for (int i = 0; i < 64; i++)
+        sizes[i] = MIB;
+    make_vars(v, sizes, NULL, 64);
+    assert_int_equal(ckpt__snapshot_split(v, 64), 32);
+
+    /* a small state is not split */
+    for (int i = 0; i < 4; i++)
+        sizes[i] = 512 << 10;
+    make_vars(v, sizes, NULL, 4);
+    assert_int_equal(ckpt__snapshot_split(v, 4), 4);
+
+    /* one variable cannot be split */
+    sizes[0] = 64 * MIB;
+    make_vars(v, sizes, NULL, 1);
+    assert_int_equal(ckpt__snapshot_split(v, 1), 1);
+
+    /* uneven sizes: the most even cut; the caller always keeps one */
+    {
+        uint64_t s[4] = {8 * MIB, 1024, 1024, 1024};
+        uint64_t t[5] = {1 * MIB, 1 * MIB, 1 * MIB, 3 * MIB, 2 * MIB};
+        make_vars(v, s, NULL, 4);
+        assert_int_equal(ckpt__snapshot_split(v, 4), 1);
+        make_vars(v, t, NULL, 5);
+        assert_int_equal(ckpt__snapshot_split(v, 5), 3); /* 3 | 5 MiB */
+    }
+
+    /* the writer's part holds no read callback */
+    for (int i = 0; i < 8; i++)
+        sizes[i] = 2 * MIB;
+    cb[0] = cb[1] = cb[2] = cb[3] = cb[4] = 1;
+    make_vars(v, sizes, cb, 8);
+    assert_int_equal(ckpt__snapshot_split(v, 8), 5);
+    cb[0] = cb[1] = cb[2] = cb[3] = cb[4] = 0;
+    cb[7] = 1;
+    make_vars(v, sizes, cb, 8);
+    assert_int_equal(ckpt__snapshot_split(v, 8), 8);
+}
+
+/* ---- async saves of a split state -----------------------------------------
+ */
+
+typedef struct fixture {
+    char *dir;
+    float *big[NBIG];
+    float cb_vals[CB_FLOATS];
+    pthread_t caller;
+    int cb_calls;
+    int cb_wrong_thread;
+    gate_fs gate;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    for (int i = 0; i < NBIG; i++) {
+        f->big[i] = malloc(BIG_FLOATS * sizeof(float));
+        assert_non_null(f->big[i]);
+    }
+    f->caller = pthread_self();
+    gate_fs_init(&f->gate);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    gate_fs_dispose(&f->gate);
+    for (int i = 0; i < NBIG; i++)
+        free(f->big[i]);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static float value(int var, size_t i, float base)
+{
+    return base + (float)var * 1000.0f + (float)(i % 997);
+}
+
+static void fill(fixture *f, float base)
+{
+    for (int v = 0; v < NBIG; v++)
+        for (size_t i = 0; i < BIG_FLOATS; i++)
+            f->big[v][i] = value(v, i, base);
+    for (size_t i = 0; i < CB_FLOATS; i++)
+        f->cb_vals[i] = base - (float)i;
+}
+
+static int cb_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    fixture *f = payload;
+    if (!pthread_equal(pthread_self(), f->caller))
+        f->cb_wrong_thread = 1;
+    f->cb_calls++;
+    memcpy(dst, (const uint8_t *)f->cb_vals + off, n);
+    return 0;
+}
+
+static ckpt_saver *open_saver(fixture *f, int policy)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_var cbv = {
+        "cb", CKPT_DT_FLOAT, {1, {(int64_t)CB_FLOATS}}, NULL, cb_read, NULL, f};
+    o.busy_policy = policy;
+    o.fs = &f->gate.fs;
+    o.max_to_keep = 0;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
+    /* the callback variable first: the caller copies it */
+    assert_ckpt_ok(ckpt_saver_add_var(s, &cbv));
+    for (int i = 0; i < NBIG; i++) {
+        char name[32];
+        ckpt_var v = {name,      CKPT_DT_FLOAT, {1, {(int64_t)BIG_FLOATS}},
+                      f->big[i], NULL,          NULL,
+                      NULL};
+        snprintf(name, sizeof(name), "big_%d", i);
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    }
+    return s;
+}
+
+static void expect_checkpoint(fixture *f, int64_t step, float base)
+{
+    char prefix[4096];
+    ckpt_bundle_reader *r = NULL;
+    float *got = malloc(BIG_FLOATS * sizeof(float));
+    assert_non_null(got);
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%lld", f->dir,
+             (long long)step);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    for (int v = 0; v < NBIG; v++) {
+        char name[32];
+        snprintf(name, sizeof(name), "big_%d", v);
+        assert_ckpt_ok(
+            ckpt_bundle_reader_read(r, name, got, BIG_FLOATS * sizeof(float)));
+        for (size_t i = 0; i < BIG_FLOATS; i++)
+            if (got[i] != value(v, i, base))
+                fail_msg("step %lld: %s[%zu] = %g, expected %g",
+                         (long long)step, name, i, (double)got[i],
+                         (double)value(v, i, base));
+    }
+    assert_ckpt_ok(
+        ckpt_bundle_reader_read(r, "cb", got, CB_FLOATS * sizeof(float)));
+    for (size_t i = 0; i < CB_FLOATS; i++)
+        assert_true(got[i] == base - (float)i);
+    ckpt_bundle_reader_free(r);
+    free(got);
+}
+
+/* Idle writer: the snapshot is split; values rewritten right after
+ * save_async returns never reach the checkpoint. */
+static void test_split_snapshot_is_consistent(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+    for (int round = 0; round < 3; round++) {
+        float base = 10.0f * (float)(round + 1);
+        fill(f, base);
+        assert_ckpt_ok(ckpt_saver_save_async(s, round + 1, NULL));
+        fill(f, -base); /* training goes on at once */
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        expect_checkpoint(f, round + 1, base);
+    }
+    assert_int_equal(f->cb_calls, 3);
+    assert_false(f->cb_wrong_thread);
+    ckpt_saver_free(s);
+}
+
+/* Busy writer (coalesce): the caller copies everything alone, into the
+ * second image, while the first is being written. */
+static void test_snapshot_while_writing(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_COALESCE);
+    fill(f, 1.0f);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    gate_wait_blocked(&f->gate);
+    fill(f, 2.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    fill(f, 3.0f);
+    gate_open(&f->gate);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    expect_checkpoint(f, 1, 1.0f);
+    expect_checkpoint(f, 2, 2.0f);
+    assert_false(f->cb_wrong_thread);
+    ckpt_saver_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_point),
+        cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
