@@ -77,6 +77,42 @@ CKPT_EXTERN(int) ckpt_bundle_writer_add_record(ckpt_bundle_writer *w,
                                                const void *record,
                                                size_t record_len);
 
+/** `length` of a ckpt_slice_extent covering its whole dimension. */
+#define CKPT_SLICE_FULL (-1)
+
+/** One dimension of a piece of a partitioned tensor: elements
+ *  [start, start + length) of that dimension of the full tensor, or the
+ *  whole dimension when `length` is CKPT_SLICE_FULL (start must then be 0).
+ *  TensorFlow's TensorSliceProto.Extent. */
+typedef struct ckpt_slice_extent {
+    int64_t start;
+    int64_t length;
+} ckpt_slice_extent;
+
+/** Add one piece of a partitioned tensor (TensorFlow's
+ *  BundleWriter::AddSlice): `name` has the full shape `full_shape`, and
+ *  this piece covers `extents[d]` of each dimension d (full_shape->rank
+ *  extents). `data`/`nbytes` hold the piece's own elements, row-major in
+ *  the piece's shape (the extent lengths), as for ckpt_bundle_writer_add.
+ *
+ *  A piece covering the whole tensor is stored as an ordinary entry under
+ *  `name`. Otherwise the piece becomes an ordinary entry under its binary
+ *  slice key (which starts with a 0 byte) and the entry `name` holds dtype,
+ *  full shape and the pieces' extents in the order added; its data is read
+ *  back assembled by ckpt_bundle_reader_read. Every piece of one name must
+ *  have the same dtype and full shape, and pieces may not overlap; whether
+ *  they cover the whole tensor is checked when it is read.
+ *  @return 0, CKPT_EINVAL (name, shape, extent outside the shape, size,
+ *          dtype or full shape unlike an earlier piece, overlap),
+ *          CKPT_ENOTSUP (string or unsupported dtype), CKPT_EEXISTS (`name`
+ *          was added as an ordinary tensor) or an I/O error. Every error is
+ *          kept by the writer, like the other adds'. */
+CKPT_EXTERN(int) ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w,
+                                              const char *name, int dtype,
+                                              const ckpt_shape *full_shape,
+                                              const ckpt_slice_extent *extents,
+                                              const void *data, size_t nbytes);
+
 /** Write the index and commit. After any failure nothing is renamed into
  *  place and the temporary files are removed; the writer must still be
  *  freed. The first error of any earlier call is returned again here. */
@@ -148,12 +184,38 @@ CKPT_EXTERN(int) ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                                          const char *name);
 
 /** Read a fixed-size tensor into `dst` (`dst_size` must equal its byte
- *  size), verifying its CRC and converting to host byte order.
+ *  size), verifying its CRC and converting to host byte order. A
+ *  partitioned tensor (num_slices > 0) is assembled from its slice entries
+ *  into its full shape; its pieces must cover it exactly once.
  *  @return 0, CKPT_ENOTFOUND (tensor or data file), CKPT_EINVAL (size),
- *          CKPT_ENOTSUP (string/partitioned), CKPT_ECORRUPT or CKPT_EIO */
+ *          CKPT_ENOTSUP (string), CKPT_ECORRUPT (damaged record; pieces
+ *          missing, overlapping, out of range or not covering the tensor)
+ *          or CKPT_EIO */
 CKPT_EXTERN(int) ckpt_bundle_reader_read(ckpt_bundle_reader *r,
                                          const char *name, void *dst,
                                          size_t dst_size);
+
+/** One destination of ckpt_bundle_reader_read_many. */
+typedef struct ckpt_read_request {
+    const char *name; /**< the tensor */
+    void *dst;        /**< receives its bytes in host order */
+    size_t dst_size;  /**< must equal the tensor's byte size */
+} ckpt_read_request;
+
+/** Read several fixed-size tensors, each as ckpt_bundle_reader_read would,
+ *  checking every request (name, dtype, size, data file) before reading
+ *  any (a partitioned tensor's pieces are checked as it is assembled, after
+ *  the others are read). The records are read in file order; when one data file holds 8 MiB
+ *  or more of them and the file system offers direct reads
+ *  (ckpt_fs.open_read_direct, declined for a file already in the page
+ *  cache), the file is streamed around the page cache by two reader
+ *  threads with each checksum fused into the copy to its destination.
+ *  On failure the destinations may hold part of the data; the error names
+ *  the tensor or the file.
+ *  @return 0, or as ckpt_bundle_reader_read */
+CKPT_EXTERN(int) ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
+                                              const ckpt_read_request *reqs,
+                                              size_t n);
 
 /** The elements of a DT_STRING tensor: `strings[i]` points into one block
  *  of memory owned by this struct. Release with ckpt_string_array_dispose. */

@@ -28,8 +28,14 @@ enum ckpt_open_flags {
  *  reported). Return non-zero to stop listing; that value is returned. */
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);
 
-/** Current version of struct ckpt_fs. */
-#define CKPT_FS_VERSION 1
+/** Current version of struct ckpt_fs. Version 2 added open_read_direct;
+ *  the library reads that member only from a ckpt_fs of version >= 2, so a
+ *  table filled in for version 1 keeps working. */
+#define CKPT_FS_VERSION 2
+
+/** Alignment of buffers, offsets and lengths for reads of a file opened
+ *  with ckpt_fs.open_read_direct (a multiple of every common block size). */
+#define CKPT_DIRECT_ALIGN 4096
 
 /** A file system. Members may be NULL only where noted. */
 typedef struct ckpt_fs {
@@ -68,6 +74,17 @@ typedef struct ckpt_fs {
      *  the epoch goes to `mtime_out` when not NULL. */
     int (*stat)(const char *path, uint64_t *out, double *mtime_out,
                 void *payload);
+    /** Optional (NULL: not offered). Open an existing `path` for reading
+     *  around the page cache (O_DIRECT). `pread` on the file is then called
+     *  only with buffers, offsets and lengths that are multiples of
+     *  CKPT_DIRECT_ALIGN, from several threads at once, and may end short
+     *  only at the end of the file. CKPT_ENOTSUP when the file system
+     *  cannot do it, or declines because reading through the page cache
+     *  would be faster (the POSIX one does when most of the file is cached
+     *  already); callers then read through `open_read`. Large restores
+     *  use it to stream the data file with the checksum fused into the
+     *  copy to its destination. Since version 2. */
+    int (*open_read_direct)(ckpt_file **out, const char *path, void *payload);
 } ckpt_fs;
 
 /** The process-wide POSIX file system (open/write/fsync/rename/...). */

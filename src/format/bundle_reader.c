@@ -18,12 +18,15 @@
 
 #include "common/internal.h"
 #include "format/bundle_proto.h"
+#include "format/bundle_slices.h"
 #include "format/table.h"
+#include "io/direct_read.h"
 #include "io/fs_internal.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -53,7 +56,8 @@ struct ckpt_bundle_reader {
     struct rshard *shards; /* opened shards, sorted by id */
     size_t nshards;
     size_t shards_cap;
-    ckpt_buf path; /* scratch: a data file's name */
+    ckpt_buf path;               /* scratch: a data file's name */
+    ckpt__sliced_entries sliced; /* values of partitioned entries */
 };
 
 /* A tensor name fit for a message: printable ASCII as is, other bytes as
@@ -159,12 +163,19 @@ const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
 {
-    size_t lo = 0, hi, n;
-    shown_name sn;
     if (!out || !r || !name)
         return ckpt__error(CKPT_EINVAL, "bundle reader find: NULL argument");
+    return ckpt__bundle_reader_find_key(out, r, name, strlen(name));
+}
+
+int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
+                                 const ckpt_bundle_reader *r, const void *key,
+                                 size_t n)
+{
+    const char *name = key;
+    size_t lo = 0, hi;
+    shown_name sn;
     *out = NULL;
-    n = strlen(name);
     hi = r->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -313,6 +324,9 @@ static int load_entry(ckpt_bundle_reader *r, const uint8_t *key, size_t key_len,
     e->crc32c = be.crc32c;
     e->num_slices = be.num_slices;
     e->is_slice_key = key_len > 0 && key[0] == 0;
+    if (be.num_slices > 0) /* kept to find the pieces when it is read */
+        return ckpt__sliced_entries_add(&r->sliced, r->count - 1, value,
+                                        value_len);
     return 0;
 }
 
@@ -393,6 +407,7 @@ void ckpt_bundle_reader_free(ckpt_bundle_reader *r)
     ckpt__free(r->prefix);
     ckpt_buf_dispose(&r->index_path);
     ckpt_buf_dispose(&r->path);
+    ckpt__sliced_entries_dispose(&r->sliced);
     ckpt__free(r);
 }
 
@@ -723,19 +738,28 @@ static int find_for_read(const ckpt_tensor_entry **out, ckpt_bundle_reader *r,
     return 0;
 }
 
-int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
-                            size_t dst_size)
+/* The entry of a fixed-size tensor `name` that may be read into `dst` of
+ * `dst_size` bytes, or an error naming what is wrong. */
+static int check_read_target(const ckpt_tensor_entry **out,
+                             ckpt_bundle_reader *r, const char *name,
+                             const void *dst, size_t dst_size)
 {
     const ckpt_tensor_entry *e;
     shown_name sn;
-    size_t width;
+    uint64_t want;
     int err;
 
-    if (!r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle read: NULL argument");
-    err = find_for_read(&e, r, name);
+    if (!name)
+        return ckpt__error(CKPT_EINVAL, "bundle read: NULL tensor name");
+    err = ckpt_bundle_reader_find(&e, r, name);
     if (err < 0)
         return err;
+    if (e->dtype == CKPT_DT_STRING && e->num_slices > 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': partitioned string tensor (%d "
+                           "slices) not supported",
+                           r->index_path.ptr, entry_name(&sn, e),
+                           e->num_slices);
     if (e->dtype == CKPT_DT_STRING)
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': a string tensor (read it with "
@@ -746,24 +770,225 @@ int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
                            r->index_path.ptr, entry_name(&sn, e), e->dtype,
                            dtype_label(e->dtype));
-    if ((uint64_t)dst_size != (uint64_t)e->size || (!dst && dst_size > 0))
+    /* A partitioned tensor's entry has no record: its size is the full
+     * shape's. */
+    want = e->num_slices > 0
+               ? element_count(e) * (uint64_t)ckpt_dtype_size(e->dtype)
+               : (uint64_t)e->size;
+    if ((uint64_t)dst_size != want || (!dst && dst_size > 0))
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': destination of %zu bytes, the "
-                           "tensor has %lld",
+                           "tensor has %llu",
                            r->index_path.ptr, entry_name(&sn, e), dst_size,
-                           (long long)e->size);
-    {
-        uint32_t crc = 0;
-        err = read_into(r, e, dst, r->skip_crc ? NULL : &crc);
-        if (err == 0 && !r->skip_crc)
-            err = compare_crc(r, e, crc);
-    }
+                           (unsigned long long)want);
+    *out = e;
+    return 0;
+}
+
+/* Bring a record read into `dst` to host byte order. */
+static void to_host_order(const ckpt_bundle_reader *r,
+                          const ckpt_tensor_entry *e, void *dst)
+{
+    size_t width = swap_width(e->dtype);
+    if (r->endianness != HOST_ENDIANNESS && width > 1)
+        swap_words(dst, (size_t)e->size, width);
+}
+
+/* Read the checked entry `e` into dst through the data file's ckpt_file. */
+static int read_checked(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                        void *dst)
+{
+    uint32_t crc = 0;
+    int err = read_into(r, e, dst, r->skip_crc ? NULL : &crc);
+    if (err == 0 && !r->skip_crc)
+        err = compare_crc(r, e, crc);
+    if (err == 0)
+        to_host_order(r, e, dst);
+    return err;
+}
+
+/* Assemble a partitioned tensor from its slice entries. */
+static int read_partitioned(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                            void *dst, size_t dst_size)
+{
+    ckpt__partitioned_read pr;
+    int err;
+    memset(&pr, 0, sizeof(pr));
+    pr.reader = r;
+    pr.index_path = r->index_path.ptr;
+    pr.entry = e;
+    pr.swap = r->endianness != HOST_ENDIANNESS;
+    err = ckpt__sliced_entries_get(&r->sliced, (size_t)(e - r->entries),
+                                   &pr.proto, &pr.proto_len);
     if (err < 0)
         return err;
-    width = swap_width(e->dtype);
-    if (r->endianness != HOST_ENDIANNESS && width > 1)
-        swap_words(dst, dst_size, width);
+    return ckpt__bundle_read_partitioned(&pr, dst, dst_size);
+}
+
+int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
+                            size_t dst_size)
+{
+    const ckpt_tensor_entry *e;
+    int err;
+
+    if (!r || !name)
+        return ckpt__error(CKPT_EINVAL, "bundle read: NULL argument");
+    err = check_read_target(&e, r, name, dst, dst_size);
+    if (err < 0)
+        return err;
+    if (e->num_slices > 0)
+        return read_partitioned(r, e, dst, dst_size);
+    return read_checked(r, e, dst);
+}
+
+/* ---- several tensors at once -------------------------------------------- */
+
+/* Below this many bytes from one data file, starting the direct stream's
+ * threads costs more than it saves. */
+#define DIRECT_READ_MIN ((uint64_t)8 << 20)
+
+typedef struct planned_read {
+    const ckpt_tensor_entry *e;
+    void *dst;
+    size_t dst_size;
+} planned_read;
+
+/* Records in file order; partitioned tensors (assembled from pieces
+ * elsewhere) last. */
+static int by_shard_then_offset(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = ((const planned_read *)a)->e;
+    const ckpt_tensor_entry *y = ((const planned_read *)b)->e;
+    if ((x->num_slices > 0) != (y->num_slices > 0))
+        return x->num_slices > 0 ? 1 : -1;
+    if (x->num_slices > 0)
+        return 0;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    if (x != y) /* requests for one tensor end up side by side */
+        return x < y ? -1 : 1;
     return 0;
+}
+
+/* Stream the records plan[0..n) of one data file with
+ * ckpt__read_extents_direct. CKPT_ENOTSUP (nothing read, last error left as
+ * it was) when that is not possible or not worth it. */
+static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
+                             size_t n)
+{
+    ckpt__fs_saved_error saved;
+    ckpt__extent *ext;
+    size_t *first_of; /* plan index whose extent request i shares */
+    size_t next = 0;
+    uint64_t total = 0, end = 0;
+    struct rshard *s;
+    int err;
+
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *e = plan[i].e;
+        if (i > 0 && e == plan[i - 1].e)
+            continue; /* the same tensor again: copied after the read */
+        if (e->size > 0 && (uint64_t)e->offset < end)
+            return CKPT_ENOTSUP; /* overlapping records: read one by one */
+        if (e->size > 0)
+            end = (uint64_t)(e->offset + e->size);
+        total += (uint64_t)e->size;
+    }
+    if (total < DIRECT_READ_MIN)
+        return CKPT_ENOTSUP;
+    ext = ckpt__calloc(n, sizeof(*ext));
+    first_of = ckpt__calloc(n, sizeof(*first_of));
+    if (!ext || !first_of) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && plan[i].e == plan[i - 1].e) {
+            first_of[i] = first_of[i - 1];
+            continue;
+        }
+        first_of[i] = i;
+        ext[next].offset = (uint64_t)plan[i].e->offset;
+        ext[next].size = (uint64_t)plan[i].e->size;
+        ext[next].dst = plan[i].dst;
+        next++;
+    }
+    err = locate(r, plan[0].e, &s); /* sets r->path to the data file */
+    ckpt__fs_error_save(&saved);
+    if (err == 0)
+        err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
+    if (err == CKPT_ENOTSUP)
+        ckpt__fs_error_restore(&saved);
+    for (size_t i = 0, k = 0; i < n && err == 0; i++) {
+        if (first_of[i] != i) {
+            if (plan[i].dst_size > 0)
+                memcpy(plan[i].dst, plan[first_of[i]].dst, plan[i].dst_size);
+            continue;
+        }
+        if (!r->skip_crc)
+            err = compare_crc(r, plan[i].e, ext[k].crc);
+        if (err == 0)
+            to_host_order(r, plan[i].e, plan[i].dst);
+        k++;
+    }
+done:
+    ckpt__free(first_of);
+    ckpt__free(ext);
+    return err;
+}
+
+int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
+                                 const ckpt_read_request *reqs, size_t n)
+{
+    planned_read *plan = NULL;
+    int err = 0;
+
+    if (!r || (n > 0 && !reqs))
+        return ckpt__error(CKPT_EINVAL, "bundle read_many: NULL argument");
+    if (n == 0)
+        return 0;
+    plan = ckpt__calloc(n, sizeof(*plan));
+    if (!plan)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < n && err == 0; i++) {
+        struct rshard *s;
+        plan[i].dst = reqs[i].dst;
+        plan[i].dst_size = reqs[i].dst_size;
+        if (!reqs[i].name) {
+            err = ckpt__error(CKPT_EINVAL,
+                              "bundle read_many: request %zu has no name", i);
+            break;
+        }
+        err = check_read_target(&plan[i].e, r, reqs[i].name, reqs[i].dst,
+                                reqs[i].dst_size);
+        if (err == 0 && plan[i].e->num_slices == 0)
+            err = locate(r, plan[i].e, &s);
+    }
+    if (err < 0)
+        goto done;
+    qsort(plan, n, sizeof(*plan), by_shard_then_offset);
+    for (size_t start = 0, end; start < n && err == 0; start = end) {
+        if (plan[start].e->num_slices > 0) {
+            end = start + 1;
+            err = read_partitioned(r, plan[start].e, plan[start].dst,
+                                   plan[start].dst_size);
+            continue;
+        }
+        for (end = start + 1; end < n && plan[end].e->num_slices == 0 &&
+                              plan[end].e->shard_id == plan[start].e->shard_id;)
+            end++;
+        err = read_group_direct(r, plan + start, end - start);
+        if (err != CKPT_ENOTSUP)
+            continue;
+        err = 0;
+        for (size_t i = start; i < end && err == 0; i++)
+            err = read_checked(r, plan[i].e, plan[i].dst);
+    }
+done:
+    ckpt__free(plan);
+    return err;
 }
 
 void ckpt_string_array_dispose(ckpt_string_array *a)

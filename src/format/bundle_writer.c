@@ -20,6 +20,7 @@
 
 #include "common/internal.h"
 #include "format/bundle_proto.h"
+#include "format/bundle_slices.h"
 #include "format/bundle_writer_internal.h"
 #include "format/table.h"
 #include "io/fs_internal.h"
@@ -78,6 +79,7 @@ struct ckpt_bundle_writer {
     enum writer_state state;
     int status; /* first error */
     char status_msg[MSG_MAX];
+    ckpt__slice_set sliced; /* partitioned tensors (add_slice) */
 };
 
 static const uint8_t zeros[4096];
@@ -177,13 +179,13 @@ static int check_name(ckpt_bundle_writer *w, const char *name)
     return 0;
 }
 
-/* Record an entry for `name` (checked by check_name) with its proto. */
-static int add_entry(ckpt_bundle_writer *w, const char *name,
-                     const ckpt__bundle_entry *be)
+/* Record an entry under the key `name` (`n` bytes followed by a NUL;
+ * slice keys hold 0 bytes) with its proto. */
+static int add_key(ckpt_bundle_writer *w, const char *name, size_t n,
+                   const ckpt__bundle_entry *be)
 {
     ckpt_buf proto = CKPT_BUF_INIT;
     struct wentry *e;
-    size_t n = strlen(name);
     int err;
 
     if ((w->count + 1) * 2 > w->nslots) {
@@ -215,6 +217,36 @@ static int add_entry(ckpt_bundle_writer *w, const char *name,
     e->proto_len = proto.size;
     w->count++;
     w->slots[find_slot(w, name, n)] = w->count;
+done:
+    ckpt_buf_dispose(&proto);
+    return err;
+}
+
+/* Record an entry for `name` (checked by check_name) with its proto. */
+static int add_entry(ckpt_bundle_writer *w, const char *name,
+                     const ckpt__bundle_entry *be)
+{
+    return add_key(w, name, strlen(name), be);
+}
+
+/* Replace the proto of entry `i` (a partitioned tensor's full entry). */
+static int replace_proto(ckpt_bundle_writer *w, size_t i,
+                         const ckpt__bundle_entry *be)
+{
+    ckpt_buf proto = CKPT_BUF_INIT;
+    struct wentry *e = &w->entries[i];
+    char *p;
+    int err = ckpt__bundle_entry_encode(&proto, be);
+    if (err < 0)
+        goto done;
+    p = ckpt__realloc(e->name, e->name_len + 1 + proto.size);
+    if (!p) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    memcpy(p + e->name_len + 1, proto.ptr, proto.size);
+    e->name = p;
+    e->proto_len = proto.size;
 done:
     ckpt_buf_dispose(&proto);
     return err;
@@ -414,6 +446,7 @@ void ckpt_bundle_writer_free(ckpt_bundle_writer *w)
     for (size_t i = 0; i < w->count; i++)
         ckpt__free(w->entries[i].name);
     ckpt__free(w->entries);
+    ckpt__slice_set_dispose(&w->sliced);
     ckpt__free(w->slots);
     ckpt__free(w->shards);
     ckpt__free(w->prefix);
@@ -535,6 +568,68 @@ int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
     err = shard_append(w, data, nbytes);
     if (err == 0)
         err = finish_record(w, name, &e, nbytes, ckpt__crc32c(data, nbytes));
+    return fail(w, err);
+}
+
+/* The full entry of piece `p` of `name`: created, or updated with the
+ * piece's extents appended. */
+static int add_full_entry(ckpt_bundle_writer *w, const char *name, int dtype,
+                          const ckpt_shape *full_shape,
+                          const ckpt__slice_piece *p, bool is_new, size_t i)
+{
+    ckpt__bundle_entry full;
+    int err;
+    if (is_new)
+        i = w->count;
+    err = ckpt__slice_set_append(&w->sliced, i, dtype, full_shape, p, &full);
+    if (err < 0)
+        return err;
+    return is_new ? add_entry(w, name, &full) : replace_proto(w, i, &full);
+}
+
+int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,
+                                 int dtype, const ckpt_shape *full_shape,
+                                 const ckpt_slice_extent *extents,
+                                 const void *data, size_t nbytes)
+{
+    ckpt__slice_piece piece;
+    ckpt__bundle_entry e;
+    size_t slot = 0;
+    int err = check_open(w);
+    if (err < 0)
+        return err;
+    err = ckpt__slice_piece_prepare(&piece, w->prefix, name, dtype, full_shape,
+                                    extents, data, nbytes);
+    if (err == 0 && piece.whole) {
+        ckpt__slice_piece_dispose(&piece);
+        return ckpt_bundle_writer_add(w, name, dtype, full_shape, data, nbytes);
+    }
+    if (err == 0 && w->nslots) {
+        slot = w->slots[find_slot(w, name, strlen(name))];
+        if (w->slots[find_slot(w, piece.key.ptr, piece.key.size)] != 0)
+            err = ckpt__error(CKPT_EEXISTS,
+                              "%s: tensor '%s': this piece was already added",
+                              w->prefix, name);
+    }
+    if (err == 0)
+        err = ckpt__slice_set_check(&w->sliced, w->prefix, name,
+                                    slot ? slot - 1 : 0, slot == 0, dtype,
+                                    full_shape, &piece);
+    if (err == 0) {
+        entry_init(w, &e, dtype, &piece.shape);
+        err = shard_append(w, data, nbytes);
+    }
+    if (err == 0) {
+        e.size = (int64_t)nbytes;
+        e.crc32c = ckpt__crc32c_mask(ckpt__crc32c(data, nbytes));
+        err = shard_pad(w);
+    }
+    if (err == 0)
+        err = add_full_entry(w, name, dtype, full_shape, &piece, slot == 0,
+                             slot ? slot - 1 : 0);
+    if (err == 0)
+        err = add_key(w, piece.key.ptr, piece.key.size, &e);
+    ckpt__slice_piece_dispose(&piece);
     return fail(w, err);
 }
 

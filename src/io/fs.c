@@ -72,6 +72,19 @@ int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path)
     return check(fs->open_read(out, path, fs->payload), "open_read", path);
 }
 
+int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
+                              const char *path)
+{
+    *out = NULL;
+    if (fs->version < 2 || !fs->open_read_direct)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "open_read_direct %s: not offered by this file "
+                           "system",
+                           path);
+    return check(fs->open_read_direct(out, path, fs->payload),
+                 "open_read_direct", path);
+}
+
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n)
 {
     return check(fs->write(f, buf, n, fs->payload), "write", NULL);

@@ -17,6 +17,10 @@
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags);
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);
+/* CKPT_ENOTSUP when `fs` has no open_read_direct (version < 2 or NULL) or
+ * the file system refuses O_DIRECT for `path`. */
+int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
+                              const char *path);
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n);
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
                    uint64_t offset, size_t *nread);

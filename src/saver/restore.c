@@ -1,7 +1,9 @@
 /* saver/restore.c - restoring registered variables from a checkpoint:
  * every requested variable is checked (present, dtype, shape) before any
- * is written, then values are read with their checksums verified, into the
- * caller's memory or through the variable's write callback. */
+ * is written, then values are read with their checksums verified: those in
+ * the caller's memory in one ckpt_bundle_reader_read_many (file order,
+ * streamed around the page cache when large), then those behind write
+ * callbacks one by one. */
 #include "saver_internal.h"
 
 #include <string.h>
@@ -43,12 +45,17 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
     return 0;
 }
 
-static int read_var(ckpt_bundle_reader *r, const ckpt__var *v)
+/* Whether the variable is restored straight into the caller's memory. */
+static int reads_in_place(const ckpt__var *v)
+{
+    return !v->v.write && v->v.data;
+}
+
+/* A variable restored through its write callback, via a temporary buffer. */
+static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
 {
     void *tmp;
     int err;
-    if (!v->v.write && v->v.data)
-        return ckpt_bundle_reader_read(r, v->name, v->v.data, (size_t)v->bytes);
     if (!v->v.write)
         return ckpt__error(CKPT_EINVAL,
                            "restore: variable '%s' has neither data nor a "
@@ -76,6 +83,8 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
+    ckpt_read_request *reqs = NULL;
+    size_t nreqs = 0;
     size_t count = names ? n : s->nvars;
     int err;
     ro.fs = s->fs;
@@ -91,11 +100,32 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         else
             err = check_var(r, prefix, v);
     }
+    if (err < 0)
+        goto done;
+    /* Variables in memory in one batch, so the reader can stream the data
+     * file in order; then those behind write callbacks, one at a time. */
+    reqs = ckpt__calloc(count ? count : 1, sizeof(*reqs));
+    if (!reqs) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        if (!reads_in_place(v))
+            continue;
+        reqs[nreqs].name = v->name;
+        reqs[nreqs].dst = v->v.data;
+        reqs[nreqs].dst_size = (size_t)v->bytes;
+        nreqs++;
+    }
+    err = ckpt_bundle_reader_read_many(r, reqs, nreqs);
     for (size_t i = 0; i < count && err == 0; i++) {
         const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
-        err = read_var(r, v);
+        if (!reads_in_place(v))
+            err = read_var_via_callback(r, v);
     }
 done:
+    ckpt__free(reqs);
     ckpt_bundle_reader_free(r);
     return err;
 }

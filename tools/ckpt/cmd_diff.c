@@ -6,7 +6,8 @@
  * complex128) are equal when |a - b| <= X or both are NaN, while integers,
  * bools, strings and the 8-bit float formats must still match exactly.
  * Entries of partitioned tensors are compared like any other: the full
- * entry by dtype and shape, each slice entry by its values.
+ * entry by dtype, shape and its values assembled from the slices (when
+ * fixed-size), each slice entry by its values.
  * Exit 0 when equal, 1 when anything differs, 2 on a usage error or input
  * that cannot be read. */
 #include "cli.h"
@@ -361,8 +362,9 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         d->num_different = -1; /* partitioned in one only */
         return 0;
     }
-    if (ea->num_slices > 0)
-        return 0; /* no data of its own: the slice entries hold it */
+    if (ea->num_slices > 0 &&
+        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
+        return 0; /* not assembled: the slice entries are compared */
     if (ea->dtype == CKPT_DT_STRING && !ea->is_slice_key) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
         err = ckpt_bundle_reader_read_strings(ra, ea->name, &sa);

@@ -170,7 +170,9 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         printf("%d\n", e->shard_id);
     if (!o->values)
         return 0;
-    if (e->num_slices > 0 || !ckpt_dtype_is_supported(e->dtype)) {
+    /* a partitioned tensor's values are read assembled from its slices */
+    if ((e->num_slices > 0 && e->dtype == CKPT_DT_STRING) ||
+        !ckpt_dtype_is_supported(e->dtype)) {
         printf("    (values not supported for this tensor)\n");
         return 0;
     }
@@ -215,7 +217,8 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     if (e->num_slices > 0)
         json_object_object_add(t, "num_slices",
                                json_object_new_int(e->num_slices));
-    if (o->values && e->num_slices == 0 && ckpt_dtype_is_supported(e->dtype)) {
+    if (o->values && (e->num_slices == 0 || e->dtype != CKPT_DT_STRING) &&
+        ckpt_dtype_is_supported(e->dtype)) {
         int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
         if (err < 0) {
             cli_tensor_error("inspect", prefix, e->name);

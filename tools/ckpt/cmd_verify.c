@@ -24,14 +24,16 @@ const cli_command cli_cmd_verify = {
 
 /* Read one entry the way that checks the most: typed reads check the
  * record's size and CRC (and a string tensor's length checksum); slice
- * entries, whose keys are binary, are checked through their raw record. */
+ * entries, whose keys are binary, are checked through their raw record;
+ * a partitioned tensor is read assembled (its pieces must cover it). */
 static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
 {
     int64_t nbytes = 0;
     void *data;
     int err;
-    if (e->num_slices > 0)
-        return 0; /* no data of its own: the slices hold it */
+    if (e->num_slices > 0 &&
+        (e->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(e->dtype)))
+        return 0; /* cannot be assembled; its slice entries are checked */
     if (e->is_slice_key || !ckpt_dtype_is_supported(e->dtype)) {
         ckpt_buf rec = CKPT_BUF_INIT;
         err = ckpt_bundle_reader_read_record(r, e, &rec);

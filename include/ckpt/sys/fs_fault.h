@@ -6,7 +6,9 @@
  * and simulate a power cut: drop every byte not yet fsynced and every
  * directory entry created, renamed or removed since its directory was last
  * fsynced (or a random part of all that). It can also record a trace of
- * the operations. Not thread-safe: use it from one thread at a time. */
+ * the operations. Not thread-safe: use it from one thread at a time. It
+ * offers no open_read_direct, so reads through it always take the page-cache
+ * path (one thread). */
 #ifndef CKPT_SYS_FS_FAULT_H
 #define CKPT_SYS_FS_FAULT_H
 

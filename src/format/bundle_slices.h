@@ -1,0 +1,164 @@
+/* format/bundle_slices.h - partitioned (sliced) tensors of a bundle (format
+ * spec §8): the binary slice key of a piece, the checks and bookkeeping the
+ * writer needs to add pieces, and assembling a whole tensor from its pieces
+ * for the reader.
+ *
+ *   full entry  "w"                -> BundleEntryProto {dtype, full shape,
+ *                                     slices: TensorSliceProto per piece}
+ *   piece entry <slice key of w>   -> ordinary BundleEntryProto + record
+ *   slice key:  00 | name (00 -> 00 FF, FF -> FF 00) 00 01 | rank (unsigned)
+ *               | start, length (signed; full extent: 0, -1) per dimension
+ *   ordered-code unsigned: n | n bytes big-endian    (0 -> 00, 300 -> 02 01 2C)
+ *   ordered-code signed:   L-byte big-endian two's complement, first L bits
+ *                          inverted                  (0 -> 80, -1 -> 7F)
+ *
+ * The TensorSliceProto itself is encoded and decoded by format/bundle_proto
+ * (ckpt__tensor_slice, ckpt__bundle_entry.slices). */
+#ifndef CKPT_FORMAT_BUNDLE_SLICES_H
+#define CKPT_FORMAT_BUNDLE_SLICES_H
+
+#include "ckpt/bundle.h"
+#include "format/bundle_proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- slice keys -------------------------------------------------------- */
+
+/* Append the ordered-code encoding of an unsigned / signed number. 0 or
+ * CKPT_ENOMEM. */
+int ckpt__ordered_put_unsigned(ckpt_buf *out, uint64_t v);
+int ckpt__ordered_put_signed(ckpt_buf *out, int64_t v);
+
+/* Decode one ordered-code number at *p (< end), advancing *p. 0, or
+ * CKPT_ECORRUPT (truncated or not canonical) without a message. */
+int ckpt__ordered_get_unsigned(const uint8_t **p, const uint8_t *end,
+                               uint64_t *out);
+int ckpt__ordered_get_signed(const uint8_t **p, const uint8_t *end,
+                             int64_t *out);
+
+/* The slice key of piece `s` (rank >= 1; a length of -1 is a full extent)
+ * of tensor `name` (`name_len` bytes) into `out`, replacing its contents.
+ * 0, CKPT_EINVAL (rank out of range) or CKPT_ENOMEM. */
+int ckpt__slice_key_encode(ckpt_buf *out, const char *name, size_t name_len,
+                           const ckpt__tensor_slice *s);
+
+/* Split a slice key into the tensor name (into `name`, replacing) and the
+ * piece (negative lengths become -1). 0, or CKPT_ECORRUPT with a message
+ * giving the byte offset of the damage. */
+int ckpt__slice_key_decode(ckpt_buf *name, ckpt__tensor_slice *s,
+                           const void *key, size_t key_len);
+
+/* The piece in TensorFlow's slice-spec notation, "start,length" per
+ * dimension joined by ':' and "-" for a full extent (e.g. "0,2:-"), into
+ * `out`, replacing. 0 or CKPT_ENOMEM. */
+int ckpt__tensor_slice_format(ckpt_buf *out, const ckpt__tensor_slice *s);
+
+/* ---- writer ------------------------------------------------------------ */
+
+/* A piece given to ckpt_bundle_writer_add_slice, checked and prepared. */
+typedef struct ckpt__slice_piece {
+    ckpt__tensor_slice slice; /* as stored: full extents are (0, -1) */
+    ckpt_shape shape;         /* the piece's own shape */
+    bool whole;   /* covers the whole tensor: store an ordinary entry */
+    ckpt_buf key; /* slice key (empty when whole) */
+} ckpt__slice_piece;
+
+/* Check the arguments of an add_slice on the bundle `prefix` (dtype fixed
+ * size, full shape, extents inside it, `nbytes` equal to the piece's byte
+ * size, data present) and fill `p`. Dispose `p` afterwards, also after an
+ * error. 0, CKPT_EINVAL, CKPT_ENOTSUP (string or unsupported dtype) or
+ * CKPT_ENOMEM; messages name the bundle and the tensor. */
+int ckpt__slice_piece_prepare(ckpt__slice_piece *p, const char *prefix,
+                              const char *name, int dtype,
+                              const ckpt_shape *full_shape,
+                              const ckpt_slice_extent *extents,
+                              const void *data, size_t nbytes);
+void ckpt__slice_piece_dispose(ckpt__slice_piece *p);
+
+/* A writer's partitioned tensors, each known by the index of its full
+ * entry among the writer's entries (indices only grow, so the list stays
+ * sorted). */
+typedef struct ckpt__slice_set {
+    struct ckpt__sliced_tensor *items;
+    size_t count;
+    size_t cap;
+} ckpt__slice_set;
+
+#define CKPT__SLICE_SET_INIT                                                   \
+    {                                                                          \
+        NULL, 0, 0                                                             \
+    }
+
+/* Whether the writer entry `entry_index` is a partitioned tensor's full
+ * entry. */
+bool ckpt__slice_set_has(const ckpt__slice_set *s, size_t entry_index);
+
+/* Check that piece `p` can join tensor `name` (its full entry
+ * `entry_index`, or a new tensor when `is_new`): the same dtype and full
+ * shape as the pieces before it and no overlap with any of them.
+ * 0, CKPT_EEXISTS (entry `entry_index` is an ordinary tensor), CKPT_EINVAL
+ * or CKPT_ENOMEM; messages name the bundle and tensor. */
+int ckpt__slice_set_check(const ckpt__slice_set *s, const char *prefix,
+                          const char *name, size_t entry_index, bool is_new,
+                          int dtype, const ckpt_shape *full_shape,
+                          const ckpt__slice_piece *p);
+
+/* Record piece `p` of the tensor whose full entry is `entry_index`
+ * (created when new) and describe the updated full entry in `full` (dtype,
+ * full shape, every slice so far; `full->slices` is borrowed from the set
+ * until its next change). 0 or CKPT_ENOMEM. */
+int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
+                           const ckpt_shape *full_shape,
+                           const ckpt__slice_piece *p,
+                           ckpt__bundle_entry *full);
+
+void ckpt__slice_set_dispose(ckpt__slice_set *s);
+
+/* ---- reader ------------------------------------------------------------ */
+
+/* The encoded BundleEntryProtos of a reader's partitioned tensors, by
+ * entry index (added in increasing order while the index is loaded). */
+typedef struct ckpt__sliced_entries {
+    struct ckpt__sliced_value *items;
+    size_t count;
+    size_t cap;
+} ckpt__sliced_entries;
+
+/* Keep a copy of the value of entry `entry_index`. 0 or CKPT_ENOMEM. */
+int ckpt__sliced_entries_add(ckpt__sliced_entries *s, size_t entry_index,
+                             const uint8_t *value, size_t n);
+
+/* The value kept for `entry_index` (borrowed). 0 or CKPT_ENOTFOUND. */
+int ckpt__sliced_entries_get(const ckpt__sliced_entries *s, size_t entry_index,
+                             const uint8_t **value, size_t *n);
+
+void ckpt__sliced_entries_dispose(ckpt__sliced_entries *s);
+
+/* What assembling a partitioned tensor needs from the reader. */
+typedef struct ckpt__partitioned_read {
+    ckpt_bundle_reader *reader;
+    const char *index_path;         /* for messages */
+    const ckpt_tensor_entry *entry; /* the full entry (num_slices > 0) */
+    const uint8_t *proto;           /* its encoded BundleEntryProto */
+    size_t proto_len;
+    bool swap; /* the bundle's byte order is not the host's */
+} ckpt__partitioned_read;
+
+/* Read every piece of the partitioned tensor (each record's CRC checked
+ * unless the reader skips checksums) and assemble the whole tensor,
+ * row-major in its full shape, into `dst` (`dst_size` bytes, which must be
+ * its byte size), in host byte order. 0, CKPT_EINVAL (size), CKPT_ENOTSUP
+ * (string or unsupported dtype), CKPT_ECORRUPT (pieces missing, out of
+ * range, overlapping, of another dtype or shape, or not covering the
+ * tensor; a damaged record), CKPT_ENOTFOUND (data file) or CKPT_EIO. */
+int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
+                                  size_t dst_size);
+
+/* Implemented by format/bundle_reader.c: the entry whose key is exactly
+ * `key` (`key_len` bytes, may contain 0 bytes). 0 or CKPT_ENOTFOUND. */
+int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
+                                 const ckpt_bundle_reader *r, const void *key,
+                                 size_t key_len);
+
+#endif

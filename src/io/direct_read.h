@@ -1,0 +1,40 @@
+/* io/direct_read.h - streaming byte ranges ("extents") of one file around
+ * the page cache into their destinations, checksumming them on the way.
+ * Not installed.
+ *
+ *   file:   |--ext0--|  |----ext1----|            |--ext2--|
+ *   pieces: [ 512K ][ 512K ][ 512K ]              [ 512K ]    aligned reads
+ *
+ * Two reader threads read the pieces with O_DIRECT (ckpt_fs
+ * open_read_direct) into a ring of aligned buffers, in order; the calling
+ * thread copies each piece's bytes to the extents it overlaps with the
+ * CRC-32C fused into the copy. The disk never waits for the checksum and
+ * the data crosses memory once after the DMA, where reading through the
+ * page cache costs a kernel copy plus a separate checksum pass. */
+#ifndef CKPT_IO_DIRECT_READ_H
+#define CKPT_IO_DIRECT_READ_H
+
+#include "ckpt/io.h"
+
+#include <stdint.h>
+
+/* One byte range to read. */
+typedef struct ckpt__extent {
+    uint64_t offset; /* in the file */
+    uint64_t size;
+    void *dst;    /* `size` bytes; NULL to checksum only */
+    uint32_t crc; /* out: CRC-32C of the bytes (finalised, not masked) */
+} ckpt__extent;
+
+/* Read the extents of the file at `path` (sorted by offset, not
+ * overlapping: CKPT_EINVAL otherwise) and set each one's crc.
+ *
+ * Returns CKPT_ENOTSUP having read nothing when `fs` offers no direct
+ * reads, declines them for this file, or no reader thread can start: the
+ * caller then reads through the page cache. CKPT_ECORRUPT when the file
+ * ends inside an extent; a failed read returns its error (naming the
+ * file). After a failure the destinations hold part of the data. */
+int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
+                              ckpt__extent *ext, size_t n);
+
+#endif

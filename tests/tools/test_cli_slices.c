@@ -1,0 +1,255 @@
+/* Tests for the `ckpt` tool on checkpoints holding a partitioned tensor
+ * (written with ckpt_bundle_writer_add_slice), run as a program
+ * (CKPT_CLI_PATH): inspect lists the tensor once with its full shape and
+ * slice count and prints its assembled values (text and --json), verify
+ * reads it assembled and reports pieces that do not cover it, and diff
+ * compares the assembled values. */
+#include "test_util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CKPT_CLI_PATH
+#error "CKPT_CLI_PATH must name the built ckpt binary"
+#endif
+
+extern char **environ;
+
+typedef struct cli_run {
+    int status; /* exit code, or -1 when it did not exit normally */
+    char *out;
+    char *err;
+} cli_run;
+
+static char *slurp(const char *path)
+{
+    size_t n = 0;
+    uint8_t *p = test_read_file(path, &n);
+    char *s;
+    assert_non_null(p);
+    s = realloc(p, n + 1);
+    assert_non_null(s);
+    s[n] = '\0';
+    return s;
+}
+
+static cli_run run_argv(const char *const *args)
+{
+    char out_path[] = "/tmp/ckpt-slices-out-XXXXXX";
+    char err_path[] = "/tmp/ckpt-slices-err-XXXXXX";
+    const char *argv[16];
+    posix_spawn_file_actions_t fa;
+    cli_run r;
+    pid_t pid;
+    int st = 0, n = 0;
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    assert_true(fo >= 0 && fe >= 0);
+    argv[n++] = CKPT_CLI_PATH;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+    posix_spawn_file_actions_adddup2(&fa, fo, 1);
+    posix_spawn_file_actions_adddup2(&fa, fe, 2);
+    assert_int_equal(posix_spawn(&pid, CKPT_CLI_PATH, &fa, NULL,
+                                 (char *const *)argv, environ),
+                     0);
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    close(fo);
+    close(fe);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+#define RUN(r, ...)                                                            \
+    do {                                                                       \
+        const char *args_[] = {__VA_ARGS__, NULL};                             \
+        (r) = run_argv(args_);                                                 \
+    } while (0)
+
+static void run_free(cli_run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static void expect_status(const cli_run *r, int want)
+{
+    if (r->status != want)
+        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
+                 r->status, want, r->out, r->err);
+}
+
+static void expect_contains(const char *hay, const char *needle)
+{
+    if (!strstr(hay, needle))
+        fail_msg("\"%s\" not found in:\n%s", needle, hay);
+}
+
+static void expect_lacks(const char *hay, const char *needle)
+{
+    if (strstr(hay, needle))
+        fail_msg("\"%s\" unexpected in:\n%s", needle, hay);
+}
+
+typedef struct fixture {
+    char *dir;
+    char path[3][512]; /* prefixes a, b, c */
+} fixture;
+
+/* "w" float32 [4, 3] = 0.5, 1.5, ... 11.5 in row pieces (only the top one
+ * when `gap`; element 7 changed to 99 when `changed`), plus "b" [2]. */
+static void write_ckpt(const char *prefix, int gap, int changed)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {.rank = 2, .dims = {4, 3}};
+    ckpt_shape b = {.rank = 1, .dims = {2}};
+    ckpt_slice_extent top[2] = {{0, 2}, {0, 3}};
+    ckpt_slice_extent bottom[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
+    float v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = (float)i + 0.5f;
+    if (changed)
+        v[7] = 99.0f;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full,
+                                                bottom, v + 6, 24));
+    if (!gap)
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, top, v, 24));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "b", CKPT_DT_FLOAT, &b, v,
+                                          2 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    for (int i = 0; i < 3; i++)
+        snprintf(f->path[i], sizeof(f->path[i]), "%s/%c", f->dir, 'a' + i);
+    write_ckpt(f->path[0], 0, 0);
+    write_ckpt(f->path[1], 0, 1);
+    write_ckpt(f->path[2], 1, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static void test_inspect_text(void **state)
+{
+    fixture *f = *state;
+    cli_run r;
+    RUN(r, "inspect", f->path[0], "--values=all");
+    expect_status(&r, 0);
+    expect_contains(r.out, "2 tensors"); /* slice entries are not listed */
+    expect_contains(r.out, "(partitioned, 2 slices)");
+    expect_contains(r.out, "[4, 3]");
+    expect_contains(r.out, "[0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, "
+                           "9.5, 10.5, 11.5]");
+    expect_lacks(r.out, "\\x00");
+    expect_lacks(r.out, "not supported");
+    run_free(&r);
+}
+
+static void test_inspect_json(void **state)
+{
+    fixture *f = *state;
+    json_object *root, *tensors, *t = NULL, *x;
+    cli_run r;
+    RUN(r, "inspect", f->path[0], "--json", "--values=all", "--tensor", "w");
+    expect_status(&r, 0);
+    root = json_tokener_parse(r.out);
+    assert_non_null(root);
+    assert_true(json_object_object_get_ex(root, "tensors", &tensors));
+    assert_int_equal(json_object_array_length(tensors), 1);
+    t = json_object_array_get_idx(tensors, 0);
+    assert_true(json_object_object_get_ex(t, "name", &x));
+    assert_string_equal(json_object_get_string(x), "w");
+    assert_true(json_object_object_get_ex(t, "num_slices", &x));
+    assert_int_equal(json_object_get_int(x), 2);
+    assert_true(json_object_object_get_ex(t, "num_elements", &x));
+    assert_int_equal(json_object_get_int(x), 12);
+    assert_true(json_object_object_get_ex(t, "shape", &x));
+    assert_int_equal(json_object_array_length(x), 2);
+    assert_int_equal(json_object_get_int(json_object_array_get_idx(x, 0)), 4);
+    assert_int_equal(json_object_get_int(json_object_array_get_idx(x, 1)), 3);
+    assert_true(json_object_object_get_ex(t, "values", &x));
+    assert_int_equal(json_object_array_length(x), 12);
+    for (int i = 0; i < 12; i++)
+        assert_true(json_object_get_double(json_object_array_get_idx(x, i)) ==
+                    (double)i + 0.5);
+    json_object_put(root);
+    run_free(&r);
+}
+
+static void test_verify(void **state)
+{
+    fixture *f = *state;
+    cli_run r;
+    RUN(r, "verify", f->path[0]);
+    expect_status(&r, 0);
+    expect_contains(r.out, "OK, 2 tensors");
+    run_free(&r);
+    /* the bottom rows only */
+    RUN(r, "verify", f->path[2]);
+    expect_status(&r, 1);
+    expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
+    expect_contains(r.err, "tensor 'w': slices cover 6 of 12 elements");
+    run_free(&r);
+    RUN(r, "inspect", f->path[2], "--values");
+    expect_status(&r, 1);
+    expect_contains(r.err, "slices cover 6 of 12 elements");
+    run_free(&r);
+}
+
+static void test_diff(void **state)
+{
+    fixture *f = *state;
+    cli_run r;
+    RUN(r, "diff", f->path[0], f->path[0]);
+    expect_status(&r, 0);
+    run_free(&r);
+    RUN(r, "diff", f->path[0], f->path[1]);
+    expect_status(&r, 1);
+    /* the assembled tensor and the piece holding element 7 */
+    expect_contains(r.out, "w: values differ: 1 of 12 elements, max abs diff "
+                           "91.5");
+    expect_contains(r.out, "values differ: 1 of 6 elements");
+    expect_lacks(r.out, "\nb: ");
+    assert_true(strncmp(r.out, "b: ", 3) != 0);
+    expect_contains(r.out, "2 of 4 tensors differ");
+    run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inspect_text),
+        cmocka_unit_test(test_inspect_json),
+        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_diff),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
