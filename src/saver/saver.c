@@ -517,16 +517,14 @@ static void free_job(ckpt__job *job)
     ckpt__free(job);
 }
 
-enum { HELP_NONE = 0, HELP_ASKED, HELP_DONE };
+enum { HELP_NONE = 0, HELP_ASKED, HELP_RUNNING, HELP_DONE };
 
-/* Copy the variables save_async handed over (mu held on entry and exit).
- * They are plain memory, so this cannot fail. */
+/* Take up a request to share a snapshot (mu held on entry and exit). */
 static void help_with_snapshot(ckpt_saver *s)
 {
-    ckpt__image *img = &s->images[s->help_image];
-    size_t begin = s->help_begin, end = s->help_end;
+    s->help_state = HELP_RUNNING;
     pthread_mutex_unlock(&s->mu);
-    (void)ckpt__snapshot_range(s->vars, begin, end, img);
+    ckpt__snapshot_claim_plain(&s->help_work);
     pthread_mutex_lock(&s->mu);
     s->help_state = HELP_DONE;
     pthread_cond_broadcast(&s->cv);
@@ -633,31 +631,55 @@ static int choose_image(ckpt_saver *s, int64_t step)
     }
 }
 
-/* Snapshot every variable into images[image], with the writer thread
- * copying part of them when it is idle. */
+/* Below this many bytes waking the writer to share a snapshot costs more
+ * than it saves. */
+#define SHARE_MIN_BYTES ((uint64_t)4 << 20)
+
+/* The indexes of the variables in plain memory (once: the variables are
+ * frozen by the first save). */
+static int list_plain_vars(ckpt_saver *s)
+{
+    if (s->plain_vars || s->nvars == 0)
+        return 0;
+    s->plain_vars = ckpt__calloc(s->nvars, sizeof(*s->plain_vars));
+    if (!s->plain_vars)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < s->nvars; i++)
+        if (!s->vars[i].v.read)
+            s->plain_vars[s->nplain++] = i;
+    return 0;
+}
+
+/* Snapshot every variable into images[image]; an idle writer thread
+ * shares the copy of the plain-memory variables. */
 static int take_snapshot(ckpt_saver *s, int image)
 {
-    size_t split = ckpt__snapshot_split(s->vars, s->nvars);
-    int helped = 0;
-    int err;
-    if (split < s->nvars) {
+    ckpt__snapshot_work *w = &s->help_work;
+    int asked = 0;
+    int err = list_plain_vars(s);
+    if (err < 0)
+        return err;
+    w->vars = s->vars;
+    w->nvars = s->nvars;
+    w->plain = s->plain_vars;
+    w->nplain = s->nplain;
+    w->img = &s->images[image];
+    atomic_store(&w->next, 0);
+    if (s->image_bytes >= SHARE_MIN_BYTES && s->nplain >= 2) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
-            s->help_image = image;
-            s->help_begin = split;
-            s->help_end = s->nvars;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
-            helped = 1;
+            asked = 1;
         }
         pthread_mutex_unlock(&s->mu);
     }
-    err = ckpt__snapshot_range(s->vars, 0, helped ? split : s->nvars,
-                               &s->images[image]);
-    if (helped) {
-        /* Even after a failure: the image is ours again only then. */
+    err = ckpt__snapshot_run_caller(w);
+    if (asked) {
+        /* A request not taken up yet is withdrawn; one taken up is waited
+         * for (at most the copy of one variable, as claims ran out). */
         pthread_mutex_lock(&s->mu);
-        while (s->help_state != HELP_DONE)
+        while (s->help_state == HELP_RUNNING)
             pthread_cond_wait(&s->cv, &s->mu);
         s->help_state = HELP_NONE;
         pthread_mutex_unlock(&s->mu);
@@ -828,6 +850,7 @@ void ckpt_saver_free(ckpt_saver *s)
     for (size_t i = 0; i < s->nvars; i++)
         ckpt__free(s->vars[i].name);
     ckpt__free(s->vars);
+    ckpt__free(s->plain_vars);
     for (int i = 0; i < s->num_images; i++)
         ckpt__image_free(&s->images[i]);
     free_job(s->active);

@@ -11,6 +11,7 @@
 #include "common/internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
@@ -84,11 +85,25 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
 /* The same for variables [begin, end) only (their CRCs at those indexes). */
 int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,
                          ckpt__image *img);
-/* Where to split a snapshot between two threads: an index k such that
- * variables [k, n) are all in plain memory (no read callback, so another
- * thread may copy them) and hold about half the bytes; n when a split is
- * not worth it (small state, one variable, callbacks throughout). */
-size_t ckpt__snapshot_split(const ckpt__var *vars, size_t n);
+
+/* A snapshot two threads share: the variables in plain memory are claimed
+ * one at a time (`next`), so whichever thread is free copies the next one
+ * and neither waits for the other to start; variables behind read
+ * callbacks are copied by the calling thread only. */
+typedef struct ckpt__snapshot_work {
+    const ckpt__var *vars;
+    size_t nvars;
+    const size_t *plain; /* indexes of the variables in plain memory */
+    size_t nplain;
+    ckpt__image *img;
+    atomic_size_t next; /* next index into `plain` to claim */
+} ckpt__snapshot_work;
+
+/* Copy claimed plain variables until none is left (cannot fail). */
+void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w);
+/* The calling thread's part: every variable behind a read callback, then
+ * claims. After a callback failure no more claims are handed out. */
+int ckpt__snapshot_run_caller(ckpt__snapshot_work *w);
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
@@ -147,12 +162,13 @@ struct ckpt_saver {
     int stopping;
     ckpt__job *active;  /* being written */
     ckpt__job *pending; /* snapshot taken, waiting for the writer */
-    /* An idle writer helps with a snapshot: it copies variables
-     * [help_begin, help_end) into images[help_image] while save_async
-     * copies the rest, and save_async waits for HELP_DONE. */
-    int help_state; /* HELP_NONE, HELP_ASKED or HELP_DONE (saver.c) */
-    int help_image;
-    size_t help_begin, help_end;
+    /* An idle writer helps with a snapshot: asked, it claims variables
+     * from help_work as save_async does; save_async withdraws a request
+     * the writer has not taken up yet, or waits for it to finish. */
+    int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (saver.c) */
+    ckpt__snapshot_work help_work;
+    size_t *plain_vars; /* indexes of variables in plain memory */
+    size_t nplain;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */

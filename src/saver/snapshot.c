@@ -6,9 +6,8 @@
  * page-aligned (so it can be written with O_DIRECT) and pre-faulted with
  * MAP_POPULATE once, then reused for every save, so a snapshot costs one
  * memcpy into warm memory and no page faults. When the writer thread is
- * idle it copies about half of the variables (ckpt__snapshot_split) while
- * the caller copies the rest: one core's copy does not use all the memory
- * bandwidth, so two halve the wait. */
+ * idle it shares the copy (ckpt__snapshot_work): one core's copy does not
+ * use all the memory bandwidth, so two nearly halve the wait. */
 #include "saver_internal.h"
 #include "util/crc32c.h"
 
@@ -66,30 +65,36 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
     return ckpt__snapshot_range(vars, 0, n, img);
 }
 
-/* Below this many bytes a second thread costs more than it saves. */
-#define SPLIT_MIN_BYTES ((uint64_t)4 << 20)
-
-size_t ckpt__snapshot_split(const ckpt__var *vars, size_t n)
+static void copy_claimed(ckpt__snapshot_work *w)
 {
-    uint64_t total = 0, prefix = 0, best_gap = UINT64_MAX;
-    size_t first_plain = n, best = n;
-    for (size_t i = 0; i < n; i++)
-        total += vars[i].bytes;
-    /* The helper's part must be all plain memory: a suffix of them. */
-    while (first_plain > 0 && !vars[first_plain - 1].v.read)
-        first_plain--;
-    if (total < SPLIT_MIN_BYTES)
-        return n;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t gap = prefix > total - prefix ? prefix - (total - prefix)
-                                               : (total - prefix) - prefix;
-        if (k >= first_plain && k > 0 && gap < best_gap) {
-            best_gap = gap;
-            best = k;
-        }
-        prefix += vars[k].bytes;
+    for (;;) {
+        size_t k = atomic_fetch_add(&w->next, 1);
+        if (k >= w->nplain)
+            return;
+        (void)ckpt__snapshot_range(w->vars, w->plain[k], w->plain[k] + 1,
+                                   w->img);
     }
-    return best;
+}
+
+void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w)
+{
+    copy_claimed(w);
+}
+
+int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
+{
+    for (size_t i = 0; i < w->nvars; i++) {
+        int err;
+        if (!w->vars[i].v.read)
+            continue;
+        err = ckpt__snapshot_range(w->vars, i, i + 1, w->img);
+        if (err < 0) {
+            atomic_store(&w->next, w->nplain); /* nothing more to claim */
+            return err;
+        }
+    }
+    copy_claimed(w);
+    return 0;
 }
 
 int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,

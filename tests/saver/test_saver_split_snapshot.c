@@ -1,10 +1,12 @@
-/* Split snapshots: where ckpt__snapshot_split divides the variables between
- * the caller and the idle writer thread, and that an async save of a state
- * big enough to be split still writes exactly the values at save_async
+/* Shared snapshots: how the caller and an idle writer thread share the copy
+ * (claims of plain variables; callbacks on the caller only), and that an
+ * async save of a state big enough to be shared still writes exactly the
+ * values at save_async
  * (the variables are rewritten as soon as it returns; run under TSan in
  * CI), with read callbacks only ever called on the caller's thread. */
 #include "saver/saver_internal.h"
 #include "saver_test_util.h"
+#include "util/crc32c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,71 +17,99 @@
 #define BIG_FLOATS ((size_t)(MIB / 4)) /* 1 MiB per variable */
 #define CB_FLOATS ((size_t)1000)
 
-/* ---- the split point ----------------------------------------------------- */
+/* ---- shared snapshot work -------------------------------------------------
+ */
 
 static int dummy_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    (void)off;
+    (void)payload;
+    memset(dst, 0x5a, n);
+    return 0;
+}
+
+static int read_fails(void *dst, uint64_t off, size_t n, void *payload)
 {
     (void)dst;
     (void)off;
     (void)n;
     (void)payload;
-    return 0;
+    return 7;
 }
 
-/* Variables of the given sizes; callbacks where `cb` says so. */
-static void make_vars(ckpt__var *v, const uint64_t *bytes, const int *cb,
-                      size_t n)
+typedef struct work_fixture {
+    ckpt__var vars[6];
+    size_t plain[6];
+    float data[6][256];
+    ckpt__image img;
+} work_fixture;
+
+/* Six variables of 256 floats, those in `cb` behind a callback. */
+static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
+                      ckpt_var_read_fn fn)
 {
-    memset(v, 0, n * sizeof(*v));
-    for (size_t i = 0; i < n; i++) {
-        v[i].bytes = bytes[i];
-        v[i].v.read = cb && cb[i] ? dummy_read : NULL;
+    memset(wf, 0, sizeof(*wf));
+    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6));
+    memset(w, 0, sizeof(*w));
+    for (size_t i = 0; i < 6; i++) {
+        for (int k = 0; k < 256; k++)
+            wf->data[i][k] = (float)(i * 1000 + (size_t)k);
+        wf->vars[i].bytes = 1024;
+        wf->vars[i].offset = 1024 * i;
+        wf->vars[i].v.data = cb[i] ? NULL : wf->data[i];
+        wf->vars[i].v.read = cb[i] ? fn : NULL;
+        wf->vars[i].name = (char *)"v";
+        if (!cb[i])
+            wf->plain[w->nplain++] = i;
     }
+    w->vars = wf->vars;
+    w->nvars = 6;
+    w->plain = wf->plain;
+    w->img = &wf->img;
+    atomic_store(&w->next, 0);
 }
 
-static void test_split_point(void **state)
+static void test_shared_work(void **state)
 {
-    ckpt__var v[64];
-    uint64_t sizes[64];
-    int cb[64] = {0};
+    work_fixture wf;
+    ckpt__snapshot_work w;
+    int none[6] = {0};
+    int cb[6] = {0, 1, 0, 0, 1, 0};
     (void)state;
 
-    for (int i = 0; i < 64; i++)
-        sizes[i] = MIB;
-    make_vars(v, sizes, NULL, 64);
-    assert_int_equal(ckpt__snapshot_split(v, 64), 32);
-
-    /* a small state is not split */
-    for (int i = 0; i < 4; i++)
-        sizes[i] = 512 << 10;
-    make_vars(v, sizes, NULL, 4);
-    assert_int_equal(ckpt__snapshot_split(v, 4), 4);
-
-    /* one variable cannot be split */
-    sizes[0] = 64 * MIB;
-    make_vars(v, sizes, NULL, 1);
-    assert_int_equal(ckpt__snapshot_split(v, 1), 1);
-
-    /* uneven sizes: the most even cut; the caller always keeps one */
-    {
-        uint64_t s[4] = {8 * MIB, 1024, 1024, 1024};
-        uint64_t t[5] = {1 * MIB, 1 * MIB, 1 * MIB, 3 * MIB, 2 * MIB};
-        make_vars(v, s, NULL, 4);
-        assert_int_equal(ckpt__snapshot_split(v, 4), 1);
-        make_vars(v, t, NULL, 5);
-        assert_int_equal(ckpt__snapshot_split(v, 5), 3); /* 3 | 5 MiB */
+    /* one thread claims everything; every CRC and byte is right */
+    work_init(&wf, &w, none, NULL);
+    assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
+    for (size_t i = 0; i < 6; i++) {
+        assert_memory_equal(wf.img.ptr + 1024 * i, wf.data[i], 1024);
+        assert_int_equal(wf.img.crcs[i], ckpt__crc32c(wf.data[i], 1024));
     }
+    assert_true(atomic_load(&w.next) >= 6);
+    ckpt__image_free(&wf.img);
 
-    /* the writer's part holds no read callback */
-    for (int i = 0; i < 8; i++)
-        sizes[i] = 2 * MIB;
-    cb[0] = cb[1] = cb[2] = cb[3] = cb[4] = 1;
-    make_vars(v, sizes, cb, 8);
-    assert_int_equal(ckpt__snapshot_split(v, 8), 5);
-    cb[0] = cb[1] = cb[2] = cb[3] = cb[4] = 0;
-    cb[7] = 1;
-    make_vars(v, sizes, cb, 8);
-    assert_int_equal(ckpt__snapshot_split(v, 8), 8);
+    /* claims already taken by another thread are not copied again, and a
+     * helper never copies a callback variable (none is in `plain`) */
+    work_init(&wf, &w, cb, dummy_read);
+    assert_int_equal(w.nplain, 4);
+    atomic_store(&w.next, 2); /* plain[0], plain[1] "taken" elsewhere */
+    assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
+    assert_int_equal(wf.img.crcs[0], 0);
+    assert_int_equal(wf.img.crcs[2], 0);
+    assert_memory_equal(wf.img.ptr + 1024 * 3, wf.data[3], 1024);
+    assert_memory_equal(wf.img.ptr + 1024 * 5, wf.data[5], 1024);
+    assert_int_equal(wf.img.ptr[1024 * 1], 0x5a); /* callbacks: caller */
+    assert_int_equal(wf.img.ptr[1024 * 4 + 1023], 0x5a);
+    ckpt__image_free(&wf.img);
+
+    /* a failing callback stops the claims and names the variable */
+    work_init(&wf, &w, cb, read_fails);
+    assert_ckpt_error(ckpt__snapshot_run_caller(&w), CKPT_EUSER,
+                      "read callback failed (7)");
+    assert_true(atomic_load(&w.next) >= w.nplain);
+    ckpt__snapshot_claim_plain(&w); /* a helper arriving now copies none */
+    assert_int_equal(wf.img.crcs[0], 0);
+    assert_int_equal(wf.img.crcs[5], 0);
+    ckpt__image_free(&wf.img);
 }
 
 /* ---- async saves of a split state -----------------------------------------
@@ -239,7 +269,7 @@ static void test_snapshot_while_writing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_point),
+        cmocka_unit_test(test_shared_work),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
