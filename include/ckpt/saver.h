@@ -149,10 +149,10 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
 
 /** Snapshot every variable into a staging buffer (the only time the caller
  *  waits) and hand the write to the background writer. When the writer is
- *  idle and the state is 4 MiB or more, it copies about half of the
- *  variables in plain memory meanwhile (read callbacks always run on the
- *  calling thread); the copy is complete when this returns, so the
- *  variables may change at once. `ticket_out` (may be NULL) receives a
+ *  idle and the state is 4 MiB or more, it shares the copy of the variables
+ *  in plain memory, each thread taking the next variable (read callbacks
+ *  always run on the calling thread); the copy is complete when this
+ *  returns, so the variables may change at once. `ticket_out` (may be NULL) receives a
  *  number > 0 identifying the save.
  *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
  *          and logged; nothing was copied); an earlier background failure
