@@ -317,14 +317,25 @@ static void bench_size(const char *dir, size_t mib, int reps, int first)
         double t_step, base, with2, with10;
         int steps, every2, every10, n2, n10;
         sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
+        /* Steady-state step time: the fastest of a few short runs (the
+         * first steps after allocation or a restore run slow). */
         t_step = run_loop(&s, sv, 3, 0, &stepno) / 3.0;
+        for (int r = 0; r < 3; r++) {
+            double t = run_loop(&s, sv, 5, 0, &stepno) / 5.0;
+            if (t < t_step)
+                t_step = t;
+        }
         every2 = (int)(2.0 * write_med / t_step + 0.5);
         every10 = (int)(10.0 * write_med / t_step + 0.5);
         if (every2 < 1)
             every2 = 1;
         if (every10 < 1)
             every10 = 1;
+        /* At least 4 periods and about 4 s per loop, whole periods: short
+         * loops of a small state drown in a shared machine's noise. */
         steps = every10 * 4;
+        while (steps * t_step < 4.0)
+            steps += every10;
         {
             /* Interleaved repetitions; medians damp a noisy machine. */
             double b[16], w2[16], w10[16];
