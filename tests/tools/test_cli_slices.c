@@ -191,6 +191,9 @@ static void test_inspect_json(void **state)
     assert_int_equal(json_object_get_int(x), 2);
     assert_true(json_object_object_get_ex(t, "num_elements", &x));
     assert_int_equal(json_object_get_int(x), 12);
+    /* the full tensor's bytes, not its (record-less) entry's 0 */
+    assert_true(json_object_object_get_ex(t, "bytes", &x));
+    assert_int_equal(json_object_get_int(x), 48);
     assert_true(json_object_object_get_ex(t, "shape", &x));
     assert_int_equal(json_object_array_length(x), 2);
     assert_int_equal(json_object_get_int(json_object_array_get_idx(x, 0)), 4);

@@ -143,7 +143,7 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
         len = (int)ckpt_shape_format(NULL, 0, &e->shape);
         if (len > w->shape)
             w->shape = len;
-        len = snprintf(num, sizeof(num), "%lld", (long long)e->size);
+        len = snprintf(num, sizeof(num), "%lld", (long long)cli_entry_bytes(e));
         if (len > w->bytes)
             w->bytes = len;
     }
@@ -163,7 +163,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     ckpt_shape_format(shape, sizeof(shape), &e->shape);
     printf("%-*s  %-*s  %-*s  %*lld  ", w->name, e->name, w->dtype,
            cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
-           (long long)e->size);
+           (long long)cli_entry_bytes(e));
     if (e->num_slices > 0)
         printf("-  (partitioned, %d slices)\n", e->num_slices);
     else
@@ -209,7 +209,8 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     json_object_object_add(
         t, "dtype", json_object_new_string(cli_dtype_name(e->dtype, tmp)));
     json_object_object_add(t, "shape", cli_json_shape(&e->shape));
-    json_object_object_add(t, "bytes", json_object_new_int64(e->size));
+    json_object_object_add(t, "bytes",
+                           json_object_new_int64(cli_entry_bytes(e)));
     json_object_object_add(
         t, "shard",
         e->num_slices > 0 ? NULL : json_object_new_int(e->shard_id));

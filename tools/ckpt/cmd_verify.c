@@ -94,7 +94,7 @@ static int run(int argc, char **argv)
         int err = check_entry(r, e);
         num_tensors += cli_entry_listed(e) != 0;
         if (err == 0) {
-            bytes += e->size;
+            bytes += cli_entry_listed(e) ? cli_entry_bytes(e) : 0;
             continue;
         }
         num_damaged++;
