@@ -19,6 +19,7 @@
 #include "common/internal.h"
 #include "format/bundle_proto.h"
 #include "format/bundle_slices.h"
+#include "format/bundle_text.h"
 #include "format/table.h"
 #include "io/direct_read.h"
 #include "io/fs_internal.h"
@@ -34,8 +35,6 @@
 #else
 #define HOST_ENDIANNESS CKPT__BUNDLE_LITTLE_ENDIAN
 #endif
-
-#define NAME_MAX_SHOWN 200
 
 struct rshard {
     int id;
@@ -60,39 +59,11 @@ struct ckpt_bundle_reader {
     ckpt__sliced_entries sliced; /* values of partitioned entries */
 };
 
-/* A tensor name fit for a message: printable ASCII as is, other bytes as
- * \xHH, long names cut. */
-typedef struct shown_name {
-    char text[NAME_MAX_SHOWN * 4 + 8];
-} shown_name;
-
-static const char *show(shown_name *s, const char *name, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = (uint8_t)name[i];
-        if (i == NAME_MAX_SHOWN) {
-            memcpy(s->text + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            s->text[o++] = (char)c;
-        } else {
-            s->text[o++] = '\\';
-            s->text[o++] = 'x';
-            s->text[o++] = hex[c >> 4];
-            s->text[o++] = hex[c & 15];
-        }
-    }
-    s->text[o] = '\0';
-    return s->text;
-}
+typedef ckpt__shown_name shown_name;
 
 static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
 {
-    return show(s, e->name, e->name_len);
+    return ckpt__show_name(s, e->name, e->name_len);
 }
 
 /* Names of dtypes that TensorFlow defines but ckpt_dtype_name() does not. */
@@ -191,7 +162,7 @@ int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
             hi = mid;
     }
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
-                       r->index_path.ptr, show(&sn, name, n));
+                       r->index_path.ptr, ckpt__show_name(&sn, name, n));
 }
 
 /* ---- open: the index
@@ -291,7 +262,7 @@ static int load_entry(ckpt_bundle_reader *r, const uint8_t *key, size_t key_len,
     ckpt__bundle_entry be;
     ckpt_tensor_entry *e;
     shown_name sn;
-    const char *name = show(&sn, (const char *)key, key_len);
+    const char *name = ckpt__show_name(&sn, (const char *)key, key_len);
     int err;
 
     err = ckpt__bundle_entry_decode(&be, value, value_len);
@@ -700,27 +671,6 @@ int ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
     return load_record(r, entry, out, !r->skip_crc);
 }
 
-/* Reverse the byte order of each `width`-byte word. */
-static void swap_words(uint8_t *p, size_t n, size_t width)
-{
-    for (size_t i = 0; i + width <= n; i += width) {
-        for (size_t a = 0, b = width - 1; a < b; a++, b--) {
-            uint8_t t = p[i + a];
-            p[i + a] = p[i + b];
-            p[i + b] = t;
-        }
-    }
-}
-
-static size_t swap_width(int dtype)
-{
-    if (dtype == CKPT_DT_COMPLEX64)
-        return 4;
-    if (dtype == CKPT_DT_COMPLEX128)
-        return 8;
-    return ckpt_dtype_size(dtype);
-}
-
 /* Entry `name` for a read, or an error naming what is wrong. */
 static int find_for_read(const ckpt_tensor_entry **out, ckpt_bundle_reader *r,
                          const char *name)
@@ -789,9 +739,9 @@ static int check_read_target(const ckpt_tensor_entry **out,
 static void to_host_order(const ckpt_bundle_reader *r,
                           const ckpt_tensor_entry *e, void *dst)
 {
-    size_t width = swap_width(e->dtype);
+    size_t width = ckpt__record_word_width(e->dtype);
     if (r->endianness != HOST_ENDIANNESS && width > 1)
-        swap_words(dst, (size_t)e->size, width);
+        ckpt__record_swap_words(dst, (size_t)e->size, width);
 }
 
 /* Read the checked entry `e` into dst through the data file's ckpt_file. */

@@ -1,0 +1,351 @@
+/* format/bundle_slices_read.c - partitioned tensors (format spec §8), the
+ * reading side: the full entries' encoded protos kept by the reader, and
+ * the assembly of a whole tensor from its pieces.
+ *
+ * Assembly: each piece's TensorSliceProto gives its key; the piece's record
+ * (row-major in the piece's shape) is copied run by run into the full
+ * tensor, where a run is the piece's innermost dimensions that are
+ * contiguous in the full tensor. A bitmap of the full tensor's elements
+ * finds overlaps; the pieces' element counts must add up to the tensor's. */
+#include "format/bundle_slices.h"
+
+#include "common/internal.h"
+#include "format/bundle_text.h"
+#include "util/pb_wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* BundleEntryProto field number of `slices`. */
+#define ENTRY_SLICES 7
+
+/* ---- reader: kept entries -------------------------------------------------
+ */
+
+struct ckpt__sliced_value {
+    size_t entry_index;
+    uint8_t *value;
+    size_t n;
+};
+
+int ckpt__sliced_entries_add(ckpt__sliced_entries *s, size_t entry_index,
+                             const uint8_t *value, size_t n)
+{
+    struct ckpt__sliced_value *v;
+    if (s->count > 0 && s->items[s->count - 1].entry_index >= entry_index)
+        return ckpt__error(CKPT_EINVAL,
+                           "sliced entries: entry %zu added out of order",
+                           entry_index);
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        struct ckpt__sliced_value *q =
+            ckpt__realloc(s->items, cap * sizeof(*q));
+        if (!q)
+            return ckpt__error_oom();
+        s->items = q;
+        s->cap = cap;
+    }
+    v = &s->items[s->count];
+    v->value = ckpt__malloc(n ? n : 1);
+    if (!v->value)
+        return ckpt__error_oom();
+    if (n)
+        memcpy(v->value, value, n);
+    v->n = n;
+    v->entry_index = entry_index;
+    s->count++;
+    return 0;
+}
+
+int ckpt__sliced_entries_get(const ckpt__sliced_entries *s, size_t entry_index,
+                             const uint8_t **value, size_t *n)
+{
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->items[mid].entry_index == entry_index) {
+            *value = s->items[mid].value;
+            *n = s->items[mid].n;
+            return 0;
+        }
+        if (s->items[mid].entry_index < entry_index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return ckpt__error(CKPT_ENOTFOUND, "sliced entries: no entry %zu",
+                       entry_index);
+}
+
+void ckpt__sliced_entries_dispose(ckpt__sliced_entries *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->count; i++)
+        ckpt__free(s->items[i].value);
+    ckpt__free(s->items);
+    s->items = NULL;
+    s->count = 0;
+    s->cap = 0;
+}
+
+/* ---- reader: assembly -----------------------------------------------------
+ */
+
+struct assembly {
+    const ckpt__partitioned_read *pr;
+    const ckpt_tensor_entry *e;
+    const char *name; /* shown */
+    size_t esize;
+    uint8_t *dst;
+    uint8_t *covered; /* one bit per element of the full tensor */
+    uint64_t total;   /* elements covered so far */
+    ckpt_buf key;
+    ckpt_buf record;
+    ckpt_buf spec; /* the current piece in slice-spec notation */
+};
+
+/* Mark elements [a, a + n) as covered; true when one already was. */
+static bool mark_covered(uint8_t *bits, uint64_t a, uint64_t n)
+{
+    uint64_t end = a + n;
+    while (a < end && (a & 7) != 0) {
+        uint8_t m = (uint8_t)(1u << (a & 7));
+        if (bits[a >> 3] & m)
+            return true;
+        bits[a >> 3] |= m;
+        a++;
+    }
+    while (end - a >= 8) {
+        if (bits[a >> 3] != 0)
+            return true;
+        bits[a >> 3] = 0xff;
+        a += 8;
+    }
+    while (a < end) {
+        uint8_t m = (uint8_t)(1u << (a & 7));
+        if (bits[a >> 3] & m)
+            return true;
+        bits[a >> 3] |= m;
+        a++;
+    }
+    return false;
+}
+
+/* Copy the piece's record (row-major in `lo`..`hi` of each dimension) into
+ * the full tensor. */
+static int scatter(struct assembly *as, int index, const int64_t *lo,
+                   const int64_t *hi, const uint8_t *src)
+{
+    const ckpt_shape *full = &as->e->shape;
+    int rank = full->rank;
+    int64_t stride[CKPT_MAX_RANK];
+    int64_t idx[CKPT_MAX_RANK];
+    uint64_t run = 1, runs = 1;
+    int inner = rank - 1;
+
+    stride[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--)
+        stride[d] = stride[d + 1] * full->dims[d + 1];
+    /* Dimensions after `inner` are whole, so a run spans inner..rank-1. */
+    while (inner > 0 && lo[inner] == 0 && hi[inner] == full->dims[inner])
+        inner--;
+    for (int d = inner; d < rank; d++)
+        run *= (uint64_t)(hi[d] - lo[d]);
+    for (int d = 0; d < inner; d++)
+        runs *= (uint64_t)(hi[d] - lo[d]);
+    if (run == 0 || runs == 0)
+        return 0;
+    for (int d = 0; d < inner; d++)
+        idx[d] = lo[d];
+    for (uint64_t k = 0; k < runs; k++) {
+        uint64_t at = (uint64_t)(lo[inner] * stride[inner]);
+        for (int d = 0; d < inner; d++)
+            at += (uint64_t)(idx[d] * stride[d]);
+        if (mark_covered(as->covered, at, run))
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': slice %d (%s) overlaps an "
+                               "earlier slice",
+                               as->pr->index_path, as->name, index,
+                               as->spec.ptr);
+        memcpy(as->dst + at * as->esize, src + k * run * as->esize,
+               (size_t)(run * as->esize));
+        for (int d = inner - 1; d >= 0; d--) {
+            if (++idx[d] < hi[d])
+                break;
+            idx[d] = lo[d];
+        }
+    }
+    as->total += run * runs;
+    return 0;
+}
+
+/* Find, check, read and place piece `index`, described by `s`. */
+static int place_piece(struct assembly *as, int index,
+                       const ckpt__tensor_slice *s)
+{
+    const ckpt__partitioned_read *pr = as->pr;
+    const ckpt_shape *full = &as->e->shape;
+    const ckpt_tensor_entry *pe;
+    ckpt__shown_shape a, b;
+    ckpt_shape want;
+    int64_t lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
+    int err = ckpt__tensor_slice_format(&as->spec, s);
+    if (err < 0)
+        return err;
+    if (s->rank != full->rank)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) has %d extents, "
+                           "the tensor's rank is %d",
+                           pr->index_path, as->name, index, as->spec.ptr,
+                           s->rank, full->rank);
+    memset(&want, 0, sizeof(want));
+    want.rank = full->rank;
+    for (int d = 0; d < full->rank; d++) {
+        int64_t dim = full->dims[d];
+        if (s->start[d] < 0 ||
+            (s->length[d] >= 0 &&
+             (s->start[d] > dim || s->length[d] > dim - s->start[d])))
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': slice %d (%s) lies outside "
+                               "the shape %s",
+                               pr->index_path, as->name, index, as->spec.ptr,
+                               ckpt__show_shape(&a, full));
+        ckpt__slice_extent_range(s, d, dim, &lo[d], &hi[d]);
+        want.dims[d] = hi[d] - lo[d];
+    }
+    err = ckpt__slice_key_encode(&as->key, as->e->name, as->e->name_len, s);
+    if (err < 0)
+        return err;
+    err = ckpt__bundle_reader_find_key(&pe, pr->reader, as->key.ptr,
+                                       as->key.size);
+    if (err == CKPT_ENOTFOUND)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) has no entry in "
+                           "the index",
+                           pr->index_path, as->name, index, as->spec.ptr);
+    if (err < 0)
+        return err;
+    if (pe->num_slices > 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s): its entry is "
+                           "itself partitioned",
+                           pr->index_path, as->name, index, as->spec.ptr);
+    if (pe->dtype != as->e->dtype)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) is %s, the tensor "
+                           "is %s",
+                           pr->index_path, as->name, index, as->spec.ptr,
+                           ckpt__dtype_label(pe->dtype),
+                           ckpt__dtype_label(as->e->dtype));
+    if (!ckpt_shape_equal(&pe->shape, &want))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) has shape %s, its "
+                           "extents make %s",
+                           pr->index_path, as->name, index, as->spec.ptr,
+                           ckpt__show_shape(&a, &pe->shape),
+                           ckpt__show_shape(&b, &want));
+    ckpt__buf_clear(&as->record);
+    err = ckpt_bundle_reader_read_record(pr->reader, pe, &as->record);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
+                                  pr->index_path, as->name, index,
+                                  as->spec.ptr);
+    /* The reader checked size = elements x dtype size when it opened. */
+    return scatter(as, index, lo, hi, (const uint8_t *)as->record.ptr);
+}
+
+/* Walk the `slices` fields of the full entry and place each piece. */
+static int place_all(struct assembly *as)
+{
+    const ckpt__partitioned_read *pr = as->pr;
+    ckpt__pb_reader rd;
+    ckpt__pb_field f;
+    int index = 0;
+
+    ckpt__pb_reader_init(&rd, pr->proto, pr->proto_len);
+    for (;;) {
+        const uint8_t *field = rd.p;
+        ckpt__tensor_slice s;
+        int rc = ckpt__pb_next(&rd, &f);
+        if (rc < 0)
+            return ckpt__error(
+                CKPT_ECORRUPT, "%s: tensor '%s': malformed entry (byte %zu)",
+                pr->index_path, as->name, (size_t)(field - pr->proto));
+        if (rc == 0)
+            return 0;
+        if (f.number != ENTRY_SLICES)
+            continue;
+        /* Decode this one field as a message holding a single slice. */
+        rc = ckpt__bundle_entry_get_slice(&s, field, (size_t)(rd.p - field), 0);
+        if (rc < 0)
+            return ckpt__error_prefix(rc, "%s: tensor '%s': slice %d",
+                                      pr->index_path, as->name, index);
+        rc = place_piece(as, index, &s);
+        if (rc < 0)
+            return rc;
+        index++;
+    }
+}
+
+int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
+                                  size_t dst_size)
+{
+    const ckpt_tensor_entry *e = pr->entry;
+    struct assembly as;
+    ckpt__shown_name sn;
+    int64_t count = 0, bytes = 0;
+    int err;
+
+    memset(&as, 0, sizeof(as));
+    as.pr = pr;
+    as.e = e;
+    as.name = ckpt__show_name(&sn, e->name, e->name_len);
+    as.esize = ckpt_dtype_size(e->dtype);
+    as.dst = dst;
+    if (e->dtype == CKPT_DT_STRING)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': partitioned string tensor (%d "
+                           "slices) not supported",
+                           pr->index_path, as.name, e->num_slices);
+    if (as.esize == 0)
+        return ckpt__error(
+            CKPT_ENOTSUP, "%s: tensor '%s': dtype %d (%s) is not supported",
+            pr->index_path, as.name, e->dtype, ckpt__dtype_label(e->dtype));
+    if (ckpt_shape_num_elements(&count, &e->shape) < 0 ||
+        ckpt__mul_overflow_i64(count, (int64_t)as.esize, &bytes))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': byte size of the shape "
+                           "overflows",
+                           pr->index_path, as.name);
+    if ((uint64_t)dst_size != (uint64_t)bytes || (!dst && dst_size > 0))
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: tensor '%s': destination of %zu bytes, the "
+                           "tensor has %lld",
+                           pr->index_path, as.name, dst_size, (long long)bytes);
+    if (e->shape.rank == 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a scalar with %d slices",
+                           pr->index_path, as.name, e->num_slices);
+    if (count > 0) {
+        /* dst holds count x esize bytes: the bitmap is at most 1/8 of it */
+        as.covered = ckpt__calloc((size_t)(((uint64_t)count + 7) / 8), 1);
+        if (!as.covered)
+            return ckpt__error_oom();
+    }
+    err = place_all(&as);
+    if (err == 0 && as.total != (uint64_t)count)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': slices cover %llu of %lld "
+                          "elements",
+                          pr->index_path, as.name, (unsigned long long)as.total,
+                          (long long)count);
+    if (err == 0 && pr->swap && ckpt__record_word_width(e->dtype) > 1)
+        ckpt__record_swap_words(dst, dst_size,
+                                ckpt__record_word_width(e->dtype));
+    ckpt__free(as.covered);
+    ckpt_buf_dispose(&as.key);
+    ckpt_buf_dispose(&as.record);
+    ckpt_buf_dispose(&as.spec);
+    return err;
+}
