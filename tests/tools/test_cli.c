@@ -3,7 +3,7 @@
  * json-c), stderr messages, on every TensorFlow vector and on checkpoints
  * written here; repacked checkpoints are compared tensor by tensor with the
  * library's reader. */
-#include "test_util.h"
+#include "cli_run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,98 +21,7 @@
 #error "CKPT_CLI_PATH must name the built ckpt binary"
 #endif
 
-extern char **environ;
-
 /* ---- running the tool ---------------------------------------------------- */
-
-typedef struct cli_run {
-    int status; /* exit code, or -1 when it did not exit normally */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr, NUL-terminated */
-} cli_run;
-
-static char *slurp(const char *path)
-{
-    size_t n = 0;
-    uint8_t *p = test_read_file(path, &n);
-    char *s;
-    assert_non_null(p);
-    s = realloc(p, n + 1);
-    assert_non_null(s);
-    s[n] = '\0';
-    return s;
-}
-
-/* Working directory of the next runs (NULL: this process's). */
-static const char *spawn_cwd;
-
-/* Run `prog args...` (NULL-terminated) with stdout and stderr captured. */
-static cli_run run_prog(const char *prog, const char *const *args)
-{
-    char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
-    char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
-    const char *argv[64];
-    posix_spawn_file_actions_t fa;
-    cli_run r;
-    pid_t pid;
-    int st = 0, n = 0;
-    int fo = mkstemp(out_path), fe = mkstemp(err_path);
-    assert_true(fo >= 0 && fe >= 0);
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 63; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-    posix_spawn_file_actions_adddup2(&fa, fo, 1);
-    posix_spawn_file_actions_adddup2(&fa, fe, 2);
-    if (spawn_cwd)
-        assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, spawn_cwd),
-                         0);
-    assert_int_equal(
-        posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    while (waitpid(pid, &st, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    close(fo);
-    close(fe);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    unlink(out_path);
-    unlink(err_path);
-    return r;
-}
-
-static cli_run run_argv(const char *const *args)
-{
-    return run_prog(CKPT_CLI_PATH, args);
-}
-
-#define RUN(r, ...)                                                            \
-    do {                                                                       \
-        const char *args_[] = {__VA_ARGS__, NULL};                             \
-        (r) = run_argv(args_);                                                 \
-    } while (0)
-
-static void run_free(cli_run *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-/* Fail with the captured output when the exit code is not `want`. */
-static void expect_status(const cli_run *r, int want)
-{
-    if (r->status != want)
-        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
-                 r->status, want, r->out, r->err);
-}
-
-static void expect_contains(const char *hay, const char *needle)
-{
-    if (!strstr(hay, needle))
-        fail_msg("\"%s\" not found in:\n%s", needle, hay);
-}
 
 /* ---- JSON ---------------------------------------------------------------- */
 
@@ -621,9 +530,10 @@ static void test_ls_strays_and_incomplete(void **state)
     expect_contains(r.out, "model.ckpt-4.index");
     run_free(&r);
     /* "." names the same checkpoints the library resolves */
-    spawn_cwd = dir;
-    RUN(r, "ls", ".", "--json");
-    spawn_cwd = NULL;
+    {
+        const char *args[] = {"ls", ".", "--json", NULL};
+        r = cli_run_prog(CKPT_CLI_PATH, dir, args); /* from inside `dir` */
+    }
     expect_status(&r, 0);
     root = parse_json(r.out);
     assert_string_equal(json_object_get_string(jget(root, "latest")),
@@ -680,7 +590,7 @@ static void test_help_and_version(void **state)
     run_free(&r);
     {
         const char *none[] = {NULL};
-        r = run_argv(none);
+        r = cli_run_prog(CKPT_CLI_PATH, NULL, none);
         expect_status(&r, 2);
         expect_contains(r.err, "usage: ckpt <command>");
         run_free(&r);
@@ -713,7 +623,7 @@ static void test_usage_errors(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        cli_run r = run_argv(cases[i].args);
+        cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, cases[i].args);
         expect_status(&r, 2);
         expect_contains(r.err, cases[i].err);
         expect_contains(r.err, "usage: ckpt ");
@@ -1159,7 +1069,7 @@ static void test_example_write_checkpoint(void **state)
     json_object *root, *list, *v;
     cli_run r;
     (void)state;
-    r = run_prog(CKPT_EXAMPLE_WRITE_CHECKPOINT, args);
+    r = cli_run_prog(CKPT_EXAMPLE_WRITE_CHECKPOINT, NULL, args);
     expect_status(&r, 0);
     expect_contains(r.out, "model.ckpt-300\n");
     run_free(&r);

@@ -4,7 +4,7 @@
  * every dtype class, missing and extra tensors, dtype and shape), bitwise
  * versus --atol comparison (NaN payloads, -0, integers never tolerant),
  * the JSON report parsed with json-c, and usage and read errors (exit 2). */
-#include "test_util.h"
+#include "cli_run.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -19,93 +19,6 @@
 #ifndef CKPT_CLI_PATH
 #error "CKPT_CLI_PATH must name the built ckpt binary"
 #endif
-
-extern char **environ;
-
-/* ---- running the tool ---------------------------------------------------- */
-
-typedef struct cli_run {
-    int status; /* exit code, or -1 when it did not exit normally */
-    char *out;
-    char *err;
-} cli_run;
-
-static char *slurp(const char *path)
-{
-    size_t n = 0;
-    uint8_t *p = test_read_file(path, &n);
-    char *s;
-    assert_non_null(p);
-    s = realloc(p, n + 1);
-    assert_non_null(s);
-    s[n] = '\0';
-    return s;
-}
-
-static cli_run run_argv(const char *const *args)
-{
-    char out_path[] = "/tmp/ckpt-diff-out-XXXXXX";
-    char err_path[] = "/tmp/ckpt-diff-err-XXXXXX";
-    const char *argv[32];
-    posix_spawn_file_actions_t fa;
-    cli_run r;
-    pid_t pid;
-    int st = 0, n = 0;
-    int fo = mkstemp(out_path), fe = mkstemp(err_path);
-    assert_true(fo >= 0 && fe >= 0);
-    argv[n++] = CKPT_CLI_PATH;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-    posix_spawn_file_actions_adddup2(&fa, fo, 1);
-    posix_spawn_file_actions_adddup2(&fa, fe, 2);
-    assert_int_equal(posix_spawn(&pid, CKPT_CLI_PATH, &fa, NULL,
-                                 (char *const *)argv, environ),
-                     0);
-    posix_spawn_file_actions_destroy(&fa);
-    while (waitpid(pid, &st, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    close(fo);
-    close(fe);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    unlink(out_path);
-    unlink(err_path);
-    return r;
-}
-
-#define RUN(r, ...)                                                            \
-    do {                                                                       \
-        const char *args_[] = {__VA_ARGS__, NULL};                             \
-        (r) = run_argv(args_);                                                 \
-    } while (0)
-
-static void run_free(cli_run *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-static void expect_status(const cli_run *r, int want)
-{
-    if (r->status != want)
-        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
-                 r->status, want, r->out, r->err);
-}
-
-static void expect_contains(const char *hay, const char *needle)
-{
-    if (!strstr(hay, needle))
-        fail_msg("\"%s\" not found in:\n%s", needle, hay);
-}
-
-static void expect_lacks(const char *hay, const char *needle)
-{
-    if (strstr(hay, needle))
-        fail_msg("\"%s\" unexpected in:\n%s", needle, hay);
-}
 
 /* Number of lines of `text`. */
 static int count_lines(const char *text)

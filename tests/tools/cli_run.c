@@ -1,0 +1,84 @@
+/* tests/tools/cli_run.c - running programs with captured output for the
+ * CLI tests (see cli_run.h). */
+#include "cli_run.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char *slurp(const char *path)
+{
+    size_t n = 0;
+    uint8_t *p = test_read_file(path, &n);
+    char *s;
+    assert_non_null(p);
+    s = realloc(p, n + 1);
+    assert_non_null(s);
+    s[n] = '\0';
+    return s;
+}
+
+cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
+{
+    char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
+    char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
+    const char *argv[64];
+    posix_spawn_file_actions_t fa;
+    cli_run r;
+    pid_t pid;
+    int st = 0, n = 0;
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    assert_true(fo >= 0 && fe >= 0);
+    argv[n++] = prog;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+    posix_spawn_file_actions_adddup2(&fa, fo, 1);
+    posix_spawn_file_actions_adddup2(&fa, fe, 2);
+    if (cwd)
+        assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
+    assert_int_equal(
+        posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    close(fo);
+    close(fe);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+void run_free(cli_run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+void expect_status(const cli_run *r, int want)
+{
+    if (r->status != want)
+        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
+                 r->status, want, r->out, r->err);
+}
+
+void expect_contains(const char *hay, const char *needle)
+{
+    if (!strstr(hay, needle))
+        fail_msg("\"%s\" not found in:\n%s", needle, hay);
+}
+
+void expect_lacks(const char *hay, const char *needle)
+{
+    if (strstr(hay, needle))
+        fail_msg("\"%s\" unexpected in:\n%s", needle, hay);
+}

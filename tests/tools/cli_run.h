@@ -1,0 +1,35 @@
+/* tests/tools/cli_run.h - running a program (the `ckpt` tool, an example)
+ * from a test with its exit code, stdout and stderr captured, and the
+ * assertions the CLI tests make on them. Each test program defines
+ * CKPT_CLI_PATH (the built `ckpt`), which RUN uses. */
+#ifndef CKPT_TESTS_TOOLS_CLI_RUN_H
+#define CKPT_TESTS_TOOLS_CLI_RUN_H
+
+#include "test_util.h"
+
+typedef struct cli_run {
+    int status; /* exit code, or -1 when it did not exit normally */
+    char *out;  /* stdout, NUL-terminated */
+    char *err;  /* stderr, NUL-terminated */
+} cli_run;
+
+/* Run `prog args...` (NULL-terminated, at most 62) in directory `cwd`
+ * (NULL: this process's) with stdout and stderr captured. */
+cli_run cli_run_prog(const char *prog, const char *cwd,
+                     const char *const *args);
+
+/* Run the `ckpt` tool with the given arguments. */
+#define RUN(r, ...)                                                            \
+    do {                                                                       \
+        const char *args_[] = {__VA_ARGS__, NULL};                             \
+        (r) = cli_run_prog(CKPT_CLI_PATH, NULL, args_);                        \
+    } while (0)
+
+void run_free(cli_run *r);
+
+/* Fail with the captured output when the exit code is not `want`. */
+void expect_status(const cli_run *r, int want);
+void expect_contains(const char *hay, const char *needle);
+void expect_lacks(const char *hay, const char *needle);
+
+#endif
