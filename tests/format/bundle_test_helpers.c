@@ -177,3 +177,32 @@ ckpt__bundle_entry bt_make_entry(int dtype, int64_t dim0, int shard,
     e.crc32c = crc;
     return e;
 }
+
+int bt_setup(void **state)
+{
+    bt_fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    f->prefix = bt_path(f->dir, "ckpt");
+    *state = f;
+    return 0;
+}
+
+int bt_teardown(void **state)
+{
+    bt_fixture *f = *state;
+    free(f->prefix);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+ckpt_shape bt_shape(int rank, const int64_t *dims)
+{
+    ckpt_shape s;
+    memset(&s, 0, sizeof(s));
+    s.rank = rank;
+    for (int i = 0; i < rank; i++)
+        s.dims[i] = dims[i];
+    return s;
+}

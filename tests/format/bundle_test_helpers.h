@@ -48,4 +48,17 @@ void bt_entry(ckpt_buf *out, const ckpt__bundle_entry *e);
 ckpt__bundle_entry bt_make_entry(int dtype, int64_t dim0, int shard,
                                  int64_t offset, int64_t size, uint32_t crc);
 
+/* The usual fixture: a temporary directory and the prefix <dir>/ckpt. */
+typedef struct bt_fixture {
+    char *dir;
+    char *prefix;
+} bt_fixture;
+
+/* cmocka setup and teardown making and removing a bt_fixture. */
+int bt_setup(void **state);
+int bt_teardown(void **state);
+
+/* A shape of `rank` dimensions `dims`. */
+ckpt_shape bt_shape(int rank, const int64_t *dims);
+
 #endif

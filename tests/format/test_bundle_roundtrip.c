@@ -17,48 +17,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-typedef struct fixture {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = bt_path(f->dir, "ckpt");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    free(f->prefix);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
-}
-
-static ckpt_shape shape_of(int rank, const int64_t *dims)
-{
-    ckpt_shape s;
-    memset(&s, 0, sizeof(s));
-    s.rank = rank;
-    for (int i = 0; i < rank; i++)
-        s.dims[i] = dims[i];
-    return s;
-}
+typedef bt_fixture fixture;
 
 static ckpt_shape shape1(int64_t d)
 {
-    return shape_of(1, &d);
+    return bt_shape(1, &d);
 }
 
 static ckpt_shape scalar(void)
 {
-    return shape_of(0, NULL);
+    return bt_shape(0, NULL);
 }
 
 static ckpt_bundle_writer *open_writer(const char *prefix, int shards,
@@ -113,7 +81,7 @@ static void test_spec_example_exact_files(void **state)
         0x00, 0x00, 0x80, 0x40, 0x00, 0x00, 0xa0, 0x40, 0x00, 0x00, 0xc0, 0x40};
     fixture *f = *state;
     int64_t dims[2] = {2, 3};
-    ckpt_shape s = shape_of(2, dims);
+    ckpt_shape s = bt_shape(2, dims);
     ckpt_bundle_writer *w = open_writer(f->prefix, 0, 0, NULL);
     uint8_t *data;
     size_t n;
@@ -202,7 +170,7 @@ static void test_every_fixed_dtype(void **state)
 {
     fixture *f = *state;
     int64_t dims[2] = {2, 3};
-    ckpt_shape s = shape_of(2, dims);
+    ckpt_shape s = bt_shape(2, dims);
     size_t nd = sizeof(fixed_dtypes) / sizeof(fixed_dtypes[0]);
     ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
     ckpt_bundle_reader *r;
@@ -338,7 +306,7 @@ static void test_strings_varied(void **state)
     static const uint8_t bin[] = {0x00, 0xff, 0x00, 0x80, 0x7f, 0x0a};
     char *big = malloc(300);
     int64_t dims[2] = {2, 2};
-    ckpt_shape s22 = shape_of(2, dims);
+    ckpt_shape s22 = bt_shape(2, dims);
     ckpt_shape s0 = shape1(0);
     ckpt_shape sc = scalar();
     ckpt_slice four[4] = {{"", 0}, {bin, sizeof(bin)}, {NULL, 0}, {NULL, 300}};
@@ -772,7 +740,7 @@ static int add_bad_rank(ckpt_bundle_writer *w)
 static int add_overflow_shape(ckpt_bundle_writer *w)
 {
     int64_t dims[3] = {INT64_MAX / 2, 4, 1};
-    ckpt_shape s = shape_of(3, dims);
+    ckpt_shape s = bt_shape(3, dims);
     float v = 0;
     return ckpt_bundle_writer_add(w, "huge", CKPT_DT_FLOAT, &s, &v, sizeof(v));
 }
@@ -1407,52 +1375,61 @@ static void test_leveldb_reads_our_index(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_spec_example_exact_files, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_strings_spec_example, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_every_fixed_dtype, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_typed_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_strings_varied, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_two_shards, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_three_shards, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unused_shard_is_empty_file, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_alignment_padding, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_keys_sorted_bytewise, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_many_tensors_multi_block, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_spec_example_exact_files, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_strings_spec_example, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_every_fixed_dtype, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_typed_values, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_strings_varied, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_two_shards, bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_three_shards, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_unused_shard_is_empty_file,
+                                        bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_alignment_padding, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_keys_sorted_bytewise, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_many_tensors_multi_block, bt_setup,
+                                        bt_teardown),
         cmocka_unit_test_setup_teardown(
-            test_large_and_small_records_interleaved, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_duplicate_name, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_duplicate_across_kinds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_invalid_adds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_abandon_leaves_nothing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_finish_twice, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_overwrite_existing_bundle, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_reader_api_errors, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_add_record_copies_bundle, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_raw_image_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_raw_image_out_of_range, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fault_at_every_op, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_fault_persistent_enospc, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_read_faults, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_allocation_failures, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_leveldb_reads_our_index, setup,
-                                        teardown),
+            test_large_and_small_records_interleaved, bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_name, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_across_kinds, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_adds, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_open_errors, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_abandon_leaves_nothing, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_finish_twice, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_existing_bundle,
+                                        bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_api_errors, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_add_record_copies_bundle, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_raw_image_path, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_raw_image_out_of_range, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_at_every_op, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_persistent_enospc, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_read_faults, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_leveldb_reads_our_index, bt_setup,
+                                        bt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,44 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fixture {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = bt_path(f->dir, "ckpt");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    free(f->prefix);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
-}
-
-static ckpt_shape shape_of(int rank, const int64_t *dims)
-{
-    ckpt_shape s;
-    memset(&s, 0, sizeof(s));
-    s.rank = rank;
-    for (int i = 0; i < rank; i++)
-        s.dims[i] = dims[i];
-    return s;
-}
+typedef bt_fixture fixture;
 
 static ckpt_shape shape2(int64_t a, int64_t b)
 {
     int64_t d[2] = {a, b};
-    return shape_of(2, d);
+    return bt_shape(2, d);
 }
 
 static ckpt__tensor_slice slice_of(int rank, const int64_t *start,
@@ -490,7 +458,7 @@ static void test_roundtrip_3d_middle_dimension(void **state)
 {
     fixture *f = *state;
     int64_t dims[3] = {2, 5, 3};
-    ckpt_shape full = shape_of(3, dims);
+    ckpt_shape full = bt_shape(3, dims);
     ckpt_slice_extent a[3] = {
         {0, CKPT_SLICE_FULL}, {0, 2}, {0, CKPT_SLICE_FULL}};
     ckpt_slice_extent b[3] = {{0, 2}, {2, 3}, {0, 3}};
@@ -1226,23 +1194,26 @@ int main(void)
         cmocka_unit_test(test_ordered_code_sorts_like_numbers),
         cmocka_unit_test(test_slice_key_spec_example),
         cmocka_unit_test(test_tensor_slice_proto_bytes),
-        cmocka_unit_test_setup_teardown(test_writer_spec_example_entries, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_roundtrip_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_spec_example_entries,
+                                        bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_roundtrip_rows, bt_setup,
+                                        bt_teardown),
         cmocka_unit_test_setup_teardown(test_roundtrip_3d_middle_dimension,
-                                        setup, teardown),
+                                        bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_roundtrip_columns_across_shards,
-                                        setup, teardown),
+                                        bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_whole_piece_is_ordinary_entry,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reader_hand_made_good, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_reader_big_endian_pieces, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_reader_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_leveldb_reads_slice_keys, setup,
-                                        teardown),
+                                        bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_errors, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_hand_made_good, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_big_endian_pieces, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_errors, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_leveldb_reads_slice_keys, bt_setup,
+                                        bt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
