@@ -722,9 +722,16 @@ static int check_read_target(const ckpt_tensor_entry **out,
                            dtype_label(e->dtype));
     /* A partitioned tensor's entry has no record: its size is the full
      * shape's. */
-    want = e->num_slices > 0
-               ? element_count(e) * (uint64_t)ckpt_dtype_size(e->dtype)
-               : (uint64_t)e->size;
+    want = (uint64_t)e->size;
+    if (e->num_slices > 0) {
+        int64_t full = 0;
+        if (ckpt_tensor_byte_size(&full, e->dtype, &e->shape) < 0)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': byte size of the shape "
+                               "overflows",
+                               r->index_path.ptr, entry_name(&sn, e));
+        want = (uint64_t)full;
+    }
     if ((uint64_t)dst_size != want || (!dst && dst_size > 0))
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': destination of %zu bytes, the "

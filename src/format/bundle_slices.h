@@ -153,8 +153,8 @@ typedef struct ckpt__partitioned_read {
 /* Read every piece of the partitioned tensor (each record's CRC checked
  * unless the reader skips checksums) and assemble the whole tensor,
  * row-major in its full shape, into `dst` (`dst_size` bytes, which must be
- * its byte size), in host byte order. 0, CKPT_EINVAL (size), CKPT_ENOTSUP
- * (string or unsupported dtype), CKPT_ECORRUPT (pieces missing, out of
+ * its byte size, as the caller has checked along with a fixed-size dtype),
+ * in host byte order. 0, CKPT_ECORRUPT (pieces missing, out of
  * range, overlapping, of another dtype or shape, or not covering the
  * tensor; a damaged record), CKPT_ENOTFOUND (data file) or CKPT_EIO. */
 int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,

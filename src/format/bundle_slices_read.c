@@ -294,7 +294,7 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
     ckpt__shown_name sn;
-    int64_t count = 0, bytes = 0;
+    int64_t count = 0;
     int err;
 
     memset(&as, 0, sizeof(as));
@@ -303,26 +303,12 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
     as.name = ckpt__show_name(&sn, e->name, e->name_len);
     as.esize = ckpt_dtype_size(e->dtype);
     as.dst = dst;
-    if (e->dtype == CKPT_DT_STRING)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "%s: tensor '%s': partitioned string tensor (%d "
-                           "slices) not supported",
-                           pr->index_path, as.name, e->num_slices);
-    if (as.esize == 0)
-        return ckpt__error(
-            CKPT_ENOTSUP, "%s: tensor '%s': dtype %d (%s) is not supported",
-            pr->index_path, as.name, e->dtype, ckpt__dtype_label(e->dtype));
-    if (ckpt_shape_num_elements(&count, &e->shape) < 0 ||
-        ckpt__mul_overflow_i64(count, (int64_t)as.esize, &bytes))
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': byte size of the shape "
-                           "overflows",
+    /* dtype (fixed-size), shape and dst_size were checked by the reader
+     * (check_read_target) before it came here. */
+    (void)dst_size;
+    if (ckpt_shape_num_elements(&count, &e->shape) < 0)
+        return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': bad shape",
                            pr->index_path, as.name);
-    if ((uint64_t)dst_size != (uint64_t)bytes || (!dst && dst_size > 0))
-        return ckpt__error(CKPT_EINVAL,
-                           "%s: tensor '%s': destination of %zu bytes, the "
-                           "tensor has %lld",
-                           pr->index_path, as.name, dst_size, (long long)bytes);
     if (e->shape.rank == 0)
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': a scalar with %d slices",
