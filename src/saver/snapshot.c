@@ -65,7 +65,7 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
     return ckpt__snapshot_range(vars, 0, n, img);
 }
 
-static void copy_claimed(ckpt__snapshot_work *w)
+void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w)
 {
     for (;;) {
         size_t k = atomic_fetch_add(&w->next, 1);
@@ -74,11 +74,6 @@ static void copy_claimed(ckpt__snapshot_work *w)
         (void)ckpt__snapshot_range(w->vars, w->plain[k], w->plain[k] + 1,
                                    w->img);
     }
-}
-
-void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w)
-{
-    copy_claimed(w);
 }
 
 int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
@@ -93,7 +88,7 @@ int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
             return err;
         }
     }
-    copy_claimed(w);
+    ckpt__snapshot_claim_plain(w);
     return 0;
 }
 
