@@ -196,6 +196,15 @@ int ckpt__block_iterate(const uint8_t *block, size_t n, const char *what,
         goto done;
     }
     restart_start = n - 4 - 4 * (size_t)num_restarts;
+    /* An empty block has one restart point (LevelDB's builder) or none;
+     * more would be work without entries. */
+    if (restart_start == 0 && num_restarts > 1) {
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: bad block contents (%" PRIu32
+                          " restart points but no entries)",
+                          what, num_restarts);
+        goto done;
+    }
     if (num_restarts == 0 && restart_start > 0) {
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: bad block contents (entries but no restart "
