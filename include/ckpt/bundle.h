@@ -154,7 +154,11 @@ typedef struct ckpt_tensor_entry {
     int is_slice_key; /**< the key is a binary slice key (starts with 0) */
 } ckpt_tensor_entry;
 
-/** Open the bundle at `prefix` and validate its index.
+/** Open the bundle at `prefix` and validate its index. The index is read
+ *  block by block, never whole (blocks of at most 64 MiB); records that
+ *  share bytes of a data file make it corrupt. With the POSIX file system
+ *  an index or data file that is not a regular file (a FIFO, a device) is
+ *  refused with CKPT_EIO without blocking.
  *  @return 0, CKPT_ENOTFOUND (no <prefix>.index), CKPT_ECORRUPT, CKPT_EIO,
  *          CKPT_ENOMEM or CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_bundle_reader_open(ckpt_bundle_reader **out,
@@ -294,6 +298,8 @@ CKPT_EXTERN(int) ckpt_record_stream_next(ckpt_record_stream *s,
 CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
+ *  Records are read through a ckpt_record_stream (string records whole),
+ *  so memory does not grow with a tensor's size.
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (missing shard), CKPT_EIO */
 CKPT_EXTERN(int) ckpt_bundle_reader_verify(ckpt_bundle_reader *r);
 
