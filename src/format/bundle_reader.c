@@ -1,6 +1,9 @@
 /* format/bundle_reader.c - ckpt_bundle_reader: loads and validates a whole
- * bundle index when opened, then reads records from the data shards, which
- * are opened on first use and kept open.
+ * bundle index when opened (read block by block, never held whole; records
+ * that overlap in a data file are refused), then reads records from the
+ * data shards, which are opened on first use and kept open. Record
+ * streams (bundle_stream.c) and partitioned-tensor checks read through
+ * the helpers of bundle_reader_internal.h.
  *
  *   <prefix>.index:  SSTable { "" -> BundleHeaderProto (first key),
  *                              name -> BundleEntryProto ... }
@@ -544,30 +547,42 @@ int ckpt__bundle_reader_check_record(ckpt_bundle_reader *r,
     return locate(r, e, &s);
 }
 
-int ckpt__bundle_reader_read_part(ckpt_bundle_reader *r,
-                                  const ckpt_tensor_entry *e, uint64_t off,
-                                  void *dst, size_t n)
+/* Read bytes [off, off + n) of the record of `e` from its data file `s`
+ * (located), looping over short reads. */
+static int read_located(ckpt_bundle_reader *r, struct rshard *s,
+                        const ckpt_tensor_entry *e, uint64_t off, void *dst,
+                        size_t n)
 {
-    struct rshard *s;
     shown_name sn;
     size_t done = 0;
-    int err = locate(r, e, &s);
-    while (err == 0 && done < n) {
+    while (done < n) {
         size_t got = 0;
-        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
-                             (uint64_t)e->offset + off + done, &got);
+        int err =
+            ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
+                           (uint64_t)e->offset + off + done, &got);
         if (err < 0)
             return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
                                       entry_name(&sn, e));
         if (got == 0)
             return ckpt__error(CKPT_ECORRUPT,
-                               "%s: tensor '%s': data file ended %llu bytes "
-                               "into the record of %lld",
+                               "%s: tensor '%s': data file ended after %llu "
+                               "of %lld bytes of the record",
                                r->path.ptr, entry_name(&sn, e),
                                (unsigned long long)(off + done),
                                (long long)e->size);
         done += got;
     }
+    return 0;
+}
+
+int ckpt__bundle_reader_read_part(ckpt_bundle_reader *r,
+                                  const ckpt_tensor_entry *e, uint64_t off,
+                                  void *dst, size_t n)
+{
+    struct rshard *s;
+    int err = locate(r, e, &s);
+    if (err == 0)
+        err = read_located(r, s, e, off, dst, n);
     return err;
 }
 
@@ -597,33 +612,19 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                      void *dst, uint32_t *crc)
 {
     struct rshard *s;
-    shown_name sn;
     size_t done = 0;
-    size_t n;
+    size_t n = (size_t)e->size;
     int err = locate(r, e, &s);
-    if (err < 0)
-        return err;
-    n = (size_t)e->size;
-    while (done < n) {
-        size_t got = 0;
+    while (err == 0 && done < n) {
         size_t want = n - done;
         if (crc && want > CRC_READ_CHUNK)
             want = CRC_READ_CHUNK;
-        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, want,
-                             (uint64_t)e->offset + done, &got);
-        if (err < 0)
-            return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
-                                      entry_name(&sn, e));
-        if (got == 0)
-            return ckpt__error(CKPT_ECORRUPT,
-                               "%s: tensor '%s': data file ended after %zu "
-                               "of %zu bytes of the record",
-                               r->path.ptr, entry_name(&sn, e), done, n);
-        if (crc)
-            *crc = ckpt__crc32c_extend(*crc, (uint8_t *)dst + done, got);
-        done += got;
+        err = read_located(r, s, e, done, (uint8_t *)dst + done, want);
+        if (err == 0 && crc)
+            *crc = ckpt__crc32c_extend(*crc, (uint8_t *)dst + done, want);
+        done += want;
     }
-    return 0;
+    return err;
 }
 
 /* A length word of the length checksum in the bundle's byte order. */
