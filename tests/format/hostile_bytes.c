@@ -150,6 +150,54 @@ void hb_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
     hb_fixed64(file, 0xdb4775248b80fb57ull);
 }
 
+void hb_write_repeated_handles(const char *path, const void *block,
+                               size_t block_len, int type, size_t n)
+{
+    ckpt_buf file = CKPT_BUF_INIT, handle = CKPT_BUF_INIT;
+    ckpt_buf meta = CKPT_BUF_INIT, mh = CKPT_BUF_INIT, ih = CKPT_BUF_INIT;
+    ckpt_buf index = CKPT_BUF_INIT;
+    ckpt_buf *keys = calloc(n, sizeof(*keys));
+    ckpt_buf *values = calloc(n, sizeof(*values));
+    assert_true(keys && values);
+    hb_put_block(&file, block, block_len, type, &handle);
+    for (size_t i = 0; i < n; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "k%08zu", i);
+        put(&keys[i], k, strlen(k));
+        put(&values[i], handle.ptr, handle.size);
+    }
+    hb_block(&meta, NULL, NULL, 0);
+    hb_put_block(&file, meta.ptr, meta.size, 0, &mh);
+    hb_block(&index, keys, values, n);
+    hb_put_block(&file, index.ptr, index.size, 0, &ih);
+    hb_put_footer(&file, &mh, &ih);
+    test_write_file(path, file.ptr, file.size);
+    for (size_t i = 0; i < n; i++) {
+        ckpt_buf_dispose(&keys[i]);
+        ckpt_buf_dispose(&values[i]);
+    }
+    free(keys);
+    free(values);
+    ckpt_buf_dispose(&file);
+    ckpt_buf_dispose(&handle);
+    ckpt_buf_dispose(&meta);
+    ckpt_buf_dispose(&mh);
+    ckpt_buf_dispose(&ih);
+    ckpt_buf_dispose(&index);
+}
+
+uint8_t *hb_restart_flood(size_t *n)
+{
+    const size_t size = (size_t)1 << 20;
+    uint8_t *b = calloc(1, size);
+    uint32_t count = (uint32_t)(size / 4 - 1);
+    assert_non_null(b);
+    for (int i = 0; i < 4; i++)
+        b[size - 4 + (size_t)i] = (uint8_t)(count >> (8 * i));
+    *n = size;
+    return b;
+}
+
 void hb_write_index(const char *path, const char *const *names,
                     const ckpt_buf *entries, size_t n)
 {

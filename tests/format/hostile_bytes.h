@@ -52,6 +52,16 @@ void hb_put_block(ckpt_buf *file, const void *block, size_t n, int type,
 void hb_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
                    const ckpt_buf *index_handle);
 
+/* An index file at `path` whose index block has `n` entries ("k00000000",
+ * ...) all naming one data block, `block` of `block_len` bytes stored as
+ * `type`: what makes a reader without bounds read it `n` times. */
+void hb_write_repeated_handles(const char *path, const void *block,
+                               size_t block_len, int type, size_t n);
+
+/* A 1 MiB block without entries and with 262,143 restart points, all 0
+ * (malloc'd; *n = its size). */
+uint8_t *hb_restart_flood(size_t *n);
+
 /* An index file at `path` for a one-shard bundle: the header and the
  * entries name[i] -> entry[i] (names sorted, each below "\xff"), in one
  * data block (bt_write_raw_table). */

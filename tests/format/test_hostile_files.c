@@ -384,62 +384,12 @@ static void test_partitioned_zero_dim_before_huge(void **state)
 /* ---- 5. work amplification --------------------------------------------------
  */
 
-/* A table whose index has `n` entries all naming one `block` of
- * `block_len` bytes (stored as `type`). */
-static void write_repeated_handles(const fixture *f, const void *block,
-                                   size_t block_len, int type, size_t n)
-{
-    ckpt_buf file = CKPT_BUF_INIT, handle = CKPT_BUF_INIT;
-    ckpt_buf meta = CKPT_BUF_INIT, mh = CKPT_BUF_INIT, ih = CKPT_BUF_INIT;
-    ckpt_buf index = CKPT_BUF_INIT;
-    ckpt_buf *keys = calloc(n, sizeof(*keys));
-    ckpt_buf *values = calloc(n, sizeof(*values));
-    assert_true(keys && values);
-    hb_put_block(&file, block, block_len, type, &handle);
-    for (size_t i = 0; i < n; i++) {
-        char k[16];
-        snprintf(k, sizeof(k), "k%08zu", i);
-        assert_ckpt_ok(ckpt__buf_put(&keys[i], k, strlen(k)));
-        assert_ckpt_ok(ckpt__buf_put(&values[i], handle.ptr, handle.size));
-    }
-    hb_block(&meta, NULL, NULL, 0);
-    hb_put_block(&file, meta.ptr, meta.size, 0, &mh);
-    hb_block(&index, keys, values, n);
-    hb_put_block(&file, index.ptr, index.size, 0, &ih);
-    hb_put_footer(&file, &mh, &ih);
-    test_write_file(f->index, file.ptr, file.size);
-    for (size_t i = 0; i < n; i++) {
-        ckpt_buf_dispose(&keys[i]);
-        ckpt_buf_dispose(&values[i]);
-    }
-    free(keys);
-    free(values);
-    ckpt_buf_dispose(&file);
-    ckpt_buf_dispose(&handle);
-    ckpt_buf_dispose(&meta);
-    ckpt_buf_dispose(&mh);
-    ckpt_buf_dispose(&ih);
-    ckpt_buf_dispose(&index);
-}
-
-/* 1 MiB of block: no entries, 262,143 restart points (all 0). */
-static uint8_t *restart_flood(size_t *n)
-{
-    uint8_t *b = calloc(1, MIB);
-    uint32_t count = (uint32_t)(MIB / 4 - 1);
-    assert_non_null(b);
-    for (int i = 0; i < 4; i++)
-        b[MIB - 4 + (size_t)i] = (uint8_t)(count >> (8 * i));
-    *n = MIB;
-    return b;
-}
-
 static void test_restart_flood(void **state)
 {
     fixture *f = *state;
     size_t n;
-    uint8_t *block = restart_flood(&n);
-    write_repeated_handles(f, block, n, 0, 20000);
+    uint8_t *block = hb_restart_flood(&n);
+    hb_write_repeated_handles(f->index, block, n, 0, 20000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "262143 restart points but no entries");
     expect_msg_has(f, f->index);
@@ -450,14 +400,14 @@ static void test_restart_flood_snappy(void **state)
 {
     fixture *f = *state;
     size_t n;
-    uint8_t *block = restart_flood(&n);
+    uint8_t *block = hb_restart_flood(&n);
     size_t clen = snappy_max_compressed_length(n);
     char *packed = malloc(clen);
     assert_non_null(packed);
     assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
                      SNAPPY_OK);
     assert_true(clen < 100000); /* the variant: about 49 KB */
-    write_repeated_handles(f, packed, clen, 1, 20000);
+    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "262143 restart points but no entries");
     free(packed);
@@ -471,7 +421,7 @@ static void test_repeated_data_block(void **state)
     ckpt_buf block = CKPT_BUF_INIT, key = CKPT_BUF_INIT, value = CKPT_BUF_INIT;
     hb_header(&value, 1);
     hb_block(&block, &key, &value, 1); /* "" -> header */
-    write_repeated_handles(f, block.ptr, block.size, 0, 1000);
+    hb_write_repeated_handles(f->index, block.ptr, block.size, 0, 1000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "overlaps or precedes the one before it");
     ckpt_buf_dispose(&block);

@@ -8,6 +8,7 @@
 
 #include "format/hostile_bytes.h"
 
+#include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,34 @@ static void test_fifo_state_file(void **state)
     run_free(&r);
 }
 
+/* ---- 2. sizes and 5. work amplification ---------------------------------- */
+
+static void test_sparse_10g_index(void **state)
+{
+    fixture *f = *state;
+    hb_write_sparse(f->index, (uint64_t)10 << 30, NULL, 0);
+    expect_cmd(f, "inspect", 1, "bad magic number");
+    expect_cmd(f, "verify", 1, "bad magic number");
+}
+
+/* 20,000 index entries naming one 1 MiB block of 262,143 restart points
+ * (the issue's 49 KB Snappy variant): refused at the first block. */
+static void test_restart_flood(void **state)
+{
+    fixture *f = *state;
+    size_t n;
+    uint8_t *block = hb_restart_flood(&n);
+    size_t clen = snappy_max_compressed_length(n);
+    char *packed = malloc(clen);
+    assert_non_null(packed);
+    assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
+                     SNAPPY_OK);
+    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
+    expect_cmd(f, "inspect", 1, "262143 restart points but no entries");
+    free(packed);
+    free(block);
+}
+
 /* ---- 3. shapes against data files -------------------------------------------
  */
 
@@ -208,6 +237,8 @@ int main(void)
         T(test_fifo_index),
         T(test_fifo_data_file),
         T(test_fifo_state_file),
+        T(test_sparse_10g_index),
+        T(test_restart_flood),
         T(test_huge_tensor_small_data_file),
         T(test_partitioned_huge_full_shape),
         T(test_record_larger_than_memory),
