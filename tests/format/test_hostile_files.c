@@ -14,6 +14,9 @@
 #include "format/table.h"
 #include "util/crc32c.h"
 
+#include "ckpt/sys/fs_fault.h"
+
+#include <errno.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +359,68 @@ static void test_stream_pieces(void **state)
     ckpt_bundle_reader_free(r);
 }
 
+/* Open and stream "t" through `fs`: the error of the first failing step. */
+static int stream_through_fs(const fixture *f, const ckpt_fs *fs,
+                             uint64_t *bytes)
+{
+    ckpt_bundle_reader_options opts = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_record_stream *s = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    const void *data;
+    size_t n = 1;
+    int err;
+    opts.fs = fs;
+    *bytes = 0;
+    err = ckpt_bundle_reader_open(&r, f->prefix, &opts);
+    if (err == 0)
+        err = ckpt_bundle_reader_find(&e, r, "t");
+    if (err == 0)
+        err = ckpt_record_stream_open(&s, r, e, 0);
+    while (err == 0 && n > 0) {
+        err = ckpt_record_stream_next(s, &data, &n);
+        *bytes += n;
+    }
+    ckpt_record_stream_free(s);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* Every I/O operation of opening the index block by block and streaming a
+ * record, failed in turn: the error comes back naming the file, nothing
+ * leaks (ASan), and without the fault the record reads whole. */
+static void test_stream_io_faults(void **state)
+{
+    fixture *f = *state;
+    const unsigned mask = CKPT_FS_OP_ALL;
+    const uint64_t size = 3 * MIB + 8;
+    ckpt_fs_fault *ff = NULL;
+    uint64_t total, bytes = 0, failed = 0;
+    write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size));
+    hb_write_sparse(f->data0, size, NULL, 0);
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    assert_ckpt_ok(stream_through_fs(f, ckpt_fs_fault_fs(ff), &bytes));
+    assert_int_equal(bytes, size);
+    total = ckpt_fs_fault_count(ff, mask);
+    assert_true(total >= 8); /* open, size, footer, blocks, 4 pieces, ... */
+    for (uint64_t n = 1; n <= total; n++) {
+        int rc;
+        ckpt_fs_fault_fail(ff, n, mask, EIO, 0, 0);
+        rc = stream_through_fs(f, ckpt_fs_fault_fs(ff), &bytes);
+        ckpt_fs_fault_clear(ff);
+        if (rc == 0)
+            continue; /* a failed close after the reads is not reported */
+        assert_int_equal(rc, CKPT_EIO);
+        failed++;
+        if (!strstr(ckpt_error_last()->message, f->index) &&
+            !strstr(ckpt_error_last()->message, f->data0))
+            fail_msg("operation %llu: the message names no file: %s",
+                     (unsigned long long)n, ckpt_error_last()->message);
+    }
+    assert_true(failed + 3 >= total); /* all but the closes fail the read */
+    ckpt_fs_fault_free(ff);
+}
+
 /* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
 static void test_partitioned_huge_full_shape(void **state)
 {
@@ -471,6 +536,7 @@ int main(void)
         T(test_huge_tensor_small_data_file),
         T(test_record_larger_than_memory),
         T(test_stream_pieces),
+        T(test_stream_io_faults),
         T(test_partitioned_huge_full_shape),
         T(test_partitioned_zero_dim_before_huge),
         T(test_restart_flood),
