@@ -155,7 +155,7 @@ typedef struct ckpt_tensor_entry {
 } ckpt_tensor_entry;
 
 /** Open the bundle at `prefix` and validate its index. The index is read
- *  block by block, never whole (blocks of at most 64 MiB); records that
+ *  block by block, never whole (blocks of at most 32 MiB); records that
  *  share bytes of a data file make it corrupt. With the POSIX file system
  *  an index or data file that is not a regular file (a FIFO, a device) is
  *  refused with CKPT_EIO without blocking.

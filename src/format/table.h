@@ -42,9 +42,9 @@ void ckpt__table_builder_free(ckpt__table_builder *t);
 
 /* ---- reader ------------------------------------------------------------- */
 
-/* The largest block a reader accepts, stored or decompressed (64 MiB;
+/* The largest block a reader accepts, stored or decompressed (32 MiB;
  * TensorFlow's are 256 KiB, or one entry when an entry is larger). */
-#define CKPT__TABLE_MAX_BLOCK ((uint64_t)64 << 20)
+#define CKPT__TABLE_MAX_BLOCK ((uint64_t)32 << 20)
 
 /* Validate the table image `file`/`n` (footer, magic, handles, every block's
  * trailer type and CRC, Snappy blocks decompressed, block structure, data
@@ -56,8 +56,10 @@ int ckpt__table_iterate(const uint8_t *file, size_t n, const char *name,
                         ckpt__block_entry_cb cb, void *payload);
 
 /* The same for the table in the open file `f` of `size` bytes, read block
- * by block (never whole): at most two blocks of CKPT__TABLE_MAX_BLOCK bytes
- * are held at a time. I/O errors as ckpt__fs_pread's. */
+ * by block (never whole): the index block and one data block are held at
+ * a time, each at most CKPT__TABLE_MAX_BLOCK bytes as stored and as
+ * decompressed (so each allocation stays below the fuzzers' 64 MiB cap).
+ * I/O errors as ckpt__fs_pread's. */
 int ckpt__table_iterate_file(const ckpt_fs *fs, ckpt_file *f, uint64_t size,
                              const char *name, ckpt__block_entry_cb cb,
                              void *payload);
