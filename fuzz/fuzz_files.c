@@ -23,7 +23,8 @@
  *
  * Then: the state file read and the latest checkpoint looked up; the
  * bundle opened, verified, and each entry's data size checked and its
- * record streamed to the end (strings read whole). Checks: documented
+ * record streamed to the end (strings read whole, partitioned tensors of
+ * up to 16 MiB assembled). Checks: documented
  * error codes with a message; a FIFO is refused with CKPT_EIO, never a
  * hang (libFuzzer's -timeout catches that); a stream hands out exactly the
  * record's bytes in pieces of at most CKPT_RECORD_STREAM_PIECE; the capped
@@ -45,6 +46,8 @@
 #define HEADER_BYTES 8
 #define INDEX_HOLE_UNIT ((uint64_t)16 << 20)
 #define TAIL_HOLE_UNIT ((uint64_t)128 << 10)
+/* Largest partitioned tensor assembled (the target's own allocation). */
+#define ASSEMBLE_MAX ((uint64_t)16 << 20)
 
 enum {
     FIFO_INDEX = 1,
@@ -160,6 +163,28 @@ static void stream_record(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
     ckpt_record_stream_free(s);
 }
 
+/* Assemble a partitioned tensor whose pieces ckpt_bundle_reader_data_size
+ * accepted (`bytes`, bounded by the pieces' records in the data files):
+ * the strides and runs of its shape, however large, must stay checked. */
+static void read_partitioned(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                             uint64_t bytes)
+{
+    uint8_t *dst;
+    int rc;
+    if (bytes > ASSEMBLE_MAX || strlen(e->name) != e->name_len)
+        return;
+    dst = malloc(bytes ? (size_t)bytes : 1);
+    CKPT_FUZZ_CHECK(dst != NULL);
+    rc = ckpt_bundle_reader_read(r, e->name, bytes ? dst : NULL, (size_t)bytes);
+    if (rc != 0) {
+        check_error(rc);
+        CKPT_FUZZ_CHECK(rc == CKPT_ECORRUPT || rc == CKPT_EIO);
+    } else {
+        ckpt_fuzz_touch(dst, (size_t)bytes);
+    }
+    free(dst);
+}
+
 static void read_entries(ckpt_bundle_reader *r, int data_fifo)
 {
     size_t count = ckpt_bundle_reader_count(r);
@@ -184,8 +209,11 @@ static void read_entries(ckpt_bundle_reader *r, int data_fifo)
         } else if (e->num_slices == 0) {
             CKPT_FUZZ_CHECK(bytes == (uint64_t)e->size);
         }
-        if (e->num_slices > 0)
+        if (e->num_slices > 0) {
+            if (rc == 0)
+                read_partitioned(r, e, bytes);
             continue;
+        }
         if (e->dtype != CKPT_DT_STRING) {
             stream_record(r, e);
         } else if (strlen(e->name) == e->name_len) {
