@@ -185,6 +185,17 @@ static void read_partitioned(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     free(dst);
 }
 
+/* ckpt_bundle_reader_check: the whole tensor checked in bounded memory. */
+static void check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
+{
+    int rc = ckpt_bundle_reader_check(r, e);
+    if (rc != 0) {
+        check_error(rc);
+        CKPT_FUZZ_CHECK(rc == CKPT_ECORRUPT || rc == CKPT_EIO ||
+                        rc == CKPT_ENOTFOUND || rc == CKPT_ENOTSUP);
+    }
+}
+
 static void read_entries(ckpt_bundle_reader *r, int data_fifo)
 {
     size_t count = ckpt_bundle_reader_count(r);
@@ -209,6 +220,7 @@ static void read_entries(ckpt_bundle_reader *r, int data_fifo)
         } else if (e->num_slices == 0) {
             CKPT_FUZZ_CHECK(bytes == (uint64_t)e->size);
         }
+        check_entry(r, e);
         if (e->num_slices > 0) {
             if (rc == 0)
                 read_partitioned(r, e, bytes);

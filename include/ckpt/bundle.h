@@ -258,6 +258,21 @@ CKPT_EXTERN(int) ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
                                               const ckpt_tensor_entry *entry,
                                               uint64_t *bytes);
 
+/** Check one tensor the way reading it would, without holding its data:
+ *  a record is read through a ckpt_record_stream and its CRC compared
+ *  (even when the reader skips checksums; DT_VARIANT records have none
+ *  this library checks); a string tensor is read whole (its record fits
+ *  its data file) with its length checksum; a partitioned tensor is
+ *  checked with ckpt_bundle_reader_data_size, then every piece streamed and
+ *  checked, and the pieces must cover it exactly once (one bit per element
+ *  of memory, bounded by the pieces' records). Errors name the file and
+ *  the tensor (and the piece).
+ *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (data file), CKPT_ENOTSUP (a
+ *          partitioned string tensor), CKPT_EINVAL, CKPT_EIO or
+ *          CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_bundle_reader_check(ckpt_bundle_reader *r,
+                                          const ckpt_tensor_entry *entry);
+
 /** Bytes a record stream hands out at a time when not told (1 MiB). */
 #define CKPT_RECORD_STREAM_PIECE ((size_t)1 << 20)
 

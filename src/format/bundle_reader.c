@@ -1185,43 +1185,75 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 
-/* Read the record of `e` to its end through a record stream, which checks
- * its CRC there. */
-static int stream_through(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
+int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e)
 {
     ckpt_record_stream *s = NULL;
     const void *data;
     size_t n = 1;
-    int err = ckpt_record_stream_open(&s, r, e, 0);
+    bool skip = r->skip_crc;
+    int err;
+    r->skip_crc = false; /* checking is comparing the checksums */
+    err = ckpt_record_stream_open(&s, r, e, 0);
+    r->skip_crc = skip;
     while (err == 0 && n > 0)
         err = ckpt_record_stream_next(s, &data, &n);
     ckpt_record_stream_free(s);
     return err;
 }
 
+int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *entry)
+{
+    ckpt__partitioned_read pr;
+    shown_name sn;
+    int err;
+    if (!r || !entry)
+        return ckpt__error(CKPT_EINVAL, "bundle check: NULL argument");
+    if (entry < r->entries || entry >= r->entries + r->count)
+        return ckpt__error(CKPT_EINVAL,
+                           "bundle check: the entry is not one of %s",
+                           r->index_path.ptr);
+    if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
+        ckpt_string_array a = {NULL, 0, NULL};
+        err = read_strings_entry(r, entry, &a, true);
+        ckpt_string_array_dispose(&a);
+        return err;
+    }
+    if (entry->num_slices == 0)
+        return ckpt__bundle_reader_stream_check(r, entry);
+    if (entry->dtype == CKPT_DT_STRING || ckpt_dtype_size(entry->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': a partitioned %s tensor is not "
+                           "assembled",
+                           r->index_path.ptr, entry_name(&sn, entry),
+                           dtype_label(entry->dtype));
+    err = partitioned_read_of(&pr, r, entry);
+    if (err == 0)
+        err = ckpt__bundle_check_partitioned(&pr);
+    return err;
+}
+
 int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
 {
     ckpt_buf rec = CKPT_BUF_INIT;
-    bool skip;
     int err = 0;
 
     if (!r)
         return ckpt__error(CKPT_EINVAL, "bundle verify: NULL reader");
-    skip = r->skip_crc;
-    r->skip_crc = false; /* verifying is checking the checksums */
     for (size_t i = 0; err == 0 && i < r->count; i++) {
         const ckpt_tensor_entry *e = &r->entries[i];
         if (e->num_slices > 0)
             continue;
         if (e->dtype != CKPT_DT_STRING) {
-            err = stream_through(r, e); /* bounded memory at any size */
+            /* bounded memory at any size */
+            err = ckpt__bundle_reader_stream_check(r, e);
             continue;
         }
         ckpt__buf_clear(&rec);
         /* string records are checked by scan_strings through the CRC */
         err = load_record(r, e, &rec, true);
     }
-    r->skip_crc = skip;
     ckpt_buf_dispose(&rec);
     return err;
 }

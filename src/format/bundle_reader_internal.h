@@ -27,6 +27,12 @@ int ckpt__bundle_reader_read_part(ckpt_bundle_reader *r,
                                   const ckpt_tensor_entry *e, uint64_t off,
                                   void *dst, size_t n);
 
+/* Read the record of `e` to its end through a ckpt_record_stream, its CRC
+ * checked even when the reader skips checksums (DT_VARIANT excepted);
+ * not for DT_STRING. */
+int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e);
+
 /* Whether the bundle's byte order differs from the host's, and whether
  * the reader was told to skip data checksums. */
 bool ckpt__bundle_reader_swaps(const ckpt_bundle_reader *r);

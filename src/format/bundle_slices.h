@@ -169,6 +169,13 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes);
 
+/* Check the partitioned tensor without holding it: its size against the
+ * pieces (ckpt__bundle_partitioned_size), then every piece's record
+ * streamed and its CRC checked, and the pieces covering the tensor exactly
+ * once (a bitmap of one bit per element, bounded by the pieces' records).
+ * Errors as ckpt__bundle_read_partitioned's. */
+int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
+
 /* Implemented by format/bundle_reader.c: the entry whose key is exactly
  * `key` (`key_len` bytes, may contain 0 bytes). 0 or CKPT_ENOTFOUND. */
 int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,

@@ -102,6 +102,7 @@ struct assembly {
     uint8_t *covered; /* one bit per element of the full tensor */
     uint64_t total;   /* elements covered so far */
     bool size_only;   /* only check each piece's record and add its size */
+    bool check_only;  /* stream each piece (CRC) and mark it, no dst */
     uint64_t stored;  /* bytes of the pieces' records (size_only) */
     ckpt_buf key;
     ckpt_buf record;
@@ -186,9 +187,10 @@ static int scatter(struct assembly *as, int index, const int64_t *lo,
                                "earlier slice",
                                as->pr->index_path, as->name, index,
                                as->spec.ptr);
-        memcpy(as->dst + at * as->esize,
-               src + (size_t)k * (size_t)run * as->esize,
-               (size_t)run * as->esize);
+        if (src)
+            memcpy(as->dst + at * as->esize,
+                   src + (size_t)k * (size_t)run * as->esize,
+                   (size_t)run * as->esize);
         for (int d = inner - 1; d >= 0; d--) {
             if (++idx[d] < hi[d])
                 break;
@@ -279,6 +281,14 @@ static int place_piece(struct assembly *as, int index,
         as->stored += (uint64_t)pe->size;
         return 0;
     }
+    if (as->check_only) {
+        err = ckpt__bundle_reader_stream_check(pr->reader, pe);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
+                                      pr->index_path, as->name, index,
+                                      as->spec.ptr);
+        return scatter(as, index, lo, hi, NULL);
+    }
     ckpt__buf_clear(&as->record);
     err = ckpt_bundle_reader_read_record(pr->reader, pe, &as->record);
     if (err < 0)
@@ -322,8 +332,10 @@ static int place_all(struct assembly *as)
     }
 }
 
-int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
-                                  size_t dst_size)
+/* Place every piece of the tensor into `dst` or, with `check_only`, only
+ * into the bitmap, and check that they cover it exactly once. */
+static int assemble(const ckpt__partitioned_read *pr, void *dst,
+                    size_t dst_size, bool check_only)
 {
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
@@ -337,9 +349,7 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
     as.name = ckpt__show_name(&sn, e->name, e->name_len);
     as.esize = ckpt_dtype_size(e->dtype);
     as.dst = dst;
-    /* dtype (fixed-size), shape and dst_size were checked by the reader
-     * (check_read_target) before it came here. */
-    (void)dst_size;
+    as.check_only = check_only;
     if (ckpt_shape_num_elements(&count, &e->shape) < 0)
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': bad shape",
                            pr->index_path, as.name);
@@ -348,7 +358,8 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
                            "%s: tensor '%s': a scalar with %d slices",
                            pr->index_path, as.name, e->num_slices);
     if (count > 0) {
-        /* dst holds count x esize bytes: the bitmap is at most 1/8 of it */
+        /* one bit per element: 1/8 of dst, or of the pieces' records that
+         * ckpt__bundle_partitioned_size checked first */
         as.covered = ckpt__calloc((size_t)(((uint64_t)count + 7) / 8), 1);
         if (!as.covered)
             return ckpt__error_oom();
@@ -360,13 +371,30 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
                           "elements",
                           pr->index_path, as.name, (unsigned long long)as.total,
                           (long long)count);
-    if (err == 0 && pr->swap && ckpt__record_word_width(e->dtype) > 1)
+    if (err == 0 && dst && pr->swap && ckpt__record_word_width(e->dtype) > 1)
         ckpt__record_swap_words(dst, dst_size,
                                 ckpt__record_word_width(e->dtype));
     ckpt__free(as.covered);
     ckpt_buf_dispose(&as.key);
     ckpt_buf_dispose(&as.record);
     ckpt_buf_dispose(&as.spec);
+    return err;
+}
+
+int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
+                                  size_t dst_size)
+{
+    /* dtype (fixed-size), shape and dst_size were checked by the reader
+     * (check_read_target) before it came here. */
+    return assemble(pr, dst, dst_size, false);
+}
+
+int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
+{
+    uint64_t bytes = 0;
+    int err = ckpt__bundle_partitioned_size(pr, &bytes);
+    if (err == 0)
+        err = assemble(pr, NULL, 0, true);
     return err;
 }
 

@@ -244,6 +244,78 @@ void hb_write_partitioned(const char *index, const char *data,
     ckpt_buf_dispose(&header);
 }
 
+/* The slice of rows [start, start + len) of a [rows, cols] tensor: its
+ * TensorSliceProto into `proto` and its slice key into `key`. */
+static void row_slice(ckpt_buf *proto, ckpt_buf *key, int64_t start,
+                      int64_t len, int64_t cols)
+{
+    ckpt_buf extent = CKPT_BUF_INIT;
+    ckpt__tensor_slice s;
+    memset(&s, 0, sizeof(s));
+    s.rank = 2;
+    s.start[0] = start;
+    s.length[0] = len;
+    s.length[1] = cols;
+    if (start)
+        put_varint_field(&extent, 1, (uint64_t)start);
+    put_varint_field(&extent, 2, (uint64_t)len);
+    put_message(proto, 1, &extent);
+    ckpt__buf_clear(&extent);
+    put_varint_field(&extent, 2, (uint64_t)cols);
+    put_message(proto, 1, &extent);
+    assert_int_equal(ckpt__slice_key_encode(key, "w", 1, &s), 0);
+    ckpt_buf_dispose(&extent);
+}
+
+void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
+                         int64_t cols, int k, int repeat_first)
+{
+    const int64_t len = rows / k;
+    const uint64_t piece_bytes = (uint64_t)(len * cols * 4);
+    ckpt_buf header = CKPT_BUF_INIT, full = CKPT_BUF_INIT;
+    ckpt_buf *keys = calloc((size_t)k, sizeof(*keys));
+    ckpt_buf *entries = calloc((size_t)k, sizeof(*entries));
+    bt_kv *kvs = calloc((size_t)k + 2, sizeof(*kvs));
+    int64_t dims[2] = {rows, cols}, piece_dims[2] = {len, cols};
+    uint32_t crc = hb_zeros_crc(piece_bytes);
+    assert_true(keys && entries && kvs && k > 0);
+    hb_header(&header, 1);
+    hb_entry(&full, CKPT_DT_FLOAT, dims, 2, 0, 0, 0, NULL);
+    /* hb_entry ended the entry with an offset/size/crc; slices follow */
+    for (int i = 0; i < k; i++) {
+        ckpt_buf proto = CKPT_BUF_INIT;
+        int listed = repeat_first && i == k - 1 ? 0 : i;
+        row_slice(&proto, &keys[i], i * len, len, cols);
+        hb_entry(&entries[i], CKPT_DT_FLOAT, piece_dims, 2,
+                 (int64_t)((uint64_t)i * piece_bytes), (int64_t)piece_bytes,
+                 crc, NULL);
+        if (listed != i) {
+            ckpt_buf other = CKPT_BUF_INIT;
+            ckpt__buf_clear(&proto);
+            row_slice(&proto, &other, listed * len, len, cols);
+            ckpt_buf_dispose(&other);
+        }
+        put_message(&full, 7, &proto);
+        ckpt_buf_dispose(&proto);
+    }
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    for (int i = 0; i < k; i++)
+        kvs[i + 1] =
+            (bt_kv){keys[i].ptr, keys[i].size, entries[i].ptr, entries[i].size};
+    kvs[k + 1] = (bt_kv){"w", 1, full.ptr, full.size};
+    bt_write_raw_table(index, kvs, (size_t)k + 2, "w");
+    hb_write_sparse(data, piece_bytes * (uint64_t)k, NULL, 0);
+    for (int i = 0; i < k; i++) {
+        ckpt_buf_dispose(&keys[i]);
+        ckpt_buf_dispose(&entries[i]);
+    }
+    free(keys);
+    free(entries);
+    free(kvs);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&full);
+}
+
 uint32_t hb_zeros_crc(uint64_t n)
 {
     static const uint8_t zeros[65536];

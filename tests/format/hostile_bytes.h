@@ -76,6 +76,14 @@ void hb_write_partitioned(const char *index, const char *data,
                           const int64_t *dims, const int64_t *lengths, int rank,
                           uint64_t piece_bytes);
 
+/* A one-shard bundle holding a float tensor "w" of shape [rows, cols]
+ * split along its rows into `k` pieces (rows / k each, records of zeros
+ * one after the other in the data file). With `repeat_first` the full
+ * entry lists the first piece again instead of the last: the sizes add
+ * up, but the pieces overlap and leave rows uncovered. */
+void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
+                         int64_t cols, int k, int repeat_first);
+
 /* The masked CRC32C of `n` zero bytes. */
 uint32_t hb_zeros_crc(uint64_t n);
 

@@ -177,6 +177,21 @@ static int stream_t(void *arg)
     return err;
 }
 
+/* Check "w" with ckpt_bundle_reader_check. */
+static int check_w(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_find(&e, r, "w");
+    if (err == 0)
+        err = ckpt_bundle_reader_check(r, e);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
 /* Read "w" (a tensor without elements) assembled. */
 static int read_w_empty(void *arg)
 {
@@ -432,6 +447,40 @@ static void test_partitioned_huge_full_shape(void **state)
     expect_msg_has(f, f->index);
 }
 
+/* A partitioned tensor larger than the memory limit is checked piece by
+ * piece; its pieces must still cover it exactly once. */
+static void test_check_partitioned_larger_than_memory(void **state)
+{
+    fixture *f = *state;
+    int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
+    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
+    expect_bounded(f, check_w, 0, NULL);
+    expect_bounded(f, data_size, 0, NULL);
+}
+
+static void test_check_partitioned_overlap(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    ckpt_tensor_entry copy;
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
+    /* the sizes add up: only checking the pieces finds the overlap */
+    expect_bounded(f, data_size, 0, NULL);
+    expect_bounded(f, check_w, CKPT_ECORRUPT,
+                   "tensor 'w': slice 1 (0,2:0,3) overlaps an earlier slice");
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 0);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
+    assert_ckpt_ok(ckpt_bundle_reader_check(r, e));
+    copy = *e; /* not one of the reader's entries */
+    assert_ckpt_error(ckpt_bundle_reader_check(r, &copy), CKPT_EINVAL,
+                      "the entry is not one of");
+    assert_ckpt_error(ckpt_bundle_reader_check(NULL, e), CKPT_EINVAL,
+                      "NULL argument");
+    ckpt_bundle_reader_free(r);
+}
+
 /* ---- 4. arithmetic
  * ----------------------------------------------------------- */
 
@@ -538,6 +587,8 @@ int main(void)
         T(test_stream_pieces),
         T(test_stream_io_faults),
         T(test_partitioned_huge_full_shape),
+        T(test_check_partitioned_larger_than_memory),
+        T(test_check_partitioned_overlap),
         T(test_partitioned_zero_dim_before_huge),
         T(test_restart_flood),
         T(test_restart_flood_snappy),

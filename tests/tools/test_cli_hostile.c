@@ -229,6 +229,22 @@ static void test_record_larger_than_memory(void **state)
     run_free(&r);
 }
 
+/* A partitioned tensor larger than the tool's memory verifies piece by
+ * piece; overlapping pieces are found. */
+static void test_partitioned_larger_than_memory(void **state)
+{
+    fixture *f = *state;
+    int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
+    cli_run r;
+    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": OK, 1 tensors");
+    run_free(&r);
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
+    expect_cmd(f, "verify", 1, "slice 1 (0,2:0,3) overlaps an earlier slice");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -242,6 +258,7 @@ int main(void)
         T(test_huge_tensor_small_data_file),
         T(test_partitioned_huge_full_shape),
         T(test_record_larger_than_memory),
+        T(test_partitioned_larger_than_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

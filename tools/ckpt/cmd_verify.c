@@ -16,47 +16,25 @@ const cli_command cli_cmd_verify = {
     "latest checkpoint). The index is checked when it is opened; then every\n"
     "record is read from its data file and its CRC32C compared (strings:\n"
     "their length checksum too). Each damaged tensor is named on stderr.\n"
-    "Records are read in pieces of 1 MiB: memory stays bounded whatever a\n"
-    "tensor's size (string and partitioned tensors are read whole, once\n"
-    "their size is checked against the data files).\n\n"
+    "Records are read in pieces of 1 MiB and partitioned tensors piece by\n"
+    "piece: memory stays bounded whatever a tensor's size (string records\n"
+    "are read whole; their data file bounds them).\n\n"
     "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
     "\"bytes\",\n"
     "           \"ok\", \"damaged\": [{\"name\", \"error\"}]}\n\n"
     "Exit status 1 when anything is damaged.\n",
     run};
 
-/* Read one entry the way that checks the most, in memory bounded by the
- * files: a record (slice entries, whose keys are binary, included) is
- * streamed piece by piece and its CRC checked at the end; a string tensor
- * is read whole (its length checksum too; the data file bounds its size);
- * a partitioned tensor is read assembled (its pieces must cover it), once
- * its pieces have been checked against their data files. */
+/* Check one entry the way that checks the most, in memory bounded by the
+ * files (ckpt_bundle_reader_check): records streamed with their CRCs,
+ * strings with their length checksum, partitioned tensors piece by piece
+ * (their pieces must cover them). */
 static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
 {
-    uint8_t *data = NULL;
-    size_t nbytes = 0;
-    int err;
     if (e->num_slices > 0 &&
         (e->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(e->dtype)))
         return 0; /* cannot be assembled; its slice entries are checked */
-    if (e->num_slices > 0) {
-        err = cli_read_assembled(r, e, "verify", &data, &nbytes);
-        free(data);
-        return err;
-    }
-    if (e->dtype == CKPT_DT_STRING && !e->is_slice_key) {
-        ckpt_string_array a = {NULL, 0, NULL};
-        err = ckpt_bundle_reader_read_strings(r, e->name, &a);
-        ckpt_string_array_dispose(&a);
-        return err;
-    }
-    if (e->dtype == CKPT_DT_STRING) {
-        ckpt_buf rec = CKPT_BUF_INIT;
-        err = ckpt_bundle_reader_read_record(r, e, &rec);
-        ckpt_buf_dispose(&rec);
-        return err;
-    }
-    return cli_stream_record(r, e, NULL, NULL);
+    return ckpt_bundle_reader_check(r, e);
 }
 
 static int run(int argc, char **argv)
