@@ -29,23 +29,6 @@ const ckpt_fs *ckpt_fs_or_default(const ckpt_fs *fs)
     return fs ? fs : ckpt_fs_posix();
 }
 
-/* ---- saving and restoring the last error -------------------------------- */
-
-void ckpt__fs_error_save(ckpt__fs_saved_error *s)
-{
-    const ckpt_error *e = ckpt_error_last();
-    s->code = e->code;
-    snprintf(s->message, sizeof(s->message), "%s", e->code ? e->message : "");
-}
-
-void ckpt__fs_error_restore(const ckpt__fs_saved_error *s)
-{
-    if (s->code == 0)
-        ckpt_error_clear();
-    else
-        ckpt__error(s->code, "%s", s->message);
-}
-
 /* ---- wrappers ----------------------------------------------------------- */
 
 /* A failed method that left another code as the last error did not set
@@ -152,30 +135,30 @@ int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
 
 void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     if (!f)
         return;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     fs->close(f, fs->payload);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_restore(&saved);
 }
 
 void ckpt__fs_remove_quiet(const ckpt_fs *fs, const char *path)
 {
-    ckpt__fs_saved_error saved;
-    ckpt__fs_error_save(&saved);
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved);
     fs->remove(path, fs->payload);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_restore(&saved);
 }
 
 int ckpt__fs_exists(const ckpt_fs *fs, const char *path)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     int rc;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     rc = ckpt__fs_stat(fs, path, NULL, NULL);
     if (rc == CKPT_ENOTFOUND) {
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return 0;
     }
     return rc < 0 ? rc : 1;

@@ -493,15 +493,14 @@ static int write_state(ckpt__dir_state *ds)
  * the caller's error and message are kept. Returns the rewrite's status. */
 static int rollback_state(ckpt__dir_state *ds)
 {
-    ckpt_error saved = *ckpt_error_last();
-    char msg[1024];
+    ckpt__saved_error saved;
     int rc;
-    snprintf(msg, sizeof(msg), "%s", saved.message);
+    ckpt__error_save(&saved);
     rc = write_state(ds);
     if (rc < 0)
         DS_LOG(ds, CKPT_LOG_WARN, "%s: could not restore the state file: %s",
                ds->dir, ckpt_error_last()->message);
-    ckpt__error(saved.code, "%s", msg);
+    ckpt__error_restore(&saved);
     return rc;
 }
 

@@ -361,11 +361,10 @@ static int commit_checkpoint(ckpt_saver *s, const char *stored,
     pthread_mutex_unlock(&s->ds_mu);
     /* Never delete a checkpoint the state file on disk may still name. */
     if (err < 0 && !may_be_named) {
-        ckpt_error saved = *ckpt_error_last();
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s", saved.message);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         ckpt__remove_checkpoint_files(s->fs, prefix);
-        ckpt__error(saved.code, "%s", msg);
+        ckpt__error_restore(&saved);
     }
     return err;
 }
@@ -441,14 +440,13 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
                 t1 - t0, bytes);
     pthread_mutex_unlock(&s->mu);
     if (err < 0) {
-        ckpt_error saved = *ckpt_error_last();
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s", saved.message);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         s->need_cleanup = 1;
         SAVER_LOG(s, CKPT_LOG_ERROR, "save of step %" PRId64 " failed: %s",
-                  step, msg);
+                  step, saved.message);
         deliver(s);
-        ckpt__error(saved.code, "%s", msg);
+        ckpt__error_restore(&saved);
         goto done;
     }
     SAVER_LOG(s, CKPT_LOG_INFO, "saved %s (%" PRIu64 " bytes, %.3f s)",
