@@ -13,6 +13,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Log through the saver's options (s: ckpt_saver *). */
+#define CKPT__SAVER_LOG(s, level, ...)                                         \
+    ckpt__log((s)->opts.log, (s)->opts.log_payload, (s)->opts.log_level,       \
+              (level), __VA_ARGS__)
+
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
 typedef struct ckpt__dir_state {
@@ -147,7 +152,8 @@ struct ckpt_saver {
     uint64_t image_bytes; /* sum of record sizes */
     int frozen;           /* variables fixed after the first save */
     int need_cleanup;     /* a save failed: sweep temp files before the
-                             next one (written by whoever saves) */
+                             next one (written by whoever saves: one save
+                             runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
 
@@ -165,7 +171,7 @@ struct ckpt_saver {
     /* An idle writer helps with a snapshot: asked, it claims variables
      * from help_work as save_async does; save_async withdraws a request
      * the writer has not taken up yet, or waits for it to finish. */
-    int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (saver.c) */
+    int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (writer.c) */
     ckpt__snapshot_work help_work;
     size_t *plain_vars; /* indexes of variables in plain memory */
     size_t nplain;
@@ -177,5 +183,56 @@ struct ckpt_saver {
     char bg_message[512];
     ckpt_saver_metrics metrics;
 };
+
+/* ---- the save pipeline (save_pipeline.c) ------------------------------- */
+
+/* What every save runs once its data is ready: sweep the temporary files a
+ * failed save left, forget an existing checkpoint named job->stored, write
+ * job->prefix (from `img` when not NULL, else straight from the variables),
+ * and commit it to the state file, removing its files when that fails. On
+ * failure the next save sweeps first. `bytes_out` receives the bytes
+ * written, `seconds_out` the time all of it took. Called by one thread at a
+ * time: the caller's (sync saves, after the writer went idle) or the
+ * writer's. */
+int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
+                                 const ckpt__image *img, uint64_t *bytes_out,
+                                 double *seconds_out);
+
+/* ---- outcomes (outcomes.c) ------------------------------------------------
+ * The functions marked "mu held" are called with s->mu locked. */
+
+/* Queue an outcome for on_save_done (mu held). */
+void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,
+                             const char *error, double write_s, uint64_t bytes);
+/* Count a save as started and its blocking time (mu held). */
+void ckpt__saver_count_started(ckpt_saver *s, double blocking_s);
+/* Count a finished save in the metrics and queue its outcome (mu held). */
+void ckpt__saver_record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
+                                const char *error, double write_s,
+                                uint64_t bytes);
+/* Keep `err` as the background error unless one is waiting (mu held). */
+void ckpt__saver_keep_bg_error(ckpt_saver *s, int err, const char *message);
+/* Hand queued outcomes to on_save_done, on the calling thread. */
+void ckpt__saver_deliver(ckpt_saver *s);
+/* Common entry of save, save_async, poll, wait: deliver outcomes and return
+ * a pending background failure once. */
+int ckpt__saver_enter(ckpt_saver *s);
+
+/* ---- the writer thread (writer.c; its top comment is the protocol) ------- */
+
+void ckpt__job_free(ckpt__job *job);
+/* Start the writer thread if it is not running. */
+int ckpt__writer_start(ckpt_saver *s);
+/* Stop and join it; a pending job is written first. */
+void ckpt__writer_stop(ckpt_saver *s);
+/* The image the next snapshot goes to under the busy policy (mu held), or
+ * CKPT_EBUSY when the save is skipped. */
+int ckpt__writer_choose_image(ckpt_saver *s, int64_t step);
+/* Copy every variable into images[image]; an idle writer shares the copy
+ * of the variables in plain memory. */
+int ckpt__writer_snapshot(ckpt_saver *s, int image);
+/* Number `job` and queue it as pending (takes mu; the writer owns the job
+ * afterwards). Returns its ticket. */
+uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job);
 
 #endif
