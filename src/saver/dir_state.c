@@ -6,6 +6,7 @@
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
  * or "..") is listed as TF would list it but never deleted. */
+#include "io/fs_internal.h"
 #include "saver_internal.h"
 
 #include <errno.h>
@@ -124,13 +125,9 @@ static int index_exists(const ckpt__dir_state *ds, const char *prefix)
     ckpt_buf path = CKPT_BUF_INIT;
     int err = ckpt_bundle_index_path(&path, prefix);
     if (err == 0)
-        err = ds->fs->stat(path.ptr, NULL, NULL, ds->fs->payload);
+        err = ckpt__fs_exists(ds->fs, path.ptr);
     ckpt_buf_dispose(&path);
-    if (err == CKPT_ENOTFOUND) {
-        ckpt_error_clear();
-        return 0;
-    }
-    return err == 0 ? 1 : err;
+    return err;
 }
 
 /* Whether `name` is "<base>.data-<digits>-of-<digits>". */
@@ -225,7 +222,7 @@ static int remove_names(const ckpt_fs *fs, const char *dir,
     for (size_t i = 0; i < l->n; i++) {
         int err = ckpt__path_join(&path, dir, l->names[i]);
         if (err == 0)
-            err = fs->remove(path.ptr, fs->payload);
+            err = ckpt__fs_remove(fs, path.ptr);
         if (err < 0 && err != CKPT_ENOTFOUND && first == 0)
             first = err;
     }
@@ -242,20 +239,20 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
     if (err < 0)
         goto done;
     /* The index goes first: without it the checkpoint is never complete. */
-    err = fs->remove(path.ptr, fs->payload);
+    err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
     ckpt__buf_clear(&path);
     err = ckpt__buf_printf(&path, "%s.meta", prefix);
     if (err < 0)
         goto done;
-    err = fs->remove(path.ptr, fs->payload);
+    err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
     err = ckpt__path_dirname(&dir, prefix);
     if (err < 0)
         goto done;
-    err = fs->list(dir.ptr, collect_name, &data, fs->payload);
+    err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
     if (data.err < 0)
         err = data.err;
     if (err < 0)
@@ -271,7 +268,7 @@ done:
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
 {
     struct name_list temps = {NULL, NULL, 0, 0, 0};
-    int err = ds->fs->list(ds->dir, collect_name, &temps, ds->fs->payload);
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
     if (temps.err < 0)
         err = temps.err;
     if (err == 0 && temps.n > 0) {
@@ -320,8 +317,8 @@ static int collect_orphan(const char *name, void *payload)
         return 0;
     if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
         ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
-        orphan = sc->ds->fs->stat(index.ptr, NULL, NULL, sc->ds->fs->payload) ==
-                 CKPT_ENOTFOUND;
+        orphan =
+            ckpt__fs_stat(sc->ds->fs, index.ptr, NULL, NULL) == CKPT_ENOTFOUND;
     ckpt_buf_dispose(&index_name);
     ckpt_buf_dispose(&index);
     ckpt_error_clear();
@@ -331,7 +328,7 @@ static int collect_orphan(const char *name, void *payload)
 static int remove_orphan_data(ckpt__dir_state *ds)
 {
     struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
-    int err = ds->fs->list(ds->dir, collect_orphan, &sc, ds->fs->payload);
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_orphan, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
     if (err == 0 && sc.found.n > 0) {
@@ -389,7 +386,7 @@ static int remove_stale_checkpoints(ckpt__dir_state *ds)
         if (ckpt_checkpoint_step(ds->paths[i]) == CKPT_NO_STEP ||
             !is_own_checkpoint(ds, ds->paths[i]) || strchr(ds->paths[i], '/'))
             return 0; /* not our naming: leave everything alone */
-    err = ds->fs->list(ds->dir, collect_stale, &sc, ds->fs->payload);
+    err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
     for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
@@ -472,12 +469,12 @@ static int write_state(ckpt__dir_state *ds)
         ckpt_buf path = CKPT_BUF_INIT;
         int err = ckpt__path_join(&path, ds->dir, CKPT_STATE_FILENAME);
         if (err == 0)
-            err = ds->fs->remove(path.ptr, ds->fs->payload);
+            err = ckpt__fs_remove(ds->fs, path.ptr);
         ckpt_buf_dispose(&path);
         if (err == CKPT_ENOTFOUND)
             err = 0;
         if (err == 0) /* the removal must be as durable as a rewrite */
-            err = ds->fs->sync_dir(ds->dir, ds->fs->payload);
+            err = ckpt__fs_sync_dir(ds->fs, ds->dir);
         return err;
     }
     st.model_checkpoint_path = ds->paths[ds->n - 1];
@@ -603,7 +600,7 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
         ckpt_buf index = CKPT_BUF_INIT;
         err = ckpt_bundle_index_path(&index, prefix.ptr);
         if (err == 0)
-            err = ds->fs->remove(index.ptr, ds->fs->payload);
+            err = ckpt__fs_remove(ds->fs, index.ptr);
         ckpt_buf_dispose(&index);
     }
     ckpt_buf_dispose(&prefix);

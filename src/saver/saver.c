@@ -12,6 +12,7 @@
  * on_save_done on the caller's thread and keeps a failure as the
  * "background error" that the next save, save_async, poll, wait or close
  * returns exactly once. */
+#include "io/fs_internal.h"
 #include "saver_internal.h"
 
 #include <errno.h>
@@ -39,7 +40,7 @@ static int dir_probe(const char *name, void *payload)
 
 static int check_dir_exists(const ckpt_fs *fs, const char *dir)
 {
-    int err = fs->list(dir, dir_probe, NULL, fs->payload);
+    int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
         err = 0;
     if (err == CKPT_ENOTFOUND)
