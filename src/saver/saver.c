@@ -514,7 +514,7 @@ size_t ckpt_saver_num_checkpoints(ckpt_saver *s)
 {
     size_t n;
     pthread_mutex_lock(&s->ds_mu);
-    n = s->ds.n;
+    n = s->ds.kept.n;
     pthread_mutex_unlock(&s->ds_mu);
     return n;
 }
@@ -523,11 +523,11 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
 {
     int err;
     pthread_mutex_lock(&s->ds_mu);
-    if (i >= s->ds.n)
+    if (i >= s->ds.kept.n)
         err = ckpt__error(CKPT_EINVAL, "checkpoint %zu: only %zu are kept", i,
-                          s->ds.n);
+                          s->ds.kept.n);
     else
-        err = ckpt_state_resolve(out, s->ds.dir, s->ds.paths[i]);
+        err = ckpt_state_resolve(out, s->ds.dir, s->ds.kept.paths[i]);
     pthread_mutex_unlock(&s->ds_mu);
     return err;
 }

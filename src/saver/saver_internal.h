@@ -20,17 +20,24 @@
 
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
+/* The kept checkpoints, oldest first, and the retention clock: what the
+ * state file records. A commit builds the next list as a separate value
+ * and swaps it in once the state file has it. */
+typedef struct ckpt__kept_list {
+    char **paths;  /* as written in the state file */
+    double *times; /* their save times (epoch seconds) */
+    size_t n, cap;
+    double last_preserved;
+    double next_keep_time; /* keep_every_n_hours: next preservation time */
+} ckpt__kept_list;
+
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;
     const ckpt_clock *clock;
     char *dir;      /* the directory as given */
     char *basename; /* checkpoint names are <basename>-<step> */
     char *abs_dir;  /* realpath of dir when absolute paths are written */
-    char **paths;   /* kept checkpoints as written in the state file */
-    double *times;  /* their save times (epoch seconds) */
-    size_t n, cap;
-    double last_preserved;
-    double next_keep_time; /* keep_every_n_hours: next preservation time */
+    ckpt__kept_list kept;
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;
@@ -53,11 +60,12 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 /* Before overwriting an existing checkpoint of the same name: unlist it and
  * remove its index so it never looks complete with mixed files. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
-/* Record a durable checkpoint: append it, apply retention, write the state
- * file, then delete what retention evicted. On failure the list is as
- * before and the state file is put back; when even that fails,
- * *may_be_named is set: the state file on disk may name the new checkpoint,
- * whose files must then be kept. */
+/* Record a durable checkpoint: build the next list (the new checkpoint
+ * appended, retention applied), write it to the state file, swap it in,
+ * then delete what retention evicted. On failure the list is unchanged and
+ * a state file the write may have replaced is put back; when even that
+ * fails, *may_be_named is set: the state file on disk may name the new
+ * checkpoint, whose files must then be kept. */
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named);
 /* Remove temporary files of interrupted or failed saves from the
