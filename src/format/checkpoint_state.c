@@ -546,8 +546,9 @@ int ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
     int err = 0;
     memset(&ps, 0, sizeof(ps));
     memset(&lx, 0, sizeof(lx));
-    if (!out || (!text && len > 0))
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_parse: NULL argument");
+    CKPT__CHECK_ARG(out);
+    if (len > 0)
+        CKPT__CHECK_ARG(text);
     lx.text = text;
     lx.len = len;
     lx.line = 1;
@@ -714,10 +715,7 @@ static int put_double_field(ckpt_buf *out, int field, double v, locale_t loc)
  * model_checkpoint_path must be appended to all_model_checkpoint_paths. */
 static int check_state(const ckpt_state *st, int *append_model)
 {
-    const char *model;
-    if (!st)
-        return ckpt__error(CKPT_EINVAL, "checkpoint state: NULL");
-    model = st->model_checkpoint_path;
+    const char *model = st->model_checkpoint_path;
     if (!model || model[0] == '\0')
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint state: empty model_checkpoint_path");
@@ -751,8 +749,8 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
     size_t start;
     locale_t loc;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_format: NULL buffer");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(st);
     err = check_state(st, &append_model);
     if (err < 0)
         return err;
@@ -783,8 +781,9 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
 
 int ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path)
 {
-    if (!out || !dir || !path)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_resolve: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
+    CKPT__CHECK_ARG(path);
     if (path[0] == '/')
         return ckpt__buf_set(out, path);
     return ckpt__path_join(out, dir, path);
@@ -794,8 +793,8 @@ int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
     int err;
-    if (!out || !dir)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_read: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
     err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
     if (err < 0)
         goto done;
@@ -818,8 +817,8 @@ int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
 {
     ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
     int err;
-    if (!dir || !st)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_write: NULL argument");
+    CKPT__CHECK_ARG(dir);
+    CKPT__CHECK_ARG(st);
     err = ckpt_state_format(&text, st);
     if (err < 0)
         goto done;
@@ -861,9 +860,8 @@ int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (!out || !dir)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_latest_checkpoint: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
     fs = ckpt_fs_or_default(fs);
     err = ckpt_state_read(&st, fs, dir);
     if (err < 0)
