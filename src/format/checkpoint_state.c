@@ -240,85 +240,66 @@ static const char *describe_char(const lexer *lx, char tmp[8])
     return tmp;
 }
 
+/* The byte a one-letter escape stands for (n: newline, t: tab, ...), or 0
+ * when `c` is not one. */
+static unsigned char simple_escape(char c)
+{
+    static const char letters[] = "abfnrtv\\'\"?";
+    static const char bytes[] = "\a\b\f\n\r\t\v\\'\"?";
+    const char *p = c ? strchr(letters, c) : NULL;
+    return p ? (unsigned char)bytes[p - letters] : 0;
+}
+
+/* Up to three octal digits (cursor on the first). */
+static int lex_octal_escape(lexer *lx, ckpt_buf *out)
+{
+    unsigned int v = 0;
+    unsigned char byte;
+    for (int digits = 0; digits < 3 && is_octal(peek(lx)); digits++) {
+        v = v * 8 + (unsigned int)(peek(lx) - '0');
+        advance(lx);
+    }
+    if (v > 0xff)
+        return lex_error(lx, "octal escape out of range");
+    byte = (unsigned char)v;
+    return ckpt__buf_put(out, &byte, 1);
+}
+
+/* "x" and up to two hex digits (cursor on the x). */
+static int lex_hex_escape(lexer *lx, ckpt_buf *out)
+{
+    unsigned int v = 0;
+    unsigned char byte;
+    int digits;
+    advance(lx);
+    for (digits = 0; digits < 2 && hex_value(peek(lx)) >= 0; digits++) {
+        v = v * 16 + (unsigned int)hex_value(peek(lx));
+        advance(lx);
+    }
+    if (digits == 0)
+        return lex_error(lx, "\\x escape without hex digits");
+    byte = (unsigned char)v;
+    return ckpt__buf_put(out, &byte, 1);
+}
+
 /* One escape sequence after the backslash (cursor on the letter). */
 static int lex_escape(lexer *lx, ckpt_buf *out)
 {
     char c = peek(lx);
-    unsigned int v;
-    int digits;
-    unsigned char byte;
-    switch (c) {
-    case 'a':
-        byte = '\a';
-        break;
-    case 'b':
-        byte = '\b';
-        break;
-    case 'f':
-        byte = '\f';
-        break;
-    case 'n':
-        byte = '\n';
-        break;
-    case 'r':
-        byte = '\r';
-        break;
-    case 't':
-        byte = '\t';
-        break;
-    case 'v':
-        byte = '\v';
-        break;
-    case '\\':
-        byte = '\\';
-        break;
-    case '\'':
-        byte = '\'';
-        break;
-    case '"':
-        byte = '"';
-        break;
-    case '?':
-        byte = '?';
-        break;
-    default:
-        byte = 0;
-        break;
-    }
+    unsigned char byte = simple_escape(c);
+    char tmp[8];
     if (byte != 0) {
         advance(lx);
         return ckpt__buf_put(out, &byte, 1);
     }
-    if (is_octal(c)) {
-        v = 0;
-        for (digits = 0; digits < 3 && is_octal(peek(lx)); digits++) {
-            v = v * 8 + (unsigned int)(peek(lx) - '0');
-            advance(lx);
-        }
-        if (v > 0xff)
-            return lex_error(lx, "octal escape out of range");
-        byte = (unsigned char)v;
-        return ckpt__buf_put(out, &byte, 1);
-    }
-    if (c == 'x') {
-        advance(lx);
-        v = 0;
-        for (digits = 0; digits < 2 && hex_value(peek(lx)) >= 0; digits++) {
-            v = v * 16 + (unsigned int)hex_value(peek(lx));
-            advance(lx);
-        }
-        if (digits == 0)
-            return lex_error(lx, "\\x escape without hex digits");
-        byte = (unsigned char)v;
-        return ckpt__buf_put(out, &byte, 1);
-    }
+    if (is_octal(c))
+        return lex_octal_escape(lx, out);
+    if (c == 'x')
+        return lex_hex_escape(lx, out);
     if (at_end(lx) || c == '\n')
         return lex_error(lx, "unterminated string");
-    {
-        char tmp[8];
-        return lex_error(lx, "invalid escape '\\' followed by %s",
-                         describe_char(lx, tmp));
-    }
+    return lex_error(lx, "invalid escape '\\' followed by %s",
+                     describe_char(lx, tmp));
 }
 
 /* One quoted literal (cursor on the quote), unescaped and appended. */
