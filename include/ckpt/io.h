@@ -2,8 +2,9 @@
  * library goes through, and the POSIX implementation.
  *
  * A ckpt_fs is a table of function pointers plus a payload, in the manner of
- * SQLite's VFS: tests wrap the real one to inject faults (ckpt/sys/fs_fault.h)
- * and users may supply their own. Paths are ordinary '/'-separated strings.
+ * SQLite's VFS: the library's tests wrap the real one to inject faults (with
+ * a fault file system of their own, not part of the library) and users may
+ * supply their own. Paths are ordinary '/'-separated strings.
  * Every method returns 0 or a negative ckpt_error_code and, on failure, sets
  * the thread's last error with a message naming the operation and path. */
 #ifndef CKPT_IO_H
@@ -95,15 +96,16 @@ CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
 
 /** Read the whole file at `path` into `out` (appended).
  *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs,
-                                   const char *path);
+CKPT_EXTERN(int)
+ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path);
 
 /** Write `n` bytes to `path` crash-safely: a temporary file in the same
  *  directory created exclusively, written, fsynced, renamed over `path`,
  *  then the directory fsynced. On failure the temporary file is removed and
  *  `path` is unchanged. */
-CKPT_EXTERN(int) ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
-                                           const void *data, size_t n);
+CKPT_EXTERN(int)
+ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
+                          size_t n);
 
 CKPT_END_DECL
 

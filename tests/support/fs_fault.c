@@ -1,5 +1,5 @@
-/* io/fs_fault.c - the fault-injecting file system of ckpt/sys/fs_fault.h,
- * for tests.
+/* tests/support/fs_fault.c - the fault-injecting file system of
+ * fs_fault.h, for tests (in the testing library, not in libckpt).
  *
  * Every method is forwarded to an inner ckpt_fs after two steps: the call
  * is counted under its ckpt_fs_op, and if an armed fault matches it, it
@@ -58,8 +58,9 @@
  * The trace records every operation in its mask, in order, with its paths
  * and whether the armed fault failed it; tests print it to name the
  * operation a crash hit. */
-#include "ckpt/sys/fs_fault.h"
-#include "fs_internal.h"
+#include "support/fs_fault.h"
+
+#include "io/fs_internal.h"
 
 #include <errno.h>
 #include <string.h>
