@@ -66,31 +66,6 @@ static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
     return ckpt__show_name(s, e->name, e->name_len);
 }
 
-/* Names of dtypes that TensorFlow defines but ckpt_dtype_name() does not. */
-static const char *extra_dtype_name(int dtype)
-{
-    switch (dtype) {
-    case 29:
-        return "int4";
-    case 30:
-        return "uint4";
-    case 31:
-        return "int2";
-    case 32:
-        return "uint2";
-    default:
-        return NULL;
-    }
-}
-
-static const char *dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    if (!name)
-        name = extra_dtype_name(dtype);
-    return name ? name : "unknown";
-}
-
 /* ---- options / accessors ----------------------------------------------------
  */
 
@@ -211,7 +186,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
     int64_t count, need;
     size_t esize = ckpt_dtype_size(be->dtype);
 
-    if (!ckpt_dtype_name(be->dtype) && !extra_dtype_name(be->dtype))
+    if (!ckpt__dtype_known(be->dtype))
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': unknown dtype %d",
                            path, name, (int)be->dtype);
     if (be->unknown_rank)
@@ -244,7 +219,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
                                "%s: tensor '%s': record size %lld, a %s "
                                "tensor of %lld elements needs %lld",
                                path, name, (long long)be->size,
-                               dtype_label(be->dtype), (long long)count,
+                               ckpt__dtype_label(be->dtype), (long long)count,
                                (long long)need);
     } else if (be->dtype == CKPT_DT_STRING && be->size < count) {
         /* every element takes at least its one-byte length */
@@ -719,7 +694,7 @@ static int check_read_target(const ckpt_tensor_entry **out,
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
                            r->index_path.ptr, entry_name(&sn, e), e->dtype,
-                           dtype_label(e->dtype));
+                           ckpt__dtype_label(e->dtype));
     /* A partitioned tensor's entry has no record: its size is the full
      * shape's. */
     want = (uint64_t)e->size;
@@ -1024,7 +999,7 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     if (e->dtype != CKPT_DT_STRING)
         return ckpt__error(
             CKPT_EINVAL, "%s: tensor '%s': dtype is %s, not string",
-            r->index_path.ptr, entry_name(&sn, e), dtype_label(e->dtype));
+            r->index_path.ptr, entry_name(&sn, e), ckpt__dtype_label(e->dtype));
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 

@@ -475,12 +475,6 @@ int ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard)
 /* ---- adds
  * ------------------------------------------------------------------------ */
 
-static const char *dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    return name ? name : "unknown";
-}
-
 /* Validate the shape for tensor `name`; the element count to `out`. */
 static int check_shape(ckpt_bundle_writer *w, const char *name,
                        const ckpt_shape *shape, int64_t *out)
@@ -535,7 +529,7 @@ static int check_fixed(ckpt_bundle_writer *w, const char *name, int dtype,
     if (ckpt_dtype_size(dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
-                           w->prefix, name, dtype, dtype_label(dtype));
+                           w->prefix, name, dtype, ckpt__dtype_label(dtype));
     err = check_shape(w, name, shape, &count);
     if (err < 0)
         return err;
@@ -545,7 +539,7 @@ static int check_fixed(ckpt_bundle_writer *w, const char *name, int dtype,
                            "%s: tensor '%s': %llu bytes given, a %s tensor "
                            "of %lld elements needs %lld",
                            w->prefix, name, (unsigned long long)nbytes,
-                           dtype_label(dtype), (long long)count,
+                           ckpt__dtype_label(dtype), (long long)count,
                            (long long)need);
     return 0;
 }
@@ -850,12 +844,13 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
             err = ckpt__error(CKPT_EINVAL,
                               "%s: tensor '%s': record of %zu bytes, a %s "
                               "tensor of %lld elements needs %lld",
-                              w->prefix, name, record_len, dtype_label(dtype),
-                              (long long)count, (long long)need);
+                              w->prefix, name, record_len,
+                              ckpt__dtype_label(dtype), (long long)count,
+                              (long long)need);
     } else {
         err = ckpt__error(CKPT_ENOTSUP,
                           "%s: tensor '%s': dtype %d (%s) is not supported",
-                          w->prefix, name, dtype, dtype_label(dtype));
+                          w->prefix, name, dtype, ckpt__dtype_label(dtype));
     }
     if (err < 0)
         return fail(w, err);

@@ -806,6 +806,46 @@ static void test_partitioned_entry(void **state)
     ckpt_buf_dispose(&piece);
 }
 
+/* A partitioned read names a slice's dtype as a plain read does, also for
+ * the dtypes TensorFlow defines beyond ckpt_dtype (int4 is 29). */
+static void test_partitioned_slice_dtype_named(void **state)
+{
+    fixture *f = *state;
+    ckpt_buf header = CKPT_BUF_INIT;
+    ckpt_buf full = CKPT_BUF_INIT, piece = CKPT_BUF_INIT;
+    ckpt__tensor_slice s;
+    static const char key[] = "\x00w\x00\x01\x01\x02\x80\x82\x80\x83";
+    ckpt__bundle_entry e = bt_make_entry(CKPT_DT_FLOAT, 4, 0, 0, 0, 0);
+    ckpt__bundle_entry p = bt_make_entry(29, 2, 0, 0, 3, 0);
+    ckpt_bundle_reader *r;
+    bt_kv kvs[2];
+    float got[12];
+    memset(&s, 0, sizeof(s));
+    s.rank = 2;
+    s.length[0] = 2;
+    s.length[1] = 3;
+    e.shape.rank = 2;
+    e.shape.dims[1] = 3;
+    e.num_slices = 1;
+    e.slices = &s;
+    p.shape.rank = 2;
+    p.shape.dims[1] = 3;
+    bt_header(&header, 1, 0);
+    bt_entry(&full, &e);
+    bt_entry(&piece, &p);
+    kvs[0] = (bt_kv){key, sizeof(key) - 1, piece.ptr, piece.size};
+    kvs[1] = (bt_kv){"w", 1, full.ptr, full.size};
+    make_index(f, &header, kvs, 2);
+    test_write_file(f->data0, "\0\0\0", 3);
+    assert_ckpt_ok(open_rc(f, &r));
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "w", got, sizeof(got)),
+                      CKPT_ECORRUPT, "is int4, the tensor is float32");
+    ckpt_bundle_reader_free(r);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&full);
+    ckpt_buf_dispose(&piece);
+}
+
 /* ---- big-endian bundles
  * ---------------------------------------------------------------------- */
 
@@ -910,6 +950,7 @@ int main(void)
         T(test_string_record_trailing_bytes),
         T(test_unsupported_known_dtypes),
         T(test_partitioned_entry),
+        T(test_partitioned_slice_dtype_named),
         T(test_big_endian_bundle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
