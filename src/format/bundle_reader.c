@@ -20,6 +20,7 @@
 #include "format/bundle_proto.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
+#include "format/string_record.h"
 #include "format/table.h"
 #include "io/direct_read.h"
 #include "io/fs_internal.h"
@@ -487,18 +488,6 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return 0;
 }
 
-/* A length word of the length checksum in the bundle's byte order. */
-static size_t length_word(uint8_t *p, uint64_t len, bool big)
-{
-    if (len <= 0xffffffffu) {
-        uint32_t v = (uint32_t)len;
-        ckpt__encode_fixed32(p, big ? __builtin_bswap32(v) : v);
-        return 4;
-    }
-    ckpt__encode_fixed64(p, big ? __builtin_bswap64(len) : len);
-    return 8;
-}
-
 /* Walk the string record `rec` (`size` bytes, size > 0) of entry `e`:
  * check its layout and length checksum, store each element in `strings`
  * when not NULL (`count` slots), and compute the record's CRC as
@@ -515,7 +504,6 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     uint64_t sum = 0;
     uint32_t crc = 0;
     uint32_t stored;
-    uint8_t word[8];
 
     if (count > size)
         goto bad_lengths;
@@ -526,7 +514,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
             goto bad_lengths;
         if (strings)
             strings[i].len = (size_t)len;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, len, big));
+        crc = ckpt__string_length_crc(crc, len, big);
     }
     /* TensorFlow's lower bound: a length byte per element plus the bytes. */
     if (count + sum > (uint64_t)size)
@@ -536,9 +524,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                            "%s: tensor '%s': string record ends before its "
                            "length checksum",
                            r->path.ptr, entry_name(&sn, e));
-    stored = ckpt__decode_fixed32(p);
-    if (big)
-        stored = __builtin_bswap32(stored);
+    stored = ckpt__string_checksum_get(p, big);
     if (stored != ckpt__crc32c_mask(crc))
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': string length checksum mismatch "

@@ -22,6 +22,7 @@
 #include "format/bundle_proto.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_writer_internal.h"
+#include "format/string_record.h"
 #include "format/table.h"
 #include "io/fs_internal.h"
 #include "util/coding.h"
@@ -691,23 +692,6 @@ uint64_t ckpt__bundle_writer_bytes(const ckpt_bundle_writer *w)
 #define HOST_BIG_ENDIAN 0
 #endif
 
-/* The fixed-width word a string length contributes to the length CRC, in
- * the bundle's (host) byte order; returns its width. */
-static size_t length_word(uint8_t *p, uint64_t len)
-{
-    if (len <= 0xffffffffu) {
-        uint32_t v = (uint32_t)len;
-        if (HOST_BIG_ENDIAN)
-            v = __builtin_bswap32(v);
-        ckpt__encode_fixed32(p, v);
-        return 4;
-    }
-    if (HOST_BIG_ENDIAN)
-        len = __builtin_bswap64(len);
-    ckpt__encode_fixed64(p, len);
-    return 8;
-}
-
 int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
                                    const ckpt_shape *shape,
                                    const ckpt_slice *strings, size_t n)
@@ -718,7 +702,7 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     uint64_t total;
     uint32_t crc = 0;
     uint32_t masked;
-    uint8_t word[8];
+    uint8_t word[4];
     int err = check_open(w);
     if (err < 0)
         return err;
@@ -743,11 +727,10 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
         err = ckpt__put_varint64(&head, strings[i].len);
         if (err < 0)
             goto done;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, strings[i].len));
+        crc = ckpt__string_length_crc(crc, strings[i].len, HOST_BIG_ENDIAN);
     }
     masked = ckpt__crc32c_mask(crc);
-    ckpt__encode_fixed32(word,
-                         HOST_BIG_ENDIAN ? __builtin_bswap32(masked) : masked);
+    ckpt__string_checksum_put(word, masked, HOST_BIG_ENDIAN);
     err = ckpt__buf_put(&head, word, 4);
     if (err < 0)
         goto done;
@@ -786,7 +769,6 @@ static int string_record_crc(const ckpt_bundle_writer *w, const char *name,
     uint64_t sum = 0;
     uint32_t crc = 0;
     uint32_t stored;
-    uint8_t word[8];
     if (count == 0 && len == 0) {
         *crc_out = 0; /* TensorFlow reads an empty record as no strings */
         return 0;
@@ -796,13 +778,11 @@ static int string_record_crc(const ckpt_bundle_writer *w, const char *name,
         if (!ckpt__get_varint64(&p, end, &l) ||
             ckpt__add_overflow_u64(sum, l, &sum))
             goto bad;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, l));
+        crc = ckpt__string_length_crc(crc, l, HOST_BIG_ENDIAN);
     }
     if ((size_t)(end - p) < 4 || (uint64_t)(end - p) - 4 != sum)
         goto bad;
-    stored = ckpt__decode_fixed32(p);
-    if (HOST_BIG_ENDIAN)
-        stored = __builtin_bswap32(stored);
+    stored = ckpt__string_checksum_get(p, HOST_BIG_ENDIAN);
     if (stored != ckpt__crc32c_mask(crc))
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': string record's length checksum "
