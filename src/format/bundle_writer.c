@@ -407,29 +407,34 @@ done:
     return 0;
 }
 
+/* Close one output file (the index or a data file) and remove what this
+ * writer made of it: its temporary while not renamed, else the renamed
+ * file. Keeps the last error. */
+static void abandon_file(const ckpt_fs *fs, ckpt_file **file, bool *created,
+                         bool *renamed, const ckpt_buf *tmp_path,
+                         const ckpt_buf *final_path)
+{
+    ckpt__fs_close_quiet(fs, *file);
+    *file = NULL;
+    if (*created && !*renamed)
+        ckpt__fs_remove_quiet(fs, tmp_path->ptr);
+    if (*renamed)
+        ckpt__fs_remove_quiet(fs, final_path->ptr);
+    *created = false;
+    *renamed = false;
+}
+
 /* Close and remove everything this writer created that a complete bundle
  * does not own: temporaries always; renamed data files and the index too
  * when the commit did not complete. Keeps the last error. */
 static void abandon(ckpt_bundle_writer *w)
 {
-    ckpt__fs_close_quiet(w->fs, w->index_file);
-    w->index_file = NULL;
-    if (w->index_created && !w->index_renamed)
-        ckpt__fs_remove_quiet(w->fs, w->index_tmp.ptr);
-    if (w->index_renamed)
-        ckpt__fs_remove_quiet(w->fs, w->index_final.ptr);
-    w->index_created = false;
-    w->index_renamed = false;
+    abandon_file(w->fs, &w->index_file, &w->index_created, &w->index_renamed,
+                 &w->index_tmp, &w->index_final);
     for (int i = 0; w->shards && i < w->num_shards; i++) {
         struct wshard *s = &w->shards[i];
-        ckpt__fs_close_quiet(w->fs, s->file);
-        s->file = NULL;
-        if (s->created && !s->renamed)
-            ckpt__fs_remove_quiet(w->fs, s->tmp_path.ptr);
-        if (s->renamed)
-            ckpt__fs_remove_quiet(w->fs, s->final_path.ptr);
-        s->created = false;
-        s->renamed = false;
+        abandon_file(w->fs, &s->file, &s->created, &s->renamed, &s->tmp_path,
+                     &s->final_path);
     }
 }
 
@@ -488,6 +493,16 @@ static int check_shape(ckpt_bundle_writer *w, const char *name,
     if (err < 0)
         return ckpt__error_prefix(err, "%s: tensor '%s'", w->prefix, name);
     return 0;
+}
+
+/* check_name, then check_shape: the checks of a string tensor. */
+static int check_name_and_shape(ckpt_bundle_writer *w, const char *name,
+                                const ckpt_shape *shape, int64_t *count)
+{
+    int err = check_name(w, name);
+    if (err == 0)
+        err = check_shape(w, name, shape, count);
+    return err;
 }
 
 /* Fill the entry for a record about to be appended to the current shard. */
@@ -706,9 +721,7 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     int err = check_open(w);
     if (err < 0)
         return err;
-    err = check_name(w, name);
-    if (err == 0)
-        err = check_shape(w, name, shape, &count);
+    err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
         return fail(w, err);
     if ((uint64_t)count != (uint64_t)n)
@@ -807,9 +820,7 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
     int err = check_open(w);
     if (err < 0)
         return err;
-    err = check_name(w, name);
-    if (err == 0)
-        err = check_shape(w, name, shape, &count);
+    err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
         return fail(w, err);
     if (!record && record_len > 0)
