@@ -400,6 +400,28 @@ static int durable_content(ckpt_fs_fault *ff, const char *norm, uint8_t **out,
     return err;
 }
 
+/* Set up journal entry ff->changes[ff->nchanges] (not yet counted) for a
+ * rename of `norm` to `norm_to` or a removal of `norm` (norm_to NULL), with
+ * the durable content of the file the change destroys (the destination,
+ * or the removed file) when it can be read. */
+static int begin_change(ckpt_fs_fault *ff, enum change_kind kind,
+                        const char *norm, const char *norm_to,
+                        struct change **out)
+{
+    const char *destroyed = norm_to ? norm_to : norm;
+    struct change *c;
+    int err = reserve_change(ff);
+    if (err < 0)
+        return err;
+    c = &ff->changes[ff->nchanges];
+    err = change_init(c, kind, norm, norm_to);
+    if (err < 0)
+        return err;
+    c->has_old = durable_content(ff, destroyed, &c->old, &c->old_len) == 0;
+    *out = c;
+    return 0;
+}
+
 /* ---- faults ------------------------------------------------------------- */
 
 /* Append an event to the trace; on out of memory it is dropped. */
@@ -735,14 +757,9 @@ static int fault_rename(const char *from, const char *to, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_RENAME, nfrom, nto, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_RENAME, nfrom, nto);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, nto, &c->old, &c->old_len) == 0;
     err = in->rename(from, to, in->payload);
     if (err < 0) {
         change_dispose(c);
@@ -776,14 +793,9 @@ static int fault_remove(const char *path, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_REMOVE, norm, NULL, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_REMOVE, norm, NULL);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, norm, &c->old, &c->old_len) == 0;
     err = in->remove(path, in->payload);
     if (err < 0 || !c->has_old) {
         /* nothing removed, or nothing we could put back */
