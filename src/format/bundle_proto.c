@@ -213,11 +213,6 @@ typedef struct message_spec {
     size_t nfields;
 } message_spec;
 
-#define MESSAGE(what, fields)                                                  \
-    {                                                                          \
-        what, fields, CKPT__ARRAY_SIZE(fields)                                 \
-    }
-
 /* Handles one listed field of `target`'s message; 0 to go on, a negative
  * error, or a positive value to stop the walk with. */
 typedef int (*field_fn)(void *target, const ckpt__pb_field *f,
@@ -268,15 +263,16 @@ static const field_spec version_fields[] = {
     {VER_MIN_CONSUMER, CKPT__PB_VARINT, false, "min_consumer"},
     {VER_BAD_CONSUMERS, CKPT__PB_VARINT, true, "bad_consumers"},
 };
-static const message_spec version_message =
-    MESSAGE("header: version", version_fields);
+static const message_spec version_message = {"header: version", version_fields,
+                                             CKPT__ARRAY_SIZE(version_fields)};
 
 static const field_spec header_fields[] = {
     {HDR_NUM_SHARDS, CKPT__PB_VARINT, false, "num_shards"},
     {HDR_ENDIANNESS, CKPT__PB_VARINT, false, "endianness"},
     {HDR_VERSION, CKPT__PB_LEN, false, "version"},
 };
-static const message_spec header_message = MESSAGE("header", header_fields);
+static const message_spec header_message = {"header", header_fields,
+                                            CKPT__ARRAY_SIZE(header_fields)};
 
 static void add_bad_consumer(ckpt__bundle_header *h, uint64_t v)
 {
@@ -375,26 +371,28 @@ static const field_spec dim_fields[] = {
     {DIM_SIZE, CKPT__PB_VARINT, false, "size"},
     {DIM_NAME, CKPT__PB_LEN, false, "name"},
 };
-static const message_spec dim_message =
-    MESSAGE("entry: shape: dim", dim_fields);
+static const message_spec dim_message = {"entry: shape: dim", dim_fields,
+                                         CKPT__ARRAY_SIZE(dim_fields)};
 
 static const field_spec shape_fields[] = {
     {SHAPE_DIM, CKPT__PB_LEN, false, "dim"},
     {SHAPE_UNKNOWN_RANK, CKPT__PB_VARINT, false, "unknown_rank"},
 };
-static const message_spec shape_message = MESSAGE("entry: shape", shape_fields);
+static const message_spec shape_message = {"entry: shape", shape_fields,
+                                           CKPT__ARRAY_SIZE(shape_fields)};
 
 static const field_spec extent_fields[] = {
     {EXTENT_START, CKPT__PB_VARINT, false, "start"},
     {EXTENT_LENGTH, CKPT__PB_VARINT, false, "length"},
 };
-static const message_spec extent_message =
-    MESSAGE("entry: slice: extent", extent_fields);
+static const message_spec extent_message = {
+    "entry: slice: extent", extent_fields, CKPT__ARRAY_SIZE(extent_fields)};
 
 static const field_spec slice_fields[] = {
     {SLICE_EXTENT, CKPT__PB_LEN, false, "extent"},
 };
-static const message_spec slice_message = MESSAGE("entry: slice", slice_fields);
+static const message_spec slice_message = {"entry: slice", slice_fields,
+                                           CKPT__ARRAY_SIZE(slice_fields)};
 
 static const field_spec entry_fields[] = {
     {ENT_DTYPE, CKPT__PB_VARINT, false, "dtype"},
@@ -405,14 +403,15 @@ static const field_spec entry_fields[] = {
     {ENT_CRC32C, CKPT__PB_FIXED32, false, "crc32c"},
     {ENT_SLICES, CKPT__PB_LEN, false, "slices"},
 };
-static const message_spec entry_message = MESSAGE("entry", entry_fields);
+static const message_spec entry_message = {"entry", entry_fields,
+                                           CKPT__ARRAY_SIZE(entry_fields)};
 
 /* ckpt__bundle_entry_get_slice looks at the slices only. */
 static const field_spec entry_slices_fields[] = {
     {ENT_SLICES, CKPT__PB_LEN, false, "slices"},
 };
-static const message_spec entry_slices_message =
-    MESSAGE("entry", entry_slices_fields);
+static const message_spec entry_slices_message = {
+    "entry", entry_slices_fields, CKPT__ARRAY_SIZE(entry_slices_fields)};
 
 static int dim_field(void *target, const ckpt__pb_field *f, const uint8_t *base)
 {
