@@ -717,7 +717,7 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     uint64_t total;
     uint32_t crc = 0;
     uint32_t masked;
-    uint8_t word[4];
+    uint8_t word[8];
     int err = check_open(w);
     if (err < 0)
         return err;

@@ -115,6 +115,11 @@ void cli_print_json(json_object *obj);
 
 /* ---- values -------------------------------------------------------------- */
 
+/* The integer of `size` bytes (1, 2, 4 or 8) at `p`, in host order, read
+ * as signed or as unsigned. */
+int64_t cli_int_at(const uint8_t *p, size_t size);
+uint64_t cli_uint_at(const uint8_t *p, size_t size);
+
 /* Read tensor `e` and format its first `limit` elements (SIZE_MAX: all):
  * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as a new
  * JSON array in *json. *count receives the element count of the tensor.
@@ -122,11 +127,6 @@ void cli_print_json(json_object *obj);
 int cli_tensor_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                       size_t limit, FILE *text, json_object **json,
                       int64_t *count);
-
-/* The integer of `size` bytes (1, 2, 4 or 8) at `p`, in host order, read
- * as signed or as unsigned. */
-int64_t cli_int_at(const uint8_t *p, size_t size);
-uint64_t cli_uint_at(const uint8_t *p, size_t size);
 
 /* Write `n` bytes as a double-quoted C-escaped string on `out`. */
 void cli_print_escaped(FILE *out, const void *bytes, size_t n);
