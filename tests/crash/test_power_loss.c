@@ -59,7 +59,7 @@ static void on_done(const ckpt_save_result *r, void *payload)
         o->durable = r->step;
 }
 
-/* What the power cut loses (see ckpt/sys/fs_fault.h). */
+/* What the power cut loses (see support/fs_fault.h). */
 enum drop_mode {
     DROP_ALL,    /* every unsynced byte and undurable directory change */
     DROP_DATA,   /* unsynced bytes only: directory changes kept, in order */
