@@ -38,11 +38,10 @@ int ckpt_record_stream_open(ckpt_record_stream **out, ckpt_bundle_reader *r,
     size_t esize;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "record stream: NULL out");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
-    if (!r || !entry)
-        return ckpt__error(CKPT_EINVAL, "record stream: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
     if (entry->dtype == CKPT_DT_STRING)
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': a string record is not streamed "
@@ -107,8 +106,9 @@ int ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n)
     size_t want;
     int err;
 
-    if (!s || !data || !n)
-        return ckpt__error(CKPT_EINVAL, "record stream next: NULL argument");
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(data);
+    CKPT__CHECK_ARG(n);
     *data = NULL;
     *n = 0;
     if (s->ended)

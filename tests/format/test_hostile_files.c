@@ -14,7 +14,7 @@
 #include "format/table.h"
 #include "util/crc32c.h"
 
-#include "ckpt/sys/fs_fault.h"
+#include "support/fs_fault.h"
 
 #include <errno.h>
 #include <snappy-c.h>
@@ -370,7 +370,7 @@ static void test_stream_pieces(void **state)
     assert_int_equal(n, 4);
     ckpt_record_stream_free(s);
     assert_ckpt_error(ckpt_record_stream_open(&s, NULL, e, 0), CKPT_EINVAL,
-                      "record stream");
+                      "ckpt_record_stream_open: r is NULL");
     ckpt_bundle_reader_free(r);
 }
 
@@ -477,7 +477,7 @@ static void test_check_partitioned_overlap(void **state)
     assert_ckpt_error(ckpt_bundle_reader_check(r, &copy), CKPT_EINVAL,
                       "the entry is not one of");
     assert_ckpt_error(ckpt_bundle_reader_check(NULL, e), CKPT_EINVAL,
-                      "NULL argument");
+                      "ckpt_bundle_reader_check: r is NULL");
     ckpt_bundle_reader_free(r);
 }
 
