@@ -24,6 +24,15 @@ enum ckpt_open_flags {
     CKPT_OPEN_DIRECT = 4 /**< hint: bypass the page cache where possible */
 };
 
+/** Values of the `direct_io` option of every options struct: 0 is the
+ *  default, on where the file system allows it (ckpt_saver_options,
+ *  ckpt_bundle_writer_options). */
+enum ckpt_direct_io {
+    CKPT_DIRECT_IO_DEFAULT = 0, /**< on where possible */
+    CKPT_DIRECT_IO_ON = 1,      /**< write large aligned parts with O_DIRECT */
+    CKPT_DIRECT_IO_OFF = -1     /**< always through the page cache */
+};
+
 /** Called once per directory entry by ckpt_fs.list ("." and ".." are not
  *  reported). Return non-zero to stop listing; that value is returned. */
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);
@@ -95,15 +104,16 @@ CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
 
 /** Read the whole file at `path` into `out` (appended).
  *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs,
-                                   const char *path);
+CKPT_EXTERN(int)
+ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path);
 
 /** Write `n` bytes to `path` crash-safely: a temporary file in the same
  *  directory created exclusively, written, fsynced, renamed over `path`,
  *  then the directory fsynced. On failure the temporary file is removed and
  *  `path` is unchanged. */
-CKPT_EXTERN(int) ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
-                                           const void *data, size_t n);
+CKPT_EXTERN(int)
+ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
+                          size_t n);
 
 CKPT_END_DECL
 
