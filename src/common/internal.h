@@ -48,6 +48,16 @@ int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
 int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
 /* Record "out of memory" and return CKPT_ENOMEM. */
 int ckpt__error_oom(void);
+/* The NULL-argument policy (docs/CONTRIBUTING.md): a public function that
+ * returns int rejects a NULL pointer it needs with CKPT_EINVAL and the
+ * message "<function>: <argument> is NULL" before it changes anything.
+ * CKPT__CHECK_ARG(arg) returns from the calling function; pass the
+ * parameter itself so that its name appears. */
+#define CKPT__CHECK_ARG(arg)                                                   \
+    do {                                                                       \
+        if (CKPT__UNLIKELY((arg) == NULL))                                     \
+            return ckpt__error(CKPT_EINVAL, "%s: %s is NULL", __func__, #arg); \
+    } while (0)
 
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing

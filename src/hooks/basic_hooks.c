@@ -127,8 +127,7 @@ int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
                                int64_t last_step)
 {
     stop_at_step *st;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "StopAtStepHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
     if (num_steps < 0 || last_step < 0)
         return ckpt__error(CKPT_EINVAL,
@@ -211,8 +210,7 @@ int ckpt_step_counter_hook_new(ckpt_hook *out,
     int64_t steps = o->every_n_steps;
     step_counter *sc;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "StepCounterHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
     err = ckpt__options_check_version(
         o->version, CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION,
@@ -363,11 +361,9 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out,
     int at_end;
     logging_tensor *lt;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    if (!o)
-        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: opts is NULL");
+    CKPT__CHECK_ARG(o);
     err = ckpt__options_check_version(
         o->version, CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION,
         "LoggingTensorHook options", "CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT");
@@ -484,8 +480,7 @@ int ckpt_nan_tensor_hook_new(ckpt_hook *out,
     nan_tensor *nt;
     size_t len;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "NanTensorHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
     err = ckpt__options_check_version(
         o->version, CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION,

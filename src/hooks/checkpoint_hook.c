@@ -609,12 +609,9 @@ int ckpt_checkpoint_hook_new(ckpt_hook *out,
     ckpt_checkpoint_hook_options o;
     ckpt__ckhook *h;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "checkpoint_hook_new: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL,
-                           "checkpoint_hook_new: opts (the options) is NULL");
+    CKPT__CHECK_ARG(opts);
     err = ckpt__options_check_version(
         opts->version, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION,
         "checkpoint hook options", "CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
@@ -650,9 +647,11 @@ int ckpt_checkpoint_hook_new(ckpt_hook *out,
 int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)
 {
     ckpt__ckhook *h = ckpt__ckhook_of(hook);
+    CKPT__CHECK_ARG(hook);
     if (!h)
-        return ckpt__error(CKPT_EINVAL, "checkpoint_hook_wait: hook is %s",
-                           hook ? "not a checkpoint hook" : "NULL");
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_checkpoint_hook_wait: hook is not a "
+                           "checkpoint hook");
     if (!h->saver || h->ended || h->mode != CKPT_SAVE_ASYNC)
         return ckpt__ckhook_take_error(h, 0);
     return ckpt__ckhook_take_error(h, ckpt_saver_wait(h->saver, 0, timeout_s));
@@ -661,9 +660,12 @@ int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)
 int ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out)
 {
     const ckpt__ckhook *h = ckpt__ckhook_of(hook);
-    if (!h || !out)
-        return ckpt__error(CKPT_EINVAL, "checkpoint hook metrics: %s",
-                           !out ? "out is NULL" : "not a checkpoint hook");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(hook);
+    if (!h)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_checkpoint_hook_metrics: hook is not a "
+                           "checkpoint hook");
     if (h->saver) {
         ckpt_saver_get_metrics(h->saver, out);
     } else if (h->has_final_metrics) {

@@ -151,7 +151,8 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
                     o->version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
                     "training session options",
                     "CKPT_TRAINING_SESSION_OPTIONS_INIT")
-              : ckpt__error(CKPT_EINVAL, "training_session_new: out is NULL");
+              : ckpt__error(CKPT_EINVAL,
+                            "ckpt_training_session_new: out is NULL");
     if (err == 0) {
         ckpt__options_merge(&merged, &option_defaults, sizeof(merged), o,
                             options_size(o->version));

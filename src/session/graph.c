@@ -12,8 +12,7 @@
 int ckpt_graph_new(ckpt_graph **out)
 {
     ckpt_graph *g;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "graph_new: out is NULL");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     g = ckpt__calloc(1, sizeof(*g));
     if (!g)
@@ -128,8 +127,8 @@ int ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var)
 {
     char *name;
     int err;
-    if (!g || !var)
-        return ckpt__error(CKPT_EINVAL, "graph_add_var: NULL argument");
+    CKPT__CHECK_ARG(g);
+    CKPT__CHECK_ARG(var);
     if (g->frozen)
         return ckpt__error(CKPT_ESTATE,
                            "graph: cannot add variable '%s': the graph is "
@@ -162,9 +161,8 @@ int ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage)
 {
     ckpt_var var;
     int err;
-    if (!g || !storage)
-        return ckpt__error(CKPT_EINVAL,
-                           "graph_create_global_step: NULL argument");
+    CKPT__CHECK_ARG(g);
+    CKPT__CHECK_ARG(storage);
     if (g->global_step)
         return ckpt__error(CKPT_EEXISTS, "graph: a global step already exists");
     memset(&var, 0, sizeof(var));

@@ -64,11 +64,12 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                       const ckpt_session_options *opts)
 {
     if (!graph)
-        return ckpt__error(CKPT_EINVAL, "monitored_session_new: graph is NULL");
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_monitored_session_new: graph is NULL");
     if (n > 0 && !hooks)
         return ckpt__error(CKPT_EINVAL,
-                           "monitored_session_new: %zu hooks but hooks is "
-                           "NULL",
+                           "ckpt_monitored_session_new: hooks is NULL (with "
+                           "num_hooks %zu)",
                            n);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
@@ -301,7 +302,8 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     if (out)
         *out = NULL;
     err = out ? check_args(graph, hooks, num_hooks, opts)
-              : ckpt__error(CKPT_EINVAL, "monitored_session_new: out is NULL");
+              : ckpt__error(CKPT_EINVAL,
+                            "ckpt_monitored_session_new: out is NULL");
     if (err < 0) {
         destroy_hooks(hooks, num_hooks);
         return err;

@@ -616,6 +616,46 @@ static void test_saver_zero_means_default(void **state)
                       "CKPT_KEEP_ALL");
 }
 
+/* NULL arguments: CKPT_EINVAL naming the function and the argument; the
+ * *_free functions accept NULL. */
+static void test_null_arguments(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_var v = {"v", CKPT_DT_FLOAT, {1, {4}}, f->vals, NULL, NULL, NULL};
+    ckpt_saver_metrics m;
+    ckpt_hook h;
+    int64_t step;
+    assert_ckpt_error(ckpt_checkpoint_hook_new(NULL, &o), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_new: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, NULL), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_new: opts is NULL");
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(&h, NULL), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_metrics: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(NULL, &m), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_metrics: hook is NULL");
+    ckpt_hook_free(&h);
+    assert_ckpt_error(ckpt_graph_add_var(NULL, &v), CKPT_EINVAL,
+                      "ckpt_graph_add_var: g is NULL");
+    assert_ckpt_error(ckpt_graph_add_var(f->graph, NULL), CKPT_EINVAL,
+                      "ckpt_graph_add_var: var is NULL");
+    assert_ckpt_error(ckpt_session_global_step(NULL, &step), CKPT_EINVAL,
+                      "ckpt_session_global_step: s is NULL");
+    assert_ckpt_error(ckpt_monitored_session_run(NULL, NULL, ck_step, f, NULL),
+                      CKPT_EINVAL, "ckpt_monitored_session_run: ms is NULL");
+    assert_ckpt_error(ckpt_monitored_session_before_run(NULL, NULL, NULL),
+                      CKPT_EINVAL,
+                      "ckpt_monitored_session_before_run: sc_out is NULL");
+    assert_ckpt_error(ckpt_monitored_session_close(NULL, 0), CKPT_EINVAL,
+                      "ckpt_monitored_session_close: ms is NULL");
+    assert_ckpt_error(ckpt_monitored_session_new(NULL, f->graph, NULL, 0, NULL),
+                      CKPT_EINVAL, "ckpt_monitored_session_new: out is NULL");
+    ckpt_hook_free(NULL);
+    ckpt_monitored_session_free(NULL);
+    ckpt_graph_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,6 +689,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_older_version_accepted, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_saver_zero_means_default, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_null_arguments, ck_setup,
                                         ck_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
