@@ -363,13 +363,16 @@ ckpt_training_session_options_init(ckpt_training_session_options *o,
 /** Build a monitored session with MonitoredTrainingSession's defaults and
  *  hook order (B40-B43): chief-only hooks, StepCounterHook (every
  *  log_step_count_steps, when checkpoint_dir is set), the checkpoint hook
- *  (when checkpoint_dir is set and a frequency is enabled; it uses the
- *  session's scaffold saver), then user hooks; a non-chief gets only the
- *  user hooks and never restores. Both checkpoint frequencies positive is
- *  CKPT_EINVAL (B41). The step counter logs through session.log; the
- *  session restores from checkpoint_dir unless session.checkpoint_dir is
- *  set. Every hook passed in is consumed, also on failure (its destroy has
- *  been called). NULL `opts`: all defaults. */
+ *  (when checkpoint_dir is set and a frequency is enabled; it writes
+ *  through the session's scaffold saver, configured by saver_options, with
+ *  the given listeners and checkpoint_basename), then user hooks; a
+ *  non-chief gets only the user hooks and never restores. Both checkpoint
+ *  frequencies positive is CKPT_EINVAL (B41). The hooks log through
+ *  session.log (default: stderr). The session restores from
+ *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
+ *  given both here and in session, is CKPT_EINVAL. Every hook passed in is
+ *  consumed, also on failure (its destroy has been called). NULL `opts`:
+ *  all defaults. */
 CKPT_EXTERN(int)
 ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
                           const ckpt_training_session_options *opts);

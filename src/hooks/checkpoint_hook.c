@@ -122,6 +122,21 @@ static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
     return 0;
 }
 
+/* The basename the checkpoints will have, for begin's log line: the
+ * hook's, the explicit saver's, the one agreed with the session (which
+ * opens the scaffold saver with it), else the saver's default. */
+static const char *planned_basename(const ckpt__ckhook *h, const ckpt_graph *g)
+{
+    const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
+    if (h->basename)
+        return h->basename;
+    if (h->explicit_saver)
+        return ckpt_saver_get_options(h->explicit_saver)->basename;
+    if (h->use_scaffold && a->basename)
+        return a->basename;
+    return "model.ckpt";
+}
+
 static int hook_begin(ckpt_graph *g, void *payload)
 {
     ckpt__ckhook *h = payload;
@@ -135,8 +150,8 @@ static int hook_begin(ckpt_graph *g, void *payload)
                            "%s: the graph has no global step (create one "
                            "with ckpt_graph_create_global_step)",
                            h->name);
-    ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s",
-                     h->name, h->dir, h->basename ? h->basename : "model.ckpt");
+    ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s-<step>",
+                     h->name, h->dir, planned_basename(h, g));
     return ckpt__ckhook_listeners_begin(h);
 }
 

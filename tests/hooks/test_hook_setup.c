@@ -168,6 +168,35 @@ static void test_basename_conflicts(void **state)
     assert_null(ms);
 }
 
+/* With use_scaffold and the name given only in the session's saver
+ * options, the files and the hook's first log line both use it (the log
+ * used to name model.ckpt whatever was written). */
+static void test_basename_from_session_is_logged(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_saver_options ss = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    char want[4300];
+    ckpt_hook h;
+    capture c;
+    char *text;
+    ss.basename = "sess";
+    so.saver_options = &ss;
+    o.use_scaffold = 1;
+    capture_start(&c, f);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+    text = capture_end(&c);
+    snprintf(want, sizeof(want), "saving checkpoints to %s/sess-<step>",
+             f->ckdir);
+    assert_int_equal(count_substr(text, want), 1);
+    free(text);
+    assert_true(file_exists(f->ckdir, "sess-0.index"));
+}
+
 /* ---- 4. one directory setting ----------------------------------------------
  */
 
@@ -665,6 +694,8 @@ int main(void)
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_conflicts, ck_setup,
                                         ck_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_from_session_is_logged,
+                                        ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_session_dir_alone_saves, ck_setup,
