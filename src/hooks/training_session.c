@@ -169,8 +169,9 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         goto fail;
     }
     if (!o->not_chief) {
-        memcpy(hooks, o->chief_only_hooks,
-               o->num_chief_only_hooks * sizeof(*hooks));
+        if (o->num_chief_only_hooks) /* NULL with 0 is fine here */
+            memcpy(hooks, o->chief_only_hooks,
+                   o->num_chief_only_hooks * sizeof(*hooks));
         n = o->num_chief_only_hooks;
         err = add_default_hooks(hooks, &n, o);
         if (err < 0) {
