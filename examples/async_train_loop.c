@@ -5,7 +5,7 @@
 #include <ckpt.h>
 #include <stdio.h>
 
-static float weights[1 << 20];
+static float weights[1 << 16];
 static int64_t global_step;
 
 static int train_step(ckpt_step_context *sc, void *payload)
@@ -18,7 +18,7 @@ static int train_step(ckpt_step_context *sc, void *payload)
 
 int main(int argc, char **argv)
 {
-    ckpt_var w = {"weights", CKPT_DT_FLOAT, {1, {1 << 20}}, weights, 0, 0, 0};
+    ckpt_var w = {"weights", CKPT_DT_FLOAT, {1, {1 << 16}}, weights, 0, 0, 0};
     ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
     ckpt_hook hook;
     ckpt_graph *g = NULL;
