@@ -49,6 +49,7 @@ static size_t options_size(unsigned int version)
 int ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
                                       unsigned int version)
 {
+    CKPT__CHECK_ARG(o);
     return ckpt__options_init(o, &option_defaults, options_size(version),
                               version, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION,
                               "checkpoint hook options",

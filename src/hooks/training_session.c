@@ -218,6 +218,7 @@ fail:
 int ckpt_training_session_options_init(ckpt_training_session_options *o,
                                        unsigned int version)
 {
+    CKPT__CHECK_ARG(o);
     return ckpt__options_init(o, &option_defaults, options_size(version),
                               version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
                               "training session options",

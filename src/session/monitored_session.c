@@ -15,6 +15,7 @@
 int ckpt_session_options_init(ckpt_session_options *opts, unsigned int version)
 {
     static const ckpt_session_options defaults = CKPT_SESSION_OPTIONS_INIT;
+    CKPT__CHECK_ARG(opts);
     return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
                               CKPT_SESSION_OPTIONS_VERSION, "session options",
                               "CKPT_SESSION_OPTIONS_INIT");

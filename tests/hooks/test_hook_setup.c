@@ -680,6 +680,13 @@ static void test_null_arguments(void **state)
                       "ckpt_monitored_session_close: ms is NULL");
     assert_ckpt_error(ckpt_monitored_session_new(NULL, f->graph, NULL, 0, NULL),
                       CKPT_EINVAL, "ckpt_monitored_session_new: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_options_init(
+                          NULL, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION),
+                      CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_options_init: o is NULL");
+    assert_ckpt_error(
+        ckpt_session_options_init(NULL, CKPT_SESSION_OPTIONS_VERSION),
+        CKPT_EINVAL, "ckpt_session_options_init: opts is NULL");
     ckpt_hook_free(NULL);
     ckpt_monitored_session_free(NULL);
     ckpt_graph_free(NULL);
