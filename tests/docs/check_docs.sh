@@ -3,8 +3,9 @@
 #   - README.md shows examples/async_train_loop.c whole, byte for byte;
 #   - main() of that loop and of examples/listener_resume.c (hook + listener
 #     + custom name + automatic resume) is at most 25 lines each;
-#   - every section of docs/guide.md names its program in examples/, and
-#     every program there is named by the guide;
+#   - every numbered section of docs/guide.md has a "Program:" line naming
+#     its program in examples/, and every program there is named by the
+#     guide;
 #   - headers, sources, tests, docs and examples send no reader to files a
 #     user does not have (the shared spec), and every behaviour number they
 #     cite (B<n>, F<n>) is defined in docs/behaviour.md.
@@ -38,6 +39,13 @@ for c in "$src"/examples/*.c; do
     name=examples/$(basename "$c")
     grep -qF "$name" "$src/docs/guide.md" || die "docs/guide.md does not name $name"
 done
+# every numbered section has a "Program:" line before the next section
+awk '/^## [0-9]+\./{if (sec && !prog) print sec; sec=$0; prog=0}
+     /^Program: /{prog=1} END{if (sec && !prog) print sec}' \
+    "$src/docs/guide.md" | while read -r sec; do
+    echo "FAIL: docs/guide.md: no Program: line in '$sec'" >&2
+    exit 1
+done || fail=1
 grep -o 'examples/[a-z_]*\.c' "$src/docs/guide.md" | sort -u | while read -r e; do
     [ -f "$src/$e" ] || { echo "FAIL: docs/guide.md names missing $e" >&2; exit 1; }
 done || fail=1
