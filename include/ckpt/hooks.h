@@ -160,8 +160,14 @@ ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
  *  or the scaffold's) reports to the hook through its on_save_done, which
  *  the hook wraps (forwarding every outcome) until end or on_abort; do not
  *  share one saver between two checkpoint hooks.
- *  @return 0, CKPT_EINVAL (saver and use_scaffold both set, B44; neither or
- *          both of save_secs/save_steps, B45; no directory) */
+ *  The directory and basename are settled with the session in begin: a
+ *  hook without checkpoint_dir uses the session's; neither, or two that
+ *  differ, make the session's creation fail with CKPT_EINVAL naming them.
+ *  @return 0, CKPT_EINVAL (out or o NULL; saver and use_scaffold both set,
+ *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
+ *          with saver_options; checkpoint_basename differing from the saver
+ *          options' or the saver's basename), CKPT_EVERSION (version 0 or
+ *          newer than the library's), CKPT_ENOMEM */
 CKPT_EXTERN(int)
 ckpt_checkpoint_hook_new(ckpt_hook *out, const ckpt_checkpoint_hook_options *o);
 
