@@ -104,16 +104,15 @@ CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
 
 /** Read the whole file at `path` into `out` (appended).
  *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
-CKPT_EXTERN(int)
-ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path);
+CKPT_EXTERN(int) ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs,
+                                   const char *path);
 
 /** Write `n` bytes to `path` crash-safely: a temporary file in the same
  *  directory created exclusively, written, fsynced, renamed over `path`,
  *  then the directory fsynced. On failure the temporary file is removed and
  *  `path` is unchanged. */
-CKPT_EXTERN(int)
-ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
-                          size_t n);
+CKPT_EXTERN(int) ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
+                                           const void *data, size_t n);
 
 CKPT_END_DECL
 
