@@ -2,17 +2,21 @@
  * steps in the background; a restart resumes from the latest checkpoint.
  * README.md shows this file whole (tests/docs checks they are the same);
  * docs/guide.md section 1. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <ckpt.h>
 #include <stdio.h>
+#include <time.h>
 
 static float weights[1 << 16];
 static int64_t global_step;
 
 static int train_step(ckpt_step_context *sc, void *payload)
 {
+    struct timespec rest = {0, 2000000}; /* 2 ms: the rest of the step */
     (void)payload;
     for (size_t i = 0; i < sizeof(weights) / sizeof(weights[0]); i++)
         weights[i] += 1e-3f;
+    nanosleep(&rest, NULL);
     return ckpt_step_context_publish_float(sc, "loss", 1.f / ++global_step);
 }
 
