@@ -97,13 +97,14 @@ static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
     int err = ckpt__graph_agree_dir(g, h->dir, "the checkpoint hook options");
     if (err < 0)
         return ckpt__error_prefix(err, "%s", h->name);
-    if (h->use_scaffold) {
-        err = ckpt__graph_agree_basename(
-            g, h->basename,
-            "the checkpoint hook options (checkpoint_basename)");
-        if (err < 0)
-            return ckpt__error_prefix(err, "%s", h->name);
-    }
+    /* The basename also names the checkpoints a restore-only scaffold
+     * saver must not take for strays. */
+    err = ckpt__graph_agree_basename(
+        g, h->basename, "the checkpoint hook options (checkpoint_basename)");
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", h->name);
+    if (h->use_scaffold)
+        ckpt__graph_note_scaffold_writer(g);
     if (!h->dir && !a->dir)
         return ckpt__error(CKPT_EINVAL,
                            "%s: no checkpoint directory: set checkpoint_dir "

@@ -79,6 +79,11 @@ int ckpt__graph_agree_basename(ckpt_graph *g, const char *basename,
                  "checkpoint basename", 0);
 }
 
+void ckpt__graph_note_scaffold_writer(ckpt_graph *g)
+{
+    g->agreed.scaffold_writer = 1;
+}
+
 const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g)
 {
     return &g->agreed;

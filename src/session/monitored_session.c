@@ -113,6 +113,7 @@ static int copy_options(ckpt_monitored_session *ms,
     ms->log_payload = o->log ? o->log_payload : NULL;
     ms->log_level = ckpt__log_min_level(o->log_level);
     ms->saver_opts = o->saver_options ? *o->saver_options : saver_defaults;
+    ms->saver_options_given = o->saver_options != NULL;
     if (!ms->saver_opts.fs)
         ms->saver_opts.fs = o->fs;
     if (!ms->saver_opts.clock)
@@ -233,10 +234,15 @@ static int state_settings(ckpt_monitored_session *ms)
 }
 
 /* After the hooks' begin: a setting only a hook gave serves the session
- * too (one checkpoint_dir suffices for resume). */
+ * too (one checkpoint_dir suffices for resume). A scaffold saver that no
+ * hook writes through and that the caller did not configure only restores:
+ * it keeps every checkpoint, so that opening it never applies a retention
+ * other than the one of the saver that writes them. */
 static int adopt_settings(ckpt_monitored_session *ms)
 {
     const ckpt__graph_agreement *a = ckpt__graph_agreement_of(ms->graph);
+    if (!a->scaffold_writer && !ms->saver_options_given)
+        ms->saver_opts.max_to_keep = CKPT_KEEP_ALL;
     if (!ms->checkpoint_dir && a->dir) {
         ms->checkpoint_dir = ckpt__strdup(a->dir);
         if (!ms->checkpoint_dir)

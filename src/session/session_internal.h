@@ -27,6 +27,7 @@ typedef struct ckpt__graph_agreement {
     ckpt_log_fn log;   /* the session's; NULL until a session states it */
     void *log_payload;
     int log_level;
+    int scaffold_writer; /* a hook writes through the scaffold saver */
 } ckpt__graph_agreement;
 
 struct ckpt_graph {
@@ -50,6 +51,9 @@ int ckpt__graph_agree_dir(ckpt_graph *g, const char *dir, const char *from);
 /* The same for the checkpoint basename. */
 int ckpt__graph_agree_basename(ckpt_graph *g, const char *basename,
                                const char *from);
+/* A checkpoint hook with use_scaffold says so in its begin: the scaffold
+ * saver then writes checkpoints, rather than only restoring one. */
+void ckpt__graph_note_scaffold_writer(ckpt_graph *g);
 /* The agreement so far (borrowed; fields NULL when unset). */
 const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g);
 /* Forget it (a session starts over, or is freed). */
@@ -129,6 +133,7 @@ struct ckpt_monitored_session {
     char *checkpoint_dir;
     char *restore_from;
     char *basename; /* a hook's checkpoint_basename, for the scaffold saver */
+    int saver_options_given; /* the caller configured the scaffold saver */
     ckpt_scaffold scaffold;
     ckpt_saver_options saver_opts;
     int recoverable;

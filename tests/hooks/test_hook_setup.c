@@ -224,6 +224,35 @@ static void test_hook_dir_alone_resumes(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* The session restores from the hook's directory through a saver of its
+ * own; opening that saver must not apply its default retention (5) to the
+ * checkpoints the hook keeps (10 here). */
+static void test_resume_keeps_hook_retention(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 1);
+    ckpt_saver_options sv = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    sv.max_to_keep = 10;
+    sv.fs = &f->cfs.fs;
+    o.saver_options = &sv;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 12);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    assert_int_equal(f->gstep, 12); /* restored */
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    assert_true(file_exists(f->ckdir, "model.ckpt-3.index"));
+}
+
 /* The session's directory alone serves the hook (use_scaffold or not). */
 static void test_session_dir_alone_saves(void **state)
 {
@@ -705,6 +734,8 @@ int main(void)
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
                                         ck_teardown),
+        cmocka_unit_test_setup_teardown(test_resume_keeps_hook_retention,
+                                        ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_session_dir_alone_saves, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_dirs_disagree_or_missing, ck_setup,
