@@ -14,12 +14,13 @@ int ckpt__options_check_version(unsigned int version, unsigned int current,
         return 0;
     if (version == 0)
         return ckpt__error(CKPT_EVERSION,
-                           "%s: version is 0 (the struct was not "
+                           "%s: unsupported version 0 (the struct was not "
                            "initialised): start from %s",
                            what, init_macro);
     return ckpt__error(CKPT_EVERSION,
-                       "%s: version %u is newer than this library's %u "
-                       "(built against a newer ckpt header?)",
+                       "%s: unsupported version %u: this library knows "
+                       "versions 1 to %u (built against a newer ckpt "
+                       "header?)",
                        what, version, current);
 }
 
