@@ -313,6 +313,37 @@ static void test_shape_mismatch_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+static void test_bad_registration_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float buf[8] = {0};
+    ckpt_var v;
+    ckpt_slice_extent outside[1] = {{6, 4}};
+    memset(&v, 0, sizeof(v));
+    v.name = "w";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 8;
+    v.data = buf;
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 0), CKPT_EEXISTS,
+                      "variable 'w' is already registered");
+    v.name = "x";
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
+                      CKPT_EINVAL,
+                      "partitioned variable 'x': extent 0 (start 6, length "
+                      "4) lies outside dimension 8");
+    v.dtype = CKPT_DT_STRING;
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ENOTSUP,
+                      "'x'");
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    v.dtype = CKPT_DT_FLOAT;
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ESTATE,
+                      "fixed after the first save, restore or check");
+    ckpt_mpi_saver_free(s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +359,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
     };
     int provided, failed, any = 0;
