@@ -1,14 +1,16 @@
 /* mpi/mpi_restore.c - restoring a distributed saver's variables on M ranks
  * from a checkpoint written by any number of ranks (or by one process):
  *   replicated    the whole tensor, on every rank;
- *   partitioned   this rank's piece, cut out of the whole tensor the
- *                 reader assembles from the stored pieces (resharding);
+ *   partitioned   this rank's piece, copied from whichever stored pieces
+ *                 overlap it (resharding; only those records are read);
  *   per-rank      "<name>/rank-<r>" for this rank r.
  * Two agreements keep ranks in step: after every rank checked its
  * variables against the index (present, dtype, shape) and after the reads;
  * a failure on any rank is every rank's error. restore_latest lets rank 0
  * read the state file and broadcast the prefix. */
 #include "mpi_internal.h"
+
+#include "format/bundle_slices.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,72 +57,225 @@ static int check_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                        ckpt_dtype_name(v->dtype), want);
 }
 
-/* Copy the piece `sl` (local shape `local`) out of the whole tensor `full`
- * of shape `g`, row-major, into `dst`. */
-static void cut_piece(uint8_t *dst, const uint8_t *full, const ckpt_shape *g,
-                      const ckpt__tensor_slice *sl, const ckpt_shape *local,
-                      size_t es)
+/* Copy the box [lo, hi) (global coordinates, `rank` dimensions) from a
+ * row-major block of shape `ss` whose first element is at global `so`, into
+ * a block of shape `ds` at global `dso`. */
+static void copy_box(uint8_t *dst, const int64_t *dso, const ckpt_shape *ds,
+                     const uint8_t *src, const int64_t *so,
+                     const ckpt_shape *ss, const int64_t *lo, const int64_t *hi,
+                     int rank, size_t es)
 {
-    int rank = g->rank;
-    int64_t idx[CKPT_MAX_RANK] = {0};
-    int64_t stride[CKPT_MAX_RANK];
-    size_t row = (size_t)local->dims[rank - 1] * es;
-    int64_t rows = 1;
-    stride[rank - 1] = 1;
-    for (int d = rank - 2; d >= 0; d--)
-        stride[d] = stride[d + 1] * g->dims[d + 1];
-    for (int d = 0; d < rank - 1; d++)
-        rows *= local->dims[d];
-    for (int64_t i = 0; i < rows && row > 0; i++) {
-        int64_t off = sl->start[rank - 1];
-        for (int d = 0; d < rank - 1; d++)
-            off += (sl->start[d] + idx[d]) * stride[d];
-        memcpy(dst, full + (size_t)off * es, row);
-        dst += row;
-        for (int d = rank - 2; d >= 0; d--) {
-            if (++idx[d] < local->dims[d])
-                break;
-            idx[d] = 0;
+    int64_t idx[CKPT_MAX_RANK], sstride[CKPT_MAX_RANK], dstride[CKPT_MAX_RANK];
+    size_t row = (size_t)(hi[rank - 1] - lo[rank - 1]) * es;
+    sstride[rank - 1] = dstride[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--) {
+        sstride[d] = sstride[d + 1] * ss->dims[d + 1];
+        dstride[d] = dstride[d + 1] * ds->dims[d + 1];
+    }
+    for (int d = 0; d < rank; d++) {
+        if (lo[d] >= hi[d])
+            return;
+        idx[d] = lo[d];
+    }
+    for (;;) {
+        int64_t s_off = 0, d_off = 0;
+        int d;
+        for (d = 0; d < rank; d++) {
+            s_off += (idx[d] - so[d]) * sstride[d];
+            d_off += (idx[d] - dso[d]) * dstride[d];
         }
+        memcpy(dst + (size_t)d_off * es, src + (size_t)s_off * es, row);
+        for (d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < hi[d])
+                break;
+            idx[d] = lo[d];
+        }
+        if (d < 0)
+            return;
     }
 }
 
-/* Read `v`'s value for this rank into `dst` (v->bytes). */
-static int read_value(ckpt_bundle_reader *r, const ckpt__mvar *v, void *dst)
+/* This rank's piece bounds [lo, hi) of `v`. */
+static void piece_bounds(const ckpt__mvar *v, int64_t *lo, int64_t *hi)
 {
-    int64_t full_bytes;
+    for (int d = 0; d < v->global.rank; d++) {
+        lo[d] = v->slice.start[d];
+        hi[d] = v->slice.start[d] + v->slice.length[d];
+    }
+}
+
+/* The whole tensor, then this rank's piece cut out of it (a checkpoint
+ * that stored it as one ordinary entry). */
+static int read_from_whole(ckpt_bundle_reader *r, const ckpt__mvar *v,
+                           uint8_t *dst)
+{
+    int64_t full_bytes, lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
+    int64_t zero[CKPT_MAX_RANK] = {0};
     uint8_t *full;
+    int err = ckpt_tensor_byte_size(&full_bytes, v->dtype, &v->global);
+    if (err < 0)
+        return err;
+    full = ckpt__malloc(full_bytes ? (size_t)full_bytes : 1);
+    if (!full)
+        return ckpt__error_oom();
+    err = ckpt_bundle_reader_read(r, v->name, full, (size_t)full_bytes);
+    piece_bounds(v, lo, hi);
+    if (err == 0)
+        copy_box(dst, lo, &v->local, full, zero, &v->global, lo, hi,
+                 v->global.rank, ckpt_dtype_size(v->dtype));
+    ckpt__free(full);
+    return err;
+}
+
+typedef struct box {
+    int64_t lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
+} box;
+
+static int boxes_overlap(const box *a, const box *b, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if ((a->lo[d] > b->lo[d] ? a->lo[d] : b->lo[d]) >=
+            (a->hi[d] < b->hi[d] ? a->hi[d] : b->hi[d]))
+            return 0;
+    return 1;
+}
+
+/* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
+ * inside this rank's piece copied to `dst`; its box in `*got` (empty when
+ * it does not overlap). */
+static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
+                        const ckpt__mvar *v, const ckpt_tensor_entry *e,
+                        const ckpt__tensor_slice *sl, uint8_t *dst, box *got,
+                        ckpt_buf *rec)
+{
+    int rank = v->global.rank;
+    int64_t slo[CKPT_MAX_RANK], shi[CKPT_MAX_RANK], mylo[CKPT_MAX_RANK],
+        myhi[CKPT_MAX_RANK], bytes;
+    ckpt_shape sshape;
     int err;
+    sshape.rank = rank;
+    piece_bounds(v, mylo, myhi);
+    for (int d = 0; d < rank; d++) {
+        ckpt__slice_extent_range(sl, d, v->global.dims[d], &slo[d], &shi[d]);
+        sshape.dims[d] = shi[d] - slo[d];
+        got->lo[d] = slo[d] > mylo[d] ? slo[d] : mylo[d];
+        got->hi[d] = shi[d] < myhi[d] ? shi[d] : myhi[d];
+        if (got->lo[d] >= got->hi[d])
+            got->hi[d] = got->lo[d];
+    }
+    if (sl->rank != rank || e->dtype != v->dtype ||
+        !ckpt_shape_equal(&e->shape, &sshape))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a stored piece does not match "
+                           "its slice, dtype or the tensor's rank",
+                           prefix, v->name);
+    for (int d = 0; d < rank; d++)
+        if (got->lo[d] >= got->hi[d])
+            return 0;
+    ckpt__buf_clear(rec);
+    err = ckpt_bundle_reader_read_record(r, e, rec);
+    if (err == 0)
+        err = ckpt_tensor_byte_size(&bytes, v->dtype, &sshape);
+    if (err == 0 && rec->size != (size_t)bytes)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': a stored piece holds %zu bytes, "
+                          "its shape needs %lld",
+                          prefix, v->name, rec->size, (long long)bytes);
+    if (err == 0)
+        copy_box(dst, mylo, &v->local, (const uint8_t *)rec->ptr, slo, &sshape,
+                 got->lo, got->hi, rank, ckpt_dtype_size(v->dtype));
+    return err;
+}
+
+/* This rank's piece of a partitioned tensor, from whichever stored pieces
+ * overlap it (the checkpoint may have been written by any number of ranks,
+ * partitioned in any other way). The pieces it uses must cover it exactly
+ * once. */
+static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
+                            const ckpt__mvar *v, uint8_t *dst)
+{
+    const ckpt_tensor_entry *full;
+    ckpt_buf name = CKPT_BUF_INIT, rec = CKPT_BUF_INIT;
+    box *boxes = NULL;
+    size_t nboxes = 0, count = ckpt_bundle_reader_count(r);
+    int64_t want = 1, covered = 0;
+    int rank = v->global.rank;
+    int err = ckpt_bundle_reader_find(&full, r, v->name);
+    if (err < 0)
+        return err;
+    if (full->num_slices == 0)
+        return read_from_whole(r, v, dst);
+    boxes = ckpt__calloc((size_t)full->num_slices, sizeof(*boxes));
+    if (!boxes)
+        return ckpt__error_oom();
+    for (int d = 0; d < rank; d++)
+        want *= v->local.dims[d];
+    for (size_t i = 0; err == 0 && i < count; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        ckpt__tensor_slice sl;
+        box got;
+        int64_t vol = 1;
+        if (!e->is_slice_key)
+            continue;
+        err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
+        if (err < 0 || strcmp(name.ptr, v->name) != 0 ||
+            name.size != strlen(v->name))
+            continue;
+        err = copy_overlap(r, prefix, v, e, &sl, dst, &got, &rec);
+        for (int d = 0; err == 0 && d < rank; d++)
+            vol *= got.hi[d] - got.lo[d];
+        if (err < 0 || vol == 0)
+            continue;
+        for (size_t k = 0; k < nboxes; k++)
+            if (boxes_overlap(&boxes[k], &got, rank))
+                err = ckpt__error(CKPT_ECORRUPT,
+                                  "%s: tensor '%s': stored pieces overlap",
+                                  prefix, v->name);
+        if (err == 0 && nboxes == (size_t)full->num_slices)
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: tensor '%s': more pieces than its entry "
+                              "lists",
+                              prefix, v->name);
+        if (err == 0) {
+            boxes[nboxes++] = got;
+            covered += vol;
+        }
+    }
+    if (err == 0 && covered != want)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': the stored pieces cover %lld of "
+                          "the %lld elements of this rank's piece",
+                          prefix, v->name, (long long)covered, (long long)want);
+    ckpt__free(boxes);
+    ckpt_buf_dispose(&name);
+    ckpt_buf_dispose(&rec);
+    return err;
+}
+
+/* Read `v`'s value for this rank into `dst` (v->bytes). */
+static int read_value(ckpt_bundle_reader *r, const char *prefix,
+                      const ckpt__mvar *v, void *dst)
+{
     if (v->kind != CKPT__MPI_PARTITIONED || v->whole)
         return ckpt_bundle_reader_read(
             r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name, dst,
             (size_t)v->bytes);
     if (v->bytes == 0)
         return 0;
-    err = ckpt_tensor_byte_size(&full_bytes, v->dtype, &v->global);
-    if (err < 0)
-        return err;
-    full = ckpt__malloc((size_t)full_bytes);
-    if (!full)
-        return ckpt__error_oom();
-    err = ckpt_bundle_reader_read(r, v->name, full, (size_t)full_bytes);
-    if (err == 0)
-        cut_piece(dst, full, &v->global, &v->slice, &v->local,
-                  ckpt_dtype_size(v->dtype));
-    ckpt__free(full);
-    return err;
+    return read_overlapping(r, prefix, v, dst);
 }
 
-static int restore_one(ckpt_bundle_reader *r, const ckpt__mvar *v)
+static int restore_one(ckpt_bundle_reader *r, const char *prefix,
+                       const ckpt__mvar *v)
 {
     void *tmp;
     int err;
     if (v->user.data)
-        return read_value(r, v, v->user.data);
+        return read_value(r, prefix, v, v->user.data);
     tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
     if (!tmp)
         return ckpt__error_oom();
-    err = read_value(r, v, tmp);
+    err = read_value(r, prefix, v, tmp);
     if (err == 0) {
         int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
         if (rc != 0)
@@ -166,7 +321,7 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     if (err == 0) { /* every rank passed the checks: all read, then agree */
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
-                err = restore_one(r, &s->vars[i]);
+                err = restore_one(r, prefix, &s->vars[i]);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
     }
     ckpt__free(skip);

@@ -1,10 +1,13 @@
 /* tests/mpi/test_mpi_reshard.c - a checkpoint written by 4 ranks, read on
  * other rank counts (CTest orders the runs with a fixture):
- *   write DIR           (4 ranks) a sync save at step 5 (seed 5) and an
- *                       async one at step 6 (seed 6)
+ *   write DIR           (4 ranks; also 1) a sync save at step 5 (seed 5)
+ *                       and an async one at step 6 (seed 6)
  *   read DIR            (1, 2, 3 ranks) restore the latest and step 5 with
- *                       identical values; on 1 rank also read it with the
- *                       single-process saver and LevelDB's table reader
+ *                       identical values; on 1 rank, from 4 writers, also
+ *                       read it with the single-process saver and LevelDB's
+ *                       table reader
+ *   read-grow DIR       (2, 3 ranks, from 1 writer) rng optional: the
+ *                       rest restores everywhere, rng on rank 0 only
  *   read-missing DIR    (5 ranks) rank 4 has no "rng/rank-4": every rank
  *                       fails, naming it
  *   read-optional DIR   (5 ranks) the same with rng optional: rank 4's
@@ -130,6 +133,17 @@ static void leveldb_reads_index(const char *prefix)
 #endif
 }
 
+/* How many ranks wrote the checkpoint (one data file each). */
+static int writers(const char *prefix)
+{
+    ckpt_bundle_reader *r = NULL;
+    int n;
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    n = ckpt_bundle_reader_num_shards(r);
+    ckpt_bundle_reader_free(r);
+    return n;
+}
+
 static void test_read(void **state)
 {
     ckpt_mpi_saver *s = open_saver();
@@ -148,10 +162,36 @@ static void test_read(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_restore(s, want));
     model_assert(&m, 5);
     ckpt_mpi_saver_free(s);
-    if (test_size() == 1) {
+    if (test_size() == 1 && writers(latest.ptr) == 4) {
         single_process_restore(latest.ptr);
         leveldb_reads_index(latest.ptr);
     }
+    ckpt_buf_dispose(&latest);
+}
+
+/* More ranks than writers, rng optional: the shared state restores on
+ * every rank (pieces cut from the one stored whole tensor), rng only where
+ * the checkpoint has it. */
+static void test_read_grow(void **state)
+{
+    ckpt_mpi_saver *s = open_saver();
+    ckpt_buf latest = CKPT_BUF_INIT;
+    model m;
+    int n;
+    (void)state;
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_zero(&m);
+    model_register(s, &m, 1);
+    m.rng[0] = 77;
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    n = writers(latest.ptr);
+    if (test_rank() >= n) {
+        assert_true(m.rng[0] == 77);
+        m.rng[0] = model_rng(6, test_rank(), 0);
+        m.rng[1] = model_rng(6, test_rank(), 1);
+    }
+    model_assert(&m, 6);
+    ckpt_mpi_saver_free(s);
     ckpt_buf_dispose(&latest);
 }
 
@@ -195,6 +235,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest write[] = {cmocka_unit_test(test_write)};
     const struct CMUnitTest read[] = {cmocka_unit_test(test_read)};
+    const struct CMUnitTest grow[] = {cmocka_unit_test(test_read_grow)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(test_read_missing)};
     const struct CMUnitTest optional[] = {cmocka_unit_test(test_read_optional)};
     int provided, failed = 1, any = 0;
@@ -205,6 +246,8 @@ int main(int argc, char **argv)
             failed = cmocka_run_group_tests(write, NULL, NULL);
         else if (strcmp(argv[1], "read") == 0)
             failed = cmocka_run_group_tests(read, NULL, NULL);
+        else if (strcmp(argv[1], "read-grow") == 0)
+            failed = cmocka_run_group_tests(grow, NULL, NULL);
         else if (strcmp(argv[1], "read-missing") == 0)
             failed = cmocka_run_group_tests(missing, NULL, NULL);
         else if (strcmp(argv[1], "read-optional") == 0)
@@ -212,7 +255,7 @@ int main(int argc, char **argv)
     }
     if (argc != 3)
         fprintf(stderr,
-                "usage: %s write|read|read-missing|read-optional "
+                "usage: %s write|read|read-grow|read-missing|read-optional "
                 "DIR\n",
                 argv[0]);
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
