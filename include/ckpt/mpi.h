@@ -40,6 +40,7 @@
 #include <mpi.h>
 
 #include "bundle.h"
+#include "hooks.h"
 #include "saver.h"
 
 CKPT_BEGIN_DECL
@@ -201,6 +202,45 @@ ckpt_mpi_saver_get_metrics(ckpt_mpi_saver *s, ckpt_saver_metrics *out);
 /** This rank and the number of ranks of the saver's communicator. */
 CKPT_EXTERN(int) ckpt_mpi_saver_rank(const ckpt_mpi_saver *s);
 CKPT_EXTERN(int) ckpt_mpi_saver_size(const ckpt_mpi_saver *s);
+
+/* ---- the checkpoint hook ------------------------------------------------ */
+
+#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION 1
+
+/** A checkpoint hook over a distributed saver, for a monitored session on
+ *  every rank (each rank's session runs the same steps; rank 0 is the chief
+ *  for logging and summaries, but every rank runs this hook). Do not also
+ *  give the sessions a checkpoint_dir: this hook restores and saves. */
+typedef struct ckpt_mpi_checkpoint_hook_options {
+    unsigned int version;    /**< CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION */
+    ckpt_mpi_saver *saver;   /**< borrowed, variables registered; required */
+    int64_t save_steps;      /**< exactly one of save_steps and save_secs */
+    double save_secs;        /**< decided by rank 0's clock each step and
+                                  broadcast (one small collective per step) */
+    int mode;                /**< CKPT_SAVE_SYNC or CKPT_SAVE_ASYNC */
+    int restore;             /**< 1: restore the latest checkpoint after each
+                                  session creation (none: nothing restored) */
+    const ckpt_clock *clock; /**< NULL: the system clock */
+} ckpt_mpi_checkpoint_hook_options;
+
+#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT                                  \
+    {                                                                          \
+        CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0, 0.0,                \
+            CKPT_SAVE_ASYNC, 1, NULL                                           \
+    }
+
+/** Build the hook. after_create_session restores (when asked) and starts
+ *  the timer at the session's global step; after_run progresses the save
+ *  in flight (returning its failure once), and at a trigger step saves on
+ *  every rank (async: a trigger skipped by busy policy SKIP does not move
+ *  the timer); end waits for the save in flight and saves the final step
+ *  unless the newest durable save has it. The callbacks are collective:
+ *  every rank's session must run the same steps. The global step comes
+ *  from ckpt_session_global_step.
+ *  @return 0, CKPT_EINVAL (no saver; neither or both intervals; mode) */
+CKPT_EXTERN(int)
+ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,
+                             const ckpt_mpi_checkpoint_hook_options *o);
 
 CKPT_END_DECL
 
