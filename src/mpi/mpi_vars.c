@@ -204,6 +204,18 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
     return 0;
 }
 
+/* Rank 0's record of the partitioned tensors (rebuilt by each check). */
+static void parts_dispose(ckpt_mpi_saver *s)
+{
+    for (size_t i = 0; i < s->nparts; i++) {
+        ckpt__free(s->parts[i].name);
+        ckpt__free(s->parts[i].pieces);
+    }
+    ckpt__free(s->parts);
+    s->parts = NULL;
+    s->nparts = 0;
+}
+
 void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s)
 {
     for (size_t i = 0; i < s->nvars; i++) {
@@ -212,11 +224,7 @@ void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s)
     }
     ckpt__free(s->vars);
     ckpt__free(s->name_slots);
-    for (size_t i = 0; i < s->nparts; i++) {
-        ckpt__free(s->parts[i].name);
-        ckpt__free(s->parts[i].pieces);
-    }
-    ckpt__free(s->parts);
+    parts_dispose(s);
     ckpt__free(s->owned);
     ckpt__free(s->owned_idx);
 }
@@ -604,6 +612,7 @@ static int check_on_root(ckpt_mpi_saver *s, const uint8_t *all,
         err = check_stored_names(s, &lists[0]);
     nrep = count_kind(&lists[0], CKPT__MPI_REPLICATED);
     npart = count_kind(&lists[0], CKPT__MPI_PARTITIONED);
+    parts_dispose(s); /* an earlier check that failed */
     if (err == 0 && npart > 0) {
         s->parts = ckpt__calloc(npart, sizeof(*s->parts));
         if (!s->parts)
