@@ -234,9 +234,9 @@ typedef struct ckpt_mpi_checkpoint_hook_options {
  *  in flight (returning its failure once), and at a trigger step saves on
  *  every rank (async: a trigger skipped by busy policy SKIP does not move
  *  the timer); end waits for the save in flight and saves the final step
- *  unless the newest durable save has it. The callbacks are collective:
- *  every rank's session must run the same steps. The global step comes
- *  from ckpt_session_global_step.
+ *  unless a durable checkpoint (saved or restored by this hook) has it. The
+ * callbacks are collective: every rank's session must run the same steps. The
+ * global step comes from ckpt_session_global_step.
  *  @return 0, CKPT_EINVAL (no saver; neither or both intervals; mode) */
 CKPT_EXTERN(int)
 ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,

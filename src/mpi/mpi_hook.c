@@ -11,6 +11,7 @@
 typedef struct mpi_hook {
     ckpt_mpi_checkpoint_hook_options o;
     ckpt_timer timer;
+    int64_t restored_step; /* of the checkpoint restored, or CKPT_NO_STEP */
 } mpi_hook;
 
 static int global_step(ckpt_session *s, int64_t *step)
@@ -29,9 +30,11 @@ static int hook_after_create(ckpt_session *s, ckpt_coordinator *coord,
     mpi_hook *h = payload;
     int64_t step;
     int err = 0;
+    int restored = 0;
     (void)coord;
     if (h->o.restore) {
         err = ckpt_mpi_saver_restore_latest(h->o.saver, NULL);
+        restored = err == 0;
         if (err == CKPT_ENOTFOUND &&
             strstr(ckpt_error_last()->message, "no checkpoint to restore")) {
             ckpt_error_clear();
@@ -40,6 +43,8 @@ static int hook_after_create(ckpt_session *s, ckpt_coordinator *coord,
     }
     if (err == 0)
         err = global_step(s, &step);
+    if (err == 0 && restored)
+        h->restored_step = step;
     if (err == 0) {
         ckpt_timer_reset(&h->timer);
         ckpt_timer_update(&h->timer, step, NULL, NULL);
@@ -97,8 +102,8 @@ static int hook_end(ckpt_session *s, void *payload)
     if (err < 0)
         return err;
     ckpt_mpi_saver_get_metrics(h->o.saver, &m);
-    if (m.last_saved_step == step)
-        return 0;
+    if (m.last_saved_step == step || h->restored_step == step)
+        return 0; /* a durable checkpoint already has this step */
     return ckpt_mpi_saver_save(h->o.saver, step, NULL);
 }
 
@@ -129,6 +134,7 @@ int ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,
     if (!h)
         return ckpt__error_oom();
     h->o = *o;
+    h->restored_step = CKPT_NO_STEP;
     err = ckpt_timer_init(&h->timer, o->save_secs, o->save_steps, o->clock);
     if (err < 0) {
         ckpt__free(h);
