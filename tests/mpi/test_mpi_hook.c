@@ -27,6 +27,14 @@ static int train_step(ckpt_step_context *sc, void *payload)
     return 0;
 }
 
+/* A clock the steps drive: global step seconds on rank 0, frozen at 0 on
+ * the other ranks (whose own timers would never trigger). */
+static double fake_monotonic(void *payload)
+{
+    const state *st = payload;
+    return test_rank() == 0 ? (double)st->global_step : 0.0;
+}
+
 static ckpt_var var(const char *name, int dtype, int rank, int64_t dim,
                     void *data)
 {
@@ -43,8 +51,9 @@ static ckpt_var var(const char *name, int dtype, int rank, int64_t dim,
 /* One monitored session running `steps` steps; returns the saver's
  * metrics. */
 static void run_session(const char *dir, state *st, int steps, int mode,
-                        ckpt_saver_metrics *mt)
+                        ckpt_saver_metrics *mt, double save_secs)
 {
+    ckpt_clock clock = {CKPT_CLOCK_VERSION, st, fake_monotonic, NULL};
     ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_mpi_checkpoint_hook_options ho = CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT;
     ckpt_mpi_saver *s = NULL;
@@ -68,7 +77,9 @@ static void run_session(const char *dir, state *st, int steps, int mode,
     v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
     assert_ckpt_ok(ckpt_graph_add_var(g, &v));
     ho.saver = s;
-    ho.save_steps = 4;
+    ho.save_steps = save_secs > 0 ? 0 : 4;
+    ho.save_secs = save_secs;
+    ho.clock = &clock;
     ho.mode = mode;
     assert_ckpt_ok(ckpt_mpi_checkpoint_hook_new(&hook, &ho));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, NULL));
@@ -105,14 +116,14 @@ static void test_hook_saves_and_resumes(void **state_)
             assert_int_equal(mkdir(sub, 0755), 0);
         MPI_Barrier(MPI_COMM_WORLD);
         memset(&st, 0, sizeof(st));
-        run_session(sub, &st, 10, modes[m], &mt);
+        run_session(sub, &st, 10, modes[m], &mt, 0);
         assert_state(&st, 10);
         /* steps 4 and 8, then 10 at end */
         assert_int_equal(mt.saves_completed, 3);
         assert_int_equal(mt.last_saved_step, 10);
 
         memset(&st, 0, sizeof(st));
-        run_session(sub, &st, 2, modes[m], &mt);
+        run_session(sub, &st, 2, modes[m], &mt, 0);
         assert_state(&st, 12);
         assert_int_equal(mt.saves_completed, 1); /* 12 at end */
         if (test_rank() == 0) {
@@ -122,6 +133,34 @@ static void test_hook_saves_and_resumes(void **state_)
             snprintf(want, sizeof(want), "%s/model.ckpt-12", sub);
             assert_string_equal(latest.ptr, want);
             ckpt_buf_dispose(&latest);
+        }
+    }
+    shared_dir_remove(dir);
+}
+
+/* Seconds mode: rank 0's clock decides for every rank (the others' clocks
+ * stand still): 2.5 s between saves at one second per step saves at 3 and
+ * 6, and 7 at end. */
+static void test_hook_seconds_decided_by_rank0(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_saver_metrics mt;
+    state st;
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    run_session(dir, &st, 7, CKPT_SAVE_ASYNC, &mt, 2.5);
+    assert_state(&st, 7);
+    assert_int_equal(mt.saves_completed, 3);
+    assert_int_equal(mt.last_saved_step, 7);
+    if (test_rank() == 0) {
+        char path[4300];
+        for (int step = 3; step <= 7; step++) {
+            uint8_t *f;
+            size_t n;
+            snprintf(path, sizeof(path), "%s/model.ckpt-%d.index", dir, step);
+            f = test_read_file(path, &n);
+            assert_true((f != NULL) == (step == 3 || step == 6 || step == 7));
+            free(f);
         }
     }
     shared_dir_remove(dir);
@@ -145,6 +184,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hook_saves_and_resumes),
+        cmocka_unit_test(test_hook_seconds_decided_by_rank0),
         cmocka_unit_test(test_hook_rejects_bad_options),
     };
     int provided, failed, any = 0;
