@@ -8,7 +8,9 @@
  *   - aggregate save throughput of a sync save (every rank's data file
  *     durable, merged index, state file) in MiB/s, for comparison with
  *     `dd conv=fsync` of the same total bytes (bench/bench_mpi.sh);
- *   - restore throughput on the same ranks;
+ *   - restore throughput on the same ranks, and against each rank
+ *     read()ing its own data file (restore_vs_read: read time / restore
+ *     time, so 1.0 means as fast as read);
  *   - commit cost against the number of tensors: rank 0's merge of an
  *     index of N entries (--entries).
  * Usage: mpiexec -n R bench_mpi_save DIR [--mib M] [--reps K]
@@ -34,6 +36,21 @@ static double max_over_ranks(double v)
     double m;
     MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return m;
+}
+
+/* Seconds to read() a whole file in 4 MiB pieces (the restore's
+ * reference). */
+static double read_file_s(const char *path)
+{
+    static char buf[4 << 20];
+    double t0 = now();
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    while (fread(buf, 1, sizeof(buf), f) == sizeof(buf))
+        ;
+    fclose(f);
+    return now() - t0;
 }
 
 static int die(const char *what)
@@ -153,7 +170,8 @@ int main(int argc, char **argv)
         return die("check");
 
     double copy_s = 1e9, block_s = 1e9, poll_s = 1e9, save_s = 1e9;
-    double restore_s = 1e9;
+    double restore_s = 1e9, read_s = 1e9;
+    ckpt_buf latest = CKPT_BUF_INIT;
     for (int r = 0; r < reps; r++) {
         double t0 = now(), t;
         memcpy(warm, part, local);
@@ -182,11 +200,20 @@ int main(int argc, char **argv)
             return die("wait");
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = now();
-        if (ckpt_mpi_saver_restore_latest(s, NULL) != 0)
+        if (ckpt_mpi_saver_restore_latest(s, &latest) != 0)
             return die("restore");
         t = max_over_ranks(now() - t0);
         if (t < restore_s)
             restore_s = t;
+        {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s.data-%05d-of-%05d", latest.ptr,
+                     rank, size);
+            MPI_Barrier(MPI_COMM_WORLD);
+            t = max_over_ranks(read_file_s(path));
+            if (t < read_s)
+                read_s = t;
+        }
     }
     block_s = max_over_ranks(block_s / copy_s);
     if (rank == 0) {
@@ -197,10 +224,13 @@ int main(int argc, char **argv)
         printf("poll_us=%.1f\n", poll_s * 1e6);
         printf("sync_save_s=%.3f aggregate_mib_s=%.1f\n", save_s,
                total / 1048576.0 / save_s);
-        printf("restore_s=%.3f restore_mib_s=%.1f\n", restore_s,
-               total / 1048576.0 / restore_s);
+        printf("restore_s=%.3f restore_mib_s=%.1f read_own_file_s=%.3f "
+               "restore_vs_read=%.2f\n",
+               restore_s, total / 1048576.0 / restore_s, read_s,
+               read_s / restore_s);
     }
     ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
     free(part);
     free(rep);
     free(warm);

@@ -91,18 +91,15 @@ void ckpt__mpi_thread_stop(ckpt_mpi_saver *s)
 }
 
 /* Asynchronous saves hand the job to the thread; synchronous ones run it
- * here. */
+ * here. Either way job/job_done change under mu, so the thread (which may
+ * exist from earlier async saves) never sees a half-posted job. */
 void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job)
 {
-    if (!s->op.is_async) {
+    if (!s->op.is_async)
         run_job(s, job);
-        s->job = job;
-        s->job_done = 1;
-        return;
-    }
     pthread_mutex_lock(&s->mu);
     s->job = job;
-    s->job_done = 0;
+    s->job_done = !s->op.is_async;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -110,17 +107,13 @@ void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job)
 int ckpt__mpi_job_done(ckpt_mpi_saver *s)
 {
     int done;
-    if (!s->op.is_async)
-        done = s->job_done;
-    else {
-        pthread_mutex_lock(&s->mu);
-        done = s->job_done;
-        pthread_mutex_unlock(&s->mu);
-    }
+    pthread_mutex_lock(&s->mu);
+    done = s->job_done;
     if (done) {
         s->job = JOB_NONE;
         s->job_done = 0;
     }
+    pthread_mutex_unlock(&s->mu);
     return done;
 }
 
@@ -271,12 +264,10 @@ void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err)
     }
     /* Nothing to write: the failure goes straight to the agreement. */
     ckpt__mpi_status_set(&op->mine, s->rank, local_err);
-    if (op->is_async)
-        pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&s->mu);
     s->job = JOB_WRITE;
     s->job_done = 1;
-    if (op->is_async)
-        pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->mu);
 }
 
 int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
