@@ -208,6 +208,63 @@ static void test_write_fails_on_one_rank(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* Fault loop: rank `victim`'s N-th mutating file operation fails, for
+ * every N until a save succeeds. Each failure fails the save on every rank
+ * with the victim's message and leaves the previous checkpoint the latest
+ * (restored values checked); reopening leaves no temporary or orphan
+ * file. */
+static void fault_loop(fixture *f, int victim)
+{
+    ckpt_fs_fault *ff = NULL;
+    ckpt_mpi_saver *s;
+    char needle[64];
+    int n, rc = -1;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    s = open_saver(f->dir, ckpt_fs_fault_fs(ff));
+    model_fill(&f->m, test_rank(), test_size(), 6);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    snprintf(needle, sizeof(needle), "rank %d: ", victim);
+    for (n = 1; n < 200 && rc != 0; n++) {
+        if (test_rank() == victim)
+            ckpt_fs_fault_fail(ff, (uint64_t)n, CKPT_FS_OP_MUTATING, EIO, 0, 0);
+        model_fill(&f->m, test_rank(), test_size(), 7);
+        rc = ckpt_mpi_saver_save(s, 2, NULL);
+        ckpt_fs_fault_clear(ff);
+        if (rc == 0)
+            break;
+        assert_ckpt_error(rc, CKPT_EIO, needle);
+        model_zero(&f->m);
+        assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+        model_assert(&f->m, 6);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(n > 3); /* the loop met failures before succeeding */
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 7);
+    ckpt_mpi_saver_free(s);
+    s = open_saver(f->dir, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files(f->dir, "tempstate"), 0);
+        assert_int_equal(count_files(f->dir, ".index"), 2);
+        assert_int_equal(count_files(f->dir, ".data-"), 2 * test_size());
+    }
+    ckpt_mpi_saver_free(s);
+    ckpt_fs_fault_free(ff);
+}
+
+static void test_fault_loop_on_rank0(void **state)
+{
+    fault_loop(*state, 0);
+}
+
+static void test_fault_loop_on_last_rank(void **state)
+{
+    fault_loop(*state, test_size() - 1);
+}
+
 /* Pieces of "t" [2 * ranks, 2]: rank r holds rows [2r, 2r + len_r). */
 static int register_rows(ckpt_mpi_saver *s, float *buf, int64_t start,
                          int64_t len)
@@ -352,6 +409,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_async_save_is_a_snapshot, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_write_fails_on_one_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_loop_on_rank0, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_loop_on_last_rank, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_overlapping_pieces_rejected, setup,
                                         teardown),
