@@ -10,7 +10,9 @@
  *   kill DIR       (2 ranks) rank 1 is killed in the middle of writing its
  *                  data file after step 1 was saved (mpiexec ends the job)
  *   after-kill DIR (2 ranks) reopening removes what the killed save left;
- *                  step 1 is still the latest and restores */
+ *                  step 1 is still the latest and restores
+ *   thread-single DIR (2 ranks, MPI_THREAD_SINGLE) async saves refused,
+ *                  sync saves and restores work */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -184,14 +186,42 @@ static void test_after_kill(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* MPI initialised with MPI_THREAD_SINGLE: async saves are refused (the
+ * saver would start a thread), sync saves and restores work. */
+static void test_thread_single(void **state)
+{
+    ckpt_mpi_saver *s;
+    int provided;
+    model m;
+    (void)state;
+    MPI_Query_thread(&provided);
+    if (provided != MPI_THREAD_SINGLE)
+        skip();
+    fresh_dir();
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
+    model_fill(&m, test_rank(), test_size(), 3);
+    model_register(s, &m, 0);
+    assert_ckpt_error(ckpt_mpi_saver_save_async(s, 1, NULL), CKPT_ENOTSUP,
+                      "at least MPI_THREAD_FUNNELED");
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&m, 3);
+    ckpt_mpi_saver_free(s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress)};
     const struct CMUnitTest stall[] = {cmocka_unit_test(test_stall)};
     const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
+    const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
+    int single_mode = argc == 3 && strcmp(argv[1], "thread-single") == 0;
     int provided, failed = 1, any = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv,
+                    single_mode ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED,
+                    &provided);
     if (argc == 3 && test_size() >= 2) {
         g_dir = argv[2];
         if (strcmp(argv[1], "progress") == 0)
@@ -202,10 +232,12 @@ int main(int argc, char **argv)
             failed = cmocka_run_group_tests(kill, NULL, NULL);
         else if (strcmp(argv[1], "after-kill") == 0)
             failed = cmocka_run_group_tests(after, NULL, NULL);
+        else if (single_mode)
+            failed = cmocka_run_group_tests(single, NULL, NULL);
     } else {
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
-                "progress|stall|kill|after-kill DIR\n",
+                "progress|stall|kill|after-kill|thread-single DIR\n",
                 argv[0]);
     }
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
