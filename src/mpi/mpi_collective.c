@@ -6,6 +6,7 @@
  * severe error, with the message of the rank that reported it. */
 #include "mpi_internal.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -37,17 +38,27 @@ int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     return done;
 }
 
+void ckpt__mpi_pause(long *round)
+{
+    /* Yield first (peers on the same cores get to run, a quick answer is
+     * seen at once), then sleep longer and longer, up to 1 ms. */
+    if (*round < 200) {
+        sched_yield();
+    } else {
+        long ns = 10000L << (*round - 200 < 7 ? *round - 200 : 7);
+        struct timespec ts = {0, ns > 1000000 ? 1000000 : ns};
+        nanosleep(&ts, NULL);
+    }
+    (*round)++;
+}
+
 void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                         const char *what)
 {
     double start = ckpt__mpi_now();
-    long pause_ns = 20000;
-    while (!ckpt__mpi_test_all(s, reqs, n, start, what)) {
-        struct timespec ts = {0, pause_ns};
-        nanosleep(&ts, NULL);
-        if (pause_ns < 1000000)
-            pause_ns *= 2;
-    }
+    long round = 0;
+    while (!ckpt__mpi_test_all(s, reqs, n, start, what))
+        ckpt__mpi_pause(&round);
 }
 
 void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err)

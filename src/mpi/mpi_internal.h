@@ -116,7 +116,7 @@ struct ckpt_mpi_saver {
     size_t nvars, cap_vars;
     size_t *name_slots; /* hash set of registered names: var index + 1 */
     size_t nslots;      /* a power of two, at least twice nvars */
-    int checked; /* the collective check passed; variables fixed */
+    int checked;        /* the collective check passed; variables fixed */
     int closed;
     ckpt__mpi_partition *parts; /* rank 0 */
     size_t nparts;
@@ -156,6 +156,8 @@ int ckpt__mpi_check(ckpt_mpi_saver *s);
 /* ---- collectives (mpi_collective.c) ------------------------------------ */
 
 double ckpt__mpi_now(void);
+/* One pause of a polling loop; `*round` counts them (start at 0). */
+void ckpt__mpi_pause(long *round);
 /* Wait for `n` requests, polling, at most the collective timeout; past it
  * log `what` on stderr and MPI_Abort. */
 void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,

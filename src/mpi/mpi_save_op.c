@@ -20,7 +20,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the background thread ---------------------------------------------- */
 
@@ -313,11 +312,7 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
 
 void ckpt__mpi_op_finish(ckpt_mpi_saver *s)
 {
-    long pause_ns = 20000;
-    while (!ckpt__mpi_op_progress(s)) {
-        struct timespec ts = {0, pause_ns};
-        nanosleep(&ts, NULL);
-        if (pause_ns < 1000000)
-            pause_ns *= 2;
-    }
+    long round = 0;
+    while (!ckpt__mpi_op_progress(s))
+        ckpt__mpi_pause(&round);
 }

@@ -13,7 +13,6 @@
 
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
 
@@ -325,19 +324,16 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
 int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
 {
     double start = ckpt__mpi_now();
-    long pause_ns = 20000;
+    long round = 0;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
     while (!ckpt__mpi_op_progress(s)) {
-        struct timespec ts = {0, pause_ns};
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
             return ckpt__error(CKPT_ETIMEDOUT,
                                "mpi saver: the save in flight did not finish "
                                "within %.3f s",
                                timeout_s);
-        nanosleep(&ts, NULL);
-        if (pause_ns < 1000000)
-            pause_ns *= 2;
+        ckpt__mpi_pause(&round);
     }
     return take_pending(s);
 }
