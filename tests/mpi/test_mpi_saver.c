@@ -208,6 +208,35 @@ static void test_write_fails_on_one_rank(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* A checkpoint whose tensor has another shape than the variable: every
+ * rank fails before anything is written. */
+static void test_restore_shape_mismatch(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float w[8];
+    ckpt_var v;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    ckpt_mpi_saver_free(s);
+    s = open_saver(f->dir, NULL);
+    for (int i = 0; i < 8; i++)
+        w[i] = -1.0f;
+    memset(&v, 0, sizeof(v));
+    v.name = "w";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 8;
+    v.data = w;
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                      "tensor 'w' is float32 [37] in the checkpoint, the "
+                      "variable is float32 [8]");
+    assert_true(w[0] == -1.0f);
+    ckpt_mpi_saver_free(s);
+}
+
 /* Fault loop: rank `victim`'s N-th mutating file operation fails, for
  * every N until a save succeeds. Each failure fails the save on every rank
  * with the victim's message and leaves the previous checkpoint the latest
@@ -409,6 +438,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_async_save_is_a_snapshot, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_write_fails_on_one_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_shape_mismatch, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fault_loop_on_rank0, setup,
                                         teardown),
