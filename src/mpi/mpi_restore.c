@@ -192,10 +192,10 @@ static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
  * partitioned in any other way). The pieces it uses must cover it exactly
  * once. */
 static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
-                            const ckpt__mvar *v, uint8_t *dst)
+                            const ckpt__mvar *v, uint8_t *dst, ckpt_buf *rec)
 {
     const ckpt_tensor_entry *full;
-    ckpt_buf name = CKPT_BUF_INIT, rec = CKPT_BUF_INIT;
+    ckpt_buf name = CKPT_BUF_INIT;
     box *boxes = NULL;
     size_t nboxes = 0, count = ckpt_bundle_reader_count(r);
     int64_t want = 1, covered = 0;
@@ -221,7 +221,7 @@ static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
         if (err < 0 || strcmp(name.ptr, v->name) != 0 ||
             name.size != strlen(v->name))
             continue;
-        err = copy_overlap(r, prefix, v, e, &sl, dst, &got, &rec);
+        err = copy_overlap(r, prefix, v, e, &sl, dst, &got, rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)
@@ -248,13 +248,13 @@ static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
                           prefix, v->name, (long long)covered, (long long)want);
     ckpt__free(boxes);
     ckpt_buf_dispose(&name);
-    ckpt_buf_dispose(&rec);
     return err;
 }
 
-/* Read `v`'s value for this rank into `dst` (v->bytes). */
+/* Read `v`'s value for this rank into `dst` (v->bytes); `rec` is a
+ * record buffer reused across variables. */
 static int read_value(ckpt_bundle_reader *r, const char *prefix,
-                      const ckpt__mvar *v, void *dst)
+                      const ckpt__mvar *v, void *dst, ckpt_buf *rec)
 {
     if (v->kind != CKPT__MPI_PARTITIONED || v->whole)
         return ckpt_bundle_reader_read(
@@ -262,20 +262,20 @@ static int read_value(ckpt_bundle_reader *r, const char *prefix,
             (size_t)v->bytes);
     if (v->bytes == 0)
         return 0;
-    return read_overlapping(r, prefix, v, dst);
+    return read_overlapping(r, prefix, v, dst, rec);
 }
 
 static int restore_one(ckpt_bundle_reader *r, const char *prefix,
-                       const ckpt__mvar *v)
+                       const ckpt__mvar *v, ckpt_buf *rec)
 {
     void *tmp;
     int err;
     if (v->user.data)
-        return read_value(r, prefix, v, v->user.data);
+        return read_value(r, prefix, v, v->user.data, rec);
     tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
     if (!tmp)
         return ckpt__error_oom();
-    err = read_value(r, prefix, v, tmp);
+    err = read_value(r, prefix, v, tmp, rec);
     if (err == 0) {
         int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
         if (rc != 0)
@@ -319,9 +319,11 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     }
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */
+        ckpt_buf rec = CKPT_BUF_INIT;
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
-                err = restore_one(r, prefix, &s->vars[i]);
+                err = restore_one(r, prefix, &s->vars[i], &rec);
+        ckpt_buf_dispose(&rec);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
     }
     ckpt__free(skip);
