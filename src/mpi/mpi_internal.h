@@ -192,6 +192,16 @@ int ckpt__mpi_shard_plan(ckpt_mpi_saver *s);
  * entries for rank 0 in op->blob. */
 int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op);
 
+/* ---- restore (mpi_piece_read.c) ---------------------------------------- */
+
+/* Read the record of entry `e` (a piece of `tensor`, for messages) of the
+ * bundle `prefix` straight into `dst` (e->size bytes), checking its
+ * CRC32C. 0, CKPT_ECORRUPT (short record, checksum), CKPT_ENOTFOUND or an
+ * I/O error. */
+int ckpt__mpi_read_piece_into(const ckpt_fs *fs, const char *prefix,
+                              int num_shards, const ckpt_tensor_entry *e,
+                              const char *tensor, void *dst);
+
 /* ---- rank 0's commit (mpi_commit.c) ------------------------------------ */
 
 /* Merge every rank's blob (op->blobs) into the index, rename the data

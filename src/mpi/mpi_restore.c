@@ -140,11 +140,30 @@ static int boxes_overlap(const box *a, const box *b, int rank)
     return 1;
 }
 
+/* Where piece [slo, shi) starts in this rank's value when it lies wholly
+ * inside it on contiguous memory (every dimension after the first whole in
+ * both), else -1. */
+static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
+                             const int64_t *shi, const int64_t *mylo,
+                             const int64_t *myhi)
+{
+    int64_t row = (int64_t)ckpt_dtype_size(v->dtype);
+    if (slo[0] < mylo[0] || shi[0] > myhi[0])
+        return -1;
+    for (int d = 1; d < v->global.rank; d++) {
+        if (slo[d] != mylo[d] || shi[d] != myhi[d])
+            return -1;
+        row *= v->local.dims[d];
+    }
+    return (slo[0] - mylo[0]) * row;
+}
+
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
  * inside this rank's piece copied to `dst`; its box in `*got` (empty when
  * it does not overlap). */
-static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
-                        const ckpt__mvar *v, const ckpt_tensor_entry *e,
+static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                        const char *prefix, const ckpt__mvar *v,
+                        const ckpt_tensor_entry *e,
                         const ckpt__tensor_slice *sl, uint8_t *dst, box *got,
                         ckpt_buf *rec)
 {
@@ -172,10 +191,20 @@ static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
     for (int d = 0; d < rank; d++)
         if (got->lo[d] >= got->hi[d])
             return 0;
+    err = ckpt_tensor_byte_size(&bytes, v->dtype, &sshape);
+    if (err == 0 && e->size != bytes)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a stored piece holds %lld "
+                           "bytes, its shape needs %lld",
+                           prefix, v->name, (long long)e->size,
+                           (long long)bytes);
+    if (err == 0 && direct_offset(v, slo, shi, mylo, myhi) >= 0)
+        return ckpt__mpi_read_piece_into(
+            s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name,
+            dst + direct_offset(v, slo, shi, mylo, myhi));
     ckpt__buf_clear(rec);
-    err = ckpt_bundle_reader_read_record(r, e, rec);
     if (err == 0)
-        err = ckpt_tensor_byte_size(&bytes, v->dtype, &sshape);
+        err = ckpt_bundle_reader_read_record(r, e, rec);
     if (err == 0 && rec->size != (size_t)bytes)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': a stored piece holds %zu bytes, "
@@ -191,8 +220,9 @@ static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
  * overlap it (the checkpoint may have been written by any number of ranks,
  * partitioned in any other way). The pieces it uses must cover it exactly
  * once. */
-static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
-                            const ckpt__mvar *v, uint8_t *dst, ckpt_buf *rec)
+static int read_overlapping(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                            const char *prefix, const ckpt__mvar *v,
+                            uint8_t *dst, ckpt_buf *rec)
 {
     const ckpt_tensor_entry *full;
     ckpt_buf name = CKPT_BUF_INIT;
@@ -221,7 +251,7 @@ static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
         if (err < 0 || strcmp(name.ptr, v->name) != 0 ||
             name.size != strlen(v->name))
             continue;
-        err = copy_overlap(r, prefix, v, e, &sl, dst, &got, rec);
+        err = copy_overlap(s, r, prefix, v, e, &sl, dst, &got, rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)
@@ -253,8 +283,9 @@ static int read_overlapping(ckpt_bundle_reader *r, const char *prefix,
 
 /* Read `v`'s value for this rank into `dst` (v->bytes); `rec` is a
  * record buffer reused across variables. */
-static int read_value(ckpt_bundle_reader *r, const char *prefix,
-                      const ckpt__mvar *v, void *dst, ckpt_buf *rec)
+static int read_value(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                      const char *prefix, const ckpt__mvar *v, void *dst,
+                      ckpt_buf *rec)
 {
     if (v->kind != CKPT__MPI_PARTITIONED || v->whole)
         return ckpt_bundle_reader_read(
@@ -262,20 +293,20 @@ static int read_value(ckpt_bundle_reader *r, const char *prefix,
             (size_t)v->bytes);
     if (v->bytes == 0)
         return 0;
-    return read_overlapping(r, prefix, v, dst, rec);
+    return read_overlapping(s, r, prefix, v, dst, rec);
 }
 
-static int restore_one(ckpt_bundle_reader *r, const char *prefix,
-                       const ckpt__mvar *v, ckpt_buf *rec)
+static int restore_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                       const char *prefix, const ckpt__mvar *v, ckpt_buf *rec)
 {
     void *tmp;
     int err;
     if (v->user.data)
-        return read_value(r, prefix, v, v->user.data, rec);
+        return read_value(s, r, prefix, v, v->user.data, rec);
     tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
     if (!tmp)
         return ckpt__error_oom();
-    err = read_value(r, prefix, v, tmp, rec);
+    err = read_value(s, r, prefix, v, tmp, rec);
     if (err == 0) {
         int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
         if (rc != 0)
@@ -322,7 +353,7 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         ckpt_buf rec = CKPT_BUF_INIT;
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
-                err = restore_one(r, prefix, &s->vars[i], &rec);
+                err = restore_one(s, r, prefix, &s->vars[i], &rec);
         ckpt_buf_dispose(&rec);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
     }

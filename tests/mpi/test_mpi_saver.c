@@ -237,6 +237,38 @@ static void test_restore_shape_mismatch(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A damaged byte in every data file: every rank's restore fails with
+ * CKPT_ECORRUPT (pieces read straight into place are checked too). */
+static void test_restore_detects_damage(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, &prefix));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        for (int r = 0; r < test_size(); r++) {
+            char path[4200];
+            size_t n;
+            uint8_t *bytes;
+            snprintf(path, sizeof(path), "%s.data-%05d-of-%05d", prefix.ptr, r,
+                     test_size());
+            bytes = test_read_file(path, &n);
+            assert_non_null(bytes);
+            bytes[n / 2] ^= 0x40;
+            test_write_file(path, bytes, n);
+            free(bytes);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, prefix.ptr), CKPT_ECORRUPT,
+                      "rank ");
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
 /* Fault loop: rank `victim`'s N-th mutating file operation fails, for
  * every N until a save succeeds. Each failure fails the save on every rank
  * with the victim's message and leaves the previous checkpoint the latest
@@ -440,6 +472,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_write_fails_on_one_rank, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_shape_mismatch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_detects_damage, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fault_loop_on_rank0, setup,
                                         teardown),
