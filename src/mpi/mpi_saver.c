@@ -11,6 +11,8 @@
  * ranks may learn an outcome at different calls. */
 #include "mpi_internal.h"
 
+#include "io/fs_internal.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -73,7 +75,7 @@ static int dir_probe(const char *name, void *payload)
 /* Rank 0: the directory exists; recover what earlier runs left. */
 static int open_on_root(ckpt_mpi_saver *s, const char *dir)
 {
-    int err = s->fs->list(dir, dir_probe, NULL, s->fs->payload);
+    int err = ckpt__fs_list(s->fs, dir, dir_probe, NULL);
     if (err == 1)
         err = 0;
     if (err == CKPT_ENOTFOUND)

@@ -7,7 +7,7 @@
 #include "mpi_model.h"
 #include "test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
+#include "support/fs_fault.h"
 
 #include <dirent.h>
 #include <errno.h>
