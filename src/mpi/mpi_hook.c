@@ -120,11 +120,12 @@ int ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,
     if (!out || !o)
         return ckpt__error(CKPT_EINVAL, "MpiCheckpointSaverHook: NULL "
                                         "argument");
-    if (o->version != CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "MpiCheckpointSaverHook: unsupported options "
-                           "version %u",
-                           o->version);
+    err = ckpt__options_check_version(o->version,
+                                      CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION,
+                                      "MpiCheckpointSaverHook options",
+                                      "CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT");
+    if (err < 0)
+        return err;
     if (!o->saver)
         return ckpt__error(CKPT_EINVAL, "MpiCheckpointSaverHook: no saver");
     if (o->mode != CKPT_SAVE_SYNC && o->mode != CKPT_SAVE_ASYNC)

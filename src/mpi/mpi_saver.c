@@ -17,36 +17,37 @@
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
+#define DEFAULT_MAX_TO_KEEP 5 /* as ckpt_saver's */
 
 int ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts,
                                 unsigned int version)
 {
     ckpt_mpi_saver_options d = CKPT_MPI_SAVER_OPTIONS_INIT;
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL, "mpi saver options: NULL");
-    if (version != CKPT_MPI_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "mpi saver options: unsupported version %u",
-                           version);
-    *opts = d;
-    return 0;
+    return ckpt__options_init(
+        opts, &d, sizeof(d), version, CKPT_MPI_SAVER_OPTIONS_VERSION,
+        "mpi saver options", "CKPT_MPI_SAVER_OPTIONS_INIT");
 }
 
 static int validate(const ckpt_mpi_saver_options *o)
 {
     const ckpt_saver_options *b = &o->base;
-    if (o->version != CKPT_MPI_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "mpi saver options: unsupported version %u",
-                           o->version);
-    if (b->version != CKPT_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "mpi saver options: base: unsupported version %u",
-                           b->version);
-    if (b->max_to_keep < 0 || b->keep_checkpoint_every_n_hours < 0 ||
-        o->collective_timeout_s < 0)
+    int err = ckpt__options_check_version(
+        o->version, CKPT_MPI_SAVER_OPTIONS_VERSION, "mpi saver options",
+        "CKPT_MPI_SAVER_OPTIONS_INIT");
+    if (err == 0)
+        err = ckpt__options_check_version(
+            b->version, CKPT_SAVER_OPTIONS_VERSION, "mpi saver options: base",
+            "CKPT_SAVER_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    if (b->max_to_keep < CKPT_KEEP_ALL)
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: max_to_keep, "
+                           "mpi saver options: max_to_keep %d is negative "
+                           "(use CKPT_KEEP_ALL to keep every checkpoint)",
+                           b->max_to_keep);
+    if (b->keep_checkpoint_every_n_hours < 0 || o->collective_timeout_s < 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: "
                            "keep_checkpoint_every_n_hours and "
                            "collective_timeout_s must not be negative");
     if (b->busy_policy == CKPT_BUSY_COALESCE)
@@ -116,6 +117,8 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     if (!s)
         return ckpt__error_oom();
     s->opts = *opts;
+    if (s->opts.base.max_to_keep == 0)
+        s->opts.base.max_to_keep = DEFAULT_MAX_TO_KEEP;
     s->timeout_s = opts->collective_timeout_s > 0 ? opts->collective_timeout_s
                                                   : DEFAULT_TIMEOUT_S;
     s->fs = ckpt_fs_or_default(opts->base.fs);

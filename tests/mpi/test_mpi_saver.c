@@ -431,6 +431,29 @@ static void test_shape_mismatch_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+static void test_bad_options_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options zero, o;
+    ckpt_mpi_saver *s = NULL;
+    memset(&zero, 0, sizeof(zero));
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &zero),
+                      CKPT_EVERSION, "start from CKPT_MPI_SAVER_OPTIONS_INIT");
+    assert_null(s);
+    assert_ckpt_ok(
+        ckpt_mpi_saver_options_init(&o, CKPT_MPI_SAVER_OPTIONS_VERSION));
+    assert_int_equal(o.base.max_to_keep, 0); /* the default: 5 */
+    o.base.max_to_keep = -2;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_EINVAL, "max_to_keep -2 is negative");
+    o.base.max_to_keep = CKPT_KEEP_ALL;
+    o.base.busy_policy = CKPT_BUSY_COALESCE;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_ENOTSUP, "COALESCE is not supported");
+    assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
+                      "NULL");
+}
+
 static void test_bad_registration_rejected(void **state)
 {
     fixture *f = *state;
@@ -487,6 +510,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
                                         teardown),
     };
     int provided, failed, any = 0;

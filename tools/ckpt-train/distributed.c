@@ -59,7 +59,8 @@ static int bad(const char *opt, const char *v)
 {
     fprintf(stderr,
             "ckpt-train --distributed: bad %s '%s'\n(options: --dir DIR "
-            "--steps N --save-steps K --keep K --mode async|sync --hidden H "
+            "--steps N --save-steps K --keep K (0: all) --mode async|sync "
+            "--hidden H "
             "--layers L --batch B --lr X --seed S --quiet)\n",
             opt, v ? v : "");
     return 2;
@@ -279,7 +280,7 @@ static int run(dist_trainer *t)
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hooks[2];
     int err, code = 1;
-    so.base.max_to_keep = t->o.keep;
+    so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
     if (t->rank == 0 && mkdir(t->o.dir, 0755) != 0 && errno != EEXIST)
         fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->o.dir,
