@@ -37,6 +37,11 @@ int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
 int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
                   double *mtime);
 
+/* mkdir -p: create `dir` and every missing parent, each followed by a
+ * sync_dir of its parent so the new entry is durable. Existing levels are
+ * left as they are. */
+int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
+
 /* For cleanup after a failure: close `f` (NULL is ignored) or remove `path`
  * ignoring any error and leaving the thread's last error as it was. */
 void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f);
