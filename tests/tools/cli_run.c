@@ -3,11 +3,25 @@
 #include "cli_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CLI_RUN_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CLI_RUN_SANITIZED 1
+#endif
+#endif
+#ifndef CLI_RUN_SANITIZED
+#define CLI_RUN_SANITIZED 0
+#endif
 
 extern char **environ;
 
@@ -51,11 +65,69 @@ cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
     close(fo);
     close(fe);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     r.out = slurp(out_path);
     r.err = slurp(err_path);
     unlink(out_path);
     unlink(err_path);
     return r;
+}
+
+cli_run cli_run_limited(const char *prog, const char *cwd,
+                        const char *const *args, const cli_limits *lim)
+{
+    char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
+    char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
+    const char *argv[64];
+    cli_run r;
+    pid_t pid;
+    int st = 0, n = 0;
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    assert_true(fo >= 0 && fe >= 0);
+    argv[n++] = prog;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit cpu = {lim->cpu_seconds, lim->cpu_seconds + 5};
+        struct rlimit mem = {lim->memory_bytes, lim->memory_bytes};
+        if (dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || (cwd && chdir(cwd) != 0))
+            _exit(126);
+        setrlimit(RLIMIT_CPU, &cpu);
+        if (!CLI_RUN_SANITIZED && lim->memory_bytes > 0)
+            setrlimit(RLIMIT_AS, &mem);
+        alarm(lim->wall_seconds); /* kept across exec */
+        execv(prog, (char *const *)argv);
+        _exit(127);
+    }
+    while (waitpid(pid, &st, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    close(fo);
+    close(fe);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+void expect_within_limits(const cli_run *r, const cli_limits *lim)
+{
+    if (r->signal == SIGXCPU || r->signal == SIGKILL)
+        fail_msg("killed after %u s of CPU (signal %d): not linear in its "
+                 "input\n--- stderr:\n%s",
+                 lim->cpu_seconds, r->signal, r->err);
+    if (r->signal == SIGALRM)
+        fail_msg("still running after %u s: a hang\n--- stderr:\n%s",
+                 lim->wall_seconds, r->err);
+    if (r->signal != 0)
+        fail_msg("ended by signal %d (memory limit %llu bytes)\n--- "
+                 "stderr:\n%s",
+                 r->signal, (unsigned long long)lim->memory_bytes, r->err);
 }
 
 void run_free(cli_run *r)
