@@ -37,28 +37,63 @@ static char *slurp(const char *path)
     return s;
 }
 
+/* Under CKPT_CLI_VALGRIND (the path of valgrind, set by the registrations
+ * labelled "valgrind"), every program runs under memcheck: an uninitialised
+ * read, an invalid access or a leak makes it exit VALGRIND_ERROR_EXIT,
+ * which no expected status matches. */
+#define VALGRIND_ERROR_EXIT "99"
+
+static const char *valgrind_path(void)
+{
+    const char *v = getenv("CKPT_CLI_VALGRIND");
+    return v && *v ? v : NULL;
+}
+
+/* argv for `prog args...`, behind valgrind's own arguments when asked
+ * for; returns the program to exec. */
+static const char *build_argv(const char **argv, size_t cap, const char *prog,
+                              const char *const *args)
+{
+    size_t n = 0;
+    const char *vg = valgrind_path();
+    if (vg) {
+        argv[n++] = vg;
+        argv[n++] = "--quiet";
+        argv[n++] = "--error-exitcode=" VALGRIND_ERROR_EXIT;
+        argv[n++] = "--leak-check=full";
+        argv[n++] = "--errors-for-leak-kinds=definite,indirect,possible";
+    }
+    argv[n++] = prog;
+    for (size_t i = 0; args[i] && n + 1 < cap; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return vg ? vg : prog;
+}
+
+int cli_run_under_valgrind(void)
+{
+    return valgrind_path() != NULL;
+}
+
 cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
 {
     char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
     char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
-    const char *argv[64];
+    const char *argv[72];
     posix_spawn_file_actions_t fa;
     cli_run r;
     pid_t pid;
-    int st = 0, n = 0;
+    int st = 0;
     int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    const char *exe = build_argv(argv, 72, prog, args);
     assert_true(fo >= 0 && fe >= 0);
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 63; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
     assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
     posix_spawn_file_actions_adddup2(&fa, fo, 1);
     posix_spawn_file_actions_adddup2(&fa, fe, 2);
     if (cwd)
         assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
     assert_int_equal(
-        posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ), 0);
+        posix_spawn(&pid, exe, &fa, NULL, (char *const *)argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
     while (waitpid(pid, &st, 0) < 0)
         assert_int_equal(errno, EINTR);
@@ -78,28 +113,29 @@ cli_run cli_run_limited(const char *prog, const char *cwd,
 {
     char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
     char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
-    const char *argv[64];
+    const char *argv[72];
     cli_run r;
     pid_t pid;
-    int st = 0, n = 0;
+    int st = 0;
     int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    const char *exe = build_argv(argv, 72, prog, args);
+    /* memcheck is 20 to 50 times slower and needs its address space */
+    unsigned slow = cli_run_under_valgrind() ? 50 : 1;
+    int limit_memory = !CLI_RUN_SANITIZED && !cli_run_under_valgrind();
     assert_true(fo >= 0 && fe >= 0);
-    argv[n++] = prog;
-    for (; args[n - 1] && n < 63; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct rlimit cpu = {lim->cpu_seconds, lim->cpu_seconds + 5};
+        struct rlimit cpu = {lim->cpu_seconds * slow,
+                             lim->cpu_seconds * slow + 5};
         struct rlimit mem = {lim->memory_bytes, lim->memory_bytes};
         if (dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || (cwd && chdir(cwd) != 0))
             _exit(126);
         setrlimit(RLIMIT_CPU, &cpu);
-        if (!CLI_RUN_SANITIZED && lim->memory_bytes > 0)
+        if (limit_memory && lim->memory_bytes > 0)
             setrlimit(RLIMIT_AS, &mem);
-        alarm(lim->wall_seconds); /* kept across exec */
-        execv(prog, (char *const *)argv);
+        alarm(lim->wall_seconds * slow); /* kept across exec */
+        execv(exe, (char *const *)argv);
         _exit(127);
     }
     while (waitpid(pid, &st, 0) < 0)

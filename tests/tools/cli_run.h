@@ -34,6 +34,12 @@ cli_run cli_run_prog(const char *prog, const char *cwd,
 cli_run cli_run_limited(const char *prog, const char *cwd,
                         const char *const *args, const cli_limits *lim);
 
+/* Whether programs run under valgrind memcheck (CKPT_CLI_VALGRIND names
+ * valgrind: the registrations labelled "valgrind" set it); a memcheck
+ * error makes the program exit 99. Limits are then 50 times longer and
+ * memory is not limited. */
+int cli_run_under_valgrind(void);
+
 /* Fail, naming the limit, when a limited run did not exit by itself. */
 void expect_within_limits(const cli_run *r, const cli_limits *lim);
 
