@@ -1,4 +1,4 @@
-/* Tests for the `ckpt` tool on hostile checkpoints and directories, built
+/* Tests for the `ckpt` tool on untrusted checkpoints and directories, built
  * byte by byte (index tables written by hand, names and state files with
  * control bytes, NUL bytes and bytes that are not UTF-8), each run held to
  * CPU, wall-clock and memory limits:
@@ -9,7 +9,7 @@
  *     repack naming a partitioned tensor, long paths in messages, the same
  *     exit status for a damaged state file from every command;
  *   - `verify DIR` checking the checkpoint the state file names. */
-#include "cli_run.h"
+#include "cli_bounded.h"
 
 #include "format/bundle_test_helpers.h"
 #include "util/crc32c.h"
@@ -198,7 +198,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
              "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
              outside, dir);
     write_text(dir, "checkpoint", text);
-    RUN_LIMITED(r, &limits, "ls", "--json", dir);
+    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     root = parse_json(r.out);
@@ -227,7 +227,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     assert_int_equal(json_object_array_length(strays), 0);
     json_object_put(root);
     run_free(&r);
-    RUN_LIMITED(r, &limits, "ls", dir);
+    RUN_BOUNDED(r, &limits, "ls", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_contains(r.out, "(not a checkpoint prefix (ends in '/'))");
@@ -243,7 +243,7 @@ static void test_ls_many_entries_one_subdirectory(void **state)
 {
     enum { FILES = 300 };
     /* fewer under memcheck, which is here for memory errors, not time */
-    const int entries = cli_run_under_valgrind() ? 5000 : 100000;
+    const int entries = cli_under_memcheck() ? 5000 : 100000;
     char *dir = test_make_temp_dir();
     char *sub = bt_path(dir, "s");
     char name[64];
@@ -270,7 +270,7 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     for (int i = 0; i < entries; i++)
         fprintf(f, "all_model_checkpoint_paths: \"s/c%d\"\n", i % (FILES / 2));
     assert_int_equal(fclose(f), 0);
-    RUN_LIMITED(r, &limits, "ls", "--json", dir);
+    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     root = parse_json(r.out);
@@ -329,7 +329,7 @@ static void test_names_escaped_in_text_output(void **state)
     char *prefix = bt_path(dir, "m\x1b[31m-1");
     cli_run r;
     (void)state;
-    RUN_LIMITED(r, &limits, "inspect", dir, "--values");
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--values");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_both_safe(&r);
@@ -339,32 +339,32 @@ static void test_names_escaped_in_text_output(void **state)
     expect_contains(r.out, "caf\xc3\xa9 "); /* printable UTF-8 as is */
     expect_contains(r.out, "m\\x1b[31m-1: 4 tensors");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "verify", dir);
+    RUN_BOUNDED(r, &limits, "verify", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_both_safe(&r);
     expect_contains(r.out, "m\\x1b[31m-1: OK, 4 tensors");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "ls", dir);
+    RUN_BOUNDED(r, &limits, "ls", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_both_safe(&r);
     expect_contains(r.out, "m\\x1b[31m-1");
     expect_contains(r.out, "stray\\x1b[1m.tmp");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "diff", dir, prefix);
+    RUN_BOUNDED(r, &limits, "diff", dir, prefix);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_both_safe(&r);
     run_free(&r);
     /* error messages that quote names and paths: stderr */
-    RUN_LIMITED(r, &limits, "inspect", dir, "--tensor", "no\x1b[5mpe");
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--tensor", "no\x1b[5mpe");
     expect_within_limits(&r, &limits);
     expect_status(&r, 2);
     expect_both_safe(&r);
     expect_contains(r.err, "no tensor named 'no\\x1b[5mpe'");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "inspect",
+    RUN_BOUNDED(r, &limits, "inspect",
                 "gone\x1b[1m\x9b"
                 "1m");
     expect_within_limits(&r, &limits);
@@ -395,7 +395,7 @@ static void test_names_valid_json(void **state)
     json_object *root, *list;
     cli_run r;
     (void)state;
-    RUN_LIMITED(r, &limits, "inspect", dir, "--json", "--values");
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--json", "--values");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     root = parse_json(r.out);
@@ -414,7 +414,7 @@ static void test_names_valid_json(void **state)
     }
     json_object_put(root);
     run_free(&r);
-    RUN_LIMITED(r, &limits, "ls", dir, "--json");
+    RUN_BOUNDED(r, &limits, "ls", dir, "--json");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     root = parse_json(r.out);
@@ -423,7 +423,7 @@ static void test_names_valid_json(void **state)
         "stray\x1b[1m.tmp", 13);
     json_object_put(root);
     run_free(&r);
-    RUN_LIMITED(r, &limits, "verify", dir, "--json");
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     json_object_put(parse_json(r.out));
@@ -449,7 +449,7 @@ static void test_nul_in_name_is_part_of_it(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 2);
-    RUN_LIMITED(r, &limits, "verify", prefix);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_contains(r.out, ": OK, 2 tensors, 12 bytes checked");
@@ -457,7 +457,7 @@ static void test_nul_in_name_is_part_of_it(void **state)
     t[0].bad_crc = 0;
     t[1].bad_crc = 1; /* qsort kept "a" first */
     write_bundle(prefix, t, 2);
-    RUN_LIMITED(r, &limits, "verify", prefix);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
     expect_contains(r.err, "tensor 'a\\x00b': checksum mismatch");
@@ -485,7 +485,7 @@ static void test_verify_variant_not_checked(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 2);
-    RUN_LIMITED(r, &limits, "verify", prefix);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_contains(r.out, "var: not checked (variant records");
@@ -493,7 +493,7 @@ static void test_verify_variant_not_checked(void **state)
                            "checked); 1 not checked");
     expect_lacks(r.out, "OK");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "verify", prefix, "--json");
+    RUN_BOUNDED(r, &limits, "verify", prefix, "--json");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     root = parse_json(r.out);
@@ -530,13 +530,13 @@ static void test_repack_names_partitioned_tensor(void **state)
         ckpt_bundle_writer_add(w, "bias", CKPT_DT_FLOAT, &one, v, 4));
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
-    RUN_LIMITED(r, &limits, "repack", src, dst);
+    RUN_BOUNDED(r, &limits, "repack", src, dst);
     expect_within_limits(&r, &limits);
     expect_status(&r, 2);
     expect_contains(r.err, "tensor 'part/kernel' is partitioned");
     expect_lacks(r.err, "(slice)");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "repack", src, dst, "--exclude", "^part/");
+    RUN_BOUNDED(r, &limits, "repack", src, dst, "--exclude", "^part/");
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     expect_contains(r.out, ": 1 of 2 tensors, 4 bytes, 1 shard");
@@ -563,7 +563,7 @@ static void test_long_path_keeps_the_error(void **state)
     test_write_file(path, "this is not a table, it is far too short", 40);
     path[n] = '\0';
     strncat(path, "/ck", sizeof(path) - n - 1);
-    RUN_LIMITED(r, &limits, "inspect", path);
+    RUN_BOUNDED(r, &limits, "inspect", path);
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
     expect_contains(r.err, path);
@@ -587,7 +587,7 @@ static void test_damaged_state_file_same_status(void **state)
     write_text(dir, "checkpoint",
                "model_checkpoint_path: \"model.ckpt-1\"\n\x01\x02garbage{{\n");
     for (size_t i = 0; i < 3; i++) {
-        RUN_LIMITED(r, &limits, commands[i], dir);
+        RUN_BOUNDED(r, &limits, commands[i], dir);
         expect_within_limits(&r, &limits);
         expect_status(&r, 1);
         expect_both_safe(&r);
@@ -612,7 +612,7 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
                "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
                "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
     /* the named one has no index: missing, however intact model.ckpt-1 is */
-    RUN_LIMITED(r, &limits, "verify", dir);
+    RUN_BOUNDED(r, &limits, "verify", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
     expect_contains(r.err, "model.ckpt-2) is missing");
@@ -620,19 +620,19 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     expect_contains(r.err, older);
     expect_lacks(r.out, "OK");
     run_free(&r);
-    RUN_LIMITED(r, &limits, "verify", dir, "--json");
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
     run_free(&r);
     /* its index is there but damaged */
     test_write_file(index2, "garbage, not a table", 20);
-    RUN_LIMITED(r, &limits, "verify", dir);
+    RUN_BOUNDED(r, &limits, "verify", dir);
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
     expect_contains(r.err, "model.ckpt-2) is damaged");
     run_free(&r);
     /* the older one named directly still verifies */
-    RUN_LIMITED(r, &limits, "verify", older);
+    RUN_BOUNDED(r, &limits, "verify", older);
     expect_within_limits(&r, &limits);
     expect_status(&r, 0);
     run_free(&r);
