@@ -1,8 +1,6 @@
 /* common/errors.c - error code descriptions and the thread-local last
- * error. Messages are formatted into fixed per-thread buffers, so
- * recording an error never allocates and never fails; a context put in
- * front of a message is shortened in its middle rather than cutting the
- * error at the end off. */
+ * error. Messages are formatted into a fixed per-thread buffer, so
+ * recording an error never allocates and never fails. */
 #include "internal.h"
 
 #include <errno.h>

@@ -32,12 +32,6 @@ char *ckpt__strdup(const char *s);
 char *ckpt__strndup(const char *s, size_t n);
 
 /* ---- errors ------------------------------------------------------------- */
-/* Room for a message, terminating NUL included: enough for several paths
- * of PATH_MAX bytes and the error after them. A context prepended with
- * ckpt__error_prefix (or the head of ckpt__error_errno) that would not fit
- * is shortened in its middle, so the error at the end is always kept. Code
- * that copies the last error keeps this much. */
-#define CKPT__ERROR_MESSAGE_MAX 16384
 /* Record `code` with a printf-style message as the thread's last error and
  * return `code`, so a failure reads: return ckpt__error(CKPT_EINVAL, ...). */
 int ckpt__error(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
@@ -54,6 +48,13 @@ int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
 int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
 /* Record "out of memory" and return CKPT_ENOMEM. */
 int ckpt__error_oom(void);
+
+/* The size of the thread's last-error message buffer (and of a saved
+ * copy), terminating NUL included: room for several paths of PATH_MAX
+ * bytes and the error after them. A context prepended with
+ * ckpt__error_prefix (or the head of ckpt__error_errno) that would not fit
+ * is shortened in its middle, so the error at the end is always kept. */
+#define CKPT__ERROR_MESSAGE_MAX 16384
 
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing

@@ -19,6 +19,7 @@
  * timer alone, so the next step tries again. */
 #include "checkpoint_hook_internal.h"
 
+#include "io/fs_dirs.h"
 #include "io/fs_internal.h"
 
 #include <inttypes.h>

@@ -2,6 +2,8 @@
  * through a ckpt_fs: each directory created is made durable by a sync_dir
  * of its parent, so a power cut cannot take away a directory (and what
  * was saved in it) after a caller was told it exists. */
+#include "fs_dirs.h"
+
 #include "fs_internal.h"
 
 #include <string.h>

@@ -37,11 +37,6 @@ int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
 int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
                   double *mtime);
 
-/* mkdir -p: create `dir` and every missing parent, each followed by a
- * sync_dir of its parent so the new entry is durable. Existing levels are
- * left as they are. */
-int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
-
 /* For cleanup after a failure: close `f` (NULL is ignored) or remove `path`
  * ignoring any error and leaving the thread's last error as it was. */
 void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f);
@@ -61,7 +56,7 @@ int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag);
  * step (cleanup, probing) without losing the error it reports. */
 typedef struct ckpt__fs_saved_error {
     int code;
-    char message[CKPT__ERROR_MESSAGE_MAX];
+    char message[1024];
 } ckpt__fs_saved_error;
 
 void ckpt__fs_error_save(ckpt__fs_saved_error *s);
