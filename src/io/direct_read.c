@@ -43,7 +43,7 @@ typedef struct stream {
     size_t consumed;
     int stop;
     int err; /* the first reader failure */
-    char message[1024];
+    char message[CKPT__ERROR_MESSAGE_MAX];
 } stream;
 
 static uint64_t align_down(uint64_t x)

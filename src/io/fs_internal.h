@@ -56,7 +56,7 @@ int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag);
  * step (cleanup, probing) without losing the error it reports. */
 typedef struct ckpt__fs_saved_error {
     int code;
-    char message[1024];
+    char message[CKPT__ERROR_MESSAGE_MAX];
 } ckpt__fs_saved_error;
 
 void ckpt__fs_error_save(ckpt__fs_saved_error *s);

@@ -494,7 +494,7 @@ static int write_state(ckpt__dir_state *ds)
 static int rollback_state(ckpt__dir_state *ds)
 {
     ckpt_error saved = *ckpt_error_last();
-    char msg[1024];
+    char msg[CKPT__ERROR_MESSAGE_MAX];
     int rc;
     snprintf(msg, sizeof(msg), "%s", saved.message);
     rc = write_state(ds);

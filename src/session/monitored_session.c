@@ -231,7 +231,7 @@ static int first_creation(ckpt_monitored_session *ms)
 /* Undo a failed creation: on_abort for hooks that began, then free. */
 static void abandon(ckpt_monitored_session *ms, int err)
 {
-    char message[1024];
+    char message[CKPT__ERROR_MESSAGE_MAX];
     snprintf(message, sizeof(message), "%s", ckpt_error_last()->message);
     for (size_t i = 0; i < ms->num_began; i++)
         if (ms->hooks[i].on_abort)

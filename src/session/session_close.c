@@ -50,7 +50,7 @@ static int close_session(ckpt_monitored_session *ms)
 /* Copy of the calling thread's last error, to survive cleanup calls. */
 typedef struct saved_error {
     int code;
-    char message[1024];
+    char message[CKPT__ERROR_MESSAGE_MAX];
 } saved_error;
 
 static void save_error(saved_error *e)
