@@ -56,6 +56,33 @@ int ckpt__error_oom(void);
  * is shortened in its middle, so the error at the end is always kept. */
 #define CKPT__ERROR_MESSAGE_MAX 16384
 
+/* A copy of the thread's last error, for code that must run a fallible
+ * step (cleanup, a rollback, probing) without losing the error it reports:
+ * save, run the step, restore. Saving and restoring never allocate and
+ * never fail. */
+typedef struct ckpt__saved_error {
+    int code;
+    char message[CKPT__ERROR_MESSAGE_MAX];
+} ckpt__saved_error;
+
+void ckpt__error_save(ckpt__saved_error *saved);
+/* Make `saved` the last error again (code 0: clear it); returns its code,
+ * so a cleanup path can end with: return ckpt__error_restore(&saved). */
+int ckpt__error_restore(const ckpt__saved_error *saved);
+
+/* ---- NULL arguments of public functions ----------------------------------
+ * The policy (docs/CONTRIBUTING.md, "NULL arguments"): a public function
+ * that returns int rejects a NULL pointer it needs with CKPT_EINVAL and the
+ * message "<function>: <argument> is NULL", before it does anything else.
+ * CKPT__CHECK_ARG(arg) is that check; it returns from the calling function
+ * and names the argument as written, so pass the parameter itself. */
+int ckpt__error_null_arg(const char *function, const char *argument);
+#define CKPT__CHECK_ARG(arg)                                                   \
+    do {                                                                       \
+        if (CKPT__UNLIKELY((arg) == NULL))                                     \
+            return ckpt__error_null_arg(__func__, #arg);                       \
+    } while (0)
+
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing
  * when fn is NULL). */
@@ -82,6 +109,15 @@ int ckpt__path_join(ckpt_buf *out, const char *dir, const char *name);
 int ckpt__path_dirname(ckpt_buf *out, const char *path);
 /* Pointer to the last component of `path` (borrowed). */
 const char *ckpt__path_basename(const char *path);
+
+/* ---- dtypes -------------------------------------------------------------- */
+/* The dtype's TensorFlow name for messages: ckpt_dtype_name()'s, the name of
+ * a dtype TensorFlow defines beyond ckpt_dtype ("int4", "uint4", "int2",
+ * "uint2": 29-32, listed but never read), or "unknown". */
+const char *ckpt__dtype_label(int dtype);
+/* Whether TensorFlow defines `dtype` (ckpt_dtype's values and 29-32),
+ * readable by the library or not. */
+bool ckpt__dtype_known(int dtype);
 
 /* ---- checked arithmetic ------------------------------------------------- */
 static inline bool ckpt__mul_overflow_i64(int64_t a, int64_t b, int64_t *out)

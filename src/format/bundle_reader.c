@@ -20,6 +20,7 @@
 #include "format/bundle_proto.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
+#include "format/string_record.h"
 #include "format/table.h"
 #include "io/direct_read.h"
 #include "io/fs_internal.h"
@@ -66,39 +67,13 @@ static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
     return ckpt__show_name(s, e->name, e->name_len);
 }
 
-/* Names of dtypes that TensorFlow defines but ckpt_dtype_name() does not. */
-static const char *extra_dtype_name(int dtype)
-{
-    switch (dtype) {
-    case 29:
-        return "int4";
-    case 30:
-        return "uint4";
-    case 31:
-        return "int2";
-    case 32:
-        return "uint2";
-    default:
-        return NULL;
-    }
-}
-
-static const char *dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    if (!name)
-        name = extra_dtype_name(dtype);
-    return name ? name : "unknown";
-}
-
 /* ---- options / accessors ----------------------------------------------------
  */
 
 int ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
                                     unsigned int version)
 {
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL, "bundle reader options: NULL");
+    CKPT__CHECK_ARG(opts);
     if (version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
         return ckpt__error(CKPT_EVERSION,
                            "bundle reader options: unsupported version %u",
@@ -134,8 +109,9 @@ const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
 {
-    if (!out || !r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle reader find: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     return ckpt__bundle_reader_find_key(out, r, name, strlen(name));
 }
 
@@ -211,7 +187,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
     int64_t count, need;
     size_t esize = ckpt_dtype_size(be->dtype);
 
-    if (!ckpt_dtype_name(be->dtype) && !extra_dtype_name(be->dtype))
+    if (!ckpt__dtype_known(be->dtype))
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': unknown dtype %d",
                            path, name, (int)be->dtype);
     if (be->unknown_rank)
@@ -244,7 +220,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
                                "%s: tensor '%s': record size %lld, a %s "
                                "tensor of %lld elements needs %lld",
                                path, name, (long long)be->size,
-                               dtype_label(be->dtype), (long long)count,
+                               ckpt__dtype_label(be->dtype), (long long)count,
                                (long long)need);
     } else if (be->dtype == CKPT_DT_STRING && be->size < count) {
         /* every element takes at least its one-byte length */
@@ -320,8 +296,7 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     struct load_state st;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "bundle reader: NULL out");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!prefix || !*prefix)
         return ckpt__error(CKPT_EINVAL, "bundle reader: empty prefix");
@@ -355,10 +330,10 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
 done:
     ckpt_buf_dispose(&index);
     if (err < 0) {
-        ckpt__fs_saved_error saved;
-        ckpt__fs_error_save(&saved);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         ckpt_bundle_reader_free(r);
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return err;
     }
     *out = r;
@@ -512,18 +487,6 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return 0;
 }
 
-/* A length word of the length checksum in the bundle's byte order. */
-static size_t length_word(uint8_t *p, uint64_t len, bool big)
-{
-    if (len <= 0xffffffffu) {
-        uint32_t v = (uint32_t)len;
-        ckpt__encode_fixed32(p, big ? __builtin_bswap32(v) : v);
-        return 4;
-    }
-    ckpt__encode_fixed64(p, big ? __builtin_bswap64(len) : len);
-    return 8;
-}
-
 /* Walk the string record `rec` (`size` bytes, size > 0) of entry `e`:
  * check its layout and length checksum, store each element in `strings`
  * when not NULL (`count` slots), and compute the record's CRC as
@@ -540,7 +503,6 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     uint64_t sum = 0;
     uint32_t crc = 0;
     uint32_t stored;
-    uint8_t word[8];
 
     if (count > size)
         goto bad_lengths;
@@ -551,7 +513,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
             goto bad_lengths;
         if (strings)
             strings[i].len = (size_t)len;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, len, big));
+        crc = ckpt__string_length_crc(crc, len, big);
     }
     /* TensorFlow's lower bound: a length byte per element plus the bytes. */
     if (count + sum > (uint64_t)size)
@@ -561,9 +523,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                            "%s: tensor '%s': string record ends before its "
                            "length checksum",
                            r->path.ptr, entry_name(&sn, e));
-    stored = ckpt__decode_fixed32(p);
-    if (big)
-        stored = __builtin_bswap32(stored);
+    stored = ckpt__string_checksum_get(p, big);
     if (stored != ckpt__crc32c_mask(crc))
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': string length checksum mismatch "
@@ -666,8 +626,9 @@ int ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
                                    const ckpt_tensor_entry *entry,
                                    ckpt_buf *out)
 {
-    if (!r || !entry || !out)
-        return ckpt__error(CKPT_EINVAL, "bundle read_record: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    CKPT__CHECK_ARG(out);
     return load_record(r, entry, out, !r->skip_crc);
 }
 
@@ -719,7 +680,7 @@ static int check_read_target(const ckpt_tensor_entry **out,
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
                            r->index_path.ptr, entry_name(&sn, e), e->dtype,
-                           dtype_label(e->dtype));
+                           ckpt__dtype_label(e->dtype));
     /* A partitioned tensor's entry has no record: its size is the full
      * shape's. */
     want = (uint64_t)e->size;
@@ -788,8 +749,8 @@ int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
     const ckpt_tensor_entry *e;
     int err;
 
-    if (!r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle read: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     err = check_read_target(&e, r, name, dst, dst_size);
     if (err < 0)
         return err;
@@ -835,7 +796,7 @@ static int by_shard_then_offset(const void *a, const void *b)
 static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
                              size_t n)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     ckpt__extent *ext;
     size_t *first_of; /* plan index whose extent request i shares */
     size_t next = 0;
@@ -873,11 +834,11 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
         next++;
     }
     err = locate(r, plan[0].e, &s); /* sets r->path to the data file */
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     if (err == 0)
         err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
     if (err == CKPT_ENOTSUP)
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
         if (first_of[i] != i) {
             if (plan[i].dst_size > 0)
@@ -902,8 +863,9 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
     planned_read *plan = NULL;
     int err = 0;
 
-    if (!r || (n > 0 && !reqs))
-        return ckpt__error(CKPT_EINVAL, "bundle read_many: NULL argument");
+    CKPT__CHECK_ARG(r);
+    if (n > 0)
+        CKPT__CHECK_ARG(reqs);
     if (n == 0)
         return 0;
     plan = ckpt__calloc(n, sizeof(*plan));
@@ -1013,18 +975,17 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     shown_name sn;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL out");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    if (!r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     err = find_for_read(&e, r, name);
     if (err < 0)
         return err;
     if (e->dtype != CKPT_DT_STRING)
         return ckpt__error(
             CKPT_EINVAL, "%s: tensor '%s': dtype is %s, not string",
-            r->index_path.ptr, entry_name(&sn, e), dtype_label(e->dtype));
+            r->index_path.ptr, entry_name(&sn, e), ckpt__dtype_label(e->dtype));
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 
@@ -1033,8 +994,7 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     ckpt_buf rec = CKPT_BUF_INIT;
     int err = 0;
 
-    if (!r)
-        return ckpt__error(CKPT_EINVAL, "bundle verify: NULL reader");
+    CKPT__CHECK_ARG(r);
     for (size_t i = 0; err == 0 && i < r->count; i++) {
         const ckpt_tensor_entry *e = &r->entries[i];
         if (e->num_slices > 0)

@@ -31,8 +31,7 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
         return ckpt__error(
             CKPT_EINVAL,
             "restore %s: variable '%s' is %s in the checkpoint but %s here",
-            prefix, v->name,
-            ckpt_dtype_name(e->dtype) ? ckpt_dtype_name(e->dtype) : "unknown",
+            prefix, v->name, ckpt__dtype_label(e->dtype),
             ckpt_dtype_name(v->v.dtype));
     if (!ckpt_shape_equal(&e->shape, &v->v.shape)) {
         ckpt_shape_format(have, sizeof(have), &e->shape);
@@ -132,6 +131,7 @@ done:
 
 int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 {
+    CKPT__CHECK_ARG(s);
     if (!prefix)
         return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
     return restore_vars(s, prefix, NULL, 0);
@@ -140,15 +140,19 @@ int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                               const char *const *names, size_t n)
 {
-    if (!prefix || (n > 0 && !names))
-        return ckpt__error(CKPT_EINVAL, "restore: bad arguments");
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(prefix);
+    if (n > 0)
+        CKPT__CHECK_ARG(names);
     return restore_vars(s, prefix, names, n);
 }
 
 int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf latest = CKPT_BUF_INIT;
-    int err = ckpt_saver_latest(s, &latest);
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt_saver_latest(s, &latest);
     if (err == 0)
         err = ckpt_saver_restore(s, latest.ptr);
     if (err == 0 && prefix_out)

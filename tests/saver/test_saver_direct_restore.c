@@ -116,7 +116,7 @@ static ckpt_saver *open_saver(fixture *f)
         {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step, NULL, NULL, NULL},
         {"cb", CKPT_DT_FLOAT, {1, {NCB}}, NULL, cb_read, cb_write, f},
     };
-    o.fs = &f->afs.fs;
+    o.fs = &f->afs.fwd.fs;
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
     for (int i = 0; i < 6; i++)
         assert_ckpt_ok(ckpt_saver_add_var(s, &vars[i]));

@@ -1,5 +1,5 @@
-/* io/fs_fault.c - the fault-injecting file system of ckpt/sys/fs_fault.h,
- * for tests.
+/* tests/support/fs_fault.c - the fault-injecting file system of
+ * fs_fault.h, for tests (in the testing library, not in libckpt).
  *
  * Every method is forwarded to an inner ckpt_fs after two steps: the call
  * is counted under its ckpt_fs_op, and if an armed fault matches it, it
@@ -58,8 +58,9 @@
  * The trace records every operation in its mask, in order, with its paths
  * and whether the armed fault failed it; tests print it to name the
  * operation a crash hit. */
-#include "ckpt/sys/fs_fault.h"
-#include "fs_internal.h"
+#include "support/fs_fault.h"
+
+#include "io/fs_internal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -389,14 +390,36 @@ static int write_whole(const ckpt_fs *fs, const char *path, const uint8_t *data,
 static int durable_content(ckpt_fs_fault *ff, const char *norm, uint8_t **out,
                            size_t *out_len)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     struct tracked *t = find_tracked(ff, norm);
     int err;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     err =
         read_prefix(ff->inner, norm, t ? t->synced : UINT64_MAX, out, out_len);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_restore(&saved);
     return err;
+}
+
+/* Set up journal entry ff->changes[ff->nchanges] (not yet counted) for a
+ * rename of `norm` to `norm_to` or a removal of `norm` (norm_to NULL), with
+ * the durable content of the file the change destroys (the destination,
+ * or the removed file) when it can be read. */
+static int begin_change(ckpt_fs_fault *ff, enum change_kind kind,
+                        const char *norm, const char *norm_to,
+                        struct change **out)
+{
+    const char *destroyed = norm_to ? norm_to : norm;
+    struct change *c;
+    int err = reserve_change(ff);
+    if (err < 0)
+        return err;
+    c = &ff->changes[ff->nchanges];
+    err = change_init(c, kind, norm, norm_to);
+    if (err < 0)
+        return err;
+    c->has_old = durable_content(ff, destroyed, &c->old, &c->old_len) == 0;
+    *out = c;
+    return 0;
 }
 
 /* ---- faults ------------------------------------------------------------- */
@@ -502,10 +525,10 @@ static int fault_open_write(ckpt_file **out, const char *path, int flags,
     if (err < 0)
         goto done;
     if (!(flags & CKPT_OPEN_EXCL)) {
-        ckpt__fs_saved_error saved;
-        ckpt__fs_error_save(&saved);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         existed = in->stat(path, &old_size, NULL, in->payload) == 0;
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
     }
     if (!existed) {
         /* Prepare the CREATE record now; it is kept only on success. */
@@ -642,15 +665,15 @@ static int fault_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     err = in->write(ffile->inner, buf, n, in->payload);
     if (err < 0) {
         /* Some bytes may have landed: learn the length from the file. */
-        ckpt__fs_saved_error saved;
+        ckpt__saved_error saved;
         uint64_t size;
-        ckpt__fs_error_save(&saved);
+        ckpt__error_save(&saved);
         if (ffile->t && in->size(ffile->inner, &size, in->payload) == 0 &&
             ffile->t->size < size) {
             add_extent(ffile->t, ffile->t->size, size - ffile->t->size);
             ffile->t->size = size;
         }
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return err;
     }
     wrote(ffile, n);
@@ -734,14 +757,9 @@ static int fault_rename(const char *from, const char *to, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_RENAME, nfrom, nto, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_RENAME, nfrom, nto);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, nto, &c->old, &c->old_len) == 0;
     err = in->rename(from, to, in->payload);
     if (err < 0) {
         change_dispose(c);
@@ -775,14 +793,9 @@ static int fault_remove(const char *path, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_REMOVE, norm, NULL, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_REMOVE, norm, NULL);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, norm, &c->old, &c->old_len) == 0;
     err = in->remove(path, in->payload);
     if (err < 0 || !c->has_old) {
         /* nothing removed, or nothing we could put back */
