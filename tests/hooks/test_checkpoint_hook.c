@@ -6,7 +6,7 @@
  * durability of the directories begin creates. */
 #include "ckhook_test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
+#include "support/fs_fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
