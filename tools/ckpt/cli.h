@@ -79,6 +79,10 @@ size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp);
 
 /* ---- messages ------------------------------------------------------------ */
 
+/* malloc that prints "ckpt: out of memory" and exits CLI_USAGE on failure
+ * (n == 0 allocates 1 byte). */
+void *cli_xmalloc(size_t n);
+
 /* "ckpt CMD: <message>\n" on stderr, the message escaped as cli_safe
  * does. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);

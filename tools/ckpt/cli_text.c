@@ -22,16 +22,6 @@
 static char **kept;
 static size_t num_kept, cap_kept;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fputs("ckpt: out of memory\n", stderr);
-        exit(CLI_USAGE);
-    }
-    return p;
-}
-
 static char *keep(char *s)
 {
     if (num_kept == cap_kept) {
@@ -166,7 +156,7 @@ const char *cli_safe_n(const void *bytes, size_t n)
     char *s;
     if (!needed)
         return bytes; /* fit to print; a NUL inside would need escaping */
-    s = keep(xmalloc(len + 1));
+    s = keep(cli_xmalloc(len + 1));
     write_escaped(s, p, n);
     return s;
 }
@@ -208,7 +198,7 @@ json_object *cli_json_bytes(const void *bytes, size_t n)
         n = (size_t)INT32_MAX / 2;
     if (is_utf8(p, n))
         return json_object_new_string_len((const char *)p, (int)n);
-    latin = xmalloc(2 * n + 1);
+    latin = cli_xmalloc(2 * n + 1);
     for (size_t i = 0; i < n; i++) {
         if (p[i] < 0x80) {
             latin[k++] = p[i];

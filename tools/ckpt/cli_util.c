@@ -113,7 +113,7 @@ static size_t data_file_prefix_len(const char *s)
     return n - 20;
 }
 
-static void *xmalloc(size_t n)
+void *cli_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -125,7 +125,7 @@ static void *xmalloc(size_t n)
 
 static char *dup_n(const char *s, size_t n)
 {
-    char *p = xmalloc(n + 1);
+    char *p = cli_xmalloc(n + 1);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
@@ -135,7 +135,7 @@ static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir);
     size_t total = n + strlen(name) + 2;
-    char *p = xmalloc(total);
+    char *p = cli_xmalloc(total);
     snprintf(p, total, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
     return p;
 }
@@ -264,7 +264,7 @@ static char *quoted_as_library_shows(const ckpt_tensor_entry *e)
 {
     static const char hex[] = "0123456789abcdef";
     size_t shown = e->name_len < 200 ? e->name_len : 200;
-    char *q = xmalloc(shown * 4 + 8);
+    char *q = cli_xmalloc(shown * 4 + 8);
     size_t o = 0;
     q[o++] = '\'';
     for (size_t i = 0; i < shown; i++) {
