@@ -40,4 +40,10 @@ size_t mlp_state_bytes(const mlp *m);
  * the mean cross-entropy loss before the update. */
 float mlp_train_step(mlp *m, const float *x, const int32_t *labels);
 
+/* The two halves of mlp_train_step, for data-parallel training: the
+ * gradients of a batch into each layer's gw/gb (returns the loss), then
+ * the Adam update from them (after they were averaged across processes). */
+float mlp_compute_gradients(mlp *m, const float *x, const int32_t *labels);
+void mlp_apply_gradients(mlp *m);
+
 #endif

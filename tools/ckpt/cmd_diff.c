@@ -325,9 +325,10 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         return 0;
     }
     if (ea->num_slices > 0 &&
-        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
+        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype) ||
+         cli_entry_binary_name(ea)))
         return 0; /* not assembled: the slice entries are compared */
-    if (ea->dtype == CKPT_DT_STRING && !ea->is_slice_key) {
+    if (ea->dtype == CKPT_DT_STRING && !cli_entry_binary_name(ea)) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
         err = ckpt_bundle_reader_read_strings(ra, ea->name, &sa);
         if (err == 0) {
@@ -356,7 +357,7 @@ static char *display_name(const ckpt_tensor_entry *e)
     size_t n = 0;
     FILE *f;
     if (!e->is_slice_key) {
-        s = strdup(e->name);
+        s = strdup(cli_safe_name(e));
     } else {
         f = open_memstream(&s, &n);
         if (f) {
@@ -389,11 +390,13 @@ typedef struct report {
     size_t num_differences;
 } report;
 
-static json_object *new_difference(report *rep, const char *name,
-                                   const char *reason)
+static json_object *new_difference(report *rep, const ckpt_tensor_entry *e,
+                                   const char *name, const char *reason)
 {
     json_object *d = json_object_new_object();
-    json_object_object_add(d, "name", json_object_new_string(name));
+    json_object_object_add(d, "name",
+                           e->is_slice_key ? json_object_new_string(name)
+                                           : cli_json_name(e));
     json_object_object_add(d, "reason", json_object_new_string(reason));
     json_object_array_add(rep->list, d);
     return d;
@@ -404,7 +407,7 @@ static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
     char *name = display_name(e);
     rep->num_differences++;
     if (rep->list)
-        new_difference(rep, name, in_a ? "only_in_a" : "only_in_b");
+        new_difference(rep, e, name, in_a ? "only_in_a" : "only_in_b");
     else
         printf("%s: only in %s\n", name, in_a ? "A" : "B");
     free(name);
@@ -419,7 +422,7 @@ static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
     const char *db = cli_dtype_name(eb->dtype, tb);
     rep->num_differences++;
     if (rep->list) {
-        json_object *d = new_difference(rep, name, "dtype");
+        json_object *d = new_difference(rep, ea, name, "dtype");
         json_object_object_add(d, "dtype_a", json_object_new_string(da));
         json_object_object_add(d, "dtype_b", json_object_new_string(db));
     } else {
@@ -435,7 +438,7 @@ static void report_shape(report *rep, const ckpt_tensor_entry *ea,
     char sa[512], sb[512];
     rep->num_differences++;
     if (rep->list) {
-        json_object *d = new_difference(rep, name, "shape");
+        json_object *d = new_difference(rep, ea, name, "shape");
         json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
         json_object_object_add(d, "shape_b", cli_json_shape(&eb->shape));
     } else {
@@ -465,7 +468,7 @@ static void report_values(report *rep, const ckpt_tensor_entry *e,
     rep->num_differences++;
     format_max(max, sizeof(max), d);
     if (rep->list) {
-        json_object *j = new_difference(rep, name, "values");
+        json_object *j = new_difference(rep, e, name, "values");
         if (d->has_max)
             json_object_object_add(j, "max_abs_diff", max_to_json(d));
         if (d->num_different >= 0) {
@@ -521,9 +524,7 @@ static int compare_entry(report *rep, ckpt_bundle_reader *ra,
         return CLI_USAGE;
     }
     if (err < 0) {
-        char *name = display_name(ea);
-        cli_tensor_error("diff", which ? prefix_b : prefix_a, name);
-        free(name);
+        cli_tensor_error("diff", which ? prefix_b : prefix_a, which ? eb : ea);
         return CLI_USAGE;
     }
     if (d.num_different != 0)
@@ -627,18 +628,19 @@ static void print_result(const report *rep, const char *pa, const char *pb,
     json_object *root;
     if (!rep->list) {
         if (rep->num_differences == 0 && o->tolerant)
-            printf("%s and %s: equal within atol %g, %zu tensors\n", pa, pb,
-                   o->atol, compared);
+            printf("%s and %s: equal within atol %g, %zu tensors\n",
+                   cli_safe(pa), cli_safe(pb), o->atol, compared);
         else if (rep->num_differences == 0)
-            printf("%s and %s: equal, %zu tensors\n", pa, pb, compared);
+            printf("%s and %s: equal, %zu tensors\n", cli_safe(pa),
+                   cli_safe(pb), compared);
         else
-            printf("%s and %s: %zu of %zu tensors differ\n", pa, pb,
-                   rep->num_differences, compared);
+            printf("%s and %s: %zu of %zu tensors differ\n", cli_safe(pa),
+                   cli_safe(pb), rep->num_differences, compared);
         return;
     }
     root = json_object_new_object();
-    json_object_object_add(root, "a", json_object_new_string(pa));
-    json_object_object_add(root, "b", json_object_new_string(pb));
+    json_object_object_add(root, "a", cli_json_string(pa));
+    json_object_object_add(root, "b", cli_json_string(pb));
     json_object_object_add(root, "equal",
                            json_object_new_boolean(rep->num_differences == 0));
     if (o->tolerant)
