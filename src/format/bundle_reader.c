@@ -140,7 +140,7 @@ static int load_header(ckpt_bundle_reader *r, const uint8_t *key,
     return 0;
 }
 
-/* Checks of §10 items 8-10 that need no data file. */
+/* Checks 2-4 of docs/format.md §4.3 (no data file needed). */
 static int validate_entry(const ckpt_bundle_reader *r,
                           const ckpt__bundle_entry *be, const char *name)
 {
