@@ -47,7 +47,7 @@ static const uint8_t zeros[4096];
  */
 
 /* Remember the first error (code and message) and return `rc`. */
-int ckpt__writer_fail(ckpt_bundle_writer *w, int rc)
+int ckpt__bundle_writer_fail(ckpt_bundle_writer *w, int rc)
 {
     if (rc < 0 && w->status == 0) {
         w->status = rc;
@@ -64,7 +64,7 @@ static int sticky(const ckpt_bundle_writer *w)
 }
 
 /* Checks common to every add: a usable writer and a fresh, non-empty name. */
-int ckpt__writer_check_open(ckpt_bundle_writer *w)
+int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w)
 {
     if (w->state == W_FINISHED)
         return ckpt__error(CKPT_ESTATE, "%s: bundle writer already finished",
@@ -110,7 +110,8 @@ static int shard_create(ckpt_bundle_writer *w, int i)
     return 0;
 }
 
-int ckpt__writer_flush(ckpt_bundle_writer *w, struct ckpt__writer_shard *s)
+int ckpt__bundle_writer_shard_flush(ckpt_bundle_writer *w,
+                                    struct ckpt__writer_shard *s)
 {
     int err;
     if (s->pending.size == 0)
@@ -121,14 +122,15 @@ int ckpt__writer_flush(ckpt_bundle_writer *w, struct ckpt__writer_shard *s)
 }
 
 /* Append `n` bytes to the current shard (buffered). */
-int ckpt__writer_append(ckpt_bundle_writer *w, const void *data, size_t n)
+int ckpt__bundle_writer_shard_append(ckpt_bundle_writer *w, const void *data,
+                                     size_t n)
 {
     struct ckpt__writer_shard *s = &w->shards[w->cur_shard];
     int err = 0;
     if (n == 0)
         return 0;
     if (s->pending.size + n > WRITE_BUF_SIZE) {
-        err = ckpt__writer_flush(w, s);
+        err = ckpt__bundle_writer_shard_flush(w, s);
         if (err < 0)
             return err;
     }
@@ -142,14 +144,14 @@ int ckpt__writer_append(ckpt_bundle_writer *w, const void *data, size_t n)
 }
 
 /* Zero bytes up to the next multiple of the alignment. */
-int ckpt__writer_pad(ckpt_bundle_writer *w)
+int ckpt__bundle_writer_shard_pad(ckpt_bundle_writer *w)
 {
     struct ckpt__writer_shard *s = &w->shards[w->cur_shard];
     uint64_t rem = s->size % w->alignment;
     uint64_t pad = rem ? w->alignment - rem : 0;
     while (pad > 0) {
         size_t chunk = pad < sizeof(zeros) ? (size_t)pad : sizeof(zeros);
-        int err = ckpt__writer_append(w, zeros, chunk);
+        int err = ckpt__bundle_writer_shard_append(w, zeros, chunk);
         if (err < 0)
             return err;
         pad -= chunk;
@@ -290,16 +292,16 @@ int ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard)
 {
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__writer_check_open(w);
+    err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     if (shard < 0 || shard >= w->num_shards)
-        return ckpt__writer_fail(
+        return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL, "%s: shard %d out of range (%d shards)",
                            w->prefix, shard, w->num_shards));
     err = shard_create(w, shard);
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     w->cur_shard = shard;
     return 0;
 }
@@ -322,7 +324,7 @@ static int commit_shards(ckpt_bundle_writer *w)
         struct ckpt__writer_shard *s = &w->shards[i];
         err = shard_create(w, i);
         if (err == 0)
-            err = ckpt__writer_flush(w, s);
+            err = ckpt__bundle_writer_shard_flush(w, s);
         if (err == 0)
             err = ckpt__fs_sync(w->fs, s->file);
         if (err == 0) {
@@ -409,7 +411,7 @@ int ckpt_bundle_writer_finish(ckpt_bundle_writer *w)
     if (err == 0)
         err = ckpt__fs_sync_dir(w->fs, w->dir.ptr);
     if (err < 0) {
-        ckpt__writer_fail(w, err);
+        ckpt__bundle_writer_fail(w, err);
         abandon(w);
         w->state = W_FAILED;
         return sticky(w);

@@ -205,7 +205,7 @@ static int finish_record(ckpt_bundle_writer *w, const char *name,
     int err;
     e->size = (int64_t)size;
     e->crc32c = ckpt__crc32c_mask(crc);
-    err = ckpt__writer_pad(w);
+    err = ckpt__bundle_writer_shard_pad(w);
     if (err == 0)
         err = add_entry(w, name, e);
     return err;
@@ -249,21 +249,21 @@ int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
     ckpt__bundle_entry e;
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__writer_check_open(w);
+    err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     err = check_fixed(w, name, dtype, shape, nbytes);
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     if (!data && nbytes > 0)
-        return ckpt__writer_fail(w, ckpt__error(CKPT_EINVAL,
-                                                "%s: tensor '%s': NULL data",
-                                                w->prefix, name));
+        return ckpt__bundle_writer_fail(
+            w, ckpt__error(CKPT_EINVAL, "%s: tensor '%s': NULL data", w->prefix,
+                           name));
     entry_init(w, &e, dtype, shape);
-    err = ckpt__writer_append(w, data, nbytes);
+    err = ckpt__bundle_writer_shard_append(w, data, nbytes);
     if (err == 0)
         err = finish_record(w, name, &e, nbytes, ckpt__crc32c(data, nbytes));
-    return ckpt__writer_fail(w, err);
+    return ckpt__bundle_writer_fail(w, err);
 }
 
 /* The full entry of piece `p` of `name`: created, or updated with the
@@ -292,7 +292,7 @@ int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,
     size_t slot = 0;
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__writer_check_open(w);
+    err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     err = ckpt__slice_piece_prepare(&piece, w->prefix, name, dtype, full_shape,
@@ -314,12 +314,12 @@ int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,
                                     full_shape, &piece);
     if (err == 0) {
         entry_init(w, &e, dtype, &piece.shape);
-        err = ckpt__writer_append(w, data, nbytes);
+        err = ckpt__bundle_writer_shard_append(w, data, nbytes);
     }
     if (err == 0) {
         e.size = (int64_t)nbytes;
         e.crc32c = ckpt__crc32c_mask(ckpt__crc32c(data, nbytes));
-        err = ckpt__writer_pad(w);
+        err = ckpt__bundle_writer_shard_pad(w);
     }
     if (err == 0)
         err = add_full_entry(w, name, dtype, full_shape, &piece, slot == 0,
@@ -327,27 +327,27 @@ int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,
     if (err == 0)
         err = add_key(w, piece.key.ptr, piece.key.size, &e);
     ckpt__slice_piece_dispose(&piece);
-    return ckpt__writer_fail(w, err);
+    return ckpt__bundle_writer_fail(w, err);
 }
 
 int ckpt__bundle_writer_append_raw(ckpt_bundle_writer *w, const void *data,
                                    size_t n)
 {
     struct ckpt__writer_shard *s;
-    int err = ckpt__writer_check_open(w);
+    int err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     if (!data && n > 0)
-        return ckpt__writer_fail(
+        return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL, "%s: NULL data", w->prefix));
     s = &w->shards[w->cur_shard];
     /* Straight to the fs, so an aligned buffer stays aligned. */
-    err = ckpt__writer_flush(w, s);
+    err = ckpt__bundle_writer_shard_flush(w, s);
     if (err == 0 && n > 0)
         err = ckpt__fs_write(w->fs, s->file, data, n);
     if (err == 0)
         s->size += n;
-    return ckpt__writer_fail(w, err);
+    return ckpt__bundle_writer_fail(w, err);
 }
 
 int ckpt__bundle_writer_add_written(ckpt_bundle_writer *w, const char *name,
@@ -357,15 +357,15 @@ int ckpt__bundle_writer_add_written(ckpt_bundle_writer *w, const char *name,
 {
     ckpt__bundle_entry e;
     uint64_t written;
-    int err = ckpt__writer_check_open(w);
+    int err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     err = check_fixed(w, name, dtype, shape, size);
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     written = w->shards[w->cur_shard].size;
     if (offset > written || size > written - offset)
-        return ckpt__writer_fail(
+        return ckpt__bundle_writer_fail(
             w,
             ckpt__error(CKPT_EINVAL,
                         "%s: tensor '%s': record [%llu, +%llu) "
@@ -376,7 +376,7 @@ int ckpt__bundle_writer_add_written(ckpt_bundle_writer *w, const char *name,
     e.offset = (int64_t)offset;
     e.size = (int64_t)size;
     e.crc32c = masked_crc;
-    return ckpt__writer_fail(w, add_entry(w, name, &e));
+    return ckpt__bundle_writer_fail(w, add_entry(w, name, &e));
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -398,25 +398,25 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     uint8_t word[8];
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__writer_check_open(w);
+    err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     if ((uint64_t)count != (uint64_t)n)
-        return ckpt__writer_fail(
+        return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': %zu strings given, the "
                            "shape has %lld elements",
                            w->prefix, name, n, (long long)count));
     if (!strings && n > 0)
-        return ckpt__writer_fail(w, ckpt__error(CKPT_EINVAL,
-                                                "%s: tensor '%s': NULL strings",
-                                                w->prefix, name));
+        return ckpt__bundle_writer_fail(
+            w, ckpt__error(CKPT_EINVAL, "%s: tensor '%s': NULL strings",
+                           w->prefix, name));
     for (size_t i = 0; i < n; i++) {
         if (!strings[i].ptr && strings[i].len > 0)
-            return ckpt__writer_fail(
+            return ckpt__bundle_writer_fail(
                 w,
                 ckpt__error(CKPT_EINVAL, "%s: tensor '%s': string %zu is NULL",
                             w->prefix, name, i));
@@ -441,16 +441,17 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
         }
     }
     entry_init(w, &e, CKPT_DT_STRING, shape);
-    err = ckpt__writer_append(w, head.ptr, head.size);
+    err = ckpt__bundle_writer_shard_append(w, head.ptr, head.size);
     for (size_t i = 0; err == 0 && i < n; i++) {
         crc = ckpt__crc32c_extend(crc, strings[i].ptr, strings[i].len);
-        err = ckpt__writer_append(w, strings[i].ptr, strings[i].len);
+        err =
+            ckpt__bundle_writer_shard_append(w, strings[i].ptr, strings[i].len);
     }
     if (err == 0)
         err = finish_record(w, name, &e, total, crc);
 done:
     ckpt_buf_dispose(&head);
-    return ckpt__writer_fail(w, err);
+    return ckpt__bundle_writer_fail(w, err);
 }
 
 /* Check that `rec` is a well-formed string record of `count` elements
@@ -502,16 +503,16 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
     uint32_t crc = 0;
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__writer_check_open(w);
+    err = ckpt__bundle_writer_check_open(w);
     if (err < 0)
         return err;
     err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     if (!record && record_len > 0)
-        return ckpt__writer_fail(w, ckpt__error(CKPT_EINVAL,
-                                                "%s: tensor '%s': NULL record",
-                                                w->prefix, name));
+        return ckpt__bundle_writer_fail(
+            w, ckpt__error(CKPT_EINVAL, "%s: tensor '%s': NULL record",
+                           w->prefix, name));
     if (dtype == CKPT_DT_STRING) {
         err = string_record_crc(w, name, record, record_len, count, &crc);
     } else if (ckpt_dtype_size(dtype) > 0) {
@@ -530,12 +531,12 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
                           w->prefix, name, dtype, ckpt__dtype_label(dtype));
     }
     if (err < 0)
-        return ckpt__writer_fail(w, err);
+        return ckpt__bundle_writer_fail(w, err);
     entry_init(w, &e, dtype, shape);
     if (dtype != CKPT_DT_STRING)
         crc = ckpt__crc32c(record, record_len);
-    err = ckpt__writer_append(w, record, record_len);
+    err = ckpt__bundle_writer_shard_append(w, record, record_len);
     if (err == 0)
         err = finish_record(w, name, &e, record_len, crc);
-    return ckpt__writer_fail(w, err);
+    return ckpt__bundle_writer_fail(w, err);
 }

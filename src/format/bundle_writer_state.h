@@ -64,19 +64,21 @@ struct ckpt_bundle_writer {
 /* bundle_writer.c */
 
 /* Remember the first error (code and message) and return `rc`. */
-int ckpt__writer_fail(ckpt_bundle_writer *w, int rc);
+int ckpt__bundle_writer_fail(ckpt_bundle_writer *w, int rc);
 
 /* Checks common to every add: a usable writer (not finished, no sticky
  * error). */
-int ckpt__writer_check_open(ckpt_bundle_writer *w);
+int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w);
 
 /* Hand what the current shard has gathered to its file. */
-int ckpt__writer_flush(ckpt_bundle_writer *w, struct ckpt__writer_shard *s);
+int ckpt__bundle_writer_shard_flush(ckpt_bundle_writer *w,
+                                    struct ckpt__writer_shard *s);
 
 /* Append `n` bytes to the current shard (gathered, then written). */
-int ckpt__writer_append(ckpt_bundle_writer *w, const void *data, size_t n);
+int ckpt__bundle_writer_shard_append(ckpt_bundle_writer *w, const void *data,
+                                     size_t n);
 
 /* Zero bytes up to the next multiple of the alignment. */
-int ckpt__writer_pad(ckpt_bundle_writer *w);
+int ckpt__bundle_writer_shard_pad(ckpt_bundle_writer *w);
 
 #endif
