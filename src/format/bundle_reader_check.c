@@ -31,15 +31,12 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *entry)
 {
     ckpt__partitioned_read pr;
-    ckpt__shown_name sn;
     int err;
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(entry);
-    if (entry < r->entries || entry >= r->entries + r->count)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_bundle_reader_check: the entry is not one "
-                           "of %s",
-                           r->index_path.ptr);
+    err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_check");
+    if (err < 0)
+        return err;
     if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
         ckpt_string_array a = {NULL, 0, NULL};
         err = ckpt__bundle_reader_read_strings_entry(r, entry, &a, true);
@@ -48,14 +45,7 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     }
     if (entry->num_slices == 0)
         return ckpt__bundle_reader_stream_check(r, entry);
-    if (entry->dtype == CKPT_DT_STRING || ckpt_dtype_size(entry->dtype) == 0)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "%s: tensor '%s': a partitioned %s tensor is not "
-                           "assembled",
-                           r->index_path.ptr,
-                           ckpt__bundle_entry_shown(&sn, entry),
-                           ckpt__dtype_label(entry->dtype));
-    err = ckpt__bundle_reader_partitioned_read_of(&pr, r, entry);
+    err = ckpt__bundle_reader_assembly_of(&pr, r, entry);
     if (err == 0)
         err = ckpt__bundle_check_partitioned(&pr);
     return err;

@@ -137,6 +137,18 @@ int ckpt__bundle_reader_partitioned_read_of(ckpt__partitioned_read *pr,
                                             ckpt_bundle_reader *r,
                                             const ckpt_tensor_entry *e);
 
+/* What assembling the partitioned tensor `e` needs, for a call that sizes
+ * or checks it whole: CKPT_ENOTSUP naming the tensor when its dtype is not
+ * assembled (strings, dtypes without a fixed size). */
+int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
+                                    ckpt_bundle_reader *r,
+                                    const ckpt_tensor_entry *e);
+
+/* 0 when `e` is one of r's entries, else CKPT_EINVAL naming the public
+ * call `call` and the index. */
+int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *e, const char *call);
+
 /* Assemble the partitioned tensor `e` from its slice entries into dst. */
 int ckpt__bundle_reader_read_partitioned(ckpt_bundle_reader *r,
                                          const ckpt_tensor_entry *e, void *dst,

@@ -235,6 +235,29 @@ int ckpt__bundle_reader_partitioned_read_of(ckpt__partitioned_read *pr,
                                     &pr->proto, &pr->proto_len);
 }
 
+int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
+                                    ckpt_bundle_reader *r,
+                                    const ckpt_tensor_entry *e)
+{
+    ckpt__shown_name sn;
+    if (e->dtype == CKPT_DT_STRING || ckpt_dtype_size(e->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': a partitioned %s tensor is not "
+                           "assembled",
+                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
+                           ckpt__dtype_label(e->dtype));
+    return ckpt__bundle_reader_partitioned_read_of(pr, r, e);
+}
+
+int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *e, const char *call)
+{
+    if (e < r->entries || e >= r->entries + r->count)
+        return ckpt__error(CKPT_EINVAL, "%s: the entry is not one of %s", call,
+                           r->index_path.ptr);
+    return 0;
+}
+
 /* Assemble a partitioned tensor from its slice entries. */
 int ckpt__bundle_reader_read_partitioned(ckpt_bundle_reader *r,
                                          const ckpt_tensor_entry *e, void *dst,
@@ -252,17 +275,14 @@ int ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
                                  uint64_t *bytes)
 {
     ckpt__partitioned_read pr;
-    ckpt__shown_name sn;
     int err;
     CKPT__CHECK_ARG(bytes);
     *bytes = 0;
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(entry);
-    if (entry < r->entries || entry >= r->entries + r->count)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_bundle_reader_data_size: the entry is not "
-                           "one of %s",
-                           r->index_path.ptr);
+    err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_data_size");
+    if (err < 0)
+        return err;
     if (entry->num_slices == 0) {
         struct ckpt__bundle_shard *s;
         err = ckpt__bundle_reader_locate(r, entry, &s);
@@ -270,14 +290,7 @@ int ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
             *bytes = (uint64_t)entry->size;
         return err;
     }
-    if (entry->dtype == CKPT_DT_STRING || ckpt_dtype_size(entry->dtype) == 0)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "%s: tensor '%s': a partitioned %s tensor is not "
-                           "assembled",
-                           r->index_path.ptr,
-                           ckpt__bundle_entry_shown(&sn, entry),
-                           ckpt__dtype_label(entry->dtype));
-    err = ckpt__bundle_reader_partitioned_read_of(&pr, r, entry);
+    err = ckpt__bundle_reader_assembly_of(&pr, r, entry);
     if (err == 0)
         err = ckpt__bundle_partitioned_size(&pr, bytes);
     return err;
