@@ -25,6 +25,11 @@ int ckpt__crc32c_hw_available(void);
  * reading the source once (fused copy + checksum). */
 uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
 
+/* The CRC of a||b from crc_a = CRC of a, crc_b = CRC of b and the length
+ * of b (util/crc32c_combine.c); pieces checksummed apart, e.g. by two
+ * threads, are joined with it. */
+uint32_t ckpt__crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 #define CKPT__CRC_MASK_DELTA 0xa282ead8u
 
 static inline uint32_t ckpt__crc32c_mask(uint32_t crc)
