@@ -87,6 +87,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     size_t nreqs = 0;
     size_t count = names ? n : s->nvars;
     int err;
+    ckpt__saver_complete_snapshot(s); /* before the variables change */
     ro.fs = s->fs;
     err = ckpt_bundle_reader_open(&r, prefix, &ro);
     if (err < 0)

@@ -3,7 +3,12 @@
  * outcomes on the caller's thread, metrics, and closing.
  *
  * Async design: save_async copies every variable into a pre-faulted staging
- * image on the caller's thread (the only wait), then queues a job. At most
+ * image on the caller's thread (the only wait), then queues a job. Once the
+ * caller has called ckpt_saver_mutation_fence, a save_async that finds the
+ * writer idle copies only the variables behind read callbacks and leaves
+ * the rest to the writer (the loop only reads them meanwhile); the next
+ * fence, or any other saver call but poll, copies what is left, waits for
+ * the writer's last piece and queues the job (complete_deferred). At most
  * one job is being written ("active") and at most one waits ("pending"), so
  * staging memory is one image (SKIP, WAIT) or two (COALESCE), fixed once the
  * variables are known. The writer thread never touches the variables, only
@@ -16,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -475,7 +481,18 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     double t0 = ckpt_clock_monotonic(s->opts.clock);
     double t1;
     char msg[512] = "";
+    ckpt__snapshot_work seal;
     int err;
+    /* The records' CRCs: pieces' combined, or the image checksummed here
+     * when the snapshot's copies were plain (off the loop's wait). */
+    memset(&seal, 0, sizeof(seal));
+    seal.vars = s->vars;
+    seal.nvars = s->nvars;
+    seal.pieces = s->pieces;
+    seal.npieces = s->npieces;
+    seal.img = &s->images[job->image];
+    seal.checksum = job->checksum;
+    ckpt__image_seal(&seal);
     sweep_after_failure(s);
     err = forget_existing(s, job->stored, job->prefix);
     if (err == 0)
@@ -524,7 +541,7 @@ static void help_with_snapshot(ckpt_saver *s)
 {
     s->help_state = HELP_RUNNING;
     pthread_mutex_unlock(&s->mu);
-    ckpt__snapshot_claim_plain(&s->help_work);
+    ckpt__snapshot_claim(&s->help_work);
     pthread_mutex_lock(&s->mu);
     s->help_state = HELP_DONE;
     pthread_cond_broadcast(&s->cv);
@@ -565,19 +582,68 @@ uint64_t ckpt_saver_staging_bytes(ckpt_saver *s)
     return s->image_bytes * (uint64_t)images;
 }
 
+/* Bytes of the biggest variable timed at reserve to choose where the
+ * checksum is computed; states with no variable of at least MEASURE_MIN
+ * bytes keep the fused copy (the difference is too small to time). */
+#define MEASURE_MAX ((size_t)8 << 20)
+#define MEASURE_MIN ((size_t)1 << 20)
+
+/* Once, into the fresh first image (no write can be using it): time the
+ * fused copy-and-checksum against a plain copy of the biggest variable in
+ * plain memory. CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces a choice
+ * (for benchmarks). */
+static void choose_checksum(ckpt_saver *s)
+{
+    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
+    const ckpt__var *big = NULL;
+    double fused_s = 0, plain_s = 0;
+    size_t n;
+    s->checksum = 1;
+    if (force && strcmp(force, "writer") == 0) {
+        s->checksum = 0;
+        return;
+    }
+    if (force && strcmp(force, "copy") == 0)
+        return;
+    for (size_t i = 0; i < s->nvars; i++)
+        if (!s->vars[i].v.read && (!big || s->vars[i].bytes > big->bytes))
+            big = &s->vars[i];
+    if (!big || big->bytes < MEASURE_MIN)
+        return;
+    n = big->bytes < MEASURE_MAX ? (size_t)big->bytes : MEASURE_MAX;
+    s->checksum = ckpt__snapshot_measure(
+        big->v.data, s->images[0].ptr + big->offset, n, 3, &fused_s, &plain_s);
+    SAVER_LOG(s, CKPT_LOG_DEBUG,
+              "snapshot copies: checksum %s (copy with checksum %.2f GB/s, "
+              "plain copy %.2f GB/s, %zu bytes timed)",
+              s->checksum ? "fused into the copy" : "computed by the writer",
+              fused_s > 0 ? (double)n / fused_s / 1e9 : 0.0,
+              plain_s > 0 ? (double)n / plain_s / 1e9 : 0.0, n);
+}
+
 int ckpt_saver_reserve(ckpt_saver *s)
 {
     int want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
+    int fresh = s->num_images == 0;
+    int err;
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
     s->frozen = 1;
+    if (fresh && !s->pieces) {
+        err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,
+                                  &s->pieces, &s->npieces);
+        if (err < 0)
+            return err;
+    }
     while (s->num_images < want) {
-        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
-                                    s->nvars);
+        err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
+                                s->nvars, s->npieces);
         if (err < 0)
             return err;
         s->num_images++;
     }
+    if (fresh)
+        choose_checksum(s);
     return 0;
 }
 
@@ -635,37 +701,21 @@ static int choose_image(ckpt_saver *s, int64_t step)
  * than it saves. */
 #define SHARE_MIN_BYTES ((uint64_t)4 << 20)
 
-/* The indexes of the variables in plain memory (once: the variables are
- * frozen by the first save). */
-static int list_plain_vars(ckpt_saver *s)
-{
-    if (s->plain_vars || s->nvars == 0)
-        return 0;
-    s->plain_vars = ckpt__calloc(s->nvars, sizeof(*s->plain_vars));
-    if (!s->plain_vars)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < s->nvars; i++)
-        if (!s->vars[i].v.read)
-            s->plain_vars[s->nplain++] = i;
-    return 0;
-}
-
-/* Snapshot every variable into images[image]; an idle writer thread
- * shares the copy of the plain-memory variables. */
-static int take_snapshot(ckpt_saver *s, int image)
+/* Set up the snapshot into images[image] and, when `share` and the writer
+ * is idle, ask the writer to claim pieces too. Returns whether it was
+ * asked. */
+static int snapshot_begin(ckpt_saver *s, int image, int share)
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
-    int err = list_plain_vars(s);
-    if (err < 0)
-        return err;
     w->vars = s->vars;
     w->nvars = s->nvars;
-    w->plain = s->plain_vars;
-    w->nplain = s->nplain;
+    w->pieces = s->pieces;
+    w->npieces = s->npieces;
     w->img = &s->images[image];
+    w->checksum = s->checksum;
     atomic_store(&w->next, 0);
-    if (s->image_bytes >= SHARE_MIN_BYTES && s->nplain >= 2) {
+    if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
             s->help_state = HELP_ASKED;
@@ -674,17 +724,87 @@ static int take_snapshot(ckpt_saver *s, int image)
         }
         pthread_mutex_unlock(&s->mu);
     }
-    err = ckpt__snapshot_run_caller(w);
-    if (asked) {
-        /* A request not taken up yet is withdrawn; one taken up is waited
-         * for (at most the copy of one variable, as claims ran out). */
-        pthread_mutex_lock(&s->mu);
-        while (s->help_state == HELP_RUNNING)
-            pthread_cond_wait(&s->cv, &s->mu);
-        s->help_state = HELP_NONE;
-        pthread_mutex_unlock(&s->mu);
+    return asked;
+}
+
+/* Copy the pieces nobody has claimed yet; then a request the writer has
+ * not taken up is withdrawn, and one taken up is waited for (at most the
+ * copy of one piece, as claims ran out). */
+static void snapshot_end(ckpt_saver *s, int asked)
+{
+    ckpt__snapshot_claim(&s->help_work);
+    if (!asked)
+        return;
+    pthread_mutex_lock(&s->mu);
+    while (s->help_state == HELP_RUNNING)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->help_state = HELP_NONE;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Hand a job whose snapshot is complete to the writer. */
+static void dispatch(ckpt_saver *s, ckpt__job *job)
+{
+    pthread_mutex_lock(&s->mu);
+    s->pending = job;
+    s->skips_since_dispatch = 0;
+    s->metrics.saves_started++;
+    s->metrics.blocking_s_total += job->blocking_s;
+    s->metrics.blocking_s_last = job->blocking_s;
+    if (job->blocking_s > s->metrics.blocking_s_max)
+        s->metrics.blocking_s_max = job->blocking_s;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Finish an overlapped snapshot: copy what the writer has not, wait for
+ * its last piece, dispatch the job. The wait counts as blocking time. */
+static void complete_deferred(ckpt_saver *s)
+{
+    ckpt__job *job = s->deferred;
+    double t0;
+    if (!job)
+        return;
+    t0 = ckpt_clock_monotonic(s->opts.clock);
+    snapshot_end(s, 1);
+    s->deferred = NULL;
+    job->blocking_s += ckpt_clock_monotonic(s->opts.clock) - t0;
+    dispatch(s, job);
+    SAVER_LOG(s, CKPT_LOG_DEBUG,
+              "overlapped snapshot of step %" PRId64
+              " complete (%.6f s blocking in all); write dispatched",
+              job->step, job->blocking_s);
+}
+
+void ckpt__saver_complete_snapshot(ckpt_saver *s)
+{
+    complete_deferred(s);
+}
+
+int ckpt_saver_mutation_fence(ckpt_saver *s)
+{
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mutation_fence: NULL saver");
+    s->overlap = 1;
+    complete_deferred(s);
+    return 0;
+}
+
+static ckpt__job *new_job(int64_t step, int image, ckpt_buf *prefix,
+                          ckpt_buf *stored)
+{
+    ckpt__job *job = ckpt__calloc(1, sizeof(*job));
+    if (!job)
+        return NULL;
+    job->step = step;
+    job->image = image;
+    job->prefix = ckpt__buf_detach(prefix);
+    job->stored = ckpt__buf_detach(stored);
+    if (!job->prefix || !job->stored) {
+        free_job(job);
+        return NULL;
     }
-    return err;
+    return job;
 }
 
 int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
@@ -692,11 +812,12 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job *job = NULL;
     double t0 = ckpt_clock_monotonic(s->opts.clock);
-    double blocking;
-    int image;
-    int err = enter(s);
+    int image, asked, overlapped;
+    int err;
     if (ticket_out)
         *ticket_out = 0;
+    complete_deferred(s); /* the previous trigger's snapshot, if open */
+    err = enter(s);
     if (err < 0)
         return err;
     err = check_can_save(s);
@@ -720,43 +841,47 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
                   "%s", ckpt_error_last()->message);
         goto done;
     }
-    /* The snapshot: the only time the caller waits. The chosen image is
-     * referenced by no job, so the writer cannot touch it meanwhile. */
-    err = take_snapshot(s, image);
-    if (err < 0)
-        goto done;
-    job = ckpt__calloc(1, sizeof(*job));
+    job = new_job(step, image, &prefix, &stored);
     if (!job) {
         err = ckpt__error_oom();
         goto done;
     }
-    job->step = step;
-    job->image = image;
-    job->prefix = ckpt__buf_detach(&prefix);
-    job->stored = ckpt__buf_detach(&stored);
-    if (!job->prefix || !job->stored) {
-        free_job(job);
-        err = ckpt__error_oom();
-        goto done;
+    job->checksum = s->checksum;
+    /* The snapshot: the only time the caller waits. The chosen image is
+     * referenced by no job, so the writer cannot touch it but to help. */
+    overlapped = s->overlap;
+    asked = snapshot_begin(
+        s, image,
+        overlapped || (s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2));
+    err = ckpt__snapshot_callbacks(&s->help_work);
+    if (err < 0 || !(overlapped && asked)) {
+        snapshot_end(s, asked);
+        if (err < 0) {
+            free_job(job);
+            goto done;
+        }
     }
-    blocking = ckpt_clock_monotonic(s->opts.clock) - t0;
-    job->blocking_s = blocking;
+    job->blocking_s = ckpt_clock_monotonic(s->opts.clock) - t0;
     pthread_mutex_lock(&s->mu);
     job->ticket = ++s->next_ticket;
-    s->pending = job;
-    s->skips_since_dispatch = 0;
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += blocking;
-    s->metrics.blocking_s_last = blocking;
-    if (blocking > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = blocking;
+    pthread_mutex_unlock(&s->mu);
     if (ticket_out)
         *ticket_out = job->ticket;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    if (overlapped && asked) {
+        /* The writer copies while the loop only reads the variables; the
+         * next fence (or saver call) completes and dispatches. */
+        s->deferred = job;
+        SAVER_LOG(s, CKPT_LOG_DEBUG,
+                  "snapshot of step %" PRId64
+                  " started in %.6f s; the writer copies until the next "
+                  "mutation fence",
+                  step, job->blocking_s);
+        goto done;
+    }
+    dispatch(s, job);
     SAVER_LOG(s, CKPT_LOG_DEBUG,
               "snapshot of step %" PRId64 " taken in %.6f s; write dispatched",
-              step, blocking);
+              step, job->blocking_s);
 done:
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);
@@ -768,7 +893,7 @@ int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
     int err = enter(s);
     if (busy_out) {
         pthread_mutex_lock(&s->mu);
-        *busy_out = s->active || s->pending;
+        *busy_out = s->active || s->pending || s->deferred;
         pthread_mutex_unlock(&s->mu);
     }
     return err;
@@ -790,6 +915,7 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     struct timespec deadline;
     int timed_out = 0;
     int err;
+    complete_deferred(s);
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
     pthread_mutex_lock(&s->mu);
@@ -845,12 +971,13 @@ void ckpt_saver_free(ckpt_saver *s)
 {
     if (!s)
         return;
+    complete_deferred(s);
     stop_writer(s); /* a pending snapshot is still written */
     deliver(s);
     for (size_t i = 0; i < s->nvars; i++)
         ckpt__free(s->vars[i].name);
     ckpt__free(s->vars);
-    ckpt__free(s->plain_vars);
+    ckpt__free(s->pieces);
     for (int i = 0; i < s->num_images; i++)
         ckpt__image_free(&s->images[i]);
     free_job(s->active);

@@ -39,17 +39,18 @@ static int read_fails(void *dst, uint64_t off, size_t n, void *payload)
 
 typedef struct work_fixture {
     ckpt__var vars[6];
-    size_t plain[6];
     float data[6][256];
+    ckpt__piece *pieces;
     ckpt__image img;
 } work_fixture;
 
-/* Six variables of 256 floats, those in `cb` behind a callback. */
+/* Six variables of 256 floats, those in `cb` behind a callback, planned
+ * in pieces of `piece_bytes`. */
 static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
-                      ckpt_var_read_fn fn)
+                      ckpt_var_read_fn fn, uint64_t piece_bytes, int checksum)
 {
+    size_t npieces = 0;
     memset(wf, 0, sizeof(*wf));
-    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6));
     memset(w, 0, sizeof(*w));
     for (size_t i = 0; i < 6; i++) {
         for (int k = 0; k < 256; k++)
@@ -59,14 +60,50 @@ static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
         wf->vars[i].v.data = cb[i] ? NULL : wf->data[i];
         wf->vars[i].v.read = cb[i] ? fn : NULL;
         wf->vars[i].name = (char *)"v";
-        if (!cb[i])
-            wf->plain[w->nplain++] = i;
     }
+    assert_ckpt_ok(
+        ckpt__snapshot_plan(wf->vars, 6, piece_bytes, &wf->pieces, &npieces));
+    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6, npieces));
     w->vars = wf->vars;
     w->nvars = 6;
-    w->plain = wf->plain;
+    w->pieces = wf->pieces;
+    w->npieces = npieces;
     w->img = &wf->img;
+    w->checksum = checksum;
     atomic_store(&w->next, 0);
+}
+
+static void work_dispose(work_fixture *wf)
+{
+    ckpt__image_free(&wf->img);
+    free(wf->pieces);
+}
+
+static void test_plan(void **state)
+{
+    ckpt__var vars[4];
+    ckpt__piece *p = NULL;
+    size_t n = 0;
+    (void)state;
+    memset(vars, 0, sizeof(vars));
+    vars[0].bytes = 10; /* one short piece */
+    vars[1].bytes = 0;  /* none */
+    vars[2].bytes = 25; /* 8 + 8 + 8 + 1 */
+    vars[3].bytes = 16;
+    vars[3].v.read = dummy_read; /* callbacks are not planned */
+    assert_ckpt_ok(ckpt__snapshot_plan(vars, 4, 8, &p, &n));
+    assert_int_equal(n, 6);
+    assert_int_equal(p[0].var, 0);
+    assert_int_equal(p[0].len, 8);
+    assert_int_equal(p[1].var, 0);
+    assert_int_equal(p[1].offset, 8);
+    assert_int_equal(p[1].len, 2);
+    for (size_t k = 2; k < 6; k++) {
+        assert_int_equal(p[k].var, 2);
+        assert_int_equal(p[k].offset, 8 * (k - 2));
+        assert_int_equal(p[k].len, k == 5 ? 1 : 8);
+    }
+    free(p);
 }
 
 static void test_shared_work(void **state)
@@ -77,39 +114,65 @@ static void test_shared_work(void **state)
     int cb[6] = {0, 1, 0, 0, 1, 0};
     (void)state;
 
-    /* one thread claims everything; every CRC and byte is right */
-    work_init(&wf, &w, none, NULL);
-    assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
-    for (size_t i = 0; i < 6; i++) {
-        assert_memory_equal(wf.img.ptr + 1024 * i, wf.data[i], 1024);
-        assert_int_equal(wf.img.crcs[i], ckpt__crc32c(wf.data[i], 1024));
+    /* one thread claims everything, whole variables or pieces of 100 bytes
+     * (the last one short), checksums fused or left to the seal: every
+     * CRC and byte is right */
+    for (int mode = 0; mode < 4; mode++) {
+        work_init(&wf, &w, none, NULL, mode < 2 ? 1024 : 100, mode % 2);
+        assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
+        assert_true(atomic_load(&w.next) >= w.npieces);
+        ckpt__image_seal(&w);
+        for (size_t i = 0; i < 6; i++) {
+            assert_memory_equal(wf.img.ptr + 1024 * i, wf.data[i], 1024);
+            assert_int_equal(wf.img.crcs[i], ckpt__crc32c(wf.data[i], 1024));
+        }
+        work_dispose(&wf);
     }
-    assert_true(atomic_load(&w.next) >= 6);
-    ckpt__image_free(&wf.img);
 
     /* claims already taken by another thread are not copied again, and a
-     * helper never copies a callback variable (none is in `plain`) */
-    work_init(&wf, &w, cb, dummy_read);
-    assert_int_equal(w.nplain, 4);
-    atomic_store(&w.next, 2); /* plain[0], plain[1] "taken" elsewhere */
+     * helper never copies a callback variable (none is planned) */
+    work_init(&wf, &w, cb, dummy_read, 1024, 1);
+    assert_int_equal(w.npieces, 4);
+    atomic_store(&w.next, 2); /* vars 0 and 2 "taken" elsewhere */
     assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
-    assert_int_equal(wf.img.crcs[0], 0);
-    assert_int_equal(wf.img.crcs[2], 0);
+    assert_int_equal(wf.img.piece_crcs[0], 0);
+    assert_int_equal(wf.img.piece_crcs[1], 0);
+    assert_int_equal(wf.img.ptr[0], 0);
     assert_memory_equal(wf.img.ptr + 1024 * 3, wf.data[3], 1024);
     assert_memory_equal(wf.img.ptr + 1024 * 5, wf.data[5], 1024);
     assert_int_equal(wf.img.ptr[1024 * 1], 0x5a); /* callbacks: caller */
     assert_int_equal(wf.img.ptr[1024 * 4 + 1023], 0x5a);
-    ckpt__image_free(&wf.img);
+    work_dispose(&wf);
 
     /* a failing callback stops the claims and names the variable */
-    work_init(&wf, &w, cb, read_fails);
+    work_init(&wf, &w, cb, read_fails, 1024, 1);
     assert_ckpt_error(ckpt__snapshot_run_caller(&w), CKPT_EUSER,
                       "read callback failed (7)");
-    assert_true(atomic_load(&w.next) >= w.nplain);
-    ckpt__snapshot_claim_plain(&w); /* a helper arriving now copies none */
-    assert_int_equal(wf.img.crcs[0], 0);
-    assert_int_equal(wf.img.crcs[5], 0);
-    ckpt__image_free(&wf.img);
+    assert_true(atomic_load(&w.next) >= w.npieces);
+    ckpt__snapshot_claim(&w); /* a helper arriving now copies none */
+    assert_int_equal(wf.img.piece_crcs[0], 0);
+    assert_int_equal(wf.img.ptr[0], 0);
+    assert_int_equal(wf.img.ptr[5 * 1024], 0);
+    work_dispose(&wf);
+}
+
+/* The measure returns a choice and positive times for both copies. */
+static void test_measure(void **state)
+{
+    size_t n = (size_t)1 << 20;
+    uint8_t *src = malloc(n), *dst = malloc(n);
+    double fused = 0, plain = 0;
+    int choice;
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    memset(src, 7, n);
+    choice = ckpt__snapshot_measure(src, dst, n, 2, &fused, &plain);
+    assert_true(choice == 0 || choice == 1);
+    assert_true(fused > 0 && plain > 0);
+    assert_memory_equal(dst, src, n);
+    free(src);
+    free(dst);
 }
 
 /* ---- async saves of a split state -----------------------------------------
@@ -269,7 +332,9 @@ static void test_snapshot_while_writing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan),
         cmocka_unit_test(test_shared_work),
+        cmocka_unit_test(test_measure),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,

@@ -177,9 +177,9 @@ static void adam(float *w, float *mo, float *ve, const float *g, size_t n,
     }
 }
 
-float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
+float mlp_gradients(mlp *m, const float *x, const int32_t *labels)
 {
-    float loss, lr_t;
+    float loss;
     const float *in = x;
     for (int l = 0; l < m->nlayers; l++) {
         forward_layer(in, &m->layers[l], m->batch, l == m->nlayers - 1);
@@ -191,6 +191,12 @@ float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
         backward_layer(&m->layers[l], lin, lin,
                        l == 0 ? NULL : m->layers[l - 1].delta, m->batch);
     }
+    return loss;
+}
+
+void mlp_update(mlp *m)
+{
+    float lr_t;
     lr_t = m->lr * sqrtf(1.0f - m->beta2_power) / (1.0f - m->beta1_power);
     for (int l = 0; l < m->nlayers; l++) {
         layer *L = &m->layers[l];
@@ -202,5 +208,11 @@ float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
     m->beta1_power *= m->beta1;
     m->beta2_power *= m->beta2;
     m->iterations++;
+}
+
+float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
+{
+    float loss = mlp_gradients(m, x, labels);
+    mlp_update(m);
     return loss;
 }
