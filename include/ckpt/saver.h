@@ -35,8 +35,8 @@ typedef int (*ckpt_var_write_fn)(const void *src, uint64_t offset, size_t n,
 
 /** A variable: a named tensor of a fixed-size dtype, in host byte order. */
 typedef struct ckpt_var {
-    const char *name; /**< checkpoint key (copied by add_var) */
-    int dtype;        /**< a fixed-size ckpt_dtype */
+    const char *name;        /**< checkpoint key (copied by add_var) */
+    int dtype;               /**< a fixed-size ckpt_dtype */
     ckpt_shape shape;
     void *data;              /**< the caller's memory, or NULL when the
                                   callbacks below are given */
@@ -57,16 +57,16 @@ typedef enum ckpt_busy_policy {
 
 /** The outcome of one save, reported to `on_save_done`. */
 typedef struct ckpt_save_result {
-    uint64_t ticket;    /**< as returned by save_async (0 for a sync save) */
-    int64_t step;       /**< the step the snapshot was taken at */
+    uint64_t ticket;   /**< as returned by save_async (0 for a sync save) */
+    int64_t step;      /**< the step the snapshot was taken at */
     const char *prefix; /**< the checkpoint prefix (borrowed) */
-    int status;         /**< 0 when durable and named in the state file;
-                             CKPT_ECANCELED when replaced by a newer
-                             snapshot (coalesce); else the error */
-    const char *error;  /**< message when status != 0 (borrowed) */
-    double blocking_s;  /**< time the caller was blocked (snapshot) */
-    double write_s;     /**< time from write start to durable commit */
-    uint64_t bytes;     /**< bytes of data and index written */
+    int status;        /**< 0 when durable and named in the state file;
+                            CKPT_ECANCELED when replaced by a newer
+                            snapshot (coalesce); else the error */
+    const char *error; /**< message when status != 0 (borrowed) */
+    double blocking_s; /**< time the caller was blocked (snapshot) */
+    double write_s;    /**< time from write start to durable commit */
+    uint64_t bytes;    /**< bytes of data and index written */
 } ckpt_save_result;
 
 /** Called once per save outcome, on the thread that calls save, save_async,
@@ -80,34 +80,32 @@ typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
  *  means its default, except `max_to_keep`, where 0 keeps every checkpoint
  *  (and lists all of them in the state file) as in TensorFlow. */
 typedef struct ckpt_saver_options {
-    unsigned int version;                 /**< CKPT_SAVER_OPTIONS_VERSION */
-    const ckpt_fs *fs;                    /**< NULL: POSIX */
-    const ckpt_clock *clock;              /**< NULL: the system clock */
-    const char *basename;                 /**< default "model.ckpt" */
-    int max_to_keep;                      /**< default 5; 0 keeps all */
+    unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
+    const ckpt_fs *fs;     /**< NULL: POSIX */
+    const ckpt_clock *clock; /**< NULL: the system clock */
+    const char *basename;  /**< default "model.ckpt" */
+    int max_to_keep;       /**< default 5; 0 keeps all */
     double keep_checkpoint_every_n_hours; /**< 0: none preserved */
-    int pad_step_number;                  /**< zero-pad steps to 8 digits */
-    int absolute_paths; /**< write absolute paths in the state file
-                             (default: relative, as TF2) */
-    int busy_policy;    /**< a ckpt_busy_policy (default SKIP) */
-    int direct_io;      /**< 1: write data with O_DIRECT when possible,
-                             -1: never; 0: default (on) */
-    ckpt_log_fn log;    /**< may be called from the writer thread */
+    int pad_step_number;   /**< zero-pad steps to 8 digits */
+    int absolute_paths;    /**< write absolute paths in the state file
+                                (default: relative, as TF2) */
+    int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
+    int direct_io;         /**< 1: write data with O_DIRECT when possible,
+                                -1: never; 0: default (on) */
+    ckpt_log_fn log;       /**< may be called from the writer thread */
     void *log_payload;
-    int log_level; /**< lowest level passed to `log` (default INFO) */
+    int log_level;         /**< lowest level passed to `log` (default INFO) */
     ckpt_save_done_fn on_save_done;
     void *on_save_done_payload;
 } ckpt_saver_options;
 
 #define CKPT_SAVER_OPTIONS_INIT                                                \
-    {                                                                          \
-        CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 5, 0.0, 0, 0,            \
-            CKPT_BUSY_SKIP, 0, NULL, NULL, CKPT_LOG_INFO, NULL, NULL           \
-    }
+    {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 5, 0.0, 0, 0,               \
+     CKPT_BUSY_SKIP, 0, NULL, NULL, CKPT_LOG_INFO, NULL, NULL}
 
 /** Fill `opts` with the defaults. @return 0 or CKPT_EVERSION */
-CKPT_EXTERN(int)
-ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version);
+CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
+                                         unsigned int version);
 
 /** Pass as `step` to save without a step suffix (prefix = basename). */
 #define CKPT_NO_STEP INT64_MIN
@@ -131,9 +129,8 @@ typedef struct ckpt_saver ckpt_saver;
  *  removed).
  *  @return 0, CKPT_ENOTFOUND (no such directory), CKPT_EINVAL,
  *          CKPT_EVERSION, or an I/O error */
-CKPT_EXTERN(int)
-ckpt_saver_open(ckpt_saver **out, const char *dir,
-                const ckpt_saver_options *opts);
+CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,
+                                 const ckpt_saver_options *opts);
 
 /** Register a variable (before the first save).
  *  @return 0, CKPT_EINVAL (no name, bad shape, no data and no callbacks),
@@ -147,8 +144,8 @@ CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
  *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
  *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
-CKPT_EXTERN(int)
-ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out);
+CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
+                                 ckpt_buf *prefix_out);
 
 /** Snapshot every variable into a staging buffer (the only time the caller
  *  waits) and hand the write to the background writer. When the writer is
@@ -170,8 +167,8 @@ ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
  *          and logged; nothing was copied); an earlier background failure
  *          (returned once, nothing dispatched); or an error of the snapshot */
-CKPT_EXTERN(int)
-ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out);
+CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
+                                       uint64_t *ticket_out);
 
 /** The caller is about to write the variables (e.g. the optimizer update
  *  of a step): complete an overlapped snapshot taken by save_async — copy
@@ -192,8 +189,8 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
 /** Wait until the save `ticket` (0: every save dispatched so far) has
  *  finished, at most `timeout_s` seconds (< 0: no limit).
  *  @return 0, CKPT_ETIMEDOUT, or a background failure (once) */
-CKPT_EXTERN(int)
-ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s);
+CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
+                                 double timeout_s);
 
 /** Wait (at most `timeout_s`, < 0: no limit) for in-flight writes and stop
  *  the writer thread. A pending snapshot not started yet is still written.
@@ -212,13 +209,13 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
 CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
 
 /** Restore only the `n` named variables. */
-CKPT_EXTERN(int)
-ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
-                          const char *const *names, size_t n);
+CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
+                                           const char *const *names, size_t n);
 
 /** Restore the latest checkpoint of the directory; `prefix_out` (may be
  *  NULL) receives its prefix. @return 0, CKPT_ENOTFOUND (none), ... */
-CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out);
+CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
+                                           ckpt_buf *prefix_out);
 
 /** The latest complete checkpoint of the directory (see
  *  ckpt_latest_checkpoint). @return 0 or CKPT_ENOTFOUND */
@@ -236,14 +233,15 @@ CKPT_EXTERN(int64_t) ckpt_checkpoint_step(const char *prefix);
 
 /** The options the saver was opened with (borrowed; valid until the saver
  *  is freed; `fs` and `clock` as given, `basename` the saver's copy). */
-CKPT_EXTERN(const ckpt_saver_options *)
-ckpt_saver_get_options(const ckpt_saver *s);
+CKPT_EXTERN(const ckpt_saver_options *) ckpt_saver_get_options(
+    const ckpt_saver *s);
 
 /** Replace the on_save_done callback (e.g. to put a hook's callback in
  *  front of the user's and forward to it). Call it from the thread that
  *  drives the saver, which is also the only thread that calls it. */
-CKPT_EXTERN(void)
-ckpt_saver_set_on_save_done(ckpt_saver *s, ckpt_save_done_fn fn, void *payload);
+CKPT_EXTERN(void) ckpt_saver_set_on_save_done(ckpt_saver *s,
+                                              ckpt_save_done_fn fn,
+                                              void *payload);
 
 /** Cumulative metrics; one event per trigger or outcome: each trigger
  *  counts once in saves_started, saves_skipped or saves_coalesced (a
@@ -260,15 +258,15 @@ typedef struct ckpt_saver_metrics {
     double blocking_s_total;  /**< caller time spent in snapshots */
     double blocking_s_max;
     double blocking_s_last;
-    double write_s_total; /**< background time of finished writes */
+    double write_s_total;     /**< background time of finished writes */
     double write_s_last;
-    int64_t last_saved_step; /**< step of the newest durable save, or
-                                  CKPT_NO_STEP */
+    int64_t last_saved_step;  /**< step of the newest durable save, or
+                                   CKPT_NO_STEP */
 } ckpt_saver_metrics;
 
 /** Copy the metrics (safe while a write is in flight). */
-CKPT_EXTERN(void)
-ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out);
+CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
+                                         ckpt_saver_metrics *out);
 
 /** Bytes of staging memory async saves use (known once the variables are
  *  registered): one data image for SKIP and WAIT, two for COALESCE. */
