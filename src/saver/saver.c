@@ -762,18 +762,21 @@ static void dispatch(ckpt_saver *s, ckpt__job *job)
 static void complete_deferred(ckpt_saver *s)
 {
     ckpt__job *job = s->deferred;
-    double t0;
+    double t0, blocking;
+    int64_t step;
     if (!job)
         return;
     t0 = ckpt_clock_monotonic(s->opts.clock);
     snapshot_end(s, 1);
     s->deferred = NULL;
     job->blocking_s += ckpt_clock_monotonic(s->opts.clock) - t0;
-    dispatch(s, job);
+    blocking = job->blocking_s;
+    step = job->step;
+    dispatch(s, job); /* the writer owns (and may free) the job now */
     SAVER_LOG(s, CKPT_LOG_DEBUG,
               "overlapped snapshot of step %" PRId64
               " complete (%.6f s blocking in all); write dispatched",
-              job->step, job->blocking_s);
+              step, blocking);
 }
 
 void ckpt__saver_complete_snapshot(ckpt_saver *s)
@@ -878,10 +881,14 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
                   step, job->blocking_s);
         goto done;
     }
-    dispatch(s, job);
-    SAVER_LOG(s, CKPT_LOG_DEBUG,
-              "snapshot of step %" PRId64 " taken in %.6f s; write dispatched",
-              step, job->blocking_s);
+    {
+        double blocking = job->blocking_s;
+        dispatch(s, job); /* the writer owns (and may free) the job now */
+        SAVER_LOG(s, CKPT_LOG_DEBUG,
+                  "snapshot of step %" PRId64
+                  " taken in %.6f s; write dispatched",
+                  step, blocking);
+    }
 done:
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);

@@ -1,9 +1,14 @@
-/* Shared snapshots: how the caller and an idle writer thread share the copy
- * (claims of plain variables; callbacks on the caller only), and that an
+/* Shared and overlapped snapshots: how the caller and an idle writer thread
+ * share the copy (claims of pieces; callbacks on the caller only); that an
  * async save of a state big enough to be shared still writes exactly the
- * values at save_async
- * (the variables are rewritten as soon as it returns; run under TSan in
- * CI), with read callbacks only ever called on the caller's thread. */
+ * values at save_async (the variables are rewritten as soon as it
+ * returns); and that after a mutation fence has been called, save_async
+ * leaves the copy to the writer and the next fence completes it, the
+ * values saved still being those at save_async while the test rewrites
+ * every variable right after the fence (run under TSan in CI: any access
+ * of the writer to a variable after the fence is a reported race). Read
+ * callbacks are only ever called on the caller's thread, inside
+ * save_async. A variable of 5 MiB and some bytes spans several pieces. */
 #include "saver/saver_internal.h"
 #include "saver_test_util.h"
 #include "util/crc32c.h"
@@ -11,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
 #define NBIG 8
 #define BIG_FLOATS ((size_t)(MIB / 4)) /* 1 MiB per variable */
 #define CB_FLOATS ((size_t)1000)
+#define HUGE_FLOATS ((size_t)(5 * MIB / 4 + 3)) /* three pieces */
 
 /* ---- shared snapshot work -------------------------------------------------
  */
@@ -181,6 +188,7 @@ static void test_measure(void **state)
 typedef struct fixture {
     char *dir;
     float *big[NBIG];
+    float *huge;
     float cb_vals[CB_FLOATS];
     pthread_t caller;
     int cb_calls;
@@ -197,6 +205,8 @@ static int setup(void **state)
         f->big[i] = malloc(BIG_FLOATS * sizeof(float));
         assert_non_null(f->big[i]);
     }
+    f->huge = malloc(HUGE_FLOATS * sizeof(float));
+    assert_non_null(f->huge);
     f->caller = pthread_self();
     gate_fs_init(&f->gate);
     *state = f;
@@ -209,6 +219,7 @@ static int teardown(void **state)
     gate_fs_dispose(&f->gate);
     for (int i = 0; i < NBIG; i++)
         free(f->big[i]);
+    free(f->huge);
     test_remove_tree(f->dir);
     free(f);
     return 0;
@@ -226,6 +237,8 @@ static void fill(fixture *f, float base)
             f->big[v][i] = value(v, i, base);
     for (size_t i = 0; i < CB_FLOATS; i++)
         f->cb_vals[i] = base - (float)i;
+    for (size_t i = 0; i < HUGE_FLOATS; i++)
+        f->huge[i] = base * 0.5f + (float)(i % 1009);
 }
 
 static int cb_read(void *dst, uint64_t off, size_t n, void *payload)
@@ -258,6 +271,12 @@ static ckpt_saver *open_saver(fixture *f, int policy)
         snprintf(name, sizeof(name), "big_%d", i);
         assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     }
+    {
+        ckpt_var v = {"huge",  CKPT_DT_FLOAT, {1, {(int64_t)HUGE_FLOATS}},
+                      f->huge, NULL,          NULL,
+                      NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    }
     return s;
 }
 
@@ -285,6 +304,16 @@ static void expect_checkpoint(fixture *f, int64_t step, float base)
         ckpt_bundle_reader_read(r, "cb", got, CB_FLOATS * sizeof(float)));
     for (size_t i = 0; i < CB_FLOATS; i++)
         assert_true(got[i] == base - (float)i);
+    free(got);
+    /* read with its checksum verified: the pieces' CRCs were combined */
+    got = malloc(HUGE_FLOATS * sizeof(float));
+    assert_non_null(got);
+    assert_ckpt_ok(
+        ckpt_bundle_reader_read(r, "huge", got, HUGE_FLOATS * sizeof(float)));
+    for (size_t i = 0; i < HUGE_FLOATS; i++)
+        if (got[i] != base * 0.5f + (float)(i % 1009))
+            fail_msg("step %lld: huge[%zu] = %g", (long long)step, i,
+                     (double)got[i]);
     ckpt_bundle_reader_free(r);
     free(got);
 }
@@ -329,6 +358,144 @@ static void test_snapshot_while_writing(void **state)
     ckpt_saver_free(s);
 }
 
+/* The writer's help state, read under the saver's lock. */
+static int help_state(ckpt_saver *s)
+{
+    int st;
+    pthread_mutex_lock(&s->mu);
+    st = s->help_state;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* Wait (bounded: 60 s) until the writer has taken up the help request
+ * (want_done: and copied every piece it could claim). */
+static void wait_for_writer(ckpt_saver *s, int want_done)
+{
+    for (int i = 0; i < 60000; i++) {
+        int st = help_state(s);
+        if (want_done ? st == 3 /* HELP_DONE */ : st >= 2 /* RUNNING */)
+            return;
+        usleep(1000);
+    }
+    fail_msg("the writer did not take up the snapshot within 60 s");
+}
+
+/* Sum of every variable: the loop "reading" the state while the writer
+ * copies it. */
+static double read_state(const fixture *f)
+{
+    double sum = 0;
+    for (int v = 0; v < NBIG; v++)
+        for (size_t i = 0; i < BIG_FLOATS; i += 64)
+            sum += f->big[v][i];
+    for (size_t i = 0; i < HUGE_FLOATS; i += 64)
+        sum += f->huge[i];
+    return sum;
+}
+
+/* Without a fence, nothing changes: save_async copies everything before
+ * it returns, with both checksum placements. */
+static void test_no_fence_copies_at_trigger(void **state)
+{
+    fixture *f = *state;
+    for (int checksum = 0; checksum < 2; checksum++) {
+        ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+        int busy = 0;
+        assert_ckpt_ok(ckpt_saver_reserve(s));
+        s->checksum = checksum;
+        fill(f, 5.0f);
+        assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+        assert_null(s->deferred);
+        assert_int_equal(s->overlap, 0);
+        fill(f, -5.0f);
+        assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        expect_checkpoint(f, 1, 5.0f);
+        ckpt_saver_free(s);
+        test_remove_tree(f->dir); /* frees the path */
+        f->dir = test_make_temp_dir();
+    }
+}
+
+/* After a fence: the trigger returns with the copy left to the writer
+ * (callbacks done), the loop reads, the fence completes the copy whether
+ * the writer has not started, is copying, or is done; the test rewrites
+ * everything right after the fence; every saved byte is the trigger's. */
+static void test_fence_completes_overlapped_snapshot(void **state)
+{
+    fixture *f = *state;
+    for (int checksum = 0; checksum < 2; checksum++) {
+        ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+        ckpt_saver_metrics m;
+        assert_ckpt_ok(ckpt_saver_reserve(s));
+        s->checksum = checksum;
+        assert_ckpt_ok(ckpt_saver_mutation_fence(s)); /* nothing open */
+        assert_int_equal(s->overlap, 1);
+        f->cb_calls = 0;
+        for (int round = 0; round < 6; round++) {
+            float base = 100.0f * (float)(round + 1);
+            int64_t step = round + 1;
+            uint64_t ticket = 0;
+            int busy = 0;
+            fill(f, base);
+            assert_ckpt_ok(ckpt_saver_save_async(s, step, &ticket));
+            assert_true(ticket > 0);
+            assert_non_null(s->deferred); /* copy left to the writer */
+            assert_int_equal(f->cb_calls, round + 1); /* at the trigger */
+            (void)read_state(f);
+            /* poll neither completes nor dispatches it */
+            assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+            assert_true(busy);
+            assert_non_null(s->deferred);
+            if (round % 3 == 1)
+                wait_for_writer(s, 0);
+            else if (round % 3 == 2)
+                wait_for_writer(s, 1);
+            assert_ckpt_ok(ckpt_saver_mutation_fence(s));
+            assert_null(s->deferred);
+            fill(f, -base); /* the optimizer update, right after */
+            assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
+            expect_checkpoint(f, step, base);
+        }
+        ckpt_saver_get_metrics(s, &m);
+        assert_int_equal(m.saves_started, 6);
+        assert_int_equal(m.saves_completed, 6);
+        assert_false(f->cb_wrong_thread);
+        ckpt_saver_free(s);
+        test_remove_tree(f->dir); /* frees the path */
+        f->dir = test_make_temp_dir();
+    }
+}
+
+/* An open snapshot is completed by wait, by the next save_async and by
+ * free, not only by the fence. */
+static void test_other_calls_complete_snapshot(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_WAIT);
+    assert_ckpt_ok(ckpt_saver_mutation_fence(s));
+    fill(f, 1.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_non_null(s->deferred);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_null(s->deferred);
+    fill(f, 2.0f);
+    expect_checkpoint(f, 1, 1.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    /* a second trigger completes the first before its own snapshot */
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    fill(f, 4.0f);
+    expect_checkpoint(f, 2, 2.0f);
+    expect_checkpoint(f, 3, 2.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 4, NULL));
+    assert_non_null(s->deferred);
+    ckpt_saver_free(s); /* completes and writes it */
+    expect_checkpoint(f, 4, 4.0f);
+    assert_false(f->cb_wrong_thread);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +506,12 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_no_fence_copies_at_trigger, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_completes_overlapped_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_calls_complete_snapshot,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
