@@ -1,13 +1,14 @@
-/* common/errors.c - error code descriptions and the thread-local last
- * error. Messages are formatted into a fixed per-thread buffer, so
- * recording an error never allocates and never fails. */
+/* common/errors.c - error code descriptions, the thread-local last error,
+ * and saving and restoring it around cleanup. Messages are formatted into a
+ * fixed per-thread buffer, so recording an error never allocates and never
+ * fails. */
 #include "internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#define MESSAGE_MAX 1024
+#define MESSAGE_MAX CKPT__ERROR_MESSAGE_MAX
 
 static _Thread_local char last_message[MESSAGE_MAX];
 static _Thread_local ckpt_error last_error;
@@ -148,4 +149,29 @@ int ckpt__error_prefix(int code, const char *fmt, ...)
 int ckpt__error_oom(void)
 {
     return ckpt__error(CKPT_ENOMEM, "out of memory");
+}
+
+int ckpt__error_null_arg(const char *function, const char *argument)
+{
+    return ckpt__error(CKPT_EINVAL, "%s: %s is NULL", function, argument);
+}
+
+void ckpt__error_save(ckpt__saved_error *saved)
+{
+    saved->code = last_error.code;
+    if (last_error.code == 0)
+        saved->message[0] = '\0';
+    else
+        snprintf(saved->message, sizeof(saved->message), "%s", last_message);
+}
+
+int ckpt__error_restore(const ckpt__saved_error *saved)
+{
+    if (saved->code == 0) {
+        ckpt_error_clear();
+        return 0;
+    }
+    snprintf(last_message, sizeof(last_message), "%s", saved->message);
+    last_error.code = saved->code;
+    return saved->code;
 }

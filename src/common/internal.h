@@ -49,6 +49,37 @@ int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
 /* Record "out of memory" and return CKPT_ENOMEM. */
 int ckpt__error_oom(void);
 
+/* The size of the thread's last-error message buffer (and of a saved
+ * copy), terminating NUL included. */
+#define CKPT__ERROR_MESSAGE_MAX 1024
+
+/* A copy of the thread's last error, for code that must run a fallible
+ * step (cleanup, a rollback, probing) without losing the error it reports:
+ * save, run the step, restore. Saving and restoring never allocate and
+ * never fail. */
+typedef struct ckpt__saved_error {
+    int code;
+    char message[CKPT__ERROR_MESSAGE_MAX];
+} ckpt__saved_error;
+
+void ckpt__error_save(ckpt__saved_error *saved);
+/* Make `saved` the last error again (code 0: clear it); returns its code,
+ * so a cleanup path can end with: return ckpt__error_restore(&saved). */
+int ckpt__error_restore(const ckpt__saved_error *saved);
+
+/* ---- NULL arguments of public functions ----------------------------------
+ * The policy (docs/CONTRIBUTING.md, "NULL arguments"): a public function
+ * that returns int rejects a NULL pointer it needs with CKPT_EINVAL and the
+ * message "<function>: <argument> is NULL", before it does anything else.
+ * CKPT__CHECK_ARG(arg) is that check; it returns from the calling function
+ * and names the argument as written, so pass the parameter itself. */
+int ckpt__error_null_arg(const char *function, const char *argument);
+#define CKPT__CHECK_ARG(arg)                                                   \
+    do {                                                                       \
+        if (CKPT__UNLIKELY((arg) == NULL))                                     \
+            return ckpt__error_null_arg(__func__, #arg);                       \
+    } while (0)
+
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing
  * when fn is NULL). */

@@ -355,10 +355,10 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
 done:
     ckpt_buf_dispose(&index);
     if (err < 0) {
-        ckpt__fs_saved_error saved;
-        ckpt__fs_error_save(&saved);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         ckpt_bundle_reader_free(r);
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return err;
     }
     *out = r;
@@ -835,7 +835,7 @@ static int by_shard_then_offset(const void *a, const void *b)
 static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
                              size_t n)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     ckpt__extent *ext;
     size_t *first_of; /* plan index whose extent request i shares */
     size_t next = 0;
@@ -873,11 +873,11 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
         next++;
     }
     err = locate(r, plan[0].e, &s); /* sets r->path to the data file */
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     if (err == 0)
         err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
     if (err == CKPT_ENOTSUP)
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
         if (first_of[i] != i) {
             if (plan[i].dst_size > 0)

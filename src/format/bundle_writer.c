@@ -396,10 +396,10 @@ int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
         err = shard_create(w, 0);
 done:
     if (err < 0) {
-        ckpt__fs_saved_error saved;
-        ckpt__fs_error_save(&saved);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         ckpt_bundle_writer_free(w);
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return err;
     }
     *out = w;

@@ -28,6 +28,7 @@
  * with an optional 'f' suffix. */
 #include "ckpt/state.h"
 #include "common/internal.h"
+#include "io/fs_internal.h"
 
 #include <locale.h>
 #include <math.h>
@@ -850,13 +851,9 @@ static int index_exists(const ckpt_fs *fs, const char *prefix)
     ckpt_buf index = CKPT_BUF_INIT;
     int err = ckpt__buf_printf(&index, "%s.index", prefix);
     if (err == 0)
-        err = fs->stat(index.ptr, NULL, NULL, fs->payload);
+        err = ckpt__fs_exists(fs, index.ptr);
     ckpt_buf_dispose(&index);
-    if (err == CKPT_ENOTFOUND) {
-        ckpt_error_clear();
-        return 0;
-    }
-    return err < 0 ? err : 1;
+    return err;
 }
 
 int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)

@@ -19,6 +19,7 @@
 #include "format/table.h"
 
 #include "common/internal.h"
+#include "io/fs_internal.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 
@@ -130,7 +131,7 @@ static int fail(ckpt__table_builder *t, int err)
 
 static int write_bytes(ckpt__table_builder *t, const void *p, size_t n)
 {
-    int err = t->fs->write(t->file, p, n, t->fs->payload);
+    int err = ckpt__fs_write(t->fs, t->file, p, n);
     if (err < 0)
         return fail(t, err);
     t->offset += n;

@@ -376,13 +376,13 @@ static int hook_end(ckpt_session *s, void *payload)
 static void hook_on_abort(int status, void *payload)
 {
     ckpt__ckhook *h = payload;
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     double limit =
         h->end_timeout_s >= 0 ? h->end_timeout_s : ABORT_WAIT_DEFAULT_S;
     int err;
     if (!h->saver)
         return;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     if (h->mode == CKPT_SAVE_ASYNC) {
         err = ckpt_saver_wait(h->saver, 0, limit);
         if (err < 0)
@@ -394,7 +394,7 @@ static void hook_on_abort(int status, void *payload)
     }
     h->kept_err = 0;
     finish(h);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_restore(&saved);
 }
 
 static void hook_destroy(void *payload)

@@ -42,8 +42,7 @@ typedef struct stream {
     size_t next;
     size_t consumed;
     int stop;
-    int err; /* the first reader failure */
-    char message[1024];
+    ckpt__saved_error failure; /* the first reader failure (code 0: none) */
 } stream;
 
 static uint64_t align_down(uint64_t x)
@@ -129,11 +128,8 @@ static void *reader_main(void *arg)
                              s->pieces[k].offset, &got);
         pthread_mutex_lock(&s->mu);
         if (err < 0) {
-            if (s->err == 0) {
-                s->err = err;
-                snprintf(s->message, sizeof(s->message), "%s",
-                         ckpt_error_last()->message);
-            }
+            if (s->failure.code == 0)
+                ckpt__error_save(&s->failure);
             s->stop = 1;
             pthread_cond_broadcast(&s->freed);
         } else {
@@ -198,7 +194,7 @@ static int consume_all(stream *s, const char *path, ckpt__extent *ext, size_t n)
             pthread_cond_wait(&s->filled, &s->mu);
         ready = s->held[k % RING] == k + 1;
         if (!ready)
-            err = s->err;
+            err = s->failure.code;
         pthread_mutex_unlock(&s->mu);
         if (!ready)
             break;
@@ -233,10 +229,10 @@ static int run_stream(stream *s, const char *path, ckpt__extent *ext, size_t n)
     pthread_mutex_unlock(&s->mu);
     for (int t = 0; t < started; t++)
         pthread_join(threads[t], NULL);
-    if (err == 0 && s->err < 0)
-        err = s->err;
-    if (err < 0 && err == s->err)
-        return ckpt__error(err, "%s", s->message);
+    if (err == 0 && s->failure.code < 0)
+        err = s->failure.code;
+    if (err < 0 && err == s->failure.code)
+        return ckpt__error_restore(&s->failure);
     return err;
 }
 

@@ -29,35 +29,27 @@ const ckpt_fs *ckpt_fs_or_default(const ckpt_fs *fs)
     return fs ? fs : ckpt_fs_posix();
 }
 
-/* ---- saving and restoring the last error -------------------------------- */
-
-void ckpt__fs_error_save(ckpt__fs_saved_error *s)
-{
-    const ckpt_error *e = ckpt_error_last();
-    s->code = e->code;
-    snprintf(s->message, sizeof(s->message), "%s", e->code ? e->message : "");
-}
-
-void ckpt__fs_error_restore(const ckpt__fs_saved_error *s)
-{
-    if (s->code == 0)
-        ckpt_error_clear();
-    else
-        ckpt__error(s->code, "%s", s->message);
-}
-
 /* ---- wrappers ----------------------------------------------------------- */
 
-/* A failed method that left another code as the last error did not set
- * its own message: record a generic one naming `op` and `path`. */
+/* The one place that makes sure a failed file-system call leaves a message:
+ * a method that failed but left another code as the last error did not set
+ * its own, so record a generic one naming `op`, `path` (when known) and,
+ * for a rename, its target `to`. */
+static int check_to(int rc, const char *op, const char *path, const char *to)
+{
+    if (rc >= 0 || ckpt_error_last()->code == rc)
+        return rc;
+    if (path && to)
+        return ckpt__error(rc, "%s %s to %s: %s", op, path, to,
+                           ckpt_strerror(rc));
+    if (path)
+        return ckpt__error(rc, "%s %s: %s", op, path, ckpt_strerror(rc));
+    return ckpt__error(rc, "%s: %s", op, ckpt_strerror(rc));
+}
+
 static int check(int rc, const char *op, const char *path)
 {
-    if (rc < 0 && ckpt_error_last()->code != rc) {
-        if (path)
-            return ckpt__error(rc, "%s %s: %s", op, path, ckpt_strerror(rc));
-        return ckpt__error(rc, "%s: %s", op, ckpt_strerror(rc));
-    }
-    return rc;
+    return check_to(rc, op, path, NULL);
 }
 
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
@@ -116,11 +108,7 @@ int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f)
 
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to)
 {
-    int rc = fs->rename(from, to, fs->payload);
-    if (rc < 0 && ckpt_error_last()->code != rc)
-        return ckpt__error(rc, "rename %s to %s: %s", from, to,
-                           ckpt_strerror(rc));
-    return rc;
+    return check_to(fs->rename(from, to, fs->payload), "rename", from, to);
 }
 
 int ckpt__fs_remove(const ckpt_fs *fs, const char *path)
@@ -152,30 +140,30 @@ int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
 
 void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     if (!f)
         return;
-    ckpt__fs_error_save(&saved);
-    fs->close(f, fs->payload);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_save(&saved);
+    ckpt__fs_close(fs, f);
+    ckpt__error_restore(&saved);
 }
 
 void ckpt__fs_remove_quiet(const ckpt_fs *fs, const char *path)
 {
-    ckpt__fs_saved_error saved;
-    ckpt__fs_error_save(&saved);
-    fs->remove(path, fs->payload);
-    ckpt__fs_error_restore(&saved);
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved);
+    ckpt__fs_remove(fs, path);
+    ckpt__error_restore(&saved);
 }
 
 int ckpt__fs_exists(const ckpt_fs *fs, const char *path)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     int rc;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     rc = ckpt__fs_stat(fs, path, NULL, NULL);
     if (rc == CKPT_ENOTFOUND) {
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return 0;
     }
     return rc < 0 ? rc : 1;

@@ -389,13 +389,13 @@ static int write_whole(const ckpt_fs *fs, const char *path, const uint8_t *data,
 static int durable_content(ckpt_fs_fault *ff, const char *norm, uint8_t **out,
                            size_t *out_len)
 {
-    ckpt__fs_saved_error saved;
+    ckpt__saved_error saved;
     struct tracked *t = find_tracked(ff, norm);
     int err;
-    ckpt__fs_error_save(&saved);
+    ckpt__error_save(&saved);
     err =
         read_prefix(ff->inner, norm, t ? t->synced : UINT64_MAX, out, out_len);
-    ckpt__fs_error_restore(&saved);
+    ckpt__error_restore(&saved);
     return err;
 }
 
@@ -502,10 +502,10 @@ static int fault_open_write(ckpt_file **out, const char *path, int flags,
     if (err < 0)
         goto done;
     if (!(flags & CKPT_OPEN_EXCL)) {
-        ckpt__fs_saved_error saved;
-        ckpt__fs_error_save(&saved);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
         existed = in->stat(path, &old_size, NULL, in->payload) == 0;
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
     }
     if (!existed) {
         /* Prepare the CREATE record now; it is kept only on success. */
@@ -642,15 +642,15 @@ static int fault_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     err = in->write(ffile->inner, buf, n, in->payload);
     if (err < 0) {
         /* Some bytes may have landed: learn the length from the file. */
-        ckpt__fs_saved_error saved;
+        ckpt__saved_error saved;
         uint64_t size;
-        ckpt__fs_error_save(&saved);
+        ckpt__error_save(&saved);
         if (ffile->t && in->size(ffile->inner, &size, in->payload) == 0 &&
             ffile->t->size < size) {
             add_extent(ffile->t, ffile->t->size, size - ffile->t->size);
             ffile->t->size = size;
         }
-        ckpt__fs_error_restore(&saved);
+        ckpt__error_restore(&saved);
         return err;
     }
     wrote(ffile, n);

@@ -52,14 +52,4 @@ int ckpt__fs_exists(const ckpt_fs *fs, const char *path);
  * with CKPT_OPEN_EXCL and pick another name on CKPT_EEXISTS. */
 int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag);
 
-/* A copy of the thread's last error, for code that must run a fallible
- * step (cleanup, probing) without losing the error it reports. */
-typedef struct ckpt__fs_saved_error {
-    int code;
-    char message[1024];
-} ckpt__fs_saved_error;
-
-void ckpt__fs_error_save(ckpt__fs_saved_error *s);
-void ckpt__fs_error_restore(const ckpt__fs_saved_error *s);
-
 #endif

@@ -6,6 +6,7 @@
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
  * or "..") is listed as TF would list it but never deleted. */
+#include "io/fs_internal.h"
 #include "saver_internal.h"
 
 #include <errno.h>
@@ -42,58 +43,88 @@ int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
             return ckpt__error_oom();
     }
     if (ds->keep_hours > 0)
-        ds->next_keep_time =
+        ds->kept.next_keep_time =
             ckpt_clock_wall(ds->clock) + ds->keep_hours * 3600.0;
     return 0;
 }
 
+static void kept_dispose(ckpt__kept_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        ckpt__free(l->paths[i]);
+    ckpt__free(l->paths);
+    ckpt__free(l->times);
+    memset(l, 0, sizeof(*l));
+}
+
 void ckpt__dir_state_dispose(ckpt__dir_state *ds)
 {
-    for (size_t i = 0; i < ds->n; i++)
-        ckpt__free(ds->paths[i]);
-    ckpt__free(ds->paths);
-    ckpt__free(ds->times);
+    kept_dispose(&ds->kept);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
     memset(ds, 0, sizeof(*ds));
 }
 
-static int list_push(ckpt__dir_state *ds, const char *path, double t)
+static int kept_push(ckpt__kept_list *l, const char *path, double t)
 {
-    if (ds->n == ds->cap) {
-        size_t cap = ds->cap ? ds->cap * 2 : 8;
-        char **p = ckpt__realloc(ds->paths, cap * sizeof(*p));
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **p = ckpt__realloc(l->paths, cap * sizeof(*p));
         double *tt;
         if (!p)
             return ckpt__error_oom();
-        ds->paths = p;
-        tt = ckpt__realloc(ds->times, cap * sizeof(*tt));
+        l->paths = p;
+        tt = ckpt__realloc(l->times, cap * sizeof(*tt));
         if (!tt)
             return ckpt__error_oom();
-        ds->times = tt;
-        ds->cap = cap;
+        l->times = tt;
+        l->cap = cap;
     }
-    ds->paths[ds->n] = ckpt__strdup(path);
-    if (!ds->paths[ds->n])
+    l->paths[l->n] = ckpt__strdup(path);
+    if (!l->paths[l->n])
         return ckpt__error_oom();
-    ds->times[ds->n] = t;
-    ds->n++;
+    l->times[l->n] = t;
+    l->n++;
     return 0;
 }
 
 /* Remove entry i from the list; its string goes to *taken (or is freed). */
-static void list_remove(ckpt__dir_state *ds, size_t i, char **taken)
+static void kept_remove(ckpt__kept_list *l, size_t i, char **taken)
 {
     if (taken)
-        *taken = ds->paths[i];
+        *taken = l->paths[i];
     else
-        ckpt__free(ds->paths[i]);
-    memmove(ds->paths + i, ds->paths + i + 1,
-            (ds->n - i - 1) * sizeof(*ds->paths));
-    memmove(ds->times + i, ds->times + i + 1,
-            (ds->n - i - 1) * sizeof(*ds->times));
-    ds->n--;
+        ckpt__free(l->paths[i]);
+    memmove(l->paths + i, l->paths + i + 1, (l->n - i - 1) * sizeof(*l->paths));
+    memmove(l->times + i, l->times + i + 1, (l->n - i - 1) * sizeof(*l->times));
+    l->n--;
+}
+
+/* The index of `stored` in the list, or l->n when it is not listed. */
+static size_t kept_find(const ckpt__kept_list *l, const char *stored)
+{
+    size_t i = 0;
+    while (i < l->n && strcmp(l->paths[i], stored) != 0)
+        i++;
+    return i;
+}
+
+/* `to` (empty) becomes a copy of `from` without the entry `skip`. */
+static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
+                            const char *skip)
+{
+    to->last_preserved = from->last_preserved;
+    to->next_keep_time = from->next_keep_time;
+    for (size_t i = 0; i < from->n; i++) {
+        int err;
+        if (strcmp(from->paths[i], skip) == 0)
+            continue;
+        err = kept_push(to, from->paths[i], from->times[i]);
+        if (err < 0)
+            return err;
+    }
+    return 0;
 }
 
 /* A stored path names a checkpoint inside this directory when it is a bare
@@ -124,13 +155,9 @@ static int index_exists(const ckpt__dir_state *ds, const char *prefix)
     ckpt_buf path = CKPT_BUF_INIT;
     int err = ckpt_bundle_index_path(&path, prefix);
     if (err == 0)
-        err = ds->fs->stat(path.ptr, NULL, NULL, ds->fs->payload);
+        err = ckpt__fs_exists(ds->fs, path.ptr);
     ckpt_buf_dispose(&path);
-    if (err == CKPT_ENOTFOUND) {
-        ckpt_error_clear();
-        return 0;
-    }
-    return err == 0 ? 1 : err;
+    return err;
 }
 
 /* Whether `name` is "<base>.data-<digits>-of-<digits>". */
@@ -225,7 +252,7 @@ static int remove_names(const ckpt_fs *fs, const char *dir,
     for (size_t i = 0; i < l->n; i++) {
         int err = ckpt__path_join(&path, dir, l->names[i]);
         if (err == 0)
-            err = fs->remove(path.ptr, fs->payload);
+            err = ckpt__fs_remove(fs, path.ptr);
         if (err < 0 && err != CKPT_ENOTFOUND && first == 0)
             first = err;
     }
@@ -242,20 +269,20 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
     if (err < 0)
         goto done;
     /* The index goes first: without it the checkpoint is never complete. */
-    err = fs->remove(path.ptr, fs->payload);
+    err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
     ckpt__buf_clear(&path);
     err = ckpt__buf_printf(&path, "%s.meta", prefix);
     if (err < 0)
         goto done;
-    err = fs->remove(path.ptr, fs->payload);
+    err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
     err = ckpt__path_dirname(&dir, prefix);
     if (err < 0)
         goto done;
-    err = fs->list(dir.ptr, collect_name, &data, fs->payload);
+    err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
     if (data.err < 0)
         err = data.err;
     if (err < 0)
@@ -271,7 +298,7 @@ done:
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
 {
     struct name_list temps = {NULL, NULL, 0, 0, 0};
-    int err = ds->fs->list(ds->dir, collect_name, &temps, ds->fs->payload);
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
     if (temps.err < 0)
         err = temps.err;
     if (err == 0 && temps.n > 0) {
@@ -320,8 +347,8 @@ static int collect_orphan(const char *name, void *payload)
         return 0;
     if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
         ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
-        orphan = sc->ds->fs->stat(index.ptr, NULL, NULL, sc->ds->fs->payload) ==
-                 CKPT_ENOTFOUND;
+        orphan =
+            ckpt__fs_stat(sc->ds->fs, index.ptr, NULL, NULL) == CKPT_ENOTFOUND;
     ckpt_buf_dispose(&index_name);
     ckpt_buf_dispose(&index);
     ckpt_error_clear();
@@ -331,7 +358,7 @@ static int collect_orphan(const char *name, void *payload)
 static int remove_orphan_data(ckpt__dir_state *ds)
 {
     struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
-    int err = ds->fs->list(ds->dir, collect_orphan, &sc, ds->fs->payload);
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_orphan, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
     if (err == 0 && sc.found.n > 0) {
@@ -367,9 +394,8 @@ static int collect_stale(const char *name, void *payload)
         return 0;
     memcpy(stem, name, n + 1 + digits);
     stem[n + 1 + digits] = '\0';
-    for (size_t i = 0; i < sc->ds->n; i++)
-        if (strcmp(sc->ds->paths[i], stem) == 0)
-            return 0;
+    if (kept_find(&sc->ds->kept, stem) < sc->ds->kept.n)
+        return 0;
     return collect_name_always(stem, &sc->found);
 }
 
@@ -381,15 +407,17 @@ static int collect_stale(const char *name, void *payload)
 static int remove_stale_checkpoints(ckpt__dir_state *ds)
 {
     struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    const ckpt__kept_list *kept = &ds->kept;
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || ds->n == 0)
+    if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || kept->n == 0)
         return 0;
-    for (size_t i = 0; i < ds->n; i++)
-        if (ckpt_checkpoint_step(ds->paths[i]) == CKPT_NO_STEP ||
-            !is_own_checkpoint(ds, ds->paths[i]) || strchr(ds->paths[i], '/'))
+    for (size_t i = 0; i < kept->n; i++)
+        if (ckpt_checkpoint_step(kept->paths[i]) == CKPT_NO_STEP ||
+            !is_own_checkpoint(ds, kept->paths[i]) ||
+            strchr(kept->paths[i], '/'))
             return 0; /* not our naming: leave everything alone */
-    err = ds->fs->list(ds->dir, collect_stale, &sc, ds->fs->payload);
+    err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
     for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
@@ -429,19 +457,20 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
     ckpt_buf_dispose(&prefix);
 }
 
-/* Apply max_to_keep to the list: evicted entries move to `evicted` (to be
+/* Apply max_to_keep to `l`: evicted entries move to `evicted` (to be
  * deleted once the state file no longer names them), except those that
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
  * disk). */
-static int apply_retention(ckpt__dir_state *ds, struct name_list *evicted)
+static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
+                           struct name_list *evicted)
 {
-    while (ds->max_to_keep > 0 && ds->n > (size_t)ds->max_to_keep) {
-        double t = ds->times[0];
+    while (ds->max_to_keep > 0 && l->n > (size_t)ds->max_to_keep) {
+        double t = l->times[0];
         char *stored;
-        list_remove(ds, 0, &stored);
-        if (ds->keep_hours > 0 && t > ds->next_keep_time) {
-            ds->next_keep_time += ds->keep_hours * 3600.0;
-            ds->last_preserved = t;
+        kept_remove(l, 0, &stored);
+        if (ds->keep_hours > 0 && t > l->next_keep_time) {
+            l->next_keep_time += ds->keep_hours * 3600.0;
+            l->last_preserved = t;
             DS_LOG(ds, CKPT_LOG_INFO,
                    "%s: preserving %s (keep_checkpoint_every_n_hours)", ds->dir,
                    stored);
@@ -463,45 +492,45 @@ static int apply_retention(ckpt__dir_state *ds, struct name_list *evicted)
     return 0;
 }
 
-static int write_state(ckpt__dir_state *ds)
+/* Write `l` as the state file. */
+static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
 {
     ckpt_state st = CKPT_STATE_INIT;
-    if (ds->n == 0) {
+    if (l->n == 0) {
         /* Nothing kept: a state file naming nothing is invalid, so remove
          * it (readers then see "no checkpoint"). */
         ckpt_buf path = CKPT_BUF_INIT;
         int err = ckpt__path_join(&path, ds->dir, CKPT_STATE_FILENAME);
         if (err == 0)
-            err = ds->fs->remove(path.ptr, ds->fs->payload);
+            err = ckpt__fs_remove(ds->fs, path.ptr);
         ckpt_buf_dispose(&path);
         if (err == CKPT_ENOTFOUND)
             err = 0;
         if (err == 0) /* the removal must be as durable as a rewrite */
-            err = ds->fs->sync_dir(ds->dir, ds->fs->payload);
+            err = ckpt__fs_sync_dir(ds->fs, ds->dir);
         return err;
     }
-    st.model_checkpoint_path = ds->paths[ds->n - 1];
-    st.all_paths = ds->paths;
-    st.num_paths = ds->n;
-    st.timestamps = ds->times;
-    st.num_timestamps = ds->n;
-    st.last_preserved_timestamp = ds->last_preserved;
+    st.model_checkpoint_path = l->paths[l->n - 1];
+    st.all_paths = l->paths;
+    st.num_paths = l->n;
+    st.timestamps = l->times;
+    st.num_timestamps = l->n;
+    st.last_preserved_timestamp = l->last_preserved;
     return ckpt_state_write(ds->fs, ds->dir, &st);
 }
 
-/* Rewrite the state file from the (restored) list after a failed update;
- * the caller's error and message are kept. Returns the rewrite's status. */
+/* Rewrite the state file from the current list after a failed update; the
+ * caller's error and message are kept. Returns the rewrite's status. */
 static int rollback_state(ckpt__dir_state *ds)
 {
-    ckpt_error saved = *ckpt_error_last();
-    char msg[1024];
+    ckpt__saved_error saved;
     int rc;
-    snprintf(msg, sizeof(msg), "%s", saved.message);
-    rc = write_state(ds);
+    ckpt__error_save(&saved);
+    rc = write_state(ds, &ds->kept);
     if (rc < 0)
         DS_LOG(ds, CKPT_LOG_WARN, "%s: could not restore the state file: %s",
                ds->dir, ckpt_error_last()->message);
-    ckpt__error(saved.code, "%s", msg);
+    ckpt__error_restore(&saved);
     return rc;
 }
 
@@ -525,7 +554,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     }
     if (err < 0)
         goto done;
-    ds->last_preserved = st.last_preserved_timestamp;
+    ds->kept.last_preserved = st.last_preserved_timestamp;
     for (size_t i = 0; i < st.num_paths; i++) {
         double t = st.num_timestamps == st.num_paths
                        ? st.timestamps[i]
@@ -545,15 +574,15 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             changed = 1;
             continue;
         }
-        err = list_push(ds, st.all_paths[i], t);
+        err = kept_push(&ds->kept, st.all_paths[i], t);
         if (err < 0)
             goto done;
     }
-    err = apply_retention(ds, &evicted);
+    err = apply_retention(ds, &ds->kept, &evicted);
     if (err < 0)
         goto done;
     if (changed || evicted.n > 0) {
-        err = write_state(ds);
+        err = write_state(ds, &ds->kept);
         if (err < 0)
             goto done;
         for (size_t i = 0; i < evicted.n; i++)
@@ -588,13 +617,11 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
+    size_t i = kept_find(&ds->kept, stored);
     int err = 0;
-    for (size_t i = 0; i < ds->n; i++) {
-        if (strcmp(ds->paths[i], stored) == 0) {
-            list_remove(ds, i, NULL);
-            err = write_state(ds);
-            break;
-        }
+    if (i < ds->kept.n) {
+        kept_remove(&ds->kept, i, NULL);
+        err = write_state(ds, &ds->kept);
     }
     if (err == 0)
         err = resolve(ds, stored, &prefix);
@@ -604,7 +631,7 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
         ckpt_buf index = CKPT_BUF_INIT;
         err = ckpt_bundle_index_path(&index, prefix.ptr);
         if (err == 0)
-            err = ds->fs->remove(index.ptr, ds->fs->payload);
+            err = ckpt__fs_remove(ds->fs, index.ptr);
         ckpt_buf_dispose(&index);
     }
     ckpt_buf_dispose(&prefix);
@@ -614,74 +641,33 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named)
 {
+    ckpt__kept_list next = {0};
     struct name_list evicted = {NULL, NULL, 0, 0, 0};
-    char **old_paths = NULL;
-    double *old_times = NULL;
-    size_t old_n = ds->n;
-    double old_preserved = ds->last_preserved;
-    double old_next_keep = ds->next_keep_time;
     int err;
     *may_be_named = 0;
-
-    /* Keep a copy of the list so a failed state write leaves it as was. */
-    old_paths = ckpt__calloc(old_n + 1, sizeof(*old_paths));
-    old_times = ckpt__calloc(old_n + 1, sizeof(*old_times));
-    if (!old_paths || !old_times) {
-        err = ckpt__error_oom();
-        goto done;
-    }
-    for (size_t i = 0; i < old_n; i++) {
-        old_paths[i] = ckpt__strdup(ds->paths[i]);
-        if (!old_paths[i]) {
-            err = ckpt__error_oom();
-            goto done;
-        }
-        old_times[i] = ds->times[i];
-    }
-    for (size_t i = 0; i < ds->n; i++) {
-        if (strcmp(ds->paths[i], stored) == 0) {
-            list_remove(ds, i, NULL);
-            break;
-        }
-    }
-    err = list_push(ds, stored, save_time);
+    err = kept_copy_except(&next, &ds->kept, stored);
     if (err == 0)
-        err = apply_retention(ds, &evicted);
+        err = kept_push(&next, stored, save_time);
     if (err == 0)
-        err = write_state(ds);
+        err = apply_retention(ds, &next, &evicted);
+    if (err < 0)
+        goto done; /* nothing written: the state file is as it was */
+    err = write_state(ds, &next);
     if (err < 0) {
-        /* Restore the previous list. */
-        for (size_t i = 0; i < ds->n; i++)
-            ckpt__free(ds->paths[i]);
-        ds->n = 0;
-        for (size_t i = 0; i < old_n; i++) {
-            ds->paths[i] = old_paths[i];
-            ds->times[i] = old_times[i];
-            old_paths[i] = NULL;
-        }
-        ds->n = old_n;
-        ds->last_preserved = old_preserved;
-        ds->next_keep_time = old_next_keep;
         /* The failure may have come after the rename (the directory sync):
-         * put the previous state back, keeping the original error. If that
+         * put the current list back, keeping the original error. If that
          * fails too, the state file on disk may name the new checkpoint. */
         if (rollback_state(ds) < 0)
             *may_be_named = 1;
-        for (size_t i = 0; i < evicted.n; i++) {
-            ckpt__free(evicted.names[i]);
-            evicted.names[i] = NULL;
-        }
-        evicted.n = 0;
         goto done;
     }
+    kept_dispose(&ds->kept);
+    ds->kept = next;
+    memset(&next, 0, sizeof(next));
     for (size_t i = 0; i < evicted.n; i++)
         delete_evicted(ds, evicted.names[i]);
 done:
-    if (old_paths)
-        for (size_t i = 0; i < old_n; i++)
-            ckpt__free(old_paths[i]);
-    ckpt__free(old_paths);
-    ckpt__free(old_times);
+    kept_dispose(&next);
     name_list_dispose(&evicted);
     return err;
 }

@@ -1,33 +1,27 @@
-/* saver/saver.c - the public saver: options, variables, synchronous saves,
- * asynchronous saves handed to one background writer thread, delivery of
- * outcomes on the caller's thread, metrics, and closing.
+/* saver/saver.c - the public saver: options, the variable list, and the
+ * public calls (save, save_async, poll, wait, close, free, metrics, the
+ * kept-checkpoint list).
  *
- * Async design: save_async copies every variable into a pre-faulted staging
- * image on the caller's thread (the only wait), then queues a job. Once the
- * caller has called ckpt_saver_mutation_fence, a save_async that finds the
- * writer idle copies only the variables behind read callbacks and leaves
- * the rest to the writer (the loop only reads them meanwhile); the next
- * fence, or any other saver call but poll, copies what is left, waits for
- * the writer's last piece and queues the job (complete_deferred). At most
- * one job is being written ("active") and at most one waits ("pending"), so
- * staging memory is one image (SKIP, WAIT) or two (COALESCE), fixed once the
- * variables are known. The writer thread never touches the variables, only
- * the image. Outcomes are queued and delivered to on_save_done by the next
- * saver call on the caller's thread; a failure is also kept as the
+ * A synchronous save writes straight from the variables on the caller's
+ * thread. An asynchronous one copies every variable into a pre-faulted
+ * staging image on the caller's thread (the only wait) and queues a job for
+ * the background writer (writer.c, which states the protocol); once the
+ * caller uses the mutation fence, the copy of the variables in plain
+ * memory may overlap the caller's next reads of them (overlap.c). Staging
+ * memory is one image (SKIP, WAIT) or two (COALESCE), fixed once the
+ * variables are known. Both kinds run the same save pipeline
+ * (save_pipeline.c) and report to outcomes.c, which delivers outcomes to
+ * on_save_done on the caller's thread and keeps a failure as the
  * "background error" that the next save, save_async, poll, wait or close
  * returns exactly once. */
+#include "io/fs_internal.h"
 #include "saver_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define SAVER_LOG(s, level, ...)                                               \
-    ckpt__log((s)->opts.log, (s)->opts.log_payload, (s)->opts.log_level,       \
-              (level), __VA_ARGS__)
 
 int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
@@ -48,7 +42,7 @@ static int dir_probe(const char *name, void *payload)
 
 static int check_dir_exists(const ckpt_fs *fs, const char *dir)
 {
-    int err = fs->list(dir, dir_probe, NULL, fs->payload);
+    int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
         err = 0;
     if (err == CKPT_ENOTFOUND)
@@ -202,80 +196,6 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     return 0;
 }
 
-/* ---- outcomes ------------------------------------------------------------ */
-
-/* Queue an outcome (mu held). */
-static void push_result(ckpt_saver *s, const ckpt__job *job, int status,
-                        const char *error, double write_s, uint64_t bytes)
-{
-    ckpt__result *r;
-    if (s->ndone == s->cap_done) {
-        size_t cap = s->cap_done ? s->cap_done * 2 : 8;
-        ckpt__result *p = ckpt__realloc(s->done, cap * sizeof(*p));
-        if (!p)
-            return; /* the outcome is still counted in the metrics */
-        s->done = p;
-        s->cap_done = cap;
-    }
-    r = &s->done[s->ndone++];
-    memset(r, 0, sizeof(*r));
-    r->prefix = ckpt__strdup(job->prefix);
-    r->error = error ? ckpt__strdup(error) : NULL;
-    r->r.ticket = job->ticket;
-    r->r.step = job->step;
-    r->r.status = status;
-    r->r.blocking_s = job->blocking_s;
-    r->r.write_s = write_s;
-    r->r.bytes = bytes;
-}
-
-/* Hand queued outcomes to on_save_done, on the calling thread. */
-static void deliver(ckpt_saver *s)
-{
-    ckpt__result *done;
-    size_t n;
-    pthread_mutex_lock(&s->mu);
-    done = s->done;
-    n = s->ndone;
-    s->done = NULL;
-    s->ndone = 0;
-    s->cap_done = 0;
-    pthread_mutex_unlock(&s->mu);
-    for (size_t i = 0; i < n; i++) {
-        done[i].r.prefix = done[i].prefix ? done[i].prefix : "";
-        done[i].r.error = done[i].error;
-        if (s->opts.on_save_done)
-            s->opts.on_save_done(&done[i].r, s->opts.on_save_done_payload);
-        ckpt__free(done[i].prefix);
-        ckpt__free(done[i].error);
-    }
-    ckpt__free(done);
-}
-
-/* Return the undelivered background failure once (mu held). */
-static int take_bg_error(ckpt_saver *s)
-{
-    int err = s->bg_error;
-    if (err != 0) {
-        ckpt__error(err, "%s", s->bg_message);
-        s->bg_error = 0;
-        s->bg_message[0] = '\0';
-    }
-    return err;
-}
-
-/* Common entry of save, save_async, poll, wait: deliver outcomes and return
- * a pending background failure. */
-static int enter(ckpt_saver *s)
-{
-    int err;
-    deliver(s);
-    pthread_mutex_lock(&s->mu);
-    err = take_bg_error(s);
-    pthread_mutex_unlock(&s->mu);
-    return err;
-}
-
 /* ---- naming ---------------------------------------------------------------
  */
 
@@ -319,63 +239,6 @@ int64_t ckpt_checkpoint_step(const char *prefix)
     return v;
 }
 
-/* If a checkpoint of this name exists, unlist it and drop its index first,
- * so a failure while overwriting never leaves mixed files looking complete. */
-static int forget_existing(ckpt_saver *s, const char *stored,
-                           const char *prefix)
-{
-    ckpt_buf index = CKPT_BUF_INIT;
-    int err = ckpt_bundle_index_path(&index, prefix);
-    if (err == 0 && s->fs->stat(index.ptr, NULL, NULL, s->fs->payload) == 0) {
-        SAVER_LOG(s, CKPT_LOG_WARN, "overwriting existing checkpoint %s",
-                  prefix);
-        pthread_mutex_lock(&s->ds_mu);
-        err = ckpt__dir_state_forget(&s->ds, stored);
-        pthread_mutex_unlock(&s->ds_mu);
-    }
-    if (err == 0)
-        ckpt_error_clear();
-    ckpt_buf_dispose(&index);
-    return err;
-}
-
-/* After a failed save (whose own cleanup may have failed too), sweep the
- * directory's temporary files before writing again. Only one save writes
- * at a time, so this never touches a save in progress. */
-static void sweep_after_failure(ckpt_saver *s)
-{
-    if (!s->need_cleanup)
-        return;
-    pthread_mutex_lock(&s->ds_mu);
-    if (ckpt__dir_state_remove_temps(&s->ds) == 0)
-        s->need_cleanup = 0;
-    pthread_mutex_unlock(&s->ds_mu);
-    ckpt_error_clear();
-}
-
-/* Name the written checkpoint in the state file; on failure remove its
- * files so nothing unnamed is left behind, unless the state file on disk
- * may name it after all (its rollback failed too). */
-static int commit_checkpoint(ckpt_saver *s, const char *stored,
-                             const char *prefix)
-{
-    int err;
-    int may_be_named = 0;
-    pthread_mutex_lock(&s->ds_mu);
-    err = ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock),
-                                 &may_be_named);
-    pthread_mutex_unlock(&s->ds_mu);
-    /* Never delete a checkpoint the state file on disk may still name. */
-    if (err < 0 && !may_be_named) {
-        ckpt_error saved = *ckpt_error_last();
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s", saved.message);
-        ckpt__remove_checkpoint_files(s->fs, prefix);
-        ckpt__error(saved.code, "%s", msg);
-    }
-    return err;
-}
-
 /* ---- synchronous saves -----------------------------------------------------
  */
 
@@ -388,28 +251,13 @@ static int check_can_save(ckpt_saver *s)
     return 0;
 }
 
-static void record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
-                           double write_s, uint64_t bytes)
-{
-    /* mu held */
-    if (err == 0) {
-        s->metrics.saves_completed++;
-        s->metrics.bytes_written += bytes;
-        s->metrics.last_saved_step = job->step;
-    } else {
-        s->metrics.saves_failed++;
-    }
-    s->metrics.write_s_total += write_s;
-    s->metrics.write_s_last = write_s;
-}
-
 int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
-    ckpt__job job;
+    ckpt__job job = {0};
     uint64_t bytes = 0;
-    double t0, t1;
-    int err = enter(s);
+    double write_s = 0.0;
+    int err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
     err = check_can_save(s);
@@ -423,154 +271,36 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     if (err < 0)
         goto done;
     s->frozen = 1;
-    t0 = ckpt_clock_monotonic(s->opts.clock);
-    sweep_after_failure(s);
-    err = forget_existing(s, stored.ptr, prefix.ptr);
-    if (err == 0)
-        err =
-            ckpt__write_from_vars(s->fs, prefix.ptr, s->vars, s->nvars, &bytes);
-    if (err == 0)
-        err = commit_checkpoint(s, stored.ptr, prefix.ptr);
-    t1 = ckpt_clock_monotonic(s->opts.clock);
-    memset(&job, 0, sizeof(job));
     job.step = step;
     job.prefix = prefix.ptr;
-    job.blocking_s = t1 - t0;
+    job.stored = stored.ptr;
+    err = ckpt__saver_write_checkpoint(s, &job, NULL, &bytes, &write_s);
+    job.blocking_s = write_s; /* the caller waited for all of it */
     pthread_mutex_lock(&s->mu);
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += t1 - t0;
-    s->metrics.blocking_s_last = t1 - t0;
-    if (t1 - t0 > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = t1 - t0;
-    record_outcome(s, &job, err, t1 - t0, bytes);
-    push_result(s, &job, err, err < 0 ? ckpt_error_last()->message : NULL,
-                t1 - t0, bytes);
+    ckpt__saver_count_started(s, write_s);
+    ckpt__saver_record_outcome(s, &job, err,
+                               err < 0 ? ckpt_error_last()->message : NULL,
+                               write_s, bytes);
     pthread_mutex_unlock(&s->mu);
     if (err < 0) {
-        ckpt_error saved = *ckpt_error_last();
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s", saved.message);
-        s->need_cleanup = 1;
-        SAVER_LOG(s, CKPT_LOG_ERROR, "save of step %" PRId64 " failed: %s",
-                  step, msg);
-        deliver(s);
-        ckpt__error(saved.code, "%s", msg);
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR,
+                        "save of step %" PRId64 " failed: %s", step,
+                        saved.message);
+        ckpt__saver_deliver(s);
+        ckpt__error_restore(&saved);
         goto done;
     }
-    SAVER_LOG(s, CKPT_LOG_INFO, "saved %s (%" PRIu64 " bytes, %.3f s)",
-              prefix.ptr, bytes, t1 - t0);
-    deliver(s);
+    CKPT__SAVER_LOG(s, CKPT_LOG_INFO, "saved %s (%" PRIu64 " bytes, %.3f s)",
+                    prefix.ptr, bytes, write_s);
+    ckpt__saver_deliver(s);
     if (prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
 done:
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);
     return err;
-}
-
-/* ---- the writer thread -----------------------------------------------------
- */
-
-/* Write `job` (called without mu); returns with mu held, the outcome
- * recorded and the writer marked idle in the same critical section, so
- * whoever sees the metrics count the save as done also sees the writer
- * free for the next one. */
-static void run_job(ckpt_saver *s, ckpt__job *job)
-{
-    uint64_t bytes = 0;
-    double t0 = ckpt_clock_monotonic(s->opts.clock);
-    double t1;
-    char msg[512] = "";
-    ckpt__snapshot_work seal;
-    int err;
-    /* The records' CRCs: pieces' combined, or the image checksummed here
-     * when the snapshot's copies were plain (off the loop's wait). */
-    memset(&seal, 0, sizeof(seal));
-    seal.vars = s->vars;
-    seal.nvars = s->nvars;
-    seal.pieces = s->pieces;
-    seal.npieces = s->npieces;
-    seal.img = &s->images[job->image];
-    seal.checksum = job->checksum;
-    ckpt__image_seal(&seal);
-    sweep_after_failure(s);
-    err = forget_existing(s, job->stored, job->prefix);
-    if (err == 0)
-        err = ckpt__write_from_image(s->fs, job->prefix, s->vars, s->nvars,
-                                     &s->images[job->image], s->image_bytes,
-                                     s->opts.direct_io >= 0, &bytes);
-    if (err == 0)
-        err = commit_checkpoint(s, job->stored, job->prefix);
-    t1 = ckpt_clock_monotonic(s->opts.clock);
-    if (err < 0) {
-        s->need_cleanup = 1;
-        snprintf(msg, sizeof(msg), "save of step %" PRId64 " to %s failed: %s",
-                 job->step, job->prefix, ckpt_error_last()->message);
-        SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
-    } else {
-        SAVER_LOG(s, CKPT_LOG_INFO,
-                  "checkpoint %s (step %" PRId64 ") is durable: %" PRIu64
-                  " bytes in %.3f s",
-                  job->prefix, job->step, bytes, t1 - t0);
-    }
-    pthread_mutex_lock(&s->mu);
-    record_outcome(s, job, err, t1 - t0, bytes);
-    push_result(s, job, err, err < 0 ? msg : NULL, t1 - t0, bytes);
-    if (err < 0 && s->bg_error == 0) {
-        s->bg_error = err;
-        snprintf(s->bg_message, sizeof(s->bg_message), "%s", msg);
-    }
-    s->active = NULL;
-    if (job->ticket > s->finished_ticket)
-        s->finished_ticket = job->ticket;
-}
-
-static void free_job(ckpt__job *job)
-{
-    if (!job)
-        return;
-    ckpt__free(job->prefix);
-    ckpt__free(job->stored);
-    ckpt__free(job);
-}
-
-enum { HELP_NONE = 0, HELP_ASKED, HELP_RUNNING, HELP_DONE };
-
-/* Take up a request to share a snapshot (mu held on entry and exit). */
-static void help_with_snapshot(ckpt_saver *s)
-{
-    s->help_state = HELP_RUNNING;
-    pthread_mutex_unlock(&s->mu);
-    ckpt__snapshot_claim(&s->help_work);
-    pthread_mutex_lock(&s->mu);
-    s->help_state = HELP_DONE;
-    pthread_cond_broadcast(&s->cv);
-}
-
-static void *writer_main(void *arg)
-{
-    ckpt_saver *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        ckpt__job *job;
-        while (!s->pending && !s->stopping && s->help_state != HELP_ASKED)
-            pthread_cond_wait(&s->cv, &s->mu);
-        if (s->help_state == HELP_ASKED) {
-            help_with_snapshot(s);
-            continue;
-        }
-        if (!s->pending)
-            break;
-        job = s->pending;
-        s->pending = NULL;
-        s->active = job;
-        pthread_mutex_unlock(&s->mu);
-        run_job(s, job); /* returns with mu held */
-        free_job(job);
-        pthread_cond_broadcast(&s->cv);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
 }
 
 /* ---- asynchronous saves ----------------------------------------------------
@@ -582,232 +312,47 @@ uint64_t ckpt_saver_staging_bytes(ckpt_saver *s)
     return s->image_bytes * (uint64_t)images;
 }
 
-/* Bytes of the biggest variable timed at reserve to choose where the
- * checksum is computed; states with no variable of at least MEASURE_MIN
- * bytes keep the fused copy (the difference is too small to time). */
-#define MEASURE_MAX ((size_t)8 << 20)
-#define MEASURE_MIN ((size_t)1 << 20)
-
-/* Once, into the fresh first image (no write can be using it): time the
- * fused copy-and-checksum against a plain copy of the biggest variable in
- * plain memory. CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces a choice
- * (for benchmarks). */
-static void choose_checksum(ckpt_saver *s)
-{
-    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
-    const ckpt__var *big = NULL;
-    double fused_s = 0, plain_s = 0;
-    size_t n;
-    s->checksum = 1;
-    if (force && strcmp(force, "writer") == 0) {
-        s->checksum = 0;
-        return;
-    }
-    if (force && strcmp(force, "copy") == 0)
-        return;
-    for (size_t i = 0; i < s->nvars; i++)
-        if (!s->vars[i].v.read && (!big || s->vars[i].bytes > big->bytes))
-            big = &s->vars[i];
-    if (!big || big->bytes < MEASURE_MIN)
-        return;
-    n = big->bytes < MEASURE_MAX ? (size_t)big->bytes : MEASURE_MAX;
-    s->checksum = ckpt__snapshot_measure(
-        big->v.data, s->images[0].ptr + big->offset, n, 3, &fused_s, &plain_s);
-    SAVER_LOG(s, CKPT_LOG_DEBUG,
-              "snapshot copies: checksum %s (copy with checksum %.2f GB/s, "
-              "plain copy %.2f GB/s, %zu bytes timed)",
-              s->checksum ? "fused into the copy" : "computed by the writer",
-              fused_s > 0 ? (double)n / fused_s / 1e9 : 0.0,
-              plain_s > 0 ? (double)n / plain_s / 1e9 : 0.0, n);
-}
-
 int ckpt_saver_reserve(ckpt_saver *s)
 {
     int want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
-    int fresh = s->num_images == 0;
-    int err;
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
     s->frozen = 1;
-    if (fresh && !s->pieces) {
-        err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,
-                                  &s->pieces, &s->npieces);
+    if (!s->pieces) {
+        int err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,
+                                      &s->pieces, &s->npieces);
         if (err < 0)
             return err;
     }
     while (s->num_images < want) {
-        err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
-                                s->nvars, s->npieces);
+        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
+                                    s->nvars, s->npieces);
         if (err < 0)
             return err;
-        s->num_images++;
+        if (++s->num_images == 1)
+            ckpt__saver_choose_checksum(s); /* into the fresh image */
     }
-    if (fresh)
-        choose_checksum(s);
     return 0;
 }
 
-static int start_writer(ckpt_saver *s)
-{
-    int rc;
-    if (s->thread_started)
-        return 0;
-    rc = pthread_create(&s->thread, NULL, writer_main, s);
-    if (rc != 0)
-        return ckpt__error_errno(rc, "starting the checkpoint writer thread");
-    s->thread_started = 1;
-    return 0;
-}
-
-/* Decide which image the next snapshot goes to, applying the busy policy
- * (mu held). Returns the image index, or CKPT_EBUSY for a skip. */
-static int choose_image(ckpt_saver *s, int64_t step)
-{
-    int busy = s->active || s->pending;
-    if (!busy)
-        return 0;
-    switch (s->opts.busy_policy) {
-    case CKPT_BUSY_WAIT:
-        while (s->active || s->pending)
-            pthread_cond_wait(&s->cv, &s->mu);
-        return 0;
-    case CKPT_BUSY_COALESCE:
-        if (s->pending) {
-            ckpt__job *old = s->pending;
-            int image = old->image;
-            s->pending = NULL;
-            /* That trigger now counts as coalesced, not started. */
-            s->metrics.saves_started--;
-            s->metrics.saves_coalesced++;
-            push_result(s, old, CKPT_ECANCELED,
-                        "replaced by a newer snapshot (coalesce)", 0.0, 0);
-            if (old->ticket > s->finished_ticket && !s->active)
-                s->finished_ticket = old->ticket;
-            free_job(old);
-            return image;
-        }
-        return s->active->image == 0 ? 1 : 0;
-    default:
-        s->metrics.saves_skipped++;
-        return ckpt__error(CKPT_EBUSY,
-                           "save at step %" PRId64
-                           " skipped: the previous checkpoint is still "
-                           "being written",
-                           step);
-    }
-}
-
-/* Below this many bytes waking the writer to share a snapshot costs more
- * than it saves. */
-#define SHARE_MIN_BYTES ((uint64_t)4 << 20)
-
-/* Set up the snapshot into images[image] and, when `share` and the writer
- * is idle, ask the writer to claim pieces too. Returns whether it was
- * asked. */
-static int snapshot_begin(ckpt_saver *s, int image, int share)
-{
-    ckpt__snapshot_work *w = &s->help_work;
-    int asked = 0;
-    w->vars = s->vars;
-    w->nvars = s->nvars;
-    w->pieces = s->pieces;
-    w->npieces = s->npieces;
-    w->img = &s->images[image];
-    w->checksum = s->checksum;
-    atomic_store(&w->next, 0);
-    if (share && s->npieces > 0) {
-        pthread_mutex_lock(&s->mu);
-        if (!s->active && !s->pending && !s->stopping) {
-            s->help_state = HELP_ASKED;
-            pthread_cond_broadcast(&s->cv);
-            asked = 1;
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    return asked;
-}
-
-/* Copy the pieces nobody has claimed yet; then a request the writer has
- * not taken up is withdrawn, and one taken up is waited for (at most the
- * copy of one piece, as claims ran out). */
-static void snapshot_end(ckpt_saver *s, int asked)
-{
-    ckpt__snapshot_claim(&s->help_work);
-    if (!asked)
-        return;
-    pthread_mutex_lock(&s->mu);
-    while (s->help_state == HELP_RUNNING)
-        pthread_cond_wait(&s->cv, &s->mu);
-    s->help_state = HELP_NONE;
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* Hand a job whose snapshot is complete to the writer. */
-static void dispatch(ckpt_saver *s, ckpt__job *job)
-{
-    pthread_mutex_lock(&s->mu);
-    s->pending = job;
-    s->skips_since_dispatch = 0;
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += job->blocking_s;
-    s->metrics.blocking_s_last = job->blocking_s;
-    if (job->blocking_s > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = job->blocking_s;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* Finish an overlapped snapshot: copy what the writer has not, wait for
- * its last piece, dispatch the job. The wait counts as blocking time. */
-static void complete_deferred(ckpt_saver *s)
-{
-    ckpt__job *job = s->deferred;
-    double t0, blocking;
-    int64_t step;
-    if (!job)
-        return;
-    t0 = ckpt_clock_monotonic(s->opts.clock);
-    snapshot_end(s, 1);
-    s->deferred = NULL;
-    job->blocking_s += ckpt_clock_monotonic(s->opts.clock) - t0;
-    blocking = job->blocking_s;
-    step = job->step;
-    dispatch(s, job); /* the writer owns (and may free) the job now */
-    SAVER_LOG(s, CKPT_LOG_DEBUG,
-              "overlapped snapshot of step %" PRId64
-              " complete (%.6f s blocking in all); write dispatched",
-              step, blocking);
-}
-
-void ckpt__saver_complete_snapshot(ckpt_saver *s)
-{
-    complete_deferred(s);
-}
-
-int ckpt_saver_mutation_fence(ckpt_saver *s)
-{
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mutation_fence: NULL saver");
-    s->overlap = 1;
-    complete_deferred(s);
-    return 0;
-}
-
-static ckpt__job *new_job(int64_t step, int image, ckpt_buf *prefix,
-                          ckpt_buf *stored)
+/* A job for the writer, owning copies of the names. */
+static int new_job(ckpt__job **out, int64_t step, int image, ckpt_buf *stored,
+                   ckpt_buf *prefix)
 {
     ckpt__job *job = ckpt__calloc(1, sizeof(*job));
+    *out = NULL;
     if (!job)
-        return NULL;
+        return ckpt__error_oom();
     job->step = step;
     job->image = image;
     job->prefix = ckpt__buf_detach(prefix);
     job->stored = ckpt__buf_detach(stored);
     if (!job->prefix || !job->stored) {
-        free_job(job);
-        return NULL;
+        ckpt__job_free(job);
+        return ckpt__error_oom();
     }
-    return job;
+    *out = job;
+    return 0;
 }
 
 int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
@@ -815,12 +360,13 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job *job = NULL;
     double t0 = ckpt_clock_monotonic(s->opts.clock);
-    int image, asked, overlapped;
+    uint64_t ticket;
+    int image;
     int err;
     if (ticket_out)
         *ticket_out = 0;
-    complete_deferred(s); /* the previous trigger's snapshot, if open */
-    err = enter(s);
+    ckpt__saver_complete_snapshot(s); /* the previous trigger's, if open */
+    err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
     err = check_can_save(s);
@@ -829,66 +375,55 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     if (err == 0)
         err = ckpt_saver_reserve(s);
     if (err == 0)
-        err = start_writer(s);
+        err = ckpt__writer_start(s);
     if (err < 0)
         goto done;
     pthread_mutex_lock(&s->mu);
-    image = choose_image(s, step);
+    image = ckpt__writer_choose_image(s, step);
     pthread_mutex_unlock(&s->mu);
     if (image < 0) {
         /* A skipped trigger is retried at every step while the write runs:
          * the first skip after a dispatch is worth an INFO line, the rest
          * only DEBUG (each is still counted). */
         err = image;
-        SAVER_LOG(s, s->skips_since_dispatch++ ? CKPT_LOG_DEBUG : CKPT_LOG_INFO,
-                  "%s", ckpt_error_last()->message);
+        CKPT__SAVER_LOG(
+            s, s->skips_since_dispatch++ ? CKPT_LOG_DEBUG : CKPT_LOG_INFO, "%s",
+            ckpt_error_last()->message);
         goto done;
     }
-    job = new_job(step, image, &prefix, &stored);
-    if (!job) {
-        err = ckpt__error_oom();
+    err = new_job(&job, step, image, &stored, &prefix);
+    if (err < 0)
         goto done;
-    }
     job->checksum = s->checksum;
-    /* The snapshot: the only time the caller waits. The chosen image is
-     * referenced by no job, so the writer cannot touch it but to help. */
-    overlapped = s->overlap;
-    asked = snapshot_begin(
-        s, image,
-        overlapped || (s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2));
-    err = ckpt__snapshot_callbacks(&s->help_work);
-    if (err < 0 || !(overlapped && asked)) {
-        snapshot_end(s, asked);
-        if (err < 0) {
-            free_job(job);
-            goto done;
-        }
+    /* The snapshot: the only time the caller waits (with the fence in use,
+     * it may leave the copy to the writer: 1). */
+    err = s->overlap ? ckpt__saver_overlap_snapshot(s, job)
+                     : ckpt__writer_snapshot(s, image);
+    if (err < 0) {
+        ckpt__job_free(job);
+        goto done;
     }
     job->blocking_s = ckpt_clock_monotonic(s->opts.clock) - t0;
-    pthread_mutex_lock(&s->mu);
-    job->ticket = ++s->next_ticket;
-    pthread_mutex_unlock(&s->mu);
-    if (ticket_out)
-        *ticket_out = job->ticket;
-    if (overlapped && asked) {
-        /* The writer copies while the loop only reads the variables; the
-         * next fence (or saver call) completes and dispatches. */
-        s->deferred = job;
-        SAVER_LOG(s, CKPT_LOG_DEBUG,
-                  "snapshot of step %" PRId64
-                  " started in %.6f s; the writer copies until the next "
-                  "mutation fence",
-                  step, job->blocking_s);
+    if (err == 1) {
+        ticket = ckpt__writer_number(s, job);
+        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                        "snapshot of step %" PRId64
+                        " started in %.6f s; the writer copies until the "
+                        "next mutation fence",
+                        step, job->blocking_s);
+        if (ticket_out)
+            *ticket_out = ticket;
+        err = 0;
         goto done;
     }
-    {
-        double blocking = job->blocking_s;
-        dispatch(s, job); /* the writer owns (and may free) the job now */
-        SAVER_LOG(s, CKPT_LOG_DEBUG,
-                  "snapshot of step %" PRId64
-                  " taken in %.6f s; write dispatched",
-                  step, blocking);
-    }
+    CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                    "snapshot of step %" PRId64
+                    " taken in %.6f s; write dispatched",
+                    step, job->blocking_s);
+    s->skips_since_dispatch = 0;
+    ticket = ckpt__writer_submit(s, job); /* the writer owns the job now */
+    if (ticket_out)
+        *ticket_out = ticket;
 done:
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);
@@ -897,7 +432,7 @@ done:
 
 int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
 {
-    int err = enter(s);
+    int err = ckpt__saver_enter(s);
     if (busy_out) {
         pthread_mutex_lock(&s->mu);
         *busy_out = s->active || s->pending || s->deferred;
@@ -922,7 +457,7 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     struct timespec deadline;
     int timed_out = 0;
     int err;
-    complete_deferred(s);
+    ckpt__saver_complete_snapshot(s);
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
     pthread_mutex_lock(&s->mu);
@@ -939,25 +474,13 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
         }
     }
     pthread_mutex_unlock(&s->mu);
-    err = enter(s);
+    err = ckpt__saver_enter(s);
     if (err == 0 && timed_out)
         err = ckpt__error(CKPT_ETIMEDOUT,
                           "waiting for the checkpoint writer: timed out after "
                           "%.3f s",
                           timeout_s);
     return err;
-}
-
-static void stop_writer(ckpt_saver *s)
-{
-    if (!s->thread_started)
-        return;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    s->thread_started = 0;
 }
 
 int ckpt_saver_close(ckpt_saver *s, double timeout_s)
@@ -969,8 +492,8 @@ int ckpt_saver_close(ckpt_saver *s, double timeout_s)
     err = ckpt_saver_wait(s, 0, timeout_s);
     if (err == CKPT_ETIMEDOUT)
         return err;
-    stop_writer(s);
-    deliver(s);
+    ckpt__writer_stop(s);
+    ckpt__saver_deliver(s);
     return err;
 }
 
@@ -978,17 +501,17 @@ void ckpt_saver_free(ckpt_saver *s)
 {
     if (!s)
         return;
-    complete_deferred(s);
-    stop_writer(s); /* a pending snapshot is still written */
-    deliver(s);
+    ckpt__saver_complete_snapshot(s);
+    ckpt__writer_stop(s); /* a pending snapshot is still written */
+    ckpt__saver_deliver(s);
     for (size_t i = 0; i < s->nvars; i++)
         ckpt__free(s->vars[i].name);
     ckpt__free(s->vars);
     ckpt__free(s->pieces);
     for (int i = 0; i < s->num_images; i++)
         ckpt__image_free(&s->images[i]);
-    free_job(s->active);
-    free_job(s->pending);
+    ckpt__job_free(s->active);
+    ckpt__job_free(s->pending);
     ckpt__dir_state_dispose(&s->ds);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
@@ -1022,7 +545,7 @@ size_t ckpt_saver_num_checkpoints(ckpt_saver *s)
 {
     size_t n;
     pthread_mutex_lock(&s->ds_mu);
-    n = s->ds.n;
+    n = s->ds.kept.n;
     pthread_mutex_unlock(&s->ds_mu);
     return n;
 }
@@ -1031,11 +554,11 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
 {
     int err;
     pthread_mutex_lock(&s->ds_mu);
-    if (i >= s->ds.n)
+    if (i >= s->ds.kept.n)
         err = ckpt__error(CKPT_EINVAL, "checkpoint %zu: only %zu are kept", i,
-                          s->ds.n);
+                          s->ds.kept.n);
     else
-        err = ckpt_state_resolve(out, s->ds.dir, s->ds.paths[i]);
+        err = ckpt_state_resolve(out, s->ds.dir, s->ds.kept.paths[i]);
     pthread_mutex_unlock(&s->ds_mu);
     return err;
 }

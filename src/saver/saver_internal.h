@@ -13,7 +13,23 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Log through the saver's options (s: ckpt_saver *). */
+#define CKPT__SAVER_LOG(s, level, ...)                                         \
+    ckpt__log((s)->opts.log, (s)->opts.log_payload, (s)->opts.log_level,       \
+              (level), __VA_ARGS__)
+
 /* ---- directory state: which checkpoints are kept, retention ------------- */
+
+/* The kept checkpoints, oldest first, and the retention clock: what the
+ * state file records. A commit builds the next list as a separate value
+ * and swaps it in once the state file has it. */
+typedef struct ckpt__kept_list {
+    char **paths;  /* as written in the state file */
+    double *times; /* their save times (epoch seconds) */
+    size_t n, cap;
+    double last_preserved;
+    double next_keep_time; /* keep_every_n_hours: next preservation time */
+} ckpt__kept_list;
 
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;
@@ -21,11 +37,7 @@ typedef struct ckpt__dir_state {
     char *dir;      /* the directory as given */
     char *basename; /* checkpoint names are <basename>-<step> */
     char *abs_dir;  /* realpath of dir when absolute paths are written */
-    char **paths;   /* kept checkpoints as written in the state file */
-    double *times;  /* their save times (epoch seconds) */
-    size_t n, cap;
-    double last_preserved;
-    double next_keep_time; /* keep_every_n_hours: next preservation time */
+    ckpt__kept_list kept;
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;
@@ -48,11 +60,12 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 /* Before overwriting an existing checkpoint of the same name: unlist it and
  * remove its index so it never looks complete with mixed files. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
-/* Record a durable checkpoint: append it, apply retention, write the state
- * file, then delete what retention evicted. On failure the list is as
- * before and the state file is put back; when even that fails,
- * *may_be_named is set: the state file on disk may name the new checkpoint,
- * whose files must then be kept. */
+/* Record a durable checkpoint: build the next list (the new checkpoint
+ * appended, retention applied), write it to the state file, swap it in,
+ * then delete what retention evicted. On failure the list is unchanged and
+ * a state file the write may have replaced is put back; when even that
+ * fails, *may_be_named is set: the state file on disk may name the new
+ * checkpoint, whose files must then be kept. */
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named);
 /* Remove temporary files of interrupted or failed saves from the
@@ -148,9 +161,6 @@ int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
 
 /* ---- the saver ---------------------------------------------------------- */
 
-/* Complete an overlapped snapshot still open (saver.c); the restore calls
- * it before writing the variables. */
-void ckpt__saver_complete_snapshot(ckpt_saver *s);
 
 typedef struct ckpt__job {
     uint64_t ticket;
@@ -180,7 +190,8 @@ struct ckpt_saver {
     uint64_t image_bytes; /* sum of record sizes */
     int frozen;           /* variables fixed after the first save */
     int need_cleanup;     /* a save failed: sweep temp files before the
-                             next one (written by whoever saves) */
+                             next one (written by whoever saves: one save
+                             runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
 
@@ -207,7 +218,7 @@ struct ckpt_saver {
     /* An idle writer helps with a snapshot: asked, it claims pieces
      * from help_work as save_async does; save_async withdraws a request
      * the writer has not taken up yet, or waits for it to finish. */
-    int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (saver.c) */
+    int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (writer.c) */
     ckpt__snapshot_work help_work;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
@@ -217,5 +228,80 @@ struct ckpt_saver {
     char bg_message[512];
     ckpt_saver_metrics metrics;
 };
+
+/* ---- the save pipeline (save_pipeline.c) ------------------------------- */
+
+/* What every save runs once its data is ready: sweep the temporary files a
+ * failed save left, forget an existing checkpoint named job->stored, write
+ * job->prefix (from `img` when not NULL, else straight from the variables),
+ * and commit it to the state file, removing its files when that fails. On
+ * failure the next save sweeps first. `bytes_out` receives the bytes
+ * written, `seconds_out` the time all of it took. Called by one thread at a
+ * time: the caller's (sync saves, after the writer went idle) or the
+ * writer's. */
+int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
+                                 const ckpt__image *img, uint64_t *bytes_out,
+                                 double *seconds_out);
+
+/* ---- outcomes (outcomes.c) ------------------------------------------------
+ * The functions marked "mu held" are called with s->mu locked. */
+
+/* Queue an outcome for on_save_done (mu held). */
+void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,
+                             const char *error, double write_s, uint64_t bytes);
+/* Count a save as started and its blocking time (mu held). */
+void ckpt__saver_count_started(ckpt_saver *s, double blocking_s);
+/* Count a finished save in the metrics and queue its outcome (mu held). */
+void ckpt__saver_record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
+                                const char *error, double write_s,
+                                uint64_t bytes);
+/* Keep `err` as the background error unless one is waiting (mu held). */
+void ckpt__saver_keep_bg_error(ckpt_saver *s, int err, const char *message);
+/* Hand queued outcomes to on_save_done, on the calling thread. */
+void ckpt__saver_deliver(ckpt_saver *s);
+/* Common entry of save, save_async, poll, wait: deliver outcomes and return
+ * a pending background failure once. */
+int ckpt__saver_enter(ckpt_saver *s);
+
+/* ---- the writer thread (writer.c; its top comment is the protocol) ------- */
+
+void ckpt__job_free(ckpt__job *job);
+/* Start the writer thread if it is not running. */
+int ckpt__writer_start(ckpt_saver *s);
+/* Stop and join it; a pending job is written first. */
+void ckpt__writer_stop(ckpt_saver *s);
+/* The image the next snapshot goes to under the busy policy (mu held), or
+ * CKPT_EBUSY when the save is skipped. */
+int ckpt__writer_choose_image(ckpt_saver *s, int64_t step);
+/* Copy every variable into images[image]; an idle writer shares the copy
+ * of the variables in plain memory when the state is large. */
+int ckpt__writer_snapshot(ckpt_saver *s, int image);
+/* The two halves of a snapshot: set up help_work for images[image] and,
+ * when `share` and the writer is idle, ask it to claim pieces (returns
+ * whether it was asked); then copy the pieces left and wait for the
+ * writer's last one, or withdraw the request. */
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share);
+void ckpt__writer_snapshot_end(ckpt_saver *s, int asked);
+/* Number `job` now (takes mu), before it is submitted. */
+uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job);
+/* Number `job` unless it is numbered already and queue it as pending
+ * (takes mu; the writer owns the job afterwards). Returns its ticket. */
+uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job);
+
+/* ---- snapshot setup and overlapped snapshots (overlap.c) ---------------- */
+
+/* Once, at the first image: time the fused copy-and-checksum against a
+ * plain copy of the biggest variable into that image and set s->checksum
+ * (CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces a choice). */
+void ckpt__saver_choose_checksum(ckpt_saver *s);
+/* save_async's snapshot once the fence is in use: the callbacks on the
+ * caller's thread, then, if the writer is idle, the plain pieces are left
+ * to it and `job` becomes s->deferred (returns 1); otherwise the copy is
+ * completed here (0). An error leaves no snapshot open. */
+int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job);
+/* Complete an open overlapped snapshot and submit its job; nothing when
+ * none is open. Every saver call but poll and get_metrics calls it before
+ * it could let the variables change. */
+void ckpt__saver_complete_snapshot(ckpt_saver *s);
 
 #endif

@@ -231,15 +231,15 @@ static int first_creation(ckpt_monitored_session *ms)
 /* Undo a failed creation: on_abort for hooks that began, then free. */
 static void abandon(ckpt_monitored_session *ms, int err)
 {
-    char message[1024];
-    snprintf(message, sizeof(message), "%s", ckpt_error_last()->message);
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved);
     for (size_t i = 0; i < ms->num_began; i++)
         if (ms->hooks[i].on_abort)
             ms->hooks[i].on_abort(err, ms->hooks[i].payload);
     ckpt__ms_drop_session(ms);
     ms->closed = 1;
     ckpt_monitored_session_free(ms);
-    ckpt__error(err, "%s", message);
+    ckpt__error(err, "%s", saved.message);
 }
 
 int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,

@@ -47,22 +47,9 @@ static int close_session(ckpt_monitored_session *ms)
     return saver_err;
 }
 
-/* Copy of the calling thread's last error, to survive cleanup calls. */
-typedef struct saved_error {
-    int code;
-    char message[1024];
-} saved_error;
-
-static void save_error(saved_error *e)
-{
-    const ckpt_error *last = ckpt_error_last();
-    e->code = last->code;
-    snprintf(e->message, sizeof(e->message), "%s", last->message);
-}
-
 int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
 {
-    saved_error saved;
+    ckpt__saved_error saved;
     int result;
     if (!ms)
         return ckpt__error(CKPT_EINVAL, "monitored_session_close: NULL");
@@ -75,17 +62,17 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
     if (status == 0 || ckpt_is_clean_end(status)) {
         result = call_ends(ms); /* B26, B27 */
     } else {
-        save_error(&saved);
+        ckpt__error_save(&saved);
         call_on_aborts(ms, status); /* B28 */
         result = status;
         if (saved.code == status)
-            ckpt__error(status, "%s", saved.message);
+            ckpt__error_restore(&saved);
         else
             ckpt__error(status, "monitored session closed with %s",
                         ckpt_error_name(status));
     }
     if (result < 0) {
-        save_error(&saved);
+        ckpt__error_save(&saved);
         close_session(ms);
         ckpt__error(result, "%s", saved.message);
     } else {

@@ -60,6 +60,53 @@ static void test_last_error_is_per_thread(void **state)
     assert_string_equal(ckpt_error_last()->message, "mine");
 }
 
+/* A saved error survives a failing cleanup step and comes back whole, even
+ * when the message fills the buffer; a saved "no error" restores to none. */
+static void test_error_save_restore(void **state)
+{
+    char long_name[CKPT__ERROR_MESSAGE_MAX + 100];
+    ckpt__saved_error saved;
+    (void)state;
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    ckpt__error(CKPT_ENOSPC, "write %s", long_name);
+    ckpt__error_save(&saved);
+    assert_int_equal(saved.code, CKPT_ENOSPC);
+    ckpt__error(CKPT_EIO, "cleanup failed");
+    assert_int_equal(ckpt__error_restore(&saved), CKPT_ENOSPC);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ENOSPC);
+    assert_int_equal(strncmp(ckpt_error_last()->message, "write nnnn", 10), 0);
+    assert_int_equal(strlen(ckpt_error_last()->message),
+                     CKPT__ERROR_MESSAGE_MAX - 1);
+
+    ckpt_error_clear();
+    ckpt__error_save(&saved);
+    assert_int_equal(saved.code, 0);
+    ckpt__error(CKPT_EIO, "probe failed");
+    assert_int_equal(ckpt__error_restore(&saved), 0);
+    assert_int_equal(ckpt_error_last()->code, 0);
+    assert_string_equal(ckpt_error_last()->message, "no error");
+}
+
+static int takes_pointer(const char *name)
+{
+    CKPT__CHECK_ARG(name);
+    return 7;
+}
+
+/* The NULL-argument check names the function and the argument. */
+static void test_check_arg(void **state)
+{
+    (void)state;
+    ckpt_error_clear();
+    assert_int_equal(takes_pointer("x"), 7);
+    assert_int_equal(ckpt_error_last()->code, 0);
+    assert_int_equal(takes_pointer(NULL), CKPT_EINVAL);
+    assert_string_equal(ckpt_error_last()->message,
+                        "takes_pointer: name is NULL");
+    ckpt_error_clear();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -67,6 +114,8 @@ int main(void)
         cmocka_unit_test(test_last_error_set_and_clear),
         cmocka_unit_test(test_errno_mapping),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_error_save_restore),
+        cmocka_unit_test(test_check_arg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

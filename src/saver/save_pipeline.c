@@ -1,0 +1,90 @@
+/* saver/save_pipeline.c - the steps every save runs once its data is ready,
+ * whether the caller's thread writes it (ckpt_saver_save, straight from the
+ * variables) or the writer thread does (writer.c, from a staging image):
+ * sweep what an earlier failed save left, forget an existing checkpoint of
+ * the same name, write the bundle, and name it in the state file. Both
+ * paths call ckpt__saver_write_checkpoint, so the order and the cleanup
+ * rules exist once. Only one save runs these steps at a time: a synchronous
+ * save first waits for the writer to go idle. */
+#include "io/fs_internal.h"
+#include "saver_internal.h"
+
+/* If a checkpoint of this name exists, unlist it and drop its index first,
+ * so a failure while overwriting never leaves mixed files looking complete. */
+static int forget_existing(ckpt_saver *s, const char *stored,
+                           const char *prefix)
+{
+    ckpt_buf index = CKPT_BUF_INIT;
+    int err = ckpt_bundle_index_path(&index, prefix);
+    if (err == 0 && ckpt__fs_stat(s->fs, index.ptr, NULL, NULL) == 0) {
+        CKPT__SAVER_LOG(s, CKPT_LOG_WARN, "overwriting existing checkpoint %s",
+                        prefix);
+        pthread_mutex_lock(&s->ds_mu);
+        err = ckpt__dir_state_forget(&s->ds, stored);
+        pthread_mutex_unlock(&s->ds_mu);
+    }
+    if (err == 0)
+        ckpt_error_clear();
+    ckpt_buf_dispose(&index);
+    return err;
+}
+
+/* After a failed save (whose own cleanup may have failed too), sweep the
+ * directory's temporary files before writing again. */
+static void sweep_after_failure(ckpt_saver *s)
+{
+    if (!s->need_cleanup)
+        return;
+    pthread_mutex_lock(&s->ds_mu);
+    if (ckpt__dir_state_remove_temps(&s->ds) == 0)
+        s->need_cleanup = 0;
+    pthread_mutex_unlock(&s->ds_mu);
+    ckpt_error_clear();
+}
+
+/* Name the written checkpoint in the state file; on failure remove its
+ * files so nothing unnamed is left behind, unless the state file on disk
+ * may name it after all (its rollback failed too). */
+static int commit_checkpoint(ckpt_saver *s, const char *stored,
+                             const char *prefix)
+{
+    int err;
+    int may_be_named = 0;
+    pthread_mutex_lock(&s->ds_mu);
+    err = ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock),
+                                 &may_be_named);
+    pthread_mutex_unlock(&s->ds_mu);
+    /* Never delete a checkpoint the state file on disk may still name. */
+    if (err < 0 && !may_be_named) {
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        ckpt__remove_checkpoint_files(s->fs, prefix);
+        ckpt__error_restore(&saved);
+    }
+    return err;
+}
+
+int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
+                                 const ckpt__image *img, uint64_t *bytes_out,
+                                 double *seconds_out)
+{
+    double t0 = ckpt_clock_monotonic(s->opts.clock);
+    uint64_t bytes = 0;
+    int err;
+    sweep_after_failure(s);
+    err = forget_existing(s, job->stored, job->prefix);
+    if (err == 0 && img)
+        err = ckpt__write_from_image(s->fs, job->prefix, s->vars, s->nvars, img,
+                                     s->image_bytes, s->opts.direct_io >= 0,
+                                     &bytes);
+    else if (err == 0)
+        err = ckpt__write_from_vars(s->fs, job->prefix, s->vars, s->nvars,
+                                    &bytes);
+    if (err == 0)
+        err = commit_checkpoint(s, job->stored, job->prefix);
+    if (err < 0)
+        s->need_cleanup = 1;
+    *bytes_out = bytes;
+    *seconds_out = ckpt_clock_monotonic(s->opts.clock) - t0;
+    return err;
+}

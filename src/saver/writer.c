@@ -1,0 +1,263 @@
+/* saver/writer.c - the saver's background writer thread: its job queue,
+ * the busy policy, and the handshake by which an idle writer shares a
+ * snapshot copy with the caller.
+ *
+ * Protocol. Everything named below lives in ckpt_saver and is guarded by
+ * its `mu`; `cv` is broadcast on every change of it.
+ *
+ *  - Jobs. At most one job is being written (`active`) and at most one
+ *    waits (`pending`). The caller's thread (save_async) picks a staging
+ *    image with ckpt__writer_choose_image, which applies the busy policy:
+ *    SKIP fails with CKPT_EBUSY while either slot is taken; WAIT waits until
+ *    both are free; COALESCE replaces the pending job (its outcome:
+ *    CKPT_ECANCELED) and reuses its image, or takes the image the active
+ *    job does not use. The chosen image is referenced by no job, so the
+ *    caller copies into it without the lock; ckpt__writer_submit then
+ *    numbers the job (`next_ticket`) and makes it `pending`.
+ *  - The writer takes `pending` into `active`, unlocks, runs the save
+ *    pipeline (save_pipeline.c) on the job's image, and relocks to record
+ *    the outcome, clear `active` and raise `finished_ticket` in one critical
+ *    section: whoever sees the save counted also sees the writer free. It
+ *    never touches the variables, only the image.
+ *  - Sharing a snapshot (`help_state`): NONE -> ASKED by the caller, only
+ *    while the writer is idle (no job, not stopping) and the image is large;
+ *    ASKED -> RUNNING when the writer takes it up and, without the lock,
+ *    claims pieces of plain-memory variables from `help_work` as the
+ *    caller does; RUNNING -> DONE when claims run out. The caller, done
+ *    with its own part, waits while RUNNING and then sets NONE, which also
+ *    withdraws a request still ASKED: the writer reads help_state under
+ *    mu, so it never starts on a withdrawn one. Each claim is an atomic
+ *    index, so every piece is copied exactly once. An overlapped snapshot
+ *    (overlap.c) is the same handshake with the caller's part deferred to
+ *    the next fence: the writer is idle (no job) from ASKED until the
+ *    fence submits the job, so it only ever copies or waits meanwhile.
+ *  - Before writing, the writer seals the job's image (the records' CRCs
+ *    from the pieces', or computed over the image when the snapshot's
+ *    copies were plain).
+ *  - Stopping: `stopping` is set and the thread joined; a pending job is
+ *    still written first, so no snapshot taken is lost. */
+#include "saver_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { HELP_NONE = 0, HELP_ASKED, HELP_RUNNING, HELP_DONE };
+
+/* Below this many bytes waking the writer to share a snapshot costs more
+ * than it saves. */
+#define SHARE_MIN_BYTES ((uint64_t)4 << 20)
+
+void ckpt__job_free(ckpt__job *job)
+{
+    if (!job)
+        return;
+    ckpt__free(job->prefix);
+    ckpt__free(job->stored);
+    ckpt__free(job);
+}
+
+/* Write `job` (called without mu); returns with mu held, the outcome
+ * recorded and the writer marked idle in the same critical section. */
+static void run_job(ckpt_saver *s, ckpt__job *job)
+{
+    uint64_t bytes = 0;
+    double write_s = 0.0;
+    char msg[512] = "";
+    ckpt__snapshot_work seal;
+    int err;
+    memset(&seal, 0, sizeof(seal));
+    seal.vars = s->vars;
+    seal.nvars = s->nvars;
+    seal.pieces = s->pieces;
+    seal.npieces = s->npieces;
+    seal.img = &s->images[job->image];
+    seal.checksum = job->checksum;
+    ckpt__image_seal(&seal);
+    err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image], &bytes,
+                                       &write_s);
+    if (err < 0) {
+        snprintf(msg, sizeof(msg), "save of step %" PRId64 " to %s failed: %s",
+                 job->step, job->prefix, ckpt_error_last()->message);
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
+    } else {
+        CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
+                        "checkpoint %s (step %" PRId64 ") is durable: %" PRIu64
+                        " bytes in %.3f s",
+                        job->prefix, job->step, bytes, write_s);
+    }
+    pthread_mutex_lock(&s->mu);
+    ckpt__saver_record_outcome(s, job, err, err < 0 ? msg : NULL, write_s,
+                               bytes);
+    if (err < 0)
+        ckpt__saver_keep_bg_error(s, err, msg);
+    s->active = NULL;
+    if (job->ticket > s->finished_ticket)
+        s->finished_ticket = job->ticket;
+}
+
+/* Take up a request to share a snapshot (mu held on entry and exit). */
+static void help_with_snapshot(ckpt_saver *s)
+{
+    s->help_state = HELP_RUNNING;
+    pthread_mutex_unlock(&s->mu);
+    ckpt__snapshot_claim(&s->help_work);
+    pthread_mutex_lock(&s->mu);
+    s->help_state = HELP_DONE;
+    pthread_cond_broadcast(&s->cv);
+}
+
+static void *writer_main(void *arg)
+{
+    ckpt_saver *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        ckpt__job *job;
+        while (!s->pending && !s->stopping && s->help_state != HELP_ASKED)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->help_state == HELP_ASKED) {
+            help_with_snapshot(s);
+            continue;
+        }
+        if (!s->pending)
+            break;
+        job = s->pending;
+        s->pending = NULL;
+        s->active = job;
+        pthread_mutex_unlock(&s->mu);
+        run_job(s, job); /* returns with mu held */
+        ckpt__job_free(job);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int ckpt__writer_start(ckpt_saver *s)
+{
+    int rc;
+    if (s->thread_started)
+        return 0;
+    rc = pthread_create(&s->thread, NULL, writer_main, s);
+    if (rc != 0)
+        return ckpt__error_errno(rc, "starting the checkpoint writer thread");
+    s->thread_started = 1;
+    return 0;
+}
+
+void ckpt__writer_stop(ckpt_saver *s)
+{
+    if (!s->thread_started)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->thread_started = 0;
+}
+
+int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
+{
+    int busy = s->active || s->pending;
+    if (!busy)
+        return 0;
+    switch (s->opts.busy_policy) {
+    case CKPT_BUSY_WAIT:
+        while (s->active || s->pending)
+            pthread_cond_wait(&s->cv, &s->mu);
+        return 0;
+    case CKPT_BUSY_COALESCE:
+        if (s->pending) {
+            ckpt__job *old = s->pending;
+            int image = old->image;
+            s->pending = NULL;
+            /* That trigger now counts as coalesced, not started. */
+            s->metrics.saves_started--;
+            s->metrics.saves_coalesced++;
+            ckpt__saver_push_result(s, old, CKPT_ECANCELED,
+                                    "replaced by a newer snapshot (coalesce)",
+                                    0.0, 0);
+            if (old->ticket > s->finished_ticket && !s->active)
+                s->finished_ticket = old->ticket;
+            ckpt__job_free(old);
+            return image;
+        }
+        return s->active->image == 0 ? 1 : 0;
+    default:
+        s->metrics.saves_skipped++;
+        return ckpt__error(CKPT_EBUSY,
+                           "save at step %" PRId64
+                           " skipped: the previous checkpoint is still "
+                           "being written",
+                           step);
+    }
+}
+
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share)
+{
+    ckpt__snapshot_work *w = &s->help_work;
+    int asked = 0;
+    w->vars = s->vars;
+    w->nvars = s->nvars;
+    w->pieces = s->pieces;
+    w->npieces = s->npieces;
+    w->img = &s->images[image];
+    w->checksum = s->checksum;
+    atomic_store(&w->next, 0);
+    if (share && s->npieces > 0) {
+        pthread_mutex_lock(&s->mu);
+        if (!s->active && !s->pending && !s->stopping) {
+            s->help_state = HELP_ASKED;
+            pthread_cond_broadcast(&s->cv);
+            asked = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return asked;
+}
+
+void ckpt__writer_snapshot_end(ckpt_saver *s, int asked)
+{
+    ckpt__snapshot_claim(&s->help_work);
+    if (!asked)
+        return;
+    /* A request not taken up yet is withdrawn; one taken up is waited for
+     * (at most the copy of one piece, as claims ran out). */
+    pthread_mutex_lock(&s->mu);
+    while (s->help_state == HELP_RUNNING)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->help_state = HELP_NONE;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int ckpt__writer_snapshot(ckpt_saver *s, int image)
+{
+    int asked = ckpt__writer_snapshot_begin(
+        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2);
+    int err = ckpt__snapshot_callbacks(&s->help_work);
+    ckpt__writer_snapshot_end(s, asked);
+    return err;
+}
+
+uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job)
+{
+    pthread_mutex_lock(&s->mu);
+    job->ticket = ++s->next_ticket;
+    pthread_mutex_unlock(&s->mu);
+    return job->ticket;
+}
+
+uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job)
+{
+    uint64_t ticket;
+    pthread_mutex_lock(&s->mu);
+    if (job->ticket == 0)
+        job->ticket = ++s->next_ticket;
+    ticket = job->ticket;
+    s->pending = job;
+    ckpt__saver_count_started(s, job->blocking_s);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return ticket;
+}

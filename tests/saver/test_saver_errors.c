@@ -1,0 +1,181 @@
+/* Saver error reporting: every file-system call goes through the wrappers
+ * that name the operation and the file when a ckpt_fs method fails without
+ * a message of its own, and the saver's public functions follow the
+ * NULL-argument rule of docs/CONTRIBUTING.md. */
+#include "saver_test_util.h"
+
+#include "common/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The POSIX file system, except that the method chosen fails with
+ * CKPT_EIO and sets no message, from its `after`th call on. */
+typedef enum { MUTE_LIST, MUTE_REMOVE, MUTE_WRITE } mute_method;
+
+typedef struct mute_fs {
+    ckpt_fs fs;
+    mute_method method;
+    int after; /* calls that still succeed */
+} mute_fs;
+
+static int should_fail(mute_fs *m, mute_method method)
+{
+    if (m->method != method)
+        return 0;
+    if (m->after > 0) {
+        m->after--;
+        return 0;
+    }
+    return 1;
+}
+
+static int mute_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
+                     void *payload)
+{
+    const ckpt_fs *p = ckpt_fs_posix();
+    if (should_fail(payload, MUTE_LIST))
+        return CKPT_EIO;
+    return p->list(path, cb, cb_payload, p->payload);
+}
+
+static int mute_remove(const char *path, void *payload)
+{
+    const ckpt_fs *p = ckpt_fs_posix();
+    if (should_fail(payload, MUTE_REMOVE))
+        return CKPT_EIO;
+    return p->remove(path, p->payload);
+}
+
+static int mute_write(ckpt_file *f, const void *buf, size_t n, void *payload)
+{
+    const ckpt_fs *p = ckpt_fs_posix();
+    if (should_fail(payload, MUTE_WRITE))
+        return CKPT_EIO;
+    return p->write(f, buf, n, p->payload);
+}
+
+static void mute_init(mute_fs *m, mute_method method, int after)
+{
+    m->fs = *ckpt_fs_posix();
+    m->fs.payload = m;
+    m->fs.list = mute_list;
+    m->fs.remove = mute_remove;
+    m->fs.write = mute_write;
+    m->method = method;
+    m->after = after;
+}
+
+typedef struct fixture {
+    char *dir;
+    float w[4];
+    char log[4096];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = test_make_temp_dir();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static void keep_log(int level, const char *msg, void *payload)
+{
+    fixture *f = payload;
+    size_t used = strlen(f->log);
+    (void)level;
+    snprintf(f->log + used, sizeof(f->log) - used, "%s\n", msg);
+}
+
+static ckpt_saver *open_with(fixture *f, ckpt_saver_options *o)
+{
+    ckpt_saver *s = NULL;
+    ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {4}}, f->w, NULL, NULL, NULL};
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, o));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &w));
+    return s;
+}
+
+/* Opening lists the directory; a silent failure there is named. */
+static void test_open_names_silent_list_failure(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    mute_fs m;
+    char want[512];
+    mute_init(&m, MUTE_LIST, 0);
+    o.fs = &m.fs;
+    ckpt__error(CKPT_ECORRUPT, "a stale message");
+    snprintf(want, sizeof(want), "list %s: input/output error", f->dir);
+    assert_ckpt_error(ckpt_saver_open(&s, f->dir, &o), CKPT_EIO, want);
+    assert_null(s);
+}
+
+/* Retention deletes through the wrappers: the warning for a deletion that
+ * failed silently names the file, not a stale message. */
+static void test_retention_names_silent_remove_failure(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    mute_fs m;
+    mute_init(&m, MUTE_REMOVE, 1000);
+    o.fs = &m.fs;
+    o.max_to_keep = 1;
+    o.log = keep_log;
+    o.log_payload = f;
+    o.log_level = CKPT_LOG_WARN;
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    m.after = 0;
+    ckpt__error(CKPT_ECORRUPT, "a stale message");
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+    assert_non_null(strstr(f->log, "deleting old checkpoint"));
+    assert_non_null(strstr(f->log, "model.ckpt-1.index: input/output error"));
+    assert_null(strstr(f->log, "a stale message"));
+    ckpt_saver_free(s);
+}
+
+/* The index is written by the table builder; its silent write failure is
+ * named too. */
+static void test_index_write_names_silent_failure(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    mute_fs m;
+    mute_init(&m, MUTE_WRITE, 1000);
+    o.fs = &m.fs;
+    s = open_with(f, &o);
+    /* a sync save writes the data file, then the index: fail the second */
+    m.after = 1;
+    ckpt__error(CKPT_ECORRUPT, "a stale message");
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
+                      "write: input/output error");
+    assert_null(strstr(ckpt_error_last()->message, "stale"));
+    ckpt_saver_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_names_silent_list_failure,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_retention_names_silent_remove_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_write_names_silent_failure,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
