@@ -18,6 +18,7 @@
 
 #include "common/internal.h"
 #include "format/bundle_proto.h"
+#include "format/bundle_read_report.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
 #include "format/table.h"
@@ -57,6 +58,8 @@ struct ckpt_bundle_reader {
     size_t shards_cap;
     ckpt_buf path;               /* scratch: a data file's name */
     ckpt__sliced_entries sliced; /* values of partitioned entries */
+    ckpt__read_report stream;    /* the last streamed read (mode 0: none) */
+    uint64_t stream_bytes;       /* bytes it read */
 };
 
 typedef ckpt__shown_name shown_name;
@@ -875,7 +878,10 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
     err = locate(r, plan[0].e, &s); /* sets r->path to the data file */
     ckpt__error_save(&saved);
     if (err == 0)
-        err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
+        err = ckpt__read_extents_report(r->fs, r->path.ptr, ext, next,
+                                        &r->stream);
+    if (err == 0)
+        r->stream_bytes = total;
     if (err == CKPT_ENOTSUP)
         ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
@@ -906,6 +912,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         return ckpt__error(CKPT_EINVAL, "bundle read_many: NULL argument");
     if (n == 0)
         return 0;
+    memset(&r->stream, 0, sizeof(r->stream));
+    r->stream_bytes = 0;
     plan = ckpt__calloc(n, sizeof(*plan));
     if (!plan)
         return ckpt__error_oom();
@@ -1045,4 +1053,12 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     }
     ckpt_buf_dispose(&rec);
     return err;
+}
+
+const ckpt__read_report *ckpt__bundle_reader_stream(const ckpt_bundle_reader *r,
+                                                    uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = r->stream_bytes;
+    return &r->stream;
 }
