@@ -8,7 +8,13 @@
  * directory fsynced. Until finish returns 0 no <prefix>.index exists.
  *
  * The reader loads and validates the whole index when opened, opens data
- * shards lazily, and verifies each record's CRC32C when it reads it. */
+ * shards lazily, and verifies each record's CRC32C when it reads it.
+ *
+ * NULL arguments: a function returning int rejects a NULL pointer it needs
+ * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
+ * as optional may be NULL; the accessors treat a NULL reader as empty
+ * (NULL prefix and entry, 0 shards and tensors) and the free functions
+ * ignore NULL. */
 #ifndef CKPT_BUNDLE_H
 #define CKPT_BUNDLE_H
 

@@ -182,8 +182,9 @@ CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
  *  with 0 runs every hook's end, so the checkpoint hook writes the final
  *  checkpoint and the loop exits cleanly. A second signal while the first
  *  is pending gets the previous disposition (Ctrl-C twice quits).
- *  Process-wide (signal dispositions are): one session at a time; call
- *  install and remove from the training thread. Freeing `ms` removes it.
+ *  Process-wide (signal dispositions are): one session at a time, also
+ *  when sessions on several threads install at once; remove restores the
+ *  dispositions in place before install. Freeing `ms` removes it.
  *  @return 0 (also when `ms` already holds it), CKPT_EBUSY if another
  *          session holds the handler, CKPT_EINVAL */
 CKPT_EXTERN(int) ckpt_preemption_handler_install(ckpt_monitored_session *ms);

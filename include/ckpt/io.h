@@ -5,7 +5,12 @@
  * SQLite's VFS: tests wrap the real one to inject faults (ckpt/sys/fs_fault.h)
  * and users may supply their own. Paths are ordinary '/'-separated strings.
  * Every method returns 0 or a negative ckpt_error_code and, on failure, sets
- * the thread's last error with a message naming the operation and path. */
+ * the thread's last error with a message naming the operation and path.
+ *
+ * NULL arguments: a function returning int rejects a NULL pointer it needs
+ * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
+ * as optional may be NULL; ckpt_fs_or_default(NULL) is the POSIX file
+ * system. */
 #ifndef CKPT_IO_H
 #define CKPT_IO_H
 

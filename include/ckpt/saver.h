@@ -11,7 +11,12 @@
  *
  * Threads: a saver is used from one thread (the training loop). Async saves
  * run on one background writer thread the saver owns; completion callbacks
- * and the log callback are documented per member below. */
+ * and the log callback are documented per member below.
+ *
+ * NULL arguments: a function returning int rejects a NULL pointer it needs
+ * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
+ * as optional may be NULL; the others treat a NULL saver as empty (as each
+ * says). */
 #ifndef CKPT_SAVER_H
 #define CKPT_SAVER_H
 
@@ -222,7 +227,7 @@ CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
 CKPT_EXTERN(int) ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out);
 
 /** Number of checkpoints the saver currently keeps (listed in the state
- *  file), oldest first. */
+ *  file), oldest first; 0 for a NULL saver. */
 CKPT_EXTERN(size_t) ckpt_saver_num_checkpoints(ckpt_saver *s);
 
 /** Prefix `i` (0 = oldest) into `out`. @return 0 or CKPT_EINVAL */
@@ -232,13 +237,15 @@ CKPT_EXTERN(int) ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out);
 CKPT_EXTERN(int64_t) ckpt_checkpoint_step(const char *prefix);
 
 /** The options the saver was opened with (borrowed; valid until the saver
- *  is freed; `fs` and `clock` as given, `basename` the saver's copy). */
+ *  is freed; `fs` and `clock` as given, `basename` the saver's copy); NULL
+ *  for a NULL saver. */
 CKPT_EXTERN(const ckpt_saver_options *) ckpt_saver_get_options(
     const ckpt_saver *s);
 
 /** Replace the on_save_done callback (e.g. to put a hook's callback in
  *  front of the user's and forward to it). Call it from the thread that
- *  drives the saver, which is also the only thread that calls it. */
+ *  drives the saver, which is also the only thread that calls it. Nothing
+ *  for a NULL saver. */
 CKPT_EXTERN(void) ckpt_saver_set_on_save_done(ckpt_saver *s,
                                               ckpt_save_done_fn fn,
                                               void *payload);
@@ -264,12 +271,14 @@ typedef struct ckpt_saver_metrics {
                                    CKPT_NO_STEP */
 } ckpt_saver_metrics;
 
-/** Copy the metrics (safe while a write is in flight). */
+/** Copy the metrics (safe while a write is in flight); nothing when `s` or
+ *  `out` is NULL. */
 CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
                                          ckpt_saver_metrics *out);
 
 /** Bytes of staging memory async saves use (known once the variables are
- *  registered): one data image for SKIP and WAIT, two for COALESCE. */
+ *  registered): one data image for SKIP and WAIT, two for COALESCE; 0 for
+ *  a NULL saver. */
 CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
 
 /** Allocate and pre-fault the staging buffers now rather than at the first

@@ -1,5 +1,9 @@
 /* ckpt/state.h - the `checkpoint` state file of a checkpoint directory:
- * TensorFlow's CheckpointState message in protobuf text format. */
+ * TensorFlow's CheckpointState message in protobuf text format.
+ *
+ * NULL arguments: a function returning int rejects a NULL pointer it needs
+ * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
+ * as optional may be NULL; ckpt_state_dispose ignores NULL. */
 #ifndef CKPT_STATE_H
 #define CKPT_STATE_H
 

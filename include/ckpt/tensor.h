@@ -1,5 +1,10 @@
 /* ckpt/tensor.h - data types (TensorFlow's DataType numbers), shapes and
- * the helpers that size and name them. */
+ * the helpers that size and name them.
+ *
+ * NULL arguments: a function returning int rejects a NULL pointer it needs
+ * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
+ * as optional may be NULL; the functions that return no error code say
+ * what a NULL gives. */
 #ifndef CKPT_TENSOR_H
 #define CKPT_TENSOR_H
 
@@ -82,11 +87,13 @@ CKPT_EXTERN(float) ckpt_half_to_float(uint16_t bits);
 /** A bfloat16 value, given as its bits, widened to float. */
 CKPT_EXTERN(float) ckpt_bfloat16_to_float(uint16_t bits);
 
-/** Whether two shapes have the same rank and dimensions. */
+/** Whether two shapes have the same rank and dimensions (two NULLs are
+ *  equal, a NULL and a shape are not). */
 CKPT_EXTERN(int) ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b);
 
-/** Write "[d0, d1, ...]" ("[]" for a scalar) into `out` (size `n`,
- *  always NUL-terminated). @return the length it needed, like snprintf. */
+/** Write "[d0, d1, ...]" ("[]" for a scalar, "(null)" for a NULL shape)
+ *  into `out` (size `n`, always NUL-terminated). @return the length it
+ *  needed, like snprintf. */
 CKPT_EXTERN(size_t)
 ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape);
 

@@ -1,14 +1,27 @@
 /* common/alloc.c - the library's allocation entry points and the optional
- * replacement allocator of ckpt/sys/alloc.h. */
+ * replacement allocator of ckpt/sys/alloc.h.
+ *
+ * The allocator is process-wide state (docs/threading.md, "Process-wide
+ * state"): memory leaves the library in caller-owned buffers that are
+ * freed later without any object to say which allocator made them, so
+ * there is one allocator for all of it. One owner at a time: replacing an
+ * installed allocator with a different one is refused (memory the first
+ * allocated would reach the second's free); set NULL first. */
 #include "ckpt/sys/alloc.h"
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The one piece of process-wide state: set by tests before use. */
+/* Set while no other thread uses the library (see ckpt_set_allocator). */
 static ckpt_allocator current_allocator;
 static int have_allocator;
+
+static int same_allocator(const ckpt_allocator *a, const ckpt_allocator *b)
+{
+    return a->payload == b->payload && a->malloc == b->malloc &&
+           a->realloc == b->realloc && a->free == b->free;
+}
 
 int ckpt_set_allocator(const ckpt_allocator *a)
 {
@@ -21,6 +34,11 @@ int ckpt_set_allocator(const ckpt_allocator *a)
                            a->version);
     if (!a->malloc || !a->realloc || !a->free)
         return ckpt__error(CKPT_EINVAL, "allocator: every member is required");
+    if (have_allocator && !same_allocator(&current_allocator, a))
+        return ckpt__error(CKPT_EBUSY,
+                           "allocator: another allocator is installed; "
+                           "restore the default (NULL) before installing a "
+                           "different one");
     current_allocator = *a;
     have_allocator = 1;
     return 0;

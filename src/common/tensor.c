@@ -83,9 +83,11 @@ int ckpt_dtype_from_name(const char *name)
 int ckpt_shape_num_elements(int64_t *out, const ckpt_shape *shape)
 {
     int64_t n = 1;
-    if (!shape || shape->rank < 0 || shape->rank > CKPT_MAX_RANK)
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(shape);
+    if (shape->rank < 0 || shape->rank > CKPT_MAX_RANK)
         return ckpt__error(CKPT_EINVAL, "shape: rank %d out of range 0..%d",
-                           shape ? shape->rank : -1, CKPT_MAX_RANK);
+                           shape->rank, CKPT_MAX_RANK);
     for (int i = 0; i < shape->rank; i++) {
         if (shape->dims[i] < 0)
             return ckpt__error(CKPT_EINVAL, "shape: dim %d is negative (%lld)",
@@ -109,6 +111,8 @@ int ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape)
     int64_t n;
     size_t esize = ckpt_dtype_size(dtype);
     int err;
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(shape);
     if (esize == 0)
         return ckpt__error(
             CKPT_ENOTSUP, "dtype %d (%s) has no fixed size", dtype,
@@ -145,6 +149,8 @@ float ckpt_bfloat16_to_float(uint16_t bits)
 
 int ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b)
 {
+    if (!a || !b)
+        return a == b;
     if (a->rank != b->rank)
         return 0;
     for (int i = 0; i < a->rank && i < CKPT_MAX_RANK; i++)
@@ -158,7 +164,13 @@ size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
     /* 32 dims of at most 20 digits plus ", " fit comfortably. */
     char text[CKPT_MAX_RANK * 24 + 8];
     size_t used = 0;
-    int rank = shape->rank < 0 ? 0 : shape->rank;
+    int rank;
+    if (!shape) {
+        if (n > 0)
+            snprintf(out, n, "(null)");
+        return 6;
+    }
+    rank = shape->rank < 0 ? 0 : shape->rank;
     if (rank > CKPT_MAX_RANK)
         rank = CKPT_MAX_RANK;
     text[used++] = '[';

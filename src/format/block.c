@@ -171,112 +171,111 @@ int ckpt__block_builder_finish(ckpt__block_builder *b)
 
 /* ---- reader ------------------------------------------------------------- */
 
+/* The trailer of a block: the restart count (which must fit the block)
+ * and the restart offsets, strictly increasing, the first one 0, all inside
+ * the entry area (an empty block may only point at offset 0). Sets
+ * *restart_start, where the entry area ends. */
+static int check_restarts(const uint8_t *block, size_t n, const char *what,
+                          uint32_t *num_out, size_t *restart_start)
+{
+    uint32_t num_restarts;
+    size_t start;
+    if (n < 4)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad block contents (%zu bytes, too short)",
+                           what, n);
+    num_restarts = ckpt__decode_fixed32(block + n - 4);
+    if (num_restarts > (n - 4) / 4)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad block contents (restart count %" PRIu32
+                           " too large for %zu bytes)",
+                           what, num_restarts, n);
+    start = n - 4 - 4 * (size_t)num_restarts;
+    if (num_restarts == 0 && start > 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad block contents (entries but no restart "
+                           "points)",
+                           what);
+    for (size_t i = 0; i < num_restarts; i++) {
+        uint32_t r = ckpt__decode_fixed32(block + start + 4 * i);
+        uint32_t prev =
+            i ? ckpt__decode_fixed32(block + start + 4 * (i - 1)) : 0;
+        bool ok =
+            start == 0 ? r == 0 : (r < start && (i == 0 ? r == 0 : r > prev));
+        if (!ok)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: bad block contents (restart point %zu at "
+                               "offset %" PRIu32 " is invalid)",
+                               what, i, r);
+    }
+    *num_out = num_restarts;
+    *restart_start = start;
+    return 0;
+}
+
+/* One entry's header at `pos`, checked against the previous key (of
+ * `key_size` bytes; none to share at a restart point) and the end of the
+ * entry area: *p moves past the header. */
+static int read_entry_header(const uint8_t **p, const uint8_t *limit,
+                             const char *what, size_t pos, size_t key_size,
+                             bool at_restart, uint32_t *shared,
+                             uint32_t *non_shared, uint32_t *value_len)
+{
+    if (!ckpt__get_varint32(p, limit, shared) ||
+        !ckpt__get_varint32(p, limit, non_shared) ||
+        !ckpt__get_varint32(p, limit, value_len))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad entry in block at offset %zu "
+                           "(truncated header)",
+                           what, pos);
+    if (*shared > key_size || (at_restart && *shared != 0))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad entry in block at offset %zu (shared "
+                           "prefix %" PRIu32 " with a %s key of %zu bytes)",
+                           what, pos, *shared,
+                           at_restart ? "restart" : "previous", key_size);
+    if ((uint64_t)*non_shared + *value_len > (uint64_t)(limit - *p))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad entry in block at offset %zu (key %" PRIu32
+                           " + value %" PRIu32 " bytes overrun the block)",
+                           what, pos, *non_shared, *value_len);
+    return 0;
+}
+
 int ckpt__block_iterate(const uint8_t *block, size_t n, const char *what,
                         ckpt__block_entry_cb cb, void *payload)
 {
     ckpt_buf key = CKPT_BUF_INIT;
-    uint32_t num_restarts;
-    size_t restart_start;
+    uint32_t num_restarts = 0;
+    size_t restart_start = 0;
     size_t next_restart = 0; /* index of the next restart point to meet */
     size_t pos = 0;
-    int err = 0;
-
-    if (n < 4) {
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: bad block contents (%zu bytes, too short)", what,
-                          n);
-        goto done;
-    }
-    num_restarts = ckpt__decode_fixed32(block + n - 4);
-    if (num_restarts > (n - 4) / 4) {
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: bad block contents (restart count %" PRIu32
-                          " too large for %zu bytes)",
-                          what, num_restarts, n);
-        goto done;
-    }
-    restart_start = n - 4 - 4 * (size_t)num_restarts;
-    if (num_restarts == 0 && restart_start > 0) {
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: bad block contents (entries but no restart "
-                          "points)",
-                          what);
-        goto done;
-    }
-    /* Restart offsets: strictly increasing, the first one 0, all inside the
-     * entry area (an empty block may only point at offset 0). */
-    for (size_t i = 0; i < num_restarts; i++) {
-        uint32_t r = ckpt__decode_fixed32(block + restart_start + 4 * i);
-        uint32_t prev =
-            i ? ckpt__decode_fixed32(block + restart_start + 4 * (i - 1)) : 0;
-        bool ok = restart_start == 0
-                      ? r == 0
-                      : (r < restart_start && (i == 0 ? r == 0 : r > prev));
-        if (!ok) {
-            err = ckpt__error(CKPT_ECORRUPT,
-                              "%s: bad block contents (restart point %zu at "
-                              "offset %" PRIu32 " is invalid)",
-                              what, i, r);
-            goto done;
-        }
-    }
-
-    while (pos < restart_start) {
+    int err = check_restarts(block, n, what, &num_restarts, &restart_start);
+    while (err == 0 && pos < restart_start) {
         const uint8_t *p = block + pos;
-        const uint8_t *limit = block + restart_start;
         uint32_t shared, non_shared, value_len;
-        bool at_restart = false;
-
-        if (next_restart < num_restarts &&
-            ckpt__decode_fixed32(block + restart_start + 4 * next_restart) ==
-                pos) {
-            at_restart = true;
+        bool at_restart = next_restart < num_restarts &&
+                          ckpt__decode_fixed32(block + restart_start +
+                                               4 * next_restart) == pos;
+        if (at_restart)
             next_restart++;
-        }
-        if (!ckpt__get_varint32(&p, limit, &shared) ||
-            !ckpt__get_varint32(&p, limit, &non_shared) ||
-            !ckpt__get_varint32(&p, limit, &value_len)) {
-            err = ckpt__error(CKPT_ECORRUPT,
-                              "%s: bad entry in block at offset %zu "
-                              "(truncated header)",
-                              what, pos);
-            goto done;
-        }
-        if (shared > key.size || (at_restart && shared != 0)) {
-            err = ckpt__error(CKPT_ECORRUPT,
-                              "%s: bad entry in block at offset %zu (shared "
-                              "prefix %" PRIu32 " with a %s key of %zu bytes)",
-                              what, pos, shared,
-                              at_restart ? "restart" : "previous", key.size);
-            goto done;
-        }
-        if ((uint64_t)non_shared + value_len > (uint64_t)(limit - p)) {
-            err =
-                ckpt__error(CKPT_ECORRUPT,
-                            "%s: bad entry in block at offset %zu (key %" PRIu32
-                            " + value %" PRIu32 " bytes overrun the block)",
-                            what, pos, non_shared, value_len);
-            goto done;
-        }
+        err = read_entry_header(&p, block + restart_start, what, pos, key.size,
+                                at_restart, &shared, &non_shared, &value_len);
+        if (err < 0)
+            break;
         key.size = shared;
         err = ckpt__buf_put(&key, p, non_shared);
         if (err < 0)
-            goto done;
+            break;
         p += non_shared;
         err = cb((const uint8_t *)key.ptr, key.size, p, value_len, payload);
-        if (err != 0)
-            goto done;
-        p += value_len;
-        pos = (size_t)(p - block);
+        pos = (size_t)(p + value_len - block);
     }
-    if (next_restart != num_restarts && restart_start > 0) {
+    if (err == 0 && next_restart != num_restarts && restart_start > 0)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: bad block contents (restart point %zu is not "
                           "at an entry)",
                           what, next_restart);
-        goto done;
-    }
-done:
     ckpt_buf_dispose(&key);
     return err;
 }

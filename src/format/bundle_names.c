@@ -7,8 +7,8 @@
 
 int ckpt_bundle_index_path(ckpt_buf *out, const char *prefix)
 {
-    if (!out || !prefix)
-        return ckpt__error(CKPT_EINVAL, "bundle index path: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(prefix);
     ckpt__buf_clear(out);
     return ckpt__buf_printf(out, "%s.index", prefix);
 }
@@ -16,8 +16,8 @@ int ckpt_bundle_index_path(ckpt_buf *out, const char *prefix)
 int ckpt_bundle_data_path(ckpt_buf *out, const char *prefix, int shard,
                           int num_shards)
 {
-    if (!out || !prefix)
-        return ckpt__error(CKPT_EINVAL, "bundle data path: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(prefix);
     if (num_shards < 1 || shard < 0 || shard >= num_shards)
         return ckpt__error(CKPT_EINVAL,
                            "bundle data path: shard %d out of range for %d "

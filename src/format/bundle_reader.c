@@ -100,8 +100,7 @@ static const char *dtype_label(int dtype)
 int ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
                                     unsigned int version)
 {
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL, "bundle reader options: NULL");
+    CKPT__CHECK_ARG(opts);
     if (version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
         return ckpt__error(CKPT_EVERSION,
                            "bundle reader options: unsupported version %u",
@@ -137,8 +136,9 @@ const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
 {
-    if (!out || !r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle reader find: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     return ckpt__bundle_reader_find_key(out, r, name, strlen(name));
 }
 
@@ -323,8 +323,7 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     struct load_state st;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "bundle reader: NULL out");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!prefix || !*prefix)
         return ckpt__error(CKPT_EINVAL, "bundle reader: empty prefix");
@@ -669,8 +668,9 @@ int ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
                                    const ckpt_tensor_entry *entry,
                                    ckpt_buf *out)
 {
-    if (!r || !entry || !out)
-        return ckpt__error(CKPT_EINVAL, "bundle read_record: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    CKPT__CHECK_ARG(out);
     return load_record(r, entry, out, !r->skip_crc);
 }
 
@@ -791,8 +791,8 @@ int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
     const ckpt_tensor_entry *e;
     int err;
 
-    if (!r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle read: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     err = check_read_target(&e, r, name, dst, dst_size);
     if (err < 0)
         return err;
@@ -908,8 +908,9 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
     planned_read *plan = NULL;
     int err = 0;
 
-    if (!r || (n > 0 && !reqs))
-        return ckpt__error(CKPT_EINVAL, "bundle read_many: NULL argument");
+    CKPT__CHECK_ARG(r);
+    if (n > 0)
+        CKPT__CHECK_ARG(reqs);
     if (n == 0)
         return 0;
     memset(&r->stream, 0, sizeof(r->stream));
@@ -1021,11 +1022,10 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     shown_name sn;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL out");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    if (!r || !name)
-        return ckpt__error(CKPT_EINVAL, "bundle read_strings: NULL argument");
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
     err = find_for_read(&e, r, name);
     if (err < 0)
         return err;
@@ -1041,8 +1041,7 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     ckpt_buf rec = CKPT_BUF_INIT;
     int err = 0;
 
-    if (!r)
-        return ckpt__error(CKPT_EINVAL, "bundle verify: NULL reader");
+    CKPT__CHECK_ARG(r);
     for (size_t i = 0; err == 0 && i < r->count; i++) {
         const ckpt_tensor_entry *e = &r->entries[i];
         if (e->num_slices > 0)

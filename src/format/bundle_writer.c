@@ -107,8 +107,6 @@ static int sticky(const ckpt_bundle_writer *w)
 /* Checks common to every add: a usable writer and a fresh, non-empty name. */
 static int check_open(ckpt_bundle_writer *w)
 {
-    if (!w)
-        return ckpt__error(CKPT_EINVAL, "bundle writer: NULL writer");
     if (w->state == W_FINISHED)
         return ckpt__error(CKPT_ESTATE, "%s: bundle writer already finished",
                            w->prefix);
@@ -341,8 +339,7 @@ static int shard_pad(ckpt_bundle_writer *w)
 int ckpt_bundle_writer_options_init(ckpt_bundle_writer_options *opts,
                                     unsigned int version)
 {
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL, "bundle writer options: NULL");
+    CKPT__CHECK_ARG(opts);
     if (version != CKPT_BUNDLE_WRITER_OPTIONS_VERSION)
         return ckpt__error(CKPT_EVERSION,
                            "bundle writer options: unsupported version %u",
@@ -359,8 +356,7 @@ int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
     int num_shards = 1;
     int err;
 
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "bundle writer: NULL out");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!prefix || !*prefix)
         return ckpt__error(CKPT_EINVAL, "bundle writer: empty prefix");
@@ -458,7 +454,9 @@ void ckpt_bundle_writer_free(ckpt_bundle_writer *w)
 
 int ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard)
 {
-    int err = check_open(w);
+    int err;
+    CKPT__CHECK_ARG(w);
+    err = check_open(w);
     if (err < 0)
         return err;
     if (shard < 0 || shard >= w->num_shards)
@@ -555,7 +553,9 @@ int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
                            size_t nbytes)
 {
     ckpt__bundle_entry e;
-    int err = check_open(w);
+    int err;
+    CKPT__CHECK_ARG(w);
+    err = check_open(w);
     if (err < 0)
         return err;
     err = check_fixed(w, name, dtype, shape, nbytes);
@@ -595,7 +595,9 @@ int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,
     ckpt__slice_piece piece;
     ckpt__bundle_entry e;
     size_t slot = 0;
-    int err = check_open(w);
+    int err;
+    CKPT__CHECK_ARG(w);
+    err = check_open(w);
     if (err < 0)
         return err;
     err = ckpt__slice_piece_prepare(&piece, w->prefix, name, dtype, full_shape,
@@ -725,7 +727,9 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     uint32_t crc = 0;
     uint32_t masked;
     uint8_t word[8];
-    int err = check_open(w);
+    int err;
+    CKPT__CHECK_ARG(w);
+    err = check_open(w);
     if (err < 0)
         return err;
     err = check_name(w, name);
@@ -830,7 +834,9 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
     ckpt__bundle_entry e;
     int64_t count, need;
     uint32_t crc = 0;
-    int err = check_open(w);
+    int err;
+    CKPT__CHECK_ARG(w);
+    err = check_open(w);
     if (err < 0)
         return err;
     err = check_name(w, name);
@@ -954,8 +960,7 @@ done:
 int ckpt_bundle_writer_finish(ckpt_bundle_writer *w)
 {
     int err;
-    if (!w)
-        return ckpt__error(CKPT_EINVAL, "bundle writer: NULL writer");
+    CKPT__CHECK_ARG(w);
     if (w->state == W_FINISHED)
         return ckpt__error(CKPT_ESTATE, "%s: bundle writer already finished",
                            w->prefix);

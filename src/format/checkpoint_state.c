@@ -240,85 +240,66 @@ static const char *describe_char(const lexer *lx, char tmp[8])
     return tmp;
 }
 
+/* The byte a one-letter escape stands for (n: newline, t: tab, ...), or 0
+ * when `c` is not one. */
+static unsigned char simple_escape(char c)
+{
+    static const char letters[] = "abfnrtv\\'\"?";
+    static const char bytes[] = "\a\b\f\n\r\t\v\\'\"?";
+    const char *p = c ? strchr(letters, c) : NULL;
+    return p ? (unsigned char)bytes[p - letters] : 0;
+}
+
+/* Up to three octal digits (cursor on the first). */
+static int lex_octal_escape(lexer *lx, ckpt_buf *out)
+{
+    unsigned int v = 0;
+    unsigned char byte;
+    for (int digits = 0; digits < 3 && is_octal(peek(lx)); digits++) {
+        v = v * 8 + (unsigned int)(peek(lx) - '0');
+        advance(lx);
+    }
+    if (v > 0xff)
+        return lex_error(lx, "octal escape out of range");
+    byte = (unsigned char)v;
+    return ckpt__buf_put(out, &byte, 1);
+}
+
+/* "x" and up to two hex digits (cursor on the x). */
+static int lex_hex_escape(lexer *lx, ckpt_buf *out)
+{
+    unsigned int v = 0;
+    unsigned char byte;
+    int digits;
+    advance(lx);
+    for (digits = 0; digits < 2 && hex_value(peek(lx)) >= 0; digits++) {
+        v = v * 16 + (unsigned int)hex_value(peek(lx));
+        advance(lx);
+    }
+    if (digits == 0)
+        return lex_error(lx, "\\x escape without hex digits");
+    byte = (unsigned char)v;
+    return ckpt__buf_put(out, &byte, 1);
+}
+
 /* One escape sequence after the backslash (cursor on the letter). */
 static int lex_escape(lexer *lx, ckpt_buf *out)
 {
     char c = peek(lx);
-    unsigned int v;
-    int digits;
-    unsigned char byte;
-    switch (c) {
-    case 'a':
-        byte = '\a';
-        break;
-    case 'b':
-        byte = '\b';
-        break;
-    case 'f':
-        byte = '\f';
-        break;
-    case 'n':
-        byte = '\n';
-        break;
-    case 'r':
-        byte = '\r';
-        break;
-    case 't':
-        byte = '\t';
-        break;
-    case 'v':
-        byte = '\v';
-        break;
-    case '\\':
-        byte = '\\';
-        break;
-    case '\'':
-        byte = '\'';
-        break;
-    case '"':
-        byte = '"';
-        break;
-    case '?':
-        byte = '?';
-        break;
-    default:
-        byte = 0;
-        break;
-    }
+    unsigned char byte = simple_escape(c);
+    char tmp[8];
     if (byte != 0) {
         advance(lx);
         return ckpt__buf_put(out, &byte, 1);
     }
-    if (is_octal(c)) {
-        v = 0;
-        for (digits = 0; digits < 3 && is_octal(peek(lx)); digits++) {
-            v = v * 8 + (unsigned int)(peek(lx) - '0');
-            advance(lx);
-        }
-        if (v > 0xff)
-            return lex_error(lx, "octal escape out of range");
-        byte = (unsigned char)v;
-        return ckpt__buf_put(out, &byte, 1);
-    }
-    if (c == 'x') {
-        advance(lx);
-        v = 0;
-        for (digits = 0; digits < 2 && hex_value(peek(lx)) >= 0; digits++) {
-            v = v * 16 + (unsigned int)hex_value(peek(lx));
-            advance(lx);
-        }
-        if (digits == 0)
-            return lex_error(lx, "\\x escape without hex digits");
-        byte = (unsigned char)v;
-        return ckpt__buf_put(out, &byte, 1);
-    }
+    if (is_octal(c))
+        return lex_octal_escape(lx, out);
+    if (c == 'x')
+        return lex_hex_escape(lx, out);
     if (at_end(lx) || c == '\n')
         return lex_error(lx, "unterminated string");
-    {
-        char tmp[8];
-        return lex_error(lx, "invalid escape '\\' followed by %s",
-                         describe_char(lx, tmp));
-    }
+    return lex_error(lx, "invalid escape '\\' followed by %s",
+                     describe_char(lx, tmp));
 }
 
 /* One quoted literal (cursor on the quote), unescaped and appended. */
@@ -546,8 +527,9 @@ int ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
     int err = 0;
     memset(&ps, 0, sizeof(ps));
     memset(&lx, 0, sizeof(lx));
-    if (!out || (!text && len > 0))
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_parse: NULL argument");
+    CKPT__CHECK_ARG(out);
+    if (len > 0)
+        CKPT__CHECK_ARG(text);
     lx.text = text;
     lx.len = len;
     lx.line = 1;
@@ -714,10 +696,7 @@ static int put_double_field(ckpt_buf *out, int field, double v, locale_t loc)
  * model_checkpoint_path must be appended to all_model_checkpoint_paths. */
 static int check_state(const ckpt_state *st, int *append_model)
 {
-    const char *model;
-    if (!st)
-        return ckpt__error(CKPT_EINVAL, "checkpoint state: NULL");
-    model = st->model_checkpoint_path;
+    const char *model = st->model_checkpoint_path;
     if (!model || model[0] == '\0')
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint state: empty model_checkpoint_path");
@@ -751,8 +730,8 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
     size_t start;
     locale_t loc;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_format: NULL buffer");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(st);
     err = check_state(st, &append_model);
     if (err < 0)
         return err;
@@ -783,8 +762,9 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
 
 int ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path)
 {
-    if (!out || !dir || !path)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_resolve: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
+    CKPT__CHECK_ARG(path);
     if (path[0] == '/')
         return ckpt__buf_set(out, path);
     return ckpt__path_join(out, dir, path);
@@ -794,8 +774,8 @@ int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
     int err;
-    if (!out || !dir)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_read: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
     err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
     if (err < 0)
         goto done;
@@ -818,8 +798,8 @@ int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
 {
     ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
     int err;
-    if (!dir || !st)
-        return ckpt__error(CKPT_EINVAL, "ckpt_state_write: NULL argument");
+    CKPT__CHECK_ARG(dir);
+    CKPT__CHECK_ARG(st);
     err = ckpt_state_format(&text, st);
     if (err < 0)
         goto done;
@@ -861,9 +841,8 @@ int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (!out || !dir)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_latest_checkpoint: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
     fs = ckpt_fs_or_default(fs);
     err = ckpt_state_read(&st, fs, dir);
     if (err < 0)

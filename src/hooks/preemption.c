@@ -5,17 +5,19 @@
  * pending restores the previous disposition and re-raises (e.g. Ctrl-C
  * twice quits at once).
  *
- * Global state: signal dispositions belong to the process, so this file
- * keeps the one piece of mutable global state the library allows besides
- * one-time initialisation: the signal that arrived (a lock-free atomic, the
- * only thing the handler touches, which makes it async-signal-safe and
- * race-free whichever thread receives the signal), the session that owns
- * the handler and the dispositions to restore. Install and remove are
- * called from the training thread, not concurrently. */
+ * Global state (docs/threading.md, "Process-wide state"): signal
+ * dispositions belong to the process, so this file keeps process-wide
+ * state: the signal that arrived (a lock-free atomic, the only thing the
+ * handler touches, which makes it async-signal-safe and race-free whichever
+ * thread receives the signal), the session that owns the handler and the
+ * dispositions to restore. One session holds the handler at a time; owner
+ * and dispositions are guarded by owner_mu, so sessions on different
+ * threads may install and remove concurrently (the loser gets CKPT_EBUSY). */
 #include "ckpt/hooks.h"
 #include "session/session_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -24,7 +26,8 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2,
                "the signal handler needs a lock-free atomic int");
 
 static atomic_int preempt_signal;
-static ckpt_monitored_session *preempt_owner;
+static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
+static ckpt_monitored_session *preempt_owner; /* guarded by owner_mu */
 static struct sigaction saved_term;
 static struct sigaction saved_int;
 
@@ -43,11 +46,10 @@ static void detach_on_free(void)
     ckpt_preemption_handler_remove();
 }
 
-int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
+/* Install the handler for `ms` (owner_mu held). */
+static int install_locked(ckpt_monitored_session *ms)
 {
     struct sigaction sa;
-    if (!ms)
-        return ckpt__error(CKPT_EINVAL, "preemption handler: no session");
     if (preempt_owner == ms)
         return 0;
     if (preempt_owner)
@@ -71,14 +73,27 @@ int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
     return 0;
 }
 
+int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
+{
+    int err;
+    if (!ms)
+        return ckpt__error(CKPT_EINVAL, "preemption handler: no session");
+    pthread_mutex_lock(&owner_mu);
+    err = install_locked(ms);
+    pthread_mutex_unlock(&owner_mu);
+    return err;
+}
+
 void ckpt_preemption_handler_remove(void)
 {
-    if (!preempt_owner)
-        return;
-    sigaction(SIGTERM, &saved_term, NULL);
-    sigaction(SIGINT, &saved_int, NULL);
-    ckpt__ms_set_stop_source(preempt_owner, NULL, NULL);
-    preempt_owner = NULL;
+    pthread_mutex_lock(&owner_mu);
+    if (preempt_owner) {
+        sigaction(SIGTERM, &saved_term, NULL);
+        sigaction(SIGINT, &saved_int, NULL);
+        ckpt__ms_set_stop_source(preempt_owner, NULL, NULL);
+        preempt_owner = NULL;
+    }
+    pthread_mutex_unlock(&owner_mu);
 }
 
 int ckpt_preemption_signal(void)

@@ -300,8 +300,8 @@ int ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path)
     size_t start;
     uint64_t size = 0;
     int err;
-    if (!out || !path)
-        return ckpt__error(CKPT_EINVAL, "read_file: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(path);
     fs = ckpt_fs_or_default(fs);
     start = out->size;
     err = ckpt__fs_open_read(fs, &f, path);
@@ -339,8 +339,11 @@ int ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     ckpt_file *closing;
     int temp_exists = 0;
     int err;
-    if (!path || !*path || (!data && n > 0))
-        return ckpt__error(CKPT_EINVAL, "write_file_atomic: bad argument");
+    CKPT__CHECK_ARG(path);
+    if (n > 0)
+        CKPT__CHECK_ARG(data);
+    if (!*path)
+        return ckpt__error(CKPT_EINVAL, "write_file_atomic: empty path");
     fs = ckpt_fs_or_default(fs);
     err = ckpt__path_dirname(&dir, path);
     if (err < 0)

@@ -1,7 +1,8 @@
 /* saver/dir_state.c - the checkpoint directory as the saver sees it: the
  * kept checkpoints (the state file's list), retention (max_to_keep and
- * keep_checkpoint_every_n_hours), recovery of a restarted job's directory,
- * and removal of evicted checkpoints and of temporary files.
+ * keep_checkpoint_every_n_hours), recovery of a restarted job's directory
+ * and deletion of evicted checkpoints. Removing what interrupted saves left
+ * is dir_sweep.c's job.
  *
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
@@ -14,10 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define DS_LOG(ds, level, ...)                                                 \
-    ckpt__log((ds)->log, (ds)->log_payload, (ds)->log_level, (level),          \
-              __VA_ARGS__)
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
                          const ckpt_saver_options *opts)
@@ -101,8 +98,7 @@ static void kept_remove(ckpt__kept_list *l, size_t i, char **taken)
     l->n--;
 }
 
-/* The index of `stored` in the list, or l->n when it is not listed. */
-static size_t kept_find(const ckpt__kept_list *l, const char *stored)
+size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored)
 {
     size_t i = 0;
     while (i < l->n && strcmp(l->paths[i], stored) != 0)
@@ -127,9 +123,7 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
     return 0;
 }
 
-/* A stored path names a checkpoint inside this directory when it is a bare
- * name, or absolute with exactly abs_dir as its directory. */
-static int is_own_checkpoint(const ckpt__dir_state *ds, const char *stored)
+int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
 {
     const char *slash = strrchr(stored, '/');
     const char *base = slash ? slash + 1 : stored;
@@ -160,300 +154,28 @@ static int index_exists(const ckpt__dir_state *ds, const char *prefix)
     return err;
 }
 
-/* Whether `name` is "<base>.data-<digits>-of-<digits>". */
-static int is_data_file_of(const char *name, const char *base)
-{
-    size_t n = strlen(base);
-    const char *p;
-    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".data-", 6) != 0)
-        return 0;
-    p = name + n + 6;
-    if (*p < '0' || *p > '9')
-        return 0;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (strncmp(p, "-of-", 4) != 0)
-        return 0;
-    p += 4;
-    if (*p < '0' || *p > '9')
-        return 0;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    return *p == '\0';
-}
-
-/* Whether `name` is a temporary file of an interrupted save: a bundle
- * file's "<name>.tempstate<hex digits>" or the state file's
- * "checkpoint.tmp*". */
-static int is_temp_file(const char *name)
-{
-    const char *t = strstr(name, ".tempstate");
-    if (t) {
-        /* TensorFlow writes a decimal number, our bundle writer hex. */
-        const char *p = t + 10;
-        size_t digits = strspn(p, "0123456789abcdef");
-        return digits > 0 && p[digits] == '\0';
-    }
-    return strncmp(name, CKPT_STATE_FILENAME ".tmp",
-                   sizeof(CKPT_STATE_FILENAME ".tmp") - 1) == 0;
-}
-
-struct name_list {
-    const char *base; /* for data-file matching; NULL for temp files */
-    char **names;
-    size_t n, cap;
-    int err;
-};
-
-/* Append `name` to the list (payload: struct name_list). */
-static int collect_name_always(const char *name, void *payload)
-{
-    struct name_list *l = payload;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **p = ckpt__realloc(l->names, cap * sizeof(*p));
-        if (!p) {
-            l->err = ckpt__error_oom();
-            return 1;
-        }
-        l->names = p;
-        l->cap = cap;
-    }
-    l->names[l->n] = ckpt__strdup(name);
-    if (!l->names[l->n]) {
-        l->err = ckpt__error_oom();
-        return 1;
-    }
-    l->n++;
-    return 0;
-}
-
-static int collect_name(const char *name, void *payload)
-{
-    struct name_list *l = payload;
-    int match = l->base ? is_data_file_of(name, l->base) : is_temp_file(name);
-    return match ? collect_name_always(name, payload) : 0;
-}
-
-static void name_list_dispose(struct name_list *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        ckpt__free(l->names[i]);
-    ckpt__free(l->names);
-}
-
-/* Remove every listed name in `dir`; the first error other than "not
- * found" is returned after trying them all. */
-static int remove_names(const ckpt_fs *fs, const char *dir,
-                        const struct name_list *l)
-{
-    ckpt_buf path = CKPT_BUF_INIT;
-    int first = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        int err = ckpt__path_join(&path, dir, l->names[i]);
-        if (err == 0)
-            err = ckpt__fs_remove(fs, path.ptr);
-        if (err < 0 && err != CKPT_ENOTFOUND && first == 0)
-            first = err;
-    }
-    ckpt_buf_dispose(&path);
-    return first;
-}
-
-int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
-{
-    ckpt_buf path = CKPT_BUF_INIT;
-    ckpt_buf dir = CKPT_BUF_INIT;
-    struct name_list data = {ckpt__path_basename(prefix), NULL, 0, 0, 0};
-    int err = ckpt_bundle_index_path(&path, prefix);
-    if (err < 0)
-        goto done;
-    /* The index goes first: without it the checkpoint is never complete. */
-    err = ckpt__fs_remove(fs, path.ptr);
-    if (err < 0 && err != CKPT_ENOTFOUND)
-        goto done;
-    ckpt__buf_clear(&path);
-    err = ckpt__buf_printf(&path, "%s.meta", prefix);
-    if (err < 0)
-        goto done;
-    err = ckpt__fs_remove(fs, path.ptr);
-    if (err < 0 && err != CKPT_ENOTFOUND)
-        goto done;
-    err = ckpt__path_dirname(&dir, prefix);
-    if (err < 0)
-        goto done;
-    err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
-    if (data.err < 0)
-        err = data.err;
-    if (err < 0)
-        goto done;
-    err = remove_names(fs, dir.ptr, &data);
-done:
-    name_list_dispose(&data);
-    ckpt_buf_dispose(&path);
-    ckpt_buf_dispose(&dir);
-    return err;
-}
-
-int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
-{
-    struct name_list temps = {NULL, NULL, 0, 0, 0};
-    int err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
-    if (temps.err < 0)
-        err = temps.err;
-    if (err == 0 && temps.n > 0) {
-        DS_LOG(ds, CKPT_LOG_INFO,
-               "%s: removing %zu temporary file(s) of interrupted saves",
-               ds->dir, temps.n);
-        err = remove_names(ds->fs, ds->dir, &temps);
-    }
-    name_list_dispose(&temps);
-    return err;
-}
-
-/* Length of "<base>-<digits>" when `name` is that followed by
- * ".data-<digits>-of-<digits>", else 0. */
-static size_t stepped_data_stem(const char *name, const char *base)
-{
-    char stem[512];
-    size_t n = strlen(base);
-    size_t digits, len;
-    if (strncmp(name, base, n) != 0 || name[n] != '-')
-        return 0;
-    digits = strspn(name + n + 1, "0123456789");
-    len = n + 1 + digits;
-    if (digits == 0 || len >= sizeof(stem))
-        return 0;
-    memcpy(stem, name, len);
-    stem[len] = '\0';
-    return is_data_file_of(name, stem) ? len : 0;
-}
-
-struct orphan_scan {
-    ckpt__dir_state *ds;
-    struct name_list found;
-};
-
-/* Collect data files of <basename>-<step> whose index does not exist: an
- * interrupted save (data renamed, index not yet) or an interrupted deletion
- * (index removed first). Nothing can ever read them. */
-static int collect_orphan(const char *name, void *payload)
-{
-    struct orphan_scan *sc = payload;
-    size_t stem = stepped_data_stem(name, sc->ds->basename);
-    ckpt_buf index_name = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
-    int orphan = 0;
-    if (stem == 0)
-        return 0;
-    if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
-        ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
-        orphan =
-            ckpt__fs_stat(sc->ds->fs, index.ptr, NULL, NULL) == CKPT_ENOTFOUND;
-    ckpt_buf_dispose(&index_name);
-    ckpt_buf_dispose(&index);
-    ckpt_error_clear();
-    return orphan ? collect_name_always(name, &sc->found) : 0;
-}
-
-static int remove_orphan_data(ckpt__dir_state *ds)
-{
-    struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
-    int err = ckpt__fs_list(ds->fs, ds->dir, collect_orphan, &sc);
-    if (sc.found.err < 0)
-        err = sc.found.err;
-    if (err == 0 && sc.found.n > 0) {
-        DS_LOG(ds, CKPT_LOG_INFO,
-               "%s: removing %zu data file(s) without an index (left by an "
-               "interrupted save or deletion)",
-               ds->dir, sc.found.n);
-        err = remove_names(ds->fs, ds->dir, &sc.found);
-    }
-    name_list_dispose(&sc.found);
-    return err;
-}
-
-struct stale_scan {
-    const ckpt__dir_state *ds;
-    struct name_list found;
-};
-
-/* Collect "<basename>-<step>" of every "<basename>-<step>.index" that the
- * state file does not list. */
-static int collect_stale(const char *name, void *payload)
-{
-    struct stale_scan *sc = payload;
-    const char *base = sc->ds->basename;
-    size_t n = strlen(base);
-    size_t digits;
-    char stem[512];
-    if (strncmp(name, base, n) != 0 || name[n] != '-')
-        return 0;
-    digits = strspn(name + n + 1, "0123456789");
-    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
-        n + 1 + digits >= sizeof(stem))
-        return 0;
-    memcpy(stem, name, n + 1 + digits);
-    stem[n + 1 + digits] = '\0';
-    if (kept_find(&sc->ds->kept, stem) < sc->ds->kept.n)
-        return 0;
-    return collect_name_always(stem, &sc->found);
-}
-
-/* Without keep_checkpoint_every_n_hours nothing is ever kept unlisted, so
- * an unlisted "<basename>-<step>" checkpoint is what a crash left: an older
- * one a retention deletion cut short, or a newer one whose save died before
- * the state file named it (never reported durable). Finish removing them.
- * Only when the state file lists checkpoints of our own naming. */
-static int remove_stale_checkpoints(ckpt__dir_state *ds)
-{
-    struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
-    const ckpt__kept_list *kept = &ds->kept;
-    ckpt_buf prefix = CKPT_BUF_INIT;
-    int err;
-    if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || kept->n == 0)
-        return 0;
-    for (size_t i = 0; i < kept->n; i++)
-        if (ckpt_checkpoint_step(kept->paths[i]) == CKPT_NO_STEP ||
-            !is_own_checkpoint(ds, kept->paths[i]) ||
-            strchr(kept->paths[i], '/'))
-            return 0; /* not our naming: leave everything alone */
-    err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
-    if (sc.found.err < 0)
-        err = sc.found.err;
-    for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
-        DS_LOG(ds, CKPT_LOG_INFO,
-               "%s: removing %s: not in the state file (left by a crash "
-               "during a save or a deletion)",
-               ds->dir, sc.found.names[i]);
-        err = ckpt__path_join(&prefix, ds->dir, sc.found.names[i]);
-        if (err == 0)
-            err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
-    }
-    ckpt_buf_dispose(&prefix);
-    name_list_dispose(&sc.found);
-    return err;
-}
-
 /* Delete an evicted checkpoint's files, never outside the directory. */
 static void delete_evicted(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (!is_own_checkpoint(ds, stored)) {
-        DS_LOG(ds, CKPT_LOG_WARN,
-               "%s: not deleting '%s': it is outside the checkpoint "
-               "directory",
-               ds->dir, stored);
+    if (!ckpt__dir_state_owns(ds, stored)) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: not deleting '%s': it is outside the checkpoint "
+                     "directory",
+                     ds->dir, stored);
         return;
     }
     err = resolve(ds, stored, &prefix);
     if (err == 0)
         err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
     if (err < 0)
-        DS_LOG(ds, CKPT_LOG_WARN, "deleting old checkpoint %s: %s",
-               prefix.ptr ? prefix.ptr : stored, ckpt_error_last()->message);
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN, "deleting old checkpoint %s: %s",
+                     prefix.ptr ? prefix.ptr : stored,
+                     ckpt_error_last()->message);
     else
-        DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s", prefix.ptr);
+        CKPT__DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s",
+                     prefix.ptr);
     ckpt_buf_dispose(&prefix);
 }
 
@@ -462,8 +184,9 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
  * disk). */
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
-                           struct name_list *evicted)
+                           ckpt__kept_list *evicted)
 {
+    int err = 0;
     while (ds->max_to_keep > 0 && l->n > (size_t)ds->max_to_keep) {
         double t = l->times[0];
         char *stored;
@@ -471,23 +194,15 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
         if (ds->keep_hours > 0 && t > l->next_keep_time) {
             l->next_keep_time += ds->keep_hours * 3600.0;
             l->last_preserved = t;
-            DS_LOG(ds, CKPT_LOG_INFO,
-                   "%s: preserving %s (keep_checkpoint_every_n_hours)", ds->dir,
-                   stored);
-            ckpt__free(stored);
-            continue;
+            CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                         "%s: preserving %s (keep_checkpoint_every_n_hours)",
+                         ds->dir, stored);
+        } else {
+            err = kept_push(evicted, stored, t);
         }
-        if (evicted->n == evicted->cap) {
-            size_t cap = evicted->cap ? evicted->cap * 2 : 8;
-            char **p = ckpt__realloc(evicted->names, cap * sizeof(*p));
-            if (!p) {
-                ckpt__free(stored);
-                return ckpt__error_oom();
-            }
-            evicted->names = p;
-            evicted->cap = cap;
-        }
-        evicted->names[evicted->n++] = stored;
+        ckpt__free(stored);
+        if (err < 0)
+            return err;
     }
     return 0;
 }
@@ -528,8 +243,9 @@ static int rollback_state(ckpt__dir_state *ds)
     ckpt__error_save(&saved);
     rc = write_state(ds, &ds->kept);
     if (rc < 0)
-        DS_LOG(ds, CKPT_LOG_WARN, "%s: could not restore the state file: %s",
-               ds->dir, ckpt_error_last()->message);
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: could not restore the state file: %s", ds->dir,
+                     ckpt_error_last()->message);
     ckpt__error_restore(&saved);
     return rc;
 }
@@ -538,7 +254,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
 {
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
-    struct name_list evicted = {NULL, NULL, 0, 0, 0};
+    ckpt__kept_list evicted = {0};
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
     int err = ckpt_state_read(&st, ds->fs, ds->dir);
@@ -547,8 +263,8 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         goto cleanup;
     }
     if (err == CKPT_ECORRUPT) {
-        DS_LOG(ds, CKPT_LOG_WARN, "ignoring unreadable state file: %s",
-               ckpt_error_last()->message);
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN, "ignoring unreadable state file: %s",
+                     ckpt_error_last()->message);
         err = 0;
         goto cleanup;
     }
@@ -568,9 +284,9 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
         if (err == 0) {
-            DS_LOG(ds, CKPT_LOG_WARN,
-                   "%s: dropping %s from the list: its index is missing",
-                   ds->dir, st.all_paths[i]);
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                         "%s: dropping %s from the list: its index is missing",
+                         ds->dir, st.all_paths[i]);
             changed = 1;
             continue;
         }
@@ -586,16 +302,12 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
         for (size_t i = 0; i < evicted.n; i++)
-            delete_evicted(ds, evicted.names[i]);
+            delete_evicted(ds, evicted.paths[i]);
     }
 cleanup:
-    err = ckpt__dir_state_remove_temps(ds);
-    if (err == 0)
-        err = remove_stale_checkpoints(ds);
-    if (err == 0)
-        err = remove_orphan_data(ds);
+    err = ckpt__dir_state_sweep_leftovers(ds);
 done:
-    name_list_dispose(&evicted);
+    kept_dispose(&evicted);
     ckpt_buf_dispose(&prefix);
     ckpt_state_dispose(&st);
     return err;
@@ -617,7 +329,7 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
-    size_t i = kept_find(&ds->kept, stored);
+    size_t i = ckpt__kept_find(&ds->kept, stored);
     int err = 0;
     if (i < ds->kept.n) {
         kept_remove(&ds->kept, i, NULL);
@@ -642,7 +354,7 @@ int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named)
 {
     ckpt__kept_list next = {0};
-    struct name_list evicted = {NULL, NULL, 0, 0, 0};
+    ckpt__kept_list evicted = {0};
     int err;
     *may_be_named = 0;
     err = kept_copy_except(&next, &ds->kept, stored);
@@ -665,9 +377,9 @@ int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
     ds->kept = next;
     memset(&next, 0, sizeof(next));
     for (size_t i = 0; i < evicted.n; i++)
-        delete_evicted(ds, evicted.names[i]);
+        delete_evicted(ds, evicted.paths[i]);
 done:
     kept_dispose(&next);
-    name_list_dispose(&evicted);
+    kept_dispose(&evicted);
     return err;
 }

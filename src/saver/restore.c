@@ -167,6 +167,7 @@ done:
 
 int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 {
+    CKPT__CHECK_ARG(s);
     if (!prefix)
         return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
     return restore_vars(s, prefix, NULL, 0);
@@ -175,15 +176,19 @@ int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                               const char *const *names, size_t n)
 {
-    if (!prefix || (n > 0 && !names))
-        return ckpt__error(CKPT_EINVAL, "restore: bad arguments");
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(prefix);
+    if (n > 0)
+        CKPT__CHECK_ARG(names);
     return restore_vars(s, prefix, names, n);
 }
 
 int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf latest = CKPT_BUF_INIT;
-    int err = ckpt_saver_latest(s, &latest);
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt_saver_latest(s, &latest);
     if (err == 0)
         err = ckpt_saver_restore(s, latest.ptr);
     if (err == 0 && prefix_out)

@@ -26,6 +26,7 @@
 int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
+    CKPT__CHECK_ARG(opts);
     if (version != CKPT_SAVER_OPTIONS_VERSION)
         return ckpt__error(CKPT_EVERSION, "saver options: unknown version %u",
                            version);
@@ -102,6 +103,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s = NULL;
     int err;
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!dir || !*dir)
         return ckpt__error(CKPT_EINVAL, "saver: no checkpoint directory given");
@@ -147,6 +149,7 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     ckpt__var *v;
     int64_t bytes;
     int err;
+    CKPT__CHECK_ARG(s);
     if (!var || !var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "add_var: variable without a name");
     if (s->frozen)
@@ -257,7 +260,9 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     ckpt__job job = {0};
     uint64_t bytes = 0;
     double write_s = 0.0;
-    int err = ckpt__saver_enter(s);
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
     err = check_can_save(s);
@@ -308,13 +313,18 @@ done:
 
 uint64_t ckpt_saver_staging_bytes(ckpt_saver *s)
 {
-    int images = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
+    int images;
+    if (!s)
+        return 0;
+    images = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
     return s->image_bytes * (uint64_t)images;
 }
 
 int ckpt_saver_reserve(ckpt_saver *s)
 {
-    int want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
+    int want;
+    CKPT__CHECK_ARG(s);
+    want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
     s->frozen = 1;
@@ -359,12 +369,14 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job *job = NULL;
-    double t0 = ckpt_clock_monotonic(s->opts.clock);
+    double t0;
     uint64_t ticket;
     int image;
     int err;
     if (ticket_out)
         *ticket_out = 0;
+    CKPT__CHECK_ARG(s);
+    t0 = ckpt_clock_monotonic(s->opts.clock);
     ckpt__saver_complete_snapshot(s); /* the previous trigger's, if open */
     err = ckpt__saver_enter(s);
     if (err < 0)
@@ -432,7 +444,9 @@ done:
 
 int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
 {
-    int err = ckpt__saver_enter(s);
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_enter(s);
     if (busy_out) {
         pthread_mutex_lock(&s->mu);
         *busy_out = s->active || s->pending || s->deferred;
@@ -457,6 +471,7 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     struct timespec deadline;
     int timed_out = 0;
     int err;
+    CKPT__CHECK_ARG(s);
     ckpt__saver_complete_snapshot(s);
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
@@ -486,6 +501,7 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
 int ckpt_saver_close(ckpt_saver *s, double timeout_s)
 {
     int err;
+    CKPT__CHECK_ARG(s);
     if (s->closed)
         return ckpt__error(CKPT_ESTATE, "close: the saver is already closed");
     s->closed = 1;
@@ -522,18 +538,22 @@ void ckpt_saver_free(ckpt_saver *s)
 
 const ckpt_saver_options *ckpt_saver_get_options(const ckpt_saver *s)
 {
-    return &s->opts;
+    return s ? &s->opts : NULL;
 }
 
 void ckpt_saver_set_on_save_done(ckpt_saver *s, ckpt_save_done_fn fn,
                                  void *payload)
 {
+    if (!s)
+        return;
     s->opts.on_save_done = fn;
     s->opts.on_save_done_payload = payload;
 }
 
 void ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out)
 {
+    if (!s || !out)
+        return;
     pthread_mutex_lock(&s->mu);
     *out = s->metrics;
     pthread_mutex_unlock(&s->mu);
@@ -544,6 +564,8 @@ void ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out)
 size_t ckpt_saver_num_checkpoints(ckpt_saver *s)
 {
     size_t n;
+    if (!s)
+        return 0;
     pthread_mutex_lock(&s->ds_mu);
     n = s->ds.kept.n;
     pthread_mutex_unlock(&s->ds_mu);
@@ -553,6 +575,8 @@ size_t ckpt_saver_num_checkpoints(ckpt_saver *s)
 int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
 {
     int err;
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(out);
     pthread_mutex_lock(&s->ds_mu);
     if (i >= s->ds.kept.n)
         err = ckpt__error(CKPT_EINVAL, "checkpoint %zu: only %zu are kept", i,
@@ -565,5 +589,7 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
 
 int ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out)
 {
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(out);
     return ckpt_latest_checkpoint(out, s->fs, s->ds.dir);
 }

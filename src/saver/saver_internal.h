@@ -20,6 +20,11 @@
 
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
+/* Log through the directory state's options (ds: ckpt__dir_state *). */
+#define CKPT__DS_LOG(ds, level, ...)                                           \
+    ckpt__log((ds)->log, (ds)->log_payload, (ds)->log_level, (level),          \
+              __VA_ARGS__)
+
 /* The kept checkpoints, oldest first, and the retention clock: what the
  * state file records. A commit builds the next list as a separate value
  * and swaps it in once the state file has it. */
@@ -68,9 +73,23 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
  * checkpoint, whose files must then be kept. */
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named);
+/* Whether `stored` names a checkpoint inside this directory: a bare name,
+ * or absolute with exactly abs_dir as its directory. Only those are ever
+ * deleted. */
+int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored);
+/* The index of `stored` in `l`, or l->n when it is not listed. */
+size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored);
+
+/* ---- leftovers of interrupted saves (dir_sweep.c) ------------------------ */
+
 /* Remove temporary files of interrupted or failed saves from the
  * directory (names matching our temp patterns only). */
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
+/* Remove temporary files, then unlisted numbered checkpoints (only without
+ * keep_checkpoint_every_n_hours, and only when every listed checkpoint has
+ * our naming), then data files of <basename>-<step> checkpoints whose index
+ * is missing. The last step of ckpt__dir_state_recover. */
+int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
 

@@ -5,6 +5,7 @@
  * dispositions. */
 #include "session/session_test_util.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,97 @@ static void test_preemption_busy_and_reinstall(void **state)
     model_free(&m2);
 }
 
+static volatile sig_atomic_t app_handler_calls;
+
+static void app_handler(int sig)
+{
+    (void)sig;
+    app_handler_calls++;
+}
+
+/* The handler is process-wide: an application's own SIGTERM handler,
+ * installed before, is back in place after remove and gets the signal. */
+static void test_preemption_restores_application_handler(void **state)
+{
+    model m;
+    ckpt_monitored_session *ms;
+    struct sigaction app, before, cur;
+    (void)state;
+    model_init(&m);
+    memset(&app, 0, sizeof(app));
+    app.sa_handler = app_handler;
+    sigemptyset(&app.sa_mask);
+    assert_int_equal(sigaction(SIGTERM, &app, &before), 0);
+    app_handler_calls = 0;
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, NULL));
+    assert_ckpt_ok(ckpt_preemption_handler_install(ms));
+    raise(SIGTERM);
+    assert_int_equal(app_handler_calls, 0); /* ours took it */
+    assert_true(ckpt_monitored_session_should_stop(ms, NULL));
+    ckpt_preemption_handler_remove();
+    sigaction(SIGTERM, NULL, &cur);
+    assert_ptr_equal(cur.sa_handler, app_handler);
+    raise(SIGTERM);
+    assert_int_equal(app_handler_calls, 1);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(sigaction(SIGTERM, &before, NULL), 0);
+    model_free(&m);
+}
+
+typedef struct racer {
+    ckpt_monitored_session *ms;
+    pthread_barrier_t *start;
+    int rc;
+} racer;
+
+static void *race_install(void *arg)
+{
+    racer *r = arg;
+    pthread_barrier_wait(r->start);
+    r->rc = ckpt_preemption_handler_install(r->ms);
+    return NULL;
+}
+
+/* Two sessions on two threads ask for the handler at once: exactly one
+ * gets it, the other CKPT_EBUSY; the holder's free hands it back. */
+static void test_preemption_two_threads_one_holder(void **state)
+{
+    model m1, m2;
+    racer r[2];
+    pthread_t th[2];
+    pthread_barrier_t start;
+    int winner;
+    (void)state;
+    model_init(&m1);
+    model_init(&m2);
+    pthread_barrier_init(&start, NULL, 2);
+    memset(r, 0, sizeof(r));
+    assert_ckpt_ok(
+        ckpt_monitored_session_new(&r[0].ms, m1.graph, NULL, 0, NULL));
+    assert_ckpt_ok(
+        ckpt_monitored_session_new(&r[1].ms, m2.graph, NULL, 0, NULL));
+    for (int i = 0; i < 2; i++) {
+        r[i].start = &start;
+        assert_int_equal(pthread_create(&th[i], NULL, race_install, &r[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_true((r[0].rc == 0 && r[1].rc == CKPT_EBUSY) ||
+                (r[0].rc == CKPT_EBUSY && r[1].rc == 0));
+    winner = r[0].rc == 0 ? 0 : 1;
+    raise(SIGINT);
+    assert_true(ckpt_monitored_session_should_stop(r[winner].ms, NULL));
+    assert_false(ckpt_monitored_session_should_stop(r[1 - winner].ms, NULL));
+    ckpt_monitored_session_free(r[winner].ms); /* hands the handler back */
+    assert_true(handler_is_default(SIGINT));
+    assert_ckpt_ok(ckpt_preemption_handler_install(r[1 - winner].ms));
+    ckpt_monitored_session_free(r[1 - winner].ms);
+    assert_true(handler_is_default(SIGTERM));
+    pthread_barrier_destroy(&start);
+    model_free(&m1);
+    model_free(&m2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +248,8 @@ int main(void)
         cmocka_unit_test(test_preemption_final_checkpoint_written),
         cmocka_unit_test(test_preemption_bracket_inline_step),
         cmocka_unit_test(test_preemption_busy_and_reinstall),
+        cmocka_unit_test(test_preemption_restores_application_handler),
+        cmocka_unit_test(test_preemption_two_threads_one_holder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

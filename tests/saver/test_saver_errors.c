@@ -56,8 +56,11 @@ static int mute_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     return p->write(f, buf, n, p->payload);
 }
 
-static void mute_init(mute_fs *m, mute_method method, int after)
+/* Saver options `o` with the defaults and the mute file system `m`. */
+static void mute_options(ckpt_saver_options *o, mute_fs *m, mute_method method,
+                         int after)
 {
+    const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     m->fs = *ckpt_fs_posix();
     m->fs.payload = m;
     m->fs.list = mute_list;
@@ -65,6 +68,8 @@ static void mute_init(mute_fs *m, mute_method method, int after)
     m->fs.write = mute_write;
     m->method = method;
     m->after = after;
+    *o = defaults;
+    o->fs = &m->fs;
 }
 
 typedef struct fixture {
@@ -110,12 +115,11 @@ static ckpt_saver *open_with(fixture *f, ckpt_saver_options *o)
 static void test_open_names_silent_list_failure(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver_options o;
     ckpt_saver *s = NULL;
     mute_fs m;
     char want[512];
-    mute_init(&m, MUTE_LIST, 0);
-    o.fs = &m.fs;
+    mute_options(&o, &m, MUTE_LIST, 0);
     ckpt__error(CKPT_ECORRUPT, "a stale message");
     snprintf(want, sizeof(want), "list %s: input/output error", f->dir);
     assert_ckpt_error(ckpt_saver_open(&s, f->dir, &o), CKPT_EIO, want);
@@ -127,11 +131,10 @@ static void test_open_names_silent_list_failure(void **state)
 static void test_retention_names_silent_remove_failure(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver_options o;
     ckpt_saver *s;
     mute_fs m;
-    mute_init(&m, MUTE_REMOVE, 1000);
-    o.fs = &m.fs;
+    mute_options(&o, &m, MUTE_REMOVE, 1000);
     o.max_to_keep = 1;
     o.log = keep_log;
     o.log_payload = f;
@@ -152,11 +155,10 @@ static void test_retention_names_silent_remove_failure(void **state)
 static void test_index_write_names_silent_failure(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver_options o;
     ckpt_saver *s;
     mute_fs m;
-    mute_init(&m, MUTE_WRITE, 1000);
-    o.fs = &m.fs;
+    mute_options(&o, &m, MUTE_WRITE, 1000);
     s = open_with(f, &o);
     /* a sync save writes the data file, then the index: fail the second */
     m.after = 1;

@@ -20,8 +20,15 @@ typedef struct ckpt_allocator {
 } ckpt_allocator;
 
 /** Install `a` for every later allocation of the library (NULL restores the
- *  C library's). Process-wide: call it while no other thread uses ckpt, and
- *  only free memory with the allocator that allocated it. */
+ *  C library's). Process-wide: the allocator is shared by every user of
+ *  ckpt in the process, so set it from the application (or test harness)
+ *  that owns the process, before any other thread uses ckpt and while no
+ *  memory the library allocated is still alive: only the allocator that
+ *  allocated a block may free it. Installing the same allocator again is
+ *  a no-op; installing a different one while one is installed is refused,
+ *  so a second user learns at once that it does not own the allocator.
+ *  @return 0, CKPT_EVERSION, CKPT_EINVAL (a member is NULL), or
+ *          CKPT_EBUSY (a different allocator is installed; NULL first) */
 CKPT_EXTERN(int) ckpt_set_allocator(const ckpt_allocator *a);
 
 CKPT_END_DECL

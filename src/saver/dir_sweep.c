@@ -1,0 +1,296 @@
+/* saver/dir_sweep.c - recognising and removing what interrupted saves and
+ * deletions leave in a checkpoint directory: temporary files, data files
+ * whose index is missing, and (without keep_checkpoint_every_n_hours)
+ * numbered checkpoints the state file does not list; and removing one
+ * checkpoint's files, index first. Only names of our own patterns are ever
+ * touched (see dir_state.c for what "our own" means). */
+#include "io/fs_internal.h"
+#include "saver_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Whether `name` is "<base>.data-<digits>-of-<digits>". */
+static int is_data_file_of(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    const char *p;
+    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".data-", 6) != 0)
+        return 0;
+    p = name + n + 6;
+    if (*p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (strncmp(p, "-of-", 4) != 0)
+        return 0;
+    p += 4;
+    if (*p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p == '\0';
+}
+
+/* Whether `name` is a temporary file of an interrupted save: a bundle
+ * file's "<name>.tempstate<hex digits>" or the state file's
+ * "checkpoint.tmp*". */
+static int is_temp_file(const char *name)
+{
+    const char *t = strstr(name, ".tempstate");
+    if (t) {
+        /* TensorFlow writes a decimal number, our bundle writer hex. */
+        const char *p = t + 10;
+        size_t digits = strspn(p, "0123456789abcdef");
+        return digits > 0 && p[digits] == '\0';
+    }
+    return strncmp(name, CKPT_STATE_FILENAME ".tmp",
+                   sizeof(CKPT_STATE_FILENAME ".tmp") - 1) == 0;
+}
+
+struct name_list {
+    const char *base; /* for data-file matching; NULL for temp files */
+    char **names;
+    size_t n, cap;
+    int err;
+};
+
+/* Append `name` to the list (payload: struct name_list). */
+static int collect_name_always(const char *name, void *payload)
+{
+    struct name_list *l = payload;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **p = ckpt__realloc(l->names, cap * sizeof(*p));
+        if (!p) {
+            l->err = ckpt__error_oom();
+            return 1;
+        }
+        l->names = p;
+        l->cap = cap;
+    }
+    l->names[l->n] = ckpt__strdup(name);
+    if (!l->names[l->n]) {
+        l->err = ckpt__error_oom();
+        return 1;
+    }
+    l->n++;
+    return 0;
+}
+
+static int collect_name(const char *name, void *payload)
+{
+    struct name_list *l = payload;
+    int match = l->base ? is_data_file_of(name, l->base) : is_temp_file(name);
+    return match ? collect_name_always(name, payload) : 0;
+}
+
+static void name_list_dispose(struct name_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        ckpt__free(l->names[i]);
+    ckpt__free(l->names);
+}
+
+/* Remove every listed name in `dir`; the first error other than "not
+ * found" is returned after trying them all. */
+static int remove_names(const ckpt_fs *fs, const char *dir,
+                        const struct name_list *l)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    int first = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        int err = ckpt__path_join(&path, dir, l->names[i]);
+        if (err == 0)
+            err = ckpt__fs_remove(fs, path.ptr);
+        if (err < 0 && err != CKPT_ENOTFOUND && first == 0)
+            first = err;
+    }
+    ckpt_buf_dispose(&path);
+    return first;
+}
+
+int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    ckpt_buf dir = CKPT_BUF_INIT;
+    struct name_list data = {ckpt__path_basename(prefix), NULL, 0, 0, 0};
+    int err = ckpt_bundle_index_path(&path, prefix);
+    if (err < 0)
+        goto done;
+    /* The index goes first: without it the checkpoint is never complete. */
+    err = ckpt__fs_remove(fs, path.ptr);
+    if (err < 0 && err != CKPT_ENOTFOUND)
+        goto done;
+    ckpt__buf_clear(&path);
+    err = ckpt__buf_printf(&path, "%s.meta", prefix);
+    if (err < 0)
+        goto done;
+    err = ckpt__fs_remove(fs, path.ptr);
+    if (err < 0 && err != CKPT_ENOTFOUND)
+        goto done;
+    err = ckpt__path_dirname(&dir, prefix);
+    if (err < 0)
+        goto done;
+    err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
+    if (data.err < 0)
+        err = data.err;
+    if (err < 0)
+        goto done;
+    err = remove_names(fs, dir.ptr, &data);
+done:
+    name_list_dispose(&data);
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&dir);
+    return err;
+}
+
+int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
+{
+    struct name_list temps = {NULL, NULL, 0, 0, 0};
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
+    if (temps.err < 0)
+        err = temps.err;
+    if (err == 0 && temps.n > 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                     "%s: removing %zu temporary file(s) of interrupted saves",
+                     ds->dir, temps.n);
+        err = remove_names(ds->fs, ds->dir, &temps);
+    }
+    name_list_dispose(&temps);
+    return err;
+}
+
+/* Length of "<base>-<digits>" when `name` is that followed by
+ * ".data-<digits>-of-<digits>", else 0. */
+static size_t stepped_data_stem(const char *name, const char *base)
+{
+    char stem[512];
+    size_t n = strlen(base);
+    size_t digits, len;
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    len = n + 1 + digits;
+    if (digits == 0 || len >= sizeof(stem))
+        return 0;
+    memcpy(stem, name, len);
+    stem[len] = '\0';
+    return is_data_file_of(name, stem) ? len : 0;
+}
+
+struct orphan_scan {
+    ckpt__dir_state *ds;
+    struct name_list found;
+};
+
+/* Collect data files of <basename>-<step> whose index does not exist: an
+ * interrupted save (data renamed, index not yet) or an interrupted deletion
+ * (index removed first). Nothing can ever read them. */
+static int collect_orphan(const char *name, void *payload)
+{
+    struct orphan_scan *sc = payload;
+    size_t stem = stepped_data_stem(name, sc->ds->basename);
+    ckpt_buf index_name = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
+    int orphan = 0;
+    if (stem == 0)
+        return 0;
+    if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
+        ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
+        orphan =
+            ckpt__fs_stat(sc->ds->fs, index.ptr, NULL, NULL) == CKPT_ENOTFOUND;
+    ckpt_buf_dispose(&index_name);
+    ckpt_buf_dispose(&index);
+    ckpt_error_clear();
+    return orphan ? collect_name_always(name, &sc->found) : 0;
+}
+
+static int remove_orphan_data(ckpt__dir_state *ds)
+{
+    struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    int err = ckpt__fs_list(ds->fs, ds->dir, collect_orphan, &sc);
+    if (sc.found.err < 0)
+        err = sc.found.err;
+    if (err == 0 && sc.found.n > 0) {
+        CKPT__DS_LOG(
+            ds, CKPT_LOG_INFO,
+            "%s: removing %zu data file(s) without an index (left by an "
+            "interrupted save or deletion)",
+            ds->dir, sc.found.n);
+        err = remove_names(ds->fs, ds->dir, &sc.found);
+    }
+    name_list_dispose(&sc.found);
+    return err;
+}
+
+struct stale_scan {
+    const ckpt__dir_state *ds;
+    struct name_list found;
+};
+
+/* Collect "<basename>-<step>" of every "<basename>-<step>.index" that the
+ * state file does not list. */
+static int collect_stale(const char *name, void *payload)
+{
+    struct stale_scan *sc = payload;
+    const char *base = sc->ds->basename;
+    size_t n = strlen(base);
+    size_t digits;
+    char stem[512];
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
+        n + 1 + digits >= sizeof(stem))
+        return 0;
+    memcpy(stem, name, n + 1 + digits);
+    stem[n + 1 + digits] = '\0';
+    if (ckpt__kept_find(&sc->ds->kept, stem) < sc->ds->kept.n)
+        return 0;
+    return collect_name_always(stem, &sc->found);
+}
+
+/* Without keep_checkpoint_every_n_hours nothing is ever kept unlisted, so
+ * an unlisted "<basename>-<step>" checkpoint is what a crash left: an older
+ * one a retention deletion cut short, or a newer one whose save died before
+ * the state file named it (never reported durable). Finish removing them.
+ * Only when the state file lists checkpoints of our own naming. */
+static int remove_stale_checkpoints(ckpt__dir_state *ds)
+{
+    struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    const ckpt__kept_list *kept = &ds->kept;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || kept->n == 0)
+        return 0;
+    for (size_t i = 0; i < kept->n; i++)
+        if (ckpt_checkpoint_step(kept->paths[i]) == CKPT_NO_STEP ||
+            !ckpt__dir_state_owns(ds, kept->paths[i]) ||
+            strchr(kept->paths[i], '/'))
+            return 0; /* not our naming: leave everything alone */
+    err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
+    if (sc.found.err < 0)
+        err = sc.found.err;
+    for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
+        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                     "%s: removing %s: not in the state file (left by a crash "
+                     "during a save or a deletion)",
+                     ds->dir, sc.found.names[i]);
+        err = ckpt__path_join(&prefix, ds->dir, sc.found.names[i]);
+        if (err == 0)
+            err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
+    }
+    ckpt_buf_dispose(&prefix);
+    name_list_dispose(&sc.found);
+    return err;
+}
+
+int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds)
+{
+    int err = ckpt__dir_state_remove_temps(ds);
+    if (err == 0)
+        err = remove_stale_checkpoints(ds);
+    if (err == 0)
+        err = remove_orphan_data(ds);
+    return err;
+}

@@ -1,0 +1,85 @@
+/* The replacement allocator is process-wide: one owner at a time. A second
+ * user trying to install a different allocator is refused (its memory would
+ * otherwise reach the wrong free) until the owner restores the default. */
+#include "test_util.h"
+
+#include "ckpt/sys/alloc.h"
+#include "common/internal.h"
+
+#include <stdlib.h>
+
+typedef struct counting {
+    size_t allocs;
+} counting;
+
+static void *count_malloc(size_t n, void *payload)
+{
+    ((counting *)payload)->allocs++;
+    return malloc(n);
+}
+
+static void *count_realloc(void *p, size_t n, void *payload)
+{
+    ((counting *)payload)->allocs++;
+    return realloc(p, n);
+}
+
+static void count_free(void *p, void *payload)
+{
+    (void)payload;
+    free(p);
+}
+
+static void test_second_allocator_is_refused(void **state)
+{
+    counting first = {0}, second = {0};
+    const ckpt_allocator a = {CKPT_ALLOCATOR_VERSION, &first, count_malloc,
+                              count_realloc, count_free};
+    const ckpt_allocator b = {CKPT_ALLOCATOR_VERSION, &second, count_malloc,
+                              count_realloc, count_free};
+    void *p;
+    (void)state;
+    assert_ckpt_ok(ckpt_set_allocator(&a));
+    assert_ckpt_ok(ckpt_set_allocator(&a)); /* the same owner again */
+    assert_ckpt_error(ckpt_set_allocator(&b), CKPT_EBUSY,
+                      "another allocator is installed");
+
+    /* the owner's allocator is still the one in use */
+    p = ckpt__malloc(16);
+    assert_non_null(p);
+    ckpt__free(p);
+    assert_int_equal(first.allocs, 1);
+    assert_int_equal(second.allocs, 0);
+
+    /* once the owner restores the default, the next user may install */
+    assert_ckpt_ok(ckpt_set_allocator(NULL));
+    assert_ckpt_ok(ckpt_set_allocator(&b));
+    p = ckpt__malloc(16);
+    ckpt__free(p);
+    assert_int_equal(first.allocs, 1);
+    assert_int_equal(second.allocs, 1);
+    assert_ckpt_ok(ckpt_set_allocator(NULL));
+}
+
+static void test_bad_allocators(void **state)
+{
+    ckpt_allocator a = {CKPT_ALLOCATOR_VERSION + 1, NULL, count_malloc,
+                        count_realloc, count_free};
+    (void)state;
+    assert_ckpt_error(ckpt_set_allocator(&a), CKPT_EVERSION,
+                      "unsupported version");
+    a.version = CKPT_ALLOCATOR_VERSION;
+    a.free = NULL;
+    assert_ckpt_error(ckpt_set_allocator(&a), CKPT_EINVAL,
+                      "every member is required");
+    assert_ckpt_ok(ckpt_set_allocator(NULL)); /* nothing installed: fine */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_second_allocator_is_refused),
+        cmocka_unit_test(test_bad_allocators),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
