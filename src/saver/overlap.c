@@ -88,8 +88,7 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
 
 int ckpt_saver_mutation_fence(ckpt_saver *s)
 {
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mutation_fence: NULL saver");
+    CKPT__CHECK_ARG(s);
     s->overlap = 1;
     ckpt__saver_complete_snapshot(s);
     return 0;

@@ -59,9 +59,12 @@ void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)
 
 int ckpt_step_context_mutation_fence(ckpt_step_context *sc)
 {
-    ckpt_monitored_session *ms = sc && sc->session ? sc->session->ms : NULL;
+    ckpt_monitored_session *ms;
+    CKPT__CHECK_ARG(sc);
+    ms = sc->session ? sc->session->ms : NULL;
     if (!ms)
-        return ckpt__error(CKPT_EINVAL, "mutation fence: NULL step context");
+        return ckpt__error(CKPT_EINVAL,
+                           "mutation fence: the step context has no session");
     if (!ms->in_step)
         return ckpt__error(CKPT_ESTATE,
                            "mutation fence: called outside a step");

@@ -284,14 +284,14 @@ static void test_fence_outside_step(void **state)
     ckpt_monitored_session *ms = start(f, 0);
     ckpt_step_context *sc = NULL;
     assert_ckpt_error(ckpt_step_context_mutation_fence(NULL), CKPT_EINVAL,
-                      "NULL step context");
+                      "sc is NULL");
     assert_ckpt_ok(ckpt_monitored_session_before_run(ms, NULL, &sc));
     assert_ckpt_ok(ckpt_step_context_mutation_fence(sc));
     assert_ckpt_ok(ckpt_monitored_session_after_run(ms, 0, NULL));
     assert_ckpt_error(ckpt_step_context_mutation_fence(sc), CKPT_ESTATE,
                       "outside a step");
     assert_ckpt_error(ckpt_saver_mutation_fence(NULL), CKPT_EINVAL,
-                      "NULL saver");
+                      "s is NULL");
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
     ckpt_monitored_session_free(ms);
 }
