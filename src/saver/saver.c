@@ -418,6 +418,10 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     job->blocking_s = ckpt_clock_monotonic(s->opts.clock) - t0;
     if (err == 1) {
         ticket = ckpt__writer_number(s, job);
+        /* The trigger's own wait, until the fence adds its part. */
+        pthread_mutex_lock(&s->mu);
+        s->metrics.blocking_s_last = job->blocking_s;
+        pthread_mutex_unlock(&s->mu);
         CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
                         "snapshot of step %" PRId64
                         " started in %.6f s; the writer copies until the "
