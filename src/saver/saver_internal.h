@@ -297,9 +297,11 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step);
 int ckpt__writer_snapshot(ckpt_saver *s, int image);
 /* The two halves of a snapshot: set up help_work for images[image] and,
  * when `share` and the writer is idle, ask it to claim pieces (returns
- * whether it was asked); then copy the pieces left and wait for the
- * writer's last one, or withdraw the request. */
-int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share);
+ * whether it was asked; with `fuse_if_asked` the copies then fuse the
+ * checksum, whatever s->checksum says); then copy the pieces left and
+ * wait for the writer's last one, or withdraw the request. */
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
+                                int fuse_if_asked);
 void ckpt__writer_snapshot_end(ckpt_saver *s, int asked);
 /* Number `job` now (takes mu), before it is submitted. */
 uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job);

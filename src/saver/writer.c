@@ -194,7 +194,8 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
     }
 }
 
-int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share)
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
+                                int fuse_if_asked)
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
@@ -208,6 +209,8 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share)
     if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
+            if (fuse_if_asked)
+                w->checksum = 1;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
             asked = 1;
@@ -234,7 +237,7 @@ void ckpt__writer_snapshot_end(ckpt_saver *s, int asked)
 int ckpt__writer_snapshot(ckpt_saver *s, int image)
 {
     int asked = ckpt__writer_snapshot_begin(
-        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2);
+        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2, 0);
     int err = ckpt__snapshot_callbacks(&s->help_work);
     ckpt__writer_snapshot_end(s, asked);
     return err;
