@@ -369,6 +369,10 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick)
         steps = every10 * periods;
         while (steps * t_step < min_loop_s)
             steps += every10;
+        /* ... and short enough that slow writes (a loaded machine) do not
+         * stretch the benchmark: at least two periods. */
+        while (steps > 2 * every10 && steps * t_step > 4 * min_loop_s)
+            steps -= every10;
         n2 = saves_in(steps, every2);
         n10 = saves_in(steps, every10);
         for (int r = 0; r < reps; r++) {
