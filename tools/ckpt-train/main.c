@@ -285,12 +285,12 @@ static int train_step(ckpt_step_context *sc, void *payload)
     int err;
     dataset_position_copy(&t->ahead, &t->data);
     dataset_next_batch(&t->ahead, t->model.batch, t->batch_x, t->batch_y);
-    loss = mlp_gradients(&t->model, t->batch_x, t->batch_y);
+    loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
     err = ckpt_step_context_mutation_fence(sc);
     if (err < 0)
         return err;
     dataset_position_copy(&t->data, &t->ahead);
-    mlp_update(&t->model);
+    mlp_apply_gradients(&t->model);
     t->global_step++;
     return ckpt_step_context_publish_float(sc, "loss", loss);
 }

@@ -177,7 +177,7 @@ static void adam(float *w, float *mo, float *ve, const float *g, size_t n,
     }
 }
 
-float mlp_gradients(mlp *m, const float *x, const int32_t *labels)
+float mlp_compute_gradients(mlp *m, const float *x, const int32_t *labels)
 {
     float loss;
     const float *in = x;
@@ -194,10 +194,9 @@ float mlp_gradients(mlp *m, const float *x, const int32_t *labels)
     return loss;
 }
 
-void mlp_update(mlp *m)
+void mlp_apply_gradients(mlp *m)
 {
-    float lr_t;
-    lr_t = m->lr * sqrtf(1.0f - m->beta2_power) / (1.0f - m->beta1_power);
+    float lr_t = m->lr * sqrtf(1.0f - m->beta2_power) / (1.0f - m->beta1_power);
     for (int l = 0; l < m->nlayers; l++) {
         layer *L = &m->layers[l];
         adam(L->w, L->mw, L->vw, L->gw, (size_t)L->in * (size_t)L->out, lr_t,
@@ -212,7 +211,7 @@ void mlp_update(mlp *m)
 
 float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
 {
-    float loss = mlp_gradients(m, x, labels);
-    mlp_update(m);
+    float loss = mlp_compute_gradients(m, x, labels);
+    mlp_apply_gradients(m);
     return loss;
 }

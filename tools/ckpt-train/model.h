@@ -37,14 +37,13 @@ void mlp_free(mlp *m);
 size_t mlp_state_bytes(const mlp *m);
 
 /* One training step on a batch (x: [batch x in], labels: [batch]); returns
- * the mean cross-entropy loss before the update. The same as
- * mlp_gradients followed by mlp_update. */
+ * the mean cross-entropy loss before the update. */
 float mlp_train_step(mlp *m, const float *x, const int32_t *labels);
-/* Forward and backward passes: the loss, and the gradients in the layers'
- * workspace; reads the weights and writes no checkpointed state. */
-float mlp_gradients(mlp *m, const float *x, const int32_t *labels);
-/* The Adam update from the gradients: writes weights, moments and the
- * optimizer's counters. */
-void mlp_update(mlp *m);
+
+/* The two halves of mlp_train_step, for data-parallel training: the
+ * gradients of a batch into each layer's gw/gb (returns the loss), then
+ * the Adam update from them (after they were averaged across processes). */
+float mlp_compute_gradients(mlp *m, const float *x, const int32_t *labels);
+void mlp_apply_gradients(mlp *m);
 
 #endif
