@@ -2,8 +2,9 @@
  * library goes through, and the POSIX implementation.
  *
  * A ckpt_fs is a table of function pointers plus a payload, in the manner of
- * SQLite's VFS: tests wrap the real one to inject faults (ckpt/sys/fs_fault.h)
- * and users may supply their own. Paths are ordinary '/'-separated strings.
+ * SQLite's VFS: the library's tests wrap the real one to inject faults (with
+ * a fault file system of their own, not part of the library) and users may
+ * supply their own. Paths are ordinary '/'-separated strings.
  * Every method returns 0 or a negative ckpt_error_code and, on failure, sets
  * the thread's last error with a message naming the operation and path.
  *

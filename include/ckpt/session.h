@@ -51,14 +51,14 @@ CKPT_EXTERN(int) ckpt_graph_is_frozen(const ckpt_graph *g);
 
 /* ---- run arguments and values --------------------------------------------- */
 
-/** Options of one run. Merging (B19): numeric fields take the maximum,
- *  boolean fields are OR-ed. */
+/** Options of one run: requests the caller and the hooks make of the step
+ *  function, which reads the merged result with
+ *  ckpt_step_context_options(); hooks see it again in after_run. The
+ *  library itself acts on none of them. Merging (B19): each field takes
+ *  the largest value asked for. */
 typedef struct ckpt_run_options {
-    int trace_level;
-    int64_t timeout_ms;
-    int inter_op_thread_pool;
-    int output_partition_graphs; /**< boolean */
-    int report_tensor_allocations; /**< boolean */
+    int trace_level;    /**< how much the step should trace (0: nothing) */
+    int64_t timeout_ms; /**< a deadline the step should keep (0: none) */
 } ckpt_run_options;
 
 /** An input fed into a step, by name. */

@@ -107,6 +107,15 @@ int ckpt__path_dirname(ckpt_buf *out, const char *path);
 /* Pointer to the last component of `path` (borrowed). */
 const char *ckpt__path_basename(const char *path);
 
+/* ---- dtypes -------------------------------------------------------------- */
+/* The dtype's TensorFlow name for messages: ckpt_dtype_name()'s, the name of
+ * a dtype TensorFlow defines beyond ckpt_dtype ("int4", "uint4", "int2",
+ * "uint2": 29-32, listed but never read), or "unknown". */
+const char *ckpt__dtype_label(int dtype);
+/* Whether TensorFlow defines `dtype` (ckpt_dtype's values and 29-32),
+ * readable by the library or not. */
+bool ckpt__dtype_known(int dtype);
+
 /* ---- checked arithmetic ------------------------------------------------- */
 static inline bool ckpt__mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
 {

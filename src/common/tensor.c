@@ -1,6 +1,7 @@
-/* common/tensor.c - dtype sizes and names (TensorFlow's Python names),
- * element counts and byte sizes of shapes with overflow checks, and the
- * widening of half and bfloat16 values to float. */
+/* common/tensor.c - dtype sizes and names (TensorFlow's Python names; the
+ * one table of them), element counts and byte sizes of shapes with
+ * overflow checks, and the widening of half and bfloat16 values to
+ * float. */
 #include "ckpt/tensor.h"
 #include "internal.h"
 
@@ -43,7 +44,17 @@ static const struct dtype_info dtype_table[] = {
     {CKPT_DT_FLOAT8_E4M3FNUZ, 1, "float8_e4m3fnuz"},
     {CKPT_DT_FLOAT8_E4M3B11FNUZ, 1, "float8_e4m3b11fnuz"},
     {CKPT_DT_FLOAT8_E5M2FNUZ, 1, "float8_e5m2fnuz"},
+    /* TensorFlow's sub-byte integers: outside ckpt_dtype, so
+     * ckpt_dtype_name() and ckpt_dtype_from_name() do not know them, but
+     * messages about a bundle that holds one name them. */
+    {29, 0, "int4"},
+    {30, 0, "uint4"},
+    {31, 0, "int2"},
+    {32, 0, "uint2"},
 };
+
+/* The last value of ckpt_dtype; the table's later rows are for messages. */
+#define LAST_PUBLIC_DTYPE CKPT_DT_FLOAT8_E5M2FNUZ
 
 static const struct dtype_info *find_dtype(int dtype)
 {
@@ -67,7 +78,7 @@ int ckpt_dtype_is_supported(int dtype)
 const char *ckpt_dtype_name(int dtype)
 {
     const struct dtype_info *info = find_dtype(dtype);
-    return info ? info->name : NULL;
+    return info && info->dtype <= LAST_PUBLIC_DTYPE ? info->name : NULL;
 }
 
 int ckpt_dtype_from_name(const char *name)
@@ -75,9 +86,21 @@ int ckpt_dtype_from_name(const char *name)
     if (!name)
         return CKPT_DT_INVALID;
     for (size_t i = 0; i < CKPT__ARRAY_SIZE(dtype_table); i++)
-        if (strcmp(dtype_table[i].name, name) == 0)
+        if (dtype_table[i].dtype <= LAST_PUBLIC_DTYPE &&
+            strcmp(dtype_table[i].name, name) == 0)
             return dtype_table[i].dtype;
     return CKPT_DT_INVALID;
+}
+
+const char *ckpt__dtype_label(int dtype)
+{
+    const struct dtype_info *info = find_dtype(dtype);
+    return info ? info->name : "unknown";
+}
+
+bool ckpt__dtype_known(int dtype)
+{
+    return find_dtype(dtype) != NULL;
 }
 
 int ckpt_shape_num_elements(int64_t *out, const ckpt_shape *shape)
@@ -114,9 +137,8 @@ int ckpt_tensor_byte_size(int64_t *out, int dtype, const ckpt_shape *shape)
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(shape);
     if (esize == 0)
-        return ckpt__error(
-            CKPT_ENOTSUP, "dtype %d (%s) has no fixed size", dtype,
-            ckpt_dtype_name(dtype) ? ckpt_dtype_name(dtype) : "unknown");
+        return ckpt__error(CKPT_ENOTSUP, "dtype %d (%s) has no fixed size",
+                           dtype, ckpt__dtype_label(dtype));
     err = ckpt_shape_num_elements(&n, shape);
     if (err < 0)
         return err;

@@ -190,8 +190,89 @@ int ckpt__bundle_entry_encode(ckpt_buf *out, const ckpt__bundle_entry *e)
 
 /* ---- decoders ------------------------------------------------------------ */
 
-/* Every nested decoder gets `base`, the first byte of the outermost
- * message, so that errors report offsets within the whole value. */
+/* Every decoder gets `base`, the first byte of the outermost message, so
+ * that errors report offsets within the whole value.
+ *
+ * One walk serves every message: for_each_field reads the fields in order,
+ * skips those its schema does not list, rejects a listed field whose wire
+ * type differs from the schema's, and hands the others to the message's
+ * own callback. */
+
+/* A field of a message's schema. A repeated scalar may also arrive packed
+ * (one length-delimited field holding the varints): `packed_ok`. */
+typedef struct field_spec {
+    uint32_t number;
+    int wire_type;
+    bool packed_ok;
+    const char *name; /* for messages */
+} field_spec;
+
+typedef struct message_spec {
+    const char *what; /* "entry: shape: dim": where, for messages */
+    const field_spec *fields;
+    size_t nfields;
+} message_spec;
+
+/* Handles one listed field of `target`'s message; 0 to go on, a negative
+ * error, or a positive value to stop the walk with. */
+typedef int (*field_fn)(void *target, const ckpt__pb_field *f,
+                        const uint8_t *base);
+
+static const field_spec *find_field(const message_spec *m, uint32_t number)
+{
+    for (size_t i = 0; i < m->nfields; i++)
+        if (m->fields[i].number == number)
+            return &m->fields[i];
+    return NULL;
+}
+
+/* Walk the fields of the message p[0..n) (within the outermost message at
+ * `base`). Returns 0 at its end, or the first non-zero result of `fn` or
+ * of the checks. */
+static int for_each_field(const message_spec *m, const uint8_t *p, size_t n,
+                          const uint8_t *base, field_fn fn, void *target)
+{
+    ckpt__pb_reader r;
+    ckpt__pb_field f;
+    ckpt__pb_reader_init(&r, p, n);
+    for (;;) {
+        size_t at = pos_of(&r, base);
+        const field_spec *spec;
+        int rc = ckpt__pb_next(&r, &f);
+        if (rc < 0)
+            return malformed(m->what, at);
+        if (rc == 0)
+            return 0;
+        spec = find_field(m, f.number);
+        if (!spec)
+            continue; /* unknown field: skipped */
+        if (f.wire_type != spec->wire_type &&
+            !(spec->packed_ok && f.wire_type == CKPT__PB_LEN))
+            return bad_wire(m->what, spec->name, at);
+        rc = fn(target, &f, base);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+/* ---- BundleHeaderProto ----------------------------------------------------
+ */
+
+static const field_spec version_fields[] = {
+    {VER_PRODUCER, CKPT__PB_VARINT, false, "producer"},
+    {VER_MIN_CONSUMER, CKPT__PB_VARINT, false, "min_consumer"},
+    {VER_BAD_CONSUMERS, CKPT__PB_VARINT, true, "bad_consumers"},
+};
+static const message_spec version_message = {"header: version", version_fields,
+                                             CKPT__ARRAY_SIZE(version_fields)};
+
+static const field_spec header_fields[] = {
+    {HDR_NUM_SHARDS, CKPT__PB_VARINT, false, "num_shards"},
+    {HDR_ENDIANNESS, CKPT__PB_VARINT, false, "endianness"},
+    {HDR_VERSION, CKPT__PB_LEN, false, "version"},
+};
+static const message_spec header_message = {"header", header_fields,
+                                            CKPT__ARRAY_SIZE(header_fields)};
 
 static void add_bad_consumer(ckpt__bundle_header *h, uint64_t v)
 {
@@ -221,88 +302,47 @@ static int decode_packed_bad_consumers(ckpt__bundle_header *h,
     return 0;
 }
 
-static int decode_version(ckpt__bundle_header *h, const ckpt__pb_field *outer,
-                          const uint8_t *base)
+static int version_field(void *target, const ckpt__pb_field *f,
+                         const uint8_t *base)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int rc;
+    ckpt__bundle_header *h = target;
+    switch (f->number) {
+    case VER_PRODUCER:
+        h->producer = as_int32(f->u64);
+        return 0;
+    case VER_MIN_CONSUMER:
+        h->min_consumer = as_int32(f->u64);
+        return 0;
+    default: /* VER_BAD_CONSUMERS, one or packed */
+        if (f->wire_type == CKPT__PB_LEN)
+            return decode_packed_bad_consumers(h, f, base);
+        add_bad_consumer(h, f->u64);
+        return 0;
+    }
+}
 
-    ckpt__pb_reader_init(&r, outer->data, outer->len);
-    for (;;) {
-        size_t at = pos_of(&r, base);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("header: version", at);
-        if (rc == 0)
-            return 0;
-        switch (f.number) {
-        case VER_PRODUCER:
-        case VER_MIN_CONSUMER:
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire(
-                    "header: version",
-                    f.number == VER_PRODUCER ? "producer" : "min_consumer", at);
-            if (f.number == VER_PRODUCER)
-                h->producer = as_int32(f.u64);
-            else
-                h->min_consumer = as_int32(f.u64);
-            break;
-        case VER_BAD_CONSUMERS:
-            if (f.wire_type == CKPT__PB_VARINT) {
-                add_bad_consumer(h, f.u64);
-            } else if (f.wire_type == CKPT__PB_LEN) {
-                rc = decode_packed_bad_consumers(h, &f, base);
-                if (rc < 0)
-                    return rc;
-            } else {
-                return bad_wire("header: version", "bad_consumers", at);
-            }
-            break;
-        default:
-            break; /* unknown field: skipped */
-        }
+static int header_field(void *target, const ckpt__pb_field *f,
+                        const uint8_t *base)
+{
+    ckpt__bundle_header *h = target;
+    switch (f->number) {
+    case HDR_NUM_SHARDS:
+        h->num_shards = as_int32(f->u64);
+        return 0;
+    case HDR_ENDIANNESS:
+        h->endianness = as_int32(f->u64);
+        return 0;
+    default: /* HDR_VERSION */
+        return for_each_field(&version_message, f->data, f->len, base,
+                              version_field, h);
     }
 }
 
 int ckpt__bundle_header_decode(ckpt__bundle_header *h, const uint8_t *p,
                                size_t n)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int rc;
-
     memset(h, 0, sizeof(*h));
-    ckpt__pb_reader_init(&r, p, n);
-    for (;;) {
-        size_t at = pos_of(&r, p);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("header", at);
-        if (rc == 0)
-            return 0;
-        switch (f.number) {
-        case HDR_NUM_SHARDS:
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire("header", "num_shards", at);
-            h->num_shards = as_int32(f.u64);
-            break;
-        case HDR_ENDIANNESS:
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire("header", "endianness", at);
-            h->endianness = as_int32(f.u64);
-            break;
-        case HDR_VERSION:
-            if (f.wire_type != CKPT__PB_LEN)
-                return bad_wire("header", "version", at);
-            rc = decode_version(h, &f, p);
-            if (rc < 0)
-                return rc;
-            break;
-        default:
-            break;
-        }
-    }
+    return for_each_field(&header_message, p, n, p, header_field, h);
 }
 
 int ckpt__bundle_header_check_version(const ckpt__bundle_header *h)
@@ -324,11 +364,67 @@ int ckpt__bundle_header_check_version(const ckpt__bundle_header *h)
     return 0;
 }
 
+/* ---- BundleEntryProto -----------------------------------------------------
+ */
+
+static const field_spec dim_fields[] = {
+    {DIM_SIZE, CKPT__PB_VARINT, false, "size"},
+    {DIM_NAME, CKPT__PB_LEN, false, "name"},
+};
+static const message_spec dim_message = {"entry: shape: dim", dim_fields,
+                                         CKPT__ARRAY_SIZE(dim_fields)};
+
+static const field_spec shape_fields[] = {
+    {SHAPE_DIM, CKPT__PB_LEN, false, "dim"},
+    {SHAPE_UNKNOWN_RANK, CKPT__PB_VARINT, false, "unknown_rank"},
+};
+static const message_spec shape_message = {"entry: shape", shape_fields,
+                                           CKPT__ARRAY_SIZE(shape_fields)};
+
+static const field_spec extent_fields[] = {
+    {EXTENT_START, CKPT__PB_VARINT, false, "start"},
+    {EXTENT_LENGTH, CKPT__PB_VARINT, false, "length"},
+};
+static const message_spec extent_message = {
+    "entry: slice: extent", extent_fields, CKPT__ARRAY_SIZE(extent_fields)};
+
+static const field_spec slice_fields[] = {
+    {SLICE_EXTENT, CKPT__PB_LEN, false, "extent"},
+};
+static const message_spec slice_message = {"entry: slice", slice_fields,
+                                           CKPT__ARRAY_SIZE(slice_fields)};
+
+static const field_spec entry_fields[] = {
+    {ENT_DTYPE, CKPT__PB_VARINT, false, "dtype"},
+    {ENT_SHAPE, CKPT__PB_LEN, false, "shape"},
+    {ENT_SHARD_ID, CKPT__PB_VARINT, false, "shard_id"},
+    {ENT_OFFSET, CKPT__PB_VARINT, false, "offset"},
+    {ENT_SIZE, CKPT__PB_VARINT, false, "size"},
+    {ENT_CRC32C, CKPT__PB_FIXED32, false, "crc32c"},
+    {ENT_SLICES, CKPT__PB_LEN, false, "slices"},
+};
+static const message_spec entry_message = {"entry", entry_fields,
+                                           CKPT__ARRAY_SIZE(entry_fields)};
+
+/* ckpt__bundle_entry_get_slice looks at the slices only. */
+static const field_spec entry_slices_fields[] = {
+    {ENT_SLICES, CKPT__PB_LEN, false, "slices"},
+};
+static const message_spec entry_slices_message = {
+    "entry", entry_slices_fields, CKPT__ARRAY_SIZE(entry_slices_fields)};
+
+static int dim_field(void *target, const ckpt__pb_field *f, const uint8_t *base)
+{
+    int64_t *size = target;
+    (void)base;
+    if (f->number == DIM_SIZE)
+        *size = (int64_t)f->u64;
+    return 0; /* a dim's name is not kept */
+}
+
 static int decode_dim(ckpt__bundle_entry *e, const ckpt__pb_field *outer,
                       const uint8_t *base)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
     int64_t size = 0;
     size_t start = (size_t)(outer->data - base);
     int rc;
@@ -337,23 +433,10 @@ static int decode_dim(ckpt__bundle_entry *e, const ckpt__pb_field *outer,
         return ckpt__error(CKPT_ECORRUPT,
                            "entry: shape: more than %d dims (byte %zu)",
                            CKPT_MAX_RANK, start);
-    ckpt__pb_reader_init(&r, outer->data, outer->len);
-    for (;;) {
-        size_t at = pos_of(&r, base);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry: shape: dim", at);
-        if (rc == 0)
-            break;
-        if (f.number == DIM_SIZE) {
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire("entry: shape: dim", "size", at);
-            size = (int64_t)f.u64;
-        } else if (f.number == DIM_NAME) {
-            if (f.wire_type != CKPT__PB_LEN)
-                return bad_wire("entry: shape: dim", "name", at);
-        }
-    }
+    rc = for_each_field(&dim_message, outer->data, outer->len, base, dim_field,
+                        &size);
+    if (rc < 0)
+        return rc;
     if (size < 0)
         return ckpt__error(CKPT_ECORRUPT,
                            "entry: shape: dim %d is negative (%lld) at byte "
@@ -363,194 +446,136 @@ static int decode_dim(ckpt__bundle_entry *e, const ckpt__pb_field *outer,
     return 0;
 }
 
-static int decode_shape(ckpt__bundle_entry *e, const ckpt__pb_field *outer,
+static int shape_field(void *target, const ckpt__pb_field *f,
+                       const uint8_t *base)
+{
+    ckpt__bundle_entry *e = target;
+    if (f->number == SHAPE_DIM)
+        return decode_dim(e, f, base);
+    e->unknown_rank = f->u64 != 0; /* SHAPE_UNKNOWN_RANK */
+    return 0;
+}
+
+/* An extent's fields; `length` -1 while absent. */
+struct extent_fields {
+    int64_t start;
+    int64_t length;
+};
+
+static int extent_field(void *target, const ckpt__pb_field *f,
                         const uint8_t *base)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int rc;
-
-    ckpt__pb_reader_init(&r, outer->data, outer->len);
-    for (;;) {
-        size_t at = pos_of(&r, base);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry: shape", at);
-        if (rc == 0)
-            return 0;
-        if (f.number == SHAPE_DIM) {
-            if (f.wire_type != CKPT__PB_LEN)
-                return bad_wire("entry: shape", "dim", at);
-            rc = decode_dim(e, &f, base);
-            if (rc < 0)
-                return rc;
-        } else if (f.number == SHAPE_UNKNOWN_RANK) {
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire("entry: shape", "unknown_rank", at);
-            e->unknown_rank = f.u64 != 0;
-        }
-    }
+    struct extent_fields *x = target;
+    (void)base;
+    if (f->number == EXTENT_START)
+        x->start = (int64_t)f->u64;
+    else
+        x->length = (int64_t)f->u64;
+    return 0;
 }
 
 static int decode_extent(ckpt__tensor_slice *s, const ckpt__pb_field *outer,
                          const uint8_t *base)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int64_t start = 0;
-    int64_t length = -1;
+    struct extent_fields x = {0, -1};
     int rc;
 
     if (s->rank >= CKPT_MAX_RANK)
         return ckpt__error(CKPT_ECORRUPT,
                            "entry: slice: more than %d extents (byte %zu)",
                            CKPT_MAX_RANK, (size_t)(outer->data - base));
-    ckpt__pb_reader_init(&r, outer->data, outer->len);
-    for (;;) {
-        size_t at = pos_of(&r, base);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry: slice: extent", at);
-        if (rc == 0)
-            break;
-        if (f.number == EXTENT_START || f.number == EXTENT_LENGTH) {
-            if (f.wire_type != CKPT__PB_VARINT)
-                return bad_wire("entry: slice: extent",
-                                f.number == EXTENT_START ? "start" : "length",
-                                at);
-            if (f.number == EXTENT_START)
-                start = (int64_t)f.u64;
-            else
-                length = (int64_t)f.u64;
-        }
-    }
-    s->start[s->rank] = start;
-    s->length[s->rank] = length < 0 ? -1 : length;
+    rc = for_each_field(&extent_message, outer->data, outer->len, base,
+                        extent_field, &x);
+    if (rc < 0)
+        return rc;
+    s->start[s->rank] = x.start;
+    s->length[s->rank] = x.length < 0 ? -1 : x.length;
     s->rank++;
     return 0;
+}
+
+static int slice_field(void *target, const ckpt__pb_field *f,
+                       const uint8_t *base)
+{
+    return decode_extent(target, f, base); /* SLICE_EXTENT */
 }
 
 static int decode_slice(ckpt__tensor_slice *s, const ckpt__pb_field *outer,
                         const uint8_t *base)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int rc;
-
     memset(s, 0, sizeof(*s));
-    ckpt__pb_reader_init(&r, outer->data, outer->len);
-    for (;;) {
-        size_t at = pos_of(&r, base);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry: slice", at);
-        if (rc == 0)
-            return 0;
-        if (f.number == SLICE_EXTENT) {
-            if (f.wire_type != CKPT__PB_LEN)
-                return bad_wire("entry: slice", "extent", at);
-            rc = decode_extent(s, &f, base);
-            if (rc < 0)
-                return rc;
-        }
-    }
+    return for_each_field(&slice_message, outer->data, outer->len, base,
+                          slice_field, s);
 }
 
-static const char *entry_field_name(uint32_t number)
+static int entry_field(void *target, const ckpt__pb_field *f,
+                       const uint8_t *base)
 {
-    static const char *const names[] = {"?",      "dtype", "shape",  "shard_id",
-                                        "offset", "size",  "crc32c", "slices"};
-    return number < CKPT__ARRAY_SIZE(names) ? names[number] : "?";
-}
-
-static int entry_wire_type(uint32_t number)
-{
-    switch (number) {
+    ckpt__bundle_entry *e = target;
+    ckpt__tensor_slice slice;
+    int rc;
+    switch (f->number) {
+    case ENT_DTYPE:
+        e->dtype = as_int32(f->u64);
+        return 0;
     case ENT_SHAPE:
-    case ENT_SLICES:
-        return CKPT__PB_LEN;
+        return for_each_field(&shape_message, f->data, f->len, base,
+                              shape_field, e);
+    case ENT_SHARD_ID:
+        e->shard_id = as_int32(f->u64);
+        return 0;
+    case ENT_OFFSET:
+        e->offset = (int64_t)f->u64;
+        return 0;
+    case ENT_SIZE:
+        e->size = (int64_t)f->u64;
+        return 0;
     case ENT_CRC32C:
-        return CKPT__PB_FIXED32;
-    default:
-        return CKPT__PB_VARINT;
+        e->crc32c = (uint32_t)f->u64;
+        return 0;
+    default: /* ENT_SLICES: checked and counted; read with get_slice */
+        rc = decode_slice(&slice, f, base);
+        if (rc < 0)
+            return rc;
+        e->num_slices++;
+        return 0;
     }
 }
 
 int ckpt__bundle_entry_decode(ckpt__bundle_entry *e, const uint8_t *p, size_t n)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    ckpt__tensor_slice slice;
-    int rc;
-
     memset(e, 0, sizeof(*e));
-    ckpt__pb_reader_init(&r, p, n);
-    for (;;) {
-        size_t at = pos_of(&r, p);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry", at);
-        if (rc == 0)
-            return 0;
-        if (f.number >= ENT_DTYPE && f.number <= ENT_SLICES &&
-            f.wire_type != entry_wire_type(f.number))
-            return bad_wire("entry", entry_field_name(f.number), at);
-        switch (f.number) {
-        case ENT_DTYPE:
-            e->dtype = as_int32(f.u64);
-            break;
-        case ENT_SHAPE:
-            rc = decode_shape(e, &f, p);
-            if (rc < 0)
-                return rc;
-            break;
-        case ENT_SHARD_ID:
-            e->shard_id = as_int32(f.u64);
-            break;
-        case ENT_OFFSET:
-            e->offset = (int64_t)f.u64;
-            break;
-        case ENT_SIZE:
-            e->size = (int64_t)f.u64;
-            break;
-        case ENT_CRC32C:
-            e->crc32c = (uint32_t)f.u64;
-            break;
-        case ENT_SLICES:
-            rc = decode_slice(&slice, &f, p);
-            if (rc < 0)
-                return rc;
-            e->num_slices++;
-            break;
-        default:
-            break;
-        }
-    }
+    return for_each_field(&entry_message, p, n, p, entry_field, e);
+}
+
+/* The search of ckpt__bundle_entry_get_slice. */
+struct slice_search {
+    ckpt__tensor_slice *out;
+    int index;
+    int seen;
+};
+
+static int slice_search_field(void *target, const ckpt__pb_field *f,
+                              const uint8_t *base)
+{
+    struct slice_search *q = target;
+    int rc;
+    if (q->seen++ < q->index)
+        return 0;
+    rc = decode_slice(q->out, f, base);
+    return rc < 0 ? rc : 1; /* found: stop */
 }
 
 int ckpt__bundle_entry_get_slice(ckpt__tensor_slice *out, const uint8_t *p,
                                  size_t n, int index)
 {
-    ckpt__pb_reader r;
-    ckpt__pb_field f;
-    int seen = 0;
-    int rc;
-
-    ckpt__pb_reader_init(&r, p, n);
-    for (;;) {
-        size_t at = pos_of(&r, p);
-        rc = ckpt__pb_next(&r, &f);
-        if (rc < 0)
-            return malformed("entry", at);
-        if (rc == 0)
-            return ckpt__error(CKPT_ENOTFOUND, "entry: no slice %d (has %d)",
-                               index, seen);
-        if (f.number != ENT_SLICES)
-            continue;
-        if (f.wire_type != CKPT__PB_LEN)
-            return bad_wire("entry", "slices", at);
-        if (seen == index)
-            return decode_slice(out, &f, p);
-        seen++;
-    }
+    struct slice_search q = {out, index, 0};
+    int rc =
+        for_each_field(&entry_slices_message, p, n, p, slice_search_field, &q);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return ckpt__error(CKPT_ENOTFOUND, "entry: no slice %d (has %d)", index,
+                           q.seen);
+    return 0;
 }

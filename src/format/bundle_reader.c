@@ -21,6 +21,7 @@
 #include "format/bundle_read_report.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
+#include "format/string_record.h"
 #include "format/table.h"
 #include "io/direct_read.h"
 #include "io/fs_internal.h"
@@ -67,31 +68,6 @@ typedef ckpt__shown_name shown_name;
 static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
 {
     return ckpt__show_name(s, e->name, e->name_len);
-}
-
-/* Names of dtypes that TensorFlow defines but ckpt_dtype_name() does not. */
-static const char *extra_dtype_name(int dtype)
-{
-    switch (dtype) {
-    case 29:
-        return "int4";
-    case 30:
-        return "uint4";
-    case 31:
-        return "int2";
-    case 32:
-        return "uint2";
-    default:
-        return NULL;
-    }
-}
-
-static const char *dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    if (!name)
-        name = extra_dtype_name(dtype);
-    return name ? name : "unknown";
 }
 
 /* ---- options / accessors ----------------------------------------------------
@@ -214,7 +190,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
     int64_t count, need;
     size_t esize = ckpt_dtype_size(be->dtype);
 
-    if (!ckpt_dtype_name(be->dtype) && !extra_dtype_name(be->dtype))
+    if (!ckpt__dtype_known(be->dtype))
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': unknown dtype %d",
                            path, name, (int)be->dtype);
     if (be->unknown_rank)
@@ -247,7 +223,7 @@ static int validate_entry(const ckpt_bundle_reader *r,
                                "%s: tensor '%s': record size %lld, a %s "
                                "tensor of %lld elements needs %lld",
                                path, name, (long long)be->size,
-                               dtype_label(be->dtype), (long long)count,
+                               ckpt__dtype_label(be->dtype), (long long)count,
                                (long long)need);
     } else if (be->dtype == CKPT_DT_STRING && be->size < count) {
         /* every element takes at least its one-byte length */
@@ -514,18 +490,6 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return 0;
 }
 
-/* A length word of the length checksum in the bundle's byte order. */
-static size_t length_word(uint8_t *p, uint64_t len, bool big)
-{
-    if (len <= 0xffffffffu) {
-        uint32_t v = (uint32_t)len;
-        ckpt__encode_fixed32(p, big ? __builtin_bswap32(v) : v);
-        return 4;
-    }
-    ckpt__encode_fixed64(p, big ? __builtin_bswap64(len) : len);
-    return 8;
-}
-
 /* Walk the string record `rec` (`size` bytes, size > 0) of entry `e`:
  * check its layout and length checksum, store each element in `strings`
  * when not NULL (`count` slots), and compute the record's CRC as
@@ -542,7 +506,6 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     uint64_t sum = 0;
     uint32_t crc = 0;
     uint32_t stored;
-    uint8_t word[8];
 
     if (count > size)
         goto bad_lengths;
@@ -553,7 +516,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
             goto bad_lengths;
         if (strings)
             strings[i].len = (size_t)len;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, len, big));
+        crc = ckpt__string_length_crc(crc, len, big);
     }
     /* TensorFlow's lower bound: a length byte per element plus the bytes. */
     if (count + sum > (uint64_t)size)
@@ -563,9 +526,7 @@ static int scan_strings(const ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                            "%s: tensor '%s': string record ends before its "
                            "length checksum",
                            r->path.ptr, entry_name(&sn, e));
-    stored = ckpt__decode_fixed32(p);
-    if (big)
-        stored = __builtin_bswap32(stored);
+    stored = ckpt__string_checksum_get(p, big);
     if (stored != ckpt__crc32c_mask(crc))
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': string length checksum mismatch "
@@ -722,7 +683,7 @@ static int check_read_target(const ckpt_tensor_entry **out,
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
                            r->index_path.ptr, entry_name(&sn, e), e->dtype,
-                           dtype_label(e->dtype));
+                           ckpt__dtype_label(e->dtype));
     /* A partitioned tensor's entry has no record: its size is the full
      * shape's. */
     want = (uint64_t)e->size;
@@ -1032,7 +993,7 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     if (e->dtype != CKPT_DT_STRING)
         return ckpt__error(
             CKPT_EINVAL, "%s: tensor '%s': dtype is %s, not string",
-            r->index_path.ptr, entry_name(&sn, e), dtype_label(e->dtype));
+            r->index_path.ptr, entry_name(&sn, e), ckpt__dtype_label(e->dtype));
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 

@@ -36,12 +36,6 @@ const char *ckpt__show_shape(ckpt__shown_shape *s, const ckpt_shape *shape)
     return s->text;
 }
 
-const char *ckpt__dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    return name ? name : "unknown";
-}
-
 size_t ckpt__record_word_width(int dtype)
 {
     if (dtype == CKPT_DT_COMPLEX64)

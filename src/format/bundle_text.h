@@ -1,9 +1,9 @@
 /* format/bundle_text.h - small helpers the bundle reader and the
  * partitioned-tensor code share: tensor names made fit for a message
  * (printable ASCII as is, other bytes as \xHH, cut after 200 bytes; names
- * are data and slice keys hold 0 bytes), shapes and dtype names for
- * messages, and the byte-order swap of a
- * fixed-size record read from a bundle of the other endianness. Not
+ * are data and slice keys hold 0 bytes), shapes for messages (dtype names
+ * come from ckpt__dtype_label, common/internal.h), and the byte-order swap
+ * of a fixed-size record read from a bundle of the other endianness. Not
  * installed. */
 #ifndef CKPT_FORMAT_BUNDLE_TEXT_H
 #define CKPT_FORMAT_BUNDLE_TEXT_H
@@ -29,9 +29,6 @@ typedef struct ckpt__shown_shape {
 
 /* `shape` as "[d0, d1, ...]" in `s`; returns s->text. */
 const char *ckpt__show_shape(ckpt__shown_shape *s, const ckpt_shape *shape);
-
-/* The dtype's TensorFlow name, or "unknown". */
-const char *ckpt__dtype_label(int dtype);
 
 /* The width of the words whose byte order a record of `dtype` stores:
  * the element size, or each component's for the complex types. */

@@ -22,6 +22,7 @@
 #include "format/bundle_proto.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_writer_internal.h"
+#include "format/string_record.h"
 #include "format/table.h"
 #include "io/fs_internal.h"
 #include "util/coding.h"
@@ -402,29 +403,34 @@ done:
     return 0;
 }
 
+/* Close one output file (the index or a data file) and remove what this
+ * writer made of it: its temporary while not renamed, else the renamed
+ * file. Keeps the last error. */
+static void abandon_file(const ckpt_fs *fs, ckpt_file **file, bool *created,
+                         bool *renamed, const ckpt_buf *tmp_path,
+                         const ckpt_buf *final_path)
+{
+    ckpt__fs_close_quiet(fs, *file);
+    *file = NULL;
+    if (*created && !*renamed)
+        ckpt__fs_remove_quiet(fs, tmp_path->ptr);
+    if (*renamed)
+        ckpt__fs_remove_quiet(fs, final_path->ptr);
+    *created = false;
+    *renamed = false;
+}
+
 /* Close and remove everything this writer created that a complete bundle
  * does not own: temporaries always; renamed data files and the index too
  * when the commit did not complete. Keeps the last error. */
 static void abandon(ckpt_bundle_writer *w)
 {
-    ckpt__fs_close_quiet(w->fs, w->index_file);
-    w->index_file = NULL;
-    if (w->index_created && !w->index_renamed)
-        ckpt__fs_remove_quiet(w->fs, w->index_tmp.ptr);
-    if (w->index_renamed)
-        ckpt__fs_remove_quiet(w->fs, w->index_final.ptr);
-    w->index_created = false;
-    w->index_renamed = false;
+    abandon_file(w->fs, &w->index_file, &w->index_created, &w->index_renamed,
+                 &w->index_tmp, &w->index_final);
     for (int i = 0; w->shards && i < w->num_shards; i++) {
         struct wshard *s = &w->shards[i];
-        ckpt__fs_close_quiet(w->fs, s->file);
-        s->file = NULL;
-        if (s->created && !s->renamed)
-            ckpt__fs_remove_quiet(w->fs, s->tmp_path.ptr);
-        if (s->renamed)
-            ckpt__fs_remove_quiet(w->fs, s->final_path.ptr);
-        s->created = false;
-        s->renamed = false;
+        abandon_file(w->fs, &s->file, &s->created, &s->renamed, &s->tmp_path,
+                     &s->final_path);
     }
 }
 
@@ -473,12 +479,6 @@ int ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard)
 /* ---- adds
  * ------------------------------------------------------------------------ */
 
-static const char *dtype_label(int dtype)
-{
-    const char *name = ckpt_dtype_name(dtype);
-    return name ? name : "unknown";
-}
-
 /* Validate the shape for tensor `name`; the element count to `out`. */
 static int check_shape(ckpt_bundle_writer *w, const char *name,
                        const ckpt_shape *shape, int64_t *out)
@@ -491,6 +491,16 @@ static int check_shape(ckpt_bundle_writer *w, const char *name,
     if (err < 0)
         return ckpt__error_prefix(err, "%s: tensor '%s'", w->prefix, name);
     return 0;
+}
+
+/* check_name, then check_shape: the checks of a string tensor. */
+static int check_name_and_shape(ckpt_bundle_writer *w, const char *name,
+                                const ckpt_shape *shape, int64_t *count)
+{
+    int err = check_name(w, name);
+    if (err == 0)
+        err = check_shape(w, name, shape, count);
+    return err;
 }
 
 /* Fill the entry for a record about to be appended to the current shard. */
@@ -533,7 +543,7 @@ static int check_fixed(ckpt_bundle_writer *w, const char *name, int dtype,
     if (ckpt_dtype_size(dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': dtype %d (%s) is not supported",
-                           w->prefix, name, dtype, dtype_label(dtype));
+                           w->prefix, name, dtype, ckpt__dtype_label(dtype));
     err = check_shape(w, name, shape, &count);
     if (err < 0)
         return err;
@@ -543,7 +553,7 @@ static int check_fixed(ckpt_bundle_writer *w, const char *name, int dtype,
                            "%s: tensor '%s': %llu bytes given, a %s tensor "
                            "of %lld elements needs %lld",
                            w->prefix, name, (unsigned long long)nbytes,
-                           dtype_label(dtype), (long long)count,
+                           ckpt__dtype_label(dtype), (long long)count,
                            (long long)need);
     return 0;
 }
@@ -699,23 +709,6 @@ uint64_t ckpt__bundle_writer_bytes(const ckpt_bundle_writer *w)
 #define HOST_BIG_ENDIAN 0
 #endif
 
-/* The fixed-width word a string length contributes to the length CRC, in
- * the bundle's (host) byte order; returns its width. */
-static size_t length_word(uint8_t *p, uint64_t len)
-{
-    if (len <= 0xffffffffu) {
-        uint32_t v = (uint32_t)len;
-        if (HOST_BIG_ENDIAN)
-            v = __builtin_bswap32(v);
-        ckpt__encode_fixed32(p, v);
-        return 4;
-    }
-    if (HOST_BIG_ENDIAN)
-        len = __builtin_bswap64(len);
-    ckpt__encode_fixed64(p, len);
-    return 8;
-}
-
 int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
                                    const ckpt_shape *shape,
                                    const ckpt_slice *strings, size_t n)
@@ -732,9 +725,7 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     err = check_open(w);
     if (err < 0)
         return err;
-    err = check_name(w, name);
-    if (err == 0)
-        err = check_shape(w, name, shape, &count);
+    err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
         return fail(w, err);
     if ((uint64_t)count != (uint64_t)n)
@@ -753,11 +744,10 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
         err = ckpt__put_varint64(&head, strings[i].len);
         if (err < 0)
             goto done;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, strings[i].len));
+        crc = ckpt__string_length_crc(crc, strings[i].len, HOST_BIG_ENDIAN);
     }
     masked = ckpt__crc32c_mask(crc);
-    ckpt__encode_fixed32(word,
-                         HOST_BIG_ENDIAN ? __builtin_bswap32(masked) : masked);
+    ckpt__string_checksum_put(word, masked, HOST_BIG_ENDIAN);
     err = ckpt__buf_put(&head, word, 4);
     if (err < 0)
         goto done;
@@ -796,7 +786,6 @@ static int string_record_crc(const ckpt_bundle_writer *w, const char *name,
     uint64_t sum = 0;
     uint32_t crc = 0;
     uint32_t stored;
-    uint8_t word[8];
     if (count == 0 && len == 0) {
         *crc_out = 0; /* TensorFlow reads an empty record as no strings */
         return 0;
@@ -806,13 +795,11 @@ static int string_record_crc(const ckpt_bundle_writer *w, const char *name,
         if (!ckpt__get_varint64(&p, end, &l) ||
             ckpt__add_overflow_u64(sum, l, &sum))
             goto bad;
-        crc = ckpt__crc32c_extend(crc, word, length_word(word, l));
+        crc = ckpt__string_length_crc(crc, l, HOST_BIG_ENDIAN);
     }
     if ((size_t)(end - p) < 4 || (uint64_t)(end - p) - 4 != sum)
         goto bad;
-    stored = ckpt__decode_fixed32(p);
-    if (HOST_BIG_ENDIAN)
-        stored = __builtin_bswap32(stored);
+    stored = ckpt__string_checksum_get(p, HOST_BIG_ENDIAN);
     if (stored != ckpt__crc32c_mask(crc))
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': string record's length checksum "
@@ -839,9 +826,7 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
     err = check_open(w);
     if (err < 0)
         return err;
-    err = check_name(w, name);
-    if (err == 0)
-        err = check_shape(w, name, shape, &count);
+    err = check_name_and_shape(w, name, shape, &count);
     if (err < 0)
         return fail(w, err);
     if (!record && record_len > 0)
@@ -856,12 +841,13 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
             err = ckpt__error(CKPT_EINVAL,
                               "%s: tensor '%s': record of %zu bytes, a %s "
                               "tensor of %lld elements needs %lld",
-                              w->prefix, name, record_len, dtype_label(dtype),
-                              (long long)count, (long long)need);
+                              w->prefix, name, record_len,
+                              ckpt__dtype_label(dtype), (long long)count,
+                              (long long)need);
     } else {
         err = ckpt__error(CKPT_ENOTSUP,
                           "%s: tensor '%s': dtype %d (%s) is not supported",
-                          w->prefix, name, dtype, dtype_label(dtype));
+                          w->prefix, name, dtype, ckpt__dtype_label(dtype));
     }
     if (err < 0)
         return fail(w, err);

@@ -193,15 +193,24 @@ static int flush_data(ckpt__table_builder *t)
     return 0;
 }
 
-int ckpt__table_builder_add(ckpt__table_builder *t, const void *key,
-                            size_t key_len, const void *value, size_t value_len)
+/* 0 while entries may be added: the builder's earlier error, or
+ * CKPT_ESTATE once finished. */
+static int check_open(ckpt__table_builder *t)
 {
-    int err;
     if (t->status < 0)
         return t->status;
     if (t->finished)
         return fail(
             t, ckpt__error(CKPT_ESTATE, "%s: table already finished", t->name));
+    return 0;
+}
+
+int ckpt__table_builder_add(ckpt__table_builder *t, const void *key,
+                            size_t key_len, const void *value, size_t value_len)
+{
+    int err = check_open(t);
+    if (err < 0)
+        return err;
     if (t->num_entries > 0) {
         /* TensorFlow: an entry at least twice the block size goes into a
          * fresh block. */
@@ -238,13 +247,10 @@ int ckpt__table_builder_finish(ckpt__table_builder *t)
     uint64_t meta_off = 0, meta_size = 0, index_off = 0, index_size = 0;
     uint8_t footer[CKPT__TABLE_FOOTER_SIZE];
     size_t fn;
-    int err;
+    int err = check_open(t);
 
-    if (t->status < 0)
-        return t->status;
-    if (t->finished)
-        return fail(
-            t, ckpt__error(CKPT_ESTATE, "%s: table already finished", t->name));
+    if (err < 0)
+        return err;
     err = flush_data(t);
     if (err < 0)
         return err;

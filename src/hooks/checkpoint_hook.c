@@ -236,6 +236,21 @@ static int64_t newest_step(ckpt__ckhook *h)
     return step;
 }
 
+/* Save `step` in the hook's mode. An async save refused because a write
+ * is still running (one from before a re-creation of the session, or the
+ * last trigger's) is not an error: the timer stays, so a later step
+ * retries (B60). */
+static int save_now(ckpt__ckhook *h, int64_t step)
+{
+    int err;
+    if (h->mode == CKPT_SAVE_SYNC) {
+        ckpt_timer_update(&h->timer, step, NULL, NULL);
+        return save_sync(h, step);
+    }
+    err = save_async(h, step);
+    return err == CKPT_EBUSY ? 0 : err;
+}
+
 /* ---- the hook callbacks -------------------------------------------------- */
 
 static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
@@ -266,15 +281,7 @@ static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
         h->last_durable = step;
         return ckpt__ckhook_take_error(h, 0);
     }
-    if (h->mode == CKPT_SAVE_SYNC) {
-        ckpt_timer_update(&h->timer, step, NULL, NULL);
-        err = save_sync(h, step);
-    } else {
-        err = save_async(h, step);
-        if (err == CKPT_EBUSY)
-            err = 0; /* a write from before the re-creation is running */
-    }
-    return ckpt__ckhook_take_error(h, err);
+    return ckpt__ckhook_take_error(h, save_now(h, step));
 }
 
 static int hook_before_run(ckpt_run_context *ctx, ckpt_run_args *args,
@@ -304,16 +311,8 @@ static int hook_after_run(ckpt_run_context *ctx, const ckpt_run_values *values,
         err = ckpt_saver_poll(h->saver, NULL);
     /* A failure to report first: no trigger now, the timer stays. */
     if (err == 0 && h->kept_err == 0 &&
-        ckpt_timer_should_trigger(&h->timer, step)) {
-        if (h->mode == CKPT_SAVE_SYNC) {
-            ckpt_timer_update(&h->timer, step, NULL, NULL);
-            err = save_sync(h, step);
-        } else {
-            err = save_async(h, step);
-            if (err == CKPT_EBUSY)
-                err = 0; /* the timer stays: the next step retries (B60) */
-        }
-    }
+        ckpt_timer_should_trigger(&h->timer, step))
+        err = save_now(h, step);
     pass_stop(h, ctx);
     return ckpt__ckhook_take_error(h, err);
 }

@@ -136,6 +136,9 @@ static int mostly_cached(int fd)
     if (page <= 0 || fstat(fd, &st) != 0 || st.st_size <= 0)
         return 0;
     size = (size_t)st.st_size;
+    /* A read-only mapping of the file to ask mincore() about it: this is
+     * the POSIX file system itself, below the ckpt_fs seam, and the
+     * mapping holds no data of ours, so it is not the allocator's. */
     map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return 0;

@@ -32,6 +32,12 @@ int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
     if (!ds->dir || !ds->basename)
         return ckpt__error_oom();
     if (opts->absolute_paths) {
+        /* realpath() asks the operating system, not opts->fs: a ckpt_fs has
+         * no method that resolves a path (a current directory, symlinks),
+         * and the absolute path written into the state file is for
+         * TensorFlow, which opens it through the operating system too. The
+         * result lives on the stack and is copied with ckpt__strdup, so the
+         * allocator seam is kept. */
         char real[PATH_MAX];
         if (!realpath(dir, real))
             return ckpt__error_errno(errno, "realpath %s", dir);

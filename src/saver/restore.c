@@ -32,8 +32,7 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
         return ckpt__error(
             CKPT_EINVAL,
             "restore %s: variable '%s' is %s in the checkpoint but %s here",
-            prefix, v->name,
-            ckpt_dtype_name(e->dtype) ? ckpt_dtype_name(e->dtype) : "unknown",
+            prefix, v->name, ckpt__dtype_label(e->dtype),
             ckpt_dtype_name(v->v.dtype));
     if (!ckpt_shape_equal(&e->shape, &v->v.shape)) {
         ckpt_shape_format(have, sizeof(have), &e->shape);

@@ -162,9 +162,7 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
                            "add_var '%s': dtype %d (%s) is not a fixed-size "
                            "type",
                            var->name, var->dtype,
-                           ckpt_dtype_name(var->dtype)
-                               ? ckpt_dtype_name(var->dtype)
-                               : "unknown");
+                           ckpt__dtype_label(var->dtype));
     err = ckpt_tensor_byte_size(&bytes, var->dtype, &var->shape);
     if (err < 0)
         return ckpt__error_prefix(err, "add_var '%s'", var->name);

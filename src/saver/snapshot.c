@@ -45,6 +45,12 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     len = ((size_t)bytes + page - 1) / page * page;
     if (len == 0)
         len = page;
+    /* mmap, not ckpt__malloc: the image must be page-aligned (it is
+     * written with O_DIRECT), pre-faulted once (MAP_POPULATE) and handed
+     * back to the system whole when freed; a ckpt_allocator offers none of
+     * that (malloc/realloc/free only). Its crc array below, and everything
+     * else of a saver, still goes through the allocator; a mapping refused
+     * for lack of memory is CKPT_ENOMEM, as a failed allocation is. */
     p = mmap(NULL, len, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED)

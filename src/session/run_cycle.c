@@ -43,19 +43,13 @@ static int check_args(const ckpt_run_args *a, const char *who)
     return 0;
 }
 
-/* B19: numeric fields take the maximum, boolean fields are OR-ed. */
+/* B19: each field takes the maximum. */
 static void merge_options(ckpt_run_options *into, const ckpt_run_options *o)
 {
     if (o->trace_level > into->trace_level)
         into->trace_level = o->trace_level;
     if (o->timeout_ms > into->timeout_ms)
         into->timeout_ms = o->timeout_ms;
-    if (o->inter_op_thread_pool > into->inter_op_thread_pool)
-        into->inter_op_thread_pool = o->inter_op_thread_pool;
-    into->output_partition_graphs =
-        into->output_partition_graphs || o->output_partition_graphs;
-    into->report_tensor_allocations =
-        into->report_tensor_allocations || o->report_tensor_allocations;
 }
 
 /* Index of the hook before `upto` that feeds `name`, or upto. */

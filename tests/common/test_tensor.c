@@ -16,6 +16,10 @@ static void test_dtype_sizes_and_names(void **state)
     assert_string_equal(ckpt_dtype_name(CKPT_DT_HALF), "float16");
     assert_string_equal(ckpt_dtype_name(CKPT_DT_INT64), "int64");
     assert_null(ckpt_dtype_name(99));
+    /* 29-32 are named in messages only, outside ckpt_dtype */
+    assert_null(ckpt_dtype_name(29));
+    assert_int_equal(ckpt_dtype_from_name("int4"), CKPT_DT_INVALID);
+    assert_false(ckpt_dtype_is_supported(29));
     assert_int_equal(ckpt_dtype_from_name("string"), CKPT_DT_STRING);
     assert_int_equal(ckpt_dtype_from_name("nope"), CKPT_DT_INVALID);
     assert_true(ckpt_dtype_is_supported(CKPT_DT_STRING));

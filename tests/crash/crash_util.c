@@ -23,11 +23,11 @@ static int nosync_sync_dir(const char *path, void *payload)
     return 0;
 }
 
-void crash_nosync_fs(ckpt_fs *out)
+void crash_nosync_fs(ckpt_fs_forward *out)
 {
-    *out = *ckpt_fs_posix();
-    out->sync = nosync_sync;
-    out->sync_dir = nosync_sync_dir;
+    ckpt_fs_forward_init(out, ckpt_fs_posix());
+    out->fs.sync = nosync_sync;
+    out->fs.sync_dir = nosync_sync_dir;
 }
 
 /* ---- the model ---------------------------------------------------------- */

@@ -9,13 +9,15 @@
 
 #include "test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
+#include "support/fs_fault.h"
+#include "support/fs_forward.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The POSIX file system with sync and sync_dir doing nothing, into `out`. */
-void crash_nosync_fs(ckpt_fs *out);
+/* The POSIX file system with sync and sync_dir doing nothing (the fault
+ * file system models durability itself), into `out`; use &out->fs. */
+void crash_nosync_fs(ckpt_fs_forward *out);
 
 /* Elements of the model's variables: "w" (float), "global_step" (int64)
  * and "emb" (uint8; crash_set_emb_kib() sets its size, 4 KiB by default,

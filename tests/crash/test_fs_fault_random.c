@@ -19,10 +19,10 @@
 /* The fault file system over POSIX without real fsyncs (it models them). */
 static ckpt_fs_fault *new_fault_fs(void)
 {
-    static ckpt_fs nosync; /* the same methods every time */
+    static ckpt_fs_forward nosync; /* the same methods every time */
     ckpt_fs_fault *ff = NULL;
     crash_nosync_fs(&nosync);
-    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync));
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
     return ff;
 }
 

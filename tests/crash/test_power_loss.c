@@ -59,7 +59,7 @@ static void on_done(const ckpt_save_result *r, void *payload)
         o->durable = r->step;
 }
 
-/* What the power cut loses (see ckpt/sys/fs_fault.h). */
+/* What the power cut loses (see support/fs_fault.h). */
 enum drop_mode {
     DROP_ALL,    /* every unsynced byte and undurable directory change */
     DROP_DATA,   /* unsynced bytes only: directory changes kept, in order */
@@ -112,7 +112,7 @@ static char *case_dir(const char *base, uint64_t i)
 static int run_case(const char *dir, const crash_case *c, case_result *res,
                     char *why, size_t n)
 {
-    ckpt_fs nosync;
+    ckpt_fs_forward nosync;
     ckpt_fs_fault *ff = NULL;
     ckpt_saver *s = NULL;
     crash_model m;
@@ -122,7 +122,7 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     res->cut_op = -1;
     crash_nosync_fs(&nosync);
     crash_model_init(&m);
-    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync));
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
     assert_ckpt_ok(
         crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 2, &m, on_done, &o));
     ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
@@ -222,7 +222,7 @@ static void sweep(int async, unsigned mask)
     char *base = test_make_temp_dir();
     case_result *ref = calloc(1, sizeof(*ref));
     case_result *res = calloc(1, sizeof(*res));
-    ckpt_fs nosync;
+    ckpt_fs_forward nosync;
     int seen_none = 0, seen[NUM_STEPS] = {0};
     assert_non_null(ref);
     assert_non_null(res);
@@ -245,7 +245,7 @@ static void sweep(int async, unsigned mask)
             assert_int_equal(res->cut_op, ref->ops[cut - 1]);
         else if (cut > cuts)
             assert_int_equal(res->cut_op, -1);
-        if (crash_check_recovery(dir, &nosync, res->latest, res->listed,
+        if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
                                  RECOVERY_STEP, why, sizeof(why)) < 0)
             fail_msg("%s saves, %s from op %llu on (%s), then a power cut "
                      "%s, then %s",
@@ -317,7 +317,7 @@ static int crash_during_recovery(const char *dir, uint64_t cut, uint64_t seed,
                                  size_t *listed, char *desc, size_t desc_n,
                                  char *why, size_t n)
 {
-    ckpt_fs nosync;
+    ckpt_fs_forward nosync;
     ckpt_fs_fault *ff = NULL;
     ckpt_saver *s = NULL;
     crash_model m;
@@ -325,7 +325,7 @@ static int crash_during_recovery(const char *dir, uint64_t cut, uint64_t seed,
     int err;
     crash_nosync_fs(&nosync);
     crash_model_init(&m);
-    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync));
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
     ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
     ckpt_fs_fault_fail(ff, cut, CKPT_FS_OP_MUTATING, EIO, 1, 0);
     err = crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 1, &m, on_done, &o);
@@ -355,7 +355,7 @@ static void random_states(unsigned mask, uint64_t count)
     char *base = test_make_temp_dir();
     case_result *ref[2];
     case_result *res = calloc(1, sizeof(*res));
-    ckpt_fs nosync;
+    ckpt_fs_forward nosync;
     uint64_t outcomes[5] = {0}; /* none, 10, 20, 30, ambiguous */
     uint64_t double_crashes = 0;
     assert_non_null(res);
@@ -411,7 +411,7 @@ static void random_states(unsigned mask, uint64_t count)
                          (unsigned long long)cut2, desc,
                          (unsigned long long)seed2, why);
         }
-        if (crash_check_recovery(dir, &nosync, res->latest, res->listed,
+        if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
                                  FINAL_STEP, why, sizeof(why)) < 0)
             fail_msg("random state %llu: %s saves, %s from op %llu on (%s), "
                      "drop seed %llu, then %s",

@@ -749,23 +749,20 @@ static void test_unsupported_known_dtypes(void **state)
     }
 }
 
-static void test_partitioned_entry(void **state)
+/* The slice key of rows 0..2 of "w" [4, 3] (§8.3). */
+static const char w_slice_key[] = "\x00w\x00\x01\x01\x02\x80\x82\x80\x83";
+
+/* Write a bundle holding float tensor "w" [4, 3] partitioned into one
+ * slice, rows 0..2, whose piece entry is `p` (its shape set here to
+ * [2, 3]) and whose data file holds data[0..n). */
+static void make_partitioned_w(fixture *f, ckpt__bundle_entry p,
+                               const void *data, size_t n)
 {
-    fixture *f = *state;
     ckpt_buf header = CKPT_BUF_INIT;
     ckpt_buf full = CKPT_BUF_INIT, piece = CKPT_BUF_INIT;
     ckpt__tensor_slice s;
-    static const float v[6] = {1, 2, 3, 4, 5, 6};
-    /* full entry "w" [4, 3] with one slice; the piece under its slice key
-     * (§8.3) */
-    static const char key[] = "\x00w\x00\x01\x01\x02\x80\x82\x80\x83";
     ckpt__bundle_entry e = bt_make_entry(CKPT_DT_FLOAT, 4, 0, 0, 0, 0);
-    ckpt__bundle_entry p =
-        bt_make_entry(CKPT_DT_FLOAT, 2, 0, 0, 24, masked_crc(v, 24));
-    ckpt_bundle_reader *r;
-    const ckpt_tensor_entry *te;
     bt_kv kvs[2];
-    float got[12];
     memset(&s, 0, sizeof(s));
     s.rank = 2;
     s.length[0] = 2;
@@ -780,16 +777,32 @@ static void test_partitioned_entry(void **state)
     bt_header(&header, 1, 0);
     bt_entry(&full, &e);
     bt_entry(&piece, &p);
-    kvs[0] = (bt_kv){key, sizeof(key) - 1, piece.ptr, piece.size};
+    kvs[0] =
+        (bt_kv){w_slice_key, sizeof(w_slice_key) - 1, piece.ptr, piece.size};
     kvs[1] = (bt_kv){"w", 1, full.ptr, full.size};
     make_index(f, &header, kvs, 2);
-    test_write_file(f->data0, v, sizeof(v));
+    test_write_file(f->data0, data, n);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&full);
+    ckpt_buf_dispose(&piece);
+}
+
+static void test_partitioned_entry(void **state)
+{
+    fixture *f = *state;
+    static const float v[6] = {1, 2, 3, 4, 5, 6};
+    ckpt_bundle_reader *r;
+    const ckpt_tensor_entry *te;
+    float got[12];
+    make_partitioned_w(
+        f, bt_make_entry(CKPT_DT_FLOAT, 2, 0, 0, 24, masked_crc(v, 24)), v,
+        sizeof(v));
     assert_ckpt_ok(open_rc(f, &r));
     assert_int_equal(ckpt_bundle_reader_count(r), 2);
     te = ckpt_bundle_reader_entry(r, 0);
     assert_true(te->is_slice_key);
-    assert_int_equal(te->name_len, sizeof(key) - 1);
-    assert_memory_equal(te->name, key, sizeof(key) - 1);
+    assert_int_equal(te->name_len, sizeof(w_slice_key) - 1);
+    assert_memory_equal(te->name, w_slice_key, sizeof(w_slice_key) - 1);
     assert_int_equal(te->name[te->name_len], '\0');
     te = ckpt_bundle_reader_entry(r, 1);
     assert_false(te->is_slice_key);
@@ -801,9 +814,20 @@ static void test_partitioned_entry(void **state)
     /* verify skips the full entry and checks the piece */
     assert_ckpt_ok(ckpt_bundle_reader_verify(r));
     ckpt_bundle_reader_free(r);
-    ckpt_buf_dispose(&header);
-    ckpt_buf_dispose(&full);
-    ckpt_buf_dispose(&piece);
+}
+
+/* A partitioned read names a slice's dtype as a plain read does, also for
+ * the dtypes TensorFlow defines beyond ckpt_dtype (int4 is 29). */
+static void test_partitioned_slice_dtype_named(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r;
+    float got[12];
+    make_partitioned_w(f, bt_make_entry(29, 2, 0, 0, 3, 0), "\0\0\0", 3);
+    assert_ckpt_ok(open_rc(f, &r));
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "w", got, sizeof(got)),
+                      CKPT_ECORRUPT, "is int4, the tensor is float32");
+    ckpt_bundle_reader_free(r);
 }
 
 /* ---- big-endian bundles
@@ -910,6 +934,7 @@ int main(void)
         T(test_string_record_trailing_bytes),
         T(test_unsupported_known_dtypes),
         T(test_partitioned_entry),
+        T(test_partitioned_slice_dtype_named),
         T(test_big_endian_bundle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

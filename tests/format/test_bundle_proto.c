@@ -550,6 +550,48 @@ static void test_entry_bad_slice(void **state)
                       CKPT_ECORRUPT, "slice");
 }
 
+/* The messages of the shared field walk name the message path, the field
+ * and the byte offset within the whole value; get_slice looks at the
+ * slices only. */
+static void test_entry_field_walk_messages(void **state)
+{
+    static const uint8_t dim_size_len[] = {0x12, 0x04, 0x12, 0x02, 0x0a, 0x00};
+    static const uint8_t cut_extent[] = {0x08, 0x01, 0x3a, 0x04,
+                                         0x0a, 0x02, 0x08, 0x80};
+    /* dtype as a LEN field (wrong), then one slice with one extent 3:4 */
+    static const uint8_t odd_dtype[] = {0x0a, 0x00, 0x3a, 0x06, 0x0a,
+                                        0x04, 0x08, 0x03, 0x10, 0x04};
+    static const uint8_t version_packed_bad[] = {0x1a, 0x04, 0x1a,
+                                                 0x02, 0x01, 0x80};
+    ckpt__bundle_entry d;
+    ckpt__bundle_header h;
+    ckpt__tensor_slice s;
+    (void)state;
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, dim_size_len, sizeof(dim_size_len)),
+        CKPT_ECORRUPT,
+        "entry: shape: dim: field size at byte 4: wrong wire type");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, cut_extent, sizeof(cut_extent)),
+        CKPT_ECORRUPT, "entry: slice: extent: malformed field at byte 6");
+    assert_ckpt_error(
+        ckpt__bundle_entry_decode(&d, odd_dtype, sizeof(odd_dtype)),
+        CKPT_ECORRUPT, "entry: field dtype at byte 0: wrong wire type");
+    assert_ckpt_ok(
+        ckpt__bundle_entry_get_slice(&s, odd_dtype, sizeof(odd_dtype), 0));
+    assert_int_equal(s.rank, 1);
+    assert_int_equal(s.start[0], 3);
+    assert_int_equal(s.length[0], 4);
+    assert_ckpt_error(
+        ckpt__bundle_entry_get_slice(&s, odd_dtype, sizeof(odd_dtype), 1),
+        CKPT_ENOTFOUND, "entry: no slice 1 (has 1)");
+    assert_ckpt_error(ckpt__bundle_header_decode(&h, version_packed_bad,
+                                                 sizeof(version_packed_bad)),
+                      CKPT_ECORRUPT,
+                      "header: version: bad packed bad_consumers varint at "
+                      "byte 5");
+}
+
 /* Every prefix of valid messages decodes or fails cleanly (ASan checks the
  * reads stay in bounds: each prefix lives in its own exact-size buffer). */
 static void test_entry_every_truncation(void **state)
@@ -611,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_entry_proto3_rules),
         cmocka_unit_test(test_entry_crc_wrong_wire_type),
         cmocka_unit_test(test_entry_truncated_varint),
+        cmocka_unit_test(test_entry_field_walk_messages),
         cmocka_unit_test(test_entry_length_past_end),
         cmocka_unit_test(test_entry_bad_wire_type),
         cmocka_unit_test(test_entry_negative_dim),

@@ -172,7 +172,7 @@ static ckpt_bundle_reader *open_reader(fixture *f, int skip_crc)
 {
     ckpt_bundle_reader_options o = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
-    o.fs = &f->afs.fs;
+    o.fs = &f->afs.fwd.fs;
     o.skip_data_checksums = skip_crc;
     assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, &o));
     return r;
@@ -345,11 +345,11 @@ static void test_declined_falls_back(void **state)
     assert_true(atomic_load(&f->afs.other_preads) > 0);
     atomic_store(&f->afs.decline, 0);
     aligned_fs_reset(&f->afs);
-    f->afs.fs.version = 1;
+    f->afs.fwd.fs.version = 1;
     read_all_and_check(f, 9);
     assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
     assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
-    f->afs.fs.version = CKPT_FS_VERSION;
+    f->afs.fwd.fs.version = CKPT_FS_VERSION;
 }
 
 /* A failing direct read is the call's error, naming the data file. */

@@ -6,9 +6,9 @@
 #include "bundle_test_helpers.h"
 
 #include "ckpt/sys/alloc.h"
-#include "ckpt/sys/fs_fault.h"
 #include "format/bundle_writer_internal.h"
 #include "format/table.h"
+#include "support/fs_fault.h"
 #include "util/crc32c.h"
 
 #include <errno.h>

@@ -10,45 +10,14 @@
 
 /* ---- the checking file system -------------------------------------------- */
 
-#define INNER(c) (&(c)->gate.fs)
+#define INNER(c) (&(c)->gate.fwd.fs)
 
-static int c_open_write(ckpt_file **out, const char *path, int flags, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->open_write(out, path, flags, INNER(c)->payload);
-}
-static int c_open_read(ckpt_file **out, const char *path, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->open_read(out, path, INNER(c)->payload);
-}
 static int c_write(ckpt_file *f, const void *buf, size_t n, void *p)
 {
     check_fs *c = p;
     if (atomic_load(&c->fail_writes))
         return ckpt__error(CKPT_ENOSPC, "injected: no space left on device");
     return INNER(c)->write(f, buf, n, INNER(c)->payload);
-}
-static int c_pread(ckpt_file *f, void *buf, size_t n, uint64_t off,
-                   size_t *nread, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->pread(f, buf, n, off, nread, INNER(c)->payload);
-}
-static int c_size(ckpt_file *f, uint64_t *out, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->size(f, out, INNER(c)->payload);
-}
-static int c_sync(ckpt_file *f, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->sync(f, INNER(c)->payload);
-}
-static int c_close(ckpt_file *f, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->close(f, INNER(c)->payload);
 }
 
 /* The checkpoint a state file names as newest must be complete. */
@@ -103,52 +72,15 @@ static int c_rename(const char *a, const char *b, void *p)
         check_state_file(c, a);
     return INNER(c)->rename(a, b, INNER(c)->payload);
 }
-static int c_remove(const char *a, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->remove(a, INNER(c)->payload);
-}
-static int c_mkdir(const char *a, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->mkdir(a, INNER(c)->payload);
-}
-static int c_sync_dir(const char *a, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->sync_dir(a, INNER(c)->payload);
-}
-static int c_list(const char *a, ckpt_dir_cb cb, void *cbp, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->list(a, cb, cbp, INNER(c)->payload);
-}
-static int c_stat(const char *a, uint64_t *out, double *mtime, void *p)
-{
-    check_fs *c = p;
-    return INNER(c)->stat(a, out, mtime, INNER(c)->payload);
-}
 
 static void check_fs_init(check_fs *c, const char *dir)
 {
     memset(c, 0, sizeof(*c));
     gate_fs_init(&c->gate);
     snprintf(c->dir, sizeof(c->dir), "%s", dir);
-    c->fs.version = CKPT_FS_VERSION;
-    c->fs.payload = c;
-    c->fs.open_write = c_open_write;
-    c->fs.open_read = c_open_read;
-    c->fs.write = c_write;
-    c->fs.pread = c_pread;
-    c->fs.size = c_size;
-    c->fs.sync = c_sync;
-    c->fs.close = c_close;
-    c->fs.rename = c_rename;
-    c->fs.remove = c_remove;
-    c->fs.mkdir = c_mkdir;
-    c->fs.sync_dir = c_sync_dir;
-    c->fs.list = c_list;
-    c->fs.stat = c_stat;
+    ckpt_fs_forward_init(&c->fwd, INNER(c));
+    c->fwd.fs.write = c_write;
+    c->fwd.fs.rename = c_rename;
 }
 
 /* ---- fixture ------------------------------------------------------------- */
@@ -160,7 +92,7 @@ int ck_setup(void **state)
     f->root = test_make_temp_dir();
     snprintf(f->ckdir, sizeof(f->ckdir), "%s/ck/a/b", f->root);
     check_fs_init(&f->cfs, f->ckdir);
-    fake_clock_init(&f->clock, 1000.0);
+    fake_clock_init(&f->clock, 1000.0, 1000.0);
     pthread_mutex_init(&f->log_mu, NULL);
     f->caller = pthread_self();
     assert_ckpt_ok(ckpt_graph_new(&f->graph));
@@ -314,7 +246,7 @@ int ck_events(ck_fixture *f, ev_kind kind, ck_event *out, int max)
 ckpt_saver_options ck_saver_options(ck_fixture *f, int policy)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    o.fs = &f->cfs.fs;
+    o.fs = &f->cfs.fwd.fs;
     o.max_to_keep = 0;
     o.busy_policy = policy;
     o.log = ck_log;
@@ -350,7 +282,7 @@ ckpt_session_options ck_session_options(ck_fixture *f, int recoverable,
 {
     ckpt_session_options o = CKPT_SESSION_OPTIONS_INIT;
     o.clock = &f->clock.clock;
-    o.fs = &f->cfs.fs;
+    o.fs = &f->cfs.fwd.fs;
     if (recoverable) {
         o.recoverable = 1;
         o.checkpoint_dir = f->ckdir;

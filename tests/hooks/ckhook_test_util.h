@@ -18,7 +18,7 @@ enum { CK_NVALS = 1024, CK_MAX_EVENTS = 256, CK_MAX_LOG = 256 };
  * new state file and checks that the checkpoint it names as newest has its
  * index and data file in place (`state_checks`, `state_bad`). */
 typedef struct check_fs {
-    ckpt_fs fs;
+    ckpt_fs_forward fwd; /* over &gate.fwd.fs; hand &fwd.fs to the library */
     gate_fs gate;
     atomic_int fail_writes;
     atomic_int state_checks;

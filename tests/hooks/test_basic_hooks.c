@@ -35,7 +35,7 @@ static void loop_init(loop *l)
 {
     memset(l, 0, sizeof(*l));
     model_init(&l->m);
-    fake_clock_init(&l->fc, 1000.0);
+    fake_clock_init(&l->fc, 1000.0, 1.7e9 + 1000.0);
 }
 
 /* Run until should_stop or `max` steps; returns the last run status. */

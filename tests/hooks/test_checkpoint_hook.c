@@ -220,7 +220,7 @@ static void test_b48_initial_save_with_scaffold_saver(void **state)
     o.use_scaffold = 1;
     h = new_hook(&o);
     so.clock = &f->clock.clock;
-    so.fs = &f->cfs.fs;
+    so.fs = &f->cfs.fwd.fs;
     so.checkpoint_dir = f->ckdir;
     so.saver_options = &sopts;
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));

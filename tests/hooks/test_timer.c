@@ -38,7 +38,7 @@ static void test_b4_fresh_timer_triggers_any_step(void **state)
     ckpt_timer t;
     fake_clock fc;
     (void)state;
-    fake_clock_init(&fc, 0.0);
+    fake_clock_init(&fc, 0.0, 1.7e9 + 0.0);
     assert_ckpt_ok(ckpt_timer_init(&t, 0.0, 5, NULL));
     assert_true(ckpt_timer_should_trigger(&t, 0));
     assert_true(ckpt_timer_should_trigger(&t, -3));
@@ -53,7 +53,7 @@ static void test_b5_same_step_never_triggers_twice(void **state)
     ckpt_timer t;
     fake_clock fc;
     (void)state;
-    fake_clock_init(&fc, 100.0);
+    fake_clock_init(&fc, 100.0, 1.7e9 + 100.0);
     assert_ckpt_ok(ckpt_timer_init(&t, 10.0, 0, &fc.clock));
     ckpt_timer_update(&t, 7, NULL, NULL);
     fc.now += 1000.0;
@@ -92,7 +92,7 @@ static void test_b8_seconds_mode_uses_clock(void **state)
     ckpt_timer t;
     fake_clock fc;
     (void)state;
-    fake_clock_init(&fc, 50.0);
+    fake_clock_init(&fc, 50.0, 1.7e9 + 50.0);
     assert_ckpt_ok(ckpt_timer_init(&t, 30.0, 0, &fc.clock));
     ckpt_timer_update(&t, 4, NULL, NULL);
     fc.now = 79.999;
@@ -110,7 +110,7 @@ static void test_b9_first_update_reports_absent(void **state)
     double secs = -1;
     int64_t steps = -1;
     (void)state;
-    fake_clock_init(&fc, 5.0);
+    fake_clock_init(&fc, 5.0, 1.7e9 + 5.0);
     assert_ckpt_ok(ckpt_timer_init(&t, 1.0, 0, &fc.clock));
     assert_int_equal(ckpt_timer_update(&t, 3, &secs, &steps), 0);
     assert_true(secs == 0.0);
@@ -124,7 +124,7 @@ static void test_b10_later_update_reports_elapsed(void **state)
     double secs = -1;
     int64_t steps = -1;
     (void)state;
-    fake_clock_init(&fc, 5.0);
+    fake_clock_init(&fc, 5.0, 1.7e9 + 5.0);
     assert_ckpt_ok(ckpt_timer_init(&t, 0.0, 2, &fc.clock));
     ckpt_timer_update(&t, 10, NULL, NULL);
     fc.now = 7.5;

@@ -3,6 +3,7 @@
 # temporary prefix and use it as a user would:
 #   - the headers, libraries (+ soname links), CLI, ckpt.pc and CMake package
 #     are where they belong; the shared library exports only ckpt_* symbols;
+#     neither library nor the headers carry the tests' fault file system;
 #   - `ckpt --version` runs from the prefix;
 #   - consumer/ builds out of tree with find_package(ckpt) against
 #     ckpt::ckpt_static and ckpt::ckpt_shared, and with pkg-config (shared,
@@ -91,6 +92,16 @@ bad=$(nm -D --defined-only "$lib/libckpt.so.$version" | awk '{print $3}' |
     grep -Ev '^(ckpt_[a-z0-9]|_init$|_fini$)' || true)
 [ -z "$bad" ] || die "libckpt.so exports non-API symbols:"$'\n'"$bad"
 echo "ok: only ckpt_* symbols exported"
+
+# The fault-injecting file system belongs to the tests' own library
+# (tests/support), not to what users link or include.
+if nm -D --defined-only "$lib/libckpt.so.$version" | grep -q ' ckpt_fs_fault_' ||
+    nm --defined-only "$lib/libckpt.a" 2>/dev/null | grep -q ' ckpt_fs_fault_'; then
+    die "libckpt carries the test-only fault file system (ckpt_fs_fault_*)"
+fi
+[ ! -e "$prefix/include/ckpt/sys/fs_fault.h" ] ||
+    die "the test-only header ckpt/sys/fs_fault.h is installed"
+echo "ok: no test-only code installed"
 
 # ---- the CLI ----------------------------------------------------------------
 if [ "$have_cli" = 1 ]; then

@@ -1,6 +1,6 @@
 /* tests/io/aligned_fs.c - the aligned test file system (aligned_fs.h):
  * every file it opens is wrapped so that preads can tell a direct file
- * from an ordinary one; everything else is forwarded to POSIX. */
+ * from an ordinary one; the methods on paths are forwarded to POSIX. */
 #include "aligned_fs.h"
 
 #include "common/internal.h"
@@ -139,42 +139,6 @@ static int a_close(ckpt_file *f, void *p)
     return err;
 }
 
-static int a_rename(const char *from, const char *to, void *p)
-{
-    (void)p;
-    return INNER->rename(from, to, INNER->payload);
-}
-
-static int a_remove(const char *path, void *p)
-{
-    (void)p;
-    return INNER->remove(path, INNER->payload);
-}
-
-static int a_mkdir(const char *path, void *p)
-{
-    (void)p;
-    return INNER->mkdir(path, INNER->payload);
-}
-
-static int a_sync_dir(const char *path, void *p)
-{
-    (void)p;
-    return INNER->sync_dir(path, INNER->payload);
-}
-
-static int a_list(const char *path, ckpt_dir_cb cb, void *cb_payload, void *p)
-{
-    (void)p;
-    return INNER->list(path, cb, cb_payload, INNER->payload);
-}
-
-static int a_stat(const char *path, uint64_t *out, double *mtime_out, void *p)
-{
-    (void)p;
-    return INNER->stat(path, out, mtime_out, INNER->payload);
-}
-
 void aligned_fs_reset(aligned_fs *a)
 {
     atomic_store(&a->direct_opens, 0);
@@ -187,23 +151,16 @@ void aligned_fs_reset(aligned_fs *a)
 
 void aligned_fs_init(aligned_fs *a, int version)
 {
-    memset(&a->fs, 0, sizeof(a->fs));
-    a->fs.version = version;
-    a->fs.payload = a;
-    a->fs.open_write = a_open_write;
-    a->fs.open_read = a_open_read;
-    a->fs.write = a_write;
-    a->fs.pread = a_pread;
-    a->fs.size = a_size;
-    a->fs.sync = a_sync;
-    a->fs.close = a_close;
-    a->fs.rename = a_rename;
-    a->fs.remove = a_remove;
-    a->fs.mkdir = a_mkdir;
-    a->fs.sync_dir = a_sync_dir;
-    a->fs.list = a_list;
-    a->fs.stat = a_stat;
-    a->fs.open_read_direct = a_open_read_direct;
+    ckpt_fs_forward_init(&a->fwd, INNER);
+    a->fwd.fs.version = version;
+    a->fwd.fs.open_write = a_open_write;
+    a->fwd.fs.open_read = a_open_read;
+    a->fwd.fs.write = a_write;
+    a->fwd.fs.pread = a_pread;
+    a->fwd.fs.size = a_size;
+    a->fwd.fs.sync = a_sync;
+    a->fwd.fs.close = a_close;
+    a->fwd.fs.open_read_direct = a_open_read_direct;
     atomic_init(&a->direct_opens, 0);
     atomic_init(&a->direct_preads, 0);
     atomic_init(&a->direct_bytes, 0);

@@ -11,14 +11,14 @@
 #ifndef CKPT_TESTS_IO_ALIGNED_FS_H
 #define CKPT_TESTS_IO_ALIGNED_FS_H
 
-#include "ckpt/io.h"
+#include "support/fs_forward.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 typedef struct aligned_fs {
-    ckpt_fs fs;                  /* hand &fs to the library */
+    ckpt_fs_forward fwd;         /* hand &fwd.fs to the library */
     atomic_ullong direct_opens;  /* successful open_read_direct calls */
     atomic_ullong direct_preads; /* preads on direct files (incl. failed) */
     atomic_ullong direct_bytes;  /* bytes those preads returned */

@@ -4,8 +4,8 @@
  * file is left, and a power cut never exposes anything else. */
 #include "test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
 #include "io/fs_internal.h"
+#include "support/fs_fault.h"
 
 #include <errno.h>
 #include <stdio.h>

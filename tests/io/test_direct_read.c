@@ -6,8 +6,8 @@
 #include "test_util.h"
 
 #include "aligned_fs.h"
-#include "ckpt/sys/fs_fault.h"
 #include "io/direct_read.h"
+#include "support/fs_fault.h"
 #include "util/crc32c.h"
 
 #include <errno.h>
@@ -132,7 +132,7 @@ static uint64_t align_up(uint64_t x)
 static void test_aligned_fs_polices(void **state)
 {
     fixture *f = *state;
-    const ckpt_fs *fs = &f->afs.fs;
+    const ckpt_fs *fs = &f->afs.fwd.fs;
     ckpt_file *file = NULL;
     uint8_t *buf = NULL;
     size_t got = 0;
@@ -201,7 +201,7 @@ static void test_round_trip(void **state)
     ext[n++] = (ckpt__extent){size - 50, 50, NULL, 0};
     give_destinations(ext, n, dst_wanted);
 
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, n));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, n));
     check_extents(f, ext, n);
     assert_int_equal(ext[2].crc, 0); /* CRC of no bytes */
 
@@ -235,9 +235,9 @@ static void test_whole_file_twice(void **state)
     make_file(f, f->dir, "whole.bin", size);
     ext[0] = (ckpt__extent){0, size, NULL, 0};
     give_destinations(ext, 1, want_dst);
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1));
     check_extents(f, ext, 1);
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1));
     check_extents(f, ext, 1);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
     assert_int_equal(atomic_load(&f->afs.direct_bytes), 2 * size);
@@ -250,8 +250,8 @@ static void test_nothing_to_read(void **state)
     fixture *f = *state;
     ckpt__extent ext[2] = {{10, 0, NULL, 7}, {20, 0, NULL, 9}};
     make_file(f, f->dir, "empty.bin", 100);
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 0));
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 2));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 0));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 2));
     assert_int_equal(ext[0].crc, 0);
     assert_int_equal(ext[1].crc, 0);
     assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
@@ -269,21 +269,21 @@ static void test_unsorted_and_overlapping(void **state)
     {
         ckpt__extent ext[2] = {{5000, 10, a, 0}, {100, 10, b, 0}};
         assert_ckpt_error(
-            ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 2), CKPT_EINVAL,
-            "extent 1 (offset 100, 10 bytes) is out of order");
+            ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 2),
+            CKPT_EINVAL, "extent 1 (offset 100, 10 bytes) is out of order");
     }
     {
         ckpt__extent ext[2] = {{0, 100, a, 0}, {50, 100, b, 0}};
         assert_ckpt_error(
-            ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 2), CKPT_EINVAL,
-            "overlaps");
+            ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 2),
+            CKPT_EINVAL, "overlaps");
     }
     {
         /* an extent whose end does not fit in 63 bits */
         ckpt__extent ext[1] = {{UINT64_MAX - 10, 100, a, 0}};
         assert_ckpt_error(
-            ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1), CKPT_EINVAL,
-            "out of range");
+            ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
+            CKPT_EINVAL, "out of range");
     }
     /* rejected before the file was opened or anything written */
     assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
@@ -307,14 +307,15 @@ static void test_empty_extent_out_of_order(void **state)
     ext[2] = (ckpt__extent){9000, 20, NULL, 0};
     give_destinations(ext, 3, want_dst);
     /* the contract: sorted by offset, empty extents included */
-    assert_ckpt_error(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 3),
-                      CKPT_EINVAL, "extent 1 (offset 100, 5000 bytes)");
+    assert_ckpt_error(
+        ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 3), CKPT_EINVAL,
+        "extent 1 (offset 100, 5000 bytes)");
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
     /* in order, the empty extent is skipped and the others read */
     ext[0] = (ckpt__extent){100, 5000, ext[1].dst, 0};
     ext[1] = (ckpt__extent){9000, 20, ext[2].dst, 0};
     ext[2] = (ckpt__extent){1500000, 0, NULL, 0};
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 3));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 3));
     check_extents(f, ext, 3);
     free_destinations(ext, 3);
 }
@@ -342,15 +343,16 @@ static void test_not_offered(void **state)
 
     /* a version-1 table is not asked even though the member is set */
     aligned_fs_init(&v1, 1);
-    assert_ckpt_error(ckpt__read_extents_direct(&v1.fs, f->path, ext, 1),
+    assert_ckpt_error(ckpt__read_extents_direct(&v1.fwd.fs, f->path, ext, 1),
                       CKPT_ENOTSUP, "not offered");
     assert_int_equal(atomic_load(&v1.direct_opens), 0);
     assert_int_equal(atomic_load(&v1.open_files), 0);
 
     /* the file system declines this file */
     atomic_store(&f->afs.decline, 1);
-    assert_ckpt_error(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1),
-                      CKPT_ENOTSUP, "declining direct reads of");
+    assert_ckpt_error(
+        ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
+        CKPT_ENOTSUP, "declining direct reads of");
     assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
     for (size_t i = 0; i < sizeof(buf); i++)
         assert_int_equal(buf[i], GUARD_BYTE);
@@ -361,7 +363,7 @@ static void test_not_offered(void **state)
         char missing[4200];
         snprintf(missing, sizeof(missing), "%s/missing.bin", f->dir);
         assert_ckpt_error(
-            ckpt__read_extents_direct(&f->afs.fs, missing, ext, 1),
+            ckpt__read_extents_direct(&f->afs.fwd.fs, missing, ext, 1),
             CKPT_ENOTFOUND, "missing.bin");
     }
 }
@@ -382,8 +384,9 @@ static void test_extent_past_end(void **state)
     ext[1] = (ckpt__extent){MIB, 200, NULL, 0};
     give_destinations(ext, 2, want_dst);
     snprintf(want, sizeof(want), "ends at byte %zu", size);
-    assert_ckpt_error(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 2),
-                      CKPT_ECORRUPT, want);
+    assert_ckpt_error(
+        ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 2),
+        CKPT_ECORRUPT, want);
     assert_non_null(strstr(ckpt_error_last()->message, f->path));
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
     free_destinations(ext, 2);
@@ -391,16 +394,18 @@ static void test_extent_past_end(void **state)
     /* starts inside, runs megabytes past the end over several pieces */
     ext[0] = (ckpt__extent){MIB - 10, 3 * MIB, NULL, 0};
     give_destinations(ext, 1, want_dst);
-    assert_ckpt_error(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1),
-                      CKPT_ECORRUPT, want);
+    assert_ckpt_error(
+        ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
+        CKPT_ECORRUPT, want);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
     free_destinations(ext, 1);
 
     /* wholly past the end */
     ext[0] = (ckpt__extent){3 * MIB, 10, NULL, 0};
     give_destinations(ext, 1, want_dst);
-    assert_ckpt_error(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, 1),
-                      CKPT_ECORRUPT, "ends before byte 3145728");
+    assert_ckpt_error(
+        ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
+        CKPT_ECORRUPT, "ends before byte 3145728");
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
     free_destinations(ext, 1);
@@ -431,7 +436,7 @@ static void test_pread_failures(void **state)
 
     /* a clean run counts the preads */
     give_destinations(ext, n, want_dst);
-    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fs, f->path, ext, n));
+    assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, n));
     check_extents(f, ext, n);
     free_destinations(ext, n);
     total = atomic_load(&f->afs.direct_preads);
@@ -450,8 +455,8 @@ static void test_pread_failures(void **state)
                  (unsigned long long)which[t], f->path);
         ckpt_error_clear();
         assert_ckpt_error(
-            ckpt__read_extents_direct(&f->afs.fs, f->path, ext, n), CKPT_EIO,
-            want);
+            ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, n),
+            CKPT_EIO, want);
         assert_int_equal(atomic_load(&f->afs.injected), 1);
         /* the fault happened on a reader thread, not the caller's */
         assert_false(pthread_equal(f->afs.failed_thread, pthread_self()));
@@ -621,7 +626,7 @@ static void test_probe_chooses_a_mode(void **state)
     give_destinations(ext, 2, want_dst);
     memset(&rep, 0, sizeof(rep));
     assert_ckpt_ok(
-        ckpt__read_extents_report(&f->afs.fs, f->path, ext, 2, &rep));
+        ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 2, &rep));
     check_extents(f, ext, 2);
     assert_int_equal(rep.probed, 1);
     assert_true(rep.direct_bytes_per_s > 0);
@@ -645,7 +650,7 @@ static void test_probe_chooses_a_mode(void **state)
     ext[0] = (ckpt__extent){0, 15 * 512 * 1024, NULL, 0};
     give_destinations(ext, 1, want_dst);
     assert_ckpt_ok(
-        ckpt__read_extents_report(&f->afs.fs, f->path, ext, 1, &rep));
+        ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 1, &rep));
     check_extents(f, ext, 1);
     assert_int_equal(rep.probed, 0);
     assert_int_equal(rep.mode, CKPT__READ_DIRECT);

@@ -1,11 +1,11 @@
-/* Tests for the fault-injecting file system (ckpt/sys/fs_fault.h): counting,
- * failing the Nth operation once or persistently, short writes, error codes
- * and messages, and the power-cut simulation of ckpt_fs_fault_drop_unsynced.
- */
+/* Tests for the fault-injecting file system (tests/support/fs_fault.h):
+ * counting, failing the Nth operation once or persistently, short writes,
+ * error codes and messages, and the power-cut simulation of
+ * ckpt_fs_fault_drop_unsynced. */
 #include "test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
 #include "io/fs_internal.h"
+#include "support/fs_fault.h"
 
 #include <errno.h>
 #include <stdio.h>

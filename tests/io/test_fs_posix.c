@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include "io/fs_internal.h"
+#include "support/fs_forward.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -375,7 +376,7 @@ static void test_read_file_round_trip(void **state)
 /* A file system whose size() is off by `delta`, as if the file grew (delta
  * < 0) or shrank (delta > 0) between size() and the reads. */
 struct lying_fs {
-    ckpt_fs fs;
+    ckpt_fs_forward fwd; /* over POSIX; first: the methods' payload */
     int64_t delta;
     int size_error; /* fail size() without setting a message */
 };
@@ -383,7 +384,7 @@ struct lying_fs {
 static int lying_size(ckpt_file *f, uint64_t *out, void *payload)
 {
     struct lying_fs *l = payload;
-    const ckpt_fs *p = ckpt_fs_posix();
+    const ckpt_fs *p = ckpt_fs_forward_base(payload);
     uint64_t real = 0;
     int rc;
     if (l->size_error)
@@ -397,9 +398,8 @@ static int lying_size(ckpt_file *f, uint64_t *out, void *payload)
 
 static void lying_init(struct lying_fs *l, int64_t delta)
 {
-    l->fs = *ckpt_fs_posix();
-    l->fs.payload = l;
-    l->fs.size = lying_size;
+    ckpt_fs_forward_init(&l->fwd, ckpt_fs_posix());
+    l->fwd.fs.size = lying_size;
     l->delta = delta;
     l->size_error = 0;
 }
@@ -417,21 +417,21 @@ static void test_read_file_changing_size(void **state)
 
     /* grew after size(): the extra bytes are read too */
     lying_init(&l, -15000);
-    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fs, path));
+    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fwd.fs, path));
     assert_int_equal(buf.size, sizeof(data));
     assert_memory_equal(buf.ptr, data, sizeof(data));
 
     /* reported empty: everything still read */
     ckpt_buf_dispose(&buf);
     lying_init(&l, -(int64_t)sizeof(data));
-    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fs, path));
+    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fwd.fs, path));
     assert_int_equal(buf.size, sizeof(data));
     assert_memory_equal(buf.ptr, data, sizeof(data));
 
     /* shrank after size(): what is there, nothing invented */
     ckpt_buf_dispose(&buf);
     lying_init(&l, 5000);
-    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fs, path));
+    assert_ckpt_ok(ckpt_fs_read_file(&buf, &l.fwd.fs, path));
     assert_int_equal(buf.size, sizeof(data));
     assert_memory_equal(buf.ptr, data, sizeof(data));
 
@@ -442,7 +442,7 @@ static void test_read_file_changing_size(void **state)
     lying_init(&l, 0);
     l.size_error = CKPT_EIO;
     ckpt_error_clear();
-    assert_ckpt_error(ckpt_fs_read_file(&buf, &l.fs, path), CKPT_EIO,
+    assert_ckpt_error(ckpt_fs_read_file(&buf, &l.fwd.fs, path), CKPT_EIO,
                       "size: input/output error");
     assert_int_equal(buf.size, 4);
     assert_string_equal(buf.ptr, "keep");

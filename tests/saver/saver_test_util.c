@@ -6,36 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static double fake_now(void *payload)
-{
-    return ((fake_clock *)payload)->now;
-}
-
-void fake_clock_init(fake_clock *c, double start)
-{
-    memset(c, 0, sizeof(*c));
-    c->clock.version = CKPT_CLOCK_VERSION;
-    c->clock.payload = c;
-    c->clock.monotonic = fake_now;
-    c->clock.wall = fake_now;
-    c->now = start;
-}
-
-#define INNER ckpt_fs_posix()
-
-static int g_open_write(ckpt_file **out, const char *path, int flags, void *p)
-{
-    (void)p;
-    return INNER->open_write(out, path, flags, INNER->payload);
-}
-static int g_open_read(ckpt_file **out, const char *path, void *p)
-{
-    (void)p;
-    return INNER->open_read(out, path, INNER->payload);
-}
 static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
 {
     gate_fs *g = p;
+    const ckpt_fs *base = ckpt_fs_forward_base(p);
     pthread_mutex_lock(&g->mu);
     g->blocked++;
     pthread_cond_broadcast(&g->cv);
@@ -43,58 +17,7 @@ static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
         pthread_cond_wait(&g->cv, &g->mu);
     g->blocked--;
     pthread_mutex_unlock(&g->mu);
-    return INNER->write(f, buf, n, INNER->payload);
-}
-static int g_pread(ckpt_file *f, void *buf, size_t n, uint64_t off,
-                   size_t *nread, void *p)
-{
-    (void)p;
-    return INNER->pread(f, buf, n, off, nread, INNER->payload);
-}
-static int g_size(ckpt_file *f, uint64_t *out, void *p)
-{
-    (void)p;
-    return INNER->size(f, out, INNER->payload);
-}
-static int g_sync(ckpt_file *f, void *p)
-{
-    (void)p;
-    return INNER->sync(f, INNER->payload);
-}
-static int g_close(ckpt_file *f, void *p)
-{
-    (void)p;
-    return INNER->close(f, INNER->payload);
-}
-static int g_rename(const char *a, const char *b, void *p)
-{
-    (void)p;
-    return INNER->rename(a, b, INNER->payload);
-}
-static int g_remove(const char *a, void *p)
-{
-    (void)p;
-    return INNER->remove(a, INNER->payload);
-}
-static int g_mkdir(const char *a, void *p)
-{
-    (void)p;
-    return INNER->mkdir(a, INNER->payload);
-}
-static int g_sync_dir(const char *a, void *p)
-{
-    (void)p;
-    return INNER->sync_dir(a, INNER->payload);
-}
-static int g_list(const char *a, ckpt_dir_cb cb, void *cbp, void *p)
-{
-    (void)p;
-    return INNER->list(a, cb, cbp, INNER->payload);
-}
-static int g_stat(const char *a, uint64_t *out, double *mtime, void *p)
-{
-    (void)p;
-    return INNER->stat(a, out, mtime, INNER->payload);
+    return base->write(f, buf, n, base->payload);
 }
 
 void gate_fs_init(gate_fs *g)
@@ -102,21 +25,9 @@ void gate_fs_init(gate_fs *g)
     memset(g, 0, sizeof(*g));
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    g->fs.version = CKPT_FS_VERSION;
-    g->fs.payload = g;
-    g->fs.open_write = g_open_write;
-    g->fs.open_read = g_open_read;
-    g->fs.write = g_write;
-    g->fs.pread = g_pread;
-    g->fs.size = g_size;
-    g->fs.sync = g_sync;
-    g->fs.close = g_close;
-    g->fs.rename = g_rename;
-    g->fs.remove = g_remove;
-    g->fs.mkdir = g_mkdir;
-    g->fs.sync_dir = g_sync_dir;
-    g->fs.list = g_list;
-    g->fs.stat = g_stat;
+    ckpt_fs_forward_init(&g->fwd, ckpt_fs_posix());
+    g->fwd.fs.write = g_write;
+    g->fwd.fs.open_read_direct = NULL; /* reads take the page-cache path */
 }
 
 void gate_fs_dispose(gate_fs *g)

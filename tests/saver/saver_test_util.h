@@ -1,26 +1,23 @@
-/* tests/saver/saver_test_util.h - helpers for the saver tests: a fake
- * clock, a "gate" file system whose data writes block until the test opens
- * the gate (to observe a write in flight), and small directory queries. */
+/* tests/saver/saver_test_util.h - helpers for the saver tests: a "gate"
+ * file system whose data writes block until the test opens the gate (to
+ * observe a write in flight), and small directory queries. The fake clock
+ * and the fault file system come from the testing library. */
 #ifndef CKPT_TESTS_SAVER_TEST_UTIL_H
 #define CKPT_TESTS_SAVER_TEST_UTIL_H
 
 #include "test_util.h"
 
-#include "ckpt/sys/fs_fault.h"
+#include "support/fake_clock.h"
+#include "support/fs_fault.h"
+#include "support/fs_forward.h"
 
 #include <pthread.h>
 
-typedef struct fake_clock {
-    ckpt_clock clock;
-    double now;
-} fake_clock;
-
-void fake_clock_init(fake_clock *c, double start);
-
-/* Forwards to the POSIX fs; `write` calls block while the gate is closed and
- * `blocked` counts writers waiting at it. */
+/* Forwards to the POSIX fs (without direct reads); `write` calls block
+ * while the gate is closed and `blocked` counts writers waiting at it.
+ * Hand &fwd.fs to the library. */
 typedef struct gate_fs {
-    ckpt_fs fs;
+    ckpt_fs_forward fwd; /* first: the methods' payload is the gate_fs */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int closed;

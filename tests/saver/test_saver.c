@@ -279,7 +279,7 @@ static void test_b76_keep_every_n_hours(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     fake_clock clk;
     ckpt_saver *s;
-    fake_clock_init(&clk, 1000000.0);
+    fake_clock_init(&clk, 1000000.0, 1000000.0);
     o.clock = &clk.clock;
     o.max_to_keep = 1;
     o.keep_checkpoint_every_n_hours = 1.0; /* next keep time: t0 + 3600 */

@@ -108,7 +108,7 @@ static void expect_checkpoint(fixture *f, int64_t step, float base)
 static void test_b58_b59_snapshot_then_write(void **state)
 {
     fixture *f = *state;
-    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fwd.fs);
     uint64_t ticket = 0;
     int busy = 0;
     fill(f, 100.0f, 10);
@@ -137,7 +137,7 @@ static void test_b58_b59_snapshot_then_write(void **state)
 static void test_b60_skip(void **state)
 {
     fixture *f = *state;
-    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fwd.fs);
     ckpt_saver_metrics m;
     fill(f, 1.0f, 5);
     gate_close(&f->gate);
@@ -180,7 +180,7 @@ static void *open_later(void *arg)
 static void test_b61_wait(void **state)
 {
     fixture *f = *state;
-    ckpt_saver *s = open_saver(f, CKPT_BUSY_WAIT, &f->gate.fs);
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_WAIT, &f->gate.fwd.fs);
     ckpt_saver_metrics m;
     struct opener op = {&f->gate, 50};
     pthread_t t;
@@ -206,7 +206,7 @@ static void test_b61_wait(void **state)
 static void test_b62_coalesce(void **state)
 {
     fixture *f = *state;
-    ckpt_saver *s = open_saver(f, CKPT_BUSY_COALESCE, &f->gate.fs);
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_COALESCE, &f->gate.fwd.fs);
     ckpt_saver_metrics m;
     uint64_t t2 = 0, t3 = 0;
     assert_int_equal(ckpt_saver_staging_bytes(s), 2 * (NVALS * 4 + 8));
@@ -316,7 +316,7 @@ static void test_background_failure_returned_by_next_save(void **state)
 static void test_b65_close_timeout(void **state)
 {
     fixture *f = *state;
-    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fs);
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fwd.fs);
     ckpt_buf latest = CKPT_BUF_INIT;
     fill(f, 1.0f, 1);
     assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));

@@ -130,7 +130,7 @@ static ckpt_saver *open_saver(fixture *f)
         {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step, NULL, NULL, NULL},
         {"cb", CKPT_DT_FLOAT, {1, {NCB}}, NULL, cb_read, cb_write, f},
     };
-    o.fs = &f->afs.fs;
+    o.fs = &f->afs.fwd.fs;
     o.log = log_restores;
     o.log_payload = f;
     o.log_level = CKPT_LOG_DEBUG;

@@ -5,26 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static double fake_monotonic(void *payload)
-{
-    return ((fake_clock *)payload)->now;
-}
-
-static double fake_wall(void *payload)
-{
-    return ((fake_clock *)payload)->wall;
-}
-
-void fake_clock_init(fake_clock *fc, double now)
-{
-    fc->now = now;
-    fc->wall = 1.7e9 + now;
-    fc->clock.version = CKPT_CLOCK_VERSION;
-    fc->clock.payload = fc;
-    fc->clock.monotonic = fake_monotonic;
-    fc->clock.wall = fake_wall;
-}
-
 void trace_add(trace *t, const char *fmt, ...)
 {
     size_t used = strlen(t->buf);

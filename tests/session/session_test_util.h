@@ -1,23 +1,14 @@
 /* tests/session/session_test_util.h - helpers for the session and hook
- * tests: a fake clock driven by the test, a recording hook that writes
- * every callback into a shared trace and can be told to fail, stop, feed or
- * fetch, a log sink, and a tiny model (graph with a global step and one
- * variable) with a step function. */
+ * tests: a recording hook that writes every callback into a shared trace
+ * and can be told to fail, stop, feed or fetch, a log sink, and a tiny
+ * model (graph with a global step and one variable) with a step function.
+ * The fake clock comes from the testing library. */
 #ifndef CKPT_TESTS_SESSION_TEST_UTIL_H
 #define CKPT_TESTS_SESSION_TEST_UTIL_H
 
 #include "test_util.h"
 
-/* ---- fake clock ------------------------------------------------------------
- */
-
-typedef struct fake_clock {
-    double now;  /* monotonic seconds */
-    double wall; /* wall seconds */
-    ckpt_clock clock;
-} fake_clock;
-
-void fake_clock_init(fake_clock *fc, double now);
+#include "support/fake_clock.h"
 
 /* ---- trace
  * ------------------------------------------------------------------- */

@@ -72,7 +72,7 @@ static void test_b37_join_stragglers_timeout_unless_ignored(void **state)
     fake_clock fc;
     int id, id2;
     (void)state;
-    fake_clock_init(&fc, 10.0);
+    fake_clock_init(&fc, 10.0, 1.7e9 + 10.0);
     assert_ckpt_ok(ckpt_coordinator_new(&c, &fc.clock));
     assert_ckpt_ok(ckpt_coordinator_register_thread(c, "reader", &id));
     assert_ckpt_ok(ckpt_coordinator_register_thread(c, "writer", &id2));

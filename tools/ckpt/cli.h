@@ -115,6 +115,11 @@ void cli_print_json(json_object *obj);
 
 /* ---- values -------------------------------------------------------------- */
 
+/* The integer of `size` bytes (1, 2, 4 or 8) at `p`, in host order, read
+ * as signed or as unsigned. */
+int64_t cli_int_at(const uint8_t *p, size_t size);
+uint64_t cli_uint_at(const uint8_t *p, size_t size);
+
 /* Read tensor `e` and format its first `limit` elements (SIZE_MAX: all):
  * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as a new
  * JSON array in *json. *count receives the element count of the tensor.

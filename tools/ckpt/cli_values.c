@@ -79,69 +79,116 @@ static int narrow_float(int dtype, const uint8_t *p, float *out)
 
 /* ---- one element --------------------------------------------------------- */
 
-/* Kinds of element, each printed its own way. */
-enum elem_kind {
-    ELEM_F32,
-    ELEM_F64,
-    ELEM_C64,
-    ELEM_C128,
-    ELEM_BOOL,
-    ELEM_I8,
-    ELEM_U8,
-    ELEM_I16,
-    ELEM_U16,
-    ELEM_I32,
-    ELEM_U32,
-    ELEM_I64,
-    ELEM_U64,
-    ELEM_NARROW,
-    ELEM_RAW
+int64_t cli_int_at(const uint8_t *p, size_t size)
+{
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    switch (size) {
+    case 1:
+        memcpy(&i8, p, 1);
+        return i8;
+    case 2:
+        memcpy(&i16, p, 2);
+        return i16;
+    case 4:
+        memcpy(&i32, p, 4);
+        return i32;
+    default:
+        memcpy(&i64, p, 8);
+        return i64;
+    }
+}
+
+uint64_t cli_uint_at(const uint8_t *p, size_t size)
+{
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (size) {
+    case 1:
+        return p[0];
+    case 2:
+        memcpy(&u16, p, 2);
+        return u16;
+    case 4:
+        memcpy(&u32, p, 4);
+        return u32;
+    default:
+        memcpy(&u64, p, 8);
+        return u64;
+    }
+}
+
+/* An element decoded once, then printed as text or JSON. */
+struct elem_value {
+    enum { VAL_REAL, VAL_COMPLEX, VAL_BOOL, VAL_INT, VAL_UINT64, VAL_RAW } kind;
+    double re, im; /* VAL_REAL, VAL_COMPLEX */
+    int digits;    /* of re and im: 9 (float and narrower) or 17 (double) */
+    int64_t i;     /* VAL_INT (every integer type but uint64); VAL_BOOL */
+    uint64_t u;    /* VAL_UINT64 */
 };
 
-static enum elem_kind elem_kind_of(int dtype)
+static struct elem_value load_element(int dtype, const uint8_t *p, size_t size)
 {
+    struct elem_value v;
+    float f[2] = {0, 0};
+    memset(&v, 0, sizeof(v));
+    v.digits = 9;
     switch (dtype) {
     case CKPT_DT_FLOAT:
-        return ELEM_F32;
+        memcpy(f, p, 4);
+        v.kind = VAL_REAL;
+        v.re = f[0];
+        return v;
     case CKPT_DT_DOUBLE:
-        return ELEM_F64;
+        memcpy(&v.re, p, 8);
+        v.kind = VAL_REAL;
+        v.digits = 17;
+        return v;
     case CKPT_DT_COMPLEX64:
-        return ELEM_C64;
+        memcpy(f, p, 8);
+        v.kind = VAL_COMPLEX;
+        v.re = f[0];
+        v.im = f[1];
+        return v;
     case CKPT_DT_COMPLEX128:
-        return ELEM_C128;
+        memcpy(&v.re, p, 8);
+        memcpy(&v.im, p + 8, 8);
+        v.kind = VAL_COMPLEX;
+        v.digits = 17;
+        return v;
     case CKPT_DT_BOOL:
-        return ELEM_BOOL;
+        v.kind = VAL_BOOL;
+        v.i = p[0] != 0;
+        return v;
     case CKPT_DT_INT8:
     case CKPT_DT_QINT8:
-        return ELEM_I8;
-    case CKPT_DT_UINT8:
-    case CKPT_DT_QUINT8:
-        return ELEM_U8;
     case CKPT_DT_INT16:
     case CKPT_DT_QINT16:
-        return ELEM_I16;
-    case CKPT_DT_UINT16:
-    case CKPT_DT_QUINT16:
-        return ELEM_U16;
     case CKPT_DT_INT32:
     case CKPT_DT_QINT32:
-        return ELEM_I32;
-    case CKPT_DT_UINT32:
-        return ELEM_U32;
     case CKPT_DT_INT64:
-        return ELEM_I64;
+        v.kind = VAL_INT;
+        v.i = cli_int_at(p, size);
+        return v;
+    case CKPT_DT_UINT8:
+    case CKPT_DT_QUINT8:
+    case CKPT_DT_UINT16:
+    case CKPT_DT_QUINT16:
+    case CKPT_DT_UINT32:
+        v.kind = VAL_INT;
+        v.i = (int64_t)cli_uint_at(p, size);
+        return v;
     case CKPT_DT_UINT64:
-        return ELEM_U64;
-    case CKPT_DT_HALF:
-    case CKPT_DT_BFLOAT16:
-    case CKPT_DT_FLOAT8_E5M2:
-    case CKPT_DT_FLOAT8_E4M3FN:
-    case CKPT_DT_FLOAT8_E4M3FNUZ:
-    case CKPT_DT_FLOAT8_E4M3B11FNUZ:
-    case CKPT_DT_FLOAT8_E5M2FNUZ:
-        return ELEM_NARROW;
+        v.kind = VAL_UINT64;
+        v.u = cli_uint_at(p, size);
+        return v;
     default:
-        return ELEM_RAW;
+        v.kind = narrow_float(dtype, p, &f[0]) ? VAL_REAL : VAL_RAW;
+        v.re = f[0];
+        return v;
     }
 }
 
@@ -167,81 +214,28 @@ static json_object *json_real(double v, int digits)
 
 static void text_element(FILE *out, int dtype, const uint8_t *p, size_t size)
 {
+    struct elem_value v = load_element(dtype, p, size);
     char a[40], b[40];
-    float f;
-    double d[2];
-    int8_t i8;
-    int16_t i16;
-    uint16_t u16;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
-    switch (elem_kind_of(dtype)) {
-    case ELEM_F32:
-        memcpy(&f, p, 4);
-        fmt_real(a, sizeof(a), f, 9);
+    switch (v.kind) {
+    case VAL_REAL:
+        fmt_real(a, sizeof(a), v.re, v.digits);
         fputs(a, out);
         return;
-    case ELEM_NARROW:
-        narrow_float(dtype, p, &f);
-        fmt_real(a, sizeof(a), f, 9);
-        fputs(a, out);
-        return;
-    case ELEM_F64:
-        memcpy(d, p, 8);
-        fmt_real(a, sizeof(a), d[0], 17);
-        fputs(a, out);
-        return;
-    case ELEM_C64: {
-        float c[2];
-        memcpy(c, p, 8);
-        fmt_real(a, sizeof(a), c[0], 9);
-        fmt_real(b, sizeof(b), c[1], 9);
+    case VAL_COMPLEX:
+        fmt_real(a, sizeof(a), v.re, v.digits);
+        fmt_real(b, sizeof(b), v.im, v.digits);
         fprintf(out, "(%s,%s)", a, b);
         return;
-    }
-    case ELEM_C128:
-        memcpy(d, p, 16);
-        fmt_real(a, sizeof(a), d[0], 17);
-        fmt_real(b, sizeof(b), d[1], 17);
-        fprintf(out, "(%s,%s)", a, b);
+    case VAL_BOOL:
+        fputs(v.i ? "true" : "false", out);
         return;
-    case ELEM_BOOL:
-        fputs(p[0] ? "true" : "false", out);
+    case VAL_INT:
+        fprintf(out, "%" PRId64, v.i);
         return;
-    case ELEM_I8:
-        memcpy(&i8, p, 1);
-        fprintf(out, "%d", i8);
+    case VAL_UINT64:
+        fprintf(out, "%" PRIu64, v.u);
         return;
-    case ELEM_U8:
-        fprintf(out, "%u", p[0]);
-        return;
-    case ELEM_I16:
-        memcpy(&i16, p, 2);
-        fprintf(out, "%d", i16);
-        return;
-    case ELEM_U16:
-        memcpy(&u16, p, 2);
-        fprintf(out, "%u", u16);
-        return;
-    case ELEM_I32:
-        memcpy(&i32, p, 4);
-        fprintf(out, "%" PRId32, i32);
-        return;
-    case ELEM_U32:
-        memcpy(&u32, p, 4);
-        fprintf(out, "%" PRIu32, u32);
-        return;
-    case ELEM_I64:
-        memcpy(&i64, p, 8);
-        fprintf(out, "%" PRId64, i64);
-        return;
-    case ELEM_U64:
-        memcpy(&u64, p, 8);
-        fprintf(out, "%" PRIu64, u64);
-        return;
-    case ELEM_RAW:
+    case VAL_RAW:
         fputs("0x", out);
         for (size_t i = 0; i < size; i++)
             fprintf(out, "%02x", p[i]);
@@ -251,66 +245,23 @@ static void text_element(FILE *out, int dtype, const uint8_t *p, size_t size)
 
 static json_object *json_element(int dtype, const uint8_t *p, size_t size)
 {
-    float f;
-    double d[2];
-    int8_t i8;
-    int16_t i16;
-    uint16_t u16;
-    int32_t i32;
-    uint32_t u32;
-    int64_t i64;
-    uint64_t u64;
+    struct elem_value v = load_element(dtype, p, size);
     json_object *pair;
-    switch (elem_kind_of(dtype)) {
-    case ELEM_F32:
-        memcpy(&f, p, 4);
-        return json_real(f, 9);
-    case ELEM_NARROW:
-        narrow_float(dtype, p, &f);
-        return json_real(f, 9);
-    case ELEM_F64:
-        memcpy(d, p, 8);
-        return json_real(d[0], 17);
-    case ELEM_C64: {
-        float c[2];
-        memcpy(c, p, 8);
+    switch (v.kind) {
+    case VAL_REAL:
+        return json_real(v.re, v.digits);
+    case VAL_COMPLEX:
         pair = json_object_new_array();
-        json_object_array_add(pair, json_real(c[0], 9));
-        json_object_array_add(pair, json_real(c[1], 9));
+        json_object_array_add(pair, json_real(v.re, v.digits));
+        json_object_array_add(pair, json_real(v.im, v.digits));
         return pair;
-    }
-    case ELEM_C128:
-        memcpy(d, p, 16);
-        pair = json_object_new_array();
-        json_object_array_add(pair, json_real(d[0], 17));
-        json_object_array_add(pair, json_real(d[1], 17));
-        return pair;
-    case ELEM_BOOL:
-        return json_object_new_boolean(p[0] != 0);
-    case ELEM_I8:
-        memcpy(&i8, p, 1);
-        return json_object_new_int64(i8);
-    case ELEM_U8:
-        return json_object_new_int64(p[0]);
-    case ELEM_I16:
-        memcpy(&i16, p, 2);
-        return json_object_new_int64(i16);
-    case ELEM_U16:
-        memcpy(&u16, p, 2);
-        return json_object_new_int64(u16);
-    case ELEM_I32:
-        memcpy(&i32, p, 4);
-        return json_object_new_int64(i32);
-    case ELEM_U32:
-        memcpy(&u32, p, 4);
-        return json_object_new_int64(u32);
-    case ELEM_I64:
-        memcpy(&i64, p, 8);
-        return json_object_new_int64(i64);
-    case ELEM_U64:
-        memcpy(&u64, p, 8);
-        return json_object_new_uint64(u64);
-    case ELEM_RAW:
+    case VAL_BOOL:
+        return json_object_new_boolean(v.i != 0);
+    case VAL_INT:
+        return json_object_new_int64(v.i);
+    case VAL_UINT64:
+        return json_object_new_uint64(v.u);
+    case VAL_RAW:
     default: {
         char hex[2 * 16 + 3] = "0x";
         for (size_t i = 0; i < size && i < 16; i++)

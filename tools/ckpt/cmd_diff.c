@@ -102,25 +102,10 @@ static enum elem_class class_of(int dtype)
     }
 }
 
-static double half_value(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f;
-    int mant = h & 0x3ff;
-    double v;
-    if (exp == 31)
-        v = mant ? NAN : INFINITY;
-    else if (exp == 0)
-        v = ldexp((double)mant, -24);
-    else
-        v = ldexp((double)(mant | 0x400), exp - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
 /* One floating-point component of `size` bytes (2, 4 or 8) as a double. */
 static double real_value(int dtype, const uint8_t *p, size_t size)
 {
     uint16_t h;
-    uint32_t bits;
     float f;
     double d;
     if (size == 8) {
@@ -133,54 +118,8 @@ static double real_value(int dtype, const uint8_t *p, size_t size)
     }
     memcpy(&h, p, 2);
     if (dtype == CKPT_DT_HALF)
-        return half_value(h);
-    bits = (uint32_t)h << 16; /* bfloat16: the top half of a float32 */
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static int64_t signed_value(const uint8_t *p, size_t size)
-{
-    int8_t i8;
-    int16_t i16;
-    int32_t i32;
-    int64_t i64;
-    switch (size) {
-    case 1:
-        memcpy(&i8, p, 1);
-        return i8;
-    case 2:
-        memcpy(&i16, p, 2);
-        return i16;
-    case 4:
-        memcpy(&i32, p, 4);
-        return i32;
-    default:
-        memcpy(&i64, p, 8);
-        return i64;
-    }
-}
-
-static uint64_t unsigned_value(const uint8_t *p, size_t size)
-{
-    uint8_t u8;
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    switch (size) {
-    case 1:
-        memcpy(&u8, p, 1);
-        return u8;
-    case 2:
-        memcpy(&u16, p, 2);
-        return u16;
-    case 4:
-        memcpy(&u32, p, 4);
-        return u32;
-    default:
-        memcpy(&u64, p, 8);
-        return u64;
-    }
+        return ckpt_half_to_float(h);
+    return ckpt_bfloat16_to_float(h);
 }
 
 static void note_real(value_diff *d, double diff)
@@ -222,7 +161,7 @@ static int element_differs(const diff_opts *o, int dtype, enum elem_class cls,
         return re || im;
     }
     case CLASS_SIGNED: {
-        int64_t a = signed_value(pa, esize), b = signed_value(pb, esize);
+        int64_t a = cli_int_at(pa, esize), b = cli_int_at(pb, esize);
         uint64_t diff;
         if (a == b)
             return 0;
@@ -232,7 +171,7 @@ static int element_differs(const diff_opts *o, int dtype, enum elem_class cls,
         return 1;
     }
     case CLASS_UNSIGNED: {
-        uint64_t a = unsigned_value(pa, esize), b = unsigned_value(pb, esize);
+        uint64_t a = cli_uint_at(pa, esize), b = cli_uint_at(pb, esize);
         uint64_t diff = a > b ? a - b : b - a;
         if (a == b)
             return 0;

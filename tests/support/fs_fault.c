@@ -1,5 +1,5 @@
-/* io/fs_fault.c - the fault-injecting file system of ckpt/sys/fs_fault.h,
- * for tests.
+/* tests/support/fs_fault.c - the fault-injecting file system of
+ * fs_fault.h, for tests (in the testing library, not in libckpt).
  *
  * Every method is forwarded to an inner ckpt_fs after two steps: the call
  * is counted under its ckpt_fs_op, and if an armed fault matches it, it
@@ -58,8 +58,9 @@
  * The trace records every operation in its mask, in order, with its paths
  * and whether the armed fault failed it; tests print it to name the
  * operation a crash hit. */
-#include "ckpt/sys/fs_fault.h"
-#include "fs_internal.h"
+#include "support/fs_fault.h"
+
+#include "io/fs_internal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -399,6 +400,28 @@ static int durable_content(ckpt_fs_fault *ff, const char *norm, uint8_t **out,
     return err;
 }
 
+/* Set up journal entry ff->changes[ff->nchanges] (not yet counted) for a
+ * rename of `norm` to `norm_to` or a removal of `norm` (norm_to NULL), with
+ * the durable content of the file the change destroys (the destination,
+ * or the removed file) when it can be read. */
+static int begin_change(ckpt_fs_fault *ff, enum change_kind kind,
+                        const char *norm, const char *norm_to,
+                        struct change **out)
+{
+    const char *destroyed = norm_to ? norm_to : norm;
+    struct change *c;
+    int err = reserve_change(ff);
+    if (err < 0)
+        return err;
+    c = &ff->changes[ff->nchanges];
+    err = change_init(c, kind, norm, norm_to);
+    if (err < 0)
+        return err;
+    c->has_old = durable_content(ff, destroyed, &c->old, &c->old_len) == 0;
+    *out = c;
+    return 0;
+}
+
 /* ---- faults ------------------------------------------------------------- */
 
 /* Append an event to the trace; on out of memory it is dropped. */
@@ -734,14 +757,9 @@ static int fault_rename(const char *from, const char *to, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_RENAME, nfrom, nto, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_RENAME, nfrom, nto);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, nto, &c->old, &c->old_len) == 0;
     err = in->rename(from, to, in->payload);
     if (err < 0) {
         change_dispose(c);
@@ -775,14 +793,9 @@ static int fault_remove(const char *path, void *payload)
         err = ckpt__error_oom();
         goto done;
     }
-    err = reserve_change(ff);
+    err = begin_change(ff, CHANGE_REMOVE, norm, NULL, &c);
     if (err < 0)
         goto done;
-    c = &ff->changes[ff->nchanges];
-    err = change_init(c, CHANGE_REMOVE, norm, NULL);
-    if (err < 0)
-        goto done;
-    c->has_old = durable_content(ff, norm, &c->old, &c->old_len) == 0;
     err = in->remove(path, in->payload);
     if (err < 0 || !c->has_old) {
         /* nothing removed, or nothing we could put back */

@@ -1,4 +1,6 @@
-/* ckpt/sys/fs_fault.h - a fault-injecting file system for tests.
+/* tests/support/fs_fault.h - a fault-injecting file system for tests, in
+ * the testing library (ckpt_testing), not in libckpt: tests, fuzzers and
+ * reliability tools link it; it is not installed.
  *
  * It wraps another ckpt_fs and forwards every call, counting operations.
  * It can fail the Nth matching operation once or from then on with a chosen
@@ -9,10 +11,10 @@
  * the operations. Not thread-safe: use it from one thread at a time. It
  * offers no open_read_direct, so reads through it always take the page-cache
  * path (one thread). */
-#ifndef CKPT_SYS_FS_FAULT_H
-#define CKPT_SYS_FS_FAULT_H
+#ifndef CKPT_TESTS_SUPPORT_FS_FAULT_H
+#define CKPT_TESTS_SUPPORT_FS_FAULT_H
 
-#include "../io.h"
+#include "ckpt/io.h"
 
 CKPT_BEGIN_DECL
 
@@ -40,56 +42,55 @@ typedef enum ckpt_fs_op {
 #define CKPT_FS_OP_ALL ((1u << CKPT_FS_OP_COUNT) - 1u)
 /** Operations that change the file system or its durability. */
 #define CKPT_FS_OP_MUTATING                                                    \
-    (CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE) | CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE) | \
-     CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) | CKPT_FS_OP_BIT(CKPT_FS_OP_CLOSE) |      \
-     CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME) | CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE) |   \
-     CKPT_FS_OP_BIT(CKPT_FS_OP_MKDIR) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR))
+    (CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE) |                                   \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) |      \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_CLOSE) | CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME) |    \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE) | CKPT_FS_OP_BIT(CKPT_FS_OP_MKDIR) |    \
+     CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR))
 
 typedef struct ckpt_fs_fault ckpt_fs_fault;
 
 /** Wrap `inner` (NULL: the POSIX file system). */
-CKPT_EXTERN(int) ckpt_fs_fault_new(ckpt_fs_fault **out, const ckpt_fs *inner);
+int ckpt_fs_fault_new(ckpt_fs_fault **out, const ckpt_fs *inner);
 
 /** Free the wrapper (open files must be closed first); NULL is ignored. */
-CKPT_EXTERN(void) ckpt_fs_fault_free(ckpt_fs_fault *ff);
+void ckpt_fs_fault_free(ckpt_fs_fault *ff);
 
 /** The ckpt_fs to hand to the library; valid until ckpt_fs_fault_free(). */
-CKPT_EXTERN(const ckpt_fs *) ckpt_fs_fault_fs(ckpt_fs_fault *ff);
+const ckpt_fs *ckpt_fs_fault_fs(ckpt_fs_fault *ff);
 
 /** Arm a fault: the `n`th (1-based) operation from now whose bit is in
  *  `op_mask` fails with `err` (an errno value such as EIO, ENOSPC, EDQUOT,
  *  EACCES, EXDEV), and with `persistent` every later matching operation too.
  *  A failing write first writes `partial_bytes` of its data (capped at its
  *  length), as a short write before the error would. Resets the count. */
-CKPT_EXTERN(void) ckpt_fs_fault_fail(ckpt_fs_fault *ff, uint64_t n,
-                                     unsigned op_mask, int err, int persistent,
-                                     size_t partial_bytes);
+void ckpt_fs_fault_fail(ckpt_fs_fault *ff, uint64_t n, unsigned op_mask,
+                        int err, int persistent, size_t partial_bytes);
 
 /** Disarm any fault (counting continues). */
-CKPT_EXTERN(void) ckpt_fs_fault_clear(ckpt_fs_fault *ff);
+void ckpt_fs_fault_clear(ckpt_fs_fault *ff);
 
 /** Operations seen since creation or the last ckpt_fs_fault_reset_count()
  *  whose bit is in `op_mask`. */
-CKPT_EXTERN(uint64_t) ckpt_fs_fault_count(const ckpt_fs_fault *ff,
-                                          unsigned op_mask);
+uint64_t ckpt_fs_fault_count(const ckpt_fs_fault *ff, unsigned op_mask);
 
 /** Reset the operation counters. */
-CKPT_EXTERN(void) ckpt_fs_fault_reset_count(ckpt_fs_fault *ff);
+void ckpt_fs_fault_reset_count(ckpt_fs_fault *ff);
 
 /** Number of injected failures so far. */
-CKPT_EXTERN(uint64_t) ckpt_fs_fault_injected(const ckpt_fs_fault *ff);
+uint64_t ckpt_fs_fault_injected(const ckpt_fs_fault *ff);
 
 /** Simulate a power cut on the underlying file system: truncate every file
  *  written through this wrapper to its last fsynced length, and undo every
  *  creation, rename and removal not followed by a sync_dir of its directory
  *  (a removed file's content is restored). Files must be closed. */
-CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff);
+int ckpt_fs_fault_drop_unsynced(ckpt_fs_fault *ff);
 
 /** A power cut on a file system that makes every directory change durable
  *  at once and in order: every creation, rename and removal is kept, and
  *  every file written through this wrapper is truncated to its last
  *  fsynced length. Files must be closed. */
-CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced_data(ckpt_fs_fault *ff);
+int ckpt_fs_fault_drop_unsynced_data(ckpt_fs_fault *ff);
 
 /** Like ckpt_fs_fault_drop_unsynced(), but a random one of the states a
  *  power cut may leave, chosen by `seed` (the same seed and history give
@@ -101,8 +102,7 @@ CKPT_EXTERN(int) ckpt_fs_fault_drop_unsynced_data(ckpt_fs_fault *ff);
  *    is kept or undone on its own, except that a change is always kept
  *    when a later kept change names the same path (changes to one entry
  *    reach the disk in order). Files must be closed. */
-CKPT_EXTERN(int)
-ckpt_fs_fault_drop_unsynced_random(ckpt_fs_fault *ff, uint64_t seed);
+int ckpt_fs_fault_drop_unsynced_random(ckpt_fs_fault *ff, uint64_t seed);
 
 /** One operation recorded by the trace. */
 typedef struct ckpt_fs_fault_event {
@@ -117,18 +117,18 @@ typedef struct ckpt_fs_fault_event {
  *  discarding an earlier trace; 0 stops recording (the trace is kept).
  *  Events are dropped, never failing the operation, when memory runs
  *  out. */
-CKPT_EXTERN(void) ckpt_fs_fault_trace(ckpt_fs_fault *ff, unsigned op_mask);
+void ckpt_fs_fault_trace(ckpt_fs_fault *ff, unsigned op_mask);
 
 /** Number of recorded events. */
-CKPT_EXTERN(size_t) ckpt_fs_fault_trace_size(const ckpt_fs_fault *ff);
+size_t ckpt_fs_fault_trace_size(const ckpt_fs_fault *ff);
 
 /** Recorded event `i` (0 = oldest), or NULL when i >= size; valid until
  *  the next ckpt_fs_fault_trace() or ckpt_fs_fault_free(). */
-CKPT_EXTERN(const ckpt_fs_fault_event *)
-ckpt_fs_fault_trace_event(const ckpt_fs_fault *ff, size_t i);
+const ckpt_fs_fault_event *ckpt_fs_fault_trace_event(const ckpt_fs_fault *ff,
+                                                     size_t i);
 
 /** Name of an operation, e.g. "rename". */
-CKPT_EXTERN(const char *) ckpt_fs_op_name(int op);
+const char *ckpt_fs_op_name(int op);
 
 CKPT_END_DECL
 
