@@ -2,8 +2,8 @@
 # scripts/bench.sh - run every benchmark and print one table of ratios.
 #
 #   scripts/bench.sh            full run (64 and 256 MiB states, ckpt-train
-#                               with 145 MiB of state; ~15-20 min on 2 cores)
-#   scripts/bench.sh --quick    smaller states and runs (~5 min on 2 cores)
+#                               with 145 MiB of state; ~11 min on 2 busy cores)
+#   scripts/bench.sh --quick    smaller states and runs (~3.5 min there)
 #   scripts/bench.sh --json     the same figures as JSON (with --quick too)
 #   REPS=N scripts/bench.sh     repetitions per figure (default 5, at least 5)
 #
