@@ -35,9 +35,10 @@ typedef struct ckpt_bundle_writer_options {
     const ckpt_fs *fs;     /**< NULL: POSIX */
     int num_shards;        /**< data files to write (default 1) */
     size_t data_alignment; /**< pad records to this multiple (default 1) */
-    int direct_io;         /**< non-zero: open data files with
-                                CKPT_OPEN_DIRECT (bypass the page cache
-                                for large aligned writes) */
+    int direct_io;         /**< 0 (default) or CKPT_DIRECT_IO_ON: open
+                                data files with CKPT_OPEN_DIRECT (page-
+                                aligned parts of writes bypass the page
+                                cache); CKPT_DIRECT_IO_OFF: never */
 } ckpt_bundle_writer_options;
 
 #define CKPT_BUNDLE_WRITER_OPTIONS_INIT                                        \

@@ -3,8 +3,8 @@
  * AsyncCheckpointSaverHook (async, snapshot at the trigger step) with
  * checkpoint listeners, StopAtStepHook, StepCounterHook, LoggingTensorHook,
  * NanTensorHook, the MonitoredTrainingSession-style builder, and the opt-in
- * preemption handler. Behaviour: ../shared/spec/hooks-and-sessions.md
- * sections 2-3 (B1-B13, B40-B69). */
+ * preemption handler. Behaviour: docs/behaviour.md (B1-B13, B40-B69); a
+ * walk-through with the TensorFlow-to-ckpt mapping: docs/guide.md. */
 #ifndef CKPT_HOOKS_H
 #define CKPT_HOOKS_H
 
@@ -50,16 +50,23 @@ CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
 
 #define CKPT_LISTENER_VERSION 1
 
+/** What after_save returns to ask training to stop (TensorFlow's
+ *  `return True` from after_save). */
+#define CKPT_LISTENER_STOP 1
+
 /** Called around every checkpoint (TF's CheckpointSaverListener). The same
  *  contract in sync and async modes (F4): before_save on the training
  *  thread at snapshot time; after_save once the checkpoint is durable, on
  *  the training thread (during the next hook callback in async mode, or
- *  end's wait), with the snapshot's step; setting `*stop` asks training to
- *  stop after the current (or next) run (B53). A snapshot replaced before
- *  its write (policy COALESCE) or a failed write gets no after_save. A
- *  callback's error (positive values count as CKPT_EUSER) is returned by
- *  the hook callback that made the call; after_save's, in async mode, by
- *  the hook callback that delivered the checkpoint. */
+ *  end's wait), with the snapshot's step. after_save asks training to stop
+ *  after the current (or next) run by returning a positive value
+ *  (CKPT_LISTENER_STOP: TensorFlow's `return True`) or by setting `*stop`
+ *  (B53). A snapshot replaced before its write (policy COALESCE) or a
+ *  failed write gets no after_save. A negative return is an error; it is
+ *  returned by the hook callback that made the call; after_save's, in async
+ *  mode, by the hook callback that delivered the checkpoint. begin,
+ *  before_save and end return 0 or a negative error (a positive value is
+ *  CKPT_EUSER, with a message saying that only after_save stops). */
 typedef struct ckpt_saver_listener {
     int version; /**< CKPT_LISTENER_VERSION */
     void *payload;
@@ -77,53 +84,97 @@ typedef enum ckpt_save_mode {
     CKPT_SAVE_ASYNC = 1 /**< AsyncCheckpointSaverHook */
 } ckpt_save_mode;
 
-#define CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION 1
+/** Version 2 added checkpoint_basename; a version-1 struct is accepted. */
+#define CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION 2
 
+/** Checkpoint hook options (TensorFlow's CheckpointSaverHook arguments;
+ *  docs/guide.md maps each). Start from CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+ *  0 or NULL in a field means its default. */
 typedef struct ckpt_checkpoint_hook_options {
     unsigned int version;       /**< CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION */
-    const char *checkpoint_dir; /**< required; created recursively at begin */
+    const char *checkpoint_dir; /**< created recursively at begin; NULL: the
+                                     session's checkpoint_dir (one of the
+                                     two is required; both set and
+                                     different is CKPT_EINVAL) */
     double save_secs;           /**< exactly one of save_secs/save_steps */
     int64_t save_steps;
     int mode;                   /**< a ckpt_save_mode */
     ckpt_saver *saver;          /**< borrowed; excludes use_scaffold */
-    int use_scaffold;           /**< use the session's scaffold saver */
+    int use_scaffold;           /**< write through the session's scaffold
+                                     saver (configured by the session's
+                                     saver_options); excludes saver and
+                                     saver_options */
     const ckpt_saver_options *saver_options; /**< when the hook opens its own
-                                                  saver (basename, keep, ...);
-                                                  copied (fs, clock and log
-                                                  stay borrowed); its fs and
-                                                  log also serve begin's
+                                                  saver (keep, busy policy,
+                                                  ...); copied (fs, clock and
+                                                  log stay borrowed); its fs
+                                                  and log also serve begin's
                                                   mkdir and the hook's log */
     const ckpt_saver_listener *listeners; /**< copied */
     size_t num_listeners;
     int save_initial_if_present; /**< 1: save at creation even when the
                                       newest checkpoint has that step (TF);
                                       default 0 skips it (B49) */
-    double end_timeout_s;       /**< async: bound on end's wait (default
-                                     -1: none; B65) and on on_abort's wait
-                                     (there -1 means 60 s; B68) */
+    double end_timeout_s;       /**< async: bound on end's and on_abort's
+                                     wait for a write in flight; 0: the
+                                     default (end: no bound, B65; on_abort:
+                                     60 s, B68); < 0: no bound for either */
     const ckpt_clock *clock;
+    /** Checkpoint file names are <checkpoint_basename>-<step> (TF's
+     *  checkpoint_basename; NULL: the saver's basename, by default
+     *  "model.ckpt"). Honoured with an own saver, use_scaffold (the
+     *  scaffold saver is opened with it) and an explicit saver (whose
+     *  basename must be the same); a different basename in saver_options,
+     *  the session's saver_options or the saver is CKPT_EINVAL naming
+     *  both. Since version 2. */
+    const char *checkpoint_basename;
 } ckpt_checkpoint_hook_options;
 
 #define CKPT_CHECKPOINT_HOOK_OPTIONS_INIT                                      \
     {CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0.0, 0, CKPT_SAVE_SYNC, NULL, \
-     0, NULL, NULL, 0, 0, -1.0, NULL}
+     0, NULL, NULL, 0, 0, 0.0, NULL, NULL}
 
+/** Fill `o` with the defaults of `version` (1 ..
+ *  CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION). @return 0, CKPT_EINVAL or
+ *  CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
     ckpt_checkpoint_hook_options *o, unsigned int version);
 
-/** Build a checkpoint hook (sync or async: one implementation). Async
- *  mode: a trigger skipped by the saver's busy policy SKIP does not move
- *  the timer (the next step tries again, B60); a failed background write is
+/** Build a checkpoint hook (sync or async: one implementation). It logs
+ *  through the saver options' log, else ckpt_log_stderr, at INFO (each
+ *  checkpoint, the directory at begin, and at end one line of totals:
+ *  written, skipped, coalesced, failed). Async mode: a trigger skipped by
+ *  the saver's busy policy SKIP (the default, see docs/guide.md) does not
+ *  move the timer (the next step tries again, B60) and is counted; skips
+ *  are reported at WARN with their count and the remedy, at the 1st, 10th,
+ *  100th, ... skip; a failed background write is
  *  returned once by the next after_run or by end (B63); end waits for
  *  writes in flight, then saves the final step unless a durable checkpoint
  *  of this hook already has it (B54, B64-B66). A borrowed saver (explicit
  *  or the scaffold's) reports to the hook through its on_save_done, which
  *  the hook wraps (forwarding every outcome) until end or on_abort; do not
  *  share one saver between two checkpoint hooks.
- *  @return 0, CKPT_EINVAL (saver and use_scaffold both set, B44; neither or
- *          both of save_secs/save_steps, B45; no directory) */
+ *  The directory and basename are settled with the session in begin: a
+ *  hook without checkpoint_dir uses the session's; neither, or two that
+ *  differ, make the session's creation fail with CKPT_EINVAL naming them.
+ *  @return 0, CKPT_EINVAL (out or o NULL; saver and use_scaffold both set,
+ *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
+ *          with saver_options; checkpoint_basename differing from the saver
+ *          options' or the saver's basename), CKPT_EVERSION (version 0 or
+ *          newer than the library's), CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
                                           const ckpt_checkpoint_hook_options *o);
+
+/** Wait, at most `timeout_s` seconds (< 0: no limit), until every
+ *  checkpoint write of the hook that is in flight is durable, delivering
+ *  after_save to the listeners (a stop they ask for reaches the next run).
+ *  Call it from the training thread. Returns at once when the session was
+ *  not created yet or the hook has ended.
+ *  @return 0, CKPT_ETIMEDOUT, a failed write's error (then returned here
+ *          instead of by the next hook callback), CKPT_EINVAL (NULL or not
+ *          a checkpoint hook) */
+CKPT_EXTERN(int) ckpt_checkpoint_hook_wait(const ckpt_hook *hook,
+                                           double timeout_s);
 
 /** Metrics of a checkpoint hook built by ckpt_checkpoint_hook_new (its
  *  saver's metrics; zero before the session is created; for a borrowed
@@ -144,35 +195,82 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_metrics(const ckpt_hook *hook,
 CKPT_EXTERN(int) ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
                                             int64_t last_step);
 
+#define CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION 1
+
+/** StepCounterHook options; 0 or NULL in a field means its default. */
+typedef struct ckpt_step_counter_hook_options {
+    unsigned int version;    /**< CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION */
+    int64_t every_n_steps;   /**< at most one of the two intervals; neither: */
+    double every_n_secs;     /**< every 100 steps (TF's default) */
+    const ckpt_clock *clock; /**< NULL: the system clock */
+    ckpt_log_fn log;         /**< NULL: the session's, else ckpt_log_stderr */
+    void *log_payload;
+    int log_level;           /**< 0: INFO; CKPT_LOG_OFF: silent */
+} ckpt_step_counter_hook_options;
+
+#define CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT                                    \
+    {CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION, 0, 0.0, NULL, NULL, NULL, 0}
+
 /** Log "global_step/sec: <rate> (global step <S>)" at INFO every N steps
- *  or S seconds (exactly one, else CKPT_EINVAL), measured from the previous
- *  trigger (the first trigger after each session creation only starts the
- *  measure); warns (first 5 times) when a step did not increase the global
- *  step. begin returns CKPT_ESTATE without a global step. */
-CKPT_EXTERN(int) ckpt_step_counter_hook_new(ckpt_hook *out,
-                                            int64_t every_n_steps,
-                                            double every_n_secs,
-                                            const ckpt_clock *clock,
-                                            ckpt_log_fn log, void *log_payload);
+ *  or S seconds (both set, or a negative one, is CKPT_EINVAL), measured
+ *  from the previous trigger (the first trigger after each session
+ *  creation only starts the measure); warns (first 5 times) when a step did
+ *  not increase the global step. begin returns CKPT_ESTATE without a global
+ *  step. NULL `o`: the defaults. @return 0, CKPT_EINVAL, CKPT_EVERSION */
+CKPT_EXTERN(int) ckpt_step_counter_hook_new(
+    ckpt_hook *out, const ckpt_step_counter_hook_options *o);
+
+#define CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION 1
+
+/** LoggingTensorHook options; 0 or NULL in a field means its default. */
+typedef struct ckpt_logging_tensor_hook_options {
+    unsigned int version;     /**< CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION */
+    const char *const *names; /**< required: tensors to log (copied) */
+    size_t num_names;
+    int64_t every_n_iter;     /**< local iterations (session runs) */
+    double every_n_secs;
+    int at_end;               /**< also (or only) log the last values */
+    const ckpt_clock *clock;
+    ckpt_log_fn log;          /**< NULL: the session's, else stderr */
+    void *log_payload;
+    int log_level;
+} ckpt_logging_tensor_hook_options;
+
+#define CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT                                  \
+    {CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, 0, 0.0, 0, NULL, NULL, \
+     NULL, 0}
 
 /** Log "name = value, ..." (plus " (<secs> sec)" since the previous line)
  *  at INFO for the named tensors (step outputs or variables) every N local
- *  iterations (runs of this session, not global steps) or S seconds, and/or
- *  once at end (values of the last step, through ckpt_session_fetch). Give
- *  every_n_iter or every_n_secs, or neither with at_end; anything else, or a
- *  negative interval, is CKPT_EINVAL. */
+ *  iterations or S seconds, and/or once at end (values of the last step,
+ *  through ckpt_session_fetch). Give every_n_iter or every_n_secs, or
+ *  neither with at_end; anything else, or a negative interval, is
+ *  CKPT_EINVAL. @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_logging_tensor_hook_new(
-    ckpt_hook *out, const char *const *names, size_t num_names,
-    int64_t every_n_iter, double every_n_secs, int at_end,
-    const ckpt_clock *clock, ckpt_log_fn log, void *log_payload);
+    ckpt_hook *out, const ckpt_logging_tensor_hook_options *o);
 
-/** Check the named output (e.g. "loss"; float, double, half or bfloat16,
- *  any shape) for NaN after every step: fail with CKPT_EUSER when
- *  fail_on_nan, else log a warning and request a stop. Another dtype makes
- *  after_run fail with CKPT_EINVAL. */
-CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
-                                          int fail_on_nan, ckpt_log_fn log,
-                                          void *log_payload);
+#define CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION 1
+
+/** NanTensorHook options; 0 or NULL in a field means its default. */
+typedef struct ckpt_nan_tensor_hook_options {
+    unsigned int version;  /**< CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION */
+    const char *loss_name; /**< NULL: "loss" */
+    int fail_on_nan;       /**< 1: fail with CKPT_EUSER; 0: warn and stop */
+    ckpt_log_fn log;       /**< NULL: the session's, else stderr */
+    void *log_payload;
+    int log_level;
+} ckpt_nan_tensor_hook_options;
+
+#define CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT                                      \
+    {CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0}
+
+/** Check the named output (float, double, half or bfloat16, any shape) for
+ *  NaN after every step: fail with CKPT_EUSER when fail_on_nan, else log a
+ *  warning and request a stop. Another dtype makes after_run fail with
+ *  CKPT_EINVAL. NULL `o`: the defaults.
+ *  @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(
+    ckpt_hook *out, const ckpt_nan_tensor_hook_options *o);
 
 /* ---- preemption ------------------------------------------------------------ */
 
@@ -196,23 +294,45 @@ CKPT_EXTERN(int) ckpt_preemption_signal(void);
 
 /* ---- MonitoredTrainingSession --------------------------------------------- */
 
-#define CKPT_TRAINING_SESSION_OPTIONS_VERSION 1
+/** A frequency option (save_checkpoint_secs, save_checkpoint_steps,
+ *  log_step_count_steps) left at its default. TensorFlow's 0 ("off") is
+ *  CKPT_FREQ_OFF here, so that a zeroed struct means the defaults. */
+#define CKPT_FREQ_DEFAULT 0
+/** A frequency option that turns its hook off (any negative value). */
+#define CKPT_FREQ_OFF (-1)
 
+/** Version 2 added listeners and checkpoint_basename. */
+#define CKPT_TRAINING_SESSION_OPTIONS_VERSION 2
+
+/** MonitoredTrainingSession arguments; 0 or NULL in a field means its
+ *  default. */
 typedef struct ckpt_training_session_options {
     unsigned int version; /**< CKPT_TRAINING_SESSION_OPTIONS_VERSION */
     int not_chief;        /**< 1: a worker: only user hooks, no restore */
     const char *checkpoint_dir;
-    double save_checkpoint_secs;  /**< 0: default (600 s unless steps set);
-                                       < 0 disables */
-    int64_t save_checkpoint_steps; /**< 0: unset; < 0 disables */
-    int checkpoint_mode;          /**< ckpt_save_mode (default SYNC) */
-    int64_t log_step_count_steps; /**< default 100; < 0 disables */
-    const ckpt_hook *hooks;       /**< user hooks (copied) */
+    double save_checkpoint_secs;   /**< CKPT_FREQ_DEFAULT: 600 s unless steps
+                                        are set (logged at creation);
+                                        CKPT_FREQ_OFF: off */
+    int64_t save_checkpoint_steps; /**< CKPT_FREQ_DEFAULT: unset;
+                                        CKPT_FREQ_OFF: off */
+    int checkpoint_mode;           /**< ckpt_save_mode (default SYNC) */
+    int64_t log_step_count_steps;  /**< CKPT_FREQ_DEFAULT: 100;
+                                        CKPT_FREQ_OFF: off */
+    const ckpt_hook *hooks;        /**< user hooks (copied) */
     size_t num_hooks;
     const ckpt_hook *chief_only_hooks;
     size_t num_chief_only_hooks;
-    ckpt_session_options session; /**< clock, fs, scaffold, recoverable... */
-    const ckpt_saver_options *saver_options;
+    ckpt_session_options session; /**< clock, fs, scaffold, recoverable,
+                                       log... (version 0: its defaults) */
+    const ckpt_saver_options *saver_options; /**< the scaffold saver's,
+                                                  which the checkpoint hook
+                                                  writes through */
+    /** The checkpoint hook's listeners (copied; TF's
+     *  CheckpointSaverHook(listeners=...)). Since version 2. */
+    const ckpt_saver_listener *listeners;
+    size_t num_listeners;
+    /** The checkpoint hook's checkpoint_basename. Since version 2. */
+    const char *checkpoint_basename;
 } ckpt_training_session_options;
 
 #define CKPT_TRAINING_SESSION_OPTIONS_INIT                                     \
@@ -228,22 +348,30 @@ typedef struct ckpt_training_session_options {
      NULL,                                                                     \
      0,                                                                        \
      CKPT_SESSION_OPTIONS_INIT,                                                \
+     NULL,                                                                     \
+     NULL,                                                                     \
+     0,                                                                        \
      NULL}
 
-/** Fill `o` with the defaults. @return 0 or CKPT_EVERSION */
+/** Fill `o` with the defaults of `version` (1 ..
+ *  CKPT_TRAINING_SESSION_OPTIONS_VERSION). @return 0, CKPT_EINVAL or
+ *  CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_training_session_options_init(
     ckpt_training_session_options *o, unsigned int version);
 
 /** Build a monitored session with MonitoredTrainingSession's defaults and
  *  hook order (B40-B43): chief-only hooks, StepCounterHook (every
  *  log_step_count_steps, when checkpoint_dir is set), the checkpoint hook
- *  (when checkpoint_dir is set and a frequency is enabled; it uses the
- *  session's scaffold saver), then user hooks; a non-chief gets only the
- *  user hooks and never restores. Both checkpoint frequencies positive is
- *  CKPT_EINVAL (B41). The step counter logs through session.log; the
- *  session restores from checkpoint_dir unless session.checkpoint_dir is
- *  set. Every hook passed in is consumed, also on failure (its destroy has
- *  been called). NULL `opts`: all defaults. */
+ *  (when checkpoint_dir is set and a frequency is enabled; it writes
+ *  through the session's scaffold saver, configured by saver_options, with
+ *  the given listeners and checkpoint_basename), then user hooks; a
+ *  non-chief gets only the user hooks and never restores. Both checkpoint
+ *  frequencies positive is CKPT_EINVAL (B41). The hooks log through
+ *  session.log (default: stderr). The session restores from
+ *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
+ *  given both here and in session, is CKPT_EINVAL. Every hook passed in is
+ *  consumed, also on failure (its destroy has been called). NULL `opts`:
+ *  all defaults. */
 CKPT_EXTERN(int) ckpt_training_session_new(
     ckpt_monitored_session **out, ckpt_graph *graph,
     const ckpt_training_session_options *opts);

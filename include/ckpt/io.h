@@ -30,6 +30,15 @@ enum ckpt_open_flags {
     CKPT_OPEN_DIRECT = 4 /**< hint: bypass the page cache where possible */
 };
 
+/** Values of the `direct_io` option of every options struct: 0 is the
+ *  default, on where the file system allows it (ckpt_saver_options,
+ *  ckpt_bundle_writer_options). */
+enum ckpt_direct_io {
+    CKPT_DIRECT_IO_DEFAULT = 0, /**< on where possible */
+    CKPT_DIRECT_IO_ON = 1,      /**< write large aligned parts with O_DIRECT */
+    CKPT_DIRECT_IO_OFF = -1     /**< always through the page cache */
+};
+
 /** Called once per directory entry by ckpt_fs.list ("." and ".." are not
  *  reported). Return non-zero to stop listing; that value is returned. */
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);

@@ -1,5 +1,6 @@
-/* ckpt/log.h - the log callback the library reports through instead of
- * printing (saves dispatched, durable, skipped, failed, ...). */
+/* ckpt/log.h - the log callback the library reports through (saves
+ * dispatched, durable, skipped, failed, ...), its levels, and the stderr
+ * logger the hooks and the monitored session use when given none. */
 #ifndef CKPT_LOG_H
 #define CKPT_LOG_H
 
@@ -7,12 +8,15 @@
 
 CKPT_BEGIN_DECL
 
-/** Log levels, most verbose first. */
+/** Log levels, most verbose first. 0 is never a level: in every options
+ *  struct a `log_level` of 0 means the default, CKPT_LOG_INFO. */
 typedef enum ckpt_log_level {
-    CKPT_LOG_DEBUG = 0,
-    CKPT_LOG_INFO = 1,
-    CKPT_LOG_WARN = 2,
-    CKPT_LOG_ERROR = 3
+    CKPT_LOG_DEFAULT = 0, /**< in options: the default (INFO) */
+    CKPT_LOG_DEBUG = 1,
+    CKPT_LOG_INFO = 2,
+    CKPT_LOG_WARN = 3,
+    CKPT_LOG_ERROR = 4,
+    CKPT_LOG_OFF = 5 /**< in options: log nothing */
 } ckpt_log_level;
 
 /** Receives one formatted line (no trailing newline). May be called from
@@ -21,6 +25,14 @@ typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 
 /** Name of a level: "debug", "info", "warn", "error". */
 CKPT_EXTERN(const char *) ckpt_log_level_name(int level);
+
+/** A ckpt_log_fn that writes "ckpt: <level>: <message>\n" to stderr (one
+ *  write per line, so lines of two threads do not interleave); `payload`
+ *  is ignored. The checkpoint hooks, the other standard hooks and the
+ *  monitored session log through it when their options name no `log`;
+ *  set `log_level = CKPT_LOG_OFF` to silence them, or `log` to redirect. */
+CKPT_EXTERN(void)
+ckpt_log_stderr(int level, const char *message, void *payload);
 
 CKPT_END_DECL
 

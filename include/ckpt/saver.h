@@ -81,34 +81,44 @@ typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
 
 #define CKPT_SAVER_OPTIONS_VERSION 1
 
-/** Saver options. Start from CKPT_SAVER_OPTIONS_INIT; 0 or NULL in a field
- *  means its default, except `max_to_keep`, where 0 keeps every checkpoint
- *  (and lists all of them in the state file) as in TensorFlow. */
+/** Keep (and list in the state file) every checkpoint: TensorFlow's
+ *  max_to_keep=0 or None. */
+#define CKPT_KEEP_ALL (-1)
+
+/** Saver options. Start from CKPT_SAVER_OPTIONS_INIT (or a zeroed struct
+ *  with `version` set); 0 or NULL in every field means its default. A
+ *  struct of an older version (1 .. CKPT_SAVER_OPTIONS_VERSION) is
+ *  accepted; version 0 is CKPT_EVERSION naming the INIT macro. */
 typedef struct ckpt_saver_options {
     unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
     const ckpt_fs *fs;     /**< NULL: POSIX */
     const ckpt_clock *clock; /**< NULL: the system clock */
     const char *basename;  /**< default "model.ckpt" */
-    int max_to_keep;       /**< default 5; 0 keeps all */
+    int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all
+                                (TensorFlow's 0) */
     double keep_checkpoint_every_n_hours; /**< 0: none preserved */
     int pad_step_number;   /**< zero-pad steps to 8 digits */
     int absolute_paths;    /**< write absolute paths in the state file
                                 (default: relative, as TF2) */
     int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
-    int direct_io;         /**< 1: write data with O_DIRECT when possible,
-                                -1: never; 0: default (on) */
+    int direct_io;         /**< CKPT_DIRECT_IO_ON: write data with O_DIRECT
+                                when possible, CKPT_DIRECT_IO_OFF: never;
+                                0: default (on) */
     ckpt_log_fn log;       /**< may be called from the writer thread */
     void *log_payload;
-    int log_level;         /**< lowest level passed to `log` (default INFO) */
+    int log_level;         /**< lowest level passed to `log` (0: INFO;
+                                CKPT_LOG_OFF: none) */
     ckpt_save_done_fn on_save_done;
     void *on_save_done_payload;
 } ckpt_saver_options;
 
 #define CKPT_SAVER_OPTIONS_INIT                                                \
-    {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 5, 0.0, 0, 0,               \
-     CKPT_BUSY_SKIP, 0, NULL, NULL, CKPT_LOG_INFO, NULL, NULL}
+    {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0.0, 0, 0,               \
+     CKPT_BUSY_SKIP, 0, NULL, NULL, 0, NULL, NULL}
 
-/** Fill `opts` with the defaults. @return 0 or CKPT_EVERSION */
+/** Fill `opts` with the defaults of `version` (1 ..
+ *  CKPT_SAVER_OPTIONS_VERSION). @return 0, CKPT_EINVAL (NULL) or
+ *  CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
                                          unsigned int version);
 

@@ -5,9 +5,9 @@
  * latest checkpoint on creation and, in its recoverable flavour, re-creates
  * itself on CKPT_EABORTED / CKPT_EUNAVAILABLE.
  *
- * Behaviour follows ../shared/spec/hooks-and-sessions.md (B14-B39); where the
- * library deviates from TensorFlow the comment says so. A monitored session
- * is used from one thread. */
+ * Behaviour: docs/behaviour.md (B14-B39 and F-numbers; where the library
+ * deviates from TensorFlow it says so); a walk-through: docs/guide.md. A
+ * monitored session is used from one thread. */
 #ifndef CKPT_SESSION_H
 #define CKPT_SESSION_H
 
@@ -186,6 +186,19 @@ typedef int (*ckpt_step_fn)(ckpt_step_context *sc, void *payload);
 
 #define CKPT_HOOK_VERSION 1
 
+/** What a hook is (ckpt_hook.kind): hooks written by the caller are
+ *  CKPT_HOOK_KIND_USER (0); the library's constructors set their own kind,
+ *  which functions taking a hook of one kind (ckpt_checkpoint_hook_wait,
+ *  ...) check. */
+typedef enum ckpt_hook_kind {
+    CKPT_HOOK_KIND_USER = 0,
+    CKPT_HOOK_KIND_CHECKPOINT = 1, /**< ckpt_checkpoint_hook_new */
+    CKPT_HOOK_KIND_STOP_AT_STEP = 2,
+    CKPT_HOOK_KIND_STEP_COUNTER = 3,
+    CKPT_HOOK_KIND_LOGGING_TENSOR = 4,
+    CKPT_HOOK_KIND_NAN_TENSOR = 5
+} ckpt_hook_kind;
+
 /** A session hook: optional callbacks plus a payload (TF's SessionRunHook).
  *  Every callback returns 0 or an error (its own failures: CKPT_EUSER or a
  *  specific code); a hook asks to stop with ckpt_run_context_request_stop.
@@ -212,9 +225,18 @@ typedef struct ckpt_hook {
      *  monitored session's creation fails after this hook's begin, and
      *  with CKPT_ECANCELED when the session is freed without close. */
     void (*on_abort)(int status, void *payload);
-    /** Release the payload; called by ckpt_monitored_session_free. */
+    /** Release the payload; called by ckpt_monitored_session_free, or by
+     *  ckpt_hook_free for a hook never handed to a session. */
     void (*destroy)(void *payload);
+    /** A ckpt_hook_kind; leave 0 in hooks of your own. */
+    int kind;
 } ckpt_hook;
+
+/** Release a hook that was never handed to a session (a session, or the
+ *  training-session builder, consumes every hook given to it, also when it
+ *  fails: do not call this on those). Calls destroy(payload) and zeroes
+ *  `*hook`, so a second call does nothing. NULL is ignored. */
+CKPT_EXTERN(void) ckpt_hook_free(ckpt_hook *hook);
 
 /* ---- the monitored session -------------------------------------------------- */
 
@@ -236,10 +258,16 @@ typedef struct ckpt_session_options {
     const ckpt_clock *clock;    /**< NULL: the system clock */
     const ckpt_fs *fs;          /**< NULL: POSIX */
     const char *checkpoint_dir; /**< restore from its latest checkpoint at
-                                     creation (chief only); may be NULL */
+                                     creation (chief only); may be NULL:
+                                     then a checkpoint hook's directory is
+                                     used (one setting suffices; two that
+                                     differ are CKPT_EINVAL) */
     const char *restore_from;   /**< explicit checkpoint prefix to restore */
     ckpt_scaffold scaffold;
-    const ckpt_saver_options *saver_options; /**< for the scaffold's saver */
+    const ckpt_saver_options *saver_options; /**< for the scaffold's saver
+                                     (a checkpoint hook with use_scaffold
+                                     writes through it); its basename and a
+                                     hook's checkpoint_basename must agree */
     int recoverable;            /**< re-create on ABORTED/UNAVAILABLE */
     int max_recovery_attempts;  /**< re-creations per failing call
                                      (default 10; < 0: no limit; B34) */
@@ -248,15 +276,19 @@ typedef struct ckpt_session_options {
                                      up to 60 s (default 0.1; < 0: none) */
     int not_chief;              /**< 1: never restore or initialise */
     double stop_grace_period_s; /**< coordinator join at close (default 120) */
-    ckpt_log_fn log;
+    ckpt_log_fn log;            /**< NULL: ckpt_log_stderr */
     void *log_payload;
-    int log_level;
+    int log_level;              /**< 0: INFO; CKPT_LOG_OFF silences the
+                                     session and its hooks */
 } ckpt_session_options;
 
+/** Defaults of every field (0 or NULL in each means its default). */
 #define CKPT_SESSION_OPTIONS_INIT                                              \
     {CKPT_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, NULL, {NULL, NULL, NULL}, \
-     NULL, 0, 0, 0.0, 0, 0.0, NULL, NULL, CKPT_LOG_INFO}
+     NULL, 0, 0, 0.0, 0, 0.0, NULL, NULL, 0}
 
+/** Fill `opts` with the defaults of `version` (1 ..
+ *  CKPT_SESSION_OPTIONS_VERSION). @return 0, CKPT_EINVAL or CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_session_options_init(ckpt_session_options *opts,
                                            unsigned int version);
 

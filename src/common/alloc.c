@@ -29,9 +29,10 @@ int ckpt_set_allocator(const ckpt_allocator *a)
         have_allocator = 0;
         return 0;
     }
-    if (a->version != CKPT_ALLOCATOR_VERSION)
-        return ckpt__error(CKPT_EVERSION, "allocator: unsupported version %d",
-                           a->version);
+    if (a->version < 1 || a->version > CKPT_ALLOCATOR_VERSION)
+        return ckpt__options_check_version((unsigned int)a->version,
+                                           CKPT_ALLOCATOR_VERSION, "allocator",
+                                           "version = CKPT_ALLOCATOR_VERSION");
     if (!a->malloc || !a->realloc || !a->free)
         return ckpt__error(CKPT_EINVAL, "allocator: every member is required");
     if (have_allocator && !same_allocator(&current_allocator, a))

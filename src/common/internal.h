@@ -87,6 +87,26 @@ void ckpt__log(ckpt_log_fn fn, void *payload, int min_level, int level,
                const char *fmt, ...) CKPT__PRINTF(5, 6);
 void ckpt__logv(ckpt_log_fn fn, void *payload, int min_level, int level,
                 const char *fmt, va_list ap);
+/* A `log_level` option resolved: CKPT_LOG_DEFAULT (0) is CKPT_LOG_INFO. */
+int ckpt__log_min_level(int level);
+
+/* ---- versioned options structs ------------------------------------------ */
+/* Check the `version` member of the options struct `what` (e.g. "saver
+ * options"): 1 .. `current` is accepted (a caller built against an older
+ * header keeps working); 0 (a zero-initialised struct) is CKPT_EVERSION
+ * with a hint naming `init_macro`; a newer one is CKPT_EVERSION too. */
+int ckpt__options_check_version(unsigned int version, unsigned int current,
+                                const char *what, const char *init_macro);
+/* `defaults` (`size` bytes: the current struct) into `dst`, then the first
+ * `known` bytes of `src` (what the caller's version of the struct has)
+ * over them, so fields added after the caller's version keep defaults. */
+void ckpt__options_merge(void *dst, const void *defaults, size_t size,
+                         const void *src, size_t known);
+/* An *_options_init: check `version` as above and fill the first
+ * `known` bytes of `dst` from `defaults`, with `version` stored. */
+int ckpt__options_init(void *dst, const void *defaults, size_t known,
+                       unsigned int version, unsigned int current,
+                       const char *what, const char *init_macro);
 
 /* ---- buffers ------------------------------------------------------------ */
 /* Make room for at least `extra` more bytes (plus NUL). */

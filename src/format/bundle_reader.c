@@ -76,14 +76,13 @@ static const char *entry_name(shown_name *s, const ckpt_tensor_entry *e)
 int ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
                                     unsigned int version)
 {
+    static const ckpt_bundle_reader_options defaults =
+        CKPT_BUNDLE_READER_OPTIONS_INIT;
     CKPT__CHECK_ARG(opts);
-    if (version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "bundle reader options: unsupported version %u",
-                           version);
-    memset(opts, 0, sizeof(*opts));
-    opts->version = version;
-    return 0;
+    return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
+                              CKPT_BUNDLE_READER_OPTIONS_VERSION,
+                              "bundle reader options",
+                              "CKPT_BUNDLE_READER_OPTIONS_INIT");
 }
 
 const char *ckpt_bundle_reader_prefix(const ckpt_bundle_reader *r)
@@ -303,10 +302,13 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     *out = NULL;
     if (!prefix || !*prefix)
         return ckpt__error(CKPT_EINVAL, "bundle reader: empty prefix");
-    if (opts && opts->version != CKPT_BUNDLE_READER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "bundle reader options: unsupported version %u",
-                           opts->version);
+    if (opts) {
+        int err_v = ckpt__options_check_version(
+            opts->version, CKPT_BUNDLE_READER_OPTIONS_VERSION,
+            "bundle reader options", "CKPT_BUNDLE_READER_OPTIONS_INIT");
+        if (err_v < 0)
+            return err_v;
+    }
     r = ckpt__calloc(1, sizeof(*r));
     if (!r)
         return ckpt__error_oom();

@@ -340,14 +340,13 @@ static int shard_pad(ckpt_bundle_writer *w)
 int ckpt_bundle_writer_options_init(ckpt_bundle_writer_options *opts,
                                     unsigned int version)
 {
+    static const ckpt_bundle_writer_options defaults =
+        CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     CKPT__CHECK_ARG(opts);
-    if (version != CKPT_BUNDLE_WRITER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "bundle writer options: unsupported version %u",
-                           version);
-    memset(opts, 0, sizeof(*opts));
-    opts->version = version;
-    return 0;
+    return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
+                              CKPT_BUNDLE_WRITER_OPTIONS_VERSION,
+                              "bundle writer options",
+                              "CKPT_BUNDLE_WRITER_OPTIONS_INIT");
 }
 
 int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
@@ -361,10 +360,13 @@ int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
     *out = NULL;
     if (!prefix || !*prefix)
         return ckpt__error(CKPT_EINVAL, "bundle writer: empty prefix");
-    if (opts && opts->version != CKPT_BUNDLE_WRITER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "bundle writer options: unsupported version %u",
-                           opts->version);
+    if (opts) {
+        int err_v = ckpt__options_check_version(
+            opts->version, CKPT_BUNDLE_WRITER_OPTIONS_VERSION,
+            "bundle writer options", "CKPT_BUNDLE_WRITER_OPTIONS_INIT");
+        if (err_v < 0)
+            return err_v;
+    }
     if (opts && opts->num_shards < 0)
         return ckpt__error(CKPT_EINVAL, "%s: num_shards %d is negative", prefix,
                            opts->num_shards);
@@ -377,7 +379,10 @@ int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
     w->fs = ckpt_fs_or_default(opts ? opts->fs : NULL);
     w->num_shards = num_shards;
     w->alignment = opts && opts->data_alignment ? opts->data_alignment : 1;
-    w->open_flags = opts && opts->direct_io ? CKPT_OPEN_DIRECT : 0;
+    /* CKPT_DIRECT_IO_DEFAULT (0) is on, as in the saver's options. */
+    w->open_flags = !opts || opts->direct_io >= CKPT_DIRECT_IO_DEFAULT
+                        ? CKPT_OPEN_DIRECT
+                        : 0;
     w->prefix = ckpt__strdup(prefix);
     w->shards = ckpt__calloc((size_t)num_shards, sizeof(*w->shards));
     if (!w->prefix || !w->shards) {

@@ -1,11 +1,14 @@
-/* hooks/basic_hooks.c - the small standard hooks (spec 1.11), each built on
- * the public ckpt_hook struct with a payload the hook owns and frees in
- * destroy: StopAtStepHook, StepCounterHook, LoggingTensorHook (values are
- * formatted by hooks/format_value.c) and NanTensorHook. */
+/* hooks/basic_hooks.c - the small standard hooks (TensorFlow's
+ * basic_session_run_hooks), each built on the public ckpt_hook struct with
+ * a payload the hook owns and frees in destroy: StopAtStepHook,
+ * StepCounterHook, LoggingTensorHook (values are formatted by
+ * hooks/format_value.c) and NanTensorHook. The last three take an options
+ * struct and log through its callback, else the session's, else stderr. */
 #include "ckpt/hooks.h"
 #include "common/internal.h"
 #include "hooks/basic_hooks_internal.h"
 #include "saver/saver_internal.h"
+#include "session/session_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,15 +16,57 @@
 
 #define STEP_WARNINGS_MAX 5
 
-static ckpt_hook make_hook(const char *name, void *payload)
+#define DEFAULT_STEP_COUNTER_EVERY_N_STEPS 100
+
+static ckpt_hook make_hook(const char *name, int kind, void *payload)
 {
     ckpt_hook h;
     memset(&h, 0, sizeof(h));
     h.version = CKPT_HOOK_VERSION;
+    h.kind = kind;
     h.name = name;
     h.payload = payload;
     h.destroy = ckpt__free;
     return h;
+}
+
+/* Where a hook logs: its options' callback, else (from begin on) the
+ * session's, else stderr. */
+typedef struct hook_log {
+    ckpt_log_fn fn;
+    void *payload;
+    int level;
+    int own; /* given in the hook's options */
+} hook_log;
+
+static hook_log log_from_options(ckpt_log_fn fn, void *payload, int level)
+{
+    hook_log l;
+    l.fn = fn ? fn : ckpt_log_stderr;
+    l.payload = fn ? payload : NULL;
+    l.level = ckpt__log_min_level(level);
+    l.own = fn != NULL;
+    return l;
+}
+
+static void log_adopt_session(hook_log *l, const ckpt_graph *g)
+{
+    const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
+    if (!l->own && a->log) {
+        l->fn = a->log;
+        l->payload = a->log_payload;
+        l->level = a->log_level;
+    }
+}
+
+static void hook_logf(const hook_log *l, int level, const char *fmt, ...)
+    CKPT__PRINTF(3, 4);
+static void hook_logf(const hook_log *l, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ckpt__logv(l->fn, l->payload, l->level, level, fmt, ap);
+    va_end(ap);
 }
 
 static int need_global_step(const ckpt_graph *g, const char *hook)
@@ -82,8 +127,7 @@ int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
                                int64_t last_step)
 {
     stop_at_step *st;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "StopAtStepHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
     if (num_steps < 0 || last_step < 0)
         return ckpt__error(CKPT_EINVAL,
@@ -100,7 +144,7 @@ int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
     st->num_steps = num_steps;
     st->last_step = last_step;
     st->has_last = last_step > 0;
-    *out = make_hook("StopAtStepHook", st);
+    *out = make_hook("StopAtStepHook", CKPT_HOOK_KIND_STOP_AT_STEP, st);
     out->begin = stop_begin;
     out->after_create_session = stop_after_create;
     out->after_run = stop_after_run;
@@ -111,14 +155,14 @@ int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
 
 typedef struct step_counter {
     ckpt_timer timer;
-    ckpt_log_fn log;
-    void *log_payload;
+    hook_log log;
     int warnings;
 } step_counter;
 
 static int counter_begin(ckpt_graph *g, void *payload)
 {
-    (void)payload;
+    step_counter *sc = payload;
+    log_adopt_session(&sc->log, g);
     return need_global_step(g, "StepCounterHook");
 }
 
@@ -143,7 +187,7 @@ static int counter_after_run(ckpt_run_context *ctx, const ckpt_run_values *v,
     (void)ctx;
     if (v->step_after == v->step_before && sc->warnings < STEP_WARNINGS_MAX) {
         sc->warnings++;
-        ckpt__log(sc->log, sc->log_payload, CKPT_LOG_WARN, CKPT_LOG_WARN,
+        hook_logf(&sc->log, CKPT_LOG_WARN,
                   "StepCounterHook: the global step did not increase (still "
                   "%lld); is the step function incrementing it?",
                   (long long)v->step_after);
@@ -151,32 +195,40 @@ static int counter_after_run(ckpt_run_context *ctx, const ckpt_run_values *v,
     if (!ckpt_timer_should_trigger(&sc->timer, v->step_after))
         return 0;
     if (ckpt_timer_update(&sc->timer, v->step_after, &secs, &steps) && secs > 0)
-        ckpt__log(sc->log, sc->log_payload, CKPT_LOG_INFO, CKPT_LOG_INFO,
+        hook_logf(&sc->log, CKPT_LOG_INFO,
                   "global_step/sec: %g (global step %lld)",
                   (double)steps / secs, (long long)v->step_after);
     return 0;
 }
 
-int ckpt_step_counter_hook_new(ckpt_hook *out, int64_t every_n_steps,
-                               double every_n_secs, const ckpt_clock *clock,
-                               ckpt_log_fn log, void *log_payload)
+int ckpt_step_counter_hook_new(ckpt_hook *out,
+                               const ckpt_step_counter_hook_options *opts)
 {
+    static const ckpt_step_counter_hook_options defaults =
+        CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT;
+    const ckpt_step_counter_hook_options *o = opts ? opts : &defaults;
+    int64_t steps = o->every_n_steps;
     step_counter *sc;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "StepCounterHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
+    err = ckpt__options_check_version(
+        o->version, CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION,
+        "StepCounterHook options", "CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    if (steps == 0 && o->every_n_secs == 0)
+        steps = DEFAULT_STEP_COUNTER_EVERY_N_STEPS;
     sc = ckpt__calloc(1, sizeof(*sc));
     if (!sc)
         return ckpt__error_oom();
-    err = ckpt_timer_init(&sc->timer, every_n_secs, every_n_steps, clock);
+    err = ckpt_timer_init(&sc->timer, o->every_n_secs, steps, o->clock);
     if (err < 0) {
         ckpt__free(sc);
         return ckpt__error_prefix(err, "StepCounterHook");
     }
-    sc->log = log;
-    sc->log_payload = log_payload;
-    *out = make_hook("StepCounterHook", sc);
+    sc->log = log_from_options(o->log, o->log_payload, o->log_level);
+    *out = make_hook("StepCounterHook", CKPT_HOOK_KIND_STEP_COUNTER, sc);
     out->begin = counter_begin;
     out->after_create_session = counter_after_create;
     out->after_run = counter_after_run;
@@ -192,9 +244,15 @@ typedef struct logging_tensor {
     int at_end;
     int64_t iter; /* local iterations, not the global step */
     int logging;  /* this step's values are requested */
-    ckpt_log_fn log;
-    void *log_payload;
+    hook_log log;
 } logging_tensor;
+
+static int logging_begin(ckpt_graph *g, void *payload)
+{
+    logging_tensor *lt = payload;
+    log_adopt_session(&lt->log, g);
+    return 0;
+}
 
 static void logging_destroy(void *payload)
 {
@@ -233,8 +291,7 @@ static void log_values(const logging_tensor *lt, const ckpt_value *values,
     if (err == 0 && has_elapsed)
         err = ckpt__buf_printf(&line, " (%.3f sec)", elapsed);
     if (err == 0)
-        ckpt__log(lt->log, lt->log_payload, CKPT_LOG_INFO, CKPT_LOG_INFO, "%s",
-                  line.ptr ? line.ptr : "");
+        hook_logf(&lt->log, CKPT_LOG_INFO, "%s", line.ptr ? line.ptr : "");
     ckpt_buf_dispose(&line);
 }
 
@@ -294,17 +351,29 @@ static int check_logging_args(const char *const *names, size_t n,
     return 0;
 }
 
-int ckpt_logging_tensor_hook_new(ckpt_hook *out, const char *const *names,
-                                 size_t num_names, int64_t every_n_iter,
-                                 double every_n_secs, int at_end,
-                                 const ckpt_clock *clock, ckpt_log_fn log,
-                                 void *log_payload)
+int ckpt_logging_tensor_hook_new(ckpt_hook *out,
+                                 const ckpt_logging_tensor_hook_options *o)
 {
+    const char *const *names;
+    size_t num_names;
+    int64_t every_n_iter;
+    double every_n_secs;
+    int at_end;
     logging_tensor *lt;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: out is NULL");
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
+    CKPT__CHECK_ARG(o);
+    err = ckpt__options_check_version(
+        o->version, CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION,
+        "LoggingTensorHook options", "CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    names = o->names;
+    num_names = o->num_names;
+    every_n_iter = o->every_n_iter;
+    every_n_secs = o->every_n_secs;
+    at_end = o->at_end;
     err = check_logging_args(names, num_names, every_n_iter, every_n_secs,
                              at_end);
     if (err < 0)
@@ -315,7 +384,7 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out, const char *const *names,
     if (every_n_iter == 0 && every_n_secs == 0)
         ckpt_timer_init_never(&lt->timer); /* only at end */
     else
-        err = ckpt_timer_init(&lt->timer, every_n_secs, every_n_iter, clock);
+        err = ckpt_timer_init(&lt->timer, every_n_secs, every_n_iter, o->clock);
     if (err < 0) {
         ckpt__free(lt);
         return ckpt__error_prefix(err, "LoggingTensorHook");
@@ -333,10 +402,10 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out, const char *const *names,
         return err;
     }
     lt->at_end = at_end ? 1 : 0;
-    lt->log = log;
-    lt->log_payload = log_payload;
-    *out = make_hook("LoggingTensorHook", lt);
+    lt->log = log_from_options(o->log, o->log_payload, o->log_level);
+    *out = make_hook("LoggingTensorHook", CKPT_HOOK_KIND_LOGGING_TENSOR, lt);
     out->destroy = logging_destroy;
+    out->begin = logging_begin;
     out->before_run = logging_before;
     out->after_run = logging_after;
     out->end = logging_end;
@@ -349,8 +418,7 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out, const char *const *names,
 typedef struct nan_tensor {
     const char *fetch[1]; /* points at name */
     int fail_on_nan;
-    ckpt_log_fn log;
-    void *log_payload;
+    hook_log log;
     char name[];
 } nan_tensor;
 
@@ -387,7 +455,7 @@ static int nan_after(ckpt_run_context *ctx, const ckpt_run_values *v,
                            "NaN loss during training: '%s' at global step "
                            "%lld",
                            nt->name, (long long)v->step_after);
-    ckpt__log(nt->log, nt->log_payload, CKPT_LOG_WARN, CKPT_LOG_WARN,
+    hook_logf(&nt->log, CKPT_LOG_WARN,
               "NaN loss during training: '%s' at global step %lld; "
               "stopping",
               nt->name, (long long)v->step_after);
@@ -395,27 +463,43 @@ static int nan_after(ckpt_run_context *ctx, const ckpt_run_values *v,
     return 0;
 }
 
-int ckpt_nan_tensor_hook_new(ckpt_hook *out, const char *loss_name,
-                             int fail_on_nan, ckpt_log_fn log,
-                             void *log_payload)
+static int nan_begin(ckpt_graph *g, void *payload)
 {
+    nan_tensor *nt = payload;
+    log_adopt_session(&nt->log, g);
+    return 0;
+}
+
+int ckpt_nan_tensor_hook_new(ckpt_hook *out,
+                             const ckpt_nan_tensor_hook_options *opts)
+{
+    static const ckpt_nan_tensor_hook_options defaults =
+        CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT;
+    const ckpt_nan_tensor_hook_options *o = opts ? opts : &defaults;
+    const char *loss_name;
     nan_tensor *nt;
     size_t len;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "NanTensorHook: out is NULL");
+    int err;
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    if (!loss_name || !loss_name[0])
-        return ckpt__error(CKPT_EINVAL, "NanTensorHook: no tensor name");
+    err = ckpt__options_check_version(
+        o->version, CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION,
+        "NanTensorHook options", "CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    loss_name = o->loss_name ? o->loss_name : "loss";
+    if (!loss_name[0])
+        return ckpt__error(CKPT_EINVAL, "NanTensorHook: loss_name is empty");
     len = strlen(loss_name);
     nt = ckpt__calloc(1, sizeof(*nt) + len + 1);
     if (!nt)
         return ckpt__error_oom();
     memcpy(nt->name, loss_name, len + 1);
     nt->fetch[0] = nt->name;
-    nt->fail_on_nan = fail_on_nan ? 1 : 0;
-    nt->log = log;
-    nt->log_payload = log_payload;
-    *out = make_hook("NanTensorHook", nt);
+    nt->fail_on_nan = o->fail_on_nan ? 1 : 0;
+    nt->log = log_from_options(o->log, o->log_payload, o->log_level);
+    *out = make_hook("NanTensorHook", CKPT_HOOK_KIND_NAN_TENSOR, nt);
+    out->begin = nan_begin;
     out->before_run = nan_before;
     out->after_run = nan_after;
     return 0;

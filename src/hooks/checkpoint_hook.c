@@ -1,7 +1,9 @@
 /* hooks/checkpoint_hook.c - CheckpointSaverHook and AsyncCheckpointSaverHook
- * as one hook with a mode (spec sections 3.2-3.4, B44-B69).
+ * as one hook with a mode (docs/behaviour.md, B44-B69).
  *
- * begin creates the directory and checks the global step;
+ * begin agrees on the directory and basename with the session (either may
+ * give them; see session/graph.c), creates the directory and checks the
+ * global step;
  * after_create_session resolves the saver (explicit, the scaffold's, or one
  * the hook opens over every graph variable) and saves at the current step
  * unless the newest checkpoint already has it; after_run saves when the
@@ -23,6 +25,7 @@
 #include "session/session_internal.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 /* Bound of the wait for a write in flight when the session is aborted and
@@ -32,17 +35,25 @@
 static const char *const sync_name = "CheckpointSaverHook";
 static const char *const async_name = "AsyncCheckpointSaverHook";
 
+static const ckpt_checkpoint_hook_options option_defaults =
+    CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+
+/* Bytes of the options struct a caller built against `version` has. */
+static size_t options_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(ckpt_checkpoint_hook_options, checkpoint_basename);
+    return sizeof(ckpt_checkpoint_hook_options);
+}
+
 int ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
                                       unsigned int version)
 {
-    static const ckpt_checkpoint_hook_options defaults =
-        CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
-    if (version != CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "checkpoint hook options: unknown version %u",
-                           version);
-    *o = defaults;
-    return 0;
+    CKPT__CHECK_ARG(o);
+    return ckpt__options_init(o, &option_defaults, options_size(version),
+                              version, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION,
+                              "checkpoint hook options",
+                              "CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
 }
 
 /* ---- begin --------------------------------------------------------------- */
@@ -77,10 +88,63 @@ static int make_dirs(const ckpt_fs *fs, const char *dir)
     return 0;
 }
 
+/* Agree with the session on the directory and (when the hook writes
+ * through the session's saver) the basename; take the session's file
+ * system and log where the hook was given none. */
+static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
+{
+    const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
+    int err = ckpt__graph_agree_dir(g, h->dir, "the checkpoint hook options");
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", h->name);
+    /* The basename also names the checkpoints a restore-only scaffold
+     * saver must not take for strays. */
+    err = ckpt__graph_agree_basename(
+        g, h->basename, "the checkpoint hook options (checkpoint_basename)");
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s", h->name);
+    if (h->use_scaffold)
+        ckpt__graph_note_scaffold_writer(g);
+    if (!h->dir && !a->dir)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: no checkpoint directory: set checkpoint_dir "
+                           "in the hook's options or the session's",
+                           h->name);
+    if (!h->dir) {
+        h->dir = ckpt__strdup(a->dir);
+        if (!h->dir)
+            return ckpt__error_oom();
+    }
+    h->fs = ckpt_fs_or_default(h->saver_opts.fs ? h->saver_opts.fs : a->fs);
+    if (!h->saver_opts.log && a->log) {
+        h->log = a->log;
+        h->log_payload = a->log_payload;
+        h->log_level = a->log_level;
+    }
+    return 0;
+}
+
+/* The basename the checkpoints will have, for begin's log line: the
+ * hook's, the explicit saver's, the one agreed with the session (which
+ * opens the scaffold saver with it), else the saver's default. */
+static const char *planned_basename(const ckpt__ckhook *h, const ckpt_graph *g)
+{
+    const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
+    if (h->basename)
+        return h->basename;
+    if (h->explicit_saver)
+        return ckpt_saver_get_options(h->explicit_saver)->basename;
+    if (h->use_scaffold && a->basename)
+        return a->basename;
+    return "model.ckpt";
+}
+
 static int hook_begin(ckpt_graph *g, void *payload)
 {
     ckpt__ckhook *h = payload;
-    int err = make_dirs(ckpt_fs_or_default(h->saver_opts.fs), h->dir);
+    int err = agree_with_session(h, g);
+    if (err == 0)
+        err = make_dirs(h->fs, h->dir);
     if (err < 0)
         return err;
     if (!ckpt_graph_global_step(g))
@@ -88,8 +152,8 @@ static int hook_begin(ckpt_graph *g, void *payload)
                            "%s: the graph has no global step (create one "
                            "with ckpt_graph_create_global_step)",
                            h->name);
-    ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s",
-                     h->name, h->dir, h->basename ? h->basename : "model.ckpt");
+    ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s-<step>",
+                     h->name, h->dir, planned_basename(h, g));
     return ckpt__ckhook_listeners_begin(h);
 }
 
@@ -109,6 +173,12 @@ static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
                            h->name);
     o.on_save_done = ckpt__ckhook_on_save_done;
     o.on_save_done_payload = h;
+    o.fs = h->fs;
+    if (!o.log) {
+        o.log = h->log;
+        o.log_payload = h->log_payload;
+        o.log_level = h->log_level;
+    }
     err = ckpt_saver_open(&sv, h->dir, &o);
     if (err < 0)
         return ckpt__error_prefix(err, "%s", h->name);
@@ -149,8 +219,24 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
                            "%s: use_scaffold is set but the session has no "
                            "scaffold saver",
                            h->name);
+    if (h->basename &&
+        strcmp(h->basename, ckpt_saver_get_options(sv)->basename) != 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: checkpoint_basename '%s' of the checkpoint "
+                           "hook options disagrees with basename '%s' of the "
+                           "%s saver: set it in one place",
+                           h->name, h->basename,
+                           ckpt_saver_get_options(sv)->basename,
+                           h->explicit_saver ? "hook's" : "session's scaffold");
     h->saver = sv;
     h->has_final_metrics = 0;
+    if (!h->saver_opts.log && ckpt_saver_get_options(sv)->log) {
+        /* No log of its own: the one of the saver it writes through. */
+        const ckpt_saver_options *so = ckpt_saver_get_options(sv);
+        h->log = so->log;
+        h->log_payload = so->log_payload;
+        h->log_level = ckpt__log_min_level(so->log_level);
+    }
     ckpt__ckhook_install(h, sv);
     return 0;
 }
@@ -194,7 +280,8 @@ static int save_async(ckpt__ckhook *h, int64_t step)
     }
     err = ckpt_saver_save_async(h->saver, step, &ticket);
     if (err == CKPT_EBUSY) {
-        ckpt_error_clear(); /* counted and logged by the saver */
+        ckpt_error_clear(); /* counted by the saver, reported here */
+        ckpt__ckhook_note_skip(h, step);
         return CKPT_EBUSY;
     }
     if (err < 0)
@@ -343,18 +430,20 @@ static int hook_end(ckpt_session *s, void *payload)
                            "%s: end before the session was created", h->name);
     h->session = s;
     if (h->mode == CKPT_SAVE_ASYNC) {
-        if (h->end_timeout_s >= 0)
+        if (h->end_timeout_s > 0)
             ckpt__ckhook_log(h, CKPT_LOG_DEBUG,
                              "%s: waiting up to %.3f s for checkpoint "
                              "writes in flight",
                              h->name, h->end_timeout_s);
-        err = ckpt_saver_wait(h->saver, 0, h->end_timeout_s);
+        err = ckpt_saver_wait(h->saver, 0,
+                              h->end_timeout_s > 0 ? h->end_timeout_s : -1.0);
         if (err == CKPT_ETIMEDOUT) {
             ckpt__ckhook_log(h, CKPT_LOG_WARN,
                              "%s: a checkpoint write is still running after "
                              "%.3f s; no final checkpoint",
                              h->name, h->end_timeout_s);
             err = ckpt__ckhook_take_error(h, err);
+            ckpt__ckhook_log_totals(h, "session ended");
             finish(h);
             return err;
         }
@@ -368,6 +457,7 @@ static int hook_end(ckpt_session *s, void *payload)
     if (err == 0)
         err = ckpt__ckhook_listeners_end(h, step);
     ckpt__ckhook_keep_error(h, err);
+    ckpt__ckhook_log_totals(h, "session ended");
     finish(h);
     return ckpt__ckhook_take_error(h, 0);
 }
@@ -376,8 +466,9 @@ static void hook_on_abort(int status, void *payload)
 {
     ckpt__ckhook *h = payload;
     ckpt__saved_error saved;
-    double limit =
-        h->end_timeout_s >= 0 ? h->end_timeout_s : ABORT_WAIT_DEFAULT_S;
+    double limit = h->end_timeout_s > 0    ? h->end_timeout_s
+                   : h->end_timeout_s == 0 ? ABORT_WAIT_DEFAULT_S
+                                           : -1.0;
     int err;
     if (!h->saver)
         return;
@@ -392,6 +483,7 @@ static void hook_on_abort(int status, void *payload)
                              ckpt_error_last()->message);
     }
     h->kept_err = 0;
+    ckpt__ckhook_log_totals(h, "session aborted");
     finish(h);
     ckpt__error_restore(&saved);
 }
@@ -421,19 +513,17 @@ static void hook_destroy(void *payload)
 
 static int validate(const ckpt_checkpoint_hook_options *o)
 {
-    if (!o)
-        return ckpt__error(CKPT_EINVAL, "checkpoint hook: no options");
-    if (o->version != CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "checkpoint hook options: unknown version %u",
-                           o->version);
-    if (!o->checkpoint_dir || !*o->checkpoint_dir)
-        return ckpt__error(CKPT_EINVAL,
-                           "checkpoint hook: checkpoint_dir is required");
     if (o->saver && o->use_scaffold)
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: an explicit saver and "
                            "use_scaffold exclude each other");
+    if (o->use_scaffold && o->saver_options)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: saver_options configure a saver "
+                           "the hook opens, but use_scaffold writes through "
+                           "the session's saver: give them as the session's "
+                           "saver_options (and the name as "
+                           "checkpoint_basename)");
     if ((o->save_secs > 0) == (o->save_steps > 0))
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: exactly one of save_secs and "
@@ -444,26 +534,61 @@ static int validate(const ckpt_checkpoint_hook_options *o)
                            o->mode);
     if (o->num_listeners > 0 && !o->listeners)
         return ckpt__error(CKPT_EINVAL,
-                           "checkpoint hook: %zu listeners but no array",
+                           "checkpoint hook: %zu listeners but listeners is "
+                           "NULL",
                            o->num_listeners);
     for (size_t i = 0; i < o->num_listeners; i++)
-        if (o->listeners[i].version != CKPT_LISTENER_VERSION)
+        if (o->listeners[i].version < 1 ||
+            o->listeners[i].version > CKPT_LISTENER_VERSION)
             return ckpt__error(CKPT_EVERSION,
                                "checkpoint hook: listener %zu has unknown "
-                               "version %d",
+                               "version %d (set it to CKPT_LISTENER_VERSION)",
                                i, o->listeners[i].version);
-    if (o->saver_options &&
-        o->saver_options->version != CKPT_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "checkpoint hook: saver options have unknown "
-                           "version %u",
-                           o->saver_options->version);
+    if (o->saver_options) {
+        int err = ckpt__options_check_version(
+            o->saver_options->version, CKPT_SAVER_OPTIONS_VERSION,
+            "checkpoint hook: saver options", "CKPT_SAVER_OPTIONS_INIT");
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* The one basename the hook's options give, or CKPT_EINVAL when
+ * checkpoint_basename and the saver options' or saver's basename differ. */
+static int resolve_basename(const ckpt_checkpoint_hook_options *o,
+                            const char **out)
+{
+    const char *named = o->checkpoint_basename;
+    const char *other = NULL;
+    const char *other_from = NULL;
+    if (o->saver_options && o->saver_options->basename) {
+        other = o->saver_options->basename;
+        other_from = "saver_options->basename";
+    } else if (o->saver) {
+        other = ckpt_saver_get_options(o->saver)->basename;
+        other_from = "the basename of the hook's saver";
+    }
+    if (named && !*named)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: checkpoint_basename is empty");
+    if (named && other && strcmp(named, other) != 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: checkpoint_basename '%s' "
+                           "disagrees with %s '%s': set it in one place",
+                           named, other_from, other);
+    *out = named ? named : (o->saver_options ? other : NULL);
     return 0;
 }
 
 static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
 {
     ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
+    const char *basename = NULL;
+    int err = resolve_basename(o, &basename);
+    if (err < 0)
+        return err;
+    h->magic = CKPT__CKHOOK_MAGIC;
     h->mode = o->mode;
     h->name = o->mode == CKPT_SAVE_ASYNC ? async_name : sync_name;
     h->explicit_saver = o->saver;
@@ -472,11 +597,19 @@ static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
     h->end_timeout_s = o->end_timeout_s;
     h->last_durable = CKPT_NO_STEP;
     h->saver_opts = o->saver_options ? *o->saver_options : defaults;
-    h->dir = ckpt__strdup(o->checkpoint_dir);
-    if (!h->dir)
-        return ckpt__error_oom();
-    if (h->saver_opts.basename) {
-        h->basename = ckpt__strdup(h->saver_opts.basename);
+    h->saver_opts.basename = NULL;
+    /* Until begin learns the session's: the saver options', else stderr. */
+    h->log = h->saver_opts.log ? h->saver_opts.log : ckpt_log_stderr;
+    h->log_payload = h->saver_opts.log ? h->saver_opts.log_payload : NULL;
+    h->log_level = ckpt__log_min_level(h->saver_opts.log_level);
+    h->fs = ckpt_fs_or_default(h->saver_opts.fs);
+    if (o->checkpoint_dir && *o->checkpoint_dir) {
+        h->dir = ckpt__strdup(o->checkpoint_dir);
+        if (!h->dir)
+            return ckpt__error_oom();
+    }
+    if (basename) {
+        h->basename = ckpt__strdup(basename);
         if (!h->basename)
             return ckpt__error_oom();
         h->saver_opts.basename = h->basename;
@@ -489,28 +622,40 @@ static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
                o->num_listeners * sizeof(*h->listeners));
         h->nlisteners = o->num_listeners;
     }
+    h->next_skip_report = 1;
     return ckpt_timer_init(&h->timer, o->save_secs > 0 ? o->save_secs : 0.0,
                            o->save_steps > 0 ? o->save_steps : 0, o->clock);
 }
 
 int ckpt_checkpoint_hook_new(ckpt_hook *out,
-                             const ckpt_checkpoint_hook_options *o)
+                             const ckpt_checkpoint_hook_options *opts)
 {
+    ckpt_checkpoint_hook_options o;
     ckpt__ckhook *h;
     int err;
+    CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
-    err = validate(o);
+    CKPT__CHECK_ARG(opts);
+    err = ckpt__options_check_version(
+        opts->version, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION,
+        "checkpoint hook options", "CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    ckpt__options_merge(&o, &option_defaults, sizeof(o), opts,
+                        options_size(opts->version));
+    err = validate(&o);
     if (err < 0)
         return err;
     h = ckpt__calloc(1, sizeof(*h));
     if (!h)
         return ckpt__error_oom();
-    err = copy_options(h, o);
+    err = copy_options(h, &o);
     if (err < 0) {
         hook_destroy(h);
         return err;
     }
     out->version = CKPT_HOOK_VERSION;
+    out->kind = CKPT_HOOK_KIND_CHECKPOINT;
     out->name = h->name;
     out->payload = h;
     out->begin = hook_begin;
@@ -523,15 +668,28 @@ int ckpt_checkpoint_hook_new(ckpt_hook *out,
     return 0;
 }
 
+int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)
+{
+    ckpt__ckhook *h = ckpt__ckhook_of(hook);
+    CKPT__CHECK_ARG(hook);
+    if (!h)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_checkpoint_hook_wait: hook is not a "
+                           "checkpoint hook");
+    if (!h->saver || h->ended || h->mode != CKPT_SAVE_ASYNC)
+        return ckpt__ckhook_take_error(h, 0);
+    return ckpt__ckhook_take_error(h, ckpt_saver_wait(h->saver, 0, timeout_s));
+}
+
 int ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out)
 {
-    const ckpt__ckhook *h;
-    if (!hook || !out ||
-        hook->after_create_session != hook_after_create_session ||
-        !hook->payload)
+    const ckpt__ckhook *h = ckpt__ckhook_of(hook);
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(hook);
+    if (!h)
         return ckpt__error(CKPT_EINVAL,
-                           "checkpoint hook metrics: not a checkpoint hook");
-    h = hook->payload;
+                           "ckpt_checkpoint_hook_metrics: hook is not a "
+                           "checkpoint hook");
     if (h->saver) {
         ckpt_saver_get_metrics(h->saver, out);
     } else if (h->has_final_metrics) {

@@ -14,15 +14,24 @@
 #include "ckpt/hooks.h"
 #include "common/internal.h"
 
+/* First member of every checkpoint hook's payload: with the hook's kind
+ * (CKPT_HOOK_KIND_CHECKPOINT) it identifies the payload as ours. */
+#define CKPT__CKHOOK_MAGIC 0x434b484bu /* "CKHK" */
+
 typedef struct ckpt__ckhook {
+    uint32_t magic; /* CKPT__CKHOOK_MAGIC */
     /* configuration (copied from the options) */
     int mode; /* a ckpt_save_mode */
     const char *name;
-    char *dir;
+    char *dir; /* NULL until begin when the session's is used */
     ckpt_saver *explicit_saver; /* borrowed */
     int use_scaffold;
     ckpt_saver_options saver_opts; /* basename points at `basename` */
-    char *basename;
+    char *basename;                /* checkpoint_basename, or NULL */
+    const ckpt_fs *fs;             /* for begin's mkdir (resolved there) */
+    ckpt_log_fn log;               /* resolved: options, session, stderr */
+    void *log_payload;
+    int log_level;
     ckpt_saver_listener *listeners;
     size_t nlisteners;
     int save_initial_if_present;
@@ -43,10 +52,12 @@ typedef struct ckpt__ckhook {
                              CKPT_NO_STEP */
     uint64_t *tickets;    /* async saves dispatched, outcome not yet seen */
     size_t ntickets, cap_tickets;
-    int in_sync_save; /* a synchronous save of ours is running */
-    int ended;        /* end or on_abort ran: no more listener calls */
-    int stop_pending; /* a listener asked to stop; not yet passed on */
-    int kept_err;     /* first error not yet returned from a callback */
+    int in_sync_save;          /* a synchronous save of ours is running */
+    int ended;                 /* end or on_abort ran: no more listener calls */
+    int stop_pending;          /* a listener asked to stop; not yet passed on */
+    uint64_t skipped;          /* triggers skipped (policy SKIP) */
+    uint64_t next_skip_report; /* skip count of the next warning */
+    int kept_err; /* first error not yet returned from a callback */
     char kept_msg[512];
 } ckpt__ckhook;
 
@@ -71,6 +82,15 @@ void ckpt__ckhook_on_save_done(const ckpt_save_result *r, void *payload);
 int ckpt__ckhook_busy_policy(const ckpt__ckhook *h);
 void ckpt__ckhook_log(const ckpt__ckhook *h, int level, const char *fmt, ...)
     CKPT__PRINTF(3, 4);
+
+/* The hook's payload, or NULL when `hook` is not a checkpoint hook. */
+ckpt__ckhook *ckpt__ckhook_of(const ckpt_hook *hook);
+
+/* Count a trigger skipped at `step` (policy SKIP) and warn at the 1st,
+ * 10th, 100th, ... skip with the count and the remedy. */
+void ckpt__ckhook_note_skip(ckpt__ckhook *h, int64_t step);
+/* Log the totals of the hook's saves (at end or on_abort). */
+void ckpt__ckhook_log_totals(ckpt__ckhook *h, const char *when);
 
 /* Remember `err` (with the thread's last message) to return later when no
  * error is kept yet. */

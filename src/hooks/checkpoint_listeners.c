@@ -35,13 +35,53 @@ int ckpt__ckhook_take_error(ckpt__ckhook *h, int err)
 
 void ckpt__ckhook_log(const ckpt__ckhook *h, int level, const char *fmt, ...)
 {
-    const ckpt_saver_options *o = &h->saver_opts;
     va_list ap;
-    if (!o->log && h->saver)
-        o = ckpt_saver_get_options(h->saver);
     va_start(ap, fmt);
-    ckpt__logv(o->log, o->log_payload, o->log_level, level, fmt, ap);
+    ckpt__logv(h->log, h->log_payload, h->log_level, level, fmt, ap);
     va_end(ap);
+}
+
+ckpt__ckhook *ckpt__ckhook_of(const ckpt_hook *hook)
+{
+    ckpt__ckhook *h;
+    if (!hook || hook->kind != CKPT_HOOK_KIND_CHECKPOINT || !hook->payload)
+        return NULL;
+    h = hook->payload;
+    return h->magic == CKPT__CKHOOK_MAGIC ? h : NULL;
+}
+
+void ckpt__ckhook_note_skip(ckpt__ckhook *h, int64_t step)
+{
+    h->skipped++;
+    if (h->skipped < h->next_skip_report)
+        return;
+    h->next_skip_report = h->next_skip_report ? h->next_skip_report * 10 : 10;
+    ckpt__ckhook_log(h, CKPT_LOG_WARN,
+                     "%s: checkpoint trigger at step %" PRId64
+                     " skipped: the previous write is still running (%" PRIu64
+                     " trigger(s) skipped so far; reported at the 1st, 10th, "
+                     "100th, ... skip). To write every trigger set "
+                     "saver_options busy_policy to CKPT_BUSY_COALESCE (one "
+                     "more snapshot buffer) or CKPT_BUSY_WAIT (blocks the "
+                     "loop), or save less often",
+                     h->name, step, h->skipped);
+}
+
+void ckpt__ckhook_log_totals(ckpt__ckhook *h, const char *when)
+{
+    ckpt_saver_metrics m;
+    memset(&m, 0, sizeof(m));
+    if (h->saver)
+        ckpt_saver_get_metrics(h->saver, &m);
+    ckpt__ckhook_log(h, CKPT_LOG_INFO,
+                     "%s: %s: %" PRIu64 " checkpoint(s) written, %" PRIu64
+                     " trigger(s) skipped, %" PRIu64 " coalesced, %" PRIu64
+                     " failed; longest stall %.6f s; latest step %s%" PRId64,
+                     h->name, when, m.saves_completed, h->skipped,
+                     m.saves_coalesced, m.saves_failed, m.blocking_s_max,
+                     h->last_durable == CKPT_NO_STEP ? "none" : "",
+                     h->last_durable == CKPT_NO_STEP ? (int64_t)0
+                                                     : h->last_durable);
 }
 
 int ckpt__ckhook_busy_policy(const ckpt__ckhook *h)
@@ -53,11 +93,18 @@ int ckpt__ckhook_busy_policy(const ckpt__ckhook *h)
 /* ---- listeners ----------------------------------------------------------- */
 
 /* Give a listener's failure a message naming it; a positive return is a
- * failure too (CKPT_EUSER). */
+ * failure too (CKPT_EUSER), saying that only after_save stops. */
 static int listener_error(const ckpt__ckhook *h, int rc, size_t i,
                           const char *what, int64_t step)
 {
     int code = rc < 0 ? rc : CKPT_EUSER;
+    if (rc > 0)
+        return ckpt__error(code,
+                           "%s: checkpoint listener %zu: %s returned %d at "
+                           "step %" PRId64 ": return 0 or a negative error "
+                           "(only after_save stops training by returning "
+                           "CKPT_LISTENER_STOP)",
+                           h->name, i, what, rc, step);
     if (ckpt_error_last()->code != code)
         return ckpt__error(code,
                            "%s: checkpoint listener %zu: %s failed at step "
@@ -74,8 +121,10 @@ int ckpt__ckhook_listeners_begin(ckpt__ckhook *h)
     for (size_t i = 0; i < h->nlisteners; i++) {
         const ckpt_saver_listener *l = &h->listeners[i];
         int rc = l->begin ? l->begin(l->payload) : 0;
+        if (rc > 0)
+            return listener_error(h, rc, i, "begin", 0);
         if (rc != 0) {
-            int code = rc < 0 ? rc : CKPT_EUSER;
+            int code = rc;
             if (ckpt_error_last()->code != code)
                 return ckpt__error(code,
                                    "%s: checkpoint listener %zu: begin "
@@ -116,6 +165,11 @@ static int listeners_after_save(ckpt__ckhook *h, int64_t step,
         int rc = l->after_save ? l->after_save(h->session, step, prefix,
                                                &want_stop, l->payload)
                                : 0;
+        /* TensorFlow's listeners return True to stop. */
+        if (rc > 0) {
+            want_stop = 1;
+            rc = 0;
+        }
         if (want_stop) {
             ckpt__ckhook_log(h, CKPT_LOG_INFO,
                              "%s: checkpoint listener %zu asked to stop "

@@ -1,5 +1,5 @@
 /* hooks/timer.c - TensorFlow's SecondOrStepTimer and NeverTriggerTimer
- * (spec section 2, B1-B13): triggers every N steps or S seconds, relative
+ * (docs/behaviour.md B1-B13): triggers every N steps or S seconds, relative
  * to the last recorded trigger, never twice for the same step, with no
  * catch-up after a jump. Time comes from the injectable monotonic clock. */
 #include "ckpt/hooks.h"
@@ -10,8 +10,7 @@
 int ckpt_timer_init(ckpt_timer *t, double every_secs, int64_t every_steps,
                     const ckpt_clock *clock)
 {
-    if (!t)
-        return ckpt__error(CKPT_EINVAL, "timer_init: NULL timer");
+    CKPT__CHECK_ARG(t);
     memset(t, 0, sizeof(*t));
     t->clock = clock;
     /* 0 means unset; a negative or NaN interval is rejected (B3, a

@@ -1,13 +1,16 @@
 /* hooks/training_session.c - the MonitoredTrainingSession-style builder
- * (spec 1.9, B40-B43): resolves the checkpoint frequencies (600 s when
- * neither is given; both given is CKPT_EINVAL where TF's documentation
- * says "seconds win" but its code raises), builds the default hooks in TF's
- * chief order - chief-only hooks, StepCounterHook, CheckpointSaverHook,
- * user hooks - and creates the monitored session. A non-chief gets only the
- * user hooks and never restores. No summary hook exists in this library. */
+ * (docs/behaviour.md B40-B43): resolves the checkpoint frequencies (600 s
+ * when neither is given, said in the log; both given is CKPT_EINVAL where
+ * TF's documentation says "seconds win" but its code raises;
+ * CKPT_FREQ_OFF turns a hook off), builds the default hooks in TF's chief
+ * order - chief-only hooks, StepCounterHook, CheckpointSaverHook (with the
+ * caller's listeners and basename), user hooks - and creates the monitored
+ * session. A non-chief gets only the user hooks and never restores. No
+ * summary hook exists in this library. */
 #include "ckpt/hooks.h"
 #include "common/internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define DEFAULT_SAVE_SECS 600.0
@@ -36,7 +39,7 @@ static int resolve_checkpoint(const ckpt_training_session_options *o,
                            "(%g) and save_checkpoint_steps (%lld) are set; "
                            "give one",
                            *secs, (long long)*steps);
-    if (*secs == 0 && *steps == 0) /* B40 */
+    if (*secs == CKPT_FREQ_DEFAULT && *steps == CKPT_FREQ_DEFAULT) /* B40 */
         *secs = DEFAULT_SAVE_SECS;
     /* B42: a frequency <= 0 disables; the other one decides. */
     if (*secs < 0)
@@ -51,8 +54,9 @@ static int add_default_hooks(ckpt_hook *hooks, size_t *n,
                              const ckpt_training_session_options *o)
 {
     const ckpt_session_options *so = &o->session;
-    int64_t every = o->log_step_count_steps ? o->log_step_count_steps
-                                            : DEFAULT_LOG_STEP_COUNT_STEPS;
+    int64_t every = o->log_step_count_steps != CKPT_FREQ_DEFAULT
+                        ? o->log_step_count_steps
+                        : DEFAULT_LOG_STEP_COUNT_STEPS;
     double secs;
     int64_t steps;
     int enabled;
@@ -61,8 +65,11 @@ static int add_default_hooks(ckpt_hook *hooks, size_t *n,
         return err;
     /* TF counts steps only where it has a summary directory. */
     if (o->checkpoint_dir && every > 0) {
-        err = ckpt_step_counter_hook_new(&hooks[*n], every, 0.0, so->clock,
-                                         so->log, so->log_payload);
+        ckpt_step_counter_hook_options sco =
+            CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT;
+        sco.every_n_steps = every;
+        sco.clock = so->clock;
+        err = ckpt_step_counter_hook_new(&hooks[*n], &sco);
         if (err < 0)
             return err;
         (*n)++;
@@ -74,8 +81,10 @@ static int add_default_hooks(ckpt_hook *hooks, size_t *n,
         co.save_steps = steps;
         co.mode = o->checkpoint_mode;
         co.use_scaffold = 1; /* TF passes the scaffold's saver */
-        co.saver_options = o->saver_options;
         co.clock = so->clock;
+        co.listeners = o->listeners;
+        co.num_listeners = o->num_listeners;
+        co.checkpoint_basename = o->checkpoint_basename;
         err = ckpt_checkpoint_hook_new(&hooks[*n], &co);
         if (err < 0)
             return err;
@@ -84,25 +93,53 @@ static int add_default_hooks(ckpt_hook *hooks, size_t *n,
     return 0;
 }
 
+static const ckpt_training_session_options option_defaults =
+    CKPT_TRAINING_SESSION_OPTIONS_INIT;
+
+/* Bytes of the options struct a caller built against `version` has. */
+static size_t options_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(ckpt_training_session_options, listeners);
+    return sizeof(ckpt_training_session_options);
+}
+
 static int check_options(const ckpt_training_session_options *o)
 {
-    if (o->version != CKPT_TRAINING_SESSION_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "training session options: version %u is not "
-                           "supported",
-                           o->version);
     if ((o->num_hooks > 0 && !o->hooks) ||
         (o->num_chief_only_hooks > 0 && !o->chief_only_hooks))
         return ckpt__error(CKPT_EINVAL,
                            "training session: hook counts without arrays");
+    if (o->num_listeners > 0 && !o->listeners)
+        return ckpt__error(CKPT_EINVAL,
+                           "training session: %zu listeners but listeners "
+                           "is NULL",
+                           o->num_listeners);
     return 0;
+}
+
+/* Tell the user the default frequency was applied (TensorFlow's 0 means
+ * off; here it is CKPT_FREQ_OFF). */
+static void log_default_frequency(const ckpt_training_session_options *o)
+{
+    ckpt_log_fn log = o->session.log ? o->session.log : ckpt_log_stderr;
+    if (!o->checkpoint_dir || o->not_chief ||
+        o->save_checkpoint_secs != CKPT_FREQ_DEFAULT ||
+        o->save_checkpoint_steps != CKPT_FREQ_DEFAULT)
+        return;
+    ckpt__log(log, o->session.log ? o->session.log_payload : NULL,
+              ckpt__log_min_level(o->session.log_level), CKPT_LOG_INFO,
+              "training session: saving checkpoints to %s every %g s (the "
+              "default; set save_checkpoint_secs or save_checkpoint_steps, "
+              "or CKPT_FREQ_OFF to save none)",
+              o->checkpoint_dir, DEFAULT_SAVE_SECS);
 }
 
 int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
                               const ckpt_training_session_options *opts)
 {
-    ckpt_training_session_options defaults = CKPT_TRAINING_SESSION_OPTIONS_INIT;
-    const ckpt_training_session_options *o = opts ? opts : &defaults;
+    ckpt_training_session_options merged;
+    const ckpt_training_session_options *o = opts ? opts : &option_defaults;
     ckpt_session_options so;
     ckpt_hook *hooks = NULL;
     size_t n = 0;
@@ -110,10 +147,21 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     int err;
     if (out)
         *out = NULL;
-    err = out ? check_options(o)
-              : ckpt__error(CKPT_EINVAL, "training_session_new: out is NULL");
+    err = out ? ckpt__options_check_version(
+                    o->version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
+                    "training session options",
+                    "CKPT_TRAINING_SESSION_OPTIONS_INIT")
+              : ckpt__error(CKPT_EINVAL,
+                            "ckpt_training_session_new: out is NULL");
+    if (err == 0) {
+        ckpt__options_merge(&merged, &option_defaults, sizeof(merged), o,
+                            options_size(o->version));
+        o = &merged;
+        err = check_options(o);
+    }
     if (err < 0)
         goto fail;
+    log_default_frequency(o);
     cap = o->num_chief_only_hooks + 2 + o->num_hooks;
     hooks = ckpt__calloc(cap, sizeof(*hooks));
     if (!hooks) {
@@ -121,8 +169,9 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         goto fail;
     }
     if (!o->not_chief) {
-        memcpy(hooks, o->chief_only_hooks,
-               o->num_chief_only_hooks * sizeof(*hooks));
+        if (o->num_chief_only_hooks) /* NULL with 0 is fine here */
+            memcpy(hooks, o->chief_only_hooks,
+                   o->num_chief_only_hooks * sizeof(*hooks));
         n = o->num_chief_only_hooks;
         err = add_default_hooks(hooks, &n, o);
         if (err < 0) {
@@ -137,12 +186,23 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         memcpy(hooks + n, o->hooks, o->num_hooks * sizeof(*hooks));
     n += o->num_hooks;
     so = o->session;
+    /* Every zero field of the session options is its default. */
     if (so.version == 0)
-        ckpt_session_options_init(&so, CKPT_SESSION_OPTIONS_VERSION);
+        so.version = CKPT_SESSION_OPTIONS_VERSION;
+    /* A different session.checkpoint_dir fails in the checkpoint hook's
+     * begin, naming both. */
     if (!so.checkpoint_dir)
         so.checkpoint_dir = o->checkpoint_dir;
     if (!so.saver_options)
         so.saver_options = o->saver_options;
+    else if (o->saver_options && o->saver_options != so.saver_options) {
+        destroy_all(hooks, n);
+        ckpt__free(hooks);
+        return ckpt__error(CKPT_EINVAL,
+                           "training session: saver_options and "
+                           "session.saver_options are both set: give them "
+                           "once");
+    }
     so.not_chief = o->not_chief;
     err = ckpt_monitored_session_new(out, graph, hooks, n, &so);
     ckpt__free(hooks);
@@ -158,15 +218,9 @@ fail:
 int ckpt_training_session_options_init(ckpt_training_session_options *o,
                                        unsigned int version)
 {
-    static const ckpt_training_session_options defaults =
-        CKPT_TRAINING_SESSION_OPTIONS_INIT;
-    if (!o)
-        return ckpt__error(CKPT_EINVAL, "training_session_options_init: NULL");
-    if (version != CKPT_TRAINING_SESSION_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "training session options: version %u is not "
-                           "supported",
-                           version);
-    *o = defaults;
-    return 0;
+    CKPT__CHECK_ARG(o);
+    return ckpt__options_init(o, &option_defaults, options_size(version),
+                              version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
+                              "training session options",
+                              "CKPT_TRAINING_SESSION_OPTIONS_INIT");
 }

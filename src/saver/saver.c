@@ -23,15 +23,15 @@
 #include <string.h>
 #include <time.h>
 
+#define DEFAULT_MAX_TO_KEEP 5
+
 int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     CKPT__CHECK_ARG(opts);
-    if (version != CKPT_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION, "saver options: unknown version %u",
-                           version);
-    *opts = defaults;
-    return 0;
+    return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
+                              CKPT_SAVER_OPTIONS_VERSION, "saver options",
+                              "CKPT_SAVER_OPTIONS_INIT");
 }
 
 static int dir_probe(const char *name, void *payload)
@@ -75,13 +75,21 @@ static int init_sync(ckpt_saver *s)
 
 static int validate_options(const ckpt_saver_options *o)
 {
-    if (o->version != CKPT_SAVER_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION, "saver options: unknown version %u",
-                           o->version);
-    if (o->max_to_keep < 0)
+    int err =
+        ckpt__options_check_version(o->version, CKPT_SAVER_OPTIONS_VERSION,
+                                    "saver options", "CKPT_SAVER_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    if (o->max_to_keep < CKPT_KEEP_ALL)
         return ckpt__error(CKPT_EINVAL,
-                           "saver options: max_to_keep %d is negative",
+                           "saver options: max_to_keep %d is negative (use "
+                           "CKPT_KEEP_ALL to keep every checkpoint)",
                            o->max_to_keep);
+    if (o->direct_io < CKPT_DIRECT_IO_OFF || o->direct_io > CKPT_DIRECT_IO_ON)
+        return ckpt__error(CKPT_EINVAL,
+                           "saver options: unknown direct_io %d (use "
+                           "CKPT_DIRECT_IO_ON or CKPT_DIRECT_IO_OFF)",
+                           o->direct_io);
     if (o->keep_checkpoint_every_n_hours < 0)
         return ckpt__error(CKPT_EINVAL, "saver options: "
                                         "keep_checkpoint_every_n_hours is "
@@ -119,6 +127,8 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     if (!s)
         return ckpt__error_oom();
     s->opts = *opts;
+    if (s->opts.max_to_keep == 0)
+        s->opts.max_to_keep = DEFAULT_MAX_TO_KEEP;
     s->fs = ckpt_fs_or_default(opts->fs);
     s->basename = ckpt__strdup(opts->basename ? opts->basename : "model.ckpt");
     s->opts.basename = s->basename;

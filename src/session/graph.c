@@ -1,6 +1,8 @@
 /* session/graph.c - the variable registry (TensorFlow's graph, reduced to
  * what checkpointing needs): named variables in registration order, the
- * global step, and the frozen mark set after the last hook's begin. */
+ * global step, the frozen mark set after the last hook's begin, and what a
+ * monitored session and its hooks agree on while it is created (checkpoint
+ * directory, basename, log). */
 #include "session_internal.h"
 
 #include <string.h>
@@ -10,8 +12,7 @@
 int ckpt_graph_new(ckpt_graph **out)
 {
     ckpt_graph *g;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "graph_new: out is NULL");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     g = ckpt__calloc(1, sizeof(*g));
     if (!g)
@@ -27,7 +28,81 @@ void ckpt_graph_free(ckpt_graph *g)
     for (size_t i = 0; i < g->num_vars; i++)
         ckpt__free((char *)g->vars[i].name);
     ckpt__free(g->vars);
+    ckpt__graph_forget_agreement(g);
     ckpt__free(g);
+}
+
+/* ---- the creation-time agreement ---------------------------------------- */
+
+/* Length of `s` without trailing '/' (but "/" stays "/"). */
+static size_t trimmed_len(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 1 && s[n - 1] == '/')
+        n--;
+    return n;
+}
+
+static int agree(char **slot, const char **slot_from, const char *value,
+                 const char *from, const char *what, int is_path)
+{
+    size_t n;
+    if (!value)
+        return 0;
+    n = is_path ? trimmed_len(value) : strlen(value);
+    if (*slot) {
+        size_t m = is_path ? trimmed_len(*slot) : strlen(*slot);
+        if (m == n && memcmp(*slot, value, n) == 0)
+            return 0;
+        return ckpt__error(CKPT_EINVAL,
+                           "%s '%s' of %s disagrees with %s '%s' of %s: set "
+                           "it in one place",
+                           what, value, from, what, *slot, *slot_from);
+    }
+    *slot = ckpt__strndup(value, n);
+    if (!*slot)
+        return ckpt__error_oom();
+    *slot_from = from;
+    return 0;
+}
+
+int ckpt__graph_agree_dir(ckpt_graph *g, const char *dir, const char *from)
+{
+    return agree(&g->agreed.dir, &g->agreed.dir_from, dir, from,
+                 "checkpoint_dir", 1);
+}
+
+int ckpt__graph_agree_basename(ckpt_graph *g, const char *basename,
+                               const char *from)
+{
+    return agree(&g->agreed.basename, &g->agreed.basename_from, basename, from,
+                 "checkpoint basename", 0);
+}
+
+void ckpt__graph_note_scaffold_writer(ckpt_graph *g)
+{
+    g->agreed.scaffold_writer = 1;
+}
+
+const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g)
+{
+    return &g->agreed;
+}
+
+void ckpt__graph_forget_agreement(ckpt_graph *g)
+{
+    ckpt__free(g->agreed.dir);
+    ckpt__free(g->agreed.basename);
+    memset(&g->agreed, 0, sizeof(g->agreed));
+}
+
+void ckpt__graph_set_session_defaults(ckpt_graph *g, const ckpt_fs *fs,
+                                      ckpt_log_fn log, void *payload, int level)
+{
+    g->agreed.fs = fs;
+    g->agreed.log = log;
+    g->agreed.log_payload = payload;
+    g->agreed.log_level = level;
 }
 
 static int check_var(const ckpt_var *var)
@@ -57,8 +132,8 @@ int ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var)
 {
     char *name;
     int err;
-    if (!g || !var)
-        return ckpt__error(CKPT_EINVAL, "graph_add_var: NULL argument");
+    CKPT__CHECK_ARG(g);
+    CKPT__CHECK_ARG(var);
     if (g->frozen)
         return ckpt__error(CKPT_ESTATE,
                            "graph: cannot add variable '%s': the graph is "
@@ -91,9 +166,8 @@ int ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage)
 {
     ckpt_var var;
     int err;
-    if (!g || !storage)
-        return ckpt__error(CKPT_EINVAL,
-                           "graph_create_global_step: NULL argument");
+    CKPT__CHECK_ARG(g);
+    CKPT__CHECK_ARG(storage);
     if (g->global_step)
         return ckpt__error(CKPT_EEXISTS, "graph: a global step already exists");
     memset(&var, 0, sizeof(var));

@@ -15,14 +15,19 @@
 int ckpt_session_options_init(ckpt_session_options *opts, unsigned int version)
 {
     static const ckpt_session_options defaults = CKPT_SESSION_OPTIONS_INIT;
-    if (!opts)
-        return ckpt__error(CKPT_EINVAL, "session_options_init: NULL");
-    if (version != CKPT_SESSION_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "session options: version %u is not supported",
-                           version);
-    *opts = defaults;
-    return 0;
+    CKPT__CHECK_ARG(opts);
+    return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
+                              CKPT_SESSION_OPTIONS_VERSION, "session options",
+                              "CKPT_SESSION_OPTIONS_INIT");
+}
+
+void ckpt_hook_free(ckpt_hook *hook)
+{
+    if (!hook)
+        return;
+    if (hook->destroy)
+        hook->destroy(hook->payload);
+    memset(hook, 0, sizeof(*hook));
 }
 
 int ckpt_is_clean_end(int code)
@@ -60,19 +65,24 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                       const ckpt_session_options *opts)
 {
     if (!graph)
-        return ckpt__error(CKPT_EINVAL, "monitored_session_new: no graph");
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_monitored_session_new: graph is NULL");
     if (n > 0 && !hooks)
         return ckpt__error(CKPT_EINVAL,
-                           "monitored_session_new: %zu hooks but no array", n);
+                           "ckpt_monitored_session_new: hooks is NULL (with "
+                           "num_hooks %zu)",
+                           n);
     for (size_t i = 0; i < n; i++)
-        if (hooks[i].version != CKPT_HOOK_VERSION)
+        if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
             return ckpt__error(
-                CKPT_EVERSION, "hook %zu ('%s'): version %d is not supported",
+                CKPT_EVERSION,
+                "hook %zu ('%s'): version %d is not supported (set it to "
+                "CKPT_HOOK_VERSION)",
                 i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
-    if (opts && opts->version != CKPT_SESSION_OPTIONS_VERSION)
-        return ckpt__error(CKPT_EVERSION,
-                           "session options: version %u is not supported",
-                           opts->version);
+    if (opts)
+        return ckpt__options_check_version(
+            opts->version, CKPT_SESSION_OPTIONS_VERSION, "session options",
+            "CKPT_SESSION_OPTIONS_INIT");
     return 0;
 }
 
@@ -98,18 +108,20 @@ static int copy_options(ckpt_monitored_session *ms,
     ms->stop_grace_period_s = o->stop_grace_period_s > 0
                                   ? o->stop_grace_period_s
                                   : DEFAULT_STOP_GRACE_PERIOD_S;
-    ms->log = o->log;
-    ms->log_payload = o->log_payload;
-    ms->log_level = o->log_level;
+    /* Like TensorFlow's hooks, log to the console unless told otherwise. */
+    ms->log = o->log ? o->log : ckpt_log_stderr;
+    ms->log_payload = o->log ? o->log_payload : NULL;
+    ms->log_level = ckpt__log_min_level(o->log_level);
     ms->saver_opts = o->saver_options ? *o->saver_options : saver_defaults;
+    ms->saver_options_given = o->saver_options != NULL;
     if (!ms->saver_opts.fs)
         ms->saver_opts.fs = o->fs;
     if (!ms->saver_opts.clock)
         ms->saver_opts.clock = o->clock;
     if (!ms->saver_opts.log) {
-        ms->saver_opts.log = o->log;
-        ms->saver_opts.log_payload = o->log_payload;
-        ms->saver_opts.log_level = o->log_level;
+        ms->saver_opts.log = ms->log;
+        ms->saver_opts.log_payload = ms->log_payload;
+        ms->saver_opts.log_level = ms->log_level;
     }
     if (o->checkpoint_dir) {
         ms->checkpoint_dir = ckpt__strdup(o->checkpoint_dir);
@@ -199,6 +211,52 @@ done:
     return err;
 }
 
+/* State the session's checkpoint settings (and log) before the hooks'
+ * begin, where checkpoint hooks add theirs or check them. */
+static int state_settings(ckpt_monitored_session *ms)
+{
+    ckpt_graph *g = ms->graph;
+    int err;
+    ckpt__graph_forget_agreement(g);
+    ckpt__graph_set_session_defaults(g, ms->fs, ms->log, ms->log_payload,
+                                     ms->log_level);
+    err = ckpt__graph_agree_dir(g, ms->checkpoint_dir,
+                                "the session options (checkpoint_dir)");
+    if (err == 0 && ms->scaffold.saver)
+        err = ckpt__graph_agree_basename(
+            g, ckpt_saver_get_options(ms->scaffold.saver)->basename,
+            "the session's scaffold saver");
+    else if (err == 0)
+        err = ckpt__graph_agree_basename(
+            g, ms->saver_opts.basename,
+            "the session options (saver_options->basename)");
+    return err;
+}
+
+/* After the hooks' begin: a setting only a hook gave serves the session
+ * too (one checkpoint_dir suffices for resume). A scaffold saver that no
+ * hook writes through and that the caller did not configure only restores:
+ * it keeps every checkpoint, so that opening it never applies a retention
+ * other than the one of the saver that writes them. */
+static int adopt_settings(ckpt_monitored_session *ms)
+{
+    const ckpt__graph_agreement *a = ckpt__graph_agreement_of(ms->graph);
+    if (!a->scaffold_writer && !ms->saver_options_given)
+        ms->saver_opts.max_to_keep = CKPT_KEEP_ALL;
+    if (!ms->checkpoint_dir && a->dir) {
+        ms->checkpoint_dir = ckpt__strdup(a->dir);
+        if (!ms->checkpoint_dir)
+            return ckpt__error_oom();
+    }
+    if (!ms->saver_opts.basename && a->basename) {
+        ms->basename = ckpt__strdup(a->basename);
+        if (!ms->basename)
+            return ckpt__error_oom();
+        ms->saver_opts.basename = ms->basename;
+    }
+    return 0;
+}
+
 static int call_begins(ckpt_monitored_session *ms)
 {
     for (size_t i = 0; i < ms->num_hooks; i++) {
@@ -251,7 +309,8 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     if (out)
         *out = NULL;
     err = out ? check_args(graph, hooks, num_hooks, opts)
-              : ckpt__error(CKPT_EINVAL, "monitored_session_new: out is NULL");
+              : ckpt__error(CKPT_EINVAL,
+                            "ckpt_monitored_session_new: out is NULL");
     if (err < 0) {
         destroy_hooks(hooks, num_hooks);
         return err;
@@ -266,7 +325,11 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         ckpt_monitored_session_free(ms);
         return err;
     }
-    err = call_begins(ms);
+    err = state_settings(ms);
+    if (err == 0)
+        err = call_begins(ms);
+    if (err == 0)
+        err = adopt_settings(ms);
     if (err == 0) {
         ckpt__graph_set_frozen(graph, 1);
         err = open_scaffold_saver(ms);
@@ -295,6 +358,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     ckpt__free(ms->fence_savers);
     if (!ms->graph_was_frozen)
         ckpt__graph_set_frozen(ms->graph, 0);
+    ckpt__graph_forget_agreement(ms->graph);
     ckpt_saver_free(ms->owned_saver);
     ckpt_coordinator_free(ms->sess.coord);
     ckpt__step_context_dispose(&ms->sc);
@@ -303,6 +367,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     ckpt__free(ms->values);
     ckpt__free(ms->checkpoint_dir);
     ckpt__free(ms->restore_from);
+    ckpt__free(ms->basename);
     ckpt__free(ms);
 }
 

@@ -16,8 +16,8 @@ ckpt_graph *ckpt_session_graph(ckpt_session *s)
 
 int ckpt_session_global_step(ckpt_session *s, int64_t *out)
 {
-    if (!s || !out)
-        return ckpt__error(CKPT_EINVAL, "session_global_step: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(s);
     if (!s->graph || !s->graph->global_step)
         return ckpt__error(CKPT_ESTATE,
                            "session: the graph has no global step");
@@ -37,8 +37,9 @@ ckpt_saver *ckpt_session_saver(ckpt_session *s)
 
 int ckpt_session_fetch(ckpt_session *s, const char *name, ckpt_value *out)
 {
-    if (!s || !name || !out)
-        return ckpt__error(CKPT_EINVAL, "session_fetch: NULL argument");
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(name);
     return ckpt__step_context_resolve(&s->ms->sc, s->graph, name, out);
 }
 
@@ -148,8 +149,8 @@ int ckpt_step_context_feed(ckpt_step_context *sc, const char *name,
                            const void **data, size_t *size)
 {
     const ckpt_feed *f;
-    if (!sc || !name)
-        return ckpt__error(CKPT_EINVAL, "step_context_feed: NULL argument");
+    CKPT__CHECK_ARG(sc);
+    CKPT__CHECK_ARG(name);
     f = ckpt__step_context_find_feed(sc, name);
     if (!f)
         return ckpt__error(CKPT_ENOTFOUND, "step: no input fed as '%s'", name);
@@ -182,8 +183,10 @@ int ckpt_step_context_publish(ckpt_step_context *sc, const char *name,
     int64_t bytes = 0;
     void *copy;
     int err;
-    if (!sc || !name || !name[0])
-        return ckpt__error(CKPT_EINVAL, "step_context_publish: no name");
+    CKPT__CHECK_ARG(sc);
+    CKPT__CHECK_ARG(name);
+    if (!name[0])
+        return ckpt__error(CKPT_EINVAL, "step_context_publish: empty name");
     if (!shape)
         shape = &scalar;
     if (ckpt_dtype_size(dtype) == 0)

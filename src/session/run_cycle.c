@@ -274,8 +274,8 @@ int ckpt_monitored_session_run(ckpt_monitored_session *ms,
                                void *payload, ckpt_run_values *values_out)
 {
     int attempts = 0;
-    if (!ms || !step)
-        return ckpt__error(CKPT_EINVAL, "monitored_session_run: NULL argument");
+    CKPT__CHECK_ARG(ms);
+    CKPT__CHECK_ARG(step);
     for (;;) {
         int err = begin_step(ms, args);
         if (err == 0) {
@@ -300,11 +300,9 @@ int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
                                       ckpt_step_context **sc_out)
 {
     int attempts = 0;
-    if (sc_out)
-        *sc_out = NULL;
-    if (!ms || !sc_out)
-        return ckpt__error(CKPT_EINVAL,
-                           "monitored_session_before_run: NULL argument");
+    CKPT__CHECK_ARG(sc_out);
+    *sc_out = NULL;
+    CKPT__CHECK_ARG(ms);
     for (;;) {
         int err = begin_step(ms, args);
         if (err == 0) {
@@ -325,8 +323,7 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
 {
     int attempts = 0;
     int err;
-    if (!ms)
-        return ckpt__error(CKPT_EINVAL, "monitored_session_after_run: NULL");
+    CKPT__CHECK_ARG(ms);
     if (!ms->in_step)
         return ckpt__error(CKPT_ESTATE,
                            "monitored session: after_run without before_run");

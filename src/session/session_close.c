@@ -51,8 +51,7 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
 {
     ckpt__saved_error saved;
     int result;
-    if (!ms)
-        return ckpt__error(CKPT_EINVAL, "monitored_session_close: NULL");
+    CKPT__CHECK_ARG(ms);
     if (ms->closed) /* B30 */
         return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
     ms->closed = 1;

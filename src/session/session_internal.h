@@ -13,17 +13,56 @@
 /* ---- graph ----------------------------------------------------------------
  */
 
+/* What a monitored session and its hooks agree on while the session is
+ * created (the session states its settings before the hooks' begin; each
+ * checkpoint hook adds or checks its own in begin): one checkpoint
+ * directory and basename, named by whoever set them first, and the
+ * session's log, which hooks without a log of their own use. */
+typedef struct ckpt__graph_agreement {
+    char *dir;
+    const char *dir_from; /* static text naming the setting */
+    char *basename;
+    const char *basename_from;
+    const ckpt_fs *fs; /* the session's; NULL until a session states it */
+    ckpt_log_fn log;   /* the session's; NULL until a session states it */
+    void *log_payload;
+    int log_level;
+    int scaffold_writer; /* a hook writes through the scaffold saver */
+} ckpt__graph_agreement;
+
 struct ckpt_graph {
     ckpt_var *vars; /* names are owned copies */
     size_t num_vars;
     size_t cap_vars;
     int64_t *global_step; /* borrowed storage, NULL when none */
     int frozen;
+    ckpt__graph_agreement agreed;
 };
 
 /* Freeze (1) or unfreeze (0) the graph; the monitored session freezes it
  * after the last hook's begin and unfreezes it at close. */
 void ckpt__graph_set_frozen(ckpt_graph *g, int frozen);
+
+/* For the session and the hooks layer: agree on the checkpoint directory
+ * (`dir` NULL: nothing to add). The first setting wins; a different one is
+ * CKPT_EINVAL naming `from` and the earlier setting. Trailing '/' are
+ * ignored in the comparison. */
+int ckpt__graph_agree_dir(ckpt_graph *g, const char *dir, const char *from);
+/* The same for the checkpoint basename. */
+int ckpt__graph_agree_basename(ckpt_graph *g, const char *basename,
+                               const char *from);
+/* A checkpoint hook with use_scaffold says so in its begin: the scaffold
+ * saver then writes checkpoints, rather than only restoring one. */
+void ckpt__graph_note_scaffold_writer(ckpt_graph *g);
+/* The agreement so far (borrowed; fields NULL when unset). */
+const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g);
+/* Forget it (a session starts over, or is freed). */
+void ckpt__graph_forget_agreement(ckpt_graph *g);
+/* Record the creating session's file system and log, for hooks that were
+ * given none of their own. */
+void ckpt__graph_set_session_defaults(ckpt_graph *g, const ckpt_fs *fs,
+                                      ckpt_log_fn log, void *payload,
+                                      int level);
 
 /* ---- raw session, run context, step context ----------------------------- */
 
@@ -93,6 +132,8 @@ struct ckpt_monitored_session {
     const ckpt_fs *fs;
     char *checkpoint_dir;
     char *restore_from;
+    char *basename; /* a hook's checkpoint_basename, for the scaffold saver */
+    int saver_options_given; /* the caller configured the scaffold saver */
     ckpt_scaffold scaffold;
     ckpt_saver_options saver_opts;
     int recoverable;

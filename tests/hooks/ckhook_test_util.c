@@ -247,7 +247,7 @@ ckpt_saver_options ck_saver_options(ck_fixture *f, int policy)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     o.fs = &f->cfs.fwd.fs;
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     o.busy_policy = policy;
     o.log = ck_log;
     o.log_payload = f;

@@ -84,7 +84,7 @@ void ck_fill(ck_fixture *f, int64_t step);
  * new step, clock + secs_per_step. */
 int ck_step(ckpt_step_context *sc, void *payload);
 
-/* Saver options writing to the fixture's fs and log (max_to_keep 0). */
+/* Saver options writing to the fixture's fs and log (CKPT_KEEP_ALL). */
 ckpt_saver_options ck_saver_options(ck_fixture *f, int policy);
 /* Hook options over ckdir with `n` recording listeners (0..4). */
 ckpt_checkpoint_hook_options ck_hook_options(ck_fixture *f, int mode,

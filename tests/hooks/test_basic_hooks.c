@@ -1,6 +1,8 @@
 /* tests/hooks/test_basic_hooks.c - StopAtStepHook, StepCounterHook,
- * LoggingTensorHook and NanTensorHook (spec 1.11) driven through a
- * monitored session, with a fake clock and a capturing log. */
+ * LoggingTensorHook and NanTensorHook (docs/guide.md, "Other hooks") driven
+ * through a monitored session, with a fake clock and a capturing log. The
+ * constructors take options structs; the helpers below fill them from the
+ * arguments the tests vary. */
 #include "session/session_test_util.h"
 
 #include <math.h>
@@ -29,6 +31,45 @@ static int loop_step(ckpt_step_context *sc, void *payload)
     if (err == 0 && l->publish_set)
         err = ckpt_step_context_publish_float(sc, "loss", l->publish);
     return err;
+}
+
+static int counter_new(ckpt_hook *h, int64_t steps, double secs,
+                       const ckpt_clock *clock, ckpt_log_fn log, void *payload)
+{
+    ckpt_step_counter_hook_options o = CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT;
+    o.every_n_steps = steps;
+    o.every_n_secs = secs;
+    o.clock = clock;
+    o.log = log;
+    o.log_payload = payload;
+    return ckpt_step_counter_hook_new(h, &o);
+}
+
+static int logging_new(ckpt_hook *h, const char *const *names, size_t n,
+                       int64_t iters, double secs, int at_end,
+                       const ckpt_clock *clock, ckpt_log_fn log, void *payload)
+{
+    ckpt_logging_tensor_hook_options o = CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT;
+    o.names = names;
+    o.num_names = n;
+    o.every_n_iter = iters;
+    o.every_n_secs = secs;
+    o.at_end = at_end;
+    o.clock = clock;
+    o.log = log;
+    o.log_payload = payload;
+    return ckpt_logging_tensor_hook_new(h, &o);
+}
+
+static int nan_new(ckpt_hook *h, const char *name, int fail, ckpt_log_fn log,
+                   void *payload)
+{
+    ckpt_nan_tensor_hook_options o = CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT;
+    o.loss_name = name;
+    o.fail_on_nan = fail;
+    o.log = log;
+    o.log_payload = payload;
+    return ckpt_nan_tensor_hook_new(h, &o);
 }
 
 static void loop_init(loop *l)
@@ -141,12 +182,14 @@ static void test_step_counter_args(void **state)
 {
     ckpt_hook h;
     (void)state;
-    assert_ckpt_error(ckpt_step_counter_hook_new(&h, 0, 0.0, NULL, NULL, NULL),
-                      CKPT_EINVAL, "StepCounterHook");
-    assert_ckpt_error(ckpt_step_counter_hook_new(&h, 5, 2.0, NULL, NULL, NULL),
-                      CKPT_EINVAL, "both");
-    assert_ckpt_error(ckpt_step_counter_hook_new(&h, -5, 0, NULL, NULL, NULL),
-                      CKPT_EINVAL, "positive");
+    /* Neither interval: TF's default, every 100 steps. */
+    assert_ckpt_ok(counter_new(&h, 0, 0.0, NULL, NULL, NULL));
+    ckpt_hook_free(&h);
+    assert_null(h.payload);
+    assert_ckpt_error(counter_new(&h, 5, 2.0, NULL, NULL, NULL), CKPT_EINVAL,
+                      "both");
+    assert_ckpt_error(counter_new(&h, -5, 0, NULL, NULL, NULL), CKPT_EINVAL,
+                      "positive");
 }
 
 static void test_step_counter_logs_rate(void **state)
@@ -157,8 +200,7 @@ static void test_step_counter_logs_rate(void **state)
     (void)state;
     loop_init(&l);
     l.secs_per_step = 0.25;
-    assert_ckpt_ok(ckpt_step_counter_hook_new(&h, 2, 0.0, &l.fc.clock,
-                                              log_sink_fn, &l.log));
+    assert_ckpt_ok(counter_new(&h, 2, 0.0, &l.fc.clock, log_sink_fn, &l.log));
     assert_string_equal(h.name, "StepCounterHook");
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     /* step 1: first trigger, nothing logged; step 3: 2 steps in 0.5 s */
@@ -183,8 +225,7 @@ static void test_step_counter_seconds_mode(void **state)
     (void)state;
     loop_init(&l);
     l.secs_per_step = 1.0;
-    assert_ckpt_ok(ckpt_step_counter_hook_new(&h, 0, 3.0, &l.fc.clock,
-                                              log_sink_fn, &l.log));
+    assert_ckpt_ok(counter_new(&h, 0, 3.0, &l.fc.clock, log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 4)); /* triggers at 1 and 4 */
     assert_int_equal(l.log.n, 1);
@@ -202,8 +243,7 @@ static void test_step_counter_warns_when_step_stuck(void **state)
     (void)state;
     loop_init(&l);
     l.no_increment = 1;
-    assert_ckpt_ok(ckpt_step_counter_hook_new(&h, 1, 0.0, &l.fc.clock,
-                                              log_sink_fn, &l.log));
+    assert_ckpt_ok(counter_new(&h, 1, 0.0, &l.fc.clock, log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 8));
     for (int i = 0; i < l.log.n; i++)
@@ -224,20 +264,18 @@ static void test_logging_tensor_args(void **state)
 {
     ckpt_hook h;
     (void)state;
-    assert_ckpt_error(ckpt_logging_tensor_hook_new(&h, loss_and_w, 2, 0, 0.0, 0,
-                                                   NULL, NULL, NULL),
-                      CKPT_EINVAL, "at_end");
-    assert_ckpt_error(ckpt_logging_tensor_hook_new(&h, loss_and_w, 2, -2, 0.0,
-                                                   0, NULL, NULL, NULL),
-                      CKPT_EINVAL, "positive");
-    assert_ckpt_error(ckpt_logging_tensor_hook_new(&h, loss_and_w, 2, 2, 1.0, 0,
-                                                   NULL, NULL, NULL),
-                      CKPT_EINVAL, "both");
     assert_ckpt_error(
-        ckpt_logging_tensor_hook_new(&h, NULL, 0, 2, 0.0, 0, NULL, NULL, NULL),
-        CKPT_EINVAL, "no tensor names");
-    assert_ckpt_ok(ckpt_logging_tensor_hook_new(&h, loss_and_w, 2, 0, 0.0, 1,
-                                                NULL, NULL, NULL));
+        logging_new(&h, loss_and_w, 2, 0, 0.0, 0, NULL, NULL, NULL),
+        CKPT_EINVAL, "at_end");
+    assert_ckpt_error(
+        logging_new(&h, loss_and_w, 2, -2, 0.0, 0, NULL, NULL, NULL),
+        CKPT_EINVAL, "positive");
+    assert_ckpt_error(
+        logging_new(&h, loss_and_w, 2, 2, 1.0, 0, NULL, NULL, NULL),
+        CKPT_EINVAL, "both");
+    assert_ckpt_error(logging_new(&h, NULL, 0, 2, 0.0, 0, NULL, NULL, NULL),
+                      CKPT_EINVAL, "no tensor names");
+    assert_ckpt_ok(logging_new(&h, loss_and_w, 2, 0, 0.0, 1, NULL, NULL, NULL));
     h.destroy(h.payload);
 }
 
@@ -249,8 +287,8 @@ static void test_logging_tensor_every_n_iter(void **state)
     (void)state;
     loop_init(&l);
     l.secs_per_step = 0.5;
-    assert_ckpt_ok(ckpt_logging_tensor_hook_new(
-        &h, loss_and_w, 2, 2, 0.0, 0, &l.fc.clock, log_sink_fn, &l.log));
+    assert_ckpt_ok(logging_new(&h, loss_and_w, 2, 2, 0.0, 0, &l.fc.clock,
+                               log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 5)); /* logs at iterations 0, 2, 4 */
     assert_int_equal(l.log.n, 3);
@@ -273,8 +311,8 @@ static void test_logging_tensor_at_end_only(void **state)
     static const char *const names[] = {"global_step", "loss"};
     (void)state;
     loop_init(&l);
-    assert_ckpt_ok(ckpt_logging_tensor_hook_new(
-        &h, names, 2, 0, 0.0, 1, &l.fc.clock, log_sink_fn, &l.log));
+    assert_ckpt_ok(
+        logging_new(&h, names, 2, 0, 0.0, 1, &l.fc.clock, log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 4));
     assert_int_equal(l.log.n, 0);
@@ -294,8 +332,8 @@ static void test_logging_tensor_every_n_secs(void **state)
     (void)state;
     loop_init(&l);
     l.secs_per_step = 1.0;
-    assert_ckpt_ok(ckpt_logging_tensor_hook_new(
-        &h, names, 1, 0, 2.5, 0, &l.fc.clock, log_sink_fn, &l.log));
+    assert_ckpt_ok(
+        logging_new(&h, names, 1, 0, 2.5, 0, &l.fc.clock, log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 6));
     /* iteration 0 logs and records t=1001 (after its step); iteration 4's
@@ -316,9 +354,8 @@ static void test_nan_tensor_fail_on_nan(void **state)
     ckpt_monitored_session *ms;
     (void)state;
     loop_init(&l);
-    assert_ckpt_error(ckpt_nan_tensor_hook_new(&h, "", 1, NULL, NULL),
-                      CKPT_EINVAL, "name");
-    assert_ckpt_ok(ckpt_nan_tensor_hook_new(&h, "loss", 1, NULL, NULL));
+    assert_ckpt_error(nan_new(&h, "", 1, NULL, NULL), CKPT_EINVAL, "name");
+    assert_ckpt_ok(nan_new(&h, "loss", 1, NULL, NULL));
     assert_string_equal(h.name, "NanTensorHook");
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_ok(loop_run(&l, ms, 2));
@@ -339,8 +376,7 @@ static void test_nan_tensor_warn_and_stop(void **state)
     ckpt_monitored_session *ms;
     (void)state;
     loop_init(&l);
-    assert_ckpt_ok(
-        ckpt_nan_tensor_hook_new(&h, "loss", 0, log_sink_fn, &l.log));
+    assert_ckpt_ok(nan_new(&h, "loss", 0, log_sink_fn, &l.log));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     l.publish_set = 1;
     l.publish = 0.5f;
@@ -379,7 +415,7 @@ static void test_nan_tensor_half_and_wrong_dtype(void **state)
     ckpt_monitored_session *ms;
     (void)state;
     loop_init(&l);
-    assert_ckpt_ok(ckpt_nan_tensor_hook_new(&h, "hloss", 1, NULL, NULL));
+    assert_ckpt_ok(nan_new(&h, "hloss", 1, NULL, NULL));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, l.m.graph, &h, 1, NULL));
     assert_ckpt_error(
         ckpt_monitored_session_run(ms, NULL, publish_half_nan, NULL, NULL),

@@ -117,7 +117,7 @@ static ckpt_monitored_session *start(fixture *f, int scaffold)
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
     ckpt_saver_options_init(&so, CKPT_SAVER_OPTIONS_VERSION);
-    so.max_to_keep = 0;
+    so.max_to_keep = CKPT_KEEP_ALL;
     so.busy_policy = CKPT_BUSY_WAIT;
     o.checkpoint_dir = f->dir;
     o.save_steps = 1;

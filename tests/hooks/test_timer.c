@@ -1,5 +1,5 @@
 /* tests/hooks/test_timer.c - SecondOrStepTimer and NeverTriggerTimer
- * (spec section 2, B1-B13), time driven by a fake clock. */
+ * (docs/behaviour.md B1-B13), time driven by a fake clock. */
 #include "session/session_test_util.h"
 
 static void test_b1_neither_interval_einval(void **state)

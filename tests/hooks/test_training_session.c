@@ -1,11 +1,14 @@
 /* tests/hooks/test_training_session.c - the MonitoredTrainingSession-style
- * builder (spec 1.9, B40-B43): default frequencies, the rejected double
- * frequency, disabled hooks, hook order on the chief and on a worker. */
+ * builder (docs/behaviour.md B40-B43): default frequencies, the rejected
+ * double frequency, disabled hooks, hook order on the chief and on a
+ * worker, listeners and the checkpoint name, and the named frequency
+ * constants. */
 #include "session/session_test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct fixture {
     char *dir;
@@ -264,6 +267,104 @@ static void test_training_session_options_version(void **state)
     assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
                       CKPT_EVERSION, "version 5");
     assert_int_equal(f->user.n_destroy, 1);
+    o.version = 0; /* zeroed: the error names the INIT macro */
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EVERSION, "CKPT_TRAINING_SESSION_OPTIONS_INIT");
+    assert_int_equal(f->user.n_destroy, 2); /* consumed again */
+}
+
+static int count_after_save(ckpt_session *s, int64_t step, const char *prefix,
+                            int *stop, void *payload)
+{
+    int *n = payload;
+    (void)s;
+    (void)step;
+    (void)stop;
+    assert_non_null(strstr(prefix, "/net-"));
+    (*n)++;
+    return 0;
+}
+
+/* The builder takes the checkpoint hook's listeners and basename. */
+static void test_listeners_and_basename(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    int calls = 0;
+    ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL, NULL,
+                             count_after_save,      NULL};
+    char path[4200];
+    l.payload = &calls;
+    o.listeners = &l;
+    o.num_listeners = 1;
+    o.checkpoint_basename = "net";
+    o.save_checkpoint_steps = 2;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    run_steps(f, 4);
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_int_equal(calls, 3); /* steps 0, 2, 4 */
+    snprintf(path, sizeof(path), "%s/net-4.index", f->dir);
+    assert_int_equal(access(path, F_OK), 0);
+}
+
+/* CKPT_FREQ_OFF turns the checkpoint hook off (TensorFlow's 0); the
+ * default (CKPT_FREQ_DEFAULT, 0) is said in the log. */
+static void test_frequency_constants(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    o.session.log = log_sink_fn;
+    o.session.log_payload = &f->sink;
+    o.save_checkpoint_secs = CKPT_FREQ_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    assert_null(find_hook(f->ms, "CheckpointSaverHook"));
+    assert_int_equal(log_sink_find(&f->sink, "(the default;"), -1);
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+
+    o = base_options(f);
+    o.session.log = log_sink_fn;
+    o.session.log_payload = &f->sink;
+    assert_int_equal(o.save_checkpoint_secs, CKPT_FREQ_DEFAULT);
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    assert_non_null(find_hook(f->ms, "CheckpointSaverHook"));
+    assert_true(log_sink_find(&f->sink, "every 600 s (the default; set "
+                                        "save_checkpoint_secs or "
+                                        "save_checkpoint_steps, or "
+                                        "CKPT_FREQ_OFF to save none)") >= 0);
+}
+
+/* A caller built against version 1 (no listeners) still works. */
+static void test_options_version_1(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    int calls = 0;
+    ckpt_saver_listener l = {CKPT_LISTENER_VERSION, &calls, NULL, NULL,
+                             count_after_save,      NULL};
+    o.version = 1;
+    o.listeners = &l; /* beyond a version-1 struct: not read */
+    o.num_listeners = 1;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    assert_non_null(find_hook(f->ms, "CheckpointSaverHook"));
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_int_equal(calls, 0);
+}
+
+/* Two directories that disagree are an error naming both. */
+static void test_two_directories_disagree(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char other[4200];
+    snprintf(other, sizeof(other), "%s/other", f->dir);
+    o.session.checkpoint_dir = other;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL, "disagrees with checkpoint_dir");
+    assert_non_null(strstr(ckpt_error_last()->message, other));
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -281,6 +382,10 @@ int main(void)
         T(test_b43_async_mode_hook),
         T(test_b43_worker_only_user_hooks_no_restore),
         T(test_training_session_options_version),
+        T(test_listeners_and_basename),
+        T(test_frequency_constants),
+        T(test_options_version_1),
+        T(test_two_directories_disagree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

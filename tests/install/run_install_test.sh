@@ -5,10 +5,11 @@
 #     are where they belong; the shared library exports only ckpt_* symbols;
 #     neither library nor the headers carry the tests' fault file system;
 #   - `ckpt --version` runs from the prefix;
-#   - consumer/ builds out of tree with find_package(ckpt) against
-#     ckpt::ckpt_static and ckpt::ckpt_shared, and with pkg-config (shared,
-#     and static with --static), and each program runs and prints the
-#     expected values.
+#   - consumer/ builds out of tree with find_package(ckpt) against ckpt::ckpt
+#     (as README.md's "Use ckpt in your project" writes it), ckpt::ckpt_static
+#     and ckpt::ckpt_shared, and with pkg-config (shared, with the README's
+#     command line, run without LD_LIBRARY_PATH; and static with --static),
+#     and each program runs and prints the expected values.
 # Usage: run_install_test.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION CC CMAKE
 #        SANITIZER HAVE_CLI
 # Exits 77 (CTest's skip) in sanitizer builds: the consumer would need the
@@ -125,23 +126,39 @@ needs_libckpt "$cbuild/consumer_static" &&
     die "consumer_static loads libckpt.so"
 needs_libckpt "$cbuild/consumer_shared" ||
     die "consumer_shared does not load libckpt.so"
+needs_libckpt "$cbuild/app" || die "app (ckpt::ckpt) does not load libckpt.so"
+expect_output "find_package ckpt::ckpt" "$(env -u LD_LIBRARY_PATH "$cbuild/app")"
 expect_output "find_package ckpt::ckpt_static" "$("$cbuild/consumer_static")"
 expect_output "find_package ckpt::ckpt_shared" "$("$cbuild/consumer_shared")"
+
+# ---- the README's own lines ----------------------------------------------------
+readme=$src/README.md
+for line in 'find_package(ckpt REQUIRED)' \
+    'target_link_libraries(app PRIVATE ckpt::ckpt)' \
+    'cc main.c -o app $(pkg-config --cflags --libs ckpt)'; do
+    grep -qF -- "$line" "$readme" || die "README.md no longer shows: $line"
+    [ "$line" = "${line#cc }" ] &&
+        { grep -qF -- "$line" "$src/tests/install/consumer/CMakeLists.txt" ||
+            die "consumer/CMakeLists.txt lacks the README's: $line"; }
+done
+echo "ok: README's lines are the ones tested"
 
 # ---- pkg-config --------------------------------------------------------------
 export PKG_CONFIG_PATH="$lib/pkgconfig"
 mv=$(pkg-config --modversion ckpt) || die "pkg-config cannot find ckpt"
 [ "$mv" = "$version" ] || die "pkg-config --modversion ckpt gave $mv"
 read -r -a cflags <<<"$(pkg-config --cflags ckpt)"
-read -r -a libs <<<"$(pkg-config --libs ckpt)"
 read -r -a slibs <<<"$(pkg-config --static --libs ckpt)"
 pbuild=$tmp/consumer-pc
 mkdir -p "$pbuild"
-"$cc" "${cflags[@]}" -o "$pbuild/shared" "$src/tests/install/consumer/main.c" \
-    "${libs[@]}" || die "pkg-config: shared build failed"
-needs_libckpt "$pbuild/shared" || die "pkg-config shared: no libckpt.so"
-expect_output "pkg-config shared" \
-    "$(LD_LIBRARY_PATH="$lib" "$pbuild/shared")"
+# As README.md writes it (with the compiler under test for "cc").
+cp "$src/tests/install/consumer/main.c" "$pbuild/main.c"
+(cd "$pbuild" && eval "\"$cc\" main.c -o app \$(pkg-config --cflags --libs ckpt)") ||
+    die "pkg-config: the README's build line failed"
+needs_libckpt "$pbuild/app" || die "pkg-config shared: no libckpt.so"
+# No LD_LIBRARY_PATH: the rpath in ckpt.pc's Libs finds the library.
+expect_output "pkg-config shared, no LD_LIBRARY_PATH" \
+    "$(env -u LD_LIBRARY_PATH "$pbuild/app")"
 # --static: take libckpt.a whole, so every one of its objects' dependencies
 # must be in Libs.private.
 static_libs=()

@@ -237,7 +237,7 @@ static void test_b74_reconcile_on_reopen(void **state)
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     s = open_saver(f, &o);
     save_steps(s, f, 1, 4);
     ckpt_saver_free(s);
@@ -252,14 +252,14 @@ static void test_b74_reconcile_on_reopen(void **state)
     ckpt_saver_free(s);
 }
 
-/* B75: max_to_keep = 0 keeps and lists every checkpoint. */
+/* B75: max_to_keep = CKPT_KEEP_ALL (TF's 0) keeps and lists every checkpoint. */
 static void test_b75_keep_all(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     ckpt_state st = CKPT_STATE_INIT;
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     s = open_saver(f, &o);
     save_steps(s, f, 1, 8);
     assert_int_equal(count_files(f->dir, ".index"), 8);

@@ -64,7 +64,7 @@ static ckpt_saver *open_saver(fixture *f, int policy, const ckpt_fs *fs)
                    NULL,          NULL,          NULL};
     o.busy_policy = policy;
     o.fs = fs;
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     o.on_save_done = on_done;
     o.on_save_done_payload = f;
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));

@@ -23,7 +23,7 @@ static ckpt_saver *open_saver(const char *dir, int policy)
     ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, vals, NULL, NULL, NULL};
     ckpt_var g = {"global_step", CKPT_DT_INT64, {0, {0}}, &step,
                   NULL,          NULL,          NULL};
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     o.busy_policy = policy;
     assert_ckpt_ok(ckpt_saver_open(&s, dir, &o));
     assert_ckpt_ok(ckpt_saver_add_var(s, &v));

@@ -259,7 +259,7 @@ static ckpt_saver *open_saver(fixture *f, int policy)
         "cb", CKPT_DT_FLOAT, {1, {(int64_t)CB_FLOATS}}, NULL, cb_read, NULL, f};
     o.busy_policy = policy;
     o.fs = &f->gate.fwd.fs;
-    o.max_to_keep = 0;
+    o.max_to_keep = CKPT_KEEP_ALL;
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
     /* the callback variable first: the caller copies it */
     assert_ckpt_ok(ckpt_saver_add_var(s, &cbv));

@@ -1,5 +1,5 @@
 /* tests/session/test_monitored_session.c - the monitored session's
- * lifecycle and run cycle (spec B14-B30, B35, B39): hook call order, fetches
+ * lifecycle and run cycle (docs/behaviour.md B14-B30, B35, B39): hook call order, fetches
  * and feeds, option merging, stop requests, error rules, close rules. */
 #include "session_test_util.h"
 

@@ -343,9 +343,14 @@ static int build_hooks(trainer *t, report *rep, ckpt_saver_options *so,
     err = ckpt_stop_at_step_hook_new(&hooks[*nhooks], 0, t->opt.steps);
     if (err == 0)
         (*nhooks)++;
-    if (err == 0)
-        err = ckpt_nan_tensor_hook_new(&hooks[*nhooks], "loss", 1, so->log,
-                                       so->log_payload);
+    if (err == 0) {
+        ckpt_nan_tensor_hook_options no = CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT;
+        no.loss_name = "loss";
+        no.fail_on_nan = 1;
+        no.log = so->log;
+        no.log_payload = so->log_payload;
+        err = ckpt_nan_tensor_hook_new(&hooks[*nhooks], &no);
+    }
     if (err == 0)
         (*nhooks)++;
     if (err == 0 && t->opt.mode >= 0) {
@@ -434,7 +439,7 @@ int main(int argc, char **argv)
     report_init(&rep, t->opt.quiet, t->opt.steps,
                 t->opt.save_steps > 0 ? t->opt.save_steps : 100);
 
-    so.max_to_keep = t->opt.keep;
+    so.max_to_keep = t->opt.keep > 0 ? t->opt.keep : CKPT_KEEP_ALL;
     so.busy_policy = t->opt.busy;
     so.log = report_on_log;
     so.log_payload = &rep;

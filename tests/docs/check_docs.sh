@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# tests/docs/check_docs.sh - the documentation a user reads stays true:
+#   - README.md shows examples/async_train_loop.c whole, byte for byte;
+#   - main() of that loop and of examples/listener_resume.c (hook + listener
+#     + custom name + automatic resume) is at most 25 lines each;
+#   - every numbered section of docs/guide.md has a "Program:" line naming
+#     its program in examples/, and every program there is named by the
+#     guide;
+#   - headers, sources, tests, docs and examples send no reader to files a
+#     user does not have (the shared spec), and every behaviour number they
+#     cite (B<n>, F<n>) is defined in docs/behaviour.md.
+# Usage: check_docs.sh SOURCE_DIR
+set -euo pipefail
+src=${1:?usage: check_docs.sh SOURCE_DIR}
+fail=0
+die() {
+    echo "FAIL: $*" >&2
+    fail=1
+}
+
+# ---- README's loop is the example ---------------------------------------------
+awk '/^## A training loop with the async hook/{s=1} s&&/^```c$/{c=1; next}
+     c&&/^```$/{exit} c{print}' "$src/README.md" >"${TMPDIR:-/tmp}/readme_loop.$$"
+cmp -s "${TMPDIR:-/tmp}/readme_loop.$$" "$src/examples/async_train_loop.c" ||
+    die "README.md's loop differs from examples/async_train_loop.c"
+rm -f "${TMPDIR:-/tmp}/readme_loop.$$"
+
+# ---- main() length ---------------------------------------------------------------
+for f in async_train_loop listener_resume; do
+    n=$(awk '/^int main\(/{on=1} on{n++} on&&/^}/{print n; exit}' \
+        "$src/examples/$f.c")
+    [ -n "$n" ] || die "examples/$f.c has no main"
+    [ "${n:-99}" -le 25 ] || die "examples/$f.c: main is $n lines (at most 25)"
+    echo "ok: examples/$f.c main is $n lines"
+done
+
+# ---- one program per guide section ---------------------------------------------
+for c in "$src"/examples/*.c; do
+    name=examples/$(basename "$c")
+    grep -qF "$name" "$src/docs/guide.md" || die "docs/guide.md does not name $name"
+done
+# every numbered section has a "Program:" line before the next section
+awk '/^## [0-9]+\./{if (sec && !prog) print sec; sec=$0; prog=0}
+     /^Program: /{prog=1} END{if (sec && !prog) print sec}' \
+    "$src/docs/guide.md" | while read -r sec; do
+    echo "FAIL: docs/guide.md: no Program: line in '$sec'" >&2
+    exit 1
+done || fail=1
+grep -o 'examples/[a-z_]*\.c' "$src/docs/guide.md" | sort -u | while read -r e; do
+    [ -f "$src/$e" ] || { echo "FAIL: docs/guide.md names missing $e" >&2; exit 1; }
+done || fail=1
+
+# ---- no pointers to the shared spec; numbers defined ----------------------------
+dirs=()
+for d in include src tests docs examples; do dirs+=("$src/$d"); done
+if grep -rnE 'shared/spec|hooks-and-sessions\.md|\bspec (section|sections|B[0-9]|[0-9])' \
+    "${dirs[@]}" --include='*.[ch]' --include='*.md' --include='*.txt' \
+    --include='*.cmake' --include='*.sh' | grep -v 'tests/docs/check_docs.sh'; then
+    die "the lines above send a reader to the shared spec"
+fi
+defined=$(grep -oE '^\*\*[BF][0-9]+\.\*\*' "$src/docs/behaviour.md" |
+    tr -d '*.' | sort -u)
+cited=$(grep -rhoE '\b[BF][0-9]{1,2}\b' "$src/include" "$src/src/hooks" \
+    "$src/src/session" "$src/tests/hooks" "$src/tests/session" \
+    "$src/docs/guide.md" | sort -u)
+for n in $cited; do
+    grep -qx "$n" <<<"$defined" || die "$n is cited but not defined in docs/behaviour.md"
+done
+[ "$fail" = 0 ] && echo "PASS"
+exit "$fail"

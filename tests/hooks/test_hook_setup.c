@@ -1,0 +1,766 @@
+/* tests/hooks/test_hook_setup.c - the setup a new user writes (issue 11):
+ * the checkpoint name in every setup, one checkpoint directory for saving
+ * and resuming, logging by default with skipped triggers reported, the
+ * listener stop protocol of TensorFlow, freeing and waiting on a hook,
+ * options structs that accept a zeroed or older struct sensibly, and the
+ * hook kind that identifies the library's hooks. */
+#include "hooks/ckhook_test_util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- helpers --------------------------------------------------------------
+ */
+
+/* Standard error of the code between capture_start and capture_end goes to
+ * a file; capture_end returns its contents (malloc'd). */
+typedef struct capture {
+    int saved_fd;
+    char path[4200];
+} capture;
+
+static void capture_start(capture *c, const ck_fixture *f)
+{
+    int fd;
+    snprintf(c->path, sizeof(c->path), "%s/stderr.txt", f->root);
+    fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    c->saved_fd = dup(STDERR_FILENO);
+    assert_true(c->saved_fd >= 0);
+    assert_true(dup2(fd, STDERR_FILENO) >= 0);
+    close(fd);
+}
+
+static char *capture_end(capture *c)
+{
+    FILE *fp;
+    char *text = calloc(1, 1 << 16);
+    size_t n;
+    fflush(stderr);
+    assert_true(dup2(c->saved_fd, STDERR_FILENO) >= 0);
+    close(c->saved_fd);
+    fp = fopen(c->path, "rb");
+    assert_non_null(fp);
+    assert_non_null(text);
+    n = fread(text, 1, (1 << 16) - 1, fp);
+    text[n] = '\0';
+    fclose(fp);
+    return text;
+}
+
+static int count_substr(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Session options without the fixture's log (so the defaults apply). */
+static ckpt_session_options plain_session(ck_fixture *f)
+{
+    ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
+    so.clock = &f->clock.clock;
+    so.fs = &f->cfs.fwd.fs;
+    return so;
+}
+
+static ckpt_checkpoint_hook_options plain_hook(ck_fixture *f, int mode,
+                                               int64_t steps)
+{
+    ckpt_checkpoint_hook_options o = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    o.checkpoint_dir = f->ckdir;
+    o.save_steps = steps;
+    o.mode = mode;
+    o.clock = &f->clock.clock;
+    return o;
+}
+
+static void run_steps(ck_fixture *f, ckpt_monitored_session *ms, int n)
+{
+    for (int i = 0; i < n; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+}
+
+/* ---- 1. the checkpoint name ------------------------------------------------
+ */
+
+/* With use_scaffold (the README's setup), checkpoint_basename names the
+ * files; before, a basename given in the hook's saver options was dropped
+ * and the files were model.ckpt-*. */
+static void test_basename_with_scaffold(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    o.use_scaffold = 1;
+    o.checkpoint_basename = "mnist";
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    for (int i = 0; i < 4; i++) {
+        assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 60.0));
+        run_steps(f, ms, 1);
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_true(file_exists(f->ckdir, "mnist-0.index"));
+    assert_true(file_exists(f->ckdir, "mnist-2.index"));
+    assert_true(file_exists(f->ckdir, "mnist-4.index"));
+    assert_int_equal(count_files(f->ckdir, "model.ckpt"), 0);
+}
+
+/* The same name through the own saver and the training-session builder. */
+static void test_basename_own_saver(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 3);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    o.checkpoint_basename = "net";
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 3);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_true(file_exists(f->ckdir, "net-0.index"));
+    assert_true(file_exists(f->ckdir, "net-3.index"));
+    assert_int_equal(count_files(f->ckdir, "model.ckpt"), 0);
+}
+
+/* Two different names are an error saying which settings disagree. */
+static void test_basename_conflicts(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 3);
+    ckpt_saver_options hs = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver_options ss = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    /* hook: checkpoint_basename against its own saver options */
+    hs.basename = "b";
+    o.saver_options = &hs;
+    o.checkpoint_basename = "a";
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EINVAL,
+                      "checkpoint_basename 'a' disagrees with "
+                      "saver_options->basename 'b'");
+    /* use_scaffold: the hook's name against the session's saver options */
+    o.saver_options = NULL;
+    o.use_scaffold = 1;
+    ss.basename = "b";
+    so.saver_options = &ss;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_EINVAL,
+                      "checkpoint basename 'a' of the checkpoint hook options "
+                      "(checkpoint_basename) disagrees with checkpoint "
+                      "basename 'b' of the session options");
+    assert_null(ms);
+}
+
+/* With use_scaffold and the name given only in the session's saver
+ * options, the files and the hook's first log line both use it (the log
+ * used to name model.ckpt whatever was written). */
+static void test_basename_from_session_is_logged(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_saver_options ss = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    char want[4300];
+    ckpt_hook h;
+    capture c;
+    char *text;
+    ss.basename = "sess";
+    so.saver_options = &ss;
+    o.use_scaffold = 1;
+    capture_start(&c, f);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+    text = capture_end(&c);
+    snprintf(want, sizeof(want), "saving checkpoints to %s/sess-<step>",
+             f->ckdir);
+    assert_int_equal(count_substr(text, want), 1);
+    free(text);
+    assert_true(file_exists(f->ckdir, "sess-0.index"));
+}
+
+/* ---- 4. one directory setting ----------------------------------------------
+ */
+
+/* The hook's directory alone: a second run resumes from it. */
+static void test_hook_dir_alone_resumes(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 5);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 7);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(ck_latest_step(f), 7);
+
+    ck_fill(f, 0); /* a new process starts from scratch */
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    assert_int_equal(f->gstep, 7); /* restored */
+    assert_true(f->vals[1] == ck_value(7, 1));
+    ckpt_monitored_session_free(ms);
+}
+
+/* The session restores from the hook's directory through a saver of its
+ * own; opening that saver must not apply its default retention (5) to the
+ * checkpoints the hook keeps (10 here). */
+static void test_resume_keeps_hook_retention(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 1);
+    ckpt_saver_options sv = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    sv.max_to_keep = 10;
+    sv.fs = &f->cfs.fwd.fs;
+    o.saver_options = &sv;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 12);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    assert_int_equal(f->gstep, 12); /* restored */
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(count_files(f->ckdir, ".index"), 10);
+    assert_true(file_exists(f->ckdir, "model.ckpt-3.index"));
+}
+
+/* The session's directory alone serves the hook (use_scaffold or not). */
+static void test_session_dir_alone_saves(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    so.checkpoint_dir = f->ckdir;
+    o.checkpoint_dir = NULL;
+    for (int scaffold = 0; scaffold < 2; scaffold++) {
+        o.use_scaffold = scaffold;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+        run_steps(f, ms, 2);
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        assert_int_equal(ck_latest_step(f), 2 * (scaffold + 1));
+    }
+}
+
+static void test_dirs_disagree_or_missing(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    char other[4200];
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    snprintf(other, sizeof(other), "%s/other", f->root);
+    so.checkpoint_dir = other;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_EINVAL, "disagrees with checkpoint_dir");
+    assert_null(ms);
+    assert_true(strstr(ckpt_error_last()->message, other) != NULL);
+    assert_true(strstr(ckpt_error_last()->message, f->ckdir) != NULL);
+    /* The same directory twice (a trailing '/' aside) is fine. */
+    snprintf(other, sizeof(other), "%s/", f->ckdir);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+    /* Neither names one. */
+    so.checkpoint_dir = NULL;
+    o.checkpoint_dir = NULL;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_EINVAL,
+                      "set checkpoint_dir in the hook's options or the "
+                      "session's");
+}
+
+/* ---- 2. logging and skipped triggers ---------------------------------------
+ */
+
+/* No log anywhere: the hook and the session log to stderr at INFO, with
+ * the totals at the end; CKPT_LOG_OFF silences both. */
+static void test_logs_to_stderr_by_default(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    capture c;
+    char *text;
+    o.use_scaffold = 1;
+    so.checkpoint_dir = f->ckdir;
+    capture_start(&c, f);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 4);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    text = capture_end(&c);
+    assert_int_equal(count_substr(text, "ckpt: info: CheckpointSaverHook: "
+                                        "saving checkpoint for step"),
+                     3);
+    assert_int_equal(count_substr(text, "CheckpointSaverHook: session ended: "
+                                        "3 checkpoint(s) written, 0 "
+                                        "trigger(s) skipped, 0 coalesced, 0 "
+                                        "failed"),
+                     1);
+    assert_int_equal(count_substr(text, "debug"), 0);
+    free(text);
+
+    so.log_level = CKPT_LOG_OFF;
+    capture_start(&c, f);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 2);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    text = capture_end(&c);
+    assert_string_equal(text, "");
+    free(text);
+}
+
+/* The default busy policy stays SKIP (one snapshot buffer; see
+ * docs/guide.md), but every skip is counted and reported: at the 1st and
+ * the 10th, with the count and the remedy, and in the totals. */
+static void test_default_policy_skips_and_reports(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 1);
+    ckpt_session_options so = plain_session(f);
+    ckpt_saver_options sv = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver_metrics m;
+    ckpt_hook h;
+    sv.busy_policy = 0; /* the default */
+    o.saver_options = &sv;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ck_wait_idle(&h);
+    gate_close(&f->cfs.gate);
+    run_steps(f, ms, 1); /* dispatched; its write waits at the gate */
+    gate_wait_blocked(&f->cfs.gate);
+    run_steps(f, ms, 12); /* 12 triggers skipped */
+    m = ck_metrics(&h);
+    assert_int_equal(m.saves_skipped, 12);
+    assert_int_equal(m.saves_coalesced, 0);
+    assert_int_equal(ck_log_count(f, "1 trigger(s) skipped so far"), 1);
+    assert_int_equal(ck_log_count(f, "10 trigger(s) skipped so far"), 1);
+    assert_int_equal(ck_log_count(f, "trigger(s) skipped so far"), 2);
+    assert_int_equal(ck_log_count(f, "CKPT_BUSY_COALESCE"), 2);
+    /* One snapshot buffer: COALESCE would need two. */
+    gate_open(&f->cfs.gate);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    assert_int_equal(ck_log_count(f, "12 trigger(s) skipped, 0 coalesced"), 1);
+    ckpt_monitored_session_free(ms);
+}
+
+/* log_level 0 means INFO: DEBUG lines are not passed on. */
+static void test_log_level_zero_is_info(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_options sv = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_saver_listener ls[1];
+    ckpt_checkpoint_hook_options o =
+        ck_hook_options(f, CKPT_SAVE_SYNC, 2, &sv, ls, 1);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    sv.log_level = 0;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    run_steps(f, ms, 2);
+    ckpt_monitored_session_free(ms);
+    assert_true(ck_log_count(f, "saving checkpoint for step") >= 2);
+    /* "calling 1 checkpoint listener(s)" is logged at DEBUG */
+    assert_int_equal(ck_log_count(f, "checkpoint listener(s) before"), 0);
+    for (int i = 0; i < f->nlog; i++)
+        assert_true(f->log_levels[i] >= CKPT_LOG_INFO);
+}
+
+/* ---- 3. the listener stop protocol -----------------------------------------
+ */
+
+static int stop_after_save(ckpt_session *s, int64_t step, const char *prefix,
+                           int *stop, void *payload)
+{
+    int *calls = payload;
+    (void)s;
+    (void)prefix;
+    (void)stop;
+    (*calls)++;
+    return step >= 2 ? CKPT_LISTENER_STOP : 0; /* TF: return True */
+}
+
+static void test_after_save_true_stops(void **state)
+{
+    ck_fixture *f = *state;
+    for (int mode = CKPT_SAVE_SYNC; mode <= CKPT_SAVE_ASYNC; mode++) {
+        ckpt_checkpoint_hook_options o = plain_hook(f, mode, 2);
+        ckpt_session_options so = plain_session(f);
+        ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL, NULL,
+                                 stop_after_save,       NULL};
+        ckpt_monitored_session *ms = NULL;
+        ckpt_hook h;
+        int calls = 0, err = 0, steps = 0;
+        l.payload = &calls;
+        o.listeners = &l;
+        o.num_listeners = 1;
+        so.log_level = CKPT_LOG_OFF;
+        ck_fill(f, 0);
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+        so.not_chief = 1; /* start at step 0 each time */
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+        while (steps < 20 && !ckpt_monitored_session_should_stop(ms, &err)) {
+            assert_ckpt_ok(ck_run(f, ms));
+            steps++;
+            if (mode == CKPT_SAVE_ASYNC)
+                assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 60.0));
+        }
+        assert_ckpt_ok(err);
+        assert_true(steps < 20);
+        assert_true(f->gstep >= 2 && f->gstep <= 4);
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        assert_true(calls >= 2);
+        ckpt_monitored_session_free(ms);
+    }
+}
+
+static int true_from_before_save(ckpt_session *s, int64_t step, void *payload)
+{
+    (void)s;
+    (void)step;
+    (void)payload;
+    return 1;
+}
+
+/* Elsewhere a positive return is an error that names the right way. */
+static void test_before_save_true_names_the_way(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL,
+                             true_from_before_save, NULL, NULL};
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    o.listeners = &l;
+    o.num_listeners = 1;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_EUSER,
+                      "before_save returned 1 at step 0: return 0 or a "
+                      "negative error (only after_save stops training by "
+                      "returning CKPT_LISTENER_STOP)");
+}
+
+/* ---- 5. lifecycle -----------------------------------------------------------
+ */
+
+static void count_destroy(void *payload)
+{
+    (*(int *)payload)++;
+}
+
+static void test_hook_free(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
+    ckpt_hook h;
+    int destroyed = 0;
+    ckpt_hook user = {
+        CKPT_HOOK_VERSION, "mine", NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        count_destroy,     0};
+    user.payload = &destroyed;
+    ckpt_hook_free(&user);
+    assert_int_equal(destroyed, 1);
+    ckpt_hook_free(&user); /* zeroed: nothing */
+    assert_int_equal(destroyed, 1);
+    ckpt_hook_free(NULL);
+    /* A checkpoint hook never handed to a session (ASan checks the leak). */
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    ckpt_hook_free(&h);
+    assert_null(h.payload);
+}
+
+/* Wait for the write in flight: after_save is delivered, no polling. */
+static void test_hook_wait(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_listener ls[1];
+    ckpt_saver_options sv = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_checkpoint_hook_options o =
+        ck_hook_options(f, CKPT_SAVE_ASYNC, 2, &sv, ls, 1);
+    ckpt_monitored_session *ms = NULL;
+    ck_event ev[8];
+    ckpt_hook h;
+    ckpt_hook user = {CKPT_HOOK_VERSION,
+                      "mine",
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      0};
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 1.0)); /* no session yet */
+    ms = ck_session(f, &h, 1);
+    assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 60.0));
+    assert_int_equal(ck_events(f, EV_AFTER, ev, 8), 1); /* step 0 */
+    gate_close(&f->cfs.gate);
+    run_steps(f, ms, 2); /* step 2 dispatched, held */
+    gate_wait_blocked(&f->cfs.gate);
+    assert_int_equal(ckpt_checkpoint_hook_wait(&h, 0.05), CKPT_ETIMEDOUT);
+    gate_open(&f->cfs.gate);
+    assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 60.0));
+    assert_int_equal(ck_events(f, EV_AFTER, ev, 8), 2);
+    assert_int_equal(ck_metrics(&h).saves_completed, 2);
+    assert_ckpt_error(ckpt_checkpoint_hook_wait(&user, 1.0), CKPT_EINVAL,
+                      "not a checkpoint hook");
+    assert_ckpt_error(ckpt_checkpoint_hook_wait(NULL, 1.0), CKPT_EINVAL,
+                      "hook is NULL");
+    ckpt_monitored_session_free(ms);
+}
+
+/* The library's hooks are recognised by kind and payload, not by their
+ * callbacks: a user hook reusing the callbacks is not a checkpoint hook,
+ * and a foreign payload under the checkpoint kind is refused. */
+static void test_hook_kind(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_saver_metrics m;
+    ckpt_hook h, copy;
+    int64_t foreign[4] = {0, 0, 0, 0};
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_int_equal(h.kind, CKPT_HOOK_KIND_CHECKPOINT);
+    copy = h;
+    assert_ckpt_ok(ckpt_checkpoint_hook_metrics(&copy, &m));
+    copy.kind = CKPT_HOOK_KIND_USER;
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(&copy, &m), CKPT_EINVAL,
+                      "not a checkpoint hook");
+    copy.kind = CKPT_HOOK_KIND_CHECKPOINT;
+    copy.payload = foreign;
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(&copy, &m), CKPT_EINVAL,
+                      "not a checkpoint hook");
+    ckpt_hook_free(&h);
+}
+
+/* ---- 6. options structs
+ * ------------------------------------------------------ */
+
+static void test_zeroed_options_name_the_init_macro(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o;
+    ckpt_session_options so;
+    ckpt_saver_options sv;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver *saver = NULL;
+    ckpt_hook h;
+    memset(&o, 0, sizeof(o));
+    memset(&so, 0, sizeof(so));
+    memset(&sv, 0, sizeof(sv));
+    o.checkpoint_dir = f->ckdir;
+    o.save_steps = 10;
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EVERSION,
+                      "unsupported version 0 (the struct was not initialised): "
+                      "start from CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, NULL, 0, &so),
+                      CKPT_EVERSION, "CKPT_SESSION_OPTIONS_INIT");
+    assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EVERSION,
+                      "CKPT_SAVER_OPTIONS_INIT");
+    /* With the version set, every zero field is its default. */
+    o.version = CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION;
+    so.version = CKPT_SESSION_OPTIONS_VERSION;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+    sv.version = CKPT_SAVER_OPTIONS_VERSION;
+    assert_ckpt_ok(ckpt_saver_open(&saver, f->root, &sv));
+    assert_int_equal(ckpt_saver_get_options(saver)->max_to_keep, 5);
+    assert_string_equal(ckpt_saver_get_options(saver)->basename, "model.ckpt");
+    ckpt_saver_free(saver);
+}
+
+/* A caller built against version 1 (before checkpoint_basename) keeps
+ * working; the field it lacks keeps its default; a newer version fails. */
+static void test_older_version_accepted(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    so.log_level = CKPT_LOG_OFF;
+    o.version = 1;
+    o.checkpoint_basename = "ignored"; /* beyond a version-1 struct */
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+    assert_true(file_exists(f->ckdir, "model.ckpt-0.index"));
+    assert_int_equal(count_files(f->ckdir, "ignored"), 0);
+    o.version = CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION + 1;
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EVERSION,
+                      "this library knows versions 1 to 2");
+    assert_ckpt_ok(ckpt_checkpoint_hook_options_init(&o, 1));
+    assert_int_equal(o.version, 1);
+    assert_ckpt_error(ckpt_checkpoint_hook_options_init(&o, 0), CKPT_EVERSION,
+                      "CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
+}
+
+/* max_to_keep 0 is the default (5); CKPT_KEEP_ALL keeps every one;
+ * direct_io takes the shared constants only. */
+static void test_saver_zero_means_default(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_options sv = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *saver = NULL;
+    ckpt_var v = {"v", CKPT_DT_FLOAT, {1, {4}}, f->vals, NULL, NULL, NULL};
+    assert_int_equal(sv.max_to_keep, 0);
+    assert_int_equal(sv.log_level, CKPT_LOG_DEFAULT);
+    assert_ckpt_ok(ckpt_saver_open(&saver, f->root, &sv));
+    assert_ckpt_ok(ckpt_saver_add_var(saver, &v));
+    for (int64_t s = 1; s <= 7; s++)
+        assert_ckpt_ok(ckpt_saver_save(saver, s, NULL));
+    assert_int_equal(ckpt_saver_num_checkpoints(saver), 5);
+    ckpt_saver_free(saver);
+    sv.direct_io = 2;
+    assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EINVAL,
+                      "CKPT_DIRECT_IO_ON");
+    sv.direct_io = CKPT_DIRECT_IO_OFF;
+    sv.max_to_keep = -2;
+    assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EINVAL,
+                      "CKPT_KEEP_ALL");
+}
+
+/* NULL arguments: CKPT_EINVAL naming the function and the argument; the
+ * *_free functions accept NULL. */
+static void test_null_arguments(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_var v = {"v", CKPT_DT_FLOAT, {1, {4}}, f->vals, NULL, NULL, NULL};
+    ckpt_saver_metrics m;
+    ckpt_hook h;
+    int64_t step;
+    assert_ckpt_error(ckpt_checkpoint_hook_new(NULL, &o), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_new: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, NULL), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_new: opts is NULL");
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(&h, NULL), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_metrics: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(NULL, &m), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_metrics: hook is NULL");
+    ckpt_hook_free(&h);
+    assert_ckpt_error(ckpt_graph_add_var(NULL, &v), CKPT_EINVAL,
+                      "ckpt_graph_add_var: g is NULL");
+    assert_ckpt_error(ckpt_graph_add_var(f->graph, NULL), CKPT_EINVAL,
+                      "ckpt_graph_add_var: var is NULL");
+    assert_ckpt_error(ckpt_session_global_step(NULL, &step), CKPT_EINVAL,
+                      "ckpt_session_global_step: s is NULL");
+    assert_ckpt_error(ckpt_monitored_session_run(NULL, NULL, ck_step, f, NULL),
+                      CKPT_EINVAL, "ckpt_monitored_session_run: ms is NULL");
+    assert_ckpt_error(ckpt_monitored_session_before_run(NULL, NULL, NULL),
+                      CKPT_EINVAL,
+                      "ckpt_monitored_session_before_run: sc_out is NULL");
+    assert_ckpt_error(ckpt_monitored_session_close(NULL, 0), CKPT_EINVAL,
+                      "ckpt_monitored_session_close: ms is NULL");
+    assert_ckpt_error(ckpt_monitored_session_new(NULL, f->graph, NULL, 0, NULL),
+                      CKPT_EINVAL, "ckpt_monitored_session_new: out is NULL");
+    assert_ckpt_error(ckpt_checkpoint_hook_options_init(
+                          NULL, CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION),
+                      CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_options_init: o is NULL");
+    assert_ckpt_error(
+        ckpt_session_options_init(NULL, CKPT_SESSION_OPTIONS_VERSION),
+        CKPT_EINVAL, "ckpt_session_options_init: opts is NULL");
+    ckpt_hook_free(NULL);
+    ckpt_monitored_session_free(NULL);
+    ckpt_graph_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_basename_with_scaffold, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_own_saver, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_conflicts, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_from_session_is_logged,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_resume_keeps_hook_retention,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_session_dir_alone_saves, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_dirs_disagree_or_missing, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_logs_to_stderr_by_default,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_default_policy_skips_and_reports,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_log_level_zero_is_info, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_after_save_true_stops, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_before_save_true_names_the_way,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_hook_free, ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_hook_kind, ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_zeroed_options_name_the_init_macro,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_older_version_accepted, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_saver_zero_means_default, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_null_arguments, ck_setup,
+                                        ck_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
