@@ -11,6 +11,8 @@
 #define MESSAGE_MAX CKPT__ERROR_MESSAGE_MAX
 
 static _Thread_local char last_message[MESSAGE_MAX];
+/* The context being put in front of last_message. */
+static _Thread_local char context[MESSAGE_MAX];
 static _Thread_local ckpt_error last_error;
 
 struct code_info {
@@ -121,29 +123,75 @@ int ckpt__code_from_errno(int err)
     }
 }
 
+/* Make last_message "<head>: <last_message>". The message after the
+ * separator is kept whole unless it alone takes more than three quarters
+ * of the room (then its start gives way, marked "..."); a head that does
+ * not fit in the rest keeps its start and end around a "...". */
+static void prepend(const char *head, size_t hlen)
+{
+    static const char dots[] = "...";
+    const size_t room = MESSAGE_MAX - 1, sep = 2, ndots = 3;
+    size_t tlen = strnlen(last_message, room);
+    size_t tkeep = tlen, tdots = 0, hroom, hfirst = hlen, hlast = 0, o;
+    if (tkeep > room / 4 * 3) {
+        tkeep = room / 4 * 3 - ndots;
+        tdots = ndots;
+    }
+    hroom = room - sep - tdots - tkeep;
+    if (hlen > hroom) {
+        hfirst = (hroom - ndots) / 2;
+        hlast = hroom - ndots - hfirst;
+    }
+    o = hfirst + (hlast ? ndots + hlast : 0) + sep + tdots;
+    memmove(last_message + o, last_message + (tlen - tkeep), tkeep);
+    last_message[o + tkeep] = '\0';
+    memcpy(last_message, head, hfirst);
+    o = hfirst;
+    if (hlast) {
+        memcpy(last_message + o, dots, ndots);
+        memcpy(last_message + o + ndots, head + hlen - hlast, hlast);
+        o += ndots + hlast;
+    }
+    memcpy(last_message + o, ": ", sep);
+    if (tdots)
+        memcpy(last_message + o + sep, dots, ndots);
+}
+
+/* Format the context into `context`; returns its length. */
+static size_t format_context(const char *fmt, va_list ap)
+{
+    int n = vsnprintf(context, sizeof(context), fmt, ap);
+    if (n < 0)
+        n = 0;
+    return (size_t)n < sizeof(context) ? (size_t)n : sizeof(context) - 1;
+}
+
 int ckpt__error_errno(int err, const char *fmt, ...)
 {
-    char head[MESSAGE_MAX];
     va_list ap;
     int code = ckpt__code_from_errno(err);
+    size_t hlen;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof(head), fmt, ap);
+    hlen = format_context(fmt, ap);
     va_end(ap);
-    return ckpt__error(code, "%s: %s", head, strerror(err));
+    snprintf(last_message, sizeof(last_message), "%s", strerror(err));
+    prepend(context, hlen);
+    last_error.code = code;
+    return code;
 }
 
 int ckpt__error_prefix(int code, const char *fmt, ...)
 {
-    char head[MESSAGE_MAX];
-    char tail[MESSAGE_MAX];
     va_list ap;
+    size_t hlen;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof(head), fmt, ap);
+    hlen = format_context(fmt, ap);
     va_end(ap);
     if (last_error.code == 0)
-        return ckpt__error(code, "%s: %s", head, ckpt_strerror(code));
-    snprintf(tail, sizeof(tail), "%s", last_message);
-    return ckpt__error(code, "%s: %s", head, tail);
+        snprintf(last_message, sizeof(last_message), "%s", ckpt_strerror(code));
+    prepend(context, hlen);
+    last_error.code = code;
+    return code;
 }
 
 int ckpt__error_oom(void)

@@ -50,8 +50,11 @@ int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
 int ckpt__error_oom(void);
 
 /* The size of the thread's last-error message buffer (and of a saved
- * copy), terminating NUL included. */
-#define CKPT__ERROR_MESSAGE_MAX 1024
+ * copy), terminating NUL included: room for several paths of PATH_MAX
+ * bytes and the error after them. A context prepended with
+ * ckpt__error_prefix (or the head of ckpt__error_errno) that would not fit
+ * is shortened in its middle, so the error at the end is always kept. */
+#define CKPT__ERROR_MESSAGE_MAX 16384
 
 /* A copy of the thread's last error, for code that must run a fallible
  * step (cleanup, a rollback, probing) without losing the error it reports:

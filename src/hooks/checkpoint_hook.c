@@ -21,6 +21,7 @@
  * timer alone, so the next step tries again. */
 #include "checkpoint_hook_internal.h"
 
+#include "io/fs_dirs.h"
 #include "io/fs_internal.h"
 #include "session/session_internal.h"
 
@@ -58,31 +59,11 @@ int ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
 
 /* ---- begin --------------------------------------------------------------- */
 
-/* mkdir -p through the file system: every missing level is created. */
+/* The checkpoint directory and its missing parents, each made durable
+ * (a sync_dir of its parent) before anything is saved in it. */
 static int make_dirs(const ckpt_fs *fs, const char *dir)
 {
-    ckpt_buf path = CKPT_BUF_INIT;
-    int err = 0;
-    for (const char *p = dir;; p++) {
-        if (*p == '/' || *p == '\0') {
-            size_t n = (size_t)(p - dir);
-            if (n > 0) {
-                ckpt__buf_clear(&path);
-                err = ckpt__buf_put(&path, dir, n);
-                if (err == 0)
-                    err = ckpt__fs_mkdir(fs, path.ptr);
-                if (err == CKPT_EEXISTS) {
-                    ckpt_error_clear();
-                    err = 0;
-                }
-                if (err < 0)
-                    break;
-            }
-            if (*p == '\0')
-                break;
-        }
-    }
-    ckpt_buf_dispose(&path);
+    int err = ckpt__fs_make_dirs(fs, dir);
     if (err < 0)
         return ckpt__error_prefix(err, "creating checkpoint directory %s", dir);
     return 0;

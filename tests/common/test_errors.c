@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_strerror_and_names(void **state)
@@ -58,6 +59,78 @@ static void test_last_error_is_per_thread(void **state)
     pthread_join(t, NULL);
     assert_int_equal(ckpt_error_last()->code, CKPT_ECORRUPT);
     assert_string_equal(ckpt_error_last()->message, "mine");
+}
+
+/* A string of `n` bytes "/dir..../dir" (malloc'd), like a long path. */
+static char *long_path(size_t n, char c)
+{
+    char *p = malloc(n + 1);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = i % 64 == 0 ? '/' : c;
+    p[n] = '\0';
+    return p;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+/* Messages naming long paths keep the paths and the error after them (a
+ * 1 KiB buffer used to cut both off). */
+static void test_long_paths_keep_the_error(void **state)
+{
+    char *a = long_path(4000, 'a'), *b = long_path(4000, 'b');
+    const char *msg;
+    (void)state;
+    assert_int_equal(ckpt__error_errno(ENOENT, "open_read %s", a),
+                     CKPT_ENOTFOUND);
+    msg = ckpt_error_last()->message;
+    assert_non_null(strstr(msg, a));
+    assert_true(ends_with(msg, ": No such file or directory"));
+    ckpt__error(CKPT_ECORRUPT, "%s: block 3: checksum mismatch", a);
+    assert_int_equal(ckpt__error_prefix(CKPT_ECORRUPT, "reading %s", b),
+                     CKPT_ECORRUPT);
+    msg = ckpt_error_last()->message;
+    assert_non_null(strstr(msg, a));
+    assert_non_null(strstr(msg, b));
+    assert_true(ends_with(msg, ": block 3: checksum mismatch"));
+    assert_int_equal(ckpt_error_last()->code, CKPT_ECORRUPT);
+    ckpt_error_clear();
+    free(a);
+    free(b);
+}
+
+/* A context longer than the whole buffer gives way in its middle; the
+ * error at the end survives, as does a message too long on its own (its
+ * start gives way then). */
+static void test_overlong_context_is_cut_in_the_middle(void **state)
+{
+    char *huge = long_path(3 * CKPT__ERROR_MESSAGE_MAX, 'h');
+    char *big = long_path(CKPT__ERROR_MESSAGE_MAX - 100, 'm');
+    const char *msg;
+    (void)state;
+    ckpt__error(CKPT_EIO, "the actual error");
+    ckpt__error_prefix(CKPT_EIO, "%s", huge);
+    msg = ckpt_error_last()->message;
+    assert_true(strlen(msg) < CKPT__ERROR_MESSAGE_MAX);
+    assert_true(strlen(msg) > CKPT__ERROR_MESSAGE_MAX / 2);
+    assert_true(ends_with(msg, ": the actual error"));
+    assert_memory_equal(msg, huge, 100); /* its start */
+    assert_non_null(strstr(msg, "..."));
+    ckpt__error_errno(EACCES, "%s", huge);
+    assert_true(ends_with(ckpt_error_last()->message, ": Permission denied"));
+    ckpt__error(CKPT_EIO, "%s: the end", big);
+    ckpt__error_prefix(CKPT_EIO, "context");
+    msg = ckpt_error_last()->message;
+    assert_true(strlen(msg) < CKPT__ERROR_MESSAGE_MAX);
+    assert_true(ends_with(msg, "m: the end"));
+    assert_memory_equal(msg, "context: ...", 12);
+    ckpt_error_clear();
+    free(huge);
+    free(big);
 }
 
 /* A saved error survives a failing cleanup step and comes back whole, even
@@ -114,6 +187,8 @@ int main(void)
         cmocka_unit_test(test_last_error_set_and_clear),
         cmocka_unit_test(test_errno_mapping),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_long_paths_keep_the_error),
+        cmocka_unit_test(test_overlong_context_is_cut_in_the_middle),
         cmocka_unit_test(test_error_save_restore),
         cmocka_unit_test(test_check_arg),
     };

@@ -2,8 +2,11 @@
  * through a monitored session: option checks, the directory and global step
  * at begin, the initial save and its skip, the step and seconds schedules,
  * listener order and stop requests, the final save at end, failing saves,
- * and the state file naming only complete checkpoints (B44-B57). */
+ * the state file naming only complete checkpoints (B44-B57), and the
+ * durability of the directories begin creates. */
 #include "ckhook_test_util.h"
+
+#include "support/fs_fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -613,6 +616,68 @@ static void test_b49_no_initial_save_after_recovery(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* Index of the first traced event `op` on `path` at or after `from`, or
+ * -1. */
+static long find_event(const ckpt_fs_fault *ff, size_t from, int op,
+                       const char *path)
+{
+    for (size_t i = from; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        if (e->op == op && strcmp(e->path, path) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Every directory begin creates (root/ck, root/ck/a, root/ck/a/b) is made
+ * durable by a sync_dir of its parent before the first save writes into
+ * it: under strict POSIX semantics an unsynced new directory can vanish in
+ * a power cut with every checkpoint in it. */
+static void test_begin_syncs_parent_of_each_created_directory(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_checkpoint_hook_options o;
+    ckpt_monitored_session *ms;
+    ckpt_hook h;
+    char levels[3][4200];
+    long first_write;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    so.fs = ckpt_fs_fault_fs(ff);
+    o = ck_hook_options(f, CKPT_SAVE_SYNC, 1, &so, NULL, 0);
+    snprintf(levels[0], sizeof(levels[0]), "%s/ck", f->root);
+    snprintf(levels[1], sizeof(levels[1]), "%s/ck/a", f->root);
+    snprintf(levels[2], sizeof(levels[2]), "%s/ck/a/b", f->root);
+    assert_string_equal(levels[2], f->ckdir);
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_MKDIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE));
+    h = new_hook(&o);
+    ms = ck_session(f, &h, 1); /* begin, then the initial save */
+    first_write = -1;
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++)
+        if (ckpt_fs_fault_trace_event(ff, i)->op == CKPT_FS_OP_OPEN_WRITE) {
+            first_write = (long)i;
+            break;
+        }
+    assert_true(first_write >= 0);
+    for (int i = 0; i < 3; i++) {
+        const char *parent = i == 0 ? f->root : levels[i - 1];
+        long made = find_event(ff, 0, CKPT_FS_OP_MKDIR, levels[i]);
+        long synced;
+        assert_true(made >= 0);
+        synced = find_event(ff, (size_t)made + 1, CKPT_FS_OP_SYNC_DIR, parent);
+        if (synced < 0 || synced > first_write)
+            fail_msg("mkdir %s is not followed by sync_dir %s before the "
+                     "first save",
+                     levels[i], parent);
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    ckpt_fs_fault_free(ff);
+}
+
 static void test_metrics_of_another_hook_is_einval(void **state)
 {
     ckpt_hook other;
@@ -645,6 +710,7 @@ int main(void)
         T(test_b55_end_does_not_resave_last_trigger),
         T(test_b56_failing_sync_save_is_returned),
         T(test_b57_state_file_names_only_complete_checkpoints),
+        T(test_begin_syncs_parent_of_each_created_directory),
         T(test_metrics_of_another_hook_is_einval),
 #undef T
     };

@@ -51,6 +51,7 @@ cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
     close(fo);
     close(fe);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     r.out = slurp(out_path);
     r.err = slurp(err_path);
     unlink(out_path);

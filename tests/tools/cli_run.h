@@ -9,6 +9,7 @@
 
 typedef struct cli_run {
     int status; /* exit code, or -1 when it did not exit normally */
+    int signal; /* the signal that ended it, or 0 */
     char *out;  /* stdout, NUL-terminated */
     char *err;  /* stderr, NUL-terminated */
 } cli_run;

@@ -545,10 +545,10 @@ static void test_ls_strays_and_incomplete(void **state)
     assert_int_equal(json_object_array_length(jget(root, "stray")), 5);
     json_object_put(root);
     run_free(&r);
-    /* a state file that cannot be parsed */
+    /* a state file that cannot be parsed: damage, exit 1 as from inspect */
     write_text(dir, "checkpoint", "model_checkpoint_path: \"m\"\nbogus: 1\n");
     RUN(r, "ls", dir);
-    expect_status(&r, 2);
+    expect_status(&r, 1);
     expect_contains(r.err, "ckpt ls: ");
     expect_contains(r.err, "checkpoint:2:1: unknown field \"bogus\"");
     run_free(&r);
@@ -664,12 +664,18 @@ static void test_missing_paths(void **state)
     expect_status(&r, 2);
     expect_contains(r.err, "no checkpoint state file and no .index file");
     run_free(&r);
-    /* a state file whose checkpoints are gone */
+    /* a state file whose checkpoints are gone: nothing to inspect, and
+     * verify reports the named checkpoint missing (damage) */
     write_text(dir, "checkpoint", "model_checkpoint_path: \"gone-1\"\n");
-    RUN(r, "verify", dir);
+    RUN(r, "inspect", dir);
     expect_status(&r, 2);
-    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "gone-1");
+    run_free(&r);
+    RUN(r, "verify", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, "gone-1) is missing");
     run_free(&r);
     free(missing);
     free(dst);

@@ -11,11 +11,13 @@
 #include "report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define DATA_N 4096
 #define DATA_DIM 32
@@ -298,6 +300,34 @@ static int train_step(ckpt_step_context *sc, void *payload)
 /* ---- running
  * ----------------------------------------------------------------- */
 
+/* fsync the directory holding path[0..n) ("." when it has no '/'), so an
+ * entry just created in it survives a power cut. */
+static int sync_parent(const char *path, size_t n)
+{
+    char parent[4096];
+    int fd, rc;
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n == 0)
+        memcpy(parent, ".", 2);
+    else {
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+    }
+    fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    if (rc != 0 && errno == EINVAL)
+        rc = 0; /* a file system that cannot sync directories */
+    close(fd);
+    return rc;
+}
+
+/* mkdir -p, each created level made durable in its parent before a
+ * checkpoint is saved in it. */
 static int mkdir_p(const char *path)
 {
     char buf[4096];
@@ -312,8 +342,12 @@ static int mkdir_p(const char *path)
         if (buf[i] == '/' || buf[i] == '\0') {
             char c = buf[i];
             buf[i] = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            if (mkdir(buf, 0755) == 0) {
+                if (sync_parent(buf, i) != 0)
+                    return -1;
+            } else if (errno != EEXIST) {
                 return -1;
+            }
             buf[i] = c;
         }
     }

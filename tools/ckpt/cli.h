@@ -14,6 +14,7 @@
 #include "ckpt.h"
 
 #include <json-c/json.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,9 +46,45 @@ extern const cli_command cli_cmd_verify;
 extern const cli_command cli_cmd_repack;
 extern const cli_command cli_cmd_diff;
 
+/* ---- untrusted text (cli_text.c) ----------------------------------------- */
+
+/* Names and paths from files are data: these make them fit for a terminal
+ * (printable ASCII and printable UTF-8 as is, every other byte as \xHH) and
+ * for JSON (valid UTF-8 as is, otherwise each byte as U+0000..U+00FF). Every
+ * name, path or message printed goes through them. */
+
+/* `bytes` (n bytes followed by a NUL) fit for a terminal: `bytes` itself
+ * when nothing needs escaping, else an escaped copy that lives until
+ * cli_text_release(). */
+const char *cli_safe_n(const void *bytes, size_t n);
+/* cli_safe_n of a C string. */
+const char *cli_safe(const char *s);
+/* cli_safe_n of an entry's whole name (NUL bytes included). */
+const char *cli_safe_name(const ckpt_tensor_entry *e);
+/* Format, then print the text escaped as cli_safe does, on `out`. */
+void cli_vprint_safe(FILE *out, const char *fmt, va_list ap);
+/* Free the escaped copies (at exit). */
+void cli_text_release(void);
+
+/* A JSON string of n bytes (valid UTF-8 as is, otherwise Latin-1). */
+json_object *cli_json_bytes(const void *bytes, size_t n);
+/* cli_json_bytes of a C string. */
+json_object *cli_json_string(const char *s);
+/* cli_json_bytes of an entry's whole name. */
+json_object *cli_json_name(const ckpt_tensor_entry *e);
+
+/* Length of the valid UTF-8 sequence at p (n > 0 bytes left), its code
+ * point in *cp; 0 when the bytes there are not UTF-8. */
+size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp);
+
 /* ---- messages ------------------------------------------------------------ */
 
-/* "ckpt CMD: <message>\n" on stderr. */
+/* malloc that prints "ckpt: out of memory" and exits CLI_USAGE on failure
+ * (n == 0 allocates 1 byte). */
+void *cli_xmalloc(size_t n);
+
+/* "ckpt CMD: <message>\n" on stderr, the message escaped as cli_safe
+ * does. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* "ckpt CMD: [<context>: ]<the library's last error message>\n" on stderr;
@@ -87,18 +124,30 @@ int cli_is_help(const char *arg);
  * code on failure, 0 on success. */
 int cli_resolve_prefix(char **out, const char *cmd, const char *path);
 
+/* Like cli_resolve_prefix, except that a directory with a state file gives
+ * exactly the checkpoint the state file names (its model_checkpoint_path),
+ * whether or not that one's index exists, and sets *named to 1. */
+int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
+                             const char *path);
+
 /* cli_resolve_prefix, then open the bundle. Prints the error and returns an
  * exit code on failure, 0 on success (*prefix_out malloc'd). */
 int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
                     const char *cmd, const char *path);
 
-/* Report a failure to read tensor `name` of `prefix`: the library's
- * message, prefixed with "<prefix>: tensor '<name>': " unless it names the
- * tensor (quoted) already. */
-void cli_tensor_error(const char *cmd, const char *prefix, const char *name);
+/* Report a failure to read entry `e` of `prefix`: the library's message,
+ * prefixed with "<prefix>: tensor '<name>': " unless it names the tensor
+ * (quoted, as the library shows names) already. */
+void cli_tensor_error(const char *cmd, const char *prefix,
+                      const ckpt_tensor_entry *e);
 
 /* Whether the entry is a real tensor to list (not a slice entry). */
 int cli_entry_listed(const ckpt_tensor_entry *e);
+
+/* Whether the reading API cannot name the entry: a slice key, or a name
+ * holding a NUL byte (the API takes names as C strings). Such entries are
+ * read through their raw records (ckpt_bundle_reader_read_record). */
+int cli_entry_binary_name(const ckpt_tensor_entry *e);
 
 /* The bytes a listed tensor holds: its record's size, or for a partitioned
  * tensor (whose entry has no record) the byte size of its full shape. */

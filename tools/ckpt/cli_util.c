@@ -16,7 +16,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_list ap;
     fprintf(stderr, "ckpt %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    cli_vprint_safe(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -42,7 +42,7 @@ int cli_usage_error(const cli_command *c, const char *fmt, ...)
     va_list ap;
     fprintf(stderr, "ckpt %s: ", c->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    cli_vprint_safe(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nusage: ckpt %s\n(see 'ckpt help %s')\n", c->synopsis,
             c->name);
@@ -113,7 +113,7 @@ static size_t data_file_prefix_len(const char *s)
     return n - 20;
 }
 
-static void *xmalloc(size_t n)
+void *cli_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -125,7 +125,7 @@ static void *xmalloc(size_t n)
 
 static char *dup_n(const char *s, size_t n)
 {
-    char *p = xmalloc(n + 1);
+    char *p = cli_xmalloc(n + 1);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
@@ -135,7 +135,7 @@ static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir);
     size_t total = n + strlen(name) + 2;
-    char *p = xmalloc(total);
+    char *p = cli_xmalloc(total);
     snprintf(p, total, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
     return p;
 }
@@ -208,6 +208,36 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
     return 0;
 }
 
+int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
+                             const char *path)
+{
+    struct stat st;
+    ckpt_state state = CKPT_STATE_INIT;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char *state_path;
+    int have_state, err;
+    *named = 0;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cli_resolve_prefix(out, cmd, path);
+    state_path = join(path, CKPT_STATE_FILENAME);
+    have_state = stat(state_path, &st) == 0;
+    free(state_path);
+    if (!have_state)
+        return cli_resolve_prefix(out, cmd, path);
+    err = ckpt_state_read(&state, NULL, path);
+    if (err == 0)
+        err = ckpt_state_resolve(&prefix, path, state.model_checkpoint_path);
+    ckpt_state_dispose(&state);
+    if (err < 0) {
+        ckpt_buf_dispose(&prefix);
+        return cli_lib_error(cmd, err, path);
+    }
+    *out = dup_n(prefix.ptr, prefix.size);
+    *named = 1;
+    ckpt_buf_dispose(&prefix);
+    return 0;
+}
+
 int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
                     const char *cmd, const char *path)
 {
@@ -227,28 +257,59 @@ int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
     return 0;
 }
 
-void cli_tensor_error(const char *cmd, const char *prefix, const char *name)
+/* The library's messages show a name as printable ASCII (backslash
+ * excepted) with every other byte as \xHH, cut after 200 bytes with "...":
+ * "'<that>'" into a malloc'd string. */
+static char *quoted_as_library_shows(const ckpt_tensor_entry *e)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t shown = e->name_len < 200 ? e->name_len : 200;
+    char *q = cli_xmalloc(shown * 4 + 8);
+    size_t o = 0;
+    q[o++] = '\'';
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)e->name[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            q[o++] = (char)c;
+        } else {
+            q[o++] = '\\';
+            q[o++] = 'x';
+            q[o++] = hex[c >> 4];
+            q[o++] = hex[c & 15];
+        }
+    }
+    if (shown < e->name_len) {
+        memcpy(q + o, "...", 3);
+        o += 3;
+    }
+    q[o++] = '\'';
+    q[o] = '\0';
+    return q;
+}
+
+void cli_tensor_error(const char *cmd, const char *prefix,
+                      const ckpt_tensor_entry *e)
 {
     const char *msg = ckpt_error_last()->message;
-    size_t n = strlen(name) + 3;
-    char *quoted = malloc(n);
-    int named = 0;
-    if (quoted) {
-        snprintf(quoted, n, "'%s'", name);
-        named = strstr(msg, quoted) != NULL;
-        free(quoted);
-    }
+    char *quoted = quoted_as_library_shows(e);
+    int named = strstr(msg, quoted) != NULL;
+    free(quoted);
     if (named && strstr(msg, prefix))
         cli_error(cmd, "%s", msg);
     else if (named)
         cli_error(cmd, "%s: %s", prefix, msg);
     else
-        cli_error(cmd, "%s: tensor '%s': %s", prefix, name, msg);
+        cli_error(cmd, "%s: tensor '%s': %s", prefix, cli_safe_name(e), msg);
 }
 
 int cli_entry_listed(const ckpt_tensor_entry *e)
 {
     return !e->is_slice_key;
+}
+
+int cli_entry_binary_name(const ckpt_tensor_entry *e)
+{
+    return e->is_slice_key || strlen(e->name) != e->name_len;
 }
 
 int64_t cli_entry_bytes(const ckpt_tensor_entry *e)

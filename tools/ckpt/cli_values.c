@@ -305,72 +305,6 @@ void cli_print_escaped(FILE *out, const void *bytes, size_t n)
     fputc('"', out);
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_sequence(const unsigned char *p, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        len = 2, cp = p[0] & 0x1f;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        len = 3, cp = p[0] & 0x0f;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        len = 4, cp = p[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-static int is_utf8(const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        size_t len = utf8_sequence(p + i, n - i);
-        if (len == 0)
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
-static json_object *json_bytes(const void *bytes, size_t n)
-{
-    const unsigned char *p = bytes;
-    unsigned char *latin;
-    size_t k = 0;
-    json_object *s;
-    if (n > (size_t)INT32_MAX / 2)
-        n = (size_t)INT32_MAX / 2;
-    if (is_utf8(p, n))
-        return json_object_new_string_len((const char *)p, (int)n);
-    latin = malloc(2 * n + 1);
-    if (!latin)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < 0x80) {
-            latin[k++] = p[i];
-        } else {
-            latin[k++] = (unsigned char)(0xc0 | (p[i] >> 6));
-            latin[k++] = (unsigned char)(0x80 | (p[i] & 0x3f));
-        }
-    }
-    s = json_object_new_string_len((const char *)latin, (int)k);
-    free(latin);
-    return s;
-}
-
 /* ---- a tensor ------------------------------------------------------------ */
 
 static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
@@ -389,7 +323,7 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     for (size_t i = 0; i < shown; i++) {
         const ckpt_slice *s = &a.strings[i];
         if (json) {
-            json_object_array_add(*json, json_bytes(s->ptr, s->len));
+            json_object_array_add(*json, cli_json_bytes(s->ptr, s->len));
             continue;
         }
         if (i > 0)

@@ -222,9 +222,9 @@ static int host_is_little_endian(void)
     return first == 1;
 }
 
-/* Read a fixed-size tensor (host order) into a malloc'd buffer. Slice
- * entries, whose binary keys the typed reader does not take, are read as
- * raw records: little-endian, which is host order on this host (checked
+/* Read a fixed-size tensor (host order) into a malloc'd buffer. Entries
+ * the typed reader cannot name (slice keys, names holding a NUL byte) are
+ * read as raw records: little-endian, which is host order on this host (checked
  * by the caller). */
 static int read_fixed(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                       int64_t nbytes, uint8_t **out)
@@ -232,7 +232,7 @@ static int read_fixed(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     uint8_t *data;
     int err;
     *out = NULL;
-    if (e->is_slice_key) {
+    if (cli_entry_binary_name(e)) {
         ckpt_buf rec = CKPT_BUF_INIT;
         err = ckpt_bundle_reader_read_record(r, e, &rec);
         if (err == 0 && rec.size != (size_t)nbytes)
@@ -304,7 +304,7 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
     if (ea->num_slices > 0 &&
         (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
         return 0; /* not assembled: the slice entries are compared */
-    if (ea->dtype == CKPT_DT_STRING && !ea->is_slice_key) {
+    if (ea->dtype == CKPT_DT_STRING && !cli_entry_binary_name(ea)) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
         err = ckpt_bundle_reader_read_strings(ra, ea->name, &sa);
         if (err == 0) {
@@ -318,7 +318,7 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         return err;
     }
     if (!ckpt_dtype_is_supported(ea->dtype) || ea->dtype == CKPT_DT_STRING ||
-        (ea->is_slice_key && !host_is_little_endian()))
+        (cli_entry_binary_name(ea) && !host_is_little_endian()))
         return compare_records(ra, ea, rb, eb, d, which);
     err = ckpt_tensor_byte_size(&nbytes, ea->dtype, &ea->shape);
     if (err == 0)
@@ -343,7 +343,7 @@ static char *display_name(const ckpt_tensor_entry *e)
     size_t n = 0;
     FILE *f;
     if (!e->is_slice_key) {
-        s = strdup(e->name);
+        s = strdup(cli_safe_name(e));
     } else {
         f = open_memstream(&s, &n);
         if (f) {
@@ -376,11 +376,13 @@ typedef struct report {
     size_t num_differences;
 } report;
 
-static json_object *new_difference(report *rep, const char *name,
-                                   const char *reason)
+static json_object *new_difference(report *rep, const ckpt_tensor_entry *e,
+                                   const char *name, const char *reason)
 {
     json_object *d = json_object_new_object();
-    json_object_object_add(d, "name", json_object_new_string(name));
+    json_object_object_add(d, "name",
+                           e->is_slice_key ? json_object_new_string(name)
+                                           : cli_json_name(e));
     json_object_object_add(d, "reason", json_object_new_string(reason));
     json_object_array_add(rep->list, d);
     return d;
@@ -391,7 +393,7 @@ static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
     char *name = display_name(e);
     rep->num_differences++;
     if (rep->list)
-        new_difference(rep, name, in_a ? "only_in_a" : "only_in_b");
+        new_difference(rep, e, name, in_a ? "only_in_a" : "only_in_b");
     else
         printf("%s: only in %s\n", name, in_a ? "A" : "B");
     free(name);
@@ -406,7 +408,7 @@ static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
     const char *db = cli_dtype_name(eb->dtype, tb);
     rep->num_differences++;
     if (rep->list) {
-        json_object *d = new_difference(rep, name, "dtype");
+        json_object *d = new_difference(rep, ea, name, "dtype");
         json_object_object_add(d, "dtype_a", json_object_new_string(da));
         json_object_object_add(d, "dtype_b", json_object_new_string(db));
     } else {
@@ -422,7 +424,7 @@ static void report_shape(report *rep, const ckpt_tensor_entry *ea,
     char sa[512], sb[512];
     rep->num_differences++;
     if (rep->list) {
-        json_object *d = new_difference(rep, name, "shape");
+        json_object *d = new_difference(rep, ea, name, "shape");
         json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
         json_object_object_add(d, "shape_b", cli_json_shape(&eb->shape));
     } else {
@@ -452,7 +454,7 @@ static void report_values(report *rep, const ckpt_tensor_entry *e,
     rep->num_differences++;
     format_max(max, sizeof(max), d);
     if (rep->list) {
-        json_object *j = new_difference(rep, name, "values");
+        json_object *j = new_difference(rep, e, name, "values");
         if (d->has_max)
             json_object_object_add(j, "max_abs_diff", max_to_json(d));
         if (d->num_different >= 0) {
@@ -508,9 +510,7 @@ static int compare_entry(report *rep, ckpt_bundle_reader *ra,
         return CLI_USAGE;
     }
     if (err < 0) {
-        char *name = display_name(ea);
-        cli_tensor_error("diff", which ? prefix_b : prefix_a, name);
-        free(name);
+        cli_tensor_error("diff", which ? prefix_b : prefix_a, which ? eb : ea);
         return CLI_USAGE;
     }
     if (d.num_different != 0)
@@ -614,18 +614,19 @@ static void print_result(const report *rep, const char *pa, const char *pb,
     json_object *root;
     if (!rep->list) {
         if (rep->num_differences == 0 && o->tolerant)
-            printf("%s and %s: equal within atol %g, %zu tensors\n", pa, pb,
-                   o->atol, compared);
+            printf("%s and %s: equal within atol %g, %zu tensors\n",
+                   cli_safe(pa), cli_safe(pb), o->atol, compared);
         else if (rep->num_differences == 0)
-            printf("%s and %s: equal, %zu tensors\n", pa, pb, compared);
+            printf("%s and %s: equal, %zu tensors\n", cli_safe(pa),
+                   cli_safe(pb), compared);
         else
-            printf("%s and %s: %zu of %zu tensors differ\n", pa, pb,
-                   rep->num_differences, compared);
+            printf("%s and %s: %zu of %zu tensors differ\n", cli_safe(pa),
+                   cli_safe(pb), rep->num_differences, compared);
         return;
     }
     root = json_object_new_object();
-    json_object_object_add(root, "a", json_object_new_string(pa));
-    json_object_object_add(root, "b", json_object_new_string(pb));
+    json_object_object_add(root, "a", cli_json_string(pa));
+    json_object_object_add(root, "b", cli_json_string(pb));
     json_object_object_add(root, "equal",
                            json_object_new_boolean(rep->num_differences == 0));
     if (o->tolerant)

@@ -111,7 +111,8 @@ static int wanted(const inspect_opts *o, const ckpt_tensor_entry *e)
     if (o->num_tensors == 0)
         return 1;
     for (int i = 0; i < o->num_tensors; i++)
-        if (strcmp(o->tensors[i], e->name) == 0)
+        if (strlen(o->tensors[i]) == e->name_len &&
+            memcmp(o->tensors[i], e->name, e->name_len) == 0)
             return 1;
     return 0;
 }
@@ -134,7 +135,7 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
         int len;
         if (!wanted(o, e))
             continue;
-        len = (int)strlen(e->name);
+        len = (int)strlen(cli_safe_name(e));
         if (len > w->name)
             w->name = len > 72 ? 72 : len;
         len = (int)strlen(cli_dtype_name(e->dtype, tmp));
@@ -161,7 +162,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     int64_t count = 0;
     int err;
     ckpt_shape_format(shape, sizeof(shape), &e->shape);
-    printf("%-*s  %-*s  %-*s  %*lld  ", w->name, e->name, w->dtype,
+    printf("%-*s  %-*s  %-*s  %*lld  ", w->name, cli_safe_name(e), w->dtype,
            cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
            (long long)cli_entry_bytes(e));
     if (e->num_slices > 0)
@@ -172,7 +173,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         return 0;
     /* a partitioned tensor's values are read assembled from its slices */
     if ((e->num_slices > 0 && e->dtype == CKPT_DT_STRING) ||
-        !ckpt_dtype_is_supported(e->dtype)) {
+        !ckpt_dtype_is_supported(e->dtype) || cli_entry_binary_name(e)) {
         printf("    (values not supported for this tensor)\n");
         return 0;
     }
@@ -188,7 +189,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         printf("    %s\n", line);
     free(line);
     if (err < 0) {
-        cli_tensor_error("inspect", prefix, e->name);
+        cli_tensor_error("inspect", prefix, e);
         return err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                              : CLI_USAGE;
     }
@@ -205,7 +206,7 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     int64_t count = 0;
     int rc = 0;
     ckpt_shape_num_elements(&count, &e->shape);
-    json_object_object_add(t, "name", json_object_new_string(e->name));
+    json_object_object_add(t, "name", cli_json_name(e));
     json_object_object_add(
         t, "dtype", json_object_new_string(cli_dtype_name(e->dtype, tmp)));
     json_object_object_add(t, "shape", cli_json_shape(&e->shape));
@@ -219,10 +220,10 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         json_object_object_add(t, "num_slices",
                                json_object_new_int(e->num_slices));
     if (o->values && (e->num_slices == 0 || e->dtype != CKPT_DT_STRING) &&
-        ckpt_dtype_is_supported(e->dtype)) {
+        ckpt_dtype_is_supported(e->dtype) && !cli_entry_binary_name(e)) {
         int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
         if (err < 0) {
-            cli_tensor_error("inspect", prefix, e->name);
+            cli_tensor_error("inspect", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
@@ -264,13 +265,13 @@ static int run(int argc, char **argv)
     if (o.json) {
         root = json_object_new_object();
         list = json_object_new_array();
-        json_object_object_add(root, "prefix", json_object_new_string(prefix));
+        json_object_object_add(root, "prefix", cli_json_string(prefix));
         json_object_object_add(
             root, "num_shards",
             json_object_new_int(ckpt_bundle_reader_num_shards(r)));
     } else {
         int shards = ckpt_bundle_reader_num_shards(r);
-        printf("%s: %zu tensor%s, %d shard%s\n", prefix, shown,
+        printf("%s: %zu tensor%s, %d shard%s\n", cli_safe(prefix), shown,
                shown == 1 ? "" : "s", shards, shards == 1 ? "" : "s");
         measure(&o, r, &w);
         printf("%-*s  %-*s  %-*s  %*s  %s\n", w.name, "NAME", w.dtype, "DTYPE",

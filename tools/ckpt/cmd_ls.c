@@ -3,6 +3,8 @@
  * latest, and the stray or incomplete files next to them: temporary files,
  * data files without their index, index files the state file does not
  * list. */
+/* realpath is XSI: asked for before cli.h includes any system header. */
+#define _XOPEN_SOURCE 700
 #include "cli.h"
 
 #include <dirent.h>
@@ -24,6 +26,10 @@ const cli_command cli_cmd_ls = {
     "marks the latest. Then lists stray or incomplete files: temporary files\n"
     "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files whose index is\n"
     "missing, and index files the state file does not list.\n\n"
+    "DIR is listed once (and once each subdirectory of it the state file\n"
+    "names); each checkpoint's files are then looked up. A path ending in\n"
+    "'/' is not a checkpoint prefix; for a checkpoint outside DIR only its\n"
+    "index is looked up. Names are printed with control bytes as \\xHH.\n\n"
     "  --json   print JSON: {\"directory\", \"state_file\", \"latest\",\n"
     "           \"checkpoints\": [{\"prefix\", \"path\", \"step\", \"bytes\",\n"
     "           \"time\", \"time_source\", \"latest\", \"complete\", "
@@ -112,10 +118,11 @@ typedef struct file_entry {
     char *name;
     uint64_t size;
     double mtime;
+    int claimed; /* the index of a listed checkpoint */
 } file_entry;
 
 typedef struct dir_listing {
-    file_entry *files;
+    file_entry *files; /* sorted by name */
     size_t n;
 } dir_listing;
 
@@ -124,7 +131,8 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const file_entry *)a)->name, ((const file_entry *)b)->name);
 }
 
-/* The regular files of `dir`, sorted by name; 0 or an errno value. */
+/* The regular files of `dir` (symbolic links followed), sorted by name;
+ * one readdir pass and one fstatat per entry. 0 or an errno value. */
 static int list_dir(dir_listing *out, const char *dir)
 {
     DIR *d = opendir(dir);
@@ -136,28 +144,26 @@ static int list_dir(dir_listing *out, const char *dir)
         return errno;
     while ((de = readdir(d)) != NULL) {
         struct stat st;
-        char *full;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        full = join(dir, de->d_name);
-        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (out->n == cap) {
-                file_entry *grown;
-                cap = cap ? cap * 2 : 16;
-                grown = realloc(out->files, cap * sizeof(*grown));
-                if (!grown) {
-                    fprintf(stderr, "ckpt ls: out of memory\n");
-                    exit(CLI_USAGE);
-                }
-                out->files = grown;
+        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (out->n == cap) {
+            file_entry *grown;
+            cap = cap ? cap * 2 : 16;
+            grown = realloc(out->files, cap * sizeof(*grown));
+            if (!grown) {
+                fprintf(stderr, "ckpt ls: out of memory\n");
+                exit(CLI_USAGE);
             }
-            out->files[out->n].name = xstrdup(de->d_name);
-            out->files[out->n].size = (uint64_t)st.st_size;
-            out->files[out->n].mtime =
-                (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
-            out->n++;
+            out->files = grown;
         }
-        free(full);
+        out->files[out->n].name = xstrdup(de->d_name);
+        out->files[out->n].size = (uint64_t)st.st_size;
+        out->files[out->n].mtime =
+            (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+        out->files[out->n].claimed = 0;
+        out->n++;
     }
     closedir(d);
     if (out->n > 1)
@@ -174,7 +180,7 @@ static void free_listing(dir_listing *l)
     l->n = 0;
 }
 
-static const file_entry *find_file(const dir_listing *l, const char *name)
+static file_entry *find_file(const dir_listing *l, const char *name)
 {
     file_entry key;
     key.name = (char *)name;
@@ -183,11 +189,27 @@ static const file_entry *find_file(const dir_listing *l, const char *name)
     return bsearch(&key, l->files, l->n, sizeof(*l->files), by_name);
 }
 
+/* The first file whose name is not less than `name`. */
+static size_t lower_bound(const dir_listing *l, const char *name)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(l->files[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- checkpoints --------------------------------------------------------- */
 
 typedef struct ckpt_row {
     const char *stored; /* as the state file has it */
     char *path;         /* resolved against DIR */
+    char *parent;       /* the directory part of path ("." when none) */
+    const char *base;   /* the last component of path (points into path) */
     int has_step;
     long long step;
     uint64_t bytes;
@@ -201,11 +223,8 @@ typedef struct ckpt_row {
 /* The step of "<anything>-<digits>", from the last path component. */
 static void parse_step(ckpt_row *row)
 {
-    const char *base = strrchr(row->stored, '/');
-    const char *dash;
+    const char *dash = strrchr(row->base, '-');
     size_t n;
-    base = base ? base + 1 : row->stored;
-    dash = strrchr(base, '-');
     if (!dash)
         return;
     n = strlen(dash + 1);
@@ -215,41 +234,70 @@ static void parse_step(ckpt_row *row)
     row->has_step = 1;
 }
 
-/* Index and data files of `row` found in `l`: bytes, mtime, problems. */
-static void scan_files(ckpt_row *row, const dir_listing *l, const char *base)
+/* Split row->path into its directory and last component. */
+static void split_path(ckpt_row *row)
 {
+    const char *slash = strrchr(row->path, '/');
+    if (!slash) {
+        row->parent = xstrdup(".");
+        row->base = row->path;
+        return;
+    }
+    row->base = slash + 1;
+    row->parent = xstrdup(row->path);
+    /* "/name" lives in "/" */
+    row->parent[slash == row->path ? 1 : (size_t)(slash - row->path)] = '\0';
+}
+
+static void found_index(ckpt_row *row, uint64_t size, double mtime)
+{
+    row->bytes += size;
+    if (!row->has_time) {
+        row->has_time = 1;
+        row->time = mtime;
+        row->time_source = "mtime";
+    }
+}
+
+/* Index and data files of `row` found in the listing `l` of its directory:
+ * bytes, mtime, problems. Looks names up: work in the number of files the
+ * checkpoint has, not in the size of the directory. */
+static void scan_files(ckpt_row *row, dir_listing *l)
+{
+    const char *base = row->base;
     size_t blen = strlen(base);
-    char *index = xmalloc(blen + 7);
-    const file_entry *f;
+    char *key = xmalloc(blen + 8);
+    file_entry *f;
     unsigned char *present = NULL;
     int count = 0, mixed = 0, missing = 0, first_missing = -1;
-    snprintf(index, blen + 7, "%s.index", base);
-    f = find_file(l, index);
-    free(index);
+    snprintf(key, blen + 8, "%s.index", base);
+    f = find_file(l, key);
     if (f) {
-        row->bytes += f->size;
-        if (!row->has_time) {
-            row->has_time = 1;
-            row->time = f->mtime;
-            row->time_source = "mtime";
-        }
+        f->claimed = 1;
+        found_index(row, f->size, f->mtime);
     }
-    for (size_t i = 0; i < l->n; i++) {
-        int shard, n;
-        size_t plen = parse_data_name(l->files[i].name, &shard, &n);
-        if (plen != blen || memcmp(l->files[i].name, base, blen) != 0)
+    snprintf(key, blen + 8, "%s.data-", base);
+    for (size_t i = lower_bound(l, key);
+         i < l->n && strncmp(l->files[i].name, key, blen + 6) == 0; i++) {
+        int shard = 0, n = 0;
+        if (parse_data_name(l->files[i].name, &shard, &n) != blen)
             continue;
         row->bytes += l->files[i].size;
         if (count == 0 && n > 0) {
             count = n;
             present = calloc((size_t)n, 1);
+            if (!present) {
+                fprintf(stderr, "ckpt ls: out of memory\n");
+                exit(CLI_USAGE);
+            }
         }
         if (n != count)
             mixed = 1;
-        else if (present && shard < n)
+        else if (shard < n)
             present[shard] = 1;
     }
-    for (int s = 0; s < count && present; s++) {
+    free(key);
+    for (int s = 0; s < count; s++) {
         if (!present[s]) {
             missing++;
             if (first_missing < 0)
@@ -272,25 +320,115 @@ static void scan_files(ckpt_row *row, const dir_listing *l, const char *base)
                  "missing %d of %d data shards", missing, count);
 }
 
-static void scan_checkpoint(ckpt_row *row, const char *dir,
-                            const dir_listing *dir_files)
+/* A checkpoint outside DIR: only the index it names is looked at (no
+ * directory outside DIR is listed). */
+static void scan_outside(ckpt_row *row)
 {
-    const char *slash = strrchr(row->path, '/');
-    const char *base = slash ? slash + 1 : row->path;
-    char *parent;
-    dir_listing other = {NULL, 0};
-    parse_step(row);
-    parent = slash ? xstrdup(row->path) : xstrdup(".");
-    if (slash)
-        parent[slash - row->path == 0 ? 1 : slash - row->path] = '\0';
-    if (strcmp(parent, dir) == 0 || (!slash && strcmp(dir, ".") == 0)) {
-        scan_files(row, dir_files, base);
+    size_t n = strlen(row->path) + 7;
+    char *index = xmalloc(n);
+    struct stat st;
+    snprintf(index, n, "%s.index", row->path);
+    if (stat(index, &st) == 0 && S_ISREG(st.st_mode)) {
+        found_index(row, (uint64_t)st.st_size,
+                    (double)st.st_mtim.tv_sec +
+                        (double)st.st_mtim.tv_nsec / 1e9);
+        snprintf(row->problem, sizeof(row->problem),
+                 "outside the directory; data files not checked");
     } else {
-        list_dir(&other, parent); /* unreadable: nothing found */
-        scan_files(row, &other, base);
-        free_listing(&other);
+        snprintf(row->problem, sizeof(row->problem), "missing index");
     }
-    free(parent);
+    free(index);
+}
+
+/* Whether canonical path `p` is `dir` or lies under it. */
+static int within(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (strcmp(dir, "/") == 0)
+        return 1;
+    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+static int by_parent_then_base(const void *a, const void *b)
+{
+    const ckpt_row *x = *(const ckpt_row *const *)a;
+    const ckpt_row *y = *(const ckpt_row *const *)b;
+    int c = strcmp(x->parent, y->parent);
+    return c != 0 ? c : strcmp(x->base, y->base);
+}
+
+/* The result of scanning `from`, for a row naming the same files. */
+static void copy_scan(ckpt_row *to, const ckpt_row *from)
+{
+    int from_state = to->has_time;
+    to->bytes = from->bytes;
+    memcpy(to->problem, from->problem, sizeof(to->problem));
+    if (!from_state && from->has_time && from->time_source &&
+        strcmp(from->time_source, "mtime") == 0) {
+        to->has_time = 1;
+        to->time = from->time;
+        to->time_source = "mtime";
+    }
+}
+
+/* Scan rows[first..end) (sorted, one parent directory). */
+static void scan_group(ckpt_row **rows, size_t first, size_t end,
+                       const char *dir_real, dir_listing *dir_files)
+{
+    char *real = realpath(rows[first]->parent, NULL);
+    dir_listing other = {NULL, 0};
+    dir_listing *l = NULL;
+    if (real && strcmp(real, dir_real) == 0)
+        l = dir_files;
+    else if (real && within(real, dir_real) && list_dir(&other, real) == 0)
+        l = &other; /* a directory under DIR: listed once for all its rows */
+    for (size_t i = first; i < end; i++) {
+        ckpt_row *r = rows[i];
+        if (i > first && strcmp(r->base, rows[i - 1]->base) == 0)
+            copy_scan(r, rows[i - 1]);
+        else if (r->base[0] == '\0')
+            snprintf(r->problem, sizeof(r->problem),
+                     "not a checkpoint prefix (ends in '/')");
+        else if (l)
+            scan_files(r, l);
+        else if (real)
+            scan_outside(r);
+        else
+            snprintf(r->problem, sizeof(r->problem), "missing index");
+    }
+    free_listing(&other);
+    free(real);
+}
+
+/* Scan every row: rows are grouped by directory, each directory is
+ * resolved once, DIR's listing serves the rows in DIR, a directory under
+ * DIR is listed once, and a checkpoint outside DIR has only its index
+ * looked at. O(n log n) in the rows plus the files listed. */
+static void scan_rows(ckpt_row *rows, size_t nrows, const char *dir,
+                      dir_listing *dir_files)
+{
+    ckpt_row **order;
+    char *dir_real = realpath(dir, NULL);
+    if (nrows == 0) {
+        free(dir_real);
+        return;
+    }
+    order = xmalloc(nrows * sizeof(*order));
+    for (size_t i = 0; i < nrows; i++) {
+        split_path(&rows[i]);
+        parse_step(&rows[i]);
+        order[i] = &rows[i];
+    }
+    qsort(order, nrows, sizeof(*order), by_parent_then_base);
+    for (size_t first = 0, end; first < nrows; first = end) {
+        for (end = first + 1; end < nrows && strcmp(order[end]->parent,
+                                                    order[first]->parent) == 0;
+             end++)
+            ;
+        scan_group(order, first, end, dir_real ? dir_real : dir, dir_files);
+    }
+    free(order);
+    free(dir_real);
 }
 
 /* ---- stray files --------------------------------------------------------- */
@@ -307,17 +445,8 @@ static int is_temp_name(const char *name)
            strstr(name, ".tmp") != NULL;
 }
 
-static int listed(const ckpt_row *rows, size_t n, const char *path)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(rows[i].path, path) == 0)
-            return 1;
-    return 0;
-}
-
 /* Classify every file of DIR; returns how many strays went to `out`. */
-static size_t find_strays(stray *out, const dir_listing *l, const char *dir,
-                          const ckpt_row *rows, size_t nrows)
+static size_t find_strays(stray *out, const dir_listing *l)
 {
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++) {
@@ -333,16 +462,10 @@ static size_t find_strays(stray *out, const dir_listing *l, const char *dir,
             continue;
         }
         if (ends_with(name, ".index") && n > 6) {
-            char *base = xstrdup(name);
-            char *path;
-            base[n - 6] = '\0';
-            path = join(dir, base);
-            if (!listed(rows, nrows, path)) {
+            if (!l->files[i].claimed) {
                 out[k].file = name;
                 out[k++].reason = "index not listed in the state file";
             }
-            free(path);
-            free(base);
             continue;
         }
         plen = parse_data_name(name, &shard, &count);
@@ -380,12 +503,13 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
 {
     int wp = 6, ws = 4, wb = 5;
     if (!have_state)
-        printf("%s: no checkpoint state file\n", dir);
+        printf("%s: no checkpoint state file\n", cli_safe(dir));
     else
-        printf("%s: %zu checkpoint%s\n", dir, nrows, nrows == 1 ? "" : "s");
+        printf("%s: %zu checkpoint%s\n", cli_safe(dir), nrows,
+               nrows == 1 ? "" : "s");
     for (size_t i = 0; i < nrows; i++) {
         char num[32];
-        int len = (int)strlen(rows[i].stored);
+        int len = (int)strlen(cli_safe(rows[i].stored));
         if (len > wp)
             wp = len;
         len = snprintf(num, sizeof(num), "%lld", rows[i].step);
@@ -407,7 +531,7 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
         else
             snprintf(step, sizeof(step), "-");
         format_time(when, sizeof(when), r);
-        printf("%-*s  %*s  %*llu  %s", wp, r->stored, ws, step, wb,
+        printf("%-*s  %*s  %*llu  %s", wp, cli_safe(r->stored), ws, step, wb,
                (unsigned long long)r->bytes, when);
         if (r->latest || r->problem[0])
             printf("%*s", 20 - (int)strlen(when), "");
@@ -420,11 +544,12 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
     if (nstrays > 0) {
         int wf = 4;
         for (size_t i = 0; i < nstrays; i++)
-            if ((int)strlen(strays[i].file) > wf)
-                wf = (int)strlen(strays[i].file);
+            if ((int)strlen(cli_safe(strays[i].file)) > wf)
+                wf = (int)strlen(cli_safe(strays[i].file));
         printf("stray or incomplete files:\n");
         for (size_t i = 0; i < nstrays; i++)
-            printf("  %-*s  %s\n", wf, strays[i].file, strays[i].reason);
+            printf("  %-*s  %s\n", wf, cli_safe(strays[i].file),
+                   strays[i].reason);
     }
 }
 
@@ -440,8 +565,8 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
         json_object *o = json_object_new_object();
         if (r->latest)
             latest = r->stored;
-        json_object_object_add(o, "prefix", json_object_new_string(r->stored));
-        json_object_object_add(o, "path", json_object_new_string(r->path));
+        json_object_object_add(o, "prefix", cli_json_string(r->stored));
+        json_object_object_add(o, "path", cli_json_string(r->path));
         json_object_object_add(
             o, "step", r->has_step ? json_object_new_int64(r->step) : NULL);
         json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
@@ -466,17 +591,16 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
     }
     for (size_t i = 0; i < nstrays; i++) {
         json_object *o = json_object_new_object();
-        json_object_object_add(o, "file",
-                               json_object_new_string(strays[i].file));
+        json_object_object_add(o, "file", cli_json_string(strays[i].file));
         json_object_object_add(o, "reason",
                                json_object_new_string(strays[i].reason));
         json_object_array_add(sl, o);
     }
-    json_object_object_add(root, "directory", json_object_new_string(dir));
+    json_object_object_add(root, "directory", cli_json_string(dir));
     json_object_object_add(root, "state_file",
                            json_object_new_boolean(have_state));
     json_object_object_add(root, "latest",
-                           latest ? json_object_new_string(latest) : NULL);
+                           latest ? cli_json_string(latest) : NULL);
     json_object_object_add(root, "checkpoints", list);
     json_object_object_add(root, "stray", sl);
     cli_print_json(root);
@@ -559,34 +683,33 @@ static int run(int argc, char **argv)
     if (err == 0) {
         have_state = 1;
     } else if (err != CKPT_ENOTFOUND) {
-        rc = cli_lib_error("ls", err, dir);
-        rc = CLI_USAGE;
+        rc = cli_lib_error("ls", err, dir); /* a damaged state file: 1 */
         goto done;
     }
     if (have_state) {
         err = ckpt_latest_checkpoint(&latest, NULL, dir);
         if (err < 0 && err != CKPT_ENOTFOUND) {
             rc = cli_lib_error("ls", err, dir);
-            rc = CLI_USAGE;
             goto done;
         }
         rows = make_rows(&st, dir, err == 0 ? latest.ptr : NULL, &nrows);
-        for (size_t i = 0; i < nrows; i++)
-            scan_checkpoint(&rows[i], dir, &files);
+        scan_rows(rows, nrows, dir, &files);
     }
     strays = calloc(files.n + 1, sizeof(*strays));
     if (!strays) {
         rc = CLI_USAGE;
         goto done;
     }
-    nstrays = find_strays(strays, &files, dir, rows, nrows);
+    nstrays = find_strays(strays, &files);
     if (json)
         print_json(dir, have_state, rows, nrows, strays, nstrays);
     else
         print_text(dir, have_state, rows, nrows, strays, nstrays);
 done:
-    for (size_t i = 0; i < nrows; i++)
+    for (size_t i = 0; i < nrows; i++) {
         free(rows[i].path);
+        free(rows[i].parent);
+    }
     free(rows);
     free(strays);
     free_listing(&files);

@@ -113,6 +113,54 @@ static int keep(const repack_opts *o, const char *name)
     return !matches_any(&o->exclude, name);
 }
 
+/* The name of the tensor a slice entry is a piece of, decoded from its key
+ * into a malloc'd string (*len its length): TensorFlow's slice keys are
+ * 00, the name with 00 written 00 FF and FF written FF 00, then 00 01 and
+ * the extents. NULL when the key is not one. */
+static char *slice_owner(const ckpt_tensor_entry *e, size_t *len)
+{
+    const unsigned char *k = (const unsigned char *)e->name;
+    char *name;
+    size_t n = 0;
+    *len = 0;
+    if (e->name_len < 3 || k[0] != 0)
+        return NULL;
+    name = malloc(e->name_len);
+    if (!name)
+        return NULL;
+    for (size_t i = 1; i + 1 < e->name_len; i++) {
+        if (k[i] != 0 && k[i] != 0xff) {
+            name[n++] = (char)k[i];
+            continue;
+        }
+        if (k[i] == 0 && k[i + 1] == 0x01) {
+            name[n] = '\0';
+            *len = n;
+            return name;
+        }
+        if ((k[i] == 0 && k[i + 1] != 0xff) || (k[i] == 0xff && k[i + 1] != 0))
+            break;
+        name[n++] = (char)k[i];
+        i++;
+    }
+    free(name);
+    return NULL;
+}
+
+/* Whether entry `e` is kept: a slice entry goes with its tensor. */
+static int keep_entry(const repack_opts *o, const ckpt_tensor_entry *e)
+{
+    size_t len;
+    char *owner;
+    int kept;
+    if (!e->is_slice_key)
+        return keep(o, e->name);
+    owner = slice_owner(e, &len);
+    kept = keep(o, owner ? owner : "");
+    free(owner);
+    return kept;
+}
+
 /* Refuse to write over an existing checkpoint. */
 static int check_destination(const char *dst)
 {
@@ -140,14 +188,24 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     int err, rc = 0;
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
-        if ((e->num_slices > 0 || e->is_slice_key) &&
-            (e->is_slice_key || keep(o, e->name))) {
+        size_t len = 0;
+        char *owner;
+        if ((e->num_slices == 0 && !e->is_slice_key) || !keep_entry(o, e))
+            continue;
+        owner = e->is_slice_key ? slice_owner(e, &len) : NULL;
+        if (!e->is_slice_key)
             cli_error("repack",
-                      "%s: tensor %s is partitioned; repacking "
+                      "%s: tensor '%s' is partitioned; repacking "
                       "partitioned tensors is not supported",
-                      prefix, e->is_slice_key ? "(slice)" : e->name);
-            return CLI_USAGE;
-        }
+                      prefix, cli_safe_name(e));
+        else
+            cli_error("repack",
+                      "%s: tensor '%s' is partitioned (slice entry %s); "
+                      "repacking partitioned tensors is not supported",
+                      prefix, owner ? cli_safe_n(owner, len) : "?",
+                      cli_safe_name(e));
+        free(owner);
+        return CLI_USAGE;
     }
     err = ckpt_bundle_writer_open(&w, o->dst, NULL);
     if (err < 0)
@@ -155,11 +213,11 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     for (size_t i = 0; i < n && rc == 0; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
         ckpt_buf rec = CKPT_BUF_INIT;
-        if (!keep(o, e->name))
+        if (!keep_entry(o, e))
             continue;
         err = ckpt_bundle_reader_read_record(r, e, &rec);
         if (err < 0) {
-            cli_tensor_error("repack", prefix, e->name);
+            cli_tensor_error("repack", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
@@ -205,8 +263,9 @@ static int run(int argc, char **argv)
         total += cli_entry_listed(ckpt_bundle_reader_entry(r, i)) != 0;
     rc = copy_records(&o, r, prefix, &kept, &bytes);
     if (rc == 0)
-        printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n", prefix,
-               o.dst, kept, total, (long long)bytes);
+        printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n",
+               cli_safe(prefix), cli_safe(o.dst), kept, total,
+               (long long)bytes);
 done:
     ckpt_bundle_reader_free(r);
     free(prefix);

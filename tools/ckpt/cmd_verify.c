@@ -12,14 +12,19 @@ static int run(int argc, char **argv);
 const cli_command cli_cmd_verify = {
     "verify", "verify PATH [--json]",
     "Read every tensor and check every checksum; report damaged tensors.",
-    "PATH is a checkpoint prefix, its .index file, or a directory (its\n"
-    "latest checkpoint). The index is checked when it is opened; then every\n"
-    "record is read from its data file and its CRC32C compared (strings:\n"
-    "their length checksum too). Each damaged tensor is named on stderr.\n\n"
+    "PATH is a checkpoint prefix, its .index file, or a directory: the\n"
+    "checkpoint its state file names (model_checkpoint_path; when that has\n"
+    "no index, it is reported missing even if an older one is intact), or\n"
+    "its only checkpoint when it has no state file. The index is checked\n"
+    "when it is opened; then every record is read from its data file and\n"
+    "its CRC32C compared (strings: their length checksum too). Each damaged\n"
+    "tensor is named on stderr. Records whose checksum this tool cannot\n"
+    "compute (DT_VARIANT) are read but reported \"not checked\".\n\n"
     "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
     "\"bytes\",\n"
-    "           \"ok\", \"damaged\": [{\"name\", \"error\"}]}\n\n"
-    "Exit status 1 when anything is damaged.\n",
+    "           \"ok\", \"damaged\": [{\"name\", \"error\"}],\n"
+    "           \"not_checked\": [{\"name\", \"reason\"}]}\n\n"
+    "Exit status 1 when anything is damaged or missing.\n",
     run};
 
 /* Read one entry the way that checks the most: typed reads check the
@@ -34,7 +39,7 @@ static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
     if (e->num_slices > 0 &&
         (e->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(e->dtype)))
         return 0; /* cannot be assembled; its slice entries are checked */
-    if (e->is_slice_key || !ckpt_dtype_is_supported(e->dtype)) {
+    if (cli_entry_binary_name(e) || !ckpt_dtype_is_supported(e->dtype)) {
         ckpt_buf rec = CKPT_BUF_INIT;
         err = ckpt_bundle_reader_read_record(r, e, &rec);
         ckpt_buf_dispose(&rec);
@@ -59,14 +64,63 @@ static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
     return err;
 }
 
+/* Why the checksum of a record that reads back cleanly was not compared,
+ * or NULL when it was. */
+static const char *unchecked_reason(const ckpt_tensor_entry *e)
+{
+    if (e->dtype == CKPT_DT_VARIANT && e->num_slices == 0 && !e->is_slice_key)
+        return "variant records carry per-element checksums this tool does "
+               "not decode";
+    return NULL;
+}
+
+/* Open the checkpoint PATH names. The one a state file names must be
+ * there: a missing or unreadable index is damage (exit 1), and the newest
+ * older listed checkpoint with an index, if any, is mentioned. */
+static int open_checkpoint(ckpt_bundle_reader **r, char **prefix,
+                           const char *path)
+{
+    ckpt_buf older = CKPT_BUF_INIT;
+    int named = 0, rc, err;
+    rc = cli_resolve_named_prefix(prefix, &named, "verify", path);
+    if (rc != 0)
+        return rc;
+    if (!named) {
+        free(*prefix);
+        *prefix = NULL;
+        return cli_open_bundle(r, prefix, "verify", path);
+    }
+    err = ckpt_bundle_reader_open(r, *prefix, NULL);
+    if (err == 0)
+        return 0;
+    rc = cli_lib_error("verify", err, *prefix);
+    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
+        cli_error("verify",
+                  "%s: the checkpoint its state file names (%s) is %s", path,
+                  *prefix, err == CKPT_ENOTFOUND ? "missing" : "damaged");
+        if (ckpt_latest_checkpoint(&older, NULL, path) == 0 &&
+            strcmp(older.ptr, *prefix) != 0)
+            cli_error("verify",
+                      "note: an older listed checkpoint has its index: %s "
+                      "(ckpt verify %s checks it)",
+                      older.ptr, older.ptr);
+        rc = CLI_FOUND;
+    }
+    ckpt_buf_dispose(&older);
+    *r = NULL;
+    free(*prefix);
+    *prefix = NULL;
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     const cli_command *c = &cli_cmd_verify;
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
     char *prefix = NULL;
-    json_object *root = NULL, *damaged = NULL;
-    size_t n, num_damaged = 0, num_tensors = 0;
+    json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
+    size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
     int64_t bytes = 0;
     int json = 0, rc = 0;
     for (int i = 0; i < argc; i++) {
@@ -83,27 +137,43 @@ static int run(int argc, char **argv)
     }
     if (!path)
         return cli_usage_error(c, "missing PATH");
-    rc = cli_open_bundle(&r, &prefix, "verify", path);
+    rc = open_checkpoint(&r, &prefix, path);
     if (rc != 0)
         return rc;
-    if (json)
+    if (json) {
         damaged = json_object_new_array();
+        unchecked = json_object_new_array();
+    }
     n = ckpt_bundle_reader_count(r);
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
         int err = check_entry(r, e);
         num_tensors += cli_entry_listed(e) != 0;
+        if (err == 0 && unchecked_reason(e)) {
+            num_unchecked++;
+            if (json) {
+                json_object *u = json_object_new_object();
+                json_object_object_add(u, "name", cli_json_name(e));
+                json_object_object_add(
+                    u, "reason", json_object_new_string(unchecked_reason(e)));
+                json_object_array_add(unchecked, u);
+            } else {
+                printf("%s: not checked (%s)\n", cli_safe_name(e),
+                       unchecked_reason(e));
+            }
+            continue;
+        }
         if (err == 0) {
             bytes += cli_entry_listed(e) ? cli_entry_bytes(e) : 0;
             continue;
         }
         num_damaged++;
-        cli_tensor_error("verify", prefix, e->name);
+        cli_tensor_error("verify", prefix, e);
         if (json) {
             json_object *d = json_object_new_object();
-            json_object_object_add(d, "name", json_object_new_string(e->name));
-            json_object_object_add(
-                d, "error", json_object_new_string(ckpt_error_last()->message));
+            json_object_object_add(d, "name", cli_json_name(e));
+            json_object_object_add(d, "error",
+                                   cli_json_string(ckpt_error_last()->message));
             json_object_array_add(damaged, d);
         }
         if (err != CKPT_ECORRUPT && err != CKPT_ENOTFOUND && err != CKPT_EIO &&
@@ -114,7 +184,7 @@ static int run(int argc, char **argv)
         rc = CLI_FOUND;
     if (json) {
         root = json_object_new_object();
-        json_object_object_add(root, "prefix", json_object_new_string(prefix));
+        json_object_object_add(root, "prefix", cli_json_string(prefix));
         json_object_object_add(
             root, "num_shards",
             json_object_new_int(ckpt_bundle_reader_num_shards(r)));
@@ -124,14 +194,20 @@ static int run(int argc, char **argv)
         json_object_object_add(root, "ok",
                                json_object_new_boolean(num_damaged == 0));
         json_object_object_add(root, "damaged", damaged);
+        json_object_object_add(root, "not_checked", unchecked);
         cli_print_json(root);
         json_object_put(root);
+    } else if (num_damaged == 0 && num_unchecked == 0) {
+        printf("%s: OK, %zu tensors, %lld bytes checked\n", cli_safe(prefix),
+               num_tensors, (long long)bytes);
     } else if (num_damaged == 0) {
-        printf("%s: OK, %zu tensors, %lld bytes checked\n", prefix, num_tensors,
-               (long long)bytes);
+        printf("%s: no damage found in %zu of %zu tensors (%lld bytes "
+               "checked); %zu not checked\n",
+               cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
+               (long long)bytes, num_unchecked);
     } else {
-        printf("%s: DAMAGED, %zu of %zu tensors\n", prefix, num_damaged,
-               num_tensors);
+        printf("%s: DAMAGED, %zu of %zu tensors\n", cli_safe(prefix),
+               num_damaged, num_tensors);
     }
     ckpt_bundle_reader_free(r);
     free(prefix);

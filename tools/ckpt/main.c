@@ -42,7 +42,7 @@ static int help(int argc, char **argv)
     }
     c = find_command(argv[0]);
     if (!c) {
-        fprintf(stderr, "ckpt help: unknown command '%s'\n", argv[0]);
+        fprintf(stderr, "ckpt help: unknown command '%s'\n", cli_safe(argv[0]));
         print_usage(stderr);
         return CLI_USAGE;
     }
@@ -50,7 +50,7 @@ static int help(int argc, char **argv)
     return CLI_OK;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     const cli_command *c;
     if (argc < 2) {
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         return help(argc - 2, argv + 2);
     c = find_command(argv[1]);
     if (!c) {
-        fprintf(stderr, "ckpt: unknown command '%s'\n", argv[1]);
+        fprintf(stderr, "ckpt: unknown command '%s'\n", cli_safe(argv[1]));
         print_usage(stderr);
         return CLI_USAGE;
     }
@@ -82,4 +82,11 @@ int main(int argc, char **argv)
         }
     }
     return c->run(argc - 2, argv + 2);
+}
+
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    cli_text_release();
+    return rc;
 }

@@ -1,0 +1,14 @@
+/* io/fs_dirs.h - creating directories durably through a ckpt_fs
+ * (fs_dirs.c). Not installed. */
+#ifndef CKPT_IO_FS_DIRS_H
+#define CKPT_IO_FS_DIRS_H
+
+#include "ckpt/io.h"
+
+/* mkdir -p: create `dir` and every missing parent, each followed by a
+ * sync_dir of its parent so the new entry is durable. Existing levels are
+ * left as they are. Returns 0 or the error of the failing mkdir or
+ * sync_dir (which names its directory). */
+int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
+
+#endif

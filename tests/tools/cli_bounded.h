@@ -1,0 +1,41 @@
+/* tests/tools/cli_bounded.h - running the `ckpt` tool on hostile input
+ * under CPU, wall-clock and memory limits, and knowing whether the tool
+ * runs under valgrind memcheck (the *_memcheck test programs, whose
+ * CKPT_CLI_PATH is a script running the tool under memcheck). */
+#ifndef CKPT_TESTS_TOOLS_CLI_BOUNDED_H
+#define CKPT_TESTS_TOOLS_CLI_BOUNDED_H
+
+#include "cli_run.h"
+
+/* Resource limits for a run on hostile input. */
+typedef struct cli_limits {
+    unsigned cpu_seconds;  /* RLIMIT_CPU (SIGXCPU, then SIGKILL): work, not
+                              time on a loaded machine */
+    unsigned wall_seconds; /* SIGALRM after this long: a hang */
+    uint64_t memory_bytes; /* RLIMIT_AS; not applied when the tool is built
+                              with a sanitizer, which reserves terabytes of
+                              address space, nor under memcheck */
+} cli_limits;
+
+/* Whether the tool runs under valgrind memcheck (a memcheck error makes it
+ * exit 99, which no expected status matches). Limits are then 50 times
+ * longer and memory is not limited. */
+int cli_under_memcheck(void);
+
+/* cli_run_prog in a child held to `lim`; a run a limit ended has status -1
+ * and its signal (SIGXCPU, SIGKILL, SIGALRM, or SIGSEGV/SIGABRT when an
+ * allocation failed). */
+cli_run cli_run_bounded(const char *prog, const char *cwd,
+                        const char *const *args, const cli_limits *lim);
+
+/* Fail, naming the limit, when a bounded run did not exit by itself. */
+void expect_within_limits(const cli_run *r, const cli_limits *lim);
+
+/* Run the `ckpt` tool held to `lim` (a const cli_limits *). */
+#define RUN_BOUNDED(r, lim, ...)                                               \
+    do {                                                                       \
+        const char *args_[] = {__VA_ARGS__, NULL};                             \
+        (r) = cli_run_bounded(CKPT_CLI_PATH, NULL, args_, (lim));              \
+    } while (0)
+
+#endif

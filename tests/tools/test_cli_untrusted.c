@@ -1,0 +1,659 @@
+/* Tests for the `ckpt` tool on untrusted checkpoints and directories, built
+ * byte by byte (index tables written by hand, names and state files with
+ * control bytes, NUL bytes and bytes that are not UTF-8), each run held to
+ * CPU, wall-clock and memory limits:
+ *   - `ls` on state-file paths ending in '/', naming '/', '..' or other
+ *     directories, and on 100,000 entries naming one subdirectory;
+ *   - names never reaching the terminal raw, JSON always valid;
+ *   - a tensor name holding a NUL byte, variant records "not checked",
+ *     repack naming a partitioned tensor, long paths in messages, the same
+ *     exit status for a damaged state file from every command;
+ *   - `verify DIR` checking the checkpoint the state file names. */
+#include "cli_bounded.h"
+
+#include "format/bundle_test_helpers.h"
+#include "util/crc32c.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef CKPT_CLI_PATH
+#error "CKPT_CLI_PATH must name the built ckpt binary"
+#endif
+
+/* Generous: a run on these inputs takes well under a second. */
+static const cli_limits limits = {20, 120, (uint64_t)1 << 30};
+
+/* ---- building checkpoints byte by byte ----------------------------------- */
+
+typedef struct tensor_spec {
+    const char *name;
+    size_t name_len;
+    int dtype;
+    int64_t dim0; /* rank 1 [dim0]; < 0: rank 0 */
+    const void *record;
+    size_t record_len;
+    int bad_crc; /* store a checksum the record does not have */
+} tensor_spec;
+
+static int by_key(const void *a, const void *b)
+{
+    const tensor_spec *x = a, *y = b;
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+    if (c != 0)
+        return c;
+    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+}
+
+/* <prefix>.index (a hand-made table) and <prefix>.data-00000-of-00001. */
+static void write_bundle(const char *prefix, tensor_spec *t, size_t n)
+{
+    ckpt_buf data = CKPT_BUF_INIT, header = CKPT_BUF_INIT;
+    ckpt_buf *values = calloc(n, sizeof(*values));
+    bt_kv *kvs = calloc(n + 1, sizeof(*kvs));
+    char path[4400];
+    assert_non_null(values);
+    assert_non_null(kvs);
+    qsort(t, n, sizeof(*t), by_key);
+    bt_header(&header, 1, CKPT__BUNDLE_LITTLE_ENDIAN);
+    kvs[0].key = "";
+    kvs[0].value = header.ptr;
+    kvs[0].value_len = header.size;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t crc = ckpt__crc32c_mask(
+            ckpt__crc32c((const uint8_t *)t[i].record, t[i].record_len));
+        ckpt__bundle_entry e = bt_make_entry(
+            t[i].dtype, t[i].dim0, 0, (int64_t)data.size,
+            (int64_t)t[i].record_len, crc ^ (t[i].bad_crc ? 1 : 0));
+        values[i] = (ckpt_buf)CKPT_BUF_INIT;
+        bt_entry(&values[i], &e);
+        assert_ckpt_ok(ckpt__buf_put(&data, t[i].record, t[i].record_len));
+        kvs[i + 1].key = t[i].name;
+        kvs[i + 1].key_len = t[i].name_len;
+        kvs[i + 1].value = values[i].ptr;
+        kvs[i + 1].value_len = values[i].size;
+    }
+    snprintf(path, sizeof(path), "%s.index", prefix);
+    /* an index key past every name (names may hold NUL bytes) */
+    bt_write_raw_table(path, kvs, n + 1, "\xff\xff\xff");
+    snprintf(path, sizeof(path), "%s.data-00000-of-00001", prefix);
+    test_write_file(path, data.ptr, data.size);
+    for (size_t i = 0; i < n; i++)
+        ckpt_buf_dispose(&values[i]);
+    ckpt_buf_dispose(&data);
+    ckpt_buf_dispose(&header);
+    free(values);
+    free(kvs);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char *p = bt_path(dir, name);
+    test_write_file(p, text, strlen(text));
+    free(p);
+}
+
+/* A one-tensor checkpoint <dir>/<name> ("w", float32 [2]). */
+static void write_simple(const char *dir, const char *name)
+{
+    static const float v[2] = {1.5f, -2.0f};
+    tensor_spec t = {"w", 1, CKPT_DT_FLOAT, 2, v, sizeof(v), 0};
+    char *prefix = bt_path(dir, name);
+    write_bundle(prefix, &t, 1);
+    free(prefix);
+}
+
+/* ---- output checks ------------------------------------------------------- */
+
+static int valid_utf8(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t len = p[i] < 0x80             ? 1
+                     : (p[i] & 0xe0) == 0xc0 ? 2
+                     : (p[i] & 0xf0) == 0xe0 ? 3
+                     : (p[i] & 0xf8) == 0xf0 ? 4
+                                             : 0;
+        if (len == 0 || i + len > n)
+            return 0;
+        for (size_t k = 1; k < len; k++)
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* No byte a terminal acts on (other than newline) and nothing that is not
+ * UTF-8. */
+static void expect_terminal_safe(const char *what, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+            fail_msg("%s: raw control byte 0x%02x at %zu in:\n%s", what, *p,
+                     (size_t)(p - (const unsigned char *)text), text);
+    if (!valid_utf8((const unsigned char *)text, strlen(text)))
+        fail_msg("%s: not UTF-8:\n%s", what, text);
+}
+
+static json_object *parse_json(const char *text)
+{
+    json_object *o;
+    if (!valid_utf8((const unsigned char *)text, strlen(text)))
+        fail_msg("JSON output is not UTF-8:\n%s", text);
+    o = json_tokener_parse(text);
+    if (!o)
+        fail_msg("not JSON:\n%s", text);
+    return o;
+}
+
+static json_object *jget(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+/* The JSON string `s` holds exactly the n bytes `want`. */
+static void expect_json_bytes(json_object *s, const char *want, size_t n)
+{
+    assert_int_equal((size_t)json_object_get_string_len(s), n);
+    assert_memory_equal(json_object_get_string(s), want, n);
+}
+
+/* ---- class 0 and 6: ls on hostile state-file paths ----------------------- */
+
+/* State-file paths ending in '/' (an empty base name), naming '/', '..' or
+ * a directory outside DIR: no crash, nothing outside DIR listed, each
+ * path reported for what it is; an absolute path into DIR is DIR's. */
+static void test_ls_paths_ending_in_slash_or_outside(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *outside = test_make_temp_dir();
+    char text[8192];
+    json_object *root, *rows, *strays;
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    write_simple(outside, "far-3");
+    {
+        char *sub = bt_path(dir, "sub");
+        assert_int_equal(mkdir(sub, 0755), 0);
+        free(sub);
+    }
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"/\"\n"
+             "all_model_checkpoint_paths: \"sub/\"\n"
+             "all_model_checkpoint_paths: \"../\"\n"
+             "all_model_checkpoint_paths: \"/usr/\"\n"
+             "all_model_checkpoint_paths: \"/usr/lib/x-2\"\n"
+             "all_model_checkpoint_paths: \"%s/far-3\"\n"
+             "all_model_checkpoint_paths: \"%s/model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
+             outside, dir);
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    rows = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(rows), 8);
+    for (size_t i = 0; i < 4; i++) { /* "/", "sub/", "../", "/usr/" */
+        json_object *row = json_object_array_get_idx(rows, i);
+        assert_string_equal(json_object_get_string(jget(row, "problem")),
+                            "not a checkpoint prefix (ends in '/')");
+        assert_int_equal(json_object_get_int64(jget(row, "bytes")), 0);
+    }
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(rows, 4), "problem")),
+                        "missing index");
+    /* a checkpoint outside DIR: its index looked up, no directory listed */
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(rows, 5), "problem")),
+                        "outside the directory; data files not checked");
+    /* an absolute path into DIR and the relative one: the same files */
+    for (size_t i = 6; i < 8; i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        assert_true(json_object_get_boolean(jget(row, "complete")));
+        assert_true(json_object_get_int64(jget(row, "bytes")) > 8);
+    }
+    strays = jget(root, "stray");
+    assert_int_equal(json_object_array_length(strays), 0);
+    json_object_put(root);
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "ls", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "(not a checkpoint prefix (ends in '/'))");
+    run_free(&r);
+    test_remove_tree(outside);
+    test_remove_tree(dir);
+}
+
+/* 100,000 state-file entries naming files of a 300-file subdirectory: the
+ * subdirectory is listed once and each entry looked up (it used to be
+ * listed, with a stat per file, for every entry: 30 million stat calls). */
+static void test_ls_many_entries_one_subdirectory(void **state)
+{
+    enum { FILES = 300 };
+    /* fewer under memcheck, which is here for memory errors, not time */
+    const int entries = cli_under_memcheck() ? 5000 : 100000;
+    char *dir = test_make_temp_dir();
+    char *sub = bt_path(dir, "s");
+    char name[64];
+    FILE *f;
+    char *state_path = bt_path(dir, "checkpoint");
+    json_object *root, *rows;
+    cli_run r;
+    (void)state;
+    assert_int_equal(mkdir(sub, 0755), 0);
+    for (int i = 0; i < FILES / 2; i++) {
+        char *p;
+        snprintf(name, sizeof(name), "c%d.index", i);
+        p = bt_path(sub, name);
+        test_write_file(p, "i", 1);
+        free(p);
+        snprintf(name, sizeof(name), "c%d.data-00000-of-00001", i);
+        p = bt_path(sub, name);
+        test_write_file(p, "dd", 2);
+        free(p);
+    }
+    f = fopen(state_path, "w");
+    assert_non_null(f);
+    fprintf(f, "model_checkpoint_path: \"s/c0\"\n");
+    for (int i = 0; i < entries; i++)
+        fprintf(f, "all_model_checkpoint_paths: \"s/c%d\"\n", i % (FILES / 2));
+    assert_int_equal(fclose(f), 0);
+    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    rows = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(rows), (size_t)entries);
+    for (size_t i = 0; i < (size_t)entries; i += 997) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        assert_true(json_object_get_boolean(jget(row, "complete")));
+        assert_int_equal(json_object_get_int64(jget(row, "bytes")), 3);
+    }
+    json_object_put(root);
+    run_free(&r);
+    free(state_path);
+    free(sub);
+    test_remove_tree(dir);
+}
+
+/* ---- class 7: names never reach the terminal raw ------------------------- */
+
+static const char esc_name[] = "evil\x1b[2J\x1b]0;owned\x07";
+static const char latin_name[] = "latin\xff\xfe";
+static const char nul_name[] = "nul\0inside";
+static const char utf8_name[] = "caf\xc3\xa9";
+
+/* A checkpoint whose names hold ESC sequences, bytes that are not UTF-8, a
+ * NUL byte and plain UTF-8, in DIR with a stray file whose name holds ESC
+ * and a state file whose path does. */
+static char *write_hostile_names(void)
+{
+    static const float v1[1] = {1.0f};
+    static const float v2[2] = {2.0f, 3.0f};
+    char *dir = test_make_temp_dir();
+    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    tensor_spec t[] = {
+        {esc_name, sizeof(esc_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
+        {latin_name, sizeof(latin_name) - 1, CKPT_DT_FLOAT, 2, v2, 8, 0},
+        {nul_name, sizeof(nul_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
+        {utf8_name, sizeof(utf8_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
+    };
+    write_bundle(prefix, t, 4);
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"m\\033[31m-1\"\n");
+    write_text(dir, "stray\x1b[1m.tmp", "x");
+    free(prefix);
+    return dir;
+}
+
+static void expect_both_safe(const cli_run *r)
+{
+    expect_terminal_safe("stdout", r->out);
+    expect_terminal_safe("stderr", r->err);
+}
+
+static void test_names_escaped_in_text_output(void **state)
+{
+    char *dir = write_hostile_names();
+    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    cli_run r;
+    (void)state;
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--values");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_both_safe(&r);
+    expect_contains(r.out, "evil\\x1b[2J\\x1b]0;owned\\x07");
+    expect_contains(r.out, "latin\\xff\\xfe");
+    expect_contains(r.out, "nul\\x00inside");
+    expect_contains(r.out, "caf\xc3\xa9 "); /* printable UTF-8 as is */
+    expect_contains(r.out, "m\\x1b[31m-1: 4 tensors");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_both_safe(&r);
+    expect_contains(r.out, "m\\x1b[31m-1: OK, 4 tensors");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "ls", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_both_safe(&r);
+    expect_contains(r.out, "m\\x1b[31m-1");
+    expect_contains(r.out, "stray\\x1b[1m.tmp");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "diff", dir, prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_both_safe(&r);
+    run_free(&r);
+    /* error messages that quote names and paths: stderr */
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--tensor", "no\x1b[5mpe");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 2);
+    expect_both_safe(&r);
+    expect_contains(r.err, "no tensor named 'no\\x1b[5mpe'");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "inspect",
+                "gone\x1b[1m\x9b"
+                "1m");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 2);
+    expect_both_safe(&r);
+    expect_contains(r.err, "gone\\x1b[1m\\x9b1m");
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+static json_object *find_named(json_object *list, const char *name, size_t n)
+{
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *t = json_object_array_get_idx(list, i);
+        json_object *s = jget(t, "name");
+        if ((size_t)json_object_get_string_len(s) == n &&
+            memcmp(json_object_get_string(s), name, n) == 0)
+            return t;
+    }
+    fail_msg("no tensor of %zu bytes named \"%s...\"", n, name);
+    return NULL;
+}
+
+static void test_names_valid_json(void **state)
+{
+    char *dir = write_hostile_names();
+    json_object *root, *list;
+    cli_run r;
+    (void)state;
+    RUN_BOUNDED(r, &limits, "inspect", dir, "--json", "--values");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    list = jget(root, "tensors");
+    assert_int_equal(json_object_array_length(list), 4);
+    /* UTF-8 names (control characters included) exactly, NUL included */
+    find_named(list, esc_name, sizeof(esc_name) - 1);
+    find_named(list, nul_name, sizeof(nul_name) - 1);
+    find_named(list, utf8_name, sizeof(utf8_name) - 1);
+    /* bytes that are not UTF-8: each byte one code point U+0000..U+00FF */
+    find_named(list, "latin\xc3\xbf\xc3\xbe", 9);
+    {
+        char *want = bt_path(dir, "m\x1b[31m-1");
+        expect_json_bytes(jget(root, "prefix"), want, strlen(want));
+        free(want);
+    }
+    json_object_put(root);
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "ls", dir, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    expect_json_bytes(
+        jget(json_object_array_get_idx(jget(root, "stray"), 0), "file"),
+        "stray\x1b[1m.tmp", 13);
+    json_object_put(root);
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    json_object_put(parse_json(r.out));
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
+/* ---- class 9: names and messages that mislead ---------------------------- */
+
+/* "a" and "a\0b" are two tensors: verify checks each by its whole name (it
+ * used to read "a" for "a\0b" and report damage on intact records), and
+ * blames the right one when one is damaged. */
+static void test_nul_in_name_is_part_of_it(void **state)
+{
+    static const float one[1] = {7.0f};
+    static const float two[2] = {8.0f, 9.0f};
+    char *dir = test_make_temp_dir();
+    char *prefix = bt_path(dir, "ck");
+    tensor_spec t[] = {
+        {"a", 1, CKPT_DT_FLOAT, 1, one, sizeof(one), 0},
+        {"a\0b", 3, CKPT_DT_FLOAT, 2, two, sizeof(two), 0},
+    };
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 2);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": OK, 2 tensors, 12 bytes checked");
+    run_free(&r);
+    t[0].bad_crc = 0;
+    t[1].bad_crc = 1; /* qsort kept "a" first */
+    write_bundle(prefix, t, 2);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "tensor 'a\\x00b': checksum mismatch");
+    expect_lacks(r.err, "tensor 'a':");
+    expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+/* A DT_VARIANT record is read but its checksum is not computed: verify
+ * says "not checked" for it instead of counting it OK. */
+static void test_verify_variant_not_checked(void **state)
+{
+    static const float v[1] = {1.0f};
+    static const char variant_record[] = "opaque variant bytes";
+    char *dir = test_make_temp_dir();
+    char *prefix = bt_path(dir, "ck");
+    tensor_spec t[] = {
+        {"plain", 5, CKPT_DT_FLOAT, 1, v, sizeof(v), 0},
+        {"var", 3, CKPT_DT_VARIANT, -1, variant_record,
+         sizeof(variant_record) - 1, 1},
+    };
+    json_object *root, *list;
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 2);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "var: not checked (variant records");
+    expect_contains(r.out, "no damage found in 1 of 2 tensors (4 bytes "
+                           "checked); 1 not checked");
+    expect_lacks(r.out, "OK");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", prefix, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    list = jget(root, "not_checked");
+    assert_int_equal(json_object_array_length(list), 1);
+    expect_json_bytes(jget(json_object_array_get_idx(list, 0), "name"), "var",
+                      3);
+    assert_int_equal(json_object_get_int64(jget(root, "bytes")), 4);
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+/* repack names the partitioned tensor it refuses, and drops the slices
+ * of one that is excluded. */
+static void test_repack_names_partitioned_tensor(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *src = bt_path(dir, "src"), *dst = bt_path(dir, "dst");
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {.rank = 1, .dims = {4}};
+    ckpt_shape one = {.rank = 1, .dims = {1}};
+    ckpt_slice_extent lo[1] = {{0, 2}}, hi[1] = {{2, 2}};
+    float v[4] = {1, 2, 3, 4};
+    cli_run r;
+    (void)state;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, src, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "part/kernel", CKPT_DT_FLOAT,
+                                                &full, lo, v, 8));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "part/kernel", CKPT_DT_FLOAT,
+                                                &full, hi, v + 2, 8));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "bias", CKPT_DT_FLOAT, &one, v, 4));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    RUN_BOUNDED(r, &limits, "repack", src, dst);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 2);
+    expect_contains(r.err, "tensor 'part/kernel' is partitioned");
+    expect_lacks(r.err, "(slice)");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "repack", src, dst, "--exclude", "^part/");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": 1 of 2 tensors, 4 bytes, 1 shard");
+    run_free(&r);
+    free(src);
+    free(dst);
+    test_remove_tree(dir);
+}
+
+/* A path of about 3 KiB in front of a damaged index: the message keeps the
+ * whole path and the error after it. */
+static void test_long_path_keeps_the_error(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char path[4096];
+    size_t n = (size_t)snprintf(path, sizeof(path), "%s", dir);
+    cli_run r;
+    (void)state;
+    while (n < 3000) {
+        n += (size_t)snprintf(path + n, sizeof(path) - n, "/%0200d", 0);
+        assert_int_equal(mkdir(path, 0755), 0);
+    }
+    snprintf(path + n, sizeof(path) - n, "/ck.index");
+    test_write_file(path, "this is not a table, it is far too short", 40);
+    path[n] = '\0';
+    strncat(path, "/ck", sizeof(path) - n - 1);
+    RUN_BOUNDED(r, &limits, "inspect", path);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, path);
+    expect_contains(r.err, "ck.index");
+    /* the error itself, after the path */
+    assert_true(strlen(strstr(r.err, "ck.index")) > 12);
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
+/* A damaged state file is damage (exit 1) for every command that reads
+ * it, as the README's exit-status rule says (ls used to exit 2, inspect
+ * 1). */
+static void test_damaged_state_file_same_status(void **state)
+{
+    char *dir = test_make_temp_dir();
+    static const char *const commands[] = {"ls", "inspect", "verify"};
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-1\"\n\x01\x02garbage{{\n");
+    for (size_t i = 0; i < 3; i++) {
+        RUN_BOUNDED(r, &limits, commands[i], dir);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, 1);
+        expect_both_safe(&r);
+        expect_contains(r.err, "checkpoint:2:");
+        run_free(&r);
+    }
+    test_remove_tree(dir);
+}
+
+/* ---- class 10: verify DIR checks the checkpoint the state file names ---- */
+
+static void test_verify_dir_checks_named_checkpoint(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *older = bt_path(dir, "model.ckpt-1");
+    char *index2 = bt_path(dir, "model.ckpt-2.index");
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+    /* the named one has no index: missing, however intact model.ckpt-1 is */
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "model.ckpt-2) is missing");
+    expect_contains(r.err, "an older listed checkpoint has its index: ");
+    expect_contains(r.err, older);
+    expect_lacks(r.out, "OK");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    run_free(&r);
+    /* its index is there but damaged */
+    test_write_file(index2, "garbage, not a table", 20);
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "model.ckpt-2) is damaged");
+    run_free(&r);
+    /* the older one named directly still verifies */
+    RUN_BOUNDED(r, &limits, "verify", older);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    run_free(&r);
+    free(older);
+    free(index2);
+    test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ls_paths_ending_in_slash_or_outside),
+        cmocka_unit_test(test_ls_many_entries_one_subdirectory),
+        cmocka_unit_test(test_names_escaped_in_text_output),
+        cmocka_unit_test(test_names_valid_json),
+        cmocka_unit_test(test_nul_in_name_is_part_of_it),
+        cmocka_unit_test(test_verify_variant_not_checked),
+        cmocka_unit_test(test_repack_names_partitioned_tensor),
+        cmocka_unit_test(test_long_path_keeps_the_error),
+        cmocka_unit_test(test_damaged_state_file_same_status),
+        cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,223 @@
+/* tools/ckpt/cli_text.c - how untrusted text (tensor names, state-file
+ * paths, file names, the library's messages that quote them) reaches the
+ * terminal and JSON. One rule for every command:
+ *
+ *   text:  printable ASCII and valid UTF-8 of printable characters as is;
+ *          every other byte (control bytes such as ESC, TAB, newline and
+ *          NUL, DEL, C1 controls, Unicode direction overrides, bytes that
+ *          are not UTF-8) as \xHH;
+ *   JSON:  a string that is valid UTF-8 as is (json-c \u-escapes its
+ *          control characters); one that is not maps each byte to one code
+ *          point U+0000..U+00FF (Latin-1), so the output is always JSON.
+ *
+ * Escaped copies live until cli_text_release() (called once by main). */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every escaped copy handed out, freed by cli_text_release(). The tool is
+ * single-threaded. */
+static char **kept;
+static size_t num_kept, cap_kept;
+
+static char *keep(char *s)
+{
+    if (num_kept == cap_kept) {
+        size_t cap = cap_kept ? cap_kept * 2 : 16;
+        char **grown = realloc(kept, cap * sizeof(*grown));
+        if (!grown) {
+            fputs("ckpt: out of memory\n", stderr);
+            exit(CLI_USAGE);
+        }
+        kept = grown;
+        cap_kept = cap;
+    }
+    kept[num_kept++] = s;
+    return s;
+}
+
+void cli_text_release(void)
+{
+    for (size_t i = 0; i < num_kept; i++)
+        free(kept[i]);
+    free(kept);
+    kept = NULL;
+    num_kept = cap_kept = 0;
+}
+
+/* ---- UTF-8 --------------------------------------------------------------- */
+
+size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp_out)
+{
+    size_t len;
+    uint32_t cp;
+    if (p[0] < 0x80) {
+        *cp_out = p[0];
+        return 1;
+    }
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        len = 2, cp = p[0] & 0x1f;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        len = 3, cp = p[0] & 0x0f;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        len = 4, cp = p[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    *cp_out = cp;
+    return len;
+}
+
+static int is_utf8(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
+        if (len == 0)
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Code points a terminal acts on rather than shows: C0 and C1 controls,
+ * DEL, line and paragraph separators, direction marks and overrides. */
+static int is_control(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e ||
+           cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+/* The length of the escaped form of p[0..n), or 0 when nothing needs
+ * escaping. */
+static size_t escaped_length(const unsigned char *p, size_t n, int *needed)
+{
+    size_t i = 0, out = 0;
+    *needed = 0;
+    while (i < n) {
+        uint32_t cp = 0;
+        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
+        if (len == 0 || is_control(cp)) {
+            *needed = 1;
+            out += 4 * (len ? len : 1);
+            i += len ? len : 1;
+        } else {
+            out += len;
+            i += len;
+        }
+    }
+    return out;
+}
+
+static void write_escaped(char *dst, const unsigned char *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp = 0;
+        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
+        size_t take = len ? len : 1;
+        if (len == 0 || is_control(cp)) {
+            for (size_t k = 0; k < take; k++) {
+                dst[o++] = '\\';
+                dst[o++] = 'x';
+                dst[o++] = hex[p[i + k] >> 4];
+                dst[o++] = hex[p[i + k] & 15];
+            }
+        } else {
+            memcpy(dst + o, p + i, take);
+            o += take;
+        }
+        i += take;
+    }
+    dst[o] = '\0';
+}
+
+const char *cli_safe_n(const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    int needed;
+    size_t len = escaped_length(p, n, &needed);
+    char *s;
+    if (!needed)
+        return bytes; /* fit to print; a NUL inside would need escaping */
+    s = keep(cli_xmalloc(len + 1));
+    write_escaped(s, p, n);
+    return s;
+}
+
+const char *cli_safe(const char *s)
+{
+    return cli_safe_n(s, strlen(s));
+}
+
+const char *cli_safe_name(const ckpt_tensor_entry *e)
+{
+    return cli_safe_n(e->name, e->name_len);
+}
+
+void cli_vprint_safe(FILE *out, const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) {
+        fputs("ckpt: out of memory\n", stderr);
+        exit(CLI_USAGE);
+    }
+    vfprintf(mem, fmt, ap);
+    fclose(mem);
+    fputs(cli_safe_n(text, len), out);
+    free(text);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+json_object *cli_json_bytes(const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    unsigned char *latin;
+    size_t k = 0;
+    json_object *s;
+    if (n > (size_t)INT32_MAX / 2)
+        n = (size_t)INT32_MAX / 2;
+    if (is_utf8(p, n))
+        return json_object_new_string_len((const char *)p, (int)n);
+    latin = cli_xmalloc(2 * n + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x80) {
+            latin[k++] = p[i];
+        } else {
+            latin[k++] = (unsigned char)(0xc0 | (p[i] >> 6));
+            latin[k++] = (unsigned char)(0x80 | (p[i] & 0x3f));
+        }
+    }
+    s = json_object_new_string_len((const char *)latin, (int)k);
+    free(latin);
+    return s;
+}
+
+json_object *cli_json_string(const char *s)
+{
+    return cli_json_bytes(s, strlen(s));
+}
+
+json_object *cli_json_name(const ckpt_tensor_entry *e)
+{
+    return cli_json_bytes(e->name, e->name_len);
+}
