@@ -51,3 +51,27 @@ endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt.pc.in"
                "${PROJECT_BINARY_DIR}/ckpt.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/ckpt.pc" DESTINATION ${CKPT_PC_DIR})
+
+# ---- the optional MPI library (component "mpi") -----------------------------
+# find_package(ckpt COMPONENTS mpi) gives ckpt::ckpt_mpi; pkg-config
+# ckpt-mpi gives its flags (the static core and MPI's flags included).
+if(TARGET ckpt_mpi)
+    install(TARGETS ckpt_mpi EXPORT ckptMpiTargets
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(EXPORT ckptMpiTargets NAMESPACE ckpt::
+            DESTINATION ${CKPT_INSTALL_CMAKEDIR})
+    # MPI's own pkg-config module when there is one (Debian: mpi-c).
+    find_package(PkgConfig QUIET)
+    set(CKPT_MPI_PC_REQUIRES "")
+    foreach(_m mpi-c ompi-c mpich)
+        if(NOT CKPT_MPI_PC_REQUIRES)
+            pkg_check_modules(_CKPT_PC_${_m} QUIET ${_m})
+            if(_CKPT_PC_${_m}_FOUND)
+                set(CKPT_MPI_PC_REQUIRES ${_m})
+            endif()
+        endif()
+    endforeach()
+    configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt-mpi.pc.in"
+                   "${PROJECT_BINARY_DIR}/ckpt-mpi.pc" @ONLY)
+    install(FILES "${PROJECT_BINARY_DIR}/ckpt-mpi.pc" DESTINATION ${CKPT_PC_DIR})
+endif()

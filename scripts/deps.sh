@@ -4,8 +4,10 @@
 # otherwise prints the exact apt-get line and fails.
 set -euo pipefail
 
+# libopenmpi-dev and openmpi-bin: the optional MPI library ckpt_mpi and its
+# tests (label mpi, run through mpiexec).
 PACKAGES=(cmake make gcc pkg-config libsnappy-dev libcmocka-dev libjson-c-dev valgrind
-          libleveldb-dev g++)
+          libleveldb-dev g++ libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,7 +3,9 @@
 #     fails when an object compiled from a public header as C++ refers to a
 #     C++-mangled symbol: a declaration outside CKPT_BEGIN_DECL/CKPT_END_DECL.
 #   cmake -DCHECK=umbrella -DINCLUDE_DIR=include -P headercheck.cmake
-#     fails when include/ckpt.h does not include every include/ckpt/*.h.
+#     fails when include/ckpt.h does not include every include/ckpt/*.h
+#     but ckpt/mpi.h (the optional MPI library's header, which must not be
+#     in the umbrella: the core needs no MPI).
 if(CHECK STREQUAL "linkage")
     string(REPLACE "|" ";" objects "${OBJECTS}")
     list(LENGTH objects count)
@@ -41,6 +43,10 @@ if(CHECK STREQUAL "linkage")
 elseif(CHECK STREQUAL "umbrella")
     file(READ "${INCLUDE_DIR}/ckpt.h" umbrella)
     file(GLOB headers RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/ckpt/*.h")
+    list(REMOVE_ITEM headers "ckpt/mpi.h")
+    if(umbrella MATCHES "ckpt/mpi\\.h")
+        message(FATAL_ERROR "include/ckpt.h must not include ckpt/mpi.h")
+    endif()
     set(missing "")
     foreach(h IN LISTS headers)
         string(REPLACE "." "\\." re "${h}")

@@ -7,6 +7,9 @@
  * stopped. Uses the public API only. */
 #include "ckpt.h"
 #include "data.h"
+#ifdef CKPT_TRAIN_MPI
+#include "distributed.h"
+#endif
 #include "model.h"
 #include "report.h"
 
@@ -48,6 +51,8 @@ static const char usage_text[] =
     "  --lr X             Adam learning rate (default 0.003)\n"
     "  --seed S           data and initialisation seed (default 1)\n"
     "  --quiet            print only the restore line, errors and the summary\n"
+    "  --distributed      under mpiexec: data-parallel on every rank, with\n"
+    "                     distributed checkpoints (when built with MPI)\n"
     "\n"
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
     "exits 0. Exit status: 0 done, 1 training or a save failed, 2 usage.\n";
@@ -447,6 +452,12 @@ int main(int argc, char **argv)
     int have_metrics = 0, exit_code = 1;
     int err;
 
+#ifdef CKPT_TRAIN_MPI
+    if (ckpt_train_wants_distributed(argc, argv)) {
+        free(t);
+        return ckpt_train_distributed(argc, argv);
+    }
+#endif
     if (!t)
         return 1;
     report_init(&rep, 1, 0, 0);

@@ -1,0 +1,247 @@
+/* ckpt/mpi.h - distributed checkpoints over MPI (library ckpt_mpi): every
+ * rank of a communicator saves its own part of the state into one
+ * TensorFlow checkpoint, and a checkpoint written by N ranks restores onto
+ * any number of ranks.
+ *
+ * Variables come in three kinds:
+ *   - replicated: the same value on every rank (data-parallel weights).
+ *     Written once, by one rank chosen to balance bytes per rank; restored
+ *     on every rank. Stored under its name.
+ *   - partitioned: this rank holds one piece (start and length per
+ *     dimension) of a global tensor. Stored as TensorFlow slices of the
+ *     global tensor, so TensorFlow and a single-process ckpt read the whole
+ *     tensor under its name; restored onto any partition (resharding).
+ *   - per-rank: a different value on each rank (RNG state, data position).
+ *     Stored as "<name>/rank-<r>" (r in decimal, no padding) and restored
+ *     by rank number.
+ *
+ * A checkpoint <dir>/<basename>-<step> has one data file per rank,
+ * <prefix>.data-<r>-of-<N> (written by rank r), and one <prefix>.index that
+ * rank 0 writes over all of them once every rank's file is durable; then
+ * rank 0 updates the state file and applies retention. The directory must
+ * be shared by all ranks (one file system).
+ *
+ * Collective calls (every rank of the communicator, in the same order):
+ * open, check, save, save_async, restore, restore_latest, close and free.
+ * The others are local. Every collective that waits on other ranks is
+ * bounded by `collective_timeout_s`: past it the job is ended with
+ * MPI_Abort (a peer that died or stopped calling cannot be waited out).
+ *
+ * Threads: each saver runs one background thread that writes this rank's
+ * data file (and, on rank 0, merges the index); that thread never calls
+ * MPI. All MPI calls happen inside the collective and poll/wait calls, on
+ * the calling thread, so MPI_THREAD_FUNNELED is enough when those calls are
+ * made from the main thread and MPI_THREAD_SERIALIZED otherwise.
+ * Asynchronous saves need MPI_THREAD_FUNNELED or higher (CKPT_ENOTSUP under
+ * MPI_THREAD_SINGLE); synchronous saves and restores work at any level. */
+#ifndef CKPT_MPI_H
+#define CKPT_MPI_H
+
+#include <mpi.h>
+
+#include "bundle.h"
+#include "hooks.h"
+#include "saver.h"
+
+CKPT_BEGIN_DECL
+
+typedef struct ckpt_mpi_saver ckpt_mpi_saver;
+
+#define CKPT_MPI_SAVER_OPTIONS_VERSION 1
+
+/** Options of a distributed saver. */
+typedef struct ckpt_mpi_saver_options {
+    unsigned int version; /**< CKPT_MPI_SAVER_OPTIONS_VERSION */
+    /** As for ckpt_saver_open: fs, clock, basename, max_to_keep,
+     *  keep_checkpoint_every_n_hours, pad_step_number, absolute_paths, log
+     *  (called on any thread), on_save_done (called on the thread that
+     *  calls save, save_async, poll, wait or close, on every rank, with the
+     *  outcome every rank agreed on). busy_policy: CKPT_BUSY_SKIP or
+     *  CKPT_BUSY_WAIT (COALESCE gives CKPT_ENOTSUP). direct_io is ignored.
+     *  `fs`, `clock`, `log` and the callbacks are per rank. */
+    ckpt_saver_options base;
+    /** Longest wait for the other ranks in any collective step, in seconds
+     *  (0: 600). Past it the job is ended with MPI_Abort. */
+    double collective_timeout_s;
+} ckpt_mpi_saver_options;
+
+#define CKPT_MPI_SAVER_OPTIONS_INIT                                            \
+    {                                                                          \
+        CKPT_MPI_SAVER_OPTIONS_VERSION, CKPT_SAVER_OPTIONS_INIT, 0.0           \
+    }
+
+/** Fill `opts` with the defaults. @return 0 or CKPT_EVERSION */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts, unsigned int version);
+
+/** Open the shared checkpoint directory `dir` on every rank of `comm`
+ *  (collective; the saver works on its own duplicate of `comm`). Rank 0
+ *  recovers the directory as ckpt_saver_open does (temporary files and
+ *  data files of checkpoints without an index, including a distributed
+ *  save's that failed, are removed). Every rank gets rank 0's outcome.
+ *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL, CKPT_ENOTSUP
+ *          (busy policy) or an I/O error */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
+                    const ckpt_mpi_saver_options *opts);
+
+/** Register a replicated variable (local; before the first save or
+ *  restore). Every rank must register the same replicated variables (name,
+ *  dtype, shape), in any order.
+ *  @return 0, CKPT_EINVAL, CKPT_ENOTSUP (dtype), CKPT_EEXISTS (name),
+ *          CKPT_ESTATE (after the first save or restore) */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_add_replicated(ckpt_mpi_saver *s, const ckpt_var *var);
+
+/** Register this rank's piece of a partitioned variable (local). `var`
+ *  names the global tensor and gives its global shape; `extents` (one per
+ *  dimension of that shape; length CKPT_SLICE_FULL for a whole dimension)
+ *  say which piece this rank holds, and var->data (or the callbacks) hold
+ *  that piece's elements row-major in the piece's own shape. Every rank
+ *  registers one piece of every partitioned variable (an empty piece, with
+ *  a zero length, when it holds none); together they must tile the global
+ *  shape exactly, which the first collective call checks.
+ *  @return as ckpt_mpi_saver_add_replicated, CKPT_EINVAL for an extent
+ *          outside the shape */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_add_partitioned(ckpt_mpi_saver *s, const ckpt_var *var,
+                               const ckpt_slice_extent *extents);
+
+/** ckpt_mpi_saver_add_per_rank flag: a restore onto a rank the checkpoint
+ *  has no value for leaves the variable as it is instead of failing. */
+#define CKPT_MPI_OPTIONAL 1
+
+/** Register a per-rank variable (local), saved as "<name>/rank-<r>". Every
+ *  rank registers the same per-rank names with the same dtype and shape.
+ *  `flags`: 0 or CKPT_MPI_OPTIONAL.
+ *  @return as ckpt_mpi_saver_add_replicated */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var, int flags);
+
+/** Check the registered variables across ranks and fix them (collective;
+ *  done by the first save or restore when not called): the same
+ *  replicated and per-rank variables on every rank, every partitioned
+ *  variable registered everywhere with one dtype and global shape, and its
+ *  pieces tiling the global shape without overlap or hole, no stored name
+ *  given twice. Then replicated variables are assigned to writer ranks.
+ *  Every rank gets the same outcome; the message names the rank and the
+ *  tensor at fault.
+ *  @return 0, CKPT_EINVAL, CKPT_ESTATE (closed) */
+CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
+
+/** Save every rank's part as `<dir>/<basename>-<step>` (collective, the
+ *  same step on every rank) and wait until it is committed or failed. A
+ *  failure on any rank fails the save on every rank with that rank's
+ *  message; nothing is named then and the previous checkpoint stays the
+ *  latest. On success `prefix_out` (may be NULL) receives the prefix.
+ *  An earlier asynchronous save still in flight is finished first; its
+ *  failure, not yet returned, is returned instead (nothing saved).
+ *  @return 0, or an error as ckpt_saver_save's */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
+
+/** Snapshot this rank's part (the only time the caller waits, besides an
+ *  agreement among ranks when the busy policy is SKIP) and let the
+ *  background thread write it (collective, the same step on every rank).
+ *  The ranks' agreement that every part is durable and rank 0's commit are
+ *  progressed by later calls to poll, save_async, wait or close, without
+ *  blocking them. With CKPT_BUSY_SKIP and a save still in flight on any
+ *  rank, every rank skips (CKPT_EBUSY); with CKPT_BUSY_WAIT every rank
+ *  finishes the previous save first.
+ *  @return 0 when dispatched, CKPT_EBUSY (skipped), CKPT_ENOTSUP (thread
+ *          level below MPI_THREAD_FUNNELED), a background failure not yet
+ *          returned (once; nothing dispatched) or a snapshot error */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
+                          uint64_t *ticket_out);
+
+/** Progress the save in flight without blocking (local; the other ranks
+ *  progress theirs in their own calls) and deliver finished outcomes.
+ *  `*busy_out` (may be NULL): 1 while a save is in flight.
+ *  @return 0 or a save failure not yet returned (once) */
+CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
+
+/** Wait until the save in flight has an outcome (collective in effect: it
+ *  needs the other ranks to progress theirs), at most `timeout_s` seconds
+ *  (< 0: bounded only by collective_timeout_s).
+ *  @return 0, CKPT_ETIMEDOUT or a save failure not yet returned (once) */
+CKPT_EXTERN(int) ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s);
+
+/** Finish the save in flight and stop the background thread (collective).
+ *  Later saves return CKPT_ESTATE. @return as ckpt_mpi_saver_wait */
+CKPT_EXTERN(int) ckpt_mpi_saver_close(ckpt_mpi_saver *s);
+
+/** Close when needed (collective), then free. NULL is ignored. */
+CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
+
+/** Restore every registered variable from the checkpoint `prefix`
+ *  (collective; the checkpoint may have been written by any number of
+ *  ranks, or by a single-process saver): replicated variables whole,
+ *  partitioned ones assembled from whichever stored pieces overlap this
+ *  rank's piece, per-rank ones from "<name>/rank-<r>" (missing: left
+ *  unchanged when optional, else an error). Every variable is checked on
+ *  every rank before any is written; a failure on any rank fails the
+ *  restore on every rank with that rank's message.
+ *  @return 0, CKPT_ENOTFOUND (checkpoint or tensor, named), CKPT_EINVAL
+ *          (dtype or shape), CKPT_ECORRUPT, CKPT_EIO */
+CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
+
+/** Restore the directory's latest complete checkpoint (collective): rank 0
+ *  reads the state file and every rank restores the prefix it names.
+ *  `prefix_out` (may be NULL) receives it.
+ *  @return 0, CKPT_ENOTFOUND (no checkpoint), or as restore */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
+
+/** This rank's cumulative metrics (local; same meaning as the
+ *  single-process saver's; bytes_written counts this rank's data file, and
+ *  on rank 0 also the index). */
+CKPT_EXTERN(void)
+ckpt_mpi_saver_get_metrics(ckpt_mpi_saver *s, ckpt_saver_metrics *out);
+
+/** This rank and the number of ranks of the saver's communicator. */
+CKPT_EXTERN(int) ckpt_mpi_saver_rank(const ckpt_mpi_saver *s);
+CKPT_EXTERN(int) ckpt_mpi_saver_size(const ckpt_mpi_saver *s);
+
+/* ---- the checkpoint hook ------------------------------------------------ */
+
+#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION 1
+
+/** A checkpoint hook over a distributed saver, for a monitored session on
+ *  every rank (each rank's session runs the same steps; rank 0 is the chief
+ *  for logging and summaries, but every rank runs this hook). Do not also
+ *  give the sessions a checkpoint_dir: this hook restores and saves. */
+typedef struct ckpt_mpi_checkpoint_hook_options {
+    unsigned int version;    /**< CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION */
+    ckpt_mpi_saver *saver;   /**< borrowed, variables registered; required */
+    int64_t save_steps;      /**< exactly one of save_steps and save_secs */
+    double save_secs;        /**< decided by rank 0's clock each step and
+                                  broadcast (one small collective per step) */
+    int mode;                /**< CKPT_SAVE_SYNC or CKPT_SAVE_ASYNC */
+    int restore;             /**< 1: restore the latest checkpoint after each
+                                  session creation (none: nothing restored) */
+    const ckpt_clock *clock; /**< NULL: the system clock */
+} ckpt_mpi_checkpoint_hook_options;
+
+#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT                                  \
+    {                                                                          \
+        CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0, 0.0,                \
+            CKPT_SAVE_ASYNC, 1, NULL                                           \
+    }
+
+/** Build the hook. after_create_session restores (when asked) and starts
+ *  the timer at the session's global step; after_run progresses the save
+ *  in flight (returning its failure once), and at a trigger step saves on
+ *  every rank (async: a trigger skipped by busy policy SKIP does not move
+ *  the timer); end waits for the save in flight and saves the final step
+ *  unless a durable checkpoint (saved or restored by this hook) has it. The
+ * callbacks are collective: every rank's session must run the same steps. The
+ * global step comes from ckpt_session_global_step.
+ *  @return 0, CKPT_EINVAL (no saver; neither or both intervals; mode) */
+CKPT_EXTERN(int)
+ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,
+                             const ckpt_mpi_checkpoint_hook_options *o);
+
+CKPT_END_DECL
+
+#endif

@@ -1,0 +1,112 @@
+/* mpi/mpi_collective.c - every wait on other ranks, bounded: non-blocking
+ * collectives polled with MPI_Testall until they complete or the saver's
+ * collective timeout passes, which ends the job with MPI_Abort (a dead or
+ * stalled peer can never be waited out, and an MPI collective cannot be
+ * cancelled). Also the agreement of all ranks on one outcome: the most
+ * severe error, with the message of the rank that reported it. */
+#include "mpi_internal.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+double ckpt__mpi_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
+{
+    fprintf(stderr,
+            "ckpt_mpi: rank %d: %s: other ranks did not respond within "
+            "%.0f s; aborting the job\n",
+            s->rank, what, s->timeout_s);
+    fflush(stderr);
+    MPI_Abort(s->comm_user, 70);
+}
+
+int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                       double since, const char *what)
+{
+    int done = 0;
+    MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+    if (!done && ckpt__mpi_now() - since > s->timeout_s)
+        ckpt__mpi_abort(s, what);
+    return done;
+}
+
+void ckpt__mpi_pause(long *round)
+{
+    /* Yield first (peers on the same cores get to run, a quick answer is
+     * seen at once), then sleep longer and longer, up to 1 ms. */
+    if (*round < 200) {
+        sched_yield();
+    } else {
+        long ns = 10000L << (*round - 200 < 7 ? *round - 200 : 7);
+        struct timespec ts = {0, ns > 1000000 ? 1000000 : ns};
+        nanosleep(&ts, NULL);
+    }
+    (*round)++;
+}
+
+void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                        const char *what)
+{
+    double start = ckpt__mpi_now();
+    long round = 0;
+    while (!ckpt__mpi_test_all(s, reqs, n, start, what))
+        ckpt__mpi_pause(&round);
+}
+
+void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err)
+{
+    memset(st, 0, sizeof(*st));
+    st->code = err < 0 ? err : 0;
+    st->rank = rank;
+    if (err < 0)
+        snprintf(st->msg, sizeof(st->msg), "%s", ckpt_error_last()->message);
+}
+
+int ckpt__mpi_status_raise(const ckpt__mpi_status *st)
+{
+    if (st->code == 0)
+        return 0;
+    return ckpt__error(st->code, "%s", st->msg);
+}
+
+int ckpt__mpi_agree(ckpt_mpi_saver *s, MPI_Comm comm, int err, const char *what)
+{
+    int mine[2] = {err < 0 ? err : 0, s->rank};
+    int worst[2];
+    ckpt__mpi_status st;
+    MPI_Request req;
+    MPI_Iallreduce(mine, worst, 1, MPI_2INT, MPI_MINLOC, comm, &req);
+    ckpt__mpi_wait_all(s, &req, 1, what);
+    if (worst[0] == 0)
+        return 0;
+    if (worst[1] == s->rank) {
+        char own[CKPT__MPI_MSG];
+        snprintf(own, sizeof(own), "%s", ckpt_error_last()->message);
+        memset(&st, 0, sizeof(st));
+        st.code = worst[0];
+        st.rank = s->rank;
+        snprintf(st.msg, sizeof(st.msg), "rank %d: %.480s", s->rank, own);
+    }
+    MPI_Ibcast(&st, (int)sizeof(st), MPI_BYTE, worst[1], comm, &req);
+    ckpt__mpi_wait_all(s, &req, 1, what);
+    return ckpt__mpi_status_raise(&st);
+}
+
+int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,
+                            const char *what)
+{
+    ckpt__mpi_status st;
+    MPI_Request req;
+    ckpt__mpi_status_set(&st, s->rank, err);
+    MPI_Ibcast(&st, (int)sizeof(st), MPI_BYTE, 0, comm, &req);
+    ckpt__mpi_wait_all(s, &req, 1, what);
+    return ckpt__mpi_status_raise(&st);
+}

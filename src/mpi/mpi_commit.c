@@ -1,0 +1,225 @@
+/* mpi/mpi_commit.c - rank 0's second phase of a distributed save, once
+ * every rank reported its data file durable: the merge of format spec §9
+ * done without copying data. Every rank's entries already carry their
+ * final shard id (the rank) and offsets, so rank 0
+ *   1. unlists and unindexes an older checkpoint of the same name,
+ *   2. renames each rank's temporary data file to <prefix>.data-<r>-of-<N>
+ *      and fsyncs the directory,
+ *   3. writes <prefix>.index over all entries, plus one full entry per
+ *      partitioned tensor listing every rank's piece (§8), last,
+ *   4. names the checkpoint in the state file and applies retention.
+ * Any failure removes what this commit put in place (unless the state file
+ * may already name it); the ranks' temporary files are removed too. */
+#include "mpi_internal.h"
+
+#include "format/bundle_index.h"
+#include "io/fs_internal.h"
+
+#include <string.h>
+
+/* One rank's blob, parsed. */
+typedef struct shard_blob {
+    const char *temp_path; /* not NUL-terminated */
+    uint32_t temp_len;
+    uint32_t count;
+    const uint8_t *entries;
+    const uint8_t *end;
+} shard_blob;
+
+static int get_u32(const uint8_t **p, const uint8_t *end, uint32_t *out)
+{
+    if ((size_t)(end - *p) < sizeof(*out))
+        return ckpt__error(CKPT_ECORRUPT, "mpi commit: truncated entries");
+    memcpy(out, *p, sizeof(*out));
+    *p += sizeof(*out);
+    return 0;
+}
+
+static int get_bytes(const uint8_t **p, const uint8_t *end,
+                     const uint8_t **data, uint32_t *len)
+{
+    int err = get_u32(p, end, len);
+    if (err == 0 && (size_t)(end - *p) < *len)
+        err = ckpt__error(CKPT_ECORRUPT, "mpi commit: truncated entries");
+    if (err == 0) {
+        *data = *p;
+        *p += *len;
+    }
+    return err;
+}
+
+static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
+{
+    const uint8_t *end = p + n;
+    const uint8_t *path;
+    int err = get_bytes(&p, end, &path, &b->temp_len);
+    if (err == 0)
+        err = get_u32(&p, end, &b->count);
+    b->temp_path = (const char *)path;
+    b->entries = p;
+    b->end = end;
+    return err;
+}
+
+typedef struct merge {
+    shard_blob *blobs;
+    ckpt__index_kv *kvs;
+    size_t nkvs, cap;
+    ckpt_buf *full; /* encoded full entries of partitioned tensors */
+    size_t nfull;
+    int renamed; /* data files renamed so far */
+} merge;
+
+static int add_kv(merge *m, const void *key, size_t key_len,
+                  const uint8_t *value, size_t value_len)
+{
+    if (m->nkvs == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        ckpt__index_kv *p = ckpt__realloc(m->kvs, cap * sizeof(*p));
+        if (!p)
+            return ckpt__error_oom();
+        m->kvs = p;
+        m->cap = cap;
+    }
+    m->kvs[m->nkvs].key = key;
+    m->kvs[m->nkvs].key_len = key_len;
+    m->kvs[m->nkvs].value = value;
+    m->kvs[m->nkvs].value_len = value_len;
+    m->nkvs++;
+    return 0;
+}
+
+static int collect_entries(merge *m, const shard_blob *b)
+{
+    const uint8_t *p = b->entries;
+    int err = 0;
+    for (uint32_t i = 0; err == 0 && i < b->count; i++) {
+        const uint8_t *key, *proto;
+        uint32_t key_len, proto_len;
+        err = get_bytes(&p, b->end, &key, &key_len);
+        if (err == 0)
+            err = get_bytes(&p, b->end, &proto, &proto_len);
+        if (err == 0)
+            err = add_kv(m, key, key_len, proto, proto_len);
+    }
+    return err;
+}
+
+static int collect_full_entries(merge *m, const ckpt_mpi_saver *s)
+{
+    int err = 0;
+    m->full = ckpt__calloc(s->nparts + 1, sizeof(*m->full));
+    if (!m->full)
+        return ckpt__error_oom();
+    for (size_t i = 0; err == 0 && i < s->nparts; i++) {
+        const ckpt__mpi_partition *part = &s->parts[i];
+        ckpt__bundle_entry e;
+        if (part->npieces == 0)
+            continue;
+        memset(&e, 0, sizeof(e));
+        e.dtype = part->dtype;
+        e.shape = part->global;
+        e.num_slices = part->npieces;
+        e.slices = part->pieces;
+        err = ckpt__bundle_entry_encode(&m->full[m->nfull], &e);
+        if (err == 0)
+            err = add_kv(m, part->name, strlen(part->name),
+                         (const uint8_t *)m->full[m->nfull].ptr,
+                         m->full[m->nfull].size);
+        m->nfull++;
+    }
+    return err;
+}
+
+/* The temporary path of rank r's blob as a string (ckpt_buf keeps a NUL
+ * after its bytes). */
+static int temp_of(ckpt_buf *out, const shard_blob *b)
+{
+    ckpt__buf_clear(out);
+    return ckpt__buf_put(out, b->temp_path, b->temp_len);
+}
+
+static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
+{
+    ckpt_buf from = CKPT_BUF_INIT, to = CKPT_BUF_INIT, dir = CKPT_BUF_INIT;
+    int err = 0;
+    for (int r = 0; err == 0 && r < s->size; r++) {
+        err = temp_of(&from, &m->blobs[r]);
+        if (err == 0)
+            err = ckpt_bundle_data_path(&to, op->prefix.ptr, r, s->size);
+        if (err == 0)
+            err = ckpt__fs_rename(s->fs, from.ptr, to.ptr);
+        if (err == 0)
+            m->renamed = r + 1;
+    }
+    if (err == 0)
+        err = ckpt__path_dirname(&dir, op->prefix.ptr);
+    if (err == 0)
+        err = ckpt__fs_sync_dir(s->fs, dir.ptr);
+    ckpt_buf_dispose(&from);
+    ckpt_buf_dispose(&to);
+    ckpt_buf_dispose(&dir);
+    return err;
+}
+
+/* After a failure: the renamed data files and every temporary one. */
+static void remove_data_files(ckpt_mpi_saver *s, ckpt__save_op *op,
+                              const merge *m)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    for (int r = 0; r < s->size; r++) {
+        int err = r < m->renamed
+                      ? ckpt_bundle_data_path(&path, op->prefix.ptr, r, s->size)
+                      : temp_of(&path, &m->blobs[r]);
+        if (err == 0)
+            ckpt__fs_remove_quiet(s->fs, path.ptr);
+    }
+    ckpt_buf_dispose(&path);
+}
+
+int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
+                     uint64_t *index_bytes)
+{
+    merge m;
+    int may_be_named = 0, indexed = 0;
+    int err = 0;
+    memset(&m, 0, sizeof(m));
+    m.blobs = ckpt__calloc((size_t)s->size, sizeof(*m.blobs));
+    if (!m.blobs)
+        err = ckpt__error_oom();
+    for (int r = 0; err == 0 && r < s->size; r++)
+        err = parse_blob(&m.blobs[r], op->blobs + op->displs[r],
+                         (size_t)op->counts[r]);
+    for (int r = 0; err == 0 && r < s->size; r++)
+        err = collect_entries(&m, &m.blobs[r]);
+    if (err == 0)
+        err = collect_full_entries(&m, s);
+    if (err == 0)
+        err = ckpt__dir_state_forget(&s->ds, op->stored.ptr);
+    if (err == 0)
+        err = rename_data_files(s, op, &m);
+    if (err == 0)
+        err = ckpt__bundle_index_write(s->fs, op->prefix.ptr, s->size, m.kvs,
+                                       m.nkvs, index_bytes);
+    if (err == 0) {
+        indexed = 1;
+        err =
+            ckpt__dir_state_commit(&s->ds, op->stored.ptr,
+                                   ckpt_clock_wall(s->ds.clock), &may_be_named);
+    }
+    if (err < 0 && !may_be_named && m.blobs) {
+        if (indexed) {
+            ckpt_buf index = CKPT_BUF_INIT;
+            if (ckpt_bundle_index_path(&index, op->prefix.ptr) == 0)
+                ckpt__fs_remove_quiet(s->fs, index.ptr);
+            ckpt_buf_dispose(&index);
+        }
+        remove_data_files(s, op, &m);
+    }
+    for (size_t i = 0; m.full && i < m.nfull; i++)
+        ckpt_buf_dispose(&m.full[i]);
+    ckpt__free(m.full);
+    ckpt__free(m.kvs);
+    ckpt__free(m.blobs);
+    return err;
+}

@@ -1,0 +1,229 @@
+/* mpi/mpi_internal.h - the distributed saver's private structures and the
+ * functions its files share: registered variables and the collective
+ * check (mpi_vars.c), bounded collectives and agreement on an outcome
+ * (mpi_collective.c), writing one rank's data file (mpi_shard.c), rank 0's
+ * merge and commit (mpi_commit.c), the save pipeline (mpi_saver.c,
+ * mpi_save_op.c) and restore (mpi_restore.c).
+ *
+ * Two duplicates of the user's communicator keep collectives apart:
+ * `comm_op` carries only the agreement of saves (one save at a time, its
+ * collectives posted in one order on every rank), `comm_ctl` everything
+ * else (open, check, busy agreement, restore), which only runs while no
+ * save is in flight on this rank or at a point every rank reaches in the
+ * same order. */
+#ifndef CKPT_MPI_INTERNAL_H
+#define CKPT_MPI_INTERNAL_H
+
+#include "ckpt/mpi.h"
+#include "format/bundle_proto.h"
+#include "saver/saver_internal.h"
+
+#include <pthread.h>
+
+#define CKPT__MPI_MSG 512
+
+enum ckpt__mpi_kind {
+    CKPT__MPI_REPLICATED = 0,
+    CKPT__MPI_PARTITIONED = 1,
+    CKPT__MPI_PER_RANK = 2
+};
+
+/* One registered variable as this rank sees it. */
+typedef struct ckpt__mvar {
+    int kind;
+    int flags;    /* CKPT_MPI_OPTIONAL */
+    char *name;   /* as registered */
+    ckpt_buf key; /* its key in the index: the name, this rank's slice key
+                     (partitioned, not whole) or "<name>/rank-<r>" */
+    int dtype;
+    ckpt_shape global;        /* the tensor's shape in the checkpoint */
+    ckpt_shape local;         /* the shape of this rank's value */
+    ckpt__tensor_slice slice; /* partitioned: this rank's piece */
+    int whole;                /* partitioned piece covering everything */
+    ckpt_var user;            /* data / callbacks as registered */
+    uint64_t bytes;           /* of the local value */
+    int owned;                /* this rank writes it */
+} ckpt__mvar;
+
+/* Rank 0's view of one partitioned tensor after the check: every rank's
+ * piece, for the full entry of the merged index. */
+typedef struct ckpt__mpi_partition {
+    char *name;
+    int dtype;
+    ckpt_shape global;
+    int npieces; /* non-empty pieces, in rank order */
+    ckpt__tensor_slice *pieces;
+} ckpt__mpi_partition;
+
+/* A fixed-size record exchanged in agreements (bytes on the wire). */
+typedef struct ckpt__mpi_status {
+    int code;
+    int rank; /* who reported `code` */
+    int32_t blob_len;
+    int32_t pad_;
+    uint64_t bytes;
+    char msg[CKPT__MPI_MSG];
+} ckpt__mpi_status;
+
+enum ckpt__op_state {
+    OP_IDLE = 0,
+    OP_WRITING,     /* the background thread writes this rank's file */
+    OP_GATHER_HDR,  /* rank 0: waiting for every rank's status */
+    OP_GATHER_BLOB, /* rank 0: waiting for every rank's entries */
+    OP_COMMITTING,  /* rank 0: the background thread merges and commits */
+    OP_OUTCOME      /* waiting for rank 0's outcome */
+};
+
+/* The save in flight (at most one per saver). */
+typedef struct ckpt__save_op {
+    int state;
+    int is_async;
+    uint64_t ticket;
+    int64_t step;
+    ckpt_buf prefix;    /* full prefix */
+    ckpt_buf stored;    /* as named in the state file */
+    ckpt_buf temp_path; /* this rank's temporary data file */
+    int temp_exists;
+    ckpt_buf blob;            /* temp path and entries sent to rank 0 */
+    ckpt__mpi_status mine;    /* this rank's write outcome */
+    ckpt__mpi_status outcome; /* rank 0's verdict */
+    ckpt__mpi_status *all;    /* rank 0: every rank's status */
+    int *counts, *displs;     /* rank 0: blob sizes and offsets */
+    uint8_t *blobs;           /* rank 0: every rank's blob */
+    MPI_Request req[3];
+    int nreq;
+    double posted_at; /* when the current wait on peers began */
+    double started_at;
+    double blocking_s;
+    double write_s;
+} ckpt__save_op;
+
+enum ckpt__job_kind { JOB_NONE = 0, JOB_WRITE, JOB_COMMIT };
+
+struct ckpt_mpi_saver {
+    MPI_Comm comm_user; /* as given: what MPI_Abort ends */
+    MPI_Comm comm_op;
+    MPI_Comm comm_ctl;
+    int rank, size;
+    int thread_level;
+    ckpt_mpi_saver_options opts;
+    char *basename;
+    const ckpt_fs *fs;
+    ckpt__dir_state ds;
+    double timeout_s;
+
+    ckpt__mvar *vars;
+    size_t nvars, cap_vars;
+    size_t *name_slots; /* hash set of registered names: var index + 1 */
+    size_t nslots;      /* a power of two, at least twice nvars */
+    int checked;        /* the collective check passed; variables fixed */
+    int closed;
+    ckpt__mpi_partition *parts; /* rank 0 */
+    size_t nparts;
+
+    /* This rank's records: the owned variables laid out in one image. */
+    ckpt__var *owned;
+    size_t *owned_idx; /* index into vars of each owned variable */
+    size_t nowned;
+    uint64_t image_bytes;
+    ckpt__image image;
+
+    ckpt__save_op op;
+    uint64_t next_ticket;
+    ckpt__mpi_status last_outcome; /* of the last save delivered */
+    int pending_error;             /* a failed async save not yet returned */
+    char pending_msg[CKPT__MPI_MSG];
+    ckpt_saver_metrics metrics;
+
+    /* The background thread: one job at a time, guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int thread_started;
+    int stopping;
+    int job;      /* ckpt__job_kind queued or running */
+    int job_done; /* the job's outcome is in op */
+};
+
+/* ---- variables (mpi_vars.c) -------------------------------------------- */
+
+int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
+                      const ckpt_slice_extent *extents, int flags);
+void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s);
+/* The collective check of ckpt_mpi_saver_check (once). */
+int ckpt__mpi_check(ckpt_mpi_saver *s);
+
+/* ---- collectives (mpi_collective.c) ------------------------------------ */
+
+double ckpt__mpi_now(void);
+/* One pause of a polling loop; `*round` counts them (start at 0). */
+void ckpt__mpi_pause(long *round);
+/* Wait for `n` requests, polling, at most the collective timeout; past it
+ * log `what` on stderr and MPI_Abort. */
+void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                        const char *what);
+/* Whether the requests completed, without waiting; aborts when they have
+ * been waited for longer than the timeout since `since`. */
+int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                       double since, const char *what);
+/* Abort the job: the library's bounded outcome of a wait. */
+void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what);
+/* Agree on one outcome on `comm`: every rank passes its own `err` (0 or a
+ * code, with the calling thread's last error as the message); every rank
+ * returns the most severe (lowest) code, with the message of the lowest
+ * rank reporting it, prefixed "rank <r>: ". */
+int ckpt__mpi_agree(ckpt_mpi_saver *s, MPI_Comm comm, int err,
+                    const char *what);
+/* Rank 0 decided `err` (its last error the message); every rank returns
+ * it. */
+int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,
+                            const char *what);
+/* Fill `st` from `err` and the calling thread's last error. */
+void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err);
+/* Return st->code with st->msg as the calling thread's error. */
+int ckpt__mpi_status_raise(const ckpt__mpi_status *st);
+
+/* ---- one rank's data file (mpi_shard.c) -------------------------------- */
+
+/* Lay the owned variables out in the image (after the check). */
+int ckpt__mpi_shard_plan(ckpt_mpi_saver *s);
+/* Write the image to a temporary file of this rank's data file of
+ * `prefix` (fsynced and closed), and describe the temp path and the
+ * entries for rank 0 in op->blob. */
+int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op);
+
+/* ---- restore (mpi_piece_read.c) ---------------------------------------- */
+
+/* Read the record of entry `e` (a piece of `tensor`, for messages) of the
+ * bundle `prefix` straight into `dst` (e->size bytes), checking its
+ * CRC32C. 0, CKPT_ECORRUPT (short record, checksum), CKPT_ENOTFOUND or an
+ * I/O error. */
+int ckpt__mpi_read_piece_into(const ckpt_fs *fs, const char *prefix,
+                              int num_shards, const ckpt_tensor_entry *e,
+                              const char *tensor, void *dst);
+
+/* ---- rank 0's commit (mpi_commit.c) ------------------------------------ */
+
+/* Merge every rank's blob (op->blobs) into the index, rename the data
+ * files into place and name the checkpoint in the state file. On failure
+ * nothing is named and what was renamed is removed. */
+int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
+                     uint64_t *index_bytes);
+
+/* ---- the save pipeline (mpi_save_op.c) --------------------------------- */
+
+/* The snapshot is taken (local_err 0: write it) or failed (local_err:
+ * report it to the agreement). */
+void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err);
+/* Start the op's agreement once its write is done; advance it without
+ * blocking. Returns 1 when the op has an outcome (delivered), else 0. */
+int ckpt__mpi_op_progress(ckpt_mpi_saver *s);
+/* Drive the op in flight to its outcome (bounded). */
+void ckpt__mpi_op_finish(ckpt_mpi_saver *s);
+/* Hand a job to the background thread / take its outcome. */
+int ckpt__mpi_thread_start(ckpt_mpi_saver *s);
+void ckpt__mpi_thread_stop(ckpt_mpi_saver *s);
+void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job);
+int ckpt__mpi_job_done(ckpt_mpi_saver *s);
+
+#endif

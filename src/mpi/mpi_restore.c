@@ -1,0 +1,405 @@
+/* mpi/mpi_restore.c - restoring a distributed saver's variables on M ranks
+ * from a checkpoint written by any number of ranks (or by one process):
+ *   replicated    the whole tensor, on every rank;
+ *   partitioned   this rank's piece, copied from whichever stored pieces
+ *                 overlap it (resharding; only those records are read);
+ *   per-rank      "<name>/rank-<r>" for this rank r.
+ * Two agreements keep ranks in step: after every rank checked its
+ * variables against the index (present, dtype, shape) and after the reads;
+ * a failure on any rank is every rank's error. restore_latest lets rank 0
+ * read the state file and broadcast the prefix. */
+#include "mpi_internal.h"
+
+#include "format/bundle_slices.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MISSING_OPTIONAL 1
+
+/* Check `v` against the checkpoint; 1 when an optional per-rank value is
+ * missing (left as it is). */
+static int check_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                     const char *prefix, const ckpt__mvar *v)
+{
+    const char *key = v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name;
+    const ckpt_tensor_entry *e;
+    char want[128], have[128];
+    int err = ckpt_bundle_reader_find(&e, r, key);
+    if (err == CKPT_ENOTFOUND && v->kind == CKPT__MPI_PER_RANK) {
+        if (v->flags & CKPT_MPI_OPTIONAL) {
+            ckpt_error_clear();
+            return MISSING_OPTIONAL;
+        }
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: per-rank variable '%s' has no value for "
+                           "rank %d ('%s' is missing; the checkpoint was "
+                           "written by %d rank(s), this job has %d)",
+                           prefix, v->name, s->rank, key,
+                           ckpt_bundle_reader_num_shards(r), s->size);
+    }
+    if (err == CKPT_ENOTFOUND)
+        return ckpt__error(
+            CKPT_ENOTFOUND, "%s: %s variable '%s' is not in the checkpoint",
+            prefix,
+            v->kind == CKPT__MPI_REPLICATED ? "replicated" : "partitioned",
+            key);
+    if (err < 0)
+        return err;
+    if (e->dtype == v->dtype && ckpt_shape_equal(&e->shape, &v->global))
+        return 0;
+    ckpt_shape_format(want, sizeof(want), &v->global);
+    ckpt_shape_format(have, sizeof(have), &e->shape);
+    return ckpt__error(CKPT_EINVAL,
+                       "%s: tensor '%s' is %s %s in the checkpoint, the "
+                       "variable is %s %s",
+                       prefix, key, ckpt_dtype_name(e->dtype), have,
+                       ckpt_dtype_name(v->dtype), want);
+}
+
+/* Copy the box [lo, hi) (global coordinates, `rank` dimensions) from a
+ * row-major block of shape `ss` whose first element is at global `so`, into
+ * a block of shape `ds` at global `dso`. */
+static void copy_box(uint8_t *dst, const int64_t *dso, const ckpt_shape *ds,
+                     const uint8_t *src, const int64_t *so,
+                     const ckpt_shape *ss, const int64_t *lo, const int64_t *hi,
+                     int rank, size_t es)
+{
+    int64_t idx[CKPT_MAX_RANK], sstride[CKPT_MAX_RANK], dstride[CKPT_MAX_RANK];
+    size_t row = (size_t)(hi[rank - 1] - lo[rank - 1]) * es;
+    sstride[rank - 1] = dstride[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--) {
+        sstride[d] = sstride[d + 1] * ss->dims[d + 1];
+        dstride[d] = dstride[d + 1] * ds->dims[d + 1];
+    }
+    for (int d = 0; d < rank; d++) {
+        if (lo[d] >= hi[d])
+            return;
+        idx[d] = lo[d];
+    }
+    for (;;) {
+        int64_t s_off = 0, d_off = 0;
+        int d;
+        for (d = 0; d < rank; d++) {
+            s_off += (idx[d] - so[d]) * sstride[d];
+            d_off += (idx[d] - dso[d]) * dstride[d];
+        }
+        memcpy(dst + (size_t)d_off * es, src + (size_t)s_off * es, row);
+        for (d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < hi[d])
+                break;
+            idx[d] = lo[d];
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+/* This rank's piece bounds [lo, hi) of `v`. */
+static void piece_bounds(const ckpt__mvar *v, int64_t *lo, int64_t *hi)
+{
+    for (int d = 0; d < v->global.rank; d++) {
+        lo[d] = v->slice.start[d];
+        hi[d] = v->slice.start[d] + v->slice.length[d];
+    }
+}
+
+/* The whole tensor, then this rank's piece cut out of it (a checkpoint
+ * that stored it as one ordinary entry). */
+static int read_from_whole(ckpt_bundle_reader *r, const ckpt__mvar *v,
+                           uint8_t *dst)
+{
+    int64_t full_bytes, lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
+    int64_t zero[CKPT_MAX_RANK] = {0};
+    uint8_t *full;
+    int err = ckpt_tensor_byte_size(&full_bytes, v->dtype, &v->global);
+    if (err < 0)
+        return err;
+    full = ckpt__malloc(full_bytes ? (size_t)full_bytes : 1);
+    if (!full)
+        return ckpt__error_oom();
+    err = ckpt_bundle_reader_read(r, v->name, full, (size_t)full_bytes);
+    piece_bounds(v, lo, hi);
+    if (err == 0)
+        copy_box(dst, lo, &v->local, full, zero, &v->global, lo, hi,
+                 v->global.rank, ckpt_dtype_size(v->dtype));
+    ckpt__free(full);
+    return err;
+}
+
+typedef struct box {
+    int64_t lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
+} box;
+
+static int boxes_overlap(const box *a, const box *b, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if ((a->lo[d] > b->lo[d] ? a->lo[d] : b->lo[d]) >=
+            (a->hi[d] < b->hi[d] ? a->hi[d] : b->hi[d]))
+            return 0;
+    return 1;
+}
+
+/* Where piece [slo, shi) starts in this rank's value when it lies wholly
+ * inside it on contiguous memory (every dimension after the first whole in
+ * both), else -1. */
+static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
+                             const int64_t *shi, const int64_t *mylo,
+                             const int64_t *myhi)
+{
+    int64_t row = (int64_t)ckpt_dtype_size(v->dtype);
+    if (slo[0] < mylo[0] || shi[0] > myhi[0])
+        return -1;
+    for (int d = 1; d < v->global.rank; d++) {
+        if (slo[d] != mylo[d] || shi[d] != myhi[d])
+            return -1;
+        row *= v->local.dims[d];
+    }
+    return (slo[0] - mylo[0]) * row;
+}
+
+/* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
+ * inside this rank's piece copied to `dst`; its box in `*got` (empty when
+ * it does not overlap). */
+static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                        const char *prefix, const ckpt__mvar *v,
+                        const ckpt_tensor_entry *e,
+                        const ckpt__tensor_slice *sl, uint8_t *dst, box *got,
+                        ckpt_buf *rec)
+{
+    int rank = v->global.rank;
+    int64_t slo[CKPT_MAX_RANK], shi[CKPT_MAX_RANK], mylo[CKPT_MAX_RANK],
+        myhi[CKPT_MAX_RANK], bytes;
+    ckpt_shape sshape;
+    int err;
+    sshape.rank = rank;
+    piece_bounds(v, mylo, myhi);
+    for (int d = 0; d < rank; d++) {
+        ckpt__slice_extent_range(sl, d, v->global.dims[d], &slo[d], &shi[d]);
+        sshape.dims[d] = shi[d] - slo[d];
+        got->lo[d] = slo[d] > mylo[d] ? slo[d] : mylo[d];
+        got->hi[d] = shi[d] < myhi[d] ? shi[d] : myhi[d];
+        if (got->lo[d] >= got->hi[d])
+            got->hi[d] = got->lo[d];
+    }
+    if (sl->rank != rank || e->dtype != v->dtype ||
+        !ckpt_shape_equal(&e->shape, &sshape))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a stored piece does not match "
+                           "its slice, dtype or the tensor's rank",
+                           prefix, v->name);
+    for (int d = 0; d < rank; d++)
+        if (got->lo[d] >= got->hi[d])
+            return 0;
+    err = ckpt_tensor_byte_size(&bytes, v->dtype, &sshape);
+    if (err == 0 && e->size != bytes)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a stored piece holds %lld "
+                           "bytes, its shape needs %lld",
+                           prefix, v->name, (long long)e->size,
+                           (long long)bytes);
+    if (err == 0 && direct_offset(v, slo, shi, mylo, myhi) >= 0)
+        return ckpt__mpi_read_piece_into(
+            s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name,
+            dst + direct_offset(v, slo, shi, mylo, myhi));
+    ckpt__buf_clear(rec);
+    if (err == 0)
+        err = ckpt_bundle_reader_read_record(r, e, rec);
+    if (err == 0 && rec->size != (size_t)bytes)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': a stored piece holds %zu bytes, "
+                          "its shape needs %lld",
+                          prefix, v->name, rec->size, (long long)bytes);
+    if (err == 0)
+        copy_box(dst, mylo, &v->local, (const uint8_t *)rec->ptr, slo, &sshape,
+                 got->lo, got->hi, rank, ckpt_dtype_size(v->dtype));
+    return err;
+}
+
+/* This rank's piece of a partitioned tensor, from whichever stored pieces
+ * overlap it (the checkpoint may have been written by any number of ranks,
+ * partitioned in any other way). The pieces it uses must cover it exactly
+ * once. */
+static int read_overlapping(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                            const char *prefix, const ckpt__mvar *v,
+                            uint8_t *dst, ckpt_buf *rec)
+{
+    const ckpt_tensor_entry *full;
+    ckpt_buf name = CKPT_BUF_INIT;
+    box *boxes = NULL;
+    size_t nboxes = 0, count = ckpt_bundle_reader_count(r);
+    int64_t want = 1, covered = 0;
+    int rank = v->global.rank;
+    int err = ckpt_bundle_reader_find(&full, r, v->name);
+    if (err < 0)
+        return err;
+    if (full->num_slices == 0)
+        return read_from_whole(r, v, dst);
+    boxes = ckpt__calloc((size_t)full->num_slices, sizeof(*boxes));
+    if (!boxes)
+        return ckpt__error_oom();
+    for (int d = 0; d < rank; d++)
+        want *= v->local.dims[d];
+    for (size_t i = 0; err == 0 && i < count; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        ckpt__tensor_slice sl;
+        box got;
+        int64_t vol = 1;
+        if (!e->is_slice_key)
+            continue;
+        err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
+        if (err < 0 || strcmp(name.ptr, v->name) != 0 ||
+            name.size != strlen(v->name))
+            continue;
+        err = copy_overlap(s, r, prefix, v, e, &sl, dst, &got, rec);
+        for (int d = 0; err == 0 && d < rank; d++)
+            vol *= got.hi[d] - got.lo[d];
+        if (err < 0 || vol == 0)
+            continue;
+        for (size_t k = 0; k < nboxes; k++)
+            if (boxes_overlap(&boxes[k], &got, rank))
+                err = ckpt__error(CKPT_ECORRUPT,
+                                  "%s: tensor '%s': stored pieces overlap",
+                                  prefix, v->name);
+        if (err == 0 && nboxes == (size_t)full->num_slices)
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: tensor '%s': more pieces than its entry "
+                              "lists",
+                              prefix, v->name);
+        if (err == 0) {
+            boxes[nboxes++] = got;
+            covered += vol;
+        }
+    }
+    if (err == 0 && covered != want)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': the stored pieces cover %lld of "
+                          "the %lld elements of this rank's piece",
+                          prefix, v->name, (long long)covered, (long long)want);
+    ckpt__free(boxes);
+    ckpt_buf_dispose(&name);
+    return err;
+}
+
+/* Read `v`'s value for this rank into `dst` (v->bytes); `rec` is a
+ * record buffer reused across variables. */
+static int read_value(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                      const char *prefix, const ckpt__mvar *v, void *dst,
+                      ckpt_buf *rec)
+{
+    if (v->kind != CKPT__MPI_PARTITIONED || v->whole)
+        return ckpt_bundle_reader_read(
+            r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name, dst,
+            (size_t)v->bytes);
+    if (v->bytes == 0)
+        return 0;
+    return read_overlapping(s, r, prefix, v, dst, rec);
+}
+
+static int restore_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                       const char *prefix, const ckpt__mvar *v, ckpt_buf *rec)
+{
+    void *tmp;
+    int err;
+    if (v->user.data)
+        return read_value(s, r, prefix, v, v->user.data, rec);
+    tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
+    if (!tmp)
+        return ckpt__error_oom();
+    err = read_value(s, r, prefix, v, tmp, rec);
+    if (err == 0) {
+        int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
+        if (rc != 0)
+            err = ckpt__error(CKPT_EUSER,
+                              "variable '%s': write callback failed (%d)",
+                              v->name, rc);
+    }
+    ckpt__free(tmp);
+    return err;
+}
+
+int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
+{
+    ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_bundle_reader *r = NULL;
+    char *skip = NULL;
+    int err;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: restore: NULL saver");
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    err = ckpt__mpi_check(s);
+    if (err < 0)
+        return err;
+    if (!prefix || !*prefix)
+        err = ckpt__error(CKPT_EINVAL, "mpi saver: restore: no prefix");
+    ro.fs = s->fs;
+    if (err == 0)
+        err = ckpt_bundle_reader_open(&r, prefix, &ro);
+    if (err == 0) {
+        skip = ckpt__calloc(s->nvars + 1, 1);
+        if (!skip)
+            err = ckpt__error_oom();
+    }
+    for (size_t i = 0; err == 0 && i < s->nvars; i++) {
+        int rc = check_one(s, r, prefix, &s->vars[i]);
+        if (rc == MISSING_OPTIONAL)
+            skip[i] = 1;
+        else
+            err = rc;
+    }
+    err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
+    if (err == 0) { /* every rank passed the checks: all read, then agree */
+        ckpt_buf rec = CKPT_BUF_INIT;
+        for (size_t i = 0; err == 0 && i < s->nvars; i++)
+            if (!skip[i])
+                err = restore_one(s, r, prefix, &s->vars[i], &rec);
+        ckpt_buf_dispose(&rec);
+        err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
+    }
+    ckpt__free(skip);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int len = 0;
+    MPI_Request req;
+    int err;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: restore_latest: NULL saver");
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    err = 0;
+    if (s->rank == 0) {
+        err = ckpt_latest_checkpoint(&prefix, s->fs, s->ds.dir);
+        if (err == CKPT_ENOTFOUND)
+            err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint to restore",
+                              s->ds.dir);
+        len = err == 0 ? (int)prefix.size : 0;
+    }
+    err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err,
+                                  "agreeing on the latest checkpoint");
+    if (err < 0)
+        goto done;
+    MPI_Ibcast(&len, 1, MPI_INT, 0, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
+    if (s->rank != 0) {
+        err = ckpt__buf_grow(&prefix, (size_t)len);
+        if (err < 0)
+            ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
+        prefix.size = (size_t)len;
+    }
+    MPI_Ibcast(prefix.ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
+    prefix.ptr[len] = '\0';
+    err = ckpt_mpi_saver_restore(s, prefix.ptr);
+    if (err == 0 && prefix_out)
+        err = ckpt__buf_set(prefix_out, prefix.ptr);
+done:
+    ckpt_buf_dispose(&prefix);
+    return err;
+}

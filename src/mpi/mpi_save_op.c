@@ -1,0 +1,318 @@
+/* mpi/mpi_save_op.c - the life of one distributed save after its snapshot,
+ * as a state machine the caller's thread advances without blocking:
+ *
+ *   WRITING      this rank's data file is written (background thread, or
+ *                in place for a synchronous save)
+ *   GATHER_HDR   rank 0 gathers every rank's status        (MPI_Igather)
+ *   GATHER_BLOB  rank 0 gathers every rank's entries       (MPI_Igatherv)
+ *   COMMITTING   rank 0 merges the index and names the checkpoint
+ *                (background thread), or skips that when a rank failed
+ *   OUTCOME      rank 0's verdict reaches every rank       (MPI_Ibcast)
+ *
+ * Other ranks post their gathers and the broadcast together once their
+ * file is written and wait only for the verdict. The collectives go over
+ * comm_op, where only saves, one at a time, post anything, so they match
+ * in order on every rank. Every wait on peers is bounded by the collective
+ * timeout (then MPI_Abort). The background thread never calls MPI. */
+#include "mpi_internal.h"
+
+#include "io/fs_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the background thread ---------------------------------------------- */
+
+static void run_job(ckpt_mpi_saver *s, int job)
+{
+    ckpt__save_op *op = &s->op;
+    int err;
+    if (job == JOB_WRITE) {
+        err = ckpt__mpi_shard_write(s, op);
+        uint64_t bytes = op->mine.bytes;
+        ckpt__mpi_status_set(&op->mine, s->rank, err);
+        op->mine.bytes = bytes;
+        op->mine.blob_len = err == 0 ? (int32_t)op->blob.size : 0;
+    } else {
+        uint64_t index_bytes = 0;
+        err = ckpt__mpi_commit(s, op, &index_bytes);
+        ckpt__mpi_status_set(&op->outcome, 0, err);
+        if (err < 0)
+            snprintf(op->outcome.msg, sizeof(op->outcome.msg), "rank 0: %.480s",
+                     ckpt_error_last()->message);
+        op->outcome.bytes = index_bytes;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    ckpt_mpi_saver *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        int job;
+        while (!s->stopping && (s->job == JOB_NONE || s->job_done))
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->job == JOB_NONE || s->job_done)
+            break; /* stopping and idle */
+        job = s->job;
+        pthread_mutex_unlock(&s->mu);
+        run_job(s, job);
+        pthread_mutex_lock(&s->mu);
+        s->job_done = 1;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int ckpt__mpi_thread_start(ckpt_mpi_saver *s)
+{
+    int rc;
+    if (s->thread_started)
+        return 0;
+    rc = pthread_create(&s->thread, NULL, worker_main, s);
+    if (rc != 0)
+        return ckpt__error_errno(rc, "mpi saver: starting the writer thread");
+    s->thread_started = 1;
+    return 0;
+}
+
+void ckpt__mpi_thread_stop(ckpt_mpi_saver *s)
+{
+    if (!s->thread_started)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->thread_started = 0;
+}
+
+/* Asynchronous saves hand the job to the thread; synchronous ones run it
+ * here. Either way job/job_done change under mu, so the thread (which may
+ * exist from earlier async saves) never sees a half-posted job. */
+void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job)
+{
+    if (!s->op.is_async)
+        run_job(s, job);
+    pthread_mutex_lock(&s->mu);
+    s->job = job;
+    s->job_done = !s->op.is_async;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int ckpt__mpi_job_done(ckpt_mpi_saver *s)
+{
+    int done;
+    pthread_mutex_lock(&s->mu);
+    done = s->job_done;
+    if (done) {
+        s->job = JOB_NONE;
+        s->job_done = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return done;
+}
+
+/* ---- the agreement --------------------------------------------------------
+ */
+
+static void oom_abort(ckpt_mpi_saver *s, void *p)
+{
+    if (!p)
+        ckpt__mpi_abort(s, "out of memory in a save's agreement");
+}
+
+static void post_gathers(ckpt_mpi_saver *s, ckpt__save_op *op)
+{
+    op->posted_at = ckpt__mpi_now();
+    if (s->rank != 0) {
+        MPI_Igather(&op->mine, (int)sizeof(op->mine), MPI_BYTE, NULL, 0,
+                    MPI_BYTE, 0, s->comm_op, &op->req[0]);
+        MPI_Igatherv(op->blob.ptr, op->mine.blob_len, MPI_BYTE, NULL, NULL,
+                     NULL, MPI_BYTE, 0, s->comm_op, &op->req[1]);
+        MPI_Ibcast(&op->outcome, (int)sizeof(op->outcome), MPI_BYTE, 0,
+                   s->comm_op, &op->req[2]);
+        op->nreq = 3;
+        op->state = OP_OUTCOME;
+        return;
+    }
+    op->all = ckpt__calloc((size_t)s->size, sizeof(*op->all));
+    oom_abort(s, op->all);
+    MPI_Igather(&op->mine, (int)sizeof(op->mine), MPI_BYTE, op->all,
+                (int)sizeof(op->mine), MPI_BYTE, 0, s->comm_op, &op->req[0]);
+    op->nreq = 1;
+    op->state = OP_GATHER_HDR;
+}
+
+static void post_blob_gather(ckpt_mpi_saver *s, ckpt__save_op *op)
+{
+    int64_t total = 0;
+    op->counts = ckpt__calloc((size_t)s->size, sizeof(int));
+    op->displs = ckpt__calloc((size_t)s->size, sizeof(int));
+    oom_abort(s, op->counts);
+    oom_abort(s, op->displs);
+    for (int r = 0; r < s->size; r++) {
+        op->counts[r] = op->all[r].blob_len;
+        op->displs[r] = (int)total;
+        total += op->all[r].blob_len;
+        if (total > INT32_MAX)
+            ckpt__mpi_abort(s, "index entries too large to gather");
+    }
+    op->blobs = ckpt__malloc(total ? (size_t)total : 1);
+    oom_abort(s, op->blobs);
+    op->posted_at = ckpt__mpi_now();
+    MPI_Igatherv(op->blob.ptr, op->mine.blob_len, MPI_BYTE, op->blobs,
+                 op->counts, op->displs, MPI_BYTE, 0, s->comm_op, &op->req[0]);
+    op->nreq = 1;
+    op->state = OP_GATHER_BLOB;
+}
+
+static void post_outcome(ckpt_mpi_saver *s, ckpt__save_op *op)
+{
+    op->posted_at = ckpt__mpi_now();
+    MPI_Ibcast(&op->outcome, (int)sizeof(op->outcome), MPI_BYTE, 0, s->comm_op,
+               &op->req[0]);
+    op->nreq = 1;
+    op->state = OP_OUTCOME;
+}
+
+/* Rank 0, every status in: commit, or report the first failed rank. */
+static void decide(ckpt_mpi_saver *s, ckpt__save_op *op)
+{
+    for (int r = 0; r < s->size; r++) {
+        if (op->all[r].code == 0)
+            continue;
+        memset(&op->outcome, 0, sizeof(op->outcome));
+        op->outcome.code = op->all[r].code;
+        op->outcome.rank = r;
+        snprintf(op->outcome.msg, sizeof(op->outcome.msg), "rank %d: %.480s", r,
+                 op->all[r].msg);
+        post_outcome(s, op);
+        return;
+    }
+    op->state = OP_COMMITTING;
+    ckpt__mpi_job_post(s, JOB_COMMIT);
+}
+
+/* ---- delivery -------------------------------------------------------------
+ */
+
+static void op_reset(ckpt__save_op *op)
+{
+    ckpt__free(op->all);
+    ckpt__free(op->counts);
+    ckpt__free(op->displs);
+    ckpt__free(op->blobs);
+    op->all = NULL;
+    op->counts = op->displs = NULL;
+    op->blobs = NULL;
+    op->nreq = 0;
+    op->temp_exists = 0;
+    op->state = OP_IDLE;
+}
+
+static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
+{
+    const ckpt_saver_options *o = &s->opts.base;
+    ckpt_save_result res;
+    int ok = op->outcome.code == 0;
+    memset(&res, 0, sizeof(res));
+    res.ticket = op->ticket;
+    res.step = op->step;
+    res.prefix = op->prefix.ptr;
+    res.status = op->outcome.code;
+    res.error = ok ? NULL : op->outcome.msg;
+    res.blocking_s = op->blocking_s;
+    res.write_s = ckpt__mpi_now() - op->started_at;
+    res.bytes = op->mine.bytes + (s->rank == 0 ? op->outcome.bytes : 0);
+    if (!ok && op->temp_exists)
+        ckpt__fs_remove_quiet(s->fs, op->temp_path.ptr);
+    if (ok) {
+        s->metrics.saves_completed++;
+        s->metrics.bytes_written += res.bytes;
+        s->metrics.last_saved_step = op->step;
+    } else {
+        s->metrics.saves_failed++;
+        ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+                  "%s: distributed save failed: %s", op->prefix.ptr,
+                  op->outcome.msg);
+        if (op->is_async && s->pending_error == 0) {
+            s->pending_error = op->outcome.code;
+            snprintf(s->pending_msg, sizeof(s->pending_msg), "%s",
+                     op->outcome.msg);
+        }
+    }
+    s->last_outcome = op->outcome;
+    s->metrics.write_s_total += res.write_s;
+    s->metrics.write_s_last = res.write_s;
+    op_reset(op);
+    if (o->on_save_done)
+        o->on_save_done(&res, o->on_save_done_payload);
+}
+
+void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err)
+{
+    ckpt__save_op *op = &s->op;
+    op->state = OP_WRITING;
+    if (local_err == 0) {
+        ckpt__mpi_job_post(s, JOB_WRITE);
+        return;
+    }
+    /* Nothing to write: the failure goes straight to the agreement. */
+    ckpt__mpi_status_set(&op->mine, s->rank, local_err);
+    pthread_mutex_lock(&s->mu);
+    s->job = JOB_WRITE;
+    s->job_done = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
+{
+    ckpt__save_op *op = &s->op;
+    for (;;) {
+        switch (op->state) {
+        case OP_IDLE:
+            return 1;
+        case OP_WRITING:
+            if (!ckpt__mpi_job_done(s))
+                return 0;
+            post_gathers(s, op);
+            break;
+        case OP_GATHER_HDR:
+            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
+                                    "gathering the ranks' save status"))
+                return 0;
+            post_blob_gather(s, op);
+            break;
+        case OP_GATHER_BLOB:
+            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
+                                    "gathering the ranks' index entries"))
+                return 0;
+            decide(s, op);
+            break;
+        case OP_COMMITTING:
+            if (!ckpt__mpi_job_done(s))
+                return 0;
+            post_outcome(s, op);
+            break;
+        case OP_OUTCOME:
+            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
+                                    "waiting for rank 0's commit"))
+                return 0;
+            deliver(s, op);
+            return 1;
+        default:
+            return 1;
+        }
+    }
+}
+
+void ckpt__mpi_op_finish(ckpt_mpi_saver *s)
+{
+    long round = 0;
+    while (!ckpt__mpi_op_progress(s))
+        ckpt__mpi_pause(&round);
+}

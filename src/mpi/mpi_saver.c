@@ -1,0 +1,395 @@
+/* mpi/mpi_saver.c - ckpt_mpi_saver's public entry points: open (rank 0
+ * recovers the directory), registration, the collective check, sync and
+ * async saves (snapshot on the caller, then the pipeline of mpi_save_op.c),
+ * poll / wait / close, metrics.
+ *
+ * Outcomes: every rank gets rank 0's verdict on each save. A synchronous
+ * save returns it; an asynchronous one reports it to on_save_done and, when
+ * it failed, returns it once from the next poll, wait or close. save and
+ * save_async never return an earlier save's failure instead of saving:
+ * whether a save starts must be decided the same way on every rank, and
+ * ranks may learn an outcome at different calls. */
+#include "mpi_internal.h"
+
+#include "io/fs_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define DEFAULT_TIMEOUT_S 600.0
+#define DEFAULT_MAX_TO_KEEP 5 /* as ckpt_saver's */
+
+int ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts,
+                                unsigned int version)
+{
+    ckpt_mpi_saver_options d = CKPT_MPI_SAVER_OPTIONS_INIT;
+    return ckpt__options_init(
+        opts, &d, sizeof(d), version, CKPT_MPI_SAVER_OPTIONS_VERSION,
+        "mpi saver options", "CKPT_MPI_SAVER_OPTIONS_INIT");
+}
+
+static int validate(const ckpt_mpi_saver_options *o)
+{
+    const ckpt_saver_options *b = &o->base;
+    int err = ckpt__options_check_version(
+        o->version, CKPT_MPI_SAVER_OPTIONS_VERSION, "mpi saver options",
+        "CKPT_MPI_SAVER_OPTIONS_INIT");
+    if (err == 0)
+        err = ckpt__options_check_version(
+            b->version, CKPT_SAVER_OPTIONS_VERSION, "mpi saver options: base",
+            "CKPT_SAVER_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    if (b->max_to_keep < CKPT_KEEP_ALL)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: max_to_keep %d is negative "
+                           "(use CKPT_KEEP_ALL to keep every checkpoint)",
+                           b->max_to_keep);
+    if (b->keep_checkpoint_every_n_hours < 0 || o->collective_timeout_s < 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: "
+                           "keep_checkpoint_every_n_hours and "
+                           "collective_timeout_s must not be negative");
+    if (b->busy_policy == CKPT_BUSY_COALESCE)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "mpi saver options: busy policy COALESCE is not "
+                           "supported (use SKIP or WAIT)");
+    if (b->busy_policy != CKPT_BUSY_SKIP && b->busy_policy != CKPT_BUSY_WAIT)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: unknown busy_policy %d",
+                           b->busy_policy);
+    if (b->basename && (!*b->basename || strchr(b->basename, '/')))
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: basename '%s' must be a "
+                           "non-empty file name without '/'",
+                           b->basename);
+    return 0;
+}
+
+static int dir_probe(const char *name, void *payload)
+{
+    (void)name;
+    (void)payload;
+    return 1;
+}
+
+/* Rank 0: the directory exists; recover what earlier runs left. */
+static int open_on_root(ckpt_mpi_saver *s, const char *dir)
+{
+    int err = ckpt__fs_list(s->fs, dir, dir_probe, NULL);
+    if (err == 1)
+        err = 0;
+    if (err == CKPT_ENOTFOUND)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "checkpoint directory %s does not exist", dir);
+    if (err == 0)
+        err = ckpt__dir_state_recover(&s->ds);
+    return err;
+}
+
+static void dup_comms(ckpt_mpi_saver *s, MPI_Comm comm)
+{
+    MPI_Request reqs[2];
+    MPI_Comm_idup(comm, &s->comm_ctl, &reqs[0]);
+    MPI_Comm_idup(comm, &s->comm_op, &reqs[1]);
+    /* Bounded like every other wait. */
+    ckpt__mpi_wait_all(s, reqs, 2, "opening the saver");
+}
+
+int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
+                        const ckpt_mpi_saver_options *opts)
+{
+    ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT;
+    ckpt_mpi_saver *s;
+    int err;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: NULL out");
+    *out = NULL;
+    if (!dir || !*dir)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: no checkpoint directory given");
+    if (!opts)
+        opts = &defaults;
+    err = validate(opts);
+    if (err < 0)
+        return err;
+    s = ckpt__calloc(1, sizeof(*s));
+    if (!s)
+        return ckpt__error_oom();
+    s->opts = *opts;
+    if (s->opts.base.max_to_keep == 0)
+        s->opts.base.max_to_keep = DEFAULT_MAX_TO_KEEP;
+    s->timeout_s = opts->collective_timeout_s > 0 ? opts->collective_timeout_s
+                                                  : DEFAULT_TIMEOUT_S;
+    s->fs = ckpt_fs_or_default(opts->base.fs);
+    s->metrics.last_saved_step = CKPT_NO_STEP;
+    MPI_Comm_rank(comm, &s->rank);
+    MPI_Comm_size(comm, &s->size);
+    MPI_Query_thread(&s->thread_level);
+    s->comm_user = comm;
+    s->comm_ctl = MPI_COMM_NULL;
+    s->comm_op = MPI_COMM_NULL;
+    dup_comms(s, comm);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->basename =
+        ckpt__strdup(opts->base.basename ? opts->base.basename : "model.ckpt");
+    if (!s->basename)
+        err = ckpt__error_oom();
+    s->opts.base.basename = s->basename;
+    if (err == 0)
+        err = ckpt__dir_state_init(&s->ds, dir, &s->opts.base);
+    if (err == 0 && s->rank == 0)
+        err = open_on_root(s, dir);
+    err = ckpt__mpi_agree(s, s->comm_ctl, err, "opening the saver");
+    if (err < 0) {
+        ckpt_mpi_saver_free(s);
+        return err;
+    }
+    *out = s;
+    return 0;
+}
+
+int ckpt_mpi_saver_add_replicated(ckpt_mpi_saver *s, const ckpt_var *var)
+{
+    return ckpt__mpi_add_var(s, CKPT__MPI_REPLICATED, var, NULL, 0);
+}
+
+int ckpt_mpi_saver_add_partitioned(ckpt_mpi_saver *s, const ckpt_var *var,
+                                   const ckpt_slice_extent *extents)
+{
+    return ckpt__mpi_add_var(s, CKPT__MPI_PARTITIONED, var, extents, 0);
+}
+
+int ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var,
+                                int flags)
+{
+    if (flags & ~CKPT_MPI_OPTIONAL)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: per-rank variable '%s': unknown "
+                           "flags 0x%x",
+                           var && var->name ? var->name : "?", flags);
+    return ckpt__mpi_add_var(s, CKPT__MPI_PER_RANK, var, NULL, flags);
+}
+
+static int check_usable(const ckpt_mpi_saver *s, const char *what)
+{
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
+    if (s->closed)
+        return ckpt__error(CKPT_ESTATE, "mpi saver: %s after close", what);
+    return 0;
+}
+
+int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
+{
+    int err = check_usable(s, "check");
+    if (err < 0)
+        return err;
+    return ckpt__mpi_check(s);
+}
+
+/* ---- saves ------------------------------------------------------------- */
+
+static int checkpoint_names(ckpt_mpi_saver *s, int64_t step, ckpt_buf *stored,
+                            ckpt_buf *prefix)
+{
+    ckpt_buf name = CKPT_BUF_INIT;
+    int err;
+    if (step == CKPT_NO_STEP) {
+        if (strcmp(s->basename, CKPT_STATE_FILENAME) == 0)
+            return ckpt__error(CKPT_EINVAL,
+                               "save: without a step the checkpoint would be "
+                               "named '%s', the state file's name",
+                               s->basename);
+        err = ckpt__buf_set(&name, s->basename);
+    } else if (s->opts.base.pad_step_number) {
+        err = ckpt__buf_printf(&name, "%s-%08" PRId64, s->basename, step);
+    } else {
+        err = ckpt__buf_printf(&name, "%s-%" PRId64, s->basename, step);
+    }
+    if (err == 0)
+        err = ckpt__dir_state_name(&s->ds, name.ptr, stored, prefix);
+    ckpt_buf_dispose(&name);
+    return err;
+}
+
+/* Name the save and snapshot this rank's part; any failure becomes this
+ * rank's status in the agreement, so every rank still takes part. */
+static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
+                     int local_err)
+{
+    ckpt__save_op *op = &s->op;
+    double t0 = ckpt__mpi_now();
+    int err = local_err;
+    op->is_async = is_async;
+    op->ticket = ++s->next_ticket;
+    op->step = step;
+    op->started_at = t0;
+    memset(&op->mine, 0, sizeof(op->mine));
+    memset(&op->outcome, 0, sizeof(op->outcome));
+    if (err == 0)
+        err = checkpoint_names(s, step, &op->stored, &op->prefix);
+    if (err == 0 && !s->image.ptr)
+        err = ckpt__image_alloc(&s->image, s->image_bytes, s->nowned);
+    if (err == 0)
+        err = ckpt__snapshot_vars(s->owned, s->nowned, &s->image);
+    op->blocking_s = ckpt__mpi_now() - t0;
+    s->metrics.saves_started++;
+    s->metrics.blocking_s_total += op->blocking_s;
+    s->metrics.blocking_s_last = op->blocking_s;
+    if (op->blocking_s > s->metrics.blocking_s_max)
+        s->metrics.blocking_s_max = op->blocking_s;
+    ckpt__mpi_op_start(s, err);
+}
+
+int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
+{
+    int err = check_usable(s, "save");
+    if (err < 0)
+        return err;
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    err = ckpt__mpi_check(s);
+    if (err < 0)
+        return err;
+    begin_op(s, step, 0, 0);
+    ckpt__mpi_op_finish(s);
+    err = ckpt__mpi_status_raise(&s->last_outcome);
+    if (err == 0 && prefix_out)
+        err = ckpt__buf_set(prefix_out, s->op.prefix.ptr);
+    return err;
+}
+
+/* SKIP: every rank learns whether any rank still has a save in flight. */
+static int any_rank_busy(ckpt_mpi_saver *s)
+{
+    int busy = s->op.state != OP_IDLE, any = 0;
+    MPI_Request req;
+    MPI_Iallreduce(&busy, &any, 1, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+    return any;
+}
+
+int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
+                              uint64_t *ticket_out)
+{
+    int err = check_usable(s, "save_async");
+    if (err < 0)
+        return err;
+    if (s->thread_level < MPI_THREAD_FUNNELED)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "mpi saver: asynchronous saves need MPI "
+                           "initialised with at least MPI_THREAD_FUNNELED");
+    ckpt__mpi_op_progress(s);
+    err = ckpt__mpi_check(s);
+    if (err < 0)
+        return err;
+    if (s->opts.base.busy_policy == CKPT_BUSY_SKIP) {
+        if (any_rank_busy(s)) {
+            const ckpt_saver_options *o = &s->opts.base;
+            s->metrics.saves_skipped++;
+            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_INFO,
+                      "step %" PRId64 ": checkpoint skipped: the previous "
+                      "save is still in flight",
+                      step);
+            return ckpt__error(CKPT_EBUSY,
+                               "save_async at step %" PRId64 ": skipped, the "
+                               "previous save is still in flight on a rank",
+                               step);
+        }
+    } else if (s->op.state != OP_IDLE) {
+        ckpt__mpi_op_finish(s);
+    }
+    begin_op(s, step, 1, ckpt__mpi_thread_start(s));
+    if (ticket_out)
+        *ticket_out = s->op.ticket;
+    return 0;
+}
+
+static int take_pending(ckpt_mpi_saver *s)
+{
+    int code = s->pending_error;
+    if (code == 0)
+        return 0;
+    s->pending_error = 0;
+    return ckpt__error(code, "%s", s->pending_msg);
+}
+
+int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
+{
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
+    ckpt__mpi_op_progress(s);
+    if (busy_out)
+        *busy_out = s->op.state != OP_IDLE;
+    return take_pending(s);
+}
+
+int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
+{
+    double start = ckpt__mpi_now();
+    long round = 0;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
+    while (!ckpt__mpi_op_progress(s)) {
+        if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
+            return ckpt__error(CKPT_ETIMEDOUT,
+                               "mpi saver: the save in flight did not finish "
+                               "within %.3f s",
+                               timeout_s);
+        ckpt__mpi_pause(&round);
+    }
+    return take_pending(s);
+}
+
+int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
+{
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: close: NULL saver");
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    ckpt__mpi_thread_stop(s);
+    s->closed = 1;
+    return take_pending(s);
+}
+
+void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
+{
+    if (!s)
+        return;
+    if (s->comm_op != MPI_COMM_NULL && s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    ckpt__mpi_thread_stop(s);
+    if (s->comm_op != MPI_COMM_NULL)
+        MPI_Comm_free(&s->comm_op);
+    if (s->comm_ctl != MPI_COMM_NULL)
+        MPI_Comm_free(&s->comm_ctl);
+    ckpt_buf_dispose(&s->op.prefix);
+    ckpt_buf_dispose(&s->op.stored);
+    ckpt_buf_dispose(&s->op.temp_path);
+    ckpt_buf_dispose(&s->op.blob);
+    ckpt__image_free(&s->image);
+    ckpt__mpi_vars_dispose(s);
+    ckpt__dir_state_dispose(&s->ds);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    ckpt__free(s->basename);
+    ckpt__free(s);
+}
+
+void ckpt_mpi_saver_get_metrics(ckpt_mpi_saver *s, ckpt_saver_metrics *out)
+{
+    if (s && out)
+        *out = s->metrics;
+}
+
+int ckpt_mpi_saver_rank(const ckpt_mpi_saver *s)
+{
+    return s ? s->rank : -1;
+}
+
+int ckpt_mpi_saver_size(const ckpt_mpi_saver *s)
+{
+    return s ? s->size : 0;
+}

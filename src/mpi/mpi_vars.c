@@ -1,0 +1,727 @@
+/* mpi/mpi_vars.c - the distributed saver's variables: local registration
+ * (replicated, partitioned, per-rank) and the collective check that fixes
+ * them. Every rank sends rank 0 a description of its variables:
+ *
+ *   per variable: i32 kind | i32 flags | i32 dtype | i32 rank |
+ *                 i64 dims[rank] | (partitioned) i64 start[rank],
+ *                 i64 length[rank] (-1: whole dimension) | u64 bytes |
+ *                 u32 name_len | name
+ *
+ * (host byte order: all ranks run one build on one kind of machine). Rank 0
+ * compares every rank's list with its own, checks that each partitioned
+ * tensor's pieces tile its shape, assigns each replicated variable to the
+ * rank with the fewest bytes so far (largest first), and broadcasts the
+ * verdict and the assignment. */
+#include "mpi_internal.h"
+
+#include "format/bundle_slices.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kind_label(int kind)
+{
+    switch (kind) {
+    case CKPT__MPI_REPLICATED:
+        return "replicated";
+    case CKPT__MPI_PARTITIONED:
+        return "partitioned";
+    default:
+        return "per-rank";
+    }
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+/* The registered names, in an open-addressing hash set, so registering n
+ * variables costs O(n). */
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static size_t name_slot(const ckpt_mpi_saver *s, const char *name)
+{
+    size_t i = name_hash(name) & (s->nslots - 1);
+    while (s->name_slots[i] &&
+           strcmp(s->vars[s->name_slots[i] - 1].name, name) != 0)
+        i = (i + 1) & (s->nslots - 1);
+    return i;
+}
+
+static int name_known(const ckpt_mpi_saver *s, const char *name)
+{
+    return s->nslots && s->name_slots[name_slot(s, name)] != 0;
+}
+
+/* Make room for one more name (call before adding it to vars). */
+static int names_reserve(ckpt_mpi_saver *s)
+{
+    size_t n = s->nslots ? s->nslots : 32;
+    size_t *old = s->name_slots, old_n = s->nslots;
+    if (s->nslots && 2 * (s->nvars + 1) <= s->nslots)
+        return 0;
+    while (2 * (s->nvars + 1) > n)
+        n *= 2;
+    s->name_slots = ckpt__calloc(n, sizeof(*s->name_slots));
+    if (!s->name_slots) {
+        s->name_slots = old;
+        return ckpt__error_oom();
+    }
+    s->nslots = n;
+    for (size_t i = 0; i < old_n; i++)
+        if (old[i])
+            s->name_slots[name_slot(s, s->vars[old[i] - 1].name)] = old[i];
+    ckpt__free(old);
+    return 0;
+}
+
+static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
+{
+    int64_t n;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: NULL saver");
+    if (!var || !var->name || !*var->name)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: variable without a name");
+    if (s->checked || s->closed)
+        return ckpt__error(CKPT_ESTATE,
+                           "mpi saver: variable '%s': variables are fixed "
+                           "after the first save, restore or check",
+                           var->name);
+    if (ckpt_dtype_size(var->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "mpi saver: variable '%s': dtype %d is not a "
+                           "fixed-size dtype",
+                           var->name, var->dtype);
+    if (ckpt_shape_num_elements(&n, &var->shape) < 0)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: variable '%s': bad shape",
+                           var->name);
+    if (!var->data && !(var->read && var->write))
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: variable '%s': no data and no "
+                           "read/write callbacks",
+                           var->name);
+    if (name_known(s, var->name))
+        return ckpt__error(CKPT_EEXISTS,
+                           "mpi saver: variable '%s' is already "
+                           "registered",
+                           var->name);
+    return 0;
+}
+
+/* This rank's piece of a partitioned variable: slice, local shape. */
+static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
+{
+    int whole = 1;
+    if (!extents)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: partitioned variable '%s': no extents",
+                           v->name);
+    if (v->global.rank < 1)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: partitioned variable '%s': a scalar "
+                           "cannot be partitioned",
+                           v->name);
+    v->slice.rank = v->global.rank;
+    v->local.rank = v->global.rank;
+    for (int d = 0; d < v->global.rank; d++) {
+        int64_t dim = v->global.dims[d];
+        int64_t start = extents[d].start, len = extents[d].length;
+        if (len == CKPT_SLICE_FULL && start == 0)
+            len = dim;
+        else if (start < 0 || len < 0 || start > dim || len > dim - start)
+            return ckpt__error(CKPT_EINVAL,
+                               "mpi saver: partitioned variable '%s': extent "
+                               "%d (start %lld, length %lld) lies outside "
+                               "dimension %lld",
+                               v->name, d, (long long)extents[d].start,
+                               (long long)extents[d].length, (long long)dim);
+        v->slice.start[d] = start;
+        v->slice.length[d] = len;
+        v->local.dims[d] = len;
+        if (start != 0 || len != dim)
+            whole = 0;
+    }
+    v->whole = whole;
+    if (whole)
+        return ckpt__buf_set(&v->key, v->name);
+    return ckpt__slice_key_encode(&v->key, v->name, strlen(v->name), &v->slice);
+}
+
+int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
+                      const ckpt_slice_extent *extents, int flags)
+{
+    ckpt__mvar *v;
+    int64_t bytes;
+    int err = check_var(s, var);
+    if (err == 0)
+        err = names_reserve(s);
+    if (err < 0)
+        return err;
+    if (s->nvars == s->cap_vars) {
+        size_t cap = s->cap_vars ? 2 * s->cap_vars : 16;
+        ckpt__mvar *p = ckpt__realloc(s->vars, cap * sizeof(*p));
+        if (!p)
+            return ckpt__error_oom();
+        s->vars = p;
+        s->cap_vars = cap;
+    }
+    v = &s->vars[s->nvars];
+    memset(v, 0, sizeof(*v));
+    v->kind = kind;
+    v->flags = flags;
+    v->dtype = var->dtype;
+    v->global = var->shape;
+    v->local = var->shape;
+    v->user = *var;
+    v->name = ckpt__strdup(var->name);
+    if (!v->name)
+        return ckpt__error_oom();
+    v->user.name = v->name;
+    if (kind == CKPT__MPI_PARTITIONED)
+        err = set_piece(v, extents);
+    else if (kind == CKPT__MPI_PER_RANK)
+        err = ckpt__buf_printf(&v->key, "%s/rank-%d", v->name, s->rank);
+    else
+        err = ckpt__buf_set(&v->key, v->name);
+    if (err == 0)
+        err = ckpt_tensor_byte_size(&bytes, v->dtype, &v->local);
+    if (err < 0) {
+        ckpt__free(v->name);
+        ckpt_buf_dispose(&v->key);
+        return err;
+    }
+    v->bytes = (uint64_t)bytes;
+    /* Replicated: decided by the check. An empty piece stores nothing. */
+    v->owned = kind == CKPT__MPI_PER_RANK ||
+               (kind == CKPT__MPI_PARTITIONED && bytes > 0);
+    s->nvars++;
+    s->name_slots[name_slot(s, v->name)] = s->nvars;
+    return 0;
+}
+
+/* Rank 0's record of the partitioned tensors (rebuilt by each check). */
+static void parts_dispose(ckpt_mpi_saver *s)
+{
+    for (size_t i = 0; i < s->nparts; i++) {
+        ckpt__free(s->parts[i].name);
+        ckpt__free(s->parts[i].pieces);
+    }
+    ckpt__free(s->parts);
+    s->parts = NULL;
+    s->nparts = 0;
+}
+
+void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s)
+{
+    for (size_t i = 0; i < s->nvars; i++) {
+        ckpt__free(s->vars[i].name);
+        ckpt_buf_dispose(&s->vars[i].key);
+    }
+    ckpt__free(s->vars);
+    ckpt__free(s->name_slots);
+    parts_dispose(s);
+    ckpt__free(s->owned);
+    ckpt__free(s->owned_idx);
+}
+
+/* ---- descriptions -------------------------------------------------------- */
+
+typedef struct desc {
+    int kind, flags, dtype;
+    ckpt_shape shape;
+    ckpt__tensor_slice slice;
+    uint64_t bytes;
+    char *name; /* NUL-terminated copy */
+} desc;
+
+typedef struct rank_list {
+    desc *d;
+    size_t n;
+} rank_list;
+
+static int put_i32(ckpt_buf *b, int32_t v)
+{
+    return ckpt__buf_put(b, &v, sizeof(v));
+}
+
+static int put_i64(ckpt_buf *b, int64_t v)
+{
+    return ckpt__buf_put(b, &v, sizeof(v));
+}
+
+static int encode_vars(const ckpt_mpi_saver *s, ckpt_buf *out)
+{
+    int err = 0;
+    for (size_t i = 0; err == 0 && i < s->nvars; i++) {
+        const ckpt__mvar *v = &s->vars[i];
+        uint32_t len = (uint32_t)strlen(v->name);
+        err = put_i32(out, v->kind);
+        if (err == 0)
+            err = put_i32(out, v->flags);
+        if (err == 0)
+            err = put_i32(out, v->dtype);
+        if (err == 0)
+            err = put_i32(out, v->global.rank);
+        for (int d = 0; err == 0 && d < v->global.rank; d++)
+            err = put_i64(out, v->global.dims[d]);
+        for (int d = 0;
+             err == 0 && v->kind == CKPT__MPI_PARTITIONED && d < v->global.rank;
+             d++) {
+            err = put_i64(out, v->slice.start[d]);
+            if (err == 0)
+                err = put_i64(out, v->slice.length[d]);
+        }
+        if (err == 0)
+            err = put_i64(out, (int64_t)v->bytes);
+        if (err == 0)
+            err = ckpt__buf_put(out, &len, sizeof(len));
+        if (err == 0)
+            err = ckpt__buf_put(out, v->name, len);
+    }
+    return err;
+}
+
+struct reader {
+    const uint8_t *p, *end;
+};
+
+static int take(struct reader *r, void *dst, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n)
+        return ckpt__error(CKPT_ECORRUPT, "mpi saver: truncated description");
+    memcpy(dst, r->p, n);
+    r->p += n;
+    return 0;
+}
+
+static int decode_one(struct reader *r, desc *d)
+{
+    int32_t f[4] = {0, 0, 0, 0};
+    uint32_t len = 0;
+    int err = take(r, f, sizeof(f));
+    if (err == 0 && (f[3] < 0 || f[3] > CKPT_MAX_RANK))
+        err = ckpt__error(CKPT_ECORRUPT, "mpi saver: bad rank in description");
+    if (err < 0)
+        return err;
+    d->kind = f[0];
+    d->flags = f[1];
+    d->dtype = f[2];
+    d->shape.rank = f[3];
+    d->slice.rank = f[3];
+    for (int i = 0; err == 0 && i < f[3]; i++)
+        err = take(r, &d->shape.dims[i], sizeof(int64_t));
+    for (int i = 0; err == 0 && d->kind == CKPT__MPI_PARTITIONED && i < f[3];
+         i++) {
+        err = take(r, &d->slice.start[i], sizeof(int64_t));
+        if (err == 0)
+            err = take(r, &d->slice.length[i], sizeof(int64_t));
+    }
+    if (err == 0)
+        err = take(r, &d->bytes, sizeof(d->bytes));
+    if (err == 0)
+        err = take(r, &len, sizeof(len));
+    if (err == 0 && (size_t)(r->end - r->p) < len)
+        err = ckpt__error(CKPT_ECORRUPT, "mpi saver: truncated description");
+    if (err < 0)
+        return err;
+    d->name = ckpt__strndup((const char *)r->p, len);
+    if (!d->name)
+        return ckpt__error_oom();
+    r->p += len;
+    return 0;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const desc *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int decode_list(rank_list *l, const uint8_t *p, size_t n)
+{
+    struct reader r = {p, p + n};
+    size_t cap = 0;
+    int err = 0;
+    while (err == 0 && r.p < r.end) {
+        if (l->n == cap) {
+            size_t c = cap ? 2 * cap : 16;
+            desc *q = ckpt__realloc(l->d, c * sizeof(*q));
+            if (!q)
+                return ckpt__error_oom();
+            l->d = q;
+            cap = c;
+        }
+        memset(&l->d[l->n], 0, sizeof(desc));
+        err = decode_one(&r, &l->d[l->n]);
+        if (err == 0)
+            l->n++;
+    }
+    if (err == 0 && l->n > 1)
+        qsort(l->d, l->n, sizeof(desc), cmp_desc);
+    return err;
+}
+
+static void lists_dispose(rank_list *lists, int n)
+{
+    for (int r = 0; lists && r < n; r++) {
+        for (size_t i = 0; i < lists[r].n; i++)
+            ckpt__free(lists[r].d[i].name);
+        ckpt__free(lists[r].d);
+    }
+    ckpt__free(lists);
+}
+
+/* ---- rank 0's checks --------------------------------------------------- */
+
+static int same_type(const desc *a, const desc *b, int r)
+{
+    char sa[128], sb[128];
+    if (a->dtype == b->dtype && ckpt_shape_equal(&a->shape, &b->shape))
+        return 0;
+    ckpt_shape_format(sa, sizeof(sa), &a->shape);
+    ckpt_shape_format(sb, sizeof(sb), &b->shape);
+    return ckpt__error(CKPT_EINVAL,
+                       "%s variable '%s': rank 0 registered %s %s, rank %d "
+                       "%s %s",
+                       kind_label(a->kind), a->name, ckpt_dtype_name(a->dtype),
+                       sa, r, ckpt_dtype_name(b->dtype), sb);
+}
+
+/* Rank r's list against rank 0's: the same variables of each kind. */
+static int compare_lists(const rank_list *l0, const rank_list *lr, int r)
+{
+    size_t i = 0, j = 0;
+    while (i < l0->n || j < lr->n) {
+        int c = i == l0->n   ? 1
+                : j == lr->n ? -1
+                             : cmp_desc(&l0->d[i], &lr->d[j]);
+        if (c < 0)
+            return ckpt__error(CKPT_EINVAL,
+                               "mismatched variable lists: rank %d did not "
+                               "register %s variable '%s' (rank 0 did)",
+                               r, kind_label(l0->d[i].kind), l0->d[i].name);
+        if (c > 0)
+            return ckpt__error(CKPT_EINVAL,
+                               "mismatched variable lists: rank %d registered "
+                               "%s variable '%s' (rank 0 did not)",
+                               r, kind_label(lr->d[j].kind), lr->d[j].name);
+        if (same_type(&l0->d[i], &lr->d[j], r) < 0)
+            return CKPT_EINVAL;
+        i++;
+        j++;
+    }
+    return 0;
+}
+
+static int64_t piece_volume(const ckpt__tensor_slice *s, const ckpt_shape *g)
+{
+    int64_t v = 1;
+    for (int d = 0; d < g->rank; d++)
+        v *= s->length[d];
+    return v;
+}
+
+static int pieces_overlap(const ckpt__tensor_slice *a,
+                          const ckpt__tensor_slice *b, int rank)
+{
+    for (int d = 0; d < rank; d++) {
+        int64_t lo = a->start[d] > b->start[d] ? a->start[d] : b->start[d];
+        int64_t ha = a->start[d] + a->length[d];
+        int64_t hb = b->start[d] + b->length[d];
+        if (lo >= (ha < hb ? ha : hb))
+            return 0;
+    }
+    return 1;
+}
+
+static void format_piece(char *out, size_t n, const ckpt__tensor_slice *s)
+{
+    ckpt_buf b = CKPT_BUF_INIT;
+    if (ckpt__tensor_slice_format(&b, s) == 0)
+        snprintf(out, n, "%s", b.ptr);
+    else
+        snprintf(out, n, "?");
+    ckpt_buf_dispose(&b);
+}
+
+/* The pieces of partitioned tensor `k` (index into each sorted list) tile
+ * its shape; record them for the merged index. */
+static int check_tiling(ckpt_mpi_saver *s, const rank_list *lists, size_t k,
+                        ckpt__mpi_partition *part)
+{
+    const desc *d0 = &lists[0].d[k];
+    int64_t total = 0, covered = 0;
+    int whole = 0;
+    ckpt_shape_num_elements(&total, &d0->shape);
+    part->name = ckpt__strdup(d0->name);
+    part->pieces = ckpt__calloc((size_t)s->size, sizeof(*part->pieces));
+    if (!part->name || !part->pieces)
+        return ckpt__error_oom();
+    part->dtype = d0->dtype;
+    part->global = d0->shape;
+    for (int r = 0; r < s->size; r++) {
+        const desc *dr = &lists[r].d[k];
+        int64_t vol = piece_volume(&dr->slice, &d0->shape);
+        if (vol == 0)
+            continue;
+        for (int q = 0; q < r; q++) {
+            const desc *dq = &lists[q].d[k];
+            char a[256], b[256];
+            if (piece_volume(&dq->slice, &d0->shape) == 0 ||
+                !pieces_overlap(&dq->slice, &dr->slice, d0->shape.rank))
+                continue;
+            format_piece(a, sizeof(a), &dq->slice);
+            format_piece(b, sizeof(b), &dr->slice);
+            return ckpt__error(CKPT_EINVAL,
+                               "partitioned variable '%s': the pieces of "
+                               "rank %d (%s) and rank %d (%s) overlap",
+                               d0->name, q, a, r, b);
+        }
+        covered += vol;
+        if (vol == total)
+            whole = 1;
+        part->pieces[part->npieces++] = dr->slice;
+    }
+    if (covered != total) {
+        char sh[128];
+        ckpt_shape_format(sh, sizeof(sh), &d0->shape);
+        return ckpt__error(CKPT_EINVAL,
+                           "partitioned variable '%s' %s: the pieces of "
+                           "all %d ranks cover %lld of its %lld elements "
+                           "(a hole)",
+                           d0->name, sh, s->size, (long long)covered,
+                           (long long)total);
+    }
+    if (whole)
+        part->npieces = 0; /* one rank stores it as an ordinary entry */
+    return 0;
+}
+
+static int find_name(const rank_list *l, int kind, const char *name)
+{
+    desc key;
+    memset(&key, 0, sizeof(key));
+    key.kind = kind;
+    key.name = (char *)name;
+    return bsearch(&key, l->d, l->n, sizeof(desc), cmp_desc) != NULL;
+}
+
+/* No per-rank variable's stored name "<name>/rank-<r>" is another
+ * variable's name. */
+static int check_stored_names(const ckpt_mpi_saver *s, const rank_list *l0)
+{
+    ckpt_buf b = CKPT_BUF_INIT;
+    int err = 0;
+    for (size_t i = 0; err == 0 && i < l0->n; i++) {
+        if (l0->d[i].kind != CKPT__MPI_PER_RANK)
+            continue;
+        for (int r = 0; err == 0 && r < s->size; r++) {
+            ckpt__buf_clear(&b);
+            err = ckpt__buf_printf(&b, "%s/rank-%d", l0->d[i].name, r);
+            if (err == 0 && (find_name(l0, CKPT__MPI_REPLICATED, b.ptr) ||
+                             find_name(l0, CKPT__MPI_PARTITIONED, b.ptr)))
+                err = ckpt__error(CKPT_EINVAL,
+                                  "per-rank variable '%s' is stored as "
+                                  "'%s', which is also the name of another "
+                                  "variable",
+                                  l0->d[i].name, b.ptr);
+        }
+    }
+    ckpt_buf_dispose(&b);
+    return err;
+}
+
+struct rep_order {
+    size_t idx; /* among the replicated variables, by name */
+    uint64_t bytes;
+};
+
+static int cmp_rep(const void *a, const void *b)
+{
+    const struct rep_order *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+/* Owners of the replicated variables (in name order), balancing bytes: the
+ * largest first, each to the rank with the fewest bytes so far. */
+static int assign_owners(const ckpt_mpi_saver *s, const rank_list *lists,
+                         int *owners, size_t nrep)
+{
+    uint64_t *load = ckpt__calloc((size_t)s->size, sizeof(*load));
+    struct rep_order *order = ckpt__calloc(nrep ? nrep : 1, sizeof(*order));
+    int err = 0;
+    if (!load || !order) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    for (int r = 0; r < s->size; r++)
+        for (size_t i = 0; i < lists[r].n; i++)
+            if (lists[r].d[i].kind != CKPT__MPI_REPLICATED)
+                load[r] += lists[r].d[i].bytes;
+    for (size_t i = 0; i < nrep; i++) {
+        order[i].idx = i;
+        order[i].bytes = lists[0].d[i].bytes;
+    }
+    qsort(order, nrep, sizeof(*order), cmp_rep);
+    for (size_t i = 0; i < nrep; i++) {
+        int best = 0;
+        for (int r = 1; r < s->size; r++)
+            if (load[r] < load[best])
+                best = r;
+        owners[order[i].idx] = best;
+        load[best] += order[i].bytes;
+    }
+done:
+    ckpt__free(load);
+    ckpt__free(order);
+    return err;
+}
+
+static size_t count_kind(const rank_list *l, int kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++)
+        n += l->d[i].kind == kind;
+    return n;
+}
+
+/* Everything rank 0 checks, on the gathered descriptions. */
+static int check_on_root(ckpt_mpi_saver *s, const uint8_t *all,
+                         const int *counts, const int *displs, int *owners,
+                         size_t *nrep_out)
+{
+    rank_list *lists = ckpt__calloc((size_t)s->size, sizeof(*lists));
+    size_t nrep, npart;
+    int err = 0;
+    if (!lists)
+        return ckpt__error_oom();
+    for (int r = 0; err == 0 && r < s->size; r++)
+        err = decode_list(&lists[r], all + displs[r], (size_t)counts[r]);
+    for (int r = 1; err == 0 && r < s->size; r++)
+        err = compare_lists(&lists[0], &lists[r], r);
+    if (err == 0)
+        err = check_stored_names(s, &lists[0]);
+    nrep = count_kind(&lists[0], CKPT__MPI_REPLICATED);
+    npart = count_kind(&lists[0], CKPT__MPI_PARTITIONED);
+    parts_dispose(s); /* an earlier check that failed */
+    if (err == 0 && npart > 0) {
+        s->parts = ckpt__calloc(npart, sizeof(*s->parts));
+        if (!s->parts)
+            err = ckpt__error_oom();
+    }
+    for (size_t k = 0; err == 0 && k < npart; k++) {
+        err = check_tiling(s, lists, nrep + k, &s->parts[k]);
+        s->nparts = k + 1;
+    }
+    if (err == 0)
+        err = assign_owners(s, lists, owners, nrep);
+    *nrep_out = nrep;
+    lists_dispose(lists, s->size);
+    return err;
+}
+
+/* ---- the collective ----------------------------------------------------- */
+
+static int cmp_mvar_name(const void *a, const void *b)
+{
+    const ckpt__mvar *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* Mark the replicated variables this rank writes (owners in name order). */
+static int apply_owners(ckpt_mpi_saver *s, const int *owners, size_t nrep)
+{
+    ckpt__mvar **rep = ckpt__calloc(nrep ? nrep : 1, sizeof(*rep));
+    size_t n = 0;
+    if (!rep)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < s->nvars && n < nrep; i++)
+        if (s->vars[i].kind == CKPT__MPI_REPLICATED)
+            rep[n++] = &s->vars[i];
+    qsort(rep, n, sizeof(*rep), cmp_mvar_name);
+    for (size_t i = 0; i < n; i++)
+        rep[i]->owned = owners[i] == s->rank;
+    ckpt__free(rep);
+    return 0;
+}
+
+int ckpt__mpi_check(ckpt_mpi_saver *s)
+{
+    ckpt_buf mine = CKPT_BUF_INIT;
+    int *counts = NULL, *displs = NULL, *owners = NULL;
+    uint8_t *all = NULL;
+    int32_t len = 0;
+    size_t nrep = 0;
+    int64_t total = 0;
+    MPI_Request req;
+    int err;
+
+    if (s->checked)
+        return 0;
+    err = encode_vars(s, &mine);
+    if (err == 0 && mine.size > INT32_MAX)
+        err = ckpt__error(CKPT_EINVAL, "mpi saver: too many variables");
+    err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking variables");
+    if (err < 0)
+        goto done;
+    len = (int32_t)mine.size;
+    if (s->rank == 0) {
+        counts = ckpt__calloc((size_t)s->size, sizeof(int));
+        displs = ckpt__calloc((size_t)s->size, sizeof(int));
+        owners = ckpt__calloc(s->nvars + 1, sizeof(int));
+        if (!counts || !displs || !owners)
+            ckpt__mpi_abort(s, "out of memory checking variables");
+    }
+    MPI_Igather(&len, 1, MPI_INT, counts, 1, MPI_INT, 0, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "checking variables");
+    if (s->rank == 0) {
+        for (int r = 0; r < s->size; r++) {
+            displs[r] = (int)total;
+            total += counts[r];
+        }
+        if (total > INT32_MAX)
+            ckpt__mpi_abort(s, "variable descriptions too large");
+        all = ckpt__malloc(total ? (size_t)total : 1);
+        if (!all)
+            ckpt__mpi_abort(s, "out of memory checking variables");
+    }
+    MPI_Igatherv(mine.ptr, len, MPI_BYTE, all, counts, displs, MPI_BYTE, 0,
+                 s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "checking variables");
+    if (s->rank == 0)
+        err = check_on_root(s, all, counts, displs, owners, &nrep);
+    err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err, "checking variables");
+    if (err < 0)
+        goto done;
+    if (s->rank != 0) {
+        for (size_t i = 0; i < s->nvars; i++)
+            nrep += s->vars[i].kind == CKPT__MPI_REPLICATED;
+        owners = ckpt__calloc(nrep + 1, sizeof(int));
+        if (!owners)
+            ckpt__mpi_abort(s, "out of memory checking variables");
+    }
+    MPI_Ibcast(owners, (int)nrep, MPI_INT, 0, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "checking variables");
+    err = apply_owners(s, owners, nrep);
+    if (err == 0)
+        err = ckpt__mpi_shard_plan(s);
+    err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking variables");
+    if (err == 0)
+        s->checked = 1;
+done:
+    ckpt_buf_dispose(&mine);
+    ckpt__free(counts);
+    ckpt__free(displs);
+    ckpt__free(owners);
+    ckpt__free(all);
+    return err;
+}

@@ -1,0 +1,57 @@
+/* tests/mpi/mpi_model.h - the state the MPI tests save and restore: one
+ * value of every kind of distributed variable, filled from (rank, ranks,
+ * seed) so any rank count can compute what any other wrote:
+ *   replicated  "w" float[37], "emb/table" double[5,4], "step" int64[]
+ *   partitioned "p" float[10,3] by rows, "q" int32[4,6] by columns
+ *   per-rank    "rng" uint64[2]
+ * Also a shared temporary directory and helpers for whole-job asserts. */
+#ifndef CKPT_TESTS_MPI_MODEL_H
+#define CKPT_TESTS_MPI_MODEL_H
+
+#include "ckpt/mpi.h"
+
+#define MODEL_P_ROWS 10
+#define MODEL_P_COLS 3
+#define MODEL_Q_ROWS 4
+#define MODEL_Q_COLS 6
+
+typedef struct model {
+    float w[37];
+    double emb[20];
+    int64_t step;
+    int64_t p_lo, p_hi; /* this rank's rows of p */
+    int64_t q_lo, q_hi; /* this rank's columns of q */
+    float p[MODEL_P_ROWS * MODEL_P_COLS];
+    int32_t q[MODEL_Q_ROWS * MODEL_Q_COLS];
+    uint64_t rng[2];
+} model;
+
+/* The piece bounds for `rank` of `ranks`, values from `seed`. */
+void model_fill(model *m, int rank, int ranks, int seed);
+/* Zero every value (bounds kept). */
+void model_zero(model *m);
+/* Register every variable of `m` with `s` (rng optional when asked). */
+void model_register(ckpt_mpi_saver *s, model *m, int rng_optional);
+/* Assert that `m` holds the values model_fill(rank, ranks, seed) gives;
+ * `rng_seed_rank` is the rank whose rng value is expected (usually rank). */
+void model_assert(const model *m, int seed);
+/* Expected elements of the whole tensors. */
+float model_w(int seed, int i);
+double model_emb(int seed, int i);
+float model_p(int seed, int row, int col);
+int32_t model_q(int seed, int row, int col);
+uint64_t model_rng(int seed, int rank, int k);
+
+/* A directory every rank sees: made by rank 0 under $TMPDIR, broadcast.
+ * Free with shared_dir_remove (collective). */
+char *shared_dir_make(void);
+void shared_dir_remove(char *dir);
+
+/* Options for tests: small collective timeout so a broken test aborts
+ * instead of hanging. */
+ckpt_mpi_saver_options test_mpi_options(void);
+
+int test_rank(void);
+int test_size(void);
+
+#endif

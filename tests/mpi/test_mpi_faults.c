@@ -1,0 +1,246 @@
+/* tests/mpi/test_mpi_faults.c - what happens when ranks do not keep up or
+ * die (CTest runs each mode as its own job):
+ *   progress DIR   (2+ ranks) an async save's agreement advances only in
+ *                  each rank's own calls: rank 0's polls return at once,
+ *                  busy, while rank 1 makes no call; SKIP skips on every
+ *                  rank while any rank has a save in flight
+ *   stall DIR      (2 ranks) rank 1 never joins a save: rank 0's wait is
+ *                  bounded by the collective timeout and ends the job
+ *                  (MPI_Abort, message checked by CTest)
+ *   kill DIR       (2 ranks) rank 1 is killed in the middle of writing its
+ *                  data file after step 1 was saved (mpiexec ends the job)
+ *   after-kill DIR (2 ranks) reopening removes what the killed save left;
+ *                  step 1 is still the latest and restores
+ *   thread-single DIR (2 ranks, MPI_THREAD_SINGLE) async saves refused,
+ *                  sync saves and restores work */
+#include "mpi_model.h"
+#include "test_util.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *g_dir;
+
+static ckpt_mpi_saver *open_saver(const ckpt_fs *fs, int policy,
+                                  double timeout_s)
+{
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    o.base.fs = fs;
+    o.base.busy_policy = policy;
+    if (timeout_s > 0)
+        o.collective_timeout_s = timeout_s;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, g_dir, &o));
+    return s;
+}
+
+static void fresh_dir(void)
+{
+    if (test_rank() == 0) {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(mkdir(g_dir, 0755), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int count_files(const char *needle)
+{
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        n += strstr(e->d_name, needle) != NULL;
+    closedir(d);
+    return n;
+}
+
+static void test_progress(void **state)
+{
+    ckpt_mpi_saver *s;
+    model m;
+    int busy = 0;
+    (void)state;
+    fresh_dir();
+    s = open_saver(NULL, CKPT_BUSY_SKIP, 0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 1, NULL));
+    /* Rank 1 has made no call since: its status cannot have reached rank
+     * 0, so rank 0's polls return without the outcome. */
+    if (test_rank() == 0)
+        for (int i = 0; i < 100; i++) {
+            assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+            assert_int_equal(busy, 1);
+        }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* Rank 1's save is still in flight (it has not polled): every rank
+     * skips the next trigger. */
+    assert_ckpt_error(ckpt_mpi_saver_save_async(s, 2, NULL), CKPT_EBUSY,
+                      "skipped");
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 3, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    {
+        ckpt_saver_metrics mt;
+        ckpt_mpi_saver_get_metrics(s, &mt);
+        assert_int_equal(mt.saves_started, 2);
+        assert_int_equal(mt.saves_skipped, 1);
+        assert_int_equal(mt.saves_completed, 2);
+        assert_int_equal(mt.last_saved_step, 3);
+    }
+    ckpt_mpi_saver_free(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files("model.ckpt-2"), 0);
+        assert_int_equal(count_files("model.ckpt-3.index"), 1);
+    }
+}
+
+static void test_stall(void **state)
+{
+    ckpt_mpi_saver *s;
+    model m;
+    (void)state;
+    fresh_dir();
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 2.0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    if (test_rank() == 1) {
+        sleep(60); /* never joins; the abort ends this process */
+        fail_msg("rank 1 outlived the collective timeout");
+    }
+    ckpt_mpi_saver_save(s, 1, NULL);
+    fail_msg("rank 0's save returned although rank 1 never joined");
+}
+
+/* ---- a rank killed in the middle of its write --------------------------- */
+
+typedef struct killing_fs {
+    ckpt_fs fs;
+    const ckpt_fs *inner;
+} killing_fs;
+
+static int kill_write(ckpt_file *f, const void *buf, size_t n, void *payload)
+{
+    killing_fs *k = payload;
+    if (n > 1)
+        k->inner->write(f, buf, n / 2, k->inner->payload);
+    raise(SIGKILL);
+    return 0;
+}
+
+static void test_kill(void **state)
+{
+    static killing_fs kfs;
+    ckpt_mpi_saver *s;
+    model m;
+    (void)state;
+    fresh_dir();
+    kfs.inner = ckpt_fs_posix();
+    kfs.fs = *kfs.inner;
+    s = open_saver(&kfs.fs, CKPT_BUSY_WAIT, 0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    /* From now on rank 1's writes kill it half-way. */
+    if (test_rank() == 1) {
+        kfs.fs.write = kill_write;
+        kfs.fs.payload = &kfs;
+    }
+    model_fill(&m, test_rank(), test_size(), 2);
+    ckpt_mpi_saver_save(s, 2, NULL);
+    fail_msg("the save outlived rank 1");
+}
+
+static void test_after_kill(void **state)
+{
+    ckpt_mpi_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char want[4200];
+    model m;
+    (void)state;
+    if (test_rank() == 0)
+        assert_true(count_files("model.ckpt-2") > 0); /* the killed save */
+    MPI_Barrier(MPI_COMM_WORLD);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files("model.ckpt-2"), 0);
+        assert_int_equal(count_files("tempstate"), 0);
+    }
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", g_dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&m, 1);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
+/* MPI initialised with MPI_THREAD_SINGLE: async saves are refused (the
+ * saver would start a thread), sync saves and restores work. */
+static void test_thread_single(void **state)
+{
+    ckpt_mpi_saver *s;
+    int provided;
+    model m;
+    (void)state;
+    MPI_Query_thread(&provided);
+    if (provided != MPI_THREAD_SINGLE)
+        skip();
+    fresh_dir();
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
+    model_fill(&m, test_rank(), test_size(), 3);
+    model_register(s, &m, 0);
+    assert_ckpt_error(ckpt_mpi_saver_save_async(s, 1, NULL), CKPT_ENOTSUP,
+                      "at least MPI_THREAD_FUNNELED");
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&m, 3);
+    ckpt_mpi_saver_free(s);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress)};
+    const struct CMUnitTest stall[] = {cmocka_unit_test(test_stall)};
+    const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
+    const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
+    const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
+    int single_mode = argc == 3 && strcmp(argv[1], "thread-single") == 0;
+    int provided, failed = 1, any = 0;
+    MPI_Init_thread(&argc, &argv,
+                    single_mode ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED,
+                    &provided);
+    if (argc == 3 && test_size() >= 2) {
+        g_dir = argv[2];
+        if (strcmp(argv[1], "progress") == 0)
+            failed = cmocka_run_group_tests(progress, NULL, NULL);
+        else if (strcmp(argv[1], "stall") == 0)
+            failed = cmocka_run_group_tests(stall, NULL, NULL);
+        else if (strcmp(argv[1], "kill") == 0)
+            failed = cmocka_run_group_tests(kill, NULL, NULL);
+        else if (strcmp(argv[1], "after-kill") == 0)
+            failed = cmocka_run_group_tests(after, NULL, NULL);
+        else if (single_mode)
+            failed = cmocka_run_group_tests(single, NULL, NULL);
+    } else {
+        fprintf(stderr,
+                "usage: mpiexec -n 2+ %s "
+                "progress|stall|kill|after-kill|thread-single DIR\n",
+                argv[0]);
+    }
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any;
+}

@@ -1,0 +1,264 @@
+/* tests/mpi/test_mpi_reshard.c - a checkpoint written by 4 ranks, read on
+ * other rank counts (CTest orders the runs with a fixture):
+ *   write DIR           (4 ranks; also 1) a sync save at step 5 (seed 5)
+ *                       and an async one at step 6 (seed 6)
+ *   read DIR            (1, 2, 3 ranks) restore the latest and step 5 with
+ *                       identical values; on 1 rank, from 4 writers, also
+ *                       read it with the single-process saver and LevelDB's
+ *                       table reader
+ *   read-grow DIR       (2, 3 ranks, from 1 writer) rng optional: the
+ *                       rest restores everywhere, rng on rank 0 only
+ *   read-missing DIR    (5 ranks) rank 4 has no "rng/rank-4": every rank
+ *                       fails, naming it
+ *   read-optional DIR   (5 ranks) the same with rng optional: rank 4's
+ *                       value is left as it was, the others restored */
+#include "mpi_model.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *g_dir;
+
+static ckpt_mpi_saver *open_saver(void)
+{
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, g_dir, &o));
+    return s;
+}
+
+static void test_write(void **state)
+{
+    ckpt_mpi_saver *s;
+    model m;
+    (void)state;
+    if (test_rank() == 0) {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(mkdir(g_dir, 0755), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    s = open_saver();
+    model_fill(&m, test_rank(), test_size(), 5);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 5, NULL));
+    model_fill(&m, test_rank(), test_size(), 6);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 6, NULL));
+    model_zero(&m); /* the snapshot was taken */
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+}
+
+/* The single-process saver restores the 4-rank checkpoint: whole
+ * partitioned tensors, one rank's per-rank value. */
+static void single_process_restore(const char *prefix)
+{
+    ckpt_saver *s = NULL;
+    float w[37], p[MODEL_P_ROWS * MODEL_P_COLS];
+    int32_t q[MODEL_Q_ROWS * MODEL_Q_COLS];
+    uint64_t rng[2];
+    ckpt_var v[4];
+    memset(v, 0, sizeof(v));
+    v[0].name = "w";
+    v[0].dtype = CKPT_DT_FLOAT;
+    v[0].shape.rank = 1;
+    v[0].shape.dims[0] = 37;
+    v[0].data = w;
+    v[1].name = "p";
+    v[1].dtype = CKPT_DT_FLOAT;
+    v[1].shape.rank = 2;
+    v[1].shape.dims[0] = MODEL_P_ROWS;
+    v[1].shape.dims[1] = MODEL_P_COLS;
+    v[1].data = p;
+    v[2].name = "q";
+    v[2].dtype = CKPT_DT_INT32;
+    v[2].shape.rank = 2;
+    v[2].shape.dims[0] = MODEL_Q_ROWS;
+    v[2].shape.dims[1] = MODEL_Q_COLS;
+    v[2].data = q;
+    v[3].name = "rng/rank-3";
+    v[3].dtype = CKPT_DT_UINT64;
+    v[3].shape.rank = 1;
+    v[3].shape.dims[0] = 2;
+    v[3].data = rng;
+    assert_ckpt_ok(ckpt_saver_open(&s, g_dir, NULL));
+    for (int i = 0; i < 4; i++)
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v[i]));
+    assert_ckpt_ok(ckpt_saver_restore(s, prefix));
+    for (int i = 0; i < 37; i++)
+        assert_true(w[i] == model_w(6, i));
+    for (int i = 0; i < MODEL_P_ROWS; i++)
+        for (int j = 0; j < MODEL_P_COLS; j++)
+            assert_true(p[i * MODEL_P_COLS + j] == model_p(6, i, j));
+    for (int i = 0; i < MODEL_Q_ROWS; i++)
+        for (int j = 0; j < MODEL_Q_COLS; j++)
+            assert_int_equal(q[i * MODEL_Q_COLS + j], model_q(6, i, j));
+    assert_true(rng[0] == model_rng(6, 3, 0));
+    ckpt_saver_free(s);
+}
+
+/* LevelDB's own table reader opens the merged index; its keys are the
+ * checkpoint's (header, slice keys, names), in order. */
+static void leveldb_reads_index(const char *prefix)
+{
+#ifdef CKPT_LEVELDB_DUMP
+    char cmd[8400];
+    char line[4096];
+    int lines = 0, have_w = 0, have_rng3 = 0, status;
+    FILE *p;
+    snprintf(cmd, sizeof(cmd), "'%s' '%s.index' 2>&1", CKPT_LEVELDB_DUMP,
+             prefix);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    while (fgets(line, sizeof(line), p)) {
+        lines++;
+        /* keys in hex: "w" = 77, "rng/rank-3" = 726e672f72616e6b2d33 */
+        have_w |= strncmp(line, "77 ", 3) == 0;
+        have_rng3 |= strncmp(line, "726e672f72616e6b2d33 ", 21) == 0;
+    }
+    status = pclose(p);
+    assert_int_equal(status, 0);
+    /* header + w, emb/table, step, p, q (full entries) + 4 + 4 slice
+     * keys + 4 rng values */
+    assert_int_equal(lines, 1 + 5 + 8 + 4);
+    assert_true(have_w);
+    assert_true(have_rng3);
+#else
+    (void)prefix;
+    fprintf(stderr, "LevelDB not found: index cross-check skipped\n");
+#endif
+}
+
+/* How many ranks wrote the checkpoint (one data file each). */
+static int writers(const char *prefix)
+{
+    ckpt_bundle_reader *r = NULL;
+    int n;
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    n = ckpt_bundle_reader_num_shards(r);
+    ckpt_bundle_reader_free(r);
+    return n;
+}
+
+static void test_read(void **state)
+{
+    ckpt_mpi_saver *s = open_saver();
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char want[4200];
+    model m;
+    (void)state;
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_zero(&m);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-6", g_dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&m, 6);
+    snprintf(want, sizeof(want), "%s/model.ckpt-5", g_dir);
+    assert_ckpt_ok(ckpt_mpi_saver_restore(s, want));
+    model_assert(&m, 5);
+    ckpt_mpi_saver_free(s);
+    if (test_size() == 1 && writers(latest.ptr) == 4) {
+        single_process_restore(latest.ptr);
+        leveldb_reads_index(latest.ptr);
+    }
+    ckpt_buf_dispose(&latest);
+}
+
+/* More ranks than writers, rng optional: the shared state restores on
+ * every rank (pieces cut from the one stored whole tensor), rng only where
+ * the checkpoint has it. */
+static void test_read_grow(void **state)
+{
+    ckpt_mpi_saver *s = open_saver();
+    ckpt_buf latest = CKPT_BUF_INIT;
+    model m;
+    int n;
+    (void)state;
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_zero(&m);
+    model_register(s, &m, 1);
+    m.rng[0] = 77;
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    n = writers(latest.ptr);
+    if (test_rank() >= n) {
+        assert_true(m.rng[0] == 77);
+        m.rng[0] = model_rng(6, test_rank(), 0);
+        m.rng[1] = model_rng(6, test_rank(), 1);
+    }
+    model_assert(&m, 6);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
+static void test_read_missing(void **state)
+{
+    ckpt_mpi_saver *s = open_saver();
+    model m;
+    (void)state;
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_register(s, &m, 0);
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ENOTFOUND,
+                      "rank 4: ");
+    assert_ckpt_error(CKPT_ENOTFOUND, CKPT_ENOTFOUND,
+                      "per-rank variable 'rng' has no value for rank 4 "
+                      "('rng/rank-4' is missing; the checkpoint was written "
+                      "by 4 rank(s), this job has 5)");
+    /* Nothing was written: the check comes before any read. */
+    assert_true(m.w[0] == model_w(0, 0));
+    ckpt_mpi_saver_free(s);
+}
+
+static void test_read_optional(void **state)
+{
+    ckpt_mpi_saver *s = open_saver();
+    model m;
+    (void)state;
+    model_fill(&m, test_rank(), test_size(), 0);
+    model_register(s, &m, 1);
+    m.rng[0] = 77;
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    if (test_rank() < 4) {
+        model_assert(&m, 6);
+    } else {
+        assert_true(m.rng[0] == 77);
+        assert_true(m.w[3] == model_w(6, 3));
+    }
+    ckpt_mpi_saver_free(s);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest write[] = {cmocka_unit_test(test_write)};
+    const struct CMUnitTest read[] = {cmocka_unit_test(test_read)};
+    const struct CMUnitTest grow[] = {cmocka_unit_test(test_read_grow)};
+    const struct CMUnitTest missing[] = {cmocka_unit_test(test_read_missing)};
+    const struct CMUnitTest optional[] = {cmocka_unit_test(test_read_optional)};
+    int provided, failed = 1, any = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (argc == 3) {
+        g_dir = argv[2];
+        if (strcmp(argv[1], "write") == 0)
+            failed = cmocka_run_group_tests(write, NULL, NULL);
+        else if (strcmp(argv[1], "read") == 0)
+            failed = cmocka_run_group_tests(read, NULL, NULL);
+        else if (strcmp(argv[1], "read-grow") == 0)
+            failed = cmocka_run_group_tests(grow, NULL, NULL);
+        else if (strcmp(argv[1], "read-missing") == 0)
+            failed = cmocka_run_group_tests(missing, NULL, NULL);
+        else if (strcmp(argv[1], "read-optional") == 0)
+            failed = cmocka_run_group_tests(optional, NULL, NULL);
+    }
+    if (argc != 3)
+        fprintf(stderr,
+                "usage: %s write|read|read-grow|read-missing|read-optional "
+                "DIR\n",
+                argv[0]);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any;
+}

@@ -1,0 +1,523 @@
+/* tests/mpi/test_mpi_saver.c - the distributed saver on however many ranks
+ * mpiexec starts (CTest runs it on 1, 2, 3 and 4): sync and async saves
+ * that read back as one ordinary checkpoint (one data file per rank, one
+ * index, partitioned tensors whole), restores, a write failing on one rank
+ * only, and registrations every rank must reject (overlapping or missing
+ * pieces, mismatched variable lists). Every test is collective. */
+#include "mpi_model.h"
+#include "test_util.h"
+
+#include "support/fs_fault.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fixture {
+    char *dir;
+    model m;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = shared_dir_make();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    shared_dir_remove(f->dir);
+    free(f);
+    return 0;
+}
+
+static ckpt_mpi_saver *open_saver(const char *dir, const ckpt_fs *fs)
+{
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    o.base.fs = fs;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    return s;
+}
+
+/* How many names in `dir` contain `needle`. */
+static int count_files(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        n += strstr(e->d_name, needle) != NULL;
+    closedir(d);
+    return n;
+}
+
+/* Rank 0 reads the checkpoint with the single-process bundle reader. */
+static void assert_ordinary_checkpoint(const char *prefix, int seed)
+{
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e;
+    float p[MODEL_P_ROWS * MODEL_P_COLS];
+    int32_t q[MODEL_Q_ROWS * MODEL_Q_COLS];
+    float w[37];
+    int ranks = test_size();
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    assert_int_equal(ckpt_bundle_reader_num_shards(r), ranks);
+    assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "w", w, sizeof(w)));
+    for (int i = 0; i < 37; i++)
+        assert_true(w[i] == model_w(seed, i));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "p"));
+    assert_int_equal(e->num_slices, ranks > 1 ? ranks : 0);
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "p", p, sizeof(p)));
+    for (int i = 0; i < MODEL_P_ROWS; i++)
+        for (int j = 0; j < MODEL_P_COLS; j++)
+            assert_true(p[i * MODEL_P_COLS + j] == model_p(seed, i, j));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "q", q, sizeof(q)));
+    for (int i = 0; i < MODEL_Q_ROWS; i++)
+        for (int j = 0; j < MODEL_Q_COLS; j++)
+            assert_int_equal(q[i * MODEL_Q_COLS + j], model_q(seed, i, j));
+    for (int k = 0; k < ranks; k++) {
+        char name[64];
+        uint64_t rng[2];
+        snprintf(name, sizeof(name), "rng/rank-%d", k);
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, name, rng, sizeof(rng)));
+        assert_true(rng[0] == model_rng(seed, k, 0));
+        assert_true(rng[1] == model_rng(seed, k, 1));
+    }
+    ckpt_bundle_reader_free(r);
+}
+
+static void test_sync_save_restore(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT, latest = CKPT_BUF_INIT;
+    char want[4096];
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 10, &prefix));
+    snprintf(want, sizeof(want), "%s/model.ckpt-10", f->dir);
+    assert_string_equal(prefix.ptr, want);
+    if (test_rank() == 0) {
+        char data[4200];
+        assert_ordinary_checkpoint(prefix.ptr, 1);
+        for (int r = 0; r < test_size(); r++) {
+            snprintf(data, sizeof(data), "%s.data-%05d-of-%05d", prefix.ptr, r,
+                     test_size());
+            size_t n;
+            uint8_t *bytes = test_read_file(data, &n);
+            assert_non_null(bytes);
+            free(bytes);
+        }
+        assert_int_equal(count_files(f->dir, "tempstate"), 0);
+    }
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    assert_string_equal(latest.ptr, want);
+    model_assert(&f->m, 1);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+    ckpt_buf_dispose(&latest);
+}
+
+static void test_async_save_is_a_snapshot(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_saver_metrics mt;
+    uint64_t ticket = 0;
+    int busy = 1;
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 20, &ticket));
+    assert_true(ticket > 0);
+    /* The values change at once: the save must hold the snapshot. */
+    model_fill(&f->m, test_rank(), test_size(), 3);
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+    assert_int_equal(busy, 0);
+    ckpt_mpi_saver_get_metrics(s, &mt);
+    assert_int_equal(mt.saves_started, 1);
+    assert_int_equal(mt.saves_completed, 1);
+    assert_int_equal(mt.last_saved_step, 20);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 2);
+    if (test_rank() == 0) {
+        char prefix[4200];
+        snprintf(prefix, sizeof(prefix), "%s/model.ckpt-20", f->dir);
+        assert_ordinary_checkpoint(prefix, 2);
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+}
+
+/* The last rank's file system fails its first write-open: the save fails
+ * on every rank with that rank's message, nothing of it is left, and the
+ * earlier checkpoint stays the latest. */
+static void test_write_fails_on_one_rank(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_mpi_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char needle[64], want[4096];
+    int rc;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    s = open_saver(f->dir, ckpt_fs_fault_fs(ff));
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    if (test_rank() == victim)
+        ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE), EIO, 0,
+                           0);
+    model_fill(&f->m, test_rank(), test_size(), 5);
+    rc = ckpt_mpi_saver_save(s, 2, NULL);
+    snprintf(needle, sizeof(needle), "rank %d: ", victim);
+    assert_ckpt_error(rc, CKPT_EIO, needle);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(count_files(f->dir, "model.ckpt-2"), 0);
+
+    /* Asynchronous: the failure is returned once, by the next wait. */
+    if (test_rank() == victim)
+        ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE), EIO, 0,
+                           0);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 3, NULL));
+    assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EIO, needle);
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(count_files(f->dir, "model.ckpt-3"), 0);
+
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", f->dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&f->m, 4);
+    ckpt_mpi_saver_free(s);
+    ckpt_fs_fault_free(ff);
+    ckpt_buf_dispose(&latest);
+}
+
+/* A checkpoint whose tensor has another shape than the variable: every
+ * rank fails before anything is written. */
+static void test_restore_shape_mismatch(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float w[8];
+    ckpt_var v;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    ckpt_mpi_saver_free(s);
+    s = open_saver(f->dir, NULL);
+    for (int i = 0; i < 8; i++)
+        w[i] = -1.0f;
+    memset(&v, 0, sizeof(v));
+    v.name = "w";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 8;
+    v.data = w;
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                      "tensor 'w' is float32 [37] in the checkpoint, the "
+                      "variable is float32 [8]");
+    assert_true(w[0] == -1.0f);
+    ckpt_mpi_saver_free(s);
+}
+
+/* A damaged byte in every data file: every rank's restore fails with
+ * CKPT_ECORRUPT (pieces read straight into place are checked too). */
+static void test_restore_detects_damage(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, &prefix));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        for (int r = 0; r < test_size(); r++) {
+            char path[4200];
+            size_t n;
+            uint8_t *bytes;
+            snprintf(path, sizeof(path), "%s.data-%05d-of-%05d", prefix.ptr, r,
+                     test_size());
+            bytes = test_read_file(path, &n);
+            assert_non_null(bytes);
+            bytes[n / 2] ^= 0x40;
+            test_write_file(path, bytes, n);
+            free(bytes);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, prefix.ptr), CKPT_ECORRUPT,
+                      "rank ");
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* Fault loop: rank `victim`'s N-th mutating file operation fails, for
+ * every N until a save succeeds. Each failure fails the save on every rank
+ * with the victim's message and leaves the previous checkpoint the latest
+ * (restored values checked); reopening leaves no temporary or orphan
+ * file. */
+static void fault_loop(fixture *f, int victim)
+{
+    ckpt_fs_fault *ff = NULL;
+    ckpt_mpi_saver *s;
+    char needle[64];
+    int n, rc = -1;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    s = open_saver(f->dir, ckpt_fs_fault_fs(ff));
+    model_fill(&f->m, test_rank(), test_size(), 6);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    snprintf(needle, sizeof(needle), "rank %d: ", victim);
+    for (n = 1; n < 200 && rc != 0; n++) {
+        if (test_rank() == victim)
+            ckpt_fs_fault_fail(ff, (uint64_t)n, CKPT_FS_OP_MUTATING, EIO, 0, 0);
+        model_fill(&f->m, test_rank(), test_size(), 7);
+        rc = ckpt_mpi_saver_save(s, 2, NULL);
+        ckpt_fs_fault_clear(ff);
+        if (rc == 0)
+            break;
+        assert_ckpt_error(rc, CKPT_EIO, needle);
+        model_zero(&f->m);
+        assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+        model_assert(&f->m, 6);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(n > 3); /* the loop met failures before succeeding */
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 7);
+    ckpt_mpi_saver_free(s);
+    s = open_saver(f->dir, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files(f->dir, "tempstate"), 0);
+        assert_int_equal(count_files(f->dir, ".index"), 2);
+        assert_int_equal(count_files(f->dir, ".data-"), 2 * test_size());
+    }
+    ckpt_mpi_saver_free(s);
+    ckpt_fs_fault_free(ff);
+}
+
+static void test_fault_loop_on_rank0(void **state)
+{
+    fault_loop(*state, 0);
+}
+
+static void test_fault_loop_on_last_rank(void **state)
+{
+    fault_loop(*state, test_size() - 1);
+}
+
+/* Pieces of "t" [2 * ranks, 2]: rank r holds rows [2r, 2r + len_r). */
+static int register_rows(ckpt_mpi_saver *s, float *buf, int64_t start,
+                         int64_t len)
+{
+    ckpt_var v;
+    ckpt_slice_extent e[2] = {{start, len}, {0, CKPT_SLICE_FULL}};
+    memset(&v, 0, sizeof(v));
+    v.name = "t";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 2;
+    v.shape.dims[0] = 2 * test_size();
+    v.shape.dims[1] = 2;
+    v.data = buf;
+    return ckpt_mpi_saver_add_partitioned(s, &v, e);
+}
+
+static void test_overlapping_pieces_rejected(void **state)
+{
+    fixture *f = *state;
+    float buf[16] = {0};
+    ckpt_mpi_saver *s;
+    int r = test_rank();
+    if (test_size() < 2)
+        skip();
+    s = open_saver(f->dir, NULL);
+    /* Rank 0 takes three rows: its piece overlaps rank 1's. */
+    assert_ckpt_ok(register_rows(s, buf, 2 * r, r == 0 ? 3 : 2));
+    assert_ckpt_error(
+        ckpt_mpi_saver_check(s), CKPT_EINVAL,
+        "'t': the pieces of rank 0 (0,3:0,2) and rank 1 (2,2:0,2) "
+        "overlap");
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL, "overlap");
+    ckpt_mpi_saver_free(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (r == 0)
+        assert_int_equal(count_files(f->dir, "model.ckpt"), 0);
+}
+
+static void test_hole_rejected(void **state)
+{
+    fixture *f = *state;
+    float buf[16] = {0};
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    char needle[128];
+    int r = test_rank();
+    /* The last rank holds one row of its two. */
+    assert_ckpt_ok(register_rows(s, buf, 2 * r, r == test_size() - 1 ? 1 : 2));
+    snprintf(needle, sizeof(needle), "cover %d of its %d elements (a hole)",
+             (2 * test_size() - 1) * 2, 4 * test_size());
+    assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL, needle);
+    assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL, "'t'");
+    ckpt_mpi_saver_free(s);
+}
+
+static void test_mismatched_lists_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s;
+    float extra[4] = {0};
+    char needle[128];
+    if (test_size() < 2)
+        skip();
+    s = open_saver(f->dir, NULL);
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    if (test_rank() == test_size() - 1) {
+        ckpt_var v;
+        memset(&v, 0, sizeof(v));
+        v.name = "extra";
+        v.dtype = CKPT_DT_FLOAT;
+        v.shape.rank = 1;
+        v.shape.dims[0] = 4;
+        v.data = extra;
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    }
+    snprintf(needle, sizeof(needle),
+             "mismatched variable lists: rank %d registered replicated "
+             "variable 'extra'",
+             test_size() - 1);
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL, needle);
+    ckpt_mpi_saver_free(s);
+}
+
+static void test_shape_mismatch_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s;
+    float w[8] = {0};
+    ckpt_var v;
+    if (test_size() < 2)
+        skip();
+    s = open_saver(f->dir, NULL);
+    memset(&v, 0, sizeof(v));
+    v.name = "w";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = test_rank() == 1 ? 8 : 4;
+    v.data = w;
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL,
+                      "replicated variable 'w': rank 0 registered float32 "
+                      "[4], rank 1 float32 [8]");
+    ckpt_mpi_saver_free(s);
+}
+
+static void test_bad_options_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options zero, o;
+    ckpt_mpi_saver *s = NULL;
+    memset(&zero, 0, sizeof(zero));
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &zero),
+                      CKPT_EVERSION, "start from CKPT_MPI_SAVER_OPTIONS_INIT");
+    assert_null(s);
+    assert_ckpt_ok(
+        ckpt_mpi_saver_options_init(&o, CKPT_MPI_SAVER_OPTIONS_VERSION));
+    assert_int_equal(o.base.max_to_keep, 0); /* the default: 5 */
+    o.base.max_to_keep = -2;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_EINVAL, "max_to_keep -2 is negative");
+    o.base.max_to_keep = CKPT_KEEP_ALL;
+    o.base.busy_policy = CKPT_BUSY_COALESCE;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_ENOTSUP, "COALESCE is not supported");
+    assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
+                      "NULL");
+}
+
+static void test_bad_registration_rejected(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float buf[8] = {0};
+    ckpt_var v;
+    ckpt_slice_extent outside[1] = {{6, 4}};
+    memset(&v, 0, sizeof(v));
+    v.name = "w";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 8;
+    v.data = buf;
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 0), CKPT_EEXISTS,
+                      "variable 'w' is already registered");
+    v.name = "x";
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
+                      CKPT_EINVAL,
+                      "partitioned variable 'x': extent 0 (start 6, length "
+                      "4) lies outside dimension 8");
+    v.dtype = CKPT_DT_STRING;
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ENOTSUP,
+                      "'x'");
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    v.dtype = CKPT_DT_FLOAT;
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ESTATE,
+                      "fixed after the first save, restore or check");
+    ckpt_mpi_saver_free(s);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sync_save_restore, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_async_save_is_a_snapshot, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_write_fails_on_one_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_shape_mismatch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_detects_damage, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_loop_on_rank0, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fault_loop_on_last_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_overlapping_pieces_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_hole_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
+                                        teardown),
+    };
+    int provided, failed, any = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    failed = cmocka_run_group_tests(tests, NULL, NULL);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any;
+}

@@ -1,0 +1,360 @@
+/* tools/ckpt-train/distributed.c - `mpiexec -n R ckpt-train --distributed`:
+ * the demo's MLP trained data-parallel. Every rank reads its own shard of
+ * the data (its own synthetic data set and shuffling), computes gradients
+ * on its batch, averages them with MPI_Allreduce and applies the same Adam
+ * update, so the weights stay identical on every rank. Checkpoints go
+ * through ckpt_mpi: weights, Adam state and the step are replicated (each
+ * written once), each rank's data position is per-rank
+ * ("data/cursor/rank-<r>", ...). A run started again on the same directory
+ * resumes from the newest complete checkpoint; with another rank count the
+ * weights restore and ranks without a stored data position start their
+ * shard afresh. */
+#include "distributed.h"
+
+#include "ckpt.h"
+#include "ckpt/mpi.h"
+#include "data.h"
+#include "model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DATA_N 4096
+#define DATA_DIM 32
+#define DATA_CLASSES 10
+
+typedef struct dist_options {
+    const char *dir;
+    int64_t steps, save_steps;
+    int keep, mode, hidden, layers, batch, quiet;
+    float lr;
+    uint64_t seed;
+} dist_options;
+
+typedef struct dist_trainer {
+    dist_options o;
+    int rank, size;
+    mlp model;
+    dataset data;
+    int64_t global_step;
+    float *batch_x;
+    int32_t *batch_y;
+    float *grads; /* every gradient, packed for one allreduce */
+    size_t ngrads;
+} dist_trainer;
+
+int ckpt_train_wants_distributed(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--distributed") == 0)
+            return 1;
+    return 0;
+}
+
+static int bad(const char *opt, const char *v)
+{
+    fprintf(stderr,
+            "ckpt-train --distributed: bad %s '%s'\n(options: --dir DIR "
+            "--steps N --save-steps K --keep K (0: all) --mode async|sync "
+            "--hidden H "
+            "--layers L --batch B --lr X --seed S --quiet)\n",
+            opt, v ? v : "");
+    return 2;
+}
+
+static int parse(dist_options *o, int argc, char **argv)
+{
+    o->dir = "runs/distributed";
+    o->steps = 2000;
+    o->save_steps = 200;
+    o->keep = 5;
+    o->mode = CKPT_SAVE_ASYNC;
+    o->hidden = 64;
+    o->layers = 2;
+    o->batch = 64;
+    o->lr = 0.003f;
+    o->seed = 1;
+    o->quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        long long n = 0;
+        if (!strcmp(a, "--distributed") || !strcmp(a, "--quiet")) {
+            o->quiet |= !strcmp(a, "--quiet");
+            continue;
+        }
+        if (!v)
+            return bad(a, v);
+        i++;
+        if (!strcmp(a, "--dir")) {
+            o->dir = v;
+            continue;
+        }
+        if (!strcmp(a, "--mode")) {
+            if (strcmp(v, "async") && strcmp(v, "sync"))
+                return bad(a, v);
+            o->mode = strcmp(v, "sync") ? CKPT_SAVE_ASYNC : CKPT_SAVE_SYNC;
+            continue;
+        }
+        if (!strcmp(a, "--lr")) {
+            o->lr = strtof(v, &end);
+            if (end == v || *end || !(o->lr > 0))
+                return bad(a, v);
+            continue;
+        }
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        if (errno || end == v || *end || n < 0)
+            return bad(a, v);
+        if (!strcmp(a, "--steps"))
+            o->steps = n;
+        else if (!strcmp(a, "--save-steps") && n > 0)
+            o->save_steps = n;
+        else if (!strcmp(a, "--keep") && n <= 1000000)
+            o->keep = (int)n;
+        else if (!strcmp(a, "--hidden") && n > 0 && n <= 1 << 16)
+            o->hidden = (int)n;
+        else if (!strcmp(a, "--layers") && n > 0 && n <= 64)
+            o->layers = (int)n;
+        else if (!strcmp(a, "--batch") && n > 0 && n <= 1 << 16)
+            o->batch = (int)n;
+        else if (!strcmp(a, "--seed"))
+            o->seed = (uint64_t)n;
+        else
+            return bad(a, v);
+    }
+    return 0;
+}
+
+/* ---- variables ----------------------------------------------------------- */
+
+static ckpt_var var(const char *name, int dtype, int rank, int64_t d0,
+                    int64_t d1, void *data)
+{
+    ckpt_var v;
+    memset(&v, 0, sizeof(v));
+    v.name = name;
+    v.dtype = dtype;
+    v.shape.rank = rank;
+    v.shape.dims[0] = d0;
+    v.shape.dims[1] = d1;
+    v.data = data;
+    return v;
+}
+
+static int rep(ckpt_mpi_saver *s, ckpt_var v)
+{
+    return ckpt_mpi_saver_add_replicated(s, &v);
+}
+
+/* The same names as the single-process trainer; the data position per
+ * rank, optional so a run on more ranks than wrote the checkpoint works. */
+static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
+{
+    static const char *const suffix[6] = {"kernel",        "kernel/Adam",
+                                          "kernel/Adam_1", "bias",
+                                          "bias/Adam",     "bias/Adam_1"};
+    char name[160];
+    ckpt_var v;
+    int err =
+        rep(s, var("global_step", CKPT_DT_INT64, 0, 0, 0, &t->global_step));
+    for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
+        layer *L = &t->model.layers[l];
+        float *data[6] = {L->w, L->mw, L->vw, L->b, L->mb, L->vb};
+        for (int k = 0; err == 0 && k < 6; k++) {
+            if (l == 0)
+                snprintf(name, sizeof(name), "dense/%s", suffix[k]);
+            else
+                snprintf(name, sizeof(name), "dense_%d/%s", l, suffix[k]);
+            err = k < 3
+                      ? rep(s,
+                            var(name, CKPT_DT_FLOAT, 2, L->in, L->out, data[k]))
+                      : rep(s, var(name, CKPT_DT_FLOAT, 1, L->out, 0, data[k]));
+        }
+    }
+    if (err == 0)
+        err = rep(s, var("beta1_power", CKPT_DT_FLOAT, 0, 0, 0,
+                         &t->model.beta1_power));
+    if (err == 0)
+        err = rep(s, var("beta2_power", CKPT_DT_FLOAT, 0, 0, 0,
+                         &t->model.beta2_power));
+    if (err == 0)
+        err = rep(s, var("optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
+                         &t->model.iterations));
+    v = var("data/order", CKPT_DT_INT32, 1, t->data.n, 0, t->data.order);
+    if (err == 0)
+        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+    v = var("data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
+    if (err == 0)
+        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+    v = var("data/epoch", CKPT_DT_INT64, 0, 0, 0, &t->data.epoch);
+    if (err == 0)
+        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+    v = var("data/rng_state", CKPT_DT_UINT64, 1, 4, 0, t->data.shuffle.s);
+    if (err == 0)
+        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+    return err;
+}
+
+/* ---- the step --------------------------------------------------------------
+ */
+
+static void pack_grads(dist_trainer *t, int unpack)
+{
+    size_t at = 0;
+    float scale = 1.0f / (float)t->size;
+    for (int l = 0; l < t->model.nlayers; l++) {
+        layer *L = &t->model.layers[l];
+        size_t nw = (size_t)L->in * (size_t)L->out, nb = (size_t)L->out;
+        if (!unpack) {
+            memcpy(t->grads + at, L->gw, nw * sizeof(float));
+            memcpy(t->grads + at + nw, L->gb, nb * sizeof(float));
+        } else {
+            for (size_t i = 0; i < nw; i++)
+                L->gw[i] = t->grads[at + i] * scale;
+            for (size_t i = 0; i < nb; i++)
+                L->gb[i] = t->grads[at + nw + i] * scale;
+        }
+        at += nw + nb;
+    }
+    t->ngrads = at;
+}
+
+static int train_step(ckpt_step_context *sc, void *payload)
+{
+    dist_trainer *t = payload;
+    float loss;
+    dataset_next_batch(&t->data, t->model.batch, t->batch_x, t->batch_y);
+    loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
+    pack_grads(t, 0);
+    MPI_Allreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads, MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    pack_grads(t, 1);
+    mlp_apply_gradients(&t->model);
+    t->global_step++;
+    if (!t->o.quiet && t->rank == 0 && t->global_step % t->o.save_steps == 0)
+        printf("step %" PRId64 " loss %.4f (rank 0's batch)\n", t->global_step,
+               (double)loss);
+    return ckpt_step_context_publish_float(sc, "loss", loss);
+}
+
+/* ---- running
+ * ----------------------------------------------------------------- */
+
+static int setup(dist_trainer *t)
+{
+    size_t grads = 0;
+    t->batch_x = malloc(sizeof(float) * (size_t)t->o.batch * DATA_DIM);
+    t->batch_y = malloc(sizeof(int32_t) * (size_t)t->o.batch);
+    /* Each rank its own shard: its own data set and shuffling. */
+    if (!t->batch_x || !t->batch_y ||
+        dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES,
+                     t->o.seed + 7919u * (uint64_t)t->rank) ||
+        mlp_init(&t->model, DATA_DIM, t->o.hidden, t->o.layers, DATA_CLASSES,
+                 t->o.batch, t->o.lr, t->o.seed))
+        return -1;
+    for (int l = 0; l < t->model.nlayers; l++)
+        grads += (size_t)(t->model.layers[l].in + 1) *
+                 (size_t)t->model.layers[l].out;
+    t->grads = malloc(grads * sizeof(float));
+    return t->grads ? 0 : -1;
+}
+
+static int fail(int rank, const char *what)
+{
+    fprintf(stderr, "ckpt-train: rank %d: %s: %s\n", rank, what,
+            ckpt_error_last()->message);
+    return 1;
+}
+
+static int run(dist_trainer *t)
+{
+    ckpt_mpi_saver_options so = CKPT_MPI_SAVER_OPTIONS_INIT;
+    ckpt_mpi_checkpoint_hook_options ho = CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook hooks[2];
+    int err, code = 1;
+    so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
+    so.base.busy_policy = CKPT_BUSY_SKIP;
+    if (t->rank == 0 && mkdir(t->o.dir, 0755) != 0 && errno != EEXIST)
+        fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->o.dir,
+                strerror(errno));
+    err = ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, t->o.dir, &so);
+    if (err < 0)
+        return fail(t->rank, "opening the checkpoint directory");
+    err = register_vars(t, s);
+    if (err == 0)
+        err = ckpt_graph_new(&g);
+    if (err == 0)
+        err = ckpt_graph_create_global_step(g, &t->global_step);
+    ho.saver = s;
+    ho.save_steps = t->o.save_steps;
+    ho.mode = t->o.mode;
+    if (err == 0)
+        err = ckpt_mpi_checkpoint_hook_new(&hooks[0], &ho);
+    if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[1], 0, t->o.steps) < 0) {
+        hooks[0].destroy(hooks[0].payload);
+        err = CKPT_EINVAL;
+    }
+    if (err == 0)
+        err = ckpt_monitored_session_new(&ms, g, hooks, 2, NULL);
+    if (err < 0) {
+        code = fail(t->rank, "creating the session");
+        goto done;
+    }
+    if (t->rank == 0 && t->global_step > 0)
+        printf("resumed at step %" PRId64 " on %d ranks\n", t->global_step,
+               t->size);
+    err = 0;
+    while (err == 0 && t->global_step < t->o.steps &&
+           !ckpt_monitored_session_should_stop(ms, NULL))
+        err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
+    if (err < 0 && !ckpt_is_clean_end(err))
+        fail(t->rank, "training step");
+    err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
+    if (err < 0)
+        fail(t->rank, "closing the session");
+    else
+        code = 0;
+    if (code == 0 && t->rank == 0)
+        printf("done: step %" PRId64 " on %d ranks\n", t->global_step, t->size);
+done:
+    ckpt_monitored_session_free(ms);
+    ckpt_graph_free(g);
+    ckpt_mpi_saver_free(s);
+    return code;
+}
+
+int ckpt_train_distributed(int argc, char **argv)
+{
+    dist_trainer *t = calloc(1, sizeof(*t));
+    int provided, code;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (!t) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t->size);
+    code = parse(&t->o, argc, argv);
+    if (code == 0 && setup(t) != 0) {
+        fprintf(stderr, "ckpt-train: out of memory\n");
+        code = 1;
+    }
+    if (code == 0)
+        code = run(t);
+    mlp_free(&t->model);
+    dataset_free(&t->data);
+    free(t->batch_x);
+    free(t->batch_y);
+    free(t->grads);
+    free(t);
+    MPI_Finalize();
+    return code;
+}
