@@ -146,6 +146,11 @@ typedef struct ckpt__snapshot_work {
     atomic_size_t next; /* next piece to claim */
 } ckpt__snapshot_work;
 
+/* Copy every variable into `img` at its offset on the calling thread,
+ * whole variables, each record's CRC fused into its copy (img->crcs); a
+ * read callback failure gives CKPT_EUSER naming the variable. (For
+ * callers with their own images, such as the MPI saver.) */
+int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
 /* Copy claimed pieces until none is left (cannot fail). */
 void ckpt__snapshot_claim(ckpt__snapshot_work *w);
 /* Copy every variable behind a read callback (calling thread only); a
@@ -179,7 +184,6 @@ int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
                           const ckpt__var *vars, size_t n, uint64_t *bytes_out);
 
 /* ---- the saver ---------------------------------------------------------- */
-
 
 typedef struct ckpt__job {
     uint64_t ticket;

@@ -158,6 +158,26 @@ int ckpt__snapshot_callbacks(ckpt__snapshot_work *w)
     return 0;
 }
 
+int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
+{
+    for (size_t i = 0; i < n; i++) {
+        const ckpt__var *v = &vars[i];
+        uint8_t *dst = img->ptr + v->offset;
+        if (v->v.read) {
+            int rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
+            if (rc != 0)
+                return ckpt__error(CKPT_EUSER,
+                                   "variable '%s': read callback failed (%d)",
+                                   v->name, rc);
+            img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
+        } else {
+            img->crcs[i] =
+                ckpt__crc32c_copy(0, dst, v->v.data, (size_t)v->bytes);
+        }
+    }
+    return 0;
+}
+
 int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
 {
     int err = ckpt__snapshot_callbacks(w);
