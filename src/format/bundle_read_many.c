@@ -3,10 +3,13 @@
  * the records are then read in file order, each data file's records
  * streamed by the direct reader (io/direct_read.h) when there are enough
  * bytes to be worth its threads, one by one otherwise; partitioned tensors
- * are assembled last. A tensor asked for twice is read once and copied. */
+ * are assembled last. A tensor asked for twice is read once and copied.
+ * The report of the last streamed group stays with the reader for
+ * ckpt__bundle_reader_stream (bundle_read_report.h). */
 #include "ckpt/bundle.h"
 
 #include "common/internal.h"
+#include "format/bundle_read_report.h"
 #include "format/bundle_reader_internal.h"
 #include "io/direct_read.h"
 
@@ -43,8 +46,9 @@ static int by_shard_then_offset(const void *a, const void *b)
 }
 
 /* Stream the records plan[0..n) of one data file with
- * ckpt__read_extents_direct. CKPT_ENOTSUP (nothing read, last error left as
- * it was) when that is not possible or not worth it. */
+ * ckpt__read_extents_report (keeping its report in r->stream). CKPT_ENOTSUP
+ * (nothing read, last error left as it was) when that is not possible or
+ * not worth it. */
 static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
                              size_t n)
 {
@@ -89,7 +93,10 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
                                      &s); /* sets r->path to the data file */
     ckpt__error_save(&saved);
     if (err == 0)
-        err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
+        err = ckpt__read_extents_report(r->fs, r->path.ptr, ext, next,
+                                        &r->stream);
+    if (err == 0)
+        r->stream_bytes = total;
     if (err == CKPT_ENOTSUP)
         ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
@@ -121,6 +128,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         CKPT__CHECK_ARG(reqs);
     if (n == 0)
         return 0;
+    memset(&r->stream, 0, sizeof(r->stream));
+    r->stream_bytes = 0;
     plan = ckpt__calloc(n, sizeof(*plan));
     if (!plan)
         return ckpt__error_oom();
@@ -161,4 +170,12 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
 done:
     ckpt__free(plan);
     return err;
+}
+
+const ckpt__read_report *ckpt__bundle_reader_stream(const ckpt_bundle_reader *r,
+                                                    uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = r->stream_bytes;
+    return &r->stream;
 }

@@ -57,6 +57,7 @@ const char *ckpt__bundle_reader_data_path(const ckpt_bundle_reader *r);
 
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
+#include "io/direct_read.h"
 #include "io/fs_internal.h"
 
 /* An open data file of the bundle. */
@@ -81,6 +82,8 @@ struct ckpt_bundle_reader {
     size_t shards_cap;
     ckpt_buf path;               /* scratch: a data file's name */
     ckpt__sliced_entries sliced; /* values of partitioned entries */
+    ckpt__read_report stream;    /* the last streamed read (mode 0: none) */
+    uint64_t stream_bytes;       /* bytes it read */
 };
 
 /* The name of `e` as messages show it. */

@@ -216,7 +216,7 @@ static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     if (err == 0)
         err = checkpoint_names(s, step, &op->stored, &op->prefix);
     if (err == 0 && !s->image.ptr)
-        err = ckpt__image_alloc(&s->image, s->image_bytes, s->nowned);
+        err = ckpt__image_alloc(&s->image, s->image_bytes, s->nowned, 0);
     if (err == 0)
         err = ckpt__snapshot_vars(s->owned, s->nowned, &s->image);
     op->blocking_s = ckpt__mpi_now() - t0;
