@@ -51,7 +51,7 @@ static int get_bytes(const uint8_t **p, const uint8_t *end,
 static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
-    const uint8_t *path;
+    const uint8_t *path = NULL;
     int err = get_bytes(&p, end, &path, &b->temp_len);
     if (err == 0)
         err = get_u32(&p, end, &b->count);
