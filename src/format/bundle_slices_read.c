@@ -225,6 +225,11 @@ static int place_piece(struct assembly *as, int index,
                            "the tensor's rank is %d",
                            pr->index_path, as->name, index, as->spec.ptr,
                            s->rank, full->rank);
+    if (s->rank < 1) /* a slice key needs at least one extent */
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d of a scalar: a "
+                           "partitioned tensor has rank 1 or more",
+                           pr->index_path, as->name, index);
     memset(&want, 0, sizeof(want));
     want.rank = full->rank;
     for (int d = 0; d < full->rank; d++) {
