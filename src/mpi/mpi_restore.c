@@ -362,44 +362,50 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     return err;
 }
 
-int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
 {
-    ckpt_buf prefix = CKPT_BUF_INIT;
     int len = 0;
     MPI_Request req;
-    int err;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: restore_latest: NULL saver");
+    int err = 0;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
-    err = 0;
     if (s->rank == 0) {
-        err = ckpt_latest_checkpoint(&prefix, s->fs, s->ds.dir);
+        err = ckpt_latest_checkpoint(prefix, s->fs, s->ds.dir);
         if (err == CKPT_ENOTFOUND)
             err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint to restore",
                               s->ds.dir);
-        len = err == 0 ? (int)prefix.size : 0;
+        len = err == 0 ? (int)prefix->size : 0;
     }
     err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err,
                                   "agreeing on the latest checkpoint");
     if (err < 0)
-        goto done;
+        return err;
     MPI_Ibcast(&len, 1, MPI_INT, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
     if (s->rank != 0) {
-        err = ckpt__buf_grow(&prefix, (size_t)len);
+        err = ckpt__buf_grow(prefix, (size_t)len);
         if (err < 0)
             ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
-        prefix.size = (size_t)len;
+        prefix->size = (size_t)len;
     }
-    MPI_Ibcast(prefix.ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
+    MPI_Ibcast(prefix->ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
-    prefix.ptr[len] = '\0';
-    err = ckpt_mpi_saver_restore(s, prefix.ptr);
+    prefix->ptr[len] = '\0';
+    return 0;
+}
+
+int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: restore_latest: NULL saver");
+    err = ckpt__mpi_latest(s, &prefix);
+    if (err == 0)
+        err = ckpt_mpi_saver_restore(s, prefix.ptr);
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
-done:
     ckpt_buf_dispose(&prefix);
     return err;
 }
