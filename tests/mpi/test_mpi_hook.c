@@ -5,7 +5,8 @@
  * weight, each rank's own data position) and carries on, a session
  * abandoned mid-run whose successor resumes from the last checkpoint and
  * ends with the values of an uninterrupted run, seconds mode decided by
- * rank 0's clock, and a listener failing on one rank only. */
+ * rank 0's clock, a listener failing on one rank only, and
+ * ckpt_training_session_new with the handle as its scaffold saver. */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -322,6 +323,72 @@ static void test_hook_local_error_does_not_split_ranks(void **state_)
     shared_dir_remove(dir);
 }
 
+/* ckpt_training_session_new (MonitoredTrainingSession) over the handle
+ * as its scaffold saver: its checkpoint hook writes through it on every
+ * rank, and a second job resumes from it. */
+static void run_training_session(const char *dir, state *st, int steps,
+                                 ckpt_saver_metrics *mt)
+{
+    ckpt_mpi_saver_options so = test_mpi_options();
+    ckpt_training_session_options to = CKPT_TRAINING_SESSION_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_var v;
+    so.base.busy_policy = CKPT_BUSY_WAIT;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
+    v = var("global_step", CKPT_DT_INT64, 0, 0, &st->global_step);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v = var("data_pos", CKPT_DT_INT64, 0, 0, &st->data_pos);
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &st->global_step));
+    to.checkpoint_dir = dir;
+    to.save_checkpoint_steps = 4;
+    to.checkpoint_mode = CKPT_SAVE_ASYNC;
+    to.log_step_count_steps = CKPT_FREQ_OFF;
+    to.session.version = CKPT_SESSION_OPTIONS_VERSION;
+    to.session.scaffold.saver = handle;
+    if (test_rank() != 0)
+        to.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&ms, g, &to));
+    for (int i = 0; i < steps; i++)
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(ms, NULL, train_step, st, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    ckpt_mpi_saver_get_metrics(s, mt);
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    ckpt_graph_free(g);
+}
+
+static void test_training_session_over_handle(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_saver_metrics mt;
+    state st;
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    run_training_session(dir, &st, 10, &mt);
+    assert_state(&st, 10);
+    assert_int_equal(mt.saves_completed, 4); /* 0, 4, 8, 10 */
+    memset(&st, 0, sizeof(st));
+    run_training_session(dir, &st, 3, &mt);
+    assert_state(&st, 13);
+    /* the timer restarts at the restored step 10: 13 at end only */
+    assert_int_equal(mt.saves_completed, 1);
+    if (test_rank() == 0) {
+        assert_false(has_checkpoint(dir, 12));
+        assert_true(has_checkpoint(dir, 13));
+    }
+    shared_dir_remove(dir);
+}
+
 static void test_handle_refuses_what_it_cannot_do(void **state_)
 {
     char *dir = shared_dir_make();
@@ -365,6 +432,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hook_abandoned_then_resumed),
         cmocka_unit_test(test_hook_seconds_decided_by_rank0),
         cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
+        cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
     };
     int provided, failed, any = 0;
