@@ -11,7 +11,10 @@
  *
  * The stored pieces of partitioned tensors are found through one index of
  * the checkpoint's slice keys, decoded once per restore and sorted by
- * tensor name: linear in the entries, not in entries times variables. */
+ * tensor name: linear in the entries, not in entries times variables.
+ * Variables read whole into their own memory go through one
+ * ckpt_bundle_reader_read_many (file order; large uncached files
+ * streamed by the reader's threads). */
 #include "mpi_internal.h"
 
 #include "format/bundle_slices.h"
@@ -406,6 +409,49 @@ static int restore_one(restore_ctx *c, const ckpt__mvar *v)
     return err;
 }
 
+/* Whether `v` is read whole from one entry into its own memory. */
+static int whole_in_memory(const ckpt__mvar *v)
+{
+    return v->user.data && v->bytes > 0 &&
+           (v->kind != CKPT__MPI_PARTITIONED || v->whole);
+}
+
+/* Every variable read whole into its own memory (replicated, per-rank, a
+ * partitioned one stored whole on a single rank), in one
+ * ckpt_bundle_reader_read_many: records in file order, and a large data
+ * file not in the page cache streamed by the reader's threads. Those
+ * variables are marked done in `skip`. */
+static int read_whole_values(restore_ctx *c, char *skip)
+{
+    ckpt_mpi_saver *s = c->s;
+    ckpt_read_request *reqs;
+    size_t n = 0;
+    int err;
+    for (size_t i = 0; i < s->nvars; i++)
+        n += !skip[i] && whole_in_memory(&s->vars[i]);
+    if (n < 2)
+        return 0; /* restore_one reads it */
+    reqs = ckpt__calloc(n, sizeof(*reqs));
+    if (!reqs)
+        return ckpt__error_oom();
+    n = 0;
+    for (size_t i = 0; i < s->nvars; i++) {
+        const ckpt__mvar *v = &s->vars[i];
+        if (skip[i] || !whole_in_memory(v))
+            continue;
+        reqs[n].name = v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name;
+        reqs[n].dst = v->user.data;
+        reqs[n].dst_size = (size_t)v->bytes;
+        n++;
+    }
+    err = ckpt_bundle_reader_read_many(c->r, reqs, n);
+    ckpt__free(reqs);
+    for (size_t i = 0; err == 0 && i < s->nvars; i++)
+        if (!skip[i] && whole_in_memory(&s->vars[i]))
+            skip[i] = 1;
+    return err;
+}
+
 int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
@@ -443,6 +489,7 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         c.s = s;
         c.r = r;
         c.prefix = prefix;
+        err = read_whole_values(&c, skip);
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
                 err = restore_one(&c, &s->vars[i]);
