@@ -33,9 +33,15 @@ int ckpt_fuzz_pb(const uint8_t *data, size_t size);
  * to the same state. */
 int ckpt_fuzz_state(const uint8_t *data, size_t size);
 
+/* flags[1] | index_ext[1] | data_ext[1] | state_ext[1] | index_len[4, LE]
+ * | index | rest: a checkpoint directory written to real files (FIFOs,
+ * sparse holes) and read through the POSIX file system: state file,
+ * bundle open, verify, data sizes, record streams. */
+int ckpt_fuzz_files(const uint8_t *data, size_t size);
+
 /* The targets by name, for the replay driver; ends with {NULL, NULL}. */
 typedef struct ckpt_fuzz_target {
-    const char *name; /* "table", "bundle", "pb", "state" */
+    const char *name; /* "table", "bundle", "pb", "state", "files" */
     ckpt_fuzz_target_fn fn;
 } ckpt_fuzz_target;
 

@@ -27,6 +27,7 @@ const ckpt_fuzz_target ckpt_fuzz_targets[] = {
     {"bundle", ckpt_fuzz_bundle},
     {"pb", ckpt_fuzz_pb},
     {"state", ckpt_fuzz_state},
+    {"files", ckpt_fuzz_files},
     {NULL, NULL},
 };
 

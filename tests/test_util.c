@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,4 +121,28 @@ void test_write_file(const char *path, const void *data, size_t n)
         fail_msg("fopen %s: %s", path, strerror(errno));
     assert_int_equal(fwrite(data, 1, n, f), n);
     assert_int_equal(fclose(f), 0);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
+    __has_feature(memory_sanitizer)
+#define TEST_SANITIZED 1
+#endif
+#endif
+#ifndef TEST_SANITIZED
+#define TEST_SANITIZED 0
+#endif
+
+void test_limit_self(uint64_t max_memory, unsigned seconds)
+{
+    if (max_memory > 0 && !TEST_SANITIZED) {
+        struct rlimit rl;
+        rl.rlim_cur = (rlim_t)max_memory;
+        rl.rlim_max = (rlim_t)max_memory;
+        setrlimit(RLIMIT_AS, &rl);
+    }
+    if (seconds > 0)
+        alarm(seconds);
 }

@@ -41,4 +41,11 @@ uint8_t *test_read_file(const char *path, size_t *n);
 /* Write a whole file; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t n);
 
+/* Limit the calling process (a child forked to run something hostile, or
+ * about to exec a program; both limits survive exec): its address space to
+ * `max_memory` bytes (0: no limit; skipped in sanitizer builds, which
+ * reserve terabytes of address space for themselves) and its wall-clock
+ * time to `seconds` (0: no limit), after which SIGALRM ends it. */
+void test_limit_self(uint64_t max_memory, unsigned seconds);
+
 #endif

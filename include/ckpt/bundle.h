@@ -161,7 +161,11 @@ typedef struct ckpt_tensor_entry {
     int is_slice_key; /**< the key is a binary slice key (starts with 0) */
 } ckpt_tensor_entry;
 
-/** Open the bundle at `prefix` and validate its index.
+/** Open the bundle at `prefix` and validate its index. The index is read
+ *  block by block, never whole (blocks of at most 32 MiB); records that
+ *  share bytes of a data file make it corrupt. With the POSIX file system
+ *  an index or data file that is not a regular file (a FIFO, a device) is
+ *  refused with CKPT_EIO without blocking.
  *  @return 0, CKPT_ENOTFOUND (no <prefix>.index), CKPT_ECORRUPT, CKPT_EIO,
  *          CKPT_ENOMEM or CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_bundle_reader_open(ckpt_bundle_reader **out,
@@ -245,7 +249,79 @@ CKPT_EXTERN(int) ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
                                                 const ckpt_tensor_entry *entry,
                                                 ckpt_buf *out);
 
+/** The bytes the data of `entry` (one of `r`'s entries) takes, checked
+ *  against the data files before a caller allocates for it: a record must
+ *  lie inside its data file; a partitioned tensor's pieces must each have
+ *  an entry of its dtype and their extents' shape, with a record inside its
+ *  data file, and the pieces' sizes must add up to the full shape's byte
+ *  size (which is then returned: what ckpt_bundle_reader_read needs).
+ *  Opens the data files, reads no data, allocates nothing in proportion to
+ *  the tensor. Errors name the file and the tensor.
+ *  @return 0, CKPT_ECORRUPT (record past the end of its data file, pieces
+ *          missing or too small for the shape), CKPT_ENOTFOUND (data file),
+ *          CKPT_ENOTSUP (a partitioned string tensor), CKPT_EINVAL or
+ *          CKPT_EIO */
+CKPT_EXTERN(int) ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
+                                              const ckpt_tensor_entry *entry,
+                                              uint64_t *bytes);
+
+/** Check one tensor the way reading it would, without holding its data:
+ *  a record is read through a ckpt_record_stream and its CRC compared
+ *  (even when the reader skips checksums; DT_VARIANT records have none
+ *  this library checks); a string tensor is read whole (its record fits
+ *  its data file) with its length checksum; a partitioned tensor is
+ *  checked with ckpt_bundle_reader_data_size, then every piece streamed and
+ *  checked, and the pieces must cover it exactly once (one bit per element
+ *  of memory, bounded by the pieces' records). Errors name the file and
+ *  the tensor (and the piece).
+ *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (data file), CKPT_ENOTSUP (a
+ *          partitioned string tensor), CKPT_EINVAL, CKPT_EIO or
+ *          CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_bundle_reader_check(ckpt_bundle_reader *r,
+                                          const ckpt_tensor_entry *entry);
+
+/** Bytes a record stream hands out at a time when not told (1 MiB). */
+#define CKPT_RECORD_STREAM_PIECE ((size_t)1 << 20)
+
+/** One record of a bundle read in pieces of bounded size. */
+typedef struct ckpt_record_stream ckpt_record_stream;
+
+/** Start reading the record of `entry` (one of `r`'s entries, not a
+ *  partitioned tensor's full entry, not DT_STRING) in pieces of at most
+ *  `piece_size` bytes (0: CKPT_RECORD_STREAM_PIECE), so that a tensor of
+ *  any size is read with that much memory. The record is first checked to
+ *  lie inside its data file. A fixed-size dtype comes in whole elements
+ *  (the piece size is rounded down to a multiple of the element size, and
+ *  is at least one element) in host byte order; other dtypes as stored.
+ *  The stream uses `r` and `entry`, which must outlive it, and like `r`
+ *  belongs to one thread.
+ *  @return 0, CKPT_ENOTSUP (a string record: read it with
+ *          ckpt_bundle_reader_read_strings; a partitioned tensor: stream its
+ *          slice entries), CKPT_ECORRUPT (record past the end of its data
+ *          file), CKPT_ENOTFOUND (data file), CKPT_EINVAL, CKPT_EIO or
+ *          CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_record_stream_open(ckpt_record_stream **out,
+                                         ckpt_bundle_reader *r,
+                                         const ckpt_tensor_entry *entry,
+                                         size_t piece_size);
+
+/** The next piece: `*data` (valid until the next call or the stream is
+ *  freed) and its size `*n`; `*n` is 0 at the end of the record. The
+ *  record's CRC32C is compared when the end is reached (unless the reader
+ *  skips checksums; DT_VARIANT records are not checked): a mismatch is
+ *  returned, as CKPT_ECORRUPT, by the call that would report the end, so
+ *  the pieces are trustworthy only once the end has been reached.
+ *  @return 0, CKPT_ECORRUPT (checksum mismatch, data file ends early) or
+ *          CKPT_EIO */
+CKPT_EXTERN(int) ckpt_record_stream_next(ckpt_record_stream *s,
+                                         const void **data, size_t *n);
+
+/** Free the stream; NULL is ignored. */
+CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
+
 /** Read every record and check every checksum; stops at the first damage.
+ *  Records are read through a ckpt_record_stream (string records whole),
+ *  so memory does not grow with a tensor's size.
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (missing shard), CKPT_EIO */
 CKPT_EXTERN(int) ckpt_bundle_reader_verify(ckpt_bundle_reader *r);
 

@@ -44,7 +44,14 @@ CKPT_EXTERN(int) ckpt_state_parse(ckpt_state *out, const char *text,
  *  to `out`. @return 0, CKPT_EINVAL (no model path, count mismatch) */
 CKPT_EXTERN(int) ckpt_state_format(ckpt_buf *out, const ckpt_state *st);
 
-/** Read and parse `<dir>/checkpoint`.
+/** The largest state file ckpt_state_read accepts (16 MiB): TensorFlow's
+ *  are a few hundred bytes per listed checkpoint. */
+#define CKPT_STATE_MAX_SIZE ((uint64_t)16 << 20)
+
+/** Read and parse `<dir>/checkpoint`. The file must be a regular file of at
+ *  most CKPT_STATE_MAX_SIZE bytes: the POSIX file system refuses a FIFO,
+ *  device or directory (CKPT_EIO) without blocking, and a larger file is
+ *  refused (CKPT_ECORRUPT) without reading it.
  *  @return 0, CKPT_ENOTFOUND (no state file), CKPT_ECORRUPT, CKPT_EIO */
 CKPT_EXTERN(int) ckpt_state_read(ckpt_state *out, const ckpt_fs *fs,
                                  const char *dir);

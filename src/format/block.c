@@ -191,6 +191,13 @@ static int check_restarts(const uint8_t *block, size_t n, const char *what,
                            " too large for %zu bytes)",
                            what, num_restarts, n);
     start = n - 4 - 4 * (size_t)num_restarts;
+    /* An empty block has one restart point (LevelDB's builder) or none;
+     * more would be work without entries. */
+    if (start == 0 && num_restarts > 1)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: bad block contents (%" PRIu32
+                           " restart points but no entries)",
+                           what, num_restarts);
     if (num_restarts == 0 && start > 0)
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: bad block contents (entries but no restart "

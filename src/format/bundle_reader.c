@@ -1,6 +1,9 @@
 /* format/bundle_reader.c - ckpt_bundle_reader: loads and validates a whole
- * bundle index when opened, then reads records from the data shards, which
- * are opened on first use and kept open.
+ * bundle index when opened (read block by block, never held whole; records
+ * that overlap in a data file are refused), then reads records from the
+ * data shards, which are opened on first use and kept open. Record
+ * streams (bundle_stream.c) and partitioned-tensor checks read through
+ * the helpers of bundle_reader_internal.h.
  *
  *   <prefix>.index:  SSTable { "" -> BundleHeaderProto (first key),
  *                              name -> BundleEntryProto ... }
@@ -18,6 +21,7 @@
 
 #include "common/internal.h"
 #include "format/bundle_proto.h"
+#include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
 #include "format/string_record.h"
@@ -287,12 +291,87 @@ static int load_cb(const uint8_t *key, size_t key_len, const uint8_t *value,
     return load_entry(st->r, key, key_len, value, value_len);
 }
 
+/* Records of one data file in file order (by shard, offset, then size). */
+static int by_record_position(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
+    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return 0;
+}
+
+/* No two records share a byte of a data file (TensorFlow's writer appends
+ * each tensor once): otherwise a small index could make every read or
+ * verify of the bundle go over the same data again and again. */
+static int check_no_overlap(const ckpt_bundle_reader *r)
+{
+    const ckpt_tensor_entry **recs;
+    size_t n = 0;
+    int err = 0;
+    if (r->count < 2)
+        return 0;
+    recs = ckpt__calloc(r->count, sizeof(*recs));
+    if (!recs)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < r->count; i++) {
+        if (r->entries[i].num_slices == 0 && r->entries[i].size > 0)
+            recs[n++] = &r->entries[i];
+    }
+    qsort(recs, n, sizeof(*recs), by_record_position);
+    for (size_t i = 1; i < n && err == 0; i++) {
+        const ckpt_tensor_entry *a = recs[i - 1], *b = recs[i];
+        shown_name sa, sb;
+        /* offset + size cannot overflow: validate_entry checked it */
+        if (a->shard_id != b->shard_id || a->offset + a->size <= b->offset)
+            continue;
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensors '%s' and '%s' overlap in data file "
+                          "%d (records at offset %lld, %lld bytes, and at "
+                          "offset %lld, %lld bytes)",
+                          r->index_path.ptr, entry_name(&sa, a),
+                          entry_name(&sb, b), a->shard_id, (long long)a->offset,
+                          (long long)a->size, (long long)b->offset,
+                          (long long)b->size);
+    }
+    ckpt__free(recs);
+    return err;
+}
+
+/* Read and check the index of `r` block by block (it is never held whole:
+ * a huge or sparse index costs no more memory than its blocks). */
+static int load_index(ckpt_bundle_reader *r)
+{
+    ckpt_file *f = NULL;
+    uint64_t size = 0;
+    struct load_state st;
+    int err = ckpt__fs_open_read(r->fs, &f, r->index_path.ptr);
+    if (err == 0)
+        err = ckpt__fs_size(r->fs, f, &size);
+    if (err < 0)
+        goto done;
+    st.r = r;
+    st.have_header = false;
+    err = ckpt__table_iterate_file(r->fs, f, size, r->index_path.ptr, load_cb,
+                                   &st);
+    if (err == 0 && !st.have_header)
+        err = ckpt__error(CKPT_ECORRUPT, "%s: no bundle header (empty table)",
+                          r->index_path.ptr);
+    if (err == 0)
+        err = check_no_overlap(r);
+done:
+    ckpt__fs_close_quiet(r->fs, f);
+    return err;
+}
+
 int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
                             const ckpt_bundle_reader_options *opts)
 {
     ckpt_bundle_reader *r = NULL;
-    ckpt_buf index = CKPT_BUF_INIT;
-    struct load_state st;
     int err;
 
     CKPT__CHECK_ARG(out);
@@ -319,18 +398,8 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     err = ckpt_bundle_index_path(&r->index_path, prefix);
     if (err < 0)
         goto done;
-    err = ckpt_fs_read_file(&index, r->fs, r->index_path.ptr);
-    if (err < 0)
-        goto done;
-    st.r = r;
-    st.have_header = false;
-    err = ckpt__table_iterate((const uint8_t *)index.ptr, index.size,
-                              r->index_path.ptr, load_cb, &st);
-    if (err == 0 && !st.have_header)
-        err = ckpt__error(CKPT_ECORRUPT, "%s: no bundle header (empty table)",
-                          r->index_path.ptr);
+    err = load_index(r);
 done:
-    ckpt_buf_dispose(&index);
     if (err < 0) {
         ckpt__saved_error saved;
         ckpt__error_save(&saved);
@@ -448,7 +517,67 @@ static int locate(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return 0;
 }
 
-/* Read the whole record into `dst` (e->size bytes). */
+int ckpt__bundle_reader_check_record(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e)
+{
+    struct rshard *s;
+    return locate(r, e, &s);
+}
+
+/* Read bytes [off, off + n) of the record of `e` from its data file `s`
+ * (located), looping over short reads. */
+static int read_located(ckpt_bundle_reader *r, struct rshard *s,
+                        const ckpt_tensor_entry *e, uint64_t off, void *dst,
+                        size_t n)
+{
+    shown_name sn;
+    size_t done = 0;
+    while (done < n) {
+        size_t got = 0;
+        int err =
+            ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
+                           (uint64_t)e->offset + off + done, &got);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
+                                      entry_name(&sn, e));
+        if (got == 0)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': data file ended after %llu "
+                               "of %lld bytes of the record",
+                               r->path.ptr, entry_name(&sn, e),
+                               (unsigned long long)(off + done),
+                               (long long)e->size);
+        done += got;
+    }
+    return 0;
+}
+
+int ckpt__bundle_reader_read_part(ckpt_bundle_reader *r,
+                                  const ckpt_tensor_entry *e, uint64_t off,
+                                  void *dst, size_t n)
+{
+    struct rshard *s;
+    int err = locate(r, e, &s);
+    if (err == 0)
+        err = read_located(r, s, e, off, dst, n);
+    return err;
+}
+
+bool ckpt__bundle_reader_swaps(const ckpt_bundle_reader *r)
+{
+    return r->endianness != HOST_ENDIANNESS;
+}
+
+bool ckpt__bundle_reader_skips_crc(const ckpt_bundle_reader *r)
+{
+    return r->skip_crc;
+}
+
+const char *ckpt__bundle_reader_data_path(const ckpt_bundle_reader *r)
+{
+    return r->path.ptr ? r->path.ptr : r->index_path.ptr;
+}
+
 /* Reads are issued in pieces of this size when a CRC is wanted, so each
  * piece is checksummed while it is still in the L2 cache (measured: 128 KiB
  * beats 1 MiB and 4 MiB by 5-10% on a cold 256 MiB restore). */
@@ -460,33 +589,19 @@ static int read_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                      void *dst, uint32_t *crc)
 {
     struct rshard *s;
-    shown_name sn;
     size_t done = 0;
-    size_t n;
+    size_t n = (size_t)e->size;
     int err = locate(r, e, &s);
-    if (err < 0)
-        return err;
-    n = (size_t)e->size;
-    while (done < n) {
-        size_t got = 0;
+    while (err == 0 && done < n) {
         size_t want = n - done;
         if (crc && want > CRC_READ_CHUNK)
             want = CRC_READ_CHUNK;
-        err = ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, want,
-                             (uint64_t)e->offset + done, &got);
-        if (err < 0)
-            return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
-                                      entry_name(&sn, e));
-        if (got == 0)
-            return ckpt__error(CKPT_ECORRUPT,
-                               "%s: tensor '%s': data file ended after %zu "
-                               "of %zu bytes of the record",
-                               r->path.ptr, entry_name(&sn, e), done, n);
-        if (crc)
-            *crc = ckpt__crc32c_extend(*crc, (uint8_t *)dst + done, got);
-        done += got;
+        err = read_located(r, s, e, done, (uint8_t *)dst + done, want);
+        if (err == 0 && crc)
+            *crc = ckpt__crc32c_extend(*crc, (uint8_t *)dst + done, want);
+        done += want;
     }
-    return 0;
+    return err;
 }
 
 /* Walk the string record `rec` (`size` bytes, size > 0) of entry `e`:
@@ -727,22 +842,64 @@ static int read_checked(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return err;
 }
 
+/* What the partitioned-tensor code needs to read `e`. */
+static int partitioned_read_of(ckpt__partitioned_read *pr,
+                               ckpt_bundle_reader *r,
+                               const ckpt_tensor_entry *e)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->reader = r;
+    pr->index_path = r->index_path.ptr;
+    pr->entry = e;
+    pr->swap = r->endianness != HOST_ENDIANNESS;
+    return ckpt__sliced_entries_get(&r->sliced, (size_t)(e - r->entries),
+                                    &pr->proto, &pr->proto_len);
+}
+
 /* Assemble a partitioned tensor from its slice entries. */
 static int read_partitioned(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                             void *dst, size_t dst_size)
 {
     ckpt__partitioned_read pr;
-    int err;
-    memset(&pr, 0, sizeof(pr));
-    pr.reader = r;
-    pr.index_path = r->index_path.ptr;
-    pr.entry = e;
-    pr.swap = r->endianness != HOST_ENDIANNESS;
-    err = ckpt__sliced_entries_get(&r->sliced, (size_t)(e - r->entries),
-                                   &pr.proto, &pr.proto_len);
+    int err = partitioned_read_of(&pr, r, e);
     if (err < 0)
         return err;
     return ckpt__bundle_read_partitioned(&pr, dst, dst_size);
+}
+
+int ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
+                                 const ckpt_tensor_entry *entry,
+                                 uint64_t *bytes)
+{
+    ckpt__partitioned_read pr;
+    shown_name sn;
+    int err;
+    CKPT__CHECK_ARG(bytes);
+    *bytes = 0;
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    if (entry < r->entries || entry >= r->entries + r->count)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_bundle_reader_data_size: the entry is not "
+                           "one of %s",
+                           r->index_path.ptr);
+    if (entry->num_slices == 0) {
+        struct rshard *s;
+        err = locate(r, entry, &s);
+        if (err == 0)
+            *bytes = (uint64_t)entry->size;
+        return err;
+    }
+    if (entry->dtype == CKPT_DT_STRING || ckpt_dtype_size(entry->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': a partitioned %s tensor is not "
+                           "assembled",
+                           r->index_path.ptr, entry_name(&sn, entry),
+                           ckpt__dtype_label(entry->dtype));
+    err = partitioned_read_of(&pr, r, entry);
+    if (err == 0)
+        err = ckpt__bundle_partitioned_size(&pr, bytes);
+    return err;
 }
 
 int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
@@ -991,6 +1148,56 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
     return read_strings_entry(r, e, out, !r->skip_crc);
 }
 
+int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e)
+{
+    ckpt_record_stream *s = NULL;
+    const void *data;
+    size_t n = 1;
+    bool skip = r->skip_crc;
+    int err;
+    r->skip_crc = false; /* checking is comparing the checksums */
+    err = ckpt_record_stream_open(&s, r, e, 0);
+    r->skip_crc = skip;
+    while (err == 0 && n > 0)
+        err = ckpt_record_stream_next(s, &data, &n);
+    ckpt_record_stream_free(s);
+    return err;
+}
+
+int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *entry)
+{
+    ckpt__partitioned_read pr;
+    shown_name sn;
+    int err;
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    if (entry < r->entries || entry >= r->entries + r->count)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_bundle_reader_check: the entry is not one "
+                           "of %s",
+                           r->index_path.ptr);
+    if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
+        ckpt_string_array a = {NULL, 0, NULL};
+        err = read_strings_entry(r, entry, &a, true);
+        ckpt_string_array_dispose(&a);
+        return err;
+    }
+    if (entry->num_slices == 0)
+        return ckpt__bundle_reader_stream_check(r, entry);
+    if (entry->dtype == CKPT_DT_STRING || ckpt_dtype_size(entry->dtype) == 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': a partitioned %s tensor is not "
+                           "assembled",
+                           r->index_path.ptr, entry_name(&sn, entry),
+                           ckpt__dtype_label(entry->dtype));
+    err = partitioned_read_of(&pr, r, entry);
+    if (err == 0)
+        err = ckpt__bundle_check_partitioned(&pr);
+    return err;
+}
+
 int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
 {
     ckpt_buf rec = CKPT_BUF_INIT;
@@ -1001,6 +1208,11 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
         const ckpt_tensor_entry *e = &r->entries[i];
         if (e->num_slices > 0)
             continue;
+        if (e->dtype != CKPT_DT_STRING) {
+            /* bounded memory at any size */
+            err = ckpt__bundle_reader_stream_check(r, e);
+            continue;
+        }
         ckpt__buf_clear(&rec);
         /* string records are checked by scan_strings through the CRC */
         err = load_record(r, e, &rec, true);

@@ -160,6 +160,22 @@ typedef struct ckpt__partitioned_read {
 int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
                                   size_t dst_size);
 
+/* Check, without reading any data, that the pieces of the partitioned
+ * tensor can hold it: each piece has its entry, of the right dtype and
+ * shape, with its record inside its data file, and the records' sizes add
+ * up to the full shape's byte size (which goes to *bytes). Whether the
+ * pieces overlap is found only when the tensor is assembled. 0,
+ * CKPT_ECORRUPT, CKPT_ENOTFOUND (data file) or CKPT_EIO. */
+int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
+                                  uint64_t *bytes);
+
+/* Check the partitioned tensor without holding it: its size against the
+ * pieces (ckpt__bundle_partitioned_size), then every piece's record
+ * streamed and its CRC checked, and the pieces covering the tensor exactly
+ * once (a bitmap of one bit per element, bounded by the pieces' records).
+ * Errors as ckpt__bundle_read_partitioned's. */
+int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
+
 /* Implemented by format/bundle_reader.c: the entry whose key is exactly
  * `key` (`key_len` bytes, may contain 0 bytes). 0 or CKPT_ENOTFOUND. */
 int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,

@@ -10,6 +10,7 @@
 #include "format/bundle_slices.h"
 
 #include "common/internal.h"
+#include "format/bundle_reader_internal.h"
 #include "format/bundle_text.h"
 #include "util/pb_wire.h"
 
@@ -100,6 +101,9 @@ struct assembly {
     uint8_t *dst;
     uint8_t *covered; /* one bit per element of the full tensor */
     uint64_t total;   /* elements covered so far */
+    bool size_only;   /* only check each piece's record and add its size */
+    bool check_only;  /* stream each piece (CRC) and mark it, no dst */
+    uint64_t stored;  /* bytes of the pieces' records (size_only) */
     ckpt_buf key;
     ckpt_buf record;
     ckpt_buf spec; /* the current piece in slice-spec notation */
@@ -141,43 +145,65 @@ static int scatter(struct assembly *as, int index, const int64_t *lo,
     int rank = full->rank;
     int64_t stride[CKPT_MAX_RANK];
     int64_t idx[CKPT_MAX_RANK];
-    uint64_t run = 1, runs = 1;
+    int64_t run = 1, runs = 1;
     int inner = rank - 1;
 
+    /* A tensor without elements has nothing to place, and its other
+     * dimensions may be as large as int64 allows: no strides then. */
+    if (!as->covered)
+        return 0;
+    /* Every product below is at most the tensor's element count (checked
+     * to fit int64 by the reader); the checks keep that true for any
+     * input rather than relying on it. */
     stride[rank - 1] = 1;
-    for (int d = rank - 2; d >= 0; d--)
-        stride[d] = stride[d + 1] * full->dims[d + 1];
+    for (int d = rank - 2; d >= 0; d--) {
+        if (ckpt__mul_overflow_i64(stride[d + 1], full->dims[d + 1],
+                                   &stride[d]))
+            goto overflow;
+    }
     /* Dimensions after `inner` are whole, so a run spans inner..rank-1. */
     while (inner > 0 && lo[inner] == 0 && hi[inner] == full->dims[inner])
         inner--;
-    for (int d = inner; d < rank; d++)
-        run *= (uint64_t)(hi[d] - lo[d]);
-    for (int d = 0; d < inner; d++)
-        runs *= (uint64_t)(hi[d] - lo[d]);
+    for (int d = inner; d < rank; d++) {
+        if (ckpt__mul_overflow_i64(run, hi[d] - lo[d], &run))
+            goto overflow;
+    }
+    for (int d = 0; d < inner; d++) {
+        if (ckpt__mul_overflow_i64(runs, hi[d] - lo[d], &runs))
+            goto overflow;
+    }
     if (run == 0 || runs == 0)
         return 0;
     for (int d = 0; d < inner; d++)
         idx[d] = lo[d];
-    for (uint64_t k = 0; k < runs; k++) {
-        uint64_t at = (uint64_t)(lo[inner] * stride[inner]);
+    for (int64_t k = 0; k < runs; k++) {
+        /* inside the tensor: lo, idx < dims, so `at` < the element count */
+        uint64_t at = (uint64_t)lo[inner] * (uint64_t)stride[inner];
         for (int d = 0; d < inner; d++)
-            at += (uint64_t)(idx[d] * stride[d]);
-        if (mark_covered(as->covered, at, run))
+            at += (uint64_t)idx[d] * (uint64_t)stride[d];
+        if (mark_covered(as->covered, at, (uint64_t)run))
             return ckpt__error(CKPT_ECORRUPT,
                                "%s: tensor '%s': slice %d (%s) overlaps an "
                                "earlier slice",
                                as->pr->index_path, as->name, index,
                                as->spec.ptr);
-        memcpy(as->dst + at * as->esize, src + k * run * as->esize,
-               (size_t)(run * as->esize));
+        if (src)
+            memcpy(as->dst + at * as->esize,
+                   src + (size_t)k * (size_t)run * as->esize,
+                   (size_t)run * as->esize);
         for (int d = inner - 1; d >= 0; d--) {
             if (++idx[d] < hi[d])
                 break;
             idx[d] = lo[d];
         }
     }
-    as->total += run * runs;
+    as->total += (uint64_t)run * (uint64_t)runs;
     return 0;
+overflow:
+    return ckpt__error(CKPT_ECORRUPT,
+                       "%s: tensor '%s': slice %d (%s): element count "
+                       "overflows",
+                       as->pr->index_path, as->name, index, as->spec.ptr);
 }
 
 /* Find, check, read and place piece `index`, described by `s`. */
@@ -245,6 +271,24 @@ static int place_piece(struct assembly *as, int index,
                            pr->index_path, as->name, index, as->spec.ptr,
                            ckpt__show_shape(&a, &pe->shape),
                            ckpt__show_shape(&b, &want));
+    if (as->size_only) {
+        err = ckpt__bundle_reader_check_record(pr->reader, pe);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
+                                      pr->index_path, as->name, index,
+                                      as->spec.ptr);
+        /* sizes are >= 0 and each fits its data file: no overflow */
+        as->stored += (uint64_t)pe->size;
+        return 0;
+    }
+    if (as->check_only) {
+        err = ckpt__bundle_reader_stream_check(pr->reader, pe);
+        if (err < 0)
+            return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
+                                      pr->index_path, as->name, index,
+                                      as->spec.ptr);
+        return scatter(as, index, lo, hi, NULL);
+    }
     ckpt__buf_clear(&as->record);
     err = ckpt_bundle_reader_read_record(pr->reader, pe, &as->record);
     if (err < 0)
@@ -288,8 +332,10 @@ static int place_all(struct assembly *as)
     }
 }
 
-int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
-                                  size_t dst_size)
+/* Place every piece of the tensor into `dst` or, with `check_only`, only
+ * into the bitmap, and check that they cover it exactly once. */
+static int assemble(const ckpt__partitioned_read *pr, void *dst,
+                    size_t dst_size, bool check_only)
 {
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
@@ -303,9 +349,7 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
     as.name = ckpt__show_name(&sn, e->name, e->name_len);
     as.esize = ckpt_dtype_size(e->dtype);
     as.dst = dst;
-    /* dtype (fixed-size), shape and dst_size were checked by the reader
-     * (check_read_target) before it came here. */
-    (void)dst_size;
+    as.check_only = check_only;
     if (ckpt_shape_num_elements(&count, &e->shape) < 0)
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': bad shape",
                            pr->index_path, as.name);
@@ -314,7 +358,8 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
                            "%s: tensor '%s': a scalar with %d slices",
                            pr->index_path, as.name, e->num_slices);
     if (count > 0) {
-        /* dst holds count x esize bytes: the bitmap is at most 1/8 of it */
+        /* one bit per element: 1/8 of dst, or of the pieces' records that
+         * ckpt__bundle_partitioned_size checked first */
         as.covered = ckpt__calloc((size_t)(((uint64_t)count + 7) / 8), 1);
         if (!as.covered)
             return ckpt__error_oom();
@@ -326,10 +371,68 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
                           "elements",
                           pr->index_path, as.name, (unsigned long long)as.total,
                           (long long)count);
-    if (err == 0 && pr->swap && ckpt__record_word_width(e->dtype) > 1)
+    if (err == 0 && dst && pr->swap && ckpt__record_word_width(e->dtype) > 1)
         ckpt__record_swap_words(dst, dst_size,
                                 ckpt__record_word_width(e->dtype));
     ckpt__free(as.covered);
+    ckpt_buf_dispose(&as.key);
+    ckpt_buf_dispose(&as.record);
+    ckpt_buf_dispose(&as.spec);
+    return err;
+}
+
+int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
+                                  size_t dst_size)
+{
+    /* dtype (fixed-size), shape and dst_size were checked by the reader
+     * (check_read_target) before it came here. */
+    return assemble(pr, dst, dst_size, false);
+}
+
+int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
+{
+    uint64_t bytes = 0;
+    int err = ckpt__bundle_partitioned_size(pr, &bytes);
+    if (err == 0)
+        err = assemble(pr, NULL, 0, true);
+    return err;
+}
+
+int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
+                                  uint64_t *bytes)
+{
+    const ckpt_tensor_entry *e = pr->entry;
+    struct assembly as;
+    ckpt__shown_name sn;
+    int64_t need = 0;
+    int err;
+
+    memset(&as, 0, sizeof(as));
+    as.pr = pr;
+    as.e = e;
+    as.name = ckpt__show_name(&sn, e->name, e->name_len);
+    as.size_only = true;
+    if (ckpt_tensor_byte_size(&need, e->dtype, &e->shape) < 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': byte size of the shape overflows",
+                           pr->index_path, as.name);
+    err = place_all(&as);
+    if (err == 0 && as.stored != (uint64_t)need) {
+        ckpt__shown_shape ss;
+        size_t esize = ckpt_dtype_size(e->dtype);
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': slices %s %llu of %llu elements "
+                          "(their records hold %llu bytes, the shape %s "
+                          "needs %lld)",
+                          pr->index_path, as.name,
+                          as.stored < (uint64_t)need ? "cover" : "hold",
+                          (unsigned long long)(as.stored / esize),
+                          (unsigned long long)((uint64_t)need / esize),
+                          (unsigned long long)as.stored,
+                          ckpt__show_shape(&ss, &e->shape), (long long)need);
+    }
+    if (err == 0)
+        *bytes = (uint64_t)need;
     ckpt_buf_dispose(&as.key);
     ckpt_buf_dispose(&as.record);
     ckpt_buf_dispose(&as.spec);

@@ -779,7 +779,8 @@ int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
     err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
     if (err < 0)
         goto done;
-    err = ckpt_fs_read_file(&text, ckpt_fs_or_default(fs), path.ptr);
+    err = ckpt__fs_read_file_max(&text, ckpt_fs_or_default(fs), path.ptr,
+                                 CKPT_STATE_MAX_SIZE);
     if (err == CKPT_ENOTFOUND) {
         err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint state file",
                           path.ptr);

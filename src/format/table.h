@@ -40,15 +40,29 @@ int ckpt__table_builder_finish(ckpt__table_builder *t);
 uint64_t ckpt__table_builder_file_size(const ckpt__table_builder *t);
 void ckpt__table_builder_free(ckpt__table_builder *t);
 
-/* ---- reader: a whole table held in memory ------------------------------- */
+/* ---- reader ------------------------------------------------------------- */
+
+/* The largest block a reader accepts, stored or decompressed (32 MiB;
+ * TensorFlow's are 256 KiB, or one entry when an entry is larger). */
+#define CKPT__TABLE_MAX_BLOCK ((uint64_t)32 << 20)
 
 /* Validate the table image `file`/`n` (footer, magic, handles, every block's
- * trailer type and CRC, Snappy blocks decompressed, block structure, keys
- * strictly increasing across the table, index separators consistent) and
- * report every key/value in order. `name` names the file in errors.
- * Returns 0, the callback's non-zero value, CKPT_ECORRUPT or CKPT_ENOMEM. */
+ * trailer type and CRC, Snappy blocks decompressed, block structure, data
+ * blocks in file order without overlap, keys strictly increasing across the
+ * table, index separators consistent) and report every key/value in order.
+ * `name` names the file in errors. Returns 0, the callback's non-zero
+ * value, CKPT_ECORRUPT or CKPT_ENOMEM. */
 int ckpt__table_iterate(const uint8_t *file, size_t n, const char *name,
                         ckpt__block_entry_cb cb, void *payload);
+
+/* The same for the table in the open file `f` of `size` bytes, read block
+ * by block (never whole): the index block and one data block are held at
+ * a time, each at most CKPT__TABLE_MAX_BLOCK bytes as stored and as
+ * decompressed (so each allocation stays below the fuzzers' 64 MiB cap).
+ * I/O errors as ckpt__fs_pread's. */
+int ckpt__table_iterate_file(const ckpt_fs *fs, ckpt_file *f, uint64_t size,
+                             const char *name, ckpt__block_entry_cb cb,
+                             void *payload);
 
 /* Separator helpers (LevelDB's bytewise comparator), exposed for tests:
  * shorten `start` (in place) to a string in [start, limit). */

@@ -239,8 +239,16 @@ int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag)
  * file reported, then, while a small peek past them finds more, chunks of
  * growing size. Peeking into a local buffer keeps the common case (the
  * size was right) from growing `out` beyond the file. */
+static int too_big(const char *path, uint64_t size, uint64_t max)
+{
+    return ckpt__error(CKPT_ECORRUPT,
+                       "%s: %llu bytes or more, larger than the %llu bytes "
+                       "this file can need",
+                       path, (unsigned long long)size, (unsigned long long)max);
+}
+
 static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
-                       const char *path, uint64_t size)
+                       const char *path, uint64_t size, uint64_t max)
 {
     uint8_t peek[512];
     uint64_t reported = size;
@@ -275,6 +283,8 @@ static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
         if (got > sizeof(peek))
             return ckpt__error(CKPT_EIO, "pread %s: read %zu of %zu bytes",
                                path, got, sizeof(peek));
+        if (off + got > max)
+            return too_big(path, off + got, max);
         if (off + got - reported > READ_GROWTH_MAX)
             return ckpt__error(CKPT_EIO,
                                "%s: file grew by more than %llu bytes while "
@@ -295,6 +305,14 @@ static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
 
 int ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path)
 {
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(path);
+    return ckpt__fs_read_file_max(out, fs, path, UINT64_MAX);
+}
+
+int ckpt__fs_read_file_max(ckpt_buf *out, const ckpt_fs *fs, const char *path,
+                           uint64_t max)
+{
     ckpt_file *f = NULL;
     ckpt_file *closing;
     size_t start;
@@ -310,12 +328,16 @@ int ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path)
     err = ckpt__fs_size(fs, f, &size);
     if (err < 0)
         goto done;
+    if (size > max) {
+        err = too_big(path, size, max);
+        goto done;
+    }
     if (size >= (uint64_t)(SIZE_MAX - out->size - 1)) {
         err = ckpt__error(CKPT_ENOMEM, "%s: %llu bytes do not fit in memory",
                           path, (unsigned long long)size);
         goto done;
     }
-    err = read_to_end(out, fs, f, path, size);
+    err = read_to_end(out, fs, f, path, size, max);
     if (err < 0)
         goto done;
     closing = f;

@@ -37,6 +37,13 @@ int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
 int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,
                   double *mtime);
 
+/* ckpt_fs_read_file refusing a file of more than `max` bytes (by the size
+ * it reports, or by what it yields when it grows while read) with
+ * CKPT_ECORRUPT, "<path>: N bytes or more, larger than the M bytes this
+ * file can need", before reading more than `max` + 512 bytes of it. */
+int ckpt__fs_read_file_max(ckpt_buf *out, const ckpt_fs *fs, const char *path,
+                           uint64_t max);
+
 /* For cleanup after a failure: close `f` (NULL is ignored) or remove `path`
  * ignoring any error and leaving the thread's last error as it was. */
 void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f);

@@ -107,17 +107,71 @@ static int posix_open_write(ckpt_file **out, const char *path, int flags,
     return err;
 }
 
+/* What a file of mode `mode` is, for the message refusing it. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    return "not a regular file";
+}
+
+/* Open `path` for reading (`extra` flags added) without blocking on a FIFO
+ * or device, and keep the descriptor only when it is a regular file: the
+ * readers trust the size fstat reports and must not wait forever for a
+ * writer. O_NONBLOCK is switched off again; it means nothing for a regular
+ * file. Returns the descriptor or a negative ckpt_error_code. */
+static int open_regular(const char *path, int extra, const char *op)
+{
+    struct stat st;
+    int fd;
+    int fl;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        if (errno == EINVAL && (extra & O_DIRECT))
+            return ckpt__error(CKPT_ENOTSUP,
+                               "%s %s: the file system does not support "
+                               "O_DIRECT",
+                               op, path);
+        return ckpt__error_errno(errno, "%s %s", op, path);
+    }
+    if (fstat(fd, &st) != 0) {
+        int saved = errno;
+        close(fd);
+        return ckpt__error_errno(saved, "%s %s", op, path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ckpt__error(CKPT_EIO, "%s %s: %s, not a regular file; refused",
+                           op, path, file_kind(st.st_mode));
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int saved = errno;
+        close(fd);
+        return ckpt__error_errno(saved, "%s %s", op, path);
+    }
+    return fd;
+}
+
 static int posix_open_read(ckpt_file **out, const char *path, void *payload)
 {
     int fd;
     int err;
     (void)payload;
     *out = NULL;
-    do {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
+    fd = open_regular(path, 0, "open_read");
     if (fd < 0)
-        return ckpt__error_errno(errno, "open_read %s", path);
+        return fd;
     err = posix_file_new(out, fd, 0, path);
     if (err < 0)
         close(fd);
@@ -160,16 +214,9 @@ static int posix_open_read_direct(ckpt_file **out, const char *path,
     int err;
     (void)payload;
     *out = NULL;
-    do {
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0 && errno == EINVAL)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "open_read_direct %s: the file system does not "
-                           "support O_DIRECT",
-                           path);
+    fd = open_regular(path, O_DIRECT, "open_read_direct");
     if (fd < 0)
-        return ckpt__error_errno(errno, "open_read_direct %s", path);
+        return fd;
     if (mostly_cached(fd)) {
         close(fd);
         return ckpt__error(CKPT_ENOTSUP,

@@ -191,6 +191,38 @@ static void test_bundle_null_args(void **state)
                     "ckpt_bundle_reader_read_record: out is NULL");
     EXPECT_NULL_ARG(ckpt_bundle_reader_verify(NULL),
                     "ckpt_bundle_reader_verify: r is NULL");
+    {
+        uint64_t bytes = 1;
+        ckpt_record_stream *s = NULL;
+        const void *data = NULL;
+        size_t n = 0;
+        EXPECT_NULL_ARG(ckpt_bundle_reader_data_size(f->reader, e, NULL),
+                        "ckpt_bundle_reader_data_size: bytes is NULL");
+        EXPECT_NULL_ARG(ckpt_bundle_reader_data_size(NULL, e, &bytes),
+                        "ckpt_bundle_reader_data_size: r is NULL");
+        assert_int_equal(bytes, 0);
+        EXPECT_NULL_ARG(ckpt_bundle_reader_data_size(f->reader, NULL, &bytes),
+                        "ckpt_bundle_reader_data_size: entry is NULL");
+        EXPECT_NULL_ARG(ckpt_bundle_reader_check(NULL, e),
+                        "ckpt_bundle_reader_check: r is NULL");
+        EXPECT_NULL_ARG(ckpt_bundle_reader_check(f->reader, NULL),
+                        "ckpt_bundle_reader_check: entry is NULL");
+        EXPECT_NULL_ARG(ckpt_record_stream_open(NULL, f->reader, e, 0),
+                        "ckpt_record_stream_open: out is NULL");
+        EXPECT_NULL_ARG(ckpt_record_stream_open(&s, NULL, e, 0),
+                        "ckpt_record_stream_open: r is NULL");
+        EXPECT_NULL_ARG(ckpt_record_stream_open(&s, f->reader, NULL, 0),
+                        "ckpt_record_stream_open: entry is NULL");
+        EXPECT_NULL_ARG(ckpt_record_stream_next(NULL, &data, &n),
+                        "ckpt_record_stream_next: s is NULL");
+        assert_ckpt_ok(ckpt_record_stream_open(&s, f->reader, e, 0));
+        EXPECT_NULL_ARG(ckpt_record_stream_next(s, NULL, &n),
+                        "ckpt_record_stream_next: data is NULL");
+        EXPECT_NULL_ARG(ckpt_record_stream_next(s, &data, NULL),
+                        "ckpt_record_stream_next: n is NULL");
+        ckpt_record_stream_free(s);
+        ckpt_record_stream_free(NULL);
+    }
     EXPECT_NULL_ARG(ckpt_bundle_index_path(NULL, f->prefix),
                     "ckpt_bundle_index_path: out is NULL");
     EXPECT_NULL_ARG(ckpt_bundle_index_path(&buf, NULL),

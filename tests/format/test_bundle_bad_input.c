@@ -201,16 +201,18 @@ static void test_keys_out_of_order(void **state)
 {
     fixture *f = *state;
     ckpt_buf header = CKPT_BUF_INIT;
-    ckpt_buf value = CKPT_BUF_INIT;
+    ckpt_buf value = CKPT_BUF_INIT, value2 = CKPT_BUF_INIT;
     ckpt__bundle_entry e = bt_make_entry(CKPT_DT_FLOAT, -1, 0, 0, 4, 0);
+    ckpt__bundle_entry e2 = bt_make_entry(CKPT_DT_FLOAT, -1, 0, 4, 4, 0);
     bt_kv kvs[3];
     bt_header(&header, 1, 0);
     bt_entry(&value, &e);
+    bt_entry(&value2, &e2);
     kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
     kvs[1] = (bt_kv){"b", 1, value.ptr, value.size};
-    kvs[2] = (bt_kv){"a", 1, value.ptr, value.size};
+    kvs[2] = (bt_kv){"a", 1, value2.ptr, value2.size};
     bt_write_raw_table(f->index, kvs, 3, "c");
-    test_write_file(f->data0, "\0\0\0\0", 4);
+    test_write_file(f->data0, "\0\0\0\0\0\0\0\0", 8);
     expect_open_error(f, CKPT_ECORRUPT, NULL);
     /* the same keys in order are fine, so it is the order that fails */
     kvs[1].key = "a";
@@ -224,6 +226,7 @@ static void test_keys_out_of_order(void **state)
     }
     ckpt_buf_dispose(&header);
     ckpt_buf_dispose(&value);
+    ckpt_buf_dispose(&value2);
 }
 
 static void test_duplicate_keys(void **state)

@@ -790,14 +790,16 @@ static void test_big_endian_direct(void **state)
     free(data);
 }
 
-/* Records that overlap in the data file (an odd but readable bundle): each
- * tensor reads as it would alone, with or without an empty record between
- * them. */
+/* Records that overlap in the data file: TensorFlow never writes them, and
+ * they would let a small index make every read go over the same data again
+ * (issue 14), so the index is refused when opened, naming both tensors;
+ * an empty record inside another one overlaps nothing. */
 static void test_overlapping_records(void **state)
 {
     fixture *f = *state;
     const size_t total = 12 * MIB;
     uint8_t *data = malloc(total);
+    ckpt_bundle_reader *r = NULL;
     hand_tensor t[3] = {
         {"a", CKPT_DT_FLOAT, (int64_t)(8 * MIB / 4), 0, (int64_t)(8 * MIB)},
         {"b", CKPT_DT_FLOAT, (int64_t)(8 * MIB / 4), (int64_t)(4 * MIB),
@@ -806,25 +808,22 @@ static void test_overlapping_records(void **state)
     };
     assert_non_null(data);
     fill_random(data, total, 99);
-    for (size_t with_empty = 0; with_empty < 2; with_empty++) {
-        size_t n = 2 + with_empty;
-        ckpt_bundle_reader *r;
-        ckpt_read_request reqs[3];
-        write_hand_bundle(f, t, n, 0, data, total);
-        r = open_reader(f, 0);
-        for (size_t i = 0; i < n; i++) {
-            reqs[i].name = t[i].name;
-            reqs[i].dst_size = (size_t)t[i].size;
-            reqs[i].dst = t[i].size ? malloc((size_t)t[i].size) : NULL;
-        }
-        assert_ckpt_ok(ckpt_bundle_reader_read_many(r, reqs, n));
-        for (size_t i = 0; i < 2; i++)
-            assert_memory_equal(reqs[i].dst, data + t[i].offset,
-                                (size_t)t[i].size);
-        for (size_t i = 0; i < n; i++)
-            free(reqs[i].dst);
-        ckpt_bundle_reader_free(r);
+    write_hand_bundle(f, t, 3, 0, data, total);
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, f->prefix, NULL),
+                      CKPT_ECORRUPT, "tensors 'a' and 'b' overlap");
+    assert_null(r);
+    /* without "b": "z" lies inside "a" but holds no bytes */
+    t[1] = t[2];
+    write_hand_bundle(f, t, 2, 0, data, total);
+    r = open_reader(f, 0);
+    {
+        ckpt_read_request req = {"a", malloc(8 * MIB), 8 * MIB};
+        assert_non_null(req.dst);
+        assert_ckpt_ok(ckpt_bundle_reader_read_many(r, &req, 1));
+        assert_memory_equal(req.dst, data, 8 * MIB);
+        free(req.dst);
     }
+    ckpt_bundle_reader_free(r);
     free(data);
 }
 

@@ -461,8 +461,9 @@ static void test_read_file_endless(void **state)
         skip();
         return;
     }
+    /* a device never ends: refused before any read */
     assert_ckpt_error(ckpt_fs_read_file(&buf, NULL, "/dev/zero"), CKPT_EIO,
-                      "/dev/zero: file grew");
+                      "/dev/zero: a character device, not a regular file");
     assert_int_equal(buf.size, 0);
     ckpt_buf_dispose(&buf);
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,6 +26,24 @@ static char *slurp(const char *path)
 
 cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
 {
+    return cli_run_limited(prog, cwd, args, 0, 0);
+}
+
+/* The child of cli_run_limited: set up, then exec `prog`. */
+static void exec_child(const char *prog, const char *cwd, char *const *argv,
+                       int fo, int fe, uint64_t max_memory, unsigned seconds)
+{
+    if (dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || (cwd && chdir(cwd) != 0))
+        _exit(127);
+    test_limit_self(max_memory, seconds);
+    execve(prog, argv, environ);
+    _exit(127);
+}
+
+cli_run cli_run_limited(const char *prog, const char *cwd,
+                        const char *const *args, uint64_t max_memory,
+                        unsigned seconds)
+{
     char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
     char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
     const char *argv[64];
@@ -38,14 +57,24 @@ cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
     for (; args[n - 1] && n < 63; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-    posix_spawn_file_actions_adddup2(&fa, fo, 1);
-    posix_spawn_file_actions_adddup2(&fa, fe, 2);
-    if (cwd)
-        assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
-    assert_int_equal(
-        posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    if (max_memory == 0 && seconds == 0) {
+        assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+        posix_spawn_file_actions_adddup2(&fa, fo, 1);
+        posix_spawn_file_actions_adddup2(&fa, fe, 2);
+        if (cwd)
+            assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
+        assert_int_equal(
+            posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ),
+            0);
+        posix_spawn_file_actions_destroy(&fa);
+    } else {
+        fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            exec_child(prog, cwd, (char *const *)argv, fo, fe, max_memory,
+                       seconds);
+    }
     while (waitpid(pid, &st, 0) < 0)
         assert_int_equal(errno, EINTR);
     close(fo);
@@ -68,8 +97,9 @@ void run_free(cli_run *r)
 void expect_status(const cli_run *r, int want)
 {
     if (r->status != want)
-        fail_msg("exit %d, wanted %d\n--- stdout:\n%s\n--- stderr:\n%s",
-                 r->status, want, r->out, r->err);
+        fail_msg("exit %d (signal %d), wanted %d\n--- stdout:\n%s\n--- "
+                 "stderr:\n%s",
+                 r->status, r->signal, want, r->out, r->err);
 }
 
 void expect_contains(const char *hay, const char *needle)

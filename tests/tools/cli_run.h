@@ -19,11 +19,27 @@ typedef struct cli_run {
 cli_run cli_run_prog(const char *prog, const char *cwd,
                      const char *const *args);
 
+/* The same with the program's address space limited to `max_memory`
+ * bytes and its wall-clock time to `seconds` (0: no limit; see
+ * test_limit_self): a hostile input must not make it hang or allocate
+ * more than the files justify. */
+cli_run cli_run_limited(const char *prog, const char *cwd,
+                        const char *const *args, uint64_t max_memory,
+                        unsigned seconds);
+
 /* Run the `ckpt` tool with the given arguments. */
 #define RUN(r, ...)                                                            \
     do {                                                                       \
         const char *args_[] = {__VA_ARGS__, NULL};                             \
         (r) = cli_run_prog(CKPT_CLI_PATH, NULL, args_);                        \
+    } while (0)
+
+/* RUN under cli_run_limited's limits. */
+#define RUN_LIMITED(r, max_memory, seconds, ...)                               \
+    do {                                                                       \
+        const char *args_[] = {__VA_ARGS__, NULL};                             \
+        (r) = cli_run_limited(CKPT_CLI_PATH, NULL, args_, (max_memory),        \
+                              (seconds));                                      \
     } while (0)
 
 void run_free(cli_run *r);

@@ -177,6 +177,24 @@ int cli_tensor_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                       size_t limit, FILE *text, json_object **json,
                       int64_t *count);
 
+/* ---- reading data in bounded memory (cli_read.c) ------------------------ */
+
+/* Called with each piece of a record (see ckpt_record_stream_next). */
+typedef void (*cli_piece_cb)(const void *data, size_t n, void *payload);
+
+/* Read the record of `e` (not partitioned, not DT_STRING) to its end
+ * through a ckpt_record_stream, giving each piece to `cb` (may be NULL);
+ * the CRC is checked at the end. Returns 0 or the library's error. */
+int cli_stream_record(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                      cli_piece_cb cb, void *payload);
+
+/* Read the partitioned tensor `e` (fixed-size dtype) assembled into a
+ * malloc'd buffer (*out, *nbytes bytes, host order), allocated only after
+ * ckpt_bundle_reader_data_size checked it against the data files. Exits
+ * with CLI_USAGE, naming the tensor, when memory runs out. */
+int cli_read_assembled(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                       const char *cmd, uint8_t **out, size_t *nbytes);
+
 /* Write `n` bytes as a double-quoted C-escaped string on `out`. */
 void cli_print_escaped(FILE *out, const void *bytes, size_t n);
 

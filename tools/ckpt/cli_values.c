@@ -345,48 +345,74 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return 0;
 }
 
+/* Where the elements of a fixed-size tensor go as they are read. */
+typedef struct value_sink {
+    int dtype;
+    size_t esize;
+    size_t shown; /* elements to format */
+    size_t next;  /* elements formatted so far */
+    FILE *text;
+    json_object *json;
+} value_sink;
+
+/* Format the elements of `n` bytes of data (whole elements, host order)
+ * while fewer than `shown` have been. */
+static void sink_piece(const void *data, size_t n, void *payload)
+{
+    value_sink *k = payload;
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n / k->esize && k->next < k->shown; i++) {
+        const uint8_t *elem = p + i * k->esize;
+        if (k->json) {
+            json_object_array_add(k->json,
+                                  json_element(k->dtype, elem, k->esize));
+        } else {
+            if (k->next > 0)
+                fputs(", ", k->text);
+            text_element(k->text, k->dtype, elem, k->esize);
+        }
+        k->next++;
+    }
+}
+
+/* A record is streamed (read to its end, so its CRC is checked, in bounded
+ * memory); a partitioned tensor is read assembled. */
 static int fixed_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                         int64_t count, size_t limit, FILE *text,
                         json_object **json)
 {
-    int64_t nbytes = 0;
-    size_t esize = ckpt_dtype_size(e->dtype);
-    size_t shown = (uint64_t)count < limit ? (size_t)count : limit;
-    uint8_t *data;
-    int err = ckpt_tensor_byte_size(&nbytes, e->dtype, &e->shape);
-    if (err < 0)
-        return err;
-    data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
-    if (!data) {
-        fprintf(stderr, "ckpt: out of memory\n");
-        exit(CLI_USAGE);
-    }
-    err = ckpt_bundle_reader_read(r, e->name, data, (size_t)nbytes);
-    if (err < 0) {
-        free(data);
-        return err;
-    }
-    if (json)
-        *json = json_object_new_array();
-    else if (e->shape.rank > 0)
+    value_sink k;
+    int err;
+    k.dtype = e->dtype;
+    k.esize = ckpt_dtype_size(e->dtype);
+    k.shown = (uint64_t)count < limit ? (size_t)count : limit;
+    k.next = 0;
+    k.text = text;
+    k.json = json ? json_object_new_array() : NULL;
+    if (!json && e->shape.rank > 0)
         fputc('[', text);
-    for (size_t i = 0; i < shown; i++) {
-        const uint8_t *p = data + i * esize;
-        if (json) {
-            json_object_array_add(*json, json_element(e->dtype, p, esize));
-            continue;
-        }
-        if (i > 0)
-            fputs(", ", text);
-        text_element(text, e->dtype, p, esize);
+    if (e->num_slices > 0) {
+        uint8_t *data = NULL;
+        size_t nbytes = 0;
+        err = cli_read_assembled(r, e, "inspect", &data, &nbytes);
+        if (err == 0)
+            sink_piece(data, nbytes, &k);
+        free(data);
+    } else {
+        err = cli_stream_record(r, e, sink_piece, &k);
     }
-    if (!json) {
-        if (shown < (uint64_t)count)
-            fputs(shown ? ", ..." : "...", text);
+    if (err < 0) {
+        json_object_put(k.json);
+        return err;
+    }
+    if (json) {
+        *json = k.json;
+    } else {
+        if (k.shown < (uint64_t)count)
+            fputs(k.shown ? ", ..." : "...", text);
         if (e->shape.rank > 0)
             fputc(']', text);
     }
-    free(data);
     return 0;
 }
 

@@ -214,55 +214,9 @@ static void compare_strings(const ckpt_string_array *a,
 
 /* ---- reading ------------------------------------------------------------- */
 
-static int host_is_little_endian(void)
-{
-    uint16_t one = 1;
-    uint8_t first;
-    memcpy(&first, &one, 1);
-    return first == 1;
-}
-
-/* Read a fixed-size tensor (host order) into a malloc'd buffer. Entries
- * the typed reader cannot name (slice keys, names holding a NUL byte) are
- * read as raw records: little-endian, which is host order on this host (checked
- * by the caller). */
-static int read_fixed(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                      int64_t nbytes, uint8_t **out)
-{
-    uint8_t *data;
-    int err;
-    *out = NULL;
-    if (cli_entry_binary_name(e)) {
-        ckpt_buf rec = CKPT_BUF_INIT;
-        err = ckpt_bundle_reader_read_record(r, e, &rec);
-        if (err == 0 && rec.size != (size_t)nbytes)
-            err = CKPT_ECORRUPT;
-        if (err == 0) {
-            data = malloc(rec.size ? rec.size : 1);
-            if (!data) {
-                ckpt_buf_dispose(&rec);
-                return CKPT_ENOMEM;
-            }
-            if (rec.size)
-                memcpy(data, rec.ptr, rec.size);
-            *out = data;
-        }
-        ckpt_buf_dispose(&rec);
-        return err;
-    }
-    data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
-    if (!data)
-        return CKPT_ENOMEM;
-    err = ckpt_bundle_reader_read(r, e->name, data, (size_t)nbytes);
-    if (err < 0) {
-        free(data);
-        return err;
-    }
-    *out = data;
-    return 0;
-}
-
-/* Raw records of entries read typed-less: equal or not, count unknown. */
+/* Raw records of string slice entries (whose binary keys the string
+ * reader does not take): equal or not, count unknown. Their size is
+ * bounded by their data files. */
 static int compare_records(ckpt_bundle_reader *ra, const ckpt_tensor_entry *ea,
                            ckpt_bundle_reader *rb, const ckpt_tensor_entry *eb,
                            value_diff *d, int *which)
@@ -282,6 +236,77 @@ static int compare_records(ckpt_bundle_reader *ra, const ckpt_tensor_entry *ea,
     return err;
 }
 
+/* Compare two records piece by piece, in memory bounded by the piece size
+ * whatever the tensors' sizes: elements of a fixed-size dtype (the pieces
+ * of both sides hold the same elements, in host order), other dtypes as
+ * raw bytes (equal or not, count unknown). Both records are read to their
+ * ends, so both CRCs are checked. */
+static int compare_streams(const diff_opts *o, ckpt_bundle_reader *ra,
+                           const ckpt_tensor_entry *ea, ckpt_bundle_reader *rb,
+                           const ckpt_tensor_entry *eb, value_diff *d,
+                           int *which)
+{
+    ckpt_record_stream *sa = NULL, *sb = NULL;
+    size_t esize = ckpt_dtype_size(ea->dtype);
+    int err;
+    *which = 0;
+    if (esize > 0) /* what the report shows, also for an empty tensor */
+        compare_fixed(o, ea->dtype, NULL, NULL, 0, d);
+    err = ckpt_record_stream_open(&sa, ra, ea, 0);
+    if (err == 0) {
+        *which = 1;
+        err = ckpt_record_stream_open(&sb, rb, eb, 0);
+    }
+    while (err == 0) {
+        const void *pa = NULL, *pb = NULL;
+        size_t na = 0, nb = 0;
+        *which = 0;
+        err = ckpt_record_stream_next(sa, &pa, &na);
+        if (err < 0)
+            break;
+        *which = 1;
+        err = ckpt_record_stream_next(sb, &pb, &nb);
+        if (err < 0 || (na == 0 && nb == 0))
+            break;
+        if (esize == 0) {
+            if (na != nb || memcmp(pa, pb, na) != 0)
+                d->num_different = -1;
+            if (na == 0 || nb == 0)
+                break; /* sizes differ: no need to read on */
+            continue;
+        }
+        /* equal dtype and shape: equal sizes, equal pieces */
+        compare_fixed(o, ea->dtype, pa, pb, (int64_t)(na / esize), d);
+    }
+    ckpt_record_stream_free(sa);
+    ckpt_record_stream_free(sb);
+    return err;
+}
+
+/* Two partitioned tensors assembled whole (host order), each allocated
+ * only after its pieces were checked against their data files. */
+static int compare_assembled(const diff_opts *o, ckpt_bundle_reader *ra,
+                             const ckpt_tensor_entry *ea,
+                             ckpt_bundle_reader *rb,
+                             const ckpt_tensor_entry *eb, value_diff *d,
+                             int *which)
+{
+    uint8_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    int err;
+    *which = 0;
+    err = cli_read_assembled(ra, ea, "diff", &a, &na);
+    if (err == 0) {
+        *which = 1;
+        err = cli_read_assembled(rb, eb, "diff", &b, &nb);
+    }
+    if (err == 0)
+        compare_fixed(o, ea->dtype, a, b, d->num_elements, d);
+    free(a);
+    free(b);
+    return err;
+}
+
 /* Compare the values of two entries of equal dtype and shape. On a read
  * failure *which says which side (0: A, 1: B) and the error is returned. */
 static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
@@ -289,8 +314,6 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
                           const ckpt_tensor_entry *eb, value_diff *d,
                           int *which)
 {
-    int64_t nbytes = 0;
-    uint8_t *a = NULL, *b = NULL;
     int err;
     memset(d, 0, sizeof(*d));
     *which = 0;
@@ -302,7 +325,8 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         return 0;
     }
     if (ea->num_slices > 0 &&
-        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
+        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype) ||
+         cli_entry_binary_name(ea)))
         return 0; /* not assembled: the slice entries are compared */
     if (ea->dtype == CKPT_DT_STRING && !cli_entry_binary_name(ea)) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
@@ -317,21 +341,11 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         ckpt_string_array_dispose(&sb);
         return err;
     }
-    if (!ckpt_dtype_is_supported(ea->dtype) || ea->dtype == CKPT_DT_STRING ||
-        (cli_entry_binary_name(ea) && !host_is_little_endian()))
+    if (ea->dtype == CKPT_DT_STRING)
         return compare_records(ra, ea, rb, eb, d, which);
-    err = ckpt_tensor_byte_size(&nbytes, ea->dtype, &ea->shape);
-    if (err == 0)
-        err = read_fixed(ra, ea, nbytes, &a);
-    if (err == 0) {
-        *which = 1;
-        err = read_fixed(rb, eb, nbytes, &b);
-    }
-    if (err == 0)
-        compare_fixed(o, ea->dtype, a, b, d->num_elements, d);
-    free(a);
-    free(b);
-    return err;
+    if (ea->num_slices > 0)
+        return compare_assembled(o, ra, ea, rb, eb, d, which);
+    return compare_streams(o, ra, ea, rb, eb, d, which);
 }
 
 /* ---- reporting ----------------------------------------------------------- */

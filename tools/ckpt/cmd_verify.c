@@ -19,7 +19,10 @@ const cli_command cli_cmd_verify = {
     "when it is opened; then every record is read from its data file and\n"
     "its CRC32C compared (strings: their length checksum too). Each damaged\n"
     "tensor is named on stderr. Records whose checksum this tool cannot\n"
-    "compute (DT_VARIANT) are read but reported \"not checked\".\n\n"
+    "compute (DT_VARIANT) are read but reported \"not checked\".\n"
+    "Records are read in pieces of 1 MiB and partitioned tensors piece by\n"
+    "piece: memory stays bounded whatever a tensor's size (string records\n"
+    "are read whole; their data file bounds them).\n\n"
     "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
     "\"bytes\",\n"
     "           \"ok\", \"damaged\": [{\"name\", \"error\"}],\n"
@@ -27,41 +30,16 @@ const cli_command cli_cmd_verify = {
     "Exit status 1 when anything is damaged or missing.\n",
     run};
 
-/* Read one entry the way that checks the most: typed reads check the
- * record's size and CRC (and a string tensor's length checksum); slice
- * entries, whose keys are binary, are checked through their raw record;
- * a partitioned tensor is read assembled (its pieces must cover it). */
+/* Check one entry the way that checks the most, in memory bounded by the
+ * files (ckpt_bundle_reader_check): records streamed with their CRCs,
+ * strings with their length checksum, partitioned tensors piece by piece
+ * (their pieces must cover them). */
 static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
 {
-    int64_t nbytes = 0;
-    void *data;
-    int err;
     if (e->num_slices > 0 &&
         (e->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(e->dtype)))
         return 0; /* cannot be assembled; its slice entries are checked */
-    if (cli_entry_binary_name(e) || !ckpt_dtype_is_supported(e->dtype)) {
-        ckpt_buf rec = CKPT_BUF_INIT;
-        err = ckpt_bundle_reader_read_record(r, e, &rec);
-        ckpt_buf_dispose(&rec);
-        return err;
-    }
-    if (e->dtype == CKPT_DT_STRING) {
-        ckpt_string_array a = {NULL, 0, NULL};
-        err = ckpt_bundle_reader_read_strings(r, e->name, &a);
-        ckpt_string_array_dispose(&a);
-        return err;
-    }
-    err = ckpt_tensor_byte_size(&nbytes, e->dtype, &e->shape);
-    if (err < 0)
-        return err;
-    data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
-    if (!data) {
-        fprintf(stderr, "ckpt verify: out of memory\n");
-        exit(CLI_USAGE);
-    }
-    err = ckpt_bundle_reader_read(r, e->name, data, (size_t)nbytes);
-    free(data);
-    return err;
+    return ckpt_bundle_reader_check(r, e);
 }
 
 /* Why the checksum of a record that reads back cleanly was not compared,

@@ -1,0 +1,108 @@
+/* tests/format/hostile_bytes.h - hostile bundle files built byte by byte
+ * from the format (not with the library's writer), and running code under
+ * a memory and time limit, for the tests of the reader's bounds (issue 14:
+ * special files, sizes, shapes, arithmetic, work amplification).
+ *
+ *   table:  [data block | type | crc] [metaindex | type | crc]
+ *           [index block | type | crc] footer(48: handles, padding, magic)
+ *   block:  entries (shared 0, non_shared, value_len, key, value), one
+ *           restart point per entry, fixed32 restart count
+ *   protos: BundleHeaderProto {1: num_shards}; BundleEntryProto {1: dtype,
+ *           2: shape {2: dim {1: size}}, 3: shard_id, 4: offset, 5: size,
+ *           6: crc32c (fixed32), 7: slices {1: extent {1: start, 2: length}}}
+ */
+#ifndef CKPT_TESTS_FORMAT_HOSTILE_BYTES_H
+#define CKPT_TESTS_FORMAT_HOSTILE_BYTES_H
+
+#include "ckpt.h"
+
+#include <stdint.h>
+
+/* ---- protos -------------------------------------------------------------- */
+
+void hb_varint(ckpt_buf *b, uint64_t v);
+void hb_fixed32(ckpt_buf *b, uint32_t v);
+void hb_fixed64(ckpt_buf *b, uint64_t v);
+
+/* BundleHeaderProto with `num_shards` (little-endian, no version). */
+void hb_header(ckpt_buf *out, int num_shards);
+
+/* A BundleEntryProto: `dtype`, shape dims[0..rank), shard 0, `offset`,
+ * `size`, masked `crc`; with `slice_lengths` not NULL one slice covering
+ * [0, slice_lengths[d]) of each dimension (the entry is then a partitioned
+ * tensor's full entry, without offset/size/crc). */
+void hb_entry(ckpt_buf *out, int dtype, const int64_t *dims, int rank,
+              int64_t offset, int64_t size, uint32_t crc,
+              const int64_t *slice_lengths);
+
+/* ---- tables -------------------------------------------------------------- */
+
+/* A block of `n` entries keys[i] -> values[i] (keys as given, in order),
+ * one restart point per entry. */
+void hb_block(ckpt_buf *out, const ckpt_buf *keys, const ckpt_buf *values,
+              size_t n);
+
+/* Append `block` to `file` with its trailer (type 0 or 1 = Snappy,
+ * masked CRC32C of the stored bytes and the type); the block's handle
+ * (offset, size) is appended to `handle` when not NULL. */
+void hb_put_block(ckpt_buf *file, const void *block, size_t n, int type,
+                  ckpt_buf *handle);
+
+/* Append the footer naming the two handles. */
+void hb_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
+                   const ckpt_buf *index_handle);
+
+/* An index file at `path` whose index block has `n` entries ("k00000000",
+ * ...) all naming one data block, `block` of `block_len` bytes stored as
+ * `type`: what makes a reader without bounds read it `n` times. */
+void hb_write_repeated_handles(const char *path, const void *block,
+                               size_t block_len, int type, size_t n);
+
+/* A 1 MiB block without entries and with 262,143 restart points, all 0
+ * (malloc'd; *n = its size). */
+uint8_t *hb_restart_flood(size_t *n);
+
+/* An index file at `path` for a one-shard bundle: the header and the
+ * entries name[i] -> entry[i] (names sorted, each below "\xff"), in one
+ * data block (bt_write_raw_table). */
+void hb_write_index(const char *path, const char *const *names,
+                    const ckpt_buf *entries, size_t n);
+
+/* A one-shard bundle holding a partitioned float tensor "w" of shape
+ * dims[0..rank) with one piece, [0, lengths[d]) of each dimension, whose
+ * record is `piece_bytes` zero bytes (the slice key made by
+ * ckpt__slice_key_encode). */
+void hb_write_partitioned(const char *index, const char *data,
+                          const int64_t *dims, const int64_t *lengths, int rank,
+                          uint64_t piece_bytes);
+
+/* A one-shard bundle holding a float tensor "w" of shape [rows, cols]
+ * split along its rows into `k` pieces (rows / k each, records of zeros
+ * one after the other in the data file). With `repeat_first` the full
+ * entry lists the first piece again instead of the last: the sizes add
+ * up, but the pieces overlap and leave rows uncovered. */
+void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
+                         int64_t cols, int k, int repeat_first);
+
+/* The masked CRC32C of `n` zero bytes. */
+uint32_t hb_zeros_crc(uint64_t n);
+
+/* Make `path` a sparse file of `size` bytes whose last `n` bytes are
+ * `tail` (n may be 0). */
+void hb_write_sparse(const char *path, uint64_t size, const void *tail,
+                     size_t n);
+
+/* ---- bounded runs -------------------------------------------------------- */
+
+/* Run fn(arg) in a child process with its address space limited to
+ * `max_memory` bytes (not under a sanitizer, which reserves terabytes of
+ * address space itself; see test_limit_self) and its wall-clock time to
+ * `seconds` (SIGALRM). Returns fn's result (a ckpt error code or 0) with the
+ * child's last error message copied into msg (`cap` bytes), or HB_KILLED when
+ * the child did not finish (killed by the alarm or a crash; msg says which
+ * signal). */
+#define HB_KILLED 1000
+int hb_bounded(int (*fn)(void *), void *arg, uint64_t max_memory,
+               unsigned seconds, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,599 @@
+/* tests/format/test_hostile_files.c - the reader on hostile files (issue
+ * 14), built byte by byte (hostile_bytes.c), each opened in a child
+ * process limited in memory and time so that a hang or a huge allocation
+ * fails the test instead of the machine:
+ *   1. special files (FIFO, directory) as index, data or state file;
+ *   2. sizes trusted before checked (sparse 10 GiB index, 4 GiB state);
+ *   3. shapes larger than the data files; records read in bounded pieces;
+ *   4. arithmetic on huge dimensions;
+ *   5. work amplification (restart-point floods, repeated block handles,
+ *      records shared by many entries). */
+#include "bundle_test_helpers.h"
+#include "hostile_bytes.h"
+
+#include "format/table.h"
+#include "util/crc32c.h"
+
+#include "support/fs_fault.h"
+
+#include <errno.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+/* Limits of the child running each hostile case. */
+#define MEM_LIMIT (256 * MIB)
+#define TIME_LIMIT 60
+
+typedef struct fixture {
+    char *dir;
+    char *prefix; /* <dir>/ckpt */
+    char *index;
+    char *data0;
+    char *state; /* <dir>/checkpoint */
+    char msg[2048];
+} fixture;
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    f->prefix = join(f->dir, "ckpt");
+    f->index = join(f->dir, "ckpt.index");
+    f->data0 = join(f->dir, "ckpt.data-00000-of-00001");
+    f->state = join(f->dir, "checkpoint");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    free(f->prefix);
+    free(f->index);
+    free(f->data0);
+    free(f->state);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Run `fn` bounded and check its code and message. */
+static void expect_bounded(fixture *f, int (*fn)(void *), int code,
+                           const char *needle)
+{
+    int rc = hb_bounded(fn, f, MEM_LIMIT, TIME_LIMIT, f->msg, sizeof(f->msg));
+    if (rc != code || (needle && !strstr(f->msg, needle)))
+        fail_msg("got %d (%s), wanted %d with \"%s\"", rc, f->msg, code,
+                 needle ? needle : "");
+}
+
+static void expect_msg_has(const fixture *f, const char *needle)
+{
+    if (!strstr(f->msg, needle))
+        fail_msg("\"%s\" not in: %s", needle, f->msg);
+}
+
+/* One float tensor `name` of `count` elements, the record at 0. */
+static void write_one_float(const fixture *f, const char *name, int64_t count,
+                            uint32_t crc)
+{
+    ckpt_buf e = CKPT_BUF_INIT;
+    hb_entry(&e, CKPT_DT_FLOAT, &count, 1, 0, count * 4, crc, NULL);
+    hb_write_index(f->index, &name, &e, 1);
+    ckpt_buf_dispose(&e);
+}
+
+/* ---- the bounded bodies ----------------------------------------------------
+ */
+
+static int open_only(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+static int open_and_verify(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_verify(r);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+static int read_state(void *arg)
+{
+    fixture *f = arg;
+    ckpt_state st = CKPT_STATE_INIT;
+    int err = ckpt_state_read(&st, NULL, f->dir);
+    ckpt_state_dispose(&st);
+    return err;
+}
+
+static int latest(void *arg)
+{
+    fixture *f = arg;
+    ckpt_buf out = CKPT_BUF_INIT;
+    int err = ckpt_latest_checkpoint(&out, NULL, f->dir);
+    ckpt_buf_dispose(&out);
+    return err;
+}
+
+/* The data size of the entry "t", or of "w" when there is no "t". */
+static int data_size(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    uint64_t bytes = 0;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0 && ckpt_bundle_reader_find(&e, r, "t") < 0)
+        err = ckpt_bundle_reader_find(&e, r, "w");
+    if (err == 0)
+        err = ckpt_bundle_reader_data_size(r, e, &bytes);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* Open a stream over "t" and read it to its end. */
+static int stream_t(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_record_stream *s = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    const void *data;
+    size_t n = 1;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_find(&e, r, "t");
+    if (err == 0)
+        err = ckpt_record_stream_open(&s, r, e, 0);
+    while (err == 0 && n > 0)
+        err = ckpt_record_stream_next(s, &data, &n);
+    ckpt_record_stream_free(s);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* Check "w" with ckpt_bundle_reader_check. */
+static int check_w(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_find(&e, r, "w");
+    if (err == 0)
+        err = ckpt_bundle_reader_check(r, e);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* Read "w" (a tensor without elements) assembled. */
+static int read_w_empty(void *arg)
+{
+    fixture *f = arg;
+    ckpt_bundle_reader *r = NULL;
+    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_read(r, "w", NULL, 0);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* ---- 1. special files ------------------------------------------------------
+ */
+
+static void test_fifo_index(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkfifo(f->index, 0600), 0);
+    expect_bounded(f, open_only, CKPT_EIO, "a FIFO, not a regular file");
+    expect_msg_has(f, f->index);
+}
+
+static void test_directory_index(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->index, 0700), 0);
+    expect_bounded(f, open_only, CKPT_EIO, "a directory, not a regular file");
+    expect_msg_has(f, f->index);
+}
+
+static void test_fifo_data_file(void **state)
+{
+    fixture *f = *state;
+    write_one_float(f, "t", 1, 0);
+    assert_int_equal(mkfifo(f->data0, 0600), 0);
+    expect_bounded(f, open_and_verify, CKPT_EIO, "a FIFO, not a regular file");
+    expect_msg_has(f, f->data0);
+    expect_msg_has(f, "tensor 't'");
+}
+
+static void test_fifo_state_file(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkfifo(f->state, 0600), 0);
+    expect_bounded(f, read_state, CKPT_EIO, "a FIFO, not a regular file");
+    expect_msg_has(f, f->state);
+    expect_bounded(f, latest, CKPT_EIO, "a FIFO, not a regular file");
+}
+
+/* ---- 2. sizes
+ * ---------------------------------------------------------------- */
+
+static void test_sparse_10g_index(void **state)
+{
+    fixture *f = *state;
+    hb_write_sparse(f->index, 10 * GIB, NULL, 0);
+    expect_bounded(f, open_only, CKPT_ECORRUPT, "bad magic number");
+    expect_msg_has(f, f->index);
+}
+
+/* A valid footer whose metaindex handle spans 9 GiB of a sparse file. */
+static void test_sparse_index_huge_block(void **state)
+{
+    fixture *f = *state;
+    ckpt_buf footer = CKPT_BUF_INIT, mh = CKPT_BUF_INIT, ih = CKPT_BUF_INIT;
+    hb_varint(&mh, 0);
+    hb_varint(&mh, 9 * GIB);
+    hb_varint(&ih, 9 * GIB + 100);
+    hb_varint(&ih, 10);
+    hb_put_footer(&footer, &mh, &ih);
+    hb_write_sparse(f->index, 10 * GIB, footer.ptr, footer.size);
+    expect_bounded(f, open_only, CKPT_ECORRUPT,
+                   "block of 9663676416 bytes, more than the limit of "
+                   "33554432");
+    expect_msg_has(f, f->index);
+    ckpt_buf_dispose(&footer);
+    ckpt_buf_dispose(&mh);
+    ckpt_buf_dispose(&ih);
+}
+
+static void test_sparse_4g_state_file(void **state)
+{
+    fixture *f = *state;
+    static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
+    hb_write_sparse(f->state, 4 * GIB, text, sizeof(text) - 1);
+    expect_bounded(f, read_state, CKPT_ECORRUPT,
+                   "larger than the 16777216 bytes this file can need");
+    expect_msg_has(f, f->state);
+}
+
+/* ---- 3. shapes against data files -------------------------------------------
+ */
+
+/* 1 TiB of floats declared, 16 bytes of data file. */
+static void test_huge_tensor_small_data_file(void **state)
+{
+    fixture *f = *state;
+    write_one_float(f, "t", (int64_t)1 << 38, 0);
+    test_write_file(f->data0, "0123456789abcdef", 16);
+    expect_bounded(f, data_size, CKPT_ECORRUPT,
+                   "runs past the end of the data file (16 bytes)");
+    expect_msg_has(f, f->data0);
+    expect_msg_has(f, "tensor 't'");
+    expect_bounded(f, stream_t, CKPT_ECORRUPT, "runs past the end");
+    expect_bounded(f, open_and_verify, CKPT_ECORRUPT, "tensor 't'");
+}
+
+/* A record larger than the child's memory limit verifies and streams:
+ * it is read in pieces, never whole. */
+static void test_record_larger_than_memory(void **state)
+{
+    fixture *f = *state;
+    uint64_t size = MEM_LIMIT + 64 * MIB;
+    write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size));
+    hb_write_sparse(f->data0, size, NULL, 0);
+    expect_bounded(f, open_and_verify, 0, NULL);
+    expect_bounded(f, stream_t, 0, NULL);
+    /* the same with a wrong checksum: found at the end of the stream */
+    write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size) ^ 1);
+    expect_bounded(f, stream_t, CKPT_ECORRUPT, "tensor 't': checksum mismatch");
+    expect_msg_has(f, f->data0);
+    expect_bounded(f, open_and_verify, CKPT_ECORRUPT, "checksum mismatch");
+}
+
+/* Pieces come in whole elements, in order, at most the size asked for. */
+static void test_stream_pieces(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_record_stream *s = NULL;
+    const ckpt_tensor_entry *e;
+    uint8_t rec[40];
+    int32_t got[10];
+    size_t total = 0, pieces = 0;
+    const void *data;
+    size_t n;
+    for (int i = 0; i < 10; i++) {
+        int32_t v = i * 1000 - 3;
+        memcpy(rec + 4 * i, &v, 4); /* little-endian host assumed below */
+    }
+    {
+        ckpt_buf entry = CKPT_BUF_INIT;
+        const char *name = "t";
+        int64_t dim = 10;
+        hb_entry(&entry, CKPT_DT_INT32, &dim, 1, 0, 40,
+                 ckpt__crc32c_mask(ckpt__crc32c(rec, 40)), NULL);
+        hb_write_index(f->index, &name, &entry, 1);
+        ckpt_buf_dispose(&entry);
+    }
+    test_write_file(f->data0, rec, sizeof(rec));
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "t"));
+    /* 14 bytes asked: 12 (three elements) given */
+    assert_ckpt_ok(ckpt_record_stream_open(&s, r, e, 14));
+    for (;;) {
+        assert_ckpt_ok(ckpt_record_stream_next(s, &data, &n));
+        if (n == 0)
+            break;
+        assert_true(n == 12 || (n == 4 && total == 36));
+        memcpy((uint8_t *)got + total, data, n);
+        total += n;
+        pieces++;
+    }
+    assert_int_equal(total, 40);
+    assert_int_equal(pieces, 4);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(got[i], i * 1000 - 3);
+    /* after the end: the end again */
+    assert_ckpt_ok(ckpt_record_stream_next(s, &data, &n));
+    assert_int_equal(n, 0);
+    ckpt_record_stream_free(s);
+    /* 1 byte asked: one element */
+    assert_ckpt_ok(ckpt_record_stream_open(&s, r, e, 1));
+    assert_ckpt_ok(ckpt_record_stream_next(s, &data, &n));
+    assert_int_equal(n, 4);
+    ckpt_record_stream_free(s);
+    assert_ckpt_error(ckpt_record_stream_open(&s, NULL, e, 0), CKPT_EINVAL,
+                      "ckpt_record_stream_open: r is NULL");
+    ckpt_bundle_reader_free(r);
+}
+
+/* Open and stream "t" through `fs`: the error of the first failing step. */
+static int stream_through_fs(const fixture *f, const ckpt_fs *fs,
+                             uint64_t *bytes)
+{
+    ckpt_bundle_reader_options opts = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_record_stream *s = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    const void *data;
+    size_t n = 1;
+    int err;
+    opts.fs = fs;
+    *bytes = 0;
+    err = ckpt_bundle_reader_open(&r, f->prefix, &opts);
+    if (err == 0)
+        err = ckpt_bundle_reader_find(&e, r, "t");
+    if (err == 0)
+        err = ckpt_record_stream_open(&s, r, e, 0);
+    while (err == 0 && n > 0) {
+        err = ckpt_record_stream_next(s, &data, &n);
+        *bytes += n;
+    }
+    ckpt_record_stream_free(s);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* Every I/O operation of opening the index block by block and streaming a
+ * record, failed in turn: the error comes back naming the file, nothing
+ * leaks (ASan), and without the fault the record reads whole. */
+static void test_stream_io_faults(void **state)
+{
+    fixture *f = *state;
+    const unsigned mask = CKPT_FS_OP_ALL;
+    const uint64_t size = 3 * MIB + 8;
+    ckpt_fs_fault *ff = NULL;
+    uint64_t total, bytes = 0, failed = 0;
+    write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size));
+    hb_write_sparse(f->data0, size, NULL, 0);
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    assert_ckpt_ok(stream_through_fs(f, ckpt_fs_fault_fs(ff), &bytes));
+    assert_int_equal(bytes, size);
+    total = ckpt_fs_fault_count(ff, mask);
+    assert_true(total >= 8); /* open, size, footer, blocks, 4 pieces, ... */
+    for (uint64_t n = 1; n <= total; n++) {
+        int rc;
+        ckpt_fs_fault_fail(ff, n, mask, EIO, 0, 0);
+        rc = stream_through_fs(f, ckpt_fs_fault_fs(ff), &bytes);
+        ckpt_fs_fault_clear(ff);
+        if (rc == 0)
+            continue; /* a failed close after the reads is not reported */
+        assert_int_equal(rc, CKPT_EIO);
+        failed++;
+        if (!strstr(ckpt_error_last()->message, f->index) &&
+            !strstr(ckpt_error_last()->message, f->data0))
+            fail_msg("operation %llu: the message names no file: %s",
+                     (unsigned long long)n, ckpt_error_last()->message);
+    }
+    assert_true(failed + 3 >= total); /* all but the closes fail the read */
+    ckpt_fs_fault_free(ff);
+}
+
+/* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
+static void test_partitioned_huge_full_shape(void **state)
+{
+    fixture *f = *state;
+    int64_t dims[1] = {(int64_t)1 << 37}, lengths[1] = {2};
+    hb_write_partitioned(f->index, f->data0, dims, lengths, 1, 8);
+    expect_bounded(f, data_size, CKPT_ECORRUPT,
+                   "tensor 'w': slices cover 2 of 137438953472 elements");
+    expect_msg_has(f, f->index);
+}
+
+/* A partitioned tensor larger than the memory limit is checked piece by
+ * piece; its pieces must still cover it exactly once. */
+static void test_check_partitioned_larger_than_memory(void **state)
+{
+    fixture *f = *state;
+    int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
+    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
+    expect_bounded(f, check_w, 0, NULL);
+    expect_bounded(f, data_size, 0, NULL);
+}
+
+static void test_check_partitioned_overlap(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    ckpt_tensor_entry copy;
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
+    /* the sizes add up: only checking the pieces finds the overlap */
+    expect_bounded(f, data_size, 0, NULL);
+    expect_bounded(f, check_w, CKPT_ECORRUPT,
+                   "tensor 'w': slice 1 (0,2:0,3) overlaps an earlier slice");
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 0);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
+    assert_ckpt_ok(ckpt_bundle_reader_check(r, e));
+    copy = *e; /* not one of the reader's entries */
+    assert_ckpt_error(ckpt_bundle_reader_check(r, &copy), CKPT_EINVAL,
+                      "the entry is not one of");
+    assert_ckpt_error(ckpt_bundle_reader_check(NULL, e), CKPT_EINVAL,
+                      "ckpt_bundle_reader_check: r is NULL");
+    ckpt_bundle_reader_free(r);
+}
+
+/* ---- 4. arithmetic
+ * ----------------------------------------------------------- */
+
+/* Shape [0, 2^32, 2^32]: no elements, but the strides of the other
+ * dimensions overflow int64 (UBSan: signed overflow in the assembly). */
+static void test_partitioned_zero_dim_before_huge(void **state)
+{
+    fixture *f = *state;
+    int64_t dims[3] = {0, (int64_t)1 << 32, (int64_t)1 << 32};
+    hb_write_partitioned(f->index, f->data0, dims, dims, 3, 0);
+    expect_bounded(f, read_w_empty, 0, NULL);
+    expect_bounded(f, data_size, 0, NULL);
+}
+
+/* ---- 5. work amplification --------------------------------------------------
+ */
+
+static void test_restart_flood(void **state)
+{
+    fixture *f = *state;
+    size_t n;
+    uint8_t *block = hb_restart_flood(&n);
+    hb_write_repeated_handles(f->index, block, n, 0, 20000);
+    expect_bounded(f, open_only, CKPT_ECORRUPT,
+                   "262143 restart points but no entries");
+    expect_msg_has(f, f->index);
+    free(block);
+}
+
+static void test_restart_flood_snappy(void **state)
+{
+    fixture *f = *state;
+    size_t n;
+    uint8_t *block = hb_restart_flood(&n);
+    size_t clen = snappy_max_compressed_length(n);
+    char *packed = malloc(clen);
+    assert_non_null(packed);
+    assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
+                     SNAPPY_OK);
+    assert_true(clen < 100000); /* the issue's variant: about 49 KB */
+    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
+    expect_bounded(f, open_only, CKPT_ECORRUPT,
+                   "262143 restart points but no entries");
+    free(packed);
+    free(block);
+}
+
+/* Index entries naming one data block again: each block is read once. */
+static void test_repeated_data_block(void **state)
+{
+    fixture *f = *state;
+    ckpt_buf block = CKPT_BUF_INIT, key = CKPT_BUF_INIT, value = CKPT_BUF_INIT;
+    hb_header(&value, 1);
+    hb_block(&block, &key, &value, 1); /* "" -> header */
+    hb_write_repeated_handles(f->index, block.ptr, block.size, 0, 1000);
+    expect_bounded(f, open_only, CKPT_ECORRUPT,
+                   "overlaps or precedes the one before it");
+    ckpt_buf_dispose(&block);
+    ckpt_buf_dispose(&key);
+    ckpt_buf_dispose(&value);
+}
+
+/* 1,000 entries naming one 1 MiB record: refused when opened. */
+static void test_shared_record(void **state)
+{
+    fixture *f = *state;
+    enum { N = 1000 };
+    static char names[N][16];
+    const char *pnames[N];
+    ckpt_buf *entries = calloc(N, sizeof(*entries));
+    int64_t count = (int64_t)(MIB / 4);
+    uint32_t crc = hb_zeros_crc(MIB);
+    assert_non_null(entries);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "t%05d", i);
+        pnames[i] = names[i];
+        hb_entry(&entries[i], CKPT_DT_FLOAT, &count, 1, 0, (int64_t)MIB, crc,
+                 NULL);
+    }
+    hb_write_index(f->index, pnames, entries, N);
+    hb_write_sparse(f->data0, MIB, NULL, 0);
+    expect_bounded(f, open_and_verify, CKPT_ECORRUPT,
+                   "tensors 't00000' and 't00001' overlap in data file 0");
+    expect_msg_has(f, f->index);
+    for (int i = 0; i < N; i++)
+        ckpt_buf_dispose(&entries[i]);
+    free(entries);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_fifo_index),
+        T(test_directory_index),
+        T(test_fifo_data_file),
+        T(test_fifo_state_file),
+        T(test_sparse_10g_index),
+        T(test_sparse_index_huge_block),
+        T(test_sparse_4g_state_file),
+        T(test_huge_tensor_small_data_file),
+        T(test_record_larger_than_memory),
+        T(test_stream_pieces),
+        T(test_stream_io_faults),
+        T(test_partitioned_huge_full_shape),
+        T(test_check_partitioned_larger_than_memory),
+        T(test_check_partitioned_overlap),
+        T(test_partitioned_zero_dim_before_huge),
+        T(test_restart_flood),
+        T(test_restart_flood_snappy),
+        T(test_repeated_data_block),
+        T(test_shared_record),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
