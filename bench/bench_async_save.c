@@ -1,17 +1,26 @@
-/* bench/bench_async_save.c - measures, in one run, the async saver against
- * references taken on the same machine at the same time, and prints JSON:
+/* bench/bench_async_save.c - measures the async saver against references
+ * taken on the same machine in the same repetition, and prints one line
+ * per paired ratio (tab-separated: "ratio", figure, le|ge, target, value),
+ * which scripts/bench.sh turns into medians, ranges and verdicts:
  *
  *   blocking:   save_async's wait vs one memcpy of the state into a warm
- *               buffer (also while the previous write is still running,
- *               with SKIP and with COALESCE)
- *   throughput: a save's write vs write()+fsync()+rename of the same bytes
- *               from one buffer, and vs `dd bs=4M conv=fsync`
+ *               buffer timed just before it; and with the mutation fence
+ *               (the copy overlaps a pass that reads the state), the
+ *               trigger's and the fence's waits together vs that memcpy
+ *   write:      write()+fsync()+rename of the same bytes vs the save's
+ *               write (how much faster the save writes)
  *   loop:       a memory-bound loop rewriting the whole state every step,
- *               with a checkpoint every 2 and every 10 write-times: extra
- *               time per checkpoint vs a memcpy, and total slowdown
- *   restore:    cold restore with checksums vs read() of the data file
+ *               with a checkpoint every 2 and every 10 write-times, each
+ *               against the plain loop run just before it: extra time per
+ *               checkpoint vs a memcpy, and the slowdown
+ *   restore:    restore with checksums vs read() of the data file, both
+ *               cold (dropped from the page cache) and both cached
  *
- * usage: bench_async_save [--dir DIR] [--sizes MiB,MiB,...] [--reps N] */
+ * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
+ *                         [--quick]
+ *        bench_async_save --memcpy MiB     median of 5 memcpys, seconds
+ *        bench_async_save --drop-cache FILE...  evict files from the cache
+ */
 #include "ckpt.h"
 
 #include <fcntl.h>
@@ -100,6 +109,29 @@ static double time_memcpy(state *s, char *warm, int reps)
     return median(v, reps);
 }
 
+/* A step's forward pass: read the whole state (memory bound). */
+static double read_pass(const state *s)
+{
+    double sum = 0;
+    size_t n = s->tensor_bytes / sizeof(float);
+    for (int i = 0; i < NTENSORS; i++) {
+        const float *p = s->t[i];
+        float acc = 0;
+        for (size_t j = 0; j < n; j++)
+            acc += p[j];
+        sum += acc;
+    }
+    return sum;
+}
+
+static void ratio(const char *figure, size_t mib, const char *op, double target,
+                  double value)
+{
+    printf("ratio\t%s, %zu MiB\t%s\t%g\t%.6f\n", figure, mib, op, target,
+           value);
+    fflush(stdout);
+}
+
 static ckpt_saver *open_saver(const char *dir, state *s, int policy)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
@@ -153,20 +185,6 @@ static double time_plain_write(const char *dir, const char *buf, size_t n)
         perror("bench: fsync/rename");
         exit(1);
     }
-    return now() - t0;
-}
-
-static double time_dd(const char *dir, size_t n)
-{
-    char cmd[4300];
-    double t0;
-    snprintf(cmd, sizeof(cmd),
-             "dd if=/dev/zero of=%s/dd.bin bs=4M count=%zu conv=fsync "
-             "status=none",
-             dir, n / (4u << 20));
-    t0 = now();
-    if (system(cmd) != 0)
-        return -1.0;
     return now() - t0;
 }
 
@@ -233,89 +251,104 @@ static int saves_in(int steps, int every)
     return n;
 }
 
-static void bench_size(const char *dir, size_t mib, int reps, int first)
+static void bench_size(const char *dir, size_t mib, int reps, int quick)
 {
     state s;
     ckpt_saver *sv;
     ckpt_saver_metrics m;
     char *warm;
-    double memcpy_s, blocking[16], write_s[16], plain_s, dd_s;
-    double busy_skip_s, busy_coalesce_s, restore_s, read_s;
+    double write_s[16];
     int64_t stepno = 0;
     char data_path[4200];
     ckpt_buf latest = CKPT_BUF_INIT;
+    volatile double sink = 0;
 
     state_init(&s, mib << 20);
     warm = malloc(s.total);
     memset(warm, 0, s.total);
-    memcpy_s = time_memcpy(&s, warm, reps);
+    (void)time_memcpy(&s, warm, 2); /* warm up both buffers */
 
-    /* Blocking time and write time of idle async saves. */
+    /* Idle async saves: blocking vs a memcpy just before; the write vs
+     * write()+fsync()+rename just after. */
     sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
     for (int r = 0; r < reps; r++) {
+        double memcpy_s = time_memcpy(&s, warm, 1), plain_s;
         if (ckpt_saver_save_async(sv, ++stepno, NULL) < 0)
             die("save_async");
         if (ckpt_saver_wait(sv, 0, -1) < 0)
             die("wait");
         ckpt_saver_get_metrics(sv, &m);
-        blocking[r] = m.blocking_s_last;
         write_s[r] = m.write_s_last;
+        plain_s = time_plain_write(dir, warm, s.total);
+        ratio("blocking vs memcpy", mib, "le", 1.0,
+              m.blocking_s_last / memcpy_s);
+        ratio("write+fsync vs the save's write", mib, "ge", 1.0,
+              plain_s / m.write_s_last);
     }
-    /* A trigger while the previous write runs: SKIP. */
-    if (ckpt_saver_save_async(sv, ++stepno, NULL) < 0)
-        die("save_async");
-    {
-        double t0 = now();
-        int err = ckpt_saver_save_async(sv, ++stepno, NULL);
-        busy_skip_s = now() - t0;
-        if (err != CKPT_EBUSY && err != 0)
-            die("save_async while busy");
-    }
-    if (ckpt_saver_wait(sv, 0, -1) < 0)
-        die("wait");
     if (ckpt_saver_latest(sv, &latest) < 0)
         die("latest");
     snprintf(data_path, sizeof(data_path), "%s.data-00000-of-00001",
              latest.ptr);
-    /* Interleaved, so both see the same (host) caching: medians. */
-    {
-        double rs[16], rd[16];
-        for (int r = 0; r < reps; r++) {
-            double t0;
-            rd[r] = time_plain_read(data_path, warm, s.total);
-            drop_cache(data_path);
-            t0 = now();
-            if (ckpt_saver_restore(sv, latest.ptr) < 0)
-                die("restore");
-            rs[r] = now() - t0;
+    /* Restores, interleaved with read() of the same file: cold, then
+     * cached (the previous read left it in the cache). */
+    for (int r = 0; r < reps; r++) {
+        double t0, rd, rs;
+        rd = time_plain_read(data_path, warm, s.total);
+        drop_cache(data_path);
+        t0 = now();
+        if (ckpt_saver_restore(sv, latest.ptr) < 0)
+            die("restore");
+        rs = now() - t0;
+        ratio("cold restore vs read()", mib, "ge", 0.9, rd / rs);
+    }
+    for (int r = 0; r < reps; r++) {
+        double t0, rd, rs;
+        t0 = now();
+        {
+            int fd = open(data_path, O_RDONLY);
+            size_t off = 0;
+            ssize_t got;
+            if (fd < 0)
+                die("open data file");
+            while (off < s.total &&
+                   (got = read(fd, warm + off, s.total - off)) > 0)
+                off += (size_t)got;
+            close(fd);
         }
-        restore_s = median(rs, reps);
-        read_s = median(rd, reps);
+        rd = now() - t0;
+        t0 = now();
+        if (ckpt_saver_restore(sv, latest.ptr) < 0)
+            die("restore");
+        rs = now() - t0;
+        ratio("cached restore vs read()", mib, "ge", 0.9, rd / rs);
     }
     ckpt_saver_free(sv);
 
-    /* COALESCE: the second trigger snapshots into the second image. */
-    sv = open_saver(dir, &s, CKPT_BUSY_COALESCE);
-    if (ckpt_saver_save_async(sv, ++stepno, NULL) < 0)
-        die("save_async");
-    {
-        double t0 = now();
+    /* Overlapped snapshots: trigger, a pass that only reads the state,
+     * the fence; the waits of trigger and fence vs a memcpy. */
+    sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
+    if (ckpt_saver_mutation_fence(sv) < 0)
+        die("fence");
+    for (int r = 0; r < reps; r++) {
+        double memcpy_s = time_memcpy(&s, warm, 1);
         if (ckpt_saver_save_async(sv, ++stepno, NULL) < 0)
-            die("save_async while busy (coalesce)");
-        busy_coalesce_s = now() - t0;
+            die("save_async (overlapped)");
+        sink += read_pass(&s);
+        if (ckpt_saver_mutation_fence(sv) < 0)
+            die("fence");
+        ckpt_saver_get_metrics(sv, &m);
+        if (ckpt_saver_wait(sv, 0, -1) < 0)
+            die("wait");
+        ratio("blocking with the fence vs memcpy", mib, "le", 0.1,
+              m.blocking_s_last / memcpy_s);
     }
-    if (ckpt_saver_wait(sv, 0, -1) < 0)
-        die("wait");
     ckpt_saver_free(sv);
-
-    plain_s = time_plain_write(dir, warm, s.total);
-    dd_s = time_dd(dir, s.total);
 
     /* The training loop. */
     {
         double write_med = median(write_s, reps);
-        double t_step, base, with2, with10;
-        int steps, every2, every10, n2, n10;
+        double t_step, min_loop_s = quick ? 2.0 : 4.0;
+        int steps, every2, every10, n2, n10, periods = quick ? 2 : 4;
         sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
         /* Steady-state step time: the fastest of a few short runs (the
          * first steps after allocation or a restore run slow). */
@@ -331,66 +364,38 @@ static void bench_size(const char *dir, size_t mib, int reps, int first)
             every2 = 1;
         if (every10 < 1)
             every10 = 1;
-        /* At least 4 periods and about 4 s per loop, whole periods: short
-         * loops of a small state drown in a shared machine's noise. */
-        steps = every10 * 4;
-        while (steps * t_step < 4.0)
+        /* Whole periods, long enough that a shared machine's noise does
+         * not drown a small state's loop. */
+        steps = every10 * periods;
+        while (steps * t_step < min_loop_s)
             steps += every10;
-        {
-            /* Interleaved repetitions; medians damp a noisy machine. */
-            double b[16], w2[16], w10[16];
-            for (int r = 0; r < reps; r++) {
-                b[r] = run_loop(&s, sv, steps, 0, &stepno);
-                w2[r] = run_loop(&s, sv, steps, every2, &stepno);
-                w10[r] = run_loop(&s, sv, steps, every10, &stepno);
-            }
-            /* Each loop with saves against the plain loop run just before
-             * it (paired ratios), so slow drifts of a shared machine
-             * cancel; the median ratio gives the slowdown. */
-            for (int r = 0; r < reps; r++) {
-                w2[r] /= b[r];
-                w10[r] /= b[r];
-            }
-            base = median(b, reps);
-            with2 = median(w2, reps) * base;
-            with10 = median(w10, reps) * base;
-        }
+        /* ... and short enough that slow writes (a loaded machine) do not
+         * stretch the benchmark: at least two periods. */
+        while (steps > 2 * every10 && steps * t_step > 4 * min_loop_s)
+            steps -= every10;
         n2 = saves_in(steps, every2);
         n10 = saves_in(steps, every10);
+        for (int r = 0; r < reps; r++) {
+            /* Each loop with saves against the plain loop just before it
+             * (paired), so slow drifts of a shared machine cancel. */
+            double memcpy_s = time_memcpy(&s, warm, 1);
+            double b = run_loop(&s, sv, steps, 0, &stepno);
+            double w2 = run_loop(&s, sv, steps, every2, &stepno);
+            double b2 = run_loop(&s, sv, steps, 0, &stepno);
+            double w10 = run_loop(&s, sv, steps, every10, &stepno);
+            ratio("extra per checkpoint vs memcpy (every 2 write-times)", mib,
+                  "le", 2.0, (w2 - b) / (n2 ? n2 : 1) / memcpy_s);
+            ratio("loop slowdown (every 10 write-times)", mib, "le", 0.03,
+                  w10 / b2 - 1.0);
+        }
         ckpt_saver_get_metrics(sv, &m);
         ckpt_saver_free(sv);
-
-        printf("%s  {\"state_mib\": %zu, \"tensors\": %d,\n",
-               first ? "" : ",\n", mib, NTENSORS);
-        printf("   \"memcpy_s\": %.6f,\n", memcpy_s);
-        printf("   \"blocking_s\": %.6f, \"blocking_vs_memcpy\": %.3f,\n",
-               median(blocking, reps), median(blocking, reps) / memcpy_s);
-        printf("   \"blocking_busy_skip_s\": %.6f, "
-               "\"blocking_busy_coalesce_s\": %.6f, "
-               "\"blocking_busy_coalesce_vs_memcpy\": %.3f,\n",
-               busy_skip_s, busy_coalesce_s, busy_coalesce_s / memcpy_s);
-        printf("   \"save_write_s\": %.4f, \"plain_write_fsync_s\": %.4f, "
-               "\"dd_fsync_s\": %.4f,\n",
-               write_med, plain_s, dd_s);
-        printf(
-            "   \"throughput_vs_plain\": %.3f, \"throughput_vs_dd\": %.3f,\n",
-            plain_s / write_med, dd_s > 0 ? dd_s / write_med : -1.0);
-        printf("   \"loop_step_s\": %.5f, \"loop_steps\": %d,\n", t_step,
-               steps);
-        printf("   \"every_2x_write\": {\"checkpoints\": %d, "
-               "\"extra_per_checkpoint_s\": %.5f, "
-               "\"extra_vs_memcpy\": %.3f, \"slowdown\": %.4f},\n",
-               n2, (with2 - base) / (n2 ? n2 : 1),
-               (with2 - base) / (n2 ? n2 : 1) / memcpy_s, with2 / base - 1.0);
-        printf("   \"every_10x_write\": {\"checkpoints\": %d, "
-               "\"extra_per_checkpoint_s\": %.5f, \"slowdown\": %.4f},\n",
-               n10, (with10 - base) / (n10 ? n10 : 1), with10 / base - 1.0);
-        printf("   \"loop_saves_skipped\": %" PRIu64 ",\n", m.saves_skipped);
-        printf("   \"restore_s\": %.4f, \"plain_read_s\": %.4f, "
-               "\"restore_vs_read\": %.3f}",
-               restore_s, read_s, read_s / restore_s);
-        fflush(stdout);
+        fprintf(stderr,
+                "bench_async_save: %zu MiB: step %.4f s, %d steps per loop, "
+                "%d and %d checkpoints, %" PRIu64 " triggers skipped\n",
+                mib, t_step, steps, n2, n10, m.saves_skipped);
     }
+    (void)sink;
     ckpt_buf_dispose(&latest);
     free(warm);
     state_free(&s);
@@ -400,34 +405,52 @@ int main(int argc, char **argv)
 {
     const char *dir = "bench-tmp";
     char sizes[256] = "64,256,1024";
-    int reps = 5;
-    int first = 1;
+    int reps = 5, quick = 0;
     char *tok, *save = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
             dir = argv[++i];
-        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
             snprintf(sizes, sizeof(sizes), "%s", argv[++i]);
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = (int)strtol(argv[++i], NULL, 10);
-        else {
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--memcpy") == 0 && i + 1 < argc) {
+            state st;
+            char *warm;
+            size_t mib = (size_t)strtoul(argv[++i], NULL, 10);
+            state_init(&st, (mib ? mib : 1) << 20);
+            warm = malloc(st.total);
+            if (!warm)
+                return 1;
+            memset(warm, 0, st.total);
+            (void)time_memcpy(&st, warm, 2);
+            printf("%.6f\n", time_memcpy(&st, warm, 5));
+            free(warm);
+            state_free(&st);
+            return 0;
+        } else if (strcmp(argv[i], "--drop-cache") == 0) {
+            for (i++; i < argc; i++)
+                drop_cache(argv[i]);
+            return 0;
+        } else {
             fprintf(stderr, "usage: bench_async_save [--dir DIR] "
-                            "[--sizes MiB,...] [--reps N]\n");
+                            "[--sizes MiB,...] [--reps N] [--quick]\n"
+                            "       bench_async_save --memcpy MiB\n"
+                            "       bench_async_save --drop-cache FILE...\n");
             return 2;
         }
     }
     if (reps < 1 || reps > 16)
         reps = 5;
     mkdir(dir, 0755);
-    printf("{\"benchmark\": \"async_save\", \"results\": [\n");
     for (tok = strtok_r(sizes, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         size_t mib = (size_t)strtoul(tok, NULL, 10);
         if (mib < 1)
             continue;
-        bench_size(dir, mib, reps, first);
-        first = 0;
+        bench_size(dir, mib, reps, quick);
     }
-    printf("\n]}\n");
     return 0;
 }

@@ -98,7 +98,9 @@ typedef struct ckpt_fs {
      *  would be faster (the POSIX one does when most of the file is cached
      *  already); callers then read through `open_read`. Large restores
      *  use it to stream the data file with the checksum fused into the
-     *  copy to its destination. Since version 2. */
+     *  copy to its destination; a long stream also opens the file with
+     *  `open_read`, reads a few pieces both ways (again from several
+     *  threads at once) and continues with the faster. Since version 2. */
     int (*open_read_direct)(ckpt_file **out, const char *path, void *payload);
 } ckpt_fs;
 

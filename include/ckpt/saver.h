@@ -165,15 +165,36 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
 /** Snapshot every variable into a staging buffer (the only time the caller
  *  waits) and hand the write to the background writer. When the writer is
  *  idle and the state is 4 MiB or more, it shares the copy of the variables
- *  in plain memory, each thread taking the next variable (read callbacks
- *  always run on the calling thread); the copy is complete when this
- *  returns, so the variables may change at once. `ticket_out` (may be NULL) receives a
- *  number > 0 identifying the save.
+ *  in plain memory, each thread taking the next piece of at most 2 MiB
+ *  (read callbacks always run on the calling thread, inside this call);
+ *  the copy is complete when this returns, so the variables may change at
+ *  once.
+ *
+ *  Overlapped snapshots: once ckpt_saver_mutation_fence has been called on
+ *  this saver, a save_async that finds the writer idle runs the read
+ *  callbacks and returns, and the writer copies the variables in plain
+ *  memory while the caller goes on reading them. The caller must then call
+ *  ckpt_saver_mutation_fence before it next writes any variable; the values
+ *  saved are those at save_async. save, save_async, wait, close, free and
+ *  the restores complete such a snapshot first too; poll and get_metrics
+ *  do not. `ticket_out` (may be NULL) receives a number > 0 identifying the
+ *  save.
  *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
  *          and logged; nothing was copied); an earlier background failure
  *          (returned once, nothing dispatched); or an error of the snapshot */
 CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
                                        uint64_t *ticket_out);
+
+/** The caller is about to write the variables (e.g. the optimizer update
+ *  of a step): complete an overlapped snapshot taken by save_async — copy
+ *  what the writer has not copied yet, wait for the piece it is copying
+ *  (at most 2 MiB) — and dispatch its write. Costs nothing when no
+ *  snapshot is open. The first call switches the saver to overlapped
+ *  snapshots (see save_async); a caller that never calls it gets complete
+ *  copies from save_async, as before. Neither delivers outcomes nor
+ *  returns background errors (the next save, poll or wait does).
+ *  @return 0, or CKPT_EINVAL for a NULL saver */
+CKPT_EXTERN(int) ckpt_saver_mutation_fence(ckpt_saver *s);
 
 /** Deliver finished saves to `on_save_done` without blocking. `*busy_out`
  *  (may be NULL) is set to 1 while a write is in flight or pending.
@@ -286,8 +307,9 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
  *  after the NULL-argument checks. On a wrapped saver ckpt_saver_add_var
  *  and ckpt_saver_restore_subset are CKPT_ENOTSUP (register variables with
  *  the implementation), ckpt_saver_num_checkpoints is 0,
- *  ckpt_saver_checkpoint CKPT_ENOTSUP, ckpt_saver_staging_bytes 0 and
- *  ckpt_saver_reserve does nothing. Every member is required unless marked
+ *  ckpt_saver_checkpoint CKPT_ENOTSUP, ckpt_saver_staging_bytes 0, and
+ *  ckpt_saver_reserve and ckpt_saver_mutation_fence do nothing (its
+ *  save_async must take a complete snapshot before it returns). Every member is required unless marked
  *  optional. */
 typedef struct ckpt_saver_ops {
     unsigned int version; /**< CKPT_SAVER_OPS_VERSION */

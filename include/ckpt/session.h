@@ -153,6 +153,25 @@ CKPT_EXTERN(int) ckpt_step_context_publish_float(ckpt_step_context *sc,
 /** The step's run options: the caller's merged with every hook's (B19). */
 CKPT_EXTERN(const ckpt_run_options *) ckpt_step_context_options(
     const ckpt_step_context *sc);
+/** The step is about to write the variables (call it right before the
+ *  optimizer update, or whatever first writes a saved variable). An async
+ *  checkpoint triggered at the end of the previous step may still be
+ *  copying in the background, while the step only reads the state (its
+ *  forward and backward passes): the fence copies what is left, waits for
+ *  the piece the writer is copying and lets the step go on. The values
+ *  saved are those at the trigger step.
+ *
+ *  The first call switches the session's checkpoint savers to overlapped
+ *  snapshots; from then on every step that writes a variable must call the
+ *  fence first (a step that writes nothing need not: the session completes
+ *  an open snapshot when the step ends), and nothing may write the
+ *  variables between steps. A loop that never calls it gets complete
+ *  snapshots at the trigger, as before. Read callbacks of variables are
+ *  always called at the trigger, on the training thread. Works the same
+ *  in ckpt_monitored_session_run's step function and between
+ *  ckpt_monitored_session_before_run and _after_run.
+ *  @return 0, CKPT_EINVAL (NULL), CKPT_ESTATE (no step in progress) */
+CKPT_EXTERN(int) ckpt_step_context_mutation_fence(ckpt_step_context *sc);
 /** Ask to stop: the step completes (hooks' after_run run), the session
  *  stops, and run / after_run return CKPT_ESTOPITER, a clean end (B39). */
 CKPT_EXTERN(void) ckpt_step_context_request_stop(ckpt_step_context *sc);

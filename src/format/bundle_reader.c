@@ -21,6 +21,7 @@
 
 #include "common/internal.h"
 #include "format/bundle_proto.h"
+#include "format/bundle_read_report.h"
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
@@ -62,6 +63,8 @@ struct ckpt_bundle_reader {
     size_t shards_cap;
     ckpt_buf path;               /* scratch: a data file's name */
     ckpt__sliced_entries sliced; /* values of partitioned entries */
+    ckpt__read_report stream;    /* the last streamed read (mode 0: none) */
+    uint64_t stream_bytes;       /* bytes it read */
 };
 
 typedef ckpt__shown_name shown_name;
@@ -950,8 +953,9 @@ static int by_shard_then_offset(const void *a, const void *b)
 }
 
 /* Stream the records plan[0..n) of one data file with
- * ckpt__read_extents_direct. CKPT_ENOTSUP (nothing read, last error left as
- * it was) when that is not possible or not worth it. */
+ * ckpt__read_extents_report (keeping its report in r->stream). CKPT_ENOTSUP
+ * (nothing read, last error left as it was) when that is not possible or
+ * not worth it. */
 static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
                              size_t n)
 {
@@ -995,7 +999,10 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
     err = locate(r, plan[0].e, &s); /* sets r->path to the data file */
     ckpt__error_save(&saved);
     if (err == 0)
-        err = ckpt__read_extents_direct(r->fs, r->path.ptr, ext, next);
+        err = ckpt__read_extents_report(r->fs, r->path.ptr, ext, next,
+                                        &r->stream);
+    if (err == 0)
+        r->stream_bytes = total;
     if (err == CKPT_ENOTSUP)
         ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
@@ -1027,6 +1034,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         CKPT__CHECK_ARG(reqs);
     if (n == 0)
         return 0;
+    memset(&r->stream, 0, sizeof(r->stream));
+    r->stream_bytes = 0;
     plan = ckpt__calloc(n, sizeof(*plan));
     if (!plan)
         return ckpt__error_oom();
@@ -1219,4 +1228,12 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     }
     ckpt_buf_dispose(&rec);
     return err;
+}
+
+const ckpt__read_report *ckpt__bundle_reader_stream(const ckpt_bundle_reader *r,
+                                                    uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = r->stream_bytes;
+    return &r->stream;
 }

@@ -364,6 +364,10 @@ static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
     (void)coord;
     h->session = s;
     err = resolve_saver(h, s);
+    /* Steps that call the mutation fence complete our overlapped
+     * snapshots. */
+    if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
+        err = ckpt__session_add_fence_saver(s, h->saver);
     if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
         err = poll_saver(h, NULL);
     if (err == 0)
@@ -422,6 +426,8 @@ static void finish(ckpt__ckhook *h)
 {
     h->ended = 1;
     h->stop_pending = 0;
+    if (h->saver && h->session)
+        ckpt__session_remove_fence_saver(h->session, h->saver);
     if (h->saver && !h->own_saver) {
         ckpt_saver_get_metrics(h->saver, &h->final_metrics);
         h->has_final_metrics = 1;
@@ -504,6 +510,8 @@ static void hook_destroy(void *payload)
     if (!h)
         return;
     h->ended = 1;
+    if (h->own_saver && h->session)
+        ckpt__session_remove_fence_saver(h->session, h->saver);
     /* Only the caller's own saver is known to be alive here; a scaffold
      * saver got its callback back in end or on_abort. */
     if (h->hooked && h->hooked == h->explicit_saver)

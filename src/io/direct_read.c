@@ -7,7 +7,18 @@
  * the lock, then marks the slot as holding k (`held[slot] = k + 1`). The
  * consumer takes pieces in order, waiting for `held` to name the piece, and
  * frees the slot by advancing `consumed`. The first failure sets `stop`,
- * which every wait also watches. */
+ * which every wait also watches.
+ *
+ * Direct or buffered, by what this machine shows: when the file can also
+ * be opened through the page cache and has at least PROBE_MIN_PIECES
+ * pieces, the first PROBE_PIECES pieces alternate between the direct and
+ * the buffered file, each read timed by its reader; a reader about to
+ * claim a later piece waits until the probe pieces are in, and the first
+ * one there picks the mode with the higher rate for the rest of the file
+ * (a fast virtual disk cached by its host can beat O_DIRECT through the
+ * page cache's read-ahead; a real disk usually does not). Both modes fill
+ * the same ring and the caller copies with the checksum fused either way.
+ * The choice and the rates are reported (ckpt__read_report). */
 #include "direct_read.h"
 
 #include "common/internal.h"
@@ -17,11 +28,14 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define PIECE ((size_t)512 << 10)
 #define RING 8
 #define READERS 2
 #define ALIGN ((uint64_t)CKPT_DIRECT_ALIGN)
+#define PROBE_PIECES 4      /* even: direct, odd: buffered */
+#define PROBE_MIN_PIECES 16 /* below this the file is read direct only */
 
 typedef struct piece {
     uint64_t offset;
@@ -30,7 +44,8 @@ typedef struct piece {
 
 typedef struct stream {
     const ckpt_fs *fs;
-    ckpt_file *file;
+    ckpt_file *file;     /* opened with O_DIRECT */
+    ckpt_file *buffered; /* through the page cache; NULL: no probe */
     const piece *pieces;
     size_t npieces;
     uint8_t *ring[RING];
@@ -42,6 +57,12 @@ typedef struct stream {
     size_t next;
     size_t consumed;
     int stop;
+    /* the probe (see the top comment) */
+    size_t probe_pieces; /* 0: no probe, direct throughout */
+    size_t probed;       /* probe pieces read so far */
+    double probe_s[2];   /* read time per mode (0: direct, 1: buffered) */
+    uint64_t probe_bytes[2];
+    int mode; /* after the probe: CKPT__READ_DIRECT or _BUFFERED */
     ckpt__saved_error failure; /* the first reader failure (code 0: none) */
 } stream;
 
@@ -107,6 +128,34 @@ static size_t plan_pieces(const ckpt__extent *ext, size_t n, piece *out)
     return count;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double rate(const stream *s, int m)
+{
+    return s->probe_s[m] > 0 ? (double)s->probe_bytes[m] / s->probe_s[m] : 0;
+}
+
+/* The mode piece k is read with (mu held); for a piece after the probe,
+ * waits for the probe to end and makes the choice. */
+static int piece_mode(stream *s, size_t k)
+{
+    if (k < s->probe_pieces)
+        return k % 2 ? CKPT__READ_BUFFERED : CKPT__READ_DIRECT;
+    if (s->probe_pieces == 0)
+        return CKPT__READ_DIRECT;
+    while (!s->stop && s->probed < s->probe_pieces)
+        pthread_cond_wait(&s->filled, &s->mu);
+    if (s->mode == 0)
+        s->mode =
+            rate(s, 1) > rate(s, 0) ? CKPT__READ_BUFFERED : CKPT__READ_DIRECT;
+    return s->mode;
+}
+
 static void *reader_main(void *arg)
 {
     stream *s = arg;
@@ -115,18 +164,29 @@ static void *reader_main(void *arg)
         size_t k = s->next;
         size_t slot = k % RING;
         size_t got = 0;
-        int err;
+        int mode, err;
+        double t0;
         if (s->stop || k >= s->npieces)
             break;
         s->next++;
         while (!s->stop && k >= s->consumed + RING)
             pthread_cond_wait(&s->freed, &s->mu);
+        mode = s->stop ? 0 : piece_mode(s, k);
         if (s->stop)
             break;
         pthread_mutex_unlock(&s->mu);
-        err = ckpt__fs_pread(s->fs, s->file, s->ring[slot], s->pieces[k].len,
-                             s->pieces[k].offset, &got);
+        t0 = now_s();
+        err = ckpt__fs_pread(
+            s->fs, mode == CKPT__READ_BUFFERED ? s->buffered : s->file,
+            s->ring[slot], s->pieces[k].len, s->pieces[k].offset, &got);
+        t0 = now_s() - t0;
         pthread_mutex_lock(&s->mu);
+        if (k < s->probe_pieces) {
+            int m = mode == CKPT__READ_BUFFERED;
+            s->probe_s[m] += t0;
+            s->probe_bytes[m] += got;
+            s->probed++;
+        }
         if (err < 0) {
             if (s->failure.code == 0)
                 ckpt__error_save(&s->failure);
@@ -204,6 +264,8 @@ static int consume_all(stream *s, const char *path, ckpt__extent *ext, size_t n)
         if (err < 0)
             s->stop = 1;
         pthread_cond_broadcast(&s->freed);
+        if (s->stop) /* a reader may wait for the probe on `filled` */
+            pthread_cond_broadcast(&s->filled);
         pthread_mutex_unlock(&s->mu);
     }
     return err;
@@ -226,6 +288,7 @@ static int run_stream(stream *s, const char *path, ckpt__extent *ext, size_t n)
     pthread_mutex_lock(&s->mu);
     s->stop = 1;
     pthread_cond_broadcast(&s->freed);
+    pthread_cond_broadcast(&s->filled);
     pthread_mutex_unlock(&s->mu);
     for (int t = 0; t < started; t++)
         pthread_join(threads[t], NULL);
@@ -238,6 +301,13 @@ static int run_stream(stream *s, const char *path, ckpt__extent *ext, size_t n)
 
 int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
                               ckpt__extent *ext, size_t n)
+{
+    return ckpt__read_extents_report(fs, path, ext, n, NULL);
+}
+
+int ckpt__read_extents_report(const ckpt_fs *fs, const char *path,
+                              ckpt__extent *ext, size_t n,
+                              ckpt__read_report *report)
 {
     stream s;
     piece *pieces = NULL;
@@ -267,6 +337,14 @@ int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
     plan_pieces(ext, n, pieces);
     s.pieces = pieces;
     s.npieces = npieces;
+    if (npieces >= PROBE_MIN_PIECES) {
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        if (ckpt__fs_open_read(fs, &s.buffered, path) == 0)
+            s.probe_pieces = PROBE_PIECES;
+        else
+            ckpt__error_restore(&saved); /* no probe: direct throughout */
+    }
     for (int i = 0; i < RING; i++)
         s.ring[i] = (uint8_t *)raw + (ALIGN - (uintptr_t)raw % ALIGN) % ALIGN +
                     (size_t)i * PIECE;
@@ -274,10 +352,20 @@ int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
     pthread_cond_init(&s.filled, NULL);
     pthread_cond_init(&s.freed, NULL);
     err = run_stream(&s, path, ext, n);
+    if (report) {
+        memset(report, 0, sizeof(*report));
+        report->mode = s.mode ? s.mode : CKPT__READ_DIRECT;
+        report->probed = s.probe_pieces > 0;
+        report->direct_bytes_per_s = rate(&s, 0);
+        report->buffered_bytes_per_s = rate(&s, 1);
+        report->piece_bytes = PIECE;
+        report->readers = READERS;
+    }
     pthread_cond_destroy(&s.freed);
     pthread_cond_destroy(&s.filled);
     pthread_mutex_destroy(&s.mu);
 done:
+    ckpt__fs_close_quiet(fs, s.buffered); /* read-only: nothing to lose */
     if (err < 0)
         ckpt__fs_close_quiet(fs, s.file);
     else

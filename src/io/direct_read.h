@@ -37,4 +37,23 @@ typedef struct ckpt__extent {
 int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
                               ckpt__extent *ext, size_t n);
 
+enum { CKPT__READ_DIRECT = 1, CKPT__READ_BUFFERED = 2 };
+
+/* How a stream read its file. */
+typedef struct ckpt__read_report {
+    int mode;   /* what the pieces after the probe were read with */
+    int probed; /* the first pieces were read both ways and timed */
+    double direct_bytes_per_s, buffered_bytes_per_s; /* probe rates */
+    size_t piece_bytes;                              /* size of one read */
+    int readers;                                     /* reads in flight */
+} ckpt__read_report;
+
+/* The same, filling `report` (may be NULL) when the stream ran: with 16
+ * pieces or more and a file `fs` can also open through the page cache,
+ * the first 4 pieces are read alternately with O_DIRECT and through the
+ * cache, timed, and the faster way reads the rest. */
+int ckpt__read_extents_report(const ckpt_fs *fs, const char *path,
+                              ckpt__extent *ext, size_t n,
+                              ckpt__read_report *report);
+
 #endif

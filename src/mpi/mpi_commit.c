@@ -51,7 +51,7 @@ static int get_bytes(const uint8_t **p, const uint8_t *end,
 static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
-    const uint8_t *path;
+    const uint8_t *path = NULL;
     int err = get_bytes(&p, end, &path, &b->temp_len);
     if (err == 0)
         err = get_u32(&p, end, &b->count);
@@ -95,7 +95,7 @@ static int collect_entries(merge *m, const shard_blob *b)
     int err = 0;
     for (uint32_t i = 0; err == 0 && i < b->count; i++) {
         const uint8_t *key, *proto;
-        uint32_t key_len, proto_len;
+        uint32_t key_len = 0, proto_len = 0;
         err = get_bytes(&p, b->end, &key, &key_len);
         if (err == 0)
             err = get_bytes(&p, b->end, &proto, &proto_len);

@@ -219,7 +219,7 @@ static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, double *blocking_s)
     double t0 = ckpt__mpi_now();
     int err = 0;
     if (!img->ptr)
-        err = ckpt__image_alloc(img, s->image_bytes, s->nowned);
+        err = ckpt__image_alloc(img, s->image_bytes, s->nowned, 0);
     if (err == 0)
         err = ckpt__snapshot_vars(s->owned, s->nowned, img);
     *blocking_s = ckpt__mpi_now() - t0;

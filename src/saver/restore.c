@@ -4,6 +4,7 @@
  * the caller's memory in one ckpt_bundle_reader_read_many (file order,
  * streamed around the page cache when large), then those behind write
  * callbacks one by one. */
+#include "format/bundle_read_report.h"
 #include "saver_internal.h"
 
 #include <string.h>
@@ -76,6 +77,37 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
     return err;
 }
 
+/* Say how the data was read: streamed (direct or through the page cache,
+ * as the stream's probe chose) or record by record through the cache. */
+static void log_read_mode(ckpt_saver *s, const char *prefix,
+                          const ckpt_bundle_reader *r)
+{
+    uint64_t bytes = 0;
+    const ckpt__read_report *rep = ckpt__bundle_reader_stream(r, &bytes);
+    if (rep->mode == 0) {
+        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                        "restore %s: read through the page cache record by "
+                        "record (small, or the file is cached)",
+                        prefix);
+        return;
+    }
+    CKPT__SAVER_LOG(
+        s, CKPT_LOG_DEBUG,
+        "restore %s: %llu bytes streamed %s (%s; %zu KiB reads, %d in "
+        "flight)",
+        prefix, (unsigned long long)bytes,
+        rep->mode == CKPT__READ_BUFFERED ? "through the page cache"
+                                         : "with O_DIRECT",
+        rep->probed ? "chosen by a probe" : "too short to probe",
+        rep->piece_bytes >> 10, rep->readers);
+    if (rep->probed)
+        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                        "restore %s: probe rates: O_DIRECT %.2f GB/s, "
+                        "page cache %.2f GB/s",
+                        prefix, rep->direct_bytes_per_s / 1e9,
+                        rep->buffered_bytes_per_s / 1e9);
+}
+
 /* Restore `vars` (all registered ones when names is NULL). */
 static int restore_vars(ckpt_saver *s, const char *prefix,
                         const char *const *names, size_t n)
@@ -86,6 +118,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     size_t nreqs = 0;
     size_t count = names ? n : s->nvars;
     int err;
+    ckpt__saver_complete_snapshot(s); /* before the variables change */
     ro.fs = s->fs;
     err = ckpt_bundle_reader_open(&r, prefix, &ro);
     if (err < 0)
@@ -118,6 +151,8 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         nreqs++;
     }
     err = ckpt_bundle_reader_read_many(r, reqs, nreqs);
+    if (err == 0)
+        log_read_mode(s, prefix, r);
     for (size_t i = 0; i < count && err == 0; i++) {
         const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
         if (!reads_in_place(v))

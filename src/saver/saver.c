@@ -5,7 +5,9 @@
  * A synchronous save writes straight from the variables on the caller's
  * thread. An asynchronous one copies every variable into a pre-faulted
  * staging image on the caller's thread (the only wait) and queues a job for
- * the background writer (writer.c, which states the protocol). Staging
+ * the background writer (writer.c, which states the protocol); once the
+ * caller uses the mutation fence, the copy of the variables in plain
+ * memory may overlap the caller's next reads of them (overlap.c). Staging
  * memory is one image (SKIP, WAIT) or two (COALESCE), fixed once the
  * variables are known. Both kinds run the same save pipeline
  * (save_pipeline.c) and report to outcomes.c, which delivers outcomes to
@@ -344,12 +346,19 @@ int ckpt_saver_reserve(ckpt_saver *s)
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
     s->frozen = 1;
-    while (s->num_images < want) {
-        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
-                                    s->nvars);
+    if (!s->pieces) {
+        int err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,
+                                      &s->pieces, &s->npieces);
         if (err < 0)
             return err;
-        s->num_images++;
+    }
+    while (s->num_images < want) {
+        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
+                                    s->nvars, s->npieces);
+        if (err < 0)
+            return err;
+        if (++s->num_images == 1)
+            ckpt__saver_choose_checksum(s); /* into the fresh image */
     }
     return 0;
 }
@@ -388,6 +397,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     if (s->ops)
         return s->ops->save_async(s->ops_self, step, ticket_out);
     t0 = ckpt_clock_monotonic(s->opts.clock);
+    ckpt__saver_complete_snapshot(s); /* the previous trigger's, if open */
     err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
@@ -413,13 +423,35 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
             ckpt_error_last()->message);
         goto done;
     }
-    /* The snapshot: the only time the caller waits. */
-    err = ckpt__writer_snapshot(s, image);
-    if (err == 0)
-        err = new_job(&job, step, image, &stored, &prefix);
+    err = new_job(&job, step, image, &stored, &prefix);
     if (err < 0)
         goto done;
+    job->checksum = s->checksum;
+    /* The snapshot: the only time the caller waits (with the fence in use,
+     * it may leave the copy to the writer: 1). */
+    err = s->overlap ? ckpt__saver_overlap_snapshot(s, job)
+                     : ckpt__writer_snapshot(s, image);
+    if (err < 0) {
+        ckpt__job_free(job);
+        goto done;
+    }
     job->blocking_s = ckpt_clock_monotonic(s->opts.clock) - t0;
+    if (err == 1) {
+        ticket = ckpt__writer_number(s, job);
+        /* The trigger's own wait, until the fence adds its part. */
+        pthread_mutex_lock(&s->mu);
+        s->metrics.blocking_s_last = job->blocking_s;
+        pthread_mutex_unlock(&s->mu);
+        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                        "snapshot of step %" PRId64
+                        " started in %.6f s; the writer copies until the "
+                        "next mutation fence",
+                        step, job->blocking_s);
+        if (ticket_out)
+            *ticket_out = ticket;
+        err = 0;
+        goto done;
+    }
     CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
                     "snapshot of step %" PRId64
                     " taken in %.6f s; write dispatched",
@@ -443,7 +475,7 @@ int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
     err = ckpt__saver_enter(s);
     if (busy_out) {
         pthread_mutex_lock(&s->mu);
-        *busy_out = s->active || s->pending;
+        *busy_out = s->active || s->pending || s->deferred;
         pthread_mutex_unlock(&s->mu);
     }
     return err;
@@ -468,6 +500,7 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     CKPT__CHECK_ARG(s);
     if (s->ops)
         return s->ops->wait(s->ops_self, ticket, timeout_s);
+    ckpt__saver_complete_snapshot(s);
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
     pthread_mutex_lock(&s->mu);
@@ -518,12 +551,13 @@ void ckpt_saver_free(ckpt_saver *s)
         ckpt__saver_ops_free(s);
         return;
     }
+    ckpt__saver_complete_snapshot(s);
     ckpt__writer_stop(s); /* a pending snapshot is still written */
     ckpt__saver_deliver(s);
     for (size_t i = 0; i < s->nvars; i++)
         ckpt__free(s->vars[i].name);
     ckpt__free(s->vars);
-    ckpt__free(s->plain_vars);
+    ckpt__free(s->pieces);
     for (int i = 0; i < s->num_images; i++)
         ckpt__image_free(&s->images[i]);
     ckpt__job_free(s->active);

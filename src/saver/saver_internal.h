@@ -103,39 +103,72 @@ typedef struct ckpt__var {
 } ckpt__var;
 
 typedef struct ckpt__image {
-    uint8_t *ptr;   /* page-aligned, pre-faulted */
-    size_t mapped;  /* bytes mapped (a multiple of the page size) */
-    uint32_t *crcs; /* per variable: CRC32C of its record (unmasked) */
+    uint8_t *ptr;         /* page-aligned, pre-faulted */
+    size_t mapped;        /* bytes mapped (a multiple of the page size) */
+    uint32_t *crcs;       /* per variable: CRC32C of its record (unmasked) */
+    uint32_t *piece_crcs; /* per piece of the plan, when fused */
 } ckpt__image;
 
-int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars);
+int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
+                      size_t npieces);
 void ckpt__image_free(ckpt__image *img);
-/* Copy every variable into `img` at its offset (the training thread's only
- * wait), computing each record's CRC32C in the same pass (img->crcs); a
- * read callback failure gives CKPT_EUSER naming the variable. */
-int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
-/* The same for variables [begin, end) only (their CRCs at those indexes). */
-int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,
-                         ckpt__image *img);
 
-/* A snapshot two threads share: the variables in plain memory are claimed
- * one at a time (`next`), so whichever thread is free copies the next one
- * and neither waits for the other to start; variables behind read
- * callbacks are copied by the calling thread only. */
+/* Variables in plain memory are copied in pieces of at most this many
+ * bytes, claimed one at a time by whichever thread is free. */
+#define CKPT__PIECE_BYTES ((uint64_t)2 << 20)
+
+/* A piece of a variable in plain memory: bytes [offset, offset + len). */
+typedef struct ckpt__piece {
+    size_t var; /* index of the variable */
+    uint64_t offset;
+    uint64_t len;
+} ckpt__piece;
+
+/* Split every variable in plain memory into pieces of at most
+ * `piece_bytes`, in variable order (a variable's pieces are consecutive
+ * and in offset order); *out is NULL when there are none. */
+int ckpt__snapshot_plan(const ckpt__var *vars, size_t n, uint64_t piece_bytes,
+                        ckpt__piece **out, size_t *nout);
+
+/* One snapshot, which two threads may share: pieces are claimed one at a
+ * time (`next`), so whichever thread is free copies the next one and
+ * neither waits for the other to start; variables behind read callbacks
+ * are copied by the calling thread only. */
 typedef struct ckpt__snapshot_work {
     const ckpt__var *vars;
     size_t nvars;
-    const size_t *plain; /* indexes of the variables in plain memory */
-    size_t nplain;
+    const ckpt__piece *pieces;
+    size_t npieces;
     ckpt__image *img;
-    atomic_size_t next; /* next index into `plain` to claim */
+    int checksum;       /* 1: each copy computes its CRC (img->piece_crcs,
+                           img->crcs for callbacks); 0: plain copies, the
+                           writer checksums the image (ckpt__image_seal) */
+    atomic_size_t next; /* next piece to claim */
 } ckpt__snapshot_work;
 
-/* Copy claimed plain variables until none is left (cannot fail). */
-void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w);
-/* The calling thread's part: every variable behind a read callback, then
- * claims. After a callback failure no more claims are handed out. */
+/* Copy every variable into `img` at its offset on the calling thread,
+ * whole variables, each record's CRC fused into its copy (img->crcs); a
+ * read callback failure gives CKPT_EUSER naming the variable. (For
+ * callers with their own images, such as the MPI saver.) */
+int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
+/* Copy claimed pieces until none is left (cannot fail). */
+void ckpt__snapshot_claim(ckpt__snapshot_work *w);
+/* Copy every variable behind a read callback (calling thread only); a
+ * failing callback gives CKPT_EUSER naming the variable, and no more
+ * pieces are handed out. */
+int ckpt__snapshot_callbacks(ckpt__snapshot_work *w);
+/* The calling thread's whole part: the callbacks, then claims. */
 int ckpt__snapshot_run_caller(ckpt__snapshot_work *w);
+/* Once every piece is copied: set img->crcs for every variable (combining
+ * the pieces' CRCs, or checksumming the image when the copies were
+ * plain). Called by the writer before it writes the image. */
+void ckpt__image_seal(const ckpt__snapshot_work *w);
+/* Time the fused copy-and-checksum against a plain copy of `n` bytes from
+ * `src` into `dst` (interleaved, best of `rounds` each); returns 1 when
+ * the snapshot should fuse the checksum into the copy, 0 when plain copies
+ * are clearly faster. */
+int ckpt__snapshot_measure(const void *src, void *dst, size_t n, int rounds,
+                           double *fused_s, double *plain_s);
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
@@ -158,6 +191,7 @@ typedef struct ckpt__job {
     char *prefix; /* full prefix */
     char *stored; /* as named in the state file */
     int image;    /* index into saver->images */
+    int checksum; /* the snapshot's copies computed the CRCs */
     double blocking_s;
 } ckpt__job;
 
@@ -190,6 +224,15 @@ struct ckpt_saver {
 
     ckpt__image images[2];
     int num_images;
+    ckpt__piece *pieces; /* the snapshot plan (fixed with the variables) */
+    size_t npieces;
+    int checksum;        /* snapshots fuse the CRC into the copy (measured once
+                            at reserve; else the writer checksums the image) */
+    int overlap;         /* a mutation fence was called: save_async may leave
+                            the copy to the writer until the next fence */
+    ckpt__job *deferred; /* triggered, copy not yet complete (caller
+                            thread only; the writer helps through
+                            help_work) */
 
     /* Everything below is shared with the writer thread: guarded by mu. */
     pthread_mutex_t mu;
@@ -199,13 +242,11 @@ struct ckpt_saver {
     int stopping;
     ckpt__job *active;  /* being written */
     ckpt__job *pending; /* snapshot taken, waiting for the writer */
-    /* An idle writer helps with a snapshot: asked, it claims variables
+    /* An idle writer helps with a snapshot: asked, it claims pieces
      * from help_work as save_async does; save_async withdraws a request
      * the writer has not taken up yet, or waits for it to finish. */
     int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (writer.c) */
     ckpt__snapshot_work help_work;
-    size_t *plain_vars; /* indexes of variables in plain memory */
-    size_t nplain;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */
@@ -260,10 +301,36 @@ void ckpt__writer_stop(ckpt_saver *s);
  * CKPT_EBUSY when the save is skipped. */
 int ckpt__writer_choose_image(ckpt_saver *s, int64_t step);
 /* Copy every variable into images[image]; an idle writer shares the copy
- * of the variables in plain memory. */
+ * of the variables in plain memory when the state is large. */
 int ckpt__writer_snapshot(ckpt_saver *s, int image);
-/* Number `job` and queue it as pending (takes mu; the writer owns the job
- * afterwards). Returns its ticket. */
+/* The two halves of a snapshot: set up help_work for images[image] and,
+ * when `share` and the writer is idle, ask it to claim pieces (returns
+ * whether it was asked; with `fuse_if_asked` the copies then fuse the
+ * checksum, whatever s->checksum says); then copy the pieces left and
+ * wait for the writer's last one, or withdraw the request. */
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
+                                int fuse_if_asked);
+void ckpt__writer_snapshot_end(ckpt_saver *s, int asked);
+/* Number `job` now (takes mu), before it is submitted. */
+uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job);
+/* Number `job` unless it is numbered already and queue it as pending
+ * (takes mu; the writer owns the job afterwards). Returns its ticket. */
 uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job);
+
+/* ---- snapshot setup and overlapped snapshots (overlap.c) ---------------- */
+
+/* Once, at the first image: time the fused copy-and-checksum against a
+ * plain copy of the biggest variable into that image and set s->checksum
+ * (CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces a choice). */
+void ckpt__saver_choose_checksum(ckpt_saver *s);
+/* save_async's snapshot once the fence is in use: the callbacks on the
+ * caller's thread, then, if the writer is idle, the plain pieces are left
+ * to it and `job` becomes s->deferred (returns 1); otherwise the copy is
+ * completed here (0). An error leaves no snapshot open. */
+int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job);
+/* Complete an open overlapped snapshot and submit its job; nothing when
+ * none is open. Every saver call but poll and get_metrics calls it before
+ * it could let the variables change. */
+void ckpt__saver_complete_snapshot(ckpt_saver *s);
 
 #endif

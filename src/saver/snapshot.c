@@ -1,19 +1,28 @@
 /* saver/snapshot.c - staging images for async saves and the snapshot copy
- * into them: the only part of an async save the training loop waits for.
+ * into them: the part of an async save the training loop may wait for.
  *
  * An image is laid out exactly as the data file will be: each variable's
  * record at its offset, contiguous (TensorFlow's alignment 1). It is mapped
  * page-aligned (so it can be written with O_DIRECT) and pre-faulted with
  * MAP_POPULATE once, then reused for every save, so a snapshot costs one
- * memcpy into warm memory and no page faults. When the writer thread is
- * idle it shares the copy (ckpt__snapshot_work): one core's copy does not
- * use all the memory bandwidth, so two nearly halve the wait. */
+ * copy into warm memory and no page faults.
+ *
+ * The variables in plain memory are copied in pieces of at most
+ * CKPT__PIECE_BYTES, which any thread may claim (ckpt__snapshot_claim): the
+ * caller and an idle writer share a snapshot that way, large variables
+ * included, and a wait for the other thread is at most one piece. Each
+ * piece's CRC-32C is either fused into its copy (one pass over the source)
+ * or left to the writer, which checksums the image before writing
+ * (ckpt__image_seal): whichever of the two copies is faster on this machine
+ * (ckpt__snapshot_measure) keeps the loop's wait shortest. Variables behind
+ * read callbacks are copied by the calling thread only. */
 #include "saver_internal.h"
 #include "util/crc32c.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static size_t page_size(void)
@@ -22,7 +31,8 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
-int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars)
+int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
+                      size_t npieces)
 {
     size_t page = page_size();
     size_t len;
@@ -47,7 +57,13 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
     img->crcs = ckpt__calloc(nvars ? nvars : 1, sizeof(*img->crcs));
-    if (!img->crcs) {
+    img->piece_crcs =
+        ckpt__calloc(npieces ? npieces : 1, sizeof(*img->piece_crcs));
+    if (!img->crcs || !img->piece_crcs) {
+        ckpt__free(img->crcs);
+        ckpt__free(img->piece_crcs);
+        img->crcs = NULL;
+        img->piece_crcs = NULL;
         munmap(p, len);
         return ckpt__error_oom();
     }
@@ -61,47 +77,90 @@ void ckpt__image_free(ckpt__image *img)
     if (img->ptr)
         munmap(img->ptr, img->mapped);
     ckpt__free(img->crcs);
+    ckpt__free(img->piece_crcs);
     img->crcs = NULL;
+    img->piece_crcs = NULL;
     img->ptr = NULL;
     img->mapped = 0;
 }
 
-int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
+int ckpt__snapshot_plan(const ckpt__var *vars, size_t n, uint64_t piece_bytes,
+                        ckpt__piece **out, size_t *nout)
 {
-    return ckpt__snapshot_range(vars, 0, n, img);
-}
-
-void ckpt__snapshot_claim_plain(ckpt__snapshot_work *w)
-{
-    for (;;) {
-        size_t k = atomic_fetch_add(&w->next, 1);
-        if (k >= w->nplain)
-            return;
-        (void)ckpt__snapshot_range(w->vars, w->plain[k], w->plain[k] + 1,
-                                   w->img);
-    }
-}
-
-int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
-{
-    for (size_t i = 0; i < w->nvars; i++) {
-        int err;
-        if (!w->vars[i].v.read)
+    size_t count = 0, k = 0;
+    ckpt__piece *p;
+    *out = NULL;
+    *nout = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!vars[i].v.read)
+            count += (size_t)((vars[i].bytes + piece_bytes - 1) / piece_bytes);
+    if (count == 0)
+        return 0;
+    p = ckpt__calloc(count, sizeof(*p));
+    if (!p)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < n; i++) {
+        if (vars[i].v.read)
             continue;
-        err = ckpt__snapshot_range(w->vars, i, i + 1, w->img);
-        if (err < 0) {
-            atomic_store(&w->next, w->nplain); /* nothing more to claim */
-            return err;
+        for (uint64_t off = 0; off < vars[i].bytes; off += piece_bytes) {
+            uint64_t left = vars[i].bytes - off;
+            p[k].var = i;
+            p[k].offset = off;
+            p[k].len = left < piece_bytes ? left : piece_bytes;
+            k++;
         }
     }
-    ckpt__snapshot_claim_plain(w);
+    *out = p;
+    *nout = count;
     return 0;
 }
 
-int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,
-                         ckpt__image *img)
+static void copy_piece(const ckpt__snapshot_work *w, size_t k)
 {
-    for (size_t i = begin; i < end; i++) {
+    const ckpt__piece *p = &w->pieces[k];
+    const ckpt__var *v = &w->vars[p->var];
+    uint8_t *dst = w->img->ptr + v->offset + p->offset;
+    const uint8_t *src = (const uint8_t *)v->v.data + p->offset;
+    if (w->checksum)
+        w->img->piece_crcs[k] = ckpt__crc32c_copy(0, dst, src, (size_t)p->len);
+    else
+        memcpy(dst, src, (size_t)p->len);
+}
+
+void ckpt__snapshot_claim(ckpt__snapshot_work *w)
+{
+    for (;;) {
+        size_t k = atomic_fetch_add(&w->next, 1);
+        if (k >= w->npieces)
+            return;
+        copy_piece(w, k);
+    }
+}
+
+int ckpt__snapshot_callbacks(ckpt__snapshot_work *w)
+{
+    for (size_t i = 0; i < w->nvars; i++) {
+        const ckpt__var *v = &w->vars[i];
+        uint8_t *dst = w->img->ptr + v->offset;
+        int rc;
+        if (!v->v.read)
+            continue;
+        rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
+        if (rc != 0) {
+            atomic_store(&w->next, w->npieces); /* nothing more to claim */
+            return ckpt__error(CKPT_EUSER,
+                               "variable '%s': read callback failed (%d)",
+                               v->name, rc);
+        }
+        if (w->checksum)
+            w->img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
+    }
+    return 0;
+}
+
+int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
+{
+    for (size_t i = 0; i < n; i++) {
         const ckpt__var *v = &vars[i];
         uint8_t *dst = img->ptr + v->offset;
         if (v->v.read) {
@@ -112,10 +171,77 @@ int ckpt__snapshot_range(const ckpt__var *vars, size_t begin, size_t end,
                                    v->name, rc);
             img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
         } else {
-            /* One pass: the copy and its checksum. */
             img->crcs[i] =
                 ckpt__crc32c_copy(0, dst, v->v.data, (size_t)v->bytes);
         }
     }
     return 0;
+}
+
+int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
+{
+    int err = ckpt__snapshot_callbacks(w);
+    if (err < 0)
+        return err;
+    ckpt__snapshot_claim(w);
+    return 0;
+}
+
+void ckpt__image_seal(const ckpt__snapshot_work *w)
+{
+    ckpt__image *img = w->img;
+    if (!w->checksum) {
+        for (size_t i = 0; i < w->nvars; i++)
+            img->crcs[i] = ckpt__crc32c(img->ptr + w->vars[i].offset,
+                                        (size_t)w->vars[i].bytes);
+        return;
+    }
+    for (size_t i = 0; i < w->nvars; i++)
+        if (!w->vars[i].v.read)
+            img->crcs[i] = 0; /* the CRC of no bytes; pieces extend it */
+    for (size_t k = 0; k < w->npieces; k++) {
+        const ckpt__piece *p = &w->pieces[k];
+        img->crcs[p->var] =
+            ckpt__crc32c_combine(img->crcs[p->var], img->piece_crcs[k], p->len);
+    }
+}
+
+/* ---- choosing where the checksum is computed ------------------------------
+ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ckpt__snapshot_measure(const void *src, void *dst, size_t n, int rounds,
+                           double *fused_s, double *plain_s)
+{
+    double best_fused = -1.0, best_plain = -1.0;
+    volatile uint32_t sink = 0;
+    for (int r = 0; r < rounds; r++) {
+        /* interleaved, alternating which goes first, best of each */
+        for (int j = 0; j < 2; j++) {
+            int fused = (r + j) % 2 == 0;
+            double t0 = now_s(), dt;
+            if (fused)
+                sink ^= ckpt__crc32c_copy(0, dst, src, n);
+            else
+                memcpy(dst, src, n);
+            dt = now_s() - t0;
+            if (fused && (best_fused < 0 || dt < best_fused))
+                best_fused = dt;
+            if (!fused && (best_plain < 0 || dt < best_plain))
+                best_plain = dt;
+        }
+    }
+    (void)sink;
+    *fused_s = best_fused;
+    *plain_s = best_plain;
+    /* Plain copies leave a second pass over the image to the writer, which
+     * costs memory bandwidth the loop shares: only worth it when clearly
+     * faster for the caller. */
+    return !(best_plain > 0 && best_plain < 0.85 * best_fused);
 }

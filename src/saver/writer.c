@@ -22,18 +22,25 @@
  *  - Sharing a snapshot (`help_state`): NONE -> ASKED by the caller, only
  *    while the writer is idle (no job, not stopping) and the image is large;
  *    ASKED -> RUNNING when the writer takes it up and, without the lock,
- *    claims plain-memory variables from `help_work` as the caller does;
- *    RUNNING -> DONE when claims run out. The caller, done with its own
- *    part, waits while RUNNING and then sets NONE, which also withdraws a
- *    request still ASKED: the writer reads help_state under mu, so it never
- *    starts on a withdrawn one. Each claim is an atomic index, so every
- *    variable is copied exactly once.
+ *    claims pieces of plain-memory variables from `help_work` as the
+ *    caller does; RUNNING -> DONE when claims run out. The caller, done
+ *    with its own part, waits while RUNNING and then sets NONE, which also
+ *    withdraws a request still ASKED: the writer reads help_state under
+ *    mu, so it never starts on a withdrawn one. Each claim is an atomic
+ *    index, so every piece is copied exactly once. An overlapped snapshot
+ *    (overlap.c) is the same handshake with the caller's part deferred to
+ *    the next fence: the writer is idle (no job) from ASKED until the
+ *    fence submits the job, so it only ever copies or waits meanwhile.
+ *  - Before writing, the writer seals the job's image (the records' CRCs
+ *    from the pieces', or computed over the image when the snapshot's
+ *    copies were plain).
  *  - Stopping: `stopping` is set and the thread joined; a pending job is
  *    still written first, so no snapshot taken is lost. */
 #include "saver_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { HELP_NONE = 0, HELP_ASKED, HELP_RUNNING, HELP_DONE };
 
@@ -57,8 +64,18 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     uint64_t bytes = 0;
     double write_s = 0.0;
     char msg[512] = "";
-    int err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image],
-                                           &bytes, &write_s);
+    ckpt__snapshot_work seal;
+    int err;
+    memset(&seal, 0, sizeof(seal));
+    seal.vars = s->vars;
+    seal.nvars = s->nvars;
+    seal.pieces = s->pieces;
+    seal.npieces = s->npieces;
+    seal.img = &s->images[job->image];
+    seal.checksum = job->checksum;
+    ckpt__image_seal(&seal);
+    err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image], &bytes,
+                                       &write_s);
     if (err < 0) {
         snprintf(msg, sizeof(msg), "save of step %" PRId64 " to %s failed: %s",
                  job->step, job->prefix, ckpt_error_last()->message);
@@ -84,7 +101,7 @@ static void help_with_snapshot(ckpt_saver *s)
 {
     s->help_state = HELP_RUNNING;
     pthread_mutex_unlock(&s->mu);
-    ckpt__snapshot_claim_plain(&s->help_work);
+    ckpt__snapshot_claim(&s->help_work);
     pthread_mutex_lock(&s->mu);
     s->help_state = HELP_DONE;
     pthread_cond_broadcast(&s->cv);
@@ -177,61 +194,70 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
     }
 }
 
-/* The indexes of the variables in plain memory (once: the variables are
- * frozen by the first save). */
-static int list_plain_vars(ckpt_saver *s)
-{
-    if (s->plain_vars || s->nvars == 0)
-        return 0;
-    s->plain_vars = ckpt__calloc(s->nvars, sizeof(*s->plain_vars));
-    if (!s->plain_vars)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < s->nvars; i++)
-        if (!s->vars[i].v.read)
-            s->plain_vars[s->nplain++] = i;
-    return 0;
-}
-
-int ckpt__writer_snapshot(ckpt_saver *s, int image)
+int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
+                                int fuse_if_asked)
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
-    int err = list_plain_vars(s);
-    if (err < 0)
-        return err;
     w->vars = s->vars;
     w->nvars = s->nvars;
-    w->plain = s->plain_vars;
-    w->nplain = s->nplain;
+    w->pieces = s->pieces;
+    w->npieces = s->npieces;
     w->img = &s->images[image];
+    w->checksum = s->checksum;
     atomic_store(&w->next, 0);
-    if (s->image_bytes >= SHARE_MIN_BYTES && s->nplain >= 2) {
+    if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
+            if (fuse_if_asked)
+                w->checksum = 1;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
             asked = 1;
         }
         pthread_mutex_unlock(&s->mu);
     }
-    err = ckpt__snapshot_run_caller(w);
-    if (asked) {
-        /* A request not taken up yet is withdrawn; one taken up is waited
-         * for (at most the copy of one variable, as claims ran out). */
-        pthread_mutex_lock(&s->mu);
-        while (s->help_state == HELP_RUNNING)
-            pthread_cond_wait(&s->cv, &s->mu);
-        s->help_state = HELP_NONE;
-        pthread_mutex_unlock(&s->mu);
-    }
+    return asked;
+}
+
+void ckpt__writer_snapshot_end(ckpt_saver *s, int asked)
+{
+    ckpt__snapshot_claim(&s->help_work);
+    if (!asked)
+        return;
+    /* A request not taken up yet is withdrawn; one taken up is waited for
+     * (at most the copy of one piece, as claims ran out). */
+    pthread_mutex_lock(&s->mu);
+    while (s->help_state == HELP_RUNNING)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->help_state = HELP_NONE;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int ckpt__writer_snapshot(ckpt_saver *s, int image)
+{
+    int asked = ckpt__writer_snapshot_begin(
+        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2, 0);
+    int err = ckpt__snapshot_callbacks(&s->help_work);
+    ckpt__writer_snapshot_end(s, asked);
     return err;
+}
+
+uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job)
+{
+    pthread_mutex_lock(&s->mu);
+    job->ticket = ++s->next_ticket;
+    pthread_mutex_unlock(&s->mu);
+    return job->ticket;
 }
 
 uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job)
 {
     uint64_t ticket;
     pthread_mutex_lock(&s->mu);
-    ticket = job->ticket = ++s->next_ticket;
+    if (job->ticket == 0)
+        job->ticket = ++s->next_ticket;
+    ticket = job->ticket;
     s->pending = job;
     ckpt__saver_count_started(s, job->blocking_s);
     pthread_cond_broadcast(&s->cv);

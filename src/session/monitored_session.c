@@ -355,6 +355,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     if (ms->stop_source_detach)
         ms->stop_source_detach();
     destroy_hooks(ms->hooks, ms->num_hooks);
+    ckpt__free(ms->fence_savers);
     if (!ms->graph_was_frozen)
         ckpt__graph_set_frozen(ms->graph, 0);
     ckpt__graph_forget_agreement(ms->graph);

@@ -240,6 +240,9 @@ static int end_step(ckpt_monitored_session *ms, int status,
 {
     int err;
     ms->in_step = 0;
+    /* Whether or not the step called the fence, it is over: an overlapped
+     * snapshot is complete before anything else may write the variables. */
+    ckpt__ms_complete_snapshots(ms);
     if (status != 0) {
         /* B23: no after_run. A background recoverable error recorded in
          * the coordinator is the root cause of a non-recoverable failure. */

@@ -163,6 +163,11 @@ struct ckpt_monitored_session {
     int64_t step_after;
     uint64_t recoveries;
 
+    /* savers a step's mutation fence completes (mutation_fence.c) */
+    ckpt_saver **fence_savers;
+    size_t num_fence_savers, cap_fence_savers;
+    int fence_used; /* a step called the fence: snapshots overlap */
+
     /* preemption (see hooks/preemption.c) */
     const atomic_int *stop_source;
     void (*stop_source_detach)(void);
@@ -194,6 +199,15 @@ int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms);
  * when the session is freed. NULL removes it. */
 void ckpt__ms_set_stop_source(ckpt_monitored_session *ms,
                               const atomic_int *flag, void (*detach)(void));
+
+/* For the checkpoint hooks: a saver whose overlapped snapshots the step's
+ * mutation fence completes (added once; removing it completes an open
+ * snapshot first). @return 0, CKPT_EINVAL, CKPT_ENOMEM */
+int ckpt__session_add_fence_saver(ckpt_session *s, ckpt_saver *saver);
+void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver);
+/* Once a step has called the fence: complete every registered saver's
+ * open snapshot (at the end of every step). */
+void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms);
 
 /* Sleep for `seconds` of real time (the recovery back-off). */
 void ckpt__sleep_s(double seconds);

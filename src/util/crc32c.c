@@ -7,8 +7,10 @@
  *    "shift by N zero bytes" tables (CRC is linear over GF(2));
  *  - portable: slicing-by-8 tables.
  * All tables are computed once under pthread_once together with the CPU
- * feature test; that one-time initialisation is the file's only global
- * state, and it is never written again afterwards.
+ * feature test, and whether long fused copies use non-temporal stores is
+ * measured once under another pthread_once (see choose_streaming); those
+ * two one-time initialisations are the file's only global state, never
+ * written again afterwards.
  *
  * Internally the CRC "register" is the raw (pre-inverted) state; the public
  * functions take and return finalised CRCs, inverting on entry and exit. */
@@ -17,6 +19,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CKPT__CRC_X86 1
@@ -31,7 +35,8 @@
  * buffers and a short one for the tail (both multiples of 8). */
 #define LONG_STRIPE 8192
 #define SHORT_STRIPE 256
-/* Fused copies at least this long store with non-temporal writes. */
+/* Fused copies at least this long may store with non-temporal writes
+ * (when measured faster on this machine: choose_streaming). */
 #define STREAM_MIN ((size_t)256 << 10)
 
 typedef struct crc_tables {
@@ -204,8 +209,7 @@ hw_three_way(const uint32_t shift[4][256], uint32_t reg, uint8_t *dst,
             c2 = _mm_crc32_u64(c2, c);
             _mm_stream_si64((long long *)(void *)dst, (long long)a);
             _mm_stream_si64((long long *)(void *)(dst + len), (long long)b);
-            _mm_stream_si64((long long *)(void *)(dst + 2 * len),
-                            (long long)c);
+            _mm_stream_si64((long long *)(void *)(dst + 2 * len), (long long)c);
             p += 8;
             dst += 8;
         }
@@ -237,10 +241,10 @@ hw_three_way(const uint32_t shift[4][256], uint32_t reg, uint8_t *dst,
 /* The hardware register update, optionally copying to dst. */
 __attribute__((target("sse4.2"))) static uint32_t
 hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
-          size_t n)
+          size_t n, bool stream)
 {
     uint64_t r64;
-    bool stream = dst && n >= STREAM_MIN;
+    stream = stream && dst && n >= STREAM_MIN;
 
     /* Byte steps until the source is 8-byte aligned. */
     while (n && ((uintptr_t)p & 7)) {
@@ -296,7 +300,7 @@ uint32_t ckpt__crc32c_extend(uint32_t crc, const void *data, size_t n)
     const crc_tables *t = get_tables();
 #if CKPT__CRC_X86
     if (t->hw)
-        return ~hw_update(t, ~crc, NULL, data, n);
+        return ~hw_update(t, ~crc, NULL, data, n, false);
 #endif
     return ~sw_update(t, ~crc, data, n);
 }
@@ -315,7 +319,8 @@ int ckpt__crc32c_hw_available(void)
  * still hot in cache. */
 #define COPY_CHUNK 16384
 
-uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
+uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
+                                  size_t n, int streaming)
 {
     const crc_tables *t = get_tables();
     uint8_t *d = dst;
@@ -323,7 +328,9 @@ uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
     uint32_t reg = ~crc;
 #if CKPT__CRC_X86
     if (t->hw)
-        return ~hw_update(t, reg, d, s, n);
+        return ~hw_update(t, reg, d, s, n, streaming != 0);
+#else
+    (void)streaming;
 #endif
     while (n) {
         size_t k = n < COPY_CHUNK ? n : COPY_CHUNK;
@@ -334,4 +341,84 @@ uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
         n -= k;
     }
     return ~reg;
+}
+
+/* ---- whether long fused copies stream ------------------------------------
+ * Non-temporal stores skip the read-for-ownership of the destination and
+ * leave the caller's cache alone, which made them 0.7x of a memcpy on one
+ * machine and about twice as fast as plain stores on another (an AMD EPYC
+ * VM). Whether they pay is measured once per process, at the first long
+ * fused copy: a warm 1 MiB source copied into 8 MiB of destination both
+ * ways, interleaved, best of three each; streaming is used only when
+ * clearly faster.
+ *
+ * Even then, a destination a little ahead of the source modulo 4 KiB
+ * (0 < (dst - src) mod 4096 < ALIAS_WINDOW) is copied with plain stores:
+ * the loads then alias (4K aliasing) the pending non-temporal stores of a
+ * few iterations before and wait for each to commit, which ran 10-50
+ * times slower there (0.2-0.8 GB/s) - and malloc's 16-byte offset into a
+ * page-aligned buffer is exactly that case. */
+
+#define MEASURE_SRC ((size_t)1 << 20)
+#define MEASURE_DST ((size_t)8 << 20)
+#define ALIAS_WINDOW 512
+
+static bool use_streaming;
+static pthread_once_t streaming_once = PTHREAD_ONCE_INIT;
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void choose_streaming(void)
+{
+    /* Page-aligned both (no 4K aliasing between them), and mapped rather
+     * than taken from the library's allocator, whose failures (injected
+     * in tests) belong to the operations that allocate. */
+    void *map = mmap(NULL, MEASURE_SRC + MEASURE_DST, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *src, *dst;
+    double best[2] = {-1.0, -1.0};
+    volatile uint32_t sink = 0;
+    use_streaming = false;
+    if (map == MAP_FAILED || !get_tables()->hw) {
+        if (map != MAP_FAILED)
+            munmap(map, MEASURE_SRC + MEASURE_DST);
+        return;
+    }
+    src = map;
+    dst = src + MEASURE_SRC;
+    memset(src, 0x5c, MEASURE_SRC);
+    memset(dst, 0, MEASURE_DST);
+    for (int r = 0; r < 6; r++) {
+        int mode = r % 2;
+        double t0 = seconds_now(), dt;
+        for (size_t o = 0; o < MEASURE_DST; o += MEASURE_SRC)
+            sink ^=
+                ckpt__crc32c_copy_stores(0, dst + o, src, MEASURE_SRC, mode);
+        dt = seconds_now() - t0;
+        if (best[mode] < 0 || dt < best[mode])
+            best[mode] = dt;
+    }
+    (void)sink;
+    use_streaming = best[1] > 0 && best[1] < 0.9 * best[0];
+    munmap(map, MEASURE_SRC + MEASURE_DST);
+}
+
+int ckpt__crc32c_copy_streams(void)
+{
+    pthread_once(&streaming_once, choose_streaming);
+    return use_streaming ? 1 : 0;
+}
+
+uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
+{
+    size_t ahead = ((uintptr_t)dst - (uintptr_t)src) & 4095u;
+    int streaming = n >= STREAM_MIN && !(ahead > 0 && ahead < ALIAS_WINDOW)
+                        ? ckpt__crc32c_copy_streams()
+                        : 0;
+    return ckpt__crc32c_copy_stores(crc, dst, src, n, streaming);
 }

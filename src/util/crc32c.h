@@ -22,8 +22,25 @@ uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n);
 int ckpt__crc32c_hw_available(void);
 
 /* Copy `n` bytes from src to dst and return the CRC extended over them,
- * reading the source once (fused copy + checksum). */
+ * reading the source once (fused copy + checksum). Copies of 256 KiB or
+ * more store with non-temporal writes when that was measured faster on
+ * this machine (once per process, at the first such copy), unless the
+ * destination is less than 512 bytes ahead of the source modulo 4 KiB
+ * (4K aliasing makes streaming slow there). */
 uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
+
+/* The same with the choice made by the caller: `streaming` non-zero stores
+ * copies of 256 KiB or more with non-temporal writes (hardware path). */
+uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
+                                  size_t n, int streaming);
+
+/* Whether ckpt__crc32c_copy streams long copies here (measures once). */
+int ckpt__crc32c_copy_streams(void);
+
+/* The CRC of a||b from crc_a = CRC of a, crc_b = CRC of b and the length
+ * of b (util/crc32c_combine.c); pieces checksummed apart, e.g. by two
+ * threads, are joined with it. */
+uint32_t ckpt__crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 #define CKPT__CRC_MASK_DELTA 0xa282ead8u
 

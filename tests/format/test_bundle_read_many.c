@@ -279,8 +279,12 @@ static void test_large_bundle_direct(void **state)
     read_all_and_check(f, 7);
     assert_int_equal(atomic_load(&f->afs.direct_opens), 1);
     assert_true(atomic_load(&f->afs.direct_preads) > 0);
-    /* the records and no more than a piece of alignment around them */
-    assert_true(atomic_load(&f->afs.direct_bytes) >= 11 * MIB);
+    /* the records and no more than a piece of alignment around them, read
+     * with O_DIRECT or, where the stream's probe found it faster, through
+     * the page cache (those reads are at most 512 KiB each) */
+    assert_true(atomic_load(&f->afs.direct_bytes) +
+                    atomic_load(&f->afs.other_preads) * (512u << 10) >=
+                11 * MIB);
     /* a second order, same result */
     aligned_fs_reset(&f->afs);
     read_all_and_check(f, 1234567);
@@ -357,9 +361,12 @@ static void test_direct_read_failure(void **state)
     write_bundle(f, BIG, NBIG, 1);
     r = open_reader(f, 0);
     reqs = make_requests(f, 2, 0, NULL);
-    aligned_fs_fail_nth(&f->afs, 3);
+    /* the second: the stream's probe reads its first pieces alternately
+     * direct and through the page cache, and may then read the rest
+     * through the cache */
+    aligned_fs_fail_nth(&f->afs, 2);
     assert_ckpt_error(ckpt_bundle_reader_read_many(r, reqs, f->n), CKPT_EIO,
-                      "injected EIO at direct pread 3 of");
+                      "injected EIO at direct pread 2 of");
     assert_non_null(strstr(ckpt_error_last()->message, ".data-00000-of-00001"));
     aligned_fs_fail_nth(&f->afs, 0);
     ckpt_bundle_reader_free(r);

@@ -608,6 +608,56 @@ static void test_posix_on_tmpfs(void **state)
     rmdir(dir);
 }
 
+/* A file of 16 pieces or more: the first four pieces are read alternately
+ * with O_DIRECT and through the page cache, and the faster way reads the
+ * rest; every byte and CRC is right whichever wins, and the report says
+ * which. A smaller file is read direct only. */
+static void test_probe_chooses_a_mode(void **state)
+{
+    fixture *f = *state;
+    const size_t size = 12 * MIB + 5; /* 25 pieces of 512 KiB */
+    ckpt__extent ext[2];
+    int want_dst[2] = {1, 0};
+    ckpt__read_report rep;
+    uint64_t direct, other;
+    make_file(f, f->dir, "probe.bin", size);
+    ext[0] = (ckpt__extent){3, 7 * MIB, NULL, 0};
+    ext[1] = (ckpt__extent){7 * MIB + 3, size - 7 * MIB - 3, NULL, 0};
+    give_destinations(ext, 2, want_dst);
+    memset(&rep, 0, sizeof(rep));
+    assert_ckpt_ok(
+        ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 2, &rep));
+    check_extents(f, ext, 2);
+    assert_int_equal(rep.probed, 1);
+    assert_true(rep.direct_bytes_per_s > 0);
+    assert_true(rep.buffered_bytes_per_s > 0);
+    assert_int_equal(rep.piece_bytes, 512 * 1024);
+    direct = atomic_load(&f->afs.direct_preads);
+    other = atomic_load(&f->afs.other_preads);
+    assert_int_equal(direct + other, 25);
+    if (rep.mode == CKPT__READ_DIRECT) {
+        assert_int_equal(other, 2);
+    } else {
+        assert_int_equal(rep.mode, CKPT__READ_BUFFERED);
+        assert_int_equal(direct, 2);
+    }
+    assert_int_equal(atomic_load(&f->afs.violations), 0);
+    assert_int_equal(atomic_load(&f->afs.open_files), 0);
+    free_destinations(ext, 2);
+
+    /* 15 pieces: no probe */
+    atomic_store(&f->afs.other_preads, 0);
+    ext[0] = (ckpt__extent){0, 15 * 512 * 1024, NULL, 0};
+    give_destinations(ext, 1, want_dst);
+    assert_ckpt_ok(
+        ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 1, &rep));
+    check_extents(f, ext, 1);
+    assert_int_equal(rep.probed, 0);
+    assert_int_equal(rep.mode, CKPT__READ_DIRECT);
+    assert_int_equal(atomic_load(&f->afs.other_preads), 0);
+    free_destinations(ext, 1);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -624,6 +674,7 @@ int main(void)
         T(test_pread_failures),
         T(test_posix_declines_cached_reads_evicted),
         T(test_posix_on_tmpfs),
+        T(test_probe_chooses_a_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

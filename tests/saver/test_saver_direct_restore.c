@@ -2,7 +2,9 @@
  * file system (tests/io/aligned_fs.h) with ~10 MiB of variables: restore
  * streams the data file through the direct path into the variables (and
  * through the write callback for one behind callbacks), bit for bit, and
- * restore_subset touches only the named variables. */
+ * restore_subset touches only the named variables. The restore logs how
+ * it read the data (streamed, direct or through the page cache as the
+ * stream's probe chose, and the probe's rates). */
 #include "saver_test_util.h"
 
 #include "../io/aligned_fs.h"
@@ -21,7 +23,8 @@ typedef struct fixture {
     double *emb; /* emb: 250,000 doubles */
     float bias[17];
     int64_t step;
-    float cb[NCB]; /* behind read/write callbacks */
+    float cb[NCB];  /* behind read/write callbacks */
+    char log[8192]; /* the saver's DEBUG lines about restores */
     /* copies of the saved values */
     float *a0;
     int64_t *b0;
@@ -104,6 +107,17 @@ static int teardown(void **state)
     return 0;
 }
 
+static void log_restores(int level, const char *message, void *payload)
+{
+    fixture *f = payload;
+    (void)level;
+    if (strncmp(message, "restore ", 8) == 0 &&
+        strlen(f->log) + strlen(message) + 2 < sizeof(f->log)) {
+        strcat(f->log, message);
+        strcat(f->log, "\n");
+    }
+}
+
 static ckpt_saver *open_saver(fixture *f)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
@@ -117,6 +131,9 @@ static ckpt_saver *open_saver(fixture *f)
         {"cb", CKPT_DT_FLOAT, {1, {NCB}}, NULL, cb_read, cb_write, f},
     };
     o.fs = &f->afs.fwd.fs;
+    o.log = log_restores;
+    o.log_payload = f;
+    o.log_level = CKPT_LOG_DEBUG;
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
     for (int i = 0; i < 6; i++)
         assert_ckpt_ok(ckpt_saver_add_var(s, &vars[i]));
@@ -175,6 +192,13 @@ static void test_restore_streams_direct(void **state)
     assert_true(atomic_load(&f->afs.direct_preads) > 0);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
+    /* the choice is logged: 10 MiB is enough to probe both ways */
+    if (!strstr(f->log, "bytes streamed with O_DIRECT (chosen by a probe") &&
+        !strstr(f->log, "bytes streamed through the page cache (chosen by a "
+                        "probe"))
+        fail_msg("no line on the read mode in:\n%s", f->log);
+    if (!strstr(f->log, "probe rates: O_DIRECT "))
+        fail_msg("no probe rates in:\n%s", f->log);
 
     /* restore_latest goes the same way */
     zero_all(f);

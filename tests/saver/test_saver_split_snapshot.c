@@ -1,9 +1,14 @@
-/* Shared snapshots: how the caller and an idle writer thread share the copy
- * (claims of plain variables; callbacks on the caller only), and that an
+/* Shared and overlapped snapshots: how the caller and an idle writer thread
+ * share the copy (claims of pieces; callbacks on the caller only); that an
  * async save of a state big enough to be shared still writes exactly the
- * values at save_async
- * (the variables are rewritten as soon as it returns; run under TSan in
- * CI), with read callbacks only ever called on the caller's thread. */
+ * values at save_async (the variables are rewritten as soon as it
+ * returns); and that after a mutation fence has been called, save_async
+ * leaves the copy to the writer and the next fence completes it, the
+ * values saved still being those at save_async while the test rewrites
+ * every variable right after the fence (run under TSan in CI: any access
+ * of the writer to a variable after the fence is a reported race). Read
+ * callbacks are only ever called on the caller's thread, inside
+ * save_async. A variable of 5 MiB and some bytes spans several pieces. */
 #include "saver/saver_internal.h"
 #include "saver_test_util.h"
 #include "util/crc32c.h"
@@ -11,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
 #define NBIG 8
 #define BIG_FLOATS ((size_t)(MIB / 4)) /* 1 MiB per variable */
 #define CB_FLOATS ((size_t)1000)
+#define HUGE_FLOATS ((size_t)(5 * MIB / 4 + 3)) /* three pieces */
 
 /* ---- shared snapshot work -------------------------------------------------
  */
@@ -39,17 +46,18 @@ static int read_fails(void *dst, uint64_t off, size_t n, void *payload)
 
 typedef struct work_fixture {
     ckpt__var vars[6];
-    size_t plain[6];
     float data[6][256];
+    ckpt__piece *pieces;
     ckpt__image img;
 } work_fixture;
 
-/* Six variables of 256 floats, those in `cb` behind a callback. */
+/* Six variables of 256 floats, those in `cb` behind a callback, planned
+ * in pieces of `piece_bytes`. */
 static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
-                      ckpt_var_read_fn fn)
+                      ckpt_var_read_fn fn, uint64_t piece_bytes, int checksum)
 {
+    size_t npieces = 0;
     memset(wf, 0, sizeof(*wf));
-    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6));
     memset(w, 0, sizeof(*w));
     for (size_t i = 0; i < 6; i++) {
         for (int k = 0; k < 256; k++)
@@ -59,14 +67,50 @@ static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
         wf->vars[i].v.data = cb[i] ? NULL : wf->data[i];
         wf->vars[i].v.read = cb[i] ? fn : NULL;
         wf->vars[i].name = (char *)"v";
-        if (!cb[i])
-            wf->plain[w->nplain++] = i;
     }
+    assert_ckpt_ok(
+        ckpt__snapshot_plan(wf->vars, 6, piece_bytes, &wf->pieces, &npieces));
+    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6, npieces));
     w->vars = wf->vars;
     w->nvars = 6;
-    w->plain = wf->plain;
+    w->pieces = wf->pieces;
+    w->npieces = npieces;
     w->img = &wf->img;
+    w->checksum = checksum;
     atomic_store(&w->next, 0);
+}
+
+static void work_dispose(work_fixture *wf)
+{
+    ckpt__image_free(&wf->img);
+    free(wf->pieces);
+}
+
+static void test_plan(void **state)
+{
+    ckpt__var vars[4];
+    ckpt__piece *p = NULL;
+    size_t n = 0;
+    (void)state;
+    memset(vars, 0, sizeof(vars));
+    vars[0].bytes = 10; /* one short piece */
+    vars[1].bytes = 0;  /* none */
+    vars[2].bytes = 25; /* 8 + 8 + 8 + 1 */
+    vars[3].bytes = 16;
+    vars[3].v.read = dummy_read; /* callbacks are not planned */
+    assert_ckpt_ok(ckpt__snapshot_plan(vars, 4, 8, &p, &n));
+    assert_int_equal(n, 6);
+    assert_int_equal(p[0].var, 0);
+    assert_int_equal(p[0].len, 8);
+    assert_int_equal(p[1].var, 0);
+    assert_int_equal(p[1].offset, 8);
+    assert_int_equal(p[1].len, 2);
+    for (size_t k = 2; k < 6; k++) {
+        assert_int_equal(p[k].var, 2);
+        assert_int_equal(p[k].offset, 8 * (k - 2));
+        assert_int_equal(p[k].len, k == 5 ? 1 : 8);
+    }
+    free(p);
 }
 
 static void test_shared_work(void **state)
@@ -77,39 +121,65 @@ static void test_shared_work(void **state)
     int cb[6] = {0, 1, 0, 0, 1, 0};
     (void)state;
 
-    /* one thread claims everything; every CRC and byte is right */
-    work_init(&wf, &w, none, NULL);
-    assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
-    for (size_t i = 0; i < 6; i++) {
-        assert_memory_equal(wf.img.ptr + 1024 * i, wf.data[i], 1024);
-        assert_int_equal(wf.img.crcs[i], ckpt__crc32c(wf.data[i], 1024));
+    /* one thread claims everything, whole variables or pieces of 100 bytes
+     * (the last one short), checksums fused or left to the seal: every
+     * CRC and byte is right */
+    for (int mode = 0; mode < 4; mode++) {
+        work_init(&wf, &w, none, NULL, mode < 2 ? 1024 : 100, mode % 2);
+        assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
+        assert_true(atomic_load(&w.next) >= w.npieces);
+        ckpt__image_seal(&w);
+        for (size_t i = 0; i < 6; i++) {
+            assert_memory_equal(wf.img.ptr + 1024 * i, wf.data[i], 1024);
+            assert_int_equal(wf.img.crcs[i], ckpt__crc32c(wf.data[i], 1024));
+        }
+        work_dispose(&wf);
     }
-    assert_true(atomic_load(&w.next) >= 6);
-    ckpt__image_free(&wf.img);
 
     /* claims already taken by another thread are not copied again, and a
-     * helper never copies a callback variable (none is in `plain`) */
-    work_init(&wf, &w, cb, dummy_read);
-    assert_int_equal(w.nplain, 4);
-    atomic_store(&w.next, 2); /* plain[0], plain[1] "taken" elsewhere */
+     * helper never copies a callback variable (none is planned) */
+    work_init(&wf, &w, cb, dummy_read, 1024, 1);
+    assert_int_equal(w.npieces, 4);
+    atomic_store(&w.next, 2); /* vars 0 and 2 "taken" elsewhere */
     assert_ckpt_ok(ckpt__snapshot_run_caller(&w));
-    assert_int_equal(wf.img.crcs[0], 0);
-    assert_int_equal(wf.img.crcs[2], 0);
+    assert_int_equal(wf.img.piece_crcs[0], 0);
+    assert_int_equal(wf.img.piece_crcs[1], 0);
+    assert_int_equal(wf.img.ptr[0], 0);
     assert_memory_equal(wf.img.ptr + 1024 * 3, wf.data[3], 1024);
     assert_memory_equal(wf.img.ptr + 1024 * 5, wf.data[5], 1024);
     assert_int_equal(wf.img.ptr[1024 * 1], 0x5a); /* callbacks: caller */
     assert_int_equal(wf.img.ptr[1024 * 4 + 1023], 0x5a);
-    ckpt__image_free(&wf.img);
+    work_dispose(&wf);
 
     /* a failing callback stops the claims and names the variable */
-    work_init(&wf, &w, cb, read_fails);
+    work_init(&wf, &w, cb, read_fails, 1024, 1);
     assert_ckpt_error(ckpt__snapshot_run_caller(&w), CKPT_EUSER,
                       "read callback failed (7)");
-    assert_true(atomic_load(&w.next) >= w.nplain);
-    ckpt__snapshot_claim_plain(&w); /* a helper arriving now copies none */
-    assert_int_equal(wf.img.crcs[0], 0);
-    assert_int_equal(wf.img.crcs[5], 0);
-    ckpt__image_free(&wf.img);
+    assert_true(atomic_load(&w.next) >= w.npieces);
+    ckpt__snapshot_claim(&w); /* a helper arriving now copies none */
+    assert_int_equal(wf.img.piece_crcs[0], 0);
+    assert_int_equal(wf.img.ptr[0], 0);
+    assert_int_equal(wf.img.ptr[5 * 1024], 0);
+    work_dispose(&wf);
+}
+
+/* The measure returns a choice and positive times for both copies. */
+static void test_measure(void **state)
+{
+    size_t n = (size_t)1 << 20;
+    uint8_t *src = malloc(n), *dst = malloc(n);
+    double fused = 0, plain = 0;
+    int choice;
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    memset(src, 7, n);
+    choice = ckpt__snapshot_measure(src, dst, n, 2, &fused, &plain);
+    assert_true(choice == 0 || choice == 1);
+    assert_true(fused > 0 && plain > 0);
+    assert_memory_equal(dst, src, n);
+    free(src);
+    free(dst);
 }
 
 /* ---- async saves of a split state -----------------------------------------
@@ -118,6 +188,7 @@ static void test_shared_work(void **state)
 typedef struct fixture {
     char *dir;
     float *big[NBIG];
+    float *huge;
     float cb_vals[CB_FLOATS];
     pthread_t caller;
     int cb_calls;
@@ -134,6 +205,8 @@ static int setup(void **state)
         f->big[i] = malloc(BIG_FLOATS * sizeof(float));
         assert_non_null(f->big[i]);
     }
+    f->huge = malloc(HUGE_FLOATS * sizeof(float));
+    assert_non_null(f->huge);
     f->caller = pthread_self();
     gate_fs_init(&f->gate);
     *state = f;
@@ -146,6 +219,7 @@ static int teardown(void **state)
     gate_fs_dispose(&f->gate);
     for (int i = 0; i < NBIG; i++)
         free(f->big[i]);
+    free(f->huge);
     test_remove_tree(f->dir);
     free(f);
     return 0;
@@ -163,6 +237,8 @@ static void fill(fixture *f, float base)
             f->big[v][i] = value(v, i, base);
     for (size_t i = 0; i < CB_FLOATS; i++)
         f->cb_vals[i] = base - (float)i;
+    for (size_t i = 0; i < HUGE_FLOATS; i++)
+        f->huge[i] = base * 0.5f + (float)(i % 1009);
 }
 
 static int cb_read(void *dst, uint64_t off, size_t n, void *payload)
@@ -195,6 +271,12 @@ static ckpt_saver *open_saver(fixture *f, int policy)
         snprintf(name, sizeof(name), "big_%d", i);
         assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     }
+    {
+        ckpt_var v = {"huge",  CKPT_DT_FLOAT, {1, {(int64_t)HUGE_FLOATS}},
+                      f->huge, NULL,          NULL,
+                      NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    }
     return s;
 }
 
@@ -222,6 +304,16 @@ static void expect_checkpoint(fixture *f, int64_t step, float base)
         ckpt_bundle_reader_read(r, "cb", got, CB_FLOATS * sizeof(float)));
     for (size_t i = 0; i < CB_FLOATS; i++)
         assert_true(got[i] == base - (float)i);
+    free(got);
+    /* read with its checksum verified: the pieces' CRCs were combined */
+    got = malloc(HUGE_FLOATS * sizeof(float));
+    assert_non_null(got);
+    assert_ckpt_ok(
+        ckpt_bundle_reader_read(r, "huge", got, HUGE_FLOATS * sizeof(float)));
+    for (size_t i = 0; i < HUGE_FLOATS; i++)
+        if (got[i] != base * 0.5f + (float)(i % 1009))
+            fail_msg("step %lld: huge[%zu] = %g", (long long)step, i,
+                     (double)got[i]);
     ckpt_bundle_reader_free(r);
     free(got);
 }
@@ -266,14 +358,163 @@ static void test_snapshot_while_writing(void **state)
     ckpt_saver_free(s);
 }
 
+/* The writer's help state, read under the saver's lock. */
+static int help_state(ckpt_saver *s)
+{
+    int st;
+    pthread_mutex_lock(&s->mu);
+    st = s->help_state;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* Wait (bounded: 60 s) until the writer has taken up the help request
+ * (want_done: and copied every piece it could claim). */
+static void wait_for_writer(ckpt_saver *s, int want_done)
+{
+    for (int i = 0; i < 60000; i++) {
+        int st = help_state(s);
+        if (want_done ? st == 3 /* HELP_DONE */ : st >= 2 /* RUNNING */)
+            return;
+        usleep(1000);
+    }
+    fail_msg("the writer did not take up the snapshot within 60 s");
+}
+
+/* Sum of every variable: the loop "reading" the state while the writer
+ * copies it. */
+static double read_state(const fixture *f)
+{
+    double sum = 0;
+    for (int v = 0; v < NBIG; v++)
+        for (size_t i = 0; i < BIG_FLOATS; i += 64)
+            sum += f->big[v][i];
+    for (size_t i = 0; i < HUGE_FLOATS; i += 64)
+        sum += f->huge[i];
+    return sum;
+}
+
+/* Without a fence, nothing changes: save_async copies everything before
+ * it returns, with both checksum placements. */
+static void test_no_fence_copies_at_trigger(void **state)
+{
+    fixture *f = *state;
+    for (int checksum = 0; checksum < 2; checksum++) {
+        ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+        int busy = 0;
+        assert_ckpt_ok(ckpt_saver_reserve(s));
+        s->checksum = checksum;
+        fill(f, 5.0f);
+        assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+        assert_null(s->deferred);
+        assert_int_equal(s->overlap, 0);
+        fill(f, -5.0f);
+        assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        expect_checkpoint(f, 1, 5.0f);
+        ckpt_saver_free(s);
+        test_remove_tree(f->dir); /* frees the path */
+        f->dir = test_make_temp_dir();
+    }
+}
+
+/* After a fence: the trigger returns with the copy left to the writer
+ * (callbacks done; the copies fuse the checksum even where plain copies
+ * were measured faster for the caller), the loop reads, the fence completes the copy whether
+ * the writer has not started, is copying, or is done; the test rewrites
+ * everything right after the fence; every saved byte is the trigger's. */
+static void test_fence_completes_overlapped_snapshot(void **state)
+{
+    fixture *f = *state;
+    for (int checksum = 0; checksum < 2; checksum++) {
+        ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+        ckpt_saver_metrics m;
+        assert_ckpt_ok(ckpt_saver_reserve(s));
+        s->checksum = checksum;
+        assert_ckpt_ok(ckpt_saver_mutation_fence(s)); /* nothing open */
+        assert_int_equal(s->overlap, 1);
+        f->cb_calls = 0;
+        for (int round = 0; round < 6; round++) {
+            float base = 100.0f * (float)(round + 1);
+            int64_t step = round + 1;
+            uint64_t ticket = 0;
+            int busy = 0;
+            fill(f, base);
+            assert_ckpt_ok(ckpt_saver_save_async(s, step, &ticket));
+            assert_true(ticket > 0);
+            assert_non_null(s->deferred); /* copy left to the writer */
+            /* the writer's copy fuses the checksum whatever was measured */
+            assert_int_equal(s->deferred->checksum, 1);
+            assert_int_equal(f->cb_calls, round + 1); /* at the trigger */
+            (void)read_state(f);
+            /* poll neither completes nor dispatches it */
+            assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+            assert_true(busy);
+            assert_non_null(s->deferred);
+            if (round % 3 == 1)
+                wait_for_writer(s, 0);
+            else if (round % 3 == 2)
+                wait_for_writer(s, 1);
+            assert_ckpt_ok(ckpt_saver_mutation_fence(s));
+            assert_null(s->deferred);
+            fill(f, -base); /* the optimizer update, right after */
+            assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
+            expect_checkpoint(f, step, base);
+        }
+        ckpt_saver_get_metrics(s, &m);
+        assert_int_equal(m.saves_started, 6);
+        assert_int_equal(m.saves_completed, 6);
+        assert_false(f->cb_wrong_thread);
+        ckpt_saver_free(s);
+        test_remove_tree(f->dir); /* frees the path */
+        f->dir = test_make_temp_dir();
+    }
+}
+
+/* An open snapshot is completed by wait, by the next save_async and by
+ * free, not only by the fence. */
+static void test_other_calls_complete_snapshot(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_WAIT);
+    assert_ckpt_ok(ckpt_saver_mutation_fence(s));
+    fill(f, 1.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_non_null(s->deferred);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_null(s->deferred);
+    fill(f, 2.0f);
+    expect_checkpoint(f, 1, 1.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    /* a second trigger completes the first before its own snapshot */
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    fill(f, 4.0f);
+    expect_checkpoint(f, 2, 2.0f);
+    expect_checkpoint(f, 3, 2.0f);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 4, NULL));
+    assert_non_null(s->deferred);
+    ckpt_saver_free(s); /* completes and writes it */
+    expect_checkpoint(f, 4, 4.0f);
+    assert_false(f->cb_wrong_thread);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan),
         cmocka_unit_test(test_shared_work),
+        cmocka_unit_test(test_measure),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_no_fence_copies_at_trigger, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_completes_overlapped_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_calls_complete_snapshot,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* Tests for util/crc32c: RFC 3720 vectors, the mask of the format spec,
  * hardware vs portable agreement at every length and alignment, extend
- * composition and the fused copy. */
+ * composition, the fused copy, and combining the CRCs of pieces. */
 #include "test_util.h"
 
 #include "util/crc32c.h"
@@ -143,7 +143,8 @@ static void test_extend_composes(void **state)
 
 static void test_copy(void **state)
 {
-    /* Sizes from 256 KiB up take the non-temporal store path. */
+    /* Sizes from 256 KiB up may take the non-temporal store path: as
+     * measured here, and both ways explicitly; the choice is 0 or 1. */
     size_t cap = 600001;
     uint8_t *src = malloc(cap + 16);
     uint8_t *dst = malloc(cap + 16);
@@ -153,26 +154,86 @@ static void test_copy(void **state)
     (void)state;
     assert_non_null(src);
     assert_non_null(dst);
+    assert_true(ckpt__crc32c_copy_streams() == 0 ||
+                ckpt__crc32c_copy_streams() == 1);
     fill_random(src, cap + 16);
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         for (size_t sa = 0; sa < 16; sa += 5) {
             for (size_t da = 0; da < 16; da += 3) {
                 size_t n = sizes[i];
                 uint32_t c;
-                memset(dst, 0xa5, cap + 16);
-                c = ckpt__crc32c_copy(0x12345678u, dst + da, src + sa, n);
-                assert_int_equal(c, crc_reference(0x12345678u, src + sa, n));
-                assert_memory_equal(dst + da, src + sa, n);
-                /* nothing written outside the target */
-                for (size_t k = 0; k < da; k++)
-                    assert_int_equal(dst[k], 0xa5);
-                if (da + n < cap + 16)
-                    assert_int_equal(dst[da + n], 0xa5);
+                /* as chosen here, then plain and streaming stores */
+                for (int mode = -1; mode < 2; mode++) {
+                    memset(dst, 0xa5, cap + 16);
+                    c = mode < 0
+                            ? ckpt__crc32c_copy(0x12345678u, dst + da, src + sa,
+                                                n)
+                            : ckpt__crc32c_copy_stores(0x12345678u, dst + da,
+                                                       src + sa, n, mode);
+                    assert_int_equal(c,
+                                     crc_reference(0x12345678u, src + sa, n));
+                    assert_memory_equal(dst + da, src + sa, n);
+                    /* nothing written outside the target */
+                    for (size_t k = 0; k < da; k++)
+                        assert_int_equal(dst[k], 0xa5);
+                    if (da + n < cap + 16)
+                        assert_int_equal(dst[da + n], 0xa5);
+                }
             }
         }
     }
     free(src);
     free(dst);
+}
+
+/* Combining the CRCs of pieces gives the one-pass CRC of the whole, for
+ * empty pieces, odd lengths, many pieces, and lengths far beyond a buffer
+ * (checked against extending over zero bytes). */
+static void test_combine(void **state)
+{
+    size_t cap = 300007;
+    uint8_t *buf = malloc(cap);
+    uint8_t *zeros = calloc(1, (size_t)1 << 20);
+    size_t splits[] = {0, 1, 3, 8, 255, 4096, 65537, 150000, 299999, cap};
+    (void)state;
+    assert_non_null(buf);
+    assert_non_null(zeros);
+    fill_random(buf, cap);
+    for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+        size_t k = splits[i];
+        uint32_t whole = crc_reference(0, buf, cap);
+        uint32_t a = ckpt__crc32c(buf, k);
+        uint32_t b = ckpt__crc32c(buf + k, cap - k);
+        assert_int_equal(ckpt__crc32c_combine(a, b, cap - k), whole);
+    }
+    /* many pieces of uneven sizes, joined left to right */
+    {
+        uint32_t acc = 0;
+        size_t at = 0, len = 1;
+        while (at < cap) {
+            size_t n = len < cap - at ? len : cap - at;
+            acc = ckpt__crc32c_combine(acc, ckpt__crc32c(buf + at, n), n);
+            at += n;
+            len = len * 3 + 1;
+        }
+        assert_int_equal(acc, crc_reference(0, buf, cap));
+    }
+    /* a zero-length second piece leaves the first CRC */
+    assert_int_equal(ckpt__crc32c_combine(0xdeadbeefu, 0, 0), 0xdeadbeefu);
+    /* a long run of zero bytes (1 MiB: every bit of 8 * len up to 2^23) */
+    {
+        size_t n = (size_t)1 << 20;
+        uint32_t a = ckpt__crc32c(buf, 1000);
+        uint32_t z = ckpt__crc32c(zeros, n);
+        assert_int_equal(ckpt__crc32c_combine(a, z, n),
+                         ckpt__crc32c_extend(a, zeros, n));
+        /* and one byte less, to exercise many set bits */
+        z = ckpt__crc32c(zeros, n - 1);
+        assert_int_equal(ckpt__crc32c_combine(a, z, n - 1),
+                         ckpt__crc32c_extend(a, zeros, n - 1));
+    }
+    free(buf);
+    free(zeros);
 }
 
 int main(void)
@@ -184,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_large_buffers),
         cmocka_unit_test(test_extend_composes),
         cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

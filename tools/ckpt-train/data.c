@@ -56,6 +56,30 @@ void dataset_free(dataset *d)
     memset(d, 0, sizeof(*d));
 }
 
+int dataset_position_init(dataset *pos, const dataset *d)
+{
+    *pos = *d;
+    pos->order = malloc(sizeof(int32_t) * (size_t)d->n);
+    if (!pos->order)
+        return -1;
+    dataset_position_copy(pos, d);
+    return 0;
+}
+
+void dataset_position_free(dataset *pos)
+{
+    free(pos->order);
+    memset(pos, 0, sizeof(*pos));
+}
+
+void dataset_position_copy(dataset *to, const dataset *from)
+{
+    memcpy(to->order, from->order, sizeof(int32_t) * (size_t)from->n);
+    to->cursor = from->cursor;
+    to->epoch = from->epoch;
+    to->shuffle = from->shuffle;
+}
+
 void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y)
 {
     for (int b = 0; b < batch; b++) {

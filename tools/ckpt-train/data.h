@@ -25,6 +25,15 @@ typedef struct dataset {
 int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed);
 void dataset_free(dataset *d);
 
+/* A second reading position over the same data (x and y are borrowed
+ * from `d`; it owns its order): a step reads its batch through it and
+ * moves the checkpointed position only once it may write the state.
+ * 0 or -1 (memory). */
+int dataset_position_init(dataset *pos, const dataset *d);
+void dataset_position_free(dataset *pos);
+/* Copy the reading position (order, cursor, epoch, RNG) from -> to. */
+void dataset_position_copy(dataset *to, const dataset *from);
+
 /* Copy the next batch into x [batch x dim] and y [batch], reshuffling at
  * the end of each epoch. */
 void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y);

@@ -210,6 +210,7 @@ typedef struct trainer {
     mlp model;
     dataset data;
     int64_t global_step;
+    dataset ahead; /* reading position of the step in progress */
     float *batch_x;
     int32_t *batch_y;
 } trainer;
@@ -280,12 +281,23 @@ static int register_vars(trainer *t, ckpt_graph *g)
     return err;
 }
 
+/* One step. The batch is read through a copy of the reading position and
+ * the gradients computed while the saved state is only read, so an async
+ * checkpoint of the previous step copies meanwhile; the mutation fence
+ * completes it before the position, the weights and the step change. */
 static int train_step(ckpt_step_context *sc, void *payload)
 {
     trainer *t = payload;
     float loss;
-    dataset_next_batch(&t->data, t->model.batch, t->batch_x, t->batch_y);
-    loss = mlp_train_step(&t->model, t->batch_x, t->batch_y);
+    int err;
+    dataset_position_copy(&t->ahead, &t->data);
+    dataset_next_batch(&t->ahead, t->model.batch, t->batch_x, t->batch_y);
+    loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
+    err = ckpt_step_context_mutation_fence(sc);
+    if (err < 0)
+        return err;
+    dataset_position_copy(&t->data, &t->ahead);
+    mlp_apply_gradients(&t->model);
     t->global_step++;
     return ckpt_step_context_publish_float(sc, "loss", loss);
 }
@@ -463,6 +475,7 @@ int main(int argc, char **argv)
     t->batch_y = malloc(sizeof(int32_t) * (size_t)t->opt.batch);
     if (!t->batch_x || !t->batch_y ||
         dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed) ||
+        dataset_position_init(&t->ahead, &t->data) ||
         mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
                  DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed)) {
         fprintf(stderr, "ckpt-train: out of memory\n");
@@ -521,6 +534,7 @@ done:
     ckpt_buf_dispose(&latest);
     report_dispose(&rep);
     mlp_free(&t->model);
+    dataset_position_free(&t->ahead);
     dataset_free(&t->data);
     free(t->batch_x);
     free(t->batch_y);

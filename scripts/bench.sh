@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# scripts/bench.sh - run every benchmark and print one table of ratios.
+#
+#   scripts/bench.sh            full run (64 and 256 MiB states, ckpt-train
+#                               with 145 MiB of state; ~11 min on 2 busy cores)
+#   scripts/bench.sh --quick    smaller states and runs (~3.5 min there)
+#   scripts/bench.sh --json     the same figures as JSON (with --quick too)
+#   REPS=N scripts/bench.sh     repetitions per figure (default 5, at least 5)
+#
+# Every figure is a ratio measured against a reference taken in the same
+# repetition, right before or after it (paired, interleaved); the table
+# gives the median and the range (min-max) over the repetitions. A figure
+# is "met" only when its whole range is on the right side of the target;
+# when the median is but the range crosses the target it is "not met
+# (spread crosses)". Builds build-bench/ (Release) first. Raw lines go to
+# bench-tmp/ratios.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0 json=0
+for a in "$@"; do
+    case "$a" in
+        --quick) quick=1 ;;
+        --json) json=1 ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--json]" >&2; exit 2 ;;
+    esac
+done
+reps=${REPS:-5}
+if [ "$reps" -lt 5 ]; then
+    echo "bench.sh: REPS must be at least 5" >&2
+    exit 2
+fi
+
+build=build-bench
+tmp=bench-tmp
+log() { echo "bench.sh: $*" >&2; }
+
+log "building $build (Release)"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)" \
+    --target bench_async_save ckpt_train ckpt_cli >/dev/null
+bench=$build/bench/bench_async_save
+train=$build/tools/ckpt-train/ckpt-train
+ckpt=$build/tools/ckpt/ckpt
+rm -rf "$tmp"
+mkdir -p "$tmp"
+ratios=$tmp/ratios.tsv
+: >"$ratios"
+
+now() { date +%s.%N; }
+ratio() { # figure op target value
+    printf 'ratio\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$ratios"
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
+
+# ---- the saver: blocking, write, loop, restore ------------------------------
+if [ $quick = 1 ]; then
+    sizes=64 qflag=--quick
+else
+    sizes=64,256 qflag=
+fi
+log "bench_async_save --sizes $sizes --reps $reps $qflag"
+"$bench" --dir "$tmp/saver" --sizes "$sizes" --reps "$reps" $qflag \
+    >>"$ratios"
+rm -rf "$tmp/saver"
+
+# ---- ckpt-train: whole runs, none and async interleaved ---------------------
+if [ $quick = 1 ]; then
+    model=(--hidden 1024 --layers 4 --batch 16) run_s=8
+else
+    model=(--hidden 2048 --layers 4 --batch 16) run_s=15
+fi
+# Steps for a run of about run_s seconds, from short runs without saves
+# (--mode none writes no checkpoint, so each starts at step 0): the rate
+# of 60 steps less that of 20 leaves out the start-up.
+t0=$(now)
+"$train" --dir "$tmp/calib" --mode none --steps 20 --quiet "${model[@]}" \
+    >/dev/null
+t20=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+t0=$(now)
+"$train" --dir "$tmp/calib" --mode none --steps 60 --quiet "${model[@]}" \
+    >/dev/null
+rate=$(awk -v t="$(now)" -v t0="$t0" -v a="$t20" 'BEGIN {
+    d = (t - t0) - a; print (d > 0 ? 40 / d : 60 / (t - t0)) }')
+steps=$(awk -v r="$rate" -v s="$run_s" 'BEGIN { n = int(r * s); print (n < 30 ? 30 : n) }')
+rm -rf "$tmp/calib"
+log "ckpt-train ${model[*]}: $steps steps per run, a save every 1.5 s"
+train_run() { # mode dir -> prints seconds, then the summary line
+    rm -rf "$2"
+    mkdir -p "$2"
+    local t0 out
+    t0=$(now)
+    out=$("$train" --dir "$2" --mode "$1" --steps "$steps" --save-secs 1.5 \
+        --keep 2 --quiet "${model[@]}")
+    awk -v t="$(now)" -v t0="$t0" 'BEGIN { printf "%.6f\n", t - t0 }'
+    echo "$out" | grep '^summary:'
+}
+state_mib=
+for r in $(seq 1 "$reps"); do
+    # alternate which mode runs first, so drifts do not favour one
+    if [ $((r % 2)) = 1 ]; then order="none async"; else order="async none"; fi
+    for mode in $order; do
+        res=$(train_run "$mode" "$tmp/train-$mode")
+        declare "t_$mode=$(echo "$res" | head -n 1)"
+        declare "s_$mode=$(echo "$res" | tail -n 1)"
+    done
+    if [ -z "$state_mib" ]; then
+        state_mib=$(ls -l "$tmp"/train-async/*.data-* | awk 'NR == 1 {
+            printf "%d", $5 / 1048576 + 0.5 }')
+    fi
+    p50=$(echo "$s_async" | sed -n 's/.*blocking_ms_p50=\([0-9.]*\).*/\1/p')
+    memcpy_s=$("$bench" --memcpy "$state_mib")
+    ratio "ckpt-train async vs none, whole run, $state_mib MiB" le 1.03 \
+        "$(div "$t_async" "$t_none")"
+    ratio "ckpt-train blocking p50 vs memcpy of the state, $state_mib MiB" \
+        le 0.1 "$(div "$(awk -v p="$p50" 'BEGIN { print p / 1000 }')" \
+        "$memcpy_s")"
+done
+log "last async run: $s_async"
+
+# ---- ckpt verify, cold, vs read() of the checkpoint's files -----------------
+prefix=$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' \
+    "$tmp/train-async/checkpoint")
+files=("$tmp/train-async/$prefix".*)
+bytes=$(cat "${files[@]}" | wc -c)
+read_sum=0
+for r in $(seq 1 "$reps"); do
+    "$bench" --drop-cache "${files[@]}"
+    t0=$(now)
+    cat "${files[@]}" >/dev/null
+    t_read=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    "$bench" --drop-cache "${files[@]}"
+    t0=$(now)
+    "$ckpt" verify "$tmp/train-async/$prefix" >/dev/null
+    t_verify=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    ratio "ckpt verify, cold, vs read() of its files, $state_mib MiB" ge 0.9 \
+        "$(div "$t_read" "$t_verify")"
+    read_sum=$(awk -v a="$read_sum" -v b="$t_read" 'BEGIN { print a + b }')
+done
+
+# ---- the machine --------------------------------------------------------------
+memcpy64=$("$bench" --memcpy 64)
+machine=$(awk -v m="$memcpy64" -v b="$bytes" -v s="$read_sum" -v n="$reps" \
+    -v c="$(nproc)" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+    printf "%d cores, memcpy %.1f GB/s (64 MiB), cold read() %.1f GB/s, " \
+           "load average %s", c, 67108864 / m / 1e9, b * n / s / 1e9, l }')
+rm -rf "$tmp"/train-*
+
+# ---- the table -----------------------------------------------------------------
+mkdir -p "$tmp"
+awk -F'\t' -v json=$json -v machine="$machine" -v quick=$quick '
+$1 == "ratio" {
+    if (!($2 in n)) { order[++nf] = $2; op[$2] = $3; target[$2] = $4 }
+    v[$2, ++n[$2]] = $5
+}
+function sort_values(f, k,    i, j, t) {
+    for (i = 1; i <= k; i++) s[i] = v[f, i]
+    for (i = 2; i <= k; i++)
+        for (j = i; j > 1 && s[j - 1] > s[j]; j--) {
+            t = s[j]; s[j] = s[j - 1]; s[j - 1] = t
+        }
+}
+END {
+    if (json) printf "{\"machine\": \"%s\", \"quick\": %s, \"figures\": [\n", machine, quick ? "true" : "false"
+    else {
+        printf "machine: %s\n\n", machine
+        printf "| figure | target | median | range (min-max) | reps | verdict |\n"
+        printf "|---|---|---|---|---|---|\n"
+    }
+    for (i = 1; i <= nf; i++) {
+        f = order[i]; k = n[f]
+        sort_values(f, k)
+        med = k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
+        lo = s[1]; hi = s[k]; t = target[f]
+        if (op[f] == "le") {
+            verdict = hi <= t ? "met" : (med <= t ? "not met (spread crosses)" : "not met")
+            tshow = "<= " t
+        } else {
+            verdict = lo >= t ? "met" : (med >= t ? "not met (spread crosses)" : "not met")
+            tshow = ">= " t
+        }
+        if (json)
+            printf "  {\"figure\": \"%s\", \"op\": \"%s\", \"target\": %s, \"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"reps\": %d, \"verdict\": \"%s\"}%s\n",
+                f, op[f], t, med, lo, hi, k, verdict, i < nf ? "," : ""
+        else
+            printf "| %s | %s | %.3f | %.3f-%.3f | %d | %s |\n", f, tshow, med, lo, hi, k, verdict
+    }
+    if (json) printf "]}\n"
+}' "$ratios"

@@ -1,0 +1,102 @@
+/* saver/overlap.c - overlapped snapshots and the mutation fence, and the
+ * one-time choice of where a snapshot's checksum is computed.
+ *
+ * Once the caller has called ckpt_saver_mutation_fence, save_async runs
+ * the read callbacks (on the caller's thread, as always), asks the idle
+ * writer to copy the pieces of the variables in plain memory, and returns
+ * with the job open (s->deferred, caller thread only): the caller goes on
+ * reading the variables (a training step's forward and backward passes)
+ * while the writer copies. The next fence - or any saver call that could
+ * let the variables change - copies the pieces nobody has claimed, waits
+ * for the one the writer is copying, and submits the job (writer.c's
+ * handshake, its caller half deferred). The values saved are those at
+ * save_async; the loop waits only for what was not yet copied. */
+#include "saver_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes of the biggest variable timed to choose where the checksum is
+ * computed; states whose biggest variable is smaller than MEASURE_MIN keep
+ * the fused copy (the difference is too small to time reliably). */
+#define MEASURE_MAX ((size_t)8 << 20)
+#define MEASURE_MIN ((size_t)1 << 20)
+
+void ckpt__saver_choose_checksum(ckpt_saver *s)
+{
+    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
+    const ckpt__var *big = NULL;
+    double fused_s = 0, plain_s = 0;
+    size_t n;
+    s->checksum = 1;
+    if (force && strcmp(force, "writer") == 0) {
+        s->checksum = 0;
+        return;
+    }
+    if (force && strcmp(force, "copy") == 0)
+        return;
+    for (size_t i = 0; i < s->nvars; i++)
+        if (!s->vars[i].v.read && (!big || s->vars[i].bytes > big->bytes))
+            big = &s->vars[i];
+    if (!big || big->bytes < MEASURE_MIN)
+        return;
+    n = big->bytes < MEASURE_MAX ? (size_t)big->bytes : MEASURE_MAX;
+    s->checksum = ckpt__snapshot_measure(
+        big->v.data, s->images[0].ptr + big->offset, n, 3, &fused_s, &plain_s);
+    CKPT__SAVER_LOG(
+        s, CKPT_LOG_DEBUG,
+        "snapshot copies: checksum %s (copy with checksum %.2f GB/s, plain "
+        "copy %.2f GB/s, %zu bytes timed)",
+        s->checksum ? "fused into the copy" : "computed by the writer",
+        fused_s > 0 ? (double)n / fused_s / 1e9 : 0.0,
+        plain_s > 0 ? (double)n / plain_s / 1e9 : 0.0, n);
+}
+
+int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
+{
+    /* The writer's copy is off the loop's path: fusing the checksum into
+     * it saves the writer a second pass over the image (memory traffic the
+     * loop shares); a copy the caller does alone is as measured. */
+    int asked = ckpt__writer_snapshot_begin(s, job->image, 1, 1);
+    int err;
+    job->checksum = s->help_work.checksum;
+    err = ckpt__snapshot_callbacks(&s->help_work);
+    if (err < 0 || !asked) {
+        ckpt__writer_snapshot_end(s, asked);
+        return err;
+    }
+    s->deferred = job;
+    return 1;
+}
+
+void ckpt__saver_complete_snapshot(ckpt_saver *s)
+{
+    ckpt__job *job = s->deferred;
+    double t0, blocking;
+    int64_t step;
+    if (!job)
+        return;
+    t0 = ckpt_clock_monotonic(s->opts.clock);
+    ckpt__writer_snapshot_end(s, 1);
+    s->deferred = NULL;
+    job->blocking_s += ckpt_clock_monotonic(s->opts.clock) - t0;
+    blocking = job->blocking_s;
+    step = job->step;
+    s->skips_since_dispatch = 0;
+    ckpt__writer_submit(s, job); /* the writer owns (and may free) it now */
+    CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
+                    "overlapped snapshot of step %" PRId64
+                    " complete (%.6f s blocking in all); write dispatched",
+                    step, blocking);
+}
+
+int ckpt_saver_mutation_fence(ckpt_saver *s)
+{
+    CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return 0; /* a wrapped saver's snapshot is complete at the trigger */
+    s->overlap = 1;
+    ckpt__saver_complete_snapshot(s);
+    return 0;
+}

@@ -1,0 +1,75 @@
+/* session/mutation_fence.c - the step's mutation fence: the savers whose
+ * overlapped snapshots a step must complete before it writes the
+ * variables, and the calls that complete them.
+ *
+ * A checkpoint hook registers its saver when the session is created
+ * (ckpt__session_add_fence_saver). ckpt_step_context_mutation_fence
+ * completes every registered saver's open snapshot (ckpt_saver_mutation_
+ * fence); the first call also switches those savers to overlapped
+ * snapshots, so a loop that never calls it keeps complete copies at the
+ * trigger. From then on the session also completes open snapshots when a
+ * step ends, so a step that wrote nothing need not call the fence and a
+ * snapshot never stays open beyond the step after its trigger. */
+#include "session_internal.h"
+
+int ckpt__session_add_fence_saver(ckpt_session *s, ckpt_saver *saver)
+{
+    ckpt_monitored_session *ms = s ? s->ms : NULL;
+    if (!ms || !saver)
+        return ckpt__error(CKPT_EINVAL, "mutation fence: no session or saver");
+    for (size_t i = 0; i < ms->num_fence_savers; i++)
+        if (ms->fence_savers[i] == saver)
+            return 0;
+    if (ms->num_fence_savers == ms->cap_fence_savers) {
+        size_t cap = ms->cap_fence_savers ? 2 * ms->cap_fence_savers : 4;
+        ckpt_saver **p =
+            ckpt__realloc(ms->fence_savers, cap * sizeof(*ms->fence_savers));
+        if (!p)
+            return ckpt__error_oom();
+        ms->fence_savers = p;
+        ms->cap_fence_savers = cap;
+    }
+    ms->fence_savers[ms->num_fence_savers++] = saver;
+    if (ms->fence_used)
+        ckpt_saver_mutation_fence(saver); /* overlapped from now on */
+    return 0;
+}
+
+void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver)
+{
+    ckpt_monitored_session *ms = s ? s->ms : NULL;
+    if (!ms)
+        return;
+    for (size_t i = 0; i < ms->num_fence_savers; i++) {
+        if (ms->fence_savers[i] != saver)
+            continue;
+        ckpt_saver_mutation_fence(saver); /* nothing left open */
+        ms->fence_savers[i] = ms->fence_savers[--ms->num_fence_savers];
+        return;
+    }
+}
+
+void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)
+{
+    if (!ms->fence_used)
+        return;
+    for (size_t i = 0; i < ms->num_fence_savers; i++)
+        ckpt_saver_mutation_fence(ms->fence_savers[i]);
+}
+
+int ckpt_step_context_mutation_fence(ckpt_step_context *sc)
+{
+    ckpt_monitored_session *ms;
+    CKPT__CHECK_ARG(sc);
+    ms = sc->session ? sc->session->ms : NULL;
+    if (!ms)
+        return ckpt__error(CKPT_EINVAL,
+                           "mutation fence: the step context has no session");
+    if (!ms->in_step)
+        return ckpt__error(CKPT_ESTATE,
+                           "mutation fence: called outside a step");
+    ms->fence_used = 1;
+    for (size_t i = 0; i < ms->num_fence_savers; i++)
+        ckpt_saver_mutation_fence(ms->fence_savers[i]);
+    return 0;
+}

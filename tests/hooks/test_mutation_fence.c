@@ -1,0 +1,314 @@
+/* The step's mutation fence with the AsyncCheckpointSaverHook: a step that
+ * reads the state, calls ckpt_step_context_mutation_fence and then
+ * rewrites every variable gets checkpoints holding exactly the values of
+ * their trigger steps, in the step-function API and in the bracket API
+ * (run under TSan in CI: the writer still copying after the fence would be
+ * a reported race); without a fence the saver never overlaps; a step that
+ * writes nothing need not call the fence (the session completes the open
+ * snapshot when it ends); read callbacks run on the training thread at the
+ * trigger; the fence outside a step is an error. */
+#include "saver/saver_internal.h"
+#include "session/session_internal.h"
+#include "test_util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W_FLOATS ((size_t)(5u << 20) / 4 + 7) /* three 2 MiB pieces */
+#define V_FLOATS ((size_t)300000)
+#define CB_FLOATS ((size_t)512)
+#define STEPS 12
+
+typedef struct fixture {
+    char *dir;
+    ckpt_graph *graph;
+    int64_t step;
+    float *w, *v;
+    float cb_vals[CB_FLOATS];
+    pthread_t trainer;
+    int cb_calls, cb_wrong_thread;
+} fixture;
+
+static float value(int64_t step, size_t i, int which)
+{
+    return (float)(step * 1000 + (int64_t)(i % 997)) + (which ? 0.5f : 0.0f);
+}
+
+static void write_state(fixture *f, int64_t step)
+{
+    for (size_t i = 0; i < W_FLOATS; i++)
+        f->w[i] = value(step, i, 0);
+    for (size_t i = 0; i < V_FLOATS; i++)
+        f->v[i] = value(step, i, 1);
+    for (size_t i = 0; i < CB_FLOATS; i++)
+        f->cb_vals[i] = (float)(step * 7) - (float)i;
+}
+
+static double read_all(const fixture *f)
+{
+    double sum = 0;
+    for (size_t i = 0; i < W_FLOATS; i += 16)
+        sum += f->w[i];
+    for (size_t i = 0; i < V_FLOATS; i += 16)
+        sum += f->v[i];
+    return sum;
+}
+
+static int cb_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    fixture *f = payload;
+    if (!pthread_equal(pthread_self(), f->trainer))
+        f->cb_wrong_thread = 1;
+    f->cb_calls++;
+    memcpy(dst, (const uint8_t *)f->cb_vals + off, n);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    ckpt_var w = {"w",  CKPT_DT_FLOAT, {1, {(int64_t)W_FLOATS}}, NULL, NULL,
+                  NULL, NULL};
+    ckpt_var v = {"v",  CKPT_DT_FLOAT, {1, {(int64_t)V_FLOATS}}, NULL, NULL,
+                  NULL, NULL};
+    ckpt_var cb = {"cb", CKPT_DT_FLOAT, {1, {(int64_t)CB_FLOATS}},
+                   NULL, cb_read,       NULL,
+                   NULL};
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    f->w = malloc(W_FLOATS * sizeof(float));
+    f->v = malloc(V_FLOATS * sizeof(float));
+    assert_non_null(f->w);
+    assert_non_null(f->v);
+    f->trainer = pthread_self();
+    write_state(f, 0);
+    w.data = f->w;
+    v.data = f->v;
+    cb.payload = f;
+    assert_ckpt_ok(ckpt_graph_new(&f->graph));
+    assert_ckpt_ok(ckpt_graph_create_global_step(f->graph, &f->step));
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &w));
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &cb));
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &v));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ckpt_graph_free(f->graph);
+    test_remove_tree(f->dir);
+    free(f->w);
+    free(f->v);
+    free(f);
+    return 0;
+}
+
+/* An async hook saving every step (policy WAIT: every trigger saves),
+ * keeping every checkpoint; `scaffold`: through the session's saver. */
+static ckpt_monitored_session *start(fixture *f, int scaffold)
+{
+    static ckpt_saver_options so;
+    ckpt_checkpoint_hook_options o = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    ckpt_saver_options_init(&so, CKPT_SAVER_OPTIONS_VERSION);
+    so.max_to_keep = CKPT_KEEP_ALL;
+    so.busy_policy = CKPT_BUSY_WAIT;
+    o.checkpoint_dir = f->dir;
+    o.save_steps = 1;
+    o.mode = CKPT_SAVE_ASYNC;
+    if (scaffold) {
+        o.use_scaffold = 1;
+        sess.checkpoint_dir = f->dir;
+        sess.saver_options = &so;
+    } else {
+        o.saver_options = &so;
+    }
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess));
+    return ms;
+}
+
+/* Every checkpoint in the directory holds its step's values, exactly. */
+static int check_checkpoints(fixture *f)
+{
+    float *got = malloc(W_FLOATS * sizeof(float));
+    int count = 0;
+    assert_non_null(got);
+    for (int64_t step = 0; step <= STEPS; step++) {
+        char prefix[4096];
+        ckpt_bundle_reader *r = NULL;
+        int64_t gs = -1;
+        snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%lld", f->dir,
+                 (long long)step);
+        if (ckpt_bundle_reader_open(&r, prefix, NULL) != 0) {
+            ckpt_error_clear();
+            continue;
+        }
+        count++;
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, "global_step", &gs, 8));
+        assert_int_equal(gs, step);
+        assert_ckpt_ok(
+            ckpt_bundle_reader_read(r, "w", got, W_FLOATS * sizeof(float)));
+        for (size_t i = 0; i < W_FLOATS; i++)
+            if (got[i] != value(step, i, 0))
+                fail_msg("checkpoint %lld: w[%zu] = %g, expected %g",
+                         (long long)step, i, (double)got[i],
+                         (double)value(step, i, 0));
+        assert_ckpt_ok(
+            ckpt_bundle_reader_read(r, "v", got, V_FLOATS * sizeof(float)));
+        for (size_t i = 0; i < V_FLOATS; i++)
+            if (got[i] != value(step, i, 1))
+                fail_msg("checkpoint %lld: v[%zu] = %g", (long long)step, i,
+                         (double)got[i]);
+        assert_ckpt_ok(
+            ckpt_bundle_reader_read(r, "cb", got, CB_FLOATS * sizeof(float)));
+        for (size_t i = 0; i < CB_FLOATS; i++)
+            assert_true(got[i] == (float)(step * 7) - (float)i);
+        ckpt_bundle_reader_free(r);
+    }
+    free(got);
+    return count;
+}
+
+/* A step: read the state (forward and backward), fence, rewrite it all. */
+static int fenced_step(ckpt_step_context *sc, void *payload)
+{
+    fixture *f = payload;
+    int err;
+    (void)read_all(f);
+    err = ckpt_step_context_mutation_fence(sc);
+    if (err < 0)
+        return err;
+    write_state(f, f->step + 1);
+    f->step++;
+    return 0;
+}
+
+static int unfenced_step(ckpt_step_context *sc, void *payload)
+{
+    fixture *f = payload;
+    (void)sc;
+    (void)read_all(f);
+    write_state(f, f->step + 1);
+    f->step++;
+    return 0;
+}
+
+static void test_step_function_with_fence(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    while (f->step < STEPS)
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(ms, NULL, fenced_step, f, NULL));
+    assert_int_equal(sv->overlap, 1);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), STEPS + 1);
+    assert_true(f->cb_calls >= STEPS + 1);
+    assert_false(f->cb_wrong_thread);
+}
+
+static void test_bracket_with_fence(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 0);
+    while (f->step < STEPS) {
+        ckpt_step_context *sc = NULL;
+        assert_ckpt_ok(ckpt_monitored_session_before_run(ms, NULL, &sc));
+        assert_ckpt_ok(fenced_step(sc, f));
+        assert_ckpt_ok(ckpt_monitored_session_after_run(ms, 0, NULL));
+    }
+    assert_int_equal(ms->fence_used, 1);
+    assert_int_equal(ms->num_fence_savers, 1);
+    assert_int_equal(ms->fence_savers[0]->overlap, 1);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    assert_int_equal(ms->num_fence_savers, 0); /* removed at end */
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), STEPS + 1);
+    assert_false(f->cb_wrong_thread);
+}
+
+/* A loop that never calls the fence: snapshots complete at the trigger. */
+static void test_without_fence_nothing_changes(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    while (f->step < STEPS) {
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(ms, NULL, unfenced_step, f, NULL));
+        assert_null(sv->deferred);
+    }
+    assert_int_equal(sv->overlap, 0);
+    assert_int_equal(ms->fence_used, 0);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), STEPS + 1);
+}
+
+/* After the first fence, a step that writes nothing and skips the fence
+ * still ends with the snapshot completed and dispatched. */
+static void test_step_without_writes_needs_no_fence(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    while (f->step < STEPS) {
+        ckpt_step_context *sc = NULL;
+        /* a writing step: its trigger leaves a snapshot open */
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(ms, NULL, fenced_step, f, NULL));
+        assert_non_null(sv->deferred);
+        /* a step that only reads: no fence, no new trigger (same step) */
+        assert_ckpt_ok(ckpt_monitored_session_before_run(ms, NULL, &sc));
+        (void)read_all(f);
+        assert_ckpt_ok(ckpt_monitored_session_after_run(ms, 0, NULL));
+        assert_null(sv->deferred);
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), STEPS + 1);
+}
+
+static void test_fence_outside_step(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 0);
+    ckpt_step_context *sc = NULL;
+    assert_ckpt_error(ckpt_step_context_mutation_fence(NULL), CKPT_EINVAL,
+                      "sc is NULL");
+    assert_ckpt_ok(ckpt_monitored_session_before_run(ms, NULL, &sc));
+    assert_ckpt_ok(ckpt_step_context_mutation_fence(sc));
+    assert_ckpt_ok(ckpt_monitored_session_after_run(ms, 0, NULL));
+    assert_ckpt_error(ckpt_step_context_mutation_fence(sc), CKPT_ESTATE,
+                      "outside a step");
+    assert_ckpt_error(ckpt_saver_mutation_fence(NULL), CKPT_EINVAL,
+                      "s is NULL");
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_step_function_with_fence, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bracket_with_fence, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_without_fence_nothing_changes,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_step_without_writes_needs_no_fence,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_outside_step, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
