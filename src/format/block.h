@@ -51,7 +51,7 @@ typedef int (*ckpt__block_entry_cb)(const uint8_t *key, size_t key_len,
                                     const uint8_t *value, size_t value_len,
                                     void *payload);
 
-/* Validate a block's structure (§3.2 of the format spec) and report every
+/* Validate a block's structure (docs/format.md §2.2) and report every
  * entry with its full key. `what` names the block in errors, e.g.
  * "x.index: data block at 0". Returns 0, the callback's non-zero value, or
  * CKPT_ECORRUPT with a message ("bad entry in block", ...). */

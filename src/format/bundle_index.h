@@ -1,6 +1,6 @@
 /* format/bundle_index.h - writing a bundle's .index from entries whose
  * data files were written elsewhere: the merge step of a sharded save
- * (format spec §9), where every process wrote its own data file and one
+ * (docs/format.md §7), where every process wrote its own data file and one
  * process writes the single index over all of them.
  *
  *   <prefix>.index: SSTable { "" -> BundleHeaderProto{num_shards},

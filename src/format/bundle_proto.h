@@ -16,7 +16,7 @@
  *   TensorSliceProto:   1 extent repeated Extent {1 start int64,
  *                                                 2 length int64 (oneof)}
  *
- * Example (§4.4 of the format spec), float32 [2, 3], size 24:
+ * Example (docs/format.md §4.4), float32 [2, 3], size 24:
  *   08 01 | 12 08 12 02 08 02 12 02 08 03 | 28 18 | 35 7a eb f5 ab
  */
 #ifndef CKPT_FORMAT_BUNDLE_PROTO_H

@@ -1,8 +1,20 @@
-/* format/bundle_reader_internal.h - what the bundle reader
- * (format/bundle_reader.c) offers the other parts of the reading side that
- * live in their own files (the record stream, partitioned-tensor checks):
- * reading part of a record through the reader's open data file, and the
- * facts about the bundle they need. Not installed. */
+/* format/bundle_reader_internal.h - the bundle reader's insides, shared by
+ * the files of the reading side. Not installed.
+ *
+ * The first part is what the record stream (bundle_stream.c) and the
+ * partitioned-tensor code (bundle_slices_read.c) use: reading part of a
+ * record through the reader's open data file, and the facts about the
+ * bundle they need. The second part is the reader itself, for the files
+ * that implement ckpt_bundle_reader's public calls, one job each:
+ *
+ *   bundle_reader.c        open: loading and validating the index; entry
+ *                          lookup and the accessors; free
+ *   bundle_reader_data.c   the data files: opened on first use, records
+ *                          located in them, read, CRC-checked, byte-swapped
+ *   bundle_reader_read.c   one tensor: fixed-size, raw record, strings,
+ *                          partitioned tensors assembled; data_size
+ *   bundle_read_many.c     several tensors at once, planned in file order
+ *   bundle_reader_check.c  check (one tensor, bounded memory) and verify */
 #ifndef CKPT_FORMAT_BUNDLE_READER_INTERNAL_H
 #define CKPT_FORMAT_BUNDLE_READER_INTERNAL_H
 
@@ -40,5 +52,116 @@ bool ckpt__bundle_reader_skips_crc(const ckpt_bundle_reader *r);
 
 /* The data file name of `e` for messages (valid until the next read). */
 const char *ckpt__bundle_reader_data_path(const ckpt_bundle_reader *r);
+
+/* ---- the reader itself (bundle_reader*.c, bundle_read_many.c) ---------- */
+
+#include "format/bundle_slices.h"
+#include "format/bundle_text.h"
+#include "io/direct_read.h"
+#include "io/fs_internal.h"
+
+/* An open data file of the bundle. */
+struct ckpt__bundle_shard {
+    int id;
+    ckpt_file *file;
+    uint64_t size;
+};
+
+struct ckpt_bundle_reader {
+    const ckpt_fs *fs;
+    char *prefix;
+    ckpt_buf index_path;
+    int num_shards;
+    int endianness;
+    bool skip_crc;
+    ckpt_tensor_entry *entries; /* key order */
+    size_t count;
+    size_t cap;
+    struct ckpt__bundle_shard *shards; /* opened shards, sorted by id */
+    size_t nshards;
+    size_t shards_cap;
+    ckpt_buf path;               /* scratch: a data file's name */
+    ckpt__sliced_entries sliced; /* values of partitioned entries */
+    ckpt__read_report stream;    /* the last streamed read (mode 0: none) */
+    uint64_t stream_bytes;       /* bytes it read */
+};
+
+/* The name of `e` as messages show it. */
+static inline const char *ckpt__bundle_entry_shown(ckpt__shown_name *s,
+                                                   const ckpt_tensor_entry *e)
+{
+    return ckpt__show_name(s, e->name, e->name_len);
+}
+
+/* bundle_reader_data.c */
+
+/* Open the record's data file (kept open) and check the record lies
+ * inside it; *out is the data file. Leaves the data file's name in
+ * r->path. CKPT_ENOTSUP for a partitioned tensor's full entry. */
+int ckpt__bundle_reader_locate(ckpt_bundle_reader *r,
+                               const ckpt_tensor_entry *e,
+                               struct ckpt__bundle_shard **out);
+
+/* Read the record of `e` into dst; with `crc` not NULL also extend *crc
+ * over it, piece by piece. */
+int ckpt__bundle_reader_read_into(ckpt_bundle_reader *r,
+                                  const ckpt_tensor_entry *e, void *dst,
+                                  uint32_t *crc);
+
+/* The stored (masked) CRC of `e` against the computed `crc`:
+ * CKPT_ECORRUPT naming both when they differ. */
+int ckpt__bundle_reader_compare_crc(const ckpt_bundle_reader *r,
+                                    const ckpt_tensor_entry *e, uint32_t crc);
+
+/* Bring a record read into `dst` to host byte order. */
+void ckpt__bundle_reader_to_host_order(const ckpt_bundle_reader *r,
+                                       const ckpt_tensor_entry *e, void *dst);
+
+/* Read the checked entry `e` of a fixed-size tensor into dst: CRC
+ * compared unless the reader skips checksums, then in host order. */
+int ckpt__bundle_reader_read_checked(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e, void *dst);
+
+/* bundle_reader_read.c */
+
+/* Append the record of `e` to `out`, its CRC checked when `check_crc`. */
+int ckpt__bundle_reader_load_record(ckpt_bundle_reader *r,
+                                    const ckpt_tensor_entry *e, ckpt_buf *out,
+                                    bool check_crc);
+
+/* The entry of a fixed-size tensor `name` that may be read into `dst` of
+ * `dst_size` bytes, or an error naming what is wrong. */
+int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
+                                    ckpt_bundle_reader *r, const char *name,
+                                    const void *dst, size_t dst_size);
+
+/* What the partitioned-tensor code needs to read `e`. */
+int ckpt__bundle_reader_partitioned_read_of(ckpt__partitioned_read *pr,
+                                            ckpt_bundle_reader *r,
+                                            const ckpt_tensor_entry *e);
+
+/* What assembling the partitioned tensor `e` needs, for a call that sizes
+ * or checks it whole: CKPT_ENOTSUP naming the tensor when its dtype is not
+ * assembled (strings, dtypes without a fixed size). */
+int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
+                                    ckpt_bundle_reader *r,
+                                    const ckpt_tensor_entry *e);
+
+/* 0 when `e` is one of r's entries, else CKPT_EINVAL naming the public
+ * call `call` and the index. */
+int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *e, const char *call);
+
+/* Assemble the partitioned tensor `e` from its slice entries into dst. */
+int ckpt__bundle_reader_read_partitioned(ckpt_bundle_reader *r,
+                                         const ckpt_tensor_entry *e, void *dst,
+                                         size_t dst_size);
+
+/* Read the string tensor `e` into `out` (its layout and length checksum
+ * always checked, its CRC when `check_crc`). */
+int ckpt__bundle_reader_read_strings_entry(ckpt_bundle_reader *r,
+                                           const ckpt_tensor_entry *e,
+                                           ckpt_string_array *out,
+                                           bool check_crc);
 
 #endif

@@ -1,4 +1,4 @@
-/* format/bundle_slice_key.c - partitioned tensors (format spec §8), the
+/* format/bundle_slice_key.c - partitioned tensors (docs/format.md §6), the
  * keys: TensorFlow's ordered code and the binary slice key of a piece.
  *
  *   slice key of piece {(start_d, length_d)} of tensor `name`, rank r:
@@ -12,7 +12,7 @@
  *                                          64 -> C0 40, -65 -> 3F BF
  *   a full extent is written as start 0, length -1.
  *
- *   example (§8.3), float32 w [4, 3], rows 2-3:
+ *   example (docs/format.md §6.3), float32 w [4, 3], rows 2-3:
  *     00 | 77 00 01 | 01 02 | 82 82 | 80 83 */
 #include "format/bundle_slices.h"
 

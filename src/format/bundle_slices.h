@@ -1,7 +1,7 @@
-/* format/bundle_slices.h - partitioned (sliced) tensors of a bundle (format
- * spec §8): the binary slice key of a piece, the checks and bookkeeping the
- * writer needs to add pieces, and assembling a whole tensor from its pieces
- * for the reader.
+/* format/bundle_slices.h - partitioned (sliced) tensors of a bundle
+ * (docs/format.md §6): the binary slice key of a piece, the checks and
+ * bookkeeping the writer needs to add pieces, and assembling a whole tensor
+ * from its pieces for the reader.
  *
  *   full entry  "w"                -> BundleEntryProto {dtype, full shape,
  *                                     slices: TensorSliceProto per piece}

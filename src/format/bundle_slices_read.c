@@ -1,4 +1,4 @@
-/* format/bundle_slices_read.c - partitioned tensors (format spec §8), the
+/* format/bundle_slices_read.c - partitioned tensors (docs/format.md §6), the
  * reading side: the full entries' encoded protos kept by the reader, and
  * the assembly of a whole tensor from its pieces.
  *

@@ -1,4 +1,4 @@
-/* format/bundle_slices_write.c - partitioned tensors (format spec §8), the
+/* format/bundle_slices_write.c - partitioned tensors (docs/format.md §6), the
  * writing side: each piece given to ckpt_bundle_writer_add_slice is checked
  * (extents inside the full shape, size, dtype and full shape like the
  * earlier pieces, no overlap) and recorded, so the full entry's `slices`

@@ -1,12 +1,12 @@
 /* mpi/mpi_commit.c - rank 0's second phase of a distributed save, once
- * every rank reported its data file durable: the merge of format spec §9
+ * every rank reported its data file durable: the merge of docs/format.md §7
  * done without copying data. Every rank's entries already carry their
  * final shard id (the rank) and offsets, so rank 0
  *   1. unlists and unindexes an older checkpoint of the same name,
  *   2. renames each rank's temporary data file to <prefix>.data-<r>-of-<N>
  *      and fsyncs the directory,
  *   3. writes <prefix>.index over all entries, plus one full entry per
- *      partitioned tensor listing every rank's piece (§8), last,
+ *      partitioned tensor listing every rank's piece (§6 there), last,
  *   4. names the checkpoint in the state file and applies retention.
  * Any failure removes what this commit put in place (unless the state file
  * may already name it); the ranks' temporary files are removed too. */

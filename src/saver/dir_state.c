@@ -11,6 +11,7 @@
 #include "saver_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +330,30 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
         err = ckpt__buf_set(stored_out, name);
     if (err == 0)
         err = ckpt__path_join(prefix_out, ds->dir, name);
+    return err;
+}
+
+int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
+                                    int pad_step_number, int64_t step,
+                                    ckpt_buf *stored, ckpt_buf *prefix)
+{
+    ckpt_buf name = CKPT_BUF_INIT;
+    int err;
+    if (step == CKPT_NO_STEP) {
+        if (strcmp(basename, CKPT_STATE_FILENAME) == 0)
+            return ckpt__error(CKPT_EINVAL,
+                               "save: without a step the checkpoint would be "
+                               "named '%s', the state file's name",
+                               basename);
+        err = ckpt__buf_set(&name, basename);
+    } else if (pad_step_number) {
+        err = ckpt__buf_printf(&name, "%s-%08" PRId64, basename, step);
+    } else {
+        err = ckpt__buf_printf(&name, "%s-%" PRId64, basename, step);
+    }
+    if (err == 0)
+        err = ckpt__dir_state_name(ds, name.ptr, stored, prefix);
+    ckpt_buf_dispose(&name);
     return err;
 }
 

@@ -219,24 +219,8 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
 static int checkpoint_names(ckpt_saver *s, int64_t step, ckpt_buf *stored,
                             ckpt_buf *prefix)
 {
-    ckpt_buf name = CKPT_BUF_INIT;
-    int err;
-    if (step == CKPT_NO_STEP) {
-        if (strcmp(s->basename, CKPT_STATE_FILENAME) == 0)
-            return ckpt__error(CKPT_EINVAL,
-                               "save: without a step the checkpoint would be "
-                               "named '%s', the state file's name",
-                               s->basename);
-        err = ckpt__buf_set(&name, s->basename);
-    } else if (s->opts.pad_step_number) {
-        err = ckpt__buf_printf(&name, "%s-%08" PRId64, s->basename, step);
-    } else {
-        err = ckpt__buf_printf(&name, "%s-%" PRId64, s->basename, step);
-    }
-    if (err == 0)
-        err = ckpt__dir_state_name(&s->ds, name.ptr, stored, prefix);
-    ckpt_buf_dispose(&name);
-    return err;
+    return ckpt__dir_state_checkpoint_name(
+        &s->ds, s->basename, s->opts.pad_step_number, step, stored, prefix);
 }
 
 int64_t ckpt_checkpoint_step(const char *prefix)

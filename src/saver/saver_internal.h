@@ -62,6 +62,13 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds);
 /* The state-file path string and full prefix of a new checkpoint name. */
 int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
                          ckpt_buf *stored_out, ckpt_buf *prefix_out);
+/* The names of the checkpoint a save at `step` makes, as TensorFlow's Saver
+ * names it: "<basename>-<step>" (the step zero-padded to 8 digits with
+ * `pad_step_number`), or "<basename>" for CKPT_NO_STEP, refused when that
+ * is the state file's name; then as ckpt__dir_state_name. */
+int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
+                                    int pad_step_number, int64_t step,
+                                    ckpt_buf *stored, ckpt_buf *prefix);
 /* Before overwriting an existing checkpoint of the same name: unlist it and
  * remove its index so it never looks complete with mixed files. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);

@@ -8,7 +8,8 @@
 #     guide;
 #   - headers, sources, tests, docs and examples send no reader to files a
 #     user does not have (the shared spec), and every behaviour number they
-#     cite (B<n>, F<n>) is defined in docs/behaviour.md.
+#     cite (B<n>, F<n>) is defined in docs/behaviour.md;
+#   - the format is cited as docs/format.md §N, and each cited section exists.
 # Usage: check_docs.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_docs.sh SOURCE_DIR}
@@ -58,6 +59,22 @@ if grep -rnE 'shared/spec|hooks-and-sessions\.md|\bspec (section|sections|B[0-9]
     --include='*.cmake' --include='*.sh' | grep -v 'tests/docs/check_docs.sh'; then
     die "the lines above send a reader to the shared spec"
 fi
+# the format is described by docs/format.md: comments cite its sections, and
+# every section they cite exists
+if grep -rnE 'format spec|\bspec §' "${dirs[@]}" --include='*.[ch]' \
+    --include='*.md' | grep -v 'tests/docs/check_docs.sh'; then
+    die "the lines above cite a format spec: cite docs/format.md §N instead"
+fi
+grep -rhoE "format\.md('s|\))? §[0-9]+(\.[0-9]+)?" "${dirs[@]}" \
+    --include='*.[ch]' --include='*.md' | grep -oE '[0-9]+(\.[0-9]+)?$' |
+    sort -u | while read -r n; do
+    case $n in
+    *.*) re="^### ${n//./\\.} " ;;
+    *) re="^## $n\\. " ;;
+    esac
+    grep -qE "$re" "$src/docs/format.md" ||
+        { echo "FAIL: docs/format.md has no section §$n, which is cited" >&2; exit 1; }
+done || fail=1
 defined=$(grep -oE '^\*\*[BF][0-9]+\.\*\*' "$src/docs/behaviour.md" |
     tr -d '*.' | sort -u)
 cited=$(grep -rhoE '\b[BF][0-9]{1,2}\b' "$src/include" "$src/src/hooks" \

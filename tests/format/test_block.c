@@ -1,6 +1,6 @@
 /* Tests for format/block: exact bytes of built blocks (empty block, the
- * spec's worked example, restart points every 16 / every entry), round
- * trips, and every structural check of the block reader. */
+ * worked example of docs/format.md §4.4, restart points every 16 / every
+ * entry), round trips, and every structural check of the block reader. */
 #include "test_util.h"
 
 #include "common/internal.h"
@@ -51,7 +51,8 @@ static void test_empty_block(void **state)
     ckpt_buf_dispose(&c.text);
 }
 
-/* The data block of the spec's 125-byte example (§4.4), bytes 0..39. */
+/* The data block of docs/format.md's 125-byte example (§4.4), bytes
+ * 0..39. */
 static const uint8_t example_block[40] = {
     0x00, 0x00, 0x06, 0x08, 0x01, 0x1a, 0x02, 0x08, 0x01, 0x00,
     0x01, 0x13, 0x78, 0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08,

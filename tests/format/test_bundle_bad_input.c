@@ -752,7 +752,7 @@ static void test_unsupported_known_dtypes(void **state)
     }
 }
 
-/* The slice key of rows 0..2 of "w" [4, 3] (§8.3). */
+/* The slice key of rows 0..2 of "w" [4, 3] (docs/format.md §6.3). */
 static const char w_slice_key[] = "\x00w\x00\x01\x01\x02\x80\x82\x80\x83";
 
 /* Write a bundle holding float tensor "w" [4, 3] partitioned into one

@@ -1,5 +1,5 @@
 /* tests/format/test_bundle_proto.c - BundleHeaderProto / BundleEntryProto
- * encoders (exact TensorFlow bytes from the format spec and the test
+ * encoders (exact TensorFlow bytes from docs/format.md and the test
  * vectors) and decoders (round trips, proto3 rules, malformed input). */
 #include "test_util.h"
 
@@ -165,7 +165,7 @@ static void test_header_malformed(void **state)
     assert_int_equal(h.num_shards, 0);
 }
 
-/* The §4.4 example: float32 [2, 3], size 24, crc 0xABF5EB7A. */
+/* docs/format.md §4.4: float32 [2, 3], size 24, crc 0xABF5EB7A. */
 static const uint8_t spec_entry[] = {0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08,
                                      0x02, 0x12, 0x02, 0x08, 0x03, 0x28, 0x18,
                                      0x35, 0x7a, 0xeb, 0xf5, 0xab};
@@ -322,7 +322,7 @@ static void test_entry_roundtrip_extremes(void **state)
 
 static void test_entry_slices_spec_example(void **state)
 {
-    /* §8.3: full entry "w", float32 [4, 3], two slices. */
+    /* docs/format.md §6.3: full entry "w", float32 [4, 3], two slices. */
     static const uint8_t want[] = {
         0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x04, 0x12, 0x02, 0x08, 0x03,
         0x3a, 0x08, 0x0a, 0x02, 0x10, 0x02, 0x0a, 0x02, 0x10, 0x03, 0x3a, 0x0a,

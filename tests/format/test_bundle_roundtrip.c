@@ -1,6 +1,6 @@
 /* tests/format/test_bundle_roundtrip.c - the bundle writer and reader
  * together: every supported dtype, strings, shards, alignment, the exact
- * bytes of the format spec's example, argument errors, abandoning, the
+ * bytes of docs/format.md's example (§4.4), argument errors, abandoning, the
  * saver's raw-image path, failures injected at every file-system operation
  * of a save, and LevelDB reading our index files. */
 #include "bundle_test_helpers.h"
@@ -63,7 +63,8 @@ static uint8_t *read_named(const char *dir, const char *name, size_t *n)
 
 static void test_spec_example_exact_files(void **state)
 {
-    /* §4.4: bytes 0..80 as listed, zero padding to 117, then the magic */
+    /* docs/format.md §4.4: bytes 0..80 as listed, zero padding to 117, then the
+     * magic */
     static const uint8_t head[81] = {
         0x00, 0x00, 0x06, 0x08, 0x01, 0x1a, 0x02, 0x08, 0x01, 0x00, 0x01, 0x13,
         0x78, 0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x02, 0x12, 0x02, 0x08,

@@ -1,6 +1,6 @@
 /* tests/format/test_bundle_slices.c - partitioned (sliced) tensors: the
- * ordered-code numbers and slice keys of format spec §8.2 byte for byte,
- * the index entries of the §8.3 example as ckpt_bundle_writer_add_slice
+ * ordered-code numbers and slice keys of docs/format.md §6.2 byte for byte,
+ * the index entries of the §6.3 example as ckpt_bundle_writer_add_slice
  * writes them, round trips (rows, a middle dimension, columns across
  * shards, a piece that is the whole tensor), every writer and reader error,
  * and LevelDB reading an index that holds slice keys. */
@@ -101,7 +101,7 @@ static void test_ordered_code_reference_values(void **state)
     const uint8_t *p;
     uint64_t u = 0;
     (void)state;
-    /* spec §8.2 table */
+    /* docs/format.md §6.2, and the extremes */
     check_signed(0, "80");
     check_signed(1, "81");
     check_signed(63, "bf");
@@ -270,8 +270,8 @@ static void test_slice_key_spec_example(void **state)
     ckpt_buf_dispose(&name);
 }
 
-/* TensorSliceProto inside BundleEntryProto (spec §8.1): a full extent is an
- * empty Extent; start is omitted when 0; length always written. */
+/* TensorSliceProto inside BundleEntryProto (docs/format.md §6.1): a full extent
+ * is an empty Extent; start is omitted when 0; length always written. */
 static void test_tensor_slice_proto_bytes(void **state)
 {
     static const uint8_t want[] = {
@@ -306,8 +306,7 @@ static void test_tensor_slice_proto_bytes(void **state)
     ckpt_buf_dispose(&out);
 }
 
-/* ---- the writer: the §8.3 example -----------------------------------------
- */
+/* ---- the writer: the example of docs/format.md §6.3 ---------------------- */
 
 typedef struct kv_list {
     size_t n;

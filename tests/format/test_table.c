@@ -1,4 +1,4 @@
-/* Tests for format/table: the builder's exact bytes (the spec's 125-byte
+/* Tests for format/table: the builder's exact bytes (docs/format.md's 125-byte
  * example, the empty table, TensorFlow's vectors re-emitted byte for byte),
  * block splitting and separators, TensorFlow's oversize-entry rule, reading
  * TensorFlow-written index files (Snappy ones included), and the reader's
@@ -261,8 +261,7 @@ static int table_rc(const ckpt_buf *f)
     return rc;
 }
 
-/* ---- the spec's 125-byte example (§4.4) ------------------------------------
- */
+/* ---- docs/format.md's 125-byte example (§4.4) ------------------------- */
 
 static const uint8_t example_file[125] = {
     0x00, 0x00, 0x06, 0x08, 0x01, 0x1a, 0x02, 0x08, 0x01, 0x00, 0x01, 0x13,

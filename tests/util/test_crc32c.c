@@ -1,4 +1,4 @@
-/* Tests for util/crc32c: RFC 3720 vectors, the mask of the format spec,
+/* Tests for util/crc32c: RFC 3720 vectors, the mask of docs/format.md §3,
  * hardware vs portable agreement at every length and alignment, extend
  * composition, the fused copy, and combining the CRCs of pieces. */
 #include "test_util.h"

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-/* BundleEntryProto of the spec's worked example (§4.4). */
+/* BundleEntryProto of the worked example of docs/format.md §4.4. */
 static const uint8_t entry_x[] = {0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08,
                                   0x02, 0x12, 0x02, 0x08, 0x03, 0x28, 0x18,
                                   0x35, 0x7a, 0xeb, 0xf5, 0xab};
@@ -119,7 +119,7 @@ static void test_writers(void **state)
     ckpt_buf dim = CKPT_BUF_INIT;
     ckpt_buf ver = CKPT_BUF_INIT;
     (void)state;
-    /* BundleEntryProto of §4.4 */
+    /* BundleEntryProto of docs/format.md §4.4 */
     assert_ckpt_ok(ckpt__pb_put_varint_field(&dim, 1, 2));
     assert_ckpt_ok(ckpt__pb_put_len_field(&shape, 2, dim.ptr, dim.size));
     ckpt__buf_clear(&dim);

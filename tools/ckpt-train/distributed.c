@@ -15,6 +15,7 @@
 #include "ckpt/mpi.h"
 #include "data.h"
 #include "model.h"
+#include "train_var.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -132,20 +133,6 @@ static int parse(dist_options *o, int argc, char **argv)
 
 /* ---- variables ----------------------------------------------------------- */
 
-static ckpt_var var(const char *name, int dtype, int rank, int64_t d0,
-                    int64_t d1, void *data)
-{
-    ckpt_var v;
-    memset(&v, 0, sizeof(v));
-    v.name = name;
-    v.dtype = dtype;
-    v.shape.rank = rank;
-    v.shape.dims[0] = d0;
-    v.shape.dims[1] = d1;
-    v.data = data;
-    return v;
-}
-
 static int rep(ckpt_mpi_saver *s, ckpt_var v)
 {
     return ckpt_mpi_saver_add_replicated(s, &v);
@@ -160,8 +147,8 @@ static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
                                           "bias/Adam",     "bias/Adam_1"};
     char name[160];
     ckpt_var v;
-    int err =
-        rep(s, var("global_step", CKPT_DT_INT64, 0, 0, 0, &t->global_step));
+    int err = rep(
+        s, train_var("global_step", CKPT_DT_INT64, 0, 0, 0, &t->global_step));
     for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
         layer *L = &t->model.layers[l];
         float *data[6] = {L->w, L->mw, L->vw, L->b, L->mb, L->vb};
@@ -170,31 +157,31 @@ static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
                 snprintf(name, sizeof(name), "dense/%s", suffix[k]);
             else
                 snprintf(name, sizeof(name), "dense_%d/%s", l, suffix[k]);
-            err = k < 3
-                      ? rep(s,
-                            var(name, CKPT_DT_FLOAT, 2, L->in, L->out, data[k]))
-                      : rep(s, var(name, CKPT_DT_FLOAT, 1, L->out, 0, data[k]));
+            err = k < 3 ? rep(s, train_var(name, CKPT_DT_FLOAT, 2, L->in,
+                                           L->out, data[k]))
+                        : rep(s, train_var(name, CKPT_DT_FLOAT, 1, L->out, 0,
+                                           data[k]));
         }
     }
     if (err == 0)
-        err = rep(s, var("beta1_power", CKPT_DT_FLOAT, 0, 0, 0,
-                         &t->model.beta1_power));
+        err = rep(s, train_var("beta1_power", CKPT_DT_FLOAT, 0, 0, 0,
+                               &t->model.beta1_power));
     if (err == 0)
-        err = rep(s, var("beta2_power", CKPT_DT_FLOAT, 0, 0, 0,
-                         &t->model.beta2_power));
+        err = rep(s, train_var("beta2_power", CKPT_DT_FLOAT, 0, 0, 0,
+                               &t->model.beta2_power));
     if (err == 0)
-        err = rep(s, var("optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
-                         &t->model.iterations));
-    v = var("data/order", CKPT_DT_INT32, 1, t->data.n, 0, t->data.order);
-    if (err == 0)
-        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = var("data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
+        err = rep(s, train_var("optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
+                               &t->model.iterations));
+    v = train_var("data/order", CKPT_DT_INT32, 1, t->data.n, 0, t->data.order);
     if (err == 0)
         err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = var("data/epoch", CKPT_DT_INT64, 0, 0, 0, &t->data.epoch);
+    v = train_var("data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
     if (err == 0)
         err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = var("data/rng_state", CKPT_DT_UINT64, 1, 4, 0, t->data.shuffle.s);
+    v = train_var("data/epoch", CKPT_DT_INT64, 0, 0, 0, &t->data.epoch);
+    if (err == 0)
+        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+    v = train_var("data/rng_state", CKPT_DT_UINT64, 1, 4, 0, t->data.shuffle.s);
     if (err == 0)
         err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
     return err;

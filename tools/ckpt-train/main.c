@@ -12,6 +12,7 @@
 #endif
 #include "model.h"
 #include "report.h"
+#include "train_var.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -218,14 +219,7 @@ typedef struct trainer {
 static int add(ckpt_graph *g, const char *name, int dtype, int rank, int64_t d0,
                int64_t d1, void *data)
 {
-    ckpt_var v;
-    memset(&v, 0, sizeof(v));
-    v.name = name;
-    v.dtype = dtype;
-    v.shape.rank = rank;
-    v.shape.dims[0] = d0;
-    v.shape.dims[1] = d1;
-    v.data = data;
+    ckpt_var v = train_var(name, dtype, rank, d0, d1, data);
     return ckpt_graph_add_var(g, &v);
 }
 

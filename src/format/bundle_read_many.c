@@ -1,0 +1,181 @@
+/* format/bundle_read_many.c - ckpt_bundle_reader_read_many: several
+ * tensors read at once. Every request is checked before anything is read;
+ * the records are then read in file order, each data file's records
+ * streamed by the direct reader (io/direct_read.h) when there are enough
+ * bytes to be worth its threads, one by one otherwise; partitioned tensors
+ * are assembled last. A tensor asked for twice is read once and copied.
+ * The report of the last streamed group stays with the reader for
+ * ckpt__bundle_reader_stream (bundle_read_report.h). */
+#include "ckpt/bundle.h"
+
+#include "common/internal.h"
+#include "format/bundle_read_report.h"
+#include "format/bundle_reader_internal.h"
+#include "io/direct_read.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many bytes from one data file, starting the direct stream's
+ * threads costs more than it saves. */
+#define DIRECT_READ_MIN ((uint64_t)8 << 20)
+
+typedef struct planned_read {
+    const ckpt_tensor_entry *e;
+    void *dst;
+    size_t dst_size;
+} planned_read;
+
+/* Records in file order; partitioned tensors (assembled from pieces
+ * elsewhere) last. */
+static int by_shard_then_offset(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = ((const planned_read *)a)->e;
+    const ckpt_tensor_entry *y = ((const planned_read *)b)->e;
+    if ((x->num_slices > 0) != (y->num_slices > 0))
+        return x->num_slices > 0 ? 1 : -1;
+    if (x->num_slices > 0)
+        return 0;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    if (x != y) /* requests for one tensor end up side by side */
+        return x < y ? -1 : 1;
+    return 0;
+}
+
+/* Stream the records plan[0..n) of one data file with
+ * ckpt__read_extents_report (keeping its report in r->stream). CKPT_ENOTSUP
+ * (nothing read, last error left as it was) when that is not possible or
+ * not worth it. */
+static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
+                             size_t n)
+{
+    ckpt__saved_error saved;
+    ckpt__extent *ext;
+    size_t *first_of; /* plan index whose extent request i shares */
+    size_t next = 0;
+    uint64_t total = 0, end = 0;
+    struct ckpt__bundle_shard *s;
+    int err;
+
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *e = plan[i].e;
+        if (i > 0 && e == plan[i - 1].e)
+            continue; /* the same tensor again: copied after the read */
+        if (e->size > 0 && (uint64_t)e->offset < end)
+            return CKPT_ENOTSUP; /* overlapping records: read one by one */
+        if (e->size > 0)
+            end = (uint64_t)(e->offset + e->size);
+        total += (uint64_t)e->size;
+    }
+    if (total < DIRECT_READ_MIN)
+        return CKPT_ENOTSUP;
+    ext = ckpt__calloc(n, sizeof(*ext));
+    first_of = ckpt__calloc(n, sizeof(*first_of));
+    if (!ext || !first_of) {
+        err = ckpt__error_oom();
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && plan[i].e == plan[i - 1].e) {
+            first_of[i] = first_of[i - 1];
+            continue;
+        }
+        first_of[i] = i;
+        ext[next].offset = (uint64_t)plan[i].e->offset;
+        ext[next].size = (uint64_t)plan[i].e->size;
+        ext[next].dst = plan[i].dst;
+        next++;
+    }
+    err = ckpt__bundle_reader_locate(r, plan[0].e,
+                                     &s); /* sets r->path to the data file */
+    ckpt__error_save(&saved);
+    if (err == 0)
+        err = ckpt__read_extents_report(r->fs, r->path.ptr, ext, next,
+                                        &r->stream);
+    if (err == 0)
+        r->stream_bytes = total;
+    if (err == CKPT_ENOTSUP)
+        ckpt__error_restore(&saved);
+    for (size_t i = 0, k = 0; i < n && err == 0; i++) {
+        if (first_of[i] != i) {
+            if (plan[i].dst_size > 0)
+                memcpy(plan[i].dst, plan[first_of[i]].dst, plan[i].dst_size);
+            continue;
+        }
+        if (!r->skip_crc)
+            err = ckpt__bundle_reader_compare_crc(r, plan[i].e, ext[k].crc);
+        if (err == 0)
+            ckpt__bundle_reader_to_host_order(r, plan[i].e, plan[i].dst);
+        k++;
+    }
+done:
+    ckpt__free(first_of);
+    ckpt__free(ext);
+    return err;
+}
+
+int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
+                                 const ckpt_read_request *reqs, size_t n)
+{
+    planned_read *plan = NULL;
+    int err = 0;
+
+    CKPT__CHECK_ARG(r);
+    if (n > 0)
+        CKPT__CHECK_ARG(reqs);
+    if (n == 0)
+        return 0;
+    memset(&r->stream, 0, sizeof(r->stream));
+    r->stream_bytes = 0;
+    plan = ckpt__calloc(n, sizeof(*plan));
+    if (!plan)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < n && err == 0; i++) {
+        struct ckpt__bundle_shard *s;
+        plan[i].dst = reqs[i].dst;
+        plan[i].dst_size = reqs[i].dst_size;
+        if (!reqs[i].name) {
+            err = ckpt__error(CKPT_EINVAL,
+                              "bundle read_many: request %zu has no name", i);
+            break;
+        }
+        err = ckpt__bundle_reader_read_target(&plan[i].e, r, reqs[i].name,
+                                              reqs[i].dst, reqs[i].dst_size);
+        if (err == 0 && plan[i].e->num_slices == 0)
+            err = ckpt__bundle_reader_locate(r, plan[i].e, &s);
+    }
+    if (err < 0)
+        goto done;
+    qsort(plan, n, sizeof(*plan), by_shard_then_offset);
+    for (size_t start = 0, end; start < n && err == 0; start = end) {
+        if (plan[start].e->num_slices > 0) {
+            end = start + 1;
+            err = ckpt__bundle_reader_read_partitioned(
+                r, plan[start].e, plan[start].dst, plan[start].dst_size);
+            continue;
+        }
+        for (end = start + 1; end < n && plan[end].e->num_slices == 0 &&
+                              plan[end].e->shard_id == plan[start].e->shard_id;)
+            end++;
+        err = read_group_direct(r, plan + start, end - start);
+        if (err != CKPT_ENOTSUP)
+            continue;
+        err = 0;
+        for (size_t i = start; i < end && err == 0; i++)
+            err = ckpt__bundle_reader_read_checked(r, plan[i].e, plan[i].dst);
+    }
+done:
+    ckpt__free(plan);
+    return err;
+}
+
+const ckpt__read_report *ckpt__bundle_reader_stream(const ckpt_bundle_reader *r,
+                                                    uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = r->stream_bytes;
+    return &r->stream;
+}
