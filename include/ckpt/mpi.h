@@ -40,7 +40,6 @@
 #include <mpi.h>
 
 #include "bundle.h"
-#include "hooks.h"
 #include "saver.h"
 
 CKPT_BEGIN_DECL
@@ -56,8 +55,9 @@ typedef struct ckpt_mpi_saver_options {
      *  keep_checkpoint_every_n_hours, pad_step_number, absolute_paths, log
      *  (called on any thread), on_save_done (called on the thread that
      *  calls save, save_async, poll, wait or close, on every rank, with the
-     *  outcome every rank agreed on). busy_policy: CKPT_BUSY_SKIP or
-     *  CKPT_BUSY_WAIT (COALESCE gives CKPT_ENOTSUP). direct_io is ignored.
+     *  outcome every rank agreed on). busy_policy: SKIP, WAIT or
+     *  COALESCE, decided alike on every rank (one small allreduce per
+     *  save_async for SKIP and COALESCE). direct_io is ignored.
      *  `fs`, `clock`, `log` and the callbacks are per rank. */
     ckpt_saver_options base;
     /** Longest wait for the other ranks in any collective step, in seconds
@@ -79,8 +79,8 @@ ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts, unsigned int version);
  *  recovers the directory as ckpt_saver_open does (temporary files and
  *  data files of checkpoints without an index, including a distributed
  *  save's that failed, are removed). Every rank gets rank 0's outcome.
- *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL, CKPT_ENOTSUP
- *          (busy policy) or an I/O error */
+ *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (options),
+ *          or an I/O error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                     const ckpt_mpi_saver_options *opts);
@@ -147,7 +147,10 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  progressed by later calls to poll, save_async, wait or close, without
  *  blocking them. With CKPT_BUSY_SKIP and a save still in flight on any
  *  rank, every rank skips (CKPT_EBUSY); with CKPT_BUSY_WAIT every rank
- *  finishes the previous save first.
+ *  finishes the previous save first; with CKPT_BUSY_COALESCE every rank
+ *  keeps the snapshot as its one pending snapshot (replacing an older
+ *  pending one, reported with CKPT_ECANCELED), written after the save in
+ *  flight.
  *  @return 0 when dispatched, CKPT_EBUSY (skipped), CKPT_ENOTSUP (thread
  *          level below MPI_THREAD_FUNNELED), a background failure not yet
  *          returned (once; nothing dispatched) or a snapshot error */
@@ -203,44 +206,26 @@ ckpt_mpi_saver_get_metrics(ckpt_mpi_saver *s, ckpt_saver_metrics *out);
 CKPT_EXTERN(int) ckpt_mpi_saver_rank(const ckpt_mpi_saver *s);
 CKPT_EXTERN(int) ckpt_mpi_saver_size(const ckpt_mpi_saver *s);
 
-/* ---- the checkpoint hook ------------------------------------------------ */
+/* ---- the standard hook and session over a distributed saver ------------- */
 
-#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION 1
-
-/** A checkpoint hook over a distributed saver, for a monitored session on
- *  every rank (each rank's session runs the same steps; rank 0 is the chief
- *  for logging and summaries, but every rank runs this hook). Do not also
- *  give the sessions a checkpoint_dir: this hook restores and saves. */
-typedef struct ckpt_mpi_checkpoint_hook_options {
-    unsigned int version;    /**< CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION */
-    ckpt_mpi_saver *saver;   /**< borrowed, variables registered; required */
-    int64_t save_steps;      /**< exactly one of save_steps and save_secs */
-    double save_secs;        /**< decided by rank 0's clock each step and
-                                  broadcast (one small collective per step) */
-    int mode;                /**< CKPT_SAVE_SYNC or CKPT_SAVE_ASYNC */
-    int restore;             /**< 1: restore the latest checkpoint after each
-                                  session creation (none: nothing restored) */
-    const ckpt_clock *clock; /**< NULL: the system clock */
-} ckpt_mpi_checkpoint_hook_options;
-
-#define CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT                                  \
-    {                                                                          \
-        CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0, 0.0,                \
-            CKPT_SAVE_ASYNC, 1, NULL                                           \
-    }
-
-/** Build the hook. after_create_session restores (when asked) and starts
- *  the timer at the session's global step; after_run progresses the save
- *  in flight (returning its failure once), and at a trigger step saves on
- *  every rank (async: a trigger skipped by busy policy SKIP does not move
- *  the timer); end waits for the save in flight and saves the final step
- *  unless a durable checkpoint (saved or restored by this hook) has it. The
- * callbacks are collective: every rank's session must run the same steps. The
- * global step comes from ckpt_session_global_step.
- *  @return 0, CKPT_EINVAL (no saver; neither or both intervals; mode) */
-CKPT_EXTERN(int)
-ckpt_mpi_checkpoint_hook_new(ckpt_hook *out,
-                             const ckpt_mpi_checkpoint_hook_options *o);
+/** The saver as a ckpt_saver handle (created at the first call; borrowed:
+ *  it belongs to `s` and is freed with it, never ckpt_saver_free it) for
+ *  the library's checkpoint hook (ckpt_checkpoint_hook_options.saver) and
+ *  monitored session (scaffold.saver, with checkpoint_dir set to the
+ *  saver's directory). On every rank build the same hooks and session:
+ *  the session restores the latest checkpoint at creation (rank 0 reads
+ *  the state file, every rank restores its part), the hook saves at the
+ *  same steps on every rank (sync or async, as its mode says) and at end.
+ *  In seconds mode rank 0's timer decides: one MPI_Ibcast per step, posted
+ *  at a step and completed at the next, so a save rank 0's timer asks for
+ *  at step k happens at step k+1 on every rank. The handle's saves,
+ *  restores, latest, wait and close are collective. Local errors a rank
+ *  has (a listener's) never make it skip a save the others make; they are
+ *  returned afterwards. Make rank 0 the chief for logging and summaries by
+ *  giving the other ranks' sessions log_level CKPT_LOG_OFF (their
+ *  sessions must not set not_chief: every rank restores).
+ *  @return 0, CKPT_EINVAL (NULL), CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out);
 
 CKPT_END_DECL
 

@@ -295,6 +295,59 @@ CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
  *  async save (which then blocks only for the copy). */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
+/* ---- savers implemented elsewhere ----------------------------------------- */
+
+#define CKPT_SAVER_OPS_VERSION 1
+
+/** The functions of a saver implemented outside this library, such as the
+ *  distributed saver of ckpt_mpi (ckpt_mpi_saver_as_saver). ckpt_saver_wrap
+ *  turns one into a ckpt_saver handle that the checkpoint hook and the
+ *  monitored session (scaffold.saver) use like the library's own: each
+ *  ckpt_saver_* function on the handle calls the member below with `self`,
+ *  after the NULL-argument checks. On a wrapped saver ckpt_saver_add_var
+ *  and ckpt_saver_restore_subset are CKPT_ENOTSUP (register variables with
+ *  the implementation), ckpt_saver_num_checkpoints is 0,
+ *  ckpt_saver_checkpoint CKPT_ENOTSUP, ckpt_saver_staging_bytes 0, and
+ *  ckpt_saver_reserve and ckpt_saver_mutation_fence do nothing (its
+ *  save_async must take a complete snapshot before it returns). Every member is required unless marked
+ *  optional. */
+typedef struct ckpt_saver_ops {
+    unsigned int version; /**< CKPT_SAVER_OPS_VERSION */
+    /** 1 when save, save_async, wait, close, restore, restore_latest,
+     *  latest and agree are collective among processes (every process
+     *  makes the same calls in the same order): the checkpoint hook then
+     *  makes those calls whatever a process's own earlier errors (it
+     *  returns them afterwards), and in seconds mode asks `agree` whether
+     *  to save; the monitored session restores through restore_latest. */
+    int collective;
+    int (*save)(void *self, int64_t step, ckpt_buf *prefix_out);
+    int (*save_async)(void *self, int64_t step, uint64_t *ticket_out);
+    int (*poll)(void *self, int *busy_out);
+    int (*wait)(void *self, uint64_t ticket, double timeout_s);
+    int (*close)(void *self, double timeout_s);
+    int (*restore)(void *self, const char *prefix);
+    int (*restore_latest)(void *self, ckpt_buf *prefix_out);
+    int (*latest)(void *self, ckpt_buf *out);
+    void (*get_metrics)(void *self, ckpt_saver_metrics *out);
+    /** Its options; `basename` must be set (the checkpoints' names). */
+    const ckpt_saver_options *(*get_options)(const void *self);
+    void (*set_on_save_done)(void *self, ckpt_save_done_fn fn, void *payload);
+    /** Optional (collective savers): make `*flag` the same on every
+     *  process, a decision one process takes (e.g. rank 0's timer). It may
+     *  answer with the decision of its previous call (a pipelined,
+     *  non-blocking agreement), but then a 1 is followed by a 0. */
+    int (*agree)(void *self, int *flag);
+    /** Optional: called by ckpt_saver_free on the handle. */
+    void (*release)(void *self);
+} ckpt_saver_ops;
+
+/** A ckpt_saver handle over `ops` (borrowed; must outlive the handle) and
+ *  `self`. Free it with ckpt_saver_free.
+ *  @return 0, CKPT_EINVAL (NULL, or a required member missing, named),
+ *          CKPT_EVERSION, CKPT_ENOMEM */
+CKPT_EXTERN(int) ckpt_saver_wrap(ckpt_saver **out, const ckpt_saver_ops *ops,
+                                 void *self);
+
 CKPT_END_DECL
 
 #endif

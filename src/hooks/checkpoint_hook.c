@@ -18,11 +18,18 @@
  * the listeners' after_save on the training thread, their stop requests
  * reach the current run, and a background failure is returned once. A
  * trigger skipped because a write is still running (policy SKIP) leaves the
- * timer alone, so the next step tries again. */
+ * timer alone, so the next step tries again.
+ *
+ * A collective saver (ckpt_saver_wrap with ops.collective, e.g. ckpt_mpi's
+ * distributed saver) needs the same saver calls on every process: its
+ * failures and the listeners' are kept and returned after the call rather
+ * than instead of it, and in seconds mode the saver's agree makes one
+ * process's timer decide for all. */
 #include "checkpoint_hook_internal.h"
 
 #include "io/fs_dirs.h"
 #include "io/fs_internal.h"
+#include "saver/saver_ops.h"
 #include "session/session_internal.h"
 
 #include <inttypes.h>
@@ -210,6 +217,7 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
                            ckpt_saver_get_options(sv)->basename,
                            h->explicit_saver ? "hook's" : "session's scaffold");
     h->saver = sv;
+    h->collective = ckpt__saver_collective(sv);
     h->has_final_metrics = 0;
     if (!h->saver_opts.log && ckpt_saver_get_options(sv)->log) {
         /* No log of its own: the one of the saver it writes through. */
@@ -229,13 +237,27 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
 static int save_sync(ckpt__ckhook *h, int64_t step)
 {
     int err = ckpt__ckhook_listeners_before_save(h, step);
-    if (err < 0)
+    if (err < 0 && !h->collective)
         return err;
+    ckpt__ckhook_keep_error(h, err);
     ckpt__ckhook_log(h, CKPT_LOG_INFO,
                      "%s: saving checkpoint for step %" PRId64, h->name, step);
     h->in_sync_save = 1;
     err = ckpt_saver_save(h->saver, step, NULL);
     h->in_sync_save = 0;
+    return err;
+}
+
+/* Poll the saver for finished writes. A collective saver's failure is kept
+ * (returned by the hook callback after its saver calls), so that every
+ * process still makes the same calls. */
+static int poll_saver(ckpt__ckhook *h, int *busy_out)
+{
+    int err = ckpt_saver_poll(h->saver, busy_out);
+    if (err < 0 && h->collective) {
+        ckpt__ckhook_keep_error(h, err);
+        return 0;
+    }
     return err;
 }
 
@@ -246,7 +268,7 @@ static int save_async(ckpt__ckhook *h, int64_t step)
     ckpt_saver_metrics m;
     uint64_t ticket = 0;
     int busy = 0, listeners_called = 0;
-    int err = ckpt_saver_poll(h->saver, &busy);
+    int err = poll_saver(h, &busy);
     if (err == 0)
         err = ckpt__ckhook_reserve_ticket(h);
     if (err < 0)
@@ -255,8 +277,9 @@ static int save_async(ckpt__ckhook *h, int64_t step)
      * do not announce it to the listeners. */
     if (!busy || ckpt__ckhook_busy_policy(h) != CKPT_BUSY_SKIP) {
         err = ckpt__ckhook_listeners_before_save(h, step);
-        if (err < 0)
+        if (err < 0 && !h->collective)
             return err;
+        ckpt__ckhook_keep_error(h, err);
         listeners_called = 1;
     }
     err = ckpt_saver_save_async(h->saver, step, &ticket);
@@ -319,6 +342,17 @@ static int save_now(ckpt__ckhook *h, int64_t step)
     return err == CKPT_EBUSY ? 0 : err;
 }
 
+/* Whether the timer triggers at `step`; over a collective saver in seconds
+ * mode, as the saver's agree decides for every process (an error of the
+ * agreement in `*err`). */
+static int should_save(ckpt__ckhook *h, int64_t step, int *err)
+{
+    int yes = ckpt_timer_should_trigger(&h->timer, step);
+    if (h->collective && h->timer.every_secs > 0)
+        *err = ckpt__saver_agree(h->saver, &yes);
+    return *err == 0 && yes;
+}
+
 /* ---- the hook callbacks -------------------------------------------------- */
 
 static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
@@ -335,7 +369,7 @@ static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
     if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
         err = ckpt__session_add_fence_saver(s, h->saver);
     if (err == 0 && h->mode == CKPT_SAVE_ASYNC)
-        err = ckpt_saver_poll(h->saver, NULL);
+        err = poll_saver(h, NULL);
     if (err == 0)
         err = ckpt_session_global_step(s, &step);
     if (err < 0)
@@ -376,10 +410,11 @@ static int hook_after_run(ckpt_run_context *ctx, const ckpt_run_values *values,
                            "%s: after_run before the session was created",
                            h->name);
     if (h->mode == CKPT_SAVE_ASYNC)
-        err = ckpt_saver_poll(h->saver, NULL);
-    /* A failure to report first: no trigger now, the timer stays. */
-    if (err == 0 && h->kept_err == 0 &&
-        ckpt_timer_should_trigger(&h->timer, step))
+        err = poll_saver(h, NULL);
+    /* A failure to report first: no trigger now, the timer stays (a
+     * collective saver saves regardless, as every process does). */
+    if (err == 0 && should_save(h, step, &err) &&
+        (h->kept_err == 0 || h->collective))
         err = save_now(h, step);
     pass_stop(h, ctx);
     return ckpt__ckhook_take_error(h, err);

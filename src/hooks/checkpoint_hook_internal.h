@@ -48,6 +48,9 @@ typedef struct ckpt__ckhook {
     ckpt_saver_metrics final_metrics; /* of a borrowed saver, at end */
     int has_final_metrics;
 
+    /* The saver is collective (ckpt_saver_ops): every process makes the
+     * same saver calls, errors or not. */
+    int collective;
     int64_t last_durable; /* step of our newest durable save, or
                              CKPT_NO_STEP */
     uint64_t *tickets;    /* async saves dispatched, outcome not yet seen */

@@ -70,18 +70,19 @@ void ckpt__ckhook_note_skip(ckpt__ckhook *h, int64_t step)
 void ckpt__ckhook_log_totals(ckpt__ckhook *h, const char *when)
 {
     ckpt_saver_metrics m;
+    char latest[32] = "none";
     memset(&m, 0, sizeof(m));
     if (h->saver)
         ckpt_saver_get_metrics(h->saver, &m);
+    if (h->last_durable != CKPT_NO_STEP)
+        snprintf(latest, sizeof(latest), "%" PRId64, h->last_durable);
     ckpt__ckhook_log(h, CKPT_LOG_INFO,
                      "%s: %s: %" PRIu64 " checkpoint(s) written, %" PRIu64
                      " trigger(s) skipped, %" PRIu64 " coalesced, %" PRIu64
-                     " failed; longest stall %.6f s; latest step %s%" PRId64,
+                     " failed; longest stall %.6f s; latest step %s",
                      h->name, when, m.saves_completed, h->skipped,
                      m.saves_coalesced, m.saves_failed, m.blocking_s_max,
-                     h->last_durable == CKPT_NO_STEP ? "none" : "",
-                     h->last_durable == CKPT_NO_STEP ? (int64_t)0
-                                                     : h->last_durable);
+                     latest);
 }
 
 int ckpt__ckhook_busy_policy(const ckpt__ckhook *h)

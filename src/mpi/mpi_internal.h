@@ -130,6 +130,14 @@ struct ckpt_mpi_saver {
 
     ckpt__save_op op;
     uint64_t next_ticket;
+    /* COALESCE: the one snapshot waiting for the save in flight (the same
+     * on every rank: see coalesce() in mpi_saver.c). */
+    ckpt__image pending_image;
+    int has_pending;
+    int64_t pending_step;
+    uint64_t pending_ticket;
+    double pending_blocking_s;
+    int pending_err;               /* its snapshot failed: reported by its op */
     ckpt__mpi_status last_outcome; /* of the last save delivered */
     int pending_error;             /* a failed async save not yet returned */
     char pending_msg[CKPT__MPI_MSG];
@@ -143,6 +151,14 @@ struct ckpt_mpi_saver {
     int stopping;
     int job;      /* ckpt__job_kind queued or running */
     int job_done; /* the job's outcome is in op */
+
+    /* The ckpt_saver handle of ckpt_mpi_saver_as_saver (mpi_saver_ops.c),
+     * and its pipelined agreement (one MPI_Ibcast on comm_ctl per call,
+     * completed by the next call or by close). */
+    ckpt_saver *handle;
+    MPI_Request agree_req;
+    int agree_posted;
+    int agree_buf;
 };
 
 /* ---- variables (mpi_vars.c) -------------------------------------------- */
@@ -183,6 +199,18 @@ void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err);
 /* Return st->code with st->msg as the calling thread's error. */
 int ckpt__mpi_status_raise(const ckpt__mpi_status *st);
 
+/* ---- the ckpt_saver handle (mpi_saver_ops.c) ---------------------------- */
+
+/* Complete the agreement posted by the handle's last agree (bounded). */
+void ckpt__mpi_agree_finish(ckpt_mpi_saver *s);
+
+/* ---- restore (mpi_restore.c) ------------------------------------------- */
+
+/* Rank 0 reads the state file; every rank gets the latest checkpoint's
+ * prefix (collective). 0, CKPT_ENOTFOUND ("no checkpoint to restore") or
+ * rank 0's error. */
+int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix);
+
 /* ---- one rank's data file (mpi_shard.c) -------------------------------- */
 
 /* Lay the owned variables out in the image (after the check). */
@@ -218,6 +246,8 @@ void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err);
 /* Start the op's agreement once its write is done; advance it without
  * blocking. Returns 1 when the op has an outcome (delivered), else 0. */
 int ckpt__mpi_op_progress(ckpt_mpi_saver *s);
+/* Start the op of the pending snapshot (COALESCE; the op is idle). */
+void ckpt__mpi_promote_pending(ckpt_mpi_saver *s);
 /* Drive the op in flight to its outcome (bounded). */
 void ckpt__mpi_op_finish(ckpt_mpi_saver *s);
 /* Hand a job to the background thread / take its outcome. */

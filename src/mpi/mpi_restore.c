@@ -7,15 +7,112 @@
  * Two agreements keep ranks in step: after every rank checked its
  * variables against the index (present, dtype, shape) and after the reads;
  * a failure on any rank is every rank's error. restore_latest lets rank 0
- * read the state file and broadcast the prefix. */
+ * read the state file and broadcast the prefix.
+ *
+ * The stored pieces of partitioned tensors are found through one index of
+ * the checkpoint's slice keys, decoded once per restore and sorted by
+ * tensor name: linear in the entries, not in entries times variables.
+ * Variables read whole into their own memory go through one
+ * ckpt_bundle_reader_read_many (file order; large uncached files
+ * streamed by the reader's threads). */
 #include "mpi_internal.h"
 
 #include "format/bundle_slices.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MISSING_OPTIONAL 1
+
+/* One stored piece: its tensor's name, its entry and its slice. */
+typedef struct slice_ref {
+    char *name;
+    size_t entry;
+    ckpt__tensor_slice sl;
+} slice_ref;
+
+/* What one restore reads with: the reader, a record buffer reused across
+ * pieces, and the slice keys' index (built at the first partitioned
+ * tensor that needs it). */
+typedef struct restore_ctx {
+    ckpt_mpi_saver *s;
+    ckpt_bundle_reader *r;
+    const char *prefix;
+    ckpt_buf rec;
+    slice_ref *refs; /* sorted by name, then entry */
+    size_t nrefs;
+    int indexed;
+} restore_ctx;
+
+static int by_name_then_entry(const void *a, const void *b)
+{
+    const slice_ref *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c != 0)
+        return c;
+    return x->entry < y->entry ? -1 : x->entry > y->entry;
+}
+
+/* Decode every slice key of the checkpoint once (a key that does not
+ * decode is damage: CKPT_ECORRUPT). Keys naming a tensor with a NUL byte
+ * are left out: no variable has one. */
+static int index_slices(restore_ctx *c)
+{
+    size_t count = ckpt_bundle_reader_count(c->r), n = 0;
+    ckpt_buf name = CKPT_BUF_INIT;
+    int err = 0;
+    c->indexed = 1;
+    for (size_t i = 0; i < count; i++)
+        n += ckpt_bundle_reader_entry(c->r, i)->is_slice_key != 0;
+    c->refs = ckpt__calloc(n ? n : 1, sizeof(*c->refs));
+    if (!c->refs)
+        return ckpt__error_oom();
+    for (size_t i = 0; err == 0 && i < count; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(c->r, i);
+        slice_ref *ref = &c->refs[c->nrefs];
+        if (!e->is_slice_key)
+            continue;
+        err = ckpt__slice_key_decode(&name, &ref->sl, e->name, e->name_len);
+        if (err < 0 || name.size != strlen(name.ptr))
+            continue;
+        ref->name = ckpt__strdup(name.ptr);
+        if (!ref->name)
+            err = ckpt__error_oom();
+        ref->entry = i;
+        c->nrefs += err == 0;
+    }
+    ckpt_buf_dispose(&name);
+    if (c->nrefs > 1)
+        qsort(c->refs, c->nrefs, sizeof(*c->refs), by_name_then_entry);
+    return err;
+}
+
+/* The stored pieces of tensor `name`: refs [*first, *end). */
+static void pieces_of(const restore_ctx *c, const char *name, size_t *first,
+                      size_t *end)
+{
+    size_t lo = 0, hi = c->nrefs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c->refs[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    while (lo < c->nrefs && strcmp(c->refs[lo].name, name) == 0)
+        lo++;
+    *end = lo;
+}
+
+static void restore_ctx_dispose(restore_ctx *c)
+{
+    for (size_t i = 0; i < c->nrefs; i++)
+        ckpt__free(c->refs[i].name);
+    ckpt__free(c->refs);
+    ckpt_buf_dispose(&c->rec);
+}
 
 /* Check `v` against the checkpoint; 1 when an optional per-rank value is
  * missing (left as it is). */
@@ -220,38 +317,37 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
  * overlap it (the checkpoint may have been written by any number of ranks,
  * partitioned in any other way). The pieces it uses must cover it exactly
  * once. */
-static int read_overlapping(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
-                            const char *prefix, const ckpt__mvar *v,
-                            uint8_t *dst, ckpt_buf *rec)
+static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
 {
     const ckpt_tensor_entry *full;
-    ckpt_buf name = CKPT_BUF_INIT;
     box *boxes = NULL;
-    size_t nboxes = 0, count = ckpt_bundle_reader_count(r);
+    size_t nboxes = 0, first = 0, end = 0;
     int64_t want = 1, covered = 0;
     int rank = v->global.rank;
-    int err = ckpt_bundle_reader_find(&full, r, v->name);
+    const char *prefix = c->prefix;
+    int err = ckpt_bundle_reader_find(&full, c->r, v->name);
     if (err < 0)
         return err;
     if (full->num_slices == 0)
-        return read_from_whole(r, v, dst);
+        return read_from_whole(c->r, v, dst);
+    if (!c->indexed) {
+        err = index_slices(c);
+        if (err < 0)
+            return err;
+    }
     boxes = ckpt__calloc((size_t)full->num_slices, sizeof(*boxes));
     if (!boxes)
         return ckpt__error_oom();
     for (int d = 0; d < rank; d++)
         want *= v->local.dims[d];
-    for (size_t i = 0; err == 0 && i < count; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
-        ckpt__tensor_slice sl;
+    pieces_of(c, v->name, &first, &end);
+    for (size_t i = first; err == 0 && i < end; i++) {
+        const ckpt_tensor_entry *e =
+            ckpt_bundle_reader_entry(c->r, c->refs[i].entry);
         box got;
         int64_t vol = 1;
-        if (!e->is_slice_key)
-            continue;
-        err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
-        if (err < 0 || strcmp(name.ptr, v->name) != 0 ||
-            name.size != strlen(v->name))
-            continue;
-        err = copy_overlap(s, r, prefix, v, e, &sl, dst, &got, rec);
+        err = copy_overlap(c->s, c->r, prefix, v, e, &c->refs[i].sl, dst, &got,
+                           &c->rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)
@@ -277,36 +373,31 @@ static int read_overlapping(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                           "the %lld elements of this rank's piece",
                           prefix, v->name, (long long)covered, (long long)want);
     ckpt__free(boxes);
-    ckpt_buf_dispose(&name);
     return err;
 }
 
-/* Read `v`'s value for this rank into `dst` (v->bytes); `rec` is a
- * record buffer reused across variables. */
-static int read_value(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
-                      const char *prefix, const ckpt__mvar *v, void *dst,
-                      ckpt_buf *rec)
+/* Read `v`'s value for this rank into `dst` (v->bytes). */
+static int read_value(restore_ctx *c, const ckpt__mvar *v, void *dst)
 {
     if (v->kind != CKPT__MPI_PARTITIONED || v->whole)
         return ckpt_bundle_reader_read(
-            r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name, dst,
+            c->r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name, dst,
             (size_t)v->bytes);
     if (v->bytes == 0)
         return 0;
-    return read_overlapping(s, r, prefix, v, dst, rec);
+    return read_overlapping(c, v, dst);
 }
 
-static int restore_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
-                       const char *prefix, const ckpt__mvar *v, ckpt_buf *rec)
+static int restore_one(restore_ctx *c, const ckpt__mvar *v)
 {
     void *tmp;
     int err;
     if (v->user.data)
-        return read_value(s, r, prefix, v, v->user.data, rec);
+        return read_value(c, v, v->user.data);
     tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
     if (!tmp)
         return ckpt__error_oom();
-    err = read_value(s, r, prefix, v, tmp, rec);
+    err = read_value(c, v, tmp);
     if (err == 0) {
         int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
         if (rc != 0)
@@ -315,6 +406,49 @@ static int restore_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                               v->name, rc);
     }
     ckpt__free(tmp);
+    return err;
+}
+
+/* Whether `v` is read whole from one entry into its own memory. */
+static int whole_in_memory(const ckpt__mvar *v)
+{
+    return v->user.data && v->bytes > 0 &&
+           (v->kind != CKPT__MPI_PARTITIONED || v->whole);
+}
+
+/* Every variable read whole into its own memory (replicated, per-rank, a
+ * partitioned one stored whole on a single rank), in one
+ * ckpt_bundle_reader_read_many: records in file order, and a large data
+ * file not in the page cache streamed by the reader's threads. Those
+ * variables are marked done in `skip`. */
+static int read_whole_values(restore_ctx *c, char *skip)
+{
+    ckpt_mpi_saver *s = c->s;
+    ckpt_read_request *reqs;
+    size_t n = 0;
+    int err;
+    for (size_t i = 0; i < s->nvars; i++)
+        n += !skip[i] && whole_in_memory(&s->vars[i]);
+    if (n < 2)
+        return 0; /* restore_one reads it */
+    reqs = ckpt__calloc(n, sizeof(*reqs));
+    if (!reqs)
+        return ckpt__error_oom();
+    n = 0;
+    for (size_t i = 0; i < s->nvars; i++) {
+        const ckpt__mvar *v = &s->vars[i];
+        if (skip[i] || !whole_in_memory(v))
+            continue;
+        reqs[n].name = v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name;
+        reqs[n].dst = v->user.data;
+        reqs[n].dst_size = (size_t)v->bytes;
+        n++;
+    }
+    err = ckpt_bundle_reader_read_many(c->r, reqs, n);
+    ckpt__free(reqs);
+    for (size_t i = 0; err == 0 && i < s->nvars; i++)
+        if (!skip[i] && whole_in_memory(&s->vars[i]))
+            skip[i] = 1;
     return err;
 }
 
@@ -350,11 +484,16 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     }
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */
-        ckpt_buf rec = CKPT_BUF_INIT;
+        restore_ctx c;
+        memset(&c, 0, sizeof(c));
+        c.s = s;
+        c.r = r;
+        c.prefix = prefix;
+        err = read_whole_values(&c, skip);
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
-                err = restore_one(s, r, prefix, &s->vars[i], &rec);
-        ckpt_buf_dispose(&rec);
+                err = restore_one(&c, &s->vars[i]);
+        restore_ctx_dispose(&c);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
     }
     ckpt__free(skip);
@@ -362,44 +501,50 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     return err;
 }
 
-int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
 {
-    ckpt_buf prefix = CKPT_BUF_INIT;
     int len = 0;
     MPI_Request req;
-    int err;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: restore_latest: NULL saver");
+    int err = 0;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
-    err = 0;
     if (s->rank == 0) {
-        err = ckpt_latest_checkpoint(&prefix, s->fs, s->ds.dir);
+        err = ckpt_latest_checkpoint(prefix, s->fs, s->ds.dir);
         if (err == CKPT_ENOTFOUND)
             err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint to restore",
                               s->ds.dir);
-        len = err == 0 ? (int)prefix.size : 0;
+        len = err == 0 ? (int)prefix->size : 0;
     }
     err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err,
                                   "agreeing on the latest checkpoint");
     if (err < 0)
-        goto done;
+        return err;
     MPI_Ibcast(&len, 1, MPI_INT, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
     if (s->rank != 0) {
-        err = ckpt__buf_grow(&prefix, (size_t)len);
+        err = ckpt__buf_grow(prefix, (size_t)len);
         if (err < 0)
             ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
-        prefix.size = (size_t)len;
+        prefix->size = (size_t)len;
     }
-    MPI_Ibcast(prefix.ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
+    MPI_Ibcast(prefix->ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
-    prefix.ptr[len] = '\0';
-    err = ckpt_mpi_saver_restore(s, prefix.ptr);
+    prefix->ptr[len] = '\0';
+    return 0;
+}
+
+int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver: restore_latest: NULL saver");
+    err = ckpt__mpi_latest(s, &prefix);
+    if (err == 0)
+        err = ckpt_mpi_saver_restore(s, prefix.ptr);
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
-done:
     ckpt_buf_dispose(&prefix);
     return err;
 }

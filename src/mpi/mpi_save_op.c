@@ -220,7 +220,8 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
     ckpt_save_result res;
     int ok = op->outcome.code == 0;
     memset(&res, 0, sizeof(res));
-    res.ticket = op->ticket;
+    res.ticket =
+        op->is_async ? op->ticket : 0; /* 0: a sync save, as documented */
     res.step = op->step;
     res.prefix = op->prefix.ptr;
     res.status = op->outcome.code;
@@ -275,6 +276,10 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
     for (;;) {
         switch (op->state) {
         case OP_IDLE:
+            if (s->has_pending) { /* COALESCE: the next snapshot */
+                ckpt__mpi_promote_pending(s);
+                break;
+            }
             return 1;
         case OP_WRITING:
             if (!ckpt__mpi_job_done(s))
@@ -303,6 +308,8 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
                                     "waiting for rank 0's commit"))
                 return 0;
             deliver(s, op);
+            if (s->has_pending)
+                break;
             return 1;
         default:
             return 1;

@@ -1,7 +1,8 @@
 /* mpi/mpi_saver.c - ckpt_mpi_saver's public entry points: open (rank 0
  * recovers the directory), registration, the collective check, sync and
  * async saves (snapshot on the caller, then the pipeline of mpi_save_op.c),
- * poll / wait / close, metrics.
+ * poll / wait / close, metrics, and the busy policies (SKIP and COALESCE
+ * agree across ranks at each save_async).
  *
  * Outcomes: every rank gets rank 0's verdict on each save. A synchronous
  * save returns it; an asynchronous one reports it to on_save_done and, when
@@ -50,11 +51,8 @@ static int validate(const ckpt_mpi_saver_options *o)
                            "mpi saver options: "
                            "keep_checkpoint_every_n_hours and "
                            "collective_timeout_s must not be negative");
-    if (b->busy_policy == CKPT_BUSY_COALESCE)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "mpi saver options: busy policy COALESCE is not "
-                           "supported (use SKIP or WAIT)");
-    if (b->busy_policy != CKPT_BUSY_SKIP && b->busy_policy != CKPT_BUSY_WAIT)
+    if (b->busy_policy != CKPT_BUSY_SKIP && b->busy_policy != CKPT_BUSY_WAIT &&
+        b->busy_policy != CKPT_BUSY_COALESCE)
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver options: unknown busy_policy %d",
                            b->busy_policy);
@@ -199,33 +197,124 @@ static int checkpoint_names(ckpt_mpi_saver *s, int64_t step, ckpt_buf *stored,
                                            stored, prefix);
 }
 
-/* Name the save and snapshot this rank's part; any failure becomes this
- * rank's status in the agreement, so every rank still takes part. */
-static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
-                     int local_err)
+/* Snapshot this rank's part into `img` (allocated at first use), counting
+ * the wait; its duration into `*blocking_s`. */
+static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, double *blocking_s)
+{
+    double t0 = ckpt__mpi_now();
+    int err = 0;
+    if (!img->ptr)
+        err = ckpt__image_alloc(img, s->image_bytes, s->nowned, 0);
+    if (err == 0)
+        err = ckpt__snapshot_vars(s->owned, s->nowned, img);
+    *blocking_s = ckpt__mpi_now() - t0;
+    s->metrics.saves_started++;
+    s->metrics.blocking_s_total += *blocking_s;
+    s->metrics.blocking_s_last = *blocking_s;
+    if (*blocking_s > s->metrics.blocking_s_max)
+        s->metrics.blocking_s_max = *blocking_s;
+    return err;
+}
+
+/* Start the op of a snapshot already in s->image (or of a failure): any
+ * failure becomes this rank's status in the agreement, so every rank
+ * still takes part. */
+static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
+                     uint64_t ticket, double blocking_s, int err)
 {
     ckpt__save_op *op = &s->op;
-    double t0 = ckpt__mpi_now();
-    int err = local_err;
     op->is_async = is_async;
-    op->ticket = ++s->next_ticket;
+    op->ticket = ticket;
     op->step = step;
-    op->started_at = t0;
+    op->started_at = ckpt__mpi_now() - blocking_s;
+    op->blocking_s = blocking_s;
     memset(&op->mine, 0, sizeof(op->mine));
     memset(&op->outcome, 0, sizeof(op->outcome));
     if (err == 0)
         err = checkpoint_names(s, step, &op->stored, &op->prefix);
-    if (err == 0 && !s->image.ptr)
-        err = ckpt__image_alloc(&s->image, s->image_bytes, s->nowned, 0);
-    if (err == 0)
-        err = ckpt__snapshot_vars(s->owned, s->nowned, &s->image);
-    op->blocking_s = ckpt__mpi_now() - t0;
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += op->blocking_s;
-    s->metrics.blocking_s_last = op->blocking_s;
-    if (op->blocking_s > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = op->blocking_s;
     ckpt__mpi_op_start(s, err);
+}
+
+/* Name the save and snapshot this rank's part, then start its op. */
+static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
+                     int local_err)
+{
+    double blocking_s = 0.0;
+    int err = local_err;
+    if (err == 0)
+        err = snapshot(s, &s->image, &blocking_s);
+    start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
+}
+
+void ckpt__mpi_promote_pending(ckpt_mpi_saver *s)
+{
+    ckpt__image t = s->image;
+    s->image = s->pending_image;
+    s->pending_image = t;
+    s->has_pending = 0;
+    start_op(s, s->pending_step, 1, s->pending_ticket, s->pending_blocking_s,
+             s->pending_err);
+}
+
+/* COALESCE: the pending snapshot is replaced by a newer one; it is
+ * reported canceled and counted as coalesced instead of started. */
+static void cancel_pending(ckpt_mpi_saver *s)
+{
+    const ckpt_saver_options *o = &s->opts.base;
+    ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
+    ckpt_save_result res;
+    memset(&res, 0, sizeof(res));
+    if (checkpoint_names(s, s->pending_step, &stored, &prefix) < 0)
+        ckpt_error_clear();
+    res.ticket = s->pending_ticket;
+    res.step = s->pending_step;
+    res.prefix = prefix.ptr ? prefix.ptr : "";
+    res.status = CKPT_ECANCELED;
+    res.error = "replaced by a newer snapshot before it was written";
+    res.blocking_s = s->pending_blocking_s;
+    s->has_pending = 0;
+    s->metrics.saves_started--;
+    s->metrics.saves_coalesced++;
+    if (o->on_save_done)
+        o->on_save_done(&res, o->on_save_done_payload);
+    ckpt_buf_dispose(&stored);
+    ckpt_buf_dispose(&prefix);
+}
+
+/* COALESCE with a save in flight on some rank: every rank keeps this
+ * snapshot as its one pending snapshot (replacing an older pending one on
+ * every rank alike), written once its save in flight is done. Whether a
+ * pending snapshot exists must be the same on every rank here, so the
+ * ranks agree first (one MPI_Iallreduce): any rank busy, any and every
+ * rank still holding the pending snapshot. A rank whose save in flight
+ * ended already started its pending one; the others catch up (their
+ * verdict is on its way) before the decision. Returns 1 when kept as
+ * pending, 0 when no rank is busy (an ordinary dispatch). */
+static int coalesce(ckpt_mpi_saver *s, int64_t step, uint64_t *ticket_out)
+{
+    int mine[3], all[3];
+    long round = 0;
+    MPI_Request req;
+    mine[0] = s->op.state != OP_IDLE || s->has_pending;
+    mine[1] = s->has_pending;
+    mine[2] = -s->has_pending;
+    MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+    if (!all[0])
+        return 0;
+    if (all[1] && all[2] == 0) /* some ranks started it, others not yet */
+        while (s->has_pending && !ckpt__mpi_op_progress(s))
+            ckpt__mpi_pause(&round);
+    if (s->has_pending)
+        cancel_pending(s);
+    s->pending_err = snapshot(s, &s->pending_image, &s->pending_blocking_s);
+    s->pending_step = step;
+    s->pending_ticket = ++s->next_ticket;
+    s->has_pending = 1;
+    if (ticket_out)
+        *ticket_out = s->pending_ticket;
+    ckpt__mpi_op_progress(s); /* starts it at once when this rank is idle */
+    return 1;
 }
 
 int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
@@ -283,6 +372,14 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                                "previous save is still in flight on a rank",
                                step);
         }
+    } else if (s->opts.base.busy_policy == CKPT_BUSY_COALESCE) {
+        err = ckpt__mpi_thread_start(s);
+        if (err == 0 && coalesce(s, step, ticket_out))
+            return 0;
+        if (err < 0) {
+            begin_op(s, step, 1, err);
+            return 0;
+        }
     } else if (s->op.state != OP_IDLE) {
         ckpt__mpi_op_finish(s);
     }
@@ -307,7 +404,7 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
         return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
     ckpt__mpi_op_progress(s);
     if (busy_out)
-        *busy_out = s->op.state != OP_IDLE;
+        *busy_out = s->op.state != OP_IDLE || s->has_pending;
     return take_pending(s);
 }
 
@@ -334,6 +431,7 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: close: NULL saver");
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
+    ckpt__mpi_agree_finish(s);
     ckpt__mpi_thread_stop(s);
     s->closed = 1;
     return take_pending(s);
@@ -345,7 +443,10 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
         return;
     if (s->comm_op != MPI_COMM_NULL && s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
+    if (s->comm_ctl != MPI_COMM_NULL)
+        ckpt__mpi_agree_finish(s);
     ckpt__mpi_thread_stop(s);
+    ckpt_saver_free(s->handle);
     if (s->comm_op != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm_op);
     if (s->comm_ctl != MPI_COMM_NULL)
@@ -355,6 +456,7 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
     ckpt_buf_dispose(&s->op.temp_path);
     ckpt_buf_dispose(&s->op.blob);
     ckpt__image_free(&s->image);
+    ckpt__image_free(&s->pending_image);
     ckpt__mpi_vars_dispose(s);
     ckpt__dir_state_dispose(&s->ds);
     pthread_mutex_destroy(&s->mu);

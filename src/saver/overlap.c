@@ -94,6 +94,8 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
 int ckpt_saver_mutation_fence(ckpt_saver *s)
 {
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return 0; /* a wrapped saver's snapshot is complete at the trigger */
     s->overlap = 1;
     ckpt__saver_complete_snapshot(s);
     return 0;

@@ -169,6 +169,8 @@ int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
     CKPT__CHECK_ARG(s);
     if (!prefix)
         return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
+    if (s->ops)
+        return s->ops->restore(s->ops_self, prefix);
     return restore_vars(s, prefix, NULL, 0);
 }
 
@@ -179,6 +181,10 @@ int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
     CKPT__CHECK_ARG(prefix);
     if (n > 0)
         CKPT__CHECK_ARG(names);
+    if (s->ops)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "restore_subset: a wrapped saver restores every "
+                           "variable (use ckpt_saver_restore)");
     return restore_vars(s, prefix, names, n);
 }
 
@@ -187,6 +193,8 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
     ckpt_buf latest = CKPT_BUF_INIT;
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->restore_latest(s->ops_self, prefix_out);
     err = ckpt_saver_latest(s, &latest);
     if (err == 0)
         err = ckpt_saver_restore(s, latest.ptr);

@@ -16,6 +16,7 @@
  * returns exactly once. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
+#include "saver_ops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -160,6 +161,11 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     int64_t bytes;
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "add_var: '%s' goes to the saver this handle "
+                           "wraps (register variables there)",
+                           var && var->name ? var->name : "(null)");
     if (!var || !var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "add_var: variable without a name");
     if (s->frozen)
@@ -254,6 +260,8 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     double write_s = 0.0;
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->save(s->ops_self, step, prefix_out);
     err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
@@ -306,7 +314,7 @@ done:
 uint64_t ckpt_saver_staging_bytes(ckpt_saver *s)
 {
     int images;
-    if (!s)
+    if (!s || s->ops)
         return 0;
     images = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
     return s->image_bytes * (uint64_t)images;
@@ -316,6 +324,8 @@ int ckpt_saver_reserve(ckpt_saver *s)
 {
     int want;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return 0;
     want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
@@ -368,6 +378,8 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     if (ticket_out)
         *ticket_out = 0;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->save_async(s->ops_self, step, ticket_out);
     t0 = ckpt_clock_monotonic(s->opts.clock);
     ckpt__saver_complete_snapshot(s); /* the previous trigger's, if open */
     err = ckpt__saver_enter(s);
@@ -442,6 +454,8 @@ int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
 {
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->poll(s->ops_self, busy_out);
     err = ckpt__saver_enter(s);
     if (busy_out) {
         pthread_mutex_lock(&s->mu);
@@ -468,6 +482,8 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     int timed_out = 0;
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->wait(s->ops_self, ticket, timeout_s);
     ckpt__saver_complete_snapshot(s);
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
@@ -498,6 +514,8 @@ int ckpt_saver_close(ckpt_saver *s, double timeout_s)
 {
     int err;
     CKPT__CHECK_ARG(s);
+    if (s->ops)
+        return s->ops->close(s->ops_self, timeout_s);
     if (s->closed)
         return ckpt__error(CKPT_ESTATE, "close: the saver is already closed");
     s->closed = 1;
@@ -513,6 +531,10 @@ void ckpt_saver_free(ckpt_saver *s)
 {
     if (!s)
         return;
+    if (s->ops) {
+        ckpt__saver_ops_free(s);
+        return;
+    }
     ckpt__saver_complete_snapshot(s);
     ckpt__writer_stop(s); /* a pending snapshot is still written */
     ckpt__saver_deliver(s);
@@ -534,6 +556,8 @@ void ckpt_saver_free(ckpt_saver *s)
 
 const ckpt_saver_options *ckpt_saver_get_options(const ckpt_saver *s)
 {
+    if (s && s->ops)
+        return s->ops->get_options(s->ops_self);
     return s ? &s->opts : NULL;
 }
 
@@ -542,6 +566,10 @@ void ckpt_saver_set_on_save_done(ckpt_saver *s, ckpt_save_done_fn fn,
 {
     if (!s)
         return;
+    if (s->ops) {
+        s->ops->set_on_save_done(s->ops_self, fn, payload);
+        return;
+    }
     s->opts.on_save_done = fn;
     s->opts.on_save_done_payload = payload;
 }
@@ -550,6 +578,10 @@ void ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out)
 {
     if (!s || !out)
         return;
+    if (s->ops) {
+        s->ops->get_metrics(s->ops_self, out);
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     *out = s->metrics;
     pthread_mutex_unlock(&s->mu);
@@ -560,7 +592,7 @@ void ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out)
 size_t ckpt_saver_num_checkpoints(ckpt_saver *s)
 {
     size_t n;
-    if (!s)
+    if (!s || s->ops)
         return 0;
     pthread_mutex_lock(&s->ds_mu);
     n = s->ds.kept.n;
@@ -573,6 +605,11 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
     int err;
     CKPT__CHECK_ARG(s);
     CKPT__CHECK_ARG(out);
+    if (s->ops)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "checkpoint %zu: a wrapped saver does not list "
+                           "its checkpoints",
+                           i);
     pthread_mutex_lock(&s->ds_mu);
     if (i >= s->ds.kept.n)
         err = ckpt__error(CKPT_EINVAL, "checkpoint %zu: only %zu are kept", i,
@@ -587,5 +624,7 @@ int ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out)
 {
     CKPT__CHECK_ARG(s);
     CKPT__CHECK_ARG(out);
+    if (s->ops)
+        return s->ops->latest(s->ops_self, out);
     return ckpt_latest_checkpoint(out, s->fs, s->ds.dir);
 }

@@ -209,6 +209,10 @@ typedef struct ckpt__result {
 } ckpt__result;
 
 struct ckpt_saver {
+    /* A handle of ckpt_saver_wrap: everything else is unused (saver_ops.c) */
+    const ckpt_saver_ops *ops;
+    void *ops_self;
+
     ckpt_saver_options opts;
     char *basename;
     const ckpt_fs *fs;

@@ -4,6 +4,7 @@
  * broken one, and the recoverable flavour's bounded re-creation with
  * back-off (TF retries forever; B31-B34). */
 #include "ckpt/state.h"
+#include "saver/saver_ops.h"
 #include "session_internal.h"
 
 #include <errno.h>
@@ -48,7 +49,12 @@ static int restore_latest(ckpt_monitored_session *ms)
     int err;
     if (!ms->checkpoint_dir || !ms->sess.saver)
         return 0;
-    err = ckpt_latest_checkpoint(&prefix, ms->fs, ms->checkpoint_dir);
+    /* A collective saver agrees on the latest checkpoint (one process
+     * reads the state file); otherwise it is read here. */
+    if (ckpt__saver_collective(ms->sess.saver))
+        err = ckpt_saver_latest(ms->sess.saver, &prefix);
+    else
+        err = ckpt_latest_checkpoint(&prefix, ms->fs, ms->checkpoint_dir);
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
         if (err == CKPT_ECORRUPT)
             ckpt__ms_log(ms, CKPT_LOG_WARN,

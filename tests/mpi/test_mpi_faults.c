@@ -3,7 +3,10 @@
  *   progress DIR   (2+ ranks) an async save's agreement advances only in
  *                  each rank's own calls: rank 0's polls return at once,
  *                  busy, while rank 1 makes no call; SKIP skips on every
- *                  rank while any rank has a save in flight
+ *                  rank while any rank has a save in flight; COALESCE
+ *                  keeps one pending snapshot on every rank, replaced by
+ *                  a newer trigger alike on every rank, written after
+ *                  the save in flight
  *   stall DIR      (2 ranks) rank 1 never joins a save: rank 0's wait is
  *                  bounded by the collective timeout and ends the job
  *                  (MPI_Abort, message checked by CTest)
@@ -18,6 +21,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +105,122 @@ static void test_progress(void **state)
     if (test_rank() == 0) {
         assert_int_equal(count_files("model.ckpt-2"), 0);
         assert_int_equal(count_files("model.ckpt-3.index"), 1);
+    }
+}
+
+/* ---- COALESCE ----------------------------------------------------------- */
+
+/* Rank 0's writes wait while `closed` is set, so its save in flight (and
+ * with it every rank's) cannot end until the test opens the gate. */
+typedef struct gated_fs {
+    ckpt_fs fs;
+    const ckpt_fs *inner;
+    atomic_int closed;
+} gated_fs;
+
+static int gated_write(ckpt_file *f, const void *buf, size_t n, void *payload)
+{
+    gated_fs *g = payload;
+    while (atomic_load(&g->closed))
+        usleep(1000);
+    return g->inner->write(f, buf, n, g->inner->payload);
+}
+
+typedef struct outcomes {
+    int n;
+    int64_t step[8];
+    int status[8];
+    uint64_t ticket[8];
+} outcomes;
+
+static void record_outcome(const ckpt_save_result *r, void *payload)
+{
+    outcomes *o = payload;
+    if (o->n < 8) {
+        o->step[o->n] = r->step;
+        o->status[o->n] = r->status;
+        o->ticket[o->n] = r->ticket;
+    }
+    o->n++;
+}
+
+static void test_coalesce(void **state)
+{
+    static gated_fs gfs;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver_metrics mt;
+    outcomes out;
+    uint64_t t1 = 0, t2 = 0, t3 = 0;
+    model m;
+    int busy = 0;
+    (void)state;
+    memset(&out, 0, sizeof(out));
+    fresh_dir();
+    gfs.inner = ckpt_fs_posix();
+    gfs.fs = *gfs.inner;
+    if (test_rank() == 0) {
+        gfs.fs.write = gated_write;
+        gfs.fs.payload = &gfs;
+    }
+    o.base.fs = &gfs.fs;
+    o.base.busy_policy = CKPT_BUSY_COALESCE;
+    o.base.on_save_done = record_outcome;
+    o.base.on_save_done_payload = &out;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, g_dir, &o));
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    atomic_store(&gfs.closed, 1);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 1, &t1));
+    /* Step 1 is in flight on every rank: step 2 waits as the pending
+     * snapshot, then step 3 replaces it on every rank. */
+    model_fill(&m, test_rank(), test_size(), 2);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 2, &t2));
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+    assert_int_equal(busy, 1);
+    assert_int_equal(out.n, 0);
+    model_fill(&m, test_rank(), test_size(), 3);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 3, &t3));
+    assert_true(t1 > 0 && t2 > t1 && t3 > t2);
+    assert_int_equal(out.n, 1);
+    assert_int_equal(out.step[0], 2);
+    assert_int_equal(out.status[0], CKPT_ECANCELED);
+    assert_true(out.ticket[0] == t2);
+    model_fill(&m, test_rank(), test_size(), 4); /* after the snapshot */
+    atomic_store(&gfs.closed, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_int_equal(out.n, 3);
+    /* Idle again: the next trigger is an ordinary dispatch. */
+    model_fill(&m, test_rank(), test_size(), 5);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 5, NULL));
+    model_fill(&m, test_rank(), test_size(), 6);
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_int_equal(out.n, 4);
+    assert_int_equal(out.step[1], 1);
+    assert_int_equal(out.status[1], 0);
+    assert_int_equal(out.step[2], 3);
+    assert_int_equal(out.status[2], 0);
+    assert_true(out.ticket[2] == t3);
+    assert_int_equal(out.step[3], 5);
+    assert_int_equal(out.status[3], 0);
+    ckpt_mpi_saver_get_metrics(s, &mt);
+    assert_int_equal(mt.saves_started, 3);
+    assert_int_equal(mt.saves_coalesced, 1);
+    assert_int_equal(mt.saves_completed, 3);
+    assert_int_equal(mt.saves_failed, 0);
+    assert_int_equal(mt.last_saved_step, 5);
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&m, 5);
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files("model.ckpt-1.index"), 1);
+        assert_int_equal(count_files("model.ckpt-2"), 0);
+        assert_int_equal(count_files("model.ckpt-3.index"), 1);
+        assert_int_equal(count_files("model.ckpt-5.index"), 1);
     }
 }
 
@@ -212,7 +332,8 @@ static void test_thread_single(void **state)
 
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress)};
+    const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress),
+                                          cmocka_unit_test(test_coalesce)};
     const struct CMUnitTest stall[] = {cmocka_unit_test(test_stall)};
     const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};

@@ -1,9 +1,17 @@
-/* tests/mpi/test_mpi_hook.c - a monitored session on every rank with the
- * MPI checkpoint hook: async saves every 4 steps and at end, then a new
- * session that restores them (global step, a replicated weight, each
- * rank's own data position) and carries on. */
+/* tests/mpi/test_mpi_hook.c - the library's own checkpoint hook and
+ * monitored session on every rank, over the distributed saver
+ * (ckpt_mpi_saver_as_saver): saves at the trigger steps and at end in both
+ * modes, a new session that restores them (global step, a replicated
+ * weight, each rank's own data position) and carries on, a session
+ * abandoned mid-run whose successor resumes from the last checkpoint and
+ * ends with the values of an uninterrupted run, seconds mode decided by
+ * rank 0's clock, a listener failing on one rank only, and
+ * ckpt_training_session_new with the handle as its scaffold saver. */
 #include "mpi_model.h"
 #include "test_util.h"
+
+#include "ckpt/hooks.h"
+#include "common/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +29,7 @@ static int train_step(ckpt_step_context *sc, void *payload)
     state *st = payload;
     (void)sc;
     for (int i = 0; i < 8; i++)
-        st->w[i] += 1.0f;
+        st->w[i] += 1.0f + 0.25f * (float)i;
     st->data_pos += test_rank() + 1;
     st->global_step++;
     return 0;
@@ -48,15 +56,58 @@ static ckpt_var var(const char *name, int dtype, int rank, int64_t dim,
     return v;
 }
 
-/* One monitored session running `steps` steps; returns the saver's
- * metrics. */
-static void run_session(const char *dir, state *st, int steps, int mode,
-                        ckpt_saver_metrics *mt, double save_secs)
+/* A listener whose before_save fails at one step on the last rank only. */
+typedef struct failing {
+    int64_t at_step;
+    int calls;
+    int after_calls;
+    int64_t after_steps[8];
+} failing;
+
+static int counting_after_save(ckpt_session *s, int64_t step,
+                               const char *prefix, int *stop, void *payload)
+{
+    failing *f = payload;
+    (void)s;
+    (void)prefix;
+    (void)stop;
+    if (f->after_calls < 8)
+        f->after_steps[f->after_calls] = step;
+    f->after_calls++;
+    return 0;
+}
+
+static int failing_before_save(ckpt_session *s, int64_t step, void *payload)
+{
+    failing *f = payload;
+    (void)s;
+    f->calls++;
+    if (step == f->at_step && test_rank() == test_size() - 1)
+        return ckpt__error(CKPT_EUSER, "listener refuses step %lld",
+                           (long long)step);
+    return 0;
+}
+
+typedef struct run_opts {
+    int mode;
+    double save_secs;
+    int steps;
+    int abandon; /* free the session without close */
+    const ckpt_saver_listener *listener;
+    int expect_run_error_step; /* on the last rank: run fails at this step */
+} run_opts;
+
+/* One monitored session over a distributed saver on `dir`; returns the
+ * saver's metrics. */
+static void run_session(const char *dir, state *st, const run_opts *ro,
+                        ckpt_saver_metrics *mt)
 {
     ckpt_clock clock = {CKPT_CLOCK_VERSION, st, fake_monotonic, NULL};
     ckpt_mpi_saver_options so = test_mpi_options();
-    ckpt_mpi_checkpoint_hook_options ho = CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
     ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hook;
@@ -71,18 +122,240 @@ static void run_session(const char *dir, state *st, int steps, int mode,
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     v = var("data_pos", CKPT_DT_INT64, 0, 0, &st->data_pos);
     assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
 
     assert_ckpt_ok(ckpt_graph_new(&g));
     assert_ckpt_ok(ckpt_graph_create_global_step(g, &st->global_step));
-    v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
-    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
-    ho.saver = s;
-    ho.save_steps = save_secs > 0 ? 0 : 4;
-    ho.save_secs = save_secs;
+    ho.saver = handle;
+    ho.save_steps = ro->save_secs > 0 ? 0 : 4;
+    ho.save_secs = ro->save_secs;
     ho.clock = &clock;
-    ho.mode = mode;
-    assert_ckpt_ok(ckpt_mpi_checkpoint_hook_new(&hook, &ho));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, NULL));
+    ho.mode = ro->mode;
+    ho.listeners = ro->listener;
+    ho.num_listeners = ro->listener ? 1 : 0;
+    sess.checkpoint_dir = dir;
+    sess.scaffold.saver = handle;
+    if (test_rank() != 0)
+        sess.log_level = CKPT_LOG_OFF; /* rank 0 logs for the job */
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, &sess));
+    for (int i = 0; i < ro->steps; i++) {
+        int err = ckpt_monitored_session_run(ms, NULL, train_step, st, NULL);
+        if (st->global_step == ro->expect_run_error_step &&
+            test_rank() == test_size() - 1)
+            assert_ckpt_error(err, CKPT_EUSER, "listener refuses step");
+        else
+            assert_ckpt_ok(err);
+    }
+    if (!ro->abandon)
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    ckpt_mpi_saver_get_metrics(s, mt);
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    ckpt_graph_free(g);
+}
+
+/* The values `steps` steps of train_step give from zero. */
+static void expected_state(state *want, int64_t steps)
+{
+    memset(want, 0, sizeof(*want));
+    for (int64_t k = 0; k < steps; k++)
+        train_step(NULL, want);
+}
+
+static void assert_state(const state *st, int64_t step)
+{
+    state want;
+    expected_state(&want, step);
+    assert_int_equal(st->global_step, step);
+    assert_memory_equal(st->w, want.w, sizeof(want.w));
+    assert_int_equal(st->data_pos, want.data_pos);
+}
+
+static char *make_sub(const char *dir, const char *name)
+{
+    char *sub = malloc(strlen(dir) + strlen(name) + 2);
+    assert_non_null(sub);
+    sprintf(sub, "%s/%s", dir, name);
+    if (test_rank() == 0)
+        assert_int_equal(mkdir(sub, 0755), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return sub;
+}
+
+/* Whether <dir>/model.ckpt-<step>.index exists (rank 0 looks). */
+static int has_checkpoint(const char *dir, int step)
+{
+    char path[4300];
+    uint8_t *f;
+    size_t n;
+    snprintf(path, sizeof(path), "%s/model.ckpt-%d.index", dir, step);
+    f = test_read_file(path, &n);
+    free(f);
+    return f != NULL;
+}
+
+static void test_hook_saves_and_resumes(void **state_)
+{
+    char *dir = shared_dir_make();
+    state st;
+    ckpt_saver_metrics mt;
+    int modes[2] = {CKPT_SAVE_ASYNC, CKPT_SAVE_SYNC};
+    (void)state_;
+    for (int m = 0; m < 2; m++) {
+        run_opts ro = {modes[m], 0, 10, 0, NULL, -1};
+        char *sub = make_sub(dir, m == 0 ? "async" : "sync");
+        memset(&st, 0, sizeof(st));
+        run_session(sub, &st, &ro, &mt);
+        assert_state(&st, 10);
+        /* step 0 at creation, 4 and 8, then 10 at end */
+        assert_int_equal(mt.saves_completed, 4);
+        assert_int_equal(mt.last_saved_step, 10);
+
+        /* a new job: the session restores step 10 on every rank */
+        memset(&st, 0, sizeof(st));
+        ro.steps = 2;
+        run_session(sub, &st, &ro, &mt);
+        assert_state(&st, 12);
+        assert_int_equal(mt.saves_completed, 1); /* 12 at end */
+        if (test_rank() == 0) {
+            ckpt_buf latest = CKPT_BUF_INIT;
+            char want[4300];
+            assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, sub));
+            snprintf(want, sizeof(want), "%s/model.ckpt-12", sub);
+            assert_string_equal(latest.ptr, want);
+            ckpt_buf_dispose(&latest);
+        }
+        free(sub);
+    }
+    shared_dir_remove(dir);
+}
+
+/* A session abandoned after step 7 (no close, no final save: as after a
+ * crash, the newest checkpoint is step 4) and its state scribbled over;
+ * the next session resumes at 4 and, run to 10, ends with exactly the
+ * values of an uninterrupted run. */
+static void test_hook_abandoned_then_resumed(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_saver_metrics mt;
+    state st;
+    run_opts ro = {CKPT_SAVE_ASYNC, 0, 7, 1, NULL, -1};
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    run_session(dir, &st, &ro, &mt);
+    assert_state(&st, 7);
+    assert_int_equal(mt.last_saved_step, 4);
+    if (test_rank() == 0)
+        assert_false(has_checkpoint(dir, 7));
+    memset(&st, 0x5a, sizeof(st)); /* lost with the process */
+    st.global_step = 1000;
+    ro.abandon = 0;
+    ro.steps = 6;
+    run_session(dir, &st, &ro, &mt);
+    assert_state(&st, 10);
+    assert_int_equal(mt.saves_completed, 2); /* 8, then 10 at end */
+    shared_dir_remove(dir);
+}
+
+/* Seconds mode: rank 0's clock decides for every rank (the others' clocks
+ * stand still), one step later (the decision travels in a broadcast
+ * completed at the next step): 2.5 s between saves at one second per step
+ * asks at steps 3 and 7, so the ranks save at 0, 4 and at end 7. */
+static void test_hook_seconds_decided_by_rank0(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_saver_metrics mt;
+    state st;
+    run_opts ro = {CKPT_SAVE_ASYNC, 2.5, 7, 0, NULL, -1};
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    run_session(dir, &st, &ro, &mt);
+    assert_state(&st, 7);
+    assert_int_equal(mt.saves_completed, 3);
+    assert_int_equal(mt.last_saved_step, 7);
+    if (test_rank() == 0)
+        for (int step = 0; step <= 7; step++)
+            assert_int_equal(has_checkpoint(dir, step),
+                             step == 0 || step == 4 || step == 7);
+    shared_dir_remove(dir);
+}
+
+/* A listener failing on the last rank at step 4: that rank still saves
+ * with the others (the save is collective) and its run returns the
+ * listener's error afterwards; the checkpoint of step 4 is complete and
+ * every save reaches after_save on every rank. */
+static void test_hook_local_error_does_not_split_ranks(void **state_)
+{
+    char *dir = shared_dir_make();
+    int modes[2] = {CKPT_SAVE_ASYNC, CKPT_SAVE_SYNC};
+    (void)state_;
+    for (int m = 0; m < 2; m++) {
+        failing f = {4, 0, 0, {0}};
+        ckpt_saver_listener l;
+        memset(&l, 0, sizeof(l));
+        l.version = CKPT_LISTENER_VERSION;
+        l.payload = &f;
+        l.before_save = failing_before_save;
+        l.after_save = counting_after_save;
+        run_opts ro = {modes[m], 0, 6, 0, &l, 4};
+        ckpt_saver_metrics mt;
+        state st;
+        char *sub = make_sub(dir, m == 0 ? "async" : "sync");
+        memset(&st, 0, sizeof(st));
+        run_session(sub, &st, &ro, &mt);
+        assert_state(&st, 6);
+        /* 0, 4, and 6 at end, on every rank */
+        assert_int_equal(mt.saves_completed, 3);
+        assert_int_equal(f.calls, 3);
+        /* every durable save reaches after_save, sync ones included */
+        assert_int_equal(f.after_calls, 3);
+        assert_int_equal(f.after_steps[0], 0);
+        assert_int_equal(f.after_steps[1], 4);
+        assert_int_equal(f.after_steps[2], 6);
+        if (test_rank() == 0) {
+            assert_true(has_checkpoint(sub, 4));
+            assert_true(has_checkpoint(sub, 6));
+        }
+        free(sub);
+    }
+    shared_dir_remove(dir);
+}
+
+/* ckpt_training_session_new (MonitoredTrainingSession) over the handle
+ * as its scaffold saver: its checkpoint hook writes through it on every
+ * rank, and a second job resumes from it. */
+static void run_training_session(const char *dir, state *st, int steps,
+                                 ckpt_saver_metrics *mt)
+{
+    ckpt_mpi_saver_options so = test_mpi_options();
+    ckpt_training_session_options to = CKPT_TRAINING_SESSION_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_var v;
+    so.base.busy_policy = CKPT_BUSY_WAIT;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
+    v = var("global_step", CKPT_DT_INT64, 0, 0, &st->global_step);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v = var("data_pos", CKPT_DT_INT64, 0, 0, &st->data_pos);
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &st->global_step));
+    to.checkpoint_dir = dir;
+    to.save_checkpoint_steps = 4;
+    to.checkpoint_mode = CKPT_SAVE_ASYNC;
+    to.log_step_count_steps = CKPT_FREQ_OFF;
+    to.session.version = CKPT_SESSION_OPTIONS_VERSION;
+    to.session.scaffold.saver = handle;
+    if (test_rank() != 0)
+        to.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&ms, g, &to));
     for (int i = 0; i < steps; i++)
         assert_ckpt_ok(
             ckpt_monitored_session_run(ms, NULL, train_step, st, NULL));
@@ -94,98 +367,73 @@ static void run_session(const char *dir, state *st, int steps, int mode,
     ckpt_graph_free(g);
 }
 
-static void assert_state(const state *st, int64_t step)
-{
-    assert_int_equal(st->global_step, step);
-    for (int i = 0; i < 8; i++)
-        assert_true(st->w[i] == (float)step);
-    assert_int_equal(st->data_pos, step * (test_rank() + 1));
-}
-
-static void test_hook_saves_and_resumes(void **state_)
-{
-    char *dir = shared_dir_make();
-    state st;
-    ckpt_saver_metrics mt;
-    int modes[2] = {CKPT_SAVE_ASYNC, CKPT_SAVE_SYNC};
-    (void)state_;
-    for (int m = 0; m < 2; m++) {
-        char sub[4200];
-        snprintf(sub, sizeof(sub), "%s/m%d", dir, m);
-        if (test_rank() == 0)
-            assert_int_equal(mkdir(sub, 0755), 0);
-        MPI_Barrier(MPI_COMM_WORLD);
-        memset(&st, 0, sizeof(st));
-        run_session(sub, &st, 10, modes[m], &mt, 0);
-        assert_state(&st, 10);
-        /* steps 4 and 8, then 10 at end */
-        assert_int_equal(mt.saves_completed, 3);
-        assert_int_equal(mt.last_saved_step, 10);
-
-        memset(&st, 0, sizeof(st));
-        run_session(sub, &st, 2, modes[m], &mt, 0);
-        assert_state(&st, 12);
-        assert_int_equal(mt.saves_completed, 1); /* 12 at end */
-        if (test_rank() == 0) {
-            ckpt_buf latest = CKPT_BUF_INIT;
-            char want[4300];
-            assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, sub));
-            snprintf(want, sizeof(want), "%s/model.ckpt-12", sub);
-            assert_string_equal(latest.ptr, want);
-            ckpt_buf_dispose(&latest);
-        }
-    }
-    shared_dir_remove(dir);
-}
-
-/* Seconds mode: rank 0's clock decides for every rank (the others' clocks
- * stand still): 2.5 s between saves at one second per step saves at 3 and
- * 6, and 7 at end. */
-static void test_hook_seconds_decided_by_rank0(void **state_)
+static void test_training_session_over_handle(void **state_)
 {
     char *dir = shared_dir_make();
     ckpt_saver_metrics mt;
     state st;
     (void)state_;
     memset(&st, 0, sizeof(st));
-    run_session(dir, &st, 7, CKPT_SAVE_ASYNC, &mt, 2.5);
-    assert_state(&st, 7);
-    assert_int_equal(mt.saves_completed, 3);
-    assert_int_equal(mt.last_saved_step, 7);
+    run_training_session(dir, &st, 10, &mt);
+    assert_state(&st, 10);
+    assert_int_equal(mt.saves_completed, 4); /* 0, 4, 8, 10 */
+    memset(&st, 0, sizeof(st));
+    run_training_session(dir, &st, 3, &mt);
+    assert_state(&st, 13);
+    /* the timer restarts at the restored step 10: 13 at end only */
+    assert_int_equal(mt.saves_completed, 1);
     if (test_rank() == 0) {
-        char path[4300];
-        for (int step = 3; step <= 7; step++) {
-            uint8_t *f;
-            size_t n;
-            snprintf(path, sizeof(path), "%s/model.ckpt-%d.index", dir, step);
-            f = test_read_file(path, &n);
-            assert_true((f != NULL) == (step == 3 || step == 6 || step == 7));
-            free(f);
-        }
+        assert_false(has_checkpoint(dir, 12));
+        assert_true(has_checkpoint(dir, 13));
     }
     shared_dir_remove(dir);
 }
 
-static void test_hook_rejects_bad_options(void **state_)
+static void test_handle_refuses_what_it_cannot_do(void **state_)
 {
-    ckpt_mpi_checkpoint_hook_options ho = CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT;
-    ckpt_hook hook;
+    char *dir = shared_dir_make();
+    ckpt_mpi_saver_options so = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL, *again = NULL;
+    int64_t x = 0;
+    ckpt_var v = var("x", CKPT_DT_INT64, 0, 0, &x);
+    const char *names[1] = {"x"};
     (void)state_;
-    assert_ckpt_error(ckpt_mpi_checkpoint_hook_new(&hook, &ho), CKPT_EINVAL,
-                      "no saver");
-    ho.saver = (ckpt_mpi_saver *)&ho; /* never used: options fail first */
-    ho.save_steps = 5;
-    ho.save_secs = 2.0;
-    assert_ckpt_error(ckpt_mpi_checkpoint_hook_new(&hook, &ho), CKPT_EINVAL,
-                      "exactly one of save_steps and save_secs");
+    assert_ckpt_error(ckpt_mpi_saver_as_saver(NULL, &handle), CKPT_EINVAL,
+                      "NULL saver");
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &again));
+    assert_ptr_equal(handle, again);
+    assert_string_equal(ckpt_saver_get_options(handle)->basename, "model.ckpt");
+    assert_ckpt_error(ckpt_saver_add_var(handle, &v), CKPT_ENOTSUP,
+                      "'x' goes to the saver this handle wraps");
+    assert_ckpt_error(ckpt_saver_restore_subset(handle, "p", names, 1),
+                      CKPT_ENOTSUP, "restores every variable");
+    assert_int_equal(ckpt_saver_num_checkpoints(handle), 0);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_error(ckpt_saver_restore_latest(handle, NULL), CKPT_ENOTFOUND,
+                      "no checkpoint to restore");
+    assert_ckpt_ok(ckpt_saver_save(handle, 3, NULL));
+    {
+        ckpt_buf latest = CKPT_BUF_INIT;
+        assert_ckpt_ok(ckpt_saver_latest(handle, &latest));
+        assert_non_null(strstr(latest.ptr, "/model.ckpt-3"));
+        ckpt_buf_dispose(&latest);
+    }
+    ckpt_mpi_saver_free(s); /* frees the handle too */
+    shared_dir_remove(dir);
 }
 
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hook_saves_and_resumes),
+        cmocka_unit_test(test_hook_abandoned_then_resumed),
         cmocka_unit_test(test_hook_seconds_decided_by_rank0),
-        cmocka_unit_test(test_hook_rejects_bad_options),
+        cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
+        cmocka_unit_test(test_training_session_over_handle),
+        cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
     };
     int provided, failed, any = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

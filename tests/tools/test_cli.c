@@ -555,6 +555,115 @@ static void test_ls_strays_and_incomplete(void **state)
     test_remove_tree(dir);
 }
 
+/* ---- ls of a sharded (distributed) checkpoint --------------------------- */
+
+/* Bytes of `name` in `dir` (the test's own expectation for ls). */
+static uint64_t size_in(const char *dir, const char *name)
+{
+    char *p = path_in(dir, name);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    free(p);
+    return (uint64_t)st.st_size;
+}
+
+/* A checkpoint of three data files, as three ranks write it (each file
+ * holds one rank's tensors), listed under its row with shard and bytes. */
+static void test_ls_shards(void **state)
+{
+    static const char *const files[3] = {
+        "model.ckpt-7.data-00000-of-00003",
+        "model.ckpt-7.data-00001-of-00003",
+        "model.ckpt-7.data-00002-of-00003",
+    };
+    char *dir = test_make_temp_dir();
+    char *prefix = path_in(dir, "model.ckpt-7");
+    ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_writer *w = NULL;
+    float a[4] = {1, 2, 3, 4}, b[16] = {0}, c[1] = {5};
+    ckpt_shape s4 = {1, {4}}, s16 = {1, {16}}, s1 = {1, {1}};
+    json_object *root, *ck, *shards;
+    uint64_t total;
+    char line[256];
+    cli_run r;
+    (void)state;
+    wo.num_shards = 3;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, &wo));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "a", CKPT_DT_FLOAT, &s4, a, sizeof(a)));
+    assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, 1));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "b", CKPT_DT_FLOAT, &s16, b, sizeof(b)));
+    assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, 2));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "c", CKPT_DT_FLOAT, &s1, c, sizeof(c)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    /* a single-file checkpoint next to it: no shard lines in text */
+    write_text(dir, "model.ckpt-3.index", "12345");
+    write_text(dir, "model.ckpt-3.data-00000-of-00001", "1234567");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-7\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-3\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-7\"\n");
+    total = size_in(dir, "model.ckpt-7.index");
+    for (int i = 0; i < 3; i++)
+        total += size_in(dir, files[i]);
+
+    RUN(r, "ls", "--json", dir);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    ck = json_object_array_get_idx(jget(root, "checkpoints"), 0);
+    assert_int_equal(json_object_array_length(jget(ck, "shards")), 1);
+    ck = json_object_array_get_idx(jget(root, "checkpoints"), 1);
+    assert_true(json_object_get_boolean(jget(ck, "complete")));
+    assert_int_equal(json_object_get_int64(jget(ck, "bytes")), (int64_t)total);
+    shards = jget(ck, "shards");
+    assert_int_equal(json_object_array_length(shards), 3);
+    for (int i = 0; i < 3; i++) {
+        json_object *sh = json_object_array_get_idx(shards, (size_t)i);
+        assert_string_equal(json_object_get_string(jget(sh, "file")), files[i]);
+        assert_int_equal(json_object_get_int(jget(sh, "shard")), i);
+        assert_int_equal(json_object_get_int(jget(sh, "of")), 3);
+        assert_int_equal(json_object_get_int64(jget(sh, "bytes")),
+                         (int64_t)size_in(dir, files[i]));
+    }
+    assert_int_equal(json_object_array_length(jget(root, "stray")), 0);
+    json_object_put(root);
+    run_free(&r);
+
+    RUN(r, "ls", dir);
+    expect_status(&r, 0);
+    for (int i = 0; i < 3; i++) {
+        int width = 1;
+        for (int k = 0; k < 3; k++) {
+            int n = snprintf(line, sizeof(line), "%llu",
+                             (unsigned long long)size_in(dir, files[k]));
+            width = n > width ? n : width;
+        }
+        snprintf(line, sizeof(line), "\n    shard %d of 3  %s  %*llu\n", i,
+                 files[i], width, (unsigned long long)size_in(dir, files[i]));
+        expect_contains(r.out, line);
+    }
+    assert_null(strstr(r.out, "model.ckpt-3.data-00000-of-00001"));
+    run_free(&r);
+
+    /* one shard missing: the row says so and lists the two it has */
+    {
+        char *p = path_in(dir, files[1]);
+        assert_int_equal(unlink(p), 0);
+        free(p);
+    }
+    RUN(r, "ls", dir);
+    expect_status(&r, 0);
+    expect_contains(r.out, "(missing data shard 1 of 3)\n    shard 0 of 3  ");
+    expect_contains(r.out, "\n    shard 2 of 3  ");
+    assert_null(strstr(r.out, files[1]));
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* ---- usage and unreadable input ------------------------------------------ */
 
 static void test_help_and_version(void **state)
@@ -1143,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_verify_vectors),
         cmocka_unit_test(test_ls_vectors),
         cmocka_unit_test(test_ls_strays_and_incomplete),
+        cmocka_unit_test(test_ls_shards),
         cmocka_unit_test(test_verify_flipped_data_byte),
         cmocka_unit_test(test_verify_damaged_index),
         cmocka_unit_test(test_repack_vectors),

@@ -261,8 +261,10 @@ static int fail(int rank, const char *what)
 static int run(dist_trainer *t)
 {
     ckpt_mpi_saver_options so = CKPT_MPI_SAVER_OPTIONS_INIT;
-    ckpt_mpi_checkpoint_hook_options ho = CKPT_MPI_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
     ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hooks[2];
@@ -280,17 +282,26 @@ static int run(dist_trainer *t)
         err = ckpt_graph_new(&g);
     if (err == 0)
         err = ckpt_graph_create_global_step(g, &t->global_step);
-    ho.saver = s;
+    if (err == 0)
+        err = ckpt_mpi_saver_as_saver(s, &handle);
+    /* The library's checkpoint hook and session on every rank, over the
+     * distributed saver: the session restores the latest checkpoint, the
+     * hook saves; rank 0 alone logs. */
+    ho.saver = handle;
     ho.save_steps = t->o.save_steps;
     ho.mode = t->o.mode;
+    sess.checkpoint_dir = t->o.dir;
+    sess.scaffold.saver = handle;
+    if (t->rank != 0)
+        sess.log_level = CKPT_LOG_OFF;
     if (err == 0)
-        err = ckpt_mpi_checkpoint_hook_new(&hooks[0], &ho);
+        err = ckpt_checkpoint_hook_new(&hooks[0], &ho);
     if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[1], 0, t->o.steps) < 0) {
         hooks[0].destroy(hooks[0].payload);
         err = CKPT_EINVAL;
     }
     if (err == 0)
-        err = ckpt_monitored_session_new(&ms, g, hooks, 2, NULL);
+        err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
     if (err < 0) {
         code = fail(t->rank, "creating the session");
         goto done;

@@ -1,8 +1,9 @@
 /* tools/ckpt/cmd_ls.c - `ckpt ls DIR [--json]`: the checkpoints a
- * directory's state file lists (prefix, step, bytes, time), which one is
- * latest, and the stray or incomplete files next to them: temporary files,
- * data files without their index, index files the state file does not
- * list. */
+ * directory's state file lists (prefix, step, bytes, time, and the data
+ * files of a checkpoint with several: a sharded or distributed save's
+ * shards), which one is latest, and the stray or incomplete files next to
+ * them: temporary files, data files without their index, index files the
+ * state file does not list. */
 /* realpath is XSI: asked for before cli.h includes any system header. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
@@ -23,7 +24,10 @@ const cli_command cli_cmd_ls = {
     "Lists the checkpoints named by DIR/checkpoint (oldest first) with their\n"
     "step (from a trailing -<digits>), bytes (index and data files) and time\n"
     "(the state file's timestamp, else the index file's mtime, in UTC), and\n"
-    "marks the latest. Then lists stray or incomplete files: temporary files\n"
+    "marks the latest. A checkpoint with more than one data file (a sharded\n"
+    "or distributed save: <prefix>.data-<r>-of-<N>) has its data files\n"
+    "listed under it, one line each: shard, file name and bytes.\n"
+    "Then lists stray or incomplete files: temporary files\n"
     "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files whose index is\n"
     "missing, and index files the state file does not list.\n\n"
     "DIR is listed once (and once each subdirectory of it the state file\n"
@@ -33,7 +37,8 @@ const cli_command cli_cmd_ls = {
     "  --json   print JSON: {\"directory\", \"state_file\", \"latest\",\n"
     "           \"checkpoints\": [{\"prefix\", \"path\", \"step\", \"bytes\",\n"
     "           \"time\", \"time_source\", \"latest\", \"complete\", "
-    "\"problem\"}],\n"
+    "\"problem\",\n"
+    "           \"shards\": [{\"file\", \"shard\", \"of\", \"bytes\"}]}],\n"
     "           \"stray\": [{\"file\", \"reason\"}]}\n",
     run};
 
@@ -47,6 +52,16 @@ static void *xmalloc(size_t n)
         exit(CLI_USAGE);
     }
     return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "ckpt ls: out of memory\n");
+        exit(CLI_USAGE);
+    }
+    return q;
 }
 
 static char *xstrdup(const char *s)
@@ -205,6 +220,14 @@ static size_t lower_bound(const dir_listing *l, const char *name)
 
 /* ---- checkpoints --------------------------------------------------------- */
 
+/* One data file of a checkpoint. */
+typedef struct shard_file {
+    char *file; /* its name in the checkpoint's directory */
+    int shard;
+    int of;
+    uint64_t bytes;
+} shard_file;
+
 typedef struct ckpt_row {
     const char *stored; /* as the state file has it */
     char *path;         /* resolved against DIR */
@@ -217,7 +240,9 @@ typedef struct ckpt_row {
     double time;
     const char *time_source; /* "state" or "mtime" */
     int latest;
-    char problem[96]; /* "" when complete */
+    char problem[96];   /* "" when complete */
+    shard_file *shards; /* the data files found, by name */
+    size_t nshards;
 } ckpt_row;
 
 /* The step of "<anything>-<digits>", from the last path component. */
@@ -270,6 +295,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
     file_entry *f;
     unsigned char *present = NULL;
     int count = 0, mixed = 0, missing = 0, first_missing = -1;
+    size_t cap = 0;
     snprintf(key, blen + 8, "%s.index", base);
     f = find_file(l, key);
     if (f) {
@@ -280,9 +306,19 @@ static void scan_files(ckpt_row *row, dir_listing *l)
     for (size_t i = lower_bound(l, key);
          i < l->n && strncmp(l->files[i].name, key, blen + 6) == 0; i++) {
         int shard = 0, n = 0;
+        shard_file *sf;
         if (parse_data_name(l->files[i].name, &shard, &n) != blen)
             continue;
         row->bytes += l->files[i].size;
+        if (row->nshards == cap) {
+            cap = cap ? cap * 2 : 4;
+            row->shards = xrealloc(row->shards, cap * sizeof(*row->shards));
+        }
+        sf = &row->shards[row->nshards++];
+        sf->file = xstrdup(l->files[i].name);
+        sf->shard = shard;
+        sf->of = n;
+        sf->bytes = l->files[i].size;
         if (count == 0 && n > 0) {
             count = n;
             present = calloc((size_t)n, 1);
@@ -363,6 +399,14 @@ static void copy_scan(ckpt_row *to, const ckpt_row *from)
     int from_state = to->has_time;
     to->bytes = from->bytes;
     memcpy(to->problem, from->problem, sizeof(to->problem));
+    if (from->nshards > 0) {
+        to->shards = xmalloc(from->nshards * sizeof(*to->shards));
+        for (size_t i = 0; i < from->nshards; i++) {
+            to->shards[i] = from->shards[i];
+            to->shards[i].file = xstrdup(from->shards[i].file);
+        }
+        to->nshards = from->nshards;
+    }
     if (!from_state && from->has_time && from->time_source &&
         strcmp(from->time_source, "mtime") == 0) {
         to->has_time = 1;
@@ -498,6 +542,28 @@ static void format_time(char *buf, size_t n, const ckpt_row *row)
         snprintf(buf, n, "-");
 }
 
+/* Under a checkpoint with several data files, one line per file. */
+static void print_shards(const ckpt_row *r)
+{
+    int wf = 4, wb = 1;
+    if (r->nshards < 2 && !(r->nshards == 1 && r->shards[0].of > 1))
+        return;
+    for (size_t i = 0; i < r->nshards; i++) {
+        char num[32];
+        int len = (int)strlen(cli_safe(r->shards[i].file));
+        if (len > wf)
+            wf = len;
+        len = snprintf(num, sizeof(num), "%llu",
+                       (unsigned long long)r->shards[i].bytes);
+        if (len > wb)
+            wb = len;
+    }
+    for (size_t i = 0; i < r->nshards; i++)
+        printf("    shard %d of %d  %-*s  %*llu\n", r->shards[i].shard,
+               r->shards[i].of, wf, cli_safe(r->shards[i].file), wb,
+               (unsigned long long)r->shards[i].bytes);
+}
+
 static void print_text(const char *dir, int have_state, const ckpt_row *rows,
                        size_t nrows, const stray *strays, size_t nstrays)
 {
@@ -540,6 +606,7 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
         if (r->problem[0])
             printf("  (%s)", r->problem);
         printf("\n");
+        print_shards(r);
     }
     if (nstrays > 0) {
         int wf = 4;
@@ -551,6 +618,22 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
             printf("  %-*s  %s\n", wf, cli_safe(strays[i].file),
                    strays[i].reason);
     }
+}
+
+static json_object *json_shards(const ckpt_row *r)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; i < r->nshards; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "file", cli_json_string(r->shards[i].file));
+        json_object_object_add(o, "shard",
+                               json_object_new_int(r->shards[i].shard));
+        json_object_object_add(o, "of", json_object_new_int(r->shards[i].of));
+        json_object_object_add(o, "bytes",
+                               json_object_new_uint64(r->shards[i].bytes));
+        json_object_array_add(a, o);
+    }
+    return a;
 }
 
 static void print_json(const char *dir, int have_state, const ckpt_row *rows,
@@ -587,6 +670,7 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
         json_object_object_add(
             o, "problem",
             r->problem[0] ? json_object_new_string(r->problem) : NULL);
+        json_object_object_add(o, "shards", json_shards(r));
         json_object_array_add(list, o);
     }
     for (size_t i = 0; i < nstrays; i++) {
@@ -709,6 +793,9 @@ done:
     for (size_t i = 0; i < nrows; i++) {
         free(rows[i].path);
         free(rows[i].parent);
+        for (size_t k = 0; k < rows[i].nshards; k++)
+            free(rows[i].shards[k].file);
+        free(rows[i].shards);
     }
     free(rows);
     free(strays);

@@ -1,0 +1,130 @@
+/* mpi/mpi_saver_ops.c - ckpt_mpi_saver_as_saver: the distributed saver as
+ * a ckpt_saver handle (ckpt_saver_wrap, a collective saver), so the
+ * library's checkpoint hook and monitored session drive it unchanged. Its
+ * agree is pipelined: each call posts rank 0's decision in one MPI_Ibcast
+ * and returns the decision the previous call posted, so no step waits on
+ * the others beyond completing a broadcast that every rank posted one step
+ * earlier. */
+#include "mpi_internal.h"
+
+static int op_save(void *self, int64_t step, ckpt_buf *prefix_out)
+{
+    return ckpt_mpi_saver_save(self, step, prefix_out);
+}
+
+static int op_save_async(void *self, int64_t step, uint64_t *ticket_out)
+{
+    return ckpt_mpi_saver_save_async(self, step, ticket_out);
+}
+
+static int op_poll(void *self, int *busy_out)
+{
+    return ckpt_mpi_saver_poll(self, busy_out);
+}
+
+/* Every save of the distributed saver is one at a time: waiting for any
+ * ticket is waiting for the save in flight. */
+static int op_wait(void *self, uint64_t ticket, double timeout_s)
+{
+    (void)ticket;
+    return ckpt_mpi_saver_wait(self, timeout_s);
+}
+
+static int op_close(void *self, double timeout_s)
+{
+    (void)timeout_s; /* bounded by collective_timeout_s */
+    return ckpt_mpi_saver_close(self);
+}
+
+static int op_restore(void *self, const char *prefix)
+{
+    return ckpt_mpi_saver_restore(self, prefix);
+}
+
+static int op_restore_latest(void *self, ckpt_buf *prefix_out)
+{
+    return ckpt_mpi_saver_restore_latest(self, prefix_out);
+}
+
+static int op_latest(void *self, ckpt_buf *out)
+{
+    return ckpt__mpi_latest(self, out);
+}
+
+static void op_get_metrics(void *self, ckpt_saver_metrics *out)
+{
+    ckpt_mpi_saver_get_metrics(self, out);
+}
+
+static const ckpt_saver_options *op_get_options(const void *self)
+{
+    return &((const ckpt_mpi_saver *)self)->opts.base;
+}
+
+static void op_set_on_save_done(void *self, ckpt_save_done_fn fn, void *payload)
+{
+    ckpt_mpi_saver *s = self;
+    s->opts.base.on_save_done = fn;
+    s->opts.base.on_save_done_payload = payload;
+}
+
+void ckpt__mpi_agree_finish(ckpt_mpi_saver *s)
+{
+    if (!s->agree_posted)
+        return;
+    ckpt__mpi_wait_all(s, &s->agree_req, 1, "agreeing on a timed checkpoint");
+    s->agree_posted = 0;
+}
+
+/* Rank 0's `*flag` of the previous call (0 at the first) on every rank;
+ * rank 0's `*flag` of this call is posted for the next one, unless the
+ * previous decision was 1 (that step saves; this one must not again). */
+static int op_agree(void *self, int *flag)
+{
+    ckpt_mpi_saver *s = self;
+    int decided = 0;
+    if (s->agree_posted) {
+        ckpt__mpi_agree_finish(s);
+        decided = s->agree_buf;
+    }
+    s->agree_buf = s->rank == 0 && *flag && !decided;
+    MPI_Ibcast(&s->agree_buf, 1, MPI_INT, 0, s->comm_ctl, &s->agree_req);
+    s->agree_posted = 1;
+    *flag = decided;
+    return 0;
+}
+
+static const ckpt_saver_ops mpi_saver_ops = {
+    CKPT_SAVER_OPS_VERSION,
+    1, /* collective */
+    op_save,
+    op_save_async,
+    op_poll,
+    op_wait,
+    op_close,
+    op_restore,
+    op_restore_latest,
+    op_latest,
+    op_get_metrics,
+    op_get_options,
+    op_set_on_save_done,
+    op_agree,
+    NULL, /* the handle belongs to the distributed saver */
+};
+
+int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)
+{
+    int err;
+    if (!out)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: as_saver: out is NULL");
+    *out = NULL;
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: as_saver: NULL saver");
+    if (!s->handle) {
+        err = ckpt_saver_wrap(&s->handle, &mpi_saver_ops, s);
+        if (err < 0)
+            return err;
+    }
+    *out = s->handle;
+    return 0;
+}

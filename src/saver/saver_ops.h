@@ -1,0 +1,25 @@
+/* saver/saver_ops.h - the ckpt_saver handle over a saver implemented
+ * elsewhere (ckpt_saver_wrap): what the public saver functions call on
+ * such a handle, and what the checkpoint hook and the session ask of any
+ * saver (is it collective, agree on a decision). Not installed. */
+#ifndef CKPT_SAVER_SAVER_OPS_H
+#define CKPT_SAVER_SAVER_OPS_H
+
+#include "ckpt/saver.h"
+
+/* The implementation behind a wrapped saver, or NULL (the library's own
+ * saver, or NULL). */
+const ckpt_saver_ops *ckpt__saver_ops(const ckpt_saver *s);
+void *ckpt__saver_ops_self(const ckpt_saver *s);
+
+/* 1 when `s` wraps a collective saver (ckpt_saver_ops.collective). */
+int ckpt__saver_collective(const ckpt_saver *s);
+
+/* Make `*flag` every process's (ckpt_saver_ops.agree); nothing for a
+ * saver without agree. 0 or an error. */
+int ckpt__saver_agree(ckpt_saver *s, int *flag);
+
+/* Free a wrapped saver's handle (after its release). */
+void ckpt__saver_ops_free(ckpt_saver *s);
+
+#endif
