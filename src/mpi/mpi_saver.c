@@ -31,36 +31,16 @@ int ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts,
 
 static int validate(const ckpt_mpi_saver_options *o)
 {
-    const ckpt_saver_options *b = &o->base;
     int err = ckpt__options_check_version(
         o->version, CKPT_MPI_SAVER_OPTIONS_VERSION, "mpi saver options",
         "CKPT_MPI_SAVER_OPTIONS_INIT");
     if (err == 0)
-        err = ckpt__options_check_version(
-            b->version, CKPT_SAVER_OPTIONS_VERSION, "mpi saver options: base",
-            "CKPT_SAVER_OPTIONS_INIT");
+        err = ckpt__saver_options_check(&o->base, "mpi saver options: base");
     if (err < 0)
         return err;
-    if (b->max_to_keep < CKPT_KEEP_ALL)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: max_to_keep %d is negative "
-                           "(use CKPT_KEEP_ALL to keep every checkpoint)",
-                           b->max_to_keep);
-    if (b->keep_checkpoint_every_n_hours < 0 || o->collective_timeout_s < 0)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: "
-                           "keep_checkpoint_every_n_hours and "
-                           "collective_timeout_s must not be negative");
-    if (b->busy_policy != CKPT_BUSY_SKIP && b->busy_policy != CKPT_BUSY_WAIT &&
-        b->busy_policy != CKPT_BUSY_COALESCE)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: unknown busy_policy %d",
-                           b->busy_policy);
-    if (b->basename && (!*b->basename || strchr(b->basename, '/')))
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: basename '%s' must be a "
-                           "non-empty file name without '/'",
-                           b->basename);
+    if (o->collective_timeout_s < 0)
+        return ckpt__error(CKPT_EINVAL, "mpi saver options: "
+                                        "collective_timeout_s is negative");
     return 0;
 }
 

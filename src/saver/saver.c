@@ -74,35 +74,34 @@ static int init_sync(ckpt_saver *s)
     return 0;
 }
 
-static int validate_options(const ckpt_saver_options *o)
+int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
 {
     int err =
         ckpt__options_check_version(o->version, CKPT_SAVER_OPTIONS_VERSION,
-                                    "saver options", "CKPT_SAVER_OPTIONS_INIT");
+                                    what, "CKPT_SAVER_OPTIONS_INIT");
     if (err < 0)
         return err;
     if (o->max_to_keep < CKPT_KEEP_ALL)
         return ckpt__error(CKPT_EINVAL,
-                           "saver options: max_to_keep %d is negative (use "
+                           "%s: max_to_keep %d is negative (use "
                            "CKPT_KEEP_ALL to keep every checkpoint)",
-                           o->max_to_keep);
+                           what, o->max_to_keep);
     if (o->direct_io < CKPT_DIRECT_IO_OFF || o->direct_io > CKPT_DIRECT_IO_ON)
         return ckpt__error(CKPT_EINVAL,
-                           "saver options: unknown direct_io %d (use "
+                           "%s: unknown direct_io %d (use "
                            "CKPT_DIRECT_IO_ON or CKPT_DIRECT_IO_OFF)",
-                           o->direct_io);
+                           what, o->direct_io);
     if (o->keep_checkpoint_every_n_hours < 0)
-        return ckpt__error(CKPT_EINVAL, "saver options: "
-                                        "keep_checkpoint_every_n_hours is "
-                                        "negative");
+        return ckpt__error(
+            CKPT_EINVAL, "%s: keep_checkpoint_every_n_hours is negative", what);
     if (o->busy_policy < CKPT_BUSY_SKIP || o->busy_policy > CKPT_BUSY_COALESCE)
-        return ckpt__error(CKPT_EINVAL, "saver options: unknown busy_policy %d",
+        return ckpt__error(CKPT_EINVAL, "%s: unknown busy_policy %d", what,
                            o->busy_policy);
     if (o->basename && (!*o->basename || strchr(o->basename, '/')))
         return ckpt__error(CKPT_EINVAL,
-                           "saver options: basename '%s' must be a non-empty "
+                           "%s: basename '%s' must be a non-empty "
                            "file name without '/'",
-                           o->basename);
+                           what, o->basename);
     return 0;
 }
 
@@ -118,7 +117,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
         return ckpt__error(CKPT_EINVAL, "saver: no checkpoint directory given");
     if (!opts)
         opts = &defaults;
-    err = validate_options(opts);
+    err = ckpt__saver_options_check(opts, "saver options");
     if (err < 0)
         return err;
     err = check_dir_exists(ckpt_fs_or_default(opts->fs), dir);

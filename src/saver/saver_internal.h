@@ -340,4 +340,10 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job);
  * it could let the variables change. */
 void ckpt__saver_complete_snapshot(ckpt_saver *s);
 
+/* The checks every saver makes of a ckpt_saver_options (its version,
+ * max_to_keep, direct_io, keep_checkpoint_every_n_hours, busy_policy,
+ * basename): 0, or CKPT_EVERSION / CKPT_EINVAL with a message that starts
+ * with `what` (e.g. "saver options"). */
+int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what);
+
 #endif

@@ -450,6 +450,16 @@ static void test_bad_options_rejected(void **state)
     o.base.busy_policy = 7;
     assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
                       CKPT_EINVAL, "unknown busy_policy 7");
+    o.base.busy_policy = CKPT_BUSY_SKIP;
+    o.base.direct_io = 9; /* checked like the single-process saver does */
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_EINVAL,
+                      "mpi saver options: base: unknown direct_io 9");
+    o.base.direct_io = CKPT_DIRECT_IO_OFF;
+    o.collective_timeout_s = -1;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_EINVAL, "collective_timeout_s is negative");
+    assert_null(s);
     assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
                       "NULL");
 }
