@@ -82,6 +82,9 @@ size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp);
 /* malloc that prints "ckpt: out of memory" and exits CLI_USAGE on failure
  * (n == 0 allocates 1 byte). */
 void *cli_xmalloc(size_t n);
+/* realloc and strdup that fail the same way. */
+void *cli_xrealloc(void *p, size_t n);
+char *cli_xstrdup(const char *s);
 
 /* "ckpt CMD: <message>\n" on stderr, the message escaped as cli_safe
  * does. */
@@ -116,6 +119,15 @@ int cli_opt_value(const char *name, int argc, char **argv, int *i,
 int cli_is_help(const char *arg);
 
 /* ---- checkpoints --------------------------------------------------------- */
+
+/* Whether s ends with suffix. */
+int cli_ends_with(const char *s, const char *suffix);
+/* Whether the n bytes at s are all ASCII digits. */
+int cli_all_digits(const char *s, size_t n);
+/* For "<p>.data-SSSSS-of-NNNNN": the length of <p> (0 when the name is not
+ * a data file's), with the shard and the shard count stored where `shard`
+ * and `count` are not NULL. */
+size_t cli_parse_data_name(const char *s, int *shard, int *count);
 
 /* Turn PATH into a checkpoint prefix (malloc'd into *out): a directory
  * gives its latest checkpoint (or its only .index file when it has no

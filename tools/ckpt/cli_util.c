@@ -84,13 +84,13 @@ int cli_is_help(const char *arg)
 
 /* ---- checkpoints --------------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suffix)
+int cli_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int all_digits(const char *s, size_t n)
+int cli_all_digits(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (s[i] < '0' || s[i] > '9')
@@ -98,8 +98,15 @@ static int all_digits(const char *s, size_t n)
     return 1;
 }
 
-/* Length of the prefix of a "<prefix>.data-DDDDD-of-DDDDD" name, or 0. */
-static size_t data_file_prefix_len(const char *s)
+static int five_digits(const char *s)
+{
+    int v = 0;
+    for (int i = 0; i < 5; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+size_t cli_parse_data_name(const char *s, int *shard, int *count)
 {
     /* ".data-" 5 digits "-of-" 5 digits: 20 characters */
     size_t n = strlen(s);
@@ -107,9 +114,13 @@ static size_t data_file_prefix_len(const char *s)
     if (n <= 20)
         return 0;
     t = s + n - 20;
-    if (memcmp(t, ".data-", 6) != 0 || !all_digits(t + 6, 5) ||
-        memcmp(t + 11, "-of-", 4) != 0 || !all_digits(t + 15, 5))
+    if (memcmp(t, ".data-", 6) != 0 || !cli_all_digits(t + 6, 5) ||
+        memcmp(t + 11, "-of-", 4) != 0 || !cli_all_digits(t + 15, 5))
         return 0;
+    if (shard)
+        *shard = five_digits(t + 6);
+    if (count)
+        *count = five_digits(t + 15);
     return n - 20;
 }
 
@@ -121,6 +132,22 @@ void *cli_xmalloc(size_t n)
         exit(CLI_USAGE);
     }
     return p;
+}
+
+void *cli_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "ckpt: out of memory\n");
+        exit(CLI_USAGE);
+    }
+    return q;
+}
+
+char *cli_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(cli_xmalloc(n), s, n);
 }
 
 static char *dup_n(const char *s, size_t n)
@@ -153,7 +180,7 @@ static int sole_index_prefix(char **out, const char *cmd, const char *dir)
     }
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
-        if (!ends_with(de->d_name, ".index") || n == 6)
+        if (!cli_ends_with(de->d_name, ".index") || n == 6)
             continue;
         if (++count == 1) {
             char *base = dup_n(de->d_name, n - 6);
@@ -200,10 +227,10 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
         return 0;
     }
     n = strlen(path);
-    if (ends_with(path, ".index") && n > 6)
+    if (cli_ends_with(path, ".index") && n > 6)
         n -= 6;
-    else if (data_file_prefix_len(path) > 0)
-        n = data_file_prefix_len(path);
+    else if (cli_parse_data_name(path, NULL, NULL) > 0)
+        n = cli_parse_data_name(path, NULL, NULL);
     *out = dup_n(path, n);
     return 0;
 }

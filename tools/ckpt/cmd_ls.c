@@ -44,32 +44,6 @@ const cli_command cli_cmd_ls = {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "ckpt ls: out of memory\n");
-        exit(CLI_USAGE);
-    }
-    return p;
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "ckpt ls: out of memory\n");
-        exit(CLI_USAGE);
-    }
-    return q;
-}
-
-static char *xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    return memcpy(xmalloc(n), s, n);
-}
-
 /* dir + "/" + name, as the library joins them ("" or "." gives name). */
 static char *join(const char *dir, const char *name)
 {
@@ -77,54 +51,15 @@ static char *join(const char *dir, const char *name)
     char *p;
     size_t d = strlen(dir);
     if (d == 0 || strcmp(dir, ".") == 0)
-        return xstrdup(name);
-    p = xmalloc(n);
+        return cli_xstrdup(name);
+    p = cli_xmalloc(n);
     snprintf(p, n, "%s%s%s", dir, d && dir[d - 1] == '/' ? "" : "/", name);
     return p;
 }
 
 static char *resolve(const char *dir, const char *path)
 {
-    return path[0] == '/' ? xstrdup(path) : join(dir, path);
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
-static int digits_at(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-    return 1;
-}
-
-static int five_digits(const char *s)
-{
-    int v = 0;
-    for (int i = 0; i < 5; i++)
-        v = v * 10 + (s[i] - '0');
-    return v;
-}
-
-/* For "<p>.data-SSSSS-of-NNNNN": the length of <p> (0 when the name is not
- * a data file's), the shard and the shard count. */
-static size_t parse_data_name(const char *s, int *shard, int *count)
-{
-    size_t n = strlen(s);
-    const char *t;
-    if (n <= 20)
-        return 0;
-    t = s + n - 20;
-    if (memcmp(t, ".data-", 6) != 0 || !digits_at(t + 6, 5) ||
-        memcmp(t + 11, "-of-", 4) != 0 || !digits_at(t + 15, 5))
-        return 0;
-    *shard = five_digits(t + 6);
-    *count = five_digits(t + 15);
-    return n - 20;
+    return path[0] == '/' ? cli_xstrdup(path) : join(dir, path);
 }
 
 /* ---- directory listings -------------------------------------------------- */
@@ -173,7 +108,7 @@ static int list_dir(dir_listing *out, const char *dir)
             }
             out->files = grown;
         }
-        out->files[out->n].name = xstrdup(de->d_name);
+        out->files[out->n].name = cli_xstrdup(de->d_name);
         out->files[out->n].size = (uint64_t)st.st_size;
         out->files[out->n].mtime =
             (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
@@ -253,7 +188,7 @@ static void parse_step(ckpt_row *row)
     if (!dash)
         return;
     n = strlen(dash + 1);
-    if (n == 0 || n > 18 || !digits_at(dash + 1, n))
+    if (n == 0 || n > 18 || !cli_all_digits(dash + 1, n))
         return;
     row->step = strtoll(dash + 1, NULL, 10);
     row->has_step = 1;
@@ -264,12 +199,12 @@ static void split_path(ckpt_row *row)
 {
     const char *slash = strrchr(row->path, '/');
     if (!slash) {
-        row->parent = xstrdup(".");
+        row->parent = cli_xstrdup(".");
         row->base = row->path;
         return;
     }
     row->base = slash + 1;
-    row->parent = xstrdup(row->path);
+    row->parent = cli_xstrdup(row->path);
     /* "/name" lives in "/" */
     row->parent[slash == row->path ? 1 : (size_t)(slash - row->path)] = '\0';
 }
@@ -291,7 +226,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
 {
     const char *base = row->base;
     size_t blen = strlen(base);
-    char *key = xmalloc(blen + 8);
+    char *key = cli_xmalloc(blen + 8);
     file_entry *f;
     unsigned char *present = NULL;
     int count = 0, mixed = 0, missing = 0, first_missing = -1;
@@ -307,15 +242,15 @@ static void scan_files(ckpt_row *row, dir_listing *l)
          i < l->n && strncmp(l->files[i].name, key, blen + 6) == 0; i++) {
         int shard = 0, n = 0;
         shard_file *sf;
-        if (parse_data_name(l->files[i].name, &shard, &n) != blen)
+        if (cli_parse_data_name(l->files[i].name, &shard, &n) != blen)
             continue;
         row->bytes += l->files[i].size;
         if (row->nshards == cap) {
             cap = cap ? cap * 2 : 4;
-            row->shards = xrealloc(row->shards, cap * sizeof(*row->shards));
+            row->shards = cli_xrealloc(row->shards, cap * sizeof(*row->shards));
         }
         sf = &row->shards[row->nshards++];
-        sf->file = xstrdup(l->files[i].name);
+        sf->file = cli_xstrdup(l->files[i].name);
         sf->shard = shard;
         sf->of = n;
         sf->bytes = l->files[i].size;
@@ -361,7 +296,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
 static void scan_outside(ckpt_row *row)
 {
     size_t n = strlen(row->path) + 7;
-    char *index = xmalloc(n);
+    char *index = cli_xmalloc(n);
     struct stat st;
     snprintf(index, n, "%s.index", row->path);
     if (stat(index, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -400,10 +335,10 @@ static void copy_scan(ckpt_row *to, const ckpt_row *from)
     to->bytes = from->bytes;
     memcpy(to->problem, from->problem, sizeof(to->problem));
     if (from->nshards > 0) {
-        to->shards = xmalloc(from->nshards * sizeof(*to->shards));
+        to->shards = cli_xmalloc(from->nshards * sizeof(*to->shards));
         for (size_t i = 0; i < from->nshards; i++) {
             to->shards[i] = from->shards[i];
-            to->shards[i].file = xstrdup(from->shards[i].file);
+            to->shards[i].file = cli_xstrdup(from->shards[i].file);
         }
         to->nshards = from->nshards;
     }
@@ -457,7 +392,7 @@ static void scan_rows(ckpt_row *rows, size_t nrows, const char *dir,
         free(dir_real);
         return;
     }
-    order = xmalloc(nrows * sizeof(*order));
+    order = cli_xmalloc(nrows * sizeof(*order));
     for (size_t i = 0; i < nrows; i++) {
         split_path(&rows[i]);
         parse_step(&rows[i]);
@@ -505,16 +440,16 @@ static size_t find_strays(stray *out, const dir_listing *l)
             out[k++].reason = "temporary file";
             continue;
         }
-        if (ends_with(name, ".index") && n > 6) {
+        if (cli_ends_with(name, ".index") && n > 6) {
             if (!l->files[i].claimed) {
                 out[k].file = name;
                 out[k++].reason = "index not listed in the state file";
             }
             continue;
         }
-        plen = parse_data_name(name, &shard, &count);
+        plen = cli_parse_data_name(name, &shard, &count);
         if (plen > 0) {
-            char *index = xmalloc(plen + 7);
+            char *index = cli_xmalloc(plen + 7);
             memcpy(index, name, plen);
             memcpy(index + plen, ".index", 7);
             if (!find_file(l, index)) {
