@@ -18,6 +18,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static char *hb_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+void hb_dir_make(hb_dir *d)
+{
+    d->dir = test_make_temp_dir();
+    d->prefix = hb_join(d->dir, "ckpt");
+    d->index = hb_join(d->dir, "ckpt.index");
+    d->data0 = hb_join(d->dir, "ckpt.data-00000-of-00001");
+    d->state = hb_join(d->dir, "checkpoint");
+}
+
+void hb_dir_remove(hb_dir *d)
+{
+    free(d->prefix);
+    free(d->index);
+    free(d->data0);
+    free(d->state);
+    test_remove_tree(d->dir);
+}
+
 static void put(ckpt_buf *b, const void *p, size_t n)
 {
     assert_int_equal(ckpt__buf_put(b, p, n), 0);

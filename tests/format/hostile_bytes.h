@@ -18,6 +18,21 @@
 
 #include <stdint.h>
 
+/* ---- the files of one test ----------------------------------------------- */
+
+/* A fresh temporary directory and the paths of a one-shard bundle "ckpt"
+ * in it, with its state file; hb_dir_remove deletes the tree. */
+typedef struct hb_dir {
+    char *dir;
+    char *prefix; /* <dir>/ckpt */
+    char *index;
+    char *data0;
+    char *state; /* <dir>/checkpoint */
+} hb_dir;
+
+void hb_dir_make(hb_dir *d);
+void hb_dir_remove(hb_dir *d);
+
 /* ---- protos -------------------------------------------------------------- */
 
 void hb_varint(ckpt_buf *b, uint64_t v);

@@ -31,32 +31,15 @@
 #define TIME_LIMIT 60
 
 typedef struct fixture {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-    char *index;
-    char *data0;
-    char *state; /* <dir>/checkpoint */
+    hb_dir d; /* the test's directory and file paths */
     char msg[2048];
 } fixture;
-
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = join(f->dir, "ckpt");
-    f->index = join(f->dir, "ckpt.index");
-    f->data0 = join(f->dir, "ckpt.data-00000-of-00001");
-    f->state = join(f->dir, "checkpoint");
+    hb_dir_make(&f->d);
     *state = f;
     return 0;
 }
@@ -64,11 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    free(f->prefix);
-    free(f->index);
-    free(f->data0);
-    free(f->state);
-    test_remove_tree(f->dir);
+    hb_dir_remove(&f->d);
     free(f);
     return 0;
 }
@@ -95,7 +74,7 @@ static void write_one_float(const fixture *f, const char *name, int64_t count,
 {
     ckpt_buf e = CKPT_BUF_INIT;
     hb_entry(&e, CKPT_DT_FLOAT, &count, 1, 0, count * 4, crc, NULL);
-    hb_write_index(f->index, &name, &e, 1);
+    hb_write_index(f->d.index, &name, &e, 1);
     ckpt_buf_dispose(&e);
 }
 
@@ -106,7 +85,7 @@ static int open_only(void *arg)
 {
     fixture *f = arg;
     ckpt_bundle_reader *r = NULL;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     ckpt_bundle_reader_free(r);
     return err;
 }
@@ -115,7 +94,7 @@ static int open_and_verify(void *arg)
 {
     fixture *f = arg;
     ckpt_bundle_reader *r = NULL;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     if (err == 0)
         err = ckpt_bundle_reader_verify(r);
     ckpt_bundle_reader_free(r);
@@ -126,7 +105,7 @@ static int read_state(void *arg)
 {
     fixture *f = arg;
     ckpt_state st = CKPT_STATE_INIT;
-    int err = ckpt_state_read(&st, NULL, f->dir);
+    int err = ckpt_state_read(&st, NULL, f->d.dir);
     ckpt_state_dispose(&st);
     return err;
 }
@@ -135,7 +114,7 @@ static int latest(void *arg)
 {
     fixture *f = arg;
     ckpt_buf out = CKPT_BUF_INIT;
-    int err = ckpt_latest_checkpoint(&out, NULL, f->dir);
+    int err = ckpt_latest_checkpoint(&out, NULL, f->d.dir);
     ckpt_buf_dispose(&out);
     return err;
 }
@@ -147,7 +126,7 @@ static int data_size(void *arg)
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *e = NULL;
     uint64_t bytes = 0;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     if (err == 0 && ckpt_bundle_reader_find(&e, r, "t") < 0)
         err = ckpt_bundle_reader_find(&e, r, "w");
     if (err == 0)
@@ -165,7 +144,7 @@ static int stream_t(void *arg)
     const ckpt_tensor_entry *e = NULL;
     const void *data;
     size_t n = 1;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     if (err == 0)
         err = ckpt_bundle_reader_find(&e, r, "t");
     if (err == 0)
@@ -183,7 +162,7 @@ static int check_w(void *arg)
     fixture *f = arg;
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *e = NULL;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     if (err == 0)
         err = ckpt_bundle_reader_find(&e, r, "w");
     if (err == 0)
@@ -197,7 +176,7 @@ static int read_w_empty(void *arg)
 {
     fixture *f = arg;
     ckpt_bundle_reader *r = NULL;
-    int err = ckpt_bundle_reader_open(&r, f->prefix, NULL);
+    int err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
     if (err == 0)
         err = ckpt_bundle_reader_read(r, "w", NULL, 0);
     ckpt_bundle_reader_free(r);
@@ -210,35 +189,35 @@ static int read_w_empty(void *arg)
 static void test_fifo_index(void **state)
 {
     fixture *f = *state;
-    assert_int_equal(mkfifo(f->index, 0600), 0);
+    assert_int_equal(mkfifo(f->d.index, 0600), 0);
     expect_bounded(f, open_only, CKPT_EIO, "a FIFO, not a regular file");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
 }
 
 static void test_directory_index(void **state)
 {
     fixture *f = *state;
-    assert_int_equal(mkdir(f->index, 0700), 0);
+    assert_int_equal(mkdir(f->d.index, 0700), 0);
     expect_bounded(f, open_only, CKPT_EIO, "a directory, not a regular file");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
 }
 
 static void test_fifo_data_file(void **state)
 {
     fixture *f = *state;
     write_one_float(f, "t", 1, 0);
-    assert_int_equal(mkfifo(f->data0, 0600), 0);
+    assert_int_equal(mkfifo(f->d.data0, 0600), 0);
     expect_bounded(f, open_and_verify, CKPT_EIO, "a FIFO, not a regular file");
-    expect_msg_has(f, f->data0);
+    expect_msg_has(f, f->d.data0);
     expect_msg_has(f, "tensor 't'");
 }
 
 static void test_fifo_state_file(void **state)
 {
     fixture *f = *state;
-    assert_int_equal(mkfifo(f->state, 0600), 0);
+    assert_int_equal(mkfifo(f->d.state, 0600), 0);
     expect_bounded(f, read_state, CKPT_EIO, "a FIFO, not a regular file");
-    expect_msg_has(f, f->state);
+    expect_msg_has(f, f->d.state);
     expect_bounded(f, latest, CKPT_EIO, "a FIFO, not a regular file");
 }
 
@@ -248,9 +227,9 @@ static void test_fifo_state_file(void **state)
 static void test_sparse_10g_index(void **state)
 {
     fixture *f = *state;
-    hb_write_sparse(f->index, 10 * GIB, NULL, 0);
+    hb_write_sparse(f->d.index, 10 * GIB, NULL, 0);
     expect_bounded(f, open_only, CKPT_ECORRUPT, "bad magic number");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
 }
 
 /* A valid footer whose metaindex handle spans 9 GiB of a sparse file. */
@@ -263,11 +242,11 @@ static void test_sparse_index_huge_block(void **state)
     hb_varint(&ih, 9 * GIB + 100);
     hb_varint(&ih, 10);
     hb_put_footer(&footer, &mh, &ih);
-    hb_write_sparse(f->index, 10 * GIB, footer.ptr, footer.size);
+    hb_write_sparse(f->d.index, 10 * GIB, footer.ptr, footer.size);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "block of 9663676416 bytes, more than the limit of "
                    "33554432");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
     ckpt_buf_dispose(&footer);
     ckpt_buf_dispose(&mh);
     ckpt_buf_dispose(&ih);
@@ -277,10 +256,10 @@ static void test_sparse_4g_state_file(void **state)
 {
     fixture *f = *state;
     static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
-    hb_write_sparse(f->state, 4 * GIB, text, sizeof(text) - 1);
+    hb_write_sparse(f->d.state, 4 * GIB, text, sizeof(text) - 1);
     expect_bounded(f, read_state, CKPT_ECORRUPT,
                    "larger than the 16777216 bytes this file can need");
-    expect_msg_has(f, f->state);
+    expect_msg_has(f, f->d.state);
 }
 
 /* ---- 3. shapes against data files -------------------------------------------
@@ -291,10 +270,10 @@ static void test_huge_tensor_small_data_file(void **state)
 {
     fixture *f = *state;
     write_one_float(f, "t", (int64_t)1 << 38, 0);
-    test_write_file(f->data0, "0123456789abcdef", 16);
+    test_write_file(f->d.data0, "0123456789abcdef", 16);
     expect_bounded(f, data_size, CKPT_ECORRUPT,
                    "runs past the end of the data file (16 bytes)");
-    expect_msg_has(f, f->data0);
+    expect_msg_has(f, f->d.data0);
     expect_msg_has(f, "tensor 't'");
     expect_bounded(f, stream_t, CKPT_ECORRUPT, "runs past the end");
     expect_bounded(f, open_and_verify, CKPT_ECORRUPT, "tensor 't'");
@@ -307,13 +286,13 @@ static void test_record_larger_than_memory(void **state)
     fixture *f = *state;
     uint64_t size = MEM_LIMIT + 64 * MIB;
     write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size));
-    hb_write_sparse(f->data0, size, NULL, 0);
+    hb_write_sparse(f->d.data0, size, NULL, 0);
     expect_bounded(f, open_and_verify, 0, NULL);
     expect_bounded(f, stream_t, 0, NULL);
     /* the same with a wrong checksum: found at the end of the stream */
     write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size) ^ 1);
     expect_bounded(f, stream_t, CKPT_ECORRUPT, "tensor 't': checksum mismatch");
-    expect_msg_has(f, f->data0);
+    expect_msg_has(f, f->d.data0);
     expect_bounded(f, open_and_verify, CKPT_ECORRUPT, "checksum mismatch");
 }
 
@@ -339,11 +318,11 @@ static void test_stream_pieces(void **state)
         int64_t dim = 10;
         hb_entry(&entry, CKPT_DT_INT32, &dim, 1, 0, 40,
                  ckpt__crc32c_mask(ckpt__crc32c(rec, 40)), NULL);
-        hb_write_index(f->index, &name, &entry, 1);
+        hb_write_index(f->d.index, &name, &entry, 1);
         ckpt_buf_dispose(&entry);
     }
-    test_write_file(f->data0, rec, sizeof(rec));
-    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    test_write_file(f->d.data0, rec, sizeof(rec));
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->d.prefix, NULL));
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "t"));
     /* 14 bytes asked: 12 (three elements) given */
     assert_ckpt_ok(ckpt_record_stream_open(&s, r, e, 14));
@@ -387,7 +366,7 @@ static int stream_through_fs(const fixture *f, const ckpt_fs *fs,
     int err;
     opts.fs = fs;
     *bytes = 0;
-    err = ckpt_bundle_reader_open(&r, f->prefix, &opts);
+    err = ckpt_bundle_reader_open(&r, f->d.prefix, &opts);
     if (err == 0)
         err = ckpt_bundle_reader_find(&e, r, "t");
     if (err == 0)
@@ -412,7 +391,7 @@ static void test_stream_io_faults(void **state)
     ckpt_fs_fault *ff = NULL;
     uint64_t total, bytes = 0, failed = 0;
     write_one_float(f, "t", (int64_t)(size / 4), hb_zeros_crc(size));
-    hb_write_sparse(f->data0, size, NULL, 0);
+    hb_write_sparse(f->d.data0, size, NULL, 0);
     assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
     assert_ckpt_ok(stream_through_fs(f, ckpt_fs_fault_fs(ff), &bytes));
     assert_int_equal(bytes, size);
@@ -427,8 +406,8 @@ static void test_stream_io_faults(void **state)
             continue; /* a failed close after the reads is not reported */
         assert_int_equal(rc, CKPT_EIO);
         failed++;
-        if (!strstr(ckpt_error_last()->message, f->index) &&
-            !strstr(ckpt_error_last()->message, f->data0))
+        if (!strstr(ckpt_error_last()->message, f->d.index) &&
+            !strstr(ckpt_error_last()->message, f->d.data0))
             fail_msg("operation %llu: the message names no file: %s",
                      (unsigned long long)n, ckpt_error_last()->message);
     }
@@ -441,10 +420,10 @@ static void test_partitioned_huge_full_shape(void **state)
 {
     fixture *f = *state;
     int64_t dims[1] = {(int64_t)1 << 37}, lengths[1] = {2};
-    hb_write_partitioned(f->index, f->data0, dims, lengths, 1, 8);
+    hb_write_partitioned(f->d.index, f->d.data0, dims, lengths, 1, 8);
     expect_bounded(f, data_size, CKPT_ECORRUPT,
                    "tensor 'w': slices cover 2 of 137438953472 elements");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
 }
 
 /* A partitioned tensor larger than the memory limit is checked piece by
@@ -453,7 +432,7 @@ static void test_check_partitioned_larger_than_memory(void **state)
 {
     fixture *f = *state;
     int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
-    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
+    hb_write_row_pieces(f->d.index, f->d.data0, 2, cols, 2, 0);
     expect_bounded(f, check_w, 0, NULL);
     expect_bounded(f, data_size, 0, NULL);
 }
@@ -464,13 +443,13 @@ static void test_check_partitioned_overlap(void **state)
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *e = NULL;
     ckpt_tensor_entry copy;
-    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
+    hb_write_row_pieces(f->d.index, f->d.data0, 4, 3, 2, 1);
     /* the sizes add up: only checking the pieces finds the overlap */
     expect_bounded(f, data_size, 0, NULL);
     expect_bounded(f, check_w, CKPT_ECORRUPT,
                    "tensor 'w': slice 1 (0,2:0,3) overlaps an earlier slice");
-    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 0);
-    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    hb_write_row_pieces(f->d.index, f->d.data0, 4, 3, 2, 0);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->d.prefix, NULL));
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
     assert_ckpt_ok(ckpt_bundle_reader_check(r, e));
     copy = *e; /* not one of the reader's entries */
@@ -490,7 +469,7 @@ static void test_partitioned_zero_dim_before_huge(void **state)
 {
     fixture *f = *state;
     int64_t dims[3] = {0, (int64_t)1 << 32, (int64_t)1 << 32};
-    hb_write_partitioned(f->index, f->data0, dims, dims, 3, 0);
+    hb_write_partitioned(f->d.index, f->d.data0, dims, dims, 3, 0);
     expect_bounded(f, read_w_empty, 0, NULL);
     expect_bounded(f, data_size, 0, NULL);
 }
@@ -503,10 +482,10 @@ static void test_restart_flood(void **state)
     fixture *f = *state;
     size_t n;
     uint8_t *block = hb_restart_flood(&n);
-    hb_write_repeated_handles(f->index, block, n, 0, 20000);
+    hb_write_repeated_handles(f->d.index, block, n, 0, 20000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "262143 restart points but no entries");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
     free(block);
 }
 
@@ -521,7 +500,7 @@ static void test_restart_flood_snappy(void **state)
     assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
                      SNAPPY_OK);
     assert_true(clen < 100000); /* the variant: about 49 KB */
-    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
+    hb_write_repeated_handles(f->d.index, packed, clen, 1, 20000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "262143 restart points but no entries");
     free(packed);
@@ -535,7 +514,7 @@ static void test_repeated_data_block(void **state)
     ckpt_buf block = CKPT_BUF_INIT, key = CKPT_BUF_INIT, value = CKPT_BUF_INIT;
     hb_header(&value, 1);
     hb_block(&block, &key, &value, 1); /* "" -> header */
-    hb_write_repeated_handles(f->index, block.ptr, block.size, 0, 1000);
+    hb_write_repeated_handles(f->d.index, block.ptr, block.size, 0, 1000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "overlaps or precedes the one before it");
     ckpt_buf_dispose(&block);
@@ -560,11 +539,11 @@ static void test_shared_record(void **state)
         hb_entry(&entries[i], CKPT_DT_FLOAT, &count, 1, 0, (int64_t)MIB, crc,
                  NULL);
     }
-    hb_write_index(f->index, pnames, entries, N);
-    hb_write_sparse(f->data0, MIB, NULL, 0);
+    hb_write_index(f->d.index, pnames, entries, N);
+    hb_write_sparse(f->d.data0, MIB, NULL, 0);
     expect_bounded(f, open_and_verify, CKPT_ECORRUPT,
                    "tensors 't00000' and 't00001' overlap in data file 0");
-    expect_msg_has(f, f->index);
+    expect_msg_has(f, f->d.index);
     for (int i = 0; i < N; i++)
         ckpt_buf_dispose(&entries[i]);
     free(entries);

@@ -19,31 +19,14 @@
 #define TIME_LIMIT 60
 
 typedef struct fixture {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-    char *index;
-    char *data0;
-    char *state;
+    hb_dir d; /* the test's directory and file paths */
 } fixture;
-
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = join(f->dir, "ckpt");
-    f->index = join(f->dir, "ckpt.index");
-    f->data0 = join(f->dir, "ckpt.data-00000-of-00001");
-    f->state = join(f->dir, "checkpoint");
+    hb_dir_make(&f->d);
     *state = f;
     return 0;
 }
@@ -51,11 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    free(f->prefix);
-    free(f->index);
-    free(f->data0);
-    free(f->state);
-    test_remove_tree(f->dir);
+    hb_dir_remove(&f->d);
     free(f);
     return 0;
 }
@@ -68,7 +47,7 @@ static void write_one_float(const fixture *f, int64_t count, uint32_t crc)
     ckpt_buf e = CKPT_BUF_INIT;
     const char *name = "t";
     hb_entry(&e, CKPT_DT_FLOAT, &count, 1, 0, count * 4, crc, NULL);
-    hb_write_index(f->index, &name, &e, 1);
+    hb_write_index(f->d.index, &name, &e, 1);
     ckpt_buf_dispose(&e);
 }
 
@@ -78,11 +57,11 @@ static void expect_cmd(const fixture *f, const char *cmd, int status,
 {
     cli_run r;
     if (strcmp(cmd, "diff") == 0)
-        RUN_BOUNDED(r, cmd, f->prefix, f->prefix);
+        RUN_BOUNDED(r, cmd, f->d.prefix, f->d.prefix);
     else if (strcmp(cmd, "values") == 0)
-        RUN_BOUNDED(r, "inspect", f->prefix, "--values");
+        RUN_BOUNDED(r, "inspect", f->d.prefix, "--values");
     else
-        RUN_BOUNDED(r, cmd, f->prefix);
+        RUN_BOUNDED(r, cmd, f->d.prefix);
     expect_status(&r, status);
     if (needle)
         expect_contains(r.err, needle);
@@ -96,13 +75,13 @@ static void test_fifo_index(void **state)
 {
     fixture *f = *state;
     const char *cmds[] = {"inspect", "verify", "diff", "values"};
-    assert_int_equal(mkfifo(f->index, 0600), 0);
+    assert_int_equal(mkfifo(f->d.index, 0600), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         cli_run r;
         expect_cmd(f, cmds[i], 2, "a FIFO, not a regular file");
-        RUN_BOUNDED(r, "repack", f->prefix, "out");
+        RUN_BOUNDED(r, "repack", f->d.prefix, "out");
         expect_status(&r, 2);
-        expect_contains(r.err, f->index);
+        expect_contains(r.err, f->d.index);
         expect_contains(r.err, "a FIFO, not a regular file");
         run_free(&r);
     }
@@ -112,7 +91,7 @@ static void test_fifo_data_file(void **state)
 {
     fixture *f = *state;
     write_one_float(f, 1, 0);
-    assert_int_equal(mkfifo(f->data0, 0600), 0);
+    assert_int_equal(mkfifo(f->d.data0, 0600), 0);
     expect_cmd(f, "verify", 1, "a FIFO, not a regular file");
     expect_cmd(f, "values", 2, "a FIFO, not a regular file");
     expect_cmd(f, "diff", 2, "a FIFO, not a regular file");
@@ -122,12 +101,12 @@ static void test_fifo_state_file(void **state)
 {
     fixture *f = *state;
     cli_run r;
-    assert_int_equal(mkfifo(f->state, 0600), 0);
-    RUN_BOUNDED(r, "inspect", f->dir);
+    assert_int_equal(mkfifo(f->d.state, 0600), 0);
+    RUN_BOUNDED(r, "inspect", f->d.dir);
     expect_status(&r, 2);
     expect_contains(r.err, "checkpoint: a FIFO, not a regular file");
     run_free(&r);
-    RUN_BOUNDED(r, "ls", f->dir);
+    RUN_BOUNDED(r, "ls", f->d.dir);
     expect_status(&r, 2);
     expect_contains(r.err, "checkpoint: a FIFO, not a regular file");
     run_free(&r);
@@ -138,7 +117,7 @@ static void test_fifo_state_file(void **state)
 static void test_sparse_10g_index(void **state)
 {
     fixture *f = *state;
-    hb_write_sparse(f->index, (uint64_t)10 << 30, NULL, 0);
+    hb_write_sparse(f->d.index, (uint64_t)10 << 30, NULL, 0);
     expect_cmd(f, "inspect", 1, "bad magic number");
     expect_cmd(f, "verify", 1, "bad magic number");
 }
@@ -155,7 +134,7 @@ static void test_restart_flood(void **state)
     assert_non_null(packed);
     assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
                      SNAPPY_OK);
-    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
+    hb_write_repeated_handles(f->d.index, packed, clen, 1, 20000);
     expect_cmd(f, "inspect", 1, "262143 restart points but no entries");
     free(packed);
     free(block);
@@ -170,7 +149,7 @@ static void test_huge_tensor_small_data_file(void **state)
 {
     fixture *f = *state;
     write_one_float(f, (int64_t)1 << 38, 0);
-    test_write_file(f->data0, "0123456789abcdef", 16);
+    test_write_file(f->d.data0, "0123456789abcdef", 16);
     expect_cmd(f, "verify", 1,
                "tensor 't': record at offset 0, 1099511627776 bytes, runs "
                "past the end of the data file (16 bytes)");
@@ -178,8 +157,8 @@ static void test_huge_tensor_small_data_file(void **state)
     expect_cmd(f, "diff", 2, "runs past the end of the data file");
     {
         cli_run r;
-        RUN_BOUNDED(r, "verify", f->prefix);
-        expect_contains(r.err, f->data0);
+        RUN_BOUNDED(r, "verify", f->d.prefix);
+        expect_contains(r.err, f->d.data0);
         run_free(&r);
     }
 }
@@ -189,7 +168,7 @@ static void test_partitioned_huge_full_shape(void **state)
 {
     fixture *f = *state;
     int64_t dim = (int64_t)1 << 37, len = 2;
-    hb_write_partitioned(f->index, f->data0, &dim, &len, 1, 8);
+    hb_write_partitioned(f->d.index, f->d.data0, &dim, &len, 1, 8);
     expect_cmd(f, "verify", 1,
                "tensor 'w': slices cover 2 of 137438953472 elements");
     expect_cmd(f, "values", 1, "slices cover 2 of 137438953472 elements");
@@ -204,25 +183,25 @@ static void test_record_larger_than_memory(void **state)
     uint64_t size = MEM_LIMIT + 64 * MIB;
     cli_run r;
     write_one_float(f, (int64_t)(size / 4), hb_zeros_crc(size));
-    hb_write_sparse(f->data0, size, NULL, 0);
-    RUN_BOUNDED(r, "verify", f->prefix);
+    hb_write_sparse(f->d.data0, size, NULL, 0);
+    RUN_BOUNDED(r, "verify", f->d.prefix);
     expect_status(&r, 0);
     expect_contains(r.out, ": OK, 1 tensors, 469762048 bytes checked");
     run_free(&r);
-    RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
+    RUN_BOUNDED(r, "diff", f->d.prefix, f->d.prefix);
     expect_status(&r, 0);
     run_free(&r);
-    RUN_BOUNDED(r, "inspect", f->prefix, "--values=3");
+    RUN_BOUNDED(r, "inspect", f->d.prefix, "--values=3");
     expect_status(&r, 0);
     expect_contains(r.out, "[0, 0, 0, ...]");
     run_free(&r);
     /* a damaged checksum is still found at the end of the stream */
     write_one_float(f, (int64_t)(size / 4), hb_zeros_crc(size) ^ 1);
-    RUN_BOUNDED(r, "verify", f->prefix);
+    RUN_BOUNDED(r, "verify", f->d.prefix);
     expect_status(&r, 1);
     expect_contains(r.err, "tensor 't': checksum mismatch");
     run_free(&r);
-    RUN_BOUNDED(r, "inspect", f->prefix, "--values=3");
+    RUN_BOUNDED(r, "inspect", f->d.prefix, "--values=3");
     expect_status(&r, 1);
     expect_contains(r.err, "checksum mismatch");
     expect_lacks(r.out, "[0, 0, 0");
@@ -236,12 +215,12 @@ static void test_partitioned_larger_than_memory(void **state)
     fixture *f = *state;
     int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
     cli_run r;
-    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
-    RUN_BOUNDED(r, "verify", f->prefix);
+    hb_write_row_pieces(f->d.index, f->d.data0, 2, cols, 2, 0);
+    RUN_BOUNDED(r, "verify", f->d.prefix);
     expect_status(&r, 0);
     expect_contains(r.out, ": OK, 1 tensors");
     run_free(&r);
-    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
+    hb_write_row_pieces(f->d.index, f->d.data0, 4, 3, 2, 1);
     expect_cmd(f, "verify", 1, "slice 1 (0,2:0,3) overlaps an earlier slice");
 }
 
