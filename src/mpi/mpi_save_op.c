@@ -28,6 +28,7 @@ static void run_job(ckpt_mpi_saver *s, int job)
     ckpt__save_op *op = &s->op;
     int err;
     if (job == JOB_WRITE) {
+        ckpt__mpi_snapshot_seal(s, &s->image);
         err = ckpt__mpi_shard_write(s, op);
         uint64_t bytes = op->mine.bytes;
         ckpt__mpi_status_set(&op->mine, s->rank, err);
