@@ -344,6 +344,14 @@ static void test_strings_varied(void **state)
     /* 300 needs a two-byte varint: 1+1+1+2 + 4 + 306 */
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "four"));
     assert_int_equal(e->size, 5 + 4 + 306);
+    /* by its entry: the same elements */
+    assert_ckpt_ok(ckpt_bundle_reader_read_strings_entry(r, e, &a));
+    assert_int_equal(a.count, 4);
+    assert_int_equal(a.strings[1].len, sizeof(bin));
+    assert_memory_equal(a.strings[1].ptr, bin, sizeof(bin));
+    assert_int_equal(a.strings[3].len, 300);
+    assert_memory_equal(a.strings[3].ptr, big, 300);
+    ckpt_string_array_dispose(&a);
 
     assert_ckpt_ok(ckpt_bundle_reader_read_strings(r, "none", &a));
     assert_int_equal(a.count, 0);
@@ -367,6 +375,9 @@ static void test_strings_varied(void **state)
 
     /* wrong-kind reads */
     assert_ckpt_error(ckpt_bundle_reader_read(r, "hello", big, 10),
+                      CKPT_ENOTSUP, "'hello'");
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "hello"));
+    assert_ckpt_error(ckpt_bundle_reader_read_entry(r, e, big, 10),
                       CKPT_ENOTSUP, "'hello'");
     ckpt_bundle_reader_free(r);
     ckpt_buf_dispose(&rec);
