@@ -312,7 +312,7 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 {
     ckpt_string_array a = {NULL, 0, NULL};
     size_t shown;
-    int err = ckpt_bundle_reader_read_strings(r, e->name, &a);
+    int err = ckpt_bundle_reader_read_strings_entry(r, e, &a);
     if (err < 0)
         return err;
     shown = a.count < limit ? a.count : limit;
