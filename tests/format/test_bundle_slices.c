@@ -1128,7 +1128,7 @@ static void test_leveldb_reads_slice_keys(void **state)
 {
 #ifdef CKPT_LEVELDB_DUMP
     fixture *f = *state;
-    char *index = bt_path(f->dir, "ckpt.index");
+    char *index = test_path(f->dir, "ckpt.index");
     ckpt_buf ours = CKPT_BUF_INIT, theirs = CKPT_BUF_INIT;
     ckpt_bundle_writer *w = open_writer(f->prefix, 1);
     ckpt_shape full = shape2(300, 1);

@@ -143,7 +143,7 @@ static void write_bundle(const char *prefix, tensor_spec *t, size_t n)
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
-    char *p = bt_path(dir, name);
+    char *p = test_path(dir, name);
     test_write_file(p, text, strlen(text));
     free(p);
 }
@@ -153,7 +153,7 @@ static void write_simple(const char *dir, const char *name)
 {
     static const float v[2] = {1.5f, -2.0f};
     tensor_spec t = {"w", 1, CKPT_DT_FLOAT, 2, v, sizeof(v), 0, 0};
-    char *prefix = bt_path(dir, name);
+    char *prefix = test_path(dir, name);
     write_bundle(prefix, &t, 1);
     free(prefix);
 }
@@ -243,7 +243,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     write_simple(dir, "model.ckpt-1");
     write_simple(outside, "far-3");
     {
-        char *sub = bt_path(dir, "sub");
+        char *sub = test_path(dir, "sub");
         assert_int_equal(mkdir(sub, 0755), 0);
         free(sub);
     }
@@ -306,10 +306,10 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     /* fewer under memcheck, which is here for memory errors, not time */
     const int entries = cli_under_memcheck() ? 5000 : 100000;
     char *dir = test_make_temp_dir();
-    char *sub = bt_path(dir, "s");
+    char *sub = test_path(dir, "s");
     char name[64];
     FILE *f;
-    char *state_path = bt_path(dir, "checkpoint");
+    char *state_path = test_path(dir, "checkpoint");
     json_object *root, *rows;
     cli_run r;
     (void)state;
@@ -317,11 +317,11 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     for (int i = 0; i < FILES / 2; i++) {
         char *p;
         snprintf(name, sizeof(name), "c%d.index", i);
-        p = bt_path(sub, name);
+        p = test_path(sub, name);
         test_write_file(p, "i", 1);
         free(p);
         snprintf(name, sizeof(name), "c%d.data-00000-of-00001", i);
-        p = bt_path(sub, name);
+        p = test_path(sub, name);
         test_write_file(p, "dd", 2);
         free(p);
     }
@@ -364,7 +364,7 @@ static char *write_hostile_names(void)
     static const float v1[1] = {1.0f};
     static const float v2[2] = {2.0f, 3.0f};
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    char *prefix = test_path(dir, "m\x1b[31m-1");
     tensor_spec t[] = {
         {esc_name, sizeof(esc_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
         {latin_name, sizeof(latin_name) - 1, CKPT_DT_FLOAT, 2, v2, 8, 0, 0},
@@ -387,7 +387,7 @@ static void expect_both_safe(const cli_run *r)
 static void test_names_escaped_in_text_output(void **state)
 {
     char *dir = write_hostile_names();
-    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    char *prefix = test_path(dir, "m\x1b[31m-1");
     cli_run r;
     (void)state;
     RUN_BOUNDED(r, &limits, "inspect", dir, "--values");
@@ -469,7 +469,7 @@ static void test_names_valid_json(void **state)
     /* bytes that are not UTF-8: each byte one code point U+0000..U+00FF */
     find_named(list, "latin\xc3\xbf\xc3\xbe", 9);
     {
-        char *want = bt_path(dir, "m\x1b[31m-1");
+        char *want = test_path(dir, "m\x1b[31m-1");
         expect_json_bytes(jget(root, "prefix"), want, strlen(want));
         free(want);
     }
@@ -502,7 +502,7 @@ static void test_nul_in_name_is_part_of_it(void **state)
     static const float one[1] = {7.0f};
     static const float two[2] = {8.0f, 9.0f};
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "ck");
+    char *prefix = test_path(dir, "ck");
     tensor_spec t[] = {
         {"a", 1, CKPT_DT_FLOAT, 1, one, sizeof(one), 0, 0},
         {"a\0b", 3, CKPT_DT_FLOAT, 2, two, sizeof(two), 0, 0},
@@ -539,7 +539,7 @@ static void test_values_of_nul_names(void **state)
     static const float four[4] = {8.0f, 9.0f, 10.0f, 11.0f};
     static const float plain[1] = {3.0f};
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "ck");
+    char *prefix = test_path(dir, "ck");
     tensor_spec t[] = {
         {"a", 1, CKPT_DT_FLOAT, 2, one, sizeof(one), 0, 0},
         {"a\0b", 3, CKPT_DT_FLOAT, 4, four, sizeof(four), 0, 2},
@@ -587,7 +587,7 @@ static void test_verify_variant_not_checked(void **state)
     static const float v[1] = {1.0f};
     static const char variant_record[] = "opaque variant bytes";
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "ck");
+    char *prefix = test_path(dir, "ck");
     tensor_spec t[] = {
         {"plain", 5, CKPT_DT_FLOAT, 1, v, sizeof(v), 0, 0},
         {"var", 3, CKPT_DT_VARIANT, -1, variant_record,
@@ -625,7 +625,7 @@ static void test_verify_variant_not_checked(void **state)
 static void test_repack_names_partitioned_tensor(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *src = bt_path(dir, "src"), *dst = bt_path(dir, "dst");
+    char *src = test_path(dir, "src"), *dst = test_path(dir, "dst");
     ckpt_bundle_writer *w = NULL;
     ckpt_shape full = {.rank = 1, .dims = {4}};
     ckpt_shape one = {.rank = 1, .dims = {1}};
@@ -714,8 +714,8 @@ static void test_damaged_state_file_same_status(void **state)
 static void test_verify_dir_checks_named_checkpoint(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *older = bt_path(dir, "model.ckpt-1");
-    char *index2 = bt_path(dir, "model.ckpt-2.index");
+    char *older = test_path(dir, "model.ckpt-1");
+    char *index2 = test_path(dir, "model.ckpt-2.index");
     cli_run r;
     (void)state;
     write_simple(dir, "model.ckpt-1");
@@ -739,7 +739,7 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     expect_contains(r.err, "model.ckpt-2) is missing");
     {
         json_object *root = parse_json(r.out);
-        char *named = bt_path(dir, "model.ckpt-2");
+        char *named = test_path(dir, "model.ckpt-2");
         expect_json_bytes(jget(root, "command"), "verify", 6);
         assert_false(json_object_get_boolean(jget(root, "ok")));
         expect_json_bytes(jget(root, "prefix"), named, strlen(named));
@@ -775,8 +775,8 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
 static void test_json_failures_one_document(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *gone = bt_path(dir, "gone");
-    char *named_utf8 = bt_path(dir, "m\x1b[1m-2\xc3\xbf");
+    char *gone = test_path(dir, "gone");
+    char *named_utf8 = test_path(dir, "m\x1b[1m-2\xc3\xbf");
     char *bad = test_make_temp_dir();
     struct {
         const char *args[6];
