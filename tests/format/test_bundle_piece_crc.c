@@ -81,12 +81,10 @@ static int teardown(void **state)
 
 /* A file system without open_read_direct: the read path stays on the
  * calling thread. */
-static ckpt_fs_forward one_thread_fs(void)
+static void one_thread_fs(ckpt_fs_forward *w)
 {
-    ckpt_fs_forward w;
-    ckpt_fs_forward_init(&w, NULL);
-    w.fs.open_read_direct = NULL;
-    return w;
+    ckpt_fs_forward_init(w, NULL); /* its payload is `w` itself */
+    w->fs.open_read_direct = NULL;
 }
 
 static ckpt_bundle_reader *open_reader(const fixture *f, const ckpt_fs *fs)
@@ -202,13 +200,15 @@ static void test_clean_two_threads(void **state)
 
 static void test_clean_one_thread(void **state)
 {
-    ckpt_fs_forward w = one_thread_fs();
+    ckpt_fs_forward w;
+    one_thread_fs(&w);
     check_clean(*state, &w.fs);
 }
 
 static void damage_and_check(fixture *f, uint64_t byte_in_record)
 {
-    ckpt_fs_forward w = one_thread_fs();
+    ckpt_fs_forward w;
+    one_thread_fs(&w);
     flip_byte(f, (uint64_t)big_offset(f) + byte_in_record);
     check_damaged(f, NULL);
     check_damaged(f, &w.fs);
