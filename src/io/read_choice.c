@@ -6,7 +6,7 @@
  *   file:  [probe: 4 pieces, direct / buffered alternately][ the rest ]
  *                      timed, both ways                     the faster
  *
- * A tie goes to the page cache (DIRECT_MARGIN).
+ * O_DIRECT must win clearly: a tie goes to the page cache (DIRECT_MARGIN).
  * The probe runs only when the file system offers direct reads, accepts
  * them for this file (the POSIX one declines a file mostly in the page
  * cache: then buffered reads are memcpy-bound and win) and the stream has
