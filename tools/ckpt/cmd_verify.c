@@ -26,7 +26,9 @@ const cli_command cli_cmd_verify = {
     "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
     "\"bytes\",\n"
     "           \"ok\", \"damaged\": [{\"name\", \"error\"}],\n"
-    "           \"not_checked\": [{\"name\", \"reason\"}]}\n\n"
+    "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
+    "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
+    "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?}\n\n"
     "Exit status 1 when anything is damaged or missing.\n",
     run};
 
@@ -52,6 +54,20 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
     return NULL;
 }
 
+/* Entries in data-file order (shard, then offset), so that the checks read
+ * each file front to back and its read-ahead keeps up; damaged tensors are
+ * reported in that order. */
+static int by_file_position(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
+    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 /* Open the checkpoint PATH names. The one a state file names must be
  * there: a missing or unreadable index is damage (exit 1), and the newest
  * older listed checkpoint with an index, if any, is mentioned. */
@@ -72,16 +88,22 @@ static int open_checkpoint(ckpt_bundle_reader **r, char **prefix,
     if (err == 0)
         return 0;
     rc = cli_lib_error("verify", err, *prefix);
+    cli_json_failure_detail("prefix", cli_json_string(*prefix));
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
+        const char *what = err == CKPT_ENOTFOUND ? "missing" : "damaged";
         cli_error("verify",
                   "%s: the checkpoint its state file names (%s) is %s", path,
-                  *prefix, err == CKPT_ENOTFOUND ? "missing" : "damaged");
+                  *prefix, what);
+        cli_json_failure_detail("named_checkpoint",
+                                json_object_new_string(what));
         if (ckpt_latest_checkpoint(&older, NULL, path) == 0 &&
-            strcmp(older.ptr, *prefix) != 0)
+            strcmp(older.ptr, *prefix) != 0) {
             cli_error("verify",
                       "note: an older listed checkpoint has its index: %s "
                       "(ckpt verify %s checks it)",
                       older.ptr, older.ptr);
+            cli_json_failure_detail("older", cli_json_string(older.ptr));
+        }
         rc = CLI_FOUND;
     }
     ckpt_buf_dispose(&older);
@@ -96,25 +118,15 @@ static int run(int argc, char **argv)
     const cli_command *c = &cli_cmd_verify;
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry **order = NULL;
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
     int64_t bytes = 0;
     int json = 0, rc = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !path)
-            path = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cli_usage_error(c, "unknown option '%s'", argv[i]);
-        else if (path)
-            return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
-        else
-            path = argv[i];
-    }
-    if (!path)
-        return cli_usage_error(c, "missing PATH");
+    rc = cli_parse_path_and_json(c, "PATH", argc, argv, &path, &json);
+    if (rc != 0)
+        return rc;
     rc = open_checkpoint(&r, &prefix, path);
     if (rc != 0)
         return rc;
@@ -123,8 +135,12 @@ static int run(int argc, char **argv)
         unchecked = json_object_new_array();
     }
     n = ckpt_bundle_reader_count(r);
+    order = cli_xmalloc((n ? n : 1) * sizeof(*order));
+    for (size_t i = 0; i < n; i++)
+        order[i] = ckpt_bundle_reader_entry(r, i);
+    qsort(order, n, sizeof(*order), by_file_position);
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        const ckpt_tensor_entry *e = order[i];
         int err = check_entry(r, e);
         num_tensors += cli_entry_listed(e) != 0;
         if (err == 0 && unchecked_reason(e)) {
@@ -188,6 +204,7 @@ static int run(int argc, char **argv)
                num_damaged, num_tensors);
     }
     ckpt_bundle_reader_free(r);
+    free(order);
     free(prefix);
     return rc;
 }
