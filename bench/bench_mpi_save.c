@@ -226,12 +226,24 @@ static void data_path(char *out, size_t cap, const char *prefix)
     snprintf(out, cap, "%s.data-%05d-of-%05d", prefix, g_rank, g_size);
 }
 
+/* A few training steps before a trigger, as a loop runs them: each polls
+ * the saver (as the documented loop does once per step) and ends in a
+ * collective (the gradients' allreduce). */
+static void steps_before_trigger(state *st)
+{
+    for (int i = 0; i < 3; i++) {
+        if (ckpt_mpi_saver_poll(st->s, NULL) != 0)
+            die("poll");
+        calm_barrier();
+    }
+}
+
 static void rep_blocking(state *st, int r, int64_t step)
 {
     double copy = 0, block = 0, poll = 0, snap, t0;
     ckpt_saver_metrics m;
     for (int k = 0; k < 2; k++) {
-        calm_barrier();
+        steps_before_trigger(st);
         if ((k == 0) == (r % 2 == 0)) {
             copy = copy_own_s(st);
             continue;

@@ -8,9 +8,10 @@
  * Two duplicates of the user's communicator keep collectives apart:
  * `comm_op` carries only the agreement of saves (one save at a time, its
  * collectives posted in one order on every rank), `comm_ctl` everything
- * else (open, check, busy agreement, restore), which only runs while no
- * save is in flight on this rank or at a point every rank reaches in the
- * same order. */
+ * else (open, check, COALESCE's busy agreement, restore), which only runs
+ * while no save is in flight on this rank or at a point every rank reaches
+ * in the same order; `comm_busy` only SKIP's busy agreement, one allreduce
+ * per trigger, which a rank may post ahead of the trigger (mpi_busy.c). */
 #ifndef CKPT_MPI_INTERNAL_H
 #define CKPT_MPI_INTERNAL_H
 
@@ -104,6 +105,7 @@ struct ckpt_mpi_saver {
     MPI_Comm comm_user; /* as given: what MPI_Abort ends */
     MPI_Comm comm_op;
     MPI_Comm comm_ctl;
+    MPI_Comm comm_busy;
     int rank, size;
     int thread_level;
     ckpt_mpi_saver_options opts;
@@ -149,6 +151,11 @@ struct ckpt_mpi_saver {
     int pending_error;             /* a failed async save not yet returned */
     char pending_msg[CKPT__MPI_MSG];
     ckpt_saver_metrics metrics;
+    /* SKIP: the next trigger's busy agreement (mpi_busy.c). */
+    MPI_Request busy_req;
+    int busy_posted; /* this rank's answer is posted */
+    int busy_done;   /* and the allreduce completed: busy_any is valid */
+    int busy_mine, busy_any;
 
     /* The background thread: one job at a time, guarded by mu. */
     pthread_mutex_t mu;
@@ -205,6 +212,21 @@ int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,
 void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err);
 /* Return st->code with st->msg as the calling thread's error. */
 int ckpt__mpi_status_raise(const ckpt__mpi_status *st);
+
+/* ---- SKIP's busy agreement (mpi_busy.c) -------------------------------- */
+
+/* From poll / wait: when this rank is idle, post its answer ("idle") for
+ * the next trigger if not yet, and test the allreduce once. Never waits. */
+void ckpt__mpi_busy_ahead(ckpt_mpi_saver *s);
+/* At a trigger: post this rank's answer now (busy or not) unless posted
+ * ahead. Returns whether the agreement has already completed. */
+int ckpt__mpi_busy_post_now(ckpt_mpi_saver *s);
+/* At a trigger, after ckpt__mpi_busy_post_now: wait for the agreement
+ * (bounded) and consume it. Returns 1 when some rank was busy. */
+int ckpt__mpi_busy_decide(ckpt_mpi_saver *s);
+/* close / free (collective, this rank idle): complete the agreement posted
+ * for a trigger that will not come. */
+void ckpt__mpi_busy_settle(ckpt_mpi_saver *s);
 
 /* ---- the ckpt_saver handle (mpi_saver_ops.c) ---------------------------- */
 

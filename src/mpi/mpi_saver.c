@@ -67,11 +67,12 @@ static int open_on_root(ckpt_mpi_saver *s, const char *dir)
 
 static void dup_comms(ckpt_mpi_saver *s, MPI_Comm comm)
 {
-    MPI_Request reqs[2];
+    MPI_Request reqs[3];
     MPI_Comm_idup(comm, &s->comm_ctl, &reqs[0]);
     MPI_Comm_idup(comm, &s->comm_op, &reqs[1]);
+    MPI_Comm_idup(comm, &s->comm_busy, &reqs[2]);
     /* Bounded like every other wait. */
-    ckpt__mpi_wait_all(s, reqs, 2, "opening the saver");
+    ckpt__mpi_wait_all(s, reqs, 3, "opening the saver");
 }
 
 int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
@@ -107,6 +108,7 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     s->comm_user = comm;
     s->comm_ctl = MPI_COMM_NULL;
     s->comm_op = MPI_COMM_NULL;
+    s->comm_busy = MPI_COMM_NULL;
     dup_comms(s, comm);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -347,23 +349,27 @@ int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
 }
 
 /* SKIP: whether any rank still has a save in flight, agreed in one
- * MPI_Iallreduce; if so the trigger is skipped on every rank. A rank with
- * nothing in flight takes its snapshot while the agreement completes (its
- * image is free) and drops it when another rank turns out busy: the
- * agreement costs it only what is left of the wait for the other ranks
- * once its copy is done. A busy rank only waits for the agreement. */
+ * MPI_Iallreduce (mpi_busy.c); if so the trigger is skipped on every rank.
+ * When every rank gave its answer ahead (its last save had its outcome)
+ * and the caller's poll calls completed the agreement, the trigger decides
+ * at once. Otherwise a rank with nothing in flight takes its snapshot while
+ * the agreement completes (its image is free) and drops it when another
+ * rank turns out busy: the agreement costs it only what is left of the wait
+ * for the other ranks once its copy is done. A busy rank only waits for the
+ * agreement. */
 static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
                      uint64_t *ticket_out)
 {
     const ckpt_saver_options *o = &s->opts.base;
-    int busy = s->op.state != OP_IDLE, any = 0;
+    int busy = s->op.state != OP_IDLE, any;
     double blocking_s = 0.0;
     int err = local_err;
-    MPI_Request req;
-    MPI_Iallreduce(&busy, &any, 1, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    int known = ckpt__mpi_busy_post_now(s);
+    if (known && s->busy_any)
+        busy = 1; /* skipped: no snapshot to take */
     if (!busy && err == 0)
         err = snapshot(s, &s->image, &blocking_s);
-    ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+    any = ckpt__mpi_busy_decide(s);
     if (!any) {
         count_started(s, blocking_s);
         start_op(s, step, 1, ++s->next_ticket, blocking_s, err);
@@ -427,6 +433,7 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
     ckpt__mpi_op_progress(s);
+    ckpt__mpi_busy_ahead(s);
     if (busy_out)
         *busy_out = s->op.state != OP_IDLE || s->has_pending;
     return take_pending(s);
@@ -446,6 +453,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
                                timeout_s);
         ckpt__mpi_pause(&round);
     }
+    ckpt__mpi_busy_ahead(s);
     return take_pending(s);
 }
 
@@ -456,6 +464,7 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     ckpt__mpi_agree_finish(s);
+    ckpt__mpi_busy_settle(s);
     ckpt__mpi_thread_stop(s);
     s->closed = 1;
     return take_pending(s);
@@ -469,12 +478,16 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
         ckpt__mpi_op_finish(s);
     if (s->comm_ctl != MPI_COMM_NULL)
         ckpt__mpi_agree_finish(s);
+    if (!s->closed)
+        ckpt__mpi_busy_settle(s);
     ckpt__mpi_thread_stop(s);
     ckpt_saver_free(s->handle);
     if (s->comm_op != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm_op);
     if (s->comm_ctl != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm_ctl);
+    if (s->comm_busy != MPI_COMM_NULL)
+        MPI_Comm_free(&s->comm_busy);
     ckpt_buf_dispose(&s->op.prefix);
     ckpt_buf_dispose(&s->op.stored);
     ckpt_buf_dispose(&s->op.temp_path);

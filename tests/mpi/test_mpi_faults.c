@@ -15,7 +15,13 @@
  *   after-kill DIR (2 ranks) reopening removes what the killed save left;
  *                  step 1 is still the latest and restores
  *   thread-single DIR (2 ranks, MPI_THREAD_SINGLE) async saves refused,
- *                  sync saves and restores work */
+ *                  sync saves and restores work
+ *   agree DIR      (2+ ranks) SKIP's busy agreement given ahead of the
+ *                  trigger: once every rank polled idle, a trigger starts
+ *                  on rank 0 while the other ranks make no MPI call; a
+ *                  rank lagging several steps behind and a rank whose
+ *                  writes are slow still give every rank the same
+ *                  decision at every trigger */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -308,6 +314,179 @@ static void test_thread_single(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* ---- SKIP's agreement given ahead -------------------------------------- */
+
+/* Let every rank's answer for the next trigger travel: polls, each step
+ * ending in a collective as a training step's gradients do. */
+static void steps_with_polls(ckpt_mpi_saver *s, int n)
+{
+    for (int i = 0; i < n; i++) {
+        assert_ckpt_ok(ckpt_mpi_saver_poll(s, NULL));
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+static int wait_for_file(const char *path, double max_s)
+{
+    struct stat st;
+    for (double waited = 0; waited < max_s; waited += 0.001) {
+        if (stat(path, &st) == 0)
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Every rank's save finished and was polled: rank 0's next trigger needs
+ * nothing from the others (they make no MPI call until rank 0 has started
+ * its save; waiting at the trigger for their answer would never end). */
+static void test_trigger_needs_no_collective(void **state)
+{
+    char marker[4200];
+    ckpt_mpi_saver *s;
+    ckpt_saver_metrics mt;
+    model m;
+    (void)state;
+    fresh_dir(g_dir);
+    snprintf(marker, sizeof(marker), "%s/rank0-started", g_dir);
+    s = open_saver(NULL, CKPT_BUSY_SKIP, 0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 1, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    steps_with_polls(s, 50);
+    if (test_rank() == 0) {
+        FILE *f;
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 2, NULL));
+        f = fopen(marker, "w");
+        assert_non_null(f);
+        fclose(f);
+    } else {
+        assert_true(wait_for_file(marker, 30.0));
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 2, NULL));
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_get_metrics(s, &mt);
+    assert_int_equal(mt.saves_started, 2);
+    assert_int_equal(mt.saves_completed, 2);
+    assert_int_equal(mt.last_saved_step, 2);
+    ckpt_mpi_saver_free(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Rank `slow`'s writes take `delay_us` each. */
+typedef struct slow_fs {
+    ckpt_fs fs;
+    const ckpt_fs *inner;
+    useconds_t delay_us;
+} slow_fs;
+
+static int slow_write(ckpt_file *f, const void *buf, size_t n, void *payload)
+{
+    slow_fs *w = payload;
+    usleep(w->delay_us);
+    return w->inner->write(f, buf, n, w->inner->payload);
+}
+
+#define AGREE_STEPS 120
+#define AGREE_EVERY 3
+
+/* A loop of AGREE_STEPS steps, a trigger every AGREE_EVERY, polls at
+ * every step, no other collective: every rank sleeps `step_us` per step,
+ * the last rank `lag_us` more (it falls behind until a trigger's agreement
+ * holds the others), and its writes go through `fs`. Every rank records what
+ * each trigger decided; rank 0 checks that every rank decided alike, and that
+ * the directory holds exactly the checkpoints every rank saw completed. */
+static void run_agree_loop(const ckpt_fs *fs, useconds_t step_us,
+                           useconds_t lag_us)
+{
+    int decided[AGREE_STEPS / AGREE_EVERY];
+    int *all = NULL;
+    int64_t counts[3], *all_counts = NULL;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver_metrics mt;
+    const int n = AGREE_STEPS / AGREE_EVERY, size = test_size();
+    const int last = test_rank() == size - 1;
+    model m;
+    fresh_dir(g_dir);
+    o.base.busy_policy = CKPT_BUSY_SKIP;
+    o.base.max_to_keep = AGREE_STEPS;
+    if (last)
+        o.base.fs = fs;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, g_dir, &o));
+    model_fill(&m, test_rank(), size, 1);
+    model_register(s, &m, 0);
+    for (int step = 1; step <= AGREE_STEPS; step++) {
+        if (step_us + (last ? lag_us : 0) > 0)
+            usleep(step_us + (last ? lag_us : 0));
+        assert_ckpt_ok(ckpt_mpi_saver_poll(s, NULL));
+        if (step % AGREE_EVERY == 0) {
+            int err = ckpt_mpi_saver_save_async(s, step, NULL);
+            if (err != 0)
+                assert_ckpt_error(err, CKPT_EBUSY, "skipped");
+            decided[step / AGREE_EVERY - 1] = err == 0;
+        }
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_get_metrics(s, &mt);
+    counts[0] = (int64_t)mt.saves_started;
+    counts[1] = (int64_t)mt.saves_completed;
+    counts[2] = mt.last_saved_step;
+    assert_int_equal(mt.saves_started + mt.saves_skipped, n);
+    assert_int_equal(mt.saves_completed, mt.saves_started);
+    ckpt_mpi_saver_free(s);
+    if (test_rank() == 0) {
+        all = calloc((size_t)(n * size), sizeof(int));
+        all_counts = calloc((size_t)(3 * size), sizeof(int64_t));
+        assert_non_null(all);
+        assert_non_null(all_counts);
+    }
+    MPI_Gather(decided, n, MPI_INT, all, n, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(counts, 3, MPI_INT64_T, all_counts, 3, MPI_INT64_T, 0,
+               MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        int started = 0;
+        for (int r = 1; r < size; r++) {
+            for (int k = 0; k < n; k++)
+                if (all[r * n + k] != all[k])
+                    fail_msg("trigger at step %d: rank 0 %s, rank %d %s",
+                             (k + 1) * AGREE_EVERY,
+                             all[k] ? "saved" : "skipped", r,
+                             all[r * n + k] ? "saved" : "skipped");
+            for (int c = 0; c < 3; c++)
+                assert_int_equal(all_counts[r * 3 + c], all_counts[c]);
+        }
+        for (int k = 0; k < n; k++)
+            started += all[k];
+        assert_true(started >= 1);
+        assert_int_equal(started, all_counts[0]);
+        assert_int_equal(count_files_in(g_dir, ".index"), started);
+        free(all);
+        free(all_counts);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void test_lagging_rank(void **state)
+{
+    (void)state;
+    run_agree_loop(NULL, 0, 3000);
+}
+
+static void test_slow_writer(void **state)
+{
+    static slow_fs w;
+    (void)state;
+    w.inner = ckpt_fs_posix();
+    w.fs = *w.inner;
+    w.fs.write = slow_write;
+    w.fs.payload = &w;
+    w.delay_us = 20000;
+    run_agree_loop(&w.fs, 2000, 0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress),
@@ -316,6 +495,10 @@ int main(int argc, char **argv)
     const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
     const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
+    const struct CMUnitTest agree[] = {
+        cmocka_unit_test(test_trigger_needs_no_collective),
+        cmocka_unit_test(test_lagging_rank),
+        cmocka_unit_test(test_slow_writer)};
     int single_mode = argc == 3 && strcmp(argv[1], "thread-single") == 0;
     const mpi_test_group groups[] = {
         MPI_TEST_GROUP("progress", progress),
@@ -323,6 +506,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("kill", kill),
         MPI_TEST_GROUP("after-kill", after),
         MPI_TEST_GROUP("thread-single", single),
+        MPI_TEST_GROUP("agree", agree),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -335,7 +519,7 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
-                "progress|stall|kill|after-kill|thread-single DIR\n",
+                "progress|stall|kill|after-kill|thread-single|agree DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
