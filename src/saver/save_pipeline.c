@@ -1,6 +1,7 @@
 /* saver/save_pipeline.c - the steps every save runs once its data is ready,
- * whether the caller's thread writes it (ckpt_saver_save, straight from the
- * variables) or the writer thread does (writer.c, from a staging image):
+ * whether the caller's thread writes it (ckpt_saver_save: from the staging
+ * image when one is reserved, else straight from the variables) or the
+ * writer thread does (writer.c, from a staging image):
  * sweep what an earlier failed save left, forget an existing checkpoint of
  * the same name, write the bundle, and name it in the state file. Both
  * paths call ckpt__saver_write_checkpoint, so the order and the cleanup
@@ -85,6 +86,31 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     if (err < 0)
         s->need_cleanup = 1;
     *bytes_out = bytes;
+    *seconds_out = ckpt_clock_monotonic(s->opts.clock) - t0;
+    return err;
+}
+
+int ckpt__saver_write_sync(ckpt_saver *s, const ckpt__job *job,
+                           uint64_t *bytes_out, double *seconds_out)
+{
+    double t0 = ckpt_clock_monotonic(s->opts.clock), write_s = 0.0;
+    int err;
+    if (s->num_images == 0)
+        return ckpt__saver_write_checkpoint(s, job, NULL, bytes_out,
+                                            seconds_out);
+    /* The writer is idle, so image 0 is free: copy the variables into it
+     * (with the writer's help, the checksum fused into the copies, one pass
+     * over the state) and write that one aligned image - with O_DIRECT
+     * where the file system takes it, as the writer does - instead of one
+     * buffered write per variable and a flush of the page cache. */
+    err = ckpt__writer_snapshot(s, 0, 1);
+    if (err == 0) {
+        ckpt__image_seal(&s->help_work);
+        err = ckpt__saver_write_checkpoint(s, job, &s->images[0], bytes_out,
+                                           &write_s);
+    } else {
+        *bytes_out = 0;
+    }
     *seconds_out = ckpt_clock_monotonic(s->opts.clock) - t0;
     return err;
 }

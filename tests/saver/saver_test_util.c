@@ -16,6 +16,8 @@ static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
     while (g->closed)
         pthread_cond_wait(&g->cv, &g->mu);
     g->blocked--;
+    if (n > g->largest_write)
+        g->largest_write = n;
     pthread_mutex_unlock(&g->mu);
     return base->write(f, buf, n, base->payload);
 }

@@ -1,6 +1,7 @@
 /* tests/saver/saver_test_util.h - helpers for the saver tests: a "gate"
  * file system whose data writes block until the test opens the gate (to
- * observe a write in flight), and small directory queries. The fake clock
+ * observe a write in flight) and which records the largest write, and
+ * small directory queries. The fake clock
  * and the fault file system come from the testing library. */
 #ifndef CKPT_TESTS_SAVER_TEST_UTIL_H
 #define CKPT_TESTS_SAVER_TEST_UTIL_H
@@ -22,6 +23,7 @@ typedef struct gate_fs {
     pthread_cond_t cv;
     int closed;
     int blocked;
+    size_t largest_write; /* the largest `write` call's size so far */
 } gate_fs;
 
 void gate_fs_init(gate_fs *g);

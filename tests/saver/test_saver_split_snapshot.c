@@ -420,9 +420,10 @@ static void test_no_fence_copies_at_trigger(void **state)
 
 /* After a fence: the trigger returns with the copy left to the writer
  * (callbacks done; the copies fuse the checksum even where plain copies
- * were measured faster for the caller), the loop reads, the fence completes the copy whether
- * the writer has not started, is copying, or is done; the test rewrites
- * everything right after the fence; every saved byte is the trigger's. */
+ * were measured faster for the caller), the loop reads, the fence completes the
+ * copy whether the writer has not started, is copying, or is done; the test
+ * rewrites everything right after the fence; every saved byte is the trigger's.
+ */
 static void test_fence_completes_overlapped_snapshot(void **state)
 {
     fixture *f = *state;
@@ -499,12 +500,64 @@ static void test_other_calls_complete_snapshot(void **state)
     assert_false(f->cb_wrong_thread);
 }
 
+/* A synchronous save by a saver with staging memory (an async saver's, as
+ * the checkpoint hook's final save at the end of a session) copies the
+ * variables into the image and writes it in one piece, instead of one
+ * write per variable: the data file's bytes and the index are exactly
+ * those a saver without staging memory writes, and the values are those
+ * at the call even when the variables change right after it returns. */
+static void test_sync_save_through_image(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *plain = open_saver(f, CKPT_BUSY_SKIP);
+    ckpt_saver *staged = open_saver(f, CKPT_BUSY_SKIP);
+    const char *files[] = {"model.ckpt-%d.data-00000-of-00001",
+                           "model.ckpt-%d.index"};
+    uint64_t total = 0;
+    size_t plain_largest;
+    fill(f, 4.0f);
+    assert_ckpt_ok(ckpt_saver_save(plain, 1, NULL));
+    plain_largest = f->gate.largest_write;
+    assert_ckpt_ok(ckpt_saver_reserve(staged));
+    f->gate.largest_write = 0;
+    assert_ckpt_ok(ckpt_saver_save(staged, 2, NULL));
+    fill(f, -4.0f);
+    expect_checkpoint(f, 2, 4.0f);
+    total = CB_FLOATS * 4 + NBIG * BIG_FLOATS * 4 + HUGE_FLOATS * 4;
+    /* one write of every variable's bytes, where the plain save wrote
+     * each variable (or less) at a time */
+    assert_int_equal(f->gate.largest_write, total);
+    assert_true(plain_largest < total);
+    for (int k = 0; k < 2; k++) {
+        char a[4096], b[4096], name[128];
+        uint8_t *x, *y;
+        size_t nx = 0, ny = 0;
+        snprintf(name, sizeof(name), files[k], 1);
+        snprintf(a, sizeof(a), "%s/%s", f->dir, name);
+        snprintf(name, sizeof(name), files[k], 2);
+        snprintf(b, sizeof(b), "%s/%s", f->dir, name);
+        x = test_read_file(a, &nx);
+        y = test_read_file(b, &ny);
+        assert_int_equal(nx, ny);
+        if (k == 0)
+            assert_int_equal(nx, total);
+        assert_memory_equal(x, y, nx);
+        free(x);
+        free(y);
+    }
+    assert_false(f->cb_wrong_thread);
+    ckpt_saver_free(staged);
+    ckpt_saver_free(plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_shared_work),
         cmocka_unit_test(test_measure),
+        cmocka_unit_test_setup_teardown(test_sync_save_through_image, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
