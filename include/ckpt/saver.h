@@ -156,6 +156,12 @@ CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
 /** Save every variable synchronously as `<dir>/<basename>-<step>` and
  *  update the state file; on success `prefix_out` (may be NULL) receives
  *  the prefix. A pending background error is returned instead (once).
+ *  Async writes in flight finish first. When staging memory is reserved
+ *  (ckpt_saver_reserve or an earlier async save), the variables are copied
+ *  into it (an idle writer thread sharing the copy) and written from there
+ *  in one piece, with O_DIRECT unless `direct_io` is off; otherwise they
+ *  are written straight from their memory. Either way the checkpoint holds
+ *  the values at the call and is durable and named when this returns.
  *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
  *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
@@ -292,7 +298,8 @@ CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
 CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
 
 /** Allocate and pre-fault the staging buffers now rather than at the first
- *  async save (which then blocks only for the copy). */
+ *  async save (which then blocks only for the copy); synchronous saves use
+ *  them too (ckpt_saver_save). */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */
