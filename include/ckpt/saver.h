@@ -103,7 +103,9 @@ typedef struct ckpt_saver_options {
     int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
     int direct_io;         /**< CKPT_DIRECT_IO_ON: write data with O_DIRECT
                                 when possible, CKPT_DIRECT_IO_OFF: never;
-                                0: default (on) */
+                                0: default: the first staging-image writes
+                                alternate the two, timed, then O_DIRECT
+                                unless the page cache was clearly faster */
     ckpt_log_fn log;       /**< may be called from the writer thread */
     void *log_payload;
     int log_level;         /**< lowest level passed to `log` (0: INFO;

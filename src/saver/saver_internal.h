@@ -228,6 +228,13 @@ struct ckpt_saver {
                              runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
+    /* Direct or buffered image writes (direct_io 0), measured by the first
+     * writes (save_pipeline.c); like need_cleanup, used by whoever runs
+     * the pipeline. */
+    int write_probes;          /* image writes timed so far */
+    int write_direct;          /* the choice, once every probe ran */
+    double probe_direct_bps;   /* best O_DIRECT rate timed, bytes/s */
+    double probe_buffered_bps; /* best page-cache rate timed, bytes/s */
 
     ckpt__image images[2];
     int num_images;
