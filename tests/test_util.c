@@ -10,6 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+char *test_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
 char *test_make_temp_dir(void)
 {
     const char *base = getenv("TMPDIR");

@@ -17,6 +17,9 @@
  * is malloc'd. Fails the test on error. */
 char *test_make_temp_dir(void);
 
+/* "<dir>/<name>" (malloc'd). */
+char *test_path(const char *dir, const char *name);
+
 /* Remove a directory tree (best effort) and free the path. */
 void test_remove_tree(char *path);
 

@@ -206,6 +206,15 @@ CKPT_EXTERN(int) ckpt_bundle_reader_read(ckpt_bundle_reader *r,
                                          const char *name, void *dst,
                                          size_t dst_size);
 
+/** ckpt_bundle_reader_read of `entry` (one of `r`'s entries) rather than
+ *  of a name: the way to read a tensor whose name holds a NUL byte, which a
+ *  C-string name would cut short.
+ *  @return as ckpt_bundle_reader_read; CKPT_EINVAL also when `entry` is not
+ *          one of `r`'s */
+CKPT_EXTERN(int) ckpt_bundle_reader_read_entry(ckpt_bundle_reader *r,
+                                               const ckpt_tensor_entry *entry,
+                                               void *dst, size_t dst_size);
+
 /** One destination of ckpt_bundle_reader_read_many. */
 typedef struct ckpt_read_request {
     const char *name; /**< the tensor */
@@ -242,6 +251,14 @@ CKPT_EXTERN(void) ckpt_string_array_dispose(ckpt_string_array *a);
 CKPT_EXTERN(int) ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r,
                                                  const char *name,
                                                  ckpt_string_array *out);
+
+/** ckpt_bundle_reader_read_strings of `entry` (one of `r`'s entries), for
+ *  names that hold a NUL byte.
+ *  @return as ckpt_bundle_reader_read_strings; CKPT_EINVAL also when
+ *          `entry` is not one of `r`'s */
+CKPT_EXTERN(int) ckpt_bundle_reader_read_strings_entry(
+    ckpt_bundle_reader *r, const ckpt_tensor_entry *entry,
+    ckpt_string_array *out);
 
 /** Read the raw record of `entry` (as stored, before any byte swapping)
  *  into `out` (appended), verifying its CRC unless checksums are skipped. */

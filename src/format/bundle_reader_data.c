@@ -80,13 +80,9 @@ int ckpt__bundle_reader_locate(ckpt_bundle_reader *r,
                                struct ckpt__bundle_shard **out)
 {
     ckpt__shown_name sn;
-    int err;
-    if (e->num_slices > 0)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "%s: tensor '%s': partitioned tensor (%d slices) "
-                           "not supported",
-                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
-                           e->num_slices);
+    int err = ckpt__bundle_reader_has_record(r, e);
+    if (err < 0)
+        return err;
     if (e->shard_id < 0 || e->shard_id >= r->num_shards || e->offset < 0 ||
         e->size < 0 || e->offset > INT64_MAX - e->size)
         return ckpt__error(CKPT_EINVAL, "%s: tensor '%s': bad entry",

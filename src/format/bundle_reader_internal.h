@@ -147,6 +147,11 @@ int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
                                     ckpt_bundle_reader *r,
                                     const ckpt_tensor_entry *e);
 
+/* 0 when `e` has a record of its own, else (a partitioned tensor's full
+ * entry) CKPT_ENOTSUP naming the tensor. */
+int ckpt__bundle_reader_has_record(const ckpt_bundle_reader *r,
+                                   const ckpt_tensor_entry *e);
+
 /* 0 when `e` is one of r's entries, else CKPT_EINVAL naming the public
  * call `call` and the index. */
 int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,

@@ -148,40 +148,14 @@ int ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
     return ckpt__bundle_reader_load_record(r, entry, out, !r->skip_crc);
 }
 
-/* Entry `name` for a read, or an error naming what is wrong. */
-static int find_for_read(const ckpt_tensor_entry **out, ckpt_bundle_reader *r,
-                         const char *name)
+/* Whether entry `e` is a fixed-size tensor that may be read into `dst` of
+ * `dst_size` bytes: 0, or an error naming what is wrong. */
+static int check_read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                             const void *dst, size_t dst_size)
 {
-    ckpt__shown_name sn;
-    int err = ckpt_bundle_reader_find(out, r, name);
-    if (err < 0)
-        return err;
-    if ((*out)->num_slices > 0)
-        return ckpt__error(CKPT_ENOTSUP,
-                           "%s: tensor '%s': partitioned tensor (%d slices) "
-                           "not supported",
-                           r->index_path.ptr,
-                           ckpt__bundle_entry_shown(&sn, *out),
-                           (*out)->num_slices);
-    return 0;
-}
-
-/* The entry of a fixed-size tensor `name` that may be read into `dst` of
- * `dst_size` bytes, or an error naming what is wrong. */
-int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
-                                    ckpt_bundle_reader *r, const char *name,
-                                    const void *dst, size_t dst_size)
-{
-    const ckpt_tensor_entry *e;
     ckpt__shown_name sn;
     uint64_t want;
-    int err;
 
-    if (!name)
-        return ckpt__error(CKPT_EINVAL, "bundle read: NULL tensor name");
-    err = ckpt_bundle_reader_find(&e, r, name);
-    if (err < 0)
-        return err;
     if (e->dtype == CKPT_DT_STRING && e->num_slices > 0)
         return ckpt__error(CKPT_ENOTSUP,
                            "%s: tensor '%s': partitioned string tensor (%d "
@@ -217,8 +191,26 @@ int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
                            "tensor has %llu",
                            r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                            dst_size, (unsigned long long)want);
-    *out = e;
     return 0;
+}
+
+/* The entry of a fixed-size tensor `name` that may be read into `dst` of
+ * `dst_size` bytes, or an error naming what is wrong. */
+int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
+                                    ckpt_bundle_reader *r, const char *name,
+                                    const void *dst, size_t dst_size)
+{
+    const ckpt_tensor_entry *e;
+    int err;
+
+    if (!name)
+        return ckpt__error(CKPT_EINVAL, "bundle read: NULL tensor name");
+    err = ckpt_bundle_reader_find(&e, r, name);
+    if (err == 0)
+        err = check_read_target(r, e, dst, dst_size);
+    if (err == 0)
+        *out = e;
+    return err;
 }
 
 /* What the partitioned-tensor code needs to read `e`. */
@@ -247,6 +239,19 @@ int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
                            r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                            ckpt__dtype_label(e->dtype));
     return ckpt__bundle_reader_partitioned_read_of(pr, r, e);
+}
+
+int ckpt__bundle_reader_has_record(const ckpt_bundle_reader *r,
+                                   const ckpt_tensor_entry *e)
+{
+    ckpt__shown_name sn;
+    if (e->num_slices > 0)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "%s: tensor '%s': partitioned tensor (%d slices) "
+                           "not supported",
+                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
+                           e->num_slices);
+    return 0;
 }
 
 int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
@@ -296,6 +301,15 @@ int ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
     return err;
 }
 
+/* Read the checked target `e`: assembled, or its record. */
+static int read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                       void *dst, size_t dst_size)
+{
+    if (e->num_slices > 0)
+        return ckpt__bundle_reader_read_partitioned(r, e, dst, dst_size);
+    return ckpt__bundle_reader_read_checked(r, e, dst);
+}
+
 int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
                             size_t dst_size)
 {
@@ -307,9 +321,23 @@ int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
     err = ckpt__bundle_reader_read_target(&e, r, name, dst, dst_size);
     if (err < 0)
         return err;
-    if (e->num_slices > 0)
-        return ckpt__bundle_reader_read_partitioned(r, e, dst, dst_size);
-    return ckpt__bundle_reader_read_checked(r, e, dst);
+    return read_target(r, e, dst, dst_size);
+}
+
+int ckpt_bundle_reader_read_entry(ckpt_bundle_reader *r,
+                                  const ckpt_tensor_entry *entry, void *dst,
+                                  size_t dst_size)
+{
+    int err;
+
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_read_entry");
+    if (err == 0)
+        err = check_read_target(r, entry, dst, dst_size);
+    if (err < 0)
+        return err;
+    return read_target(r, entry, dst, dst_size);
 }
 
 void ckpt_string_array_dispose(ckpt_string_array *a)
@@ -372,18 +400,12 @@ done:
     return 0;
 }
 
-int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
-                                    ckpt_string_array *out)
+/* Read the string tensor `e` (found by name or given). */
+static int read_strings_of(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                           ckpt_string_array *out)
 {
-    const ckpt_tensor_entry *e;
     ckpt__shown_name sn;
-    int err;
-
-    CKPT__CHECK_ARG(out);
-    memset(out, 0, sizeof(*out));
-    CKPT__CHECK_ARG(r);
-    CKPT__CHECK_ARG(name);
-    err = find_for_read(&e, r, name);
+    int err = ckpt__bundle_reader_has_record(r, e);
     if (err < 0)
         return err;
     if (e->dtype != CKPT_DT_STRING)
@@ -392,4 +414,37 @@ int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
                            r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                            ckpt__dtype_label(e->dtype));
     return ckpt__bundle_reader_read_strings_entry(r, e, out, !r->skip_crc);
+}
+
+int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
+                                    ckpt_string_array *out)
+{
+    const ckpt_tensor_entry *e;
+    int err;
+
+    CKPT__CHECK_ARG(out);
+    memset(out, 0, sizeof(*out));
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(name);
+    err = ckpt_bundle_reader_find(&e, r, name);
+    if (err < 0)
+        return err;
+    return read_strings_of(r, e, out);
+}
+
+int ckpt_bundle_reader_read_strings_entry(ckpt_bundle_reader *r,
+                                          const ckpt_tensor_entry *entry,
+                                          ckpt_string_array *out)
+{
+    int err;
+
+    CKPT__CHECK_ARG(out);
+    memset(out, 0, sizeof(*out));
+    CKPT__CHECK_ARG(r);
+    CKPT__CHECK_ARG(entry);
+    err = ckpt__bundle_reader_owns(r, entry,
+                                   "ckpt_bundle_reader_read_strings_entry");
+    if (err < 0)
+        return err;
+    return read_strings_of(r, entry, out);
 }

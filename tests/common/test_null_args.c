@@ -191,6 +191,18 @@ static void test_bundle_null_args(void **state)
                     "ckpt_bundle_reader_read_record: out is NULL");
     EXPECT_NULL_ARG(ckpt_bundle_reader_verify(NULL),
                     "ckpt_bundle_reader_verify: r is NULL");
+    EXPECT_NULL_ARG(ckpt_bundle_reader_read_entry(NULL, e, f->w, sizeof(f->w)),
+                    "ckpt_bundle_reader_read_entry: r is NULL");
+    EXPECT_NULL_ARG(
+        ckpt_bundle_reader_read_entry(f->reader, NULL, f->w, sizeof(f->w)),
+        "ckpt_bundle_reader_read_entry: entry is NULL");
+    EXPECT_NULL_ARG(ckpt_bundle_reader_read_strings_entry(f->reader, e, NULL),
+                    "ckpt_bundle_reader_read_strings_entry: out is NULL");
+    EXPECT_NULL_ARG(ckpt_bundle_reader_read_strings_entry(NULL, e, &strings),
+                    "ckpt_bundle_reader_read_strings_entry: r is NULL");
+    EXPECT_NULL_ARG(
+        ckpt_bundle_reader_read_strings_entry(f->reader, NULL, &strings),
+        "ckpt_bundle_reader_read_strings_entry: entry is NULL");
     {
         uint64_t bytes = 1;
         ckpt_record_stream *s = NULL;

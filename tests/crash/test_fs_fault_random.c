@@ -26,18 +26,9 @@ static ckpt_fs_fault *new_fault_fs(void)
     return ff;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static int exists(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     struct stat st;
     int e = stat(p, &st) == 0;
     free(p);
@@ -65,8 +56,8 @@ static void write_chunks(const ckpt_fs *fs, const char *path,
 static void test_trace_records_ops(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *a = path_in(dir, "a");
-    char *b = path_in(dir, "b");
+    char *a = test_path(dir, "a");
+    char *b = test_path(dir, "b");
     ckpt_fs_fault *ff = NULL;
     const ckpt_fs *fs;
     const ckpt_fs_fault_event *e;
@@ -134,7 +125,7 @@ static const char *const k_chunks[] = {"synced-part|", "BBBB", "CCCCCC", "DD"};
 static void test_random_writes(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *p = path_in(dir, "f");
+    char *p = test_path(dir, "f");
     size_t offs[NCHUNKS + 1] = {0};
     int seen_len[NCHUNKS] = {0};
     int seen_hole = 0;
@@ -194,9 +185,9 @@ static void test_random_writes(void **state)
  * "old" durably) without a directory sync; plus an unrelated new file. */
 static void rename_case(const char *dir, uint64_t seed, char *out, size_t n)
 {
-    char *tmp = path_in(dir, "t.tmp");
-    char *fin = path_in(dir, "final");
-    char *other = path_in(dir, "other");
+    char *tmp = test_path(dir, "t.tmp");
+    char *fin = test_path(dir, "final");
+    char *other = test_path(dir, "other");
     const char *const newdata[] = {"new"};
     ckpt_fs_fault *ff = NULL;
     const ckpt_fs *fs;
@@ -255,8 +246,8 @@ static void test_random_dir_changes(void **state)
 static void test_random_respects_sync_dir(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *a = path_in(dir, "a");
-    char *r = path_in(dir, "r");
+    char *a = test_path(dir, "a");
+    char *r = test_path(dir, "r");
     const char *const data[] = {"durable"};
     int seen_removed[2] = {0, 0};
     (void)state;
@@ -299,9 +290,9 @@ static void test_random_respects_sync_dir(void **state)
 static void test_drop_data_keeps_entries(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *tmp = path_in(dir, "t.tmp");
-    char *fin = path_in(dir, "final");
-    char *r = path_in(dir, "r");
+    char *tmp = test_path(dir, "t.tmp");
+    char *fin = test_path(dir, "final");
+    char *r = test_path(dir, "r");
     const char *const data[] = {"synced", "-lost"};
     ckpt_fs_fault *ff;
     const ckpt_fs *fs;
@@ -333,7 +324,7 @@ static void test_drop_data_keeps_entries(void **state)
 static void test_random_needs_closed_files(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *a = path_in(dir, "a");
+    char *a = test_path(dir, "a");
     ckpt_fs_fault *ff = NULL;
     const ckpt_fs *fs;
     ckpt_file *f = NULL;

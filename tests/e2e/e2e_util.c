@@ -355,15 +355,6 @@ int64_t e2e_latest_step(const char *dir, char **prefix_out)
     return step;
 }
 
-char *e2e_path(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 void e2e_expect_contains(const char *what, const char *hay, const char *needle,
                          int want)
 {

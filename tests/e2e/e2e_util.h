@@ -102,9 +102,6 @@ int e2e_count_files(const char *dir, const char *suffix);
  * of the prefix, or NULL. */
 int64_t e2e_latest_step(const char *dir, char **prefix_out);
 
-/* "<dir>/<name>" malloc'd. */
-char *e2e_path(const char *dir, const char *name);
-
 /* Sleep `ms` milliseconds. */
 void e2e_sleep_ms(double ms);
 

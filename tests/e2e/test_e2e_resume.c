@@ -103,7 +103,7 @@ static int verify_every_checkpoint(const char *dir)
     }
     assert_ckpt_ok(err);
     for (size_t i = 0; i < st.num_paths; i++) {
-        char *prefix = e2e_path(dir, st.all_paths[i]);
+        char *prefix = test_path(dir, st.all_paths[i]);
         ckpt_cli("verify", prefix, 0);
         free(prefix);
         n++;
@@ -129,7 +129,7 @@ static void expect_restore_line(const watch *w, const char *out,
 static void test_kill_and_resume_exactly(void **state)
 {
     char *root = test_make_temp_dir();
-    char *dir_a = e2e_path(root, "a"), *dir_b = e2e_path(root, "b");
+    char *dir_a = test_path(root, "a"), *dir_b = test_path(root, "b");
     const char *seed_env = getenv("CKPT_E2E_SEED");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 0x5eedu;
     int restores = 0, late_kills = 0;

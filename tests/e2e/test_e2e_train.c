@@ -238,7 +238,7 @@ static void test_sigint(void **state)
 static void test_mode_none(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *sub = e2e_path(dir, "none/deeper");
+    char *sub = test_path(dir, "none/deeper");
     e2e_summary s;
     e2e_proc p;
     (void)state;
@@ -267,10 +267,10 @@ static void test_mode_none(void **state)
 static void test_mode_sync_same_as_async(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *sync_dir = e2e_path(dir, "sync");
-    char *async_dir = e2e_path(dir, "async");
-    char *skip_dir = e2e_path(dir, "skip");
-    char *other_dir = e2e_path(dir, "other");
+    char *sync_dir = test_path(dir, "sync");
+    char *async_dir = test_path(dir, "async");
+    char *skip_dir = test_path(dir, "skip");
+    char *other_dir = test_path(dir, "other");
     e2e_summary s;
     e2e_proc p;
     (void)state;
@@ -295,8 +295,8 @@ static void test_mode_sync_same_as_async(void **state)
         char name[64];
         char *a, *b;
         snprintf(name, sizeof(name), "model.ckpt-%d", step);
-        a = e2e_path(sync_dir, name);
-        b = e2e_path(async_dir, name);
+        a = test_path(sync_dir, name);
+        b = test_path(async_dir, name);
         CKPT(&p, "diff", a, b);
         e2e_expect_exit(&p, 0);
         e2e_expect_contains("ckpt diff", p.out, ": equal, 20 tensors", 1);
@@ -309,7 +309,7 @@ static void test_mode_sync_same_as_async(void **state)
     e2e_proc_free(&p);
     /* and diff does see a difference between steps */
     {
-        char *a = e2e_path(sync_dir, "model.ckpt-250");
+        char *a = test_path(sync_dir, "model.ckpt-250");
         CKPT(&p, "diff", a, async_dir);
         e2e_expect_exit(&p, 1);
         e2e_expect_contains("ckpt diff", p.out,
@@ -340,8 +340,8 @@ static void test_mode_sync_same_as_async(void **state)
 static void test_usage_and_bad_dir(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *file = e2e_path(dir, "a-file");
-    char *below = e2e_path(file, "below");
+    char *file = test_path(dir, "a-file");
+    char *below = test_path(file, "below");
     char want[512];
     e2e_proc p;
     (void)state;
@@ -389,7 +389,7 @@ static void test_usage_and_bad_dir(void **state)
 static void test_save_fails_read_only_dir(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *run = e2e_path(dir, "run");
+    char *run = test_path(dir, "run");
     uid_t uid = 0;
     e2e_summary s;
     e2e_proc p;
@@ -501,7 +501,7 @@ static void test_save_fails_full_tmpfs(void **state)
     }
     m->mounted = 1;
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-        char *run = e2e_path(m->dir, modes[i]);
+        char *run = test_path(m->dir, modes[i]);
         char want[512];
         e2e_summary s;
         e2e_proc p;

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *bt_path(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -70,80 +61,75 @@ void bt_write_table(const char *path, const bt_kv *kvs, size_t n)
     assert_ckpt_ok(fs->close(f, fs->payload));
 }
 
-/* block bytes + trailer (type 0, masked CRC of block || type) */
-static void put_block(ckpt_buf *file, const ckpt_buf *block)
+void bt_block(ckpt_buf *out, const bt_kv *kvs, size_t n)
 {
-    uint8_t type = 0;
-    uint32_t crc =
-        ckpt__crc32c_extend(ckpt__crc32c(block->ptr, block->size), &type, 1);
-    assert_ckpt_ok(ckpt__buf_put(file, block->ptr, block->size));
-    assert_ckpt_ok(ckpt__buf_put(file, &type, 1));
+    ckpt_buf restarts = CKPT_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        assert_ckpt_ok(ckpt__put_fixed32(&restarts, (uint32_t)out->size));
+        assert_ckpt_ok(ckpt__put_varint32(out, 0));
+        assert_ckpt_ok(ckpt__put_varint32(out, (uint32_t)kvs[i].key_len));
+        assert_ckpt_ok(ckpt__put_varint32(out, (uint32_t)kvs[i].value_len));
+        assert_ckpt_ok(ckpt__buf_put(out, kvs[i].key, kvs[i].key_len));
+        assert_ckpt_ok(ckpt__buf_put(out, kvs[i].value, kvs[i].value_len));
+    }
+    if (n == 0)
+        assert_ckpt_ok(ckpt__put_fixed32(&restarts, 0));
+    assert_ckpt_ok(ckpt__buf_put(out, restarts.ptr, restarts.size));
+    assert_ckpt_ok(ckpt__put_fixed32(out, n ? (uint32_t)n : 1));
+    ckpt_buf_dispose(&restarts);
+}
+
+void bt_put_block(ckpt_buf *file, const void *block, size_t n, int type,
+                  ckpt_buf *handle)
+{
+    uint8_t t = (uint8_t)type;
+    uint32_t crc = ckpt__crc32c_extend(ckpt__crc32c(block, n), &t, 1);
+    if (handle) {
+        assert_ckpt_ok(ckpt__put_varint64(handle, file->size));
+        assert_ckpt_ok(ckpt__put_varint64(handle, n));
+    }
+    assert_ckpt_ok(ckpt__buf_put(file, block, n));
+    assert_ckpt_ok(ckpt__buf_put(file, &t, 1));
     assert_ckpt_ok(ckpt__put_fixed32(file, ckpt__crc32c_mask(crc)));
+}
+
+void bt_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
+                   const ckpt_buf *index_handle)
+{
+    static const uint8_t zeros[40];
+    size_t start = file->size;
+    assert_ckpt_ok(ckpt__buf_put(file, meta_handle->ptr, meta_handle->size));
+    assert_ckpt_ok(ckpt__buf_put(file, index_handle->ptr, index_handle->size));
+    assert_ckpt_ok(ckpt__buf_put(file, zeros, 40 - (file->size - start)));
+    assert_ckpt_ok(ckpt__put_fixed64(file, CKPT__TABLE_MAGIC));
 }
 
 void bt_write_raw_table(const char *path, const bt_kv *kvs, size_t n,
                         const char *index_key)
 {
-    ckpt_buf file = CKPT_BUF_INIT;
-    ckpt_buf block = CKPT_BUF_INIT;
-    ckpt_buf restarts = CKPT_BUF_INIT;
-    ckpt_buf footer = CKPT_BUF_INIT;
-    ckpt_buf handle = CKPT_BUF_INIT;
-    uint64_t meta_off, meta_size, index_off, index_size;
-    size_t klen = strlen(index_key);
+    ckpt_buf file = CKPT_BUF_INIT, block = CKPT_BUF_INIT;
+    ckpt_buf data_handle = CKPT_BUF_INIT, meta_handle = CKPT_BUF_INIT;
+    ckpt_buf index_handle = CKPT_BUF_INIT;
+    bt_kv index_entry;
 
-    for (size_t i = 0; i < n; i++) {
-        assert_ckpt_ok(ckpt__put_fixed32(&restarts, (uint32_t)block.size));
-        assert_ckpt_ok(ckpt__put_varint32(&block, 0));
-        assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)kvs[i].key_len));
-        assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)kvs[i].value_len));
-        assert_ckpt_ok(ckpt__buf_put(&block, kvs[i].key, kvs[i].key_len));
-        assert_ckpt_ok(ckpt__buf_put(&block, kvs[i].value, kvs[i].value_len));
-    }
-    if (n == 0)
-        assert_ckpt_ok(ckpt__put_fixed32(&restarts, 0));
-    assert_ckpt_ok(ckpt__buf_put(&block, restarts.ptr, restarts.size));
-    assert_ckpt_ok(ckpt__put_fixed32(&block, n ? (uint32_t)n : 1));
-    uint64_t data_size = block.size;
-    put_block(&file, &block);
-
-    /* empty metaindex */
+    bt_block(&block, kvs, n);
+    bt_put_block(&file, block.ptr, block.size, 0, &data_handle);
+    ckpt__buf_clear(&block); /* an empty metaindex */
+    bt_block(&block, NULL, 0);
+    bt_put_block(&file, block.ptr, block.size, 0, &meta_handle);
+    /* the index: one entry, index_key -> the data block */
+    index_entry = (bt_kv){index_key, strlen(index_key), data_handle.ptr,
+                          data_handle.size};
     ckpt__buf_clear(&block);
-    assert_ckpt_ok(ckpt__put_fixed32(&block, 0));
-    assert_ckpt_ok(ckpt__put_fixed32(&block, 1));
-    meta_off = file.size;
-    meta_size = block.size;
-    put_block(&file, &block);
-
-    /* index: one entry, index_key -> handle(0, data_size) */
-    ckpt__buf_clear(&block);
-    assert_ckpt_ok(ckpt__put_varint64(&handle, 0));
-    assert_ckpt_ok(ckpt__put_varint64(&handle, data_size));
-    assert_ckpt_ok(ckpt__put_varint32(&block, 0));
-    assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)klen));
-    assert_ckpt_ok(ckpt__put_varint32(&block, (uint32_t)handle.size));
-    assert_ckpt_ok(ckpt__buf_put(&block, index_key, klen));
-    assert_ckpt_ok(ckpt__buf_put(&block, handle.ptr, handle.size));
-    assert_ckpt_ok(ckpt__put_fixed32(&block, 0));
-    assert_ckpt_ok(ckpt__put_fixed32(&block, 1));
-    index_off = file.size;
-    index_size = block.size;
-    put_block(&file, &block);
-
-    assert_ckpt_ok(ckpt__put_varint64(&footer, meta_off));
-    assert_ckpt_ok(ckpt__put_varint64(&footer, meta_size));
-    assert_ckpt_ok(ckpt__put_varint64(&footer, index_off));
-    assert_ckpt_ok(ckpt__put_varint64(&footer, index_size));
-    while (footer.size < 40)
-        assert_ckpt_ok(ckpt__buf_put(&footer, "", 1));
-    assert_ckpt_ok(ckpt__put_fixed64(&footer, CKPT__TABLE_MAGIC));
-    assert_ckpt_ok(ckpt__buf_put(&file, footer.ptr, footer.size));
+    bt_block(&block, &index_entry, 1);
+    bt_put_block(&file, block.ptr, block.size, 0, &index_handle);
+    bt_put_footer(&file, &meta_handle, &index_handle);
     test_write_file(path, file.ptr, file.size);
     ckpt_buf_dispose(&file);
     ckpt_buf_dispose(&block);
-    ckpt_buf_dispose(&restarts);
-    ckpt_buf_dispose(&footer);
-    ckpt_buf_dispose(&handle);
+    ckpt_buf_dispose(&data_handle);
+    ckpt_buf_dispose(&meta_handle);
+    ckpt_buf_dispose(&index_handle);
 }
 
 void bt_header(ckpt_buf *out, int num_shards, int endianness)
@@ -178,12 +164,29 @@ ckpt__bundle_entry bt_make_entry(int dtype, int64_t dim0, int shard,
     return e;
 }
 
+void bt_fixture_make(bt_fixture *f)
+{
+    f->dir = test_make_temp_dir();
+    f->prefix = test_path(f->dir, "ckpt");
+    f->index = test_path(f->dir, "ckpt.index");
+    f->data0 = test_path(f->dir, "ckpt.data-00000-of-00001");
+    f->state = test_path(f->dir, "checkpoint");
+}
+
+void bt_fixture_remove(bt_fixture *f)
+{
+    free(f->prefix);
+    free(f->index);
+    free(f->data0);
+    free(f->state);
+    test_remove_tree(f->dir);
+}
+
 int bt_setup(void **state)
 {
     bt_fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = bt_path(f->dir, "ckpt");
+    bt_fixture_make(f);
     *state = f;
     return 0;
 }
@@ -191,8 +194,7 @@ int bt_setup(void **state)
 int bt_teardown(void **state)
 {
     bt_fixture *f = *state;
-    free(f->prefix);
-    test_remove_tree(f->dir);
+    bt_fixture_remove(f);
     free(f);
     return 0;
 }

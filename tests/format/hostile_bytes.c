@@ -18,33 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *hb_join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-void hb_dir_make(hb_dir *d)
-{
-    d->dir = test_make_temp_dir();
-    d->prefix = hb_join(d->dir, "ckpt");
-    d->index = hb_join(d->dir, "ckpt.index");
-    d->data0 = hb_join(d->dir, "ckpt.data-00000-of-00001");
-    d->state = hb_join(d->dir, "checkpoint");
-}
-
-void hb_dir_remove(hb_dir *d)
-{
-    free(d->prefix);
-    free(d->index);
-    free(d->data0);
-    free(d->state);
-    test_remove_tree(d->dir);
-}
-
 static void put(ckpt_buf *b, const void *p, size_t n)
 {
     assert_int_equal(ckpt__buf_put(b, p, n), 0);
@@ -131,80 +104,28 @@ void hb_entry(ckpt_buf *out, int dtype, const int64_t *dims, int rank,
     ckpt_buf_dispose(&dim);
 }
 
-void hb_block(ckpt_buf *out, const ckpt_buf *keys, const ckpt_buf *values,
-              size_t n)
-{
-    uint32_t *restarts = calloc(n ? n : 1, sizeof(*restarts));
-    assert_non_null(restarts);
-    for (size_t i = 0; i < n; i++) {
-        restarts[i] = (uint32_t)out->size;
-        hb_varint(out, 0);
-        hb_varint(out, keys[i].size);
-        hb_varint(out, values[i].size);
-        put(out, keys[i].ptr, keys[i].size);
-        put(out, values[i].ptr, values[i].size);
-    }
-    for (size_t i = 0; i < n; i++)
-        hb_fixed32(out, restarts[i]);
-    if (n == 0)
-        hb_fixed32(out, 0);
-    hb_fixed32(out, n ? (uint32_t)n : 1);
-    free(restarts);
-}
-
-void hb_put_block(ckpt_buf *file, const void *block, size_t n, int type,
-                  ckpt_buf *handle)
-{
-    uint8_t t = (uint8_t)type;
-    uint32_t crc = ckpt__crc32c_extend(ckpt__crc32c(block, n), &t, 1);
-    if (handle) {
-        hb_varint(handle, file->size);
-        hb_varint(handle, n);
-    }
-    put(file, block, n);
-    put(file, &t, 1);
-    hb_fixed32(file, ckpt__crc32c_mask(crc));
-}
-
-void hb_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
-                   const ckpt_buf *index_handle)
-{
-    static const uint8_t zeros[40];
-    size_t start = file->size;
-    put(file, meta_handle->ptr, meta_handle->size);
-    put(file, index_handle->ptr, index_handle->size);
-    put(file, zeros, 40 - (file->size - start));
-    hb_fixed64(file, 0xdb4775248b80fb57ull);
-}
-
 void hb_write_repeated_handles(const char *path, const void *block,
                                size_t block_len, int type, size_t n)
 {
     ckpt_buf file = CKPT_BUF_INIT, handle = CKPT_BUF_INIT;
     ckpt_buf meta = CKPT_BUF_INIT, mh = CKPT_BUF_INIT, ih = CKPT_BUF_INIT;
     ckpt_buf index = CKPT_BUF_INIT;
-    ckpt_buf *keys = calloc(n, sizeof(*keys));
-    ckpt_buf *values = calloc(n, sizeof(*values));
-    assert_true(keys && values);
-    hb_put_block(&file, block, block_len, type, &handle);
+    char(*keys)[32] = calloc(n, sizeof(*keys));
+    bt_kv *kvs = calloc(n, sizeof(*kvs));
+    assert_true(keys && kvs);
+    bt_put_block(&file, block, block_len, type, &handle);
     for (size_t i = 0; i < n; i++) {
-        char k[32];
-        snprintf(k, sizeof(k), "k%08zu", i);
-        put(&keys[i], k, strlen(k));
-        put(&values[i], handle.ptr, handle.size);
+        snprintf(keys[i], sizeof(keys[i]), "k%08zu", i);
+        kvs[i] = (bt_kv){keys[i], strlen(keys[i]), handle.ptr, handle.size};
     }
-    hb_block(&meta, NULL, NULL, 0);
-    hb_put_block(&file, meta.ptr, meta.size, 0, &mh);
-    hb_block(&index, keys, values, n);
-    hb_put_block(&file, index.ptr, index.size, 0, &ih);
-    hb_put_footer(&file, &mh, &ih);
+    bt_block(&meta, NULL, 0);
+    bt_put_block(&file, meta.ptr, meta.size, 0, &mh);
+    bt_block(&index, kvs, n);
+    bt_put_block(&file, index.ptr, index.size, 0, &ih);
+    bt_put_footer(&file, &mh, &ih);
     test_write_file(path, file.ptr, file.size);
-    for (size_t i = 0; i < n; i++) {
-        ckpt_buf_dispose(&keys[i]);
-        ckpt_buf_dispose(&values[i]);
-    }
     free(keys);
-    free(values);
+    free(kvs);
     ckpt_buf_dispose(&file);
     ckpt_buf_dispose(&handle);
     ckpt_buf_dispose(&meta);

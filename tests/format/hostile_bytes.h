@@ -18,21 +18,6 @@
 
 #include <stdint.h>
 
-/* ---- the files of one test ----------------------------------------------- */
-
-/* A fresh temporary directory and the paths of a one-shard bundle "ckpt"
- * in it, with its state file; hb_dir_remove deletes the tree. */
-typedef struct hb_dir {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-    char *index;
-    char *data0;
-    char *state; /* <dir>/checkpoint */
-} hb_dir;
-
-void hb_dir_make(hb_dir *d);
-void hb_dir_remove(hb_dir *d);
-
 /* ---- protos -------------------------------------------------------------- */
 
 void hb_varint(ckpt_buf *b, uint64_t v);
@@ -51,21 +36,6 @@ void hb_entry(ckpt_buf *out, int dtype, const int64_t *dims, int rank,
               const int64_t *slice_lengths);
 
 /* ---- tables -------------------------------------------------------------- */
-
-/* A block of `n` entries keys[i] -> values[i] (keys as given, in order),
- * one restart point per entry. */
-void hb_block(ckpt_buf *out, const ckpt_buf *keys, const ckpt_buf *values,
-              size_t n);
-
-/* Append `block` to `file` with its trailer (type 0 or 1 = Snappy,
- * masked CRC32C of the stored bytes and the type); the block's handle
- * (offset, size) is appended to `handle` when not NULL. */
-void hb_put_block(ckpt_buf *file, const void *block, size_t n, int type,
-                  ckpt_buf *handle);
-
-/* Append the footer naming the two handles. */
-void hb_put_footer(ckpt_buf *file, const ckpt_buf *meta_handle,
-                   const ckpt_buf *index_handle);
 
 /* An index file at `path` whose index block has `n` entries ("k00000000",
  * ...) all naming one data block, `block` of `block_len` bytes stored as

@@ -13,35 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fixture {
-    char *dir;
-    char *prefix; /* <dir>/ckpt */
-    char *index;  /* <dir>/ckpt.index */
-    char *data0;  /* <dir>/ckpt.data-00000-of-00001 */
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
-    f->prefix = bt_path(f->dir, "ckpt");
-    f->index = bt_path(f->dir, "ckpt.index");
-    f->data0 = bt_path(f->dir, "ckpt.data-00000-of-00001");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    free(f->prefix);
-    free(f->index);
-    free(f->data0);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
-}
+typedef bt_fixture fixture;
 
 /* ---- building bad bundles ---------------------------------------------------
  */
@@ -508,7 +480,7 @@ static void test_missing_shard(void **state)
         bt_make_entry(CKPT_DT_FLOAT, -1, 0, 0, 4, masked_crc(&x, 4));
     ckpt__bundle_entry b =
         bt_make_entry(CKPT_DT_FLOAT, -1, 1, 0, 4, masked_crc(&y, 4));
-    char *data0 = bt_path(f->dir, "ckpt.data-00000-of-00002");
+    char *data0 = test_path(f->dir, "ckpt.data-00000-of-00002");
     ckpt_bundle_reader *r;
     float got = 0;
     bt_kv kvs[2];
@@ -898,7 +870,7 @@ static void test_big_endian_bundle(void **state)
     ckpt_buf_dispose(&v2);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
 {

@@ -97,7 +97,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     f->dir = test_make_temp_dir();
-    f->prefix = bt_path(f->dir, "ckpt");
+    f->prefix = test_path(f->dir, "ckpt");
     aligned_fs_init(&f->afs, CKPT_FS_VERSION);
     *state = f;
     return 0;

@@ -52,7 +52,7 @@ static ckpt_bundle_reader *open_reader(const char *prefix)
 
 static uint8_t *read_named(const char *dir, const char *name, size_t *n)
 {
-    char *p = bt_path(dir, name);
+    char *p = test_path(dir, name);
     uint8_t *data = test_read_file(p, n);
     free(p);
     return data;
@@ -344,6 +344,14 @@ static void test_strings_varied(void **state)
     /* 300 needs a two-byte varint: 1+1+1+2 + 4 + 306 */
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "four"));
     assert_int_equal(e->size, 5 + 4 + 306);
+    /* by its entry: the same elements */
+    assert_ckpt_ok(ckpt_bundle_reader_read_strings_entry(r, e, &a));
+    assert_int_equal(a.count, 4);
+    assert_int_equal(a.strings[1].len, sizeof(bin));
+    assert_memory_equal(a.strings[1].ptr, bin, sizeof(bin));
+    assert_int_equal(a.strings[3].len, 300);
+    assert_memory_equal(a.strings[3].ptr, big, 300);
+    ckpt_string_array_dispose(&a);
 
     assert_ckpt_ok(ckpt_bundle_reader_read_strings(r, "none", &a));
     assert_int_equal(a.count, 0);
@@ -367,6 +375,9 @@ static void test_strings_varied(void **state)
 
     /* wrong-kind reads */
     assert_ckpt_error(ckpt_bundle_reader_read(r, "hello", big, 10),
+                      CKPT_ENOTSUP, "'hello'");
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "hello"));
+    assert_ckpt_error(ckpt_bundle_reader_read_entry(r, e, big, 10),
                       CKPT_ENOTSUP, "'hello'");
     ckpt_bundle_reader_free(r);
     ckpt_buf_dispose(&rec);
@@ -838,7 +849,7 @@ static void test_open_errors(void **state)
     ckpt_bundle_writer *w = (ckpt_bundle_writer *)1;
     ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     ckpt_bundle_reader *r = (ckpt_bundle_reader *)1;
-    char *missing = bt_path(f->dir, "no/such/dir/ckpt");
+    char *missing = test_path(f->dir, "no/such/dir/ckpt");
     assert_ckpt_error(ckpt_bundle_writer_open(&w, missing, NULL),
                       CKPT_ENOTFOUND, "no/such/dir");
     assert_null(w);
@@ -973,7 +984,7 @@ static void test_reader_api_errors(void **state)
 static void test_add_record_copies_bundle(void **state)
 {
     fixture *f = *state;
-    char *prefix2 = bt_path(f->dir, "copy");
+    char *prefix2 = test_path(f->dir, "copy");
     ckpt_bundle_reader *r, *r2;
     ckpt_bundle_writer *w;
     ckpt_buf rec = CKPT_BUF_INIT;
@@ -1317,7 +1328,7 @@ static void test_leveldb_reads_our_index(void **state)
 {
 #ifdef CKPT_LEVELDB_DUMP
     fixture *f = *state;
-    char *index = bt_path(f->dir, "ckpt.index");
+    char *index = test_path(f->dir, "ckpt.index");
     ckpt_buf ours = CKPT_BUF_INIT;
     ckpt_buf theirs = CKPT_BUF_INIT;
     char cmd[4096];

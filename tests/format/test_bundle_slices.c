@@ -446,6 +446,20 @@ static void test_roundtrip_rows(void **state)
         ckpt_string_array a;
         assert_ckpt_error(ckpt_bundle_reader_read_strings(r, "w", &a),
                           CKPT_ENOTSUP, "'w': partitioned tensor");
+        assert_ckpt_error(ckpt_bundle_reader_read_strings_entry(r, e, &a),
+                          CKPT_ENOTSUP, "'w': partitioned tensor");
+    }
+    /* by its entry: the same assembly and the same checks */
+    memset(got, 0, sizeof(got));
+    assert_ckpt_ok(ckpt_bundle_reader_read_entry(r, e, got, sizeof(got)));
+    assert_memory_equal(got, W, sizeof(W));
+    assert_ckpt_error(ckpt_bundle_reader_read_entry(r, e, got, sizeof(got) - 4),
+                      CKPT_EINVAL, "tensor 'w': destination of 44 bytes");
+    {
+        ckpt_tensor_entry copy = *e; /* not one of the reader's entries */
+        assert_ckpt_error(
+            ckpt_bundle_reader_read_entry(r, &copy, got, sizeof(got)),
+            CKPT_EINVAL, "ckpt_bundle_reader_read_entry: the entry is not one");
     }
     assert_ckpt_ok(ckpt_bundle_reader_verify(r));
     ckpt_bundle_reader_free(r);
@@ -1114,7 +1128,7 @@ static void test_leveldb_reads_slice_keys(void **state)
 {
 #ifdef CKPT_LEVELDB_DUMP
     fixture *f = *state;
-    char *index = bt_path(f->dir, "ckpt.index");
+    char *index = test_path(f->dir, "ckpt.index");
     ckpt_buf ours = CKPT_BUF_INIT, theirs = CKPT_BUF_INIT;
     ckpt_bundle_writer *w = open_writer(f->prefix, 1);
     ckpt_shape full = shape2(300, 1);

@@ -30,25 +30,16 @@ static char *format_state(const ckpt_state *st)
     return s;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void touch(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     test_write_file(p, "", 0);
     free(p);
 }
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     test_write_file(p, text, strlen(text));
     free(p);
 }
@@ -64,7 +55,7 @@ static void round_trip_vector(const char *vector, ckpt_state *st)
     ckpt_buf out = CKPT_BUF_INIT;
     if (!dir)
         return;
-    path = path_in(dir, "checkpoint");
+    path = test_path(dir, "checkpoint");
     bytes = test_read_file(path, &n);
     assert_non_null(bytes);
     assert_ckpt_ok(ckpt_state_parse(st, (const char *)bytes, n, path));
@@ -151,7 +142,7 @@ static void test_tf_read_and_latest(void **state)
         assert_ckpt_ok(ckpt_state_read(&st, NULL, dir));
         assert_string_equal(st.model_checkpoint_path, cases[i].latest);
         assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
-        want = path_in(dir, cases[i].latest);
+        want = test_path(dir, cases[i].latest);
         assert_string_equal(latest.ptr, want);
         free(want);
         ckpt_buf_dispose(&latest);
@@ -562,7 +553,7 @@ static void test_write_then_read(void **state)
     double ts[] = {1673735799.685766, 1673735913.0};
     ckpt_state st = {"ckpt-2", paths, 2, ts, 2, 1673735591.495455};
     ckpt_state back = CKPT_STATE_INIT;
-    char *file = path_in(dir, "checkpoint");
+    char *file = test_path(dir, "checkpoint");
     const char *want = "model_checkpoint_path: \"ckpt-2\"\n"
                        "all_model_checkpoint_paths: \"ckpt-1\"\n"
                        "all_model_checkpoint_paths: \"ckpt-2\"\n"
@@ -606,7 +597,7 @@ static void test_write_then_read(void **state)
 static void test_write_refuses_state_file_as_model(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *abs = path_in(dir, "checkpoint");
+    char *abs = test_path(dir, "checkpoint");
     ckpt_state rel = {"checkpoint", NULL, 0, NULL, 0, 0.0};
     ckpt_state ab = {abs, NULL, 0, NULL, 0, 0.0};
     struct stat sb;
@@ -623,7 +614,7 @@ static void test_write_refuses_state_file_as_model(void **state)
 static void test_read_corrupt_names_file(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *file = path_in(dir, "checkpoint");
+    char *file = test_path(dir, "checkpoint");
     char needle[4200];
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf b = CKPT_BUF_INIT;
@@ -643,7 +634,7 @@ static void test_read_corrupt_names_file(void **state)
 static void test_latest_relative(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *want = path_in(dir, "model.ckpt-1000");
+    char *want = test_path(dir, "model.ckpt-1000");
     ckpt_buf b = CKPT_BUF_INIT;
     (void)state;
     write_text(dir, "checkpoint",
@@ -663,7 +654,7 @@ static void test_latest_absolute(void **state)
 {
     char *dir = test_make_temp_dir();
     char *other = test_make_temp_dir();
-    char *prefix = path_in(other, "model.ckpt-7");
+    char *prefix = test_path(other, "model.ckpt-7");
     char text[4200];
     ckpt_buf b = CKPT_BUF_INIT;
     (void)state;
@@ -685,7 +676,7 @@ static void test_latest_absolute(void **state)
 static void test_latest_falls_back_to_newest_with_index(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *want = path_in(dir, "ckpt-2");
+    char *want = test_path(dir, "ckpt-2");
     char *gone;
     ckpt_buf b = CKPT_BUF_INIT;
     (void)state;
@@ -700,14 +691,14 @@ static void test_latest_falls_back_to_newest_with_index(void **state)
     assert_ckpt_ok(ckpt_latest_checkpoint(&b, NULL, dir));
     assert_string_equal(b.ptr, want);
     free(want);
-    gone = path_in(dir, "ckpt-2.index");
+    gone = test_path(dir, "ckpt-2.index");
     assert_int_equal(remove(gone), 0);
     free(gone);
-    want = path_in(dir, "ckpt-1");
+    want = test_path(dir, "ckpt-1");
     assert_ckpt_ok(ckpt_latest_checkpoint(&b, NULL, dir));
     assert_string_equal(b.ptr, want);
     free(want);
-    gone = path_in(dir, "ckpt-1.index");
+    gone = test_path(dir, "ckpt-1.index");
     assert_int_equal(remove(gone), 0);
     free(gone);
     assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, dir), CKPT_ENOTFOUND,
@@ -719,7 +710,7 @@ static void test_latest_falls_back_to_newest_with_index(void **state)
 static void test_latest_without_state_file(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *missing = path_in(dir, "nope");
+    char *missing = test_path(dir, "nope");
     ckpt_buf b = CKPT_BUF_INIT;
     (void)state;
     touch(dir, "ckpt-1.index");

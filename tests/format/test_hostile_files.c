@@ -31,7 +31,7 @@
 #define TIME_LIMIT 60
 
 typedef struct fixture {
-    hb_dir d; /* the test's directory and file paths */
+    bt_fixture d; /* the test's directory and file paths */
     char msg[2048];
 } fixture;
 
@@ -39,7 +39,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    hb_dir_make(&f->d);
+    bt_fixture_make(&f->d);
     *state = f;
     return 0;
 }
@@ -47,7 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    hb_dir_remove(&f->d);
+    bt_fixture_remove(&f->d);
     free(f);
     return 0;
 }
@@ -241,7 +241,7 @@ static void test_sparse_index_huge_block(void **state)
     hb_varint(&mh, 9 * GIB);
     hb_varint(&ih, 9 * GIB + 100);
     hb_varint(&ih, 10);
-    hb_put_footer(&footer, &mh, &ih);
+    bt_put_footer(&footer, &mh, &ih);
     hb_write_sparse(f->d.index, 10 * GIB, footer.ptr, footer.size);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "block of 9663676416 bytes, more than the limit of "
@@ -511,14 +511,15 @@ static void test_restart_flood_snappy(void **state)
 static void test_repeated_data_block(void **state)
 {
     fixture *f = *state;
-    ckpt_buf block = CKPT_BUF_INIT, key = CKPT_BUF_INIT, value = CKPT_BUF_INIT;
+    ckpt_buf block = CKPT_BUF_INIT, value = CKPT_BUF_INIT;
+    bt_kv header;
     hb_header(&value, 1);
-    hb_block(&block, &key, &value, 1); /* "" -> header */
+    header = (bt_kv){"", 0, value.ptr, value.size};
+    bt_block(&block, &header, 1); /* "" -> header */
     hb_write_repeated_handles(f->d.index, block.ptr, block.size, 0, 1000);
     expect_bounded(f, open_only, CKPT_ECORRUPT,
                    "overlaps or precedes the one before it");
     ckpt_buf_dispose(&block);
-    ckpt_buf_dispose(&key);
     ckpt_buf_dispose(&value);
 }
 

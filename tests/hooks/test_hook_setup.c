@@ -69,6 +69,14 @@ static ckpt_session_options plain_session(ck_fixture *f)
     return so;
 }
 
+/* plain_session with logging off. */
+static ckpt_session_options quiet_session(ck_fixture *f)
+{
+    ckpt_session_options so = plain_session(f);
+    so.log_level = CKPT_LOG_OFF;
+    return so;
+}
+
 static ckpt_checkpoint_hook_options plain_hook(ck_fixture *f, int mode,
                                                int64_t steps)
 {
@@ -86,6 +94,26 @@ static void run_steps(ck_fixture *f, ckpt_monitored_session *ms, int n)
         assert_ckpt_ok(ck_run(f, ms));
 }
 
+/* A checkpoint hook made from `o` (into *h) and a monitored session of
+ * f's graph running it with `so`. */
+static ckpt_monitored_session *
+start_session(ck_fixture *f, const ckpt_checkpoint_hook_options *o,
+              const ckpt_session_options *so, ckpt_hook *h)
+{
+    ckpt_monitored_session *ms = NULL;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(h, o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, h, 1, so));
+    return ms;
+}
+
+/* Run `n` more steps, then close the session cleanly and free it. */
+static void finish_session(ck_fixture *f, ckpt_monitored_session *ms, int n)
+{
+    run_steps(f, ms, n);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
 /* ---- 1. the checkpoint name ------------------------------------------------
  */
 
@@ -96,14 +124,12 @@ static void test_basename_with_scaffold(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     o.use_scaffold = 1;
     o.checkpoint_basename = "mnist";
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     for (int i = 0; i < 4; i++) {
         assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 60.0));
         run_steps(f, ms, 1);
@@ -121,16 +147,12 @@ static void test_basename_own_saver(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 3);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     o.checkpoint_basename = "net";
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
-    run_steps(f, ms, 3);
-    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-    ckpt_monitored_session_free(ms);
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 3);
     assert_true(file_exists(f->ckdir, "net-0.index"));
     assert_true(file_exists(f->ckdir, "net-3.index"));
     assert_int_equal(count_files(f->ckdir, "model.ckpt"), 0);
@@ -143,10 +165,9 @@ static void test_basename_conflicts(void **state)
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 3);
     ckpt_saver_options hs = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver_options ss = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     /* hook: checkpoint_basename against its own saver options */
     hs.basename = "b";
     o.saver_options = &hs;
@@ -186,8 +207,7 @@ static void test_basename_from_session_is_logged(void **state)
     so.saver_options = &ss;
     o.use_scaffold = 1;
     capture_start(&c, f);
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     ckpt_monitored_session_free(ms);
     text = capture_end(&c);
     snprintf(want, sizeof(want), "saving checkpoints to %s/sess-<step>",
@@ -205,20 +225,15 @@ static void test_hook_dir_alone_resumes(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 5);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
-    run_steps(f, ms, 7);
-    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-    ckpt_monitored_session_free(ms);
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 7);
     assert_int_equal(ck_latest_step(f), 7);
 
     ck_fill(f, 0); /* a new process starts from scratch */
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     assert_int_equal(f->gstep, 7); /* restored */
     assert_true(f->vals[1] == ck_value(7, 1));
     ckpt_monitored_session_free(ms);
@@ -232,20 +247,17 @@ static void test_resume_keeps_hook_retention(void **state)
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 1);
     ckpt_saver_options sv = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
     sv.max_to_keep = 10;
     sv.fs = &f->cfs.fwd.fs;
     o.saver_options = &sv;
-    so.log_level = CKPT_LOG_OFF;
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     run_steps(f, ms, 12);
     ckpt_monitored_session_free(ms);
     assert_int_equal(count_files(f->ckdir, ".index"), 10);
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     assert_int_equal(f->gstep, 12); /* restored */
     assert_int_equal(count_files(f->ckdir, ".index"), 10);
     ckpt_monitored_session_free(ms);
@@ -258,19 +270,15 @@ static void test_session_dir_alone_saves(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     so.checkpoint_dir = f->ckdir;
     o.checkpoint_dir = NULL;
     for (int scaffold = 0; scaffold < 2; scaffold++) {
         o.use_scaffold = scaffold;
-        assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-        assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
-        run_steps(f, ms, 2);
-        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-        ckpt_monitored_session_free(ms);
+        ms = start_session(f, &o, &so, &h);
+        finish_session(f, ms, 2);
         assert_int_equal(ck_latest_step(f), 2 * (scaffold + 1));
     }
 }
@@ -279,11 +287,10 @@ static void test_dirs_disagree_or_missing(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     char other[4200];
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     snprintf(other, sizeof(other), "%s/other", f->root);
     so.checkpoint_dir = other;
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
@@ -294,8 +301,7 @@ static void test_dirs_disagree_or_missing(void **state)
     assert_true(strstr(ckpt_error_last()->message, f->ckdir) != NULL);
     /* The same directory twice (a trailing '/' aside) is fine. */
     snprintf(other, sizeof(other), "%s/", f->ckdir);
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     ckpt_monitored_session_free(ms);
     /* Neither names one. */
     so.checkpoint_dir = NULL;
@@ -324,11 +330,8 @@ static void test_logs_to_stderr_by_default(void **state)
     o.use_scaffold = 1;
     so.checkpoint_dir = f->ckdir;
     capture_start(&c, f);
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
-    run_steps(f, ms, 4);
-    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-    ckpt_monitored_session_free(ms);
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 4);
     text = capture_end(&c);
     assert_int_equal(count_substr(text, "ckpt: info: CheckpointSaverHook: "
                                         "saving checkpoint for step"),
@@ -343,11 +346,8 @@ static void test_logs_to_stderr_by_default(void **state)
 
     so.log_level = CKPT_LOG_OFF;
     capture_start(&c, f);
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
-    run_steps(f, ms, 2);
-    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-    ckpt_monitored_session_free(ms);
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 2);
     text = capture_end(&c);
     assert_string_equal(text, "");
     free(text);
@@ -360,7 +360,7 @@ static void test_default_policy_skips_and_reports(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 1);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_saver_options sv = ck_saver_options(f, CKPT_BUSY_SKIP);
     ckpt_monitored_session *ms = NULL;
     ckpt_saver_metrics m;
@@ -368,7 +368,6 @@ static void test_default_policy_skips_and_reports(void **state)
     sv.busy_policy = 0; /* the default */
     o.saver_options = &sv;
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    so.log_level = CKPT_LOG_OFF;
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
     ck_wait_idle(&h);
     gate_close(&f->cfs.gate);
@@ -397,13 +396,11 @@ static void test_log_level_zero_is_info(void **state)
     ckpt_saver_listener ls[1];
     ckpt_checkpoint_hook_options o =
         ck_hook_options(f, CKPT_SAVE_SYNC, 2, &sv, ls, 1);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
     sv.log_level = 0;
-    so.log_level = CKPT_LOG_OFF;
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     run_steps(f, ms, 2);
     ckpt_monitored_session_free(ms);
     assert_true(ck_log_count(f, "saving checkpoint for step") >= 2);
@@ -474,14 +471,13 @@ static void test_before_save_true_names_the_way(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL,
                              true_from_before_save, NULL, NULL};
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
     o.listeners = &l;
     o.num_listeners = 1;
-    so.log_level = CKPT_LOG_OFF;
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
     assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
                       CKPT_EUSER,
@@ -613,8 +609,7 @@ static void test_zeroed_options_name_the_init_macro(void **state)
     o.version = CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION;
     so.version = CKPT_SESSION_OPTIONS_VERSION;
     so.log_level = CKPT_LOG_OFF;
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     ckpt_monitored_session_free(ms);
     sv.version = CKPT_SAVER_OPTIONS_VERSION;
     assert_ckpt_ok(ckpt_saver_open(&saver, f->root, &sv));
@@ -629,14 +624,12 @@ static void test_older_version_accepted(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
-    ckpt_session_options so = plain_session(f);
+    ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    so.log_level = CKPT_LOG_OFF;
     o.version = 1;
     o.checkpoint_basename = "ignored"; /* beyond a version-1 struct */
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ms = start_session(f, &o, &so, &h);
     ckpt_monitored_session_free(ms);
     assert_true(file_exists(f->ckdir, "model.ckpt-0.index"));
     assert_int_equal(count_files(f->ckdir, "ignored"), 0);

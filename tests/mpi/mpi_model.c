@@ -3,9 +3,11 @@
 
 #include "test_util.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int test_rank(void)
 {
@@ -79,8 +81,8 @@ void model_zero(model *m)
     memset(m->rng, 0, sizeof(m->rng));
 }
 
-static ckpt_var var(const char *name, int dtype, int rank, const int64_t *dims,
-                    void *data)
+ckpt_var model_var(const char *name, int dtype, int rank, const int64_t *dims,
+                   void *data)
 {
     ckpt_var v;
     memset(&v, 0, sizeof(v));
@@ -103,17 +105,17 @@ void model_register(ckpt_mpi_saver *s, model *m, int rng_optional)
     ckpt_slice_extent pe[2] = {{m->p_lo, m->p_hi - m->p_lo},
                                {0, CKPT_SLICE_FULL}};
     ckpt_slice_extent qe[2] = {{0, MODEL_Q_ROWS}, {m->q_lo, m->q_hi - m->q_lo}};
-    v = var("w", CKPT_DT_FLOAT, 1, w_dims, m->w);
+    v = model_var("w", CKPT_DT_FLOAT, 1, w_dims, m->w);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("emb/table", CKPT_DT_DOUBLE, 2, emb_dims, m->emb);
+    v = model_var("emb/table", CKPT_DT_DOUBLE, 2, emb_dims, m->emb);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("step", CKPT_DT_INT64, 0, NULL, &m->step);
+    v = model_var("step", CKPT_DT_INT64, 0, NULL, &m->step);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("p", CKPT_DT_FLOAT, 2, p_dims, m->p);
+    v = model_var("p", CKPT_DT_FLOAT, 2, p_dims, m->p);
     assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, pe));
-    v = var("q", CKPT_DT_INT32, 2, q_dims, m->q);
+    v = model_var("q", CKPT_DT_INT32, 2, q_dims, m->q);
     assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, qe));
-    v = var("rng", CKPT_DT_UINT64, 1, rng_dims, m->rng);
+    v = model_var("rng", CKPT_DT_UINT64, 1, rng_dims, m->rng);
     assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(
         s, &v, rng_optional ? CKPT_MPI_OPTIONAL : 0));
 }
@@ -165,4 +167,44 @@ ckpt_mpi_saver_options test_mpi_options(void)
     ckpt_mpi_saver_options o = CKPT_MPI_SAVER_OPTIONS_INIT;
     o.collective_timeout_s = 60;
     return o;
+}
+
+void fresh_dir(const char *dir)
+{
+    if (test_rank() == 0) {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int count_files_in(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        n += strstr(e->d_name, needle) != NULL;
+    closedir(d);
+    return n;
+}
+
+int mpi_run_group(const char *name, const mpi_test_group *groups, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, groups[i].name) == 0)
+            return _cmocka_run_group_tests(groups[i].name, groups[i].tests,
+                                           groups[i].count, NULL, NULL);
+    return 1;
+}
+
+int mpi_tests_end(int failed)
+{
+    int any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any;
 }

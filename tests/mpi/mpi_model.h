@@ -4,11 +4,14 @@
  *   replicated  "w" float[37], "emb/table" double[5,4], "step" int64[]
  *   partitioned "p" float[10,3] by rows, "q" int32[4,6] by columns
  *   per-rank    "rng" uint64[2]
- * Also a shared temporary directory and helpers for whole-job asserts. */
+ * Also a shared temporary directory, helpers for whole-job asserts, and
+ * what every MPI test program shares: making a variable, counting files,
+ * running the test group its arguments name, and the job's verdict. */
 #ifndef CKPT_TESTS_MPI_MODEL_H
 #define CKPT_TESTS_MPI_MODEL_H
 
 #include "ckpt/mpi.h"
+#include "test_util.h"
 
 #define MODEL_P_ROWS 10
 #define MODEL_P_COLS 3
@@ -53,5 +56,34 @@ ckpt_mpi_saver_options test_mpi_options(void);
 
 int test_rank(void);
 int test_size(void);
+
+/* A variable `name` of `dtype` and shape dims[0..rank) over `data`. */
+ckpt_var model_var(const char *name, int dtype, int rank, const int64_t *dims,
+                   void *data);
+
+/* Make `dir` (a path every rank sees) a new empty directory: rank 0
+ * removes and recreates it; every rank returns once it has. */
+void fresh_dir(const char *dir);
+
+/* How many names in `dir` contain `needle`. */
+int count_files_in(const char *dir, const char *needle);
+
+/* One group of tests a program runs when its first argument is `name`. */
+typedef struct mpi_test_group {
+    const char *name;
+    const struct CMUnitTest *tests;
+    size_t count;
+} mpi_test_group;
+#define MPI_TEST_GROUP(name, tests)                                            \
+    {                                                                          \
+        (name), (tests), sizeof(tests) / sizeof((tests)[0])                    \
+    }
+
+/* Run the group named `name` (1, a failure, when none is). */
+int mpi_run_group(const char *name, const mpi_test_group *groups, size_t n);
+
+/* The job's verdict: the largest `failed` of any rank (all ranks agree on
+ * it); finalizes MPI. What main returns. */
+int mpi_tests_end(int failed);
 
 #endif

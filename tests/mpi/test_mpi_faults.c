@@ -43,36 +43,13 @@ static ckpt_mpi_saver *open_saver(const ckpt_fs *fs, int policy,
     return s;
 }
 
-static void fresh_dir(void)
-{
-    if (test_rank() == 0) {
-        char cmd[4200];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-        assert_int_equal(system(cmd), 0);
-        assert_int_equal(mkdir(g_dir, 0755), 0);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
-static int count_files(const char *needle)
-{
-    DIR *d = opendir(g_dir);
-    struct dirent *e;
-    int n = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL)
-        n += strstr(e->d_name, needle) != NULL;
-    closedir(d);
-    return n;
-}
-
 static void test_progress(void **state)
 {
     ckpt_mpi_saver *s;
     model m;
     int busy = 0;
     (void)state;
-    fresh_dir();
+    fresh_dir(g_dir);
     s = open_saver(NULL, CKPT_BUSY_SKIP, 0);
     model_fill(&m, test_rank(), test_size(), 1);
     model_register(s, &m, 0);
@@ -103,8 +80,8 @@ static void test_progress(void **state)
     ckpt_mpi_saver_free(s);
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0) {
-        assert_int_equal(count_files("model.ckpt-2"), 0);
-        assert_int_equal(count_files("model.ckpt-3.index"), 1);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-2"), 0);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-3.index"), 1);
     }
 }
 
@@ -156,7 +133,7 @@ static void test_coalesce(void **state)
     int busy = 0;
     (void)state;
     memset(&out, 0, sizeof(out));
-    fresh_dir();
+    fresh_dir(g_dir);
     gfs.inner = ckpt_fs_posix();
     gfs.fs = *gfs.inner;
     if (test_rank() == 0) {
@@ -217,10 +194,10 @@ static void test_coalesce(void **state)
     ckpt_mpi_saver_free(s);
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0) {
-        assert_int_equal(count_files("model.ckpt-1.index"), 1);
-        assert_int_equal(count_files("model.ckpt-2"), 0);
-        assert_int_equal(count_files("model.ckpt-3.index"), 1);
-        assert_int_equal(count_files("model.ckpt-5.index"), 1);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-1.index"), 1);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-2"), 0);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-3.index"), 1);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-5.index"), 1);
     }
 }
 
@@ -229,7 +206,7 @@ static void test_stall(void **state)
     ckpt_mpi_saver *s;
     model m;
     (void)state;
-    fresh_dir();
+    fresh_dir(g_dir);
     s = open_saver(NULL, CKPT_BUSY_WAIT, 2.0);
     model_fill(&m, test_rank(), test_size(), 1);
     model_register(s, &m, 0);
@@ -264,7 +241,7 @@ static void test_kill(void **state)
     ckpt_mpi_saver *s;
     model m;
     (void)state;
-    fresh_dir();
+    fresh_dir(g_dir);
     kfs.inner = ckpt_fs_posix();
     kfs.fs = *kfs.inner;
     s = open_saver(&kfs.fs, CKPT_BUSY_WAIT, 0);
@@ -289,12 +266,13 @@ static void test_after_kill(void **state)
     model m;
     (void)state;
     if (test_rank() == 0)
-        assert_true(count_files("model.ckpt-2") > 0); /* the killed save */
+        assert_true(count_files_in(g_dir, "model.ckpt-2") >
+                    0); /* the killed save */
     MPI_Barrier(MPI_COMM_WORLD);
     s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
     if (test_rank() == 0) {
-        assert_int_equal(count_files("model.ckpt-2"), 0);
-        assert_int_equal(count_files("tempstate"), 0);
+        assert_int_equal(count_files_in(g_dir, "model.ckpt-2"), 0);
+        assert_int_equal(count_files_in(g_dir, "tempstate"), 0);
     }
     model_fill(&m, test_rank(), test_size(), 0);
     model_register(s, &m, 0);
@@ -317,7 +295,7 @@ static void test_thread_single(void **state)
     MPI_Query_thread(&provided);
     if (provided != MPI_THREAD_SINGLE)
         skip();
-    fresh_dir();
+    fresh_dir(g_dir);
     s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
     model_fill(&m, test_rank(), test_size(), 3);
     model_register(s, &m, 0);
@@ -339,29 +317,26 @@ int main(int argc, char **argv)
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
     const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
     int single_mode = argc == 3 && strcmp(argv[1], "thread-single") == 0;
-    int provided, failed = 1, any = 0;
+    const mpi_test_group groups[] = {
+        MPI_TEST_GROUP("progress", progress),
+        MPI_TEST_GROUP("stall", stall),
+        MPI_TEST_GROUP("kill", kill),
+        MPI_TEST_GROUP("after-kill", after),
+        MPI_TEST_GROUP("thread-single", single),
+    };
+    int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
                     single_mode ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED,
                     &provided);
     if (argc == 3 && test_size() >= 2) {
         g_dir = argv[2];
-        if (strcmp(argv[1], "progress") == 0)
-            failed = cmocka_run_group_tests(progress, NULL, NULL);
-        else if (strcmp(argv[1], "stall") == 0)
-            failed = cmocka_run_group_tests(stall, NULL, NULL);
-        else if (strcmp(argv[1], "kill") == 0)
-            failed = cmocka_run_group_tests(kill, NULL, NULL);
-        else if (strcmp(argv[1], "after-kill") == 0)
-            failed = cmocka_run_group_tests(after, NULL, NULL);
-        else if (single_mode)
-            failed = cmocka_run_group_tests(single, NULL, NULL);
+        failed =
+            mpi_run_group(argv[1], groups, sizeof(groups) / sizeof(groups[0]));
     } else {
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|kill|after-kill|thread-single DIR\n",
                 argv[0]);
     }
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any;
+    return mpi_tests_end(failed);
 }

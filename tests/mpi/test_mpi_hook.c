@@ -43,19 +43,6 @@ static double fake_monotonic(void *payload)
     return test_rank() == 0 ? (double)st->global_step : 0.0;
 }
 
-static ckpt_var var(const char *name, int dtype, int rank, int64_t dim,
-                    void *data)
-{
-    ckpt_var v;
-    memset(&v, 0, sizeof(v));
-    v.name = name;
-    v.dtype = dtype;
-    v.shape.rank = rank;
-    v.shape.dims[0] = dim;
-    v.data = data;
-    return v;
-}
-
 /* A listener whose before_save fails at one step on the last rank only. */
 typedef struct failing {
     int64_t at_step;
@@ -97,13 +84,44 @@ typedef struct run_opts {
     int expect_run_error_step; /* on the last rank: run fails at this step */
 } run_opts;
 
+/* The job of one run: a distributed saver on `dir` holding st's step and
+ * weights (replicated) and data position (per rank), its ckpt_saver
+ * handle, and a graph with st's global step. WAIT: every trigger saves
+ * (SKIP would skip while one is in flight, and these steps take no time). */
+static void open_job(const char *dir, state *st, ckpt_mpi_saver **s,
+                     ckpt_saver **handle, ckpt_graph **g)
+{
+    static const int64_t w_dims[] = {8};
+    ckpt_mpi_saver_options so = test_mpi_options();
+    ckpt_var v;
+    so.base.busy_policy = CKPT_BUSY_WAIT;
+    assert_ckpt_ok(ckpt_mpi_saver_open(s, MPI_COMM_WORLD, dir, &so));
+    v = model_var("global_step", CKPT_DT_INT64, 0, NULL, &st->global_step);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(*s, &v));
+    v = model_var("w", CKPT_DT_FLOAT, 1, w_dims, st->w);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(*s, &v));
+    v = model_var("data_pos", CKPT_DT_INT64, 0, NULL, &st->data_pos);
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(*s, &v, 0));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(*s, handle));
+    assert_ckpt_ok(ckpt_graph_new(g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(*g, &st->global_step));
+}
+
+/* The saver's metrics into *mt, then close and free the job. */
+static void close_job(ckpt_mpi_saver *s, ckpt_graph *g, ckpt_saver_metrics *mt)
+{
+    ckpt_mpi_saver_get_metrics(s, mt);
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    ckpt_graph_free(g);
+}
+
 /* One monitored session over a distributed saver on `dir`; returns the
  * saver's metrics. */
 static void run_session(const char *dir, state *st, const run_opts *ro,
                         ckpt_saver_metrics *mt)
 {
     ckpt_clock clock = {CKPT_CLOCK_VERSION, st, fake_monotonic, NULL};
-    ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
     ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
     ckpt_mpi_saver *s = NULL;
@@ -111,21 +129,7 @@ static void run_session(const char *dir, state *st, const run_opts *ro,
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hook;
-    ckpt_var v;
-    /* WAIT: every trigger saves (SKIP would skip while one is in flight,
-     * and these steps take no time). */
-    so.base.busy_policy = CKPT_BUSY_WAIT;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
-    v = var("global_step", CKPT_DT_INT64, 0, 0, &st->global_step);
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("data_pos", CKPT_DT_INT64, 0, 0, &st->data_pos);
-    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
-    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
-
-    assert_ckpt_ok(ckpt_graph_new(&g));
-    assert_ckpt_ok(ckpt_graph_create_global_step(g, &st->global_step));
+    open_job(dir, st, &s, &handle, &g);
     ho.saver = handle;
     ho.save_steps = ro->save_secs > 0 ? 0 : 4;
     ho.save_secs = ro->save_secs;
@@ -150,10 +154,7 @@ static void run_session(const char *dir, state *st, const run_opts *ro,
     if (!ro->abandon)
         assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
     ckpt_monitored_session_free(ms);
-    ckpt_mpi_saver_get_metrics(s, mt);
-    assert_ckpt_ok(ckpt_mpi_saver_close(s));
-    ckpt_mpi_saver_free(s);
-    ckpt_graph_free(g);
+    close_job(s, g, mt);
 }
 
 /* The values `steps` steps of train_step give from zero. */
@@ -329,24 +330,12 @@ static void test_hook_local_error_does_not_split_ranks(void **state_)
 static void run_training_session(const char *dir, state *st, int steps,
                                  ckpt_saver_metrics *mt)
 {
-    ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_training_session_options to = CKPT_TRAINING_SESSION_OPTIONS_INIT;
     ckpt_mpi_saver *s = NULL;
     ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
-    ckpt_var v;
-    so.base.busy_policy = CKPT_BUSY_WAIT;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
-    v = var("global_step", CKPT_DT_INT64, 0, 0, &st->global_step);
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("w", CKPT_DT_FLOAT, 1, 8, st->w);
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    v = var("data_pos", CKPT_DT_INT64, 0, 0, &st->data_pos);
-    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
-    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
-    assert_ckpt_ok(ckpt_graph_new(&g));
-    assert_ckpt_ok(ckpt_graph_create_global_step(g, &st->global_step));
+    open_job(dir, st, &s, &handle, &g);
     to.checkpoint_dir = dir;
     to.save_checkpoint_steps = 4;
     to.checkpoint_mode = CKPT_SAVE_ASYNC;
@@ -361,10 +350,7 @@ static void run_training_session(const char *dir, state *st, int steps,
             ckpt_monitored_session_run(ms, NULL, train_step, st, NULL));
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
     ckpt_monitored_session_free(ms);
-    ckpt_mpi_saver_get_metrics(s, mt);
-    assert_ckpt_ok(ckpt_mpi_saver_close(s));
-    ckpt_mpi_saver_free(s);
-    ckpt_graph_free(g);
+    close_job(s, g, mt);
 }
 
 static void test_training_session_over_handle(void **state_)
@@ -396,7 +382,7 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
     ckpt_mpi_saver *s = NULL;
     ckpt_saver *handle = NULL, *again = NULL;
     int64_t x = 0;
-    ckpt_var v = var("x", CKPT_DT_INT64, 0, 0, &x);
+    ckpt_var v = model_var("x", CKPT_DT_INT64, 0, NULL, &x);
     const char *names[1] = {"x"};
     (void)state_;
     assert_ckpt_error(ckpt_mpi_saver_as_saver(NULL, &handle), CKPT_EINVAL,
@@ -435,10 +421,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
     };
-    int provided, failed, any = 0;
+    int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    failed = cmocka_run_group_tests(tests, NULL, NULL);
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any;
+    return mpi_tests_end(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -35,13 +35,7 @@ static void test_write(void **state)
     ckpt_mpi_saver *s;
     model m;
     (void)state;
-    if (test_rank() == 0) {
-        char cmd[4200];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-        assert_int_equal(system(cmd), 0);
-        assert_int_equal(mkdir(g_dir, 0755), 0);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    fresh_dir(g_dir);
     s = open_saver();
     model_fill(&m, test_rank(), test_size(), 5);
     model_register(s, &m, 0);
@@ -61,30 +55,14 @@ static void single_process_restore(const char *prefix)
     float w[37], p[MODEL_P_ROWS * MODEL_P_COLS];
     int32_t q[MODEL_Q_ROWS * MODEL_Q_COLS];
     uint64_t rng[2];
+    static const int64_t w_dims[] = {37}, rng_dims[] = {2};
+    static const int64_t p_dims[] = {MODEL_P_ROWS, MODEL_P_COLS};
+    static const int64_t q_dims[] = {MODEL_Q_ROWS, MODEL_Q_COLS};
     ckpt_var v[4];
-    memset(v, 0, sizeof(v));
-    v[0].name = "w";
-    v[0].dtype = CKPT_DT_FLOAT;
-    v[0].shape.rank = 1;
-    v[0].shape.dims[0] = 37;
-    v[0].data = w;
-    v[1].name = "p";
-    v[1].dtype = CKPT_DT_FLOAT;
-    v[1].shape.rank = 2;
-    v[1].shape.dims[0] = MODEL_P_ROWS;
-    v[1].shape.dims[1] = MODEL_P_COLS;
-    v[1].data = p;
-    v[2].name = "q";
-    v[2].dtype = CKPT_DT_INT32;
-    v[2].shape.rank = 2;
-    v[2].shape.dims[0] = MODEL_Q_ROWS;
-    v[2].shape.dims[1] = MODEL_Q_COLS;
-    v[2].data = q;
-    v[3].name = "rng/rank-3";
-    v[3].dtype = CKPT_DT_UINT64;
-    v[3].shape.rank = 1;
-    v[3].shape.dims[0] = 2;
-    v[3].data = rng;
+    v[0] = model_var("w", CKPT_DT_FLOAT, 1, w_dims, w);
+    v[1] = model_var("p", CKPT_DT_FLOAT, 2, p_dims, p);
+    v[2] = model_var("q", CKPT_DT_INT32, 2, q_dims, q);
+    v[3] = model_var("rng/rank-3", CKPT_DT_UINT64, 1, rng_dims, rng);
     assert_ckpt_ok(ckpt_saver_open(&s, g_dir, NULL));
     for (int i = 0; i < 4; i++)
         assert_ckpt_ok(ckpt_saver_add_var(s, &v[i]));
@@ -238,27 +216,24 @@ int main(int argc, char **argv)
     const struct CMUnitTest grow[] = {cmocka_unit_test(test_read_grow)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(test_read_missing)};
     const struct CMUnitTest optional[] = {cmocka_unit_test(test_read_optional)};
-    int provided, failed = 1, any = 0;
+    const mpi_test_group groups[] = {
+        MPI_TEST_GROUP("write", write),
+        MPI_TEST_GROUP("read", read),
+        MPI_TEST_GROUP("read-grow", grow),
+        MPI_TEST_GROUP("read-missing", missing),
+        MPI_TEST_GROUP("read-optional", optional),
+    };
+    int provided, failed = 1;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     if (argc == 3) {
         g_dir = argv[2];
-        if (strcmp(argv[1], "write") == 0)
-            failed = cmocka_run_group_tests(write, NULL, NULL);
-        else if (strcmp(argv[1], "read") == 0)
-            failed = cmocka_run_group_tests(read, NULL, NULL);
-        else if (strcmp(argv[1], "read-grow") == 0)
-            failed = cmocka_run_group_tests(grow, NULL, NULL);
-        else if (strcmp(argv[1], "read-missing") == 0)
-            failed = cmocka_run_group_tests(missing, NULL, NULL);
-        else if (strcmp(argv[1], "read-optional") == 0)
-            failed = cmocka_run_group_tests(optional, NULL, NULL);
+        failed =
+            mpi_run_group(argv[1], groups, sizeof(groups) / sizeof(groups[0]));
     }
     if (argc != 3)
         fprintf(stderr,
                 "usage: %s write|read|read-grow|read-missing|read-optional "
                 "DIR\n",
                 argv[0]);
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any;
+    return mpi_tests_end(failed);
 }

@@ -45,19 +45,6 @@ static ckpt_mpi_saver *open_saver(const char *dir, const ckpt_fs *fs)
     return s;
 }
 
-/* How many names in `dir` contain `needle`. */
-static int count_files(const char *dir, const char *needle)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL)
-        n += strstr(e->d_name, needle) != NULL;
-    closedir(d);
-    return n;
-}
-
 /* Rank 0 reads the checkpoint with the single-process bundle reader. */
 static void assert_ordinary_checkpoint(const char *prefix, int seed)
 {
@@ -116,7 +103,7 @@ static void test_sync_save_restore(void **state)
             assert_non_null(bytes);
             free(bytes);
         }
-        assert_int_equal(count_files(f->dir, "tempstate"), 0);
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
     }
     model_zero(&f->m);
     assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
@@ -184,7 +171,7 @@ static void test_write_fails_on_one_rank(void **state)
     assert_ckpt_error(rc, CKPT_EIO, needle);
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0)
-        assert_int_equal(count_files(f->dir, "model.ckpt-2"), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-2"), 0);
 
     /* Asynchronous: the failure is returned once, by the next wait. */
     if (test_rank() == victim)
@@ -196,7 +183,7 @@ static void test_write_fails_on_one_rank(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_poll(s, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0)
-        assert_int_equal(count_files(f->dir, "model.ckpt-3"), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-3"), 0);
 
     model_zero(&f->m);
     assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
@@ -308,9 +295,9 @@ static void fault_loop(fixture *f, int victim)
     s = open_saver(f->dir, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0) {
-        assert_int_equal(count_files(f->dir, "tempstate"), 0);
-        assert_int_equal(count_files(f->dir, ".index"), 2);
-        assert_int_equal(count_files(f->dir, ".data-"), 2 * test_size());
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+        assert_int_equal(count_files_in(f->dir, ".index"), 2);
+        assert_int_equal(count_files_in(f->dir, ".data-"), 2 * test_size());
     }
     ckpt_mpi_saver_free(s);
     ckpt_fs_fault_free(ff);
@@ -361,7 +348,7 @@ static void test_overlapping_pieces_rejected(void **state)
     ckpt_mpi_saver_free(s);
     MPI_Barrier(MPI_COMM_WORLD);
     if (r == 0)
-        assert_int_equal(count_files(f->dir, "model.ckpt"), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt"), 0);
 }
 
 static void test_hole_rejected(void **state)
@@ -524,10 +511,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
                                         teardown),
     };
-    int provided, failed, any = 0;
+    int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    failed = cmocka_run_group_tests(tests, NULL, NULL);
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return any;
+    return mpi_tests_end(cmocka_run_group_tests(tests, NULL, NULL));
 }

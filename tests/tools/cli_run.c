@@ -26,28 +26,51 @@ static char *slurp(const char *path)
 
 cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
 {
-    return cli_run_limited(prog, cwd, args, 0, 0);
+    return cli_run_with(prog, cwd, args, NULL, NULL);
 }
 
-/* The child of cli_run_limited: set up, then exec `prog`. */
+/* The child of cli_run_with: redirect, set up, then exec `prog`. */
 static void exec_child(const char *prog, const char *cwd, char *const *argv,
-                       int fo, int fe, uint64_t max_memory, unsigned seconds)
+                       int fo, int fe, cli_child_setup setup, const void *arg)
 {
     if (dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || (cwd && chdir(cwd) != 0))
         _exit(127);
-    test_limit_self(max_memory, seconds);
+    setup(arg);
     execve(prog, argv, environ);
     _exit(127);
 }
 
-cli_run cli_run_limited(const char *prog, const char *cwd,
-                        const char *const *args, uint64_t max_memory,
-                        unsigned seconds)
+/* Start `prog` with stdout and stderr going to fo and fe: posix_spawn
+ * without a setup, fork and exec with one. */
+static pid_t start(const char *prog, const char *cwd, char *const *argv, int fo,
+                   int fe, cli_child_setup setup, const void *arg)
+{
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    if (setup) {
+        fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            exec_child(prog, cwd, argv, fo, fe, setup, arg);
+        return pid;
+    }
+    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+    posix_spawn_file_actions_adddup2(&fa, fo, 1);
+    posix_spawn_file_actions_adddup2(&fa, fe, 2);
+    if (cwd)
+        assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
+    assert_int_equal(posix_spawn(&pid, prog, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+cli_run cli_run_with(const char *prog, const char *cwd, const char *const *args,
+                     cli_child_setup setup, const void *arg)
 {
     char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
     char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
     const char *argv[64];
-    posix_spawn_file_actions_t fa;
     cli_run r;
     pid_t pid;
     int st = 0, n = 0;
@@ -57,24 +80,7 @@ cli_run cli_run_limited(const char *prog, const char *cwd,
     for (; args[n - 1] && n < 63; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    if (max_memory == 0 && seconds == 0) {
-        assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-        posix_spawn_file_actions_adddup2(&fa, fo, 1);
-        posix_spawn_file_actions_adddup2(&fa, fe, 2);
-        if (cwd)
-            assert_int_equal(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
-        assert_int_equal(
-            posix_spawn(&pid, prog, &fa, NULL, (char *const *)argv, environ),
-            0);
-        posix_spawn_file_actions_destroy(&fa);
-    } else {
-        fflush(NULL);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0)
-            exec_child(prog, cwd, (char *const *)argv, fo, fe, max_memory,
-                       seconds);
-    }
+    pid = start(prog, cwd, (char *const *)argv, fo, fe, setup, arg);
     while (waitpid(pid, &st, 0) < 0)
         assert_int_equal(errno, EINTR);
     close(fo);
@@ -86,6 +92,28 @@ cli_run cli_run_limited(const char *prog, const char *cwd,
     unlink(out_path);
     unlink(err_path);
     return r;
+}
+
+/* The limits of cli_run_limited. */
+struct memory_and_time {
+    uint64_t max_memory;
+    unsigned seconds;
+};
+
+static void limit_child(const void *arg)
+{
+    const struct memory_and_time *l = arg;
+    test_limit_self(l->max_memory, l->seconds);
+}
+
+cli_run cli_run_limited(const char *prog, const char *cwd,
+                        const char *const *args, uint64_t max_memory,
+                        unsigned seconds)
+{
+    struct memory_and_time l = {max_memory, seconds};
+    if (max_memory == 0 && seconds == 0)
+        return cli_run_prog(prog, cwd, args);
+    return cli_run_with(prog, cwd, args, limit_child, &l);
 }
 
 void run_free(cli_run *r)

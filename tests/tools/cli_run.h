@@ -19,6 +19,16 @@ typedef struct cli_run {
 cli_run cli_run_prog(const char *prog, const char *cwd,
                      const char *const *args);
 
+/* What the child does before exec, after its stdout and stderr are
+ * redirected and its directory changed: set its limits. */
+typedef void (*cli_child_setup)(const void *arg);
+
+/* cli_run_prog with setup(arg) called in the child before exec (NULL: no
+ * setup). The one way the tests start a program (cli_run_limited,
+ * cli_run_bounded). */
+cli_run cli_run_with(const char *prog, const char *cwd, const char *const *args,
+                     cli_child_setup setup, const void *arg);
+
 /* The same with the program's address space limited to `max_memory`
  * bytes and its wall-clock time to `seconds` (0: no limit; see
  * test_limit_self): a hostile input must not make it hang or allocate

@@ -76,19 +76,10 @@ static int64_t jint(json_object *values, size_t i)
 
 /* ---- files --------------------------------------------------------------- */
 
-static char *path_in(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void copy_file(const char *from_dir, const char *to_dir,
                       const char *name)
 {
-    char *from = path_in(from_dir, name), *to = path_in(to_dir, name);
+    char *from = test_path(from_dir, name), *to = test_path(to_dir, name);
     size_t n = 0;
     uint8_t *data = test_read_file(from, &n);
     assert_non_null(data);
@@ -100,14 +91,14 @@ static void copy_file(const char *from_dir, const char *to_dir,
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     test_write_file(p, text, strlen(text));
     free(p);
 }
 
 static void flip_byte(const char *dir, const char *name, size_t offset)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     size_t n = 0;
     uint8_t *data = test_read_file(p, &n);
     assert_non_null(data);
@@ -146,7 +137,7 @@ static json_object *inspect_vector(const vector_info *v, const char *dir,
 {
     cli_run r;
     json_object *root;
-    char *want = path_in(dir, v->prefix);
+    char *want = test_path(dir, v->prefix);
     RUN(r, "inspect", dir, "--json", values_arg);
     expect_status(&r, 0);
     assert_string_equal(r.err, "");
@@ -166,7 +157,7 @@ static json_object *inspect_vector(const vector_info *v, const char *dir,
 static void expect_latin1_string(json_object *value, const char *dir,
                                  const char *tensor, size_t want_len)
 {
-    char *prefix = path_in(dir, "variables");
+    char *prefix = test_path(dir, "variables");
     ckpt_bundle_reader *rd = NULL;
     ckpt_string_array a = {NULL, 0, NULL};
     const unsigned char *got =
@@ -304,7 +295,7 @@ static void test_inspect_vectors_text(void **state)
         cli_run r;
         if (!dir)
             return;
-        prefix = path_in(dir, vectors[i].prefix);
+        prefix = test_path(dir, vectors[i].prefix);
         snprintf(head, sizeof(head), "%s: %d tensors, %d shard", prefix,
                  vectors[i].num_tensors, vectors[i].num_shards);
         /* the prefix, its .index file and the directory name the same */
@@ -560,7 +551,7 @@ static void test_ls_strays_and_incomplete(void **state)
 /* Bytes of `name` in `dir` (the test's own expectation for ls). */
 static uint64_t size_in(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
+    char *p = test_path(dir, name);
     struct stat st;
     assert_int_equal(stat(p, &st), 0);
     free(p);
@@ -577,7 +568,7 @@ static void test_ls_shards(void **state)
         "model.ckpt-7.data-00002-of-00003",
     };
     char *dir = test_make_temp_dir();
-    char *prefix = path_in(dir, "model.ckpt-7");
+    char *prefix = test_path(dir, "model.ckpt-7");
     ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     ckpt_bundle_writer *w = NULL;
     float a[4] = {1, 2, 3, 4}, b[16] = {0}, c[1] = {5};
@@ -650,7 +641,7 @@ static void test_ls_shards(void **state)
 
     /* one shard missing: the row says so and lists the two it has */
     {
-        char *p = path_in(dir, files[1]);
+        char *p = test_path(dir, files[1]);
         assert_int_equal(unlink(p), 0);
         free(p);
     }
@@ -744,8 +735,8 @@ static void test_usage_errors(void **state)
 static void test_missing_paths(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *missing = path_in(dir, "no-such-ckpt");
-    char *dst = path_in(dir, "out");
+    char *missing = test_path(dir, "no-such-ckpt");
+    char *dst = test_path(dir, "out");
     cli_run r;
     (void)state;
     RUN(r, "inspect", missing);
@@ -846,8 +837,8 @@ static void test_verify_flipped_data_byte(void **state)
     expect_contains(r.err, "'b'");
     run_free(&r);
     {
-        char *dst = path_in(dir, "copy");
-        char *dst_index = path_in(dir, "copy.index");
+        char *dst = test_path(dir, "copy");
+        char *dst_index = test_path(dir, "copy.index");
         struct stat sb;
         RUN(r, "repack", dir, dst);
         expect_status(&r, 1);
@@ -860,7 +851,7 @@ static void test_verify_flipped_data_byte(void **state)
     }
     /* a missing data file is damage too */
     {
-        char *data = path_in(dir, "model.data-00000-of-00001");
+        char *data = test_path(dir, "model.data-00000-of-00001");
         assert_int_equal(unlink(data), 0);
         free(data);
     }
@@ -959,8 +950,8 @@ static void test_repack_vectors(void **state)
         if (!src_dir)
             return;
         out_dir = test_make_temp_dir();
-        src = path_in(src_dir, vectors[i].prefix);
-        dst = path_in(out_dir, "repacked");
+        src = test_path(src_dir, vectors[i].prefix);
+        dst = test_path(out_dir, "repacked");
         RUN(r, "repack", src_dir, dst);
         expect_status(&r, 0);
         expect_contains(r.out, "1 shard");
@@ -992,9 +983,9 @@ static void test_repack_filters(void **state)
     if (!src_dir)
         return;
     out_dir = test_make_temp_dir();
-    src = path_in(src_dir, "ckpt-5");
-    dst = path_in(out_dir, "no-slots");
-    dst2 = path_in(out_dir, "model-only");
+    src = test_path(src_dir, "ckpt-5");
+    dst = test_path(out_dir, "no-slots");
+    dst2 = test_path(out_dir, "model-only");
     RUN(r, "repack", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
     expect_status(&r, 0);
     expect_contains(r.out, "15 of 31 tensors");
@@ -1075,7 +1066,7 @@ static void write_typed_checkpoint(const char *prefix)
 static void test_inspect_value_formats(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *prefix = path_in(dir, "typed");
+    char *prefix = test_path(dir, "typed");
     json_object *root, *v;
     cli_run r;
     (void)state;
@@ -1178,7 +1169,7 @@ static void test_example_write_checkpoint(void **state)
 {
 #ifdef CKPT_EXAMPLE_WRITE_CHECKPOINT
     char *dir = test_make_temp_dir();
-    char *ckdir = path_in(dir, "runs/demo-ckpt");
+    char *ckdir = test_path(dir, "runs/demo-ckpt");
     const char *args[] = {ckdir, NULL};
     ckpt_state st = CKPT_STATE_INIT;
     json_object *root, *list, *v;

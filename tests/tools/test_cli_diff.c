@@ -29,15 +29,6 @@ static int count_lines(const char *text)
     return n;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* ---- JSON ---------------------------------------------------------------- */
 
 static json_object *parse_json(const char *text)
@@ -191,8 +182,8 @@ static pair make_pair(unsigned mut)
 {
     pair p;
     p.dir = test_make_temp_dir();
-    p.a = path_in(p.dir, "a");
-    p.b = path_in(p.dir, "b");
+    p.a = test_path(p.dir, "a");
+    p.b = test_path(p.dir, "b");
     write_checkpoint(p.a, 0);
     write_checkpoint(p.b, mut);
     return p;
@@ -266,8 +257,8 @@ static void test_equal_tf_vector_and_repack(void **state)
         if (!src)
             return;
         out = test_make_temp_dir();
-        dst = path_in(out, "repacked");
-        want = path_in(src, vecs[i][1]);
+        dst = test_path(out, "repacked");
+        want = test_path(src, vecs[i][1]);
         RUN(r, "repack", src, dst);
         expect_status(&r, 0);
         run_free(&r);
@@ -278,14 +269,14 @@ static void test_equal_tf_vector_and_repack(void **state)
         expect_contains(r.out, ": equal, ");
         assert_int_equal(count_lines(r.out), 1);
         run_free(&r);
-        index = path_in(out, "repacked.index");
+        index = test_path(out, "repacked.index");
         RUN(r, "diff", index, src, "--atol", "0");
         expect_status(&r, 0);
         expect_contains(r.out, "equal within atol 0");
         run_free(&r);
         /* dropping tensors makes them "only in A" */
         free(dst);
-        dst = path_in(out, "no-slots");
+        dst = test_path(out, "no-slots");
         RUN(r, "repack", src, dst, "--include", "global_step|save_counter");
         expect_status(&r, 0);
         run_free(&r);
@@ -510,7 +501,7 @@ static void test_dtype_and_shape(void **state)
 static void test_usage_errors(void **state)
 {
     pair p = make_pair(0);
-    char *missing = path_in(p.dir, "nope");
+    char *missing = test_path(p.dir, "nope");
     cli_run r;
     (void)state;
     RUN(r, "diff");
@@ -568,7 +559,7 @@ static void test_usage_errors(void **state)
 static void test_damaged_input(void **state)
 {
     pair p = make_pair(0);
-    char *data = path_in(p.dir, "b.data-00000-of-00001");
+    char *data = test_path(p.dir, "b.data-00000-of-00001");
     const ckpt_tensor_entry *e = NULL;
     ckpt_bundle_reader *rd = NULL;
     size_t n = 0;

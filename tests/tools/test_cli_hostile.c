@@ -6,6 +6,7 @@
  * records larger than the tool's memory, which must be streamed. */
 #include "cli_run.h"
 
+#include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
 
 #include <snappy-c.h>
@@ -19,14 +20,14 @@
 #define TIME_LIMIT 60
 
 typedef struct fixture {
-    hb_dir d; /* the test's directory and file paths */
+    bt_fixture d; /* the test's directory and file paths */
 } fixture;
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    hb_dir_make(&f->d);
+    bt_fixture_make(&f->d);
     *state = f;
     return 0;
 }
@@ -34,7 +35,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    hb_dir_remove(&f->d);
+    bt_fixture_remove(&f->d);
     free(f);
     return 0;
 }

@@ -11,6 +11,7 @@
  *   - `verify DIR` checking the checkpoint the state file names. */
 #include "cli_bounded.h"
 
+#include "format/bundle_slices.h"
 #include "format/bundle_test_helpers.h"
 #include "util/crc32c.h"
 
@@ -38,62 +39,111 @@ typedef struct tensor_spec {
     const void *record;
     size_t record_len;
     int bad_crc; /* store a checksum the record does not have */
+    int pieces;  /* > 1: partitioned along dim0 into this many equal pieces,
+                    each its own record under its slice key */
 } tensor_spec;
+
+/* One key and value of the index being built. */
+typedef struct index_kv {
+    ckpt_buf key, value;
+} index_kv;
 
 static int by_key(const void *a, const void *b)
 {
-    const tensor_spec *x = a, *y = b;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int c = memcmp(x->name, y->name, n);
+    const ckpt_buf *x = &((const index_kv *)a)->key;
+    const ckpt_buf *y = &((const index_kv *)b)->key;
+    size_t n = x->size < y->size ? x->size : y->size;
+    int c = n ? memcmp(x->ptr, y->ptr, n) : 0;
     if (c != 0)
         return c;
-    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+/* Append the record of `n` bytes to `data` and its entry (rank 1 [dim0],
+ * or rank 0) under `key` to `kv`. */
+static void put_record(index_kv *kv, ckpt_buf *data, const tensor_spec *t,
+                       int64_t dim0, const void *record, size_t n)
+{
+    uint32_t crc = ckpt__crc32c_mask(ckpt__crc32c((const uint8_t *)record, n));
+    ckpt__bundle_entry e =
+        bt_make_entry(t->dtype, dim0, 0, (int64_t)data->size, (int64_t)n,
+                      crc ^ (t->bad_crc ? 1 : 0));
+    bt_entry(&kv->value, &e);
+    assert_ckpt_ok(ckpt__buf_put(data, record, n));
+}
+
+/* The full entry of partitioned tensor `t` and, for each piece, its slice
+ * key and record. Returns how many keys it added at `kv`. */
+static size_t put_pieces(index_kv *kv, ckpt_buf *data, const tensor_spec *t)
+{
+    ckpt__tensor_slice slices[8];
+    const int64_t len = t->dim0 / t->pieces;
+    const size_t piece_bytes = t->record_len / (size_t)t->pieces;
+    ckpt__bundle_entry full = bt_make_entry(t->dtype, t->dim0, 0, 0, 0, 0);
+    assert_true(t->pieces <= 8 && len * t->pieces == t->dim0);
+    for (int k = 0; k < t->pieces; k++) {
+        memset(&slices[k], 0, sizeof(slices[k]));
+        slices[k].rank = 1;
+        slices[k].start[0] = k * len;
+        slices[k].length[0] = len;
+        assert_ckpt_ok(ckpt__slice_key_encode(&kv[1 + k].key, t->name,
+                                              t->name_len, &slices[k]));
+        put_record(&kv[1 + k], data, t, len,
+                   (const uint8_t *)t->record + (size_t)k * piece_bytes,
+                   piece_bytes);
+    }
+    full.num_slices = t->pieces;
+    full.slices = slices;
+    assert_ckpt_ok(ckpt__buf_put(&kv[0].key, t->name, t->name_len));
+    bt_entry(&kv[0].value, &full);
+    return 1 + (size_t)t->pieces;
 }
 
 /* <prefix>.index (a hand-made table) and <prefix>.data-00000-of-00001. */
 static void write_bundle(const char *prefix, tensor_spec *t, size_t n)
 {
-    ckpt_buf data = CKPT_BUF_INIT, header = CKPT_BUF_INIT;
-    ckpt_buf *values = calloc(n, sizeof(*values));
-    bt_kv *kvs = calloc(n + 1, sizeof(*kvs));
+    ckpt_buf data = CKPT_BUF_INIT;
+    size_t cap = 1, m = 1;
+    index_kv *kv;
+    bt_kv *kvs;
     char path[4400];
-    assert_non_null(values);
+    for (size_t i = 0; i < n; i++)
+        cap += t[i].pieces > 1 ? 1 + (size_t)t[i].pieces : 1;
+    kv = calloc(cap, sizeof(*kv));
+    kvs = calloc(cap, sizeof(*kvs));
+    assert_non_null(kv);
     assert_non_null(kvs);
-    qsort(t, n, sizeof(*t), by_key);
-    bt_header(&header, 1, CKPT__BUNDLE_LITTLE_ENDIAN);
-    kvs[0].key = "";
-    kvs[0].value = header.ptr;
-    kvs[0].value_len = header.size;
+    bt_header(&kv[0].value, 1, CKPT__BUNDLE_LITTLE_ENDIAN); /* key "" */
     for (size_t i = 0; i < n; i++) {
-        uint32_t crc = ckpt__crc32c_mask(
-            ckpt__crc32c((const uint8_t *)t[i].record, t[i].record_len));
-        ckpt__bundle_entry e = bt_make_entry(
-            t[i].dtype, t[i].dim0, 0, (int64_t)data.size,
-            (int64_t)t[i].record_len, crc ^ (t[i].bad_crc ? 1 : 0));
-        values[i] = (ckpt_buf)CKPT_BUF_INIT;
-        bt_entry(&values[i], &e);
-        assert_ckpt_ok(ckpt__buf_put(&data, t[i].record, t[i].record_len));
-        kvs[i + 1].key = t[i].name;
-        kvs[i + 1].key_len = t[i].name_len;
-        kvs[i + 1].value = values[i].ptr;
-        kvs[i + 1].value_len = values[i].size;
+        if (t[i].pieces > 1) {
+            m += put_pieces(&kv[m], &data, &t[i]);
+            continue;
+        }
+        assert_ckpt_ok(ckpt__buf_put(&kv[m].key, t[i].name, t[i].name_len));
+        put_record(&kv[m++], &data, &t[i], t[i].dim0, t[i].record,
+                   t[i].record_len);
     }
+    qsort(kv, m, sizeof(*kv), by_key);
+    for (size_t i = 0; i < m; i++)
+        kvs[i] = (bt_kv){kv[i].key.ptr ? kv[i].key.ptr : "", kv[i].key.size,
+                         kv[i].value.ptr, kv[i].value.size};
     snprintf(path, sizeof(path), "%s.index", prefix);
     /* an index key past every name (names may hold NUL bytes) */
-    bt_write_raw_table(path, kvs, n + 1, "\xff\xff\xff");
+    bt_write_raw_table(path, kvs, m, "\xff\xff\xff");
     snprintf(path, sizeof(path), "%s.data-00000-of-00001", prefix);
     test_write_file(path, data.ptr, data.size);
-    for (size_t i = 0; i < n; i++)
-        ckpt_buf_dispose(&values[i]);
+    for (size_t i = 0; i < m; i++) {
+        ckpt_buf_dispose(&kv[i].key);
+        ckpt_buf_dispose(&kv[i].value);
+    }
     ckpt_buf_dispose(&data);
-    ckpt_buf_dispose(&header);
-    free(values);
+    free(kv);
     free(kvs);
 }
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
-    char *p = bt_path(dir, name);
+    char *p = test_path(dir, name);
     test_write_file(p, text, strlen(text));
     free(p);
 }
@@ -102,8 +152,8 @@ static void write_text(const char *dir, const char *name, const char *text)
 static void write_simple(const char *dir, const char *name)
 {
     static const float v[2] = {1.5f, -2.0f};
-    tensor_spec t = {"w", 1, CKPT_DT_FLOAT, 2, v, sizeof(v), 0};
-    char *prefix = bt_path(dir, name);
+    tensor_spec t = {"w", 1, CKPT_DT_FLOAT, 2, v, sizeof(v), 0, 0};
+    char *prefix = test_path(dir, name);
     write_bundle(prefix, &t, 1);
     free(prefix);
 }
@@ -140,14 +190,25 @@ static void expect_terminal_safe(const char *what, const char *text)
         fail_msg("%s: not UTF-8:\n%s", what, text);
 }
 
+/* The output as one JSON document: valid UTF-8, nothing after it but
+ * white space. */
 static json_object *parse_json(const char *text)
 {
+    json_tokener *tok = json_tokener_new();
+    size_t n = strlen(text), end;
     json_object *o;
-    if (!valid_utf8((const unsigned char *)text, strlen(text)))
+    if (!valid_utf8((const unsigned char *)text, n))
         fail_msg("JSON output is not UTF-8:\n%s", text);
-    o = json_tokener_parse(text);
+    assert_non_null(tok);
+    o = json_tokener_parse_ex(tok, text, (int)n);
+    end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
     if (!o)
         fail_msg("not JSON:\n%s", text);
+    while (end < n && strchr(" \n\t\r", text[end]))
+        end++;
+    if (end != n)
+        fail_msg("more than one JSON document:\n%s", text);
     return o;
 }
 
@@ -182,7 +243,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     write_simple(dir, "model.ckpt-1");
     write_simple(outside, "far-3");
     {
-        char *sub = bt_path(dir, "sub");
+        char *sub = test_path(dir, "sub");
         assert_int_equal(mkdir(sub, 0755), 0);
         free(sub);
     }
@@ -245,10 +306,10 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     /* fewer under memcheck, which is here for memory errors, not time */
     const int entries = cli_under_memcheck() ? 5000 : 100000;
     char *dir = test_make_temp_dir();
-    char *sub = bt_path(dir, "s");
+    char *sub = test_path(dir, "s");
     char name[64];
     FILE *f;
-    char *state_path = bt_path(dir, "checkpoint");
+    char *state_path = test_path(dir, "checkpoint");
     json_object *root, *rows;
     cli_run r;
     (void)state;
@@ -256,11 +317,11 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     for (int i = 0; i < FILES / 2; i++) {
         char *p;
         snprintf(name, sizeof(name), "c%d.index", i);
-        p = bt_path(sub, name);
+        p = test_path(sub, name);
         test_write_file(p, "i", 1);
         free(p);
         snprintf(name, sizeof(name), "c%d.data-00000-of-00001", i);
-        p = bt_path(sub, name);
+        p = test_path(sub, name);
         test_write_file(p, "dd", 2);
         free(p);
     }
@@ -303,12 +364,12 @@ static char *write_hostile_names(void)
     static const float v1[1] = {1.0f};
     static const float v2[2] = {2.0f, 3.0f};
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    char *prefix = test_path(dir, "m\x1b[31m-1");
     tensor_spec t[] = {
-        {esc_name, sizeof(esc_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
-        {latin_name, sizeof(latin_name) - 1, CKPT_DT_FLOAT, 2, v2, 8, 0},
-        {nul_name, sizeof(nul_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
-        {utf8_name, sizeof(utf8_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0},
+        {esc_name, sizeof(esc_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
+        {latin_name, sizeof(latin_name) - 1, CKPT_DT_FLOAT, 2, v2, 8, 0, 0},
+        {nul_name, sizeof(nul_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
+        {utf8_name, sizeof(utf8_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
     };
     write_bundle(prefix, t, 4);
     write_text(dir, "checkpoint", "model_checkpoint_path: \"m\\033[31m-1\"\n");
@@ -326,7 +387,7 @@ static void expect_both_safe(const cli_run *r)
 static void test_names_escaped_in_text_output(void **state)
 {
     char *dir = write_hostile_names();
-    char *prefix = bt_path(dir, "m\x1b[31m-1");
+    char *prefix = test_path(dir, "m\x1b[31m-1");
     cli_run r;
     (void)state;
     RUN_BOUNDED(r, &limits, "inspect", dir, "--values");
@@ -408,7 +469,7 @@ static void test_names_valid_json(void **state)
     /* bytes that are not UTF-8: each byte one code point U+0000..U+00FF */
     find_named(list, "latin\xc3\xbf\xc3\xbe", 9);
     {
-        char *want = bt_path(dir, "m\x1b[31m-1");
+        char *want = test_path(dir, "m\x1b[31m-1");
         expect_json_bytes(jget(root, "prefix"), want, strlen(want));
         free(want);
     }
@@ -441,10 +502,10 @@ static void test_nul_in_name_is_part_of_it(void **state)
     static const float one[1] = {7.0f};
     static const float two[2] = {8.0f, 9.0f};
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "ck");
+    char *prefix = test_path(dir, "ck");
     tensor_spec t[] = {
-        {"a", 1, CKPT_DT_FLOAT, 1, one, sizeof(one), 0},
-        {"a\0b", 3, CKPT_DT_FLOAT, 2, two, sizeof(two), 0},
+        {"a", 1, CKPT_DT_FLOAT, 1, one, sizeof(one), 0, 0},
+        {"a\0b", 3, CKPT_DT_FLOAT, 2, two, sizeof(two), 0, 0},
     };
     cli_run r;
     (void)state;
@@ -455,7 +516,7 @@ static void test_nul_in_name_is_part_of_it(void **state)
     expect_contains(r.out, ": OK, 2 tensors, 12 bytes checked");
     run_free(&r);
     t[0].bad_crc = 0;
-    t[1].bad_crc = 1; /* qsort kept "a" first */
+    t[1].bad_crc = 1; /* "a\0b" */
     write_bundle(prefix, t, 2);
     RUN_BOUNDED(r, &limits, "verify", prefix);
     expect_within_limits(&r, &limits);
@@ -468,6 +529,57 @@ static void test_nul_in_name_is_part_of_it(void **state)
     test_remove_tree(dir);
 }
 
+/* `inspect --values` reads a tensor by its whole name, NUL included: the
+ * partitioned "a\0b" is assembled from its own pieces (it used to be looked
+ * up by the C string "a", so it was never shown), and the plain "a\0c" is
+ * streamed from its own record. */
+static void test_values_of_nul_names(void **state)
+{
+    static const float one[2] = {7.0f, 7.5f};
+    static const float four[4] = {8.0f, 9.0f, 10.0f, 11.0f};
+    static const float plain[1] = {3.0f};
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "ck");
+    tensor_spec t[] = {
+        {"a", 1, CKPT_DT_FLOAT, 2, one, sizeof(one), 0, 0},
+        {"a\0b", 3, CKPT_DT_FLOAT, 4, four, sizeof(four), 0, 2},
+        {"a\0c", 3, CKPT_DT_FLOAT, 1, plain, sizeof(plain), 0, 0},
+    };
+    json_object *root, *list;
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 3);
+    RUN_BOUNDED(r, &limits, "inspect", prefix, "--values");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "a\\x00b ");
+    expect_contains(r.out, "(partitioned, 2 slices)\n    [8, 9, 10, 11]\n");
+    expect_contains(r.out, "a\\x00c ");
+    expect_contains(r.out, "0\n    [3]\n");
+    expect_lacks(r.out, "not supported");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "inspect", prefix, "--values", "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    list = jget(root, "tensors");
+    {
+        json_object *v = jget(find_named(list, "a\0b", 3), "values");
+        assert_int_equal(json_object_array_length(v), 4);
+        for (size_t i = 0; i < 4; i++)
+            assert_true(json_object_get_double(json_object_array_get_idx(
+                            v, i)) == (double)four[i]);
+        v = jget(find_named(list, "a\0c", 3), "values");
+        assert_int_equal(json_object_array_length(v), 1);
+        assert_true(json_object_get_double(json_object_array_get_idx(v, 0)) ==
+                    3.0);
+    }
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* A DT_VARIANT record is read but its checksum is not computed: verify
  * says "not checked" for it instead of counting it OK. */
 static void test_verify_variant_not_checked(void **state)
@@ -475,11 +587,11 @@ static void test_verify_variant_not_checked(void **state)
     static const float v[1] = {1.0f};
     static const char variant_record[] = "opaque variant bytes";
     char *dir = test_make_temp_dir();
-    char *prefix = bt_path(dir, "ck");
+    char *prefix = test_path(dir, "ck");
     tensor_spec t[] = {
-        {"plain", 5, CKPT_DT_FLOAT, 1, v, sizeof(v), 0},
+        {"plain", 5, CKPT_DT_FLOAT, 1, v, sizeof(v), 0, 0},
         {"var", 3, CKPT_DT_VARIANT, -1, variant_record,
-         sizeof(variant_record) - 1, 1},
+         sizeof(variant_record) - 1, 1, 0},
     };
     json_object *root, *list;
     cli_run r;
@@ -513,7 +625,7 @@ static void test_verify_variant_not_checked(void **state)
 static void test_repack_names_partitioned_tensor(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *src = bt_path(dir, "src"), *dst = bt_path(dir, "dst");
+    char *src = test_path(dir, "src"), *dst = test_path(dir, "dst");
     ckpt_bundle_writer *w = NULL;
     ckpt_shape full = {.rank = 1, .dims = {4}};
     ckpt_shape one = {.rank = 1, .dims = {1}};
@@ -602,8 +714,8 @@ static void test_damaged_state_file_same_status(void **state)
 static void test_verify_dir_checks_named_checkpoint(void **state)
 {
     char *dir = test_make_temp_dir();
-    char *older = bt_path(dir, "model.ckpt-1");
-    char *index2 = bt_path(dir, "model.ckpt-2.index");
+    char *older = test_path(dir, "model.ckpt-1");
+    char *index2 = test_path(dir, "model.ckpt-2.index");
     cli_run r;
     (void)state;
     write_simple(dir, "model.ckpt-1");
@@ -620,9 +732,24 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     expect_contains(r.err, older);
     expect_lacks(r.out, "OK");
     run_free(&r);
+    /* --json: still one document, naming the missing checkpoint */
     RUN_BOUNDED(r, &limits, "verify", dir, "--json");
     expect_within_limits(&r, &limits);
     expect_status(&r, 1);
+    expect_contains(r.err, "model.ckpt-2) is missing");
+    {
+        json_object *root = parse_json(r.out);
+        char *named = test_path(dir, "model.ckpt-2");
+        expect_json_bytes(jget(root, "command"), "verify", 6);
+        assert_false(json_object_get_boolean(jget(root, "ok")));
+        expect_json_bytes(jget(root, "prefix"), named, strlen(named));
+        expect_json_bytes(jget(root, "named_checkpoint"), "missing", 7);
+        expect_json_bytes(jget(root, "older"), older, strlen(older));
+        expect_contains(json_object_get_string(jget(root, "error")),
+                        "model.ckpt-2) is missing");
+        json_object_put(root);
+        free(named);
+    }
     run_free(&r);
     /* its index is there but damaged */
     test_write_file(index2, "garbage, not a table", 20);
@@ -641,6 +768,78 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     test_remove_tree(dir);
 }
 
+/* A --json run that fails once its arguments are parsed still prints one
+ * JSON document on stdout ({"command", "ok": false, "error", ...}, every
+ * string escaped by the one rule), with the error on stderr too; usage
+ * errors print none. */
+static void test_json_failures_one_document(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *gone = test_path(dir, "gone");
+    char *named_utf8 = test_path(dir, "m\x1b[1m-2\xc3\xbf");
+    char *bad = test_make_temp_dir();
+    struct {
+        const char *args[6];
+        int status;
+        const char *message; /* on stderr and in "error" */
+    } cases[] = {
+        {{"ls", gone, "--json", NULL}, 2, "No such file or directory"},
+        {{"ls", bad, "--json", NULL}, 1, "checkpoint:1:"},
+        {{"inspect", bad, "--json", NULL}, 1, "checkpoint:1:"},
+        {{"verify", bad, "--json", NULL}, 1, "checkpoint:1:"},
+        {{"inspect", gone, "--json", NULL}, 2, "gone"},
+        {{"inspect", dir, "--json", "--tensor", "nope", NULL},
+         2,
+         "no tensor named 'nope'"},
+        {{"verify", gone, "--json", NULL}, 2, "gone"},
+        {{"diff", dir, gone, "--json", NULL}, 2, "gone"},
+        {{"verify", dir, "--json", NULL}, 1, "-2\\xff) is missing"},
+    };
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"m\\033[1m-2\\377\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n");
+    write_text(bad, "checkpoint", "\x01garbage{{\n");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *root;
+        const char **a = cases[i].args;
+        r = cli_run_bounded(CKPT_CLI_PATH, NULL, a, &limits);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, cases[i].status);
+        expect_both_safe(&r);
+        expect_contains(r.err, cases[i].message);
+        root = parse_json(r.out);
+        expect_json_bytes(jget(root, "command"), a[0], strlen(a[0]));
+        assert_false(json_object_get_boolean(jget(root, "ok")));
+        if (strcmp(a[0], "verify") == 0 && a[1] == dir) {
+            /* the raw bytes, not the terminal's escapes: ESC as is, the
+             * byte that is not UTF-8 as U+00FF */
+            expect_json_bytes(jget(root, "prefix"), named_utf8,
+                              strlen(named_utf8));
+            expect_contains(json_object_get_string(jget(root, "error")),
+                            "-2\xc3\xbf) is missing");
+        } else {
+            expect_contains(json_object_get_string(jget(root, "error")),
+                            cases[i].message);
+        }
+        json_object_put(root);
+        run_free(&r);
+    }
+    /* a usage error: nothing on stdout */
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json", "--bogus");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown option '--bogus'");
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    free(gone);
+    free(named_utf8);
+    test_remove_tree(bad);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,11 +848,13 @@ int main(void)
         cmocka_unit_test(test_names_escaped_in_text_output),
         cmocka_unit_test(test_names_valid_json),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
+        cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),
         cmocka_unit_test(test_repack_names_partitioned_tensor),
         cmocka_unit_test(test_long_path_keeps_the_error),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
+        cmocka_unit_test(test_json_failures_one_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

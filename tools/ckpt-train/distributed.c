@@ -15,6 +15,7 @@
 #include "ckpt/mpi.h"
 #include "data.h"
 #include "model.h"
+#include "options.h"
 #include "train_var.h"
 
 #include <errno.h>
@@ -28,16 +29,8 @@
 #define DATA_DIM 32
 #define DATA_CLASSES 10
 
-typedef struct dist_options {
-    const char *dir;
-    int64_t steps, save_steps;
-    int keep, mode, hidden, layers, batch, quiet;
-    float lr;
-    uint64_t seed;
-} dist_options;
-
 typedef struct dist_trainer {
-    dist_options o;
+    train_options o;
     int rank, size;
     mlp model;
     dataset data;
@@ -53,81 +46,6 @@ int ckpt_train_wants_distributed(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--distributed") == 0)
             return 1;
-    return 0;
-}
-
-static int bad(const char *opt, const char *v)
-{
-    fprintf(stderr,
-            "ckpt-train --distributed: bad %s '%s'\n(options: --dir DIR "
-            "--steps N --save-steps K --keep K (0: all) --mode async|sync "
-            "--hidden H "
-            "--layers L --batch B --lr X --seed S --quiet)\n",
-            opt, v ? v : "");
-    return 2;
-}
-
-static int parse(dist_options *o, int argc, char **argv)
-{
-    o->dir = "runs/distributed";
-    o->steps = 2000;
-    o->save_steps = 200;
-    o->keep = 5;
-    o->mode = CKPT_SAVE_ASYNC;
-    o->hidden = 64;
-    o->layers = 2;
-    o->batch = 64;
-    o->lr = 0.003f;
-    o->seed = 1;
-    o->quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        long long n = 0;
-        if (!strcmp(a, "--distributed") || !strcmp(a, "--quiet")) {
-            o->quiet |= !strcmp(a, "--quiet");
-            continue;
-        }
-        if (!v)
-            return bad(a, v);
-        i++;
-        if (!strcmp(a, "--dir")) {
-            o->dir = v;
-            continue;
-        }
-        if (!strcmp(a, "--mode")) {
-            if (strcmp(v, "async") && strcmp(v, "sync"))
-                return bad(a, v);
-            o->mode = strcmp(v, "sync") ? CKPT_SAVE_ASYNC : CKPT_SAVE_SYNC;
-            continue;
-        }
-        if (!strcmp(a, "--lr")) {
-            o->lr = strtof(v, &end);
-            if (end == v || *end || !(o->lr > 0))
-                return bad(a, v);
-            continue;
-        }
-        errno = 0;
-        n = strtoll(v, &end, 10);
-        if (errno || end == v || *end || n < 0)
-            return bad(a, v);
-        if (!strcmp(a, "--steps"))
-            o->steps = n;
-        else if (!strcmp(a, "--save-steps") && n > 0)
-            o->save_steps = n;
-        else if (!strcmp(a, "--keep") && n <= 1000000)
-            o->keep = (int)n;
-        else if (!strcmp(a, "--hidden") && n > 0 && n <= 1 << 16)
-            o->hidden = (int)n;
-        else if (!strcmp(a, "--layers") && n > 0 && n <= 64)
-            o->layers = (int)n;
-        else if (!strcmp(a, "--batch") && n > 0 && n <= 1 << 16)
-            o->batch = (int)n;
-        else if (!strcmp(a, "--seed"))
-            o->seed = (uint64_t)n;
-        else
-            return bad(a, v);
-    }
     return 0;
 }
 
@@ -340,7 +258,7 @@ int ckpt_train_distributed(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t->size);
-    code = parse(&t->o, argc, argv);
+    code = train_options_parse(&t->o, argc, argv, 1);
     if (code == 0 && setup(t) != 0) {
         fprintf(stderr, "ckpt-train: out of memory\n");
         code = 1;
@@ -354,5 +272,5 @@ int ckpt_train_distributed(int argc, char **argv)
     free(t->grads);
     free(t);
     MPI_Finalize();
-    return code;
+    return code == TRAIN_OPTIONS_HELP ? 0 : code;
 }

@@ -77,12 +77,24 @@ json_object *cli_json_name(const ckpt_tensor_entry *e);
  * point in *cp; 0 when the bytes there are not UTF-8. */
 size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp);
 
+/* `fmt` formatted into a malloc'd string (its length in *len when len is
+ * not NULL); exits through cli_out_of_memory when memory runs out. */
+char *cli_vformat(size_t *len, const char *fmt, va_list ap);
+
 /* ---- messages ------------------------------------------------------------ */
 
-/* malloc that prints "ckpt: out of memory" and exits CLI_USAGE on failure
- * (n == 0 allocates 1 byte). */
+/* Print "ckpt: out of memory" and end the run with CLI_USAGE (through
+ * cli_exit). */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void cli_out_of_memory(void);
+
+/* malloc that ends the run through cli_out_of_memory on failure (n == 0
+ * allocates 1 byte). */
 void *cli_xmalloc(size_t n);
-/* realloc and strdup that fail the same way. */
+/* calloc, realloc and strdup that fail the same way. */
+void *cli_xcalloc(size_t n, size_t size);
 void *cli_xrealloc(void *p, size_t n);
 char *cli_xstrdup(const char *s);
 
@@ -106,6 +118,39 @@ int cli_usage_error(const cli_command *c, const char *fmt, ...)
 /* Print the full help of `c` on `out`. */
 void cli_print_help(const cli_command *c, FILE *out);
 
+/* ---- a --json run that fails (cli_json_fail.c) --------------------------- */
+
+/* A `--json` run prints one JSON document on stdout whatever happens after
+ * its arguments are parsed. Once a command calls cli_json_failures_on, the
+ * messages of cli_error and cli_lib_error are kept as well as printed on
+ * stderr; when the run then ends with a non-zero status and has printed no
+ * document of its own (cli_print_json), cli_finish prints
+ *   {"command": CMD, "ok": false, "error": "<the messages, one a line>",
+ *    <the details added>}
+ * with every string escaped as cli_json_bytes does. Usage errors, found
+ * before the arguments are parsed, print no document. */
+void cli_json_failures_on(const char *cmd);
+
+/* Keep `n` bytes of message text (what cli_error does). */
+void cli_json_failure_note(const char *message, size_t n);
+
+/* Add the field `key` to the failure document (takes `value`; dropped when
+ * the run is not a --json one). */
+void cli_json_failure_detail(const char *key, json_object *value);
+
+/* Record that the command printed its own document. */
+void cli_json_printed(void);
+
+/* End of a run (main): print the failure document when it is due; returns
+ * rc. */
+int cli_finish(int rc);
+
+/* cli_finish, then exit with rc: how a command ends the run early. */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void cli_exit(int rc);
+
 /* ---- options ------------------------------------------------------------- */
 
 /* Whether argv[*i] is option `name` ("--name VALUE" or "--name=VALUE");
@@ -117,6 +162,14 @@ int cli_opt_value(const char *name, int argc, char **argv, int *i,
 
 /* Whether `arg` is -h or --help. */
 int cli_is_help(const char *arg);
+
+/* The arguments of a command that takes one path and --json (`ls DIR
+ * [--json]`, `verify PATH [--json]`): "--" makes the next argument the path
+ * whatever it looks like; `what` names the path when it is missing
+ * ("DIR"). With --json, turns on cli_json_failures_on for the command.
+ * Returns 0, or CLI_USAGE after printing the usage error. */
+int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
+                            char **argv, const char **path, int *json);
 
 /* ---- checkpoints --------------------------------------------------------- */
 
@@ -156,11 +209,6 @@ void cli_tensor_error(const char *cmd, const char *prefix,
 /* Whether the entry is a real tensor to list (not a slice entry). */
 int cli_entry_listed(const ckpt_tensor_entry *e);
 
-/* Whether the reading API cannot name the entry: a slice key, or a name
- * holding a NUL byte (the API takes names as C strings). Such entries are
- * read through their raw records (ckpt_bundle_reader_read_record). */
-int cli_entry_binary_name(const ckpt_tensor_entry *e);
-
 /* The bytes a listed tensor holds: its record's size, or for a partitioned
  * tensor (whose entry has no record) the byte size of its full shape. */
 int64_t cli_entry_bytes(const ckpt_tensor_entry *e);
@@ -171,7 +219,8 @@ const char *cli_dtype_name(int dtype, char tmp[24]);
 /* The entry's shape as a JSON array of integers. */
 json_object *cli_json_shape(const ckpt_shape *shape);
 
-/* Print `obj` as pretty JSON on stdout followed by a newline. */
+/* Print `obj` as pretty JSON on stdout followed by a newline (the run's
+ * document: see cli_json_printed). */
 void cli_print_json(json_object *obj);
 
 /* ---- values -------------------------------------------------------------- */

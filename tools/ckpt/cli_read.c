@@ -40,11 +40,11 @@ int cli_read_assembled(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     data = size <= SIZE_MAX - 1 ? malloc(size > 0 ? (size_t)size : 1) : NULL;
     if (!data) {
         cli_error(cmd, "out of memory for tensor '%s' of %s (%llu bytes)",
-                  e->name, ckpt_bundle_reader_prefix(r),
+                  cli_safe_name(e), ckpt_bundle_reader_prefix(r),
                   (unsigned long long)size);
-        exit(CLI_USAGE);
+        cli_exit(CLI_USAGE);
     }
-    err = ckpt_bundle_reader_read(r, e->name, data, (size_t)size);
+    err = ckpt_bundle_reader_read_entry(r, e, data, (size_t)size);
     if (err < 0) {
         free(data);
         return err;

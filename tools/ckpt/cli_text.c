@@ -26,12 +26,7 @@ static char *keep(char *s)
 {
     if (num_kept == cap_kept) {
         size_t cap = cap_kept ? cap_kept * 2 : 16;
-        char **grown = realloc(kept, cap * sizeof(*grown));
-        if (!grown) {
-            fputs("ckpt: out of memory\n", stderr);
-            exit(CLI_USAGE);
-        }
-        kept = grown;
+        kept = cli_xrealloc(kept, cap * sizeof(*kept));
         cap_kept = cap;
     }
     kept[num_kept++] = s;
@@ -171,17 +166,25 @@ const char *cli_safe_name(const ckpt_tensor_entry *e)
     return cli_safe_n(e->name, e->name_len);
 }
 
-void cli_vprint_safe(FILE *out, const char *fmt, va_list ap)
+char *cli_vformat(size_t *len, const char *fmt, va_list ap)
 {
     char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    if (!mem) {
-        fputs("ckpt: out of memory\n", stderr);
-        exit(CLI_USAGE);
-    }
+    size_t n = 0;
+    FILE *mem = open_memstream(&text, &n);
+    if (!mem)
+        cli_out_of_memory();
     vfprintf(mem, fmt, ap);
-    fclose(mem);
+    if (fclose(mem) != 0 || !text)
+        cli_out_of_memory();
+    if (len)
+        *len = n;
+    return text;
+}
+
+void cli_vprint_safe(FILE *out, const char *fmt, va_list ap)
+{
+    size_t len = 0;
+    char *text = cli_vformat(&len, fmt, ap);
     fputs(cli_safe_n(text, len), out);
     free(text);
 }

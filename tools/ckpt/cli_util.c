@@ -14,11 +14,14 @@
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "ckpt %s: ", cmd);
+    size_t len = 0;
+    char *text;
     va_start(ap, fmt);
-    cli_vprint_safe(stderr, fmt, ap);
+    text = cli_vformat(&len, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "ckpt %s: %s\n", cmd, cli_safe_n(text, len));
+    cli_json_failure_note(text, len);
+    free(text);
 }
 
 int cli_exit_code(int err)
@@ -82,6 +85,30 @@ int cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
+                            char **argv, const char **path, int *json)
+{
+    *path = NULL;
+    *json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            *json = 1;
+        else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !*path)
+            *path = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return cli_usage_error(c, "unknown option '%s'", argv[i]);
+        else if (*path)
+            return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
+        else
+            *path = argv[i];
+    }
+    if (!*path)
+        return cli_usage_error(c, "missing %s", what);
+    if (*json)
+        cli_json_failures_on(c->name);
+    return 0;
+}
+
 /* ---- checkpoints --------------------------------------------------------- */
 
 int cli_ends_with(const char *s, const char *suffix)
@@ -127,20 +154,24 @@ size_t cli_parse_data_name(const char *s, int *shard, int *count)
 void *cli_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "ckpt: out of memory\n");
-        exit(CLI_USAGE);
-    }
+    if (!p)
+        cli_out_of_memory();
+    return p;
+}
+
+void *cli_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        cli_out_of_memory();
     return p;
 }
 
 void *cli_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "ckpt: out of memory\n");
-        exit(CLI_USAGE);
-    }
+    if (!q)
+        cli_out_of_memory();
     return q;
 }
 
@@ -334,11 +365,6 @@ int cli_entry_listed(const ckpt_tensor_entry *e)
     return !e->is_slice_key;
 }
 
-int cli_entry_binary_name(const ckpt_tensor_entry *e)
-{
-    return e->is_slice_key || strlen(e->name) != e->name_len;
-}
-
 int64_t cli_entry_bytes(const ckpt_tensor_entry *e)
 {
     int64_t n = 0;
@@ -368,6 +394,7 @@ json_object *cli_json_shape(const ckpt_shape *shape)
 
 void cli_print_json(json_object *obj)
 {
+    cli_json_printed();
     fputs(json_object_to_json_string_ext(
               obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                        JSON_C_TO_STRING_NOSLASHESCAPE),

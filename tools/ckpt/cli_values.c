@@ -79,28 +79,6 @@ static int narrow_float(int dtype, const uint8_t *p, float *out)
 
 /* ---- one element --------------------------------------------------------- */
 
-int64_t cli_int_at(const uint8_t *p, size_t size)
-{
-    int8_t i8;
-    int16_t i16;
-    int32_t i32;
-    int64_t i64;
-    switch (size) {
-    case 1:
-        memcpy(&i8, p, 1);
-        return i8;
-    case 2:
-        memcpy(&i16, p, 2);
-        return i16;
-    case 4:
-        memcpy(&i32, p, 4);
-        return i32;
-    default:
-        memcpy(&i64, p, 8);
-        return i64;
-    }
-}
-
 uint64_t cli_uint_at(const uint8_t *p, size_t size)
 {
     uint16_t u16;
@@ -119,6 +97,15 @@ uint64_t cli_uint_at(const uint8_t *p, size_t size)
         memcpy(&u64, p, 8);
         return u64;
     }
+}
+
+int64_t cli_int_at(const uint8_t *p, size_t size)
+{
+    uint64_t u = cli_uint_at(p, size);
+    /* two's complement: extend the sign bit of a narrower integer */
+    if ((size == 1 || size == 2 || size == 4) && (u >> (8 * size - 1)) & 1)
+        u |= ~(uint64_t)0 << (8 * size);
+    return (int64_t)u;
 }
 
 /* An element decoded once, then printed as text or JSON. */
@@ -312,7 +299,7 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 {
     ckpt_string_array a = {NULL, 0, NULL};
     size_t shown;
-    int err = ckpt_bundle_reader_read_strings(r, e->name, &a);
+    int err = ckpt_bundle_reader_read_strings_entry(r, e, &a);
     if (err < 0)
         return err;
     shown = a.count < limit ? a.count : limit;

@@ -214,28 +214,6 @@ static void compare_strings(const ckpt_string_array *a,
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* Raw records of string slice entries (whose binary keys the string
- * reader does not take): equal or not, count unknown. Their size is
- * bounded by their data files. */
-static int compare_records(ckpt_bundle_reader *ra, const ckpt_tensor_entry *ea,
-                           ckpt_bundle_reader *rb, const ckpt_tensor_entry *eb,
-                           value_diff *d, int *which)
-{
-    ckpt_buf x = CKPT_BUF_INIT, y = CKPT_BUF_INIT;
-    int err = ckpt_bundle_reader_read_record(ra, ea, &x);
-    *which = 0;
-    if (err == 0) {
-        *which = 1;
-        err = ckpt_bundle_reader_read_record(rb, eb, &y);
-    }
-    if (err == 0 &&
-        (x.size != y.size || (x.size && memcmp(x.ptr, y.ptr, x.size) != 0)))
-        d->num_different = -1;
-    ckpt_buf_dispose(&x);
-    ckpt_buf_dispose(&y);
-    return err;
-}
-
 /* Compare two records piece by piece, in memory bounded by the piece size
  * whatever the tensors' sizes: elements of a fixed-size dtype (the pieces
  * of both sides hold the same elements, in host order), other dtypes as
@@ -325,15 +303,14 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         return 0;
     }
     if (ea->num_slices > 0 &&
-        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype) ||
-         cli_entry_binary_name(ea)))
+        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
         return 0; /* not assembled: the slice entries are compared */
-    if (ea->dtype == CKPT_DT_STRING && !cli_entry_binary_name(ea)) {
+    if (ea->dtype == CKPT_DT_STRING) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
-        err = ckpt_bundle_reader_read_strings(ra, ea->name, &sa);
+        err = ckpt_bundle_reader_read_strings_entry(ra, ea, &sa);
         if (err == 0) {
             *which = 1;
-            err = ckpt_bundle_reader_read_strings(rb, eb->name, &sb);
+            err = ckpt_bundle_reader_read_strings_entry(rb, eb, &sb);
         }
         if (err == 0)
             compare_strings(&sa, &sb, d);
@@ -341,8 +318,6 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         ckpt_string_array_dispose(&sb);
         return err;
     }
-    if (ea->dtype == CKPT_DT_STRING)
-        return compare_records(ra, ea, rb, eb, d, which);
     if (ea->num_slices > 0)
         return compare_assembled(o, ra, ea, rb, eb, d, which);
     return compare_streams(o, ra, ea, rb, eb, d, which);
@@ -365,10 +340,8 @@ static char *display_name(const ckpt_tensor_entry *e)
             fclose(f);
         }
     }
-    if (!s) {
-        fprintf(stderr, "ckpt diff: out of memory\n");
-        exit(CLI_USAGE);
-    }
+    if (!s)
+        cli_out_of_memory();
     return s;
 }
 
@@ -612,6 +585,8 @@ static int parse_args(int argc, char **argv, diff_opts *o)
     }
     if (!o->b)
         return cli_usage_error(c, "need two checkpoints, A and B");
+    if (o->json)
+        cli_json_failures_on(c->name);
     return 0;
 }
 

@@ -101,6 +101,8 @@ static int parse_args(int argc, char **argv, inspect_opts *o)
     }
     if (!o->path)
         return cli_usage_error(c, "missing PATH");
+    if (o->json)
+        cli_json_failures_on(c->name);
     return 0;
 }
 
@@ -173,7 +175,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         return 0;
     /* a partitioned tensor's values are read assembled from its slices */
     if ((e->num_slices > 0 && e->dtype == CKPT_DT_STRING) ||
-        !ckpt_dtype_is_supported(e->dtype) || cli_entry_binary_name(e)) {
+        !ckpt_dtype_is_supported(e->dtype)) {
         printf("    (values not supported for this tensor)\n");
         return 0;
     }
@@ -220,7 +222,7 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         json_object_object_add(t, "num_slices",
                                json_object_new_int(e->num_slices));
     if (o->values && (e->num_slices == 0 || e->dtype != CKPT_DT_STRING) &&
-        ckpt_dtype_is_supported(e->dtype) && !cli_entry_binary_name(e)) {
+        ckpt_dtype_is_supported(e->dtype)) {
         int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
         if (err < 0) {
             cli_tensor_error("inspect", prefix, e);

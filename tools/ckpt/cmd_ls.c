@@ -99,14 +99,8 @@ static int list_dir(dir_listing *out, const char *dir)
         if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (out->n == cap) {
-            file_entry *grown;
             cap = cap ? cap * 2 : 16;
-            grown = realloc(out->files, cap * sizeof(*grown));
-            if (!grown) {
-                fprintf(stderr, "ckpt ls: out of memory\n");
-                exit(CLI_USAGE);
-            }
-            out->files = grown;
+            out->files = cli_xrealloc(out->files, cap * sizeof(*out->files));
         }
         out->files[out->n].name = cli_xstrdup(de->d_name);
         out->files[out->n].size = (uint64_t)st.st_size;
@@ -256,11 +250,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         sf->bytes = l->files[i].size;
         if (count == 0 && n > 0) {
             count = n;
-            present = calloc((size_t)n, 1);
-            if (!present) {
-                fprintf(stderr, "ckpt ls: out of memory\n");
-                exit(CLI_USAGE);
-            }
+            present = cli_xcalloc((size_t)n, 1);
         }
         if (n != count)
             mixed = 1;
@@ -639,11 +629,7 @@ static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
     for (size_t i = 0; i < n; i++)
         if (strcmp(st->all_paths[i], st->model_checkpoint_path) == 0)
             append = 0;
-    rows = calloc(n + 1, sizeof(*rows));
-    if (!rows) {
-        fprintf(stderr, "ckpt ls: out of memory\n");
-        exit(CLI_USAGE);
-    }
+    rows = cli_xcalloc(n + 1, sizeof(*rows));
     for (size_t i = 0; i < n + (size_t)append; i++) {
         ckpt_row *r = &rows[i];
         r->stored = i < n ? st->all_paths[i] : st->model_checkpoint_path;
@@ -671,20 +657,9 @@ static int run(int argc, char **argv)
     size_t nrows = 0, nstrays;
     int json = 0, have_state = 0, err, rc = 0;
     struct stat sb;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !dir)
-            dir = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cli_usage_error(c, "unknown option '%s'", argv[i]);
-        else if (dir)
-            return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
-        else
-            dir = argv[i];
-    }
-    if (!dir)
-        return cli_usage_error(c, "missing DIR");
+    rc = cli_parse_path_and_json(c, "DIR", argc, argv, &dir, &json);
+    if (rc != 0)
+        return rc;
     if (stat(dir, &sb) != 0) {
         cli_error("ls", "%s: %s", dir, strerror(errno));
         return CLI_USAGE;
@@ -714,11 +689,7 @@ static int run(int argc, char **argv)
         rows = make_rows(&st, dir, err == 0 ? latest.ptr : NULL, &nrows);
         scan_rows(rows, nrows, dir, &files);
     }
-    strays = calloc(files.n + 1, sizeof(*strays));
-    if (!strays) {
-        rc = CLI_USAGE;
-        goto done;
-    }
+    strays = cli_xcalloc(files.n + 1, sizeof(*strays));
     nstrays = find_strays(strays, &files);
     if (json)
         print_json(dir, have_state, rows, nrows, strays, nstrays);

@@ -26,7 +26,9 @@ const cli_command cli_cmd_verify = {
     "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
     "\"bytes\",\n"
     "           \"ok\", \"damaged\": [{\"name\", \"error\"}],\n"
-    "           \"not_checked\": [{\"name\", \"reason\"}]}\n\n"
+    "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
+    "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
+    "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?}\n\n"
     "Exit status 1 when anything is damaged or missing.\n",
     run};
 
@@ -72,16 +74,22 @@ static int open_checkpoint(ckpt_bundle_reader **r, char **prefix,
     if (err == 0)
         return 0;
     rc = cli_lib_error("verify", err, *prefix);
+    cli_json_failure_detail("prefix", cli_json_string(*prefix));
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
+        const char *what = err == CKPT_ENOTFOUND ? "missing" : "damaged";
         cli_error("verify",
                   "%s: the checkpoint its state file names (%s) is %s", path,
-                  *prefix, err == CKPT_ENOTFOUND ? "missing" : "damaged");
+                  *prefix, what);
+        cli_json_failure_detail("named_checkpoint",
+                                json_object_new_string(what));
         if (ckpt_latest_checkpoint(&older, NULL, path) == 0 &&
-            strcmp(older.ptr, *prefix) != 0)
+            strcmp(older.ptr, *prefix) != 0) {
             cli_error("verify",
                       "note: an older listed checkpoint has its index: %s "
                       "(ckpt verify %s checks it)",
                       older.ptr, older.ptr);
+            cli_json_failure_detail("older", cli_json_string(older.ptr));
+        }
         rc = CLI_FOUND;
     }
     ckpt_buf_dispose(&older);
@@ -101,20 +109,9 @@ static int run(int argc, char **argv)
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
     int64_t bytes = 0;
     int json = 0, rc = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !path)
-            path = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cli_usage_error(c, "unknown option '%s'", argv[i]);
-        else if (path)
-            return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
-        else
-            path = argv[i];
-    }
-    if (!path)
-        return cli_usage_error(c, "missing PATH");
+    rc = cli_parse_path_and_json(c, "PATH", argc, argv, &path, &json);
+    if (rc != 0)
+        return rc;
     rc = open_checkpoint(&r, &prefix, path);
     if (rc != 0)
         return rc;

@@ -30,7 +30,11 @@ static void print_usage(FILE *out)
     for (size_t i = 0; i < NUM_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\nExit status: 0 success, 1 damage or differences found, "
-                 "2 usage error or unreadable input.\n");
+                 "2 usage error or unreadable input.\n"
+                 "With --json, stdout holds one JSON document once the "
+                 "arguments are parsed;\n"
+                 "a run that fails before printing its own prints "
+                 "{\"command\", \"ok\": false, \"error\"}.\n");
 }
 
 static int help(int argc, char **argv)
@@ -86,7 +90,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int rc = dispatch(argc, argv);
+    int rc = cli_finish(dispatch(argc, argv));
     cli_text_release();
     return rc;
 }
