@@ -6,6 +6,8 @@
 #   scripts/bench.sh --quick    smaller states and runs (~4 min there)
 #   scripts/bench.sh --json     the same figures as JSON (with --quick too)
 #   REPS=N scripts/bench.sh     repetitions per figure (default 5, at least 5)
+#   ONLY=saver|train scripts/bench.sh   only bench_async_save's figures, or
+#                               only ckpt-train's and ckpt verify's
 #
 # Every figure is a ratio measured against a reference taken in the same
 # repetition, right before or after it (paired, interleaved); the table
@@ -31,6 +33,11 @@ for a in "$@"; do
     esac
 done
 reps=${REPS:-5}
+only=${ONLY:-}
+case "$only" in
+    "" | saver | train) ;;
+    *) echo "bench.sh: ONLY must be saver or train" >&2; exit 2 ;;
+esac
 if [ "$reps" -lt 5 ]; then
     echo "bench.sh: REPS must be at least 5" >&2
     exit 2
@@ -65,11 +72,15 @@ if [ $quick = 1 ]; then
 else
     sizes=64,256 qflag=
 fi
+if [ "$only" != train ]; then
 log "bench_async_save --sizes $sizes --reps $reps $qflag"
 "$bench" --dir "$tmp/saver" --sizes "$sizes" --reps "$reps" $qflag \
     >>"$ratios"
 rm -rf "$tmp/saver"
+fi
 
+bytes=0 read_sum=0
+if [ "$only" != saver ]; then
 # ---- ckpt-train: whole runs, none and async interleaved ---------------------
 if [ $quick = 1 ]; then
     model=(--hidden 1024 --layers 4 --batch 16) run_s=8
@@ -145,6 +156,7 @@ for r in $(seq 1 "$reps"); do
         "$(div "$t_read" "$t_verify")"
     read_sum=$(awk -v a="$read_sum" -v b="$t_read" 'BEGIN { print a + b }')
 done
+fi
 
 # ---- the machine --------------------------------------------------------------
 # memcpy, the cold read() above, and the disk's write speed: dd of as many
@@ -160,10 +172,10 @@ dd_gbs=$(echo "$dd_line" | awk -v b=$((dd_mib * 1048576)) '{
 machine=$(awk -v m="$memcpy64" -v b="$bytes" -v s="$read_sum" -v n="$reps" \
     -v c="$(nproc)" -v d="$dd_gbs" -v l0="$load_start" \
     -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
-    printf "%d cores, memcpy %.1f GB/s (64 MiB), cold read() %.1f GB/s, " \
+    cold = s > 0 ? sprintf("%.1f GB/s", b * n / s / 1e9) : "not measured"
+    printf "%d cores, memcpy %.1f GB/s (64 MiB), cold read() %s, " \
            "disk write (dd conv=fsync) %s GB/s, load average %s at the " \
-           "start, %s at the end", c, 67108864 / m / 1e9, b * n / s / 1e9, d,
-           l0, l }')
+           "start, %s at the end", c, 67108864 / m / 1e9, cold, d, l0, l }')
 rm -rf "$tmp"/train-*
 
 # ---- the table -----------------------------------------------------------------
