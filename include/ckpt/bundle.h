@@ -42,47 +42,48 @@ typedef struct ckpt_bundle_writer_options {
 } ckpt_bundle_writer_options;
 
 #define CKPT_BUNDLE_WRITER_OPTIONS_INIT                                        \
-    {CKPT_BUNDLE_WRITER_OPTIONS_VERSION, NULL, 0, 0, 0}
+    {                                                                          \
+        CKPT_BUNDLE_WRITER_OPTIONS_VERSION, NULL, 0, 0, 0                      \
+    }
 
 /** Fill `opts` with defaults. @return 0 or CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_bundle_writer_options_init(
-    ckpt_bundle_writer_options *opts, unsigned int version);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_options_init(ckpt_bundle_writer_options *opts,
+                                unsigned int version);
 
 /** Start a bundle at `prefix` (the directory must exist).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOTFOUND or an I/O error */
-CKPT_EXTERN(int) ckpt_bundle_writer_open(ckpt_bundle_writer **out,
-                                         const char *prefix,
-                                         const ckpt_bundle_writer_options *opts);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
+                        const ckpt_bundle_writer_options *opts);
 
 /** Direct the following adds to data shard `shard` (0 .. num_shards-1). */
-CKPT_EXTERN(int) ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w,
-                                                 int shard);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard);
 
 /** Add a fixed-size tensor: `nbytes` must equal its byte size, data in
  *  host (little-endian) element order, row-major.
  *  @return 0, CKPT_EINVAL (bad name/shape/size), CKPT_ENOTSUP (dtype),
  *          CKPT_EEXISTS (name added before) or an I/O error */
-CKPT_EXTERN(int) ckpt_bundle_writer_add(ckpt_bundle_writer *w,
-                                        const char *name, int dtype,
-                                        const ckpt_shape *shape,
-                                        const void *data, size_t nbytes);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
+                       const ckpt_shape *shape, const void *data,
+                       size_t nbytes);
 
 /** Add a DT_STRING tensor of `n` elements (n must equal the element count
  *  of `shape`); each element is a run of arbitrary bytes. */
-CKPT_EXTERN(int) ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w,
-                                                const char *name,
-                                                const ckpt_shape *shape,
-                                                const ckpt_slice *strings,
-                                                size_t n);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
+                               const ckpt_shape *shape,
+                               const ckpt_slice *strings, size_t n);
 
 /** Add a raw entry exactly as given: `record` is the on-disk record
  *  (`record_len` bytes) of a tensor of `dtype`/`shape`; the CRC is computed.
  *  Used to copy records between bundles without decoding them. */
-CKPT_EXTERN(int) ckpt_bundle_writer_add_record(ckpt_bundle_writer *w,
-                                               const char *name, int dtype,
-                                               const ckpt_shape *shape,
-                                               const void *record,
-                                               size_t record_len);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
+                              int dtype, const ckpt_shape *shape,
+                              const void *record, size_t record_len);
 
 /** `length` of a ckpt_slice_extent covering its whole dimension. */
 #define CKPT_SLICE_FULL (-1)
@@ -114,11 +115,11 @@ typedef struct ckpt_slice_extent {
  *          CKPT_ENOTSUP (string or unsupported dtype), CKPT_EEXISTS (`name`
  *          was added as an ordinary tensor) or an I/O error. Every error is
  *          kept by the writer, like the other adds'. */
-CKPT_EXTERN(int) ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w,
-                                              const char *name, int dtype,
-                                              const ckpt_shape *full_shape,
-                                              const ckpt_slice_extent *extents,
-                                              const void *data, size_t nbytes);
+CKPT_EXTERN(int)
+ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name, int dtype,
+                             const ckpt_shape *full_shape,
+                             const ckpt_slice_extent *extents, const void *data,
+                             size_t nbytes);
 
 /** Write the index and commit. After any failure nothing is renamed into
  *  place and the temporary files are removed; the writer must still be
@@ -141,10 +142,14 @@ typedef struct ckpt_bundle_reader_options {
     int skip_data_checksums; /**< non-zero: do not verify record CRCs */
 } ckpt_bundle_reader_options;
 
-#define CKPT_BUNDLE_READER_OPTIONS_INIT {CKPT_BUNDLE_READER_OPTIONS_VERSION, NULL, 0}
+#define CKPT_BUNDLE_READER_OPTIONS_INIT                                        \
+    {                                                                          \
+        CKPT_BUNDLE_READER_OPTIONS_VERSION, NULL, 0                            \
+    }
 
-CKPT_EXTERN(int) ckpt_bundle_reader_options_init(
-    ckpt_bundle_reader_options *opts, unsigned int version);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_options_init(ckpt_bundle_reader_options *opts,
+                                unsigned int version);
 
 /** One index entry, as described by its BundleEntryProto. */
 typedef struct ckpt_tensor_entry {
@@ -168,15 +173,16 @@ typedef struct ckpt_tensor_entry {
  *  refused with CKPT_EIO without blocking.
  *  @return 0, CKPT_ENOTFOUND (no <prefix>.index), CKPT_ECORRUPT, CKPT_EIO,
  *          CKPT_ENOMEM or CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_bundle_reader_open(ckpt_bundle_reader **out,
-                                         const char *prefix,
-                                         const ckpt_bundle_reader_options *opts);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
+                        const ckpt_bundle_reader_options *opts);
 
 /** Free the reader; NULL is ignored. */
 CKPT_EXTERN(void) ckpt_bundle_reader_free(ckpt_bundle_reader *r);
 
 /** The prefix given to open (borrowed). */
-CKPT_EXTERN(const char *) ckpt_bundle_reader_prefix(const ckpt_bundle_reader *r);
+CKPT_EXTERN(const char *)
+ckpt_bundle_reader_prefix(const ckpt_bundle_reader *r);
 
 /** num_shards of the bundle header. */
 CKPT_EXTERN(int) ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r);
@@ -186,13 +192,13 @@ CKPT_EXTERN(size_t) ckpt_bundle_reader_count(const ckpt_bundle_reader *r);
 
 /** Entry `i` in key order (borrowed; valid until the reader is freed), or
  *  NULL when i >= count. */
-CKPT_EXTERN(const ckpt_tensor_entry *) ckpt_bundle_reader_entry(
-    const ckpt_bundle_reader *r, size_t i);
+CKPT_EXTERN(const ckpt_tensor_entry *)
+ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
 
 /** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND */
-CKPT_EXTERN(int) ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
-                                         const ckpt_bundle_reader *r,
-                                         const char *name);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
+                        const ckpt_bundle_reader *r, const char *name);
 
 /** Read a fixed-size tensor into `dst` (`dst_size` must equal its byte
  *  size), verifying its CRC and converting to host byte order. A
@@ -202,9 +208,9 @@ CKPT_EXTERN(int) ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
  *          CKPT_ENOTSUP (string), CKPT_ECORRUPT (damaged record; pieces
  *          missing, overlapping, out of range or not covering the tensor)
  *          or CKPT_EIO */
-CKPT_EXTERN(int) ckpt_bundle_reader_read(ckpt_bundle_reader *r,
-                                         const char *name, void *dst,
-                                         size_t dst_size);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
+                        size_t dst_size);
 
 /** ckpt_bundle_reader_read of `entry` (one of `r`'s entries) rather than
  *  of a name: the way to read a tensor whose name holds a NUL byte, which a
@@ -225,17 +231,23 @@ typedef struct ckpt_read_request {
 /** Read several fixed-size tensors, each as ckpt_bundle_reader_read would,
  *  checking every request (name, dtype, size, data file) before reading
  *  any (a partitioned tensor's pieces are checked as it is assembled, after
- *  the others are read). The records are read in file order; when one data file holds 8 MiB
- *  or more of them and the file system offers direct reads
- *  (ckpt_fs.open_read_direct, declined for a file already in the page
- *  cache), the file is streamed around the page cache by two reader
- *  threads with each checksum fused into the copy to its destination.
+ *  the others are read). The records are read in file order, through the
+ *  page cache straight into their destinations in pieces of at most
+ *  256 KiB, each piece checksummed right after its read, by the calling
+ *  thread and, when the file system allows concurrent reads (it offers
+ *  ckpt_fs.open_read_direct) and the process may run on two CPUs, one
+ *  helper thread (joined before the call returns). When the records of
+ *  one data file span 8 MiB or more and the file system accepts direct
+ *  reads for it (declined for a file already in the page cache), its first
+ *  2 MiB are read alternately both ways, timed, and O_DIRECT reads the
+ *  rest only when it was clearly faster (two reader threads, the checksum
+ *  fused into the copy to the destination).
  *  On failure the destinations may hold part of the data; the error names
  *  the tensor or the file.
  *  @return 0, or as ckpt_bundle_reader_read */
-CKPT_EXTERN(int) ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
-                                              const ckpt_read_request *reqs,
-                                              size_t n);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
+                             const ckpt_read_request *reqs, size_t n);
 
 /** The elements of a DT_STRING tensor: `strings[i]` points into one block
  *  of memory owned by this struct. Release with ckpt_string_array_dispose. */
@@ -248,9 +260,9 @@ typedef struct ckpt_string_array {
 CKPT_EXTERN(void) ckpt_string_array_dispose(ckpt_string_array *a);
 
 /** Read a DT_STRING tensor, verifying the length and data checksums. */
-CKPT_EXTERN(int) ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r,
-                                                 const char *name,
-                                                 ckpt_string_array *out);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
+                                ckpt_string_array *out);
 
 /** ckpt_bundle_reader_read_strings of `entry` (one of `r`'s entries), for
  *  names that hold a NUL byte.
@@ -262,9 +274,9 @@ CKPT_EXTERN(int) ckpt_bundle_reader_read_strings_entry(
 
 /** Read the raw record of `entry` (as stored, before any byte swapping)
  *  into `out` (appended), verifying its CRC unless checksums are skipped. */
-CKPT_EXTERN(int) ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
-                                                const ckpt_tensor_entry *entry,
-                                                ckpt_buf *out);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
+                               const ckpt_tensor_entry *entry, ckpt_buf *out);
 
 /** The bytes the data of `entry` (one of `r`'s entries) takes, checked
  *  against the data files before a caller allocates for it: a record must
@@ -278,12 +290,13 @@ CKPT_EXTERN(int) ckpt_bundle_reader_read_record(ckpt_bundle_reader *r,
  *          missing or too small for the shape), CKPT_ENOTFOUND (data file),
  *          CKPT_ENOTSUP (a partitioned string tensor), CKPT_EINVAL or
  *          CKPT_EIO */
-CKPT_EXTERN(int) ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
-                                              const ckpt_tensor_entry *entry,
-                                              uint64_t *bytes);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *entry, uint64_t *bytes);
 
 /** Check one tensor the way reading it would, without holding its data:
- *  a record is read through a ckpt_record_stream and its CRC compared
+ *  a record is read as ckpt_bundle_reader_read_many reads (the pieces into
+ *  a small buffer per thread instead of a destination) and its CRC compared
  *  (even when the reader skips checksums; DT_VARIANT records have none
  *  this library checks); a string tensor is read whole (its record fits
  *  its data file) with its length checksum; a partitioned tensor is
@@ -294,8 +307,8 @@ CKPT_EXTERN(int) ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (data file), CKPT_ENOTSUP (a
  *          partitioned string tensor), CKPT_EINVAL, CKPT_EIO or
  *          CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_bundle_reader_check(ckpt_bundle_reader *r,
-                                          const ckpt_tensor_entry *entry);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_check(ckpt_bundle_reader *r, const ckpt_tensor_entry *entry);
 
 /** Bytes a record stream hands out at a time when not told (1 MiB). */
 #define CKPT_RECORD_STREAM_PIECE ((size_t)1 << 20)
@@ -317,10 +330,9 @@ typedef struct ckpt_record_stream ckpt_record_stream;
  *          slice entries), CKPT_ECORRUPT (record past the end of its data
  *          file), CKPT_ENOTFOUND (data file), CKPT_EINVAL, CKPT_EIO or
  *          CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_record_stream_open(ckpt_record_stream **out,
-                                         ckpt_bundle_reader *r,
-                                         const ckpt_tensor_entry *entry,
-                                         size_t piece_size);
+CKPT_EXTERN(int)
+ckpt_record_stream_open(ckpt_record_stream **out, ckpt_bundle_reader *r,
+                        const ckpt_tensor_entry *entry, size_t piece_size);
 
 /** The next piece: `*data` (valid until the next call or the stream is
  *  freed) and its size `*n`; `*n` is 0 at the end of the record. The
@@ -330,15 +342,16 @@ CKPT_EXTERN(int) ckpt_record_stream_open(ckpt_record_stream **out,
  *  the pieces are trustworthy only once the end has been reached.
  *  @return 0, CKPT_ECORRUPT (checksum mismatch, data file ends early) or
  *          CKPT_EIO */
-CKPT_EXTERN(int) ckpt_record_stream_next(ckpt_record_stream *s,
-                                         const void **data, size_t *n);
+CKPT_EXTERN(int)
+ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n);
 
 /** Free the stream; NULL is ignored. */
 CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
- *  Records are read through a ckpt_record_stream (string records whole),
- *  so memory does not grow with a tensor's size.
+ *  The fixed-size records of each data file are read in one pass in file
+ *  order as ckpt_bundle_reader_check reads one (string records whole,
+ *  after them), so memory does not grow with a tensor's size.
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (missing shard), CKPT_EIO */
 CKPT_EXTERN(int) ckpt_bundle_reader_verify(ckpt_bundle_reader *r);
 
@@ -348,8 +361,9 @@ CKPT_EXTERN(int) ckpt_bundle_reader_verify(ckpt_bundle_reader *r);
 CKPT_EXTERN(int) ckpt_bundle_index_path(ckpt_buf *out, const char *prefix);
 
 /** "<prefix>.data-%05d-of-%05d" into `out` (replacing its contents). */
-CKPT_EXTERN(int) ckpt_bundle_data_path(ckpt_buf *out, const char *prefix,
-                                       int shard, int num_shards);
+CKPT_EXTERN(int)
+ckpt_bundle_data_path(ckpt_buf *out, const char *prefix, int shard,
+                      int num_shards);
 
 CKPT_END_DECL
 

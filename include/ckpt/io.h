@@ -96,11 +96,14 @@ typedef struct ckpt_fs {
      *  only at the end of the file. CKPT_ENOTSUP when the file system
      *  cannot do it, or declines because reading through the page cache
      *  would be faster (the POSIX one does when most of the file is cached
-     *  already); callers then read through `open_read`. Large restores
-     *  use it to stream the data file with the checksum fused into the
-     *  copy to its destination; a long stream also opens the file with
-     *  `open_read`, reads a few pieces both ways (again from several
-     *  threads at once) and continues with the faster. Since version 2. */
+     *  already); callers then read through `open_read`. Offering it also
+     *  says that `pread` may be called from several threads at once on a
+     *  file opened with `open_read`: restores, checks and verify then read
+     *  a data file through the page cache on two threads. A read of 8 MiB
+     *  or more opens the file both ways, reads a few pieces each way (from
+     *  several threads at once), and O_DIRECT reads the rest when it was
+     *  clearly faster, with the checksum fused into the copy to the
+     *  destination. Since version 2. */
     int (*open_read_direct)(ckpt_file **out, const char *path, void *payload);
 } ckpt_fs;
 
@@ -112,15 +115,16 @@ CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
 
 /** Read the whole file at `path` into `out` (appended).
  *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs,
-                                   const char *path);
+CKPT_EXTERN(int)
+ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path);
 
 /** Write `n` bytes to `path` crash-safely: a temporary file in the same
  *  directory created exclusively, written, fsynced, renamed over `path`,
  *  then the directory fsynced. On failure the temporary file is removed and
  *  `path` is unchanged. */
-CKPT_EXTERN(int) ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
-                                           const void *data, size_t n);
+CKPT_EXTERN(int)
+ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
+                          size_t n);
 
 CKPT_END_DECL
 

@@ -1,24 +1,21 @@
 /* format/bundle_read_many.c - ckpt_bundle_reader_read_many: several
  * tensors read at once. Every request is checked before anything is read;
- * the records are then read in file order, each data file's records
- * streamed by the direct reader (io/direct_read.h) when there are enough
- * bytes to be worth its threads, one by one otherwise; partitioned tensors
- * are assembled last. A tensor asked for twice is read once and copied.
- * The report of the last streamed group stays with the reader for
+ * the records are then read in file order, each data file's records in one
+ * ckpt__read_extents (io/buffered_read.h: straight into the destinations
+ * through the page cache, or streamed around it when a probe shows that
+ * faster), one by one only when records overlap; partitioned tensors are
+ * assembled last. A tensor asked for twice is read once and copied. The
+ * report of the last group stays with the reader for
  * ckpt__bundle_reader_stream (bundle_read_report.h). */
 #include "ckpt/bundle.h"
 
 #include "common/internal.h"
 #include "format/bundle_read_report.h"
 #include "format/bundle_reader_internal.h"
-#include "io/direct_read.h"
+#include "io/buffered_read.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Below this many bytes from one data file, starting the direct stream's
- * threads costs more than it saves. */
-#define DIRECT_READ_MIN ((uint64_t)8 << 20)
 
 typedef struct planned_read {
     const ckpt_tensor_entry *e;
@@ -45,14 +42,11 @@ static int by_shard_then_offset(const void *a, const void *b)
     return 0;
 }
 
-/* Stream the records plan[0..n) of one data file with
- * ckpt__read_extents_report (keeping its report in r->stream). CKPT_ENOTSUP
- * (nothing read, last error left as it was) when that is not possible or
- * not worth it. */
-static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
-                             size_t n)
+/* Read the records plan[0..n) of one data file with ckpt__read_extents
+ * (keeping its report in r->stream). CKPT_ENOTSUP (nothing read, last
+ * error left as it was) when records overlap. */
+static int read_group(ckpt_bundle_reader *r, planned_read *plan, size_t n)
 {
-    ckpt__saved_error saved;
     ckpt__extent *ext;
     size_t *first_of; /* plan index whose extent request i shares */
     size_t next = 0;
@@ -70,8 +64,6 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
             end = (uint64_t)(e->offset + e->size);
         total += (uint64_t)e->size;
     }
-    if (total < DIRECT_READ_MIN)
-        return CKPT_ENOTSUP;
     ext = ckpt__calloc(n, sizeof(*ext));
     first_of = ckpt__calloc(n, sizeof(*first_of));
     if (!ext || !first_of) {
@@ -91,14 +83,11 @@ static int read_group_direct(ckpt_bundle_reader *r, planned_read *plan,
     }
     err = ckpt__bundle_reader_locate(r, plan[0].e,
                                      &s); /* sets r->path to the data file */
-    ckpt__error_save(&saved);
     if (err == 0)
-        err = ckpt__read_extents_report(r->fs, r->path.ptr, ext, next,
-                                        &r->stream);
+        err = ckpt__read_extents(r->fs, r->path.ptr, s->file, ext, next,
+                                 &r->stream);
     if (err == 0)
         r->stream_bytes = total;
-    if (err == CKPT_ENOTSUP)
-        ckpt__error_restore(&saved);
     for (size_t i = 0, k = 0; i < n && err == 0; i++) {
         if (first_of[i] != i) {
             if (plan[i].dst_size > 0)
@@ -160,7 +149,7 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         for (end = start + 1; end < n && plan[end].e->num_slices == 0 &&
                               plan[end].e->shard_id == plan[start].e->shard_id;)
             end++;
-        err = read_group_direct(r, plan + start, end - start);
+        err = read_group(r, plan + start, end - start);
         if (err != CKPT_ENOTSUP)
             continue;
         err = 0;

@@ -1,29 +1,55 @@
 /* format/bundle_reader_check.c - checking a bundle's data without keeping
- * it: ckpt_bundle_reader_check (one tensor: its record streamed and its
- * CRC compared in bounded memory, a string tensor's layout walked, a
- * partitioned tensor piece by piece) and ckpt_bundle_reader_verify (every
- * record of the bundle). */
+ * it: ckpt_bundle_reader_check (one tensor: its record read through
+ * ckpt__read_extents with no destination, each piece checksummed in a
+ * small per-thread buffer, and its CRC compared; a string tensor's layout
+ * walked; a partitioned tensor piece by piece) and ckpt_bundle_reader_verify
+ * (every record of the bundle: the fixed-size ones of each data file in
+ * one such read, in file order). Memory does not grow with a record's
+ * size. */
 #include "ckpt/bundle.h"
 
 #include "common/internal.h"
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
+#include "io/buffered_read.h"
+
+#include <stdlib.h>
+
+/* Read the located records es[0..n) of the data file `s` (r->path)
+ * without keeping them and compare each one's CRC (DT_VARIANT: read
+ * only). */
+static int check_records(ckpt_bundle_reader *r, struct ckpt__bundle_shard *s,
+                         const ckpt_tensor_entry *const *es, size_t n)
+{
+    ckpt__extent *ext = ckpt__calloc(n ? n : 1, sizeof(*ext));
+    int err;
+    if (!ext)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < n; i++) {
+        ext[i].offset = (uint64_t)es[i]->offset;
+        ext[i].size = (uint64_t)es[i]->size;
+    }
+    err = ckpt__read_extents(r->fs, r->path.ptr, s->file, ext, n, NULL);
+    if (err < 0 && n == 1) {
+        ckpt__shown_name sn;
+        err = ckpt__error_prefix(err, "tensor '%s'",
+                                 ckpt__bundle_entry_shown(&sn, es[0]));
+    }
+    for (size_t i = 0; i < n && err == 0; i++)
+        if (es[i]->dtype != CKPT_DT_VARIANT)
+            err = ckpt__bundle_reader_compare_crc(r, es[i], ext[i].crc);
+    ckpt__free(ext);
+    return err;
+}
 
 int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
                                      const ckpt_tensor_entry *e)
 {
-    ckpt_record_stream *s = NULL;
-    const void *data;
-    size_t n = 1;
-    bool skip = r->skip_crc;
-    int err;
-    r->skip_crc = false; /* checking is comparing the checksums */
-    err = ckpt_record_stream_open(&s, r, e, 0);
-    r->skip_crc = skip;
-    while (err == 0 && n > 0)
-        err = ckpt_record_stream_next(s, &data, &n);
-    ckpt_record_stream_free(s);
+    struct ckpt__bundle_shard *s;
+    int err = ckpt__bundle_reader_locate(r, e, &s); /* r->path: its file */
+    if (err == 0)
+        err = check_records(r, s, &e, 1);
     return err;
 }
 
@@ -51,21 +77,57 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     return err;
 }
 
+/* Records in file order. */
+static int by_shard_then_offset(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
+    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return 0;
+}
+
+/* Every fixed-size record, each data file's in one read in file order. */
+static int verify_fixed_size(ckpt_bundle_reader *r)
+{
+    const ckpt_tensor_entry **es = ckpt__calloc(r->count + 1, sizeof(*es));
+    size_t n = 0;
+    int err = 0;
+    if (!es)
+        return ckpt__error_oom();
+    for (size_t i = 0; i < r->count; i++)
+        if (r->entries[i].num_slices == 0 &&
+            r->entries[i].dtype != CKPT_DT_STRING)
+            es[n++] = &r->entries[i];
+    qsort(es, n, sizeof(*es), by_shard_then_offset);
+    for (size_t start = 0, end; start < n && err == 0; start = end) {
+        struct ckpt__bundle_shard *s = NULL;
+        for (end = start; end < n && es[end]->shard_id == es[start]->shard_id;
+             end++) {
+            err = ckpt__bundle_reader_locate(r, es[end], &s);
+            if (err < 0)
+                break;
+        }
+        if (err == 0)
+            err = check_records(r, s, es + start, end - start);
+    }
+    ckpt__free(es);
+    return err;
+}
+
 int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
 {
     ckpt_buf rec = CKPT_BUF_INIT;
-    int err = 0;
+    int err;
 
     CKPT__CHECK_ARG(r);
+    err = verify_fixed_size(r);
     for (size_t i = 0; err == 0 && i < r->count; i++) {
         const ckpt_tensor_entry *e = &r->entries[i];
-        if (e->num_slices > 0)
+        if (e->num_slices > 0 || e->dtype != CKPT_DT_STRING)
             continue;
-        if (e->dtype != CKPT_DT_STRING) {
-            /* bounded memory at any size */
-            err = ckpt__bundle_reader_stream_check(r, e);
-            continue;
-        }
         ckpt__buf_clear(&rec);
         /* string records are checked by scan_strings through the CRC */
         err = ckpt__bundle_reader_load_record(r, e, &rec, true);

@@ -313,7 +313,7 @@ static int read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
                             size_t dst_size)
 {
-    const ckpt_tensor_entry *e;
+    const ckpt_tensor_entry *e = NULL;
     int err;
 
     CKPT__CHECK_ARG(r);

@@ -299,6 +299,10 @@ static int run_stream(stream *s, const char *path, ckpt__extent *ext, size_t n)
     return err;
 }
 
+static int stream_extents(const ckpt_fs *fs, const char *path,
+                          ckpt__extent *ext, size_t n,
+                          ckpt__read_report *report, int probe);
+
 int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
                               ckpt__extent *ext, size_t n)
 {
@@ -308,6 +312,39 @@ int ckpt__read_extents_direct(const ckpt_fs *fs, const char *path,
 int ckpt__read_extents_report(const ckpt_fs *fs, const char *path,
                               ckpt__extent *ext, size_t n,
                               ckpt__read_report *report)
+{
+    return stream_extents(fs, path, ext, n, report, CKPT__PROBE_FIRST);
+}
+
+int ckpt__read_extents_stream(const ckpt_fs *fs, const char *path,
+                              ckpt__extent *ext, size_t n,
+                              ckpt__read_report *report, int probe)
+{
+    return stream_extents(fs, path, ext, n, report, probe);
+}
+
+int ckpt__extents_check(const char *path, const ckpt__extent *ext, size_t n)
+{
+    return check_extents(path, ext, n);
+}
+
+uint64_t ckpt__direct_probe_end(const ckpt__extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ext[i].size > 0)
+            return align_down(ext[i].offset) + PROBE_PIECES * PIECE;
+    return 0;
+}
+
+size_t ckpt__direct_piece_count(const ckpt__extent *ext, size_t n)
+{
+    return plan_pieces(ext, n, NULL);
+}
+
+/* The stream, probing as `probe` says (CKPT__PROBE_*). */
+static int stream_extents(const ckpt_fs *fs, const char *path,
+                          ckpt__extent *ext, size_t n,
+                          ckpt__read_report *report, int probe)
 {
     stream s;
     piece *pieces = NULL;
@@ -337,7 +374,12 @@ int ckpt__read_extents_report(const ckpt_fs *fs, const char *path,
     plan_pieces(ext, n, pieces);
     s.pieces = pieces;
     s.npieces = npieces;
-    if (npieces >= PROBE_MIN_PIECES) {
+    if (probe == CKPT__PROBE_ALL) {
+        err = ckpt__fs_open_read(fs, &s.buffered, path);
+        if (err < 0)
+            goto done;
+        s.probe_pieces = npieces;
+    } else if (probe == CKPT__PROBE_FIRST && npieces >= PROBE_MIN_PIECES) {
         ckpt__saved_error saved;
         ckpt__error_save(&saved);
         if (ckpt__fs_open_read(fs, &s.buffered, path) == 0)

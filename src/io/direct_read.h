@@ -56,4 +56,30 @@ int ckpt__read_extents_report(const ckpt_fs *fs, const char *path,
                               ckpt__extent *ext, size_t n,
                               ckpt__read_report *report);
 
+enum {
+    CKPT__PROBE_FIRST = 0, /* as ckpt__read_extents_report */
+    CKPT__PROBE_ALL = 1,   /* every piece alternately direct and buffered,
+                              timed (the file must also open with
+                              open_read): the head of a file whose rest is
+                              read the faster way (ckpt__read_extents) */
+    CKPT__PROBE_NONE = 2   /* O_DIRECT throughout */
+};
+
+/* The direct stream with the probe `probe` asks for; CKPT_ENOTSUP as
+ * ckpt__read_extents_direct. */
+int ckpt__read_extents_stream(const ckpt_fs *fs, const char *path,
+                              ckpt__extent *ext, size_t n,
+                              ckpt__read_report *report, int probe);
+
+/* CKPT_EINVAL naming `path` unless the extents are sorted by offset, do
+ * not overlap and fit in an int64_t. */
+int ckpt__extents_check(const char *path, const ckpt__extent *ext, size_t n);
+
+/* Where the probe's pieces end: the first non-empty extent's aligned
+ * start plus 4 direct pieces (0 when every extent is empty). */
+uint64_t ckpt__direct_probe_end(const ckpt__extent *ext, size_t n);
+
+/* How many pieces the direct stream reads for these extents. */
+size_t ckpt__direct_piece_count(const ckpt__extent *ext, size_t n);
+
 #endif

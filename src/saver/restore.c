@@ -2,8 +2,9 @@
  * every requested variable is checked (present, dtype, shape) before any
  * is written, then values are read with their checksums verified: those in
  * the caller's memory in one ckpt_bundle_reader_read_many (file order,
- * streamed around the page cache when large), then those behind write
- * callbacks one by one. */
+ * through the page cache straight into the variables, or streamed around
+ * it when a probe shows that faster), then those behind write callbacks
+ * one by one. */
 #include "format/bundle_read_report.h"
 #include "saver_internal.h"
 
@@ -77,28 +78,29 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
     return err;
 }
 
-/* Say how the data was read: streamed (direct or through the page cache,
- * as the stream's probe chose) or record by record through the cache. */
+/* Say how the data was read and why: through the page cache straight
+ * into the variables, or streamed around it with O_DIRECT; chosen by a
+ * probe, or through the cache because direct reads were not possible
+ * (not offered, the file is mostly cached) or the read was too short. */
 static void log_read_mode(ckpt_saver *s, const char *prefix,
                           const ckpt_bundle_reader *r)
 {
     uint64_t bytes = 0;
     const ckpt__read_report *rep = ckpt__bundle_reader_stream(r, &bytes);
-    if (rep->mode == 0) {
-        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
-                        "restore %s: read through the page cache record by "
-                        "record (small, or the file is cached)",
-                        prefix);
-        return;
-    }
+    if (rep->mode == 0)
+        return; /* nothing read into memory in one batch */
     CKPT__SAVER_LOG(
         s, CKPT_LOG_DEBUG,
-        "restore %s: %llu bytes streamed %s (%s; %zu KiB reads, %d in "
-        "flight)",
+        "restore %s: %llu bytes read %s (%s; %zu KiB reads, "
+        "%d in flight)",
         prefix, (unsigned long long)bytes,
-        rep->mode == CKPT__READ_BUFFERED ? "through the page cache"
-                                         : "with O_DIRECT",
-        rep->probed ? "chosen by a probe" : "too short to probe",
+        rep->mode == CKPT__READ_BUFFERED
+            ? "through the page cache into the variables, each piece "
+              "checksummed after its read"
+            : "around the page cache (O_DIRECT), the checksum fused into "
+              "the copy",
+        rep->probed ? "chosen by a probe"
+                    : "no probe: direct reads not possible or too short",
         rep->piece_bytes >> 10, rep->readers);
     if (rep->probed)
         CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,

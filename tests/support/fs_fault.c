@@ -119,6 +119,7 @@ struct ckpt_fs_fault {
     int err;
     int persistent;
     size_t partial;
+    size_t read_cap; /* > 0: no pread returns more bytes than this */
     /* the power-cut model */
     struct tracked *files;
     struct change *changes;
@@ -688,6 +689,8 @@ static int fault_pread(ckpt_file *f, void *buf, size_t n, uint64_t offset,
     *nread = 0;
     if (should_fail(ff, CKPT_FS_OP_PREAD, ffile->path, NULL, 0))
         return inject(ff, CKPT_FS_OP_PREAD, ffile->path);
+    if (ff->read_cap > 0 && n > ff->read_cap)
+        n = ff->read_cap; /* a short read, as a signal or a pipe may cut */
     return ff->inner->pread(ffile->inner, buf, n, offset, nread,
                             ff->inner->payload);
 }
@@ -1116,6 +1119,11 @@ void ckpt_fs_fault_fail(ckpt_fs_fault *ff, uint64_t n, unsigned op_mask,
     ff->err = err;
     ff->persistent = persistent;
     ff->partial = partial_bytes;
+}
+
+void ckpt_fs_fault_short_reads(ckpt_fs_fault *ff, size_t max_bytes)
+{
+    ff->read_cap = max_bytes;
 }
 
 void ckpt_fs_fault_clear(ckpt_fs_fault *ff)

@@ -8,9 +8,9 @@
  * and simulate a power cut: drop every byte not yet fsynced and every
  * directory entry created, renamed or removed since its directory was last
  * fsynced (or a random part of all that). It can also record a trace of
- * the operations. Not thread-safe: use it from one thread at a time. It
- * offers no open_read_direct, so reads through it always take the page-cache
- * path (one thread). */
+ * the operations, and cut every pread short. Not thread-safe: use it from one
+ * thread at a time. It offers no open_read_direct, so reads through it always
+ * take the page-cache path (one thread). */
 #ifndef CKPT_TESTS_SUPPORT_FS_FAULT_H
 #define CKPT_TESTS_SUPPORT_FS_FAULT_H
 
@@ -66,6 +66,11 @@ const ckpt_fs *ckpt_fs_fault_fs(ckpt_fs_fault *ff);
  *  length), as a short write before the error would. Resets the count. */
 void ckpt_fs_fault_fail(ckpt_fs_fault *ff, uint64_t n, unsigned op_mask,
                         int err, int persistent, size_t partial_bytes);
+
+/** Make every later pread return at most `max_bytes` bytes (0: no cap),
+ *  the short reads a caller must loop over (the POSIX one retries EINTR
+ *  and short reads itself; a ckpt_fs may hand them on). */
+void ckpt_fs_fault_short_reads(ckpt_fs_fault *ff, size_t max_bytes);
 
 /** Disarm any fault (counting continues). */
 void ckpt_fs_fault_clear(ckpt_fs_fault *ff);

@@ -54,6 +54,20 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
     return NULL;
 }
 
+/* Entries in data-file order (shard, then offset), so that the checks read
+ * each file front to back and its read-ahead keeps up; damaged tensors are
+ * reported in that order. */
+static int by_file_position(const void *a, const void *b)
+{
+    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
+    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
+    if (x->shard_id != y->shard_id)
+        return x->shard_id < y->shard_id ? -1 : 1;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 /* Open the checkpoint PATH names. The one a state file names must be
  * there: a missing or unreadable index is damage (exit 1), and the newest
  * older listed checkpoint with an index, if any, is mentioned. */
@@ -104,6 +118,7 @@ static int run(int argc, char **argv)
     const cli_command *c = &cli_cmd_verify;
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry **order = NULL;
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
@@ -120,8 +135,12 @@ static int run(int argc, char **argv)
         unchecked = json_object_new_array();
     }
     n = ckpt_bundle_reader_count(r);
+    order = cli_xmalloc((n ? n : 1) * sizeof(*order));
+    for (size_t i = 0; i < n; i++)
+        order[i] = ckpt_bundle_reader_entry(r, i);
+    qsort(order, n, sizeof(*order), by_file_position);
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        const ckpt_tensor_entry *e = order[i];
         int err = check_entry(r, e);
         num_tensors += cli_entry_listed(e) != 0;
         if (err == 0 && unchecked_reason(e)) {
@@ -185,6 +204,7 @@ static int run(int argc, char **argv)
                num_damaged, num_tensors);
     }
     ckpt_bundle_reader_free(r);
+    free(order);
     free(prefix);
     return rc;
 }

@@ -1,0 +1,58 @@
+/* io/buffered_read.h - reading extents through the page cache straight
+ * into their destinations, checksumming each piece right after its read.
+ * Not installed.
+ *
+ *   extents:  |------ext0------|  |e1|  |---------ext2---------|
+ *   pieces:   [ 256K ][ 256K ][ ]  [  ]  [ 256K ][ 256K ][ 256K ]
+ *             each piece inside one extent, read with one pread into its
+ *             place in the destination (or a per-thread scratch buffer
+ *             when the extent has none), then checksummed while hot
+ *
+ * The calling thread and, when asked for and possible, one helper thread
+ * claim the pieces in file order, so the kernel's read-ahead sees one
+ * sequential reader. A piece's CRC is shifted past the bytes that follow
+ * it in its extent (CRC32C combine) and xored into the extent's CRC, so
+ * pieces finish in any order. Against a plain read() this adds only the
+ * checksum of data that is still in cache, which for a cold file runs
+ * while the read-ahead is on the disk and for a cached file on the second
+ * core when there is one. */
+#ifndef CKPT_IO_BUFFERED_READ_H
+#define CKPT_IO_BUFFERED_READ_H
+
+#include "io/direct_read.h"
+
+/* Bytes one pread of the buffered path reads at most. */
+#define CKPT__BUFFERED_PIECE ((size_t)256 << 10)
+
+/* How many threads the buffered path may use with `fs`: 2 when `fs`
+ * allows concurrent preads (it offers open_read_direct, whose contract
+ * says so) and this process may run on at least two CPUs, else 1. */
+int ckpt__read_threads(const ckpt_fs *fs);
+
+/* Read the extents (sorted by offset, not overlapping; checked by the
+ * caller) of `file`, opened with open_read on `path` (for messages), and
+ * set each one's crc. `threads` is 1 (the calling thread only) or 2 (one
+ * helper thread too, when there are at least two pieces and it starts).
+ * CKPT_ECORRUPT naming the file when it ends inside an extent; a failed
+ * read returns its error. The helper is joined before returning on every
+ * path and its error is returned once, with its message. After a failure
+ * the destinations hold part of the data. */
+int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
+                                const char *path, ckpt__extent *ext, size_t n,
+                                int threads);
+
+/* Read the extents of the file at `path` the way this machine reads it
+ * fastest, filling `report` (may be NULL). Buffered reads go through
+ * `file` when not NULL (the caller's file opened with open_read on
+ * `path`, which keeps its read-ahead from one call to the next), else
+ * through a file opened here. With at least 16 pieces of the
+ * direct stream and a file `fs` lets it open around the page cache, the
+ * first 4 pieces are read alternately with O_DIRECT and through the page
+ * cache, timed, and the faster way reads the rest (the direct stream, or
+ * the buffered path above); otherwise the buffered path reads it all.
+ * Errors as ckpt__read_extents_buffered (CKPT_EINVAL for extents out of
+ * order or overlapping). */
+int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
+                       ckpt__extent *ext, size_t n, ckpt__read_report *report);
+
+#endif

@@ -1,0 +1,393 @@
+/* tests/io/test_buffered_read.c - ckpt__read_extents_buffered and
+ * ckpt__read_extents (io/buffered_read.h): the bytes and CRCs of extents
+ * that span many pieces, end exactly on a piece, hold 0 or 1 bytes, come
+ * by the hundred, or have no destination (scratch buffers); on one thread
+ * and on two (a file system whose first pread waits for a second thread's
+ * proves the helper reads at the same time; with one thread only one
+ * thread ever reads); short reads looped over (the fault fs, and a
+ * forwarding fs on two threads); a pread failing (an injected EINTR, and a
+ * failure on either thread) reported once with its message; a file ending
+ * inside an extent. */
+#include "test_util.h"
+
+#include "common/internal.h"
+#include "io/buffered_read.h"
+#include "support/fs_fault.h"
+#include "support/fs_forward.h"
+#include "util/crc32c.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KIB ((uint64_t)1024)
+#define PIECE ((uint64_t)CKPT__BUFFERED_PIECE)
+#define GUARD 16
+#define GUARD_BYTE 0x5a
+#define MAX_EXT 400
+
+typedef struct fixture {
+    char *dir;
+    char path[4096];
+    uint8_t *data;
+    size_t size;
+} fixture;
+
+static void fill_random(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->dir = test_make_temp_dir();
+    f->size = (size_t)(6 * PIECE + 3 * KIB * KIB + 4097);
+    f->data = malloc(f->size);
+    assert_non_null(f->data);
+    fill_random(f->data, f->size, 42);
+    snprintf(f->path, sizeof(f->path), "%s/data", f->dir);
+    test_write_file(f->path, f->data, f->size);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    free(f->data);
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+/* The layout every reading test uses (offsets increasing):
+ *   a record of 4 pieces and 12345 bytes at an odd offset, one of 0 bytes,
+ *   one of 1 byte, one of 2.3 pieces with no destination (checksum only),
+ *   300 records of 1..41 bytes back to back, a gap, and one of exactly 2
+ *   pieces. Returns the count. */
+static size_t layout(ckpt__extent *ext, uint64_t file_size)
+{
+    size_t n = 0;
+    uint64_t at = 101;
+    ext[n].offset = at;
+    ext[n++].size = 4 * PIECE + 12345;
+    at += 4 * PIECE + 12345;
+    ext[n].offset = at;
+    ext[n++].size = 0;
+    ext[n].offset = at;
+    ext[n++].size = 1;
+    at += 1 + 7;
+    ext[n].offset = at;
+    ext[n++].size = 2 * PIECE + PIECE / 3;
+    at += 2 * PIECE + PIECE / 3;
+    for (int i = 0; i < 300; i++) {
+        ext[n].offset = at;
+        ext[n].size = (uint64_t)(i * 7 % 41 + 1);
+        at += ext[n++].size;
+    }
+    at += 3 * KIB;
+    ext[n].offset = at;
+    ext[n++].size = 2 * PIECE;
+    assert_true(at + 2 * PIECE <= file_size);
+    return n;
+}
+
+/* Destinations of size + GUARD bytes set to GUARD_BYTE, except for the
+ * checksum-only extent (index 3); CRCs set to garbage. */
+static void give_destinations(ckpt__extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ext[i].crc = 0xdeadbeefu;
+        ext[i].dst = NULL;
+        if (i == 3)
+            continue;
+        ext[i].dst = malloc((size_t)ext[i].size + GUARD);
+        assert_non_null(ext[i].dst);
+        memset(ext[i].dst, GUARD_BYTE, (size_t)ext[i].size + GUARD);
+    }
+}
+
+static void free_destinations(ckpt__extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ext[i].dst);
+}
+
+static void check_extents(const fixture *f, const ckpt__extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *want = f->data + ext[i].offset;
+        size_t sz = (size_t)ext[i].size;
+        uint32_t crc = ckpt__crc32c(want, sz);
+        if (ext[i].crc != crc)
+            fail_msg("extent %zu (offset %llu, %zu bytes): crc 0x%08x, "
+                     "expected 0x%08x",
+                     i, (unsigned long long)ext[i].offset, sz, ext[i].crc, crc);
+        if (!ext[i].dst)
+            continue;
+        assert_memory_equal(ext[i].dst, want, sz);
+        for (size_t g = 0; g < GUARD; g++)
+            assert_int_equal(((const uint8_t *)ext[i].dst)[sz + g], GUARD_BYTE);
+    }
+}
+
+static void read_layout(const fixture *f, const ckpt_fs *fs, int threads)
+{
+    ckpt__extent ext[MAX_EXT];
+    ckpt_file *file = NULL;
+    size_t n = layout(ext, f->size);
+    give_destinations(ext, n);
+    assert_ckpt_ok(ckpt_fs_or_default(fs)->open_read(
+        &file, f->path, ckpt_fs_or_default(fs)->payload));
+    assert_ckpt_ok(
+        ckpt__read_extents_buffered(fs, file, f->path, ext, n, threads));
+    ckpt_fs_or_default(fs)->close(file, ckpt_fs_or_default(fs)->payload);
+    check_extents(f, ext, n);
+    free_destinations(ext, n);
+}
+
+/* ---- a file system that records which threads read ---------------------- */
+
+typedef struct witness_fs {
+    ckpt_fs_forward fwd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t first;
+    int readers;       /* distinct threads seen (1 or 2) */
+    int first_waiting; /* the first pread waits for a second thread */
+    size_t cap;        /* > 0: every pread returns at most this much */
+    atomic_uint preads;
+    unsigned fail_at; /* 1-based pread to fail with CKPT_EIO; 0: none */
+} witness_fs;
+
+static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
+                         size_t *got, void *payload)
+{
+    witness_fs *w = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    unsigned k = atomic_fetch_add(&w->preads, 1) + 1;
+    pthread_mutex_lock(&w->mu);
+    if (w->readers == 0) {
+        w->readers = 1;
+        w->first = pthread_self();
+        if (w->first_waiting) {
+            /* Wait (at most 30 s) for a pread from another thread. */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 30;
+            while (w->readers < 2 &&
+                   pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
+                ;
+        }
+    } else if (w->readers == 1 && !pthread_equal(w->first, pthread_self())) {
+        w->readers = 2;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    *got = 0;
+    if (w->fail_at == k)
+        return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
+    if (w->cap > 0 && n > w->cap)
+        n = w->cap;
+    return base->pread(file, buf, n, off, got, base->payload);
+}
+
+static void witness_init(witness_fs *w)
+{
+    memset(w, 0, sizeof(*w));
+    ckpt_fs_forward_init(&w->fwd, NULL);
+    w->fwd.fs.pread = witness_pread;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+}
+
+static void witness_dispose(witness_fs *w)
+{
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
+
+/* ---- tests ----------------------------------------------------------------
+ */
+
+static void test_one_thread(void **state)
+{
+    fixture *f = *state;
+    witness_fs w;
+    witness_init(&w);
+    read_layout(f, &w.fwd.fs, 1);
+    assert_int_equal(w.readers, 1); /* forced single-thread mode */
+    witness_dispose(&w);
+}
+
+static void test_two_threads_read_at_once(void **state)
+{
+    fixture *f = *state;
+    witness_fs w;
+    witness_init(&w);
+    w.first_waiting = 1;
+    read_layout(f, &w.fwd.fs, 2);
+    assert_int_equal(w.readers, 2); /* the helper read while one waited */
+    witness_dispose(&w);
+}
+
+static void test_posix_default_threads(void **state)
+{
+    fixture *f = *state;
+    read_layout(f, NULL, ckpt__read_threads(NULL));
+    assert_true(ckpt__read_threads(NULL) >= 1);
+}
+
+static void test_short_reads_fault_fs(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    ckpt_fs_fault_short_reads(ff, 4097);
+    assert_int_equal(ckpt__read_threads(ckpt_fs_fault_fs(ff)), 1);
+    read_layout(f, ckpt_fs_fault_fs(ff), 1);
+    assert_true(ckpt_fs_fault_count(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_PREAD)) >
+                f->size / 4097 / 2);
+    ckpt_fs_fault_free(ff);
+}
+
+static void test_short_reads_two_threads(void **state)
+{
+    fixture *f = *state;
+    witness_fs w;
+    witness_init(&w);
+    w.cap = 5000;
+    w.first_waiting = 1;
+    read_layout(f, &w.fwd.fs, 2);
+    assert_int_equal(w.readers, 2);
+    witness_dispose(&w);
+}
+
+static void test_interrupted_pread_fault_fs(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt__extent ext[MAX_EXT];
+    ckpt_file *file = NULL;
+    const ckpt_fs *fs;
+    size_t n;
+    char want[4200];
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    fs = ckpt_fs_fault_fs(ff);
+    n = layout(ext, f->size);
+    give_destinations(ext, n);
+    assert_ckpt_ok(fs->open_read(&file, f->path, fs->payload));
+    ckpt_fs_fault_fail(ff, 3, CKPT_FS_OP_BIT(CKPT_FS_OP_PREAD), EINTR, 0, 0);
+    snprintf(want, sizeof(want), "pread %s: %s (injected)", f->path,
+             strerror(EINTR));
+    assert_ckpt_error(ckpt__read_extents_buffered(fs, file, f->path, ext, n, 1),
+                      CKPT_EIO, want);
+    /* stopped at the failure: no later pread */
+    assert_int_equal(ckpt_fs_fault_count(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_PREAD)),
+                     3);
+    fs->close(file, fs->payload);
+    free_destinations(ext, n);
+    ckpt_fs_fault_free(ff);
+}
+
+/* A failure on whichever thread reads pread k comes back once, with its
+ * message, and the helper is joined (ASan/TSan see no leak or race). */
+static void test_failure_on_either_thread(void **state)
+{
+    fixture *f = *state;
+    for (unsigned k = 1; k <= 12; k += 1) {
+        witness_fs w;
+        ckpt__extent ext[MAX_EXT];
+        ckpt_file *file = NULL;
+        size_t n = layout(ext, f->size);
+        char want[64];
+        witness_init(&w);
+        w.fail_at = k;
+        give_destinations(ext, n);
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, &w.fwd));
+        ckpt_error_clear();
+        snprintf(want, sizeof(want), "injected EIO at pread %u", k);
+        assert_ckpt_error(
+            ckpt__read_extents_buffered(&w.fwd.fs, file, f->path, ext, n, 2),
+            CKPT_EIO, want);
+        w.fwd.fs.close(file, &w.fwd);
+        free_destinations(ext, n);
+        witness_dispose(&w);
+    }
+}
+
+static void test_file_ends_inside_extent(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[2];
+    uint8_t *dst = malloc(2 * PIECE);
+    char want[4200];
+    assert_non_null(dst);
+    ext[0].offset = 0;
+    ext[0].size = PIECE;
+    ext[0].dst = dst;
+    ext[1].offset = f->size - PIECE / 2;
+    ext[1].size = PIECE;
+    ext[1].dst = dst + PIECE;
+    snprintf(want, sizeof(want),
+             "%s: the file ends at byte %zu, inside the range of %llu bytes",
+             f->path, f->size, (unsigned long long)PIECE);
+    assert_ckpt_error(ckpt__read_extents(NULL, f->path, NULL, ext, 2, NULL),
+                      CKPT_ECORRUPT, want);
+    free(dst);
+}
+
+/* The whole entry: the choice made (the tmpfs or cached file is read
+ * through the page cache) and reported, the bytes right. */
+static void test_read_extents_reports(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[MAX_EXT];
+    ckpt__read_report rep;
+    size_t n = layout(ext, f->size);
+    give_destinations(ext, n);
+    memset(&rep, 0xff, sizeof(rep));
+    assert_ckpt_ok(ckpt__read_extents(NULL, f->path, NULL, ext, n, &rep));
+    check_extents(f, ext, n);
+    assert_true(rep.mode == CKPT__READ_BUFFERED ||
+                rep.mode == CKPT__READ_DIRECT);
+    assert_true(rep.readers == 1 || rep.readers == 2);
+    assert_true(rep.piece_bytes > 0);
+    free_destinations(ext, n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_one_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_threads_read_at_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_posix_default_threads, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_short_reads_fault_fs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_short_reads_two_threads, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_pread_fault_fs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_failure_on_either_thread, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_ends_inside_extent, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_read_extents_reports, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
