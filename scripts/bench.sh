@@ -158,6 +158,21 @@ for r in $(seq 1 "$reps"); do
 done
 fi
 
+# ---- BEGIN mpi: the distributed saver (optional) ----------------------------
+# Kept in this one block (its owner: src/mpi, bench/bench_mpi*). Runs only
+# when the MPI library builds; bench/bench_mpi.sh prints the same paired
+# ratio lines (1, 2 and 4 ranks, oversubscribed where cores are fewer).
+if cmake --build "$build" -j"$(nproc)" --target bench_mpi_save \
+    >/dev/null 2>&1; then
+    if [ $quick = 1 ]; then mpi_mib=64; else mpi_mib=128; fi
+    log "bench_mpi.sh: $mpi_mib MiB on 1, 2 and 4 ranks"
+    REPS=$reps ENTRIES='' bench/bench_mpi.sh --raw "$build" "$mpi_mib" |
+        grep '^ratio' >>"$ratios"
+else
+    log "no MPI build: the distributed saver's figures are left out"
+fi
+# ---- END mpi -------------------------------------------------------------------
+
 # ---- the machine --------------------------------------------------------------
 # memcpy, the cold read() above, and the disk's write speed: dd of as many
 # bytes as the biggest state, flushed (conv=fsync), into the bench directory.
