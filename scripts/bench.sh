@@ -7,7 +7,8 @@
 #   scripts/bench.sh --json     the same figures as JSON (with --quick too)
 #   REPS=N scripts/bench.sh     repetitions per figure (default 5, at least 5)
 #   ONLY=saver|train scripts/bench.sh   only bench_async_save's figures, or
-#                               only ckpt-train's and ckpt verify's
+#                               only ckpt-train's and ckpt verify's (no
+#                               MPI figures either way)
 #
 # Every figure is a ratio measured against a reference taken in the same
 # repetition, right before or after it (paired, interleaved); the table
@@ -162,13 +163,13 @@ fi
 # Kept in this one block (its owner: src/mpi, bench/bench_mpi*). Runs only
 # when the MPI library builds; bench/bench_mpi.sh prints the same paired
 # ratio lines (1, 2 and 4 ranks, oversubscribed where cores are fewer).
-if cmake --build "$build" -j"$(nproc)" --target bench_mpi_save \
-    >/dev/null 2>&1; then
+if [ -z "$only" ] && cmake --build "$build" -j"$(nproc)" \
+    --target bench_mpi_save >/dev/null 2>&1; then
     if [ $quick = 1 ]; then mpi_mib=64; else mpi_mib=128; fi
     log "bench_mpi.sh: $mpi_mib MiB on 1, 2 and 4 ranks"
     REPS=$reps ENTRIES='' bench/bench_mpi.sh --raw "$build" "$mpi_mib" |
         grep '^ratio' >>"$ratios"
-else
+elif [ -z "$only" ]; then
     log "no MPI build: the distributed saver's figures are left out"
 fi
 # ---- END mpi -------------------------------------------------------------------
