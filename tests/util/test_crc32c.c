@@ -380,6 +380,27 @@ static void test_impl_large(void **state)
             }
         }
     }
+    /* lengths from 40 to 160 KiB at an odd step, at two alignments: the
+     * 3-stream loop of sse42 (24 KiB chunks) and the folding loops end
+     * with every kind of remainder somewhere in here */
+    for (size_t n = 40000; n < 160000; n += 4099) {
+        for (size_t a = 5; a < 64; a += 58) {
+            uint32_t ref = ckpt__crc32c_extend_portable(7, src + a, n);
+            for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+                if (!ckpt__crc32c_impl_available(i))
+                    continue;
+                if (ckpt__crc32c_extend_with(i, 7, src + a, n) != ref)
+                    fail_msg("%s: length %zu differs",
+                             ckpt__crc32c_impl_name(i), n);
+                dst[n + 3] = 0x77;
+                if (ckpt__crc32c_copy_with(i, 7, dst + 3, src + a, n, 0) != ref)
+                    fail_msg("%s copy: length %zu differs",
+                             ckpt__crc32c_impl_name(i), n);
+                assert_memory_equal(dst + 3, src + a, n);
+                assert_int_equal(dst[n + 3], 0x77);
+            }
+        }
+    }
     free(src);
     free(dst);
 }
