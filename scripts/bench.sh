@@ -138,6 +138,21 @@ for r in $(seq 1 "$reps"); do
     read_sum=$(awk -v a="$read_sum" -v b="$t_read" 'BEGIN { print a + b }')
 done
 
+# ---- BEGIN mpi: the distributed saver (optional) ----------------------------
+# Kept in this one block (its owner: src/mpi, bench/bench_mpi*). Runs only
+# when the MPI library builds; bench/bench_mpi.sh prints the same paired
+# ratio lines (1, 2 and 4 ranks, oversubscribed where cores are fewer).
+if cmake --build "$build" -j"$(nproc)" --target bench_mpi_save \
+    >/dev/null 2>&1; then
+    if [ $quick = 1 ]; then mpi_mib=64; else mpi_mib=128; fi
+    log "bench_mpi.sh: $mpi_mib MiB on 1, 2 and 4 ranks"
+    REPS=$reps ENTRIES='' bench/bench_mpi.sh --raw "$build" "$mpi_mib" |
+        grep '^ratio' >>"$ratios"
+else
+    log "no MPI build: the distributed saver's figures are left out"
+fi
+# ---- END mpi -------------------------------------------------------------------
+
 # ---- the machine --------------------------------------------------------------
 memcpy64=$("$bench" --memcpy 64)
 machine=$(awk -v m="$memcpy64" -v b="$bytes" -v s="$read_sum" -v n="$reps" \

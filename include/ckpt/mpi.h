@@ -57,7 +57,9 @@ typedef struct ckpt_mpi_saver_options {
      *  calls save, save_async, poll, wait or close, on every rank, with the
      *  outcome every rank agreed on). busy_policy: SKIP, WAIT or
      *  COALESCE, decided alike on every rank (one small allreduce per
-     *  save_async for SKIP and COALESCE). direct_io is ignored.
+     *  save_async for SKIP and COALESCE). direct_io: as for ckpt_saver,
+     *  each rank's data file is written with O_DIRECT where the file
+     *  system allows it unless CKPT_DIRECT_IO_OFF.
      *  `fs`, `clock`, `log` and the callbacks are per rank. */
     ckpt_saver_options base;
     /** Longest wait for the other ranks in any collective step, in seconds

@@ -127,6 +127,13 @@ struct ckpt_mpi_saver {
     size_t nowned;
     uint64_t image_bytes;
     ckpt__image image;
+    /* The snapshot's pieces and where its checksums are computed
+     * (mpi_snapshot.c), fixed at the first snapshot. */
+    ckpt__piece *pieces;
+    size_t npieces;
+    int pieces_planned;
+    int checksum; /* 1: fused into the copy; 0: sealed by the thread */
+    int checksum_chosen;
 
     ckpt__save_op op;
     uint64_t next_ticket;
@@ -219,6 +226,16 @@ int ckpt__mpi_shard_plan(ckpt_mpi_saver *s);
  * `prefix` (fsynced and closed), and describe the temp path and the
  * entries for rank 0 in op->blob. */
 int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op);
+
+/* ---- the snapshot (mpi_snapshot.c) -------------------------------------- */
+
+/* Copy this rank's records into `img` (allocated and the snapshot planned
+ * at first use). A read callback failure gives CKPT_EUSER naming the
+ * variable. */
+int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img);
+/* Before `img` is written: every record's CRC (combined from the pieces',
+ * or computed over the image when the copies were plain). */
+void ckpt__mpi_snapshot_seal(const ckpt_mpi_saver *s, ckpt__image *img);
 
 /* ---- restore (mpi_piece_read.c) ---------------------------------------- */
 

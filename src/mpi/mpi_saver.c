@@ -177,23 +177,24 @@ static int checkpoint_names(ckpt_mpi_saver *s, int64_t step, ckpt_buf *stored,
                                            stored, prefix);
 }
 
-/* Snapshot this rank's part into `img` (allocated at first use), counting
- * the wait; its duration into `*blocking_s`. */
+/* Snapshot this rank's part into `img` (allocated at first use,
+ * mpi_snapshot.c); its duration into `*blocking_s`. */
 static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, double *blocking_s)
 {
     double t0 = ckpt__mpi_now();
-    int err = 0;
-    if (!img->ptr)
-        err = ckpt__image_alloc(img, s->image_bytes, s->nowned, 0);
-    if (err == 0)
-        err = ckpt__snapshot_vars(s->owned, s->nowned, img);
+    int err = ckpt__mpi_snapshot_take(s, img);
     *blocking_s = ckpt__mpi_now() - t0;
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += *blocking_s;
-    s->metrics.blocking_s_last = *blocking_s;
-    if (*blocking_s > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = *blocking_s;
     return err;
+}
+
+/* A snapshot that becomes a save (or the pending one): the metrics. */
+static void count_started(ckpt_mpi_saver *s, double blocking_s)
+{
+    s->metrics.saves_started++;
+    s->metrics.blocking_s_total += blocking_s;
+    s->metrics.blocking_s_last = blocking_s;
+    if (blocking_s > s->metrics.blocking_s_max)
+        s->metrics.blocking_s_max = blocking_s;
 }
 
 /* Start the op of a snapshot already in s->image (or of a failure): any
@@ -223,6 +224,7 @@ static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     int err = local_err;
     if (err == 0)
         err = snapshot(s, &s->image, &blocking_s);
+    count_started(s, blocking_s);
     start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
 }
 
@@ -261,40 +263,69 @@ static void cancel_pending(ckpt_mpi_saver *s)
     ckpt_buf_dispose(&prefix);
 }
 
-/* COALESCE with a save in flight on some rank: every rank keeps this
- * snapshot as its one pending snapshot (replacing an older pending one on
- * every rank alike), written once its save in flight is done. Whether a
- * pending snapshot exists must be the same on every rank here, so the
- * ranks agree first (one MPI_Iallreduce): any rank busy, any and every
- * rank still holding the pending snapshot. A rank whose save in flight
- * ended already started its pending one; the others catch up (their
- * verdict is on its way) before the decision. Returns 1 when kept as
- * pending, 0 when no rank is busy (an ordinary dispatch). */
-static int coalesce(ckpt_mpi_saver *s, int64_t step, uint64_t *ticket_out)
+/* Keep a snapshot as this rank's one pending snapshot (COALESCE). */
+static void keep_pending(ckpt_mpi_saver *s, int64_t step, int err,
+                         double blocking_s, uint64_t *ticket_out)
 {
-    int mine[3], all[3];
-    long round = 0;
-    MPI_Request req;
-    mine[0] = s->op.state != OP_IDLE || s->has_pending;
-    mine[1] = s->has_pending;
-    mine[2] = -s->has_pending;
-    MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MAX, s->comm_ctl, &req);
-    ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
-    if (!all[0])
-        return 0;
-    if (all[1] && all[2] == 0) /* some ranks started it, others not yet */
-        while (s->has_pending && !ckpt__mpi_op_progress(s))
-            ckpt__mpi_pause(&round);
-    if (s->has_pending)
-        cancel_pending(s);
-    s->pending_err = snapshot(s, &s->pending_image, &s->pending_blocking_s);
+    count_started(s, blocking_s);
+    s->pending_err = err;
+    s->pending_blocking_s = blocking_s;
     s->pending_step = step;
     s->pending_ticket = ++s->next_ticket;
     s->has_pending = 1;
     if (ticket_out)
         *ticket_out = s->pending_ticket;
     ckpt__mpi_op_progress(s); /* starts it at once when this rank is idle */
-    return 1;
+}
+
+/* COALESCE: a trigger while a save is in flight on some rank makes every
+ * rank keep this snapshot as its one pending snapshot (replacing an older
+ * pending one on every rank alike), written once its save in flight is
+ * done. Whether a pending snapshot exists must be the same on every rank
+ * when one is replaced, so the ranks agree (one MPI_Iallreduce): any rank
+ * busy, any and every rank still holding the pending snapshot. A rank
+ * holding none does the same whatever the others answer (idle: it starts
+ * a save; busy: the snapshot becomes its pending one), so it snapshots
+ * while the agreement completes. A rank holding one waits for the answer:
+ * when other ranks already started theirs (their save in flight ended),
+ * it catches up first (its verdict is on its way), then replaces it. */
+static void save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
+                          uint64_t *ticket_out)
+{
+    int mine[3], all[3];
+    int busy = s->op.state != OP_IDLE;
+    double blocking_s = 0.0;
+    int err = local_err;
+    long round = 0;
+    MPI_Request req;
+    mine[0] = busy || s->has_pending;
+    mine[1] = s->has_pending;
+    mine[2] = -s->has_pending;
+    MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    if (!s->has_pending) {
+        if (err == 0)
+            err =
+                snapshot(s, busy ? &s->pending_image : &s->image, &blocking_s);
+        ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+        if (busy) {
+            keep_pending(s, step, err, blocking_s, ticket_out);
+            return;
+        }
+        count_started(s, blocking_s);
+        start_op(s, step, 1, ++s->next_ticket, blocking_s, err);
+        if (ticket_out)
+            *ticket_out = s->op.ticket;
+        return;
+    }
+    ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+    if (all[2] == 0) /* some ranks started it, others not yet */
+        while (s->has_pending && !ckpt__mpi_op_progress(s))
+            ckpt__mpi_pause(&round);
+    if (s->has_pending)
+        cancel_pending(s);
+    if (err == 0)
+        err = snapshot(s, &s->pending_image, &blocking_s);
+    keep_pending(s, step, err, blocking_s, ticket_out);
 }
 
 int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
@@ -315,14 +346,40 @@ int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
     return err;
 }
 
-/* SKIP: every rank learns whether any rank still has a save in flight. */
-static int any_rank_busy(ckpt_mpi_saver *s)
+/* SKIP: whether any rank still has a save in flight, agreed in one
+ * MPI_Iallreduce; if so the trigger is skipped on every rank. A rank with
+ * nothing in flight takes its snapshot while the agreement completes (its
+ * image is free) and drops it when another rank turns out busy: the
+ * agreement costs it only what is left of the wait for the other ranks
+ * once its copy is done. A busy rank only waits for the agreement. */
+static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
+                     uint64_t *ticket_out)
 {
+    const ckpt_saver_options *o = &s->opts.base;
     int busy = s->op.state != OP_IDLE, any = 0;
+    double blocking_s = 0.0;
+    int err = local_err;
     MPI_Request req;
     MPI_Iallreduce(&busy, &any, 1, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    if (!busy && err == 0)
+        err = snapshot(s, &s->image, &blocking_s);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
-    return any;
+    if (!any) {
+        count_started(s, blocking_s);
+        start_op(s, step, 1, ++s->next_ticket, blocking_s, err);
+        if (ticket_out)
+            *ticket_out = s->op.ticket;
+        return 0;
+    }
+    s->metrics.saves_skipped++;
+    ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_INFO,
+              "step %" PRId64 ": checkpoint skipped: the previous "
+              "save is still in flight",
+              step);
+    return ckpt__error(CKPT_EBUSY,
+                       "save_async at step %" PRId64 ": skipped, the "
+                       "previous save is still in flight on a rank",
+                       step);
 }
 
 int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
@@ -339,31 +396,18 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
     err = ckpt__mpi_check(s);
     if (err < 0)
         return err;
-    if (s->opts.base.busy_policy == CKPT_BUSY_SKIP) {
-        if (any_rank_busy(s)) {
-            const ckpt_saver_options *o = &s->opts.base;
-            s->metrics.saves_skipped++;
-            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_INFO,
-                      "step %" PRId64 ": checkpoint skipped: the previous "
-                      "save is still in flight",
-                      step);
-            return ckpt__error(CKPT_EBUSY,
-                               "save_async at step %" PRId64 ": skipped, the "
-                               "previous save is still in flight on a rank",
-                               step);
-        }
-    } else if (s->opts.base.busy_policy == CKPT_BUSY_COALESCE) {
-        err = ckpt__mpi_thread_start(s);
-        if (err == 0 && coalesce(s, step, ticket_out))
-            return 0;
-        if (err < 0) {
-            begin_op(s, step, 1, err);
-            return 0;
-        }
-    } else if (s->op.state != OP_IDLE) {
-        ckpt__mpi_op_finish(s);
+    /* A failure to start the thread is this rank's status in the save's
+     * agreement: every rank still takes part in the same collectives. */
+    err = ckpt__mpi_thread_start(s);
+    if (s->opts.base.busy_policy == CKPT_BUSY_SKIP)
+        return save_skip(s, step, err, ticket_out);
+    if (s->opts.base.busy_policy == CKPT_BUSY_COALESCE) {
+        save_coalesce(s, step, err, ticket_out);
+        return 0;
     }
-    begin_op(s, step, 1, ckpt__mpi_thread_start(s));
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    begin_op(s, step, 1, err);
     if (ticket_out)
         *ticket_out = s->op.ticket;
     return 0;
@@ -437,6 +481,7 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
     ckpt_buf_dispose(&s->op.blob);
     ckpt__image_free(&s->image);
     ckpt__image_free(&s->pending_image);
+    ckpt__free(s->pieces);
     ckpt__mpi_vars_dispose(s);
     ckpt__dir_state_dispose(&s->ds);
     pthread_mutex_destroy(&s->mu);

@@ -1,7 +1,9 @@
 /* mpi/mpi_shard.c - one rank's part of a distributed save: the variables
  * it owns laid out back to back in a staging image (the same layout as its
  * data file), and the write of that image to a temporary name of
- * <prefix>.data-<rank>-of-<size>, fsynced and closed. Rank 0 renames it
+ * <prefix>.data-<rank>-of-<size> in one write (its page-aligned part with
+ * O_DIRECT unless direct_io is off, as ckpt_saver writes), fsynced once
+ * and closed. Rank 0 renames it
  * into place when every rank's file is durable. What rank 0 needs to build
  * the index travels as one blob:
  *
@@ -91,13 +93,18 @@ static int describe(ckpt_mpi_saver *s, ckpt__save_op *op)
 static int create_temp(ckpt_mpi_saver *s, ckpt__save_op *op, ckpt_file **f)
 {
     ckpt_buf final_path = CKPT_BUF_INIT;
+    /* As ckpt_saver writes its image: O_DIRECT for the aligned part unless
+     * the options turn it off (the image is page-aligned). */
+    int flags =
+        CKPT_OPEN_EXCL |
+        (s->opts.base.direct_io >= CKPT_DIRECT_IO_DEFAULT ? CKPT_OPEN_DIRECT
+                                                          : 0);
     int err =
         ckpt_bundle_data_path(&final_path, op->prefix.ptr, s->rank, s->size);
     for (int i = 0; err == 0 && i < TEMP_TRIES; i++) {
         err = ckpt__fs_temp_name(&op->temp_path, final_path.ptr, "tempstate");
         if (err == 0)
-            err = ckpt__fs_open_write(s->fs, f, op->temp_path.ptr,
-                                      CKPT_OPEN_EXCL);
+            err = ckpt__fs_open_write(s->fs, f, op->temp_path.ptr, flags);
         if (err != CKPT_EEXISTS)
             break;
         err = 0;

@@ -2,12 +2,15 @@
  * mpiexec starts (CTest runs it on 1, 2, 3 and 4): sync and async saves
  * that read back as one ordinary checkpoint (one data file per rank, one
  * index, partitioned tensors whole), restores, a write failing on one rank
- * only, and registrations every rank must reject (overlapping or missing
- * pieces, mismatched variable lists). Every test is collective. */
+ * only, registrations every rank must reject (overlapping or missing
+ * pieces, mismatched variable lists), each rank's write path (direct_io)
+ * and snapshots of several pieces checksummed either way. Every test is
+ * collective. */
 #include "mpi_model.h"
 #include "test_util.h"
 
 #include "support/fs_fault.h"
+#include "support/fs_forward.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -482,6 +485,110 @@ static void test_bad_registration_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* ---- each rank's write path ---------------------------------------------- */
+
+/* Records the flags each data file (temporary name) is opened with. */
+typedef struct open_log {
+    ckpt_fs_forward fwd;
+    int data_opens;
+    int data_flags; /* of the last one */
+} open_log;
+
+static int logged_open_write(ckpt_file **out, const char *path, int flags,
+                             void *payload)
+{
+    open_log *l = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (strstr(path, ".data-") && strstr(path, "tempstate")) {
+        l->data_opens++;
+        l->data_flags = flags;
+    }
+    return base->open_write(out, path, flags, base->payload);
+}
+
+/* As ckpt_saver writes its image: each rank's data file goes out with
+ * O_DIRECT where possible by default, never with CKPT_DIRECT_IO_OFF. */
+static void test_direct_io_option(void **state)
+{
+    fixture *f = *state;
+    int settings[2] = {0, CKPT_DIRECT_IO_OFF};
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    for (int i = 0; i < 2; i++) {
+        ckpt_mpi_saver_options o = test_mpi_options();
+        ckpt_mpi_saver *s = NULL;
+        open_log l;
+        memset(&l, 0, sizeof(l));
+        ckpt_fs_forward_init(&l.fwd, NULL);
+        l.fwd.fs.open_write = logged_open_write;
+        o.base.fs = &l.fwd.fs;
+        o.base.direct_io = settings[i];
+        assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+        model_register(s, &f->m, 0);
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 40 + i, NULL));
+        assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+        assert_ckpt_ok(ckpt_mpi_saver_save(s, 50 + i, NULL));
+        assert_int_equal(l.data_opens, 2);
+        assert_int_equal(l.data_flags & CKPT_OPEN_EXCL, CKPT_OPEN_EXCL);
+        assert_int_equal(l.data_flags & CKPT_OPEN_DIRECT,
+                         i == 0 ? CKPT_OPEN_DIRECT : 0);
+        model_zero(&f->m);
+        assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+        model_assert(&f->m, 4);
+        ckpt_mpi_saver_free(s);
+    }
+}
+
+/* A variable of several snapshot pieces (3 MiB per rank, pieces of 2 MiB),
+ * its checksum fused into the copies or computed by the background thread
+ * over the image (CKPT_SNAPSHOT_CHECKSUM forces each): the records' CRCs
+ * combine right (the checkpoint verifies) and the values restore. */
+static void test_large_variable_checksums(void **state)
+{
+    fixture *f = *state;
+    const char *modes[2] = {"copy", "writer"};
+    const int64_t cols = 1024, rows_per_rank = 768; /* 3 MiB of floats */
+    int64_t rows = rows_per_rank * test_size();
+    size_t n = (size_t)(rows_per_rank * cols);
+    float *mine = malloc(n * sizeof(float));
+    assert_non_null(mine);
+    for (int i = 0; i < 2; i++) {
+        ckpt_mpi_saver *s = NULL;
+        ckpt_slice_extent ext[2] = {
+            {rows_per_rank * test_rank(), rows_per_rank}, {0, CKPT_SLICE_FULL}};
+        ckpt_var v;
+        ckpt_buf prefix = CKPT_BUF_INIT;
+        assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", modes[i], 1), 0);
+        for (size_t k = 0; k < n; k++)
+            mine[k] = (float)(k % 1000003) * 0.5f + (float)test_rank() + i;
+        s = open_saver(f->dir, NULL);
+        memset(&v, 0, sizeof(v));
+        v.name = "big";
+        v.dtype = CKPT_DT_FLOAT;
+        v.shape.rank = 2;
+        v.shape.dims[0] = rows;
+        v.shape.dims[1] = cols;
+        v.data = mine;
+        assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, ext));
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 60 + i, NULL));
+        memset(mine, 0, n * sizeof(float)); /* the snapshot holds the values */
+        assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+        assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &prefix));
+        for (size_t k = 0; k < n; k++)
+            assert_true(mine[k] ==
+                        (float)(k % 1000003) * 0.5f + (float)test_rank() + i);
+        if (test_rank() == 0) {
+            ckpt_bundle_reader *r = NULL;
+            assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix.ptr, NULL));
+            assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+            ckpt_bundle_reader_free(r);
+        }
+        ckpt_mpi_saver_free(s);
+        ckpt_buf_dispose(&prefix);
+        assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
+    }
+    free(mine);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +616,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
                                         teardown),
     };
     int provided;
