@@ -10,17 +10,28 @@
  *   write:      write()+fsync()+rename of the same bytes vs the save's
  *               write (how much faster the save writes)
  *   loop:       a memory-bound loop rewriting the whole state every step,
- *               with a checkpoint every 2 and every 10 write-times, each
- *               against the plain loop run just before it: extra time per
- *               checkpoint vs a memcpy, and the slowdown
+ *               in segments of whole periods (at least 1 s; 0.6 s with
+ *               --quick) with a checkpoint every 2 or every 10
+ *               write-times, each paired with a segment of as many steps
+ *               without (four pairs per repetition, in the orders AB BA
+ *               BA AB; each segment ends waiting for its last write): the
+ *               median pair's extra time per checkpoint vs a memcpy, and
+ *               its slowdown
  *   restore:    restore with checksums vs read() of the data file, both
  *               cold (dropped from the page cache) and both cached
  *
  * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
- *                         [--quick] [--restore-only]
- *        (--restore-only: the saves and restores, not the fence or loop)
+ *                         [--quick] [--only save|loop] [--restore-only]
+ *        --only save: only the blocking and write figures; --only loop:
+ *        those the loop needs (the write time) and the loop figures;
+ *        --restore-only: the saves and restores, not the fence or loop.
+ *        BENCH_TRACE=1 prints every segment's time on stderr.
  *        bench_async_save --memcpy MiB     median of 5 memcpys, seconds
  *        bench_async_save --drop-cache FILE...  evict files from the cache
+ *        bench_async_save --run-timed PROGRAM ARGS...  run a program and
+ *            print, after its output, "timed: wall_s=W runqueue_s=Q": its
+ *            wall-clock time and the time its main thread was ready to run
+ *            but waited for a CPU other threads held
  */
 #include "ckpt.h"
 
@@ -30,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -225,19 +237,39 @@ static double time_plain_read(const char *path, char *buf, size_t n)
     return time_plain_read_cached(path, buf, n);
 }
 
-/* Run `steps` steps with a save_async every `every` steps (0: never);
- * returns the loop's wall time, including the wait for the last write.
- * Saves fall half-way through each period (steps every/2, every/2 +
- * every, ...), as in a long run, where no save lands on the last step and
- * leaves its whole write to be waited for. */
-static double run_loop(state *s, ckpt_saver *sv, int steps, int every,
-                       int64_t *step_counter)
+/* Seconds this thread has spent runnable but waiting for a CPU that other
+ * threads held (the kernel's schedstat; 0 where it is not available). */
+static double runqueue_s(void)
 {
-    double t0 = now();
-    for (int i = 1; i <= steps; i++) {
+    unsigned long long on_cpu = 0, waiting = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return 0.0;
+    if (fscanf(f, "%llu %llu", &on_cpu, &waiting) != 2)
+        waiting = 0;
+    fclose(f);
+    return (double)waiting * 1e-9;
+}
+
+/* A segment's time: wall clock, and wall clock less the time the loop's
+ * thread waited for a CPU held by another thread. */
+typedef struct seg_time {
+    double wall, net;
+} seg_time;
+
+/* Run `steps` steps with a save_async every `every` steps (0: never),
+ * each right after the first step of its period, so that its write (one
+ * write-time, the period at least two) falls inside the period; then wait
+ * for the last write, so a segment is charged all of its saves' cost. */
+static seg_time run_segment(state *s, ckpt_saver *sv, int steps, int every,
+                            int64_t *step_counter)
+{
+    double q0 = runqueue_s(), t0 = now();
+    seg_time t;
+    for (int i = 0; i < steps; i++) {
         step(s);
         (*step_counter)++;
-        if (every > 0 && i % every == every / 2) {
+        if (every > 0 && i % every == 0) {
             int err = ckpt_saver_save_async(sv, *step_counter, NULL);
             if (err < 0 && err != CKPT_EBUSY)
                 die("save_async in loop");
@@ -245,20 +277,70 @@ static double run_loop(state *s, ckpt_saver *sv, int steps, int every,
     }
     if (ckpt_saver_wait(sv, 0, -1) < 0)
         die("wait");
-    return now() - t0;
+    t.wall = now() - t0;
+    t.net = t.wall - (runqueue_s() - q0);
+    return t;
 }
 
-/* How many saves run_loop triggers in `steps` steps. */
-static int saves_in(int steps, int every)
+/* One repetition of a loop figure: four pairs of segments of equal steps,
+ * one with saves (A) and one without (B), in the orders AB BA BA AB, so
+ * that a drift of the machine's speed over the repetition weighs on both
+ * alike. Gives each pair's time with saves less that without and its
+ * ratio, both net of run-queue waits (wall clock less the time other
+ * threads held the CPU the loop was ready to run on), the plain wall-clock
+ * ratio, and the saves per segment actually taken (a trigger skipped while
+ * a write runs costs next to nothing). */
+#define PAIRS 4
+typedef struct pair_figures {
+    double diff[PAIRS], ratio[PAIRS], wall_ratio[PAIRS];
+    double saves_per_segment;
+} pair_figures;
+
+static void loop_rep(state *s, ckpt_saver *sv, int steps, int every,
+                     int64_t *stepno, pair_figures *out)
 {
-    int n = 0;
-    for (int i = 1; i <= steps; i++)
-        n += i % every == every / 2;
-    return n;
+    static const int with_first[PAIRS] = {1, 0, 0, 1};
+    const int trace = getenv("BENCH_TRACE") != NULL;
+    ckpt_saver_metrics m;
+    uint64_t started;
+    ckpt_saver_get_metrics(sv, &m);
+    started = m.saves_started;
+    for (int k = 0; k < PAIRS; k++) {
+        seg_time w, b;
+        if (with_first[k]) {
+            w = run_segment(s, sv, steps, every, stepno);
+            b = run_segment(s, sv, steps, 0, stepno);
+        } else {
+            b = run_segment(s, sv, steps, 0, stepno);
+            w = run_segment(s, sv, steps, every, stepno);
+        }
+        out->diff[k] = w.net - b.net;
+        out->ratio[k] = w.net / b.net;
+        out->wall_ratio[k] = w.wall / b.wall;
+        if (trace)
+            fprintf(stderr,
+                    "bench_async_save: every %d: with %.4f s (net %.4f), "
+                    "without %.4f s (net %.4f)\n",
+                    every, w.wall, w.net, b.wall, b.net);
+    }
+    ckpt_saver_get_metrics(sv, &m);
+    out->saves_per_segment = (double)(m.saves_started - started) / PAIRS;
+    if (out->saves_per_segment <= 0)
+        out->saves_per_segment = 1;
+}
+
+/* Steps of a segment: whole periods of `every` steps, at least `min_s`
+ * seconds of steps. */
+static int segment_steps(int every, double t_step, double min_s)
+{
+    int steps = every;
+    while (steps * t_step < min_s)
+        steps += every;
+    return steps;
 }
 
 static void bench_size(const char *dir, size_t mib, int reps, int quick,
-                       int restore_only)
+                       const char *only)
 {
     state s;
     ckpt_saver *sv;
@@ -298,7 +380,7 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
              latest.ptr);
     /* Restores, interleaved with read() of the same file: cold, then
      * cached (the previous read left it in the cache). */
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < reps && (!only || strcmp(only, "restore") == 0); r++) {
         double t0, rd, rs;
         rd = time_plain_read(data_path, warm, s.total);
         drop_cache(data_path);
@@ -310,8 +392,9 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
     }
     /* The last cold restore may have read around the page cache: read
      * the file once so that the first pair is cached for both. */
-    (void)time_plain_read_cached(data_path, warm, s.total);
-    for (int r = 0; r < reps; r++) {
+    if (!only || strcmp(only, "restore") == 0)
+        (void)time_plain_read_cached(data_path, warm, s.total);
+    for (int r = 0; r < reps && (!only || strcmp(only, "restore") == 0); r++) {
         double t0, rd, rs;
         rd = time_plain_read_cached(data_path, warm, s.total);
         t0 = now();
@@ -321,7 +404,7 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
         ratio("cached restore vs read()", mib, "ge", 0.9, rd / rs);
     }
     ckpt_saver_free(sv);
-    if (restore_only)
+    if (only && strcmp(only, "restore") == 0)
         goto done;
 
     /* Overlapped snapshots: trigger, a pass that only reads the state,
@@ -329,7 +412,7 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
     sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
     if (ckpt_saver_mutation_fence(sv) < 0)
         die("fence");
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < reps && (!only || strcmp(only, "save") == 0); r++) {
         double memcpy_s = time_memcpy(&s, warm, 1);
         if (ckpt_saver_save_async(sv, ++stepno, NULL) < 0)
             die("save_async (overlapped)");
@@ -344,56 +427,57 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
     }
     ckpt_saver_free(sv);
 
-    /* The training loop. */
-    {
+    /* The training loop: segments with saves against segments without,
+     * interleaved (loop_rep); every segment whole periods of at least
+     * min_seg_s, long enough that a shared machine's noise does not drown
+     * a small state's loop. */
+    if (!only || strcmp(only, "loop") == 0) {
         double write_med = median(write_s, reps);
-        double t_step, min_loop_s = quick ? 2.0 : 4.0;
-        int steps, every2, every10, n2, n10, periods = quick ? 2 : 4;
+        double t_step, min_seg_s = quick ? 0.6 : 1.0;
+        int every2, every10, steps2, steps10;
+        uint64_t skipped;
         sv = open_saver(dir, &s, CKPT_BUSY_SKIP);
         /* Steady-state step time: the fastest of a few short runs (the
          * first steps after allocation or a restore run slow). */
-        t_step = run_loop(&s, sv, 3, 0, &stepno) / 3.0;
+        t_step = run_segment(&s, sv, 3, 0, &stepno).net / 3.0;
         for (int r = 0; r < 3; r++) {
-            double t = run_loop(&s, sv, 5, 0, &stepno) / 5.0;
+            double t = run_segment(&s, sv, 5, 0, &stepno).net / 5.0;
             if (t < t_step)
                 t_step = t;
         }
         every2 = (int)(2.0 * write_med / t_step + 0.5);
         every10 = (int)(10.0 * write_med / t_step + 0.5);
-        if (every2 < 1)
-            every2 = 1;
-        if (every10 < 1)
-            every10 = 1;
-        /* Whole periods, long enough that a shared machine's noise does
-         * not drown a small state's loop. */
-        steps = every10 * periods;
-        while (steps * t_step < min_loop_s)
-            steps += every10;
-        /* ... and short enough that slow writes (a loaded machine) do not
-         * stretch the benchmark: at least two periods. */
-        while (steps > 2 * every10 && steps * t_step > 4 * min_loop_s)
-            steps -= every10;
-        n2 = saves_in(steps, every2);
-        n10 = saves_in(steps, every10);
+        if (every2 < 2)
+            every2 = 2;
+        if (every10 < 2)
+            every10 = 2;
+        steps2 = segment_steps(every2, t_step, min_seg_s);
+        steps10 = segment_steps(every10, t_step, min_seg_s);
+        ckpt_saver_get_metrics(sv, &m);
+        skipped = m.saves_skipped;
         for (int r = 0; r < reps; r++) {
-            /* Each loop with saves against the plain loop just before it
-             * (paired), so slow drifts of a shared machine cancel. */
-            double memcpy_s = time_memcpy(&s, warm, 1);
-            double b = run_loop(&s, sv, steps, 0, &stepno);
-            double w2 = run_loop(&s, sv, steps, every2, &stepno);
-            double b2 = run_loop(&s, sv, steps, 0, &stepno);
-            double w10 = run_loop(&s, sv, steps, every10, &stepno);
+            double memcpy_s = time_memcpy(&s, warm, 3);
+            pair_figures p;
+            /* The median of a repetition's pairs: a burst of other work on
+             * a shared machine lands in one pair, the saves in all. */
+            loop_rep(&s, sv, steps2, every2, &stepno, &p);
             ratio("extra per checkpoint vs memcpy (every 2 write-times)", mib,
-                  "le", 2.0, (w2 - b) / (n2 ? n2 : 1) / memcpy_s);
+                  "le", 2.0,
+                  median(p.diff, PAIRS) / p.saves_per_segment / memcpy_s);
+            loop_rep(&s, sv, steps10, every10, &stepno, &p);
             ratio("loop slowdown (every 10 write-times)", mib, "le", 0.03,
-                  w10 / b2 - 1.0);
+                  median(p.ratio, PAIRS) - 1.0);
+            ratio("loop slowdown, wall clock (every 10 write-times)", mib, "le",
+                  0.03, median(p.wall_ratio, PAIRS) - 1.0);
         }
         ckpt_saver_get_metrics(sv, &m);
         ckpt_saver_free(sv);
         fprintf(stderr,
-                "bench_async_save: %zu MiB: step %.4f s, %d steps per loop, "
-                "%d and %d checkpoints, %" PRIu64 " triggers skipped\n",
-                mib, t_step, steps, n2, n10, m.saves_skipped);
+                "bench_async_save: %zu MiB: step %.4f s, write %.4f s; "
+                "segments of %d and %d steps (a save every %d and %d); "
+                "%" PRIu64 " triggers skipped\n",
+                mib, t_step, write_med, steps2, steps10, every2, every10,
+                m.saves_skipped - skipped);
     }
 done:
     (void)sink;
@@ -402,11 +486,55 @@ done:
     state_free(&s);
 }
 
+/* --run-timed: fork and exec argv, wait for it to exit without reaping it
+ * (its schedstat stays readable), then reap it. Returns its exit status. */
+static int run_timed(char **argv)
+{
+    char path[64];
+    unsigned long long on_cpu = 0, waiting = 0;
+    siginfo_t si;
+    double t0, wall;
+    int status = 0;
+    FILE *f;
+    pid_t pid;
+    fflush(stdout);
+    t0 = now();
+    pid = fork();
+    if (pid < 0) {
+        perror("bench: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        execv(argv[0], argv);
+        perror("bench: exec");
+        _exit(127);
+    }
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) != 0) {
+        perror("bench: waitid");
+        return 1;
+    }
+    wall = now() - t0;
+    snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+    f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &on_cpu, &waiting) != 2)
+            waiting = 0;
+        fclose(f);
+    }
+    if (waitpid(pid, &status, 0) != pid)
+        return 1;
+    printf("timed: wall_s=%.6f runqueue_s=%.6f\n", wall,
+           (double)waiting * 1e-9);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = "bench-tmp";
     char sizes[256] = "64,256,1024";
-    int reps = 5, quick = 0, restore_only = 0;
+    int reps = 5, quick = 0;
+    const char *only = NULL;
     char *tok, *save = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
@@ -417,8 +545,12 @@ int main(int argc, char **argv)
             reps = (int)strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "save") == 0 ||
+                    strcmp(argv[i + 1], "loop") == 0)) {
+            only = argv[++i];
         } else if (strcmp(argv[i], "--restore-only") == 0) {
-            restore_only = 1;
+            only = "restore";
         } else if (strcmp(argv[i], "--memcpy") == 0 && i + 1 < argc) {
             state st;
             char *warm;
@@ -433,6 +565,8 @@ int main(int argc, char **argv)
             free(warm);
             state_free(&st);
             return 0;
+        } else if (strcmp(argv[i], "--run-timed") == 0 && i + 1 < argc) {
+            return run_timed(argv + i + 1);
         } else if (strcmp(argv[i], "--drop-cache") == 0) {
             for (i++; i < argc; i++)
                 drop_cache(argv[i]);
@@ -440,9 +574,12 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: bench_async_save [--dir DIR] "
                             "[--sizes MiB,...] [--reps N] [--quick]\n"
-                            "                       [--restore-only]\n"
+                            "                        [--only save|loop] "
+                            "[--restore-only]\n"
                             "       bench_async_save --memcpy MiB\n"
-                            "       bench_async_save --drop-cache FILE...\n");
+                            "       bench_async_save --drop-cache FILE...\n"
+                            "       bench_async_save --run-timed PROGRAM "
+                            "ARGS...\n");
             return 2;
         }
     }
@@ -454,7 +591,7 @@ int main(int argc, char **argv)
         size_t mib = (size_t)strtoul(tok, NULL, 10);
         if (mib < 1)
             continue;
-        bench_size(dir, mib, reps, quick, restore_only);
+        bench_size(dir, mib, reps, quick, only);
     }
     return 0;
 }

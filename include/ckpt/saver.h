@@ -103,7 +103,9 @@ typedef struct ckpt_saver_options {
     int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
     int direct_io;         /**< CKPT_DIRECT_IO_ON: write data with O_DIRECT
                                 when possible, CKPT_DIRECT_IO_OFF: never;
-                                0: default (on) */
+                                0: default: the first staging-image writes
+                                alternate the two, timed, then O_DIRECT
+                                unless the page cache was clearly faster */
     ckpt_log_fn log;       /**< may be called from the writer thread */
     void *log_payload;
     int log_level;         /**< lowest level passed to `log` (0: INFO;
@@ -156,6 +158,12 @@ CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
 /** Save every variable synchronously as `<dir>/<basename>-<step>` and
  *  update the state file; on success `prefix_out` (may be NULL) receives
  *  the prefix. A pending background error is returned instead (once).
+ *  Async writes in flight finish first. When staging memory is reserved
+ *  (ckpt_saver_reserve or an earlier async save), the variables are copied
+ *  into it (an idle writer thread sharing the copy) and written from there
+ *  in one piece, with O_DIRECT unless `direct_io` is off; otherwise they
+ *  are written straight from their memory. Either way the checkpoint holds
+ *  the values at the call and is durable and named when this returns.
  *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
  *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
@@ -292,7 +300,8 @@ CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
 CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
 
 /** Allocate and pre-fault the staging buffers now rather than at the first
- *  async save (which then blocks only for the copy). */
+ *  async save (which then blocks only for the copy); synchronous saves use
+ *  them too (ckpt_saver_save). */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */

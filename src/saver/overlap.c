@@ -58,7 +58,7 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
     /* The writer's copy is off the loop's path: fusing the checksum into
      * it saves the writer a second pass over the image (memory traffic the
      * loop shares); a copy the caller does alone is as measured. */
-    int asked = ckpt__writer_snapshot_begin(s, job->image, 1, 1);
+    int asked = ckpt__writer_snapshot_begin(s, job->image, 1, s->checksum, 1);
     int err;
     job->checksum = s->help_work.checksum;
     err = ckpt__snapshot_callbacks(&s->help_work);

@@ -278,7 +278,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     job.step = step;
     job.prefix = prefix.ptr;
     job.stored = stored.ptr;
-    err = ckpt__saver_write_checkpoint(s, &job, NULL, &bytes, &write_s);
+    err = ckpt__saver_write_sync(s, &job, &bytes, &write_s);
     job.blocking_s = write_s; /* the caller waited for all of it */
     pthread_mutex_lock(&s->mu);
     ckpt__saver_count_started(s, write_s);
@@ -413,7 +413,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     /* The snapshot: the only time the caller waits (with the fence in use,
      * it may leave the copy to the writer: 1). */
     err = s->overlap ? ckpt__saver_overlap_snapshot(s, job)
-                     : ckpt__writer_snapshot(s, image);
+                     : ckpt__writer_snapshot(s, image, s->checksum);
     if (err < 0) {
         ckpt__job_free(job);
         goto done;

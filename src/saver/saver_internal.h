@@ -228,6 +228,13 @@ struct ckpt_saver {
                              runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
+    /* Direct or buffered image writes (direct_io 0), measured by the first
+     * writes (save_pipeline.c); like need_cleanup, used by whoever runs
+     * the pipeline. */
+    int write_probes;          /* image writes timed so far */
+    int write_direct;          /* the choice, once every probe ran */
+    double probe_direct_bps;   /* best O_DIRECT rate timed, bytes/s */
+    double probe_buffered_bps; /* best page-cache rate timed, bytes/s */
 
     ckpt__image images[2];
     int num_images;
@@ -276,6 +283,11 @@ struct ckpt_saver {
 int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
                                  const ckpt__image *img, uint64_t *bytes_out,
                                  double *seconds_out);
+/* A synchronous save's write (the writer idle): through staging image 0
+ * when one is reserved (copied there first, by both threads), else
+ * straight from the variables; `seconds_out` covers the copy too. */
+int ckpt__saver_write_sync(ckpt_saver *s, const ckpt__job *job,
+                           uint64_t *bytes_out, double *seconds_out);
 
 /* ---- outcomes (outcomes.c) ------------------------------------------------
  * The functions marked "mu held" are called with s->mu locked. */
@@ -307,16 +319,18 @@ void ckpt__writer_stop(ckpt_saver *s);
 /* The image the next snapshot goes to under the busy policy (mu held), or
  * CKPT_EBUSY when the save is skipped. */
 int ckpt__writer_choose_image(ckpt_saver *s, int64_t step);
-/* Copy every variable into images[image]; an idle writer shares the copy
- * of the variables in plain memory when the state is large. */
-int ckpt__writer_snapshot(ckpt_saver *s, int image);
+/* Copy every variable into images[image], fusing the checksum into the
+ * copies when `checksum` (else ckpt__image_seal computes it); an idle
+ * writer shares the copy of the variables in plain memory when the state
+ * is large. */
+int ckpt__writer_snapshot(ckpt_saver *s, int image, int checksum);
 /* The two halves of a snapshot: set up help_work for images[image] and,
  * when `share` and the writer is idle, ask it to claim pieces (returns
- * whether it was asked; with `fuse_if_asked` the copies then fuse the
- * checksum, whatever s->checksum says); then copy the pieces left and
- * wait for the writer's last one, or withdraw the request. */
+ * whether it was asked); the copies fuse the checksum when `checksum`, or
+ * `checksum_if_asked` once the writer was asked. Then copy the pieces left
+ * and wait for the writer's last one, or withdraw the request. */
 int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
-                                int fuse_if_asked);
+                                int checksum, int checksum_if_asked);
 void ckpt__writer_snapshot_end(ckpt_saver *s, int asked);
 /* Number `job` now (takes mu), before it is submitted. */
 uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job);

@@ -3,9 +3,9 @@
  *
  * An image is laid out exactly as the data file will be: each variable's
  * record at its offset, contiguous (TensorFlow's alignment 1). It is mapped
- * page-aligned (so it can be written with O_DIRECT) and pre-faulted with
- * MAP_POPULATE once, then reused for every save, so a snapshot costs one
- * copy into warm memory and no page faults.
+ * page-aligned (so it can be written with O_DIRECT), on huge pages where
+ * the kernel has them, and pre-faulted once, then reused for every save,
+ * so a snapshot costs one copy into warm memory and no page faults.
  *
  * The variables in plain memory are copied in pieces of at most
  * CKPT__PIECE_BYTES, which any thread may claim (ckpt__snapshot_claim): the
@@ -31,6 +31,26 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
+#endif
+
+/* Back the image with transparent huge pages where the kernel offers them
+ * (fewer faults to pre-fault, fewer pages to pin for each O_DIRECT write;
+ * a kernel or configuration without them just says no), then fault every
+ * page in now: with MADV_POPULATE_WRITE, or by touching each page where
+ * that is unknown. */
+static void prefault(void *p, size_t len, size_t page)
+{
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+        return;
+    for (size_t off = 0; off < len; off += page)
+        ((volatile uint8_t *)p)[off] = 0;
+}
+
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces)
 {
@@ -46,16 +66,17 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     if (len == 0)
         len = page;
     /* mmap, not ckpt__malloc: the image must be page-aligned (it is
-     * written with O_DIRECT), pre-faulted once (MAP_POPULATE) and handed
+     * written with O_DIRECT), pre-faulted once (prefault) and handed
      * back to the system whole when freed; a ckpt_allocator offers none of
      * that (malloc/realloc/free only). Its crc array below, and everything
      * else of a saver, still goes through the allocator; a mapping refused
      * for lack of memory is CKPT_ENOMEM, as a failed allocation is. */
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+             0);
     if (p == MAP_FAILED)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
+    prefault(p, len, page);
     img->crcs = ckpt__calloc(nvars ? nvars : 1, sizeof(*img->crcs));
     img->piece_crcs =
         ckpt__calloc(npieces ? npieces : 1, sizeof(*img->piece_crcs));

@@ -16,7 +16,7 @@ int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
     ckpt_bundle_writer *w = NULL;
     int err;
     wo.fs = fs;
-    wo.direct_io = direct_io;
+    wo.direct_io = direct_io ? CKPT_DIRECT_IO_ON : CKPT_DIRECT_IO_OFF;
     err = ckpt_bundle_writer_open(&w, prefix, &wo);
     if (err < 0)
         goto done;

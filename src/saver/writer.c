@@ -195,7 +195,7 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
 }
 
 int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
-                                int fuse_if_asked)
+                                int checksum, int checksum_if_asked)
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
@@ -204,13 +204,12 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
     w->pieces = s->pieces;
     w->npieces = s->npieces;
     w->img = &s->images[image];
-    w->checksum = s->checksum;
+    w->checksum = checksum;
     atomic_store(&w->next, 0);
     if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
-            if (fuse_if_asked)
-                w->checksum = 1;
+            w->checksum = checksum_if_asked;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
             asked = 1;
@@ -234,10 +233,11 @@ void ckpt__writer_snapshot_end(ckpt_saver *s, int asked)
     pthread_mutex_unlock(&s->mu);
 }
 
-int ckpt__writer_snapshot(ckpt_saver *s, int image)
+int ckpt__writer_snapshot(ckpt_saver *s, int image, int checksum)
 {
     int asked = ckpt__writer_snapshot_begin(
-        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2, 0);
+        s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2,
+        checksum, checksum);
     int err = ckpt__snapshot_callbacks(&s->help_work);
     ckpt__writer_snapshot_end(s, asked);
     return err;

@@ -296,6 +296,29 @@ static void test_b64_end_resaves_step_whose_write_failed(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* B48 in async mode: the initial save is asynchronous. The session's
+ * creation returns with its write held at the gate; until that write is
+ * durable no state file names a checkpoint (a crash then leaves the
+ * directory as it was); once through, step 0 is the newest. */
+static void test_b48_async_initial_save_is_async(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_hook h = new_async_hook(f, CKPT_BUSY_SKIP, 100, 1, -1.0);
+    ckpt_monitored_session *ms;
+    gate_close(&f->cfs.gate);
+    ms = ck_session(f, &h, 1);
+    gate_wait_blocked(&f->cfs.gate);
+    assert_int_equal(ck_latest_step(f), -1);
+    assert_false(ck_has_checkpoint(f, 0));
+    assert_int_equal(ck_metrics(&h).saves_started, 1);
+    assert_int_equal(ck_metrics(&h).saves_completed, 0);
+    gate_open(&f->cfs.gate);
+    ck_wait_idle(&h);
+    assert_int_equal(ck_latest_step(f), 0);
+    ck_expect_checkpoint(f, 0, 0);
+    ckpt_monitored_session_free(ms);
+}
+
 /* B54 in async mode: end saves a final step no trigger saved. */
 static void test_b54_async_end_saves_final_step(void **state)
 {
@@ -636,6 +659,7 @@ int main(void)
         T(test_b63_background_failure_returned_once),
         T(test_b63_background_failure_returned_by_end),
         T(test_b64_end_resaves_step_whose_write_failed),
+        T(test_b48_async_initial_save_is_async),
         T(test_b54_async_end_saves_final_step),
         T(test_b65_end_wait_times_out),
         T(test_b66_end_does_not_rewrite_in_flight_final_step),

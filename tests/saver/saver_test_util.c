@@ -16,8 +16,24 @@ static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
     while (g->closed)
         pthread_cond_wait(&g->cv, &g->mu);
     g->blocked--;
+    if (n > g->largest_write)
+        g->largest_write = n;
     pthread_mutex_unlock(&g->mu);
     return base->write(f, buf, n, base->payload);
+}
+
+static int g_open_write(ckpt_file **out, const char *path, int flags, void *p)
+{
+    gate_fs *g = p;
+    const ckpt_fs *base = ckpt_fs_forward_base(p);
+    if (strstr(path, ".data-")) {
+        pthread_mutex_lock(&g->mu);
+        if (g->data_opens < 32)
+            g->data_direct[g->data_opens] = (flags & CKPT_OPEN_DIRECT) != 0;
+        g->data_opens++;
+        pthread_mutex_unlock(&g->mu);
+    }
+    return base->open_write(out, path, flags, base->payload);
 }
 
 void gate_fs_init(gate_fs *g)
@@ -27,6 +43,7 @@ void gate_fs_init(gate_fs *g)
     pthread_cond_init(&g->cv, NULL);
     ckpt_fs_forward_init(&g->fwd, ckpt_fs_posix());
     g->fwd.fs.write = g_write;
+    g->fwd.fs.open_write = g_open_write;
     g->fwd.fs.open_read_direct = NULL; /* reads take the page-cache path */
 }
 

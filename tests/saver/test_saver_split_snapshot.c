@@ -194,6 +194,9 @@ typedef struct fixture {
     int cb_calls;
     int cb_wrong_thread;
     gate_fs gate;
+    int direct_io;     /* the savers' option */
+    char log[16][256]; /* INFO and up lines logged */
+    int nlog;
 } fixture;
 
 static int setup(void **state)
@@ -251,6 +254,15 @@ static int cb_read(void *dst, uint64_t off, size_t n, void *payload)
     return 0;
 }
 
+/* Logs come from the writer thread too; the tests read them after the
+ * writes ended (wait), which orders them. */
+static void keep_log(int level, const char *message, void *payload)
+{
+    fixture *f = payload;
+    if (level >= CKPT_LOG_INFO && f->nlog < 16)
+        snprintf(f->log[f->nlog++], sizeof(f->log[0]), "%s", message);
+}
+
 static ckpt_saver *open_saver(fixture *f, int policy)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
@@ -260,6 +272,9 @@ static ckpt_saver *open_saver(fixture *f, int policy)
     o.busy_policy = policy;
     o.fs = &f->gate.fwd.fs;
     o.max_to_keep = CKPT_KEEP_ALL;
+    o.direct_io = f->direct_io;
+    o.log = keep_log;
+    o.log_payload = f;
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
     /* the callback variable first: the caller copies it */
     assert_ckpt_ok(ckpt_saver_add_var(s, &cbv));
@@ -420,9 +435,10 @@ static void test_no_fence_copies_at_trigger(void **state)
 
 /* After a fence: the trigger returns with the copy left to the writer
  * (callbacks done; the copies fuse the checksum even where plain copies
- * were measured faster for the caller), the loop reads, the fence completes the copy whether
- * the writer has not started, is copying, or is done; the test rewrites
- * everything right after the fence; every saved byte is the trigger's. */
+ * were measured faster for the caller), the loop reads, the fence completes the
+ * copy whether the writer has not started, is copying, or is done; the test
+ * rewrites everything right after the fence; every saved byte is the trigger's.
+ */
 static void test_fence_completes_overlapped_snapshot(void **state)
 {
     fixture *f = *state;
@@ -499,12 +515,116 @@ static void test_other_calls_complete_snapshot(void **state)
     assert_false(f->cb_wrong_thread);
 }
 
+/* A synchronous save by a saver with staging memory (an async saver's, as
+ * the checkpoint hook's final save at the end of a session) copies the
+ * variables into the image and writes it in one piece, instead of one
+ * write per variable: the data file's bytes and the index are exactly
+ * those a saver without staging memory writes, and the values are those
+ * at the call even when the variables change right after it returns. */
+static void test_sync_save_through_image(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *plain = open_saver(f, CKPT_BUSY_SKIP);
+    ckpt_saver *staged = open_saver(f, CKPT_BUSY_SKIP);
+    const char *files[] = {"model.ckpt-%d.data-00000-of-00001",
+                           "model.ckpt-%d.index"};
+    uint64_t total = 0;
+    size_t plain_largest;
+    fill(f, 4.0f);
+    assert_ckpt_ok(ckpt_saver_save(plain, 1, NULL));
+    plain_largest = f->gate.largest_write;
+    assert_ckpt_ok(ckpt_saver_reserve(staged));
+    f->gate.largest_write = 0;
+    assert_ckpt_ok(ckpt_saver_save(staged, 2, NULL));
+    fill(f, -4.0f);
+    expect_checkpoint(f, 2, 4.0f);
+    total = CB_FLOATS * 4 + NBIG * BIG_FLOATS * 4 + HUGE_FLOATS * 4;
+    /* one write of every variable's bytes, where the plain save wrote
+     * each variable (or less) at a time */
+    assert_int_equal(f->gate.largest_write, total);
+    assert_true(plain_largest < total);
+    for (int k = 0; k < 2; k++) {
+        char a[4096], b[4096], name[128];
+        uint8_t *x, *y;
+        size_t nx = 0, ny = 0;
+        snprintf(name, sizeof(name), files[k], 1);
+        snprintf(a, sizeof(a), "%s/%s", f->dir, name);
+        snprintf(name, sizeof(name), files[k], 2);
+        snprintf(b, sizeof(b), "%s/%s", f->dir, name);
+        x = test_read_file(a, &nx);
+        y = test_read_file(b, &ny);
+        assert_int_equal(nx, ny);
+        if (k == 0)
+            assert_int_equal(nx, total);
+        assert_memory_equal(x, y, nx);
+        free(x);
+        free(y);
+    }
+    assert_false(f->cb_wrong_thread);
+    ckpt_saver_free(staged);
+    ckpt_saver_free(plain);
+}
+
+/* Image writes with direct_io 0: the first four (two, when those differ
+ * twofold) alternate O_DIRECT and the page cache (timed), then one of the
+ * two for good, named in one INFO line; a synchronous save through the image
+ * follows the same choice. CKPT_DIRECT_IO_OFF never asks for O_DIRECT, _ON
+ * always does. */
+static void test_direct_or_buffered_by_measure(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
+    int chosen, probes, lines = 0;
+    fill(f, 1.0f);
+    for (int i = 1; i <= 6; i++) {
+        assert_ckpt_ok(ckpt_saver_save_async(s, i, NULL));
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    }
+    assert_ckpt_ok(ckpt_saver_save(s, 7, NULL));
+    expect_checkpoint(f, 7, 1.0f);
+    ckpt_saver_free(s);
+    assert_int_equal(f->gate.data_opens, 7);
+    assert_true(f->gate.data_direct[0]);
+    assert_false(f->gate.data_direct[1]);
+    /* two probes more, unless the first two differed twofold */
+    probes = f->gate.data_direct[2] && !f->gate.data_direct[3] ? 4 : 2;
+    chosen = f->gate.data_direct[probes];
+    for (int i = probes; i < 7; i++)
+        assert_int_equal(f->gate.data_direct[i], chosen);
+    for (int i = 0; i < f->nlog; i++)
+        if (strstr(f->log[i], "checkpoint writes: O_DIRECT ")) {
+            lines++;
+            assert_non_null(strstr(f->log[i], chosen ? "): O_DIRECT from now on"
+                                                     : "): the page cache from "
+                                                       "now on"));
+        }
+    assert_int_equal(lines, 1);
+
+    for (int k = 0; k < 2; k++) {
+        f->direct_io = k == 0 ? CKPT_DIRECT_IO_OFF : CKPT_DIRECT_IO_ON;
+        f->gate.data_opens = 0;
+        s = open_saver(f, CKPT_BUSY_SKIP);
+        for (int i = 1; i <= 3; i++) {
+            assert_ckpt_ok(ckpt_saver_save_async(s, 10 * (k + 1) + i, NULL));
+            assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        }
+        ckpt_saver_free(s);
+        assert_int_equal(f->gate.data_opens, 3);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(f->gate.data_direct[i], k == 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_shared_work),
         cmocka_unit_test(test_measure),
+        cmocka_unit_test_setup_teardown(test_sync_save_through_image, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_direct_or_buffered_by_measure,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
