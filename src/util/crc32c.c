@@ -1,23 +1,34 @@
-/* util/crc32c.c - CRC-32C (Castagnoli, reflected polynomial 0x82F63B78).
+/* util/crc32c.c - CRC-32C (Castagnoli, reflected polynomial 0x82F63B78):
+ * the portable and SSE4.2 implementations and the choice among all of them.
  *
- * Two implementations behind one entry point:
- *  - hardware: the SSE4.2 crc32 instruction, 8 bytes per step, run as three
+ * Implementations behind one entry point (enum ckpt__crc32c_impl_id):
+ *  - portable: slicing-by-8 tables;
+ *  - sse42: the crc32 instruction, 8 bytes per step, run as three
  *    independent streams over adjacent stripes of a chunk so the instruction's
  *    3-cycle latency is hidden; the three partial CRCs are then merged with
  *    "shift by N zero bytes" tables (CRC is linear over GF(2));
- *  - portable: slicing-by-8 tables.
+ *  - pclmul, vpclmul256, vpclmul512: folding with carry-less multiplication
+ *    on 128-, 256- and 512-bit vectors (util/crc32c_fold.c).
+ * The choice (choose_impl): the environment variable CKPT_CRC32C_IMPL names
+ * one ("portable", "sse42", "pclmul", "vpclmul256", "vpclmul512") to force
+ * it where the CPU has it; otherwise every implementation the CPU has
+ * (besides the portable one) checksums a 64 KiB buffer, interleaved, best of
+ * several rounds, and the fastest is used.
  * All tables are computed once under pthread_once together with the CPU
- * feature test, and whether long fused copies use non-temporal stores is
- * measured once under another pthread_once (see choose_streaming); those
- * two one-time initialisations are the file's only global state, never
+ * feature test and the choice, and whether long fused copies use
+ * non-temporal stores is measured once under another pthread_once (see
+ * choose_streaming); those two one-time initialisations (and the folding
+ * constants, computed in the first) are the only global state, never
  * written again afterwards.
  *
  * Internally the CRC "register" is the raw (pre-inverted) state; the public
  * functions take and return finalised CRCs, inverting on entry and exit. */
 #include "util/crc32c.h"
+#include "util/crc32c_fold.h"
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -43,8 +54,14 @@ typedef struct crc_tables {
     uint32_t slice[8][256];       /* slicing-by-8 */
     uint32_t shift_long[4][256];  /* register * x^(8*LONG_STRIPE) mod P */
     uint32_t shift_short[4][256]; /* register * x^(8*SHORT_STRIPE) mod P */
-    bool hw;
+    bool available[CKPT__CRC32C_IMPL_COUNT]; /* what this CPU can run */
+    int impl;                                /* the one in use */
 } crc_tables;
+
+static const char *const impl_names[CKPT__CRC32C_IMPL_COUNT] = {
+    "portable", "sse42", "pclmul", "vpclmul256", "vpclmul512"};
+
+static void choose_impl(crc_tables *t);
 
 /* Written only inside init_tables, which pthread_once runs exactly once. */
 static crc_tables tables;
@@ -133,12 +150,24 @@ static void init_tables(void)
     }
     make_shift_table(tables.shift_long, LONG_STRIPE);
     make_shift_table(tables.shift_short, SHORT_STRIPE);
+    tables.available[CKPT__CRC32C_PORTABLE] = true;
 #if CKPT__CRC_X86
     __builtin_cpu_init();
-    tables.hw = __builtin_cpu_supports("sse4.2") != 0;
-#else
-    tables.hw = false;
+    tables.available[CKPT__CRC32C_SSE42] = __builtin_cpu_supports("sse4.2");
 #endif
+#if CKPT__CRC_FOLD
+    ckpt__crc32c_fold_init();
+    tables.available[CKPT__CRC32C_PCLMUL] =
+        tables.available[CKPT__CRC32C_SSE42] &&
+        __builtin_cpu_supports("pclmul");
+    tables.available[CKPT__CRC32C_VPCLMUL256] =
+        tables.available[CKPT__CRC32C_PCLMUL] &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq");
+    tables.available[CKPT__CRC32C_VPCLMUL512] =
+        tables.available[CKPT__CRC32C_VPCLMUL256] &&
+        __builtin_cpu_supports("avx512f");
+#endif
+    choose_impl(&tables);
 }
 
 static const crc_tables *get_tables(void)
@@ -293,16 +322,123 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
 
 #endif /* CKPT__CRC_X86 */
 
+/* ---- dispatch ------------------------------------------------------------ */
+
+/* Portable fused copy: copy a cache-sized piece, then checksum it while it is
+ * still hot in cache. */
+#define COPY_CHUNK 16384
+
+/* The register update through `impl` (one this CPU can run), copying to
+ * dst when it is not NULL (with non-temporal stores when `stream` and the
+ * copy is long). */
+static uint32_t update_with(const crc_tables *t, int impl, uint32_t reg,
+                            uint8_t *dst, const uint8_t *src, size_t n,
+                            bool stream)
+{
+    stream = stream && dst && n >= STREAM_MIN;
+    switch (impl) {
+#if CKPT__CRC_X86
+    case CKPT__CRC32C_SSE42:
+        return hw_update(t, reg, dst, src, n, stream);
+#endif
+#if CKPT__CRC_FOLD
+    case CKPT__CRC32C_PCLMUL:
+        return ckpt__crc32c_fold128(reg, dst, src, n, stream);
+    case CKPT__CRC32C_VPCLMUL256:
+        return ckpt__crc32c_fold256(reg, dst, src, n, stream);
+    case CKPT__CRC32C_VPCLMUL512:
+        return ckpt__crc32c_fold512(reg, dst, src, n, stream);
+#endif
+    default:
+        break;
+    }
+    if (!dst)
+        return sw_update(t, reg, src, n);
+    while (n) {
+        size_t k = n < COPY_CHUNK ? n : COPY_CHUNK;
+        memcpy(dst, src, k);
+        reg = sw_update(t, reg, dst, k);
+        dst += k;
+        src += k;
+        n -= k;
+    }
+    return reg;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the choice ------------------------------------------------------------
+ * Which implementation is fastest depends on the CPU (the crc32 instruction
+ * and the carry-less multiplier run on different units with different
+ * throughputs, and wide vectors may lower the clock), so the candidates are
+ * timed once per process: MEASURE_BYTES of warm data each, interleaved,
+ * best of MEASURE_ROUNDS (a fraction of a millisecond in all). Without a
+ * buffer for it, the widest one the CPU has is used. */
+
+#define MEASURE_BYTES ((size_t)64 << 10)
+#define MEASURE_ROUNDS 7
+
+static void choose_impl(crc_tables *t)
+{
+    const char *forced = getenv("CKPT_CRC32C_IMPL");
+    double best[CKPT__CRC32C_IMPL_COUNT];
+    volatile uint32_t sink = 0;
+    int candidates = 0;
+    uint8_t *buf;
+
+    t->impl = CKPT__CRC32C_PORTABLE;
+    for (int i = 0; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+        if (!t->available[i])
+            continue;
+        t->impl = i;
+        if (i != CKPT__CRC32C_PORTABLE)
+            candidates++;
+        if (forced && strcmp(forced, impl_names[i]) == 0)
+            return;
+    }
+    if (candidates < 2)
+        return;
+    /* Mapped rather than taken from the library's allocator, whose
+     * failures (injected in tests) belong to the operations that
+     * allocate. */
+    buf = mmap(NULL, MEASURE_BYTES, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return;
+    for (size_t i = 0; i < MEASURE_BYTES; i++)
+        buf[i] = (uint8_t)(i * 131u + (i >> 9));
+    for (int i = 0; i < CKPT__CRC32C_IMPL_COUNT; i++)
+        best[i] = -1.0;
+    for (int r = 0; r < MEASURE_ROUNDS; r++) {
+        for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+            double t0, dt;
+            if (!t->available[i])
+                continue;
+            t0 = seconds_now();
+            sink ^= update_with(t, i, 0, NULL, buf, MEASURE_BYTES, false);
+            dt = seconds_now() - t0;
+            if (best[i] < 0 || dt < best[i])
+                best[i] = dt;
+        }
+    }
+    (void)sink;
+    for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++)
+        if (best[i] >= 0 && best[i] < best[t->impl])
+            t->impl = i;
+    munmap(buf, MEASURE_BYTES);
+}
+
 /* ---- entry points -------------------------------------------------------- */
 
 uint32_t ckpt__crc32c_extend(uint32_t crc, const void *data, size_t n)
 {
     const crc_tables *t = get_tables();
-#if CKPT__CRC_X86
-    if (t->hw)
-        return ~hw_update(t, ~crc, NULL, data, n, false);
-#endif
-    return ~sw_update(t, ~crc, data, n);
+    return ~update_with(t, t->impl, ~crc, NULL, data, n, false);
 }
 
 uint32_t ckpt__crc32c(const void *data, size_t n)
@@ -312,35 +448,51 @@ uint32_t ckpt__crc32c(const void *data, size_t n)
 
 int ckpt__crc32c_hw_available(void)
 {
-    return get_tables()->hw ? 1 : 0;
+    return get_tables()->impl != CKPT__CRC32C_PORTABLE;
 }
 
-/* Portable fused copy: copy a cache-sized piece, then checksum it while it is
- * still hot in cache. */
-#define COPY_CHUNK 16384
+int ckpt__crc32c_impl(void)
+{
+    return get_tables()->impl;
+}
+
+const char *ckpt__crc32c_impl_name(int impl)
+{
+    if (impl < 0 || impl >= CKPT__CRC32C_IMPL_COUNT)
+        return NULL;
+    return impl_names[impl];
+}
+
+int ckpt__crc32c_impl_available(int impl)
+{
+    if (impl < 0 || impl >= CKPT__CRC32C_IMPL_COUNT)
+        return 0;
+    return get_tables()->available[impl] ? 1 : 0;
+}
+
+uint32_t ckpt__crc32c_extend_with(int impl, uint32_t crc, const void *data,
+                                  size_t n)
+{
+    const crc_tables *t = get_tables();
+    if (!ckpt__crc32c_impl_available(impl))
+        impl = CKPT__CRC32C_PORTABLE;
+    return ~update_with(t, impl, ~crc, NULL, data, n, false);
+}
+
+uint32_t ckpt__crc32c_copy_with(int impl, uint32_t crc, void *dst,
+                                const void *src, size_t n, int streaming)
+{
+    const crc_tables *t = get_tables();
+    if (!ckpt__crc32c_impl_available(impl))
+        impl = CKPT__CRC32C_PORTABLE;
+    return ~update_with(t, impl, ~crc, dst, src, n, streaming != 0);
+}
 
 uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
                                   size_t n, int streaming)
 {
     const crc_tables *t = get_tables();
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    uint32_t reg = ~crc;
-#if CKPT__CRC_X86
-    if (t->hw)
-        return ~hw_update(t, reg, d, s, n, streaming != 0);
-#else
-    (void)streaming;
-#endif
-    while (n) {
-        size_t k = n < COPY_CHUNK ? n : COPY_CHUNK;
-        memcpy(d, s, k);
-        reg = sw_update(t, reg, d, k);
-        d += k;
-        s += k;
-        n -= k;
-    }
-    return ~reg;
+    return ~update_with(t, t->impl, ~crc, dst, src, n, streaming != 0);
 }
 
 /* ---- whether long fused copies stream ------------------------------------
@@ -366,13 +518,6 @@ uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
 static bool use_streaming;
 static pthread_once_t streaming_once = PTHREAD_ONCE_INIT;
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void choose_streaming(void)
 {
     /* Page-aligned both (no 4K aliasing between them), and mapped rather
@@ -384,7 +529,7 @@ static void choose_streaming(void)
     double best[2] = {-1.0, -1.0};
     volatile uint32_t sink = 0;
     use_streaming = false;
-    if (map == MAP_FAILED || !get_tables()->hw) {
+    if (map == MAP_FAILED || get_tables()->impl == CKPT__CRC32C_PORTABLE) {
         if (map != MAP_FAILED)
             munmap(map, MEASURE_SRC + MEASURE_DST);
         return;

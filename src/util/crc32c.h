@@ -1,6 +1,7 @@
-/* util/crc32c.h - CRC-32C (Castagnoli) with an SSE4.2 path chosen at run
- * time and a portable table-driven fallback; the mask TensorFlow and LevelDB
- * apply to stored CRCs. */
+/* util/crc32c.h - CRC-32C (Castagnoli): implementations from a portable
+ * table-driven one to carry-less-multiply folding on 512-bit vectors, one
+ * chosen at run time (CPU features, then a one-time measurement); the mask
+ * TensorFlow and LevelDB apply to stored CRCs. */
 #ifndef CKPT_UTIL_CRC32C_H
 #define CKPT_UTIL_CRC32C_H
 
@@ -18,8 +19,38 @@ uint32_t ckpt__crc32c(const void *data, size_t n);
 /* The portable implementation, always (for tests and comparison). */
 uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n);
 
-/* Whether the hardware path is in use. */
+/* Whether a hardware path (anything but the portable one) is in use. */
 int ckpt__crc32c_hw_available(void);
+
+/* The implementations, slowest first. The entry points use the one chosen
+ * once per process (ckpt__crc32c_impl): among those the CPU has, the
+ * fastest over a 64 KiB buffer measured at first use; the environment
+ * variable CKPT_CRC32C_IMPL set to one of the names (ckpt__crc32c_impl_name)
+ * forces that one when the CPU has it (for tests and comparison). */
+enum ckpt__crc32c_impl_id {
+    CKPT__CRC32C_PORTABLE,   /* slicing-by-8 tables: "portable" */
+    CKPT__CRC32C_SSE42,      /* crc32 instruction, 3 streams: "sse42" */
+    CKPT__CRC32C_PCLMUL,     /* folding, 128-bit PCLMULQDQ: "pclmul" */
+    CKPT__CRC32C_VPCLMUL256, /* folding, 256-bit VPCLMULQDQ: "vpclmul256" */
+    CKPT__CRC32C_VPCLMUL512, /* folding, 512-bit VPCLMULQDQ: "vpclmul512" */
+    CKPT__CRC32C_IMPL_COUNT
+};
+
+/* The implementation in use. */
+int ckpt__crc32c_impl(void);
+
+/* Its name ("portable", "sse42", ...), or NULL for an unknown id. */
+const char *ckpt__crc32c_impl_name(int impl);
+
+/* Whether this CPU can run `impl` (portable: always). */
+int ckpt__crc32c_impl_available(int impl);
+
+/* ckpt__crc32c_extend and ckpt__crc32c_copy_stores through a given
+ * implementation (the portable one when this CPU cannot run `impl`). */
+uint32_t ckpt__crc32c_extend_with(int impl, uint32_t crc, const void *data,
+                                  size_t n);
+uint32_t ckpt__crc32c_copy_with(int impl, uint32_t crc, void *dst,
+                                const void *src, size_t n, int streaming);
 
 /* Copy `n` bytes from src to dst and return the CRC extended over them,
  * reading the source once (fused copy + checksum). Copies of 256 KiB or

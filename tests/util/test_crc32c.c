@@ -1,6 +1,9 @@
 /* Tests for util/crc32c: RFC 3720 vectors, the mask of docs/format.md §3,
  * hardware vs portable agreement at every length and alignment, extend
- * composition, the fused copy, and combining the CRCs of pieces. */
+ * composition, the fused copy, and combining the CRCs of pieces; then every
+ * implementation this CPU can run (portable, sse42, the folding kernels)
+ * against the portable one, and the choice among them (CKPT_CRC32C_IMPL:
+ * this program also runs with it set, see CMakeLists.txt). */
 #include "test_util.h"
 
 #include "util/crc32c.h"
@@ -236,6 +239,226 @@ static void test_combine(void **state)
     free(zeros);
 }
 
+/* ---- every implementation ------------------------------------------------ */
+
+static void print_impls(void)
+{
+    for (int i = 0; i < CKPT__CRC32C_IMPL_COUNT; i++)
+        print_message("crc32c %-10s %s%s\n", ckpt__crc32c_impl_name(i),
+                      ckpt__crc32c_impl_available(i) ? "available"
+                                                     : "not on this CPU",
+                      ckpt__crc32c_impl() == i ? ", in use" : "");
+}
+
+/* The known vectors through each implementation, and for the long ones
+ * (which reach the folding loops) the bit-serial reference. */
+static void test_impl_vectors(void **state)
+{
+    uint8_t buf[32];
+    uint8_t *big = malloc(4096);
+    (void)state;
+    assert_non_null(big);
+    print_impls();
+    for (int i = 0; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+        if (!ckpt__crc32c_impl_available(i))
+            continue;
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, "123456789", 9),
+                         0xe3069283u);
+        memset(buf, 0, sizeof(buf));
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, buf, 32), 0x8a9136aau);
+        memset(buf, 0xff, sizeof(buf));
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, buf, 32), 0x62a8ab43u);
+        for (int k = 0; k < 32; k++)
+            buf[k] = (uint8_t)k;
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, buf, 32), 0x46dd794eu);
+        for (int k = 0; k < 32; k++)
+            buf[k] = (uint8_t)(31 - k);
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, buf, 32), 0x113fdb5cu);
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, NULL, 0), 0);
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0x1234u, NULL, 0),
+                         0x1234u);
+        for (size_t k = 0; k < 4096; k++)
+            big[k] = (uint8_t)(k * 7 + (k >> 8));
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, big, 4096),
+                         crc_reference(0, big, 4096));
+        memset(big, 0, 4096);
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0xabcdef01u, big, 4096),
+                         crc_reference(0xabcdef01u, big, 4096));
+    }
+    /* an id that is no implementation: not available, no name, and the
+     * _with calls fall back to the portable one */
+    assert_false(ckpt__crc32c_impl_available(CKPT__CRC32C_IMPL_COUNT));
+    assert_false(ckpt__crc32c_impl_available(-1));
+    assert_null(ckpt__crc32c_impl_name(CKPT__CRC32C_IMPL_COUNT));
+    assert_int_equal(
+        ckpt__crc32c_extend_with(CKPT__CRC32C_IMPL_COUNT, 0, "123456789", 9),
+        0xe3069283u);
+    free(big);
+}
+
+/* Every length 0..1024 at every source alignment 0..63, with a non-zero
+ * starting CRC, checksummed and fused-copied (to a destination at another
+ * alignment), against the portable implementation. Folding kernels reach
+ * every fold distance here (their loops start at 128, 256 and 512 bytes). */
+static void test_impl_lengths_alignments(void **state)
+{
+    enum { MAXLEN = 1024, ALIGNS = 64 };
+    uint8_t *src = malloc(MAXLEN + ALIGNS + 64);
+    uint8_t *dst = malloc(MAXLEN + ALIGNS + 64);
+    uint8_t *s0, *d0;
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    /* 64-byte aligned bases, so each alignment is the one named */
+    s0 = src + ((64 - ((uintptr_t)src & 63)) & 63);
+    d0 = dst + ((64 - ((uintptr_t)dst & 63)) & 63);
+    fill_random(s0, MAXLEN + ALIGNS);
+    for (size_t n = 0; n <= MAXLEN; n++) {
+        for (size_t a = 0; a < ALIGNS; a++) {
+            uint32_t seed = 0x9abcdef0u + (uint32_t)(n * 64 + a);
+            uint32_t ref = ckpt__crc32c_extend_portable(seed, s0 + a, n);
+            size_t da = (a * 7 + n) % ALIGNS;
+            for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+                if (!ckpt__crc32c_impl_available(i))
+                    continue;
+                if (ckpt__crc32c_extend_with(i, seed, s0 + a, n) != ref)
+                    fail_msg("%s: length %zu alignment %zu differs",
+                             ckpt__crc32c_impl_name(i), n, a);
+                d0[da + n] = 0xa5;
+                if (ckpt__crc32c_copy_with(i, seed, d0 + da, s0 + a, n, 0) !=
+                    ref)
+                    fail_msg("%s copy: length %zu alignment %zu differs",
+                             ckpt__crc32c_impl_name(i), n, a);
+                if (memcmp(d0 + da, s0 + a, n) != 0 || d0[da + n] != 0xa5)
+                    fail_msg("%s copy: length %zu alignment %zu: bytes",
+                             ckpt__crc32c_impl_name(i), n, a);
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}
+
+/* Random buffers of several MiB, lengths no multiple of 16 or 64, odd
+ * alignments; the fused copy both with plain and non-temporal stores,
+ * copying exactly the bytes asked for. */
+static void test_impl_large(void **state)
+{
+    const size_t cap = ((size_t)5 << 20) + 4099;
+    const size_t lens[] = {((size_t)5 << 20) + 4001, ((size_t)3 << 20) + 17,
+                           ((size_t)1 << 20) + 255, 262144 + 5, 100003};
+    const size_t aligns[] = {0, 1, 13, 33, 63};
+    uint8_t *src = malloc(cap + 64);
+    uint8_t *dst = malloc(cap + 64);
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    fill_random(src, cap + 64);
+    for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+        size_t a = aligns[l];
+        size_t da = aligns[(l + 2) % 5];
+        size_t n = lens[l];
+        uint32_t ref = ckpt__crc32c_extend_portable(0x31415926u, src + a, n);
+        assert_int_equal(ref, crc_reference(0x31415926u, src + a, n));
+        for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+            if (!ckpt__crc32c_impl_available(i))
+                continue;
+            if (ckpt__crc32c_extend_with(i, 0x31415926u, src + a, n) != ref)
+                fail_msg("%s: length %zu differs", ckpt__crc32c_impl_name(i),
+                         n);
+            for (int streaming = 0; streaming < 2; streaming++) {
+                memset(dst, 0x5a, cap + 64);
+                if (ckpt__crc32c_copy_with(i, 0x31415926u, dst + da, src + a, n,
+                                           streaming) != ref)
+                    fail_msg("%s copy (streaming %d): length %zu differs",
+                             ckpt__crc32c_impl_name(i), streaming, n);
+                assert_memory_equal(dst + da, src + a, n);
+                for (size_t k = 0; k < da; k++)
+                    assert_int_equal(dst[k], 0x5a);
+                for (size_t k = da + n; k < cap + 64; k++)
+                    assert_int_equal(dst[k], 0x5a);
+            }
+        }
+    }
+    /* lengths from 40 to 160 KiB at an odd step, at two alignments: the
+     * 3-stream loop of sse42 (24 KiB chunks) and the folding loops end
+     * with every kind of remainder somewhere in here */
+    for (size_t n = 40000; n < 160000; n += 4099) {
+        for (size_t a = 5; a < 64; a += 58) {
+            uint32_t ref = ckpt__crc32c_extend_portable(7, src + a, n);
+            for (int i = CKPT__CRC32C_SSE42; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+                if (!ckpt__crc32c_impl_available(i))
+                    continue;
+                if (ckpt__crc32c_extend_with(i, 7, src + a, n) != ref)
+                    fail_msg("%s: length %zu differs",
+                             ckpt__crc32c_impl_name(i), n);
+                dst[n + 3] = 0x77;
+                if (ckpt__crc32c_copy_with(i, 7, dst + 3, src + a, n, 0) != ref)
+                    fail_msg("%s copy: length %zu differs",
+                             ckpt__crc32c_impl_name(i), n);
+                assert_memory_equal(dst + 3, src + a, n);
+                assert_int_equal(dst[n + 3], 0x77);
+            }
+        }
+    }
+    free(src);
+    free(dst);
+}
+
+/* Extending over pieces of uneven sizes (1 byte to tens of KiB) gives the
+ * CRC of the whole, in every implementation. */
+static void test_impl_extend_pieces(void **state)
+{
+    const size_t cap = 400009;
+    uint8_t *buf = malloc(cap);
+    uint32_t whole;
+    (void)state;
+    assert_non_null(buf);
+    fill_random(buf, cap);
+    whole = crc_reference(0, buf, cap);
+    for (int i = 0; i < CKPT__CRC32C_IMPL_COUNT; i++) {
+        uint32_t acc = 0;
+        size_t at = 0, len = 1;
+        if (!ckpt__crc32c_impl_available(i))
+            continue;
+        assert_int_equal(ckpt__crc32c_extend_with(i, 0, buf, cap), whole);
+        while (at < cap) {
+            size_t n = len < cap - at ? len : cap - at;
+            acc = ckpt__crc32c_extend_with(i, acc, buf + at, n);
+            at += n;
+            len = (len * 5 + 3) % 70001;
+        }
+        assert_int_equal(acc, whole);
+    }
+    free(buf);
+}
+
+/* The choice: one the CPU has; the one CKPT_CRC32C_IMPL names when it
+ * names one the CPU has; and the entry points behave as that one. */
+static void test_impl_choice(void **state)
+{
+    const char *forced = getenv("CKPT_CRC32C_IMPL");
+    int in_use = ckpt__crc32c_impl();
+    int named = -1;
+    (void)state;
+    assert_true(in_use >= 0 && in_use < CKPT__CRC32C_IMPL_COUNT);
+    assert_true(ckpt__crc32c_impl_available(in_use));
+    assert_true(ckpt__crc32c_impl_available(CKPT__CRC32C_PORTABLE));
+    assert_int_equal(ckpt__crc32c_hw_available(),
+                     in_use != CKPT__CRC32C_PORTABLE);
+    print_message("crc32c in use: %s (CKPT_CRC32C_IMPL=%s)\n",
+                  ckpt__crc32c_impl_name(in_use), forced ? forced : "");
+    for (int i = 0; forced && i < CKPT__CRC32C_IMPL_COUNT; i++)
+        if (strcmp(forced, ckpt__crc32c_impl_name(i)) == 0)
+            named = i;
+    if (forced)
+        assert_true(named >= 0); /* the CMake registration names real ones */
+    if (named >= 0 && ckpt__crc32c_impl_available(named))
+        assert_int_equal(in_use, named);
+    if (named == CKPT__CRC32C_PORTABLE)
+        assert_false(ckpt__crc32c_hw_available());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +469,11 @@ int main(void)
         cmocka_unit_test(test_extend_composes),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_combine),
+        cmocka_unit_test(test_impl_vectors),
+        cmocka_unit_test(test_impl_lengths_alignments),
+        cmocka_unit_test(test_impl_large),
+        cmocka_unit_test(test_impl_extend_pieces),
+        cmocka_unit_test(test_impl_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
