@@ -18,7 +18,6 @@
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
-#define DEFAULT_MAX_TO_KEEP 5 /* as ckpt_saver's */
 
 int ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts,
                                 unsigned int version)
@@ -97,7 +96,7 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
         return ckpt__error_oom();
     s->opts = *opts;
     if (s->opts.base.max_to_keep == 0)
-        s->opts.base.max_to_keep = DEFAULT_MAX_TO_KEEP;
+        s->opts.base.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;
     s->timeout_s = opts->collective_timeout_s > 0 ? opts->collective_timeout_s
                                                   : DEFAULT_TIMEOUT_S;
     s->fs = ckpt_fs_or_default(opts->base.fs);
@@ -112,8 +111,8 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     dup_comms(s, comm);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    s->basename =
-        ckpt__strdup(opts->base.basename ? opts->base.basename : "model.ckpt");
+    s->basename = ckpt__strdup(opts->base.basename ? opts->base.basename
+                                                   : CKPT__DEFAULT_BASENAME);
     if (!s->basename)
         err = ckpt__error_oom();
     s->opts.base.basename = s->basename;

@@ -24,8 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DEFAULT_MAX_TO_KEEP 5
-
 int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
@@ -128,9 +126,10 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
         return ckpt__error_oom();
     s->opts = *opts;
     if (s->opts.max_to_keep == 0)
-        s->opts.max_to_keep = DEFAULT_MAX_TO_KEEP;
+        s->opts.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;
     s->fs = ckpt_fs_or_default(opts->fs);
-    s->basename = ckpt__strdup(opts->basename ? opts->basename : "model.ckpt");
+    s->basename =
+        ckpt__strdup(opts->basename ? opts->basename : CKPT__DEFAULT_BASENAME);
     s->opts.basename = s->basename;
     s->metrics.last_saved_step = CKPT_NO_STEP;
     if (!s->basename) {

@@ -354,6 +354,11 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job);
  * it could let the variables change. */
 void ckpt__saver_complete_snapshot(ckpt_saver *s);
 
+/* The defaults every saver applies to a zero field of ckpt_saver_options
+ * (ckpt_saver and ckpt_mpi_saver alike). */
+#define CKPT__DEFAULT_MAX_TO_KEEP 5
+#define CKPT__DEFAULT_BASENAME "model.ckpt"
+
 /* The checks every saver makes of a ckpt_saver_options (its version,
  * max_to_keep, direct_io, keep_checkpoint_every_n_hours, busy_policy,
  * basename): 0, or CKPT_EVERSION / CKPT_EINVAL with a message that starts
