@@ -249,8 +249,7 @@ static int load_cb(const uint8_t *key, size_t key_len, const uint8_t *value,
     return load_entry(st->r, key, key_len, value, value_len);
 }
 
-/* Records of one data file in file order (by shard, offset, then size). */
-static int by_record_position(const void *a, const void *b)
+int ckpt__entry_by_record_position(const void *a, const void *b)
 {
     const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
     const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
@@ -280,7 +279,7 @@ static int check_no_overlap(const ckpt_bundle_reader *r)
         if (r->entries[i].num_slices == 0 && r->entries[i].size > 0)
             recs[n++] = &r->entries[i];
     }
-    qsort(recs, n, sizeof(*recs), by_record_position);
+    qsort(recs, n, sizeof(*recs), ckpt__entry_by_record_position);
     for (size_t i = 1; i < n && err == 0; i++) {
         const ckpt_tensor_entry *a = recs[i - 1], *b = recs[i];
         ckpt__shown_name sa, sb;

@@ -77,18 +77,6 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     return err;
 }
 
-/* Records in file order. */
-static int by_shard_then_offset(const void *a, const void *b)
-{
-    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
-    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
-    if (x->shard_id != y->shard_id)
-        return x->shard_id < y->shard_id ? -1 : 1;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    return 0;
-}
-
 /* Every fixed-size record, each data file's in one read in file order. */
 static int verify_fixed_size(ckpt_bundle_reader *r)
 {
@@ -101,7 +89,7 @@ static int verify_fixed_size(ckpt_bundle_reader *r)
         if (r->entries[i].num_slices == 0 &&
             r->entries[i].dtype != CKPT_DT_STRING)
             es[n++] = &r->entries[i];
-    qsort(es, n, sizeof(*es), by_shard_then_offset);
+    qsort(es, n, sizeof(*es), ckpt__entry_by_record_position);
     for (size_t start = 0, end; start < n && err == 0; start = end) {
         struct ckpt__bundle_shard *s = NULL;
         for (end = start; end < n && es[end]->shard_id == es[start]->shard_id;

@@ -147,6 +147,10 @@ int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
                                     ckpt_bundle_reader *r,
                                     const ckpt_tensor_entry *e);
 
+/* qsort comparator of `const ckpt_tensor_entry *` elements: records in
+ * data-file order (by shard, offset, then size). */
+int ckpt__entry_by_record_position(const void *a, const void *b);
+
 /* 0 when `e` has a record of its own, else (a partitioned tensor's full
  * entry) CKPT_ENOTSUP naming the tensor. */
 int ckpt__bundle_reader_has_record(const ckpt_bundle_reader *r,

@@ -272,7 +272,6 @@ __attribute__((target("sse4.2"))) static uint32_t
 hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
           size_t n, bool stream)
 {
-    uint64_t r64;
     stream = stream && dst && n >= STREAM_MIN;
 
     /* Byte steps until the source is 8-byte aligned. */
@@ -297,24 +296,7 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
             dst += 3 * SHORT_STRIPE;
         n -= 3 * SHORT_STRIPE;
     }
-    r64 = reg;
-    while (n >= 8) {
-        uint64_t v = load64(p);
-        r64 = _mm_crc32_u64(r64, v);
-        if (dst) {
-            memcpy(dst, &v, 8);
-            dst += 8;
-        }
-        p += 8;
-        n -= 8;
-    }
-    reg = (uint32_t)r64;
-    while (n--) {
-        reg = _mm_crc32_u8(reg, *p);
-        if (dst)
-            *dst++ = *p;
-        p++;
-    }
+    reg = ckpt__crc32c_sse42_bytes(reg, dst, p, n);
     if (stream)
         _mm_sfence(); /* the streamed stores are visible before we return */
     return reg;

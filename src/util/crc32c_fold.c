@@ -85,8 +85,8 @@ void ckpt__crc32c_fold_init(void)
 #define T_512 __attribute__((target("pclmul,sse4.2,avx2,avx512f,vpclmulqdq")))
 
 /* The crc32 instruction, 8 bytes then 1 byte at a time (short pieces). */
-T_SSE42 static uint32_t scalar_update(uint32_t reg, uint8_t *dst,
-                                      const uint8_t *p, size_t n)
+T_SSE42 uint32_t ckpt__crc32c_sse42_bytes(uint32_t reg, uint8_t *dst,
+                                          const uint8_t *p, size_t n)
 {
     uint64_t r64 = reg;
     while (n >= 8) {
@@ -165,7 +165,7 @@ T_128 static uint32_t finish(__m128i acc, uint8_t *dst, const uint8_t *p,
         _mm_sfence(); /* the streamed stores are visible before we return */
     r64 = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(acc));
     r64 = _mm_crc32_u64(r64, (uint64_t)_mm_extract_epi64(acc, 1));
-    return scalar_update((uint32_t)r64, dst, p, n);
+    return ckpt__crc32c_sse42_bytes((uint32_t)r64, dst, p, n);
 }
 
 T_128 uint32_t ckpt__crc32c_fold128(uint32_t reg, uint8_t *dst,
@@ -175,9 +175,9 @@ T_128 uint32_t ckpt__crc32c_fold128(uint32_t reg, uint8_t *dst,
     size_t head;
     stream = stream && dst;
     if (n < 128)
-        return scalar_update(reg, dst, p, n);
+        return ckpt__crc32c_sse42_bytes(reg, dst, p, n);
     head = head_length(dst ? (const void *)dst : (const void *)p, 16);
-    reg = scalar_update(reg, dst, p, head);
+    reg = ckpt__crc32c_sse42_bytes(reg, dst, p, head);
     p += head;
     n -= head;
     if (dst)
@@ -254,7 +254,7 @@ T_256 uint32_t ckpt__crc32c_fold256(uint32_t reg, uint8_t *dst,
     if (n < 256)
         return ckpt__crc32c_fold128(reg, dst, p, n, stream);
     head = head_length(dst ? (const void *)dst : (const void *)p, 32);
-    reg = scalar_update(reg, dst, p, head);
+    reg = ckpt__crc32c_sse42_bytes(reg, dst, p, head);
     p += head;
     n -= head;
     if (dst)
@@ -349,7 +349,7 @@ T_512 uint32_t ckpt__crc32c_fold512(uint32_t reg, uint8_t *dst,
     if (n < 512)
         return ckpt__crc32c_fold128(reg, dst, p, n, stream);
     head = head_length(dst ? (const void *)dst : (const void *)p, 64);
-    reg = scalar_update(reg, dst, p, head);
+    reg = ckpt__crc32c_sse42_bytes(reg, dst, p, head);
     p += head;
     n -= head;
     if (dst)

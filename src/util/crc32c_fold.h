@@ -16,6 +16,12 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CKPT__CRC_FOLD 1
 
+/* The crc32 instruction over `n` bytes, 8 at a time then byte by byte
+ * (copying to `dst` when not NULL): the short tails of every hardware
+ * path, here and in util/crc32c.c (needs sse4.2). */
+uint32_t ckpt__crc32c_sse42_bytes(uint32_t reg, uint8_t *dst,
+                                  const uint8_t *src, size_t n);
+
 /* Compute the folding constants; call once before any kernel. */
 void ckpt__crc32c_fold_init(void);
 
