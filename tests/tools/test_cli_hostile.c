@@ -19,50 +19,29 @@
 #define MEM_LIMIT (384 * MIB)
 #define TIME_LIMIT 60
 
-typedef struct fixture {
-    bt_fixture d; /* the test's directory and file paths */
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    bt_fixture_make(&f->d);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    bt_fixture_remove(&f->d);
-    free(f);
-    return 0;
-}
-
 #define RUN_BOUNDED(r, ...) RUN_LIMITED(r, MEM_LIMIT, TIME_LIMIT, __VA_ARGS__)
 
 /* One float tensor "t" of `count` elements, its record at 0. */
-static void write_one_float(const fixture *f, int64_t count, uint32_t crc)
+static void write_one_float(const bt_fixture *f, int64_t count, uint32_t crc)
 {
     ckpt_buf e = CKPT_BUF_INIT;
     const char *name = "t";
     hb_entry(&e, CKPT_DT_FLOAT, &count, 1, 0, count * 4, crc, NULL);
-    hb_write_index(f->d.index, &name, &e, 1);
+    hb_write_index(f->index, &name, &e, 1);
     ckpt_buf_dispose(&e);
 }
 
 /* Run `cmd` on the prefix and expect `status` with `needle` on stderr. */
-static void expect_cmd(const fixture *f, const char *cmd, int status,
+static void expect_cmd(const bt_fixture *f, const char *cmd, int status,
                        const char *needle)
 {
     cli_run r;
     if (strcmp(cmd, "diff") == 0)
-        RUN_BOUNDED(r, cmd, f->d.prefix, f->d.prefix);
+        RUN_BOUNDED(r, cmd, f->prefix, f->prefix);
     else if (strcmp(cmd, "values") == 0)
-        RUN_BOUNDED(r, "inspect", f->d.prefix, "--values");
+        RUN_BOUNDED(r, "inspect", f->prefix, "--values");
     else
-        RUN_BOUNDED(r, cmd, f->d.prefix);
+        RUN_BOUNDED(r, cmd, f->prefix);
     expect_status(&r, status);
     if (needle)
         expect_contains(r.err, needle);
@@ -74,15 +53,15 @@ static void expect_cmd(const fixture *f, const char *cmd, int status,
 
 static void test_fifo_index(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     const char *cmds[] = {"inspect", "verify", "diff", "values"};
-    assert_int_equal(mkfifo(f->d.index, 0600), 0);
+    assert_int_equal(mkfifo(f->index, 0600), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         cli_run r;
         expect_cmd(f, cmds[i], 2, "a FIFO, not a regular file");
-        RUN_BOUNDED(r, "repack", f->d.prefix, "out");
+        RUN_BOUNDED(r, "repack", f->prefix, "out");
         expect_status(&r, 2);
-        expect_contains(r.err, f->d.index);
+        expect_contains(r.err, f->index);
         expect_contains(r.err, "a FIFO, not a regular file");
         run_free(&r);
     }
@@ -90,9 +69,9 @@ static void test_fifo_index(void **state)
 
 static void test_fifo_data_file(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     write_one_float(f, 1, 0);
-    assert_int_equal(mkfifo(f->d.data0, 0600), 0);
+    assert_int_equal(mkfifo(f->data0, 0600), 0);
     expect_cmd(f, "verify", 1, "a FIFO, not a regular file");
     expect_cmd(f, "values", 2, "a FIFO, not a regular file");
     expect_cmd(f, "diff", 2, "a FIFO, not a regular file");
@@ -100,14 +79,14 @@ static void test_fifo_data_file(void **state)
 
 static void test_fifo_state_file(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     cli_run r;
-    assert_int_equal(mkfifo(f->d.state, 0600), 0);
-    RUN_BOUNDED(r, "inspect", f->d.dir);
+    assert_int_equal(mkfifo(f->state, 0600), 0);
+    RUN_BOUNDED(r, "inspect", f->dir);
     expect_status(&r, 2);
     expect_contains(r.err, "checkpoint: a FIFO, not a regular file");
     run_free(&r);
-    RUN_BOUNDED(r, "ls", f->d.dir);
+    RUN_BOUNDED(r, "ls", f->dir);
     expect_status(&r, 2);
     expect_contains(r.err, "checkpoint: a FIFO, not a regular file");
     run_free(&r);
@@ -117,8 +96,8 @@ static void test_fifo_state_file(void **state)
 
 static void test_sparse_10g_index(void **state)
 {
-    fixture *f = *state;
-    hb_write_sparse(f->d.index, (uint64_t)10 << 30, NULL, 0);
+    bt_fixture *f = *state;
+    hb_write_sparse(f->index, (uint64_t)10 << 30, NULL, 0);
     expect_cmd(f, "inspect", 1, "bad magic number");
     expect_cmd(f, "verify", 1, "bad magic number");
 }
@@ -127,7 +106,7 @@ static void test_sparse_10g_index(void **state)
  * (the issue's 49 KB Snappy variant): refused at the first block. */
 static void test_restart_flood(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     size_t n;
     uint8_t *block = hb_restart_flood(&n);
     size_t clen = snappy_max_compressed_length(n);
@@ -135,7 +114,7 @@ static void test_restart_flood(void **state)
     assert_non_null(packed);
     assert_int_equal(snappy_compress((const char *)block, n, packed, &clen),
                      SNAPPY_OK);
-    hb_write_repeated_handles(f->d.index, packed, clen, 1, 20000);
+    hb_write_repeated_handles(f->index, packed, clen, 1, 20000);
     expect_cmd(f, "inspect", 1, "262143 restart points but no entries");
     free(packed);
     free(block);
@@ -148,9 +127,9 @@ static void test_restart_flood(void **state)
  * file and the tensor, never an allocation of the declared size. */
 static void test_huge_tensor_small_data_file(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     write_one_float(f, (int64_t)1 << 38, 0);
-    test_write_file(f->d.data0, "0123456789abcdef", 16);
+    test_write_file(f->data0, "0123456789abcdef", 16);
     expect_cmd(f, "verify", 1,
                "tensor 't': record at offset 0, 1099511627776 bytes, runs "
                "past the end of the data file (16 bytes)");
@@ -158,8 +137,8 @@ static void test_huge_tensor_small_data_file(void **state)
     expect_cmd(f, "diff", 2, "runs past the end of the data file");
     {
         cli_run r;
-        RUN_BOUNDED(r, "verify", f->d.prefix);
-        expect_contains(r.err, f->d.data0);
+        RUN_BOUNDED(r, "verify", f->prefix);
+        expect_contains(r.err, f->data0);
         run_free(&r);
     }
 }
@@ -167,9 +146,9 @@ static void test_huge_tensor_small_data_file(void **state)
 /* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
 static void test_partitioned_huge_full_shape(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     int64_t dim = (int64_t)1 << 37, len = 2;
-    hb_write_partitioned(f->d.index, f->d.data0, &dim, &len, 1, 8);
+    hb_write_partitioned(f->index, f->data0, &dim, &len, 1, 8);
     expect_cmd(f, "verify", 1,
                "tensor 'w': slices cover 2 of 137438953472 elements");
     expect_cmd(f, "values", 1, "slices cover 2 of 137438953472 elements");
@@ -180,29 +159,29 @@ static void test_partitioned_huge_full_shape(void **state)
  * piece by piece. */
 static void test_record_larger_than_memory(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     uint64_t size = MEM_LIMIT + 64 * MIB;
     cli_run r;
     write_one_float(f, (int64_t)(size / 4), hb_zeros_crc(size));
-    hb_write_sparse(f->d.data0, size, NULL, 0);
-    RUN_BOUNDED(r, "verify", f->d.prefix);
+    hb_write_sparse(f->data0, size, NULL, 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
     expect_contains(r.out, ": OK, 1 tensors, 469762048 bytes checked");
     run_free(&r);
-    RUN_BOUNDED(r, "diff", f->d.prefix, f->d.prefix);
+    RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
     expect_status(&r, 0);
     run_free(&r);
-    RUN_BOUNDED(r, "inspect", f->d.prefix, "--values=3");
+    RUN_BOUNDED(r, "inspect", f->prefix, "--values=3");
     expect_status(&r, 0);
     expect_contains(r.out, "[0, 0, 0, ...]");
     run_free(&r);
     /* a damaged checksum is still found at the end of the stream */
     write_one_float(f, (int64_t)(size / 4), hb_zeros_crc(size) ^ 1);
-    RUN_BOUNDED(r, "verify", f->d.prefix);
+    RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 1);
     expect_contains(r.err, "tensor 't': checksum mismatch");
     run_free(&r);
-    RUN_BOUNDED(r, "inspect", f->d.prefix, "--values=3");
+    RUN_BOUNDED(r, "inspect", f->prefix, "--values=3");
     expect_status(&r, 1);
     expect_contains(r.err, "checksum mismatch");
     expect_lacks(r.out, "[0, 0, 0");
@@ -213,19 +192,19 @@ static void test_record_larger_than_memory(void **state)
  * piece; overlapping pieces are found. */
 static void test_partitioned_larger_than_memory(void **state)
 {
-    fixture *f = *state;
+    bt_fixture *f = *state;
     int64_t cols = (int64_t)((MEM_LIMIT / 2 + 32 * MIB) / 4);
     cli_run r;
-    hb_write_row_pieces(f->d.index, f->d.data0, 2, cols, 2, 0);
-    RUN_BOUNDED(r, "verify", f->d.prefix);
+    hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
     expect_contains(r.out, ": OK, 1 tensors");
     run_free(&r);
-    hb_write_row_pieces(f->d.index, f->d.data0, 4, 3, 2, 1);
+    hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
     expect_cmd(f, "verify", 1, "slice 1 (0,2:0,3) overlaps an earlier slice");
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
 {
