@@ -15,7 +15,10 @@
 # gives the median and the range (min-max) over the repetitions. A figure
 # is "met" only when its whole range is on the right side of the target;
 # when the median is but the range crosses the target it is "not met
-# (spread crosses)". Time figures of the loop and of ckpt-train are net of
+# (spread crosses)". A "noise floor" row (op "noise", no target) times a
+# reference against itself, paired the same way: the spread this machine
+# gives two identical runs, next to the figures that use that reference.
+# Time figures of the loop and of ckpt-train are net of
 # run-queue waits (wall clock less the time the loop's thread was ready to
 # run while other threads held the CPU, from the kernel's schedstat), so
 # that other jobs on a shared machine do not swamp a 3% effect; the same
@@ -220,7 +223,10 @@ END {
         sort_values(f, k)
         med = k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
         lo = s[1]; hi = s[k]; t = target[f]
-        if (op[f] == "le") {
+        if (op[f] == "noise") {
+            verdict = "noise floor"
+            tshow = "-"
+        } else if (op[f] == "le") {
             verdict = hi <= t ? "met" : (med <= t ? "not met (spread crosses)" : "not met")
             tshow = "<= " t
         } else {
@@ -229,7 +235,7 @@ END {
         }
         if (json)
             printf "  {\"figure\": \"%s\", \"op\": \"%s\", \"target\": %s, \"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"reps\": %d, \"verdict\": \"%s\"}%s\n",
-                f, op[f], t, med, lo, hi, k, verdict, i < nf ? "," : ""
+                f, op[f], op[f] == "noise" ? "null" : t, med, lo, hi, k, verdict, i < nf ? "," : ""
         else
             printf "| %s | %s | %.3f | %.3f-%.3f | %d | %s |\n", f, tshow, med, lo, hi, k, verdict
     }
