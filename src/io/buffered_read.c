@@ -8,7 +8,12 @@
  * moves on. The thread then reads and checksums the piece without the
  * lock and, taking it again, xors the piece's CRC, shifted past the rest
  * of the extent, into the extent's crc. The first failure is saved with
- * its message and sets `stop`; every claim checks it. */
+ * its message and sets `stop`; every claim checks it.
+ *
+ * Scratch buffers (for extents without a destination) are page-aligned
+ * and a piece lands at its file offset's place in a page, so that the
+ * kernel's copy out of the page cache moves every byte to the same
+ * position in a page it came from (see ckpt__scratch_for). */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -95,15 +100,17 @@ static int read_piece(const bstream *s, const claim *c, uint8_t *buf)
 }
 
 /* Claim, read and checksum pieces until none is left or one fails;
- * `scratch` (CKPT__BUFFERED_PIECE bytes) receives pieces of extents
- * without a destination. */
+ * `scratch` (CKPT__SCRATCH_BYTES, page-aligned) receives pieces of extents
+ * without a destination, at the piece's offset in its page
+ * (ckpt__scratch_for). */
 static void work(bstream *s, uint8_t *scratch)
 {
     claim c;
     pthread_mutex_lock(&s->mu);
     while (next_claim(s, &c)) {
         ckpt__extent *e = &s->ext[c.i];
-        uint8_t *buf = e->dst ? (uint8_t *)e->dst + c.off : scratch;
+        uint8_t *buf = e->dst ? (uint8_t *)e->dst + c.off
+                              : ckpt__scratch_for(scratch, e->offset + c.off);
         uint32_t crc = 0;
         int err;
         pthread_mutex_unlock(&s->mu);
@@ -135,6 +142,11 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset)
+{
+    return scratch + file_offset % CKPT__SCRATCH_PAGE;
+}
+
 /* Whether the extents hold at least two pieces (worth a second thread). */
 static int two_pieces_or_more(const ckpt__extent *ext, size_t n)
 {
@@ -160,6 +172,7 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
     bstream s;
     helper_arg h;
     pthread_t helper;
+    uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
     int scratched = needs_scratch(ext, n);
     int started = 0;
@@ -175,9 +188,13 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
     s.ext = ext;
     s.n = n;
     for (int t = 0; scratched && t < 2; t++) {
-        scratch[t] = ckpt__malloc(CKPT__BUFFERED_PIECE);
-        if (!scratch[t] && t == 0)
+        raw[t] = ckpt__malloc(CKPT__SCRATCH_BYTES + CKPT__SCRATCH_PAGE);
+        if (!raw[t] && t == 0)
             return ckpt__error_oom();
+        if (raw[t])
+            scratch[t] = raw[t] + (CKPT__SCRATCH_PAGE -
+                                   (uintptr_t)raw[t] % CKPT__SCRATCH_PAGE) %
+                                      CKPT__SCRATCH_PAGE;
     }
     pthread_mutex_init(&s.mu, NULL);
     if (threads > 1 && two_pieces_or_more(ext, n) &&
@@ -192,7 +209,7 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
     pthread_mutex_destroy(&s.mu);
     if (s.failure.code < 0)
         err = ckpt__error_restore(&s.failure);
-    ckpt__free(scratch[1]);
-    ckpt__free(scratch[0]);
+    ckpt__free(raw[1]);
+    ckpt__free(raw[0]);
     return err;
 }

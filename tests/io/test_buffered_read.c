@@ -7,7 +7,8 @@
  * thread ever reads); short reads looped over (the fault fs, and a
  * forwarding fs on two threads); a pread failing (an injected EINTR, and a
  * failure on either thread) reported once with its message; a file ending
- * inside an extent. */
+ * inside an extent; scratch buffers taking each piece at its file
+ * offset's place in a page. */
 #include "test_util.h"
 
 #include "common/internal.h"
@@ -169,7 +170,9 @@ typedef struct witness_fs {
     int first_waiting; /* the first pread waits for a second thread */
     size_t cap;        /* > 0: every pread returns at most this much */
     atomic_uint preads;
-    unsigned fail_at; /* 1-based pread to fail with CKPT_EIO; 0: none */
+    unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
+    atomic_uint off_page; /* preads whose buffer sits at another offset in
+                             a page than the file offset */
 } witness_fs;
 
 static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
@@ -196,6 +199,8 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
+    if ((uintptr_t)buf % 4096 != off % 4096)
+        atomic_fetch_add(&w->off_page, 1);
     *got = 0;
     if (w->fail_at == k)
         return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
@@ -241,6 +246,46 @@ static void test_two_threads_read_at_once(void **state)
     read_layout(f, &w.fwd.fs, 2);
     assert_int_equal(w.readers, 2); /* the helper read while one waited */
     witness_dispose(&w);
+}
+
+/* Extents without a destination are read into scratch at the file
+ * offset's position in a page (ckpt__scratch_for), on either thread and
+ * across short reads, and their CRCs are right. */
+static void test_scratch_at_file_page_offset(void **state)
+{
+    fixture *f = *state;
+    for (int round = 0; round < 3; round++) {
+        ckpt__extent ext[MAX_EXT];
+        ckpt_file *file = NULL;
+        witness_fs w;
+        size_t n = layout(ext, f->size);
+        witness_init(&w);
+        w.first_waiting = round > 0;
+        w.cap = round == 2 ? 5000 : 0;
+        for (size_t i = 0; i < n; i++) {
+            ext[i].dst = NULL;
+            ext[i].crc = 0xdeadbeefu;
+        }
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
+                                                   ext, n, round > 0 ? 2 : 1));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        check_extents(f, ext, n);
+        assert_int_equal(w.readers, round > 0 ? 2 : 1);
+        assert_true(atomic_load(&w.preads) > 0);
+        assert_int_equal(atomic_load(&w.off_page), 0);
+        witness_dispose(&w);
+    }
+    {
+        uint8_t page[2 * CKPT__SCRATCH_PAGE];
+        uint8_t *base =
+            page + (CKPT__SCRATCH_PAGE - (uintptr_t)page % CKPT__SCRATCH_PAGE) %
+                       CKPT__SCRATCH_PAGE;
+        assert_ptr_equal(ckpt__scratch_for(base, 0), base);
+        assert_ptr_equal(ckpt__scratch_for(base, 4096 * 7 + 101), base + 101);
+        assert_true(CKPT__SCRATCH_BYTES >=
+                    CKPT__BUFFERED_PIECE + CKPT__SCRATCH_PAGE - 1);
+    }
 }
 
 static void test_posix_default_threads(void **state)
@@ -373,6 +418,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_threads_read_at_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scratch_at_file_page_offset, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_posix_default_threads, setup,
                                         teardown),
