@@ -621,6 +621,56 @@ static void test_verify_variant_not_checked(void **state)
     test_remove_tree(dir);
 }
 
+/* verify reads the fixed-size records in one pass per data file, which
+ * stops at the first damage; every damaged tensor is still named (the
+ * pass's finding makes it check each tensor on its own), the intact ones
+ * are not, and a partitioned tensor next to them is checked too. */
+static void test_verify_names_every_damaged_tensor(void **state)
+{
+    static const float v[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "ck");
+    tensor_spec t[] = {
+        {"a", 1, CKPT_DT_FLOAT, 4, v, sizeof(v), 1, 0},
+        {"b", 1, CKPT_DT_FLOAT, 4, v, sizeof(v), 0, 0},
+        {"c", 1, CKPT_DT_FLOAT, 4, v, sizeof(v), 1, 0},
+        {"d", 1, CKPT_DT_FLOAT, 4, v, sizeof(v), 0, 2},
+    };
+    json_object *root, *list;
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 3);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "'a'");
+    expect_contains(r.err, "'c'");
+    expect_lacks(r.err, "'b'");
+    expect_contains(r.out, "DAMAGED, 2 of 3 tensors");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", prefix, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    root = parse_json(r.out);
+    list = jget(root, "damaged");
+    assert_int_equal(json_object_array_length(list), 2);
+    expect_json_bytes(jget(json_object_array_get_idx(list, 0), "name"), "a", 1);
+    expect_json_bytes(jget(json_object_array_get_idx(list, 1), "name"), "c", 1);
+    json_object_put(root);
+    run_free(&r);
+    /* intact: the one pass checks them all, the partitioned one alone */
+    t[0].bad_crc = 0;
+    t[2].bad_crc = 0;
+    write_bundle(prefix, t, 4);
+    RUN_BOUNDED(r, &limits, "verify", prefix);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": OK, 4 tensors, 64 bytes checked");
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* repack names the partitioned tensor it refuses, and drops the slices
  * of one that is excluded. */
 static void test_repack_names_partitioned_tensor(void **state)
@@ -852,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),
+        cmocka_unit_test(test_verify_names_every_damaged_tensor),
         cmocka_unit_test(test_repack_names_partitioned_tensor),
         cmocka_unit_test(test_long_path_keeps_the_error),
         cmocka_unit_test(test_damaged_state_file_same_status),
