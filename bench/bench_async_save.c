@@ -1,6 +1,7 @@
 /* bench/bench_async_save.c - measures the async saver against references
  * taken on the same machine in the same repetition, and prints one line
- * per paired ratio (tab-separated: "ratio", figure, le|ge, target, value),
+ * per paired ratio (tab-separated: "ratio", figure, le|ge|noise, target,
+ * value),
  * which scripts/bench.sh turns into medians, ranges and verdicts:
  *
  *   blocking:   save_async's wait vs one memcpy of the state into a warm
@@ -18,7 +19,9 @@
  *               median pair's extra time per checkpoint vs a memcpy, and
  *               its slowdown
  *   restore:    restore with checksums vs read() of the data file, both
- *               cold (dropped from the page cache) and both cached
+ *               cold (dropped from the page cache) and both cached; and
+ *               cold read() vs cold read(), paired the same way (op
+ *               "noise": the noise floor of the cold figure, no target)
  *
  * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
  *                         [--quick] [--only save|loop] [--restore-only]
@@ -379,9 +382,11 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
     snprintf(data_path, sizeof(data_path), "%s.data-00000-of-00001",
              latest.ptr);
     /* Restores, interleaved with read() of the same file: cold, then
-     * cached (the previous read left it in the cache). */
+     * cached (the previous read left it in the cache). Each cold pair
+     * (read(), then the restore) is followed by a pair of two cold
+     * read()s timed the same way: the noise floor of the cold figure. */
     for (int r = 0; r < reps && (!only || strcmp(only, "restore") == 0); r++) {
-        double t0, rd, rs;
+        double t0, rd, rs, rd2;
         rd = time_plain_read(data_path, warm, s.total);
         drop_cache(data_path);
         t0 = now();
@@ -389,6 +394,9 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
             die("restore");
         rs = now() - t0;
         ratio("cold restore vs read()", mib, "ge", 0.9, rd / rs);
+        rd = time_plain_read(data_path, warm, s.total);
+        rd2 = time_plain_read(data_path, warm, s.total);
+        ratio("cold read() vs read() (noise floor)", mib, "noise", 0, rd / rd2);
     }
     /* The last cold restore may have read around the page cache: read
      * the file once so that the first pair is cached for both. */

@@ -159,6 +159,17 @@ for r in $(seq 1 "$reps"); do
     ratio "ckpt verify, cold, vs read() of its files, $state_mib MiB" ge 0.9 \
         "$(div "$t_read" "$t_verify")"
     read_sum=$(awk -v a="$read_sum" -v b="$t_read" 'BEGIN { print a + b }')
+    # the noise floor: cat against cat, paired the same way
+    "$bench" --drop-cache "${files[@]}"
+    t0=$(now)
+    cat "${files[@]}" >/dev/null
+    t_read=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    "$bench" --drop-cache "${files[@]}"
+    t0=$(now)
+    cat "${files[@]}" >/dev/null
+    t_cat=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    ratio "cat vs cat, cold (noise floor), $state_mib MiB" noise - \
+        "$(div "$t_read" "$t_cat")"
 done
 fi
 
