@@ -1,8 +1,7 @@
 /* bench/bench_async_save.c - measures the async saver against references
  * taken on the same machine in the same repetition, and prints one line
  * per paired ratio (tab-separated: "ratio", figure, le|ge|noise, target,
- * value),
- * which scripts/bench.sh turns into medians, ranges and verdicts:
+ * value), which scripts/bench.sh turns into medians, ranges and verdicts:
  *
  *   blocking:   save_async's wait vs one memcpy of the state into a warm
  *               buffer timed just before it; and with the mutation fence
