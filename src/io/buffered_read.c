@@ -10,10 +10,14 @@
  * of the extent, into the extent's crc. The first failure is saved with
  * its message and sets `stop`; every claim checks it.
  *
- * Scratch buffers (for extents without a destination) are page-aligned
- * and a piece lands at its file offset's place in a page, so that the
- * kernel's copy out of the page cache moves every byte to the same
- * position in a page it came from (see ckpt__scratch_for). */
+ * Scratch buffers are page-aligned and a piece lands at its file offset's
+ * place in a page, so that the kernel's copy out of the page cache moves
+ * every byte to the same position in a page it came from (see
+ * ckpt__scratch_for). They take the pieces of extents without a
+ * destination, and those of extents whose destination sits just past the
+ * file offset modulo 4 KiB (ckpt__read_aliases), which are then copied on
+ * with the CRC fused into the copy (ckpt__crc32c_copy); every other piece
+ * is read straight into its destination. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -109,15 +113,19 @@ static void work(bstream *s, uint8_t *scratch)
     pthread_mutex_lock(&s->mu);
     while (next_claim(s, &c)) {
         ckpt__extent *e = &s->ext[c.i];
-        uint8_t *buf = e->dst ? (uint8_t *)e->dst + c.off
-                              : ckpt__scratch_for(scratch, e->offset + c.off);
+        uint64_t at = e->offset + c.off;
+        uint8_t *dst = e->dst ? (uint8_t *)e->dst + c.off : NULL;
+        int bounce = dst && scratch && ckpt__read_aliases(dst, at);
+        uint8_t *buf = dst && !bounce ? dst : ckpt__scratch_for(scratch, at);
         uint32_t crc = 0;
         int err;
         pthread_mutex_unlock(&s->mu);
         err = read_piece(s, &c, buf);
         if (err == 0)
-            crc = ckpt__crc32c_combine(ckpt__crc32c(buf, c.len), 0,
-                                       e->size - c.off - c.len);
+            crc = ckpt__crc32c_combine(
+                bounce ? ckpt__crc32c_copy(0, dst, buf, c.len)
+                       : ckpt__crc32c(buf, c.len),
+                0, e->size - c.off - c.len);
         pthread_mutex_lock(&s->mu);
         if (err < 0) {
             if (s->failure.code == 0)
@@ -157,10 +165,20 @@ static int two_pieces_or_more(const ckpt__extent *ext, size_t n)
     return pieces >= 2;
 }
 
+int ckpt__read_aliases(const void *dst, uint64_t file_offset)
+{
+    uint64_t ahead =
+        ((uint64_t)(uintptr_t)dst - file_offset) % (uint64_t)CKPT__SCRATCH_PAGE;
+    return ahead > 0 && ahead < CKPT__ALIAS_WINDOW;
+}
+
+/* Whether some piece goes through a scratch buffer: an extent without a
+ * destination, or one whose destination aliases its file offset. */
 static int needs_scratch(const ckpt__extent *ext, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!ext[i].dst && ext[i].size > 0)
+        if (ext[i].size > 0 &&
+            (!ext[i].dst || ckpt__read_aliases(ext[i].dst, ext[i].offset)))
             return 1;
     return 0;
 }

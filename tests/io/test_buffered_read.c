@@ -8,7 +8,8 @@
  * forwarding fs on two threads); a pread failing (an injected EINTR, and a
  * failure on either thread) reported once with its message; a file ending
  * inside an extent; scratch buffers taking each piece at its file
- * offset's place in a page. */
+ * offset's place in a page; a destination that would alias its file
+ * offset modulo 4 KiB filled through scratch. */
 #include "test_util.h"
 
 #include "common/internal.h"
@@ -173,6 +174,11 @@ typedef struct witness_fs {
     unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
     atomic_uint off_page; /* preads whose buffer sits at another offset in
                              a page than the file offset */
+    struct {
+        uintptr_t buf;
+        uint64_t off;
+    } log[64]; /* the first preads */
+    atomic_uint logged;
 } witness_fs;
 
 static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
@@ -201,6 +207,13 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
     pthread_mutex_unlock(&w->mu);
     if ((uintptr_t)buf % 4096 != off % 4096)
         atomic_fetch_add(&w->off_page, 1);
+    {
+        unsigned slot = atomic_fetch_add(&w->logged, 1);
+        if (slot < CKPT__ARRAY_SIZE(w->log)) {
+            w->log[slot].buf = (uintptr_t)buf;
+            w->log[slot].off = off;
+        }
+    }
     *got = 0;
     if (w->fail_at == k)
         return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
@@ -286,6 +299,63 @@ static void test_scratch_at_file_page_offset(void **state)
         assert_true(CKPT__SCRATCH_BYTES >=
                     CKPT__BUFFERED_PIECE + CKPT__SCRATCH_PAGE - 1);
     }
+}
+
+/* A destination just ahead of its file offset modulo 4 KiB (where the
+ * kernel's copy stalls on 4K aliasing) is filled through scratch at the
+ * file offset's place in a page and copied on; one at another offset is
+ * read straight into. Bytes and CRCs are right either way. */
+static void test_aliasing_destination_bounced(void **state)
+{
+    fixture *f = *state;
+    const size_t len = (size_t)(2 * PIECE + 777);
+    uint8_t *pages = aligned_alloc(4096, 2 * (len + 8192));
+    uint8_t *alias_dst = pages + 100 + 8; /* 8 bytes ahead of offset 100 */
+    /* 100 bytes ahead of offset 100 + len, on pages of its own */
+    uint8_t *plain_dst =
+        pages + (len + 108 + 8191) / 4096 * 4096 + (200 + len) % 4096;
+    ckpt__extent ext[2];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    unsigned n;
+    assert_non_null(pages);
+    assert_true(ckpt__read_aliases(alias_dst, 100));
+    assert_false(ckpt__read_aliases(plain_dst, 100 + len));
+    assert_false(ckpt__read_aliases(pages, 4096 * 3));
+    assert_true(ckpt__read_aliases(pages + 63, 4096 * 3));
+    assert_false(ckpt__read_aliases(pages + CKPT__ALIAS_WINDOW, 0));
+    assert_false(ckpt__read_aliases(pages + 4095, 0)); /* behind */
+    memset(ext, 0, sizeof(ext));
+    ext[0].offset = 100;
+    ext[0].size = len;
+    ext[0].dst = alias_dst;
+    ext[1].offset = 100 + len;
+    ext[1].size = len;
+    ext[1].dst = plain_dst;
+    for (int threads = 1; threads <= 2; threads++) {
+        witness_init(&w);
+        memset(pages, GUARD_BYTE, 2 * (len + 8192));
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
+                                                   ext, 2, threads));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        check_extents(f, ext, 2);
+        n = atomic_load(&w.logged);
+        assert_true(n >= 6 && n <= CKPT__ARRAY_SIZE(w.log));
+        for (unsigned i = 0; i < n; i++) {
+            uintptr_t b = w.log[i].buf;
+            if (w.log[i].off < ext[1].offset) { /* bounced */
+                assert_true(b < (uintptr_t)alias_dst ||
+                            b >= (uintptr_t)alias_dst + len);
+                assert_int_equal(b % 4096, w.log[i].off % 4096);
+            } else { /* straight into the destination */
+                assert_int_equal(b, (uintptr_t)plain_dst +
+                                        (w.log[i].off - ext[1].offset));
+            }
+        }
+        witness_dispose(&w);
+    }
+    free(pages);
 }
 
 static void test_posix_default_threads(void **state)
@@ -421,6 +491,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scratch_at_file_page_offset, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_aliasing_destination_bounced,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_posix_default_threads, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_short_reads_fault_fs, setup,
