@@ -309,7 +309,8 @@ static void test_aliasing_destination_bounced(void **state)
 {
     fixture *f = *state;
     const size_t len = (size_t)(2 * PIECE + 777);
-    uint8_t *pages = aligned_alloc(4096, 2 * (len + 8192));
+    const size_t bytes = (2 * (len + 8192) + 4095) / 4096 * 4096;
+    uint8_t *pages = aligned_alloc(4096, bytes); /* size: whole pages */
     uint8_t *alias_dst = pages + 100 + 8; /* 8 bytes ahead of offset 100 */
     /* 100 bytes ahead of offset 100 + len, on pages of its own */
     uint8_t *plain_dst =
@@ -334,7 +335,7 @@ static void test_aliasing_destination_bounced(void **state)
     ext[1].dst = plain_dst;
     for (int threads = 1; threads <= 2; threads++) {
         witness_init(&w);
-        memset(pages, GUARD_BYTE, 2 * (len + 8192));
+        memset(pages, GUARD_BYTE, bytes);
         assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
         assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
                                                    ext, 2, threads));
