@@ -12,6 +12,8 @@
  * offset modulo 4 KiB filled through scratch. */
 #include "test_util.h"
 
+#include "extent_fixture.h"
+
 #include "common/internal.h"
 #include "io/buffered_read.h"
 #include "support/fs_fault.h"
@@ -28,8 +30,8 @@
 
 #define KIB ((uint64_t)1024)
 #define PIECE ((uint64_t)CKPT__BUFFERED_PIECE)
-#define GUARD 16
-#define GUARD_BYTE 0x5a
+#define GUARD EXT_GUARD
+#define GUARD_BYTE EXT_GUARD_BYTE
 #define MAX_EXT 400
 
 typedef struct fixture {
@@ -39,17 +41,6 @@ typedef struct fixture {
     size_t size;
 } fixture;
 
-static void fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 24);
-    }
-}
-
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
@@ -58,7 +49,7 @@ static int setup(void **state)
     f->size = (size_t)(6 * PIECE + 3 * KIB * KIB + 4097);
     f->data = malloc(f->size);
     assert_non_null(f->data);
-    fill_random(f->data, f->size, 42);
+    ext_fill_random(f->data, f->size, 42);
     snprintf(f->path, sizeof(f->path), "%s/data", f->dir);
     test_write_file(f->path, f->data, f->size);
     *state = f;
@@ -106,43 +97,14 @@ static size_t layout(ckpt__extent *ext, uint64_t file_size)
     return n;
 }
 
-/* Destinations of size + GUARD bytes set to GUARD_BYTE, except for the
- * checksum-only extent (index 3); CRCs set to garbage. */
+/* Destinations for every extent of the layout but its checksum-only one
+ * (index 3). */
 static void give_destinations(ckpt__extent *ext, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        ext[i].crc = 0xdeadbeefu;
-        ext[i].dst = NULL;
-        if (i == 3)
-            continue;
-        ext[i].dst = malloc((size_t)ext[i].size + GUARD);
-        assert_non_null(ext[i].dst);
-        memset(ext[i].dst, GUARD_BYTE, (size_t)ext[i].size + GUARD);
-    }
-}
-
-static void free_destinations(ckpt__extent *ext, size_t n)
-{
+    int wanted[MAX_EXT];
     for (size_t i = 0; i < n; i++)
-        free(ext[i].dst);
-}
-
-static void check_extents(const fixture *f, const ckpt__extent *ext, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *want = f->data + ext[i].offset;
-        size_t sz = (size_t)ext[i].size;
-        uint32_t crc = ckpt__crc32c(want, sz);
-        if (ext[i].crc != crc)
-            fail_msg("extent %zu (offset %llu, %zu bytes): crc 0x%08x, "
-                     "expected 0x%08x",
-                     i, (unsigned long long)ext[i].offset, sz, ext[i].crc, crc);
-        if (!ext[i].dst)
-            continue;
-        assert_memory_equal(ext[i].dst, want, sz);
-        for (size_t g = 0; g < GUARD; g++)
-            assert_int_equal(((const uint8_t *)ext[i].dst)[sz + g], GUARD_BYTE);
-    }
+        wanted[i] = i != 3;
+    ext_give_destinations(ext, n, wanted);
 }
 
 static void read_layout(const fixture *f, const ckpt_fs *fs, int threads)
@@ -156,8 +118,8 @@ static void read_layout(const fixture *f, const ckpt_fs *fs, int threads)
     assert_ckpt_ok(
         ckpt__read_extents_buffered(fs, file, f->path, ext, n, threads));
     ckpt_fs_or_default(fs)->close(file, ckpt_fs_or_default(fs)->payload);
-    check_extents(f, ext, n);
-    free_destinations(ext, n);
+    ext_check(f->data, ext, n);
+    ext_free_destinations(ext, n);
 }
 
 /* ---- a file system that records which threads read ---------------------- */
@@ -283,7 +245,7 @@ static void test_scratch_at_file_page_offset(void **state)
         assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
                                                    ext, n, round > 0 ? 2 : 1));
         w.fwd.fs.close(file, w.fwd.fs.payload);
-        check_extents(f, ext, n);
+        ext_check(f->data, ext, n);
         assert_int_equal(w.readers, round > 0 ? 2 : 1);
         assert_true(atomic_load(&w.preads) > 0);
         assert_int_equal(atomic_load(&w.off_page), 0);
@@ -340,7 +302,7 @@ static void test_aliasing_destination_bounced(void **state)
         assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
                                                    ext, 2, threads));
         w.fwd.fs.close(file, w.fwd.fs.payload);
-        check_extents(f, ext, 2);
+        ext_check(f->data, ext, 2);
         n = atomic_load(&w.logged);
         assert_true(n >= 6 && n <= CKPT__ARRAY_SIZE(w.log));
         for (unsigned i = 0; i < n; i++) {
@@ -414,7 +376,7 @@ static void test_interrupted_pread_fault_fs(void **state)
     assert_int_equal(ckpt_fs_fault_count(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_PREAD)),
                      3);
     fs->close(file, fs->payload);
-    free_destinations(ext, n);
+    ext_free_destinations(ext, n);
     ckpt_fs_fault_free(ff);
 }
 
@@ -439,7 +401,7 @@ static void test_failure_on_either_thread(void **state)
             ckpt__read_extents_buffered(&w.fwd.fs, file, f->path, ext, n, 2),
             CKPT_EIO, want);
         w.fwd.fs.close(file, &w.fwd);
-        free_destinations(ext, n);
+        ext_free_destinations(ext, n);
         witness_dispose(&w);
     }
 }
@@ -476,12 +438,12 @@ static void test_read_extents_reports(void **state)
     give_destinations(ext, n);
     memset(&rep, 0xff, sizeof(rep));
     assert_ckpt_ok(ckpt__read_extents(NULL, f->path, NULL, ext, n, &rep));
-    check_extents(f, ext, n);
+    ext_check(f->data, ext, n);
     assert_true(rep.mode == CKPT__READ_BUFFERED ||
                 rep.mode == CKPT__READ_DIRECT);
     assert_true(rep.readers == 1 || rep.readers == 2);
     assert_true(rep.piece_bytes > 0);
-    free_destinations(ext, n);
+    ext_free_destinations(ext, n);
 }
 
 int main(void)

@@ -5,6 +5,8 @@
  * declines a file in the page cache and reads one that is not. */
 #include "test_util.h"
 
+#include "extent_fixture.h"
+
 #include "aligned_fs.h"
 #include "io/direct_read.h"
 #include "support/fs_fault.h"
@@ -20,8 +22,8 @@
 
 #define KIB ((uint64_t)1024)
 #define MIB (KIB * KIB)
-#define GUARD 16
-#define GUARD_BYTE 0xa5
+#define GUARD EXT_GUARD
+#define GUARD_BYTE EXT_GUARD_BYTE
 #define TMPFS_MAGIC_NUMBER 0x01021994
 
 typedef struct fixture {
@@ -32,17 +34,6 @@ typedef struct fixture {
     aligned_fs afs;
 } fixture;
 
-static void fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 24);
-    }
-}
-
 /* Write a file of `size` pseudo-random bytes as f->path in `dir`. */
 static void make_file(fixture *f, const char *dir, const char *name,
                       size_t size)
@@ -51,7 +42,7 @@ static void make_file(fixture *f, const char *dir, const char *name,
     f->size = size;
     f->data = malloc(size ? size : 1);
     assert_non_null(f->data);
-    fill_random(f->data, size, size + 7);
+    ext_fill_random(f->data, size, size + 7);
     snprintf(f->path, sizeof(f->path), "%s/%s", dir, name);
     test_write_file(f->path, f->data, size);
 }
@@ -73,48 +64,6 @@ static int teardown(void **state)
     test_remove_tree(f->dir);
     free(f);
     return 0;
-}
-
-/* Give every extent with a size a destination of size + GUARD bytes, the
- * whole buffer set to GUARD_BYTE; checksum-only extents (dst_wanted[i] 0)
- * keep dst NULL. */
-static void give_destinations(ckpt__extent *ext, size_t n,
-                              const int *dst_wanted)
-{
-    for (size_t i = 0; i < n; i++) {
-        ext[i].dst = NULL;
-        ext[i].crc = 0x12345678u; /* must be overwritten */
-        if (!dst_wanted[i])
-            continue;
-        ext[i].dst = malloc((size_t)ext[i].size + GUARD);
-        assert_non_null(ext[i].dst);
-        memset(ext[i].dst, GUARD_BYTE, (size_t)ext[i].size + GUARD);
-    }
-}
-
-static void free_destinations(ckpt__extent *ext, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(ext[i].dst);
-}
-
-/* Every extent's bytes and CRC are those of the file; guards untouched. */
-static void check_extents(const fixture *f, const ckpt__extent *ext, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *want = f->data + ext[i].offset;
-        size_t sz = (size_t)ext[i].size;
-        if (ext[i].crc != ckpt__crc32c(want, sz))
-            fail_msg("extent %zu (offset %llu, %zu bytes): crc 0x%08x, "
-                     "expected 0x%08x",
-                     i, (unsigned long long)ext[i].offset, sz, ext[i].crc,
-                     ckpt__crc32c(want, sz));
-        if (!ext[i].dst)
-            continue;
-        assert_memory_equal(ext[i].dst, want, sz);
-        for (size_t g = 0; g < GUARD; g++)
-            assert_int_equal(((const uint8_t *)ext[i].dst)[sz + g], GUARD_BYTE);
-    }
 }
 
 static uint64_t align_down(uint64_t x)
@@ -199,10 +148,10 @@ static void test_round_trip(void **state)
     ext[n++] = (ckpt__extent){3900007, 1, NULL, 0};
     /* the file's last 50 bytes */
     ext[n++] = (ckpt__extent){size - 50, 50, NULL, 0};
-    give_destinations(ext, n, dst_wanted);
+    ext_give_destinations(ext, n, dst_wanted);
 
     assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, n));
-    check_extents(f, ext, n);
+    ext_check(f->data, ext, n);
     assert_int_equal(ext[2].crc, 0); /* CRC of no bytes */
 
     assert_int_equal(atomic_load(&f->afs.violations), 0);
@@ -221,7 +170,7 @@ static void test_round_trip(void **state)
         fail_msg("%llu bytes read: the gap [%llu, %llu) was read",
                  (unsigned long long)atomic_load(&f->afs.direct_bytes),
                  (unsigned long long)gap_lo, (unsigned long long)gap_hi);
-    free_destinations(ext, n);
+    ext_free_destinations(ext, n);
 }
 
 /* A single extent of the whole file, from offset 0 to its unaligned end,
@@ -234,14 +183,14 @@ static void test_whole_file_twice(void **state)
     int want_dst[1] = {1};
     make_file(f, f->dir, "whole.bin", size);
     ext[0] = (ckpt__extent){0, size, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1));
-    check_extents(f, ext, 1);
+    ext_check(f->data, ext, 1);
     assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1));
-    check_extents(f, ext, 1);
+    ext_check(f->data, ext, 1);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
     assert_int_equal(atomic_load(&f->afs.direct_bytes), 2 * size);
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
 }
 
 /* Nothing to read: 0 extents, or only empty ones. */
@@ -305,7 +254,7 @@ static void test_empty_extent_out_of_order(void **state)
     ext[0] = (ckpt__extent){1500000, 0, NULL, 0};
     ext[1] = (ckpt__extent){100, 5000, NULL, 0};
     ext[2] = (ckpt__extent){9000, 20, NULL, 0};
-    give_destinations(ext, 3, want_dst);
+    ext_give_destinations(ext, 3, want_dst);
     /* the contract: sorted by offset, empty extents included */
     assert_ckpt_error(
         ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 3), CKPT_EINVAL,
@@ -316,8 +265,8 @@ static void test_empty_extent_out_of_order(void **state)
     ext[1] = (ckpt__extent){9000, 20, ext[2].dst, 0};
     ext[2] = (ckpt__extent){1500000, 0, NULL, 0};
     assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 3));
-    check_extents(f, ext, 3);
-    free_destinations(ext, 3);
+    ext_check(f->data, ext, 3);
+    ext_free_destinations(ext, 3);
 }
 
 /* ---- file systems without direct reads ---------------------------------- */
@@ -382,33 +331,33 @@ static void test_extent_past_end(void **state)
     /* starts inside the file, ends 100 bytes after it */
     ext[0] = (ckpt__extent){100, 1000, NULL, 0};
     ext[1] = (ckpt__extent){MIB, 200, NULL, 0};
-    give_destinations(ext, 2, want_dst);
+    ext_give_destinations(ext, 2, want_dst);
     snprintf(want, sizeof(want), "ends at byte %zu", size);
     assert_ckpt_error(
         ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 2),
         CKPT_ECORRUPT, want);
     assert_non_null(strstr(ckpt_error_last()->message, f->path));
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
-    free_destinations(ext, 2);
+    ext_free_destinations(ext, 2);
 
     /* starts inside, runs megabytes past the end over several pieces */
     ext[0] = (ckpt__extent){MIB - 10, 3 * MIB, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     assert_ckpt_error(
         ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
         CKPT_ECORRUPT, want);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
 
     /* wholly past the end */
     ext[0] = (ckpt__extent){3 * MIB, 10, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     assert_ckpt_error(
         ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, 1),
         CKPT_ECORRUPT, "ends before byte 3145728");
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
 }
 
 /* ---- a failing pread ---------------------------------------------------- */
@@ -435,10 +384,10 @@ static void test_pread_failures(void **state)
     n = fail_layout(ext, f);
 
     /* a clean run counts the preads */
-    give_destinations(ext, n, want_dst);
+    ext_give_destinations(ext, n, want_dst);
     assert_ckpt_ok(ckpt__read_extents_direct(&f->afs.fwd.fs, f->path, ext, n));
-    check_extents(f, ext, n);
-    free_destinations(ext, n);
+    ext_check(f->data, ext, n);
+    ext_free_destinations(ext, n);
     total = atomic_load(&f->afs.direct_preads);
     assert_true(total >= 8);
     which[0] = 1;
@@ -449,7 +398,7 @@ static void test_pread_failures(void **state)
         char want[4300];
         aligned_fs_fail_nth(&f->afs, which[t]);
         atomic_store(&f->afs.injected, 0);
-        give_destinations(ext, n, want_dst);
+        ext_give_destinations(ext, n, want_dst);
         snprintf(want, sizeof(want),
                  "aligned fs: injected EIO at direct pread %llu of %s",
                  (unsigned long long)which[t], f->path);
@@ -461,7 +410,7 @@ static void test_pread_failures(void **state)
         /* the fault happened on a reader thread, not the caller's */
         assert_false(pthread_equal(f->afs.failed_thread, pthread_self()));
         assert_int_equal(atomic_load(&f->afs.open_files), 0);
-        free_destinations(ext, n);
+        ext_free_destinations(ext, n);
     }
     aligned_fs_fail_nth(&f->afs, 0);
     assert_int_equal(atomic_load(&f->afs.violations), 0);
@@ -515,12 +464,12 @@ static void test_posix_declines_cached_reads_evicted(void **state)
 
     /* the stream declines too, reading nothing */
     ext[0] = (ckpt__extent){5, 100, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     assert_ckpt_error(ckpt__read_extents_direct(fs, f->path, ext, 1),
                       CKPT_ENOTSUP, "page cache");
     for (size_t i = 0; i < 100 + GUARD; i++)
         assert_int_equal(((uint8_t *)ext[0].dst)[i], GUARD_BYTE);
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
 
     /* written back and dropped from the cache: opened with O_DIRECT */
     assert_int_equal(evict(f->path), 0);
@@ -560,10 +509,10 @@ static void test_posix_declines_cached_reads_evicted(void **state)
     ext[1] = (ckpt__extent){100000, 1500000, NULL, 0};
     ext[2] = (ckpt__extent){2 * MIB + 17, MIB, NULL, 0};
     ext[3] = (ckpt__extent){size - 4000, 4000, NULL, 0};
-    give_destinations(ext, 4, want_dst);
+    ext_give_destinations(ext, 4, want_dst);
     assert_ckpt_ok(ckpt__read_extents_direct(fs, f->path, ext, 4));
-    check_extents(f, ext, 4);
-    free_destinations(ext, 4);
+    ext_check(f->data, ext, 4);
+    ext_free_destinations(ext, 4);
 }
 
 /* tmpfs keeps every page in memory: the POSIX file system declines it
@@ -593,17 +542,17 @@ static void test_posix_on_tmpfs(void **state)
     if (err == 0)
         fs->close(file, fs->payload);
     ext[0] = (ckpt__extent){100, 2 * MIB, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     err = ckpt__read_extents_direct(fs, f->path, ext, 1);
     if (err == 0) {
-        check_extents(f, ext, 1);
+        ext_check(f->data, ext, 1);
     } else {
         assert_ckpt_error(err, CKPT_ENOTSUP, f->path);
         for (size_t i = 0; i < 2 * MIB + GUARD; i++)
             if (((uint8_t *)ext[0].dst)[i] != GUARD_BYTE)
                 fail_msg("byte %zu written by a declined direct read", i);
     }
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
     unlink(f->path);
     rmdir(dir);
 }
@@ -623,11 +572,11 @@ static void test_probe_chooses_a_mode(void **state)
     make_file(f, f->dir, "probe.bin", size);
     ext[0] = (ckpt__extent){3, 7 * MIB, NULL, 0};
     ext[1] = (ckpt__extent){7 * MIB + 3, size - 7 * MIB - 3, NULL, 0};
-    give_destinations(ext, 2, want_dst);
+    ext_give_destinations(ext, 2, want_dst);
     memset(&rep, 0, sizeof(rep));
     assert_ckpt_ok(
         ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 2, &rep));
-    check_extents(f, ext, 2);
+    ext_check(f->data, ext, 2);
     assert_int_equal(rep.probed, 1);
     assert_true(rep.direct_bytes_per_s > 0);
     assert_true(rep.buffered_bytes_per_s > 0);
@@ -643,19 +592,19 @@ static void test_probe_chooses_a_mode(void **state)
     }
     assert_int_equal(atomic_load(&f->afs.violations), 0);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
-    free_destinations(ext, 2);
+    ext_free_destinations(ext, 2);
 
     /* 15 pieces: no probe */
     atomic_store(&f->afs.other_preads, 0);
     ext[0] = (ckpt__extent){0, 15 * 512 * 1024, NULL, 0};
-    give_destinations(ext, 1, want_dst);
+    ext_give_destinations(ext, 1, want_dst);
     assert_ckpt_ok(
         ckpt__read_extents_report(&f->afs.fwd.fs, f->path, ext, 1, &rep));
-    check_extents(f, ext, 1);
+    ext_check(f->data, ext, 1);
     assert_int_equal(rep.probed, 0);
     assert_int_equal(rep.mode, CKPT__READ_DIRECT);
     assert_int_equal(atomic_load(&f->afs.other_preads), 0);
-    free_destinations(ext, 1);
+    ext_free_destinations(ext, 1);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
