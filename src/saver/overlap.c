@@ -12,6 +12,7 @@
  * handshake, its caller half deferred). The values saved are those at
  * save_async; the loop waits only for what was not yet copied. */
 #include "saver_internal.h"
+#include "util/crc32c.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -34,6 +35,9 @@
 void ckpt__saver_choose_checksum(ckpt_saver *s)
 {
     const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
+    /* The CRC kernel and whether long fused copies stream are chosen once
+     * per process, at the first use: here, not in a save's snapshot. */
+    (void)ckpt__crc32c_copy_streams();
     s->checksum = 1;
     s->checksum_probes = 0;
     s->probe_fused_s = -1.0;
