@@ -8,7 +8,9 @@
  *               (the copy overlaps a pass that reads the state), the
  *               trigger's and the fence's waits together vs that memcpy
  *   write:      write()+fsync()+rename of the same bytes vs the save's
- *               write (how much faster the save writes)
+ *               write (how much faster the save writes); and that
+ *               reference against a second one right after it (op
+ *               "noise": the spread two identical writes give here)
  *   loop:       a memory-bound loop rewriting the whole state every step,
  *               in segments of whole periods (at least 1 s; 0.6 s with
  *               --quick) with a checkpoint every 2 or every 10
@@ -373,6 +375,8 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
               m.blocking_s_last / memcpy_s);
         ratio("write+fsync vs the save's write", mib, "ge", 1.0,
               plain_s / m.write_s_last);
+        ratio("write+fsync vs write+fsync (noise floor)", mib, "noise", 0,
+              plain_s / time_plain_write(dir, warm, s.total));
     }
     if (ckpt_saver_latest(sv, &latest) < 0)
         die("latest");

@@ -4,7 +4,7 @@
  * repetitions), printed once per repetition in the format scripts/bench.sh
  * tabulates (never assertions):
  *
- *   ratio <TAB> figure <TAB> le|ge <TAB> target <TAB> value
+ *   ratio <TAB> figure <TAB> le|ge|noise <TAB> target <TAB> value
  *   info  <TAB> name   <TAB> value          (components, for diagnosis)
  *
  * Figures:
@@ -21,7 +21,11 @@
  *     the others wait); dd's time over the save's, so 1.0 means as fast;
  *   - restore: every rank restores its part against every rank read()ing
  *     its own data file into memory of its size, both from the page cache
- *     (an untimed restore first); read time over restore.
+ *     (an untimed restore first); read time over restore;
+ *   - noise floors (op "noise", no target): dd against a second dd and
+ *     read() against a second read(), run right next to the reference on
+ *     the side away from the save or restore, in the same repetition: the
+ *     spread two identical runs of the reference show on this machine.
  * Info lines: the snapshot alone (the saver's blocking metric) and the
  * rest of save_async (agreement), the memcpy, a poll, MiB/s of both
  * writes. --entries N,...: the commit cost of a checkpoint of N tiny
@@ -273,14 +277,25 @@ static void rep_blocking(state *st, int r, int64_t step)
          reduce(poll, MPI_MAX) * 1e6);
 }
 
+/* Sync save against dd, and dd against itself (the noise floor): three
+ * runs back to back, the reference dd always next to the save, the order
+ * alternating between repetitions (save, dd, dd twin; then dd twin, dd,
+ * save). Each rank's save ends with ckpt_mpi_saver_wait, untimed, so the
+ * deletions retention started never overlap the next measurement. */
 static void rep_throughput(state *st, int r, int64_t step)
 {
     char path[4200];
-    double save = 0, dd = 0, t0;
+    double save = 0, dd = 0, twin = 0, t0;
+    unsigned long long bytes = (unsigned long long)st->total;
     snprintf(path, sizeof(path), "%s/dd.out", st->dir);
-    for (int k = 0; k < 2; k++) {
-        if ((k == 0) == (r % 2 == 0)) {
-            dd = reduce(dd_s(path, (unsigned long long)st->total), MPI_MAX);
+    for (int k = 0; k < 3; k++) {
+        int slot = r % 2 == 0 ? k : 2 - k; /* 0 save, 1 dd, 2 twin */
+        if (slot == 1) {
+            dd = reduce(dd_s(path, bytes), MPI_MAX);
+            continue;
+        }
+        if (slot == 2) {
+            twin = reduce(dd_s(path, bytes), MPI_MAX);
             continue;
         }
         calm_barrier();
@@ -288,36 +303,49 @@ static void rep_throughput(state *st, int r, int64_t step)
         if (ckpt_mpi_saver_save(st->s, step, NULL) != 0)
             die("save");
         save = reduce(now() - t0, MPI_MAX);
+        if (ckpt_mpi_saver_wait(st->s, -1) != 0)
+            die("wait");
     }
     ratio("sync save vs dd conv=fsync of the same bytes (throughput)", st->mib,
           "ge", 0.9, dd / save);
+    ratio("dd conv=fsync vs dd conv=fsync (noise floor)", st->mib, "noise", 0,
+          dd / twin);
     info("sync save, MiB/s", st->total / 1048576.0 / save);
     info("dd conv=fsync, MiB/s", st->total / 1048576.0 / dd);
 }
 
+/* Restore against read(), and read() against itself (the noise floor),
+ * ordered as rep_throughput orders its runs. */
 static void rep_restore(state *st, int r)
 {
     ckpt_buf latest = CKPT_BUF_INIT;
     char path[4200];
-    double rs = 0, rd = 0, t0;
+    double rs = 0, rd = 0, twin = 0, t0;
     /* One untimed restore first: the latest checkpoint's name, and its
      * files in the page cache for both timed reads alike (a save writes
      * with O_DIRECT, so whichever read came first would pay the disk). */
     if (ckpt_mpi_saver_restore_latest(st->s, &latest) != 0)
         die("restore");
     data_path(path, sizeof(path), latest.ptr);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
+        int slot = r % 2 == 0 ? k : 2 - k; /* 0 restore, 1 read, 2 twin */
         calm_barrier();
-        if ((k == 0) == (r % 2 == 0)) {
+        if (slot == 0) {
             t0 = now();
             if (ckpt_mpi_saver_restore_latest(st->s, NULL) != 0)
                 die("restore");
             rs = reduce(now() - t0, MPI_MAX);
         } else {
-            rd = reduce(read_file_s(path, st->warm, st->warm_cap), MPI_MAX);
+            double t =
+                reduce(read_file_s(path, st->warm, st->warm_cap), MPI_MAX);
+            if (slot == 1)
+                rd = t;
+            else
+                twin = t;
         }
     }
     ratio("restore vs read() of each rank's file", st->mib, "ge", 0.9, rd / rs);
+    ratio("read() vs read() (noise floor)", st->mib, "noise", 0, rd / twin);
     ckpt_buf_dispose(&latest);
 }
 

@@ -176,7 +176,8 @@ fi
 # ---- BEGIN mpi: the distributed saver (optional) ----------------------------
 # Kept in this one block (its owner: src/mpi, bench/bench_mpi*). Runs only
 # when the MPI library builds; bench/bench_mpi.sh prints the same paired
-# ratio lines (1, 2 and 4 ranks, oversubscribed where cores are fewer).
+# ratio lines and noise floors (1, 2 and 4 ranks; two cores per rank where
+# there are enough, else unbound and oversubscribed where cores are fewer).
 if [ -z "$only" ] && cmake --build "$build" -j"$(nproc)" \
     --target bench_mpi_save >/dev/null 2>&1; then
     if [ $quick = 1 ]; then mpi_mib=64; else mpi_mib=128; fi

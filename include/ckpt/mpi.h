@@ -28,12 +28,15 @@
  * MPI_Abort (a peer that died or stopped calling cannot be waited out).
  *
  * Threads: each saver runs one background thread that writes this rank's
- * data file (and, on rank 0, merges the index); that thread never calls
- * MPI. All MPI calls happen inside the collective and poll/wait calls, on
- * the calling thread, so MPI_THREAD_FUNNELED is enough when those calls are
- * made from the main thread and MPI_THREAD_SERIALIZED otherwise.
- * Asynchronous saves need MPI_THREAD_FUNNELED or higher (CKPT_ENOTSUP under
- * MPI_THREAD_SINGLE); synchronous saves and restores work at any level. */
+ * data file (and, on rank 0, merges the index and deletes the checkpoints
+ * retention evicted); that thread never calls MPI. All MPI calls happen
+ * inside the collective and poll/wait calls, on the calling thread, so
+ * MPI_THREAD_FUNNELED is enough when those calls are made from the main
+ * thread and MPI_THREAD_SERIALIZED otherwise. Asynchronous saves need
+ * MPI_THREAD_FUNNELED or higher (CKPT_ENOTSUP under MPI_THREAD_SINGLE);
+ * synchronous saves and restores work at any level. Binding: give each
+ * rank two cores (docs/mpi.md, "Binding"), one for the training thread
+ * and one for this thread and the restore's checksum helper. */
 #ifndef CKPT_MPI_H
 #define CKPT_MPI_H
 
@@ -135,12 +138,15 @@ ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var, int flags);
 CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
 
 /** Save every rank's part as `<dir>/<basename>-<step>` (collective, the
- *  same step on every rank) and wait until it is committed or failed. A
- *  failure on any rank fails the save on every rank with that rank's
- *  message; nothing is named then and the previous checkpoint stays the
- *  latest. On success `prefix_out` (may be NULL) receives the prefix.
- *  An earlier asynchronous save still in flight is finished first; its
- *  failure, not yet returned, is returned instead (nothing saved).
+ *  same step on every rank) and wait until it is committed or failed. The
+ *  checkpoints retention evicts are deleted after that, by rank 0's
+ *  background thread (inline under MPI_THREAD_SINGLE); ckpt_mpi_saver_wait,
+ *  close and the next commit wait for it. A failure on any rank fails the
+ *  save on every rank with that rank's message; nothing is named then and
+ *  the previous checkpoint stays the latest. On success `prefix_out` (may
+ *  be NULL) receives the prefix. An earlier asynchronous save still in
+ *  flight is finished first; its failure, not yet returned, is returned
+ *  instead (nothing saved).
  *  @return 0, or an error as ckpt_saver_save's */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
@@ -170,7 +176,8 @@ ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
 CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
 
 /** Wait until the save in flight has an outcome (collective in effect: it
- *  needs the other ranks to progress theirs), at most `timeout_s` seconds
+ *  needs the other ranks to progress theirs) and, on rank 0, until the
+ *  checkpoints retention evicted are deleted, at most `timeout_s` seconds
  *  (< 0: bounded only by collective_timeout_s).
  *  @return 0, CKPT_ETIMEDOUT or a save failure not yet returned (once) */
 CKPT_EXTERN(int) ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s);

@@ -7,7 +7,11 @@
  *      and fsyncs the directory,
  *   3. writes <prefix>.index over all entries, plus one full entry per
  *      partitioned tensor listing every rank's piece (§6 there), last,
- *   4. names the checkpoint in the state file and applies retention.
+ *   4. names the checkpoint in the state file and applies retention; the
+ *      checkpoints it evicts are deleted by the background thread after
+ *      the commit (deleting a 128 MiB file took 30-45 ms on an ext4
+ *      mounted with discard, a third of a sync save there), so the save
+ *      ends once the new checkpoint is named.
  * Any failure removes what this commit put in place (unless the state file
  * may already name it); the ranks' temporary files are removed too. */
 #include "mpi_internal.h"
@@ -181,6 +185,7 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
                      uint64_t *index_bytes)
 {
     merge m;
+    ckpt__kept_list evicted = {0};
     int may_be_named = 0, indexed = 0;
     int err = 0;
     memset(&m, 0, sizeof(m));
@@ -203,10 +208,12 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
                                        m.nkvs, index_bytes);
     if (err == 0) {
         indexed = 1;
-        err =
-            ckpt__dir_state_commit(&s->ds, op->stored.ptr,
-                                   ckpt_clock_wall(s->ds.clock), &may_be_named);
+        err = ckpt__dir_state_commit_evicting(&s->ds, op->stored.ptr,
+                                              ckpt_clock_wall(s->ds.clock),
+                                              &may_be_named, &evicted);
     }
+    if (err == 0)
+        ckpt__mpi_evict_later(s, &evicted);
     if (err < 0 && !may_be_named && m.blobs) {
         if (indexed) {
             ckpt_buf index = CKPT_BUF_INIT;

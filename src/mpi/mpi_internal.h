@@ -165,6 +165,11 @@ struct ckpt_mpi_saver {
     int stopping;
     int job;      /* ckpt__job_kind queued or running */
     int job_done; /* the job's outcome is in op */
+    /* Rank 0: the checkpoints the last commit's retention evicted, which
+     * the thread deletes after the commit, off the save's path; evicting
+     * stays 1 until it has. */
+    ckpt__kept_list evicted;
+    int evicting;
 
     /* The ckpt_saver handle of ckpt_mpi_saver_as_saver (mpi_saver_ops.c),
      * and its pipelined agreement (one MPI_Ibcast on comm_ctl per call,
@@ -294,5 +299,11 @@ int ckpt__mpi_thread_start(ckpt_mpi_saver *s);
 void ckpt__mpi_thread_stop(ckpt_mpi_saver *s);
 void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job);
 int ckpt__mpi_job_done(ckpt_mpi_saver *s);
+/* Rank 0, after a commit: hand what its retention evicted to the thread
+ * (started if need be; deleted here if it cannot start). */
+void ckpt__mpi_evict_later(ckpt_mpi_saver *s, ckpt__kept_list *evicted);
+/* Whether the thread is still deleting evicted checkpoints; with
+ * `wait`, wait until it is not. */
+int ckpt__mpi_evicting(ckpt_mpi_saver *s, int wait);
 
 #endif

@@ -46,15 +46,39 @@ static void run_job(ckpt_mpi_saver *s, int job)
     }
 }
 
+/* A job is queued and not yet done. */
+static int job_queued(const ckpt_mpi_saver *s)
+{
+    return s->job != JOB_NONE && !s->job_done;
+}
+
+/* Delete the evicted checkpoints (mu held on entry and return). */
+static void delete_evicted(ckpt_mpi_saver *s)
+{
+    ckpt__kept_list l = s->evicted;
+    memset(&s->evicted, 0, sizeof(s->evicted));
+    pthread_mutex_unlock(&s->mu);
+    ckpt__dir_state_delete_evicted(&s->ds, &l);
+    pthread_mutex_lock(&s->mu);
+    s->evicting = 0;
+    pthread_cond_broadcast(&s->cv);
+}
+
 static void *worker_main(void *arg)
 {
     ckpt_mpi_saver *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int job;
-        while (!s->stopping && (s->job == JOB_NONE || s->job_done))
+        while (!s->stopping && !s->evicting && !job_queued(s))
             pthread_cond_wait(&s->cv, &s->mu);
-        if (s->job == JOB_NONE || s->job_done)
+        /* A queued write goes first (it has a save waiting for it); a
+         * commit only after the deletion, since it may reuse a name. */
+        if (s->evicting && !(job_queued(s) && s->job == JOB_WRITE)) {
+            delete_evicted(s);
+            continue;
+        }
+        if (!job_queued(s))
             break; /* stopping and idle */
         job = s->job;
         pthread_mutex_unlock(&s->mu);
@@ -101,8 +125,11 @@ void ckpt__mpi_thread_stop(ckpt_mpi_saver *s)
  * exist from earlier async saves) never sees a half-posted job. */
 void ckpt__mpi_job_post(ckpt_mpi_saver *s, int job)
 {
-    if (!s->op.is_async)
+    if (!s->op.is_async) {
+        if (job == JOB_COMMIT)
+            ckpt__mpi_evicting(s, 1); /* it may reuse an evicted name */
         run_job(s, job);
+    }
     pthread_mutex_lock(&s->mu);
     s->job = job;
     s->job_done = !s->op.is_async;
@@ -121,6 +148,45 @@ int ckpt__mpi_job_done(ckpt_mpi_saver *s)
     }
     pthread_mutex_unlock(&s->mu);
     return done;
+}
+
+void ckpt__mpi_evict_later(ckpt_mpi_saver *s, ckpt__kept_list *evicted)
+{
+    ckpt__saved_error saved;
+    int err = 0;
+    if (evicted->n == 0) {
+        ckpt__dir_state_delete_evicted(&s->ds, evicted); /* frees it */
+        return;
+    }
+    /* Where MPI may see only one thread, no thread is started for this. */
+    if (s->thread_level < MPI_THREAD_FUNNELED) {
+        ckpt__dir_state_delete_evicted(&s->ds, evicted);
+        return;
+    }
+    ckpt__error_save(&saved); /* the commit succeeded: keep its state */
+    err = ckpt__mpi_thread_start(s);
+    ckpt__error_restore(&saved);
+    if (err < 0) {
+        ckpt__dir_state_delete_evicted(&s->ds, evicted);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->evicted = *evicted; /* empty: commits wait for the last deletion */
+    s->evicting = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    memset(evicted, 0, sizeof(*evicted));
+}
+
+int ckpt__mpi_evicting(ckpt_mpi_saver *s, int wait)
+{
+    int evicting;
+    pthread_mutex_lock(&s->mu);
+    while (wait && s->evicting)
+        pthread_cond_wait(&s->cv, &s->mu);
+    evicting = s->evicting;
+    pthread_mutex_unlock(&s->mu);
+    return evicting;
 }
 
 /* ---- the agreement --------------------------------------------------------

@@ -444,7 +444,8 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
     long round = 0;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
-    while (!ckpt__mpi_op_progress(s)) {
+    /* Rank 0 also waits for the deletion of what retention evicted. */
+    while (!ckpt__mpi_op_progress(s) || ckpt__mpi_evicting(s, 0)) {
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
             return ckpt__error(CKPT_ETIMEDOUT,
                                "mpi saver: the save in flight did not finish "

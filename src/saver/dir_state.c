@@ -384,6 +384,25 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named)
 {
+    ckpt__kept_list evicted = {0};
+    int err = ckpt__dir_state_commit_evicting(ds, stored, save_time,
+                                              may_be_named, &evicted);
+    ckpt__dir_state_delete_evicted(ds, &evicted);
+    return err;
+}
+
+void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
+                                    ckpt__kept_list *evicted)
+{
+    for (size_t i = 0; i < evicted->n; i++)
+        delete_evicted(ds, evicted->paths[i]);
+    kept_dispose(evicted);
+}
+
+int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
+                                    double save_time, int *may_be_named,
+                                    ckpt__kept_list *evicted_out)
+{
     ckpt__kept_list next = {0};
     ckpt__kept_list evicted = {0};
     int err;
@@ -407,8 +426,8 @@ int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
     kept_dispose(&ds->kept);
     ds->kept = next;
     memset(&next, 0, sizeof(next));
-    for (size_t i = 0; i < evicted.n; i++)
-        delete_evicted(ds, evicted.paths[i]);
+    *evicted_out = evicted;
+    memset(&evicted, 0, sizeof(evicted));
 done:
     kept_dispose(&next);
     kept_dispose(&evicted);

@@ -80,6 +80,22 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
  * checkpoint, whose files must then be kept. */
 int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
                            double save_time, int *may_be_named);
+/* As ckpt__dir_state_commit, but what retention evicted is moved into
+ * `*evicted_out` (empty on entry; left empty on failure) instead of being
+ * deleted, for the caller to delete later with
+ * ckpt__dir_state_delete_evicted: the state file no longer names them, so
+ * a crash before that leaves only files the next open sweeps. The caller
+ * must finish that deletion before its next commit, which could reuse a
+ * name. */
+int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
+                                    double save_time, int *may_be_named,
+                                    ckpt__kept_list *evicted_out);
+/* Delete the checkpoints in `evicted` (never outside the directory; a
+ * failure is logged as a warning) and empty the list. Reads only what
+ * ckpt__dir_state_init set, so it may run on another thread than the
+ * commits, one deletion at a time. */
+void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
+                                    ckpt__kept_list *evicted);
 /* Whether `stored` names a checkpoint inside this directory: a bare name,
  * or absolute with exactly abs_dir as its directory. Only those are ever
  * deleted. */

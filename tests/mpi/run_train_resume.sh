@@ -6,7 +6,8 @@
 #     it resumes from the newest complete checkpoint and ends identical too;
 #   - relaunched on 2 and 3 ranks it resumes at the same step (the weights
 #     restore; ranks without a stored data position start theirs afresh)
-#     and leaves the checkpoint as it was.
+#     and leaves the checkpoint as it was;
+#   - ranks bound to one core get a note from rank 0, ranks with two none.
 # Usage: run_train_resume.sh CKPT_TRAIN CKPT MPIEXEC [MPIEXEC_FLAGS...]
 set -euo pipefail
 train=$1 ckpt=$2 mpiexec=$3
@@ -64,4 +65,26 @@ done
 "$ckpt" diff "$tmp/a/model.ckpt-40" "$tmp/b/model.ckpt-40" ||
     die "relaunching on 2 and 3 ranks changed the checkpoint"
 echo "ok: relaunched on 2 and 3 ranks at step 40"
+
+# A rank confined to one core is told so (once, by rank 0); one with two
+# is not. Open MPI on 2 cores or more only: --bind-to none leaves each rank
+# the affinity mpiexec started with.
+if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI\|OpenRTE" &&
+    [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    note="a rank is bound to one core"
+    one() { # AFFINITY: the demo's stderr on 2 ranks confined to AFFINITY
+        local rc=0
+        taskset -c "$1" "$mpiexec" "${flags[@]}" --bind-to none -n 2 \
+            "$train" --distributed --dir "$tmp/e$1" --steps 2 \
+            --save-steps 10 --hidden 16 >/dev/null 2>"$tmp/err" || rc=$?
+        cat "$tmp/err"
+        return $rc
+    }
+    err=$(one 0) || die "the run on one core failed: $err"
+    [ "$(grep -c "$note" <<<"$err")" -eq 1 ] ||
+        die "on one core the note was not printed once: $err"
+    err=$(one 0,1) || die "the run on two cores failed: $err"
+    grep -q "$note" <<<"$err" && die "on two cores a note was printed: $err"
+    echo "ok: a rank bound to one core is told so, once"
+fi
 echo PASS

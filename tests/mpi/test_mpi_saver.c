@@ -14,9 +14,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct fixture {
     char *dir;
@@ -589,6 +592,99 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
+/* Removes of data files wait at a gate while it is closed (at most 20 s:
+ * then `timed_out` is set and the gate opens); `waiting` counts those held
+ * there. */
+typedef struct gated_remove {
+    ckpt_fs_forward fwd;
+    atomic_int closed;
+    atomic_int waiting;
+    atomic_int timed_out;
+} gated_remove;
+
+static int gated_remove_fn(const char *path, void *payload)
+{
+    gated_remove *g = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (strstr(path, ".data-")) {
+        time_t until = time(NULL) + 20;
+        atomic_fetch_add(&g->waiting, 1);
+        while (atomic_load(&g->closed)) {
+            if (time(NULL) > until) { /* and the gate opens for good */
+                atomic_store(&g->timed_out, 1);
+                atomic_store(&g->closed, 0);
+            }
+            usleep(1000);
+        }
+        atomic_fetch_sub(&g->waiting, 1);
+    }
+    return base->remove(path, base->payload);
+}
+
+/* Retention: a sync save returns once the new checkpoint is named; rank
+ * 0's background thread deletes what it evicted afterwards (deleting a big
+ * file can take a third of the save), wait returns only when that is done
+ * and the next save commits after it. */
+static void test_eviction_after_save(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    static gated_remove g;
+    memset(&g, 0, sizeof(g));
+    ckpt_fs_forward_init(&g.fwd, NULL);
+    g.fwd.fs.remove = gated_remove_fn;
+    o.base.fs = &g.fwd.fs;
+    o.base.max_to_keep = 1;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    atomic_store(&g.closed, 1);
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL)); /* evicts step 1 */
+    if (test_rank() == 0) {
+        /* Returned while the deletion is still held (or not begun). */
+        assert_int_equal(atomic_load(&g.timed_out), 0);
+        time_t until = time(NULL) + 30;
+        while (atomic_load(&g.waiting) == 0 && time(NULL) < until)
+            usleep(1000);
+        assert_int_equal(atomic_load(&g.waiting), 1);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-1.index"), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-1.data-"),
+                         test_size());
+        assert_ckpt_error(ckpt_mpi_saver_wait(s, 0.05), CKPT_ETIMEDOUT,
+                          "did not finish within 0.050 s");
+        atomic_store(&g.closed, 0);
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    if (test_rank() == 0) {
+        assert_int_equal(atomic_load(&g.timed_out), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-1."), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-2.data-"),
+                         test_size());
+    }
+    /* Step 3 evicts step 2 and is deleted before step 2 is saved again. */
+    model_fill(&f->m, test_rank(), test_size(), 3);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, NULL));
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    if (test_rank() == 0) {
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-3."), 0);
+        char prefix[4200];
+        snprintf(prefix, sizeof(prefix), "%s/model.ckpt-2", f->dir);
+        assert_ordinary_checkpoint(prefix, 4);
+    }
+    model_zero(&f->m);
+    ckpt_mpi_saver_free(s);
+    s = open_saver(f->dir, NULL);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 4);
+    ckpt_mpi_saver_free(s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -619,6 +715,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
                                         teardown),
     };
     int provided;

@@ -20,10 +20,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define DATA_N 4096
 #define DATA_DIM 32
@@ -169,6 +171,26 @@ static int setup(dist_trainer *t)
     return t->grads ? 0 : -1;
 }
 
+/* Rank 0 says so when some rank may run on one core only (its affinity)
+ * while the machine has more: the saver's background writer then shares
+ * that core with training, and a restore checksums on it too. Open MPI
+ * binds each rank to one core when it starts at most 2 ranks on cores to
+ * spare. */
+static void note_single_core(const dist_trainer *t)
+{
+    cpu_set_t set;
+    int mine = 2, fewest = 2;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        mine = CPU_COUNT(&set);
+    MPI_Allreduce(&mine, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (t->rank == 0 && fewest < 2 && sysconf(_SC_NPROCESSORS_ONLN) > 1)
+        fprintf(stderr,
+                "ckpt-train: note: a rank is bound to one core, which its "
+                "checkpoint writer shares with training; give each rank two "
+                "(Open MPI: --map-by slot:PE=2, or --bind-to none; see "
+                "docs/mpi.md, Binding)\n");
+}
+
 static int fail(int rank, const char *what)
 {
     fprintf(stderr, "ckpt-train: rank %d: %s: %s\n", rank, what,
@@ -224,6 +246,8 @@ static int run(dist_trainer *t)
         code = fail(t->rank, "creating the session");
         goto done;
     }
+    if (!t->o.quiet)
+        note_single_core(t);
     if (t->rank == 0 && t->global_step > 0)
         printf("resumed at step %" PRId64 " on %d ranks\n", t->global_step,
                t->size);
