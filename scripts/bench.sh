@@ -2,7 +2,7 @@
 # scripts/bench.sh - run every benchmark and print one table of ratios.
 #
 #   scripts/bench.sh            full run (64 and 256 MiB states, ckpt-train
-#                               with 145 MiB of state; ~10 min on 2 cores)
+#                               with 145 MiB of state; ~11 min on 2 cores)
 #   scripts/bench.sh --quick    smaller states and runs (~4 min there)
 #   scripts/bench.sh --json     the same figures as JSON (with --quick too)
 #   REPS=N scripts/bench.sh     repetitions per figure (default 5, at least 5)
@@ -117,13 +117,19 @@ train_run() { # mode dir -> prints "wall net", then the summary line
     echo "$out" | grep '^summary:'
 }
 state_mib=
+# Each repetition runs none, async, none: the async run is compared with
+# the mean of the two none runs around it (a drift of the machine's speed
+# over the three weighs on both sides alike), and the second none run with
+# the first gives the noise floor: how far apart two identical runs land
+# here (one run against one, so its spread is somewhat wider than that of
+# a run against the mean of two).
 for r in $(seq 1 "$reps"); do
-    # alternate which mode runs first, so drifts do not favour one
-    if [ $((r % 2)) = 1 ]; then order="none async"; else order="async none"; fi
-    for mode in $order; do
+    i=0
+    for mode in none async none; do
+        i=$((i + 1))
         res=$(train_run "$mode" "$tmp/train-$mode")
-        declare "t_$mode=$(echo "$res" | head -n 1)"
-        declare "s_$mode=$(echo "$res" | tail -n 1)"
+        declare "t_$i=$(echo "$res" | head -n 1)"
+        if [ "$mode" = async ]; then s_async=$(echo "$res" | tail -n 1); fi
     done
     if [ -z "$state_mib" ]; then
         state_mib=$(ls -l "$tmp"/train-async/*.data-* | awk 'NR == 1 {
@@ -131,10 +137,15 @@ for r in $(seq 1 "$reps"); do
     fi
     p50=$(echo "$s_async" | sed -n 's/.*blocking_ms_p50=\([0-9.]*\).*/\1/p')
     memcpy_s=$("$bench" --memcpy "$state_mib")
+    # fields of t_i: wall, net
+    net_none=$(awk -v a="${t_1#* }" -v b="${t_3#* }" 'BEGIN { print (a + b) / 2 }')
+    wall_none=$(awk -v a="${t_1% *}" -v b="${t_3% *}" 'BEGIN { print (a + b) / 2 }')
     ratio "ckpt-train async vs none, whole run, $state_mib MiB" le 1.03 \
-        "$(div "${t_async#* }" "${t_none#* }")"
+        "$(div "${t_2#* }" "$net_none")"
+    ratio "ckpt-train none vs none, whole run (noise floor), $state_mib MiB" \
+        noise 0 "$(div "${t_3#* }" "${t_1#* }")"
     ratio "ckpt-train async vs none, whole run, wall clock, $state_mib MiB" \
-        le 1.03 "$(div "${t_async% *}" "${t_none% *}")"
+        le 1.03 "$(div "${t_2% *}" "$wall_none")"
     ratio "ckpt-train blocking p50 vs memcpy of the state, $state_mib MiB" \
         le 0.1 "$(div "$(awk -v p="$p50" 'BEGIN { print p / 1000 }')" \
         "$memcpy_s")"

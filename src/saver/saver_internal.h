@@ -256,8 +256,11 @@ struct ckpt_saver {
     int num_images;
     ckpt__piece *pieces; /* the snapshot plan (fixed with the variables) */
     size_t npieces;
-    int checksum;        /* snapshots fuse the CRC into the copy (measured once
-                            at reserve; else the writer checksums the image) */
+    int checksum;        /* snapshots fuse the CRC into the copy (else the
+                            writer checksums the image): timed on the first
+                            snapshots (overlap.c), then fixed */
+    int checksum_probes; /* snapshots timed so far for that choice */
+    double probe_fused_s, probe_plain_s; /* best of each, seconds (-1: none) */
     int overlap;         /* a mutation fence was called: save_async may leave
                             the copy to the writer until the next fence */
     ckpt__job *deferred; /* triggered, copy not yet complete (caller
@@ -356,10 +359,17 @@ uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job);
 
 /* ---- snapshot setup and overlapped snapshots (overlap.c) ---------------- */
 
-/* Once, at the first image: time the fused copy-and-checksum against a
- * plain copy of the biggest variable into that image and set s->checksum
- * (CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces a choice). */
+/* Once, at the first image: where snapshots' checksums are computed,
+ * fused into the copy (s->checksum 1) or by the writer (0). The first
+ * snapshots alternate between the two and are timed
+ * (ckpt__saver_snapshot_timed), unless CKPT_SNAPSHOT_CHECKSUM=copy or
+ * =writer forces a choice or the state is too small to time. */
 void ckpt__saver_choose_checksum(ckpt_saver *s);
+/* A snapshot on the caller's thread took `seconds` with the checksum fused
+ * into the copies (`fused`) or not: while probing, sets s->checksum for
+ * the next one (the other placement, or once every probe ran, plain copies
+ * only when clearly faster). */
+void ckpt__saver_snapshot_timed(ckpt_saver *s, int fused, double seconds);
 /* save_async's snapshot once the fence is in use: the callbacks on the
  * caller's thread, then, if the writer is idle, the plain pieces are left
  * to it and `job` becomes s->deferred (returns 1); otherwise the copy is

@@ -14,8 +14,9 @@
  * piece's CRC-32C is either fused into its copy (one pass over the source)
  * or left to the writer, which checksums the image before writing
  * (ckpt__image_seal): whichever of the two copies is faster on this machine
- * (ckpt__snapshot_measure) keeps the loop's wait shortest. Variables behind
- * read callbacks are copied by the calling thread only. */
+ * keeps the loop's wait shortest (the saver times its first snapshots,
+ * overlap.c; the MPI saver one variable, ckpt__snapshot_measure). Variables
+ * behind read callbacks are copied by the calling thread only. */
 #include "saver_internal.h"
 #include "util/crc32c.h"
 

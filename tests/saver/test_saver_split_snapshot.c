@@ -615,6 +615,81 @@ static void test_direct_or_buffered_by_measure(void **state)
     }
 }
 
+/* Where a snapshot's checksum is computed is timed on the first snapshots:
+ * they alternate between the checksum fused into the copies and plain
+ * copies (the writer checksums the image), fused first; then the choice
+ * is logged and kept. Every checkpoint reads back with its checksums
+ * verified whichever placement wrote it. */
+static void test_checksum_placement_by_timed_snapshots(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    int chosen = -1, lines = 0;
+    assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
+    s = open_saver(f, CKPT_BUSY_SKIP);
+    assert_ckpt_ok(ckpt_saver_reserve(s));
+    for (int i = 0; i < 6; i++) {
+        float base = 10.0f * (float)(i + 1);
+        if (i < 4)
+            assert_int_equal(s->checksum, i % 2 == 0); /* this save's */
+        else
+            assert_int_equal(s->checksum, chosen);
+        fill(f, base);
+        assert_ckpt_ok(ckpt_saver_save_async(s, i + 1, NULL));
+        fill(f, -base); /* the copy was complete at the trigger */
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        expect_checkpoint(f, i + 1, base);
+        if (i == 3) {
+            chosen = s->checksum;
+            assert_true(chosen == 0 || chosen == 1);
+        }
+    }
+    assert_int_equal(s->checksum_probes, 4);
+    for (int i = 0; i < f->nlog; i++)
+        if (strstr(f->log[i], "snapshot copies: with the checksum ")) {
+            lines++;
+            assert_non_null(
+                strstr(f->log[i], chosen ? "checksum fused into the copy "
+                                           "from now on"
+                                         : "checksum computed by the writer "
+                                           "from now on"));
+        }
+    assert_int_equal(lines, 1);
+
+    /* The rule, with times given: plain copies only when clearly (15%)
+     * faster than the fused copy, best of each. */
+    ckpt__saver_choose_checksum(s);
+    assert_int_equal(s->checksum, 1);
+    ckpt__saver_snapshot_timed(s, 1, 0.010);
+    assert_int_equal(s->checksum, 0);
+    ckpt__saver_snapshot_timed(s, 0, 0.009);
+    ckpt__saver_snapshot_timed(s, 1, 0.020);
+    ckpt__saver_snapshot_timed(s, 0, 0.0088);
+    assert_int_equal(s->checksum, 1);        /* 0.0088 is not < 0.85 * 0.010 */
+    ckpt__saver_snapshot_timed(s, 0, 0.001); /* probing is over */
+    assert_int_equal(s->checksum, 1);
+    ckpt__saver_choose_checksum(s);
+    ckpt__saver_snapshot_timed(s, 1, 0.010);
+    ckpt__saver_snapshot_timed(s, 0, 0.0084);
+    ckpt__saver_snapshot_timed(s, 1, 0.011);
+    ckpt__saver_snapshot_timed(s, 0, 0.009);
+    assert_int_equal(s->checksum, 0);
+
+    /* CKPT_SNAPSHOT_CHECKSUM forces a placement: no probing. */
+    assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "writer", 1), 0);
+    ckpt__saver_choose_checksum(s);
+    assert_int_equal(s->checksum, 0);
+    ckpt__saver_snapshot_timed(s, 0, 0.010);
+    assert_int_equal(s->checksum, 0);
+    assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "copy", 1), 0);
+    ckpt__saver_choose_checksum(s);
+    assert_int_equal(s->checksum, 1);
+    ckpt__saver_snapshot_timed(s, 1, 0.010);
+    assert_int_equal(s->checksum, 1);
+    assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
+    ckpt_saver_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,6 +700,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_or_buffered_by_measure,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_checksum_placement_by_timed_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_snapshot_is_consistent,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_while_writing, setup,
