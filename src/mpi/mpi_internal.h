@@ -134,8 +134,8 @@ struct ckpt_mpi_saver {
     ckpt__piece *pieces;
     size_t npieces;
     int pieces_planned;
-    int checksum; /* 1: fused into the copy; 0: sealed by the thread */
-    int checksum_chosen;
+    ckpt__checksum_choice cs; /* timed on the first snapshots */
+    int checksum_started;     /* cs initialised (at the first image) */
 
     ckpt__save_op op;
     uint64_t next_ticket;

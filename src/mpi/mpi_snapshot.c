@@ -4,8 +4,9 @@
  * variables in plain memory are copied in pieces of CKPT__PIECE_BYTES,
  * each piece's CRC-32C either fused into its copy or left to the
  * background thread, which seals the image before writing it, whichever
- * this machine makes faster for the caller (timed once, on the first image,
- * as ckpt_saver does; CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces it).
+ * this machine makes faster for the caller (the first snapshots timed,
+ * alternately fused and plain, by the rule ckpt_saver uses:
+ * ckpt__checksum_choice; CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces it).
  *
  * The copy makes no MPI call. (Testing the busy agreement between pieces
  * would move it along during the copy, but where ranks share cores Open
@@ -18,32 +19,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Bytes of the biggest variable timed to choose where the checksum is
- * computed; below MEASURE_MIN the fused copy is kept (too small to time). */
-#define MEASURE_MAX ((size_t)8 << 20)
-#define MEASURE_MIN ((size_t)1 << 20)
-
-static void choose_checksum(ckpt_mpi_saver *s, const ckpt__image *img)
-{
-    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
-    const ckpt__var *big = NULL;
-    double fused_s = 0, plain_s = 0;
-    size_t n;
-    s->checksum = 1;
-    if (force && (strcmp(force, "writer") == 0 || strcmp(force, "copy") == 0)) {
-        s->checksum = strcmp(force, "copy") == 0;
-        return;
-    }
-    for (size_t i = 0; i < s->nowned; i++)
-        if (!s->owned[i].v.read && (!big || s->owned[i].bytes > big->bytes))
-            big = &s->owned[i];
-    if (!big || big->bytes < MEASURE_MIN)
-        return;
-    n = big->bytes < MEASURE_MAX ? (size_t)big->bytes : MEASURE_MAX;
-    s->checksum = ckpt__snapshot_measure(big->v.data, img->ptr + big->offset, n,
-                                         3, &fused_s, &plain_s);
-}
 
 /* Once, at the first snapshot: the pieces, and the first image. */
 static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
@@ -59,9 +34,9 @@ static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
     if (img->ptr)
         return 0;
     err = ckpt__image_alloc(img, s->image_bytes, s->nowned, s->npieces);
-    if (err == 0 && !s->checksum_chosen) {
-        choose_checksum(s, img);
-        s->checksum_chosen = 1;
+    if (err == 0 && !s->checksum_started) {
+        ckpt__checksum_choice_init(&s->cs, s->image_bytes);
+        s->checksum_started = 1;
     }
     return err;
 }
@@ -75,16 +50,18 @@ static void work_of(const ckpt_mpi_saver *s, ckpt__image *img,
     w->pieces = s->pieces;
     w->npieces = s->npieces;
     w->img = img;
-    w->checksum = s->checksum;
+    w->checksum = s->cs.checksum;
     atomic_store(&w->next, 0);
 }
 
 int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)
 {
     ckpt__snapshot_work w;
+    double t0;
     int err = prepare(s, img);
     if (err < 0)
         return err;
+    t0 = ckpt__mpi_now(); /* the first image's allocation is not timed */
     work_of(s, img, &w);
     err = ckpt__snapshot_callbacks(&w);
     for (size_t k = 0; err == 0 && k < w.npieces; k++) {
@@ -97,6 +74,9 @@ int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)
         else
             memcpy(dst, src, (size_t)p->len);
     }
+    if (err == 0)
+        (void)ckpt__checksum_choice_timed(&s->cs, w.checksum,
+                                          ckpt__mpi_now() - t0);
     return err;
 }
 

@@ -1,5 +1,6 @@
 /* saver/overlap.c - overlapped snapshots and the mutation fence, and the
- * one-time choice of where a snapshot's checksum is computed.
+ * saver's side of choosing where a snapshot's checksum is computed (the
+ * rule, shared with the MPI saver: ckpt__checksum_choice in snapshot.c).
  *
  * Once the caller has called ckpt_saver_mutation_fence, save_async runs
  * the read callbacks (on the caller's thread, as always), asks the idle
@@ -12,67 +13,28 @@
  * handshake, its caller half deferred). The values saved are those at
  * save_async; the loop waits only for what was not yet copied. */
 #include "saver_internal.h"
-#include "util/crc32c.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The first SNAPSHOT_PROBES snapshots alternate between the fused copy and
- * plain copies (fused first) and are timed; below PROBE_MIN_BYTES of state
- * the difference is too small to time reliably and the fused copy is kept.
- * A snapshot copies the whole state just after the loop's step wrote it,
- * usually more than the caches hold, where the fused copy runs at memory
- * speed; a copy of one variable timed in isolation (in cache) favours
- * plain copies, which then also cost the writer a second pass over the
- * image. Hence timing the snapshots themselves. */
-#define SNAPSHOT_PROBES 4
-#define PROBE_MIN_BYTES ((uint64_t)4 << 20)
-/* Plain copies leave a pass over the image to the writer, which costs
- * memory bandwidth the loop shares: chosen only when clearly faster. */
-#define PLAIN_MARGIN 0.85
-
 void ckpt__saver_choose_checksum(ckpt_saver *s)
 {
-    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
-    /* The CRC kernel and whether long fused copies stream are chosen once
-     * per process, at the first use: here, not in a save's snapshot. */
-    (void)ckpt__crc32c_copy_streams();
-    s->checksum = 1;
-    s->checksum_probes = 0;
-    s->probe_fused_s = -1.0;
-    s->probe_plain_s = -1.0;
-    if (force && (strcmp(force, "writer") == 0 || strcmp(force, "copy") == 0)) {
-        s->checksum = strcmp(force, "copy") == 0;
-        s->checksum_probes = SNAPSHOT_PROBES;
-    } else if (s->image_bytes < PROBE_MIN_BYTES) {
-        s->checksum_probes = SNAPSHOT_PROBES;
-    }
+    ckpt__checksum_choice_init(&s->cs, s->image_bytes);
 }
 
 void ckpt__saver_snapshot_timed(ckpt_saver *s, int fused, double seconds)
 {
-    double *best = fused ? &s->probe_fused_s : &s->probe_plain_s;
-    if (s->checksum_probes >= SNAPSHOT_PROBES || seconds <= 0)
+    if (!ckpt__checksum_choice_timed(&s->cs, fused, seconds))
         return;
-    if (*best < 0 || seconds < *best)
-        *best = seconds;
-    if (++s->checksum_probes < SNAPSHOT_PROBES) {
-        s->checksum = !fused; /* alternate */
-        return;
-    }
-    s->checksum = !(s->probe_plain_s > 0 && s->probe_fused_s > 0 &&
-                    s->probe_plain_s < PLAIN_MARGIN * s->probe_fused_s);
     CKPT__SAVER_LOG(
         s, CKPT_LOG_INFO,
         "snapshot copies: with the checksum %.2f GB/s, plain %.2f GB/s (best "
         "of the first %d snapshots): checksum %s from now on",
-        s->probe_fused_s > 0 ? (double)s->image_bytes / s->probe_fused_s / 1e9
-                             : 0.0,
-        s->probe_plain_s > 0 ? (double)s->image_bytes / s->probe_plain_s / 1e9
-                             : 0.0,
-        SNAPSHOT_PROBES,
-        s->checksum ? "fused into the copy" : "computed by the writer");
+        s->cs.fused_s > 0 ? (double)s->image_bytes / s->cs.fused_s / 1e9 : 0.0,
+        s->cs.plain_s > 0 ? (double)s->image_bytes / s->cs.plain_s / 1e9 : 0.0,
+        CKPT__CHECKSUM_PROBES,
+        s->cs.checksum ? "fused into the copy" : "computed by the writer");
 }
 
 int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
@@ -80,7 +42,8 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
     /* The writer's copy is off the loop's path: fusing the checksum into
      * it saves the writer a second pass over the image (memory traffic the
      * loop shares); a copy the caller does alone is as measured. */
-    int asked = ckpt__writer_snapshot_begin(s, job->image, 1, s->checksum, 1);
+    int asked =
+        ckpt__writer_snapshot_begin(s, job->image, 1, s->cs.checksum, 1);
     int err;
     job->checksum = s->help_work.checksum;
     err = ckpt__snapshot_callbacks(&s->help_work);

@@ -417,7 +417,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     err = new_job(&job, step, image, &stored, &prefix);
     if (err < 0)
         goto done;
-    job->checksum = s->checksum;
+    job->checksum = s->cs.checksum;
     /* The snapshot: the only time the caller waits (with the fence in use,
      * it may leave the copy to the writer: 1). A snapshot taken here is
      * timed for the choice of where its checksum is computed. */

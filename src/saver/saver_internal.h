@@ -186,12 +186,27 @@ int ckpt__snapshot_run_caller(ckpt__snapshot_work *w);
  * the pieces' CRCs, or checksumming the image when the copies were
  * plain). Called by the writer before it writes the image. */
 void ckpt__image_seal(const ckpt__snapshot_work *w);
-/* Time the fused copy-and-checksum against a plain copy of `n` bytes from
- * `src` into `dst` (interleaved, best of `rounds` each); returns 1 when
- * the snapshot should fuse the checksum into the copy, 0 when plain copies
- * are clearly faster. */
-int ckpt__snapshot_measure(const void *src, void *dst, size_t n, int rounds,
-                           double *fused_s, double *plain_s);
+/* Where snapshots' checksums are computed: fused into the copies
+ * (checksum 1) or by the writer, which seals the image (0). Both savers
+ * time their first CKPT__CHECKSUM_PROBES snapshots, alternately fused and
+ * plain (fused first), and keep plain copies only when clearly faster. */
+#define CKPT__CHECKSUM_PROBES 4
+typedef struct ckpt__checksum_choice {
+    int checksum;            /* the placement for the next snapshot */
+    int probes;              /* snapshots timed so far (PROBES: decided) */
+    double fused_s, plain_s; /* best of each, seconds (-1: none yet) */
+} ckpt__checksum_choice;
+/* Start choosing for a state of `state_bytes`: fused first; decided at
+ * once (no probing) when CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces it
+ * or the state is too small to time. Also makes the CRC kernel's one-time
+ * choices, so that no snapshot pays them. */
+void ckpt__checksum_choice_init(ckpt__checksum_choice *c, uint64_t state_bytes);
+/* A snapshot took `seconds` with the checksum `fused` into its copies or
+ * not: while probing, sets c->checksum for the next one (the other
+ * placement, or the choice once every probe ran). Returns 1 when this call
+ * made the choice (for the caller to log it), else 0. */
+int ckpt__checksum_choice_timed(ckpt__checksum_choice *c, int fused,
+                                double seconds);
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
@@ -256,11 +271,7 @@ struct ckpt_saver {
     int num_images;
     ckpt__piece *pieces; /* the snapshot plan (fixed with the variables) */
     size_t npieces;
-    int checksum;        /* snapshots fuse the CRC into the copy (else the
-                            writer checksums the image): timed on the first
-                            snapshots (overlap.c), then fixed */
-    int checksum_probes; /* snapshots timed so far for that choice */
-    double probe_fused_s, probe_plain_s; /* best of each, seconds (-1: none) */
+    ckpt__checksum_choice cs; /* where snapshots' checksums are computed */
     int overlap;         /* a mutation fence was called: save_async may leave
                             the copy to the writer until the next fence */
     ckpt__job *deferred; /* triggered, copy not yet complete (caller
@@ -360,13 +371,13 @@ uint64_t ckpt__writer_submit(ckpt_saver *s, ckpt__job *job);
 /* ---- snapshot setup and overlapped snapshots (overlap.c) ---------------- */
 
 /* Once, at the first image: where snapshots' checksums are computed,
- * fused into the copy (s->checksum 1) or by the writer (0). The first
+ * fused into the copy (s->cs.checksum 1) or by the writer (0). The first
  * snapshots alternate between the two and are timed
  * (ckpt__saver_snapshot_timed), unless CKPT_SNAPSHOT_CHECKSUM=copy or
  * =writer forces a choice or the state is too small to time. */
 void ckpt__saver_choose_checksum(ckpt_saver *s);
 /* A snapshot on the caller's thread took `seconds` with the checksum fused
- * into the copies (`fused`) or not: while probing, sets s->checksum for
+ * into the copies (`fused`) or not: while probing, sets s->cs.checksum for
  * the next one (the other placement, or once every probe ran, plain copies
  * only when clearly faster). */
 void ckpt__saver_snapshot_timed(ckpt_saver *s, int fused, double seconds);

@@ -14,13 +14,14 @@
  * piece's CRC-32C is either fused into its copy (one pass over the source)
  * or left to the writer, which checksums the image before writing
  * (ckpt__image_seal): whichever of the two copies is faster on this machine
- * keeps the loop's wait shortest (the saver times its first snapshots,
- * overlap.c; the MPI saver one variable, ckpt__snapshot_measure). Variables
+ * keeps the loop's wait shortest: both savers time their first snapshots
+ * (ckpt__checksum_choice, at the end of this file). Variables
  * behind read callbacks are copied by the calling thread only. */
 #include "saver_internal.h"
 #include "util/crc32c.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -229,41 +230,51 @@ void ckpt__image_seal(const ckpt__snapshot_work *w)
 }
 
 /* ---- choosing where the checksum is computed ------------------------------
- */
+ * The first CKPT__CHECKSUM_PROBES snapshots alternate between the fused
+ * copy and plain copies (fused first) and are timed; below
+ * PROBE_MIN_BYTES of state the difference is too small to time reliably
+ * and the fused copy is kept. A snapshot copies the whole state just after
+ * the loop's step wrote it, usually more than the caches hold, where the
+ * fused copy runs at memory speed; a copy of one variable timed in
+ * isolation (in cache) favours plain copies, which then also cost the
+ * writer a second pass over the image. Hence timing the snapshots
+ * themselves. */
+#define PROBE_MIN_BYTES ((uint64_t)4 << 20)
+/* Plain copies leave a pass over the image to the writer, which costs
+ * memory bandwidth the loop shares: chosen only when clearly faster. */
+#define PLAIN_MARGIN 0.85
 
-static double now_s(void)
+void ckpt__checksum_choice_init(ckpt__checksum_choice *c, uint64_t state_bytes)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    const char *force = getenv("CKPT_SNAPSHOT_CHECKSUM");
+    /* The CRC kernel and whether long fused copies stream are chosen once
+     * per process, at the first use: here, not in a save's snapshot. */
+    (void)ckpt__crc32c_copy_streams();
+    c->checksum = 1;
+    c->probes = 0;
+    c->fused_s = -1.0;
+    c->plain_s = -1.0;
+    if (force && (strcmp(force, "writer") == 0 || strcmp(force, "copy") == 0)) {
+        c->checksum = strcmp(force, "copy") == 0;
+        c->probes = CKPT__CHECKSUM_PROBES;
+    } else if (state_bytes < PROBE_MIN_BYTES) {
+        c->probes = CKPT__CHECKSUM_PROBES;
+    }
 }
 
-int ckpt__snapshot_measure(const void *src, void *dst, size_t n, int rounds,
-                           double *fused_s, double *plain_s)
+int ckpt__checksum_choice_timed(ckpt__checksum_choice *c, int fused,
+                                double seconds)
 {
-    double best_fused = -1.0, best_plain = -1.0;
-    volatile uint32_t sink = 0;
-    for (int r = 0; r < rounds; r++) {
-        /* interleaved, alternating which goes first, best of each */
-        for (int j = 0; j < 2; j++) {
-            int fused = (r + j) % 2 == 0;
-            double t0 = now_s(), dt;
-            if (fused)
-                sink ^= ckpt__crc32c_copy(0, dst, src, n);
-            else
-                memcpy(dst, src, n);
-            dt = now_s() - t0;
-            if (fused && (best_fused < 0 || dt < best_fused))
-                best_fused = dt;
-            if (!fused && (best_plain < 0 || dt < best_plain))
-                best_plain = dt;
-        }
+    double *best = fused ? &c->fused_s : &c->plain_s;
+    if (c->probes >= CKPT__CHECKSUM_PROBES || seconds <= 0)
+        return 0;
+    if (*best < 0 || seconds < *best)
+        *best = seconds;
+    if (++c->probes < CKPT__CHECKSUM_PROBES) {
+        c->checksum = !fused; /* alternate */
+        return 0;
     }
-    (void)sink;
-    *fused_s = best_fused;
-    *plain_s = best_plain;
-    /* Plain copies leave a second pass over the image to the writer, which
-     * costs memory bandwidth the loop shares: only worth it when clearly
-     * faster for the caller. */
-    return !(best_plain > 0 && best_plain < 0.85 * best_fused);
+    c->checksum = !(c->plain_s > 0 && c->fused_s > 0 &&
+                    c->plain_s < PLAIN_MARGIN * c->fused_s);
+    return 1;
 }

@@ -163,23 +163,44 @@ static void test_shared_work(void **state)
     work_dispose(&wf);
 }
 
-/* The measure returns a choice and positive times for both copies. */
-static void test_measure(void **state)
+/* The placement rule both savers share, on its own: a state too small to
+ * time, or CKPT_SNAPSHOT_CHECKSUM, decides at once (fused, or as forced);
+ * otherwise four timed snapshots alternate, fused first, and the call
+ * that makes the choice (and only that one) says so. */
+static void test_checksum_choice_rule(void **state)
 {
-    size_t n = (size_t)1 << 20;
-    uint8_t *src = malloc(n), *dst = malloc(n);
-    double fused = 0, plain = 0;
-    int choice;
+    ckpt__checksum_choice c;
+    int said = 0;
     (void)state;
-    assert_non_null(src);
-    assert_non_null(dst);
-    memset(src, 7, n);
-    choice = ckpt__snapshot_measure(src, dst, n, 2, &fused, &plain);
-    assert_true(choice == 0 || choice == 1);
-    assert_true(fused > 0 && plain > 0);
-    assert_memory_equal(dst, src, n);
-    free(src);
-    free(dst);
+    assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
+    ckpt__checksum_choice_init(&c, 1 << 20);
+    assert_int_equal(c.checksum, 1);
+    assert_int_equal(c.probes, CKPT__CHECKSUM_PROBES);
+    assert_int_equal(ckpt__checksum_choice_timed(&c, 1, 0.5), 0);
+    assert_int_equal(c.checksum, 1);
+
+    ckpt__checksum_choice_init(&c, (uint64_t)64 << 20);
+    assert_int_equal(c.probes, 0);
+    for (int i = 0; i < CKPT__CHECKSUM_PROBES; i++) {
+        int fused = c.checksum;
+        assert_int_equal(fused, i % 2 == 0);
+        said += ckpt__checksum_choice_timed(&c, fused, fused ? 0.010 : 0.005);
+    }
+    assert_int_equal(said, 1);
+    assert_int_equal(c.checksum, 0); /* plain copies twice as fast */
+    assert_int_equal(ckpt__checksum_choice_timed(&c, 0, 0.5), 0);
+    assert_int_equal(c.checksum, 0);
+    assert_true(c.fused_s == 0.010 && c.plain_s == 0.005);
+
+    assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "writer", 1), 0);
+    ckpt__checksum_choice_init(&c, (uint64_t)64 << 20);
+    assert_int_equal(c.checksum, 0);
+    assert_int_equal(c.probes, CKPT__CHECKSUM_PROBES);
+    assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "copy", 1), 0);
+    ckpt__checksum_choice_init(&c, (uint64_t)64 << 20);
+    assert_int_equal(c.checksum, 1);
+    assert_int_equal(c.probes, CKPT__CHECKSUM_PROBES);
+    assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
 }
 
 /* ---- async saves of a split state -----------------------------------------
@@ -418,7 +439,7 @@ static void test_no_fence_copies_at_trigger(void **state)
         ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
         int busy = 0;
         assert_ckpt_ok(ckpt_saver_reserve(s));
-        s->checksum = checksum;
+        s->cs.checksum = checksum;
         fill(f, 5.0f);
         assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
         assert_null(s->deferred);
@@ -446,7 +467,7 @@ static void test_fence_completes_overlapped_snapshot(void **state)
         ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP);
         ckpt_saver_metrics m;
         assert_ckpt_ok(ckpt_saver_reserve(s));
-        s->checksum = checksum;
+        s->cs.checksum = checksum;
         assert_ckpt_ok(ckpt_saver_mutation_fence(s)); /* nothing open */
         assert_int_equal(s->overlap, 1);
         f->cb_calls = 0;
@@ -631,20 +652,20 @@ static void test_checksum_placement_by_timed_snapshots(void **state)
     for (int i = 0; i < 6; i++) {
         float base = 10.0f * (float)(i + 1);
         if (i < 4)
-            assert_int_equal(s->checksum, i % 2 == 0); /* this save's */
+            assert_int_equal(s->cs.checksum, i % 2 == 0); /* this save's */
         else
-            assert_int_equal(s->checksum, chosen);
+            assert_int_equal(s->cs.checksum, chosen);
         fill(f, base);
         assert_ckpt_ok(ckpt_saver_save_async(s, i + 1, NULL));
         fill(f, -base); /* the copy was complete at the trigger */
         assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
         expect_checkpoint(f, i + 1, base);
         if (i == 3) {
-            chosen = s->checksum;
+            chosen = s->cs.checksum;
             assert_true(chosen == 0 || chosen == 1);
         }
     }
-    assert_int_equal(s->checksum_probes, 4);
+    assert_int_equal(s->cs.probes, 4);
     for (int i = 0; i < f->nlog; i++)
         if (strstr(f->log[i], "snapshot copies: with the checksum ")) {
             lines++;
@@ -659,33 +680,33 @@ static void test_checksum_placement_by_timed_snapshots(void **state)
     /* The rule, with times given: plain copies only when clearly (15%)
      * faster than the fused copy, best of each. */
     ckpt__saver_choose_checksum(s);
-    assert_int_equal(s->checksum, 1);
+    assert_int_equal(s->cs.checksum, 1);
     ckpt__saver_snapshot_timed(s, 1, 0.010);
-    assert_int_equal(s->checksum, 0);
+    assert_int_equal(s->cs.checksum, 0);
     ckpt__saver_snapshot_timed(s, 0, 0.009);
     ckpt__saver_snapshot_timed(s, 1, 0.020);
     ckpt__saver_snapshot_timed(s, 0, 0.0088);
-    assert_int_equal(s->checksum, 1);        /* 0.0088 is not < 0.85 * 0.010 */
+    assert_int_equal(s->cs.checksum, 1);     /* 0.0088 is not < 0.85 * 0.010 */
     ckpt__saver_snapshot_timed(s, 0, 0.001); /* probing is over */
-    assert_int_equal(s->checksum, 1);
+    assert_int_equal(s->cs.checksum, 1);
     ckpt__saver_choose_checksum(s);
     ckpt__saver_snapshot_timed(s, 1, 0.010);
     ckpt__saver_snapshot_timed(s, 0, 0.0084);
     ckpt__saver_snapshot_timed(s, 1, 0.011);
     ckpt__saver_snapshot_timed(s, 0, 0.009);
-    assert_int_equal(s->checksum, 0);
+    assert_int_equal(s->cs.checksum, 0);
 
     /* CKPT_SNAPSHOT_CHECKSUM forces a placement: no probing. */
     assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "writer", 1), 0);
     ckpt__saver_choose_checksum(s);
-    assert_int_equal(s->checksum, 0);
+    assert_int_equal(s->cs.checksum, 0);
     ckpt__saver_snapshot_timed(s, 0, 0.010);
-    assert_int_equal(s->checksum, 0);
+    assert_int_equal(s->cs.checksum, 0);
     assert_int_equal(setenv("CKPT_SNAPSHOT_CHECKSUM", "copy", 1), 0);
     ckpt__saver_choose_checksum(s);
-    assert_int_equal(s->checksum, 1);
+    assert_int_equal(s->cs.checksum, 1);
     ckpt__saver_snapshot_timed(s, 1, 0.010);
-    assert_int_equal(s->checksum, 1);
+    assert_int_equal(s->cs.checksum, 1);
     assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
     ckpt_saver_free(s);
 }
@@ -695,7 +716,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_shared_work),
-        cmocka_unit_test(test_measure),
+        cmocka_unit_test(test_checksum_choice_rule),
         cmocka_unit_test_setup_teardown(test_sync_save_through_image, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_or_buffered_by_measure,
