@@ -157,28 +157,25 @@ prefix=$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' \
     "$tmp/train-async/checkpoint")
 files=("$tmp/train-async/$prefix".*)
 bytes=$(cat "${files[@]}" | wc -c)
+# Seconds COMMAND... takes, the checkpoint's files dropped from the page
+# cache first.
+cold_s() {
+    local t0
+    "$bench" --drop-cache "${files[@]}"
+    t0=$(now)
+    "$@" >/dev/null || return 1
+    awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }'
+}
 read_sum=0
 for r in $(seq 1 "$reps"); do
-    "$bench" --drop-cache "${files[@]}"
-    t0=$(now)
-    cat "${files[@]}" >/dev/null
-    t_read=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
-    "$bench" --drop-cache "${files[@]}"
-    t0=$(now)
-    "$ckpt" verify "$tmp/train-async/$prefix" >/dev/null
-    t_verify=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    t_read=$(cold_s cat "${files[@]}")
+    t_verify=$(cold_s "$ckpt" verify "$tmp/train-async/$prefix")
     ratio "ckpt verify, cold, vs read() of its files, $state_mib MiB" ge 0.9 \
         "$(div "$t_read" "$t_verify")"
     read_sum=$(awk -v a="$read_sum" -v b="$t_read" 'BEGIN { print a + b }')
     # the noise floor: cat against cat, paired the same way
-    "$bench" --drop-cache "${files[@]}"
-    t0=$(now)
-    cat "${files[@]}" >/dev/null
-    t_read=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
-    "$bench" --drop-cache "${files[@]}"
-    t0=$(now)
-    cat "${files[@]}" >/dev/null
-    t_cat=$(awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }')
+    t_read=$(cold_s cat "${files[@]}")
+    t_cat=$(cold_s cat "${files[@]}")
     ratio "cat vs cat, cold (noise floor), $state_mib MiB" noise - \
         "$(div "$t_read" "$t_cat")"
 done
