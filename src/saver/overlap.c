@@ -15,8 +15,6 @@
 #include "saver_internal.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 
 void ckpt__saver_choose_checksum(ckpt_saver *s)
 {

@@ -11,8 +11,6 @@
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
-#include <time.h>
-
 /* If a checkpoint of this name exists, unlist it and drop its index first,
  * so a failure while overwriting never leaves mixed files looking complete. */
 static int forget_existing(ckpt_saver *s, const char *stored,
@@ -76,19 +74,11 @@ static int commit_checkpoint(ckpt_saver *s, const char *stored,
  * O_DIRECT unless the page cache was clearly faster (best rate of each). Direct
  * writes leave the loop's memory bandwidth alone (no copy into the page cache,
  * no page cache to evict later), hence the margin. CKPT_DIRECT_IO_ON and _OFF
- * are obeyed as they are. */
+ * are obeyed as they are. Timed with the machine's clock
+ * (ckpt_clock_monotonic(NULL)), not the saver's, which a test may fake. */
 #define PROBE_WRITES 4
 #define BUFFERED_MARGIN 1.15
 #define CLEAR_FACTOR 2.0
-
-/* The machine's clock (not the saver's, which a test may fake): this
- * times the machine. */
-static double machine_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int use_direct(const ckpt_saver *s)
 {
@@ -138,11 +128,11 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     err = forget_existing(s, job->stored, job->prefix);
     if (err == 0 && img) {
         int direct = use_direct(s);
-        double w0 = machine_now();
+        double w0 = ckpt_clock_monotonic(NULL);
         err = ckpt__write_from_image(s->fs, job->prefix, s->vars, s->nvars, img,
                                      s->image_bytes, direct, &bytes);
         if (err == 0)
-            record_write(s, direct, bytes, machine_now() - w0);
+            record_write(s, direct, bytes, ckpt_clock_monotonic(NULL) - w0);
     } else if (err == 0)
         err = ckpt__write_from_vars(s->fs, job->prefix, s->vars, s->nvars,
                                     &bytes);

@@ -345,15 +345,6 @@ int ckpt_saver_reserve(ckpt_saver *s)
     return 0;
 }
 
-/* The machine's clock (not the saver's, which a test may fake): the
- * snapshot's copy speed is timed with it. */
-static double machine_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A job for the writer, owning copies of the names. */
 static int new_job(ckpt__job **out, int64_t step, int image, ckpt_buf *stored,
                    ckpt_buf *prefix)
@@ -420,14 +411,16 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     job->checksum = s->cs.checksum;
     /* The snapshot: the only time the caller waits (with the fence in use,
      * it may leave the copy to the writer: 1). A snapshot taken here is
-     * timed for the choice of where its checksum is computed. */
+     * timed, with the machine's clock (not the saver's, which a test may
+     * fake), for the choice of where its checksum is computed. */
     if (s->overlap) {
         err = ckpt__saver_overlap_snapshot(s, job);
     } else {
-        double c0 = machine_now();
+        double c0 = ckpt_clock_monotonic(NULL);
         err = ckpt__writer_snapshot(s, image, job->checksum);
         if (err == 0)
-            ckpt__saver_snapshot_timed(s, job->checksum, machine_now() - c0);
+            ckpt__saver_snapshot_timed(s, job->checksum,
+                                       ckpt_clock_monotonic(NULL) - c0);
     }
     if (err < 0) {
         ckpt__job_free(job);
