@@ -218,6 +218,15 @@ static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
 }
 
 /* Name the save and snapshot this rank's part, then start its op. */
+/* A snapshot taken into s->image (or a failure) becomes the save in
+ * flight: counted, numbered and started. */
+static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
+                   double blocking_s, int err)
+{
+    count_started(s, blocking_s);
+    start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
+}
+
 static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
                      int local_err)
 {
@@ -225,8 +234,7 @@ static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     int err = local_err;
     if (err == 0)
         err = snapshot(s, &s->image, &blocking_s);
-    count_started(s, blocking_s);
-    start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
+    launch(s, step, is_async, blocking_s, err);
 }
 
 void ckpt__mpi_promote_pending(ckpt_mpi_saver *s)
@@ -312,8 +320,7 @@ static void save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
             keep_pending(s, step, err, blocking_s, ticket_out);
             return;
         }
-        count_started(s, blocking_s);
-        start_op(s, step, 1, ++s->next_ticket, blocking_s, err);
+        launch(s, step, 1, blocking_s, err);
         if (ticket_out)
             *ticket_out = s->op.ticket;
         return;
@@ -370,8 +377,7 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
         err = snapshot(s, &s->image, &blocking_s);
     any = ckpt__mpi_busy_decide(s);
     if (!any) {
-        count_started(s, blocking_s);
-        start_op(s, step, 1, ++s->next_ticket, blocking_s, err);
+        launch(s, step, 1, blocking_s, err);
         if (ticket_out)
             *ticket_out = s->op.ticket;
         return 0;
