@@ -37,6 +37,7 @@
  *            wall-clock time and the time its main thread was ready to run
  *            but waited for a CPU other threads held
  */
+#include "bench_util.h"
 #include "ckpt.h"
 
 #include <fcntl.h>
@@ -50,19 +51,6 @@
 #include <unistd.h>
 
 #define NTENSORS 64
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double median(double *v, int n)
 {

@@ -16,6 +16,7 @@
  * usage: bench_crc32c [--reps N] [--quick]   (N >= 5; default 7;
  *        --quick: 5 reps, a quarter of the bytes per measurement)
  * Hold the machine's benchmark lock: flock /tmp/ckpt-bench.lock ... */
+#include "bench_util.h"
 #include "util/crc32c.h"
 
 #include <stdio.h>
@@ -25,19 +26,6 @@
 
 #define MAX_REPS 64
 #define ROWS (1 + 2 * CKPT__CRC32C_IMPL_COUNT)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Median, min and max of v[0..n) (sorts v). */
 static void summarise(double *v, int n, double out[3])

@@ -39,6 +39,7 @@
  *        [--entries N,...]  (M MiB of partitioned state in total, split over
  *        the ranks, plus 1% replicated; K repetitions, default 5;
  *        --buffered: the saver's direct_io off) */
+#include "bench_util.h"
 #include "ckpt.h"
 #include "ckpt/mpi.h"
 
@@ -55,13 +56,6 @@
 extern char **environ;
 
 static int g_rank, g_size;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Complete `req`, sleeping between tests (never spinning on the cores the
  * other ranks need). */
