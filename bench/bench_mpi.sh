@@ -89,46 +89,6 @@ if [ $raw = 1 ]; then
     cat "$out"
     exit 0
 fi
-awk -F'\t' -v load="$(cut -d' ' -f1-3 /proc/loadavg)" -v cores="$(nproc)" '
-$1 == "ratio" || $1 == "info" {
-    f = $2
-    if (!(f in n)) {
-        order[++nf] = f; kind[f] = $1
-        if ($1 == "ratio") { op[f] = $3; target[f] = $4 }
-    }
-    v[f, ++n[f]] = $1 == "ratio" ? $5 : $3
-}
-function sorted(f, k,    i, j, t) {
-    for (i = 1; i <= k; i++) s[i] = v[f, i]
-    for (i = 2; i <= k; i++)
-        for (j = i; j > 1 && s[j - 1] > s[j]; j--) {
-            t = s[j]; s[j] = s[j - 1]; s[j - 1] = t
-        }
-}
-END {
-    printf "machine: %d cores, load average %s\n\n", cores, load
-    printf "| figure | target | median | range (min-max) | reps | verdict |\n"
-    printf "|---|---|---|---|---|---|\n"
-    for (i = 1; i <= nf; i++) {
-        f = order[i]; k = n[f]
-        sorted(f, k)
-        med = k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
-        lo = s[1]; hi = s[k]
-        if (kind[f] == "info") {
-            printf "| %s | | %.3f | %.3f-%.3f | %d | |\n", f, med, lo, hi, k
-            continue
-        }
-        t = target[f]
-        if (op[f] == "noise") {
-            printf "| %s | - | %.3f | %.3f-%.3f | %d | noise floor |\n", f,
-                med, lo, hi, k
-            continue
-        }
-        if (op[f] == "le")
-            verdict = hi <= t ? "met" : (med <= t ? "not met (spread crosses)" : "not met")
-        else
-            verdict = lo >= t ? "met" : (med >= t ? "not met (spread crosses)" : "not met")
-        printf "| %s | %s %s | %.3f | %.3f-%.3f | %d | %s |\n", f,
-            op[f] == "le" ? "<=" : ">=", t, med, lo, hi, k, verdict
-    }
-}' "$out"
+awk -f "$(dirname "$0")/table.awk" -v json=0 -v quick=0 \
+    -v machine="$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+    "$out"

@@ -219,45 +219,5 @@ rm -rf "$tmp"/train-*
 
 # ---- the table -----------------------------------------------------------------
 mkdir -p "$tmp"
-awk -F'\t' -v json=$json -v machine="$machine" -v quick=$quick '
-$1 == "ratio" {
-    if (!($2 in n)) { order[++nf] = $2; op[$2] = $3; target[$2] = $4 }
-    v[$2, ++n[$2]] = $5
-}
-function sort_values(f, k,    i, j, t) {
-    for (i = 1; i <= k; i++) s[i] = v[f, i]
-    for (i = 2; i <= k; i++)
-        for (j = i; j > 1 && s[j - 1] > s[j]; j--) {
-            t = s[j]; s[j] = s[j - 1]; s[j - 1] = t
-        }
-}
-END {
-    if (json) printf "{\"machine\": \"%s\", \"quick\": %s, \"figures\": [\n", machine, quick ? "true" : "false"
-    else {
-        printf "machine: %s\n\n", machine
-        printf "| figure | target | median | range (min-max) | reps | verdict |\n"
-        printf "|---|---|---|---|---|---|\n"
-    }
-    for (i = 1; i <= nf; i++) {
-        f = order[i]; k = n[f]
-        sort_values(f, k)
-        med = k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
-        lo = s[1]; hi = s[k]; t = target[f]
-        if (op[f] == "noise") {
-            verdict = "noise floor"
-            tshow = "-"
-        } else if (op[f] == "le") {
-            verdict = hi <= t ? "met" : (med <= t ? "not met (spread crosses)" : "not met")
-            tshow = "<= " t
-        } else {
-            verdict = lo >= t ? "met" : (med >= t ? "not met (spread crosses)" : "not met")
-            tshow = ">= " t
-        }
-        if (json)
-            printf "  {\"figure\": \"%s\", \"op\": \"%s\", \"target\": %s, \"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"reps\": %d, \"verdict\": \"%s\"}%s\n",
-                f, op[f], op[f] == "noise" ? "null" : t, med, lo, hi, k, verdict, i < nf ? "," : ""
-        else
-            printf "| %s | %s | %.3f | %.3f-%.3f | %d | %s |\n", f, tshow, med, lo, hi, k, verdict
-    }
-    if (json) printf "]}\n"
-}' "$ratios"
+awk -f bench/table.awk -v json=$json -v machine="$machine" -v quick=$quick \
+    "$ratios"
