@@ -155,3 +155,15 @@ void test_limit_self(uint64_t max_memory, unsigned seconds)
     if (seconds > 0)
         alarm(seconds);
 }
+
+void test_fill_random(void *dst, size_t n, uint64_t seed)
+{
+    uint8_t *p = dst;
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}

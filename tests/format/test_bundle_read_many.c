@@ -64,17 +64,6 @@ static const tspec SHARDED[] = {
     {"s1d", CKPT_DT_INT64, 100, 1},
 };
 
-static void fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 12345;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 32);
-    }
-}
-
 static uint64_t name_seed(const char *name)
 {
     uint64_t h = 1469598103934665603ull;
@@ -133,7 +122,7 @@ static void make_values(fixture *f, const tspec *specs, size_t n)
         f->bytes[i] = (size_t)specs[i].count * ckpt_dtype_size(specs[i].dtype);
         f->values[i] = malloc(f->bytes[i] + 1);
         assert_non_null(f->values[i]);
-        fill_random(f->values[i], f->bytes[i], name_seed(specs[i].name));
+        test_fill_random(f->values[i], f->bytes[i], name_seed(specs[i].name));
     }
 }
 
@@ -781,7 +770,7 @@ static void test_big_endian_direct(void **state)
         size_t sz = (size_t)t[i].size;
         host[i] = malloc(sz);
         assert_non_null(host[i]);
-        fill_random(host[i], sz, name_seed(t[i].name));
+        test_fill_random(host[i], sz, name_seed(t[i].name));
         memcpy(data + t[i].offset, host[i], sz);
         swap_bytes(data + t[i].offset, sz, width[i]); /* host is LE */
     }
@@ -826,7 +815,7 @@ static void test_overlapping_records(void **state)
         {"z", CKPT_DT_FLOAT, 0, (int64_t)(2 * MIB), 0},
     };
     assert_non_null(data);
-    fill_random(data, total, 99);
+    test_fill_random(data, total, 99);
     write_hand_bundle(f, t, 3, 0, data, total);
     assert_ckpt_error(ckpt_bundle_reader_open(&r, f->prefix, NULL),
                       CKPT_ECORRUPT, "tensors 'a' and 'b' overlap");

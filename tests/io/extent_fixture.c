@@ -1,4 +1,4 @@
-/* tests/io/extent_fixture.c - the read tests' shared file bytes,
+/* tests/io/extent_fixture.c - the read tests' shared
  * destinations and checks (see extent_fixture.h). */
 #include "extent_fixture.h"
 
@@ -8,17 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-void ext_fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 24);
-    }
-}
 
 void ext_give_destinations(ckpt__extent *ext, size_t n, const int *dst_wanted)
 {

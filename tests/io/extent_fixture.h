@@ -1,6 +1,6 @@
-/* tests/io/extent_fixture.h - what the read tests of io/ share: a file's
- * pseudo-random bytes, destinations for extents with guard bytes after
- * them, and the check that every extent got the file's bytes and CRC. */
+/* tests/io/extent_fixture.h - what the read tests of io/ share:
+ * destinations for extents with guard bytes after them, and the check that
+ * every extent got the file's bytes and CRC. */
 #ifndef CKPT_TESTS_IO_EXTENT_FIXTURE_H
 #define CKPT_TESTS_IO_EXTENT_FIXTURE_H
 
@@ -12,10 +12,6 @@
 /* Bytes after each destination that a read must leave as EXT_GUARD_BYTE. */
 #define EXT_GUARD 16
 #define EXT_GUARD_BYTE 0xa5
-
-/* `n` pseudo-random bytes from `seed` (xorshift; the same seed, the same
- * bytes). */
-void ext_fill_random(uint8_t *p, size_t n, uint64_t seed);
 
 /* Give extent i a destination of size + EXT_GUARD bytes, all set to
  * EXT_GUARD_BYTE, when dst_wanted is NULL or dst_wanted[i] is nonzero

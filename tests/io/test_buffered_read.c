@@ -49,7 +49,7 @@ static int setup(void **state)
     f->size = (size_t)(6 * PIECE + 3 * KIB * KIB + 4097);
     f->data = malloc(f->size);
     assert_non_null(f->data);
-    ext_fill_random(f->data, f->size, 42);
+    test_fill_random(f->data, f->size, 42);
     snprintf(f->path, sizeof(f->path), "%s/data", f->dir);
     test_write_file(f->path, f->data, f->size);
     *state = f;

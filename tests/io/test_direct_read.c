@@ -42,7 +42,7 @@ static void make_file(fixture *f, const char *dir, const char *name,
     f->size = size;
     f->data = malloc(size ? size : 1);
     assert_non_null(f->data);
-    ext_fill_random(f->data, size, size + 7);
+    test_fill_random(f->data, size, size + 7);
     snprintf(f->path, sizeof(f->path), "%s/%s", dir, name);
     test_write_file(f->path, f->data, size);
 }

@@ -38,18 +38,6 @@ typedef struct fixture {
 #define NB 400001
 #define NEMB 250000
 
-static void fill_random(void *dst, size_t n, uint64_t seed)
-{
-    uint8_t *p = dst;
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 99;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (uint8_t)(x >> 40);
-    }
-}
-
 static int cb_read(void *dst, uint64_t offset, size_t n, void *payload)
 {
     fixture *f = payload;
@@ -77,11 +65,11 @@ static int setup(void **state)
     f->b0 = malloc(NB * sizeof(int64_t));
     f->emb0 = malloc(NEMB * sizeof(double));
     assert_true(f->a && f->b && f->emb && f->a0 && f->b0 && f->emb0);
-    fill_random(f->a, NA * sizeof(float), 1);
-    fill_random(f->b, NB * sizeof(int64_t), 2);
-    fill_random(f->emb, NEMB * sizeof(double), 3);
-    fill_random(f->bias, sizeof(f->bias), 4);
-    fill_random(f->cb, sizeof(f->cb), 5);
+    test_fill_random(f->a, NA * sizeof(float), 1);
+    test_fill_random(f->b, NB * sizeof(int64_t), 2);
+    test_fill_random(f->emb, NEMB * sizeof(double), 3);
+    test_fill_random(f->bias, sizeof(f->bias), 4);
+    test_fill_random(f->cb, sizeof(f->cb), 5);
     f->step = 123456789;
     memcpy(f->a0, f->a, NA * sizeof(float));
     memcpy(f->b0, f->b, NB * sizeof(int64_t));
