@@ -217,9 +217,10 @@ ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
  *  C-string name would cut short.
  *  @return as ckpt_bundle_reader_read; CKPT_EINVAL also when `entry` is not
  *          one of `r`'s */
-CKPT_EXTERN(int) ckpt_bundle_reader_read_entry(ckpt_bundle_reader *r,
-                                               const ckpt_tensor_entry *entry,
-                                               void *dst, size_t dst_size);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read_entry(ckpt_bundle_reader *r,
+                              const ckpt_tensor_entry *entry, void *dst,
+                              size_t dst_size);
 
 /** One destination of ckpt_bundle_reader_read_many. */
 typedef struct ckpt_read_request {
@@ -268,9 +269,10 @@ ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
  *  names that hold a NUL byte.
  *  @return as ckpt_bundle_reader_read_strings; CKPT_EINVAL also when
  *          `entry` is not one of `r`'s */
-CKPT_EXTERN(int) ckpt_bundle_reader_read_strings_entry(
-    ckpt_bundle_reader *r, const ckpt_tensor_entry *entry,
-    ckpt_string_array *out);
+CKPT_EXTERN(int)
+ckpt_bundle_reader_read_strings_entry(ckpt_bundle_reader *r,
+                                      const ckpt_tensor_entry *entry,
+                                      ckpt_string_array *out);
 
 /** Read the raw record of `entry` (as stored, before any byte swapping)
  *  into `out` (appended), verifying its CRC unless checksums are skipped. */
@@ -349,9 +351,13 @@ ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n);
 CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
- *  The fixed-size records of each data file are read in one pass in file
- *  order as ckpt_bundle_reader_check reads one (string records whole,
- *  after them), so memory does not grow with a tensor's size.
+ *  The fixed-size records of each data file (the pieces of partitioned
+ *  tensors among them) are read in one pass in file order as
+ *  ckpt_bundle_reader_check reads one (string records whole, after them),
+ *  so memory does not grow with a tensor's size; then each partitioned
+ *  tensor of a fixed-size dtype must be covered by its pieces exactly once
+ *  (checked from the index, one bit per element). Together that is what
+ *  ckpt_bundle_reader_check of every entry checks, each byte read once.
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (missing shard), CKPT_EIO */
 CKPT_EXTERN(int) ckpt_bundle_reader_verify(ckpt_bundle_reader *r);
 

@@ -3,9 +3,10 @@
  * ckpt__read_extents with no destination, each piece checksummed in a
  * small per-thread buffer, and its CRC compared; a string tensor's layout
  * walked; a partitioned tensor piece by piece) and ckpt_bundle_reader_verify
- * (every record of the bundle: the fixed-size ones of each data file in
- * one such read, in file order). Memory does not grow with a record's
- * size. */
+ * (every record of the bundle: the fixed-size ones, the pieces of
+ * partitioned tensors included, of each data file in one such read, in
+ * file order; then the string records, and where each partitioned
+ * tensor's pieces lie). Memory does not grow with a record's size. */
 #include "ckpt/bundle.h"
 
 #include "common/internal.h"
@@ -105,13 +106,20 @@ static int verify_fixed_size(ckpt_bundle_reader *r)
     return err;
 }
 
+/* Whether a partitioned tensor's pieces can be placed (a fixed-size dtype
+ * this library knows); the records of the others are still checked. */
+static int assemblable(const ckpt_tensor_entry *e)
+{
+    return e->dtype != CKPT_DT_STRING && ckpt_dtype_is_supported(e->dtype);
+}
+
 int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
 {
     ckpt_buf rec = CKPT_BUF_INIT;
     int err;
 
     CKPT__CHECK_ARG(r);
-    err = verify_fixed_size(r);
+    err = verify_fixed_size(r); /* the pieces of partitioned tensors too */
     for (size_t i = 0; err == 0 && i < r->count; i++) {
         const ckpt_tensor_entry *e = &r->entries[i];
         if (e->num_slices > 0 || e->dtype != CKPT_DT_STRING)
@@ -119,6 +127,15 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
         ckpt__buf_clear(&rec);
         /* string records are checked by scan_strings through the CRC */
         err = ckpt__bundle_reader_load_record(r, e, &rec, true);
+    }
+    for (size_t i = 0; err == 0 && i < r->count; i++) {
+        const ckpt_tensor_entry *e = &r->entries[i];
+        ckpt__partitioned_read pr;
+        if (e->num_slices == 0 || !assemblable(e))
+            continue;
+        err = ckpt__bundle_reader_assembly_of(&pr, r, e);
+        if (err == 0)
+            err = ckpt__bundle_check_partitioned_layout(&pr);
     }
     ckpt_buf_dispose(&rec);
     return err;

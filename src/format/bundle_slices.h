@@ -175,6 +175,9 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
  * once (a bitmap of one bit per element, bounded by the pieces' records).
  * Errors as ckpt__bundle_read_partitioned's. */
 int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
+/* The same without reading the pieces' records (for a caller that checks
+ * them as records of their own): sizes, shapes, and exact coverage. */
+int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr);
 
 /* Implemented by format/bundle_reader.c: the entry whose key is exactly
  * `key` (`key_len` bytes, may contain 0 bytes). 0 or CKPT_ENOTFOUND. */

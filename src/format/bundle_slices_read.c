@@ -103,6 +103,7 @@ struct assembly {
     uint64_t total;   /* elements covered so far */
     bool size_only;   /* only check each piece's record and add its size */
     bool check_only;  /* stream each piece (CRC) and mark it, no dst */
+    bool layout_only; /* mark each piece without reading its record */
     uint64_t stored;  /* bytes of the pieces' records (size_only) */
     ckpt_buf key;
     ckpt_buf record;
@@ -286,6 +287,8 @@ static int place_piece(struct assembly *as, int index,
         as->stored += (uint64_t)pe->size;
         return 0;
     }
+    if (as->layout_only)
+        return scatter(as, index, lo, hi, NULL);
     if (as->check_only) {
         err = ckpt__bundle_reader_stream_check(pr->reader, pe);
         if (err < 0)
@@ -337,10 +340,17 @@ static int place_all(struct assembly *as)
     }
 }
 
-/* Place every piece of the tensor into `dst` or, with `check_only`, only
- * into the bitmap, and check that they cover it exactly once. */
+/* How assemble treats the pieces' records. */
+enum assemble_mode {
+    ASSEMBLE_INTO_DST, /* read, check and copy into dst */
+    ASSEMBLE_CHECK,    /* stream with their CRCs, no dst */
+    ASSEMBLE_LAYOUT    /* not read at all: only where the pieces lie */
+};
+
+/* Place every piece of the tensor into `dst` or, as `mode` says, only into
+ * the bitmap, and check that they cover it exactly once. */
 static int assemble(const ckpt__partitioned_read *pr, void *dst,
-                    size_t dst_size, bool check_only)
+                    size_t dst_size, enum assemble_mode mode)
 {
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
@@ -354,7 +364,8 @@ static int assemble(const ckpt__partitioned_read *pr, void *dst,
     as.name = ckpt__show_name(&sn, e->name, e->name_len);
     as.esize = ckpt_dtype_size(e->dtype);
     as.dst = dst;
-    as.check_only = check_only;
+    as.check_only = mode == ASSEMBLE_CHECK;
+    as.layout_only = mode == ASSEMBLE_LAYOUT;
     if (ckpt_shape_num_elements(&count, &e->shape) < 0)
         return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': bad shape",
                            pr->index_path, as.name);
@@ -391,7 +402,7 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
 {
     /* dtype (fixed-size), shape and dst_size were checked by the reader
      * (check_read_target) before it came here. */
-    return assemble(pr, dst, dst_size, false);
+    return assemble(pr, dst, dst_size, ASSEMBLE_INTO_DST);
 }
 
 int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
@@ -399,7 +410,16 @@ int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
     uint64_t bytes = 0;
     int err = ckpt__bundle_partitioned_size(pr, &bytes);
     if (err == 0)
-        err = assemble(pr, NULL, 0, true);
+        err = assemble(pr, NULL, 0, ASSEMBLE_CHECK);
+    return err;
+}
+
+int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr)
+{
+    uint64_t bytes = 0;
+    int err = ckpt__bundle_partitioned_size(pr, &bytes);
+    if (err == 0)
+        err = assemble(pr, NULL, 0, ASSEMBLE_LAYOUT);
     return err;
 }
 

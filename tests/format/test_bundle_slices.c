@@ -856,13 +856,29 @@ static void hb_write(hand_bundle *hb, const char *prefix, int endianness)
     memset(hb, 0, sizeof(*hb));
 }
 
-/* Open the hand-made bundle and expect reading "w" (12 floats) to fail. */
+/* Open the hand-made bundle: reading "w" (12 floats) fails so; checking it
+ * alone fails with `code` too, and so does verifying the whole bundle (the
+ * pieces' records in its one pass, then where they lie, without reading them
+ * again). */
 static void expect_read_error(const char *prefix, int code, const char *needle)
 {
     ckpt_bundle_reader *r = open_reader(prefix);
+    const ckpt_tensor_entry *e = NULL;
     float got[12];
     assert_ckpt_error(ckpt_bundle_reader_read(r, "w", got, sizeof(got)), code,
                       needle);
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
+    assert_int_equal(ckpt_bundle_reader_check(r, e), code);
+    if (code == CKPT_ENOTSUP) {
+        /* not damage: verify checks the pieces' records alone */
+        assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    } else {
+        /* found too, possibly first through another entry (a damaged
+         * piece's record by its own key, a piece that is itself
+         * partitioned as a tensor of its own) */
+        assert_int_equal(ckpt_bundle_reader_verify(r), code);
+        assert_non_null(strstr(ckpt_error_last()->message, "ckpt."));
+    }
     ckpt_bundle_reader_free(r);
 }
 

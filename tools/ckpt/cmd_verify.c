@@ -1,9 +1,9 @@
 /* tools/ckpt/cmd_verify.c - `ckpt verify PATH [--json]`: read every tensor
  * of a checkpoint, check every checksum, and report each damaged tensor.
  * Exit 1 when anything is damaged (a bad index, a bad record, a missing or
- * short data file). The fixed-size records are checked in one pass per
- * data file (ckpt_bundle_reader_verify); tensors are checked one by one
- * only to name what that pass found damaged. */
+ * short data file). Every record is checked in one pass per data file
+ * (ckpt_bundle_reader_verify); tensors are checked one by one only to name
+ * what that pass found damaged. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -22,9 +22,12 @@ const cli_command cli_cmd_verify = {
     "its CRC32C compared (strings: their length checksum too). Each damaged\n"
     "tensor is named on stderr. Records whose checksum this tool cannot\n"
     "compute (DT_VARIANT) are read but reported \"not checked\".\n"
-    "Each data file's fixed-size records are read first in one pass, front\n"
-    "to back, the way a restore reads them; when that pass finds any damage,\n"
-    "every tensor is checked again on its own to name each damaged one.\n"
+    "Every byte is read once when nothing is damaged: each data file's\n"
+    "fixed-size records (partitioned tensors' pieces among them) in one\n"
+    "pass, front to back, the way a restore reads them, then the string\n"
+    "records; partitioned tensors' coverage comes from the index. When that\n"
+    "finds any damage, every tensor is checked again on its own to name\n"
+    "each damaged one.\n"
     "Records are read in pieces of at most 1 MiB and partitioned tensors\n"
     "piece by piece: memory stays bounded whatever a tensor's size (string\n"
     "records are read whole; their data file bounds them).\n\n"
@@ -47,15 +50,6 @@ static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
         (e->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(e->dtype)))
         return 0; /* cannot be assembled; its slice entries are checked */
     return ckpt_bundle_reader_check(r, e);
-}
-
-/* Whether the one pass over the data files (ckpt_bundle_reader_verify)
- * checks this entry completely: a fixed-size record. String tensors and
- * partitioned ones are still checked on their own (their layout, their
- * pieces' coverage). */
-static int checked_by_pass(const ckpt_tensor_entry *e)
-{
-    return e->num_slices == 0 && e->dtype != CKPT_DT_STRING;
 }
 
 /* Why the checksum of a record that reads back cleanly was not compared,
@@ -159,7 +153,7 @@ static int run(int argc, char **argv)
     pass_ok = ckpt_bundle_reader_verify(r) == 0;
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = order[i];
-        int err = pass_ok && checked_by_pass(e) ? 0 : check_entry(r, e);
+        int err = pass_ok ? 0 : check_entry(r, e);
         num_tensors += cli_entry_listed(e) != 0;
         if (err == 0 && unchecked_reason(e)) {
             num_unchecked++;
