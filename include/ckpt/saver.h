@@ -163,7 +163,10 @@ CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
  *  into it (an idle writer thread sharing the copy) and written from there
  *  in one piece, with O_DIRECT unless `direct_io` is off; otherwise they
  *  are written straight from their memory. Either way the checkpoint holds
- *  the values at the call and is durable and named when this returns.
+ *  the values at the call and is durable and named when this returns. The
+ *  checkpoints retention evicts are deleted after the save: by the writer
+ *  thread when one runs (this returns first; ckpt_saver_wait and the next
+ *  save wait for the deletion), else before this returns.
  *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
  *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
@@ -210,7 +213,8 @@ CKPT_EXTERN(int) ckpt_saver_mutation_fence(ckpt_saver *s);
 CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
 
 /** Wait until the save `ticket` (0: every save dispatched so far) has
- *  finished, at most `timeout_s` seconds (< 0: no limit).
+ *  finished, and the deletion of what retention evicted with it, at most
+ *  `timeout_s` seconds (< 0: no limit).
  *  @return 0, CKPT_ETIMEDOUT, or a background failure (once) */
 CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
                                  double timeout_s);

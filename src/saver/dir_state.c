@@ -381,16 +381,6 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
     return err;
 }
 
-int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
-                           double save_time, int *may_be_named)
-{
-    ckpt__kept_list evicted = {0};
-    int err = ckpt__dir_state_commit_evicting(ds, stored, save_time,
-                                              may_be_named, &evicted);
-    ckpt__dir_state_delete_evicted(ds, &evicted);
-    return err;
-}
-
 void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
                                     ckpt__kept_list *evicted)
 {

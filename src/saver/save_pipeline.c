@@ -3,7 +3,9 @@
  * image when one is reserved, else straight from the variables) or the
  * writer thread does (writer.c, from a staging image):
  * sweep what an earlier failed save left, forget an existing checkpoint of
- * the same name, write the bundle, and name it in the state file. Both
+ * the same name, write the bundle, and name it in the state file; what
+ * retention evicts is handed back, to be deleted after the save (writer.c:
+ * deleting a big file can take a third of a write). Both
  * paths call ckpt__saver_write_checkpoint, so the order and the cleanup
  * rules exist once; image writes go direct or through the page cache as
  * the first ones measured. Only one save runs these steps at a time: a
@@ -46,15 +48,16 @@ static void sweep_after_failure(ckpt_saver *s)
 
 /* Name the written checkpoint in the state file; on failure remove its
  * files so nothing unnamed is left behind, unless the state file on disk
- * may name it after all (its rollback failed too). */
+ * may name it after all (its rollback failed too). What retention evicts
+ * goes to `evicted`, for deletion after the save. */
 static int commit_checkpoint(ckpt_saver *s, const char *stored,
-                             const char *prefix)
+                             const char *prefix, ckpt__kept_list *evicted)
 {
     int err;
     int may_be_named = 0;
     pthread_mutex_lock(&s->ds_mu);
-    err = ckpt__dir_state_commit(&s->ds, stored, ckpt_clock_wall(s->opts.clock),
-                                 &may_be_named);
+    err = ckpt__dir_state_commit_evicting(
+        &s->ds, stored, ckpt_clock_wall(s->opts.clock), &may_be_named, evicted);
     pthread_mutex_unlock(&s->ds_mu);
     /* Never delete a checkpoint the state file on disk may still name. */
     if (err < 0 && !may_be_named) {
@@ -119,7 +122,7 @@ static void record_write(ckpt_saver *s, int direct, uint64_t bytes,
 
 int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
                                  const ckpt__image *img, uint64_t *bytes_out,
-                                 double *seconds_out)
+                                 double *seconds_out, ckpt__kept_list *evicted)
 {
     double t0 = ckpt_clock_monotonic(s->opts.clock);
     uint64_t bytes = 0;
@@ -137,7 +140,7 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
         err = ckpt__write_from_vars(s->fs, job->prefix, s->vars, s->nvars,
                                     &bytes);
     if (err == 0)
-        err = commit_checkpoint(s, job->stored, job->prefix);
+        err = commit_checkpoint(s, job->stored, job->prefix, evicted);
     if (err < 0)
         s->need_cleanup = 1;
     *bytes_out = bytes;
@@ -146,13 +149,14 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
 }
 
 int ckpt__saver_write_sync(ckpt_saver *s, const ckpt__job *job,
-                           uint64_t *bytes_out, double *seconds_out)
+                           uint64_t *bytes_out, double *seconds_out,
+                           ckpt__kept_list *evicted)
 {
     double t0 = ckpt_clock_monotonic(s->opts.clock), write_s = 0.0;
     int err;
     if (s->num_images == 0)
         return ckpt__saver_write_checkpoint(s, job, NULL, bytes_out,
-                                            seconds_out);
+                                            seconds_out, evicted);
     /* The writer is idle, so image 0 is free: copy the variables into it
      * (with the writer's help, the checksum fused into the copies, one pass
      * over the state) and write that one aligned image - with O_DIRECT
@@ -162,7 +166,7 @@ int ckpt__saver_write_sync(ckpt_saver *s, const ckpt__job *job,
     if (err == 0) {
         ckpt__image_seal(&s->help_work);
         err = ckpt__saver_write_checkpoint(s, job, &s->images[0], bytes_out,
-                                           &write_s);
+                                           &write_s, evicted);
     } else {
         *bytes_out = 0;
     }

@@ -254,6 +254,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job job = {0};
+    ckpt__kept_list evicted = {0};
     uint64_t bytes = 0;
     double write_s = 0.0;
     int err;
@@ -277,7 +278,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     job.step = step;
     job.prefix = prefix.ptr;
     job.stored = stored.ptr;
-    err = ckpt__saver_write_sync(s, &job, &bytes, &write_s);
+    err = ckpt__saver_write_sync(s, &job, &bytes, &write_s, &evicted);
     job.blocking_s = write_s; /* the caller waited for all of it */
     pthread_mutex_lock(&s->mu);
     ckpt__saver_count_started(s, write_s);
@@ -297,6 +298,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     }
     CKPT__SAVER_LOG(s, CKPT_LOG_INFO, "saved %s (%" PRIu64 " bytes, %.3f s)",
                     prefix.ptr, bytes, write_s);
+    ckpt__saver_evict(s, &evicted);
     ckpt__saver_deliver(s);
     if (prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
@@ -483,6 +485,14 @@ static void deadline_after(struct timespec *ts, double seconds)
     }
 }
 
+/* Whether the save `ticket` or a deletion of what retention evicted is
+ * still to finish (mu held). */
+static int writer_owes(const ckpt_saver *s, uint64_t ticket)
+{
+    return ((s->active || s->pending) && s->finished_ticket < ticket) ||
+           s->evicting;
+}
+
 int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
 {
     struct timespec deadline;
@@ -497,13 +507,12 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     pthread_mutex_lock(&s->mu);
     if (ticket == 0)
         ticket = s->next_ticket;
-    while ((s->active || s->pending) && s->finished_ticket < ticket) {
+    while (writer_owes(s, ticket)) {
         if (timeout_s < 0) {
             pthread_cond_wait(&s->cv, &s->mu);
         } else if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) ==
                    ETIMEDOUT) {
-            timed_out =
-                !(!(s->active || s->pending) || s->finished_ticket >= ticket);
+            timed_out = writer_owes(s, ticket);
             break;
         }
     }

@@ -73,20 +73,16 @@ int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
  * remove its index so it never looks complete with mixed files. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
 /* Record a durable checkpoint: build the next list (the new checkpoint
- * appended, retention applied), write it to the state file, swap it in,
- * then delete what retention evicted. On failure the list is unchanged and
- * a state file the write may have replaced is put back; when even that
- * fails, *may_be_named is set: the state file on disk may name the new
- * checkpoint, whose files must then be kept. */
-int ckpt__dir_state_commit(ckpt__dir_state *ds, const char *stored,
-                           double save_time, int *may_be_named);
-/* As ckpt__dir_state_commit, but what retention evicted is moved into
- * `*evicted_out` (empty on entry; left empty on failure) instead of being
- * deleted, for the caller to delete later with
+ * appended, retention applied), write it to the state file and swap it
+ * in. What retention evicted is moved into `*evicted_out` (empty on entry;
+ * left empty on failure), for the caller to delete afterwards with
  * ckpt__dir_state_delete_evicted: the state file no longer names them, so
  * a crash before that leaves only files the next open sweeps. The caller
  * must finish that deletion before its next commit, which could reuse a
- * name. */
+ * name. On failure the list is unchanged and a state file the write may
+ * have replaced is put back; when even that fails, *may_be_named is set:
+ * the state file on disk may name the new checkpoint, whose files must
+ * then be kept. */
 int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
                                     double save_time, int *may_be_named,
                                     ckpt__kept_list *evicted_out);
@@ -291,6 +287,11 @@ struct ckpt_saver {
      * the writer has not taken up yet, or waits for it to finish. */
     int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (writer.c) */
     ckpt__snapshot_work help_work;
+    /* What retention evicted, handed to the writer thread to delete after
+     * the save that evicted it is counted; `evicting` while queued or
+     * being deleted (wait, close and the next write wait for it). */
+    ckpt__kept_list evicted;
+    int evicting;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */
@@ -307,17 +308,20 @@ struct ckpt_saver {
  * job->prefix (from `img` when not NULL, else straight from the variables),
  * and commit it to the state file, removing its files when that fails. On
  * failure the next save sweeps first. `bytes_out` receives the bytes
- * written, `seconds_out` the time all of it took. Called by one thread at a
- * time: the caller's (sync saves, after the writer went idle) or the
- * writer's. */
+ * written, `seconds_out` the time all of it took, and `evicted` (empty on
+ * entry) the checkpoints retention no longer keeps, named no more, for
+ * ckpt__saver_evict: their deletion is not part of the save. Called by one
+ * thread at a time: the caller's (sync saves, after the writer went idle,
+ * deletions included) or the writer's. */
 int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
                                  const ckpt__image *img, uint64_t *bytes_out,
-                                 double *seconds_out);
+                                 double *seconds_out, ckpt__kept_list *evicted);
 /* A synchronous save's write (the writer idle): through staging image 0
  * when one is reserved (copied there first, by both threads), else
  * straight from the variables; `seconds_out` covers the copy too. */
 int ckpt__saver_write_sync(ckpt_saver *s, const ckpt__job *job,
-                           uint64_t *bytes_out, double *seconds_out);
+                           uint64_t *bytes_out, double *seconds_out,
+                           ckpt__kept_list *evicted);
 
 /* ---- outcomes (outcomes.c) ------------------------------------------------
  * The functions marked "mu held" are called with s->mu locked. */
@@ -342,6 +346,9 @@ int ckpt__saver_enter(ckpt_saver *s);
 /* ---- the writer thread (writer.c; its top comment is the protocol) ------- */
 
 void ckpt__job_free(ckpt__job *job);
+/* Delete what a save's commit evicted (`evicted`, emptied): on the writer
+ * thread when it runs (queued; caller's thread only), else now. */
+void ckpt__saver_evict(ckpt_saver *s, ckpt__kept_list *evicted);
 /* Start the writer thread if it is not running. */
 int ckpt__writer_start(ckpt_saver *s);
 /* Stop and join it; a pending job is written first. */

@@ -11,6 +11,7 @@
 
 #include "support/fs_fault.h"
 #include "support/fs_forward.h"
+#include "support/fs_gated_remove.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -592,35 +593,6 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
-/* Removes of data files wait at a gate while it is closed (at most 20 s:
- * then `timed_out` is set and the gate opens); `waiting` counts those held
- * there. */
-typedef struct gated_remove {
-    ckpt_fs_forward fwd;
-    atomic_int closed;
-    atomic_int waiting;
-    atomic_int timed_out;
-} gated_remove;
-
-static int gated_remove_fn(const char *path, void *payload)
-{
-    gated_remove *g = payload;
-    const ckpt_fs *base = ckpt_fs_forward_base(payload);
-    if (strstr(path, ".data-")) {
-        time_t until = time(NULL) + 20;
-        atomic_fetch_add(&g->waiting, 1);
-        while (atomic_load(&g->closed)) {
-            if (time(NULL) > until) { /* and the gate opens for good */
-                atomic_store(&g->timed_out, 1);
-                atomic_store(&g->closed, 0);
-            }
-            usleep(1000);
-        }
-        atomic_fetch_sub(&g->waiting, 1);
-    }
-    return base->remove(path, base->payload);
-}
-
 /* Retention: a sync save returns once the new checkpoint is named; rank
  * 0's background thread deletes what it evicted afterwards (deleting a big
  * file can take a third of the save), wait returns only when that is done
@@ -630,10 +602,8 @@ static void test_eviction_after_save(void **state)
     fixture *f = *state;
     ckpt_mpi_saver_options o = test_mpi_options();
     ckpt_mpi_saver *s = NULL;
-    static gated_remove g;
-    memset(&g, 0, sizeof(g));
-    ckpt_fs_forward_init(&g.fwd, NULL);
-    g.fwd.fs.remove = gated_remove_fn;
+    static ckpt_fs_gated_remove g;
+    ckpt_fs_gated_remove_init(&g);
     o.base.fs = &g.fwd.fs;
     o.base.max_to_keep = 1;
     assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));

@@ -4,10 +4,13 @@
  * delivery. Run under TSan in CI. */
 #include "saver_test_util.h"
 
+#include "support/fs_gated_remove.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { NVALS = 4096 };
@@ -350,6 +353,90 @@ static int failing_read_cb(void *dst, uint64_t offset, size_t n, void *payload)
     return -1;
 }
 
+/* Wait (at most 30 s) until a remove is held at the gate. */
+static void wait_remove_held(ckpt_fs_gated_remove *g)
+{
+    time_t until = time(NULL) + 30;
+    while (atomic_load(&g->waiting) == 0 && time(NULL) < until)
+        usleep(1000);
+    assert_int_equal(atomic_load(&g->waiting), 1);
+    assert_int_equal(atomic_load(&g->timed_out), 0);
+}
+
+/* Retention's deletions are not part of a save: a write's outcome is
+ * recorded once its checkpoint is named, and the writer deletes what it
+ * evicted afterwards (deleting a big file can take a third of a write); a
+ * synchronous save returns without waiting for its deletion. wait waits
+ * for it, a trigger meanwhile still takes its snapshot, and a checkpoint
+ * that reuses an evicted name is written after the deletion. */
+static void test_retention_deletes_after_the_save(void **state)
+{
+    fixture *f = *state;
+    static ckpt_fs_gated_remove g;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
+    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
+                   NULL,          NULL,          NULL};
+    ckpt_buf latest = CKPT_BUF_INIT;
+    ckpt_saver_metrics m;
+    int busy = 1;
+    ckpt_fs_gated_remove_init(&g);
+    o.fs = &g.fwd.fs;
+    o.max_to_keep = 1;
+    o.on_save_done = on_done;
+    o.on_save_done_payload = f;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &st));
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+
+    /* The write of step 2 evicts step 1, whose deletion is held. */
+    atomic_store(&g.closed, 1);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    wait_remove_held(&g);
+    assert_ckpt_ok(ckpt_saver_poll(s, &busy));
+    assert_int_equal(busy, 0);
+    assert_int_equal(f->noutcomes, 2);
+    assert_int_equal(f->outcomes[1].status, 0);
+    assert_int_equal(f->outcomes[1].step, 2);
+    ckpt_saver_get_metrics(s, &m);
+    assert_int_equal(m.saves_completed, 2);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-2"));
+    assert_ckpt_error(ckpt_saver_wait(s, 0, 0.05), CKPT_ETIMEDOUT, "timed out");
+    /* A trigger is not skipped: its write follows the deletion. */
+    fill(f, 3.0f, 3);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    assert_false(file_exists(f->dir, "model.ckpt-3.index"));
+    atomic_store(&g.closed, 0);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_int_equal(count_files(f->dir, "model.ckpt-1."), 0);
+    assert_int_equal(count_files(f->dir, "model.ckpt-2."), 0);
+    expect_checkpoint(f, 3, 3.0f);
+
+    /* A synchronous save returns while its deletion (step 3) is held; a
+     * save that reuses the name is written after that deletion. */
+    atomic_store(&g.closed, 1);
+    fill(f, 4.0f, 4);
+    assert_ckpt_ok(ckpt_saver_save(s, 4, NULL));
+    wait_remove_held(&g);
+    fill(f, 5.0f, 3);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    atomic_store(&g.closed, 0);
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    assert_int_equal(atomic_load(&g.timed_out), 0);
+    assert_int_equal(count_files(f->dir, "model.ckpt-4."), 0);
+    expect_checkpoint(f, 3, 5.0f);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-3"));
+    ckpt_buf_dispose(&latest);
+    ckpt_saver_free(s);
+}
+
 static void test_read_callbacks(void **state)
 {
     fixture *f = *state;
@@ -411,6 +498,8 @@ int main(void)
             test_background_failure_returned_by_next_save, setup, teardown),
         cmocka_unit_test_setup_teardown(test_b65_close_timeout, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_retention_deletes_after_the_save,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
     };
