@@ -43,10 +43,11 @@ enum ckpt_direct_io {
  *  reported). Return non-zero to stop listing; that value is returned. */
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);
 
-/** Current version of struct ckpt_fs. Version 2 added open_read_direct;
- *  the library reads that member only from a ckpt_fs of version >= 2, so a
- *  table filled in for version 1 keeps working. */
-#define CKPT_FS_VERSION 2
+/** Current version of struct ckpt_fs. Version 2 added open_read_direct,
+ *  version 3 device_id; the library reads each member only from a ckpt_fs
+ *  of the version that added it or later, so a table filled in for an
+ *  older version keeps working. */
+#define CKPT_FS_VERSION 3
 
 /** Alignment of buffers, offsets and lengths for reads of a file opened
  *  with ckpt_fs.open_read_direct (a multiple of every common block size). */
@@ -105,6 +106,15 @@ typedef struct ckpt_fs {
      *  clearly faster, with the checksum fused into the copy to the
      *  destination. Since version 2. */
     int (*open_read_direct)(ckpt_file **out, const char *path, void *payload);
+    /** Optional (NULL: not offered). Set `*id` to a number naming the
+     *  device (and the caches in front of it) that holds the file at
+     *  `path`: files of this ckpt_fs with equal ids read alike. A read that
+     *  measured whether O_DIRECT or the page cache is faster on one file
+     *  (open_read_direct above) then lets later reads of files with the
+     *  same id use that choice without measuring again, for a while
+     *  (at most 60 s and 32 reads). Without it every such read measures.
+     *  The POSIX file system gives the file's st_dev. Since version 3. */
+    int (*device_id)(const char *path, uint64_t *id, void *payload);
 } ckpt_fs;
 
 /** The process-wide POSIX file system (open/write/fsync/rename/...). */

@@ -76,6 +76,9 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
  * first 4 pieces are read alternately with O_DIRECT and through the page
  * cache, timed, and the faster way reads the rest (the direct stream, or
  * the buffered path above); otherwise the buffered path reads it all.
+ * When `fs` names the file's device (device_id), that verdict is
+ * remembered and the next reads on the device use it without a probe
+ * (report->remembered) for at most 32 reads and 60 s (read_verdicts.h).
  * Errors as ckpt__read_extents_buffered (CKPT_EINVAL for extents out of
  * order or overlapping). */
 int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,

@@ -10,7 +10,12 @@
  * thread copies each piece's bytes to the extents it overlaps with the
  * CRC-32C fused into the copy. The disk never waits for the checksum and
  * the data crosses memory once after the DMA, where reading through the
- * page cache costs a kernel copy plus a separate checksum pass. */
+ * page cache costs a kernel copy plus a separate checksum pass.
+ *
+ * Whether this stream or the page cache reads a file is chosen by
+ * ckpt__read_extents (read_choice.c): by a probe (CKPT__PROBE_ALL over the
+ * file's first pieces) or by the verdict of an earlier probe on the same
+ * device (read_verdicts.h), then the stream reads with CKPT__PROBE_NONE. */
 #ifndef CKPT_IO_DIRECT_READ_H
 #define CKPT_IO_DIRECT_READ_H
 
@@ -41,8 +46,11 @@ enum { CKPT__READ_DIRECT = 1, CKPT__READ_BUFFERED = 2 };
 
 /* How a stream read its file. */
 typedef struct ckpt__read_report {
-    int mode;   /* what the pieces after the probe were read with */
-    int probed; /* the first pieces were read both ways and timed */
+    int mode;       /* what the pieces after the probe were read with */
+    int probed;     /* the first pieces were read both ways and timed */
+    int remembered; /* no probe: `mode` is the verdict of an earlier probe
+                       on the file's device (ckpt__read_extents,
+                       read_verdicts.h), whose rates follow */
     double direct_bytes_per_s, buffered_bytes_per_s; /* probe rates */
     size_t piece_bytes;                              /* size of one read */
     int readers;                                     /* reads in flight */

@@ -77,6 +77,16 @@ int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                  "open_read_direct", path);
 }
 
+int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id)
+{
+    *id = 0;
+    if (fs->version < 3 || !fs->device_id)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "device_id %s: not offered by this file system",
+                           path);
+    return check(fs->device_id(path, id, fs->payload), "device_id", path);
+}
+
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n)
 {
     return check(fs->write(f, buf, n, fs->payload), "write", NULL);

@@ -21,6 +21,8 @@ int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);
  * the file system refuses O_DIRECT for `path`. */
 int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                               const char *path);
+/* CKPT_ENOTSUP when `fs` has no device_id (version < 3 or NULL). */
+int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id);
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n);
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
                    uint64_t offset, size_t *nread);

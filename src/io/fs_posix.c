@@ -19,7 +19,11 @@
  * buffered read is a memory copy and the disk would be slower; reads on such a
  * file come aligned (CKPT_DIRECT_ALIGN) from the caller, and a short read (end
  * of file) ends the request instead of asking again at an unaligned
- * offset. */
+ * offset.
+ *
+ * device_id is the file's st_dev: a verdict "O_DIRECT or the page cache"
+ * measured on one file of a device serves its other files for a while
+ * (io/read_verdicts.h). */
 #include "ckpt/io.h"
 #include "common/internal.h"
 
@@ -468,6 +472,18 @@ static int posix_stat(const char *path, uint64_t *out, double *mtime_out,
     return 0;
 }
 
+/* The device the file lives on: st_dev, the key under which the read path
+ * remembers whether O_DIRECT or the page cache reads faster there. */
+static int posix_device_id(const char *path, uint64_t *id, void *payload)
+{
+    struct stat st;
+    (void)payload;
+    if (stat(path, &st) != 0)
+        return ckpt__error_errno(errno, "device_id %s", path);
+    *id = (uint64_t)st.st_dev;
+    return 0;
+}
+
 static const ckpt_fs posix_fs = {
     .version = CKPT_FS_VERSION,
     .payload = NULL,
@@ -485,6 +501,7 @@ static const ckpt_fs posix_fs = {
     .list = posix_list,
     .stat = posix_stat,
     .open_read_direct = posix_open_read_direct,
+    .device_id = posix_device_id,
 };
 
 const ckpt_fs *ckpt_fs_posix(void)

@@ -11,11 +11,20 @@
  * them for this file (the POSIX one declines a file mostly in the page
  * cache: then buffered reads are memcpy-bound and win) and the stream has
  * 16 pieces or more; otherwise the buffered path reads everything. An
- * extent cut by the probe's end gets the CRC of its two parts joined. */
+ * extent cut by the probe's end gets the CRC of its two parts joined.
+ *
+ * The probe's verdict is a fact about the device, so when the file system
+ * names the file's device (ckpt_fs.device_id) it is remembered
+ * (read_verdicts.h) and the next files there are read the same way without
+ * a probe, for at most 32 reads and 60 s; then a read probes again. A
+ * direct read the file system declines for one file (it is in the page
+ * cache) is a fact about that file: it stores no verdict and leaves the
+ * remembered one as it was. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
 #include "fs_internal.h"
+#include "read_verdicts.h"
 #include "util/crc32c.h"
 
 #include <string.h>
@@ -68,11 +77,26 @@ static void split_at(const ckpt__extent *ext, size_t n, uint64_t cut,
     }
 }
 
-/* The probe on the head, then the rest the faster way. CKPT_ENOTSUP
- * (nothing read) when direct reads are not possible for this file. */
+/* Remember the verdict of the probe in `rep` for `key` (NULL: the device is
+ * unknown), unless a rate is missing: a probe that timed no read one way
+ * (its pieces all fell to the other) says nothing about the device. */
+static void remember(const ckpt__device_key *key, const ckpt__read_report *rep)
+{
+    ckpt__read_verdict v;
+    if (!key || rep->direct_bytes_per_s <= 0 || rep->buffered_bytes_per_s <= 0)
+        return;
+    v.mode = rep->mode;
+    v.direct_bytes_per_s = rep->direct_bytes_per_s;
+    v.buffered_bytes_per_s = rep->buffered_bytes_per_s;
+    ckpt__read_verdict_remember(key, &v);
+}
+
+/* The probe on the head, then the rest the faster way; the verdict is
+ * remembered for `key`. CKPT_ENOTSUP (nothing read) when direct reads are
+ * not possible for this file. */
 static int probe_then_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
                            ckpt__extent *ext, size_t n, int threads,
-                           ckpt__read_report *rep)
+                           const ckpt__device_key *key, ckpt__read_report *rep)
 {
     ckpt__extent *head = ckpt__calloc(2 * n, sizeof(*head));
     ckpt__extent *tail = head + n;
@@ -96,12 +120,53 @@ static int probe_then_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
         if (err == CKPT_ENOTSUP) /* declined now: the rest through the cache */
             err = buffered_all(fs, path, file, tail, n, threads);
     }
+    remember(key, rep); /* the probe's verdict, whatever the rest did */
     for (size_t i = 0; i < n && err == 0; i++)
         ext[i].crc =
             ckpt__crc32c_combine(head[i].crc, tail[i].crc, tail[i].size);
 done:
     ckpt__free(head);
     return err;
+}
+
+/* All of the file the way `v`, remembered for its device, says. The
+ * direct stream answers CKPT_ENOTSUP (nothing read) when the file system
+ * declines this file; the caller then reads it through the page cache. */
+static int read_as_remembered(const ckpt_fs *fs, const char *path,
+                              ckpt_file *file, ckpt__extent *ext, size_t n,
+                              int threads, const ckpt__read_verdict *v,
+                              ckpt__read_report *rep)
+{
+    int err;
+    if (v->mode == CKPT__READ_DIRECT) {
+        err =
+            ckpt__read_extents_stream(fs, path, ext, n, rep, CKPT__PROBE_NONE);
+        if (err == CKPT_ENOTSUP)
+            return err;
+    } else {
+        err = buffered_all(fs, path, file, ext, n, threads);
+    }
+    rep->mode = v->mode;
+    rep->probed = 0;
+    rep->remembered = 1;
+    rep->direct_bytes_per_s = v->direct_bytes_per_s;
+    rep->buffered_bytes_per_s = v->buffered_bytes_per_s;
+    return err;
+}
+
+/* Read the way remembered for the file's device, or probe (and remember
+ * the verdict when the device is known). */
+static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
+                           ckpt__extent *ext, size_t n, int threads,
+                           ckpt__read_report *rep)
+{
+    ckpt__device_key key;
+    ckpt__read_verdict v;
+    int known = ckpt__read_verdict_key(fs, path, &key);
+    if (known && ckpt__read_verdict_recall(&key, &v))
+        return read_as_remembered(fs, path, file, ext, n, threads, &v, rep);
+    return probe_then_read(fs, path, file, ext, n, threads, known ? &key : NULL,
+                           rep);
 }
 
 int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
@@ -124,7 +189,7 @@ int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
     if (ckpt__direct_piece_count(ext, n) >= PROBE_MIN_PIECES) {
         ckpt__saved_error saved;
         ckpt__error_save(&saved);
-        err = probe_then_read(fs, path, file, ext, n, threads, &rep);
+        err = choose_and_read(fs, path, file, ext, n, threads, &rep);
         if (err == CKPT_ENOTSUP) {
             ckpt__error_restore(&saved);
             memset(&rep, 0, sizeof(rep));

@@ -80,15 +80,21 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
 
 /* Say how the data was read and why: through the page cache straight
  * into the variables, or streamed around it with O_DIRECT; chosen by a
- * probe, or through the cache because direct reads were not possible
- * (not offered, the file is mostly cached) or the read was too short. */
+ * probe, remembered from an earlier probe on the file's device, or through
+ * the cache because direct reads were not possible (not offered, the file
+ * is mostly cached) or the read was too short. */
 static void log_read_mode(ckpt_saver *s, const char *prefix,
                           const ckpt_bundle_reader *r)
 {
     uint64_t bytes = 0;
     const ckpt__read_report *rep = ckpt__bundle_reader_stream(r, &bytes);
+    const char *why = "no probe: direct reads not possible or too short";
     if (rep->mode == 0)
         return; /* nothing read into memory in one batch */
+    if (rep->probed)
+        why = "chosen by a probe";
+    else if (rep->remembered)
+        why = "remembered from an earlier probe on this device";
     CKPT__SAVER_LOG(
         s, CKPT_LOG_DEBUG,
         "restore %s: %llu bytes read %s (%s; %zu KiB reads, "
@@ -99,15 +105,14 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
               "checksummed after its read"
             : "around the page cache (O_DIRECT), the checksum fused into "
               "the copy",
-        rep->probed ? "chosen by a probe"
-                    : "no probe: direct reads not possible or too short",
-        rep->piece_bytes >> 10, rep->readers);
-    if (rep->probed)
-        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
-                        "restore %s: probe rates: O_DIRECT %.2f GB/s, "
-                        "page cache %.2f GB/s",
-                        prefix, rep->direct_bytes_per_s / 1e9,
-                        rep->buffered_bytes_per_s / 1e9);
+        why, rep->piece_bytes >> 10, rep->readers);
+    if (rep->probed || rep->remembered)
+        CKPT__SAVER_LOG(
+            s, CKPT_LOG_DEBUG,
+            "restore %s: probe rates%s: O_DIRECT %.2f GB/s, "
+            "page cache %.2f GB/s",
+            prefix, rep->remembered ? " (an earlier probe on this device)" : "",
+            rep->direct_bytes_per_s / 1e9, rep->buffered_bytes_per_s / 1e9);
 }
 
 /* Restore `vars` (all registered ones when names is NULL). */

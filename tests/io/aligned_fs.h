@@ -7,7 +7,8 @@
  * violation. Direct preads, the bytes they return, opens and files still
  * open are counted with atomics (the reads come from reader threads), and
  * the Nth direct pread can be made to fail with CKPT_EIO and a message
- * naming the file. */
+ * naming the file. It names no device (device_id NULL), so every read of
+ * 16 pieces or more probes unless a test sets a device_id. */
 #ifndef CKPT_TESTS_IO_ALIGNED_FS_H
 #define CKPT_TESTS_IO_ALIGNED_FS_H
 

@@ -1,12 +1,15 @@
 /* Tests for the test helpers of tests/support: the forwarding file system
  * (every method reaches the base with the base's payload; a replaced
- * method is the only one that changes; open_read_direct only when the base
- * has it) and the fake clock (monotonic now, wall now + offset). */
+ * method is the only one that changes; open_read_direct and device_id only
+ * when the base has them) and the fake clock (monotonic now, wall now +
+ * offset). */
 #include "test_util.h"
 
 #include "common/internal.h"
 #include "support/fake_clock.h"
 #include "support/fs_forward.h"
+
+#include <sys/stat.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +243,27 @@ static void test_direct_reads_follow_the_base(void **state)
     assert_null(w.fs.open_read_direct);
 }
 
+/* device_id reaches the base (the POSIX one: st_dev) only from a base of
+ * version 3 or later that offers it. */
+static void test_device_id_follows_the_base(void **state)
+{
+    char *dir = test_make_temp_dir();
+    ckpt_fs_forward w;
+    ckpt_fs v2 = *ckpt_fs_posix();
+    struct stat st;
+    uint64_t id = 0;
+    (void)state;
+    ckpt_fs_forward_init(&w, ckpt_fs_posix());
+    assert_non_null(w.fs.device_id);
+    assert_ckpt_ok(w.fs.device_id(dir, &id, w.fs.payload));
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(id, (uint64_t)st.st_dev);
+    v2.version = 2; /* the member exists but a version-2 table lacks it */
+    ckpt_fs_forward_init(&w, &v2);
+    assert_null(w.fs.device_id);
+    test_remove_tree(dir);
+}
+
 static void test_fake_clock(void **state)
 {
     fake_clock fc;
@@ -260,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_forwards_every_method),
         cmocka_unit_test(test_override_one_method),
         cmocka_unit_test(test_direct_reads_follow_the_base),
+        cmocka_unit_test(test_device_id_follows_the_base),
         cmocka_unit_test(test_fake_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

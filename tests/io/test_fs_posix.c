@@ -76,6 +76,33 @@ static void test_default_fs(void **state)
     assert_int_equal(ckpt_fs_posix()->version, CKPT_FS_VERSION);
 }
 
+/* device_id is the file's st_dev (files on one device share it); a
+ * missing file is CKPT_ENOTFOUND naming the operation and the path, and
+ * the wrapper answers CKPT_ENOTSUP for a table of version 2. */
+static void test_device_id(void **state)
+{
+    struct fixture *fx = *state;
+    char *path = path_in(fx, "dev.bin");
+    char *missing = path_in(fx, "missing.bin");
+    ckpt_fs v2 = *fx->fs;
+    struct stat st;
+    uint64_t id = 0;
+    write_with(fx->fs, path, CKPT_OPEN_EXCL, "x");
+    assert_int_equal(stat(path, &st), 0);
+    assert_ckpt_ok(fx->fs->device_id(path, &id, fx->fs->payload));
+    assert_int_equal(id, (uint64_t)st.st_dev);
+    assert_ckpt_ok(ckpt__fs_device_id(fx->fs, fx->dir, &id));
+    assert_int_equal(id, (uint64_t)st.st_dev);
+    assert_ckpt_error(ckpt__fs_device_id(fx->fs, missing, &id), CKPT_ENOTFOUND,
+                      "device_id");
+    assert_non_null(strstr(ckpt_error_last()->message, missing));
+    v2.version = 2;
+    assert_ckpt_error(ckpt__fs_device_id(&v2, path, &id), CKPT_ENOTSUP,
+                      "not offered by this file system");
+    free(missing);
+    free(path);
+}
+
 static void test_write_read_round_trip(void **state)
 {
     struct fixture *fx = *state;
@@ -515,6 +542,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_fs),
+        cmocka_unit_test_setup_teardown(test_device_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_read_round_trip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_trunc_and_overwrite, setup,

@@ -4,10 +4,12 @@
  * through the write callback for one behind callbacks), bit for bit, and
  * restore_subset touches only the named variables. The restore logs how
  * it read the data (streamed, direct or through the page cache as the
- * stream's probe chose, and the probe's rates). */
+ * stream's probe chose, and the probe's rates; with a device named, the
+ * next restore's choice is said remembered from that probe). */
 #include "saver_test_util.h"
 
 #include "../io/aligned_fs.h"
+#include "io/read_verdicts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +205,55 @@ static void test_restore_streams_direct(void **state)
     ckpt_buf_dispose(&prefix);
 }
 
+/* The device the aligned fs names for every file (it has no device_id of
+ * its own). */
+static int one_device(const char *path, uint64_t *id, void *payload)
+{
+    (void)path;
+    (void)payload;
+    *id = 42;
+    return 0;
+}
+
+/* With a device named, the second restore reads as the first one's probe
+ * chose, without a probe, and the log says the choice was remembered. */
+static void test_restore_logs_remembered_choice(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    ckpt__read_verdicts_reset(NULL);
+    f->afs.fwd.fs.device_id = one_device;
+    s = open_saver(f);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, &prefix));
+    zero_all(f);
+    f->log[0] = '\0';
+    assert_ckpt_ok(ckpt_saver_restore(s, prefix.ptr));
+    check_vars(f, "abeBsc");
+    if (!strstr(f->log, "(chosen by a probe") ||
+        !strstr(f->log, "probe rates: O_DIRECT "))
+        fail_msg("the first restore did not probe:\n%s", f->log);
+    zero_all(f);
+    f->log[0] = '\0';
+    aligned_fs_reset(&f->afs);
+    assert_ckpt_ok(ckpt_saver_restore(s, prefix.ptr));
+    check_vars(f, "abeBsc");
+    if (!strstr(f->log, "(remembered from an earlier probe on this device; ") ||
+        !strstr(f->log, "probe rates (an earlier probe on this device): "
+                        "O_DIRECT "))
+        fail_msg("the second restore's choice is not said remembered:\n%s",
+                 f->log);
+    /* no probe: through the page cache without a direct open, or one
+     * direct open for the whole file (a probe opens it once more) */
+    if (strstr(f->log, "bytes read through the page cache"))
+        assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
+    else
+        assert_int_equal(atomic_load(&f->afs.direct_opens), 1);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+    ckpt__read_verdicts_reset(NULL);
+}
+
 static void test_restore_subset(void **state)
 {
     fixture *f = *state;
@@ -261,6 +312,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_restore_streams_direct),
+        T(test_restore_logs_remembered_choice),
         T(test_restore_subset),
         T(test_restore_corrupt),
     };

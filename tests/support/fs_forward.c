@@ -83,6 +83,11 @@ static int fwd_open_read_direct(ckpt_file **out, const char *path, void *p)
     return BASE(p)->open_read_direct(out, path, BASE(p)->payload);
 }
 
+static int fwd_device_id(const char *path, uint64_t *id, void *p)
+{
+    return BASE(p)->device_id(path, id, BASE(p)->payload);
+}
+
 void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base)
 {
     memset(w, 0, sizeof(*w));
@@ -104,4 +109,6 @@ void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base)
     w->fs.stat = fwd_stat;
     if (w->base->version >= 2 && w->base->open_read_direct)
         w->fs.open_read_direct = fwd_open_read_direct;
+    if (w->base->version >= 3 && w->base->device_id)
+        w->fs.device_id = fwd_device_id;
 }

@@ -37,7 +37,7 @@ typedef struct ckpt_fs_forward {
 /* Fill `w` with version CKPT_FS_VERSION and every method forwarding to
  * `base` (NULL: ckpt_fs_posix()), which must outlive `w`.
  * open_read_direct is forwarded when the base offers it (version >= 2 and
- * not NULL) and NULL otherwise. */
+ * not NULL) and NULL otherwise; device_id likewise (version >= 3). */
 void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base);
 
 /* The base file system of the ckpt_fs_forward passed as `payload`. */
