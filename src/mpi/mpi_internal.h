@@ -166,10 +166,8 @@ struct ckpt_mpi_saver {
     int job;      /* ckpt__job_kind queued or running */
     int job_done; /* the job's outcome is in op */
     /* Rank 0: the checkpoints the last commit's retention evicted, which
-     * the thread deletes after the commit, off the save's path; evicting
-     * stays 1 until it has. */
-    ckpt__kept_list evicted;
-    int evicting;
+     * the thread deletes after the commit, off the save's path. */
+    ckpt__eviction eviction;
 
     /* The ckpt_saver handle of ckpt_mpi_saver_as_saver (mpi_saver_ops.c),
      * and its pipelined agreement (one MPI_Ibcast on comm_ctl per call,

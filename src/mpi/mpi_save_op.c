@@ -52,30 +52,18 @@ static int job_queued(const ckpt_mpi_saver *s)
     return s->job != JOB_NONE && !s->job_done;
 }
 
-/* Delete the evicted checkpoints (mu held on entry and return). */
-static void delete_evicted(ckpt_mpi_saver *s)
-{
-    ckpt__kept_list l = s->evicted;
-    memset(&s->evicted, 0, sizeof(s->evicted));
-    pthread_mutex_unlock(&s->mu);
-    ckpt__dir_state_delete_evicted(&s->ds, &l);
-    pthread_mutex_lock(&s->mu);
-    s->evicting = 0;
-    pthread_cond_broadcast(&s->cv);
-}
-
 static void *worker_main(void *arg)
 {
     ckpt_mpi_saver *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int job;
-        while (!s->stopping && !s->evicting && !job_queued(s))
+        while (!s->stopping && !s->eviction.pending && !job_queued(s))
             pthread_cond_wait(&s->cv, &s->mu);
         /* A queued write goes first (it has a save waiting for it); a
          * commit only after the deletion, since it may reuse a name. */
-        if (s->evicting && !(job_queued(s) && s->job == JOB_WRITE)) {
-            delete_evicted(s);
+        if (s->eviction.pending && !(job_queued(s) && s->job == JOB_WRITE)) {
+            ckpt__eviction_run(&s->eviction, &s->ds, &s->mu, &s->cv);
             continue;
         }
         if (!job_queued(s))
@@ -171,20 +159,17 @@ void ckpt__mpi_evict_later(ckpt_mpi_saver *s, ckpt__kept_list *evicted)
         return;
     }
     pthread_mutex_lock(&s->mu);
-    s->evicted = *evicted; /* empty: commits wait for the last deletion */
-    s->evicting = 1;
-    pthread_cond_broadcast(&s->cv);
+    ckpt__eviction_queue(&s->eviction, &s->ds, evicted, &s->cv);
     pthread_mutex_unlock(&s->mu);
-    memset(evicted, 0, sizeof(*evicted));
 }
 
 int ckpt__mpi_evicting(ckpt_mpi_saver *s, int wait)
 {
     int evicting;
     pthread_mutex_lock(&s->mu);
-    while (wait && s->evicting)
+    while (wait && s->eviction.pending)
         pthread_cond_wait(&s->cv, &s->mu);
-    evicting = s->evicting;
+    evicting = s->eviction.pending;
     pthread_mutex_unlock(&s->mu);
     return evicting;
 }

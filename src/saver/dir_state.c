@@ -1,7 +1,8 @@
 /* saver/dir_state.c - the checkpoint directory as the saver sees it: the
  * kept checkpoints (the state file's list), retention (max_to_keep and
  * keep_checkpoint_every_n_hours), recovery of a restarted job's directory
- * and deletion of evicted checkpoints. Removing what interrupted saves left
+ * and deletion of evicted checkpoints, also handed to a saver's thread
+ * (ckpt__eviction). Removing what interrupted saves left
  * is dir_sweep.c's job.
  *
  * Safety: retention only ever deletes files of checkpoints that live in this
@@ -422,4 +423,31 @@ done:
     kept_dispose(&next);
     kept_dispose(&evicted);
     return err;
+}
+
+void ckpt__eviction_queue(ckpt__eviction *q, ckpt__dir_state *ds,
+                          ckpt__kept_list *evicted, pthread_cond_t *cv)
+{
+    if (evicted->n == 0) {
+        kept_dispose(evicted);
+        return;
+    }
+    if (q->list.n > 0) /* not expected: each commit waits for the last */
+        ckpt__dir_state_delete_evicted(ds, &q->list);
+    q->list = *evicted;
+    q->pending = 1;
+    memset(evicted, 0, sizeof(*evicted));
+    pthread_cond_broadcast(cv);
+}
+
+void ckpt__eviction_run(ckpt__eviction *q, ckpt__dir_state *ds,
+                        pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    ckpt__kept_list l = q->list;
+    memset(&q->list, 0, sizeof(q->list));
+    pthread_mutex_unlock(mu);
+    ckpt__dir_state_delete_evicted(ds, &l);
+    pthread_mutex_lock(mu);
+    q->pending = 0;
+    pthread_cond_broadcast(cv);
 }

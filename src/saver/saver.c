@@ -490,7 +490,7 @@ static void deadline_after(struct timespec *ts, double seconds)
 static int writer_owes(const ckpt_saver *s, uint64_t ticket)
 {
     return ((s->active || s->pending) && s->finished_ticket < ticket) ||
-           s->evicting;
+           s->eviction.pending;
 }
 
 int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)

@@ -92,6 +92,26 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
  * commits, one deletion at a time. */
 void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
                                     ckpt__kept_list *evicted);
+
+/* Evicted checkpoints handed to a saver's background thread to delete
+ * after the commit, off the save's path (ckpt_saver's writer, the MPI
+ * saver's rank-0 thread). Guarded by that saver's mutex `mu`; its `cv` is
+ * broadcast on every change. `pending` stays 1 from the hand-over until the
+ * files are gone: the saver's wait and close, and its next commit (which
+ * may reuse an evicted name), wait for it to clear. */
+typedef struct ckpt__eviction {
+    ckpt__kept_list list; /* handed over, deletion not started */
+    int pending;
+} ckpt__eviction;
+
+/* Hand `evicted` (emptied; an empty list is only freed) to the thread (mu
+ * held). A list still queued is deleted first, on the calling thread. */
+void ckpt__eviction_queue(ckpt__eviction *q, ckpt__dir_state *ds,
+                          ckpt__kept_list *evicted, pthread_cond_t *cv);
+/* On the thread: delete the queued list without holding mu (held on entry
+ * and return), then clear `pending`. */
+void ckpt__eviction_run(ckpt__eviction *q, ckpt__dir_state *ds,
+                        pthread_mutex_t *mu, pthread_cond_t *cv);
 /* Whether `stored` names a checkpoint inside this directory: a bare name,
  * or absolute with exactly abs_dir as its directory. Only those are ever
  * deleted. */
@@ -287,11 +307,9 @@ struct ckpt_saver {
      * the writer has not taken up yet, or waits for it to finish. */
     int help_state; /* HELP_NONE, _ASKED, _RUNNING or _DONE (writer.c) */
     ckpt__snapshot_work help_work;
-    /* What retention evicted, handed to the writer thread to delete after
-     * the save that evicted it is counted; `evicting` while queued or
-     * being deleted (wait, close and the next write wait for it). */
-    ckpt__kept_list evicted;
-    int evicting;
+    /* What retention evicted, for the writer thread to delete after the
+     * save that evicted it is counted. */
+    ckpt__eviction eviction;
     uint64_t next_ticket;
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */

@@ -34,14 +34,14 @@
  *  - Before writing, the writer seals the job's image (the records' CRCs
  *    from the pieces', or computed over the image when the snapshot's
  *    copies were plain).
- *  - Deleting what retention evicted (`evicted`, `evicting`): a save's
+ *  - Deleting what retention evicted (`eviction`, dir_state.c): a save's
  *    commit hands the list back; the writer records the outcome first
  *    (the save is durable and named, its write_s ends there) and then
  *    deletes, as does a synchronous save's caller, which queues the list
  *    for the writer when the thread runs and returns. The writer deletes
  *    before taking the next job, which may reuse an evicted name; wait and
- *    close wait for `evicting` to clear. A trigger meanwhile still takes
- *    its snapshot (the deletion is not a write: `active` stays NULL), but
+ *    close wait for `eviction.pending` to clear. A trigger meanwhile still
+ * takes its snapshot (the deletion is not a write: `active` stays NULL), but
  *    does not ask the busy writer to share the copy. A crash before the
  *    deletion leaves files no state file names: the next open sweeps
  *    them (dir_sweep.c).
@@ -68,36 +68,6 @@ void ckpt__job_free(ckpt__job *job)
     ckpt__free(job);
 }
 
-/* Queue `evicted` (emptied) for writer_main to delete (mu held). */
-static void queue_deletion(ckpt_saver *s, ckpt__kept_list *evicted)
-{
-    if (evicted->n == 0) {
-        ckpt__dir_state_delete_evicted(&s->ds, evicted); /* frees it */
-        return;
-    }
-    if (s->evicting) { /* not expected: the writer deletes before writing */
-        ckpt__kept_list older = s->evicted;
-        memset(&s->evicted, 0, sizeof(s->evicted));
-        ckpt__dir_state_delete_evicted(&s->ds, &older);
-    }
-    s->evicted = *evicted;
-    s->evicting = 1;
-    memset(evicted, 0, sizeof(*evicted));
-    pthread_cond_broadcast(&s->cv);
-}
-
-/* Delete the queued evictions (mu held on entry and return). */
-static void delete_queued(ckpt_saver *s)
-{
-    ckpt__kept_list l = s->evicted;
-    memset(&s->evicted, 0, sizeof(s->evicted));
-    pthread_mutex_unlock(&s->mu);
-    ckpt__dir_state_delete_evicted(&s->ds, &l);
-    pthread_mutex_lock(&s->mu);
-    s->evicting = 0;
-    pthread_cond_broadcast(&s->cv);
-}
-
 void ckpt__saver_evict(ckpt_saver *s, ckpt__kept_list *evicted)
 {
     if (!s->thread_started) {
@@ -105,7 +75,7 @@ void ckpt__saver_evict(ckpt_saver *s, ckpt__kept_list *evicted)
         return;
     }
     pthread_mutex_lock(&s->mu);
-    queue_deletion(s, evicted);
+    ckpt__eviction_queue(&s->eviction, &s->ds, evicted, &s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -147,7 +117,7 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     s->active = NULL;
     if (job->ticket > s->finished_ticket)
         s->finished_ticket = job->ticket;
-    queue_deletion(s, &evicted);
+    ckpt__eviction_queue(&s->eviction, &s->ds, &evicted, &s->cv);
 }
 
 /* Take up a request to share a snapshot (mu held on entry and exit). */
@@ -168,14 +138,14 @@ static void *writer_main(void *arg)
     for (;;) {
         ckpt__job *job;
         while (!s->pending && !s->stopping && s->help_state != HELP_ASKED &&
-               !s->evicting)
+               !s->eviction.pending)
             pthread_cond_wait(&s->cv, &s->mu);
         if (s->help_state == HELP_ASKED) {
             help_with_snapshot(s);
             continue;
         }
-        if (s->evicting) {
-            delete_queued(s);
+        if (s->eviction.pending) {
+            ckpt__eviction_run(&s->eviction, &s->ds, &s->mu, &s->cv);
             continue;
         }
         if (!s->pending)
@@ -267,7 +237,7 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
     atomic_store(&w->next, 0);
     if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
-        if (!s->active && !s->pending && !s->stopping && !s->evicting) {
+        if (!s->active && !s->pending && !s->stopping && !s->eviction.pending) {
             w->checksum = checksum_if_asked;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
