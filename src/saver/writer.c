@@ -40,9 +40,11 @@
  *    deletes, as does a synchronous save's caller, which queues the list
  *    for the writer when the thread runs and returns. The writer deletes
  *    before taking the next job, which may reuse an evicted name; wait and
- *    close wait for `eviction.pending` to clear. A trigger meanwhile still
- * takes its snapshot (the deletion is not a write: `active` stays NULL), but
- *    does not ask the busy writer to share the copy. A crash before the
+ *    close wait for `eviction.pending` to clear. A trigger meanwhile
+ *    still takes its snapshot (the deletion is not a write: `active` stays
+ *    NULL) and asks the writer to share the copy, which it takes up once
+ *    the files are gone; what it has not claimed by then the caller copies
+ *    (for an overlapped snapshot: at the fence). A crash before the
  *    deletion leaves files no state file names: the next open sweeps
  *    them (dir_sweep.c).
  *  - Stopping: `stopping` is set and the thread joined; a pending job is
@@ -237,7 +239,7 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
     atomic_store(&w->next, 0);
     if (share && s->npieces > 0) {
         pthread_mutex_lock(&s->mu);
-        if (!s->active && !s->pending && !s->stopping && !s->eviction.pending) {
+        if (!s->active && !s->pending && !s->stopping) {
             w->checksum = checksum_if_asked;
             s->help_state = HELP_ASKED;
             pthread_cond_broadcast(&s->cv);
