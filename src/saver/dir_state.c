@@ -437,7 +437,8 @@ void ckpt__eviction_queue(ckpt__eviction *q, ckpt__dir_state *ds,
     q->list = *evicted;
     q->pending = 1;
     memset(evicted, 0, sizeof(*evicted));
-    pthread_cond_broadcast(cv);
+    if (cv)
+        pthread_cond_broadcast(cv);
 }
 
 void ckpt__eviction_run(ckpt__eviction *q, ckpt__dir_state *ds,

@@ -105,7 +105,8 @@ typedef struct ckpt__eviction {
 } ckpt__eviction;
 
 /* Hand `evicted` (emptied; an empty list is only freed) to the thread (mu
- * held). A list still queued is deleted first, on the calling thread. */
+ * held), broadcasting `cv` (NULL: the thread itself queues it, and wakes
+ * no one). A list still queued is deleted first, on the calling thread. */
 void ckpt__eviction_queue(ckpt__eviction *q, ckpt__dir_state *ds,
                           ckpt__kept_list *evicted, pthread_cond_t *cv);
 /* On the thread: delete the queued list without holding mu (held on entry

@@ -119,7 +119,7 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     s->active = NULL;
     if (job->ticket > s->finished_ticket)
         s->finished_ticket = job->ticket;
-    ckpt__eviction_queue(&s->eviction, &s->ds, &evicted, &s->cv);
+    ckpt__eviction_queue(&s->eviction, &s->ds, &evicted, NULL);
 }
 
 /* Take up a request to share a snapshot (mu held on entry and exit). */
@@ -158,7 +158,13 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         run_job(s, job); /* returns with mu held */
         ckpt__job_free(job);
-        pthread_cond_broadcast(&s->cv);
+        /* With a deletion queued, whoever waits is woken once, after it
+         * (run below): an extra wake-up here made the caller and the
+         * writer wake each other often enough that the scheduler placed
+         * the writer on the caller's core, where its wake by the next
+         * save_async preempted the caller for a time slice (4-6 ms). */
+        if (!s->eviction.pending)
+            pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
