@@ -16,7 +16,8 @@
  * The probe's verdict is a fact about the device, so when the file system
  * names the file's device (ckpt_fs.device_id) it is remembered
  * (read_verdicts.h) and the next files there are read the same way without
- * a probe, for at most 32 reads and 60 s; then a read probes again. A
+ * a probe, for at most 32 reads and 60 s (an O_DIRECT verdict only once a
+ * second probe confirms it); then a read probes again. A
  * direct read the file system declines for one file (it is in the page
  * cache) is a fact about that file: it stores no verdict and leaves the
  * remembered one as it was. */

@@ -21,6 +21,7 @@ typedef struct verdict_entry {
     int in_use;
     ckpt__device_key key;
     ckpt__read_verdict verdict;
+    int confirmed;    /* may be recalled (see read_verdicts.h) */
     double probed_at; /* monotonic seconds */
     unsigned uses;    /* reads it served since */
 } verdict_entry;
@@ -63,7 +64,7 @@ int ckpt__read_verdict_recall(const ckpt__device_key *key,
     int found = 0;
     pthread_mutex_lock(&verdicts_mu);
     e = find(key);
-    if (e) {
+    if (e && e->confirmed) {
         double age = ckpt_clock_monotonic(verdicts_clock) - e->probed_at;
         /* a clock that went back (a test's) makes the verdict stale too */
         if (e->uses >= CKPT__VERDICT_MAX_USES || age < 0 ||
@@ -83,8 +84,12 @@ void ckpt__read_verdict_remember(const ckpt__device_key *key,
                                  const ckpt__read_verdict *v)
 {
     verdict_entry *e;
+    int confirmed = v->mode != CKPT__READ_DIRECT;
     pthread_mutex_lock(&verdicts_mu);
     e = find(key);
+    if (e && v->mode == CKPT__READ_DIRECT &&
+        e->verdict.mode == CKPT__READ_DIRECT)
+        confirmed = 1; /* the probe before said so too */
     for (int i = 0; !e && i < SLOTS; i++)
         if (!verdicts[i].in_use)
             e = &verdicts[i];
@@ -97,6 +102,7 @@ void ckpt__read_verdict_remember(const ckpt__device_key *key,
     e->in_use = 1;
     e->key = *key;
     e->verdict = *v;
+    e->confirmed = confirmed;
     e->probed_at = ckpt_clock_monotonic(verdicts_clock);
     e->uses = 0;
     pthread_mutex_unlock(&verdicts_mu);

@@ -9,6 +9,15 @@
  *   reused:  at most CKPT__VERDICT_MAX_USES reads and CKPT__VERDICT_MAX_AGE_S
  *            seconds after its probe, then the next read probes again
  *
+ * A page-cache verdict is reused from its first probe: buffered reads are
+ * what read() does, so a wrong one costs no more than plain reads. An
+ * O_DIRECT verdict is reused only once two probes in a row on the device
+ * found it (the second confirms the first): one probe times four single
+ * reads, and on a shared machine one stalled buffered read can make
+ * O_DIRECT look twice as fast; remembered, that noise would have read
+ * every file of the next minute at half speed (seen on this project's
+ * VM: cold restores at 0.6-0.7x read() for a whole run).
+ *
  * A ckpt_fs without device_id (or whose device_id fails) has no key: its
  * files are probed every time. */
 #ifndef CKPT_IO_READ_VERDICTS_H
@@ -45,12 +54,14 @@ int ckpt__read_verdict_key(const ckpt_fs *fs, const char *path,
                            ckpt__device_key *key);
 
 /* The verdict remembered for `key` into `out` and 1, counting one use;
- * 0 when there is none or it has served its uses or its time. */
+ * 0 when there is none, it waits for confirmation (O_DIRECT once), or it
+ * has served its uses or its time. */
 int ckpt__read_verdict_recall(const ckpt__device_key *key,
                               ckpt__read_verdict *out);
 
 /* Remember the verdict of a probe just made on `key` (replacing any
- * before; when the table is full, the oldest entry gives way). */
+ * before, which confirms an O_DIRECT verdict when it was one too; when
+ * the table is full, the oldest entry gives way). */
 void ckpt__read_verdict_remember(const ckpt__device_key *key,
                                  const ckpt__read_verdict *v);
 

@@ -116,13 +116,48 @@ static void assert_probed(const ckpt__read_report *rep)
     assert_true(rep->buffered_bytes_per_s > 0);
 }
 
-/* A verdict planted for `fs`'s device as if a probe had just made it. */
-static void plant(const ckpt_fs *fs, const char *path, int mode)
+/* A verdict planted for `fs`'s device as if `probes` probes in a row had
+ * just made it. */
+static void plant_times(const ckpt_fs *fs, const char *path, int mode,
+                        int probes)
 {
     ckpt__device_key key;
     ckpt__read_verdict v = {mode, 3e9, 1e9};
     assert_int_equal(ckpt__read_verdict_key(fs, path, &key), 1);
-    ckpt__read_verdict_remember(&key, &v);
+    for (int i = 0; i < probes; i++)
+        ckpt__read_verdict_remember(&key, &v);
+}
+
+/* A verdict ready for reuse: O_DIRECT confirmed by a second probe. */
+static void plant(const ckpt_fs *fs, const char *path, int mode)
+{
+    plant_times(fs, path, mode, mode == CKPT__READ_DIRECT ? 2 : 1);
+}
+
+/* One probe's O_DIRECT verdict is not reused until a second probe in a
+ * row confirms it (one stalled buffered read can fake it); a page-cache
+ * verdict is reused from its first probe. */
+static void test_direct_verdict_needs_two_probes(void **state)
+{
+    fixture *f = *state;
+    const ckpt_fs *fs = &f->afs.fwd.fs;
+    ckpt__read_report rep;
+    plant_times(fs, f->path, CKPT__READ_DIRECT, 1);
+    rep = read_once(f, fs);
+    assert_probed(&rep);
+    plant_times(fs, f->path, CKPT__READ_BUFFERED, 1);
+    plant_times(fs, f->path, CKPT__READ_DIRECT, 1); /* the buffered one
+                                                        does not confirm */
+    rep = read_once(f, fs);
+    assert_probed(&rep);
+    plant_times(fs, f->path, CKPT__READ_DIRECT, 2);
+    rep = read_once(f, fs);
+    assert_int_equal(rep.remembered, 1);
+    assert_int_equal(rep.mode, CKPT__READ_DIRECT);
+    plant_times(fs, f->path, CKPT__READ_BUFFERED, 1);
+    rep = read_once(f, fs);
+    assert_int_equal(rep.remembered, 1);
+    assert_int_equal(rep.mode, CKPT__READ_BUFFERED);
 }
 
 /* The second read on the device skips the probe: same mode, the probe's
@@ -132,8 +167,15 @@ static void test_second_read_remembers(void **state)
     fixture *f = *state;
     const ckpt_fs *fs = &f->afs.fwd.fs;
     ckpt__read_report first = read_once(f, fs), again;
+    int calls = 1;
     assert_probed(&first);
     assert_int_equal(atomic_load(&g_device_calls), 1);
+    /* O_DIRECT is reused once a second probe confirms it */
+    while (first.mode == CKPT__READ_DIRECT && calls < 2) {
+        first = read_once(f, fs);
+        calls++;
+        assert_probed(&first);
+    }
     aligned_fs_reset(&f->afs);
     again = read_once(f, fs);
     assert_int_equal(again.probed, 0);
@@ -141,7 +183,7 @@ static void test_second_read_remembers(void **state)
     assert_int_equal(again.mode, first.mode);
     assert_true(again.direct_bytes_per_s == first.direct_bytes_per_s);
     assert_true(again.buffered_bytes_per_s == first.buffered_bytes_per_s);
-    assert_int_equal(atomic_load(&g_device_calls), 2);
+    assert_int_equal(atomic_load(&g_device_calls), calls + 1);
     if (first.mode == CKPT__READ_DIRECT) {
         assert_int_equal(atomic_load(&f->afs.direct_opens), 1);
         assert_int_equal(atomic_load(&f->afs.direct_preads), DIRECT_PIECES);
@@ -324,6 +366,7 @@ static void test_table_keeps_eight_devices(void **state)
     for (uint64_t id = 1; id <= 9; id++) {
         ckpt__device_key key = {fs, id};
         ckpt__read_verdict_remember(&key, &v);
+        ckpt__read_verdict_remember(&key, &v); /* confirmed */
         f->clock.now += 1;
     }
     for (uint64_t id = 1; id <= 9; id++) {
@@ -398,6 +441,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_second_read_remembers),
         T(test_remembered_modes),
+        T(test_direct_verdict_needs_two_probes),
         T(test_reuse_ends_after_32_reads),
         T(test_reuse_ends_after_60_s),
         T(test_no_device_probes_every_time),
