@@ -14,9 +14,9 @@
  * O_DIRECT verdict is reused only once two probes in a row on the device
  * found it (the second confirms the first): one probe times four single
  * reads, and on a shared machine one stalled buffered read can make
- * O_DIRECT look twice as fast; remembered, that noise would have read
- * every file of the next minute at half speed (seen on this project's
- * VM: cold restores at 0.6-0.7x read() for a whole run).
+ * O_DIRECT look twice as fast; remembered, that noise would read every
+ * file of the next minute at half speed (the likely cause of one bench
+ * run on this project's VM with 4 of 5 cold restores at 0.6-0.7x read()).
  *
  * A ckpt_fs without device_id (or whose device_id fails) has no key: its
  * files are probed every time. */
