@@ -58,22 +58,29 @@ static int teardown(void **state)
     return 0;
 }
 
-static ckpt_saver *open_saver(fixture *f, int policy, const ckpt_fs *fs)
+/* A saver on f->dir with options `o` (outcomes go to on_done) and the
+ * fixture's two variables registered. */
+static ckpt_saver *open_saver_with(fixture *f, ckpt_saver_options *o)
 {
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s = NULL;
     ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
     ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
                    NULL,          NULL,          NULL};
-    o.busy_policy = policy;
-    o.fs = fs;
-    o.max_to_keep = CKPT_KEEP_ALL;
-    o.on_save_done = on_done;
-    o.on_save_done_payload = f;
-    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
+    o->on_save_done = on_done;
+    o->on_save_done_payload = f;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, o));
     assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     assert_ckpt_ok(ckpt_saver_add_var(s, &st));
     return s;
+}
+
+static ckpt_saver *open_saver(fixture *f, int policy, const ckpt_fs *fs)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    o.busy_policy = policy;
+    o.fs = fs;
+    o.max_to_keep = CKPT_KEEP_ALL;
+    return open_saver_with(f, &o);
 }
 
 static void fill(fixture *f, float base, int64_t step)
@@ -386,23 +393,16 @@ static void test_retention_deletes_after_the_save(void **state)
     fixture *f = *state;
     static ckpt_fs_gated_remove g;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_saver *s = NULL;
-    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
-    ckpt_var st = {"global_step", CKPT_DT_INT64, {0, {0}}, &f->step,
-                   NULL,          NULL,          NULL};
+    ckpt_saver *s;
     ckpt_buf latest = CKPT_BUF_INIT;
     ckpt_saver_metrics m;
     int busy = 1;
     ckpt_fs_gated_remove_init(&g);
     o.fs = &g.fwd.fs;
     o.max_to_keep = 1;
-    o.on_save_done = on_done;
-    o.on_save_done_payload = f;
     o.log = watch_deferral;
     o.log_level = CKPT_LOG_DEBUG;
-    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
-    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
-    assert_ckpt_ok(ckpt_saver_add_var(s, &st));
+    s = open_saver_with(f, &o);
     fill(f, 1.0f, 1);
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
     assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
