@@ -36,11 +36,10 @@ int ckpt__read_verdict_key(const ckpt_fs *fs, const char *path,
     ckpt__saved_error saved;
     uint64_t id = 0;
     memset(key, 0, sizeof(*key));
-    if (fs->version < 3 || !fs->device_id)
-        return 0;
     ckpt__error_save(&saved);
     if (ckpt__fs_device_id(fs, path, &id) < 0) {
-        ckpt__error_restore(&saved); /* no key: the read probes as before */
+        /* no device_id (or it failed): no key, the read probes */
+        ckpt__error_restore(&saved);
         return 0;
     }
     key->fs = fs;
