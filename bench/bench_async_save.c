@@ -29,7 +29,8 @@
  *        --only save: only the blocking and write figures; --only loop:
  *        those the loop needs (the write time) and the loop figures;
  *        --restore-only: the saves and restores, not the fence or loop.
- *        BENCH_TRACE=1 prints every segment's time on stderr.
+ *        BENCH_TRACE=1 prints every segment's time on stderr;
+ *        BENCH_LOG=1 the savers' DEBUG log (how each restore read).
  *        bench_async_save --memcpy MiB     median of 5 memcpys, seconds
  *        bench_async_save --drop-cache FILE...  evict files from the cache
  *        bench_async_save --run-timed PROGRAM ARGS...  run a program and
@@ -143,6 +144,10 @@ static ckpt_saver *open_saver(const char *dir, state *s, int policy)
     ckpt_saver *sv = NULL;
     o.busy_policy = policy;
     o.max_to_keep = 2;
+    if (getenv("BENCH_LOG")) {
+        o.log = ckpt_log_stderr;
+        o.log_level = CKPT_LOG_DEBUG;
+    }
     if (ckpt_saver_open(&sv, dir, &o) < 0)
         die("open");
     for (int i = 0; i < NTENSORS; i++) {

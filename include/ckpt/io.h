@@ -44,10 +44,16 @@ enum ckpt_direct_io {
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);
 
 /** Current version of struct ckpt_fs. Version 2 added open_read_direct,
- *  version 3 device_id; the library reads each member only from a ckpt_fs
- *  of the version that added it or later, so a table filled in for an
- *  older version keeps working. */
-#define CKPT_FS_VERSION 3
+ *  version 3 device_id, version 4 preadv; the library reads each member
+ *  only from a ckpt_fs of the version that added it or later, so a table
+ *  filled in for an older version keeps working. */
+#define CKPT_FS_VERSION 4
+
+/** One destination of ckpt_fs.preadv: `len` bytes at `base`. */
+typedef struct ckpt_iovec {
+    void *base;
+    size_t len;
+} ckpt_iovec;
 
 /** Alignment of buffers, offsets and lengths for reads of a file opened
  *  with ckpt_fs.open_read_direct (a multiple of every common block size). */
@@ -115,6 +121,19 @@ typedef struct ckpt_fs {
      *  (at most 60 s and 32 reads). Without it every such read measures.
      *  The POSIX file system gives the file's st_dev. Since version 3. */
     int (*device_id)(const char *path, uint64_t *id, void *payload);
+    /** Optional (NULL: not offered). Read the consecutive file bytes from
+     *  `offset` into the `iovcnt` buffers of `iov` in turn, as `pread`
+     *  would into one buffer of their total size (`*nread` less than that
+     *  total only at end of file), as one request: the POSIX file system
+     *  calls preadv(2), so the kernel sizes its read-ahead by the whole
+     *  request. Restores, checks and verify read a data file that is not
+     *  in the page cache in requests of 32 MiB spanning several records;
+     *  without preadv each record's part is a pread of its own. Like
+     *  pread, it may be called from several threads at once on a file
+     *  opened with open_read when open_read_direct is offered. Since
+     *  version 4. */
+    int (*preadv)(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
+                  uint64_t offset, size_t *nread, void *payload);
 } ckpt_fs;
 
 /** The process-wide POSIX file system (open/write/fsync/rename/...). */

@@ -1,18 +1,22 @@
-/* io/buffered_read.c - ckpt__read_extents_buffered: pieces of the extents
+/* io/buffered_read.c - ckpt__read_extents_buffered and _cold: the extents
  * read through the page cache into their destinations and checksummed
  * right after (see buffered_read.h); ckpt__read_threads, how many threads
  * may read.
  *
- * Claiming, under `mu`: the next piece is (extent `ext_i`, offset `off` in
- * it); a claim takes at most CKPT__BUFFERED_PIECE bytes of that extent and
- * moves on. The thread then reads and checksums the piece without the
- * lock and, taking it again, xors the piece's CRC, shifted past the rest
- * of the extent, into the extent's crc. The first failure is saved with
- * its message and sets `stop`; every claim checks it.
+ * Claiming, under `mu`: the next bytes are (extent `ext_i`, offset `off`
+ * in it); a claim takes at most `request` bytes (CKPT__BUFFERED_PIECE, or
+ * CKPT__COLD_REQUEST on the cold path) of that extent and, on the cold
+ * path, goes on into the next extents while each starts where the one
+ * before ends, one part per extent. The thread then reads the claim
+ * without the lock (one pread, or one preadv for several parts),
+ * checksums each part and, taking the lock again, xors each part's CRC,
+ * shifted past the rest of its extent, into the extent's crc. The first
+ * failure is saved with its message and sets `stop`; every claim checks
+ * it.
  *
- * Scratch buffers are page-aligned and a piece lands at its file offset's
- * place in a page, so that the kernel's copy out of the page cache moves
- * every byte to the same position in a page it came from (see
+ * Scratch buffers are page-aligned (one request's size) and a claim lands
+ * at its file offset's place in a page, so that the kernel's copy out of the
+ * page cache moves every byte to the same position in a page it came from (see
  * ckpt__scratch_for). They take the pieces of extents without a
  * destination, and those of extents whose destination sits just past the
  * file offset modulo 4 KiB (ckpt__read_aliases), which are then copied on
@@ -34,6 +38,9 @@ typedef struct bstream {
     const char *path;
     ckpt__extent *ext;
     size_t n;
+    size_t request; /* bytes one claim reads at most */
+    int span;       /* claims go on into an extent that starts where the
+                       previous one ends */
     pthread_mutex_t mu;
     size_t ext_i; /* the next piece: extent and offset in it */
     uint64_t off;
@@ -41,10 +48,20 @@ typedef struct bstream {
     ckpt__saved_error failure; /* the first failure (code 0: none) */
 } bstream;
 
-typedef struct claim {
+/* Parts of a claim: consecutive file bytes, each part inside one extent. */
+#define CLAIM_PARTS 64
+
+typedef struct part {
     size_t i;     /* extent */
     uint64_t off; /* in the extent */
     size_t len;
+} part;
+
+typedef struct claim {
+    part p[CLAIM_PARTS];
+    int n;
+    uint64_t at; /* file offset of the first byte */
+    size_t len;  /* bytes in all parts */
 } claim;
 
 int ckpt__read_threads(const ckpt_fs *fs)
@@ -58,81 +75,122 @@ int ckpt__read_threads(const ckpt_fs *fs)
     return CPU_COUNT(&set) >= 2 ? 2 : 1;
 }
 
-/* The next piece (mu held); 0 when none is left or the stream stopped. */
+/* The next claim (mu held): at most s->request bytes, from one extent or,
+ * with s->span, from extents that follow each other in the file without
+ * a gap; 0 when none is left or the stream stopped. */
 static int next_claim(bstream *s, claim *c)
 {
-    while (!s->stop && s->ext_i < s->n) {
+    c->n = 0;
+    c->len = 0;
+    c->at = 0;
+    while (!s->stop && s->ext_i < s->n && c->len < s->request &&
+           c->n < CLAIM_PARTS) {
         const ckpt__extent *e = &s->ext[s->ext_i];
         uint64_t left = e->size - s->off;
+        size_t room = s->request - c->len;
+        part *p;
         if (left == 0) {
             s->ext_i++;
             s->off = 0;
             continue;
         }
-        c->i = s->ext_i;
-        c->off = s->off;
-        c->len =
-            left < CKPT__BUFFERED_PIECE ? (size_t)left : CKPT__BUFFERED_PIECE;
-        s->off += c->len;
-        return 1;
+        if (c->n > 0 && (!s->span || e->offset + s->off != c->at + c->len))
+            break;
+        p = &c->p[c->n++];
+        if (c->n == 1)
+            c->at = e->offset + s->off;
+        p->i = s->ext_i;
+        p->off = s->off;
+        p->len = left < room ? (size_t)left : room;
+        s->off += p->len;
+        c->len += p->len;
     }
-    return 0;
+    return c->n > 0;
 }
 
-/* Read the piece into `buf`, looping over short reads. */
-static int read_piece(const bstream *s, const claim *c, uint8_t *buf)
+/* Read the claim into the buffers of `iov` (one per part): one pread for
+ * one part, else one preadv; a short read (which the file system may
+ * return only at the end of the file) asks again for the rest. */
+static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
 {
-    const ckpt__extent *e = &s->ext[c->i];
     size_t done = 0;
     while (done < c->len) {
-        uint64_t at = e->offset + c->off + done;
-        size_t got = 0;
-        int err =
-            ckpt__fs_pread(s->fs, s->file, buf + done, c->len - done, at, &got);
+        ckpt_iovec rest[CLAIM_PARTS];
+        int k = 0, m = 0;
+        size_t skip = done, got = 0;
+        int err;
+        for (; skip >= iov[k].len; k++)
+            skip -= iov[k].len;
+        for (; k < c->n; k++, skip = 0) {
+            rest[m].base = (uint8_t *)iov[k].base + skip;
+            rest[m++].len = iov[k].len - skip;
+        }
+        err = m == 1 ? ckpt__fs_pread(s->fs, s->file, rest[0].base, rest[0].len,
+                                      c->at + done, &got)
+                     : ckpt__fs_preadv(s->fs, s->file, rest, m, c->at + done,
+                                       &got);
         if (err < 0)
             return err;
-        if (got == 0)
+        if (got == 0) {
+            const ckpt__extent *e;
+            for (k = 0, skip = done; skip >= c->p[k].len; k++)
+                skip -= c->p[k].len;
+            e = &s->ext[c->p[k].i];
             return ckpt__error(CKPT_ECORRUPT,
                                "%s: the file ends at byte %llu, inside the "
                                "range of %llu bytes at offset %llu",
-                               s->path, (unsigned long long)at,
+                               s->path, (unsigned long long)(c->at + done),
                                (unsigned long long)e->size,
                                (unsigned long long)e->offset);
+        }
         done += got;
     }
     return 0;
 }
 
-/* Claim, read and checksum pieces until none is left or one fails;
- * `scratch` (CKPT__SCRATCH_BYTES, page-aligned) receives pieces of extents
- * without a destination, at the piece's offset in its page
- * (ckpt__scratch_for). */
+/* Claim, read and checksum until nothing is left or a read fails;
+ * `scratch` (page-aligned, s->request + CKPT__SCRATCH_PAGE bytes)
+ * receives the parts of extents without a destination and of those whose
+ * destination aliases, at the claim's file offset's place in a page
+ * (ckpt__scratch_for) and each part after the one before it. */
 static void work(bstream *s, uint8_t *scratch)
 {
     claim c;
     pthread_mutex_lock(&s->mu);
     while (next_claim(s, &c)) {
-        ckpt__extent *e = &s->ext[c.i];
-        uint64_t at = e->offset + c.off;
-        uint8_t *dst = e->dst ? (uint8_t *)e->dst + c.off : NULL;
-        int bounce = dst && scratch && ckpt__read_aliases(dst, at);
-        uint8_t *buf = dst && !bounce ? dst : ckpt__scratch_for(scratch, at);
-        uint32_t crc = 0;
+        ckpt_iovec iov[CLAIM_PARTS];
+        uint8_t *dst[CLAIM_PARTS];
+        uint32_t crc[CLAIM_PARTS];
+        uint8_t *base = scratch ? ckpt__scratch_for(scratch, c.at) : NULL;
         int err;
+        for (int k = 0; k < c.n; k++) {
+            const ckpt__extent *e = &s->ext[c.p[k].i];
+            uint64_t at = e->offset + c.p[k].off;
+            int bounce;
+            dst[k] = e->dst ? (uint8_t *)e->dst + c.p[k].off : NULL;
+            bounce = dst[k] && scratch && ckpt__read_aliases(dst[k], at);
+            iov[k].base = dst[k] && !bounce ? dst[k] : base + (at - c.at);
+            iov[k].len = c.p[k].len;
+            if (!bounce)
+                dst[k] = NULL; /* nothing to copy on */
+        }
         pthread_mutex_unlock(&s->mu);
-        err = read_piece(s, &c, buf);
-        if (err == 0)
-            crc = ckpt__crc32c_combine(
-                bounce ? ckpt__crc32c_copy(0, dst, buf, c.len)
-                       : ckpt__crc32c(buf, c.len),
-                0, e->size - c.off - c.len);
+        err = read_claim(s, &c, iov);
+        for (int k = 0; err == 0 && k < c.n; k++) {
+            const ckpt__extent *e = &s->ext[c.p[k].i];
+            crc[k] = ckpt__crc32c_combine(
+                dst[k] ? ckpt__crc32c_copy(0, dst[k], iov[k].base, iov[k].len)
+                       : ckpt__crc32c(iov[k].base, iov[k].len),
+                0, e->size - c.p[k].off - c.p[k].len);
+        }
         pthread_mutex_lock(&s->mu);
         if (err < 0) {
             if (s->failure.code == 0)
                 ckpt__error_save(&s->failure);
             s->stop = 1;
         } else {
-            e->crc ^= crc;
+            for (int k = 0; k < c.n; k++)
+                s->ext[c.p[k].i].crc ^= crc[k];
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -155,14 +213,15 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset)
     return scratch + file_offset % CKPT__SCRATCH_PAGE;
 }
 
-/* Whether the extents hold at least two pieces (worth a second thread). */
-static int two_pieces_or_more(const ckpt__extent *ext, size_t n)
+/* Whether the extents hold more than one request's bytes (worth a second
+ * thread). */
+static int two_requests_or_more(const ckpt__extent *ext, size_t n,
+                                size_t request)
 {
-    uint64_t pieces = 0;
-    for (size_t i = 0; i < n && pieces < 2; i++)
-        pieces +=
-            (ext[i].size + CKPT__BUFFERED_PIECE - 1) / CKPT__BUFFERED_PIECE;
-    return pieces >= 2;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n && bytes <= request; i++)
+        bytes += ext[i].size;
+    return bytes > request;
 }
 
 int ckpt__read_aliases(const void *dst, uint64_t file_offset)
@@ -183,9 +242,9 @@ static int needs_scratch(const ckpt__extent *ext, size_t n)
     return 0;
 }
 
-int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
-                                const char *path, ckpt__extent *ext, size_t n,
-                                int threads)
+static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
+                        ckpt__extent *ext, size_t n, int threads,
+                        size_t request)
 {
     bstream s;
     helper_arg h;
@@ -205,8 +264,10 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
     s.path = path;
     s.ext = ext;
     s.n = n;
+    s.request = request;
+    s.span = request > CKPT__BUFFERED_PIECE;
     for (int t = 0; scratched && t < 2; t++) {
-        raw[t] = ckpt__malloc(CKPT__SCRATCH_BYTES + CKPT__SCRATCH_PAGE);
+        raw[t] = ckpt__malloc(request + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)
             return ckpt__error_oom();
         if (raw[t])
@@ -215,7 +276,7 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
                                       CKPT__SCRATCH_PAGE;
     }
     pthread_mutex_init(&s.mu, NULL);
-    if (threads > 1 && two_pieces_or_more(ext, n) &&
+    if (threads > 1 && two_requests_or_more(ext, n, request) &&
         (!scratched || scratch[1])) {
         h.s = &s;
         h.scratch = scratch[1];
@@ -230,4 +291,18 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
     ckpt__free(raw[1]);
     ckpt__free(raw[0]);
     return err;
+}
+
+int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
+                                const char *path, ckpt__extent *ext, size_t n,
+                                int threads)
+{
+    return read_extents(fs, file, path, ext, n, threads, CKPT__BUFFERED_PIECE);
+}
+
+int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
+                            const char *path, ckpt__extent *ext, size_t n,
+                            int threads)
+{
+    return read_extents(fs, file, path, ext, n, threads, CKPT__COLD_REQUEST);
 }

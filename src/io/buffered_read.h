@@ -26,6 +26,22 @@
 /* Bytes one pread of the buffered path reads at most. */
 #define CKPT__BUFFERED_PIECE ((size_t)256 << 10)
 
+/* Bytes one request of the cold path reads at most. The kernel sizes its
+ * read-ahead by the request (up to the device's largest transfer), so
+ * 256 KiB pieces of a file not in the page cache leave the disk idle
+ * between them where read_ahead_kb is small. Measured on a virtio disk
+ * against one read() of a cold 256 MiB file, medians of paired runs:
+ * with read_ahead_kb 128 (the kernel's default), 256 KiB pieces on two
+ * threads reached 0.52-0.61 (bare preads) and 0.59-0.70 (a restore), 32
+ * MiB requests 0.89-1.10 and 0.74-0.98; with read_ahead_kb 8192, where
+ * the kernel reads far ahead anyway, 0.93-1.24 and 0.74-1.02 (pieces)
+ * against 1.01-1.03 and 0.69-0.88 (requests): the cold path trades ~10%
+ * there, where the checksum of a request no longer in the CPU's cache
+ * costs memory bandwidth, for ~30% on a default system. 16 MiB requests
+ * measured 0.73-0.84 with 128 KiB; one thread instead of two 0.79-0.90
+ * with 128 KiB and 0.71-0.81 with 8192. */
+#define CKPT__COLD_REQUEST ((size_t)32 << 20)
+
 /* A scratch buffer (for extents without a destination) holds one piece
  * placed at its file offset's position in a page: CKPT__SCRATCH_BYTES
  * from a CKPT__SCRATCH_PAGE-aligned start. */
@@ -54,6 +70,16 @@ int ckpt__read_aliases(const void *dst, uint64_t file_offset);
  * allows concurrent preads (it offers open_read_direct, whose contract
  * says so) and this process may run on at least two CPUs, else 1. */
 int ckpt__read_threads(const ckpt_fs *fs);
+
+/* The cold path: as ckpt__read_extents_buffered, but each claim is one
+ * request of up to CKPT__COLD_REQUEST bytes that goes on from one extent
+ * into the next when no gap lies between them (a preadv into their
+ * destinations, ckpt__fs_preadv), and a thread's scratch buffer holds a
+ * whole request. For a file that is not in the page cache; a cached one
+ * reads faster in pieces that stay in the CPU's cache for their CRC. */
+int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
+                            const char *path, ckpt__extent *ext, size_t n,
+                            int threads);
 
 /* Read the extents (sorted by offset, not overlapping; checked by the
  * caller) of `file`, opened with open_read on `path` (for messages), and

@@ -99,6 +99,26 @@ int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
                  NULL);
 }
 
+int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
+                    int iovcnt, uint64_t offset, size_t *nread)
+{
+    *nread = 0;
+    if (fs->version >= 4 && fs->preadv)
+        return check(fs->preadv(f, iov, iovcnt, offset, nread, fs->payload),
+                     "preadv", NULL);
+    for (int i = 0; i < iovcnt; i++) { /* one pread per buffer */
+        size_t got = 0;
+        int err = ckpt__fs_pread(fs, f, iov[i].base, iov[i].len,
+                                 offset + *nread, &got);
+        if (err < 0)
+            return err;
+        *nread += got;
+        if (got < iov[i].len)
+            break; /* end of file */
+    }
+    return 0;
+}
+
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out)
 {
     return check(fs->size(f, out, fs->payload), "size", NULL);

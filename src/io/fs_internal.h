@@ -26,6 +26,10 @@ int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id);
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n);
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
                    uint64_t offset, size_t *nread);
+/* ckpt_fs.preadv, or one pread per buffer (stopping at a short one) when
+ * `fs` does not offer it (version < 4 or NULL). */
+int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
+                    int iovcnt, uint64_t offset, size_t *nread);
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out);
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
 /* Close `f`; NULL is a no-op returning 0. */

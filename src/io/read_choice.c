@@ -39,19 +39,29 @@
  * whole file read 1.5-2x faster through the cache than the direct stream. */
 #define DIRECT_MARGIN 2.0
 
-/* The buffered path over `file`, or over the file opened by `path` when
+/* The page-cache paths: 256 KiB pieces (the file is cached) or, with
+ * `cold`, requests of 32 MiB (it is not; buffered_read.h). */
+static int read_through_cache(const ckpt_fs *fs, ckpt_file *file,
+                              const char *path, ckpt__extent *ext, size_t n,
+                              int threads, int cold)
+{
+    return cold ? ckpt__read_extents_cold(fs, file, path, ext, n, threads)
+                : ckpt__read_extents_buffered(fs, file, path, ext, n, threads);
+}
+
+/* The page cache path over `file`, or over the file opened by `path` when
  * `file` is NULL. */
 static int buffered_all(const ckpt_fs *fs, const char *path, ckpt_file *file,
-                        ckpt__extent *ext, size_t n, int threads)
+                        ckpt__extent *ext, size_t n, int threads, int cold)
 {
     ckpt_file *f = NULL;
     int err;
     if (file)
-        return ckpt__read_extents_buffered(fs, file, path, ext, n, threads);
+        return read_through_cache(fs, file, path, ext, n, threads, cold);
     err = ckpt__fs_open_read(fs, &f, path);
     if (err < 0)
         return err;
-    err = ckpt__read_extents_buffered(fs, f, path, ext, n, threads);
+    err = read_through_cache(fs, f, path, ext, n, threads, cold);
     if (err < 0)
         ckpt__fs_close_quiet(fs, f);
     else
@@ -113,13 +123,16 @@ static int probe_then_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
         rep->mode = CKPT__READ_BUFFERED;
         rep->piece_bytes = CKPT__BUFFERED_PIECE;
         rep->readers = threads;
-        err = buffered_all(fs, path, file, tail, n, threads);
+        /* the file system accepted direct reads: the file is not cached */
+        err = buffered_all(fs, path, file, tail, n, threads, 1);
+        if (err == 0)
+            rep->piece_bytes = CKPT__COLD_REQUEST;
     } else {
         rep->mode = CKPT__READ_DIRECT;
         err = ckpt__read_extents_stream(fs, path, tail, n, NULL,
                                         CKPT__PROBE_NONE);
         if (err == CKPT_ENOTSUP) /* declined now: the rest through the cache */
-            err = buffered_all(fs, path, file, tail, n, threads);
+            err = buffered_all(fs, path, file, tail, n, threads, 0);
     }
     remember(key, rep); /* the probe's verdict, whatever the rest did */
     for (size_t i = 0; i < n && err == 0; i++)
@@ -128,6 +141,21 @@ static int probe_then_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
 done:
     ckpt__free(head);
     return err;
+}
+
+/* Whether `path` is not (mostly) in the page cache: the file system opens
+ * it with open_read_direct, which declines a file that is. */
+static int not_cached(const ckpt_fs *fs, const char *path)
+{
+    ckpt__saved_error saved;
+    ckpt_file *f = NULL;
+    int cold;
+    ckpt__error_save(&saved);
+    cold = ckpt__fs_open_read_direct(fs, &f, path) == 0;
+    if (cold)
+        ckpt__fs_close_quiet(fs, f);
+    (void)ckpt__error_restore(&saved);
+    return cold;
 }
 
 /* All of the file the way `v`, remembered for its device, says. The
@@ -145,7 +173,10 @@ static int read_as_remembered(const ckpt_fs *fs, const char *path,
         if (err == CKPT_ENOTSUP)
             return err;
     } else {
-        err = buffered_all(fs, path, file, ext, n, threads);
+        int cold = not_cached(fs, path);
+        err = buffered_all(fs, path, file, ext, n, threads, cold);
+        if (cold)
+            rep->piece_bytes = CKPT__COLD_REQUEST;
     }
     rep->mode = v->mode;
     rep->probed = 0;
@@ -199,8 +230,8 @@ int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
             rep.readers = threads;
         }
     }
-    if (err == CKPT_ENOTSUP)
-        err = buffered_all(fs, path, file, ext, n, threads);
+    if (err == CKPT_ENOTSUP) /* cached, too short or no direct reads */
+        err = buffered_all(fs, path, file, ext, n, threads, 0);
     if (report)
         *report = rep;
     return err;

@@ -279,9 +279,9 @@ static void test_large_bundle_direct(void **state)
     assert_true(atomic_load(&f->afs.direct_preads) > 0);
     /* the records and no more than a piece of alignment around them, read
      * with O_DIRECT or, where the stream's probe found it faster, through
-     * the page cache (those reads are at most 512 KiB each) */
+     * the page cache */
     assert_true(atomic_load(&f->afs.direct_bytes) +
-                    atomic_load(&f->afs.other_preads) * (512u << 10) >=
+                    atomic_load(&f->afs.other_bytes) >=
                 11 * MIB);
     /* a second order, same result */
     aligned_fs_reset(&f->afs);

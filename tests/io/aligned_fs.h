@@ -7,7 +7,8 @@
  * violation. Direct preads, the bytes they return, opens and files still
  * open are counted with atomics (the reads come from reader threads), and
  * the Nth direct pread can be made to fail with CKPT_EIO and a message
- * naming the file. It names no device (device_id NULL), so every read of
+ * naming the file. It offers preadv (forwarded to POSIX) on files opened
+ * by open_read only. It names no device (device_id NULL), so every read of
  * 16 pieces or more probes unless a test sets a device_id. */
 #ifndef CKPT_TESTS_IO_ALIGNED_FS_H
 #define CKPT_TESTS_IO_ALIGNED_FS_H
@@ -24,6 +25,8 @@ typedef struct aligned_fs {
     atomic_ullong direct_preads; /* preads on direct files (incl. failed) */
     atomic_ullong direct_bytes;  /* bytes those preads returned */
     atomic_ullong other_preads;  /* preads on files opened by open_read */
+    atomic_ullong other_preadvs; /* preadvs on them (the cold path's) */
+    atomic_ullong other_bytes;   /* bytes both returned */
     atomic_ullong violations;    /* unaligned direct preads */
     atomic_llong open_files;     /* opened and not yet closed */
     atomic_ullong fail_at;       /* 1-based direct pread to fail; 0: none */

@@ -9,7 +9,9 @@
  * failure on either thread) reported once with its message; a file ending
  * inside an extent; scratch buffers taking each piece at its file
  * offset's place in a page; a destination that would alias its file
- * offset modulo 4 KiB filled through scratch. */
+ * offset modulo 4 KiB filled through scratch; the cold path
+ * (ckpt__read_extents_cold): requests spanning extents with preadv, or
+ * preads without it, and the end of the file met inside one. */
 #include "test_util.h"
 
 #include "extent_fixture.h"
@@ -141,7 +143,18 @@ typedef struct witness_fs {
         uint64_t off;
     } log[64]; /* the first preads */
     atomic_uint logged;
+    atomic_uint preadvs;   /* preadv calls (the cold path's requests) */
+    atomic_uint widest;    /* most buffers in one preadv */
+    atomic_ullong largest; /* most bytes asked for by one call */
+    atomic_ullong bytes;   /* bytes every call returned */
 } witness_fs;
+
+static void note_max(atomic_ullong *m, unsigned long long v)
+{
+    unsigned long long old = atomic_load(m);
+    while (v > old && !atomic_compare_exchange_weak(m, &old, v))
+        ;
+}
 
 static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
                          size_t *got, void *payload)
@@ -179,9 +192,50 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
     *got = 0;
     if (w->fail_at == k)
         return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
+    note_max(&w->largest, n);
     if (w->cap > 0 && n > w->cap)
         n = w->cap;
-    return base->pread(file, buf, n, off, got, base->payload);
+    {
+        int err = base->pread(file, buf, n, off, got, base->payload);
+        atomic_fetch_add(&w->bytes, *got);
+        return err;
+    }
+}
+
+/* preadv: counted, each buffer checked for its page offset like a pread's
+ * (so scratch parts must sit at their file offset's place), at most `cap`
+ * bytes returned (buffers cut there), forwarded to POSIX's preadv. */
+static int witness_preadv(ckpt_file *file, const ckpt_iovec *iov, int iovcnt,
+                          uint64_t off, size_t *got, void *payload)
+{
+    witness_fs *w = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    ckpt_iovec cut[256];
+    unsigned long long total = 0, at = off;
+    int m = 0, err;
+    unsigned widest = atomic_load(&w->widest);
+    assert_true(iovcnt > 0 && iovcnt <= 256);
+    atomic_fetch_add(&w->preadvs, 1);
+    while ((unsigned)iovcnt > widest &&
+           !atomic_compare_exchange_weak(&w->widest, &widest, (unsigned)iovcnt))
+        ;
+    for (int i = 0; i < iovcnt; i++) {
+        if ((uintptr_t)iov[i].base % 4096 != at % 4096)
+            atomic_fetch_add(&w->off_page, 1);
+        at += iov[i].len;
+        total += iov[i].len;
+    }
+    note_max(&w->largest, total);
+    for (size_t left = w->cap ? w->cap : (size_t)total; m < iovcnt && left;
+         m++) {
+        cut[m] = iov[m];
+        if (cut[m].len > left)
+            cut[m].len = left;
+        left -= cut[m].len;
+    }
+    err = base->preadv(file, cut, m, off, got, base->payload);
+    atomic_fetch_add(&w->bytes, *got);
+    return err;
 }
 
 static void witness_init(witness_fs *w)
@@ -189,6 +243,7 @@ static void witness_init(witness_fs *w)
     memset(w, 0, sizeof(*w));
     ckpt_fs_forward_init(&w->fwd, NULL);
     w->fwd.fs.pread = witness_pread;
+    w->fwd.fs.preadv = witness_preadv;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 }
@@ -446,6 +501,112 @@ static void test_read_extents_reports(void **state)
     ext_free_destinations(ext, n);
 }
 
+static uint64_t layout_bytes(const ckpt__extent *ext, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += ext[i].size;
+    return sum;
+}
+
+/* The cold path: a claim runs on from one extent into the next without a
+ * gap (the 300 back-to-back records: one preadv of many buffers), never
+ * past CKPT__COLD_REQUEST; bytes and CRCs right with destinations, without
+ * (scratch, each buffer at its file offset's place in a page), on one
+ * thread and two, and across short reads; every byte read once. */
+static void test_cold_requests_span_extents(void **state)
+{
+    fixture *f = *state;
+    for (int round = 0; round < 6; round++) {
+        ckpt__extent ext[MAX_EXT];
+        ckpt_file *file = NULL;
+        witness_fs w;
+        int threads = round % 2 + 1, scratch_only = round / 2 == 1;
+        size_t n = layout(ext, f->size);
+        witness_init(&w);
+        w.cap = round / 2 == 2 ? 5000 : 0;
+        if (scratch_only) {
+            for (size_t i = 0; i < n; i++) {
+                ext[i].dst = NULL;
+                ext[i].crc = 0xdeadbeefu;
+            }
+        } else {
+            give_destinations(ext, n);
+        }
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(
+            ckpt__read_extents_cold(&w.fwd.fs, file, f->path, ext, n, threads));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        ext_check(f->data, ext, n);
+        assert_true(atomic_load(&w.preadvs) >= 1);
+        assert_true(atomic_load(&w.widest) >= 32); /* 64 parts a claim */
+        assert_true(atomic_load(&w.largest) <= CKPT__COLD_REQUEST);
+        assert_int_equal(atomic_load(&w.bytes), layout_bytes(ext, n));
+        if (scratch_only)
+            assert_int_equal(atomic_load(&w.off_page), 0);
+        else
+            ext_free_destinations(ext, n);
+        witness_dispose(&w);
+    }
+}
+
+/* A file system of version 3 keeps its preadv unused: the cold path reads
+ * each part with a pread of its own, with the same bytes and CRCs. */
+static void test_cold_without_preadv(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[MAX_EXT];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    size_t n = layout(ext, f->size);
+    witness_init(&w);
+    w.fwd.fs.version = 3;
+    give_destinations(ext, n);
+    assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+    assert_ckpt_ok(
+        ckpt__read_extents_cold(&w.fwd.fs, file, f->path, ext, n, 2));
+    w.fwd.fs.close(file, w.fwd.fs.payload);
+    ext_check(f->data, ext, n);
+    assert_int_equal(atomic_load(&w.preadvs), 0);
+    assert_true(atomic_load(&w.preads) >= n - 1); /* one per part */
+    assert_int_equal(atomic_load(&w.bytes), layout_bytes(ext, n));
+    ext_free_destinations(ext, n);
+    witness_dispose(&w);
+}
+
+/* The cold path's request that meets the end of the file names the file,
+ * where it ends and the range it ends in, with or without preadv. */
+static void test_cold_file_ends_inside_extent(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[3];
+    uint8_t *dst = malloc(3 * PIECE);
+    char want[4200];
+    assert_non_null(dst);
+    ext[0] = (ckpt__extent){f->size - 2 * PIECE, PIECE, dst, 0};
+    ext[1] = (ckpt__extent){f->size - PIECE, PIECE / 2, NULL, 0};
+    ext[2] = (ckpt__extent){f->size - PIECE / 2, PIECE, dst + PIECE, 0};
+    snprintf(want, sizeof(want),
+             "%s: the file ends at byte %zu, inside the range of %llu bytes "
+             "at offset %zu",
+             f->path, f->size, (unsigned long long)PIECE,
+             f->size - (size_t)PIECE / 2);
+    for (int version = 3; version <= CKPT_FS_VERSION; version++) {
+        witness_fs w;
+        ckpt_file *file = NULL;
+        witness_init(&w);
+        w.fwd.fs.version = version;
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_error(
+            ckpt__read_extents_cold(&w.fwd.fs, file, f->path, ext, 3, 1),
+            CKPT_ECORRUPT, want);
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        assert_int_equal(atomic_load(&w.preadvs) > 0, version >= 4);
+        witness_dispose(&w);
+    }
+    free(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +629,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_file_ends_inside_extent, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_cold_requests_span_extents, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cold_without_preadv, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cold_file_ends_inside_extent,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_extents_reports, setup,
                                         teardown),
     };

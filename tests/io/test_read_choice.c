@@ -201,15 +201,20 @@ static void test_second_read_remembers(void **state)
         assert_int_equal(atomic_load(&f->afs.direct_preads), DIRECT_PIECES);
         assert_int_equal(atomic_load(&f->afs.other_preads), 0);
     } else {
+        /* one direct open to learn that the file is not in the page cache
+         * (it is read in requests of 32 MiB), no direct read */
         assert_int_equal(first.mode, CKPT__READ_BUFFERED);
-        assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
+        assert_int_equal(atomic_load(&f->afs.direct_opens), 1);
         assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
+        assert_int_equal(again.piece_bytes, CKPT__COLD_REQUEST);
     }
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
 }
 
 /* Each mode read as remembered: O_DIRECT streams every piece direct (its
- * 512 KiB reads, 2 readers), the page cache reads no piece direct. */
+ * 512 KiB reads, 2 readers), the page cache reads no piece direct: in
+ * requests of 32 MiB when the file system would open the file direct (it
+ * is not cached), in 256 KiB pieces when it declines (it is). */
 static void test_remembered_modes(void **state)
 {
     fixture *f = *state;
@@ -236,9 +241,22 @@ static void test_remembered_modes(void **state)
     assert_int_equal(rep.probed, 0);
     assert_int_equal(rep.remembered, 1);
     assert_true(rep.direct_bytes_per_s == 3e9);
+    assert_int_equal(rep.piece_bytes, CKPT__COLD_REQUEST);
+    assert_int_equal(atomic_load(&f->afs.direct_opens), 1);
+    assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
+    /* every byte of read_once's extents once (not the gaps, 200 bytes) */
+    assert_int_equal(atomic_load(&f->afs.other_bytes), FILE_SIZE - 200);
+    assert_int_equal(atomic_load(&f->afs.open_files), 0);
+
+    aligned_fs_reset(&f->afs);
+    atomic_store(&f->afs.decline, 1);
+    rep = read_once(f, fs);
+    atomic_store(&f->afs.decline, 0);
+    assert_int_equal(rep.mode, CKPT__READ_BUFFERED);
+    assert_int_equal(rep.remembered, 1);
     assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
     assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
-    assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
+    assert_int_equal(atomic_load(&f->afs.other_preadvs), 0);
     assert_true(atomic_load(&f->afs.other_preads) > 0);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
 }
