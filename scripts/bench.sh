@@ -208,13 +208,20 @@ rm -f "$tmp/dd.bin"
 dd_gbs=$(echo "$dd_line" | awk -v b=$((dd_mib * 1048576)) '{
     for (i = 1; i <= NF; i++) if ($i == "s," && i > 1) s = $(i - 1)
     if (s > 0) printf "%.1f", b / s / 1e9; else printf "?" }')
+# The read-ahead of the bench directory's device (cold reads depend on it):
+# the disk's queue, or its parent's for a partition; "?" where not found.
+dev=$(stat -c '%Hd:%Ld' "$tmp" 2>/dev/null || echo none)
+ra_kb=$({ cat "/sys/dev/block/$dev/queue/read_ahead_kb" \
+    "/sys/dev/block/$dev/../queue/read_ahead_kb" 2>/dev/null || true; } |
+    head -n 1)
 machine=$(awk -v m="$memcpy64" -v b="$bytes" -v s="$read_sum" -v n="$reps" \
-    -v c="$(nproc)" -v d="$dd_gbs" -v l0="$load_start" \
+    -v c="$(nproc)" -v d="$dd_gbs" -v l0="$load_start" -v ra="${ra_kb:-?}" \
     -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
     cold = s > 0 ? sprintf("%.1f GB/s", b * n / s / 1e9) : "not measured"
     printf "%d cores, memcpy %.1f GB/s (64 MiB), cold read() %s, " \
-           "disk write (dd conv=fsync) %s GB/s, load average %s at the " \
-           "start, %s at the end", c, 67108864 / m / 1e9, cold, d, l0, l }')
+           "read_ahead_kb %s, disk write (dd conv=fsync) %s GB/s, load " \
+           "average %s at the start, %s at the end", c, 67108864 / m / 1e9, \
+           cold, ra, d, l0, l }')
 rm -rf "$tmp"/train-*
 
 # ---- the table -----------------------------------------------------------------
