@@ -127,8 +127,10 @@ typedef struct ckpt_fs {
      *  total only at end of file), as one request: the POSIX file system
      *  calls preadv(2), so the kernel sizes its read-ahead by the whole
      *  request. Restores, checks and verify read a data file that is not
-     *  in the page cache in requests of 32 MiB spanning several records;
-     *  without preadv each record's part is a pread of its own. Like
+     *  in the page cache in requests of 32 MiB spanning several records
+     *  (with the POSIX file system, where the device reads ahead less than
+     *  4 MiB by itself); without preadv each record's part is a pread of
+     *  its own. Like
      *  pread, it may be called from several threads at once on a file
      *  opened with open_read when open_read_direct is offered. Since
      *  version 4. */

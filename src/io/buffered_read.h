@@ -35,11 +35,11 @@
  * threads reached 0.52-0.61 (bare preads) and 0.59-0.70 (a restore), 32
  * MiB requests 0.89-1.10 and 0.74-0.98; with read_ahead_kb 8192, where
  * the kernel reads far ahead anyway, 0.93-1.24 and 0.74-1.02 (pieces)
- * against 1.01-1.03 and 0.69-0.88 (requests): the cold path trades ~10%
- * there, where the checksum of a request no longer in the CPU's cache
- * costs memory bandwidth, for ~30% on a default system. 16 MiB requests
- * measured 0.73-0.84 with 128 KiB; one thread instead of two 0.79-0.90
- * with 128 KiB and 0.71-0.81 with 8192. */
+ * against 1.01-1.03 and 0.69-0.88 (requests), where the checksum of a
+ * request no longer in the CPU's cache costs memory bandwidth: hence the
+ * cold path only below 4 MiB of read-ahead (read_choice.c). 16 MiB
+ * requests measured 0.73-0.84 with 128 KiB; one thread instead of two
+ * 0.79-0.90 with 128 KiB and 0.71-0.81 with 8192. */
 #define CKPT__COLD_REQUEST ((size_t)32 << 20)
 
 /* A scratch buffer (for extents without a destination) holds one piece
@@ -75,7 +75,8 @@ int ckpt__read_threads(const ckpt_fs *fs);
  * request of up to CKPT__COLD_REQUEST bytes that goes on from one extent
  * into the next when no gap lies between them (a preadv into their
  * destinations, ckpt__fs_preadv), and a thread's scratch buffer holds a
- * whole request. For a file that is not in the page cache; a cached one
+ * whole request. For a file that is not in the page cache on a device
+ * that reads ahead little by itself (read_choice.c decides); a cached one
  * reads faster in pieces that stay in the CPU's cache for their CRC. */
 int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
                             const char *path, ckpt__extent *ext, size_t n,

@@ -30,6 +30,10 @@ int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
  * `fs` does not offer it (version < 4 or NULL). */
 int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
                     int iovcnt, uint64_t offset, size_t *nread);
+/* How far the kernel reads ahead on the block device that holds `path`
+ * (its read_ahead_kb in sysfs; a partition's disk), or -1 where that is
+ * not known (no such file, not a block device, no sysfs). POSIX only. */
+long ckpt__posix_read_ahead_kb(const char *path);
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out);
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
 /* Close `f`; NULL is a no-op returning 0. */

@@ -27,10 +27,12 @@
  *
  * preadv is preadv(2), looping like pread: the kernel sizes its read-ahead
  * by a request's length, so one request of 32 MiB over several records
- * keeps the disk as busy as one read() of the file, whatever the device's
- * read_ahead_kb (128 KiB on most systems). */
+ * keeps the disk as busy as one read() of the file where the device's
+ * read_ahead_kb is small (128 KiB on most systems); ckpt__posix_read_ahead_kb
+ * tells the read path what it is. */
 #include "ckpt/io.h"
 #include "common/internal.h"
+#include "fs_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -552,6 +555,43 @@ static int posix_device_id(const char *path, uint64_t *id, void *payload)
         return ckpt__error_errno(errno, "device_id %s", path);
     *id = (uint64_t)st.st_dev;
     return 0;
+}
+
+/* The first number in the file at `path`, or -1. */
+static long read_number(const char *path)
+{
+    char text[32];
+    long v = -1;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    got = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (got > 0) {
+        text[got] = '\0';
+        if (sscanf(text, "%ld", &v) != 1)
+            v = -1;
+    }
+    return v;
+}
+
+long ckpt__posix_read_ahead_kb(const char *path)
+{
+    struct stat st;
+    char sys[96];
+    long kb;
+    if (stat(path, &st) != 0)
+        return -1;
+    /* a whole disk has queue/, a partition its disk's one level up */
+    snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/queue/read_ahead_kb",
+             major(st.st_dev), minor(st.st_dev));
+    kb = read_number(sys);
+    if (kb >= 0)
+        return kb;
+    snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+             major(st.st_dev), minor(st.st_dev));
+    return read_number(sys);
 }
 
 static const ckpt_fs posix_fs = {

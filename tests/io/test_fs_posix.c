@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,6 +147,37 @@ static void test_preadv(void **state)
     }
     assert_ckpt_ok(fx->fs->close(f, fx->fs->payload));
     free(path);
+}
+
+/* The read-ahead of the device holding a path: sysfs's number for a file
+ * on a block device (a partition's disk), -1 for a missing path or one on
+ * no block device (/proc). */
+static void test_read_ahead_kb(void **state)
+{
+    struct fixture *fx = *state;
+    char *missing = path_in(fx, "missing.bin");
+    struct stat st;
+    char sys[96];
+    long kb = ckpt__posix_read_ahead_kb(fx->dir), want = -1;
+    FILE *f;
+    assert_int_equal(ckpt__posix_read_ahead_kb(missing), -1);
+    assert_int_equal(ckpt__posix_read_ahead_kb("/proc/self"), -1);
+    assert_int_equal(stat(fx->dir, &st), 0);
+    snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/queue/read_ahead_kb",
+             major(st.st_dev), minor(st.st_dev));
+    f = fopen(sys, "r");
+    if (!f) {
+        snprintf(sys, sizeof(sys),
+                 "/sys/dev/block/%u:%u/../queue/read_ahead_kb",
+                 major(st.st_dev), minor(st.st_dev));
+        f = fopen(sys, "r");
+    }
+    if (f) {
+        assert_int_equal(fscanf(f, "%ld", &want), 1);
+        fclose(f);
+    }
+    assert_int_equal(kb, want);
+    free(missing);
 }
 
 static void test_write_read_round_trip(void **state)
@@ -589,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_default_fs),
         cmocka_unit_test_setup_teardown(test_device_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preadv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_ahead_kb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_read_round_trip, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_trunc_and_overwrite, setup,
