@@ -322,36 +322,6 @@ static int posix_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     return 0;
 }
 
-static int posix_pread(ckpt_file *f, void *buf, size_t n, uint64_t offset,
-                       size_t *nread, void *payload)
-{
-    struct posix_file *pf = posix_file_of(f);
-    char *p = buf;
-    size_t done = 0;
-    (void)payload;
-    *nread = 0;
-    if (offset > (uint64_t)INT64_MAX)
-        return ckpt__error(CKPT_EINVAL, "pread %s: offset %llu out of range",
-                           pf->path, (unsigned long long)offset);
-    while (done < n) {
-        size_t left = n - done;
-        size_t want = left < IO_CHUNK_MAX ? left : IO_CHUNK_MAX;
-        ssize_t got = pread(pf->fd, p + done, want, (off_t)(offset + done));
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return ckpt__error_errno(errno, "pread %s", pf->path);
-        }
-        if (got == 0)
-            break; /* end of file */
-        done += (size_t)got;
-        if (pf->read_direct && (size_t)got < want)
-            break; /* only the end of the file cuts an O_DIRECT read */
-    }
-    *nread = done;
-    return 0;
-}
-
 /* The iovecs of one preadv(2) call: at most this many, IO_CHUNK_MAX bytes
  * in all. */
 #define PREADV_SEGMENTS 256
@@ -383,16 +353,17 @@ static int remaining_iov(struct iovec *sys, const ckpt_iovec *iov, int iovcnt,
     return n;
 }
 
-static int posix_preadv(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
-                        uint64_t offset, size_t *nread, void *payload)
+/* Read the consecutive file bytes from `offset` into the buffers of
+ * `iov` in turn (preadv(2), looping over short reads and EINTR) until they
+ * are full or the file ends; `op` names the call in messages. */
+static int read_at(struct posix_file *pf, const ckpt_iovec *iov, int iovcnt,
+                   uint64_t offset, size_t *nread, const char *op)
 {
-    struct posix_file *pf = posix_file_of(f);
     struct iovec sys[PREADV_SEGMENTS];
     size_t done = 0;
-    (void)payload;
     *nread = 0;
     if (offset > (uint64_t)INT64_MAX)
-        return ckpt__error(CKPT_EINVAL, "preadv %s: offset %llu out of range",
+        return ckpt__error(CKPT_EINVAL, "%s %s: offset %llu out of range", op,
                            pf->path, (unsigned long long)offset);
     for (;;) {
         size_t want;
@@ -404,7 +375,7 @@ static int posix_preadv(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
         if (got < 0) {
             if (errno == EINTR)
                 continue;
-            return ckpt__error_errno(errno, "preadv %s", pf->path);
+            return ckpt__error_errno(errno, "%s %s", op, pf->path);
         }
         if (got == 0)
             break; /* end of file */
@@ -414,6 +385,21 @@ static int posix_preadv(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
     }
     *nread = done;
     return 0;
+}
+
+static int posix_pread(ckpt_file *f, void *buf, size_t n, uint64_t offset,
+                       size_t *nread, void *payload)
+{
+    ckpt_iovec one = {buf, n};
+    (void)payload;
+    return read_at(posix_file_of(f), &one, 1, offset, nread, "pread");
+}
+
+static int posix_preadv(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
+                        uint64_t offset, size_t *nread, void *payload)
+{
+    (void)payload;
+    return read_at(posix_file_of(f), iov, iovcnt, offset, nread, "preadv");
 }
 
 static int posix_size(ckpt_file *f, uint64_t *out, void *payload)
