@@ -405,22 +405,25 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
     return assemble(pr, dst, dst_size, ASSEMBLE_INTO_DST);
 }
 
-int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
+/* The pieces' sizes against the shape, then coverage as `mode` says. */
+static int check_partitioned(const ckpt__partitioned_read *pr,
+                             enum assemble_mode mode)
 {
     uint64_t bytes = 0;
     int err = ckpt__bundle_partitioned_size(pr, &bytes);
     if (err == 0)
-        err = assemble(pr, NULL, 0, ASSEMBLE_CHECK);
+        err = assemble(pr, NULL, 0, mode);
     return err;
+}
+
+int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr)
+{
+    return check_partitioned(pr, ASSEMBLE_CHECK);
 }
 
 int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr)
 {
-    uint64_t bytes = 0;
-    int err = ckpt__bundle_partitioned_size(pr, &bytes);
-    if (err == 0)
-        err = assemble(pr, NULL, 0, ASSEMBLE_LAYOUT);
-    return err;
+    return check_partitioned(pr, ASSEMBLE_LAYOUT);
 }
 
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
