@@ -37,10 +37,19 @@
  * the kernel reads far ahead anyway, 0.93-1.24 and 0.74-1.02 (pieces)
  * against 1.01-1.03 and 0.69-0.88 (requests), where the checksum of a
  * request no longer in the CPU's cache costs memory bandwidth: hence the
- * cold path only below 4 MiB of read-ahead (read_choice.c). 16 MiB
+ * cold path only below CKPT__FAR_READ_AHEAD_KB of read-ahead. 16 MiB
  * requests measured 0.73-0.84 with 128 KiB; one thread instead of two
  * 0.79-0.90 with 128 KiB and 0.71-0.81 with 8192. */
 #define CKPT__COLD_REQUEST ((size_t)32 << 20)
+
+/* A device whose kernel read-ahead is at least this (KiB) keeps a file's
+ * 256 KiB pieces fed by itself, and they checksum in the CPU's cache: the
+ * cold path's long requests are for smaller read-ahead.
+ * Measured on a virtio disk, restore of a cold 256 MiB file against one
+ * read() (medians of 5 batches of 6 paired runs): read_ahead_kb 128,
+ * pieces 0.59-0.70, requests 0.74-0.98; 8192, pieces 0.74-1.02, requests
+ * 0.69-0.88. */
+#define CKPT__FAR_READ_AHEAD_KB 4096
 
 /* A scratch buffer (for extents without a destination) holds one piece
  * placed at its file offset's position in a page: CKPT__SCRATCH_BYTES

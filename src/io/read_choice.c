@@ -24,7 +24,7 @@
  *
  * Through the page cache, a file that is not cached goes the cold path's
  * way (requests of 32 MiB, buffered_read.h) unless its device reads far
- * ahead by itself (FAR_READ_AHEAD_KB); a cached one in 256 KiB pieces. */
+ * ahead by itself (CKPT__FAR_READ_AHEAD_KB); a cached one in 256 KiB pieces. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -42,15 +42,6 @@
  * virtio disk: buffered probe reads at 0.7-0.8x the direct ones, yet the
  * whole file read 1.5-2x faster through the cache than the direct stream. */
 #define DIRECT_MARGIN 2.0
-
-/* A device whose kernel read-ahead is at least this (KiB) keeps a file's
- * 256 KiB pieces fed by itself, and they checksum in the CPU's cache: the
- * cold path's long requests (buffered_read.h) are for smaller read-ahead.
- * Measured on a virtio disk, restore of a cold 256 MiB file against one
- * read() (medians of 5 batches of 6 paired runs): read_ahead_kb 128,
- * pieces 0.59-0.70, requests 0.74-0.98; 8192, pieces 0.74-1.02, requests
- * 0.69-0.88. */
-#define FAR_READ_AHEAD_KB 4096
 
 /* The page-cache paths: 256 KiB pieces (the file is cached) or, with
  * `cold`, requests of 32 MiB (it is not; buffered_read.h). */
@@ -106,7 +97,7 @@ static void split_at(const ckpt__extent *ext, size_t n, uint64_t cut,
 static int far_read_ahead(const ckpt_fs *fs, const char *path)
 {
     return fs == ckpt_fs_posix() &&
-           ckpt__posix_read_ahead_kb(path) >= FAR_READ_AHEAD_KB;
+           ckpt__posix_read_ahead_kb(path) >= CKPT__FAR_READ_AHEAD_KB;
 }
 
 /* Whether `path` is not (mostly) in the page cache: the file system opens

@@ -11,24 +11,28 @@
  * offset's place in a page; a destination that would alias its file
  * offset modulo 4 KiB filled through scratch; the cold path
  * (ckpt__read_extents_cold): requests spanning extents with preadv, or
- * preads without it, and the end of the file met inside one. */
+ * preads without it, and the end of the file met inside one; the cold
+ * path chosen by the device's read-ahead. */
 #include "test_util.h"
 
 #include "extent_fixture.h"
 
 #include "common/internal.h"
 #include "io/buffered_read.h"
+#include "io/fs_internal.h"
 #include "support/fs_fault.h"
 #include "support/fs_forward.h"
 #include "util/crc32c.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define KIB ((uint64_t)1024)
 #define PIECE ((uint64_t)CKPT__BUFFERED_PIECE)
@@ -607,6 +611,51 @@ static void test_cold_file_ends_inside_extent(void **state)
     free(dst);
 }
 
+/* A file of 12 MiB (enough for the probe) just evicted from the page
+ * cache, read by ckpt__read_extents through the POSIX file system: when it
+ * went through the page cache because the probe (or a remembered one)
+ * chose that, not because the file was cached, the read size follows the
+ * device's read-ahead (the cold path's 32 MiB requests below
+ * CKPT__FAR_READ_AHEAD_KB, 256 KiB pieces from it up). A file system that
+ * keeps the file cached (tmpfs) declines direct reads and leaves nothing
+ * to check but the bytes. */
+static void test_cold_choice_follows_read_ahead(void **state)
+{
+    fixture *f = *state;
+    const size_t size = (size_t)12 << 20;
+    uint8_t *data = malloc(size);
+    char path[4200];
+    ckpt__extent ext[1];
+    ckpt__read_report rep;
+    long ra_kb;
+    int fd;
+    assert_non_null(data);
+    test_fill_random(data, size, 7);
+    snprintf(path, sizeof(path), "%s/cold", f->dir);
+    test_write_file(path, data, size);
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fdatasync(fd), 0);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    ext[0] = (ckpt__extent){0, size, NULL, 0};
+    ext_give_destinations(ext, 1, NULL);
+    memset(&rep, 0, sizeof(rep));
+    assert_ckpt_ok(ckpt__read_extents(NULL, path, NULL, ext, 1, &rep));
+    ext_check(data, ext, 1);
+    ra_kb = ckpt__posix_read_ahead_kb(path);
+    if (rep.mode == CKPT__READ_BUFFERED && (rep.probed || rep.remembered))
+        assert_int_equal(rep.piece_bytes, ra_kb >= CKPT__FAR_READ_AHEAD_KB
+                                              ? CKPT__BUFFERED_PIECE
+                                              : CKPT__COLD_REQUEST);
+    else
+        print_message("read %s (mode %d, probed %d): the choice by "
+                      "read-ahead (%ld KiB) not taken here\n",
+                      path, rep.mode, rep.probed, ra_kb);
+    ext_free_destinations(ext, 1);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +683,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cold_without_preadv, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cold_file_ends_inside_extent,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cold_choice_follows_read_ahead,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_extents_reports, setup,
                                         teardown),
