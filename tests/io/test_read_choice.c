@@ -256,6 +256,7 @@ static void test_remembered_modes(void **state)
     assert_int_equal(rep.remembered, 1);
     assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
     assert_int_equal(atomic_load(&f->afs.direct_opens), 0);
+    assert_int_equal(atomic_load(&f->afs.direct_preads), 0);
     assert_int_equal(atomic_load(&f->afs.other_preadvs), 0);
     assert_true(atomic_load(&f->afs.other_preads) > 0);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
