@@ -160,8 +160,7 @@ struct ckpt_mpi_saver {
     /* The background thread: one job at a time, guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_t thread;
-    int thread_started;
+    ckpt__bg_thread thread;
     int stopping;
     int job;      /* ckpt__job_kind queued or running */
     int job_done; /* the job's outcome is in op */

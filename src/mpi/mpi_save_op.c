@@ -86,26 +86,13 @@ static void *worker_main(void *arg)
 
 int ckpt__mpi_thread_start(ckpt_mpi_saver *s)
 {
-    int rc;
-    if (s->thread_started)
-        return 0;
-    rc = pthread_create(&s->thread, NULL, worker_main, s);
-    if (rc != 0)
-        return ckpt__error_errno(rc, "mpi saver: starting the writer thread");
-    s->thread_started = 1;
-    return 0;
+    return ckpt__bg_thread_start(&s->thread, worker_main, s,
+                                 "mpi saver: starting the writer thread");
 }
 
 void ckpt__mpi_thread_stop(ckpt_mpi_saver *s)
 {
-    if (!s->thread_started)
-        return;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    s->thread_started = 0;
+    ckpt__bg_thread_stop(&s->thread, &s->mu, &s->cv, &s->stopping);
 }
 
 /* Asynchronous saves hand the job to the thread; synchronous ones run it

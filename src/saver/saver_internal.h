@@ -113,6 +113,21 @@ void ckpt__eviction_queue(ckpt__eviction *q, ckpt__dir_state *ds,
  * and return), then clear `pending`. */
 void ckpt__eviction_run(ckpt__eviction *q, ckpt__dir_state *ds,
                         pthread_mutex_t *mu, pthread_cond_t *cv);
+/* A saver's background thread (bg_thread.c): ckpt_saver's writer and the
+ * MPI saver's thread. Started once, from the first call that needs it (a
+ * failure to start: `what`, with the errno text); stopped by setting the
+ * saver's `stopping` flag under `mu`, broadcasting `cv` and joining it (the
+ * thread's loop ends when it sees the flag and has no work left). */
+typedef struct ckpt__bg_thread {
+    pthread_t id;
+    int started;
+} ckpt__bg_thread;
+
+int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
+                          void *arg, const char *what);
+void ckpt__bg_thread_stop(ckpt__bg_thread *t, pthread_mutex_t *mu,
+                          pthread_cond_t *cv, int *stopping);
+
 /* Whether `stored` names a checkpoint inside this directory: a bare name,
  * or absolute with exactly abs_dir as its directory. Only those are ever
  * deleted. */
@@ -298,8 +313,7 @@ struct ckpt_saver {
     /* Everything below is shared with the writer thread: guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_t thread;
-    int thread_started;
+    ckpt__bg_thread thread;
     int stopping;
     ckpt__job *active;  /* being written */
     ckpt__job *pending; /* snapshot taken, waiting for the writer */

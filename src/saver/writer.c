@@ -72,7 +72,7 @@ void ckpt__job_free(ckpt__job *job)
 
 void ckpt__saver_evict(ckpt_saver *s, ckpt__kept_list *evicted)
 {
-    if (!s->thread_started) {
+    if (!s->thread.started) {
         ckpt__dir_state_delete_evicted(&s->ds, evicted);
         return;
     }
@@ -172,26 +172,13 @@ static void *writer_main(void *arg)
 
 int ckpt__writer_start(ckpt_saver *s)
 {
-    int rc;
-    if (s->thread_started)
-        return 0;
-    rc = pthread_create(&s->thread, NULL, writer_main, s);
-    if (rc != 0)
-        return ckpt__error_errno(rc, "starting the checkpoint writer thread");
-    s->thread_started = 1;
-    return 0;
+    return ckpt__bg_thread_start(&s->thread, writer_main, s,
+                                 "starting the checkpoint writer thread");
 }
 
 void ckpt__writer_stop(ckpt_saver *s)
 {
-    if (!s->thread_started)
-        return;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    s->thread_started = 0;
+    ckpt__bg_thread_stop(&s->thread, &s->mu, &s->cv, &s->stopping);
 }
 
 int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
