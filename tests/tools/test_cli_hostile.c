@@ -3,17 +3,21 @@
  * memory and time limited (cli_run_limited), so that a hang or an
  * allocation the files do not justify fails the test: FIFOs as index, data
  * or state file; tensors declaring far more data than their files hold;
- * records larger than the tool's memory, which must be streamed. */
+ * records larger than the tool's memory, which must be streamed; a data
+ * file gone, which fails every tensor in it alike: verify names the file
+ * once, with its error and its tensors' count, where its JSON lists each. */
 #include "cli_run.h"
 
 #include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
 
+#include <json-c/json.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
 #define MEM_LIMIT (384 * MIB)
@@ -204,6 +208,94 @@ static void test_partitioned_larger_than_memory(void **state)
     expect_cmd(f, "verify", 1, "slice 1 (0,2:0,3) overlaps an earlier slice");
 }
 
+/* ---- 4. one error for many tensors ----------------------------------------
+ */
+
+/* Five float tensors "t0".."t4" of 4 elements, written by the library. */
+static void write_five(const bt_fixture *f)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape s = {1, {4}};
+    float v[4] = {1, 2, 3, 4};
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
+    for (int i = 0; i < 5; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "t%d", i);
+        v[0] = (float)i;
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &s, v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A missing data file fails every tensor in it: one line names the file,
+ * its error and its 5 tensors; --json lists each tensor. */
+static void test_missing_data_file_said_once(void **state)
+{
+    bt_fixture *f = *state;
+    json_object *root, *damaged;
+    cli_run r;
+    write_five(f);
+    assert_int_equal(unlink(f->data0), 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt verify: open_read ");
+    expect_contains(r.err, ".data-00000-of-00001: No such file or directory "
+                           "(it holds 5 tensors; --json names each damaged "
+                           "one)\n");
+    expect_lacks(r.err, "'t0'");
+    expect_lacks(r.err, "'t4'");
+    assert_int_equal(count_of(r.err, "ckpt verify: "), 1);
+    expect_contains(r.out, "DAMAGED, 5 of 5 tensors");
+    run_free(&r);
+    RUN_BOUNDED(r, "verify", f->prefix, "--json");
+    expect_status(&r, 1);
+    root = json_tokener_parse(r.out);
+    assert_non_null(root);
+    assert_true(json_object_object_get_ex(root, "damaged", &damaged));
+    assert_int_equal(json_object_array_length(damaged), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_object *d = json_object_array_get_idx(damaged, i), *name, *err;
+        char want[8];
+        snprintf(want, sizeof(want), "t%zu", i);
+        assert_true(json_object_object_get_ex(d, "name", &name));
+        assert_true(json_object_object_get_ex(d, "error", &err));
+        assert_string_equal(json_object_get_string(name), want);
+        assert_non_null(strstr(json_object_get_string(err), "No such file"));
+    }
+    json_object_put(root);
+    run_free(&r);
+}
+
+/* A data file that opens but is cut short: each tensor past its end is
+ * named with its own error, and the file is not said unopenable. */
+static void test_different_errors_each_said(void **state)
+{
+    bt_fixture *f = *state;
+    cli_run r;
+    write_five(f);
+    assert_int_equal(truncate(f->data0, 3 * 16), 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, "tensor 't3': record at offset 48, 16 bytes, runs "
+                           "past the end of the data file (48 bytes)");
+    expect_contains(r.err, "tensor 't4': record at offset 64, 16 bytes, runs "
+                           "past the end of the data file (48 bytes)");
+    expect_lacks(r.err, "it holds");
+    expect_lacks(r.err, "'t2'");
+    expect_contains(r.out, "DAMAGED, 2 of 5 tensors");
+    run_free(&r);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
@@ -218,6 +310,8 @@ int main(void)
         T(test_partitioned_huge_full_shape),
         T(test_record_larger_than_memory),
         T(test_partitioned_larger_than_memory),
+        T(test_missing_data_file_said_once),
+        T(test_different_errors_each_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,10 @@ const cli_command cli_cmd_verify = {
     "its only checkpoint when it has no state file. The index is checked\n"
     "when it is opened; then every record is read from its data file and\n"
     "its CRC32C compared (strings: their length checksum too). Each damaged\n"
-    "tensor is named on stderr. Records whose checksum this tool cannot\n"
+    "tensor is named on stderr, except those of a data file that cannot\n"
+    "be opened (missing, unreadable, not a regular file): that file is\n"
+    "named once, with its error and how many tensors it holds (--json\n"
+    "still lists each). Records whose checksum this tool cannot\n"
     "compute (DT_VARIANT) are read but reported \"not checked\".\n"
     "Every byte is read once when nothing is damaged: each data file's\n"
     "fixed-size records (partitioned tensors' pieces among them) in one\n"
@@ -59,6 +62,60 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
         return "variant records carry per-element checksums this tool does "
                "not decode";
     return NULL;
+}
+
+/* Data files that cannot be opened fail every tensor in them alike: each
+ * is said once, with its error, rather than once per tensor. */
+typedef struct unopened_files {
+    int n;
+    char **error; /* per shard: why it cannot be opened, or NULL */
+} unopened_files;
+
+/* Try to open every data file of `prefix` (after the one pass found
+ * damage) and say, for each that cannot be opened, why and how many of the
+ * listed tensors it holds. */
+static void find_unopened(unopened_files *u, ckpt_bundle_reader *r,
+                          const char *prefix,
+                          const ckpt_tensor_entry *const *order, size_t n)
+{
+    const ckpt_fs *fs = ckpt_fs_posix();
+    ckpt_buf path = CKPT_BUF_INIT;
+    u->n = ckpt_bundle_reader_num_shards(r);
+    u->error = cli_xmalloc((size_t)(u->n > 0 ? u->n : 1) * sizeof(char *));
+    for (int s = 0; s < u->n; s++) {
+        ckpt_file *f = NULL;
+        size_t held = 0;
+        u->error[s] = NULL;
+        if (ckpt_bundle_data_path(&path, prefix, s, u->n) < 0)
+            continue;
+        if (fs->open_read(&f, path.ptr, fs->payload) == 0) {
+            (void)fs->close(f, fs->payload);
+            continue;
+        }
+        u->error[s] = cli_xstrdup(ckpt_error_last()->message);
+        for (size_t i = 0; i < n; i++)
+            held += order[i]->num_slices == 0 && order[i]->shard_id == s &&
+                    cli_entry_listed(order[i]);
+        cli_error("verify",
+                  "%s (it holds %zu tensor%s; --json names each damaged "
+                  "one)",
+                  u->error[s], held, held == 1 ? "" : "s");
+    }
+    ckpt_buf_dispose(&path);
+}
+
+/* Whether entry `e` lies in a data file already said to be unopenable. */
+static int in_unopened(const unopened_files *u, const ckpt_tensor_entry *e)
+{
+    return e->num_slices == 0 && e->shard_id >= 0 && e->shard_id < u->n &&
+           u->error[e->shard_id] != NULL;
+}
+
+static void unopened_free(unopened_files *u)
+{
+    for (int s = 0; s < u->n; s++)
+        free(u->error[s]);
+    free(u->error);
 }
 
 /* Entries in data-file order (shard, then offset), so that the checks read
@@ -126,6 +183,7 @@ static int run(int argc, char **argv)
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry **order = NULL;
+    unopened_files unopened = {0, NULL};
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
@@ -150,6 +208,8 @@ static int run(int argc, char **argv)
      * page cache and O_DIRECT, one read-ahead ramp); only when it finds
      * something is every tensor checked alone, to name each damaged one. */
     pass_ok = ckpt_bundle_reader_verify(r) == 0;
+    if (!pass_ok)
+        find_unopened(&unopened, r, prefix, order, n);
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = order[i];
         int err = pass_ok ? 0 : check_entry(r, e);
@@ -173,7 +233,8 @@ static int run(int argc, char **argv)
             continue;
         }
         num_damaged++;
-        cli_tensor_error("verify", prefix, e);
+        if (!in_unopened(&unopened, e))
+            cli_tensor_error("verify", prefix, e);
         if (json) {
             json_object *d = json_object_new_object();
             json_object_object_add(d, "name", cli_json_name(e));
@@ -215,6 +276,7 @@ static int run(int argc, char **argv)
                num_damaged, num_tensors);
     }
     ckpt_bundle_reader_free(r);
+    unopened_free(&unopened);
     free(order);
     free(prefix);
     return rc;
