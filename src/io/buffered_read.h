@@ -71,8 +71,9 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset);
 #define CKPT__ALIAS_WINDOW 64
 
 /* Whether reading the bytes at `file_offset` straight into `dst` would
- * alias (see above): then the piece is read into scratch at its file
- * offset's place and copied to `dst` with the CRC fused into the copy. */
+ * alias (see above): then the 256 KiB path reads the piece into scratch at
+ * its file offset's place and copies it to `dst` with the CRC fused into
+ * the copy (the cold path reads it straight: buffered_read.c). */
 int ckpt__read_aliases(const void *dst, uint64_t file_offset);
 
 /* How many threads the buffered path may use with `fs`: 2 when `fs`
@@ -83,10 +84,11 @@ int ckpt__read_threads(const ckpt_fs *fs);
 /* The cold path: as ckpt__read_extents_buffered, but each claim is one
  * request of up to CKPT__COLD_REQUEST bytes that goes on from one extent
  * into the next when no gap lies between them (a preadv into their
- * destinations, ckpt__fs_preadv), and a thread's scratch buffer holds a
- * whole request. For a file that is not in the page cache on a device
- * that reads ahead little by itself (read_choice.c decides); a cached one
- * reads faster in pieces that stay in the CPU's cache for their CRC. */
+ * destinations, ckpt__fs_preadv, aliasing ones included: see
+ * buffered_read.c), and a thread's scratch buffer holds a whole request. For a
+ * file that is not in the page cache on a device that reads ahead little by
+ * itself (read_choice.c decides); a cached one reads faster in pieces that stay
+ * in the CPU's cache for their CRC. */
 int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
                             const char *path, ckpt__extent *ext, size_t n,
                             int threads);
