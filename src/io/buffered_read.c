@@ -27,9 +27,10 @@
  * memory (plus the scratch's page faults) that costs more than the slower
  * kernel copy, which overlaps the disk. Measured on a virtio disk with
  * read_ahead_kb 128, restores of a cold 64 MiB checkpoint into variables
- * from malloc (16 bytes past a page) against one read(), medians of 9:
- * 0.55-0.61 bounced, 0.97-1.01 straight (0.81-1.08 with page-aligned
- * variables, which never alias). */
+ * from malloc (16 bytes past a page) against one read(), medians of 5
+ * batches of 9 paired runs: 0.47-0.74 bounced, 0.79-0.89 straight (256
+ * MiB, 3 batches of 7: 0.71-0.87 and 0.80-0.97); with both cores busy
+ * with other work, 0.52-0.61 and 0.93-1.04. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
