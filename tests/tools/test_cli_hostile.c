@@ -276,6 +276,33 @@ static void test_missing_data_file_said_once(void **state)
     run_free(&r);
 }
 
+/* An index that says it has a billion data files, its one tensor in the
+ * first, which is missing: only the data files the entries name are tried,
+ * so verify says that one and ends within the test's memory and time. */
+static void test_billion_shards_one_missing(void **state)
+{
+    bt_fixture *f = *state;
+    ckpt_buf header = CKPT_BUF_INIT, entry = CKPT_BUF_INIT;
+    int64_t count = 4;
+    bt_kv kvs[2];
+    cli_run r;
+    hb_header(&header, 1000000000);
+    hb_entry(&entry, CKPT_DT_FLOAT, &count, 1, 0, 16, 0, NULL);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[1] = (bt_kv){"t", 1, entry.ptr, entry.size};
+    bt_write_raw_table(f->index, kvs, 2, "\xff");
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, ".data-00000-of-1000000000: No such file or "
+                           "directory (it holds 1 tensor; --json names each "
+                           "damaged one)\n");
+    assert_int_equal(count_of(r.err, "ckpt verify: "), 1);
+    expect_contains(r.out, "DAMAGED, 1 of 1 tensors");
+    run_free(&r);
+    ckpt_buf_dispose(&entry);
+    ckpt_buf_dispose(&header);
+}
+
 /* A data file that opens but is cut short: each tensor past its end is
  * named with its own error, and the file is not said unopenable. */
 static void test_different_errors_each_said(void **state)
@@ -312,6 +339,7 @@ int main(void)
         T(test_partitioned_larger_than_memory),
         T(test_missing_data_file_said_once),
         T(test_different_errors_each_said),
+        T(test_billion_shards_one_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

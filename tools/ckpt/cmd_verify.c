@@ -66,56 +66,91 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
 
 /* Data files that cannot be opened fail every tensor in them alike: each
  * is said once, with its error, rather than once per tensor. */
+typedef struct unopened_file {
+    int shard;
+    char *error; /* why it cannot be opened */
+} unopened_file;
+
 typedef struct unopened_files {
-    int n;
-    char **error; /* per shard: why it cannot be opened, or NULL */
+    size_t n;
+    unopened_file *f; /* by shard, ascending */
 } unopened_files;
 
-/* Try to open every data file of `prefix` (after the one pass found
- * damage) and say, for each that cannot be opened, why and how many of the
- * listed tensors it holds. */
+/* Why the data file `shard` of `prefix` cannot be opened (malloc'd), or
+ * NULL when it opens. */
+static char *open_failure(const char *prefix, int shard, int num_shards)
+{
+    const ckpt_fs *fs = ckpt_fs_posix();
+    ckpt_buf path = CKPT_BUF_INIT;
+    ckpt_file *f = NULL;
+    char *why = NULL;
+    if (ckpt_bundle_data_path(&path, prefix, shard, num_shards) == 0) {
+        if (fs->open_read(&f, path.ptr, fs->payload) == 0)
+            (void)fs->close(f, fs->payload);
+        else
+            why = cli_xstrdup(ckpt_error_last()->message);
+    }
+    ckpt_buf_dispose(&path);
+    return why;
+}
+
+/* After the one pass found damage: try to open each data file that holds
+ * a record (`order` is sorted by shard), and say, for each that cannot be
+ * opened, why and how many of the listed tensors it holds. Only the
+ * shards the entries name are tried, whatever the index says their
+ * number is. */
 static void find_unopened(unopened_files *u, ckpt_bundle_reader *r,
                           const char *prefix,
                           const ckpt_tensor_entry *const *order, size_t n)
 {
-    const ckpt_fs *fs = ckpt_fs_posix();
-    ckpt_buf path = CKPT_BUF_INIT;
-    u->n = ckpt_bundle_reader_num_shards(r);
-    u->error = cli_xmalloc((size_t)(u->n > 0 ? u->n : 1) * sizeof(char *));
-    for (int s = 0; s < u->n; s++) {
-        ckpt_file *f = NULL;
-        size_t held = 0;
-        u->error[s] = NULL;
-        if (ckpt_bundle_data_path(&path, prefix, s, u->n) < 0)
-            continue;
-        if (fs->open_read(&f, path.ptr, fs->payload) == 0) {
-            (void)fs->close(f, fs->payload);
-            continue;
+    int num_shards = ckpt_bundle_reader_num_shards(r);
+    u->n = 0;
+    u->f = cli_xmalloc((n ? n : 1) * sizeof(*u->f));
+    for (size_t i = 0, j; i < n; i = j) {
+        int shard = order[i]->shard_id;
+        size_t records = 0, held = 0;
+        char *why;
+        for (j = i; j < n && order[j]->shard_id == shard; j++) {
+            records += order[j]->num_slices == 0;
+            held += order[j]->num_slices == 0 && cli_entry_listed(order[j]);
         }
-        u->error[s] = cli_xstrdup(ckpt_error_last()->message);
-        for (size_t i = 0; i < n; i++)
-            held += order[i]->num_slices == 0 && order[i]->shard_id == s &&
-                    cli_entry_listed(order[i]);
+        if (records == 0 || shard < 0 || shard >= num_shards)
+            continue;
+        why = open_failure(prefix, shard, num_shards);
+        if (!why)
+            continue;
         cli_error("verify",
                   "%s (it holds %zu tensor%s; --json names each damaged "
                   "one)",
-                  u->error[s], held, held == 1 ? "" : "s");
+                  why, held, held == 1 ? "" : "s");
+        u->f[u->n].shard = shard;
+        u->f[u->n++].error = why;
     }
-    ckpt_buf_dispose(&path);
 }
 
 /* Whether entry `e` lies in a data file already said to be unopenable. */
 static int in_unopened(const unopened_files *u, const ckpt_tensor_entry *e)
 {
-    return e->num_slices == 0 && e->shard_id >= 0 && e->shard_id < u->n &&
-           u->error[e->shard_id] != NULL;
+    size_t lo = 0, hi = u->n;
+    if (e->num_slices > 0)
+        return 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->f[mid].shard == e->shard_id)
+            return 1;
+        if (u->f[mid].shard < e->shard_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
 }
 
 static void unopened_free(unopened_files *u)
 {
-    for (int s = 0; s < u->n; s++)
-        free(u->error[s]);
-    free(u->error);
+    for (size_t i = 0; i < u->n; i++)
+        free(u->f[i].error);
+    free(u->f);
 }
 
 /* Entries in data-file order (shard, then offset), so that the checks read
