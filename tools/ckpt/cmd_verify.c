@@ -64,18 +64,6 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
     return NULL;
 }
 
-/* Data files that cannot be opened fail every tensor in them alike: each
- * is said once, with its error, rather than once per tensor. */
-typedef struct unopened_file {
-    int shard;
-    char *error; /* why it cannot be opened */
-} unopened_file;
-
-typedef struct unopened_files {
-    size_t n;
-    unopened_file *f; /* by shard, ascending */
-} unopened_files;
-
 /* Why the data file `shard` of `prefix` cannot be opened (malloc'd), or
  * NULL when it opens. */
 static char *open_failure(const char *prefix, int shard, int num_shards)
@@ -94,18 +82,19 @@ static char *open_failure(const char *prefix, int shard, int num_shards)
     return why;
 }
 
-/* After the one pass found damage: try to open each data file that holds
- * a record (`order` is sorted by shard), and say, for each that cannot be
- * opened, why and how many of the listed tensors it holds. Only the
- * shards the entries name are tried, whatever the index says their
- * number is. */
-static void find_unopened(unopened_files *u, ckpt_bundle_reader *r,
-                          const char *prefix,
-                          const ckpt_tensor_entry *const *order, size_t n)
+/* Data files that cannot be opened fail every tensor in them alike, so
+ * each is said once, with its error and how many listed tensors it holds,
+ * not once per tensor. After the one pass found damage: try each data
+ * file that holds a record (`order` is sorted by shard; only the shards
+ * the entries name, whatever the index says their number is), say those
+ * that cannot be opened, and return per entry of `order` whether its
+ * record lies in one of them (its own error is then not printed). */
+static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
+                                    const ckpt_tensor_entry *const *order,
+                                    size_t n)
 {
     int num_shards = ckpt_bundle_reader_num_shards(r);
-    u->n = 0;
-    u->f = cli_xmalloc((n ? n : 1) * sizeof(*u->f));
+    unsigned char *quiet = cli_xcalloc(n ? n : 1, 1);
     for (size_t i = 0, j; i < n; i = j) {
         int shard = order[i]->shard_id;
         size_t records = 0, held = 0;
@@ -123,34 +112,11 @@ static void find_unopened(unopened_files *u, ckpt_bundle_reader *r,
                   "%s (it holds %zu tensor%s; --json names each damaged "
                   "one)",
                   why, held, held == 1 ? "" : "s");
-        u->f[u->n].shard = shard;
-        u->f[u->n++].error = why;
+        free(why);
+        for (size_t k = i; k < j; k++)
+            quiet[k] = order[k]->num_slices == 0;
     }
-}
-
-/* Whether entry `e` lies in a data file already said to be unopenable. */
-static int in_unopened(const unopened_files *u, const ckpt_tensor_entry *e)
-{
-    size_t lo = 0, hi = u->n;
-    if (e->num_slices > 0)
-        return 0;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->f[mid].shard == e->shard_id)
-            return 1;
-        if (u->f[mid].shard < e->shard_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return 0;
-}
-
-static void unopened_free(unopened_files *u)
-{
-    for (size_t i = 0; i < u->n; i++)
-        free(u->f[i].error);
-    free(u->f);
+    return quiet;
 }
 
 /* Entries in data-file order (shard, then offset), so that the checks read
@@ -218,7 +184,7 @@ static int run(int argc, char **argv)
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry **order = NULL;
-    unopened_files unopened = {0, NULL};
+    unsigned char *quiet = NULL; /* per entry: its error is said already */
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
@@ -244,7 +210,7 @@ static int run(int argc, char **argv)
      * something is every tensor checked alone, to name each damaged one. */
     pass_ok = ckpt_bundle_reader_verify(r) == 0;
     if (!pass_ok)
-        find_unopened(&unopened, r, prefix, order, n);
+        quiet = said_unopened(r, prefix, order, n);
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = order[i];
         int err = pass_ok ? 0 : check_entry(r, e);
@@ -268,7 +234,7 @@ static int run(int argc, char **argv)
             continue;
         }
         num_damaged++;
-        if (!in_unopened(&unopened, e))
+        if (!quiet[i])
             cli_tensor_error("verify", prefix, e);
         if (json) {
             json_object *d = json_object_new_object();
@@ -311,7 +277,7 @@ static int run(int argc, char **argv)
                num_damaged, num_tensors);
     }
     ckpt_bundle_reader_free(r);
-    unopened_free(&unopened);
+    free(quiet);
     free(order);
     free(prefix);
     return rc;
