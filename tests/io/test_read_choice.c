@@ -444,15 +444,14 @@ static void *reader_main(void *p)
     return NULL;
 }
 
-/* Reads on several threads share the table (TSan watches): every read
- * right, each either probed or remembered, and most reads remembered. */
-static void test_threads_share_verdicts(void **state)
+/* Run THREADS readers of READS_PER_THREAD reads each at once; every read
+ * must be right and either probed or remembered. Returns how many were
+ * remembered. */
+static int run_readers(fixture *f)
 {
-    fixture *f = *state;
     pthread_t t[THREADS];
     reader_arg args[THREADS];
     int remembered = 0;
-    ckpt__read_verdicts_reset(NULL); /* the fake clock is not shared */
     for (int i = 0; i < THREADS; i++) {
         args[i] = (reader_arg){f, 0, 0, 0};
         assert_int_equal(pthread_create(&t[i], NULL, reader_main, &args[i]), 0);
@@ -463,10 +462,26 @@ static void test_threads_share_verdicts(void **state)
         assert_int_equal(args[i].probed + args[i].remembered, READS_PER_THREAD);
         remembered += args[i].remembered;
     }
-    /* each thread probes at least once only when all start together; an
-     * O_DIRECT verdict waits for a second probe to confirm it, and probes
-     * racing with each other may disagree, so allow a few more */
+    return remembered;
+}
+
+/* Reads on several threads share the table (TSan watches). From an empty
+ * table they probe and store verdicts at once: every read right, each
+ * probed or remembered (how many of each depends on the probes' timing: an
+ * O_DIRECT verdict waits for a second probe, racing probes may disagree).
+ * From a verdict stored before they start, every read of every thread is
+ * remembered. */
+static void test_threads_share_verdicts(void **state)
+{
+    fixture *f = *state;
+    int remembered;
+    ckpt__read_verdicts_reset(NULL); /* the fake clock is not shared */
+    (void)run_readers(f);
+    ckpt__read_verdicts_reset(NULL);
+    plant(&f->afs.fwd.fs, f->path, CKPT__READ_BUFFERED);
+    remembered = run_readers(f);
     assert_true(remembered >= THREADS * READS_PER_THREAD / 2);
+    assert_int_equal(remembered, THREADS * READS_PER_THREAD);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
