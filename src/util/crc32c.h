@@ -55,9 +55,9 @@ uint32_t ckpt__crc32c_copy_with(int impl, uint32_t crc, void *dst,
 /* Copy `n` bytes from src to dst and return the CRC extended over them,
  * reading the source once (fused copy + checksum). Copies of 256 KiB or
  * more store with non-temporal writes when that was measured faster on
- * this machine (once per process, at the first such copy), unless the
- * destination is less than 512 bytes ahead of the source modulo 4 KiB
- * (4K aliasing makes streaming slow there). */
+ * this machine (once per process, at the first such copy); a destination
+ * less than 512 bytes ahead of the source modulo 4 KiB, where 4K aliasing
+ * can make streaming slow, only when it was measured faster there too. */
 uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
 
 /* The same with the choice made by the caller: `streaming` non-zero stores
@@ -65,8 +65,11 @@ uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n);
 uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
                                   size_t n, int streaming);
 
-/* Whether ckpt__crc32c_copy streams long copies here (measures once). */
+/* Whether ckpt__crc32c_copy streams long copies here (measures once), and
+ * whether it does so into a destination a little ahead of the source
+ * modulo 4 KiB (never when the first is 0). */
 int ckpt__crc32c_copy_streams(void);
+int ckpt__crc32c_copy_streams_near(void);
 
 /* The CRC of a||b from crc_a = CRC of a, crc_b = CRC of b and the length
  * of b (util/crc32c_combine.c); pieces checksummed apart, e.g. by two
