@@ -48,9 +48,10 @@ typedef struct bstream {
     ckpt__extent *ext;
     size_t n;
     size_t request; /* bytes one claim reads at most */
-    int span;       /* claims go on into an extent that starts where the
-                       previous one ends */
-    int bounce;     /* parts whose destination aliases go through scratch */
+    int cold;       /* the cold path's requests: a claim goes on into an
+                       extent that starts where the previous one ends, and
+                       aliasing destinations are read straight (no bounce
+                       through scratch) */
     pthread_mutex_t mu;
     size_t ext_i; /* the next piece: extent and offset in it */
     uint64_t off;
@@ -86,7 +87,7 @@ int ckpt__read_threads(const ckpt_fs *fs)
 }
 
 /* The next claim (mu held): at most s->request bytes, from one extent or,
- * with s->span, from extents that follow each other in the file without
+ * on the cold path, from extents that follow each other in the file without
  * a gap; 0 when none is left or the stream stopped. */
 static int next_claim(bstream *s, claim *c)
 {
@@ -104,7 +105,7 @@ static int next_claim(bstream *s, claim *c)
             s->off = 0;
             continue;
         }
-        if (c->n > 0 && (!s->span || e->offset + s->off != c->at + c->len))
+        if (c->n > 0 && (!s->cold || e->offset + s->off != c->at + c->len))
             break;
         p = &c->p[c->n++];
         if (c->n == 1)
@@ -178,8 +179,8 @@ static void work(bstream *s, uint8_t *scratch)
             uint64_t at = e->offset + c.p[k].off;
             int bounce;
             dst[k] = e->dst ? (uint8_t *)e->dst + c.p[k].off : NULL;
-            bounce = dst[k] && scratch && s->bounce &&
-                     ckpt__read_aliases(dst[k], at);
+            bounce =
+                dst[k] && scratch && !s->cold && ckpt__read_aliases(dst[k], at);
             iov[k].base = dst[k] && !bounce ? dst[k] : base + (at - c.at);
             iov[k].len = c.p[k].len;
             if (!bounce)
@@ -264,8 +265,8 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     pthread_t helper;
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
-    int bounce = request <= CKPT__BUFFERED_PIECE;
-    int scratched = needs_scratch(ext, n, bounce);
+    int cold = request > CKPT__BUFFERED_PIECE;
+    int scratched = needs_scratch(ext, n, !cold);
     int started = 0;
     int err = 0;
 
@@ -279,8 +280,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.ext = ext;
     s.n = n;
     s.request = request;
-    s.span = request > CKPT__BUFFERED_PIECE;
-    s.bounce = bounce;
+    s.cold = cold;
     for (int t = 0; scratched && t < 2; t++) {
         raw[t] = ckpt__malloc(request + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)
