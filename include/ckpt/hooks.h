@@ -157,6 +157,10 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
  *  The directory and basename are settled with the session in begin: a
  *  hook without checkpoint_dir uses the session's; neither, or two that
  *  differ, make the session's creation fail with CKPT_EINVAL naming them.
+ *  A borrowed saver must save the graph's global step (variable
+ *  "global_step" at the storage ckpt_graph_global_step returns), which
+ *  names the checkpoints: else the session's creation fails with
+ *  CKPT_EINVAL (a wrapped saver whose ops lack saves_var is trusted).
  *  @return 0, CKPT_EINVAL (out or o NULL; saver and use_scaffold both set,
  *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
  *          with saver_options; checkpoint_basename differing from the saver

@@ -155,6 +155,17 @@ CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,
  *          the first save) */
 CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
 
+/** Whether the saver saves (and restores) a variable named `name` whose
+ *  value lives at `data` (NULL: wherever it lives; a variable registered
+ *  with callbacks only matches by name). The checkpoint hook asks it of
+ *  an explicit or scaffold saver for the graph's global step, which names
+ *  the checkpoints: a saver without it would restore step 0 and later
+ *  write over the checkpoints of the steps it counts through again.
+ *  @return 1 (it does), 0 (it does not), CKPT_EINVAL (NULL saver or
+ *          name), CKPT_ENOTSUP (a wrapped saver whose ops lack saves_var) */
+CKPT_EXTERN(int) ckpt_saver_saves_var(ckpt_saver *s, const char *name,
+                                      const void *data);
+
 /** Save every variable synchronously as `<dir>/<basename>-<step>` and
  *  update the state file; on success `prefix_out` (may be NULL) receives
  *  the prefix. A pending background error is returned instead (once).
@@ -310,7 +321,7 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */
 
-#define CKPT_SAVER_OPS_VERSION 1
+#define CKPT_SAVER_OPS_VERSION 2
 
 /** The functions of a saver implemented outside this library, such as the
  *  distributed saver of ckpt_mpi (ckpt_mpi_saver_as_saver). ckpt_saver_wrap
@@ -352,6 +363,10 @@ typedef struct ckpt_saver_ops {
     int (*agree)(void *self, int *flag);
     /** Optional: called by ckpt_saver_free on the handle. */
     void (*release)(void *self);
+    /** Optional (version 2 on): ckpt_saver_saves_var on the handle; 1 or
+     *  0. Without it the checkpoint hook cannot check that the saver
+     *  saves the global step. */
+    int (*saves_var)(const void *self, const char *name, const void *data);
 } ckpt_saver_ops;
 
 /** A ckpt_saver handle over `ops` (borrowed; must outlive the handle) and

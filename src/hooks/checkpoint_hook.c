@@ -194,9 +194,38 @@ static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
     return 0;
 }
 
+/* A saver the hook did not open must save the graph's global step: the
+ * checkpoints are named by it, so a saver without it restores step 0 and
+ * then writes over the checkpoints of the steps counted through again.
+ * A wrapped saver that cannot say (no saves_var) is taken on trust. */
+static int check_saves_global_step(const ckpt__ckhook *h, ckpt_saver *sv,
+                                   const ckpt_graph *g)
+{
+    int64_t *gs = g ? ckpt_graph_global_step(g) : NULL;
+    ckpt__saved_error saved;
+    int saves;
+    if (!gs)
+        return 0;
+    ckpt__error_save(&saved);
+    saves = ckpt_saver_saves_var(sv, "global_step", gs);
+    if (saves != 0) {
+        (void)ckpt__error_restore(&saved); /* CKPT_ENOTSUP: on trust */
+        return 0;
+    }
+    return ckpt__error(
+        CKPT_EINVAL,
+        "%s: the %s saver does not save the graph's global step: register "
+        "it as variable 'global_step' with the storage "
+        "ckpt_graph_global_step returns (ckpt_saver_add_var, or "
+        "ckpt_mpi_saver_add_replicated for a distributed saver), or its "
+        "checkpoints would restore step 0 and be written over",
+        h->name, h->explicit_saver ? "hook's" : "session's scaffold");
+}
+
 static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
 {
     ckpt_saver *sv;
+    int err;
     if (h->own_saver)
         return 0;
     if (!h->explicit_saver && !h->use_scaffold)
@@ -216,6 +245,9 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
                            h->name, h->basename,
                            ckpt_saver_get_options(sv)->basename,
                            h->explicit_saver ? "hook's" : "session's scaffold");
+    err = check_saves_global_step(h, sv, ckpt_session_graph(s));
+    if (err < 0)
+        return err;
     h->saver = sv;
     h->collective = ckpt__saver_collective(sv);
     h->has_final_metrics = 0;

@@ -7,6 +7,8 @@
  * earlier. */
 #include "mpi_internal.h"
 
+#include <string.h>
+
 static int op_save(void *self, int64_t step, ckpt_buf *prefix_out)
 {
     return ckpt_mpi_saver_save(self, step, prefix_out);
@@ -68,6 +70,19 @@ static void op_set_on_save_done(void *self, ckpt_save_done_fn fn, void *payload)
     s->opts.base.on_save_done_payload = payload;
 }
 
+/* A replicated or partitioned variable of that name (a per-rank one is
+ * saved under another key) and that storage. */
+static int op_saves_var(const void *self, const char *name, const void *data)
+{
+    const ckpt_mpi_saver *s = self;
+    for (size_t i = 0; i < s->nvars; i++) {
+        const ckpt__mvar *v = &s->vars[i];
+        if (v->kind != CKPT__MPI_PER_RANK && strcmp(v->name, name) == 0)
+            return !data || !v->user.data || v->user.data == data;
+    }
+    return 0;
+}
+
 void ckpt__mpi_agree_finish(ckpt_mpi_saver *s)
 {
     if (!s->agree_posted)
@@ -110,6 +125,7 @@ static const ckpt_saver_ops mpi_saver_ops = {
     op_set_on_save_done,
     op_agree,
     NULL, /* the handle belongs to the distributed saver */
+    op_saves_var,
 };
 
 int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)

@@ -570,6 +570,20 @@ void ckpt_saver_free(ckpt_saver *s)
     ckpt__free(s);
 }
 
+int ckpt_saver_saves_var(ckpt_saver *s, const char *name, const void *data)
+{
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(name);
+    if (s->ops)
+        return ckpt__saver_ops_saves_var(s, name, data);
+    for (size_t i = 0; i < s->nvars; i++) {
+        const ckpt_var *v = &s->vars[i].v;
+        if (strcmp(v->name, name) == 0)
+            return !data || !v->data || v->data == data;
+    }
+    return 0;
+}
+
 const ckpt_saver_options *ckpt_saver_get_options(const ckpt_saver *s)
 {
     if (s && s->ops)

@@ -31,6 +31,17 @@ int ckpt__saver_agree(ckpt_saver *s, int *flag)
     return s->ops->agree(s->ops_self, flag);
 }
 
+int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
+                              const void *data)
+{
+    /* A version 1 table ends before the member. */
+    if (s->ops->version < 2 || !s->ops->saves_var)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "saves_var: the wrapped saver's ops do not "
+                           "offer saves_var");
+    return s->ops->saves_var(s->ops_self, name, data) ? 1 : 0;
+}
+
 void ckpt__saver_ops_free(ckpt_saver *s)
 {
     if (s->ops->release)

@@ -19,6 +19,11 @@ int ckpt__saver_collective(const ckpt_saver *s);
  * saver without agree. 0 or an error. */
 int ckpt__saver_agree(ckpt_saver *s, int *flag);
 
+/* ckpt_saver_saves_var on a wrapped saver: 1, 0 or CKPT_ENOTSUP (its ops
+ * are version 1 or lack saves_var). */
+int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
+                              const void *data);
+
 /* Free a wrapped saver's handle (after its release). */
 void ckpt__saver_ops_free(ckpt_saver *s);
 

@@ -93,6 +93,10 @@ static void test_saver_null_args(void **state)
                     "ckpt_saver_latest: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_latest(f->saver, NULL),
                     "ckpt_saver_latest: out is NULL");
+    EXPECT_NULL_ARG(ckpt_saver_saves_var(NULL, "x", NULL),
+                    "ckpt_saver_saves_var: s is NULL");
+    EXPECT_NULL_ARG(ckpt_saver_saves_var(f->saver, NULL, NULL),
+                    "ckpt_saver_saves_var: name is NULL");
     EXPECT_NULL_ARG(ckpt_saver_checkpoint(NULL, 0, &buf),
                     "ckpt_saver_checkpoint: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_checkpoint(f->saver, 0, NULL),

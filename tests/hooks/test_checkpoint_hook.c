@@ -589,6 +589,51 @@ static void test_b52_explicit_saver_keeps_callers_callback(void **state)
     ckpt_saver_free(saver);
 }
 
+/* An explicit saver that does not save the graph's global step (not
+ * registered, or registered from other storage) is refused when the
+ * session is created, before anything is written: restored, it would
+ * leave the step at 0 and the hook would write over the checkpoints of
+ * the steps it counts through again. */
+static void test_explicit_saver_without_global_step(void **state)
+{
+    ck_fixture *f = *state;
+    int64_t elsewhere = 0;
+    make_dir_p(f);
+    for (int with_copy = 0; with_copy < 2; with_copy++) {
+        ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+        ckpt_checkpoint_hook_options o =
+            ck_hook_options(f, CKPT_SAVE_SYNC, 2, &so, NULL, 0);
+        ckpt_session_options sess = ck_session_options(f, 0, NULL);
+        ckpt_monitored_session *ms = NULL;
+        ckpt_saver *saver = NULL;
+        ckpt_hook h;
+        assert_ckpt_ok(ckpt_saver_open(&saver, f->ckdir, &so));
+        for (size_t i = 0; i < ckpt_graph_num_vars(f->graph); i++) {
+            ckpt_var v = *ckpt_graph_var(f->graph, i);
+            if (strcmp(v.name, "global_step") == 0) {
+                if (!with_copy)
+                    continue;
+                v.data = &elsewhere;
+            }
+            assert_ckpt_ok(ckpt_saver_add_var(saver, &v));
+        }
+        assert_int_equal(ckpt_saver_saves_var(saver, "global_step", NULL),
+                         with_copy);
+        assert_int_equal(ckpt_saver_saves_var(saver, "global_step",
+                                              ckpt_graph_global_step(f->graph)),
+                         0);
+        o.saver = saver;
+        h = new_hook(&o);
+        assert_ckpt_error(
+            ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess),
+            CKPT_EINVAL,
+            "the hook's saver does not save the graph's global step");
+        assert_null(ms);
+        assert_false(ck_has_checkpoint(f, 0));
+        ckpt_saver_free(saver);
+    }
+}
+
 /* B49 (F7): re-creating the session after an aborted step restores the
  * newest checkpoint and does not write it again. */
 static void test_b49_no_initial_save_after_recovery(void **state)
@@ -705,6 +750,7 @@ int main(void)
         T(test_b52_listener_order_around_the_write),
         T(test_b52_before_save_failure_aborts_the_save),
         T(test_b52_explicit_saver_keeps_callers_callback),
+        T(test_explicit_saver_without_global_step),
         T(test_b53_listener_stop_request_sync),
         T(test_b54_end_saves_final_step_then_listeners_end),
         T(test_b55_end_does_not_resave_last_trigger),

@@ -398,6 +398,17 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
                       CKPT_ENOTSUP, "restores every variable");
     assert_int_equal(ckpt_saver_num_checkpoints(handle), 0);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    {
+        int64_t other = 0, pos = 0;
+        ckpt_var per = model_var("pos", CKPT_DT_INT64, 0, NULL, &pos);
+        assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &per, 0));
+        assert_int_equal(ckpt_saver_saves_var(handle, "x", &x), 1);
+        assert_int_equal(ckpt_saver_saves_var(handle, "x", NULL), 1);
+        assert_int_equal(ckpt_saver_saves_var(handle, "x", &other), 0);
+        assert_int_equal(ckpt_saver_saves_var(handle, "y", NULL), 0);
+        /* a per-rank variable is saved under "<name>/rank-<r>" */
+        assert_int_equal(ckpt_saver_saves_var(handle, "pos", &pos), 0);
+    }
     assert_ckpt_error(ckpt_saver_restore_latest(handle, NULL), CKPT_ENOTFOUND,
                       "no checkpoint to restore");
     assert_ckpt_ok(ckpt_saver_save(handle, 3, NULL));
@@ -411,6 +422,49 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
     shared_dir_remove(dir);
 }
 
+/* A session over a distributed saver that does not hold the graph's global
+ * step is refused on every rank before anything is written: it would
+ * restore step 0 and then write over the checkpoints of the steps it counts
+ * through again. */
+static void test_session_refuses_saver_without_global_step(void **state_)
+{
+    static const int64_t w_dims[] = {8};
+    char *dir = shared_dir_make();
+    ckpt_mpi_saver_options so = test_mpi_options();
+    ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook hook;
+    state st;
+    ckpt_var v;
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
+    v = model_var("w", CKPT_DT_FLOAT, 1, w_dims, st.w);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &st.global_step));
+    ho.saver = handle;
+    ho.save_steps = 4;
+    sess.checkpoint_dir = dir;
+    sess.scaffold.saver = handle;
+    sess.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, g, &hook, 1, &sess),
+                      CKPT_EINVAL, "does not save the graph's global step");
+    assert_null(ms);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_false(has_checkpoint(dir, 0));
+    ckpt_mpi_saver_free(s);
+    ckpt_graph_free(g);
+    shared_dir_remove(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +474,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
+        cmocka_unit_test(test_session_refuses_saver_without_global_step),
     };
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

@@ -168,6 +168,14 @@ static void f_release(void *self)
     ((fake *)self)->released++;
 }
 
+/* Saves only "w" (from anywhere). */
+static int f_saves_var(const void *self, const char *name, const void *data)
+{
+    (void)self;
+    (void)data;
+    return strcmp(name, "w") == 0;
+}
+
 static ckpt_saver_ops fake_ops(int collective)
 {
     ckpt_saver_ops o;
@@ -279,6 +287,17 @@ static void test_wrap_forwards_every_call(void **state)
                       "does not list");
     assert_int_equal(ckpt_saver_num_checkpoints(s), 0);
     assert_int_equal(ckpt_saver_staging_bytes(s), 0);
+    assert_ckpt_error(ckpt_saver_saves_var(s, "w", NULL), CKPT_ENOTSUP,
+                      "do not offer saves_var");
+    ops.saves_var = f_saves_var;
+    assert_int_equal(ckpt_saver_saves_var(s, "w", &x), 1);
+    assert_int_equal(ckpt_saver_saves_var(s, "x", &x), 0);
+    assert_ckpt_error(ckpt_saver_saves_var(s, NULL, NULL), CKPT_EINVAL,
+                      "name is NULL");
+    ops.version = 1; /* a version 1 table ends before the member */
+    assert_ckpt_error(ckpt_saver_saves_var(s, "w", NULL), CKPT_ENOTSUP,
+                      "do not offer saves_var");
+    ops.version = CKPT_SAVER_OPS_VERSION;
     assert_ckpt_ok(ckpt_saver_reserve(s));
     assert_ckpt_ok(ckpt_saver_mutation_fence(s)); /* nothing to complete */
     ckpt_saver_free(s);
@@ -352,12 +371,51 @@ static void test_hook_asks_agree_in_seconds_mode(void **state)
     }
 }
 
+/* A wrapped saver whose saves_var says it does not hold "global_step" is
+ * refused by the checkpoint hook when the session is created, before any
+ * save; one without saves_var is taken on trust (the test above). */
+static void test_hook_refuses_saver_without_global_step(void **state)
+{
+    ckpt_saver_ops ops = fake_ops(0);
+    ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook hook;
+    char *dir = test_make_temp_dir();
+    int64_t gs = 0;
+    fake f;
+    (void)state;
+    fake_init(&f);
+    f.global_step = &gs;
+    ops.saves_var = f_saves_var;
+    assert_ckpt_ok(ckpt_saver_wrap(&s, &ops, &f));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &gs));
+    ho.saver = s;
+    ho.save_steps = 2;
+    so.checkpoint_dir = dir;
+    so.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, g, &hook, 1, &so),
+                      CKPT_EINVAL,
+                      "the hook's saver does not save the graph's global "
+                      "step: register it as variable 'global_step'");
+    assert_null(ms);
+    assert_int_equal(f.nsaved, 0);
+    ckpt_saver_free(s);
+    ckpt_graph_free(g);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrap_checks_the_table),
         cmocka_unit_test(test_wrap_forwards_every_call),
         cmocka_unit_test(test_hook_asks_agree_in_seconds_mode),
+        cmocka_unit_test(test_hook_refuses_saver_without_global_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
