@@ -1,7 +1,9 @@
 /* io/fs_dirs.c - creating a directory and its missing parents durably
  * through a ckpt_fs: each directory created is made durable by a sync_dir
  * of its parent, so a power cut cannot take away a directory (and what
- * was saved in it) after a caller was told it exists. */
+ * was saved in it) after a caller was told it exists; the last level is
+ * synced in its parent even when it already exists (an earlier process
+ * may have created it and died before syncing it). */
 #include "fs_dirs.h"
 
 #include "fs_internal.h"
@@ -41,11 +43,14 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                 err = ckpt__buf_put(&level, dir, n);
                 if (err == 0)
                     err = ckpt__fs_mkdir(fs, level.ptr);
-                if (err == 0)
-                    err = sync_parent(fs, &parent, dir, n);
-                else if (err == CKPT_EEXISTS) {
+                if (err == CKPT_EEXISTS) {
+                    /* the last level may be one a crashed run created and
+                     * never synced: its entry is synced either way */
+                    int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
-                    err = 0;
+                    err = last ? sync_parent(fs, &parent, dir, n) : 0;
+                } else if (err == 0) {
+                    err = sync_parent(fs, &parent, dir, n);
                 }
                 if (err < 0)
                     break;

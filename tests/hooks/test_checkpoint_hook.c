@@ -668,7 +668,7 @@ static long find_event(const ckpt_fs_fault *ff, size_t from, int op,
 {
     for (size_t i = from; i < ckpt_fs_fault_trace_size(ff); i++) {
         const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
-        if (e->op == op && strcmp(e->path, path) == 0)
+        if (e->op == op && (!path || strcmp(e->path, path) == 0))
             return (long)i;
     }
     return -1;
@@ -717,6 +717,21 @@ static void test_begin_syncs_parent_of_each_created_directory(void **state)
             fail_msg("mkdir %s is not followed by sync_dir %s before the "
                      "first save",
                      levels[i], parent);
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    /* The directory exists now; an earlier process may have created it
+     * and died before syncing its entry: begin syncs it in its parent
+     * again, before the first save. */
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE));
+    h = new_hook(&o);
+    ms = ck_session(f, &h, 1);
+    {
+        long synced = find_event(ff, 0, CKPT_FS_OP_SYNC_DIR, levels[1]);
+        long wrote = find_event(ff, 0, CKPT_FS_OP_OPEN_WRITE, NULL);
+        assert_true(synced >= 0);
+        assert_true(wrote < 0 || synced < wrote);
     }
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
     ckpt_monitored_session_free(ms);

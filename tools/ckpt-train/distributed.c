@@ -14,6 +14,7 @@
 #include "ckpt.h"
 #include "ckpt/mpi.h"
 #include "data.h"
+#include "make_dirs.h"
 #include "model.h"
 #include "options.h"
 #include "train_var.h"
@@ -211,7 +212,7 @@ static int run(dist_trainer *t)
     int err, code = 1;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
-    if (t->rank == 0 && mkdir(t->o.dir, 0755) != 0 && errno != EEXIST)
+    if (t->rank == 0 && train_make_dirs(t->o.dir) != 0)
         fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->o.dir,
                 strerror(errno));
     err = ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, t->o.dir, &so);

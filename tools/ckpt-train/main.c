@@ -10,6 +10,7 @@
 #ifdef CKPT_TRAIN_MPI
 #include "distributed.h"
 #endif
+#include "make_dirs.h"
 #include "model.h"
 #include "options.h"
 #include "report.h"
@@ -124,67 +125,6 @@ static int train_step(ckpt_step_context *sc, void *payload)
 /* ---- running
  * ----------------------------------------------------------------- */
 
-/* fsync the directory holding path[0..n) ("." when it has no '/'), so an
- * entry just created in it survives a power cut. */
-static int sync_parent(const char *path, size_t n)
-{
-    char parent[4096];
-    int fd, rc;
-    while (n > 0 && path[n - 1] != '/')
-        n--;
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    if (n == 0)
-        memcpy(parent, ".", 2);
-    else {
-        memcpy(parent, path, n);
-        parent[n] = '\0';
-    }
-    fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    rc = fsync(fd);
-    if (rc != 0 && errno == EINVAL)
-        rc = 0; /* a file system that cannot sync directories */
-    close(fd);
-    return rc;
-}
-
-/* mkdir -p, each created level made durable in its parent before a
- * checkpoint is saved in it. */
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    struct stat st;
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(buf)) {
-        errno = n == 0 ? ENOENT : ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char c = buf[i];
-            buf[i] = '\0';
-            if (mkdir(buf, 0755) == 0) {
-                if (sync_parent(buf, i) != 0)
-                    return -1;
-            } else if (errno != EEXIST) {
-                return -1;
-            }
-            buf[i] = c;
-        }
-    }
-    /* an existing file of that name is no directory */
-    if (stat(path, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 static void fail(const char *what)
 {
     fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
@@ -285,7 +225,7 @@ int main(int argc, char **argv)
         exit_code = err == TRAIN_OPTIONS_HELP ? 0 : err;
         goto done;
     }
-    if (mkdir_p(t->opt.dir) != 0) {
+    if (train_make_dirs(t->opt.dir) != 0) {
         fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->opt.dir,
                 strerror(errno));
         goto done;

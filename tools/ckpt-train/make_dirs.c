@@ -1,0 +1,71 @@
+/* tools/ckpt-train/make_dirs.c - the checkpoint directory made as
+ * `mkdir -p` does, each level durable in its parent (fsync of the parent
+ * directory) before a checkpoint is saved in it. */
+#include "make_dirs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* fsync the directory holding path[0..n) ("." when it has no '/'), so an
+ * entry just created in it survives a power cut. */
+static int sync_parent(const char *path, size_t n)
+{
+    char parent[4096];
+    int fd, rc;
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n == 0)
+        memcpy(parent, ".", 2);
+    else {
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+    }
+    fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    if (rc != 0 && errno == EINVAL)
+        rc = 0; /* a file system that cannot sync directories */
+    close(fd);
+    return rc;
+}
+
+int train_make_dirs(const char *path)
+{
+    char buf[4096];
+    struct stat st;
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            /* a level that exists may be one a crashed run created and
+             * never synced: the last one's entry is synced either way */
+            if (mkdir(buf, 0755) == 0 || (errno == EEXIST && c == '\0')) {
+                if (sync_parent(buf, i) != 0)
+                    return -1;
+            } else if (errno != EEXIST) {
+                return -1;
+            }
+            buf[i] = c;
+        }
+    }
+    /* an existing file of that name is no directory */
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
