@@ -133,17 +133,18 @@ typedef struct ckpt_saver ckpt_saver;
 
 /** Open the checkpoint directory `dir` (which must exist). If it already
  *  holds checkpoints (a restarted job) their list is recovered from the state
- *  file, entries whose index is missing are dropped, and retention is
- *  applied. Then what a crash during a save or a deletion can leave behind
- *  is removed, and nothing else: temporary files (names ending in
- *  ".tempstate" and hex digits, or starting "checkpoint.tmp"), data files
- *  "<basename>-<step>.data-*" whose index is missing (never readable), and,
- *  when keep_checkpoint_every_n_hours is 0, max_to_keep > 0 and the state
- *  file lists "<basename>-<step>" checkpoints, every such checkpoint it does
- *  not list (a retention deletion cut short, or a save that died before the
- *  state file named it — never reported durable). An unparsable state file
- *  is logged and treated as empty (then nothing but temporary files is
- *  removed).
+ *  file (made durable first), entries whose index is missing are dropped,
+ *  an entry listed twice counts once (its last place), and retention is
+ *  applied. Then what a crash during a save or a deletion leaves that
+ *  nothing can read is removed, and nothing else: temporary files (names
+ *  ending in ".tempstate" and hex digits, or "checkpoint.tmp" and hex
+ *  digits) and data files "<basename>-<step>.data-*" whose index is
+ *  missing. A complete "<basename>-<step>" checkpoint the state file does
+ *  not list (a save or deletion a crash cut short, or files put there) is
+ *  readable, so it is left in place, never listed or deleted by
+ *  retention, with a warning in the log (`ckpt ls` shows it as stray).
+ *  What cannot be removed (a directory of such a name) is logged and left.
+ *  An unparsable state file is logged and treated as empty.
  *  @return 0, CKPT_ENOTFOUND (no such directory), CKPT_EINVAL,
  *          CKPT_EVERSION, or an I/O error */
 CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,

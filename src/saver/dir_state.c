@@ -167,6 +167,12 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
+    if (ckpt__kept_find(&ds->kept, stored) < ds->kept.n) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: not deleting '%s': the state file still names it",
+                     ds->dir, stored);
+        return;
+    }
     if (!ckpt__dir_state_owns(ds, stored)) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': it is outside the checkpoint "
@@ -194,24 +200,31 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
                            ckpt__kept_list *evicted)
 {
+    size_t excess, i;
     int err = 0;
-    while (ds->max_to_keep > 0 && l->n > (size_t)ds->max_to_keep) {
-        double t = l->times[0];
-        char *stored;
-        kept_remove(l, 0, &stored);
+    if (ds->max_to_keep <= 0 || l->n <= (size_t)ds->max_to_keep)
+        return 0;
+    excess = l->n - (size_t)ds->max_to_keep;
+    for (i = 0; i < excess && err == 0; i++) {
+        double t = l->times[i];
         if (ds->keep_hours > 0 && t > l->next_keep_time) {
             l->next_keep_time += ds->keep_hours * 3600.0;
             l->last_preserved = t;
             CKPT__DS_LOG(ds, CKPT_LOG_INFO,
                          "%s: preserving %s (keep_checkpoint_every_n_hours)",
-                         ds->dir, stored);
+                         ds->dir, l->paths[i]);
         } else {
-            err = kept_push(evicted, stored, t);
+            err = kept_push(evicted, l->paths[i], t);
         }
-        ckpt__free(stored);
-        if (err < 0)
-            return err;
     }
+    if (err < 0)
+        return err;
+    /* one move for all of them: a long list is trimmed in linear time */
+    for (i = 0; i < excess; i++)
+        ckpt__free(l->paths[i]);
+    memmove(l->paths, l->paths + excess, (l->n - excess) * sizeof(*l->paths));
+    memmove(l->times, l->times + excess, (l->n - excess) * sizeof(*l->times));
+    l->n -= excess;
     return 0;
 }
 
@@ -258,11 +271,68 @@ static int rollback_state(ckpt__dir_state *ds)
     return rc;
 }
 
+/* An entry of the state file's list, for sorting by path, then by
+ * position. */
+typedef struct listed_entry {
+    const char *path;
+    size_t i;
+} listed_entry;
+
+static int by_path_then_position(const void *a, const void *b)
+{
+    const listed_entry *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* `repeated[i]` = 1 for each entry the list names again further on: the
+ * later one is kept (a re-saved checkpoint moves to the end, as
+ * TensorFlow's list does), so that retention never evicts, and deletes,
+ * a checkpoint the list still names. Sorting keeps this linear-logarithmic
+ * in a hostile list's length. */
+static int mark_repeated(const ckpt_state *st, unsigned char **repeated)
+{
+    size_t n = st->num_paths;
+    listed_entry *order;
+    *repeated = ckpt__calloc(n ? n : 1, 1);
+    order = ckpt__calloc(n ? n : 1, sizeof(*order));
+    if (!*repeated || !order) {
+        ckpt__free(order);
+        return ckpt__error_oom();
+    }
+    for (size_t i = 0; i < n; i++) {
+        order[i].path = st->all_paths[i];
+        order[i].i = i;
+    }
+    qsort(order, n, sizeof(*order), by_path_then_position);
+    for (size_t k = 0; k + 1 < n; k++)
+        if (strcmp(order[k].path, order[k + 1].path) == 0)
+            (*repeated)[order[k].i] = 1;
+    ckpt__free(order);
+    return 0;
+}
+
+/* The save time of a listed checkpoint whose state file records none: its
+ * index file's modification time (never later than `now`), else `now`. */
+static double index_mtime(const ckpt__dir_state *ds, const char *prefix,
+                          double now)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    double t = now;
+    if (ckpt_bundle_index_path(&path, prefix) == 0 &&
+        ckpt__fs_stat(ds->fs, path.ptr, NULL, &t) < 0)
+        t = now;
+    ckpt_buf_dispose(&path);
+    ckpt_error_clear();
+    return t > 0 && t < now ? t : now;
+}
+
 int ckpt__dir_state_recover(ckpt__dir_state *ds)
 {
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
     ckpt__kept_list evicted = {0};
+    unsigned char *repeated = NULL;
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
     int err = ckpt_state_read(&st, ds->fs, ds->dir);
@@ -278,13 +348,23 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     }
     if (err < 0)
         goto done;
+    /* The state file read may be a rename a crash left unsynced: make it
+     * durable before anything it no longer names is deleted. */
+    err = ckpt__fs_sync_dir(ds->fs, ds->dir);
+    if (err == 0)
+        err = mark_repeated(&st, &repeated);
+    if (err < 0)
+        goto done;
     ds->kept.last_preserved = st.last_preserved_timestamp;
     for (size_t i = 0; i < st.num_paths; i++) {
-        double t = st.num_timestamps == st.num_paths
-                       ? st.timestamps[i]
-                       : st.last_preserved_timestamp;
-        if (t > now)
-            t = now;
+        double t;
+        if (repeated[i]) {
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                         "%s: %s is listed more than once: keeping the last",
+                         ds->dir, st.all_paths[i]);
+            changed = 1;
+            continue;
+        }
         err = resolve(ds, st.all_paths[i], &prefix);
         if (err < 0)
             goto done;
@@ -298,6 +378,11 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             changed = 1;
             continue;
         }
+        t = st.num_timestamps == st.num_paths
+                ? st.timestamps[i]
+                : index_mtime(ds, prefix.ptr, now);
+        if (t > now)
+            t = now;
         err = kept_push(&ds->kept, st.all_paths[i], t);
         if (err < 0)
             goto done;
@@ -315,6 +400,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
 cleanup:
     err = ckpt__dir_state_sweep_leftovers(ds);
 done:
+    ckpt__free(repeated);
     kept_dispose(&evicted);
     ckpt_buf_dispose(&prefix);
     ckpt_state_dispose(&st);

@@ -1,9 +1,11 @@
-/* saver/dir_sweep.c - recognising and removing what interrupted saves and
- * deletions leave in a checkpoint directory: temporary files, data files
- * whose index is missing, and (without keep_checkpoint_every_n_hours)
- * numbered checkpoints the state file does not list; and removing one
- * checkpoint's files, index first. Only names of our own patterns are ever
- * touched (see dir_state.c for what "our own" means). */
+/* saver/dir_sweep.c - recognising what interrupted saves and deletions
+ * leave in a checkpoint directory: temporary files and data files whose
+ * index is missing (nothing can read either: removed), and complete
+ * numbered checkpoints the state file does not list (readable: left in
+ * place, with a warning); and removing one checkpoint's files, index
+ * first. Only names of our own patterns are ever touched (see dir_state.c
+ * for what "our own" means), and a leftover that cannot be removed is
+ * logged, not fatal. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -32,20 +34,26 @@ static int is_data_file_of(const char *name, const char *base)
     return *p == '\0';
 }
 
+/* Whether `p` is one or more lowercase hex digits and nothing else. */
+static int all_hex_digits(const char *p)
+{
+    size_t digits = strspn(p, "0123456789abcdef");
+    return digits > 0 && p[digits] == '\0';
+}
+
 /* Whether `name` is a temporary file of an interrupted save: a bundle
  * file's "<name>.tempstate<hex digits>" or the state file's
- * "checkpoint.tmp*". */
+ * "checkpoint.tmp<hex digits>" (TensorFlow writes decimal or hex digits
+ * there too). Nothing else: "checkpoint.tmp" or "checkpoint.tmpl.txt" are
+ * a user's files. */
 static int is_temp_file(const char *name)
 {
+    static const char state_tmp[] = CKPT_STATE_FILENAME ".tmp";
     const char *t = strstr(name, ".tempstate");
-    if (t) {
-        /* TensorFlow writes a decimal number, our bundle writer hex. */
-        const char *p = t + 10;
-        size_t digits = strspn(p, "0123456789abcdef");
-        return digits > 0 && p[digits] == '\0';
-    }
-    return strncmp(name, CKPT_STATE_FILENAME ".tmp",
-                   sizeof(CKPT_STATE_FILENAME ".tmp") - 1) == 0;
+    if (t)
+        return all_hex_digits(t + 10);
+    return strncmp(name, state_tmp, sizeof(state_tmp) - 1) == 0 &&
+           all_hex_digits(name + sizeof(state_tmp) - 1);
 }
 
 struct name_list {
@@ -110,6 +118,28 @@ static int remove_names(const ckpt_fs *fs, const char *dir,
     return first;
 }
 
+/* Remove what the sweep found: a leftover that cannot be removed (a
+ * directory of that name, no permission) is logged and left, never a
+ * reason to refuse the directory. Out of memory is still an error. */
+static int sweep_names(const ckpt__dir_state *ds, const struct name_list *l)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    int err = 0;
+    for (size_t i = 0; i < l->n && err != CKPT_ENOMEM; i++) {
+        err = ckpt__path_join(&path, ds->dir, l->names[i]);
+        if (err == 0)
+            err = ckpt__fs_remove(ds->fs, path.ptr);
+        if (err < 0 && err != CKPT_ENOTFOUND && err != CKPT_ENOMEM)
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN, "%s: leaving %s: %s", ds->dir,
+                         l->names[i], ckpt_error_last()->message);
+    }
+    ckpt_buf_dispose(&path);
+    if (err == CKPT_ENOMEM)
+        return err;
+    ckpt_error_clear();
+    return 0;
+}
+
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
 {
     ckpt_buf path = CKPT_BUF_INIT;
@@ -155,7 +185,7 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
         CKPT__DS_LOG(ds, CKPT_LOG_INFO,
                      "%s: removing %zu temporary file(s) of interrupted saves",
                      ds->dir, temps.n);
-        err = remove_names(ds->fs, ds->dir, &temps);
+        err = sweep_names(ds, &temps);
     }
     name_list_dispose(&temps);
     return err;
@@ -217,7 +247,7 @@ static int remove_orphan_data(ckpt__dir_state *ds)
             "%s: removing %zu data file(s) without an index (left by an "
             "interrupted save or deletion)",
             ds->dir, sc.found.n);
-        err = remove_names(ds->fs, ds->dir, &sc.found);
+        err = sweep_names(ds, &sc.found);
     }
     name_list_dispose(&sc.found);
     return err;
@@ -250,16 +280,18 @@ static int collect_stale(const char *name, void *payload)
     return collect_name_always(stem, &sc->found);
 }
 
-/* Without keep_checkpoint_every_n_hours nothing is ever kept unlisted, so
- * an unlisted "<basename>-<step>" checkpoint is what a crash left: an older
- * one a retention deletion cut short, or a newer one whose save died before
- * the state file named it (never reported durable). Finish removing them.
- * Only when the state file lists checkpoints of our own naming. */
-static int remove_stale_checkpoints(ckpt__dir_state *ds)
+/* A checkpoint of our naming with its index that the state file does not
+ * list is readable: a save a crash cut short between its index's rename
+ * and the state file (never reported durable), a deletion a crash cut
+ * short before its index went, or files a user or an older state file put
+ * there. The saver cannot tell these apart for certain, so it deletes none
+ * of them: it warns, once per open, and retention never touches them
+ * (TensorFlow leaves unlisted checkpoints on disk too). Only when the
+ * state file lists checkpoints of our own naming. */
+static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
 {
     struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
     const ckpt__kept_list *kept = &ds->kept;
-    ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
     if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || kept->n == 0)
         return 0;
@@ -267,20 +299,17 @@ static int remove_stale_checkpoints(ckpt__dir_state *ds)
         if (ckpt_checkpoint_step(kept->paths[i]) == CKPT_NO_STEP ||
             !ckpt__dir_state_owns(ds, kept->paths[i]) ||
             strchr(kept->paths[i], '/'))
-            return 0; /* not our naming: leave everything alone */
+            return 0; /* not our naming: say nothing */
     err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
-    for (size_t i = 0; err == 0 && i < sc.found.n; i++) {
-        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
-                     "%s: removing %s: not in the state file (left by a crash "
-                     "during a save or a deletion)",
-                     ds->dir, sc.found.names[i]);
-        err = ckpt__path_join(&prefix, ds->dir, sc.found.names[i]);
-        if (err == 0)
-            err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
-    }
-    ckpt_buf_dispose(&prefix);
+    if (err == 0 && sc.found.n > 0)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: %zu checkpoint(s) not in the state file left in "
+                     "place (%s%s; a save or deletion a crash cut short, or "
+                     "files put here): remove them if they are not wanted",
+                     ds->dir, sc.found.n, sc.found.names[0],
+                     sc.found.n > 1 ? ", ..." : "");
     name_list_dispose(&sc.found);
     return err;
 }
@@ -289,8 +318,8 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds)
 {
     int err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
-        err = remove_stale_checkpoints(ds);
-    if (err == 0)
         err = remove_orphan_data(ds);
+    if (err == 0)
+        err = warn_unlisted_checkpoints(ds);
     return err;
 }

@@ -140,10 +140,10 @@ size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored);
 /* Remove temporary files of interrupted or failed saves from the
  * directory (names matching our temp patterns only). */
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
-/* Remove temporary files, then unlisted numbered checkpoints (only without
- * keep_checkpoint_every_n_hours, and only when every listed checkpoint has
- * our naming), then data files of <basename>-<step> checkpoints whose index
- * is missing. The last step of ckpt__dir_state_recover. */
+/* Remove temporary files, then data files of <basename>-<step> checkpoints
+ * whose index is missing; warn of complete numbered checkpoints the state
+ * file does not list (left in place). The last step of
+ * ckpt__dir_state_recover. */
 int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);

@@ -252,7 +252,8 @@ static void test_b74_reconcile_on_reopen(void **state)
     ckpt_saver_free(s);
 }
 
-/* B75: max_to_keep = CKPT_KEEP_ALL (TF's 0) keeps and lists every checkpoint. */
+/* B75: max_to_keep = CKPT_KEEP_ALL (TF's 0) keeps and lists every checkpoint.
+ */
 static void test_b75_keep_all(void **state)
 {
     fixture *f = *state;
@@ -462,9 +463,21 @@ static void test_b80_temp_files(void **state)
     test_write_file(path, "x", 1);
     snprintf(path, sizeof(path), "%s/user.tmp", f->dir);
     test_write_file(path, "x", 1);
+    /* a user's files that merely start like the state file's temporary */
+    snprintf(path, sizeof(path), "%s/checkpoint.tmp", f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/checkpoint.tmpl_notes.txt", f->dir);
+    test_write_file(path, "x", 1);
+    /* a directory of a temporary's name cannot be removed: it is logged
+     * and left, never a reason to refuse the directory */
+    snprintf(path, sizeof(path), "%s/x.tempstate1", f->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
     assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
     assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
     s = open_saver(f, NULL);
+    assert_true(file_exists(f->dir, "checkpoint.tmp"));
+    assert_true(file_exists(f->dir, "checkpoint.tmpl_notes.txt"));
+    assert_int_equal(rmdir(path), 0);
     assert_int_equal(count_files(f->dir, ".tempstate1"), 0);
     assert_int_equal(count_files(f->dir, ".tempstate9"), 0);
     assert_false(file_exists(f->dir, "checkpoint.tmp0123abcd"));
@@ -561,52 +574,138 @@ static void copy_file(const char *dir, const char *from, const char *to)
     free(p);
 }
 
-/* Reopening removes what a crash during a save or a deletion leaves: data
- * files without their index, and checkpoints of our naming the state file
- * does not list (only without keep_checkpoint_every_n_hours, where nothing
- * is kept unlisted on purpose); nothing else. */
+typedef struct logbuf {
+    char text[4096];
+} logbuf;
+
+static void capture_log(int level, const char *msg, void *payload)
+{
+    logbuf *lb = payload;
+    size_t used = strlen(lb->text);
+    (void)level;
+    snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
+}
+
+/* Copy checkpoint `from` to step `to` (index and data). */
+static void copy_checkpoint(const char *dir, int from, int to)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof(a), "model.ckpt-%d.index", from);
+    snprintf(b, sizeof(b), "model.ckpt-%d.index", to);
+    copy_file(dir, a, b);
+    snprintf(a, sizeof(a), "model.ckpt-%d.data-00000-of-00001", from);
+    snprintf(b, sizeof(b), "model.ckpt-%d.data-00000-of-00001", to);
+    copy_file(dir, a, b);
+}
+
+static int has_checkpoint_files(const char *dir, int step)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof(a), "model.ckpt-%d.index", step);
+    snprintf(b, sizeof(b), "model.ckpt-%d.data-00000-of-00001", step);
+    return file_exists(dir, a) + file_exists(dir, b);
+}
+
+/* Reopening removes what nothing can read, and nothing readable: temporary
+ * files (test_b80) and data files without their index go; complete
+ * checkpoints of our naming the state file does not list (a save or a
+ * deletion a crash cut short, or a user's files) stay, with a warning, and
+ * so do files not of our naming. The state file's own list is recovered
+ * as it was. */
 static void test_recover_removes_crash_leftovers(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    logbuf lb = {{0}};
     o.max_to_keep = 2;
     s = open_saver(f, &o);
-    save_steps(s, f, 2, 3);
+    save_steps(s, f, 2, 2);
+    save_steps(s, f, 5, 5);
     ckpt_saver_free(s);
-    /* An interrupted deletion of step 1, an interrupted save of step 4, a
-     * newer unlisted checkpoint, and files that are not ours. */
-    copy_file(f->dir, "model.ckpt-2.index", "model.ckpt-1.index");
+    copy_checkpoint(f->dir, 2, 1); /* older than every listed one */
+    copy_checkpoint(f->dir, 5, 9); /* newer */
+    copy_checkpoint(f->dir, 5, 4); /* between */
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
-              "model.ckpt-1.data-00000-of-00001");
-    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
-              "model.ckpt-4.data-00000-of-00001");
-    copy_file(f->dir, "model.ckpt-3.index", "model.ckpt-9.index");
-    copy_file(f->dir, "model.ckpt-3.data-00000-of-00001",
-              "model.ckpt-9.data-00000-of-00001");
+              "model.ckpt-7.data-00000-of-00001"); /* orphan data */
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
               "other-5.data-00000-of-00001");
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
               "model.ckpt-x.data-00000-of-00001");
-    /* With keep_checkpoint_every_n_hours an unlisted old checkpoint may be
-     * a preserved one: it stays. The orphan data file goes regardless. */
-    o.keep_checkpoint_every_n_hours = 1.0;
+    o.log = capture_log;
+    o.log_payload = &lb;
     s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-5"));
     ckpt_saver_free(s);
-    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
-    assert_true(file_exists(f->dir, "model.ckpt-9.index"));
-    assert_false(file_exists(f->dir, "model.ckpt-4.data-00000-of-00001"));
-    o.keep_checkpoint_every_n_hours = 0.0;
-    s = open_saver(f, &o);
-    ckpt_saver_free(s);
-    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
-    assert_false(file_exists(f->dir, "model.ckpt-1.data-00000-of-00001"));
-    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
-    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
-    assert_false(file_exists(f->dir, "model.ckpt-9.index"));
-    assert_false(file_exists(f->dir, "model.ckpt-9.data-00000-of-00001"));
+    assert_non_null(strstr(lb.text, "3 checkpoint(s) not in the state file "
+                                    "left in place (model.ckpt-"));
+    for (int step = 1; step <= 9; step++)
+        assert_int_equal(
+            has_checkpoint_files(f->dir, step),
+            step == 1 || step == 2 || step == 4 || step == 5 || step == 9 ? 2
+                                                                          : 0);
+    assert_false(file_exists(f->dir, "model.ckpt-7.data-00000-of-00001"));
     assert_true(file_exists(f->dir, "other-5.data-00000-of-00001"));
     assert_true(file_exists(f->dir, "model.ckpt-x.data-00000-of-00001"));
+    ckpt_buf_dispose(&latest);
+}
+
+/* A state file that names a checkpoint more than once (a hostile or
+ * hand-edited one) counts it once, in its last place: retention never
+ * evicts, and deletes, a checkpoint the list still names, and the latest
+ * restores. */
+static void test_recover_state_listing_twice(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4200];
+    char *text;
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    save_steps(s, f, 40, 40);
+    save_steps(s, f, 50, 50);
+    save_steps(s, f, 60, 60);
+    ckpt_saver_free(s);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    {
+        static const char listing[] =
+            "model_checkpoint_path: \"model.ckpt-60\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+        test_write_file(path, listing, sizeof(listing) - 1);
+    }
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-60"));
+    f->step = 0;
+    assert_ckpt_ok(ckpt_saver_restore(s, latest.ptr));
+    assert_int_equal(f->step, 60);
+    ckpt_saver_free(s);
+    for (int step = 40; step <= 60; step += 10)
+        assert_int_equal(has_checkpoint_files(f->dir, step), 2);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
+    {
+        /* the listing had no save times: the indexes' times, not 0 */
+        const char *t = strstr(text, "all_model_checkpoint_timestamps: ");
+        assert_non_null(t);
+        assert_true(strtod(t + 33, NULL) > 1e9);
+    }
+    free(text);
+    ckpt_buf_dispose(&latest);
 }
 
 /* Security: tensor names are data, never paths. Names that look like
@@ -675,6 +774,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_state_listing_twice, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
