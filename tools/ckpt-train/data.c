@@ -1,6 +1,8 @@
 /* tools/ckpt-train/data.c - see data.h. */
 #include "data.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +80,39 @@ void dataset_position_copy(dataset *to, const dataset *from)
     to->cursor = from->cursor;
     to->epoch = from->epoch;
     to->shuffle = from->shuffle;
+}
+
+int dataset_position_check(const dataset *d, char *why, size_t why_n)
+{
+    unsigned char *seen;
+    int ok = 1;
+    if (d->cursor < 0 || d->cursor > d->n) {
+        snprintf(why, why_n, "data/cursor %" PRId64 " is outside 0..%d",
+                 d->cursor, d->n);
+        return -1;
+    }
+    if (d->epoch < 0) {
+        snprintf(why, why_n, "data/epoch %" PRId64 " is negative", d->epoch);
+        return -1;
+    }
+    seen = calloc((size_t)d->n, 1);
+    if (!seen) {
+        snprintf(why, why_n, "out of memory");
+        return -1;
+    }
+    for (int i = 0; ok && i < d->n; i++) {
+        int32_t v = d->order[i];
+        ok = v >= 0 && v < d->n && !seen[v];
+        if (ok)
+            seen[v] = 1;
+        else
+            snprintf(why, why_n,
+                     "data/order is not a permutation of 0..%d (element %d "
+                     "is %" PRId32 ")",
+                     d->n - 1, i, v);
+    }
+    free(seen);
+    return ok ? 0 : -1;
 }
 
 void dataset_next_batch(dataset *d, int batch, float *x, int32_t *y)

@@ -199,6 +199,21 @@ static int fail(int rank, const char *what)
     return 1;
 }
 
+/* Whether every rank's restored reading position is one this program can
+ * have written (dataset_position_check; a fresh one always is): each rank
+ * says why its own is not, and all stop together. */
+static int position_valid_on_every_rank(const dist_trainer *t)
+{
+    char why[256];
+    int ok = dataset_position_check(&t->data, why, sizeof(why)) == 0;
+    int all_ok = 0;
+    if (!ok)
+        fprintf(stderr, "ckpt-train: rank %d: the restored checkpoint: %s\n",
+                t->rank, why);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all_ok;
+}
+
 static int run(dist_trainer *t)
 {
     ckpt_mpi_saver_options so = CKPT_MPI_SAVER_OPTIONS_INIT;
@@ -245,6 +260,10 @@ static int run(dist_trainer *t)
         err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
     if (err < 0) {
         code = fail(t->rank, "creating the session");
+        goto done;
+    }
+    if (!position_valid_on_every_rank(t)) {
+        code = 1;
         goto done;
     }
     if (!t->o.quiet)

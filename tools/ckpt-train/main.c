@@ -125,6 +125,14 @@ static int train_step(ckpt_step_context *sc, void *payload)
 /* ---- running
  * ----------------------------------------------------------------- */
 
+/* The scaffold's init_fn: the session restored nothing. */
+static int note_fresh_start(ckpt_session *s, void *payload)
+{
+    (void)s;
+    *(int *)payload = 1;
+    return 0;
+}
+
 static void fail(const char *what)
 {
     fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
@@ -208,7 +216,8 @@ int main(int argc, char **argv)
     ckpt_buf latest = CKPT_BUF_INIT;
     report rep;
     int64_t resumed_from = -1;
-    int have_metrics = 0, exit_code = 1;
+    int have_metrics = 0, exit_code = 1, fresh = 0;
+    char why[256];
     int err;
 
 #ifdef CKPT_TRAIN_MPI
@@ -263,21 +272,31 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
-        ckpt_buf_dispose(&latest);
     sess.checkpoint_dir = t->opt.dir;
     sess.saver_options = &so;
     sess.log = so.log;
     sess.log_payload = so.log_payload;
+    sess.scaffold.init_fn = note_fresh_start; /* nothing was restored */
+    sess.scaffold.init_payload = &fresh;
     /* The session consumes the hooks, also when it fails. */
     err = ckpt_monitored_session_new(&ms, g, hooks, nhooks, &sess);
     if (err < 0) {
         fail("creating the session");
         goto done;
     }
-    if (latest.ptr) {
+    if (!fresh) {
+        /* What the session restored is the directory's latest now (the
+         * hook does not save again at a restored step). */
+        if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
+            ckpt_buf_dispose(&latest);
+        if (dataset_position_check(&t->data, why, sizeof(why)) != 0) {
+            fprintf(stderr, "ckpt-train: the restored checkpoint %s: %s\n",
+                    latest.ptr ? latest.ptr : t->opt.dir, why);
+            goto done;
+        }
         resumed_from = t->global_step;
-        printf("restored %s at step %" PRId64 "\n", latest.ptr, t->global_step);
+        printf("restored %s at step %" PRId64 "\n",
+               latest.ptr ? latest.ptr : t->opt.dir, t->global_step);
         fflush(stdout);
     }
     exit_code = train(t, ms);

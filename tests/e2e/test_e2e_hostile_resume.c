@@ -1,0 +1,104 @@
+/* tests/e2e/test_e2e_hostile_resume.c - ckpt-train resuming from a
+ * checkpoint whose checksums hold but whose reading position could not
+ * have been written by it (an out-of-range sample index in data/order, a
+ * negative data/cursor): it refuses with a message naming the checkpoint
+ * and the value, exit code 1, instead of indexing outside its data set. */
+#include "e2e_util.h"
+
+#include "ckpt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rewrite the bundle at `prefix` with every tensor as it was, except that
+ * `name` (a fixed-size tensor) gets `patch` (bytes) at byte `at`. */
+static void rewrite_with_patch(const char *prefix, const char *name, size_t at,
+                               const void *patch, size_t n)
+{
+    ckpt_bundle_reader *r = NULL;
+    ckpt_bundle_writer *w = NULL;
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s-patched", prefix);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, tmp, NULL));
+    for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        size_t bytes = (size_t)e->size;
+        uint8_t *buf = malloc(bytes ? bytes : 1);
+        assert_non_null(buf);
+        assert_ckpt_ok(ckpt_bundle_reader_read_entry(r, e, buf, bytes));
+        if (strcmp(e->name, name) == 0) {
+            assert_true(at + n <= bytes);
+            memcpy(buf + at, patch, n);
+        }
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, e->name, e->dtype, &e->shape,
+                                              buf, bytes));
+        free(buf);
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    ckpt_bundle_reader_free(r);
+    /* the patched bundle takes the original's name */
+    {
+        char from[4300], to[4300];
+        snprintf(from, sizeof(from), "%s.index", tmp);
+        snprintf(to, sizeof(to), "%s.index", prefix);
+        assert_int_equal(rename(from, to), 0);
+        snprintf(from, sizeof(from), "%s.data-00000-of-00001", tmp);
+        snprintf(to, sizeof(to), "%s.data-00000-of-00001", prefix);
+        assert_int_equal(rename(from, to), 0);
+    }
+}
+
+static void expect_refused(const char *dir, const char *name, size_t at,
+                           const void *patch, size_t n, const char *message)
+{
+    ckpt_buf latest = CKPT_BUF_INIT;
+    e2e_proc p;
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "20", "--save-steps", "10",
+                     "--hidden", "16", "--layers", "1", "--batch", "8",
+                     "--quiet"));
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
+    rewrite_with_patch(latest.ptr, name, at, patch, n);
+    e2e_run(&p, CKPT_CLI_PATH, E2E_ARGS("verify", latest.ptr));
+    e2e_expect_exit(&p, 0); /* the checksums hold */
+    e2e_proc_free(&p);
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "30", "--save-steps", "10",
+                     "--hidden", "16", "--layers", "1", "--batch", "8",
+                     "--quiet"));
+    e2e_expect_exit(&p, 1);
+    e2e_expect_contains("ckpt-train stderr", p.err, latest.ptr, 1);
+    e2e_expect_contains("ckpt-train stderr", p.err, message, 1);
+    e2e_proc_free(&p);
+    ckpt_buf_dispose(&latest);
+}
+
+static void test_restored_position_out_of_range(void **state)
+{
+    char *root = test_make_temp_dir();
+    char *dir = test_path(root, "order");
+    int32_t huge = 0x7ffffff0;
+    int64_t negative = -100000;
+    (void)state;
+    expect_refused(dir, "data/order", 0, &huge, sizeof(huge),
+                   "data/order is not a permutation of 0..");
+    free(dir);
+    dir = test_path(root, "cursor");
+    expect_refused(dir, "data/cursor", 0, &negative, sizeof(negative),
+                   "data/cursor -100000 is outside 0..");
+    free(dir);
+    test_remove_tree(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_restored_position_out_of_range),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
