@@ -179,8 +179,9 @@ CKPT_EXTERN(int) ckpt_saver_saves_var(ckpt_saver *s, const char *name,
  *  checkpoints retention evicts are deleted after the save: by the writer
  *  thread when one runs (this returns first; ckpt_saver_wait and the next
  *  save wait for the deletion), else before this returns.
- *  @return 0, CKPT_EINVAL (no step and basename equals the state file name,
- *          no variables), CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
+ *  @return 0, CKPT_EINVAL (a negative step other than CKPT_NO_STEP; no step
+ *          and basename equals the state file name; no variables),
+ *          CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
 CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
                                  ckpt_buf *prefix_out);

@@ -271,7 +271,19 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     int err;
     sshape.rank = rank;
     piece_bounds(v, mylo, myhi);
-    for (int d = 0; d < rank; d++) {
+    for (int d = 0; d < rank && sl->rank == rank; d++) {
+        int64_t dim = v->global.dims[d];
+        if (sl->start[d] < 0 ||
+            (sl->length[d] >= 0 &&
+             (sl->start[d] > dim || sl->length[d] > dim - sl->start[d])))
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': a stored piece lies outside "
+                               "the tensor's shape (dimension %d: start %lld, "
+                               "length %lld, size %lld)",
+                               prefix, v->name, d, (long long)sl->start[d],
+                               (long long)sl->length[d], (long long)dim);
+    }
+    for (int d = 0; d < rank && sl->rank == rank; d++) {
         ckpt__slice_extent_range(sl, d, v->global.dims[d], &slo[d], &shi[d]);
         sshape.dims[d] = shi[d] - slo[d];
         got->lo[d] = slo[d] > mylo[d] ? slo[d] : mylo[d];

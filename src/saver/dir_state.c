@@ -426,6 +426,12 @@ int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
 {
     ckpt_buf name = CKPT_BUF_INIT;
     int err;
+    if (step < 0 && step != CKPT_NO_STEP)
+        return ckpt__error(CKPT_EINVAL,
+                           "save: step %" PRId64 " is negative: a checkpoint's "
+                           "name carries a step of 0 or more (or none: "
+                           "CKPT_NO_STEP)",
+                           step);
     if (step == CKPT_NO_STEP) {
         if (strcmp(basename, CKPT_STATE_FILENAME) == 0)
             return ckpt__error(CKPT_EINVAL,
