@@ -34,6 +34,18 @@ CKPT_EXTERN(const char *) ckpt_log_level_name(int level);
 CKPT_EXTERN(void)
 ckpt_log_stderr(int level, const char *message, void *payload);
 
+/** Copy `text` into out[0..cap) for showing on a terminal: printable ASCII
+ *  and valid UTF-8 of printable characters as they are; every other byte
+ *  (control bytes such as ESC and newline, DEL, C1 controls, line
+ *  separators and direction marks, bytes that are not UTF-8) as "\xHH". The
+ *  copy is cut at a character boundary to fit and always terminated (when
+ *  cap > 0). The library's error messages and log lines already follow
+ *  this rule; use it for paths and names the API returns (a state file's
+ *  entries, tensor names), which are data. NULL `text` is "".
+ *  @return the length written (0 when out is NULL or cap is 0) */
+CKPT_EXTERN(size_t)
+ckpt_text_printable(char *out, size_t cap, const char *text);
+
 CKPT_END_DECL
 
 #endif

@@ -84,6 +84,7 @@ void ckpt_error_clear(void)
 int ckpt__error_v(int code, const char *fmt, va_list ap)
 {
     vsnprintf(last_message, sizeof(last_message), fmt, ap);
+    ckpt__make_printable(last_message, sizeof(last_message));
     last_error.code = code;
     return code;
 }
@@ -176,6 +177,7 @@ int ckpt__error_errno(int err, const char *fmt, ...)
     va_end(ap);
     snprintf(last_message, sizeof(last_message), "%s", strerror(err));
     prepend(context, hlen);
+    ckpt__make_printable(last_message, sizeof(last_message));
     last_error.code = code;
     return code;
 }
@@ -190,6 +192,7 @@ int ckpt__error_prefix(int code, const char *fmt, ...)
     if (last_error.code == 0)
         snprintf(last_message, sizeof(last_message), "%s", ckpt_strerror(code));
     prepend(context, hlen);
+    ckpt__make_printable(last_message, sizeof(last_message));
     last_error.code = code;
     return code;
 }

@@ -83,6 +83,12 @@ int ckpt__error_null_arg(const char *function, const char *argument);
             return ckpt__error_null_arg(__func__, #arg);                       \
     } while (0)
 
+/* Rewrite the message in s[0..cap) so a terminal shows it as text: bytes
+ * a terminal would act on (controls, DEL, C1, direction marks, bytes that
+ * are not UTF-8) as \xHH, cut to fit (printable.c). Errors and log lines
+ * pass through it. */
+void ckpt__make_printable(char *s, size_t cap);
+
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing
  * when fn is NULL). */

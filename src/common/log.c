@@ -19,6 +19,7 @@ void ckpt__logv(ckpt_log_fn fn, void *payload, int min_level, int level,
     if (!fn || level < ckpt__log_min_level(min_level) || level >= CKPT_LOG_OFF)
         return;
     vsnprintf(line, sizeof(line), fmt, ap);
+    ckpt__make_printable(line, sizeof(line));
     fn(level, line, payload);
 }
 

@@ -180,6 +180,34 @@ static void test_check_arg(void **state)
     ckpt_error_clear();
 }
 
+/* Messages quote paths and names, which are data: what a terminal would
+ * act on reaches the message as \xHH, printable UTF-8 as it is. */
+static void test_messages_are_printable(void **state)
+{
+    char out[64];
+    (void)state;
+    ckpt__error(CKPT_EINVAL, "path %s", "a\x1b[2Jb\xc2\x9b\xff caf\xc3\xa9");
+    assert_string_equal(ckpt_error_last()->message,
+                        "path a\\x1b[2Jb\\xc2\\x9b\\xff caf\xc3\xa9");
+    ckpt__error_errno(ENOENT, "open %s", "x\ny\xe2\x80\xae");
+    assert_string_equal(
+        ckpt_error_last()->message,
+        "open x\\x0ay\\xe2\\x80\\xae: No such file or directory");
+    ckpt__error(CKPT_EIO, "plain message");
+    assert_string_equal(ckpt_error_last()->message, "plain message");
+    /* the public copy: cut at a character boundary, always terminated */
+    assert_int_equal(ckpt_text_printable(out, sizeof(out), "ok\x07"), 6);
+    assert_string_equal(out, "ok\\x07");
+    assert_int_equal(ckpt_text_printable(out, 6, "ab\x1b"), 2);
+    assert_string_equal(out, "ab");
+    assert_int_equal(ckpt_text_printable(out, 4, "ab\xc3\xa9"), 2);
+    assert_string_equal(out, "ab");
+    assert_int_equal(ckpt_text_printable(out, sizeof(out), NULL), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(ckpt_text_printable(NULL, 8, "x"), 0);
+    ckpt_error_clear();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_overlong_context_is_cut_in_the_middle),
         cmocka_unit_test(test_error_save_restore),
         cmocka_unit_test(test_check_arg),
+        cmocka_unit_test(test_messages_are_printable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

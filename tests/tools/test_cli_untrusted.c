@@ -199,6 +199,19 @@ static json_object *parse_json(const char *text)
     json_object *o;
     if (!valid_utf8((const unsigned char *)text, n))
         fail_msg("JSON output is not UTF-8:\n%s", text);
+    /* nothing a terminal acts on, raw: DEL, C1 controls (U+0080..U+009F),
+     * line separators and direction marks (U+200E/F, U+2028..U+202E,
+     * U+2066..U+2069) are \u-escaped */
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *p = (const unsigned char *)text + i;
+        if (*p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+            (p[0] == 0xe2 && p[1] == 0x80 &&
+             ((p[2] >= 0x8e && p[2] <= 0x8f) ||
+              (p[2] >= 0xa8 && p[2] <= 0xae))) ||
+            (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9))
+            fail_msg("JSON output holds a raw terminal control at %zu:\n%s", i,
+                     text);
+    }
     assert_non_null(tok);
     o = json_tokener_parse_ex(tok, text, (int)n);
     end = json_tokener_get_parse_end(tok);
@@ -489,6 +502,45 @@ static void test_names_valid_json(void **state)
     expect_status(&r, 0);
     json_object_put(parse_json(r.out));
     run_free(&r);
+    test_remove_tree(dir);
+}
+
+/* Names of valid UTF-8 holding code points a terminal acts on (C1 CSI,
+ * right-to-left override, DEL): \x-escaped in text, \u-escaped in JSON
+ * (parse_json refuses them raw), and the same bytes once parsed. */
+static void test_unicode_controls_escaped(void **state)
+{
+    static const float v1[1] = {1.0f};
+    static const char c1_name[] = "csi\xc2\x9b"
+                                  "31m";
+    static const char rlo_name[] = "rlo\xe2\x80\xae"
+                                   "txt\x7f";
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "u-1");
+    tensor_spec t[] = {
+        {c1_name, sizeof(c1_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
+        {rlo_name, sizeof(rlo_name) - 1, CKPT_DT_FLOAT, 1, v1, 4, 0, 0},
+    };
+    json_object *root, *list;
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 2);
+    RUN_BOUNDED(r, &limits, "inspect", prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out, "csi\\xc2\\x9b31m");
+    expect_contains(r.out, "rlo\\xe2\\x80\\xaetxt\\x7f");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "inspect", prefix, "--json");
+    expect_status(&r, 0);
+    expect_contains(r.out, "csi\\u009b31m");
+    expect_contains(r.out, "rlo\\u202etxt\\u007f");
+    root = parse_json(r.out);
+    list = jget(root, "tensors");
+    find_named(list, c1_name, sizeof(c1_name) - 1);
+    find_named(list, rlo_name, sizeof(rlo_name) - 1);
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
     test_remove_tree(dir);
 }
 
@@ -899,6 +951,7 @@ int main(void)
         cmocka_unit_test(test_ls_many_entries_one_subdirectory),
         cmocka_unit_test(test_names_escaped_in_text_output),
         cmocka_unit_test(test_names_valid_json),
+        cmocka_unit_test(test_unicode_controls_escaped),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),

@@ -217,7 +217,7 @@ int main(int argc, char **argv)
     report rep;
     int64_t resumed_from = -1;
     int have_metrics = 0, exit_code = 1, fresh = 0;
-    char why[256];
+    char why[256], shown[8192];
     int err;
 
 #ifdef CKPT_TRAIN_MPI
@@ -289,14 +289,16 @@ int main(int argc, char **argv)
          * hook does not save again at a restored step). */
         if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
             ckpt_buf_dispose(&latest);
+        /* a path from the state file is data: shown escaped */
+        ckpt_text_printable(shown, sizeof(shown),
+                            latest.ptr ? latest.ptr : t->opt.dir);
         if (dataset_position_check(&t->data, why, sizeof(why)) != 0) {
             fprintf(stderr, "ckpt-train: the restored checkpoint %s: %s\n",
-                    latest.ptr ? latest.ptr : t->opt.dir, why);
+                    shown, why);
             goto done;
         }
         resumed_from = t->global_step;
-        printf("restored %s at step %" PRId64 "\n",
-               latest.ptr ? latest.ptr : t->opt.dir, t->global_step);
+        printf("restored %s at step %" PRId64 "\n", shown, t->global_step);
         fflush(stdout);
     }
     exit_code = train(t, ms);

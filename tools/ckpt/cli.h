@@ -76,6 +76,10 @@ json_object *cli_json_name(const ckpt_tensor_entry *e);
 /* Length of the valid UTF-8 sequence at p (n > 0 bytes left), its code
  * point in *cp; 0 when the bytes there are not UTF-8. */
 size_t cli_utf8_sequence(const unsigned char *p, size_t n, uint32_t *cp);
+/* Write a serialized JSON document with the code points a terminal acts on
+ * that json-c leaves raw (DEL, C1, line separators, direction marks)
+ * \u-escaped (cli_text.c). */
+void cli_json_write_safe(const char *doc, FILE *out);
 
 /* `fmt` formatted into a malloc'd string (its length in *len when len is
  * not NULL); exits through cli_out_of_memory when memory runs out. */

@@ -8,7 +8,10 @@
  *          are not UTF-8) as \xHH;
  *   JSON:  a string that is valid UTF-8 as is (json-c \u-escapes its
  *          control characters); one that is not maps each byte to one code
- *          point U+0000..U+00FF (Latin-1), so the output is always JSON.
+ *          point U+0000..U+00FF (Latin-1), so the output is always JSON;
+ *          the printed document then \u-escapes the code points json-c
+ *          leaves raw that a terminal acts on (DEL, C1 controls, line
+ *          separators, direction marks: cli_json_write_safe).
  *
  * Escaped copies live until cli_text_release() (called once by main). */
 #include "cli.h"
@@ -94,6 +97,29 @@ static int is_control(uint32_t cp)
     return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e ||
            cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
            (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* Write the serialized JSON document `doc` to `out`, each code point
+ * is_control() names (outside ASCII's C0 range, which json-c escapes)
+ * written as \uXXXX. Such code points can only occur inside JSON strings,
+ * so the document means the same. */
+void cli_json_write_safe(const char *doc, FILE *out)
+{
+    const unsigned char *p = (const unsigned char *)doc;
+    size_t n = strlen(doc), i = 0, run = 0;
+    while (i < n) {
+        uint32_t cp = 0;
+        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
+        if (len > 0 && cp >= 0x7f && is_control(cp)) {
+            fwrite(p + run, 1, i - run, out);
+            fprintf(out, "\\u%04x", (unsigned)cp);
+            i += len;
+            run = i;
+        } else {
+            i += len ? len : 1;
+        }
+    }
+    fwrite(p + run, 1, n - run, out);
 }
 
 /* ---- text ---------------------------------------------------------------- */

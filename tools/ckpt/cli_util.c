@@ -395,9 +395,10 @@ json_object *cli_json_shape(const ckpt_shape *shape)
 void cli_print_json(json_object *obj)
 {
     cli_json_printed();
-    fputs(json_object_to_json_string_ext(
-              obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                       JSON_C_TO_STRING_NOSLASHESCAPE),
-          stdout);
+    cli_json_write_safe(
+        json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
+                                                JSON_C_TO_STRING_SPACED |
+                                                JSON_C_TO_STRING_NOSLASHESCAPE),
+        stdout);
     fputc('\n', stdout);
 }
