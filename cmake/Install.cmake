@@ -1,7 +1,7 @@
 # Install.cmake - what `cmake --install` puts under the prefix:
 #   include/ckpt.h, include/ckpt/*.h, include/ckpt/sys/*.h
 #   lib/libckpt.a, lib/libckpt.so (+ soname links), bin/ckpt (tools/ckpt)
-#   lib/pkgconfig/ckpt.pc
+#   lib/pkgconfig/ckpt.pc, ckpt-static.pc (static linking)
 #   lib/cmake/ckpt/ckpt{Config,ConfigVersion,Targets}.cmake, so that
 #   find_package(ckpt) gives ckpt::ckpt_static and ckpt::ckpt_shared.
 # Everything is relocatable: `cmake --install build --prefix X` works for any
@@ -50,7 +50,11 @@ else()
 endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt.pc.in"
                "${PROJECT_BINARY_DIR}/ckpt.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/ckpt.pc" DESTINATION ${CKPT_PC_DIR})
+configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt-static.pc.in"
+               "${PROJECT_BINARY_DIR}/ckpt-static.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/ckpt.pc"
+              "${PROJECT_BINARY_DIR}/ckpt-static.pc"
+        DESTINATION ${CKPT_PC_DIR})
 
 # ---- the optional MPI library (component "mpi") -----------------------------
 # find_package(ckpt COMPONENTS mpi) gives ckpt::ckpt_mpi; pkg-config

@@ -243,7 +243,12 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
 
 /** Restore every variable from the checkpoint `prefix`. Every variable is
  *  checked (present, dtype, shape) before any is written; values are read
- *  with their checksums verified.
+ *  with their checksums verified, straight into the variables. So a
+ *  CKPT_ENOTFOUND or CKPT_EINVAL leaves every variable as it was, but a
+ *  damaged record (CKPT_ECORRUPT) or a read error is found while reading:
+ *  some variables, the damaged one among them, may then already hold the
+ *  checkpoint's bytes. After such an error initialise the variables again
+ *  or restore another checkpoint (ckpt_saver_checkpoint lists them).
  *  @return 0, CKPT_ENOTFOUND (checkpoint, or a variable it lacks, named),
  *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT */
 CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);

@@ -173,5 +173,10 @@ done
     "${static_libs[@]}" || die "pkg-config: static build failed"
 needs_libckpt "$pbuild/static" && die "pkg-config static loads libckpt.so"
 expect_output "pkg-config --static" "$("$pbuild/static")"
+# As README.md writes the static link: the ckpt-static package.
+(cd "$pbuild" && eval "\"$cc\" main.c -o app-static \$(pkg-config --cflags --libs ckpt-static)") ||
+    die "pkg-config: the README's static build line failed"
+needs_libckpt "$pbuild/app-static" && die "ckpt-static loads libckpt.so"
+expect_output "pkg-config ckpt-static" "$("$pbuild/app-static")"
 
 echo "PASS"
