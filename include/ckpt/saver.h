@@ -106,7 +106,11 @@ typedef struct ckpt_saver_options {
                                 0: default: the first staging-image writes
                                 alternate the two, timed, then O_DIRECT
                                 unless the page cache was clearly faster */
-    ckpt_log_fn log;       /**< may be called from the writer thread */
+    ckpt_log_fn log;       /**< may be called from the writer thread;
+                                NULL: a bare saver logs nothing (a
+                                checkpoint hook or session that opens one
+                                passes its own log, ckpt_log_stderr by
+                                default); ckpt_log_stderr for stderr */
     void *log_payload;
     int log_level;         /**< lowest level passed to `log` (0: INFO;
                                 CKPT_LOG_OFF: none) */

@@ -185,7 +185,13 @@ static int check_read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                                ckpt__bundle_entry_shown(&sn, e));
         want = (uint64_t)full;
     }
-    if ((uint64_t)dst_size != want || (!dst && dst_size > 0))
+    if (!dst && dst_size > 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: tensor '%s': dst is NULL (the tensor has "
+                           "%llu bytes)",
+                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
+                           (unsigned long long)want);
+    if ((uint64_t)dst_size != want)
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': destination of %zu bytes, the "
                            "tensor has %llu",

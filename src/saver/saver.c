@@ -45,9 +45,15 @@ static int check_dir_exists(const ckpt_fs *fs, const char *dir)
     int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
         err = 0;
-    if (err == CKPT_ENOTFOUND)
+    if (err == CKPT_ENOTFOUND) {
+        /* listing a file fails as ENOTDIR, which maps to not found too */
+        int exists = ckpt__fs_stat(fs, dir, NULL, NULL) == 0;
         return ckpt__error(CKPT_ENOTFOUND,
-                           "checkpoint directory %s does not exist", dir);
+                           exists ? "checkpoint directory %s is not a "
+                                    "directory"
+                                  : "checkpoint directory %s does not exist",
+                           dir);
+    }
     return err;
 }
 
@@ -164,7 +170,8 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
                            "add_var: '%s' goes to the saver this handle "
                            "wraps (register variables there)",
                            var && var->name ? var->name : "(null)");
-    if (!var || !var->name || !*var->name)
+    CKPT__CHECK_ARG(var);
+    if (!var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "add_var: variable without a name");
     if (s->frozen)
         return ckpt__error(CKPT_ESTATE,

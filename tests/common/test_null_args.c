@@ -93,6 +93,8 @@ static void test_saver_null_args(void **state)
                     "ckpt_saver_latest: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_latest(f->saver, NULL),
                     "ckpt_saver_latest: out is NULL");
+    EXPECT_NULL_ARG(ckpt_saver_add_var(f->saver, NULL),
+                    "ckpt_saver_add_var: var is NULL");
     EXPECT_NULL_ARG(ckpt_saver_saves_var(NULL, "x", NULL),
                     "ckpt_saver_saves_var: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_saves_var(f->saver, NULL, NULL),
@@ -176,6 +178,10 @@ static void test_bundle_null_args(void **state)
     EXPECT_NULL_ARG(
         ckpt_bundle_reader_read(f->reader, NULL, f->w, sizeof(f->w)),
         "ckpt_bundle_reader_read: name is NULL");
+    /* a NULL destination is named as such (it is checked with the size) */
+    assert_ckpt_error(
+        ckpt_bundle_reader_read(f->reader, "w", NULL, sizeof(f->w)),
+        CKPT_EINVAL, "tensor 'w': dst is NULL");
     req.dst = f->w;
     EXPECT_NULL_ARG(ckpt_bundle_reader_read_many(NULL, &req, 1),
                     "ckpt_bundle_reader_read_many: r is NULL");

@@ -191,8 +191,14 @@ static void test_b72_missing_directory(void **state)
     char missing[4096], sub[4096];
     snprintf(missing, sizeof(missing), "%s/nope/deeper", f->dir);
     assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
-                      missing);
+                      "does not exist");
     assert_null(s);
+    /* a file of that name is named for what it is */
+    snprintf(missing, sizeof(missing), "%s/file", f->dir);
+    test_write_file(missing, "x", 1);
+    assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
+                      "file is not a directory");
+    assert_int_equal(unlink(missing), 0);
     /* The directory disappears after open. */
     snprintf(sub, sizeof(sub), "%s/sub", f->dir);
     assert_int_equal(mkdir(sub, 0755), 0);
