@@ -20,7 +20,8 @@ typedef enum ckpt_error_code {
     CKPT_EEXISTS = -7,      /**< it already exists (e.g. a duplicate name) */
     CKPT_ECORRUPT = -8,     /**< damaged data: bad CRC, magic, proto, size */
     CKPT_EVERSION = -9,     /**< unsupported version (format or options) */
-    CKPT_EBUSY = -10,       /**< a save is still in flight */
+    CKPT_EBUSY = -10,       /**< a save is still in flight, or another
+                                 process's saver holds the directory */
     CKPT_ECANCELED = -11,   /**< the operation was cancelled */
     CKPT_EUSER = -12,       /**< a user callback or hook failed */
     CKPT_ENOTSUP = -13,     /**< valid but not supported (e.g. a dtype) */

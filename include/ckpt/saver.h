@@ -149,7 +149,15 @@ typedef struct ckpt_saver ckpt_saver;
  *  retention, with a warning in the log (`ckpt ls` shows it as stray).
  *  What cannot be removed (a directory of such a name) is logged and left.
  *  An unparsable state file is logged and treated as empty.
- *  @return 0, CKPT_ENOTFOUND (no such directory), CKPT_EINVAL,
+ *  One process at a time saves into a directory: on the POSIX file system
+ *  the first saver of a process takes an exclusive flock() on it (a
+ *  process's later savers share it; the kernel drops it when the process
+ *  ends), and a saver of another process gets CKPT_EBUSY, since its
+ *  recovery would delete the first one's temporary files. Read a
+ *  directory another process saves into with ckpt_latest_checkpoint and
+ *  the bundle reader.
+ *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),
+ *          CKPT_EBUSY (another process's saver holds it), CKPT_EINVAL,
  *          CKPT_EVERSION, or an I/O error */
 CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,
                                  const ckpt_saver_options *opts);

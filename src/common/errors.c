@@ -32,7 +32,7 @@ static const struct code_info code_table[] = {
     {CKPT_EEXISTS, "CKPT_EEXISTS", "already exists"},
     {CKPT_ECORRUPT, "CKPT_ECORRUPT", "data is corrupt"},
     {CKPT_EVERSION, "CKPT_EVERSION", "unsupported version"},
-    {CKPT_EBUSY, "CKPT_EBUSY", "a save is in flight"},
+    {CKPT_EBUSY, "CKPT_EBUSY", "busy (a save in flight, or held elsewhere)"},
     {CKPT_ECANCELED, "CKPT_ECANCELED", "canceled"},
     {CKPT_EUSER, "CKPT_EUSER", "a user callback failed"},
     {CKPT_ENOTSUP, "CKPT_ENOTSUP", "not supported"},

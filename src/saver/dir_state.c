@@ -64,6 +64,7 @@ static void kept_dispose(ckpt__kept_list *l)
 
 void ckpt__dir_state_dispose(ckpt__dir_state *ds)
 {
+    ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
@@ -335,7 +336,10 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     unsigned char *repeated = NULL;
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
-    int err = ckpt_state_read(&st, ds->fs, ds->dir);
+    int err = ds->lock ? 0 : ckpt__dir_lock_acquire(ds->fs, ds->dir, &ds->lock);
+    if (err < 0)
+        return err;
+    err = ckpt_state_read(&st, ds->fs, ds->dir);
     if (err == CKPT_ENOTFOUND) {
         err = 0;
         goto cleanup;

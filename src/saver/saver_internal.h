@@ -36,6 +36,16 @@ typedef struct ckpt__kept_list {
     double next_keep_time; /* keep_every_n_hours: next preservation time */
 } ckpt__kept_list;
 
+/* This process's hold on a checkpoint directory (dir_lock.c). */
+typedef struct ckpt__dir_lock ckpt__dir_lock;
+/* Take (or share, within this process) the directory's lock: 0 with
+ * *out set (NULL when the file system is not POSIX's), CKPT_EBUSY when a
+ * saver of another process holds it, or an error opening the directory. */
+int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
+                           ckpt__dir_lock **out);
+/* Give up one hold (NULL is ignored); the last one drops the lock. */
+void ckpt__dir_lock_release(ckpt__dir_lock *lock);
+
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;
     const ckpt_clock *clock;
@@ -48,6 +58,7 @@ typedef struct ckpt__dir_state {
     ckpt_log_fn log;
     void *log_payload;
     int log_level;
+    ckpt__dir_lock *lock; /* taken by ckpt__dir_state_recover */
 } ckpt__dir_state;
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,

@@ -7,6 +7,8 @@
  * naming the file and the OS error, and the earlier checkpoint intact. */
 #include "e2e_util.h"
 
+#include "ckpt.h"
+
 #include <errno.h>
 #include <regex.h>
 #include <signal.h>
@@ -530,10 +532,45 @@ static void test_save_fails_full_tmpfs(void **state)
     }
 }
 
+/* A directory one process's saver holds is refused to a saver of another
+ * process (its recovery would delete the first one's temporary files),
+ * with a message that says so; savers of one process share it; once the
+ * holder is gone the other process gets it. */
+static void test_directory_of_another_process_refused(void **state)
+{
+    char *dir = test_make_temp_dir();
+    ckpt_saver *a = NULL, *b = NULL;
+    e2e_proc p;
+    (void)state;
+    assert_ckpt_ok(ckpt_saver_open(&a, dir, NULL));
+    assert_ckpt_ok(ckpt_saver_open(&b, dir, NULL)); /* same process */
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "3", "--hidden", "16", "--layers",
+                     "1", "--batch", "8", "--quiet"));
+    e2e_expect_exit(&p, 1);
+    e2e_expect_contains("ckpt-train stderr", p.err,
+                        "is in use by a saver of another process", 1);
+    e2e_proc_free(&p);
+    ckpt_saver_free(a);
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "3", "--hidden", "16", "--layers",
+                     "1", "--batch", "8", "--quiet"));
+    e2e_expect_exit(&p, 1); /* b still holds it */
+    e2e_proc_free(&p);
+    ckpt_saver_free(b);
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "3", "--hidden", "16", "--layers",
+                     "1", "--batch", "8", "--quiet"));
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary_format),
+        cmocka_unit_test(test_directory_of_another_process_refused),
         cmocka_unit_test(test_keep_across_restarts),
         cmocka_unit_test(test_sigterm),
         cmocka_unit_test(test_sigint),

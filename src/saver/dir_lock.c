@@ -1,0 +1,110 @@
+/* saver/dir_lock.c - one process at a time owns a checkpoint directory: the
+ * first saver of a process to recover a directory (a single-process saver,
+ * or rank 0 of a distributed one) takes an exclusive flock() on it, the
+ * process's later savers of the same directory share it (a checkpoint hook
+ * and the session's scaffold saver, say), and a saver of another process
+ * is refused with CKPT_EBUSY: its recovery would delete the first one's
+ * temporary files under it. Only on the POSIX file system; where flock() is
+ * not available (ENOLCK, some network file systems) the saver goes on
+ * without it. The kernel drops the lock when the process ends, however it
+ * ends. */
+#include "io/fs_internal.h"
+#include "saver_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ckpt__dir_lock {
+    dev_t dev;
+    ino_t ino;
+    int fd; /* holds the flock; -1 when flock() was not available */
+    int refs;
+    struct ckpt__dir_lock *next;
+};
+
+static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ckpt__dir_lock *locks; /* this process's, guarded by locks_mu */
+
+/* Take the lock for a new entry; 0 (fd -1 when flock is unavailable),
+ * CKPT_EBUSY, or an error opening the directory. */
+static int lock_new(const char *dir, struct ckpt__dir_lock *l)
+{
+    l->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (l->fd < 0)
+        return ckpt__error_errno(errno, "open %s", dir);
+    if (flock(l->fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno == EWOULDBLOCK) {
+        close(l->fd);
+        l->fd = -1;
+        return ckpt__error(
+            CKPT_EBUSY,
+            "checkpoint directory %s is in use by a saver of another "
+            "process: two savers would delete each other's temporary files. "
+            "Read its checkpoints with ckpt_latest_checkpoint and the bundle "
+            "reader, or save to another directory",
+            dir);
+    }
+    close(l->fd); /* no flock here: go on unprotected */
+    l->fd = -1;
+    return 0;
+}
+
+int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
+                           ckpt__dir_lock **out)
+{
+    struct ckpt__dir_lock *l;
+    struct stat st;
+    int err = 0;
+    *out = NULL;
+    if (fs != ckpt_fs_posix() || stat(dir, &st) != 0)
+        return 0; /* another file system; a missing dir fails elsewhere */
+    pthread_mutex_lock(&locks_mu);
+    for (l = locks; l; l = l->next)
+        if (l->dev == st.st_dev && l->ino == st.st_ino)
+            break;
+    if (l) {
+        l->refs++;
+    } else {
+        l = ckpt__calloc(1, sizeof(*l));
+        if (!l)
+            err = ckpt__error_oom();
+        else
+            err = lock_new(dir, l);
+        if (err == 0) {
+            l->dev = st.st_dev;
+            l->ino = st.st_ino;
+            l->refs = 1;
+            l->next = locks;
+            locks = l;
+        } else {
+            ckpt__free(l);
+            l = NULL;
+        }
+    }
+    pthread_mutex_unlock(&locks_mu);
+    *out = l;
+    return err;
+}
+
+void ckpt__dir_lock_release(ckpt__dir_lock *lock)
+{
+    struct ckpt__dir_lock **p;
+    if (!lock)
+        return;
+    pthread_mutex_lock(&locks_mu);
+    if (--lock->refs == 0) {
+        for (p = &locks; *p && *p != lock; p = &(*p)->next)
+            ;
+        if (*p)
+            *p = lock->next;
+        if (lock->fd >= 0)
+            close(lock->fd); /* drops the flock */
+        ckpt__free(lock);
+    }
+    pthread_mutex_unlock(&locks_mu);
+}
