@@ -125,6 +125,7 @@ static void test_inspect_json(void **state)
 static void test_verify(void **state)
 {
     fixture *f = *state;
+    char damaged[560];
     cli_run r;
     RUN(r, "verify", f->path[0]);
     expect_status(&r, 0);
@@ -139,6 +140,24 @@ static void test_verify(void **state)
     RUN(r, "inspect", f->path[2], "--values");
     expect_status(&r, 1);
     expect_contains(r.err, "slices cover 6 of 12 elements");
+    run_free(&r);
+    /* a damaged piece damages its tensor: counted once, as a tensor */
+    {
+        char data[600];
+        size_t n;
+        uint8_t *bytes;
+        snprintf(damaged, sizeof(damaged), "%s/d", f->dir);
+        write_ckpt(damaged, 0, 0);
+        snprintf(data, sizeof(data), "%s.data-00000-of-00001", damaged);
+        bytes = test_read_file(data, &n);
+        assert_non_null(bytes);
+        bytes[0] ^= 0x40; /* the bottom piece's first element */
+        test_write_file(data, bytes, n);
+        free(bytes);
+    }
+    RUN(r, "verify", damaged);
+    expect_status(&r, 1);
+    expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
     run_free(&r);
 }
 

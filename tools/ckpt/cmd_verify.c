@@ -97,21 +97,27 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
     unsigned char *quiet = cli_xcalloc(n ? n : 1, 1);
     for (size_t i = 0, j; i < n; i = j) {
         int shard = order[i]->shard_id;
-        size_t records = 0, held = 0;
+        size_t records = 0, pieces = 0;
         char *why;
         for (j = i; j < n && order[j]->shard_id == shard; j++) {
             records += order[j]->num_slices == 0;
-            held += order[j]->num_slices == 0 && cli_entry_listed(order[j]);
+            pieces += order[j]->num_slices == 0 && order[j]->is_slice_key;
         }
         if (records == 0 || shard < 0 || shard >= num_shards)
             continue;
         why = open_failure(prefix, shard, num_shards);
         if (!why)
             continue;
-        cli_error("verify",
-                  "%s (it holds %zu tensor%s; --json names each damaged "
-                  "one)",
-                  why, held, held == 1 ? "" : "s");
+        if (pieces == 0)
+            cli_error("verify",
+                      "%s (it holds %zu tensor%s; --json names each damaged "
+                      "one)",
+                      why, records, records == 1 ? "" : "s");
+        else
+            cli_error("verify",
+                      "%s (it holds %zu record%s, %zu of them pieces of "
+                      "partitioned tensors; --json names each damaged one)",
+                      why, records, records == 1 ? "" : "s", pieces);
         free(why);
         for (size_t k = i; k < j; k++)
             quiet[k] = order[k]->num_slices == 0;
@@ -188,6 +194,7 @@ static int run(int argc, char **argv)
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
+    int any_damage = 0;
     int64_t bytes = 0;
     int json = 0, rc = 0, pass_ok;
     rc = cli_parse_path_and_json(c, "PATH", argc, argv, &path, &json);
@@ -233,7 +240,10 @@ static int run(int argc, char **argv)
             bytes += cli_entry_listed(e) ? cli_entry_bytes(e) : 0;
             continue;
         }
-        num_damaged++;
+        /* the summary counts tensors; a damaged piece of a partitioned
+         * one damages that tensor too, which is checked as well */
+        num_damaged += cli_entry_listed(e);
+        any_damage = 1;
         if (!quiet[i])
             cli_tensor_error("verify", prefix, e);
         if (json) {
@@ -247,7 +257,7 @@ static int run(int argc, char **argv)
             err != CKPT_EINVAL)
             rc = CLI_USAGE; /* e.g. out of memory: not a finding */
     }
-    if (rc == 0 && num_damaged > 0)
+    if (rc == 0 && any_damage)
         rc = CLI_FOUND;
     if (json) {
         root = json_object_new_object();
@@ -259,15 +269,15 @@ static int run(int argc, char **argv)
                                json_object_new_int64((int64_t)num_tensors));
         json_object_object_add(root, "bytes", json_object_new_int64(bytes));
         json_object_object_add(root, "ok",
-                               json_object_new_boolean(num_damaged == 0));
+                               json_object_new_boolean(!any_damage));
         json_object_object_add(root, "damaged", damaged);
         json_object_object_add(root, "not_checked", unchecked);
         cli_print_json(root);
         json_object_put(root);
-    } else if (num_damaged == 0 && num_unchecked == 0) {
+    } else if (!any_damage && num_unchecked == 0) {
         printf("%s: OK, %zu tensors, %lld bytes checked\n", cli_safe(prefix),
                num_tensors, (long long)bytes);
-    } else if (num_damaged == 0) {
+    } else if (!any_damage) {
         printf("%s: no damage found in %zu of %zu tensors (%lld bytes "
                "checked); %zu not checked\n",
                cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
