@@ -250,6 +250,8 @@ static int run(dist_trainer *t)
     sess.scaffold.saver = handle;
     if (t->rank != 0)
         sess.log_level = CKPT_LOG_OFF;
+    else if (t->o.quiet)
+        sess.log_level = CKPT_LOG_WARN; /* --quiet: warnings and errors */
     if (err == 0)
         err = ckpt_checkpoint_hook_new(&hooks[0], &ho);
     if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[1], 0, t->o.steps) < 0) {
@@ -283,7 +285,9 @@ static int run(dist_trainer *t)
     else
         code = 0;
     if (code == 0 && t->rank == 0)
-        printf("done: step %" PRId64 " on %d ranks\n", t->global_step, t->size);
+        printf("done: step %" PRId64 " on %d ranks\nsummary: steps=%" PRId64
+               " ranks=%d\n",
+               t->global_step, t->size, t->global_step, t->size);
 done:
     ckpt_monitored_session_free(ms);
     ckpt_graph_free(g);
