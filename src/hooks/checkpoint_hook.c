@@ -266,9 +266,25 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
 
 /* before_save of every listener, the write, after_save of every listener
  * (delivered by the saver before ckpt_saver_save returns). */
+/* Checkpoints are named by the global step: a negative one (a restored
+ * value no loop counts to; the lowest is the saver's "no step") cannot
+ * name one. */
+static int check_step(const ckpt__ckhook *h, int64_t step)
+{
+    if (step >= 0)
+        return 0;
+    return ckpt__error(CKPT_ESTATE,
+                       "%s: the global step %" PRId64 " is negative: "
+                       "checkpoints are named by steps of 0 or more",
+                       h->name, step);
+}
+
 static int save_sync(ckpt__ckhook *h, int64_t step)
 {
-    int err = ckpt__ckhook_listeners_before_save(h, step);
+    int err = check_step(h, step);
+    if (err < 0)
+        return err;
+    err = ckpt__ckhook_listeners_before_save(h, step);
     if (err < 0 && !h->collective)
         return err;
     ckpt__ckhook_keep_error(h, err);
@@ -300,7 +316,9 @@ static int save_async(ckpt__ckhook *h, int64_t step)
     ckpt_saver_metrics m;
     uint64_t ticket = 0;
     int busy = 0, listeners_called = 0;
-    int err = poll_saver(h, &busy);
+    int err = check_step(h, step);
+    if (err == 0)
+        err = poll_saver(h, &busy);
     if (err == 0)
         err = ckpt__ckhook_reserve_ticket(h);
     if (err < 0)
@@ -404,6 +422,8 @@ static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
         err = poll_saver(h, NULL);
     if (err == 0)
         err = ckpt_session_global_step(s, &step);
+    if (err == 0)
+        err = check_step(h, step);
     if (err < 0)
         return ckpt__ckhook_take_error(h, err);
     if (!h->save_initial_if_present && newest_step(h) == step) {

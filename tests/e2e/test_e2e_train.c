@@ -366,6 +366,14 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);
     e2e_expect_contains("trainer stderr", p.err, "usage: ckpt-train", 1);
     e2e_proc_free(&p);
+    TRAIN(&p, "--dir", dir, "--save-secs", "1e400"); /* no infinity */
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "bad --save-secs '1e400'", 1);
+    e2e_proc_free(&p);
+    TRAIN(&p, "--dir", dir, "--lr", "nan");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "bad --lr 'nan'", 1);
+    e2e_proc_free(&p);
     TRAIN(&p, "--dir", dir, "--save-steps", "5", "--save-secs", "1");
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "exclude each other", 1);

@@ -634,6 +634,31 @@ static void test_explicit_saver_without_global_step(void **state)
     }
 }
 
+/* A negative global step cannot name a checkpoint (the lowest is the
+ * saver's "no step", which would name it "model.ckpt"): the save at
+ * creation fails, sync and async, and nothing is written. */
+static void test_negative_global_step_refused(void **state)
+{
+    ck_fixture *f = *state;
+    static const int64_t steps[] = {-5, INT64_MIN};
+    for (int mode = 0; mode < 2; mode++)
+        for (int k = 0; k < 2; k++) {
+            ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+            ckpt_checkpoint_hook_options o = ck_hook_options(
+                f, mode ? CKPT_SAVE_ASYNC : CKPT_SAVE_SYNC, 5, &so, NULL, 0);
+            ckpt_session_options sess = ck_session_options(f, 0, NULL);
+            ckpt_monitored_session *ms = NULL;
+            ckpt_hook h = new_hook(&o);
+            ck_fill(f, 0);
+            f->gstep = steps[k];
+            assert_ckpt_error(
+                ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess),
+                CKPT_ESTATE, "is negative");
+            assert_null(ms);
+            assert_false(file_exists(f->ckdir, "model.ckpt.index"));
+        }
+}
+
 /* B49 (F7): re-creating the session after an aborted step restores the
  * newest checkpoint and does not write it again. */
 static void test_b49_no_initial_save_after_recovery(void **state)
@@ -758,6 +783,7 @@ int main(void)
         T(test_b47_begin_without_global_step),
         T(test_b48_initial_save_at_current_step),
         T(test_b48_initial_save_with_scaffold_saver),
+        T(test_negative_global_step_refused),
         T(test_b49_initial_save_skipped_when_newest_has_step),
         T(test_b49_no_initial_save_after_recovery),
         T(test_b50_save_steps_schedule),

@@ -5,6 +5,7 @@
 #include "ckpt.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,8 @@ int train_options_parse(train_options *o, int argc, char **argv,
         } else if (!strcmp(a, "--save-secs")) {
             char *end;
             o->save_secs = strtod(v, &end);
-            if (end == v || *end || !(o->save_secs > 0))
+            if (end == v || *end || !(o->save_secs > 0) ||
+                !isfinite(o->save_secs))
                 return usage_error("bad --save-secs '%s'", v);
             save_secs_given = 1;
         } else if (!strcmp(a, "--keep")) {
@@ -175,7 +177,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
         } else if (!strcmp(a, "--lr")) {
             char *end;
             o->lr = strtof(v, &end);
-            if (end == v || *end || !(o->lr > 0))
+            if (end == v || *end || !(o->lr > 0) || !isfinite(o->lr))
                 return usage_error("bad --lr '%s'", v);
         } else if (!strcmp(a, "--seed")) {
             if (parse_int(v, 0, INT64_MAX, &n))
