@@ -237,6 +237,40 @@ static int boxes_overlap(const box *a, const box *b, int rank)
     return 1;
 }
 
+/* Mark the elements of `b` (inside this rank's piece, which starts at
+ * `mylo` and has the shape v->local) in `seen`, one bit per element of the
+ * piece in row-major order; 1 when one was marked already (pieces overlap).
+ * Time linear in the box's elements, so checking k pieces costs the
+ * piece's size, never k * k. */
+static int mark_box(uint8_t *seen, const ckpt__mvar *v, const int64_t *mylo,
+                    const box *b)
+{
+    int rank = v->global.rank;
+    int64_t idx[CKPT_MAX_RANK];
+    int64_t run = b->hi[rank - 1] - b->lo[rank - 1];
+    for (int d = 0; d < rank; d++)
+        idx[d] = b->lo[d];
+    for (;;) {
+        int64_t at = 0;
+        int d;
+        for (d = 0; d < rank; d++)
+            at = at * v->local.dims[d] + (idx[d] - mylo[d]);
+        for (int64_t k = at; k < at + run; k++) {
+            if (seen[k >> 3] & (1u << (k & 7)))
+                return 1;
+            seen[k >> 3] |= (uint8_t)(1u << (k & 7));
+        }
+        /* the next row: count up the dimensions before the last */
+        for (d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < b->hi[d])
+                break;
+            idx[d] = b->lo[d];
+        }
+        if (d < 0)
+            return 0;
+    }
+}
+
 /* Where piece [slo, shi) starts in this rank's value when it lies wholly
  * inside it on contiguous memory (every dimension after the first whole in
  * both), else -1. */
@@ -329,9 +363,21 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
  * overlap it (the checkpoint may have been written by any number of ranks,
  * partitioned in any other way). The pieces it uses must cover it exactly
  * once. */
+/* Pieces checked pairwise for overlaps before read_overlapping marks
+ * elements instead. */
+#define PAIRWISE_BOXES 64
+
+static int overlap_error(const char *prefix, const ckpt__mvar *v)
+{
+    return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': stored pieces overlap",
+                       prefix, v->name);
+}
+
 static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
 {
     const ckpt_tensor_entry *full;
+    int64_t mylo[CKPT_MAX_RANK], myhi[CKPT_MAX_RANK];
+    uint8_t *seen = NULL; /* one bit per element, past PAIRWISE_BOXES */
     box *boxes = NULL;
     size_t nboxes = 0, first = 0, end = 0;
     int64_t want = 1, covered = 0;
@@ -347,11 +393,12 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
         if (err < 0)
             return err;
     }
-    boxes = ckpt__calloc((size_t)full->num_slices, sizeof(*boxes));
-    if (!boxes)
-        return ckpt__error_oom();
     for (int d = 0; d < rank; d++)
         want *= v->local.dims[d];
+    piece_bounds(v, mylo, myhi);
+    boxes = ckpt__calloc(PAIRWISE_BOXES, sizeof(*boxes));
+    if (!boxes)
+        return ckpt__error_oom();
     pieces_of(c, v->name, &first, &end);
     for (size_t i = first; err == 0 && i < end; i++) {
         const ckpt_tensor_entry *e =
@@ -364,21 +411,33 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)
             continue;
-        for (size_t k = 0; k < nboxes; k++)
-            if (boxes_overlap(&boxes[k], &got, rank))
-                err = ckpt__error(CKPT_ECORRUPT,
-                                  "%s: tensor '%s': stored pieces overlap",
-                                  prefix, v->name);
-        if (err == 0 && nboxes == (size_t)full->num_slices)
+        if (nboxes == (size_t)full->num_slices)
             err = ckpt__error(CKPT_ECORRUPT,
                               "%s: tensor '%s': more pieces than its entry "
                               "lists",
                               prefix, v->name);
+        /* overlaps: pairwise among the first few pieces, then by marking
+         * the elements each covers (linear however many pieces there are) */
+        if (err == 0 && nboxes == PAIRWISE_BOXES && !seen) {
+            seen = ckpt__calloc((size_t)((want + 7) / 8), 1);
+            if (!seen)
+                err = ckpt__error_oom();
+            for (size_t k = 0; err == 0 && k < nboxes; k++)
+                (void)mark_box(seen, v, mylo, &boxes[k]);
+        }
+        if (err == 0 && seen && mark_box(seen, v, mylo, &got))
+            err = overlap_error(prefix, v);
+        for (size_t k = 0; err == 0 && !seen && k < nboxes; k++)
+            if (boxes_overlap(&boxes[k], &got, rank))
+                err = overlap_error(prefix, v);
         if (err == 0) {
-            boxes[nboxes++] = got;
+            if (!seen)
+                boxes[nboxes] = got;
+            nboxes++;
             covered += vol;
         }
     }
+    ckpt__free(seen);
     if (err == 0 && covered != want)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': the stored pieces cover %lld of "

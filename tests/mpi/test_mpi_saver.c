@@ -374,6 +374,78 @@ static void test_hole_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A checkpoint whose partitioned tensor "m" [240, 2] is stored in 120
+ * pieces of two rows (more than are checked pairwise for overlaps: the
+ * restore then marks the elements each piece covers), written by one
+ * process; `skip` >= 0 leaves that piece out (a hole). */
+static void write_many_pieces(const char *prefix, int skip)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {.rank = 2, .dims = {240, 2}};
+    float v[4];
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (int p = 0; p < 120; p++) {
+        ckpt_slice_extent e[2] = {{2 * p, 2}, {0, CKPT_SLICE_FULL}};
+        if (p == skip)
+            continue;
+        for (int k = 0; k < 4; k++)
+            v[k] = (float)(4 * p + k);
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
+                                                    &full, e, v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+/* Rows [lo, hi) of "m" on this rank (240 rows split over the ranks). */
+static ckpt_mpi_saver *open_many(const char *dir, float *buf, int64_t *lo,
+                                 int64_t *hi)
+{
+    ckpt_mpi_saver *s = open_saver(dir, NULL);
+    ckpt_var v;
+    ckpt_slice_extent e[2];
+    *lo = 240 * test_rank() / test_size();
+    *hi = 240 * (test_rank() + 1) / test_size();
+    e[0].start = *lo;
+    e[0].length = *hi - *lo;
+    e[1].start = 0;
+    e[1].length = CKPT_SLICE_FULL;
+    memset(&v, 0, sizeof(v));
+    v.name = "m";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 2;
+    v.shape.dims[0] = 240;
+    v.shape.dims[1] = 2;
+    v.data = buf;
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    return s;
+}
+
+static void test_restore_from_many_pieces(void **state)
+{
+    fixture *f = *state;
+    static float buf[480];
+    char good[4200], holed[4200];
+    int64_t lo, hi;
+    ckpt_mpi_saver *s;
+    snprintf(good, sizeof(good), "%s/many", f->dir);
+    snprintf(holed, sizeof(holed), "%s/holed", f->dir);
+    if (test_rank() == 0) {
+        write_many_pieces(good, -1);
+        write_many_pieces(holed, 119);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    s = open_many(f->dir, buf, &lo, &hi);
+    memset(buf, 0, sizeof(buf));
+    assert_ckpt_ok(ckpt_mpi_saver_restore(s, good));
+    for (int64_t i = 0; i < 2 * (hi - lo); i++)
+        assert_true(buf[i] == (float)(2 * lo + i));
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, holed), CKPT_ECORRUPT,
+                      "tensor 'm'");
+    assert_non_null(strstr(ckpt_error_last()->message, " cover "));
+    ckpt_mpi_saver_free(s);
+}
+
 static void test_mismatched_lists_rejected(void **state)
 {
     fixture *f = *state;
@@ -675,6 +747,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_overlapping_pieces_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hole_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_from_many_pieces, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
