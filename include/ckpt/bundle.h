@@ -201,7 +201,9 @@ ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                         const ckpt_bundle_reader *r, const char *name);
 
 /** Read a fixed-size tensor into `dst` (`dst_size` must equal its byte
- *  size), verifying its CRC and converting to host byte order. A
+ *  size), verifying its CRC and converting to host byte order (a DT_BOOL's
+ *  bytes become 0 or 1: any non-zero stored byte is true, as TensorFlow
+ *  reads it, and C's bool holds no other value). A
  *  partitioned tensor (num_slices > 0) is assembled from its slice entries
  *  into its full shape; its pieces must cover it exactly once.
  *  @return 0, CKPT_ENOTFOUND (tensor or data file), CKPT_EINVAL (size),
@@ -324,7 +326,9 @@ typedef struct ckpt_record_stream ckpt_record_stream;
  *  any size is read with that much memory. The record is first checked to
  *  lie inside its data file. A fixed-size dtype comes in whole elements
  *  (the piece size is rounded down to a multiple of the element size, and
- *  is at least one element) in host byte order; other dtypes as stored.
+ *  is at least one element) in host byte order, a DT_BOOL's bytes as 0 or
+ *  1 (any non-zero byte is true, as TensorFlow reads it); other dtypes as
+ *  stored.
  *  The stream uses `r` and `entry`, which must outlive it, and like `r`
  *  belongs to one thread.
  *  @return 0, CKPT_ENOTSUP (a string record: read it with

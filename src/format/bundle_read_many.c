@@ -97,7 +97,7 @@ static int read_group(ckpt_bundle_reader *r, planned_read *plan, size_t n)
         if (!r->skip_crc)
             err = ckpt__bundle_reader_compare_crc(r, plan[i].e, ext[k].crc);
         if (err == 0)
-            ckpt__bundle_reader_to_host_order(r, plan[i].e, plan[i].dst);
+            ckpt__bundle_reader_to_host(r, plan[i].e, plan[i].dst);
         k++;
     }
 done:

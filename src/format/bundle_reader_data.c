@@ -206,13 +206,15 @@ int ckpt__bundle_reader_compare_crc(const ckpt_bundle_reader *r,
     return 0;
 }
 
-/* Bring a record read into `dst` to host byte order. */
-void ckpt__bundle_reader_to_host_order(const ckpt_bundle_reader *r,
-                                       const ckpt_tensor_entry *e, void *dst)
+/* Bring a record read into `dst` to the host's form. */
+void ckpt__bundle_reader_to_host(const ckpt_bundle_reader *r,
+                                 const ckpt_tensor_entry *e, void *dst)
 {
     size_t width = ckpt__record_word_width(e->dtype);
     if (r->endianness != HOST_ENDIANNESS && width > 1)
         ckpt__record_swap_words(dst, (size_t)e->size, width);
+    if (e->dtype == CKPT_DT_BOOL)
+        ckpt__record_bools_to_host(dst, (size_t)e->size);
 }
 
 /* Read the checked entry `e` into dst through the data file's ckpt_file. */
@@ -225,6 +227,6 @@ int ckpt__bundle_reader_read_checked(ckpt_bundle_reader *r,
     if (err == 0 && !r->skip_crc)
         err = ckpt__bundle_reader_compare_crc(r, e, crc);
     if (err == 0)
-        ckpt__bundle_reader_to_host_order(r, e, dst);
+        ckpt__bundle_reader_to_host(r, e, dst);
     return err;
 }

@@ -113,9 +113,10 @@ int ckpt__bundle_reader_read_into(ckpt_bundle_reader *r,
 int ckpt__bundle_reader_compare_crc(const ckpt_bundle_reader *r,
                                     const ckpt_tensor_entry *e, uint32_t crc);
 
-/* Bring a record read into `dst` to host byte order. */
-void ckpt__bundle_reader_to_host_order(const ckpt_bundle_reader *r,
-                                       const ckpt_tensor_entry *e, void *dst);
+/* Bring a record read into `dst` to the host's form: its byte order, and
+ * a bool's bytes 0 or 1 (ckpt__record_bools_to_host). */
+void ckpt__bundle_reader_to_host(const ckpt_bundle_reader *r,
+                                 const ckpt_tensor_entry *e, void *dst);
 
 /* Read the checked entry `e` of a fixed-size tensor into dst: CRC
  * compared unless the reader skips checksums, then in host order. */

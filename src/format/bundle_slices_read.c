@@ -390,6 +390,8 @@ static int assemble(const ckpt__partitioned_read *pr, void *dst,
     if (err == 0 && dst && pr->swap && ckpt__record_word_width(e->dtype) > 1)
         ckpt__record_swap_words(dst, dst_size,
                                 ckpt__record_word_width(e->dtype));
+    if (err == 0 && dst && e->dtype == CKPT_DT_BOOL)
+        ckpt__record_bools_to_host(dst, dst_size);
     ckpt__free(as.covered);
     ckpt_buf_dispose(&as.key);
     ckpt_buf_dispose(&as.record);

@@ -124,6 +124,8 @@ int ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n)
         s->crc = ckpt__crc32c_extend(s->crc, s->buf, want);
     if (s->swap_width > 1)
         ckpt__record_swap_words(s->buf, want, s->swap_width);
+    if (s->e->dtype == CKPT_DT_BOOL)
+        ckpt__record_bools_to_host(s->buf, want);
     s->done += want;
     *data = s->buf;
     *n = want;

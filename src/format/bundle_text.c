@@ -55,3 +55,9 @@ void ckpt__record_swap_words(uint8_t *p, size_t n, size_t width)
         }
     }
 }
+
+void ckpt__record_bools_to_host(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = p[i] != 0;
+}

@@ -37,4 +37,9 @@ size_t ckpt__record_word_width(int dtype);
 /* Reverse the byte order of each `width`-byte word of p[0..n). */
 void ckpt__record_swap_words(uint8_t *p, size_t n, size_t width);
 
+/* A DT_BOOL record's bytes as C's bool holds them: any byte other than 0
+ * (TensorFlow reads it as true) becomes 1, so a hostile record never puts
+ * a value into the caller's bool memory that C gives no meaning. */
+void ckpt__record_bools_to_host(uint8_t *p, size_t n);
+
 #endif

@@ -18,6 +18,7 @@
 #include "mpi_internal.h"
 
 #include "format/bundle_slices.h"
+#include "format/bundle_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,10 +342,14 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                            "bytes, its shape needs %lld",
                            prefix, v->name, (long long)e->size,
                            (long long)bytes);
-    if (err == 0 && direct_offset(v, slo, shi, mylo, myhi) >= 0)
-        return ckpt__mpi_read_piece_into(
-            s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name,
-            dst + direct_offset(v, slo, shi, mylo, myhi));
+    if (err == 0 && direct_offset(v, slo, shi, mylo, myhi) >= 0) {
+        uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
+        err = ckpt__mpi_read_piece_into(
+            s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name, at);
+        if (err == 0 && v->dtype == CKPT_DT_BOOL)
+            ckpt__record_bools_to_host(at, (size_t)bytes);
+        return err;
+    }
     ckpt__buf_clear(rec);
     if (err == 0)
         err = ckpt_bundle_reader_read_record(r, e, rec);
@@ -353,6 +358,8 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                           "%s: tensor '%s': a stored piece holds %zu bytes, "
                           "its shape needs %lld",
                           prefix, v->name, rec->size, (long long)bytes);
+    if (err == 0 && v->dtype == CKPT_DT_BOOL)
+        ckpt__record_bools_to_host((uint8_t *)rec->ptr, rec->size);
     if (err == 0)
         copy_box(dst, mylo, &v->local, (const uint8_t *)rec->ptr, slo, &sshape,
                  got->lo, got->hi, rank, ckpt_dtype_size(v->dtype));

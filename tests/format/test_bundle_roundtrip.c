@@ -301,6 +301,33 @@ static void test_typed_values(void **state)
 /* ---- strings
  * --------------------------------------------------------------------- */
 
+/* A bool record whose bytes are not 0 or 1 (a hostile or hand-made file;
+ * TensorFlow reads any non-zero byte as true) is read as C's bool holds
+ * it: 0 or 1, by the plain read and by read_many alike, and its CRC is
+ * still that of the stored bytes. */
+static void test_bool_bytes_read_as_bool(void **state)
+{
+    fixture *f = *state;
+    static const uint8_t stored[5] = {0, 1, 2, 255, 0x80};
+    static const uint8_t want[5] = {0, 1, 1, 1, 1};
+    ckpt_shape s5 = shape1(5);
+    ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
+    ckpt_bundle_reader *r;
+    uint8_t got[5], many[5];
+    ckpt_read_request req = {"b", many, sizeof(many)};
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "b", CKPT_DT_BOOL, &s5, stored,
+                                          sizeof(stored)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "b", got, sizeof(got)));
+    assert_memory_equal(got, want, sizeof(want));
+    assert_ckpt_ok(ckpt_bundle_reader_read_many(r, &req, 1));
+    assert_memory_equal(many, want, sizeof(want));
+    assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    ckpt_bundle_reader_free(r);
+}
+
 static void test_strings_varied(void **state)
 {
     fixture *f = *state;
@@ -1388,6 +1415,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_spec_example_exact_files, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_bool_bytes_read_as_bool, bt_setup,
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_strings_spec_example, bt_setup,
                                         bt_teardown),
