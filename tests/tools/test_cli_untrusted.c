@@ -310,6 +310,37 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     test_remove_tree(dir);
 }
 
+/* A state file as long as the reader takes (16 MiB: 330,000 entries):
+ * `ls --json` writes its document a row at a time, in a few hundred MiB
+ * (building the whole document as json-c objects took 1.5 GB). */
+static void test_ls_json_long_state_file_memory(void **state)
+{
+    static const cli_limits tight = {30, 120, (uint64_t)512 << 20};
+    const int entries = cli_under_memcheck() ? 2000 : 330000;
+    char *dir = test_make_temp_dir();
+    char *state_path = test_path(dir, "checkpoint");
+    json_object *root;
+    FILE *f;
+    cli_run r;
+    (void)state;
+    f = fopen(state_path, "w");
+    assert_non_null(f);
+    fprintf(f, "model_checkpoint_path: \"model.ckpt-%d\"\n", entries - 1);
+    for (int i = 0; i < entries; i++)
+        fprintf(f, "all_model_checkpoint_paths: \"model.ckpt-%d\"\n", i);
+    assert_int_equal(fclose(f), 0);
+    RUN_BOUNDED(r, &tight, "ls", dir, "--json");
+    expect_within_limits(&r, &tight);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_int_equal(json_object_array_length(jget(root, "checkpoints")),
+                     entries);
+    json_object_put(root);
+    run_free(&r);
+    free(state_path);
+    test_remove_tree(dir);
+}
+
 /* 100,000 state-file entries naming files of a 300-file subdirectory: the
  * subdirectory is listed once and each entry looked up (it used to be
  * listed, with a stat per file, for every entry: 30 million stat calls). */
@@ -952,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_names_escaped_in_text_output),
         cmocka_unit_test(test_names_valid_json),
         cmocka_unit_test(test_unicode_controls_escaped),
+        cmocka_unit_test(test_ls_json_long_state_file_memory),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),

@@ -561,59 +561,92 @@ static json_object *json_shards(const ckpt_row *r)
     return a;
 }
 
+static json_object *json_row(const ckpt_row *r)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "prefix", cli_json_string(r->stored));
+    json_object_object_add(o, "path", cli_json_string(r->path));
+    json_object_object_add(o, "step",
+                           r->has_step ? json_object_new_int64(r->step) : NULL);
+    json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
+    if (r->has_time && isfinite(r->time)) {
+        char buf[40];
+        snprintf(buf, sizeof(buf), "%.17g", r->time);
+        json_object_object_add(o, "time",
+                               json_object_new_double_s(r->time, buf));
+        json_object_object_add(o, "time_source",
+                               json_object_new_string(r->time_source));
+    } else {
+        json_object_object_add(o, "time", NULL);
+        json_object_object_add(o, "time_source", NULL);
+    }
+    json_object_object_add(o, "latest", json_object_new_boolean(r->latest));
+    json_object_object_add(o, "complete",
+                           json_object_new_boolean(r->problem[0] == 0));
+    json_object_object_add(o, "problem",
+                           r->problem[0] ? json_object_new_string(r->problem)
+                                         : NULL);
+    json_object_object_add(o, "shards", json_shards(r));
+    return o;
+}
+
+/* Print `o` (NULL: null) with every line after the first indented by
+ * `indent` spaces (it sits that deep in the document), and free it. */
+static void put_json(json_object *o, size_t indent)
+{
+    const char *text = json_object_to_json_string_ext(
+        o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+               JSON_C_TO_STRING_NOSLASHESCAPE);
+    size_t n = strlen(text), lines = 0, at = 0;
+    char *out;
+    for (size_t i = 0; i < n; i++)
+        lines += text[i] == '\n';
+    out = cli_xmalloc(n + lines * indent + 1);
+    for (size_t i = 0; i < n; i++) {
+        out[at++] = text[i];
+        if (text[i] == '\n')
+            for (size_t k = 0; k < indent; k++)
+                out[at++] = ' ';
+    }
+    out[at] = '\0';
+    cli_json_write_safe(out, stdout);
+    free(out);
+    json_object_put(o);
+}
+
+/* The document is written a row at a time, each row built, printed and
+ * freed in turn: a state file listing hundreds of thousands of
+ * checkpoints costs the memory of one row's objects, not of all of them
+ * (json-c's objects take several times the text they print). */
 static void print_json(const char *dir, int have_state, const ckpt_row *rows,
                        size_t nrows, const stray *strays, size_t nstrays)
 {
-    json_object *root = json_object_new_object();
-    json_object *list = json_object_new_array();
-    json_object *sl = json_object_new_array();
     const char *latest = NULL;
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].latest)
+            latest = rows[i].stored;
+    cli_json_printed();
+    fputs("{\n  \"directory\": ", stdout);
+    put_json(cli_json_string(dir), 2);
+    fputs(",\n  \"state_file\": ", stdout);
+    put_json(json_object_new_boolean(have_state), 2);
+    fputs(",\n  \"latest\": ", stdout);
+    put_json(latest ? cli_json_string(latest) : NULL, 2);
+    fputs(",\n  \"checkpoints\": [", stdout);
     for (size_t i = 0; i < nrows; i++) {
-        const ckpt_row *r = &rows[i];
-        json_object *o = json_object_new_object();
-        if (r->latest)
-            latest = r->stored;
-        json_object_object_add(o, "prefix", cli_json_string(r->stored));
-        json_object_object_add(o, "path", cli_json_string(r->path));
-        json_object_object_add(
-            o, "step", r->has_step ? json_object_new_int64(r->step) : NULL);
-        json_object_object_add(o, "bytes", json_object_new_uint64(r->bytes));
-        if (r->has_time && isfinite(r->time)) {
-            char buf[40];
-            snprintf(buf, sizeof(buf), "%.17g", r->time);
-            json_object_object_add(o, "time",
-                                   json_object_new_double_s(r->time, buf));
-            json_object_object_add(o, "time_source",
-                                   json_object_new_string(r->time_source));
-        } else {
-            json_object_object_add(o, "time", NULL);
-            json_object_object_add(o, "time_source", NULL);
-        }
-        json_object_object_add(o, "latest", json_object_new_boolean(r->latest));
-        json_object_object_add(o, "complete",
-                               json_object_new_boolean(r->problem[0] == 0));
-        json_object_object_add(
-            o, "problem",
-            r->problem[0] ? json_object_new_string(r->problem) : NULL);
-        json_object_object_add(o, "shards", json_shards(r));
-        json_object_array_add(list, o);
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        put_json(json_row(&rows[i]), 4);
     }
+    fputs(nrows ? "\n  ],\n  \"stray\": [" : "],\n  \"stray\": [", stdout);
     for (size_t i = 0; i < nstrays; i++) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "file", cli_json_string(strays[i].file));
         json_object_object_add(o, "reason",
                                json_object_new_string(strays[i].reason));
-        json_object_array_add(sl, o);
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        put_json(o, 4);
     }
-    json_object_object_add(root, "directory", cli_json_string(dir));
-    json_object_object_add(root, "state_file",
-                           json_object_new_boolean(have_state));
-    json_object_object_add(root, "latest",
-                           latest ? cli_json_string(latest) : NULL);
-    json_object_object_add(root, "checkpoints", list);
-    json_object_object_add(root, "stray", sl);
-    cli_print_json(root);
-    json_object_put(root);
+    fputs(nstrays ? "\n  ]\n}\n" : "]\n}\n", stdout);
 }
 
 /* ---- the command --------------------------------------------------------- */
