@@ -77,6 +77,21 @@ int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w)
 /* ---- data shards ------------------------------------------------------------
  */
 
+/* The error `err` of creating `tmp` ("<op> <tmp>: <reason>") told about
+ * the file the caller asked for: "cannot create <final_path>: <reason>",
+ * so a missing directory or a permission is not reported against a
+ * temporary name the caller never chose. */
+static int name_final_path(int err, const char *tmp, const char *final_path)
+{
+    const char *msg = ckpt_error_last()->message;
+    const char *at = strstr(msg, tmp);
+    char reason[256];
+    if (!at || strncmp(at + strlen(tmp), ": ", 2) != 0)
+        return err;
+    snprintf(reason, sizeof(reason), "%s", at + strlen(tmp) + 2);
+    return ckpt__error(err, "cannot create %s: %s", final_path, reason);
+}
+
 /* Create a fresh temporary file for `final_path`, exclusively. */
 static int create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
                        const char *final_path, int flags)
@@ -87,6 +102,8 @@ static int create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
         if (err < 0)
             return err;
         err = ckpt__fs_open_write(fs, out, tmp->ptr, CKPT_OPEN_EXCL | flags);
+        if (err == CKPT_ENOTFOUND || err == CKPT_EACCES)
+            return name_final_path(err, tmp->ptr, final_path);
         if (err != CKPT_EEXISTS)
             return err;
     }

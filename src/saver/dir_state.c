@@ -341,6 +341,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         return err;
     err = ckpt_state_read(&st, ds->fs, ds->dir);
     if (err == CKPT_ENOTFOUND) {
+        ckpt_error_clear(); /* a fresh directory: no error to leave behind */
         err = 0;
         goto cleanup;
     }

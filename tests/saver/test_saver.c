@@ -189,6 +189,12 @@ static void test_b72_missing_directory(void **state)
     fixture *f = *state;
     ckpt_saver *s = NULL;
     char missing[4096], sub[4096];
+    /* a fresh directory opens without leaving an error behind */
+    ckpt_error_clear();
+    s = open_saver(f, NULL);
+    assert_int_equal(ckpt_error_last()->code, 0);
+    ckpt_saver_free(s);
+    s = NULL;
     snprintf(missing, sizeof(missing), "%s/nope/deeper", f->dir);
     assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
                       "does not exist");
