@@ -240,7 +240,8 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
 /** Wait until the save `ticket` (0: every save dispatched so far) has
  *  finished, and the deletion of what retention evicted with it, at most
  *  `timeout_s` seconds (< 0: no limit).
- *  @return 0, CKPT_ETIMEDOUT, or a background failure (once) */
+ *  @return 0, CKPT_ETIMEDOUT, CKPT_EINVAL (a ticket no save_async gave),
+ *          or a background failure (once) */
 CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
                                  double timeout_s);
 

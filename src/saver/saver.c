@@ -512,6 +512,15 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     if (timeout_s >= 0)
         deadline_after(&deadline, timeout_s);
     pthread_mutex_lock(&s->mu);
+    if (ticket > s->next_ticket) {
+        uint64_t last = s->next_ticket;
+        pthread_mutex_unlock(&s->mu);
+        return ckpt__error(CKPT_EINVAL,
+                           "wait: ticket %llu was never issued (the last "
+                           "save_async gave %llu)",
+                           (unsigned long long)ticket,
+                           (unsigned long long)last);
+    }
     if (ticket == 0)
         ticket = s->next_ticket;
     while (writer_owes(s, ticket)) {

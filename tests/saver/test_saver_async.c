@@ -132,6 +132,9 @@ static void test_b58_b59_snapshot_then_write(void **state)
     assert_false(file_exists(f->dir, "model.ckpt-10.index"));
     gate_open(&f->gate);
     assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
+    /* a ticket no save_async gave is refused, not waited for */
+    assert_ckpt_error(ckpt_saver_wait(s, ticket + 1, -1), CKPT_EINVAL,
+                      "was never issued");
     expect_checkpoint(f, 10, 100.0f);
     assert_int_equal(f->noutcomes, 1);
     assert_int_equal(f->outcomes[0].status, 0);
