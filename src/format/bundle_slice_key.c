@@ -261,6 +261,13 @@ int ckpt__tensor_slice_format(ckpt_buf *out, const ckpt__tensor_slice *s)
     return err;
 }
 
+int ckpt__slice_extent_inside(const ckpt__tensor_slice *s, int d, int64_t dim)
+{
+    return s->start[d] >= 0 &&
+           (s->length[d] < 0 ||
+            (s->start[d] <= dim && s->length[d] <= dim - s->start[d]));
+}
+
 /* The range [*lo, *hi) of dimension d covered by slice `s` of a tensor
  * whose dimension d has `dim` elements. */
 void ckpt__slice_extent_range(const ckpt__tensor_slice *s, int d, int64_t dim,

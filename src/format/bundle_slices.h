@@ -52,12 +52,18 @@ int ckpt__slice_key_decode(ckpt_buf *name, ckpt__tensor_slice *s,
 /* The piece in TensorFlow's slice-spec notation, "start,length" per
  * dimension joined by ':' and "-" for a full extent (e.g. "0,2:-"), into
  * `out`, replacing. 0 or CKPT_ENOMEM. */
+int ckpt__tensor_slice_format(ckpt_buf *out, const ckpt__tensor_slice *s);
+
+/* Whether extent `d` of `s` lies inside a dimension of `dim` elements: a
+ * full extent always does; start >= 0 and start + length <= dim (computed
+ * without overflow, so a hostile key's extents may be anything). Check it
+ * before ckpt__slice_extent_range. */
+int ckpt__slice_extent_inside(const ckpt__tensor_slice *s, int d, int64_t dim);
+
 /* The range [*lo, *hi) of dimension d covered by slice `s` of a tensor
  * whose dimension d has `dim` elements (a full extent covers it all). */
 void ckpt__slice_extent_range(const ckpt__tensor_slice *s, int d, int64_t dim,
                               int64_t *lo, int64_t *hi);
-
-int ckpt__tensor_slice_format(ckpt_buf *out, const ckpt__tensor_slice *s);
 
 /* ---- writer ------------------------------------------------------------ */
 

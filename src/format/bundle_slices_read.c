@@ -235,9 +235,7 @@ static int place_piece(struct assembly *as, int index,
     want.rank = full->rank;
     for (int d = 0; d < full->rank; d++) {
         int64_t dim = full->dims[d];
-        if (s->start[d] < 0 ||
-            (s->length[d] >= 0 &&
-             (s->start[d] > dim || s->length[d] > dim - s->start[d])))
+        if (!ckpt__slice_extent_inside(s, d, dim))
             return ckpt__error(CKPT_ECORRUPT,
                                "%s: tensor '%s': slice %d (%s) lies outside "
                                "the shape %s",

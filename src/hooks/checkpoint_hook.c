@@ -264,8 +264,6 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
 
 /* ---- saving -------------------------------------------------------------- */
 
-/* before_save of every listener, the write, after_save of every listener
- * (delivered by the saver before ckpt_saver_save returns). */
 /* Checkpoints are named by the global step: a negative one (a restored
  * value no loop counts to; the lowest is the saver's "no step") cannot
  * name one. */
@@ -279,6 +277,8 @@ static int check_step(const ckpt__ckhook *h, int64_t step)
                        h->name, step);
 }
 
+/* before_save of every listener, the write, after_save of every listener
+ * (delivered by the saver before ckpt_saver_save returns). */
 static int save_sync(ckpt__ckhook *h, int64_t step)
 {
     int err = check_step(h, step);

@@ -307,18 +307,14 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     sshape.rank = rank;
     piece_bounds(v, mylo, myhi);
     for (int d = 0; d < rank && sl->rank == rank; d++) {
-        int64_t dim = v->global.dims[d];
-        if (sl->start[d] < 0 ||
-            (sl->length[d] >= 0 &&
-             (sl->start[d] > dim || sl->length[d] > dim - sl->start[d])))
+        if (!ckpt__slice_extent_inside(sl, d, v->global.dims[d]))
             return ckpt__error(CKPT_ECORRUPT,
                                "%s: tensor '%s': a stored piece lies outside "
                                "the tensor's shape (dimension %d: start %lld, "
                                "length %lld, size %lld)",
                                prefix, v->name, d, (long long)sl->start[d],
-                               (long long)sl->length[d], (long long)dim);
-    }
-    for (int d = 0; d < rank && sl->rank == rank; d++) {
+                               (long long)sl->length[d],
+                               (long long)v->global.dims[d]);
         ckpt__slice_extent_range(sl, d, v->global.dims[d], &slo[d], &shi[d]);
         sshape.dims[d] = shi[d] - slo[d];
         got->lo[d] = slo[d] > mylo[d] ? slo[d] : mylo[d];
@@ -366,10 +362,6 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     return err;
 }
 
-/* This rank's piece of a partitioned tensor, from whichever stored pieces
- * overlap it (the checkpoint may have been written by any number of ranks,
- * partitioned in any other way). The pieces it uses must cover it exactly
- * once. */
 /* Pieces checked pairwise for overlaps before read_overlapping marks
  * elements instead. */
 #define PAIRWISE_BOXES 64
@@ -380,6 +372,10 @@ static int overlap_error(const char *prefix, const ckpt__mvar *v)
                        prefix, v->name);
 }
 
+/* This rank's piece of a partitioned tensor, from whichever stored pieces
+ * overlap it (the checkpoint may have been written by any number of ranks,
+ * partitioned in any other way). The pieces it uses must cover it exactly
+ * once. */
 static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
 {
     const ckpt_tensor_entry *full;
