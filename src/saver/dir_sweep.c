@@ -100,44 +100,32 @@ static void name_list_dispose(struct name_list *l)
     ckpt__free(l->names);
 }
 
-/* Remove every listed name in `dir`; the first error other than "not
- * found" is returned after trying them all. */
+/* Remove every listed name in `dir`, trying them all. Without `sweep`
+ * the first error other than "not found" is returned. With it (a sweep of
+ * leftovers) one that cannot be removed (a directory of that name, no
+ * permission) is logged and left, never a reason to refuse the directory;
+ * only running out of memory is returned. */
 static int remove_names(const ckpt_fs *fs, const char *dir,
-                        const struct name_list *l)
+                        const struct name_list *l, const ckpt__dir_state *sweep)
 {
     ckpt_buf path = CKPT_BUF_INIT;
     int first = 0;
-    for (size_t i = 0; i < l->n; i++) {
+    for (size_t i = 0; i < l->n && first != CKPT_ENOMEM; i++) {
         int err = ckpt__path_join(&path, dir, l->names[i]);
         if (err == 0)
             err = ckpt__fs_remove(fs, path.ptr);
-        if (err < 0 && err != CKPT_ENOTFOUND && first == 0)
+        if (err == 0 || err == CKPT_ENOTFOUND)
+            continue;
+        if (sweep && err != CKPT_ENOMEM)
+            CKPT__DS_LOG(sweep, CKPT_LOG_WARN, "%s: leaving %s: %s", dir,
+                         l->names[i], ckpt_error_last()->message);
+        else if (first == 0)
             first = err;
     }
     ckpt_buf_dispose(&path);
+    if (sweep && first == 0)
+        ckpt_error_clear();
     return first;
-}
-
-/* Remove what the sweep found: a leftover that cannot be removed (a
- * directory of that name, no permission) is logged and left, never a
- * reason to refuse the directory. Out of memory is still an error. */
-static int sweep_names(const ckpt__dir_state *ds, const struct name_list *l)
-{
-    ckpt_buf path = CKPT_BUF_INIT;
-    int err = 0;
-    for (size_t i = 0; i < l->n && err != CKPT_ENOMEM; i++) {
-        err = ckpt__path_join(&path, ds->dir, l->names[i]);
-        if (err == 0)
-            err = ckpt__fs_remove(ds->fs, path.ptr);
-        if (err < 0 && err != CKPT_ENOTFOUND && err != CKPT_ENOMEM)
-            CKPT__DS_LOG(ds, CKPT_LOG_WARN, "%s: leaving %s: %s", ds->dir,
-                         l->names[i], ckpt_error_last()->message);
-    }
-    ckpt_buf_dispose(&path);
-    if (err == CKPT_ENOMEM)
-        return err;
-    ckpt_error_clear();
-    return 0;
 }
 
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
@@ -167,7 +155,7 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
         err = data.err;
     if (err < 0)
         goto done;
-    err = remove_names(fs, dir.ptr, &data);
+    err = remove_names(fs, dir.ptr, &data, NULL);
 done:
     name_list_dispose(&data);
     ckpt_buf_dispose(&path);
@@ -185,7 +173,7 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
         CKPT__DS_LOG(ds, CKPT_LOG_INFO,
                      "%s: removing %zu temporary file(s) of interrupted saves",
                      ds->dir, temps.n);
-        err = sweep_names(ds, &temps);
+        err = remove_names(ds->fs, ds->dir, &temps, ds);
     }
     name_list_dispose(&temps);
     return err;
@@ -247,7 +235,7 @@ static int remove_orphan_data(ckpt__dir_state *ds)
             "%s: removing %zu data file(s) without an index (left by an "
             "interrupted save or deletion)",
             ds->dir, sc.found.n);
-        err = sweep_names(ds, &sc.found);
+        err = remove_names(ds->fs, ds->dir, &sc.found, ds);
     }
     name_list_dispose(&sc.found);
     return err;
