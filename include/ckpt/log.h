@@ -46,6 +46,12 @@ ckpt_log_stderr(int level, const char *message, void *payload);
 CKPT_EXTERN(size_t)
 ckpt_text_printable(char *out, size_t cap, const char *text);
 
+/** ckpt_text_printable of n bytes that may hold NUL (a tensor name is a
+ *  byte string): NUL becomes "\x00". 4 * n + 1 bytes of `out` always
+ *  suffice. NULL `bytes` is allowed when n is 0. */
+CKPT_EXTERN(size_t)
+ckpt_text_printable_n(char *out, size_t cap, const void *bytes, size_t n);
+
 CKPT_END_DECL
 
 #endif

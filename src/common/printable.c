@@ -1,6 +1,7 @@
 /* common/printable.c - text made safe to show on a terminal: the library's
  * messages (errors and log lines quote paths from state files and names
- * from checkpoints, which are data) and ckpt_text_printable. Printable
+ * from checkpoints, which are data) and ckpt_text_printable(_n), which
+ * the ckpt tool's text output uses too. Printable
  * ASCII and valid UTF-8 of printable characters stay; every other byte
  * (C0 controls such as ESC, newline and NUL, DEL, C1 controls, line
  * separators and direction marks, bytes that are not UTF-8) becomes \xHH. */
@@ -56,9 +57,14 @@ static int acts_on_terminal(uint32_t cp)
 
 size_t ckpt_text_printable(char *out, size_t cap, const char *text)
 {
+    return ckpt_text_printable_n(out, cap, text, text ? strlen(text) : 0);
+}
+
+size_t ckpt_text_printable_n(char *out, size_t cap, const void *bytes, size_t n)
+{
     static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)(text ? text : "");
-    size_t n = strlen((const char *)p), i = 0, o = 0;
+    const unsigned char *p = bytes;
+    size_t i = 0, o = 0;
     if (!out || cap == 0)
         return 0;
     while (i < n) {

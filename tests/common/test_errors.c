@@ -205,6 +205,9 @@ static void test_messages_are_printable(void **state)
     assert_int_equal(ckpt_text_printable(out, sizeof(out), NULL), 0);
     assert_string_equal(out, "");
     assert_int_equal(ckpt_text_printable(NULL, 8, "x"), 0);
+    /* a byte string with a NUL inside (a tensor name) */
+    assert_int_equal(ckpt_text_printable_n(out, sizeof(out), "a\0b", 3), 6);
+    assert_string_equal(out, "a\\x00b");
     ckpt_error_clear();
 }
 

@@ -2,10 +2,11 @@
  * paths, file names, the library's messages that quote them) reaches the
  * terminal and JSON. One rule for every command:
  *
- *   text:  printable ASCII and valid UTF-8 of printable characters as is;
- *          every other byte (control bytes such as ESC, TAB, newline and
- *          NUL, DEL, C1 controls, Unicode direction overrides, bytes that
- *          are not UTF-8) as \xHH;
+ *   text:  the library's rule (ckpt_text_printable_n, which its own
+ *          messages follow too): printable ASCII and valid UTF-8 of
+ *          printable characters as is; every other byte (control bytes such
+ *          as ESC, TAB, newline and NUL, DEL, C1 controls, Unicode
+ *          direction overrides, bytes that are not UTF-8) as \xHH;
  *   JSON:  a string that is valid UTF-8 as is (json-c \u-escapes its
  *          control characters); one that is not maps each byte to one code
  *          point U+0000..U+00FF (Latin-1), so the output is always JSON;
@@ -124,62 +125,17 @@ void cli_json_write_safe(const char *doc, FILE *out)
 
 /* ---- text ---------------------------------------------------------------- */
 
-/* The length of the escaped form of p[0..n), or 0 when nothing needs
- * escaping. */
-static size_t escaped_length(const unsigned char *p, size_t n, int *needed)
-{
-    size_t i = 0, out = 0;
-    *needed = 0;
-    while (i < n) {
-        uint32_t cp = 0;
-        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
-        if (len == 0 || is_control(cp)) {
-            *needed = 1;
-            out += 4 * (len ? len : 1);
-            i += len ? len : 1;
-        } else {
-            out += len;
-            i += len;
-        }
-    }
-    return out;
-}
-
-static void write_escaped(char *dst, const unsigned char *p, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t i = 0, o = 0;
-    while (i < n) {
-        uint32_t cp = 0;
-        size_t len = cli_utf8_sequence(p + i, n - i, &cp);
-        size_t take = len ? len : 1;
-        if (len == 0 || is_control(cp)) {
-            for (size_t k = 0; k < take; k++) {
-                dst[o++] = '\\';
-                dst[o++] = 'x';
-                dst[o++] = hex[p[i + k] >> 4];
-                dst[o++] = hex[p[i + k] & 15];
-            }
-        } else {
-            memcpy(dst + o, p + i, take);
-            o += take;
-        }
-        i += take;
-    }
-    dst[o] = '\0';
-}
-
+/* The library's rule (ckpt_text_printable_n); the bytes themselves when
+ * nothing needed escaping. */
 const char *cli_safe_n(const void *bytes, size_t n)
 {
-    const unsigned char *p = bytes;
-    int needed;
-    size_t len = escaped_length(p, n, &needed);
-    char *s;
-    if (!needed)
+    char *s = cli_xmalloc(4 * n + 1);
+    size_t len = ckpt_text_printable_n(s, 4 * n + 1, bytes, n);
+    if (len == n && (n == 0 || memcmp(s, bytes, n) == 0)) {
+        free(s);
         return bytes; /* fit to print; a NUL inside would need escaping */
-    s = keep(cli_xmalloc(len + 1));
-    write_escaped(s, p, n);
-    return s;
+    }
+    return keep(s);
 }
 
 const char *cli_safe(const char *s)
