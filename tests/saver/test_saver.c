@@ -671,6 +671,42 @@ static void test_recover_removes_crash_leftovers(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* Recovery makes the state file it read durable (a sync of the directory:
+ * a crash may have left its rename unsynced) before it deletes anything,
+ * here a data file whose index is missing. */
+static void test_recover_syncs_before_deleting(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    long synced = -1, removed = -1;
+    s = open_saver(f, NULL);
+    save_steps(s, f, 1, 1);
+    ckpt_saver_free(s);
+    copy_file(f->dir, "model.ckpt-1.data-00000-of-00001",
+              "model.ckpt-2.data-00000-of-00001");
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE));
+    o.fs = ckpt_fs_fault_fs(ff);
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        if (e->op == CKPT_FS_OP_SYNC_DIR && synced < 0 &&
+            strcmp(e->path, f->dir) == 0)
+            synced = (long)i;
+        if (e->op == CKPT_FS_OP_REMOVE && removed < 0 &&
+            strstr(e->path, "model.ckpt-2.data-"))
+            removed = (long)i;
+    }
+    assert_true(removed >= 0);
+    assert_true(synced >= 0 && synced < removed);
+    assert_false(file_exists(f->dir, "model.ckpt-2.data-00000-of-00001"));
+    ckpt_fs_fault_free(ff);
+}
+
 /* A state file that names a checkpoint more than once (a hostile or
  * hand-edited one) counts it once, in its last place: retention never
  * evicts, and deletes, a checkpoint the list still names, and the latest
@@ -792,6 +828,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_syncs_before_deleting,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_state_listing_twice, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
