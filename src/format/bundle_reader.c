@@ -28,6 +28,7 @@
 #include "format/table.h"
 #include "io/fs_internal.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,62 @@ done:
     return err;
 }
 
+/* Length of `prefix` less a bundle file's suffix (".index" or
+ * ".data-SSSSS-of-NNNNN"), or 0 when it ends in neither. */
+static size_t strip_bundle_suffix(const char *prefix)
+{
+    size_t n = strlen(prefix);
+    const char *t;
+    if (n > 6 && strcmp(prefix + n - 6, ".index") == 0)
+        return n - 6;
+    if (n <= 20)
+        return 0;
+    t = prefix + n - 20;
+    if (strncmp(t, ".data-", 6) != 0 || strncmp(t + 11, "-of-", 4) != 0)
+        return 0;
+    for (int i = 0; i < 5; i++)
+        if (!isdigit((unsigned char)t[6 + i]) ||
+            !isdigit((unsigned char)t[15 + i]))
+            return 0;
+    return n - 20;
+}
+
+/* The index of `prefix` is missing: when the caller passed one of a
+ * checkpoint's files or a directory instead of its prefix, say so (the
+ * error stays CKPT_ENOTFOUND). */
+static int explain_missing_index(const ckpt_bundle_reader *r, int err)
+{
+    size_t n = strip_bundle_suffix(r->prefix);
+    ckpt_buf candidate = CKPT_BUF_INIT;
+    ckpt__saved_error saved;
+    int hint = 0;
+    ckpt__error_save(&saved); /* the probes below must not replace it */
+    if (ckpt__fs_stat(r->fs, r->index_path.ptr, NULL, NULL) == 0)
+        hint = 0; /* the index is there: something else was not found */
+    else if (n > 0)
+        hint = ckpt__buf_printf(&candidate, "%.*s.index", (int)n, r->prefix) ==
+                   0 &&
+               ckpt__fs_stat(r->fs, candidate.ptr, NULL, NULL) == 0;
+    else
+        hint = 2 * (ckpt__fs_stat(r->fs, r->prefix, NULL, NULL) == 0);
+    ckpt_buf_dispose(&candidate);
+    ckpt__error_restore(&saved);
+    if (hint == 1)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no such checkpoint; that is one of the "
+                           "files of the checkpoint whose prefix is %.*s: "
+                           "open the prefix",
+                           r->prefix, (int)n, r->prefix);
+    if (hint == 2)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no such checkpoint (no %s); a checkpoint is "
+                           "named by its prefix, not by a file or directory "
+                           "(ckpt_latest_checkpoint finds the newest one in "
+                           "a directory)",
+                           r->prefix, r->index_path.ptr);
+    return err;
+}
+
 int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
                             const ckpt_bundle_reader_options *opts)
 {
@@ -356,6 +413,8 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     if (err < 0)
         goto done;
     err = load_index(r);
+    if (err == CKPT_ENOTFOUND)
+        err = explain_missing_index(r, err);
 done:
     if (err < 0) {
         ckpt__saved_error saved;

@@ -508,6 +508,36 @@ static void test_missing_shard(void **state)
     free(data0);
 }
 
+/* Opening one of a checkpoint's files, or its directory, instead of its
+ * prefix fails (TensorFlow takes prefixes only) and says what to open. */
+static void test_file_or_directory_given_for_prefix(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r = NULL;
+    char *missing = test_path(f->dir, "other");
+    char *missing_index = test_path(f->dir, "other.index");
+    write_good(f);
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, f->index, NULL),
+                      CKPT_ENOTFOUND, "whose prefix is ");
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, f->index, NULL),
+                      CKPT_ENOTFOUND, f->prefix);
+    assert_null(r);
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, f->data0, NULL),
+                      CKPT_ENOTFOUND, "open the prefix");
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, f->dir, NULL), CKPT_ENOTFOUND,
+                      "not by a file or directory");
+    /* nothing there at all: the plain error naming the missing index */
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, missing, NULL),
+                      CKPT_ENOTFOUND, "other.index: No such file");
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, missing_index, NULL),
+                      CKPT_ENOTFOUND, "other.index.index: No such file");
+    assert_null(r);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    ckpt_bundle_reader_free(r);
+    free(missing);
+    free(missing_index);
+}
+
 static void test_flipped_bit_in_data_record(void **state)
 {
     fixture *f = *state;
@@ -903,6 +933,7 @@ int main(void)
         T(test_offset_past_end_of_shard),
         T(test_size_past_end_of_shard),
         T(test_missing_shard),
+        T(test_file_or_directory_given_for_prefix),
         T(test_flipped_bit_in_data_record),
         T(test_string_absurd_lengths),
         T(test_string_lengths_overflow_sum),
