@@ -138,8 +138,10 @@ typedef struct ckpt_saver ckpt_saver;
 /** Open the checkpoint directory `dir` (which must exist). If it already
  *  holds checkpoints (a restarted job) their list is recovered from the state
  *  file (made durable first), entries whose index is missing are dropped,
- *  an entry listed twice counts once (its last place), and retention is
- *  applied. Then what a crash during a save or a deletion leaves that
+ *  an entry listed twice counts once (its last place). Retention is not
+ *  applied here: the first save trims the list to max_to_keep (deleting
+ *  the oldest, in one pass, before it writes), so a saver opened only to
+ *  restore deletes no checkpoint (as TensorFlow's). Then what a crash during a save or a deletion leaves that
  *  nothing can read is removed, and nothing else: temporary files (names
  *  ending in ".tempstate" and hex digits, or "checkpoint.tmp" and hex
  *  digits) and data files "<basename>-<step>.data-*" whose index is
@@ -151,9 +153,11 @@ typedef struct ckpt_saver ckpt_saver;
  *  An unparsable state file is logged and treated as empty.
  *  One process at a time saves into a directory: on the POSIX file system
  *  the first saver of a process takes an exclusive flock() on it (a
- *  process's later savers share it; the kernel drops it when the process
- *  ends), and a saver of another process gets CKPT_EBUSY, since its
- *  recovery would delete the first one's temporary files. Read a
+ *  process's later savers share it and, while they do, remove no
+ *  leftovers, which may be another saver's save in flight; the kernel
+ *  drops it when the process ends), and a saver of another process gets
+ *  CKPT_EBUSY, since its recovery would delete the first one's temporary
+ *  files. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
  *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),

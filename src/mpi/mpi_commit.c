@@ -200,6 +200,8 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
     if (err == 0)
         err = collect_full_entries(&m, s);
     if (err == 0)
+        err = ckpt__dir_state_reconcile(&s->ds);
+    if (err == 0)
         err = ckpt__dir_state_forget(&s->ds, op->stored.ptr);
     if (err == 0)
         err = rename_data_files(s, op, &m);

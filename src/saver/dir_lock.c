@@ -4,7 +4,9 @@
  * process's later savers of the same directory share it (a checkpoint hook
  * and the session's scaffold saver, say), and a saver of another process
  * is refused with CKPT_EBUSY: its recovery would delete the first one's
- * temporary files under it. Only on the POSIX file system; where flock() is
+ * temporary files under it. While savers of this process share it, none
+ * of them sweeps leftovers (dir_sweep.c): one's temporaries may be
+ * another's save in flight. Only on the POSIX file system; where flock() is
  * not available (ENOLCK, some network file systems) the saver goes on
  * without it. The kernel drops the lock when the process ends, however it
  * ends. */
@@ -89,6 +91,17 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
     pthread_mutex_unlock(&locks_mu);
     *out = l;
     return err;
+}
+
+int ckpt__dir_lock_shared(ckpt__dir_lock *lock)
+{
+    int shared;
+    if (!lock)
+        return 0;
+    pthread_mutex_lock(&locks_mu);
+    shared = lock->refs > 1;
+    pthread_mutex_unlock(&locks_mu);
+    return shared;
 }
 
 void ckpt__dir_lock_release(ckpt__dir_lock *lock)

@@ -332,7 +332,6 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
 {
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
-    ckpt__kept_list evicted = {0};
     unsigned char *repeated = NULL;
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
@@ -392,21 +391,23 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
     }
-    err = apply_retention(ds, &ds->kept, &evicted);
-    if (err < 0)
-        goto done;
-    if (changed || evicted.n > 0) {
+    /* Retention is not applied here but at the next save (in one pass):
+     * a saver opened only to restore deletes nothing, as in TensorFlow. */
+    if (ds->max_to_keep > 0 && ds->kept.n > (size_t)ds->max_to_keep)
+        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                     "%s lists %zu checkpoints, more than max_to_keep %d: "
+                     "the oldest %zu will be deleted at the next save",
+                     ds->dir, ds->kept.n, ds->max_to_keep,
+                     ds->kept.n - (size_t)ds->max_to_keep);
+    if (changed) {
         err = write_state(ds, &ds->kept);
         if (err < 0)
             goto done;
-        for (size_t i = 0; i < evicted.n; i++)
-            delete_evicted(ds, evicted.paths[i]);
     }
 cleanup:
     err = ckpt__dir_state_sweep_leftovers(ds);
 done:
     ckpt__free(repeated);
-    kept_dispose(&evicted);
     ckpt_buf_dispose(&prefix);
     ckpt_state_dispose(&st);
     return err;
@@ -485,6 +486,36 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
     for (size_t i = 0; i < evicted->n; i++)
         delete_evicted(ds, evicted->paths[i]);
     kept_dispose(evicted);
+}
+
+int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
+{
+    ckpt__kept_list next = {0};
+    ckpt__kept_list evicted = {0};
+    int err;
+    if (ds->reconciled || ds->max_to_keep <= 0 ||
+        ds->kept.n <= (size_t)ds->max_to_keep) {
+        ds->reconciled = 1;
+        return 0;
+    }
+    err = kept_copy_except(&next, &ds->kept, "");
+    if (err == 0)
+        err = apply_retention(ds, &next, &evicted);
+    if (err == 0)
+        err = write_state(ds, &next);
+    if (err < 0) {
+        /* nothing deleted; the list stays as recovered, to try again */
+        kept_dispose(&next);
+        kept_dispose(&evicted);
+        return err;
+    }
+    kept_dispose(&ds->kept);
+    ds->kept = next;
+    ds->reconciled = 1;
+    for (size_t i = 0; i < evicted.n; i++)
+        delete_evicted(ds, evicted.paths[i]);
+    kept_dispose(&evicted);
+    return 0;
 }
 
 int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,

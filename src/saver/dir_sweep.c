@@ -163,10 +163,27 @@ done:
     return err;
 }
 
+/* Another saver of this process uses the directory too: what looks left
+ * over may be its save in flight, so nothing is swept (the first saver
+ * swept when it opened; a later sole saver sweeps again). */
+static int directory_shared(const ckpt__dir_state *ds)
+{
+    if (!ckpt__dir_lock_shared(ds->lock))
+        return 0;
+    CKPT__DS_LOG(ds, CKPT_LOG_DEBUG,
+                 "%s: another saver of this process uses it: not sweeping "
+                 "leftovers",
+                 ds->dir);
+    return 1;
+}
+
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
 {
     struct name_list temps = {NULL, NULL, 0, 0, 0};
-    int err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
+    int err;
+    if (directory_shared(ds))
+        return 0;
+    err = ckpt__fs_list(ds->fs, ds->dir, collect_name, &temps);
     if (temps.err < 0)
         err = temps.err;
     if (err == 0 && temps.n > 0) {
@@ -304,7 +321,10 @@ static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
 
 int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds)
 {
-    int err = ckpt__dir_state_remove_temps(ds);
+    int err;
+    if (directory_shared(ds))
+        return 0;
+    err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
         err = remove_orphan_data(ds);
     if (err == 0)

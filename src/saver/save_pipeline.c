@@ -2,7 +2,8 @@
  * whether the caller's thread writes it (ckpt_saver_save: from the staging
  * image when one is reserved, else straight from the variables) or the
  * writer thread does (writer.c, from a staging image):
- * sweep what an earlier failed save left, forget an existing checkpoint of
+ * sweep what an earlier failed save left, apply retention to the list
+ * found at open (the first save only), forget an existing checkpoint of
  * the same name, write the bundle, and name it in the state file; what
  * retention evicts is handed back, to be deleted after the save (writer.c:
  * deleting a big file can take a third of a write). Both
@@ -128,7 +129,11 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     uint64_t bytes = 0;
     int err;
     sweep_after_failure(s);
-    err = forget_existing(s, job->stored, job->prefix);
+    pthread_mutex_lock(&s->ds_mu);
+    err = ckpt__dir_state_reconcile(&s->ds);
+    pthread_mutex_unlock(&s->ds_mu);
+    if (err == 0)
+        err = forget_existing(s, job->stored, job->prefix);
     if (err == 0 && img) {
         int direct = use_direct(s);
         double w0 = ckpt_clock_monotonic(NULL);

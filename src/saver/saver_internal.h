@@ -43,6 +43,8 @@ typedef struct ckpt__dir_lock ckpt__dir_lock;
  * saver of another process holds it, or an error opening the directory. */
 int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
                            ckpt__dir_lock **out);
+/* Whether another saver of this process holds `lock` too (NULL: no). */
+int ckpt__dir_lock_shared(ckpt__dir_lock *lock);
 /* Give up one hold (NULL is ignored); the last one drops the lock. */
 void ckpt__dir_lock_release(ckpt__dir_lock *lock);
 
@@ -59,17 +61,24 @@ typedef struct ckpt__dir_state {
     void *log_payload;
     int log_level;
     ckpt__dir_lock *lock; /* taken by ckpt__dir_state_recover */
+    int reconciled; /* ckpt__dir_state_reconcile ran (or had nothing to do) */
 } ckpt__dir_state;
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
                          const ckpt_saver_options *opts);
 void ckpt__dir_state_dispose(ckpt__dir_state *ds);
 /* Load the list from the state file (missing: empty; unparsable: logged,
- * empty), drop entries whose index is missing, apply retention (deleting
- * evicted checkpoints and rewriting the state file when it changed) and
- * remove what interrupted saves and deletions left: temporary files, and
- * data files of <basename>-<step> checkpoints whose index is missing. */
+ * empty), drop entries whose index is missing (rewriting the state file
+ * when it changed) and remove what interrupted saves and deletions left:
+ * temporary files, and data files of <basename>-<step> checkpoints whose
+ * index is missing. Retention is not applied: see reconcile. */
 int ckpt__dir_state_recover(ckpt__dir_state *ds);
+/* Before the first save writes anything: apply max_to_keep to the list
+ * recovered at open (rewriting the state file, then deleting what it
+ * evicted), once, so the save finds the room those checkpoints took. A
+ * saver that never saves deletes nothing. On failure nothing is deleted
+ * and the next save tries again. */
+int ckpt__dir_state_reconcile(ckpt__dir_state *ds);
 /* The state-file path string and full prefix of a new checkpoint name. */
 int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
                          ckpt_buf *stored_out, ckpt_buf *prefix_out);

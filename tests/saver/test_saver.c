@@ -249,7 +249,8 @@ static void test_b73_max_to_keep(void **state)
 }
 
 /* B74: reopening a directory with K + 2 checkpoints and saving once leaves
- * exactly K (reconciliation on open). */
+ * exactly K (the list recovered at open is trimmed, in one pass, when the
+ * first save starts). A saver opened only to restore deletes nothing. */
 static void test_b74_reconcile_on_reopen(void **state)
 {
     fixture *f = *state;
@@ -262,8 +263,13 @@ static void test_b74_reconcile_on_reopen(void **state)
     assert_int_equal(count_files(f->dir, ".index"), 4);
     o.max_to_keep = 2;
     s = open_saver(f, &o);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 4);
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, NULL));
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".index"), 4);
+    s = open_saver(f, &o);
     save_steps(s, f, 5, 5);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
     assert_int_equal(count_files(f->dir, ".index"), 2);
     assert_true(file_exists(f->dir, "model.ckpt-4.index"));
     assert_true(file_exists(f->dir, "model.ckpt-5.index"));
@@ -534,9 +540,10 @@ static void test_retention_stays_inside_directory(void **state)
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, text, strlen(text));
     o.max_to_keep = 1;
-    s = open_saver(f, &o); /* retention evicts both hostile entries */
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    save_steps(s, f, 2, 2); /* retention evicts both hostile entries */
     assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
-    save_steps(s, f, 2, 2);
     assert_true(file_exists(outside, "victim.index"));
     assert_true(file_exists(outside, "victim.data-00000-of-00001"));
     assert_true(file_exists(f->dir, "model.ckpt-2.index"));
@@ -669,6 +676,34 @@ static void test_recover_removes_crash_leftovers(void **state)
     assert_true(file_exists(f->dir, "other-5.data-00000-of-00001"));
     assert_true(file_exists(f->dir, "model.ckpt-x.data-00000-of-00001"));
     ckpt_buf_dispose(&latest);
+}
+
+/* Two savers of one process on one directory (a hook's and a scaffold's,
+ * say): the second one's recovery sweeps nothing, since what looks left
+ * over may be the first one's save in flight; a later sole saver sweeps. */
+static void test_second_saver_of_process_sweeps_nothing(void **state)
+{
+    fixture *f = *state;
+    static const char temp[] =
+        "model.ckpt-3.data-00000-of-00001.tempstate0123abcd";
+    static const char orphan[] = "model.ckpt-7.data-00000-of-00001";
+    ckpt_saver *a, *b;
+    a = open_saver(f, NULL);
+    save_steps(a, f, 2, 2);
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001", temp);
+    copy_file(f->dir, "model.ckpt-2.data-00000-of-00001", orphan);
+    b = open_saver(f, NULL);
+    assert_true(file_exists(f->dir, temp));
+    assert_true(file_exists(f->dir, orphan));
+    save_steps(b, f, 4, 4);
+    assert_true(file_exists(f->dir, temp));
+    ckpt_saver_free(b);
+    ckpt_saver_free(a);
+    b = open_saver(f, NULL);
+    assert_false(file_exists(f->dir, temp));
+    assert_false(file_exists(f->dir, orphan));
+    assert_int_equal(has_checkpoint_files(f->dir, 4), 2);
+    ckpt_saver_free(b);
 }
 
 /* Recovery makes the state file it read durable (a sync of the directory:
@@ -834,6 +869,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_second_saver_of_process_sweeps_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
