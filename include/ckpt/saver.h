@@ -214,8 +214,11 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *  this saver, a save_async that finds the writer idle runs the read
  *  callbacks and returns, and the writer copies the variables in plain
  *  memory while the caller goes on reading them. The caller must then call
- *  ckpt_saver_mutation_fence before it next writes any variable; the values
- *  saved are those at save_async. save, save_async, wait, close, free and
+ *  ckpt_saver_mutation_fence before it next writes any variable larger than
+ *  64 KiB (smaller ones, up to 1 MiB of them in all in registration order,
+ *  are copied by save_async itself); the values saved are those at
+ *  save_async. A variable written before the fence is saved torn, and
+ *  nothing can tell (its checksum is that of the bytes written). save, save_async, wait, close, free and
  *  the restores complete such a snapshot first too; poll and get_metrics
  *  do not. `ticket_out` (may be NULL) receives a number > 0 identifying the
  *  save.

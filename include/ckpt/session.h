@@ -165,7 +165,11 @@ CKPT_EXTERN(const ckpt_run_options *) ckpt_step_context_options(
  *  snapshots; from then on every step that writes a variable must call the
  *  fence first (a step that writes nothing need not: the session completes
  *  an open snapshot when the step ends), and nothing may write the
- *  variables between steps. A loop that never calls it gets complete
+ *  variables between steps. Variables of at most 64 KiB (the global step,
+ *  counters; up to 1 MiB of them in all) are copied at the trigger and may
+ *  change before the fence. A larger variable written before the fence is
+ *  saved torn, and nothing can tell (its checksum matches what was
+ *  written). A loop that never calls it gets complete
  *  snapshots at the trigger, as before. Read callbacks of variables are
  *  always called at the trigger, on the training thread. Works the same
  *  in ckpt_monitored_session_run's step function and between

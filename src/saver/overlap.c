@@ -11,7 +11,10 @@
  * let the variables change - copies the pieces nobody has claimed, waits
  * for the one the writer is copying, and submits the job (writer.c's
  * handshake, its caller half deferred). The values saved are those at
- * save_async; the loop waits only for what was not yet copied. */
+ * save_async; the loop waits only for what was not yet copied. Small
+ * variables (the global step, counters: snapshot.c's plan puts them first)
+ * are copied at save_async itself, so a step may change them before its
+ * fence. */
 #include "saver_internal.h"
 
 #include <inttypes.h>
@@ -40,10 +43,13 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
     /* The writer's copy is off the loop's path: fusing the checksum into
      * it saves the writer a second pass over the image (memory traffic the
      * loop shares); a copy the caller does alone is as measured. */
-    int asked =
-        ckpt__writer_snapshot_begin(s, job->image, 1, s->cs.checksum, 1);
+    int asked = ckpt__writer_snapshot_begin(s, job->image, 1, s->cs.checksum, 1,
+                                            s->neager);
     int err;
     job->checksum = s->help_work.checksum;
+    /* Small variables now, here: a step may change its counters (the
+     * global step first of all) before it calls the fence. */
+    ckpt__snapshot_copy_first(&s->help_work, s->neager);
     err = ckpt__snapshot_callbacks(&s->help_work);
     if (err < 0 || !asked) {
         ckpt__writer_snapshot_end(s, asked);

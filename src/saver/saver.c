@@ -342,6 +342,7 @@ int ckpt_saver_reserve(ckpt_saver *s)
                                       &s->pieces, &s->npieces);
         if (err < 0)
             return err;
+        s->neager = ckpt__snapshot_eager_pieces(s->pieces, s->npieces);
     }
     while (s->num_images < want) {
         int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,

@@ -199,11 +199,23 @@ typedef struct ckpt__piece {
     uint64_t len;
 } ckpt__piece;
 
+/* Variables of at most this many bytes (counters such as the global step,
+ * RNG states, data positions, learning rates) are "small": an overlapped
+ * snapshot copies them at the trigger, on the caller's thread, up to
+ * CKPT__EAGER_TOTAL_BYTES of them, so changing them before the mutation
+ * fence is safe. */
+#define CKPT__EAGER_VAR_BYTES ((uint64_t)64 << 10)
+#define CKPT__EAGER_TOTAL_BYTES ((uint64_t)1 << 20)
+
 /* Split every variable in plain memory into pieces of at most
- * `piece_bytes`, in variable order (a variable's pieces are consecutive
- * and in offset order); *out is NULL when there are none. */
+ * `piece_bytes`: first the small variables' (one piece each), then the
+ * others', each group in variable order (a variable's pieces are
+ * consecutive and in offset order); *out is NULL when there are none. */
 int ckpt__snapshot_plan(const ckpt__var *vars, size_t n, uint64_t piece_bytes,
                         ckpt__piece **out, size_t *nout);
+/* How many of the plan's first pieces an overlapped snapshot copies at the
+ * trigger: small variables' pieces, up to CKPT__EAGER_TOTAL_BYTES. */
+size_t ckpt__snapshot_eager_pieces(const ckpt__piece *p, size_t n);
 
 /* One snapshot, which two threads may share: pieces are claimed one at a
  * time (`next`), so whichever thread is free copies the next one and
@@ -228,6 +240,9 @@ typedef struct ckpt__snapshot_work {
 int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
 /* Copy claimed pieces until none is left (cannot fail). */
 void ckpt__snapshot_claim(ckpt__snapshot_work *w);
+/* Copy pieces [0, n) on the calling thread: those the work's `next` was
+ * started past (ckpt__writer_snapshot_begin's `first`). */
+void ckpt__snapshot_copy_first(const ckpt__snapshot_work *w, size_t n);
 /* Copy every variable behind a read callback (calling thread only); a
  * failing callback gives CKPT_EUSER naming the variable, and no more
  * pieces are handed out. */
@@ -323,6 +338,7 @@ struct ckpt_saver {
     int num_images;
     ckpt__piece *pieces; /* the snapshot plan (fixed with the variables) */
     size_t npieces;
+    size_t neager; /* pieces an overlapped snapshot copies at the trigger */
     ckpt__checksum_choice cs; /* where snapshots' checksums are computed */
     int overlap;         /* a mutation fence was called: save_async may leave
                             the copy to the writer until the next fence */
@@ -417,10 +433,13 @@ int ckpt__writer_snapshot(ckpt_saver *s, int image, int checksum);
 /* The two halves of a snapshot: set up help_work for images[image] and,
  * when `share` and the writer is idle, ask it to claim pieces (returns
  * whether it was asked); the copies fuse the checksum when `checksum`, or
- * `checksum_if_asked` once the writer was asked. Then copy the pieces left
- * and wait for the writer's last one, or withdraw the request. */
+ * `checksum_if_asked` once the writer was asked. Claims start at piece
+ * `first`: the caller copies the ones before it itself
+ * (ckpt__snapshot_copy_first). Then copy the pieces left and wait for the
+ * writer's last one, or withdraw the request. */
 int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
-                                int checksum, int checksum_if_asked);
+                                int checksum, int checksum_if_asked,
+                                size_t first);
 void ckpt__writer_snapshot_end(ckpt_saver *s, int asked);
 /* Number `job` now (takes mu), before it is submitted. */
 uint64_t ckpt__writer_number(ckpt_saver *s, ckpt__job *job);

@@ -106,6 +106,12 @@ void ckpt__image_free(ckpt__image *img)
     img->mapped = 0;
 }
 
+/* Whether variable `v` belongs to the plan's first group (see plan). */
+static int small_var(const ckpt__var *v)
+{
+    return v->bytes <= CKPT__EAGER_VAR_BYTES;
+}
+
 int ckpt__snapshot_plan(const ckpt__var *vars, size_t n, uint64_t piece_bytes,
                         ckpt__piece **out, size_t *nout)
 {
@@ -121,20 +127,34 @@ int ckpt__snapshot_plan(const ckpt__var *vars, size_t n, uint64_t piece_bytes,
     p = ckpt__calloc(count, sizeof(*p));
     if (!p)
         return ckpt__error_oom();
-    for (size_t i = 0; i < n; i++) {
-        if (vars[i].v.read)
-            continue;
-        for (uint64_t off = 0; off < vars[i].bytes; off += piece_bytes) {
-            uint64_t left = vars[i].bytes - off;
-            p[k].var = i;
-            p[k].offset = off;
-            p[k].len = left < piece_bytes ? left : piece_bytes;
-            k++;
+    for (int small = 1; small >= 0; small--) {
+        for (size_t i = 0; i < n; i++) {
+            if (vars[i].v.read || small_var(&vars[i]) != small)
+                continue;
+            for (uint64_t off = 0; off < vars[i].bytes; off += piece_bytes) {
+                uint64_t left = vars[i].bytes - off;
+                p[k].var = i;
+                p[k].offset = off;
+                p[k].len = left < piece_bytes ? left : piece_bytes;
+                k++;
+            }
         }
     }
     *out = p;
     *nout = count;
     return 0;
+}
+
+size_t ckpt__snapshot_eager_pieces(const ckpt__piece *p, size_t n)
+{
+    uint64_t total = 0;
+    size_t k = 0;
+    while (k < n && p[k].offset == 0 && p[k].len <= CKPT__EAGER_VAR_BYTES &&
+           total + p[k].len <= CKPT__EAGER_TOTAL_BYTES) {
+        total += p[k].len;
+        k++;
+    }
+    return k;
 }
 
 static void copy_piece(const ckpt__snapshot_work *w, size_t k)
@@ -147,6 +167,12 @@ static void copy_piece(const ckpt__snapshot_work *w, size_t k)
         w->img->piece_crcs[k] = ckpt__crc32c_copy(0, dst, src, (size_t)p->len);
     else
         memcpy(dst, src, (size_t)p->len);
+}
+
+void ckpt__snapshot_copy_first(const ckpt__snapshot_work *w, size_t n)
+{
+    for (size_t k = 0; k < n && k < w->npieces; k++)
+        copy_piece(w, k);
 }
 
 void ckpt__snapshot_claim(ckpt__snapshot_work *w)

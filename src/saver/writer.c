@@ -219,7 +219,8 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
 }
 
 int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
-                                int checksum, int checksum_if_asked)
+                                int checksum, int checksum_if_asked,
+                                size_t first)
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
@@ -229,8 +230,8 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
     w->npieces = s->npieces;
     w->img = &s->images[image];
     w->checksum = checksum;
-    atomic_store(&w->next, 0);
-    if (share && s->npieces > 0) {
+    atomic_store(&w->next, first);
+    if (share && s->npieces > first) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
             w->checksum = checksum_if_asked;
@@ -261,7 +262,7 @@ int ckpt__writer_snapshot(ckpt_saver *s, int image, int checksum)
 {
     int asked = ckpt__writer_snapshot_begin(
         s, image, s->image_bytes >= SHARE_MIN_BYTES && s->npieces >= 2,
-        checksum, checksum);
+        checksum, checksum, 0);
     int err = ckpt__snapshot_callbacks(&s->help_work);
     ckpt__writer_snapshot_end(s, asked);
     return err;

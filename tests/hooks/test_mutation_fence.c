@@ -6,7 +6,8 @@
  * a reported race); without a fence the saver never overlaps; a step that
  * writes nothing need not call the fence (the session completes the open
  * snapshot when it ends); read callbacks run on the training thread at the
- * trigger; the fence outside a step is an error. */
+ * trigger; small variables (the global step, counters) may change before
+ * the fence; the fence outside a step is an error. */
 #include "saver/saver_internal.h"
 #include "session/session_internal.h"
 #include "test_util.h"
@@ -19,6 +20,7 @@
 #define W_FLOATS ((size_t)(5u << 20) / 4 + 7) /* three 2 MiB pieces */
 #define V_FLOATS ((size_t)300000)
 #define CB_FLOATS ((size_t)512)
+#define SMALL_FLOATS ((size_t)1000) /* a small variable, copied eagerly */
 #define STEPS 12
 
 typedef struct fixture {
@@ -27,6 +29,7 @@ typedef struct fixture {
     int64_t step;
     float *w, *v;
     float cb_vals[CB_FLOATS];
+    float small[SMALL_FLOATS];
     pthread_t trainer;
     int cb_calls, cb_wrong_thread;
 } fixture;
@@ -36,8 +39,15 @@ static float value(int64_t step, size_t i, int which)
     return (float)(step * 1000 + (int64_t)(i % 997)) + (which ? 0.5f : 0.0f);
 }
 
+static void write_small(fixture *f, int64_t step)
+{
+    for (size_t i = 0; i < SMALL_FLOATS; i++)
+        f->small[i] = value(step, i, 0) + 0.25f;
+}
+
 static void write_state(fixture *f, int64_t step)
 {
+    write_small(f, step);
     for (size_t i = 0; i < W_FLOATS; i++)
         f->w[i] = value(step, i, 0);
     for (size_t i = 0; i < V_FLOATS; i++)
@@ -76,6 +86,9 @@ static int setup(void **state)
     ckpt_var cb = {"cb", CKPT_DT_FLOAT, {1, {(int64_t)CB_FLOATS}},
                    NULL, cb_read,       NULL,
                    NULL};
+    ckpt_var small = {"small", CKPT_DT_FLOAT, {1, {(int64_t)SMALL_FLOATS}},
+                      NULL,    NULL,          NULL,
+                      NULL};
     assert_non_null(f);
     f->dir = test_make_temp_dir();
     f->w = malloc(W_FLOATS * sizeof(float));
@@ -85,6 +98,7 @@ static int setup(void **state)
     f->trainer = pthread_self();
     write_state(f, 0);
     w.data = f->w;
+    small.data = f->small;
     v.data = f->v;
     cb.payload = f;
     assert_ckpt_ok(ckpt_graph_new(&f->graph));
@@ -92,6 +106,7 @@ static int setup(void **state)
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &w));
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &cb));
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &v));
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &small));
     *state = f;
     return 0;
 }
@@ -170,6 +185,12 @@ static int check_checkpoints(fixture *f)
             ckpt_bundle_reader_read(r, "cb", got, CB_FLOATS * sizeof(float)));
         for (size_t i = 0; i < CB_FLOATS; i++)
             assert_true(got[i] == (float)(step * 7) - (float)i);
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, "small", got,
+                                               SMALL_FLOATS * sizeof(float)));
+        for (size_t i = 0; i < SMALL_FLOATS; i++)
+            if (got[i] != value(step, i, 0) + 0.25f)
+                fail_msg("checkpoint %lld: small[%zu] = %g", (long long)step, i,
+                         (double)got[i]);
         ckpt_bundle_reader_free(r);
     }
     free(got);
@@ -187,6 +208,24 @@ static int fenced_step(ckpt_step_context *sc, void *payload)
         return err;
     write_state(f, f->step + 1);
     f->step++;
+    return 0;
+}
+
+/* A step that moves its counters on first (the global step and a small
+ * variable), then reads, fences and rewrites the large variables: small
+ * variables are copied at the trigger, so the checkpoints still hold the
+ * trigger step's values. */
+static int counters_first_step(ckpt_step_context *sc, void *payload)
+{
+    fixture *f = payload;
+    int err;
+    f->step++;
+    write_small(f, f->step);
+    (void)read_all(f);
+    err = ckpt_step_context_mutation_fence(sc);
+    if (err < 0)
+        return err;
+    write_state(f, f->step);
     return 0;
 }
 
@@ -234,6 +273,21 @@ static void test_bracket_with_fence(void **state)
     ckpt_monitored_session_free(ms);
     assert_int_equal(check_checkpoints(f), STEPS + 1);
     assert_false(f->cb_wrong_thread);
+}
+
+static void test_counters_changed_before_fence(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start(f, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    while (f->step < STEPS)
+        assert_ckpt_ok(
+            ckpt_monitored_session_run(ms, NULL, counters_first_step, f, NULL));
+    assert_int_equal(sv->overlap, 1);
+    assert_int_equal(sv->neager, 2); /* global_step and small */
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), STEPS + 1);
 }
 
 /* A loop that never calls the fence: snapshots complete at the trigger. */
@@ -303,6 +357,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bracket_with_fence, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_counters_changed_before_fence,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_fence_nothing_changes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_without_writes_needs_no_fence,

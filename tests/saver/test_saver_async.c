@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { NVALS = 4096 };
+enum {
+    NVALS = 32768
+}; /* 128 KiB: above the small variables an
+       overlapped snapshot copies at the trigger */
 
 typedef struct fixture {
     char *dir;
