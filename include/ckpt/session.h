@@ -323,7 +323,9 @@ CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
  *  `values_out` (may be NULL) receives the caller's fetches. A fetch names
  *  a step output published in this step, else a graph variable (read after
  *  the step). The recoverable flavour re-creates the session on a
- *  recoverable error and runs the whole cycle again (B31).
+ *  recoverable error and runs the whole cycle again (B31); checkpoint
+ *  writes in flight land first (each saver's wait bounded by
+ *  stop_grace_period_s), so the new session restores from the newest.
  *  @return 0; the step's or a hook's error; CKPT_EINVAL (an input fed twice,
  *          B18); CKPT_ENOTFOUND (a fetch names nothing; no after_run is
  *          called); CKPT_ESTOPITER (the step called

@@ -125,11 +125,23 @@ void ckpt__ms_drop_session(ckpt_monitored_session *ms)
     if (err < 0)
         ckpt__ms_log(ms, CKPT_LOG_WARN, "closing the session: %s",
                      ckpt_error_last()->message);
+    /* The writes in flight land before the next session restores from the
+     * directory (and before it trains on): the scaffold's saver's and
+     * every checkpoint hook's own. */
     if (ms->owned_saver) {
         err = ckpt_saver_wait(ms->owned_saver, 0, ms->stop_grace_period_s);
         if (err < 0)
             ckpt__ms_log(ms, CKPT_LOG_WARN,
                          "closing the session: scaffold saver: %s",
+                         ckpt_error_last()->message);
+    }
+    for (size_t i = 0; i < ms->num_fence_savers; i++) {
+        if (ms->fence_savers[i] == ms->owned_saver)
+            continue;
+        err = ckpt_saver_wait(ms->fence_savers[i], 0, ms->stop_grace_period_s);
+        if (err < 0)
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "closing the session: checkpoint hook's saver: %s",
                          ckpt_error_last()->message);
     }
     ckpt_error_clear();

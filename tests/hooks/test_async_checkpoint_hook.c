@@ -647,6 +647,37 @@ static void test_b49_async_scaffold_saver_across_recovery(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* A checkpoint hook with its own saver across a session re-creation: the
+ * write in flight when the step aborts lands before the new session
+ * restores, which restores it (F15: the write no longer lands later, as
+ * the newest checkpoint, under a session restored from an older one). */
+static void test_f15_own_saver_write_lands_before_recovery(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_hook h = new_async_hook(f, CKPT_BUSY_SKIP, 2, 1, -1.0);
+    ckpt_session_options sess = ck_session_options(f, 1, NULL);
+    ckpt_monitored_session *ms = NULL;
+    pthread_t t;
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess));
+    ck_wait_idle(&h);
+    assert_true(ck_has_checkpoint(f, 0));
+    gate_close(&f->cfs.gate);
+    f->abort_at = 3;
+    assert_ckpt_ok(ck_run(f, ms)); /* 1 */
+    assert_ckpt_ok(ck_run(f, ms)); /* 2: its write is held */
+    gate_wait_blocked(&f->cfs.gate);
+    assert_int_equal(pthread_create(&t, NULL, open_later, &f->cfs.gate), 0);
+    assert_ckpt_ok(ck_run(f, ms)); /* aborted, restored at 2, then 3 */
+    pthread_join(t, NULL);
+    assert_true(f->aborted);
+    assert_int_equal(f->gstep, 3);
+    ck_expect_checkpoint(f, 2, 2);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ck_expect_checkpoint(f, 3, 3);
+    assert_int_equal(ck_latest_step(f), 3);
+    ckpt_monitored_session_free(ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -671,6 +702,7 @@ int main(void)
         T(test_b69_metrics_one_event_per_trigger_coalesce),
         T(test_b57_async_state_file_names_only_complete_checkpoints),
         T(test_b49_async_scaffold_saver_across_recovery),
+        T(test_f15_own_saver_write_lands_before_recovery),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
