@@ -363,8 +363,10 @@ CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
  *  code runs every hook's end in order (stopping at the first failure) and
  *  returns OK or end's error; another status runs on_abort instead and is
  *  returned. Then the coordinator is stopped and joined (grace period
- *  stop_grace_period_s, stragglers ignored), the scaffold saver closed and
- *  the graph unfrozen if it was not frozen before. An error recorded in the
+ *  stop_grace_period_s, stragglers ignored), the writes in flight of
+ *  checkpoint hooks whose end did not run (an earlier hook's end failed)
+ *  are waited for, each within the grace period, the scaffold saver closed
+ *  and the graph unfrozen if it was not frozen before. An error recorded in the
  *  coordinator, or a pending error of the scaffold saver, is returned when
  *  nothing else failed. A second close returns CKPT_ESTATE. */
 CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,

@@ -9,7 +9,9 @@
  * snapshots, so a loop that never calls it keeps complete copies at the
  * trigger. From then on the session also completes open snapshots when a
  * step ends, so a step that wrote nothing need not call the fence and a
- * snapshot never stays open beyond the step after its trigger. */
+ * snapshot never stays open beyond the step after its trigger. The same
+ * list tells whose writes in flight a session being dropped or closed
+ * waits for. */
 #include "session_internal.h"
 
 int ckpt__session_add_fence_saver(ckpt_session *s, ckpt_saver *saver)
@@ -47,6 +49,20 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver)
         ms->fence_savers[i] = ms->fence_savers[--ms->num_fence_savers];
         return;
     }
+}
+
+void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when)
+{
+    for (size_t i = 0; i < ms->num_fence_savers; i++) {
+        int err;
+        if (ms->fence_savers[i] == ms->owned_saver)
+            continue; /* the scaffold's: its owner waits for it */
+        err = ckpt_saver_wait(ms->fence_savers[i], 0, ms->stop_grace_period_s);
+        if (err < 0)
+            ckpt__ms_log(ms, CKPT_LOG_WARN, "%s: checkpoint hook's saver: %s",
+                         when, ckpt_error_last()->message);
+    }
+    ckpt_error_clear();
 }
 
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)

@@ -2,7 +2,9 @@
  * terminating status (B26-B30, F5): OK or a clean end runs every hook's
  * end in order while the session is still usable; any other status runs
  * on_abort instead; then the coordinator is stopped and joined within the
- * grace period, the scaffold saver is closed and the graph unfrozen. */
+ * grace period, the writes in flight of checkpoint hooks whose end did not
+ * run are waited for (each within the grace period), the scaffold saver is
+ * closed and the graph unfrozen. */
 #include "session_internal.h"
 
 #include <stdio.h>
@@ -40,6 +42,9 @@ static int close_session(ckpt_monitored_session *ms)
     ms->live = 0;
     ckpt_coordinator_request_stop(ms->sess.coord, 0, NULL);
     err = ckpt_coordinator_join(ms->sess.coord, ms->stop_grace_period_s, 1);
+    /* Hooks whose end did not run (B29: an earlier one failed) still hold
+     * their savers: their writes in flight land before close returns. */
+    ckpt__ms_wait_hook_savers(ms, "closing the session");
     if (err < 0)
         return err;
     if (ms->owned_saver)

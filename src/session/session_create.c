@@ -135,15 +135,7 @@ void ckpt__ms_drop_session(ckpt_monitored_session *ms)
                          "closing the session: scaffold saver: %s",
                          ckpt_error_last()->message);
     }
-    for (size_t i = 0; i < ms->num_fence_savers; i++) {
-        if (ms->fence_savers[i] == ms->owned_saver)
-            continue;
-        err = ckpt_saver_wait(ms->fence_savers[i], 0, ms->stop_grace_period_s);
-        if (err < 0)
-            ckpt__ms_log(ms, CKPT_LOG_WARN,
-                         "closing the session: checkpoint hook's saver: %s",
-                         ckpt_error_last()->message);
-    }
+    ckpt__ms_wait_hook_savers(ms, "closing the session");
     ckpt_error_clear();
 }
 

@@ -208,6 +208,10 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver);
 /* Once a step has called the fence: complete every registered saver's
  * open snapshot (at the end of every step). */
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms);
+/* Wait (each within stop_grace_period_s) for the writes in flight of the
+ * checkpoint hooks' savers still registered, the scaffold's excepted;
+ * failures are logged as WARN prefixed with `when`. */
+void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when);
 
 /* Sleep for `seconds` of real time (the recovery back-off). */
 void ckpt__sleep_s(double seconds);

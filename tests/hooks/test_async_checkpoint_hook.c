@@ -678,6 +678,43 @@ static void test_f15_own_saver_write_lands_before_recovery(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+static int end_fails(ckpt_session *s, void *payload)
+{
+    (void)s;
+    (void)payload;
+    return CKPT_EUSER;
+}
+
+/* F5 with B29: a hook before the checkpoint hook fails in end, so the
+ * checkpoint hook gets neither end nor on_abort; close still waits for its
+ * write in flight (within the grace period) before it returns the error. */
+static void test_f5_close_waits_when_an_earlier_end_fails(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_hook hooks[2];
+    ckpt_monitored_session *ms;
+    pthread_t t;
+    memset(&hooks[0], 0, sizeof(hooks[0]));
+    hooks[0].version = CKPT_HOOK_VERSION;
+    hooks[0].name = "fails in end";
+    hooks[0].end = end_fails;
+    hooks[1] = new_async_hook(f, CKPT_BUSY_SKIP, 2, 1, -1.0);
+    ms = ck_session(f, hooks, 2);
+    ck_wait_idle(&hooks[1]);
+    gate_close(&f->cfs.gate);
+    assert_ckpt_ok(ck_run(f, ms)); /* 1 */
+    assert_ckpt_ok(ck_run(f, ms)); /* 2: its write is held */
+    gate_wait_blocked(&f->cfs.gate);
+    assert_int_equal(pthread_create(&t, NULL, open_later, &f->cfs.gate), 0);
+    assert_ckpt_error(ckpt_monitored_session_close(ms, 0), CKPT_EUSER,
+                      "fails in end");
+    assert_true(ck_has_checkpoint(f, 2)); /* landed before close returned */
+    pthread_join(t, NULL);
+    ck_expect_checkpoint(f, 2, 2);
+    assert_int_equal(count_kind(f, EV_END, -1), 0);
+    ckpt_monitored_session_free(ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -703,6 +740,7 @@ int main(void)
         T(test_b57_async_state_file_names_only_complete_checkpoints),
         T(test_b49_async_scaffold_saver_across_recovery),
         T(test_f15_own_saver_write_lands_before_recovery),
+        T(test_f5_close_waits_when_an_earlier_end_fails),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
