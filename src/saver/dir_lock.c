@@ -47,8 +47,10 @@ static int lock_new(const char *dir, struct ckpt__dir_lock *l)
             CKPT_EBUSY,
             "checkpoint directory %s is in use by a saver of another "
             "process: two savers would delete each other's temporary files. "
-            "Read its checkpoints with ckpt_latest_checkpoint and the bundle "
-            "reader, or save to another directory",
+            "If that is an earlier run still exiting (an MPI job's ranks can "
+            "outlive a killed mpiexec by seconds), try again once it has "
+            "ended; else read its checkpoints with ckpt_latest_checkpoint and "
+            "the bundle reader, or save to another directory",
             dir);
     }
     close(l->fd); /* no flock here: go on unprotected */

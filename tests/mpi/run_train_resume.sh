@@ -7,6 +7,8 @@
 #   - relaunched on 2 and 3 ranks it resumes at the same step (the weights
 #     restore; ranks without a stored data position start theirs afresh)
 #     and leaves the checkpoint as it was;
+#   - SIGTERM to one rank stops every rank at the same step, with a final
+#     checkpoint of that step, and exit status 0;
 #   - ranks bound to one core get a note from rank 0, ranks with two none.
 # Usage: run_train_resume.sh CKPT_TRAIN CKPT MPIEXEC [MPIEXEC_FLAGS...]
 set -euo pipefail
@@ -65,6 +67,28 @@ done
 "$ckpt" diff "$tmp/a/model.ckpt-40" "$tmp/b/model.ckpt-40" ||
     die "relaunching on 2 and 3 ranks changed the checkpoint"
 echo "ok: relaunched on 2 and 3 ranks at step 40"
+
+# SIGTERM to one rank only: all stop together, save the stop step, exit 0.
+"$mpiexec" "${flags[@]}" -n 3 "$train" --distributed --dir "$tmp/f" \
+    --steps 100000000 --save-steps 10 --quiet --hidden 16 >"$tmp/f.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do
+    [ -f "$tmp/f/checkpoint" ] && break
+    sleep 0.05
+done
+rank=$(pgrep -P "$pid" | sed -n 2p)
+[ -n "$rank" ] || die "no rank process found under mpiexec $pid"
+kill -TERM "$rank"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 0 ] || die "SIGTERM to one rank: exit $rc: $(cat "$tmp/f.out")"
+n=$(sed -n 's/^done: step \([0-9]*\) on 3 ranks$/\1/p' "$tmp/f.out")
+[ -n "$n" ] || die "SIGTERM to one rank printed: $(cat "$tmp/f.out")"
+grep -qx "model_checkpoint_path: \"model.ckpt-$n\"" "$tmp/f/checkpoint" ||
+    die "after SIGTERM at step $n the state file is: $(cat "$tmp/f/checkpoint")"
+"$ckpt" verify "$tmp/f/model.ckpt-$n" >/dev/null ||
+    die "the final checkpoint of step $n does not verify"
+echo "ok: SIGTERM to one rank, all stopped at step $n with its checkpoint"
 
 # A rank confined to one core is told so (once, by rank 0); one with two
 # is not. Open MPI on 2 cores or more only: --bind-to none leaves each rank

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,33 @@ typedef struct dist_trainer {
     int64_t global_step;
     float *batch_x;
     int32_t *batch_y;
-    float *grads; /* every gradient, packed for one allreduce */
+    float *grads; /* every gradient, packed for one allreduce, then the
+                     stop vote (grads[ngrads]) */
     size_t ngrads;
+    int stopped; /* some rank caught SIGTERM or SIGINT: all stopped */
 } dist_trainer;
+
+/* ---- stopping on a signal --------------------------------------------------
+ * SIGTERM or SIGINT reaches ranks at different steps (or one rank only), so
+ * a rank does not stop alone: it votes to stop in the step's allreduce,
+ * and every rank stops after the first step in which any rank voted, then
+ * closes the session together (the final checkpoint is collective). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void catch_stop_signals(int install)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = install ? on_stop_signal : SIG_DFL;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
 
 int ckpt_train_wants_distributed(int argc, char **argv)
 {
@@ -139,11 +164,16 @@ static int train_step(ckpt_step_context *sc, void *payload)
     dataset_next_batch(&t->data, t->model.batch, t->batch_x, t->batch_y);
     loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
     pack_grads(t, 0);
-    MPI_Allreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads, MPI_FLOAT, MPI_SUM,
-                  MPI_COMM_WORLD);
+    t->grads[t->ngrads] = stop_signal != 0 ? 1.0f : 0.0f;
+    MPI_Allreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads + 1, MPI_FLOAT,
+                  MPI_SUM, MPI_COMM_WORLD);
     pack_grads(t, 1);
     mlp_apply_gradients(&t->model);
     t->global_step++;
+    if (t->grads[t->ngrads] > 0.0f) {
+        t->stopped = 1;
+        ckpt_step_context_request_stop(sc); /* every rank, this step */
+    }
     if (!t->o.quiet && t->rank == 0 && t->global_step % t->o.save_steps == 0)
         printf("step %" PRId64 " loss %.4f (rank 0's batch)\n", t->global_step,
                (double)loss);
@@ -168,7 +198,7 @@ static int setup(dist_trainer *t)
     for (int l = 0; l < t->model.nlayers; l++)
         grads += (size_t)(t->model.layers[l].in + 1) *
                  (size_t)t->model.layers[l].out;
-    t->grads = malloc(grads * sizeof(float));
+    t->grads = malloc((grads + 1) * sizeof(float)); /* + the stop vote */
     return t->grads ? 0 : -1;
 }
 
@@ -274,16 +304,21 @@ static int run(dist_trainer *t)
         printf("resumed at step %" PRId64 " on %d ranks\n", t->global_step,
                t->size);
     err = 0;
+    catch_stop_signals(1);
     while (err == 0 && t->global_step < t->o.steps &&
            !ckpt_monitored_session_should_stop(ms, NULL))
         err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
     if (err < 0 && !ckpt_is_clean_end(err))
         fail(t->rank, "training step");
     err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
+    catch_stop_signals(0);
     if (err < 0)
         fail(t->rank, "closing the session");
     else
         code = 0;
+    if (code == 0 && t->rank == 0 && t->stopped && !t->o.quiet)
+        printf("stopped by a signal at step %" PRId64 " on every rank\n",
+               t->global_step);
     if (code == 0 && t->rank == 0)
         printf("done: step %" PRId64 " on %d ranks\nsummary: steps=%" PRId64
                " ranks=%d\n",

@@ -41,7 +41,10 @@ static const char usage_text[] =
     "                     without --save-secs, --busy and --mode none\n"
     "\n"
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
-    "exits 0. Exit status: 0 done, 1 training or a save failed, 2 usage.\n";
+    "exits 0 (--distributed: every rank, after the first step in which any\n"
+    "rank caught it; signal the ranks, not mpiexec, which kills them a few\n"
+    "seconds after it is signalled). Exit status: 0 done, 1 training or a\n"
+    "save failed, 2 usage.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -125,8 +128,10 @@ int train_options_parse(train_options *o, int argc, char **argv,
         if (!strcmp(a, "--dir")) {
             o->dir = v;
         } else if (!strcmp(a, "--steps")) {
-            if (parse_int(v, 0, INT64_MAX, &n))
-                return usage_error("bad --steps '%s'", v);
+            if (parse_int(v, 1, INT64_MAX, &n))
+                return usage_error("bad --steps '%s' (the last global step to "
+                                   "train to: 1 or more)",
+                                   v);
             o->steps = n;
         } else if (!strcmp(a, "--save-steps")) {
             if (parse_int(v, 1, INT64_MAX, &n))
