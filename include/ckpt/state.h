@@ -34,8 +34,10 @@ CKPT_EXTERN(void) ckpt_state_dispose(ckpt_state *st);
  *  Accepts what TensorFlow's text parser accepts for this message: any
  *  field order, comments, quoted strings with escapes, adjacent string
  *  concatenation, inf/nan. `filename` only names the file in errors.
+ *  Timestamps whose count differs from the paths' (a path line deleted by
+ *  hand) are dropped: num_timestamps is then 0.
  *  @return 0, CKPT_ECORRUPT (malformed text, unknown field, missing
- *          model_checkpoint_path, timestamp count mismatch) or CKPT_ENOMEM */
+ *          model_checkpoint_path) or CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_state_parse(ckpt_state *out, const char *text,
                                   size_t len, const char *filename);
 

@@ -530,12 +530,12 @@ int ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
         goto done;
     }
     if (ps.num_stamps != 0 && ps.num_stamps != ps.num_paths) {
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: invalid checkpoint state: %zu "
-                          "all_model_checkpoint_timestamps for %zu "
-                          "all_model_checkpoint_paths",
-                          lx.filename, ps.num_stamps, ps.num_paths);
-        goto done;
+        /* TensorFlow's parser takes such a file (a path line deleted by
+         * hand, say), and so do we: timestamps that do not pair one to
+         * one with the paths are dropped, as if absent. */
+        ckpt__free(ps.stamps);
+        ps.stamps = NULL;
+        ps.num_stamps = 0;
     }
     out->model_checkpoint_path = ps.model_path;
     out->all_paths = ps.paths;

@@ -1,12 +1,14 @@
 /* tests/e2e/test_e2e_hostile_resume.c - ckpt-train resuming from a
  * checkpoint whose checksums hold but whose reading position could not
  * have been written by it (an out-of-range sample index in data/order, a
- * negative data/cursor): it refuses with a message naming the checkpoint
- * and the value, exit code 1, instead of indexing outside its data set. */
+ * negative data/cursor, a data/epoch at INT64_MAX): it refuses with a message
+ * naming the checkpoint and the value, exit code 1, instead of indexing outside
+ * its data set. */
 #include "e2e_util.h"
 
 #include "ckpt.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,7 @@ static void test_restored_position_out_of_range(void **state)
     char *dir = test_path(root, "order");
     int32_t huge = 0x7ffffff0;
     int64_t negative = -100000;
+    int64_t last = INT64_MAX;
     (void)state;
     expect_refused(dir, "data/order", 0, &huge, sizeof(huge),
                    "data/order is not a permutation of 0..");
@@ -91,6 +94,10 @@ static void test_restored_position_out_of_range(void **state)
     dir = test_path(root, "cursor");
     expect_refused(dir, "data/cursor", 0, &negative, sizeof(negative),
                    "data/cursor -100000 is outside 0..");
+    free(dir);
+    dir = test_path(root, "epoch"); /* its next increment would overflow */
+    expect_refused(dir, "data/epoch", 0, &last, sizeof(last),
+                   "data/epoch 9223372036854775807 is outside 0..");
     free(dir);
     test_remove_tree(root);
 }

@@ -91,8 +91,9 @@ int dataset_position_check(const dataset *d, char *why, size_t why_n)
                  d->cursor, d->n);
         return -1;
     }
-    if (d->epoch < 0) {
-        snprintf(why, why_n, "data/epoch %" PRId64 " is negative", d->epoch);
+    if (d->epoch < 0 || d->epoch == INT64_MAX) {
+        snprintf(why, why_n, "data/epoch %" PRId64 " is outside 0..%" PRId64,
+                 d->epoch, INT64_MAX - 1);
         return -1;
     }
     seen = calloc((size_t)d->n, 1);

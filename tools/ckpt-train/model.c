@@ -4,6 +4,7 @@
 #include "rng.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,7 +207,8 @@ void mlp_apply_gradients(mlp *m)
     }
     m->beta1_power *= m->beta1;
     m->beta2_power *= m->beta2;
-    m->iterations++;
+    if (m->iterations < INT64_MAX) /* a restored count may be anything */
+        m->iterations++;
 }
 
 float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
