@@ -3,7 +3,8 @@
  * checkpoints written here), each kind of difference (a changed value of
  * every dtype class, missing and extra tensors, dtype and shape), bitwise
  * versus --atol comparison (NaN payloads, -0, integers never tolerant),
- * the JSON report parsed with json-c, and usage and read errors (exit 2). */
+ * the JSON report parsed with json-c, a tensor partitioned differently on
+ * each side, and usage and read errors (exit 2). */
 #include "cli_run.h"
 
 #include <errno.h>
@@ -471,6 +472,104 @@ static void test_missing_and_extra(void **state)
     pair_free(&p);
 }
 
+/* A [4, 3] float tensor "w" (w[i][j] = 10 i + j, one element changed by
+ * `bump`) and an int32 scalar "step", with "w" written whole (`split` 0),
+ * as two row blocks (1) or as three pieces, a row block and the other
+ * rows' two column blocks (2). */
+static void write_split(const char *prefix, int split, float bump)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {2, {4, 3}}, scalar = {0, {0}};
+    float v[12], piece[12];
+    int32_t step = 7;
+    for (int i = 0; i < 12; i++)
+        v[i] = (float)(10 * (i / 3) + i % 3);
+    v[7] += bump;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    if (split == 0) {
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, "w", CKPT_DT_FLOAT, &full, v, sizeof(v)));
+    } else if (split == 1) {
+        ckpt_slice_extent top[2] = {{0, 2}, {0, 3}},
+                          bottom[2] = {{2, 2}, {0, 3}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, top, v, 24));
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, bottom, v + 6, 24));
+    } else {
+        ckpt_slice_extent row0[2] = {{0, 1}, {0, 3}};
+        ckpt_slice_extent left[2] = {{1, 3}, {0, 2}},
+                          right[2] = {{1, 3}, {2, 1}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, row0, v, 12));
+        for (int i = 0; i < 3; i++) {
+            piece[2 * i] = v[3 * (i + 1)];
+            piece[2 * i + 1] = v[3 * (i + 1) + 1];
+        }
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, left, piece, 24));
+        for (int i = 0; i < 3; i++)
+            piece[i] = v[3 * (i + 1) + 2];
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
+                                                    &full, right, piece, 12));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "step", CKPT_DT_INT32, &scalar,
+                                          &step, sizeof(step)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+/* A tensor split differently (or not at all) on each side is compared by
+ * its values; its pieces are neither compared nor counted on their own
+ * (a distributed checkpoint saved on 2 ranks against one saved on 3). */
+static void test_partitioned_differently(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *p[4];
+    cli_run r;
+    json_object *root;
+    char want[512];
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        char name[8];
+        snprintf(name, sizeof(name), "c%d", k);
+        p[k] = test_path(dir, name);
+        write_split(p[k], k < 3 ? k : 2, k < 3 ? 0.0f : 0.5f);
+    }
+    for (int x = 0; x < 3; x++) {
+        for (int y = 0; y < 3; y++) {
+            RUN(r, "diff", p[x], p[y]);
+            expect_status(&r, 0);
+            snprintf(want, sizeof(want), "%s and %s: equal, 2 tensors\n", p[x],
+                     p[y]);
+            assert_string_equal(r.out, want);
+            run_free(&r);
+        }
+    }
+    /* one element changed, in a piece the other side splits otherwise */
+    RUN(r, "diff", p[1], p[3]);
+    expect_status(&r, 1);
+    expect_contains(r.out, "w: values differ: 1 of 12 elements, max abs diff "
+                           "0.5\n");
+    expect_contains(r.out, "1 of 2 tensors differ\n");
+    assert_int_equal(count_lines(r.out), 2);
+    run_free(&r);
+    RUN(r, "diff", p[0], p[3], "--json");
+    expect_status(&r, 1);
+    root = parse_json(r.out);
+    assert_int_equal(json_object_get_int(jget(root, "tensors")), 2);
+    assert_int_equal(json_object_array_length(jget(root, "differences")), 1);
+    assert_int_equal(
+        json_object_get_int(
+            jget(find_difference(root, "w", "values"), "num_different")),
+        1);
+    json_object_put(root);
+    run_free(&r);
+    for (int k = 0; k < 4; k++)
+        free(p[k]);
+    test_remove_tree(dir);
+}
+
 static void test_dtype_and_shape(void **state)
 {
     pair p = make_pair(MUT_DTYPE | MUT_SHAPE);
@@ -595,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_nan_and_negative_zero),
         cmocka_unit_test(test_missing_and_extra),
         cmocka_unit_test(test_dtype_and_shape),
+        cmocka_unit_test(test_partitioned_differently),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_damaged_input),
     };

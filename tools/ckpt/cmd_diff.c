@@ -5,9 +5,11 @@
  * (float32, float64, float16, bfloat16 and each component of complex64 and
  * complex128) are equal when |a - b| <= X or both are NaN, while integers,
  * bools, strings and the 8-bit float formats must still match exactly.
- * Entries of partitioned tensors are compared like any other: the full
- * entry by dtype, shape and its values assembled from the slices (when
- * fixed-size), each slice entry by its values.
+ * A partitioned tensor (TensorFlow's slices, or a distributed checkpoint's
+ * pieces) of a fixed-size dtype is compared by its assembled values,
+ * however each side splits it (or does not), and its pieces' entries are
+ * not compared or counted on their own; the pieces of string tensors and
+ * of dtypes the library cannot decode are compared entry by entry.
  * Exit 0 when equal, 1 when anything differs, 2 on a usage error or input
  * that cannot be read. */
 #include "cli.h"
@@ -26,7 +28,9 @@ const cli_command cli_cmd_diff = {
     "latest checkpoints). A tensor present in only one of them, or whose\n"
     "dtype or shape differs, is a difference; so are differing values.\n"
     "Each differing tensor is listed with the number of differing elements\n"
-    "and the largest absolute difference.\n\n"
+    "and the largest absolute difference. A partitioned tensor is compared\n"
+    "by its whole values however each side splits it into pieces (strings\n"
+    "and dtypes ckpt cannot decode: piece by piece).\n\n"
     "  --atol X   floats (float32/64, float16, bfloat16, each component of\n"
     "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
     "             without it every value must be bitwise identical (NaN\n"
@@ -261,8 +265,17 @@ static int compare_streams(const diff_opts *o, ckpt_bundle_reader *ra,
     return err;
 }
 
-/* Two partitioned tensors assembled whole (host order), each allocated
- * only after its pieces were checked against their data files. */
+/* Whether a partitioned tensor of `dtype` is read assembled (and its
+ * pieces' entries are then left out of the comparison). */
+static int assembled_dtype(int dtype)
+{
+    return dtype != CKPT_DT_STRING && ckpt_dtype_is_supported(dtype) &&
+           ckpt_dtype_size(dtype) > 0;
+}
+
+/* Two tensors, at least one partitioned, read whole (host order; a
+ * partitioned one assembled), each allocated only after its pieces were
+ * checked against their data files. */
 static int compare_assembled(const diff_opts *o, ckpt_bundle_reader *ra,
                              const ckpt_tensor_entry *ea,
                              ckpt_bundle_reader *rb,
@@ -298,12 +311,14 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
     err = ckpt_shape_num_elements(&d->num_elements, &ea->shape);
     if (err < 0)
         return err;
+    if ((ea->num_slices > 0 || eb->num_slices > 0) &&
+        assembled_dtype(ea->dtype))
+        return compare_assembled(o, ra, ea, rb, eb, d, which);
     if ((ea->num_slices > 0) != (eb->num_slices > 0)) {
-        d->num_different = -1; /* partitioned in one only */
+        d->num_different = -1; /* partitioned in one only, not assembled */
         return 0;
     }
-    if (ea->num_slices > 0 &&
-        (ea->dtype == CKPT_DT_STRING || !ckpt_dtype_is_supported(ea->dtype)))
+    if (ea->num_slices > 0)
         return 0; /* not assembled: the slice entries are compared */
     if (ea->dtype == CKPT_DT_STRING) {
         ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
@@ -318,8 +333,6 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
         ckpt_string_array_dispose(&sb);
         return err;
     }
-    if (ea->num_slices > 0)
-        return compare_assembled(o, ra, ea, rb, eb, d, which);
     return compare_streams(o, ra, ea, rb, eb, d, which);
 }
 
@@ -518,7 +531,17 @@ static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
             i < na ? ckpt_bundle_reader_entry(ra, i) : NULL;
         const ckpt_tensor_entry *eb =
             j < nb ? ckpt_bundle_reader_entry(rb, j) : NULL;
-        int c = !ea ? 1 : !eb ? -1 : key_cmp(ea, eb);
+        int c;
+        /* pieces of tensors compared assembled: not on their own */
+        if (ea && ea->is_slice_key && assembled_dtype(ea->dtype)) {
+            i++;
+            continue;
+        }
+        if (eb && eb->is_slice_key && assembled_dtype(eb->dtype)) {
+            j++;
+            continue;
+        }
+        c = !ea ? 1 : !eb ? -1 : key_cmp(ea, eb);
         if (c < 0) {
             report_only(rep, ea, 1);
             i++;
