@@ -156,6 +156,15 @@ typedef struct ckpt__partitioned_read {
     bool swap; /* the bundle's byte order is not the host's */
 } ckpt__partitioned_read;
 
+/* Call `visit` with each slice the full entry lists, in stored order
+ * (`index` from 0), stopping at its first error; `shown` names the tensor
+ * in messages. 0, CKPT_ECORRUPT (malformed entry) or visit's error. */
+typedef int (*ckpt__slice_visit_fn)(int index, const ckpt__tensor_slice *s,
+                                    void *payload);
+int ckpt__partitioned_for_each_slice(const ckpt__partitioned_read *pr,
+                                     const char *shown,
+                                     ckpt__slice_visit_fn visit, void *payload);
+
 /* Read every piece of the partitioned tensor (each record's CRC checked
  * unless the reader skips checksums) and assemble the whole tensor,
  * row-major in its full shape, into `dst` (`dst_size` bytes, which must be

@@ -305,10 +305,10 @@ static int place_piece(struct assembly *as, int index,
     return scatter(as, index, lo, hi, (const uint8_t *)as->record.ptr);
 }
 
-/* Walk the `slices` fields of the full entry and place each piece. */
-static int place_all(struct assembly *as)
+int ckpt__partitioned_for_each_slice(const ckpt__partitioned_read *pr,
+                                     const char *shown,
+                                     ckpt__slice_visit_fn visit, void *payload)
 {
-    const ckpt__partitioned_read *pr = as->pr;
     ckpt__pb_reader rd;
     ckpt__pb_field f;
     int index = 0;
@@ -321,7 +321,7 @@ static int place_all(struct assembly *as)
         if (rc < 0)
             return ckpt__error(
                 CKPT_ECORRUPT, "%s: tensor '%s': malformed entry (byte %zu)",
-                pr->index_path, as->name, (size_t)(field - pr->proto));
+                pr->index_path, shown, (size_t)(field - pr->proto));
         if (rc == 0)
             return 0;
         if (f.number != ENTRY_SLICES)
@@ -330,12 +330,23 @@ static int place_all(struct assembly *as)
         rc = ckpt__bundle_entry_get_slice(&s, field, (size_t)(rd.p - field), 0);
         if (rc < 0)
             return ckpt__error_prefix(rc, "%s: tensor '%s': slice %d",
-                                      pr->index_path, as->name, index);
-        rc = place_piece(as, index, &s);
+                                      pr->index_path, shown, index);
+        rc = visit(index, &s, payload);
         if (rc < 0)
             return rc;
         index++;
     }
+}
+
+static int place_visit(int index, const ckpt__tensor_slice *s, void *payload)
+{
+    return place_piece(payload, index, s);
+}
+
+/* Walk the `slices` fields of the full entry and place each piece. */
+static int place_all(struct assembly *as)
+{
+    return ckpt__partitioned_for_each_slice(as->pr, as->name, place_visit, as);
 }
 
 /* How assemble treats the pieces' records. */

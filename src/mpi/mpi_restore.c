@@ -17,6 +17,7 @@
  * streamed by the reader's threads). */
 #include "mpi_internal.h"
 
+#include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "format/bundle_text.h"
 
@@ -362,6 +363,76 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     return err;
 }
 
+/* The pieces a partitioned tensor's full entry lists, as boxes in its
+ * full shape, sorted: read_overlapping reads only stored pieces listed
+ * there (as the single-process reader does), so every rank count reads
+ * the same pieces of a checkpoint. */
+typedef struct listed_boxes {
+    box *b;
+    size_t n;
+    const ckpt__mvar *v;
+} listed_boxes;
+
+/* The box of `sl` in v's full shape; 0 when it is not one of v's. */
+static int box_of(const ckpt__mvar *v, const ckpt__tensor_slice *sl, box *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (sl->rank != v->global.rank)
+        return 0;
+    for (int d = 0; d < sl->rank; d++) {
+        if (!ckpt__slice_extent_inside(sl, d, v->global.dims[d]))
+            return 0;
+        ckpt__slice_extent_range(sl, d, v->global.dims[d], &out->lo[d],
+                                 &out->hi[d]);
+    }
+    return 1;
+}
+
+static int box_cmp(const void *a, const void *b)
+{
+    const box *x = a, *y = b;
+    for (int d = 0; d < CKPT_MAX_RANK; d++) {
+        if (x->lo[d] != y->lo[d])
+            return x->lo[d] < y->lo[d] ? -1 : 1;
+        if (x->hi[d] != y->hi[d])
+            return x->hi[d] < y->hi[d] ? -1 : 1;
+    }
+    return 0;
+}
+
+static int add_listed(int index, const ckpt__tensor_slice *sl, void *payload)
+{
+    listed_boxes *l = payload;
+    (void)index;
+    if (box_of(l->v, sl, &l->b[l->n]))
+        l->n++;
+    return 0;
+}
+
+static int listed_pieces(restore_ctx *c, const ckpt__mvar *v,
+                         const ckpt_tensor_entry *full, listed_boxes *l)
+{
+    ckpt__partitioned_read pr;
+    int err = ckpt__bundle_reader_partitioned_read_of(&pr, c->r, full);
+    l->v = v;
+    l->n = 0;
+    l->b = ckpt__calloc((size_t)full->num_slices, sizeof(*l->b));
+    if (!l->b)
+        return ckpt__error_oom();
+    if (err == 0)
+        err = ckpt__partitioned_for_each_slice(&pr, v->name, add_listed, l);
+    if (err == 0 && l->n > 1)
+        qsort(l->b, l->n, sizeof(*l->b), box_cmp);
+    return err;
+}
+
+static int is_listed(const listed_boxes *l, const ckpt__tensor_slice *sl)
+{
+    box b;
+    return box_of(l->v, sl, &b) &&
+           bsearch(&b, l->b, l->n, sizeof(*l->b), box_cmp) != NULL;
+}
+
 /* Pieces checked pairwise for overlaps before read_overlapping marks
  * elements instead. */
 #define PAIRWISE_BOXES 64
@@ -382,6 +453,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     int64_t mylo[CKPT_MAX_RANK], myhi[CKPT_MAX_RANK];
     uint8_t *seen = NULL; /* one bit per element, past PAIRWISE_BOXES */
     box *boxes = NULL;
+    listed_boxes listed = {NULL, 0, NULL};
     size_t nboxes = 0, first = 0, end = 0;
     int64_t want = 1, covered = 0;
     int rank = v->global.rank;
@@ -399,15 +471,18 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     for (int d = 0; d < rank; d++)
         want *= v->local.dims[d];
     piece_bounds(v, mylo, myhi);
+    err = listed_pieces(c, v, full, &listed);
     boxes = ckpt__calloc(PAIRWISE_BOXES, sizeof(*boxes));
-    if (!boxes)
-        return ckpt__error_oom();
+    if (!boxes && err == 0)
+        err = ckpt__error_oom();
     pieces_of(c, v->name, &first, &end);
     for (size_t i = first; err == 0 && i < end; i++) {
         const ckpt_tensor_entry *e =
             ckpt_bundle_reader_entry(c->r, c->refs[i].entry);
         box got;
         int64_t vol = 1;
+        if (!is_listed(&listed, &c->refs[i].sl))
+            continue; /* a stored piece its entry does not list */
         err = copy_overlap(c->s, c->r, prefix, v, e, &c->refs[i].sl, dst, &got,
                            &c->rec);
         for (int d = 0; err == 0 && d < rank; d++)
@@ -441,6 +516,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
         }
     }
     ckpt__free(seen);
+    ckpt__free(listed.b);
     if (err == 0 && covered != want)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': the stored pieces cover %lld of "

@@ -9,9 +9,12 @@
 #include "mpi_model.h"
 #include "test_util.h"
 
+#include "format/bundle_slices.h"
+#include "format/bundle_test_helpers.h"
 #include "support/fs_fault.h"
 #include "support/fs_forward.h"
 #include "support/fs_gated_remove.h"
+#include "util/crc32c.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -446,6 +449,85 @@ static void test_restore_from_many_pieces(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* "m" [240, 2] stored in two pieces of 120 rows, each under its slice
+ * key, while the full entry lists only the first: the second is not part
+ * of the checkpoint (ckpt verify says the slices cover half the tensor). */
+static void write_unlisted_piece(const char *prefix)
+{
+    static float v[480];
+    ckpt__tensor_slice sl[2];
+    ckpt__bundle_entry full, piece[2];
+    ckpt_buf header = CKPT_BUF_INIT, fullv = CKPT_BUF_INIT;
+    ckpt_buf key[2] = {CKPT_BUF_INIT, CKPT_BUF_INIT};
+    ckpt_buf pv[2] = {CKPT_BUF_INIT, CKPT_BUF_INIT};
+    ckpt_buf path = CKPT_BUF_INIT;
+    bt_kv kvs[4];
+    for (int i = 0; i < 480; i++)
+        v[i] = (float)i;
+    for (int k = 0; k < 2; k++) {
+        memset(&sl[k], 0, sizeof(sl[k]));
+        sl[k].rank = 2;
+        sl[k].start[0] = 120 * k;
+        sl[k].length[0] = 120;
+        sl[k].length[1] = -1;
+        assert_ckpt_ok(ckpt__slice_key_encode(&key[k], "m", 1, &sl[k]));
+        memset(&piece[k], 0, sizeof(piece[k]));
+        piece[k].dtype = CKPT_DT_FLOAT;
+        piece[k].shape.rank = 2;
+        piece[k].shape.dims[0] = 120;
+        piece[k].shape.dims[1] = 2;
+        piece[k].offset = 960 * k;
+        piece[k].size = 960;
+        piece[k].crc32c = ckpt__crc32c_mask(ckpt__crc32c(v + 240 * k, 960));
+        bt_entry(&pv[k], &piece[k]);
+    }
+    memset(&full, 0, sizeof(full));
+    full.dtype = CKPT_DT_FLOAT;
+    full.shape.rank = 2;
+    full.shape.dims[0] = 240;
+    full.shape.dims[1] = 2;
+    full.num_slices = 1;
+    full.slices = &sl[0];
+    bt_entry(&fullv, &full);
+    bt_header(&header, 1, 0);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[1] = (bt_kv){key[0].ptr, key[0].size, pv[0].ptr, pv[0].size};
+    kvs[2] = (bt_kv){key[1].ptr, key[1].size, pv[1].ptr, pv[1].size};
+    kvs[3] = (bt_kv){"m", 1, fullv.ptr, fullv.size};
+    assert_ckpt_ok(ckpt_bundle_index_path(&path, prefix));
+    bt_write_table(path.ptr, kvs, 4);
+    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
+    test_write_file(path.ptr, v, sizeof(v));
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&fullv);
+    for (int k = 0; k < 2; k++) {
+        ckpt_buf_dispose(&key[k]);
+        ckpt_buf_dispose(&pv[k]);
+    }
+}
+
+/* A stored piece its entry does not list is not read, on any number of
+ * ranks (it used to fill the rows of whichever rank it overlapped, so the
+ * restore succeeded on 2 or 3 ranks and failed on 1). */
+static void test_restore_ignores_unlisted_piece(void **state)
+{
+    fixture *f = *state;
+    static float buf[480];
+    char prefix[4200];
+    int64_t lo, hi;
+    ckpt_mpi_saver *s;
+    snprintf(prefix, sizeof(prefix), "%s/unlisted", f->dir);
+    if (test_rank() == 0)
+        write_unlisted_piece(prefix);
+    MPI_Barrier(MPI_COMM_WORLD);
+    s = open_many(f->dir, buf, &lo, &hi);
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, prefix), CKPT_ECORRUPT,
+                      "tensor 'm'");
+    assert_non_null(strstr(ckpt_error_last()->message, " cover "));
+    ckpt_mpi_saver_free(s);
+}
+
 static void test_mismatched_lists_rejected(void **state)
 {
     fixture *f = *state;
@@ -747,6 +829,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_overlapping_pieces_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_hole_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_ignores_unlisted_piece,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_from_many_pieces, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
