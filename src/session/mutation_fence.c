@@ -53,6 +53,8 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver)
 
 void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when)
 {
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved); /* the caller's error, if it has one */
     for (size_t i = 0; i < ms->num_fence_savers; i++) {
         int err;
         if (ms->fence_savers[i] == ms->owned_saver)
@@ -62,7 +64,7 @@ void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when)
             ckpt__ms_log(ms, CKPT_LOG_WARN, "%s: checkpoint hook's saver: %s",
                          when, ckpt_error_last()->message);
     }
-    ckpt_error_clear();
+    ckpt__error_restore(&saved);
 }
 
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)

@@ -210,7 +210,8 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver);
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms);
 /* Wait (each within stop_grace_period_s) for the writes in flight of the
  * checkpoint hooks' savers still registered, the scaffold's excepted;
- * failures are logged as WARN prefixed with `when`. */
+ * failures are logged as WARN prefixed with `when`; the thread's last
+ * error is left as it was. */
 void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when);
 
 /* Sleep for `seconds` of real time (the recovery back-off). */
