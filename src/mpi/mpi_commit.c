@@ -201,8 +201,10 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
         err = collect_full_entries(&m, s);
     if (err == 0)
         err = ckpt__dir_state_reconcile(&s->ds);
-    if (err == 0)
+    if (err == 0) {
+        ckpt__pending_note_write(&s->ds, op->stored.ptr, NULL);
         err = ckpt__dir_state_forget(&s->ds, op->stored.ptr);
+    }
     if (err == 0)
         err = rename_data_files(s, op, &m);
     if (err == 0)

@@ -360,6 +360,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     if (err < 0)
         goto done;
     ds->kept.last_preserved = st.last_preserved_timestamp;
+    ds->state_listed = 1;
     for (size_t i = 0; i < st.num_paths; i++) {
         double t;
         if (repeated[i]) {
@@ -486,6 +487,7 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
     for (size_t i = 0; i < evicted->n; i++)
         delete_evicted(ds, evicted->paths[i]);
     kept_dispose(evicted);
+    ckpt__pending_note_remove(ds); /* the save is done with */
 }
 
 int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
@@ -501,6 +503,8 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
     err = kept_copy_except(&next, &ds->kept, "");
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
+    if (err == 0 && evicted.n > 0)
+        ckpt__pending_note_write(ds, NULL, &evicted);
     if (err == 0)
         err = write_state(ds, &next);
     if (err < 0) {
@@ -512,9 +516,7 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
     kept_dispose(&ds->kept);
     ds->kept = next;
     ds->reconciled = 1;
-    for (size_t i = 0; i < evicted.n; i++)
-        delete_evicted(ds, evicted.paths[i]);
-    kept_dispose(&evicted);
+    ckpt__dir_state_delete_evicted(ds, &evicted);
     return 0;
 }
 
@@ -532,7 +534,9 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
     if (err < 0)
-        goto done; /* nothing written: the state file is as it was */
+        goto done;     /* nothing written: the state file is as it was */
+    if (evicted.n > 0) /* with the new checkpoint's name, noted at its start */
+        ckpt__pending_note_write(ds, stored, &evicted);
     err = write_state(ds, &next);
     if (err < 0) {
         /* The failure may have come after the rename (the directory sync):
@@ -545,6 +549,8 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     kept_dispose(&ds->kept);
     ds->kept = next;
     memset(&next, 0, sizeof(next));
+    if (evicted.n == 0)
+        ckpt__pending_note_remove(ds); /* named, nothing to delete */
     *evicted_out = evicted;
     memset(&evicted, 0, sizeof(evicted));
 done:

@@ -324,6 +324,7 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds)
     int err;
     if (directory_shared(ds))
         return 0;
+    ckpt__pending_note_apply(ds, ds->state_listed);
     err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
         err = remove_orphan_data(ds);

@@ -132,8 +132,11 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     pthread_mutex_lock(&s->ds_mu);
     err = ckpt__dir_state_reconcile(&s->ds);
     pthread_mutex_unlock(&s->ds_mu);
-    if (err == 0)
+    if (err == 0) {
+        /* before anything of this checkpoint can be complete and unnamed */
+        ckpt__pending_note_write(&s->ds, job->stored, NULL);
         err = forget_existing(s, job->stored, job->prefix);
+    }
     if (err == 0 && img) {
         int direct = use_direct(s);
         double w0 = ckpt_clock_monotonic(NULL);

@@ -61,7 +61,8 @@ typedef struct ckpt__dir_state {
     void *log_payload;
     int log_level;
     ckpt__dir_lock *lock; /* taken by ckpt__dir_state_recover */
-    int reconciled; /* ckpt__dir_state_reconcile ran (or had nothing to do) */
+    int reconciled;   /* ckpt__dir_state_reconcile ran (or had nothing to do) */
+    int state_listed; /* recovery read the state file (its list is kept) */
 } ckpt__dir_state;
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
@@ -167,6 +168,22 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
 int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
+
+/* ---- the note of a save in progress (pending_note.c) --------------------- */
+
+#define CKPT__PENDING_NOTE "checkpoint.pending"
+
+/* Note `stored` (may be NULL) and the names in `evicted` (may be NULL) as
+ * what the save in progress may leave unnamed; a failure is logged, never
+ * returned (the note only helps the next open clean up). */
+void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
+                              const ckpt__kept_list *evicted);
+/* The save is named and what it evicted deleted: forget the note. */
+void ckpt__pending_note_remove(const ckpt__dir_state *ds);
+/* At open: when the state file was read (`state_listed`), delete each
+ * complete checkpoint the note names that the list does not keep and the
+ * directory owns; then remove the note. Failures are logged. */
+void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed);
 
 /* ---- variables and staging images ---------------------------------------- */
 

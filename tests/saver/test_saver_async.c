@@ -6,10 +6,12 @@
 
 #include "support/fs_gated_remove.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -512,6 +514,107 @@ static void test_add_var_checks(void **state)
     ckpt_saver_free(s);
 }
 
+/* Copy the regular files of `from` into the new directory `to` (what a
+ * crash at this moment would leave on disk). */
+static void copy_dir(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    struct dirent *de;
+    assert_non_null(d);
+    assert_int_equal(mkdir(to, 0755), 0);
+    while ((de = readdir(d)) != NULL) {
+        char *src, *dst;
+        uint8_t *data;
+        size_t n = 0;
+        if (de->d_type != DT_REG)
+            continue;
+        src = test_path(from, de->d_name);
+        dst = test_path(to, de->d_name);
+        data = test_read_file(src, &n);
+        test_write_file(dst, data, n);
+        free(data);
+        free(src);
+        free(dst);
+    }
+    closedir(d);
+}
+
+/* The note of a save in progress: while retention's deletion of the
+ * evicted checkpoint is held, checkpoint.pending names the new checkpoint
+ * and the evicted one. A directory left like that (a crash) opens with the
+ * evicted checkpoint deleted, the listed one kept and the note gone, where
+ * an unnoted unlisted checkpoint stays (a stray). Once the deletion has
+ * run, the note is gone. */
+static void test_pending_note_after_crash(void **state)
+{
+    fixture *f = *state;
+    static ckpt_fs_gated_remove g;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char *note = test_path(f->dir, "checkpoint.pending");
+    char *crash = test_path(f->dir, "crash");
+    char *orig, *copied;
+    uint8_t *index1;
+    size_t index1_n = 0;
+    uint8_t *text;
+    size_t n = 0;
+    ckpt_fs_gated_remove_init(&g);
+    o.fs = &g.fwd.fs;
+    o.max_to_keep = 1;
+    s = open_saver_with(f, &o);
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    copied = test_path(f->dir, "model.ckpt-1.index");
+    index1 = test_read_file(copied, &index1_n);
+    free(copied);
+    atomic_store(&g.closed, 1);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    wait_remove_held(&g);
+    text = test_read_file(note, &n);
+    assert_int_equal(n, strlen("model.ckpt-2\nmodel.ckpt-1\n"));
+    assert_memory_equal(text, "model.ckpt-2\nmodel.ckpt-1\n", n);
+    free(text);
+    /* a crash now, or just before the index went (removed first, then the
+     * data files, whose removal is held) */
+    copy_dir(f->dir, crash);
+    copied = test_path(crash, "model.ckpt-1.index");
+    test_write_file(copied, index1, index1_n);
+    free(copied);
+    free(index1);
+    atomic_store(&g.closed, 0);
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    ckpt_saver_free(s);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+
+    /* the crashed copy: a stray of the user's own is not noted */
+    orig = f->dir;
+    f->dir = crash;
+    copied = test_path(crash, "model.ckpt-2.index");
+    text = test_read_file(copied, &n);
+    free(copied);
+    copied = test_path(crash, "model.ckpt-7.index");
+    test_write_file(copied, text, n);
+    free(copied);
+    free(text);
+    assert_true(file_exists(crash, "model.ckpt-1.index"));
+    o = (ckpt_saver_options)CKPT_SAVER_OPTIONS_INIT;
+    o.max_to_keep = 1;
+    s = open_saver_with(f, &o);
+    ckpt_saver_free(s);
+    f->dir = orig;
+    assert_false(file_exists(crash, "model.ckpt-1.index"));
+    assert_int_equal(count_files(crash, "model.ckpt-1."), 0);
+    assert_true(file_exists(crash, "model.ckpt-2.index"));
+    assert_true(file_exists(crash, "model.ckpt-7.index"));
+    assert_false(file_exists(crash, "checkpoint.pending"));
+    free(crash);
+    free(note);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +631,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_retention_deletes_after_the_save,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pending_note_after_crash, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
     };

@@ -1,0 +1,127 @@
+/* saver/pending_note.c - the note of what a save in progress may leave
+ * behind: "<dir>/checkpoint.pending", one checkpoint name per line (as the
+ * state file stores it). A save writes it before it puts its files in
+ * place (its own name) and again before the state file drops what
+ * retention evicts (those names too), and removes it once the checkpoint
+ * is named and the evicted ones are deleted. A crash in between leaves
+ * complete checkpoints the state file does not name; the next open deletes
+ * those the note names, and only while the state file it read is intact
+ * and does not list them. Complete checkpoints nobody noted (a user's own
+ * copy, a state file damaged by hand) are still left in place with a
+ * warning (dir_sweep.c). The note is written without fsync: a power cut
+ * may lose it, which leaves such checkpoints in place, as before, and
+ * never deletes more. */
+#include "io/fs_internal.h"
+#include "saver_internal.h"
+
+#include <string.h>
+
+/* The note's largest size read back: the longest lists a state file can
+ * hold, and a little more. */
+#define NOTE_MAX (CKPT_STATE_MAX_SIZE + 4096)
+
+static int note_path(const ckpt__dir_state *ds, ckpt_buf *out)
+{
+    return ckpt__path_join(out, ds->dir, CKPT__PENDING_NOTE);
+}
+
+/* Append `name` and a newline; names holding a newline are left out (the
+ * note could not give them back; such a name is only ever kept). */
+static int append_name(ckpt_buf *text, const char *name)
+{
+    if (strchr(name, '\n'))
+        return 0;
+    return ckpt__buf_printf(text, "%s\n", name);
+}
+
+void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
+                              const ckpt__kept_list *evicted)
+{
+    ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
+    ckpt_file *f = NULL;
+    ckpt__saved_error saved;
+    int err;
+    ckpt__error_save(&saved);
+    err = note_path(ds, &path);
+    if (err == 0 && stored)
+        err = append_name(&text, stored);
+    for (size_t i = 0; err == 0 && evicted && i < evicted->n; i++)
+        err = append_name(&text, evicted->paths[i]);
+    if (err == 0) {
+        ckpt__fs_remove_quiet(ds->fs, path.ptr);
+        err = ckpt__fs_open_write(ds->fs, &f, path.ptr, CKPT_OPEN_EXCL);
+    }
+    if (err == 0)
+        err = ckpt__fs_write(ds->fs, f, text.ptr, text.size);
+    if (f && ckpt__fs_close(ds->fs, f) < 0 && err == 0)
+        err = ckpt_error_last()->code;
+    if (err < 0)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: cannot note the save in progress (a crash now may "
+                     "leave a checkpoint the next open does not delete): %s",
+                     ds->dir, ckpt_error_last()->message);
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&text);
+    ckpt__error_restore(&saved);
+}
+
+void ckpt__pending_note_remove(const ckpt__dir_state *ds)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    if (note_path(ds, &path) == 0)
+        ckpt__fs_remove_quiet(ds->fs, path.ptr);
+    ckpt_buf_dispose(&path);
+}
+
+/* Delete the checkpoint `name` the note gives, when nothing keeps it. */
+static void remove_noted(ckpt__dir_state *ds, const char *name)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!*name || ckpt__kept_find(&ds->kept, name) < ds->kept.n ||
+        !ckpt__dir_state_owns(ds, name))
+        return;
+    ckpt_buf index = CKPT_BUF_INIT;
+    err = ckpt_state_resolve(&prefix, ds->dir, name);
+    if (err == 0)
+        err = ckpt_bundle_index_path(&index, prefix.ptr);
+    if (err == 0 && ckpt__fs_exists(ds->fs, index.ptr) == 1) {
+        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                     "%s: removing %s: an interrupted save or deletion left "
+                     "it, and the state file does not name it",
+                     ds->dir, name);
+        if (ckpt__remove_checkpoint_files(ds->fs, prefix.ptr) < 0)
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN, "%s: removing %s: %s", ds->dir,
+                         name, ckpt_error_last()->message);
+    }
+    ckpt_buf_dispose(&index);
+    ckpt_buf_dispose(&prefix);
+}
+
+void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed)
+{
+    ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
+    ckpt__saved_error saved;
+    int err;
+    ckpt__error_save(&saved);
+    err = note_path(ds, &path);
+    if (err == 0)
+        err = ckpt__fs_read_file_max(&text, ds->fs, path.ptr, NOTE_MAX);
+    if (err == 0 && state_listed) {
+        char *p = text.ptr, *end = text.ptr + text.size;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            if (!nl)
+                break; /* a cut last line: not a name */
+            *nl = '\0';
+            if (strlen(p) == (size_t)(nl - p))
+                remove_noted(ds, p);
+            p = nl + 1;
+        }
+    }
+    if (err != CKPT_ENOTFOUND && path.ptr) /* read or not: done with */
+        ckpt__fs_remove_quiet(ds->fs, path.ptr);
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&text);
+    ckpt__error_restore(&saved);
+}
