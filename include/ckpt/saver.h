@@ -141,14 +141,18 @@ typedef struct ckpt_saver ckpt_saver;
  *  an entry listed twice counts once (its last place). Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
- *  restore deletes no checkpoint (as TensorFlow's). Then what a crash during a save or a deletion leaves that
- *  nothing can read is removed, and nothing else: temporary files (names
- *  ending in ".tempstate" and hex digits, or "checkpoint.tmp" and hex
- *  digits) and data files "<basename>-<step>.data-*" whose index is
- *  missing. A complete "<basename>-<step>" checkpoint the state file does
- *  not list (a save or deletion a crash cut short, or files put there) is
- *  readable, so it is left in place, never listed or deleted by
- *  retention, with a warning in the log (`ckpt ls` shows it as stray).
+ *  restore deletes no checkpoint (as TensorFlow's). Then what a crash
+ *  during a save or a deletion leaves that nothing can read is removed:
+ *  temporary files (names ending in ".tempstate" and hex digits, or
+ *  "checkpoint.tmp" and hex digits) and data files
+ *  "<basename>-<step>.data-*" whose index is missing; and the complete
+ *  checkpoints an interrupted save noted in "checkpoint.pending" (its own,
+ *  before the state file named it; those retention evicted, before they
+ *  were deleted) that the state file, read intact, does not list. Nothing
+ *  else: any other complete "<basename>-<step>" checkpoint the state file
+ *  does not list (files put there, a note a power cut lost) is readable,
+ *  so it is left in place, never listed or deleted by retention, with a
+ *  warning in the log (`ckpt ls` shows it as stray).
  *  What cannot be removed (a directory of such a name) is logged and left.
  *  An unparsable state file is logged and treated as empty.
  *  One process at a time saves into a directory: on the POSIX file system
