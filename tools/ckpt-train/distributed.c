@@ -257,6 +257,10 @@ static int run(dist_trainer *t)
     int err, code = 1;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
+    if (t->rank == 0) { /* what recovery finds and does, as ranks agree */
+        so.base.log = ckpt_log_stderr;
+        so.base.log_level = t->o.quiet ? CKPT_LOG_WARN : CKPT_LOG_INFO;
+    }
     if (t->rank == 0 && train_make_dirs(t->o.dir) != 0)
         fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->o.dir,
                 strerror(errno));
