@@ -328,8 +328,13 @@ static double index_mtime(const ckpt__dir_state *ds, const char *prefix,
     return t > 0 && t < now ? t : now;
 }
 
+/* A hostile state file may list millions of entries: the first few of
+ * each kind of problem are logged one by one, then a count. */
+#define LOGGED_PER_KIND 10
+
 int ckpt__dir_state_recover(ckpt__dir_state *ds)
 {
+    size_t repeats = 0, dropped = 0;
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
     unsigned char *repeated = NULL;
@@ -364,9 +369,11 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     for (size_t i = 0; i < st.num_paths; i++) {
         double t;
         if (repeated[i]) {
-            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
-                         "%s: %s is listed more than once: keeping the last",
-                         ds->dir, st.all_paths[i]);
+            if (++repeats <= LOGGED_PER_KIND)
+                CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                             "%s: %s is listed more than once: keeping the "
+                             "last",
+                             ds->dir, st.all_paths[i]);
             changed = 1;
             continue;
         }
@@ -377,9 +384,11 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
         if (err == 0) {
-            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
-                         "%s: dropping %s from the list: its index is missing",
-                         ds->dir, st.all_paths[i]);
+            if (++dropped <= LOGGED_PER_KIND)
+                CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                             "%s: dropping %s from the list: its index is "
+                             "missing",
+                             ds->dir, st.all_paths[i]);
             changed = 1;
             continue;
         }
@@ -392,6 +401,15 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
     }
+    if (repeats > LOGGED_PER_KIND)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: %zu entries listed more than once in all", ds->dir,
+                     repeats);
+    if (dropped > LOGGED_PER_KIND)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: %zu entries dropped from the list in all (their "
+                     "index is missing)",
+                     ds->dir, dropped);
     /* Retention is not applied here but at the next save (in one pass):
      * a saver opened only to restore deletes nothing, as in TensorFlow. */
     if (ds->max_to_keep > 0 && ds->kept.n > (size_t)ds->max_to_keep)

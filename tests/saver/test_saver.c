@@ -678,6 +678,41 @@ static void test_recover_removes_crash_leftovers(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* A state file listing many entries whose index is missing logs the first
+ * ten one by one, then a count (a hostile one listed 400,000). */
+static void test_recover_logs_many_drops_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    logbuf lb = {{0}};
+    static char text[4096];
+    size_t used;
+    char path[4200];
+    int lines = 0;
+    s = open_saver(f, NULL);
+    save_steps(s, f, 1, 1);
+    ckpt_saver_free(s);
+    used = (size_t)snprintf(text, sizeof(text),
+                            "model_checkpoint_path: \"model.ckpt-1\"\n"
+                            "all_model_checkpoint_paths: \"model.ckpt-1\"\n");
+    for (int i = 0; i < 25; i++)
+        used +=
+            (size_t)snprintf(text + used, sizeof(text) - used,
+                             "all_model_checkpoint_paths: \"gone-%d\"\n", i);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, text, used);
+    o.log = capture_log;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
+    ckpt_saver_free(s);
+    for (const char *p = lb.text; (p = strstr(p, "dropping ")) != NULL; p++)
+        lines++;
+    assert_int_equal(lines, 10);
+    assert_non_null(strstr(lb.text, "25 entries dropped from the list in all"));
+}
+
 /* Two savers of one process on one directory (a hook's and a scaffold's,
  * say): the second one's recovery sweeps nothing, since what looks left
  * over may be the first one's save in flight; a later sole saver sweeps. */
@@ -871,6 +906,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_second_saver_of_process_sweeps_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_logs_many_drops_once,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
