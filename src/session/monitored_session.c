@@ -187,7 +187,10 @@ static int open_scaffold_saver(ckpt_monitored_session *ms)
     if (err < 0)
         goto done;
     err = ckpt_saver_open(&s, dir.ptr, &ms->saver_opts);
-    if (err == CKPT_ENOTFOUND && !ms->restore_from) {
+    /* a missing directory has nothing to restore; a file in its place is
+     * the caller's mistake, reported as the saver words it */
+    if (err == CKPT_ENOTFOUND && !ms->restore_from &&
+        !strstr(ckpt_error_last()->message, "is not a directory")) {
         ckpt__ms_log(ms, CKPT_LOG_INFO,
                      "checkpoint directory %s does not exist: nothing to "
                      "restore",

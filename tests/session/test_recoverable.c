@@ -169,6 +169,22 @@ static void test_b15_missing_checkpoint_dir_initialises(void **state)
     ckpt_buf_dispose(&dir);
 }
 
+/* A regular file where the checkpoint directory should be is an error
+ * naming it, not "nothing to restore". */
+static void test_file_as_checkpoint_dir_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_session_options o = base_options(f);
+    ckpt_buf file = CKPT_BUF_INIT;
+    assert_ckpt_ok(ckpt__buf_printf(&file, "%s/a-file", f->dir));
+    test_write_file(file.ptr, "x", 1);
+    o.checkpoint_dir = file.ptr;
+    assert_ckpt_error(open_session(f, &o), CKPT_ENOTFOUND,
+                      "is not a directory");
+    assert_int_equal(f->init_calls, 0);
+    ckpt_buf_dispose(&file);
+}
+
 static void test_b31_aborted_step_recreates_and_retries(void **state)
 {
     fixture *f = *state;
@@ -402,6 +418,7 @@ int main(void)
         T(test_b15_restore_from_explicit_prefix),
         T(test_b15_restore_from_missing_fails),
         T(test_b15_missing_checkpoint_dir_initialises),
+        T(test_file_as_checkpoint_dir_refused),
         T(test_b43_not_chief_never_restores_or_inits),
         T(test_b31_aborted_step_recreates_and_retries),
         T(test_b31_unavailable_in_hook_recreates),
