@@ -69,16 +69,6 @@ static void hook_logf(const hook_log *l, int level, const char *fmt, ...)
     va_end(ap);
 }
 
-static int need_global_step(const ckpt_graph *g, const char *hook)
-{
-    if (!ckpt_graph_global_step(g))
-        return ckpt__error(CKPT_ESTATE,
-                           "%s: the graph has no global step (create one "
-                           "with ckpt_graph_create_global_step)",
-                           hook);
-    return 0;
-}
-
 /* ---- StopAtStepHook ----------------------------------------------------- */
 
 typedef struct stop_at_step {
@@ -90,7 +80,7 @@ typedef struct stop_at_step {
 static int stop_begin(ckpt_graph *g, void *payload)
 {
     (void)payload;
-    return need_global_step(g, "StopAtStepHook");
+    return ckpt__graph_need_global_step(g, "StopAtStepHook");
 }
 
 static int stop_after_create(ckpt_session *s, ckpt_coordinator *coord,
@@ -163,7 +153,7 @@ static int counter_begin(ckpt_graph *g, void *payload)
 {
     step_counter *sc = payload;
     log_adopt_session(&sc->log, g);
-    return need_global_step(g, "StepCounterHook");
+    return ckpt__graph_need_global_step(g, "StepCounterHook");
 }
 
 static int counter_after_create(ckpt_session *s, ckpt_coordinator *coord,

@@ -135,11 +135,9 @@ static int hook_begin(ckpt_graph *g, void *payload)
         err = make_dirs(h->fs, h->dir);
     if (err < 0)
         return err;
-    if (!ckpt_graph_global_step(g))
-        return ckpt__error(CKPT_ESTATE,
-                           "%s: the graph has no global step (create one "
-                           "with ckpt_graph_create_global_step)",
-                           h->name);
+    err = ckpt__graph_need_global_step(g, h->name);
+    if (err < 0)
+        return err;
     ckpt__ckhook_log(h, CKPT_LOG_INFO, "%s: saving checkpoints to %s/%s-<step>",
                      h->name, h->dir, planned_basename(h, g));
     return ckpt__ckhook_listeners_begin(h);

@@ -170,6 +170,13 @@ int ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage)
     CKPT__CHECK_ARG(storage);
     if (g->global_step)
         return ckpt__error(CKPT_EEXISTS, "graph: a global step already exists");
+    if (ckpt_graph_find(g, GLOBAL_STEP_NAME))
+        return ckpt__error(CKPT_EEXISTS,
+                           "graph: variable '%s' was added with "
+                           "ckpt_graph_add_var, which does not make it the "
+                           "global step: create it with "
+                           "ckpt_graph_create_global_step only",
+                           GLOBAL_STEP_NAME);
     memset(&var, 0, sizeof(var));
     var.name = GLOBAL_STEP_NAME;
     var.dtype = CKPT_DT_INT64;
@@ -180,6 +187,22 @@ int ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage)
         return err;
     g->global_step = storage;
     return 0;
+}
+
+int ckpt__graph_need_global_step(const ckpt_graph *g, const char *who)
+{
+    if (g && g->global_step)
+        return 0;
+    if (g && ckpt_graph_find(g, GLOBAL_STEP_NAME))
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: the graph has no global step: its variable "
+                           "'%s' was added with ckpt_graph_add_var; create it "
+                           "with ckpt_graph_create_global_step instead",
+                           who, GLOBAL_STEP_NAME);
+    return ckpt__error(CKPT_ESTATE,
+                       "%s: the graph has no global step (create one with "
+                       "ckpt_graph_create_global_step)",
+                       who);
 }
 
 int64_t *ckpt_graph_global_step(const ckpt_graph *g)

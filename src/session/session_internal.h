@@ -208,6 +208,9 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver);
 /* Once a step has called the fence: complete every registered saver's
  * open snapshot (at the end of every step). */
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms);
+/* 0 when `g` has a global step, else CKPT_ESTATE naming `who`, and saying
+ * so when a variable of that name was added as an ordinary one. */
+int ckpt__graph_need_global_step(const ckpt_graph *g, const char *who);
 /* Wait (each within stop_grace_period_s) for the writes in flight of the
  * checkpoint hooks' savers still registered, the scaffold's excepted;
  * failures are logged as WARN prefixed with `when`; the thread's last

@@ -79,6 +79,30 @@ static void test_graph_global_step(void **state)
     ckpt_graph_free(g);
 }
 
+/* A variable named "global_step" added as an ordinary one is not the
+ * global step, and both messages say how to make it one. */
+static void test_graph_global_step_added_as_var(void **state)
+{
+    ckpt_graph *g;
+    ckpt_hook h;
+    ckpt_monitored_session *ms = NULL;
+    int64_t step = 0;
+    ckpt_var v = {"global_step", CKPT_DT_INT64, {0, {0}}, &step,
+                  NULL,          NULL,          NULL};
+    (void)state;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+    assert_null(ckpt_graph_global_step(g));
+    assert_ckpt_error(ckpt_graph_create_global_step(g, &step), CKPT_EEXISTS,
+                      "was added with ckpt_graph_add_var");
+    assert_ckpt_ok(ckpt_stop_at_step_hook_new(&h, 5, 0));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, g, &h, 1, NULL),
+                      CKPT_ESTATE,
+                      "'global_step' was added with ckpt_graph_add_var");
+    assert_null(ms);
+    ckpt_graph_free(g);
+}
+
 static void test_graph_frozen_by_session(void **state)
 {
     model m;
@@ -112,6 +136,7 @@ int main(void)
         cmocka_unit_test(test_graph_add_and_find),
         cmocka_unit_test(test_graph_rejects_bad_vars),
         cmocka_unit_test(test_graph_global_step),
+        cmocka_unit_test(test_graph_global_step_added_as_var),
         cmocka_unit_test(test_graph_frozen_by_session),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
