@@ -70,9 +70,9 @@ CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
 /** The latest checkpoint prefix of `dir`: model_checkpoint_path resolved,
  *  provided `<prefix>.index` exists; otherwise the newest entry of
  *  all_model_checkpoint_paths whose index exists.
- *  @return 0, or CKPT_ENOTFOUND (no state file, or no listed checkpoint has
- *          its index),
- *          CKPT_ECORRUPT (unparsable state file), CKPT_EIO */
+ *  @return 0, or CKPT_ENOTFOUND (no state file, an unparsable one, as
+ *          TensorFlow ignores it: the message gives the parse error; or no
+ *          listed checkpoint has its index), CKPT_EIO */
 CKPT_EXTERN(int) ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs,
                                         const char *dir);
 

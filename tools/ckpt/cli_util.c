@@ -249,6 +249,13 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
         if (!have_state)
             return sole_index_prefix(out, cmd, path);
         err = ckpt_latest_checkpoint(&latest, NULL, path);
+        if (err == CKPT_ENOTFOUND) {
+            /* "none" to the library; damage to this tool (exit 1) */
+            ckpt_state parsed = CKPT_STATE_INIT;
+            if (ckpt_state_read(&parsed, NULL, path) == CKPT_ECORRUPT)
+                err = CKPT_ECORRUPT;
+            ckpt_state_dispose(&parsed);
+        }
         if (err < 0) {
             ckpt_buf_dispose(&latest);
             return cli_lib_error(cmd, err, path);
