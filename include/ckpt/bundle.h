@@ -195,6 +195,16 @@ CKPT_EXTERN(size_t) ckpt_bundle_reader_count(const ckpt_bundle_reader *r);
 CKPT_EXTERN(const ckpt_tensor_entry *)
 ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
 
+/** The entry's name as the library's messages show it, for a program's
+ *  own messages: printable ASCII (backslash excepted) as is, any other
+ *  byte as \xHH, cut after 200 bytes with "..."; a piece of a partitioned
+ *  tensor (a slice key) as "<name> (piece <spec>)", spec in TensorFlow's
+ *  notation ("0,2:-"). Writes at most `cap` bytes into `out`, NUL
+ *  included (cut when longer); returns `out` ("" for a NULL entry). */
+CKPT_EXTERN(const char *)
+ckpt_tensor_entry_shown_name(char *out, size_t cap,
+                             const ckpt_tensor_entry *e);
+
 /** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_find(const ckpt_tensor_entry **out,

@@ -431,6 +431,23 @@ static void test_roundtrip_rows(void **state)
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
     assert_int_equal(e->num_slices, 2);
     assert_false(e->is_slice_key);
+    /* names as messages show them: a piece by its tensor and extents */
+    {
+        char shown[64];
+        const char *first = ckpt_tensor_entry_shown_name(
+            shown, sizeof(shown), ckpt_bundle_reader_entry(r, 0));
+        assert_ptr_equal(first, shown);
+        assert_string_equal(shown, "w (piece 0,2:0,3)");
+        ckpt_tensor_entry_shown_name(shown, sizeof(shown),
+                                     ckpt_bundle_reader_entry(r, 1));
+        assert_string_equal(shown, "w (piece 2,2:0,3)");
+        ckpt_tensor_entry_shown_name(shown, sizeof(shown), e);
+        assert_string_equal(shown, "w");
+        ckpt_tensor_entry_shown_name(shown, 5, ckpt_bundle_reader_entry(r, 0));
+        assert_string_equal(shown, "w (p"); /* cut to the room given */
+        ckpt_tensor_entry_shown_name(shown, sizeof(shown), NULL);
+        assert_string_equal(shown, "");
+    }
     assert_int_equal(e->dtype, CKPT_DT_FLOAT);
     assert_int_equal(e->shape.rank, 2);
     assert_true(e->shape.dims[0] == 4 && e->shape.dims[1] == 3);

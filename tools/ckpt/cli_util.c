@@ -322,33 +322,19 @@ int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,
     return 0;
 }
 
-/* The library's messages show a name as printable ASCII (backslash
- * excepted) with every other byte as \xHH, cut after 200 bytes with "...":
- * "'<that>'" into a malloc'd string. */
+/* "'<the entry's name as the library's messages show it>'", malloc'd. */
 static char *quoted_as_library_shows(const ckpt_tensor_entry *e)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t shown = e->name_len < 200 ? e->name_len : 200;
-    char *q = cli_xmalloc(shown * 4 + 8);
-    size_t o = 0;
-    q[o++] = '\'';
-    for (size_t i = 0; i < shown; i++) {
-        unsigned char c = (unsigned char)e->name[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            q[o++] = (char)c;
-        } else {
-            q[o++] = '\\';
-            q[o++] = 'x';
-            q[o++] = hex[c >> 4];
-            q[o++] = hex[c & 15];
-        }
-    }
-    if (shown < e->name_len) {
-        memcpy(q + o, "...", 3);
-        o += 3;
-    }
-    q[o++] = '\'';
-    q[o] = '\0';
+    char shown[1024];
+    size_t n;
+    char *q;
+    ckpt_tensor_entry_shown_name(shown, sizeof(shown), e);
+    n = strlen(shown);
+    q = cli_xmalloc(n + 3);
+    q[0] = '\'';
+    memcpy(q + 1, shown, n);
+    q[n + 1] = '\'';
+    q[n + 2] = '\0';
     return q;
 }
 
@@ -358,13 +344,15 @@ void cli_tensor_error(const char *cmd, const char *prefix,
     const char *msg = ckpt_error_last()->message;
     char *quoted = quoted_as_library_shows(e);
     int named = strstr(msg, quoted) != NULL;
-    free(quoted);
     if (named && strstr(msg, prefix))
         cli_error(cmd, "%s", msg);
     else if (named)
         cli_error(cmd, "%s: %s", prefix, msg);
+    else if (e->is_slice_key)
+        cli_error(cmd, "%s: tensor %s: %s", prefix, cli_safe(quoted), msg);
     else
         cli_error(cmd, "%s: tensor '%s': %s", prefix, cli_safe_name(e), msg);
+    free(quoted);
 }
 
 int cli_entry_listed(const ckpt_tensor_entry *e)

@@ -338,21 +338,16 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
 
 /* ---- reporting ----------------------------------------------------------- */
 
-/* Printable name of an entry: slice keys are binary, so C-escaped. */
+/* Printable name of an entry: a slice key (binary) as the library shows
+ * it, "<name> (piece <spec>)". */
 static char *display_name(const ckpt_tensor_entry *e)
 {
-    char *s = NULL;
-    size_t n = 0;
-    FILE *f;
-    if (!e->is_slice_key) {
+    char shown[1024];
+    char *s;
+    if (e->is_slice_key)
+        s = strdup(ckpt_tensor_entry_shown_name(shown, sizeof(shown), e));
+    else
         s = strdup(cli_safe_name(e));
-    } else {
-        f = open_memstream(&s, &n);
-        if (f) {
-            cli_print_escaped(f, e->name, e->name_len);
-            fclose(f);
-        }
-    }
     if (!s)
         cli_out_of_memory();
     return s;
