@@ -10,6 +10,7 @@
 
 #include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
+#include "util/crc32c.h"
 
 #include <json-c/json.h>
 #include <snappy-c.h>
@@ -323,6 +324,30 @@ static void test_different_errors_each_said(void **state)
     run_free(&r);
 }
 
+/* repack of a tensor the writer refuses (a DT_RESOURCE record) names the
+ * tensor and the checkpoint it comes from, not only the destination. */
+static void test_repack_refused_tensor_named_with_source(void **state)
+{
+    bt_fixture *f = *state;
+    ckpt_buf e = CKPT_BUF_INIT;
+    const char *name = "res";
+    static const uint8_t bytes[4] = {1, 2, 3, 4};
+    int64_t one = 1;
+    char *out = test_path(f->dir, "out");
+    cli_run r;
+    hb_entry(&e, CKPT_DT_RESOURCE, &one, 1, 0, 4,
+             ckpt__crc32c_mask(ckpt__crc32c(bytes, 4)), NULL);
+    hb_write_index(f->index, &name, &e, 1);
+    test_write_file(f->data0, bytes, 4);
+    RUN_BOUNDED(r, "repack", f->prefix, out);
+    expect_status(&r, 2);
+    expect_contains(r.err, "copying tensor 'res' of ");
+    expect_contains(r.err, f->prefix);
+    run_free(&r);
+    ckpt_buf_dispose(&e);
+    free(out);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
@@ -340,6 +365,7 @@ int main(void)
         T(test_missing_data_file_said_once),
         T(test_different_errors_each_said),
         T(test_billion_shards_one_missing),
+        T(test_repack_refused_tensor_named_with_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,7 +224,10 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
             err = ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
                                                 rec.ptr, rec.size);
             if (err < 0) {
-                rc = cli_lib_error("repack", err, o->dst);
+                /* the writer names DST; the tensor comes from PREFIX */
+                cli_error("repack", "copying tensor '%s' of %s: %s",
+                          cli_safe_name(e), prefix, ckpt_error_last()->message);
+                rc = cli_exit_code(err);
             } else {
                 *kept += 1;
                 *bytes += (int64_t)rec.size;
