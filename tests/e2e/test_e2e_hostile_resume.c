@@ -102,10 +102,44 @@ static void test_restored_position_out_of_range(void **state)
     test_remove_tree(root);
 }
 
+/* A checkpoint whose stored global step differs from its name's (7 in
+ * model.ckpt-20): the "restored" line names the checkpoint restored, not
+ * the one the hook then saves at step 7. */
+static void test_restored_line_names_restored_checkpoint(void **state)
+{
+    char *root = test_make_temp_dir();
+    char *dir = test_path(root, "gs");
+    ckpt_buf latest = CKPT_BUF_INIT;
+    int64_t seven = 7;
+    char want[4300];
+    e2e_proc p;
+    (void)state;
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "20", "--save-steps", "10",
+                     "--hidden", "16", "--layers", "1", "--batch", "8",
+                     "--quiet"));
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
+    rewrite_with_patch(latest.ptr, "global_step", 0, &seven, sizeof(seven));
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "12", "--save-steps", "5",
+                     "--mode", "sync", "--hidden", "16", "--layers", "1",
+                     "--batch", "8", "--quiet"));
+    e2e_expect_exit(&p, 0);
+    snprintf(want, sizeof(want), "restored %s at step 7\n", latest.ptr);
+    e2e_expect_contains("ckpt-train stdout", p.out, want, 1);
+    e2e_proc_free(&p);
+    ckpt_buf_dispose(&latest);
+    free(dir);
+    test_remove_tree(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restored_position_out_of_range),
+        cmocka_unit_test(test_restored_line_names_restored_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

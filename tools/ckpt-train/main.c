@@ -278,6 +278,14 @@ int main(int argc, char **argv)
     sess.log_payload = so.log_payload;
     sess.scaffold.init_fn = note_fresh_start; /* nothing was restored */
     sess.scaffold.init_payload = &fresh;
+    /* What the session will restore: the directory's latest now (read
+     * before the checkpoint hook's initial save, which may write a newer
+     * one of the restored step's number when the step stored in the
+     * checkpoint is not its name's). */
+    if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0) {
+        ckpt_buf_dispose(&latest);
+        ckpt_error_clear();
+    }
     /* The session consumes the hooks, also when it fails. */
     err = ckpt_monitored_session_new(&ms, g, hooks, nhooks, &sess);
     if (err < 0) {
@@ -285,10 +293,6 @@ int main(int argc, char **argv)
         goto done;
     }
     if (!fresh) {
-        /* What the session restored is the directory's latest now (the
-         * hook does not save again at a restored step). */
-        if (ckpt_latest_checkpoint(&latest, NULL, t->opt.dir) != 0)
-            ckpt_buf_dispose(&latest);
         /* a path from the state file is data: shown escaped */
         ckpt_text_printable(shown, sizeof(shown),
                             latest.ptr ? latest.ptr : t->opt.dir);
