@@ -46,6 +46,10 @@ int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
  * return `code` unchanged; for adding the file or tensor name at a layer
  * that knows it. */
 int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
+/* What ckpt_latest_checkpoint's CKPT_ENOTFOUND says when the state file
+ * exists but does not parse (callers that warn about it look for it). */
+#define CKPT__STATE_UNREADABLE "the state file is unreadable"
+
 /* Record "out of memory" and return CKPT_ENOMEM. */
 int ckpt__error_oom(void);
 

@@ -311,10 +311,9 @@ int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
     fs = ckpt_fs_or_default(fs);
     err = ckpt_state_read(&st, fs, dir);
     if (err == CKPT_ECORRUPT) /* "none", as TensorFlow ignores such a file */
-        err = ckpt__error_prefix(CKPT_ENOTFOUND,
-                                 "%s: no latest checkpoint: the state file "
-                                 "is unreadable",
-                                 dir);
+        err = ckpt__error_prefix(
+            CKPT_ENOTFOUND, "%s: no latest checkpoint: " CKPT__STATE_UNREADABLE,
+            dir);
     if (err < 0)
         goto done;
     /* model_checkpoint_path first, then the listed ones, newest first. */

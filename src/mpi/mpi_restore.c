@@ -660,9 +660,9 @@ int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
         ckpt__mpi_op_finish(s);
     if (s->rank == 0) {
         err = ckpt_latest_checkpoint(prefix, s->fs, s->ds.dir);
-        if (err == CKPT_ENOTFOUND)
-            err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint to restore",
-                              s->ds.dir);
+        if (err == CKPT_ENOTFOUND) /* the reason kept (a damaged state) */
+            err = ckpt__error_prefix(CKPT_ENOTFOUND,
+                                     "%s: no checkpoint to restore", s->ds.dir);
         len = err == 0 ? (int)prefix->size : 0;
     }
     err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err,

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 #include <time.h>
 
 #define MAX_BACKOFF_S 60.0
@@ -56,7 +57,8 @@ static int restore_latest(ckpt_monitored_session *ms)
     else
         err = ckpt_latest_checkpoint(&prefix, ms->fs, ms->checkpoint_dir);
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
-        if (err == CKPT_ECORRUPT)
+        if (err == CKPT_ECORRUPT ||
+            strstr(ckpt_error_last()->message, CKPT__STATE_UNREADABLE))
             ckpt__ms_log(ms, CKPT_LOG_WARN,
                          "%s: unreadable state file (%s): initialising",
                          ms->checkpoint_dir, ckpt_error_last()->message);

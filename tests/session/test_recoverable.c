@@ -5,6 +5,7 @@
 #include "common/internal.h"
 #include "session_test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,35 @@ static void test_b15_missing_checkpoint_dir_initialises(void **state)
     assert_int_equal(f->init_calls, 1);
     assert_null(ckpt_session_saver(ckpt_monitored_session_session(f->ms)));
     ckpt_buf_dispose(&dir);
+}
+
+static void capture(int level, const char *msg, void *payload)
+{
+    char *buf = payload;
+    size_t used = strlen(buf);
+    if (level >= CKPT_LOG_WARN)
+        snprintf(buf + used, 2048 - used, "%s\n", msg);
+}
+
+/* A state file that does not parse: no latest checkpoint (B77), so the
+ * session initialises, and says why with a warning. */
+static void test_b77_unreadable_state_warns_and_initialises(void **state)
+{
+    fixture *f = *state;
+    ckpt_session_options o = base_options(f);
+    static char logged[2048];
+    char path[4200];
+    save_step5(f);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, "not a state file\n", 17);
+    logged[0] = '\0';
+    o.log = capture;
+    o.log_payload = logged;
+    assert_ckpt_ok(open_session(f, &o));
+    assert_int_equal(f->init_calls, 1);
+    assert_non_null(strstr(logged, "unreadable state file"));
+    assert_non_null(strstr(logged, "): initialising"));
+    assert_non_null(strstr(logged, "checkpoint:1:1"));
 }
 
 /* A regular file where the checkpoint directory should be is an error
@@ -419,6 +449,7 @@ int main(void)
         T(test_b15_restore_from_missing_fails),
         T(test_b15_missing_checkpoint_dir_initialises),
         T(test_file_as_checkpoint_dir_refused),
+        T(test_b77_unreadable_state_warns_and_initialises),
         T(test_b43_not_chief_never_restores_or_inits),
         T(test_b31_aborted_step_recreates_and_retries),
         T(test_b31_unavailable_in_hook_recreates),
