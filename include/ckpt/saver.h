@@ -141,7 +141,8 @@ typedef struct ckpt_saver ckpt_saver;
  *  an entry listed twice counts once (its last place). Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
- *  restore deletes no checkpoint (as TensorFlow's). Then what a crash
+ *  restore deletes no checkpoint the state file names (as TensorFlow's).
+ *  Then what a crash
  *  during a save or a deletion leaves that nothing can read is removed:
  *  temporary files (names ending in ".tempstate" and hex digits, or
  *  "checkpoint.tmp" and hex digits) and data files

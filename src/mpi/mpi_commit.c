@@ -218,6 +218,8 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
     }
     if (err == 0)
         ckpt__mpi_evict_later(s, &evicted);
+    if (err < 0 && !may_be_named) /* nothing of it complete: see save */
+        ckpt__pending_note_remove(&s->ds);
     if (err < 0 && !may_be_named && m.blobs) {
         if (indexed) {
             ckpt_buf index = CKPT_BUF_INIT;

@@ -365,7 +365,6 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     if (err < 0)
         goto done;
     ds->kept.last_preserved = st.last_preserved_timestamp;
-    ds->state_listed = 1;
     for (size_t i = 0; i < st.num_paths; i++) {
         double t;
         if (repeated[i]) {
@@ -424,7 +423,8 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             goto done;
     }
 cleanup:
-    err = ckpt__dir_state_sweep_leftovers(ds);
+    err = ckpt__dir_state_sweep_leftovers(ds, st.model_checkpoint_path ? &st
+                                                                       : NULL);
 done:
     ckpt__free(repeated);
     ckpt_buf_dispose(&prefix);

@@ -319,12 +319,13 @@ static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
     return err;
 }
 
-int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds)
+int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
+                                    const ckpt_state *listed)
 {
     int err;
     if (directory_shared(ds))
         return 0;
-    ckpt__pending_note_apply(ds, ds->state_listed);
+    ckpt__pending_note_apply(ds, listed);
     err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
         err = remove_orphan_data(ds);

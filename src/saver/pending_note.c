@@ -73,15 +73,36 @@ void ckpt__pending_note_remove(const ckpt__dir_state *ds)
     ckpt_buf_dispose(&path);
 }
 
-/* Delete the checkpoint `name` the note gives, when nothing keeps it. */
-static void remove_noted(ckpt__dir_state *ds, const char *name)
+/* The last component of `path`. */
+static const char *last_component(const char *path)
 {
-    ckpt_buf prefix = CKPT_BUF_INIT;
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Whether a path of the state file names the checkpoint `name` (this
+ * directory's: compared by last component, however the path is spelled). */
+static int listed_by_state(const ckpt_state *listed, const char *name)
+{
+    const char *base = last_component(name);
+    if (listed->model_checkpoint_path &&
+        strcmp(last_component(listed->model_checkpoint_path), base) == 0)
+        return 1;
+    for (size_t i = 0; i < listed->num_paths; i++)
+        if (strcmp(last_component(listed->all_paths[i]), base) == 0)
+            return 1;
+    return 0;
+}
+
+/* Delete the checkpoint `name` the note gives, when nothing names it. */
+static void remove_noted(ckpt__dir_state *ds, const ckpt_state *listed,
+                         const char *name)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
     int err;
-    if (!*name || ckpt__kept_find(&ds->kept, name) < ds->kept.n ||
+    if (!*name || listed_by_state(listed, name) ||
         !ckpt__dir_state_owns(ds, name))
         return;
-    ckpt_buf index = CKPT_BUF_INIT;
     err = ckpt_state_resolve(&prefix, ds->dir, name);
     if (err == 0)
         err = ckpt_bundle_index_path(&index, prefix.ptr);
@@ -98,7 +119,7 @@ static void remove_noted(ckpt__dir_state *ds, const char *name)
     ckpt_buf_dispose(&prefix);
 }
 
-void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed)
+void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
     ckpt__saved_error saved;
@@ -107,7 +128,7 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed)
     err = note_path(ds, &path);
     if (err == 0)
         err = ckpt__fs_read_file_max(&text, ds->fs, path.ptr, NOTE_MAX);
-    if (err == 0 && state_listed) {
+    if (err == 0 && listed) {
         char *p = text.ptr, *end = text.ptr + text.size;
         while (p < end) {
             char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -115,7 +136,7 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed)
                 break; /* a cut last line: not a name */
             *nl = '\0';
             if (strlen(p) == (size_t)(nl - p))
-                remove_noted(ds, p);
+                remove_noted(ds, listed, p);
             p = nl + 1;
         }
     }

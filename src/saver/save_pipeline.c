@@ -52,7 +52,8 @@ static void sweep_after_failure(ckpt_saver *s)
  * may name it after all (its rollback failed too). What retention evicts
  * goes to `evicted`, for deletion after the save. */
 static int commit_checkpoint(ckpt_saver *s, const char *stored,
-                             const char *prefix, ckpt__kept_list *evicted)
+                             const char *prefix, ckpt__kept_list *evicted,
+                             int *may_be_named_out)
 {
     int err;
     int may_be_named = 0;
@@ -60,6 +61,7 @@ static int commit_checkpoint(ckpt_saver *s, const char *stored,
     err = ckpt__dir_state_commit_evicting(
         &s->ds, stored, ckpt_clock_wall(s->opts.clock), &may_be_named, evicted);
     pthread_mutex_unlock(&s->ds_mu);
+    *may_be_named_out = may_be_named;
     /* Never delete a checkpoint the state file on disk may still name. */
     if (err < 0 && !may_be_named) {
         ckpt__saved_error saved;
@@ -127,6 +129,7 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
 {
     double t0 = ckpt_clock_monotonic(s->opts.clock);
     uint64_t bytes = 0;
+    int may_be_named = 0;
     int err;
     sweep_after_failure(s);
     pthread_mutex_lock(&s->ds_mu);
@@ -148,9 +151,15 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
         err = ckpt__write_from_vars(s->fs, job->prefix, s->vars, s->nvars,
                                     &bytes);
     if (err == 0)
-        err = commit_checkpoint(s, job->stored, job->prefix, evicted);
+        err = commit_checkpoint(s, job->stored, job->prefix, evicted,
+                                &may_be_named);
     if (err < 0)
         s->need_cleanup = 1;
+    /* A failed save left nothing of its own complete (unless the state
+     * file may name it): what its note names must not be deleted later (a
+     * checkpoint of the same name it failed to replace, say). */
+    if (err < 0 && !may_be_named)
+        ckpt__pending_note_remove(&s->ds);
     *bytes_out = bytes;
     *seconds_out = ckpt_clock_monotonic(s->opts.clock) - t0;
     return err;

@@ -61,8 +61,7 @@ typedef struct ckpt__dir_state {
     void *log_payload;
     int log_level;
     ckpt__dir_lock *lock; /* taken by ckpt__dir_state_recover */
-    int reconciled;   /* ckpt__dir_state_reconcile ran (or had nothing to do) */
-    int state_listed; /* recovery read the state file (its list is kept) */
+    int reconciled; /* ckpt__dir_state_reconcile ran (or had nothing to do) */
 } ckpt__dir_state;
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
@@ -161,11 +160,14 @@ size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored);
 /* Remove temporary files of interrupted or failed saves from the
  * directory (names matching our temp patterns only). */
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
-/* Remove temporary files, then data files of <basename>-<step> checkpoints
- * whose index is missing; warn of complete numbered checkpoints the state
- * file does not list (left in place). The last step of
+/* Delete what the pending note names that `listed` (the state file as
+ * read; NULL when there is none or it did not parse) does not, remove
+ * temporary files, then data files of <basename>-<step> checkpoints whose
+ * index is missing; warn of complete numbered checkpoints the state file
+ * does not list (left in place). The last step of
  * ckpt__dir_state_recover. */
-int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds);
+int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
+                                    const ckpt_state *listed);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
 
@@ -180,10 +182,12 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
                               const ckpt__kept_list *evicted);
 /* The save is named and what it evicted deleted: forget the note. */
 void ckpt__pending_note_remove(const ckpt__dir_state *ds);
-/* At open: when the state file was read (`state_listed`), delete each
- * complete checkpoint the note names that the list does not keep and the
- * directory owns; then remove the note. Failures are logged. */
-void ckpt__pending_note_apply(ckpt__dir_state *ds, int state_listed);
+/* At open: when the state file was read (`listed` not NULL), delete each
+ * complete checkpoint the note names that the directory owns and that no
+ * path of the file (model_checkpoint_path or a listed one, compared by
+ * their last component, so another spelling of a path still counts) names;
+ * then remove the note. Failures are logged. */
+void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed);
 
 /* ---- variables and staging images ---------------------------------------- */
 

@@ -713,6 +713,45 @@ static void test_recover_logs_many_drops_once(void **state)
     assert_non_null(strstr(lb.text, "25 entries dropped from the list in all"));
 }
 
+/* The pending note never deletes a checkpoint the state file names, even
+ * only as model_checkpoint_path (a state file written by hand) or spelled
+ * as an absolute path (TensorFlow's Saver writes those); a note that is
+ * not one (no state file) deletes nothing either. */
+static void test_pending_note_spares_named_checkpoints(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char path[4200], text[8400], real[4096];
+    o.max_to_keep = CKPT_KEEP_ALL;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 3);
+    ckpt_saver_free(s);
+    assert_non_null(realpath(f->dir, real));
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
+    test_write_file(path, "model.ckpt-3\nmodel.ckpt-2\nmodel.ckpt-1\n", 39);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"model.ckpt-3\"\n"
+             "all_model_checkpoint_paths: \"%s/model.ckpt-2\"\n",
+             real);
+    test_write_file(path, text, strlen(text));
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    for (int step = 1; step <= 3; step++)
+        assert_int_equal(has_checkpoint_files(f->dir, step), step == 1 ? 0 : 2);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    /* no state file: the note is dropped, nothing deleted */
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
+    test_write_file(path, "model.ckpt-3\n", 13);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    assert_int_equal(unlink(path), 0);
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 3), 2);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
 /* Two savers of one process on one directory (a hook's and a scaffold's,
  * say): the second one's recovery sweeps nothing, since what looks left
  * over may be the first one's save in flight; a later sole saver sweeps. */
@@ -908,6 +947,8 @@ int main(void)
             test_second_saver_of_process_sweeps_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_logs_many_drops_once,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pending_note_spares_named_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
