@@ -53,10 +53,11 @@ static void rewrite_with_patch(const char *prefix, const char *name, size_t at,
     }
 }
 
-static void expect_refused(const char *dir, const char *name, size_t at,
-                           const void *patch, size_t n, const char *message)
+/* Train a small model to step 20 in `dir`, then patch its latest
+ * checkpoint (named in *latest) as rewrite_with_patch does. */
+static void train_and_patch(const char *dir, ckpt_buf *latest, const char *name,
+                            size_t at, const void *patch, size_t n)
 {
-    ckpt_buf latest = CKPT_BUF_INIT;
     e2e_proc p;
     e2e_run(&p, CKPT_TRAIN_PATH,
             E2E_ARGS("--dir", dir, "--steps", "20", "--save-steps", "10",
@@ -64,8 +65,16 @@ static void expect_refused(const char *dir, const char *name, size_t at,
                      "--quiet"));
     e2e_expect_exit(&p, 0);
     e2e_proc_free(&p);
-    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
-    rewrite_with_patch(latest.ptr, name, at, patch, n);
+    assert_ckpt_ok(ckpt_latest_checkpoint(latest, NULL, dir));
+    rewrite_with_patch(latest->ptr, name, at, patch, n);
+}
+
+static void expect_refused(const char *dir, const char *name, size_t at,
+                           const void *patch, size_t n, const char *message)
+{
+    ckpt_buf latest = CKPT_BUF_INIT;
+    e2e_proc p;
+    train_and_patch(dir, &latest, name, at, patch, n);
     e2e_run(&p, CKPT_CLI_PATH, E2E_ARGS("verify", latest.ptr));
     e2e_expect_exit(&p, 0); /* the checksums hold */
     e2e_proc_free(&p);
@@ -114,14 +123,7 @@ static void test_restored_line_names_restored_checkpoint(void **state)
     char want[4300];
     e2e_proc p;
     (void)state;
-    e2e_run(&p, CKPT_TRAIN_PATH,
-            E2E_ARGS("--dir", dir, "--steps", "20", "--save-steps", "10",
-                     "--hidden", "16", "--layers", "1", "--batch", "8",
-                     "--quiet"));
-    e2e_expect_exit(&p, 0);
-    e2e_proc_free(&p);
-    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
-    rewrite_with_patch(latest.ptr, "global_step", 0, &seven, sizeof(seven));
+    train_and_patch(dir, &latest, "global_step", 0, &seven, sizeof(seven));
     e2e_run(&p, CKPT_TRAIN_PATH,
             E2E_ARGS("--dir", dir, "--steps", "12", "--save-steps", "5",
                      "--mode", "sync", "--hidden", "16", "--layers", "1",
