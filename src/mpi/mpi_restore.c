@@ -363,74 +363,71 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     return err;
 }
 
-/* The pieces a partitioned tensor's full entry lists, as boxes in its
- * full shape, sorted: read_overlapping reads only stored pieces listed
- * there (as the single-process reader does), so every rank count reads
- * the same pieces of a checkpoint. */
-typedef struct listed_boxes {
-    box *b;
+/* Order of slices as stored: rank, then each extent's start and length
+ * (a full extent is (0, -1) both in a slice key and in an entry). */
+static int slice_cmp(const ckpt__tensor_slice *x, const ckpt__tensor_slice *y)
+{
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->start[d] != y->start[d])
+            return x->start[d] < y->start[d] ? -1 : 1;
+        if (x->length[d] != y->length[d])
+            return x->length[d] < y->length[d] ? -1 : 1;
+    }
+    return 0;
+}
+
+static int ref_slice_cmp(const void *a, const void *b)
+{
+    return slice_cmp(&((const slice_ref *)a)->sl, &((const slice_ref *)b)->sl);
+}
+
+/* The stored pieces of one tensor (refs sorted by slice) and which of them
+ * its full entry lists: read_overlapping reads only those (as the
+ * single-process reader does), so every rank count reads the same pieces.
+ * One byte per stored piece: nothing is allocated per listed slice, whose
+ * count comes from the file. */
+typedef struct listed_marks {
+    const slice_ref *refs;
     size_t n;
-    const ckpt__mvar *v;
-} listed_boxes;
+    uint8_t *listed;
+} listed_marks;
 
-/* The box of `sl` in v's full shape; 0 when it is not one of v's. */
-static int box_of(const ckpt__mvar *v, const ckpt__tensor_slice *sl, box *out)
+static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
 {
-    memset(out, 0, sizeof(*out));
-    if (sl->rank != v->global.rank)
-        return 0;
-    for (int d = 0; d < sl->rank; d++) {
-        if (!ckpt__slice_extent_inside(sl, d, v->global.dims[d]))
-            return 0;
-        ckpt__slice_extent_range(sl, d, v->global.dims[d], &out->lo[d],
-                                 &out->hi[d]);
-    }
-    return 1;
-}
-
-static int box_cmp(const void *a, const void *b)
-{
-    const box *x = a, *y = b;
-    for (int d = 0; d < CKPT_MAX_RANK; d++) {
-        if (x->lo[d] != y->lo[d])
-            return x->lo[d] < y->lo[d] ? -1 : 1;
-        if (x->hi[d] != y->hi[d])
-            return x->hi[d] < y->hi[d] ? -1 : 1;
-    }
-    return 0;
-}
-
-static int add_listed(int index, const ckpt__tensor_slice *sl, void *payload)
-{
-    listed_boxes *l = payload;
+    listed_marks *m = payload;
+    slice_ref key;
+    const slice_ref *hit;
     (void)index;
-    if (box_of(l->v, sl, &l->b[l->n]))
-        l->n++;
+    key.sl = *sl;
+    hit = bsearch(&key, m->refs, m->n, sizeof(*m->refs), ref_slice_cmp);
+    if (hit)
+        m->listed[hit - m->refs] = 1;
     return 0;
 }
 
-static int listed_pieces(restore_ctx *c, const ckpt__mvar *v,
-                         const ckpt_tensor_entry *full, listed_boxes *l)
+/* Sort the stored pieces refs[first, end) by slice and mark those the
+ * full entry lists into *listed_out (end - first bytes, to be freed). */
+static int mark_listed_pieces(restore_ctx *c, const ckpt__mvar *v,
+                              const ckpt_tensor_entry *full, size_t first,
+                              size_t end, uint8_t **listed_out)
 {
     ckpt__partitioned_read pr;
-    int err = ckpt__bundle_reader_partitioned_read_of(&pr, c->r, full);
-    l->v = v;
-    l->n = 0;
-    l->b = ckpt__calloc((size_t)full->num_slices, sizeof(*l->b));
-    if (!l->b)
+    listed_marks m;
+    int err;
+    m.refs = c->refs + first;
+    m.n = end - first;
+    m.listed = ckpt__calloc(m.n ? m.n : 1, 1);
+    *listed_out = m.listed;
+    if (!m.listed)
         return ckpt__error_oom();
+    if (m.n > 1)
+        qsort(c->refs + first, m.n, sizeof(*c->refs), ref_slice_cmp);
+    err = ckpt__bundle_reader_partitioned_read_of(&pr, c->r, full);
     if (err == 0)
-        err = ckpt__partitioned_for_each_slice(&pr, v->name, add_listed, l);
-    if (err == 0 && l->n > 1)
-        qsort(l->b, l->n, sizeof(*l->b), box_cmp);
+        err = ckpt__partitioned_for_each_slice(&pr, v->name, mark_listed, &m);
     return err;
-}
-
-static int is_listed(const listed_boxes *l, const ckpt__tensor_slice *sl)
-{
-    box b;
-    return box_of(l->v, sl, &b) &&
-           bsearch(&b, l->b, l->n, sizeof(*l->b), box_cmp) != NULL;
 }
 
 /* Pieces checked pairwise for overlaps before read_overlapping marks
@@ -453,7 +450,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     int64_t mylo[CKPT_MAX_RANK], myhi[CKPT_MAX_RANK];
     uint8_t *seen = NULL; /* one bit per element, past PAIRWISE_BOXES */
     box *boxes = NULL;
-    listed_boxes listed = {NULL, 0, NULL};
+    uint8_t *listed = NULL;
     size_t nboxes = 0, first = 0, end = 0;
     int64_t want = 1, covered = 0;
     int rank = v->global.rank;
@@ -471,17 +468,17 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     for (int d = 0; d < rank; d++)
         want *= v->local.dims[d];
     piece_bounds(v, mylo, myhi);
-    err = listed_pieces(c, v, full, &listed);
+    pieces_of(c, v->name, &first, &end);
+    err = mark_listed_pieces(c, v, full, first, end, &listed);
     boxes = ckpt__calloc(PAIRWISE_BOXES, sizeof(*boxes));
     if (!boxes && err == 0)
         err = ckpt__error_oom();
-    pieces_of(c, v->name, &first, &end);
     for (size_t i = first; err == 0 && i < end; i++) {
         const ckpt_tensor_entry *e =
             ckpt_bundle_reader_entry(c->r, c->refs[i].entry);
         box got;
         int64_t vol = 1;
-        if (!is_listed(&listed, &c->refs[i].sl))
+        if (!listed[i - first])
             continue; /* a stored piece its entry does not list */
         err = copy_overlap(c->s, c->r, prefix, v, e, &c->refs[i].sl, dst, &got,
                            &c->rec);
@@ -516,7 +513,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
         }
     }
     ckpt__free(seen);
-    ckpt__free(listed.b);
+    ckpt__free(listed);
     if (err == 0 && covered != want)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': the stored pieces cover %lld of "
