@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "common.h"
+#include "errors.h" /* the codes and ckpt_error_last() of every call */
 
 CKPT_BEGIN_DECL
 

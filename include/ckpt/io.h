@@ -16,6 +16,7 @@
 #define CKPT_IO_H
 
 #include "common.h"
+#include "errors.h" /* the codes and ckpt_error_last() of every call */
 
 CKPT_BEGIN_DECL
 

@@ -203,8 +203,12 @@ CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
 
 /** Restore the directory's latest complete checkpoint (collective): rank 0
  *  reads the state file and every rank restores the prefix it names.
- *  `prefix_out` (may be NULL) receives it.
- *  @return 0, CKPT_ENOTFOUND (no checkpoint), or as restore */
+ *  `prefix_out` (may be NULL) receives it. CKPT_ENOTFOUND means only that
+ *  there is no checkpoint (start afresh): one that lacks a variable or a
+ *  rank's per-rank value (more ranks than wrote it) is CKPT_EINVAL.
+ *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
+ *          does not match the variables or the rank count), or as
+ *          restore */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
 

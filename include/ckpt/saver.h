@@ -283,7 +283,13 @@ CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                                            const char *const *names, size_t n);
 
 /** Restore the latest checkpoint of the directory; `prefix_out` (may be
- *  NULL) receives its prefix. @return 0, CKPT_ENOTFOUND (none), ... */
+ *  NULL) receives its prefix. CKPT_ENOTFOUND means only that the directory
+ *  holds no complete checkpoint, so a program may start afresh on it: a
+ *  latest checkpoint that lacks a registered variable is CKPT_EINVAL
+ *  (naming it), like a dtype or shape mismatch, where ckpt_saver_restore
+ *  of that prefix answers CKPT_ENOTFOUND.
+ *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
+ *          does not match the variables), or as ckpt_saver_restore */
 CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
                                            ckpt_buf *prefix_out);
 

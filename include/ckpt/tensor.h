@@ -9,6 +9,7 @@
 #define CKPT_TENSOR_H
 
 #include "common.h"
+#include "errors.h" /* the codes and ckpt_error_last() of every call */
 
 CKPT_BEGIN_DECL
 

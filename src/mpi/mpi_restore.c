@@ -689,7 +689,8 @@ int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
                            "mpi saver: restore_latest: NULL saver");
     err = ckpt__mpi_latest(s, &prefix);
     if (err == 0)
-        err = ckpt_mpi_saver_restore(s, prefix.ptr);
+        err =
+            ckpt__restore_latest_outcome(ckpt_mpi_saver_restore(s, prefix.ptr));
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
     ckpt_buf_dispose(&prefix);

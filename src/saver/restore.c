@@ -195,6 +195,20 @@ int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
     return restore_vars(s, prefix, names, n);
 }
 
+int ckpt__restore_latest_outcome(int err)
+{
+    /* CKPT_ENOTFOUND from restore_latest means "no checkpoint": a program
+     * starts afresh on it, and its first saves would evict the very
+     * checkpoints it could not read. A checkpoint that is there but lacks
+     * a variable is a mismatch, like a dtype or shape. */
+    if (err != CKPT_ENOTFOUND)
+        return err;
+    return ckpt__error_prefix(CKPT_EINVAL,
+                              "the latest checkpoint does not hold every "
+                              "registered variable (not starting afresh "
+                              "beside it)");
+}
+
 int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf latest = CKPT_BUF_INIT;
@@ -204,7 +218,7 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
         return s->ops->restore_latest(s->ops_self, prefix_out);
     err = ckpt_saver_latest(s, &latest);
     if (err == 0)
-        err = ckpt_saver_restore(s, latest.ptr);
+        err = ckpt__restore_latest_outcome(ckpt_saver_restore(s, latest.ptr));
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, latest.ptr);
     ckpt_buf_dispose(&latest);

@@ -502,4 +502,10 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s);
  * with `what` (e.g. "saver options"). */
 int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what);
 
+/* restore_latest's outcome from its restore of the checkpoint the state
+ * file names (restore.c; both savers): CKPT_ENOTFOUND (a variable, or a
+ * rank's value, the checkpoint lacks) becomes CKPT_EINVAL, so that
+ * restore_latest's CKPT_ENOTFOUND means only "no checkpoint". */
+int ckpt__restore_latest_outcome(int err);
+
 #endif

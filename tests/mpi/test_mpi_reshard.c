@@ -9,7 +9,8 @@
  *   read-grow DIR       (2, 3 ranks, from 1 writer) rng optional: the
  *                       rest restores everywhere, rng on rank 0 only
  *   read-missing DIR    (5 ranks) rank 4 has no "rng/rank-4": every rank
- *                       fails, naming it
+ *                       fails, naming it (restore_latest CKPT_EINVAL,
+ *                       restore of the prefix CKPT_ENOTFOUND)
  *   read-optional DIR   (5 ranks) the same with rng optional: rank 4's
  *                       value is left as it was, the others restored */
 #include "mpi_model.h"
@@ -176,18 +177,26 @@ static void test_read_grow(void **state)
 static void test_read_missing(void **state)
 {
     ckpt_mpi_saver *s = open_saver();
+    ckpt_buf latest = CKPT_BUF_INIT;
     model m;
     (void)state;
     model_fill(&m, test_rank(), test_size(), 0);
     model_register(s, &m, 0);
-    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ENOTFOUND,
+    /* restore_latest: a mismatch (CKPT_EINVAL), not "no checkpoint", so
+     * a program does not start afresh beside the checkpoint... */
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, &latest), CKPT_EINVAL,
                       "rank 4: ");
-    assert_ckpt_error(CKPT_ENOTFOUND, CKPT_ENOTFOUND,
+    assert_ckpt_error(CKPT_EINVAL, CKPT_EINVAL,
                       "per-rank variable 'rng' has no value for rank 4 "
                       "('rng/rank-4' is missing; the checkpoint was written "
                       "by 4 rank(s), this job has 5)");
+    /* ...while restore of that prefix names the missing tensor (B78). */
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, g_dir));
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, latest.ptr), CKPT_ENOTFOUND,
+                      "'rng/rank-4' is missing");
     /* Nothing was written: the check comes before any read. */
     assert_true(m.w[0] == model_w(0, 0));
+    ckpt_buf_dispose(&latest);
     ckpt_mpi_saver_free(s);
 }
 

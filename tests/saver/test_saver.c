@@ -383,7 +383,25 @@ static void test_b78_restore_errors(void **state)
     assert_ckpt_error(ckpt_saver_restore(s, prefix.ptr), CKPT_ENOTFOUND,
                       "not/there");
     assert_true(f->w[0] == 42.0f); /* nothing written before the checks */
+    /* restore_latest: CKPT_ENOTFOUND would mean "no checkpoint, start
+     * afresh", whose saves then evict this one: a mismatch instead. */
+    assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                      "does not hold every registered variable");
+    assert_ckpt_error(CKPT_EINVAL, CKPT_EINVAL, "not/there");
+    assert_true(f->w[0] == 42.0f);
     ckpt_saver_free(s);
+    { /* ...and "no checkpoint" stays CKPT_ENOTFOUND */
+        char *empty = test_make_temp_dir();
+        assert_ckpt_ok(ckpt_saver_open(&other, empty, NULL));
+        assert_ckpt_ok(ckpt_saver_add_var(
+            other, &(ckpt_var){
+                       "w", CKPT_DT_FLOAT, {1, {2}}, extra, NULL, NULL, NULL}));
+        assert_int_equal(ckpt_saver_restore_latest(other, NULL),
+                         CKPT_ENOTFOUND);
+        ckpt_saver_free(other);
+        other = NULL;
+        test_remove_tree(empty); /* frees it */
+    }
 
     /* Shape and dtype mismatches. */
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));

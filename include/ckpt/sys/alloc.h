@@ -5,6 +5,7 @@
 #define CKPT_SYS_ALLOC_H
 
 #include "../common.h"
+#include "../errors.h" /* the codes and ckpt_error_last() of every call */
 
 CKPT_BEGIN_DECL
 
