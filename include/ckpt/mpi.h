@@ -138,7 +138,9 @@ ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var, int flags);
 CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
 
 /** Save every rank's part as `<dir>/<basename>-<step>` (collective, the
- *  same step on every rank) and wait until it is committed or failed. The
+ *  same step on every rank: ranks that pass different steps all fail
+ *  with CKPT_EINVAL naming them, nothing committed) and wait until it is
+ *  committed or failed. The
  *  checkpoints retention evicts are deleted after that, by rank 0's
  *  background thread (inline under MPI_THREAD_SINGLE); ckpt_mpi_saver_wait,
  *  close and the next commit wait for it. A failure on any rank fails the
@@ -153,7 +155,8 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
 
 /** Snapshot this rank's part (the only time the caller waits, besides an
  *  agreement among ranks when the busy policy is SKIP) and let the
- *  background thread write it (collective, the same step on every rank).
+ *  background thread write it (collective, the same step on every rank;
+ *  different steps fail the save on every rank, as for ckpt_mpi_saver_save).
  *  The ranks' agreement that every part is durable and rank 0's commit are
  *  progressed by later calls to poll, save_async, wait or close, without
  *  blocking them. With CKPT_BUSY_SKIP and a save still in flight on any

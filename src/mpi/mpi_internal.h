@@ -63,6 +63,7 @@ typedef struct ckpt__mpi_status {
     int32_t blob_len;
     int32_t pad_;
     uint64_t bytes;
+    int64_t step; /* the step this rank saves (a save's status only) */
     char msg[CKPT__MPI_MSG];
 } ckpt__mpi_status;
 

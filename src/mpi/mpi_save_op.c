@@ -173,6 +173,7 @@ static void oom_abort(ckpt_mpi_saver *s, void *p)
 static void post_gathers(ckpt_mpi_saver *s, ckpt__save_op *op)
 {
     op->posted_at = ckpt__mpi_now();
+    op->mine.step = op->step; /* rank 0 checks every rank saves the same */
     if (s->rank != 0) {
         MPI_Igather(&op->mine, (int)sizeof(op->mine), MPI_BYTE, NULL, 0,
                     MPI_BYTE, 0, s->comm_op, &op->req[0]);
@@ -224,7 +225,10 @@ static void post_outcome(ckpt_mpi_saver *s, ckpt__save_op *op)
     op->state = OP_OUTCOME;
 }
 
-/* Rank 0, every status in: commit, or report the first failed rank. */
+/* Rank 0, every status in: commit, or report the first failed rank, or
+ * the first rank that saves another step than rank 0 (each rank named its
+ * file by its own step; the checkpoint would take rank 0's name while
+ * holding another step's values on that rank). */
 static void decide(ckpt_mpi_saver *s, ckpt__save_op *op)
 {
     for (int r = 0; r < s->size; r++) {
@@ -235,6 +239,20 @@ static void decide(ckpt_mpi_saver *s, ckpt__save_op *op)
         op->outcome.rank = r;
         snprintf(op->outcome.msg, sizeof(op->outcome.msg), "rank %d: %.480s", r,
                  op->all[r].msg);
+        post_outcome(s, op);
+        return;
+    }
+    for (int r = 1; r < s->size; r++) {
+        if (op->all[r].step == op->all[0].step)
+            continue;
+        memset(&op->outcome, 0, sizeof(op->outcome));
+        op->outcome.code = CKPT_EINVAL;
+        op->outcome.rank = r;
+        snprintf(op->outcome.msg, sizeof(op->outcome.msg),
+                 "rank %d saves step %lld but rank 0 step %lld: a collective "
+                 "save takes the same step on every rank (nothing was "
+                 "committed)",
+                 r, (long long)op->all[r].step, (long long)op->all[0].step);
         post_outcome(s, op);
         return;
     }

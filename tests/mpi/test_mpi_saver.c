@@ -205,6 +205,50 @@ static void test_write_fails_on_one_rank(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* Ranks passing different steps to one collective save: every rank gets
+ * CKPT_EINVAL naming the ranks and steps, sync and async, and nothing is
+ * committed (each rank named its file by its own step: the checkpoint
+ * would have taken rank 0's name with another step's values). */
+static void test_step_mismatch_rejected(void **state)
+{
+    fixture *f = *state;
+    int odd = test_size() - 1;
+    ckpt_mpi_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char needle[128], want[4096];
+    if (test_size() < 2)
+        return; /* one rank cannot disagree */
+    s = open_saver(f->dir, NULL);
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    snprintf(needle, sizeof(needle),
+             "rank %d saves step %d but rank 0 step 100: a collective save "
+             "takes the same step on every rank",
+             odd, 101);
+    model_fill(&f->m, test_rank(), test_size(), 5);
+    assert_ckpt_error(
+        ckpt_mpi_saver_save(s, test_rank() == odd ? 101 : 100, NULL),
+        CKPT_EINVAL, needle);
+    assert_ckpt_ok(
+        ckpt_mpi_saver_save_async(s, test_rank() == odd ? 101 : 100, NULL));
+    assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EINVAL, needle);
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-100"), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-101"), 0);
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+    }
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", f->dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&f->m, 4);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
 /* A checkpoint whose tensor has another shape than the variable: every
  * rank fails before anything is written. */
 static void test_restore_shape_mismatch(void **state)
@@ -817,6 +861,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_async_save_is_a_snapshot, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_write_fails_on_one_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_step_mismatch_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_shape_mismatch, setup,
                                         teardown),
