@@ -599,6 +599,38 @@ static int read_whole_values(restore_ctx *c, char *skip)
     return err;
 }
 
+/* Rank 0, after a restore onto fewer ranks than wrote the checkpoint: say
+ * which per-rank values no rank of this job restored (the next save will
+ * not hold them). */
+static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
+                                     const char *prefix)
+{
+    const ckpt_saver_options *o = &s->opts.base;
+    ckpt_buf key = CKPT_BUF_INIT;
+    for (size_t i = 0; i < s->nvars; i++) {
+        const ckpt__mvar *v = &s->vars[i];
+        const ckpt_tensor_entry *e;
+        int last = s->size - 1;
+        if (v->kind != CKPT__MPI_PER_RANK)
+            continue;
+        for (;;) { /* the stored ranks past this job's */
+            ckpt__buf_clear(&key);
+            if (ckpt__buf_printf(&key, "%s/rank-%d", v->name, last + 1) < 0 ||
+                ckpt_bundle_reader_find(&e, r, key.ptr) < 0)
+                break;
+            last++;
+        }
+        ckpt_error_clear();
+        if (last >= s->size)
+            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+                      "%s: per-rank variable '%s' has values for ranks %d to "
+                      "%d that this %d-rank job does not restore; the next "
+                      "save will not hold them",
+                      prefix, v->name, s->size, last, s->size);
+    }
+    ckpt_buf_dispose(&key);
+}
+
 int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
@@ -642,6 +674,8 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
                 err = restore_one(&c, &s->vars[i]);
         restore_ctx_dispose(&c);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
+        if (err == 0 && s->rank == 0)
+            warn_unrestored_per_rank(s, r, prefix);
     }
     ckpt__free(skip);
     ckpt_bundle_reader_free(r);
