@@ -29,7 +29,7 @@ CKPT_EXTERN(int) ckpt_coordinator_request_stop(ckpt_coordinator *c, int err,
 /** Whether a stop was requested. */
 CKPT_EXTERN(int) ckpt_coordinator_should_stop(ckpt_coordinator *c);
 
-/** Wait up to `timeout_s` (< 0: forever) for a stop request.
+/** Wait up to `timeout_s` (< 0: forever; NaN: not at all) for a stop request.
  *  @return 1 if stopped, 0 on timeout */
 CKPT_EXTERN(int) ckpt_coordinator_wait_for_stop(ckpt_coordinator *c,
                                                 double timeout_s);

@@ -251,13 +251,15 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
 
 /** Wait until the save `ticket` (0: every save dispatched so far) has
  *  finished, and the deletion of what retention evicted with it, at most
- *  `timeout_s` seconds (< 0: no limit).
+ *  `timeout_s` seconds (< 0 or more than 1e9: no limit; NaN is
+ *  CKPT_EINVAL).
  *  @return 0, CKPT_ETIMEDOUT, CKPT_EINVAL (a ticket no save_async gave),
  *          or a background failure (once) */
 CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
                                  double timeout_s);
 
-/** Wait (at most `timeout_s`, < 0: no limit) for in-flight writes and stop
+/** Wait (at most `timeout_s`, < 0: no limit; NaN: CKPT_EINVAL, the saver
+ *  left open) for in-flight writes and stop
  *  the writer thread. A pending snapshot not started yet is still written.
  *  Later saves return CKPT_ESTATE. @return like ckpt_saver_wait */
 CKPT_EXTERN(int) ckpt_saver_close(ckpt_saver *s, double timeout_s);

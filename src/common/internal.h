@@ -110,6 +110,13 @@ int ckpt__log_min_level(int level);
  * with a hint naming `init_macro`; a newer one is CKPT_EVERSION too. */
 int ckpt__options_check_version(unsigned int version, unsigned int current,
                                 const char *what, const char *init_macro);
+/* A caller's seconds (a timeout, a period, an option): CKPT_EINVAL
+ * "<what>: <name> is NaN" for a NaN, which compares false both ways and
+ * so would pass a `< 0` check into a deadline or a sleep; 0 otherwise. */
+int ckpt__seconds_check(double seconds, const char *what, const char *name);
+/* A timeout below 0 (no limit), or past about 30 years, which a deadline
+ * cannot hold (time_t from such a double is undefined): -1; else it. */
+double ckpt__timeout_or_unbounded(double seconds);
 /* `defaults` (`size` bytes: the current struct) into `dst`, then the first
  * `known` bytes of `src` (what the caller's version of the struct has)
  * over them, so fields added after the caller's version keep defaults. */

@@ -2,7 +2,7 @@
  * struct (in the manner of libgit2's GIT_INIT_STRUCTURE and its version
  * check): versions 1 .. current are accepted, a zero version gets a hint
  * naming the struct's INIT macro, and fields a caller's older struct lacks
- * keep their defaults. */
+ * keep their defaults; and the check of a caller's seconds. */
 #include "internal.h"
 
 #include <string.h>
@@ -47,4 +47,16 @@ int ckpt__options_init(void *dst, const void *defaults, size_t known,
     /* Every options struct starts with `unsigned int version`. */
     memcpy(dst, &version, sizeof(version));
     return 0;
+}
+
+int ckpt__seconds_check(double seconds, const char *what, const char *name)
+{
+    if (seconds != seconds)
+        return ckpt__error(CKPT_EINVAL, "%s: %s is NaN", what, name);
+    return 0;
+}
+
+double ckpt__timeout_or_unbounded(double seconds)
+{
+    return seconds < 0 || seconds > 1e9 ? -1.0 : seconds;
 }

@@ -579,6 +579,10 @@ static void hook_destroy(void *payload)
 
 static int validate(const ckpt_checkpoint_hook_options *o)
 {
+    if (ckpt__seconds_check(o->save_secs, "checkpoint hook", "save_secs") < 0 ||
+        ckpt__seconds_check(o->end_timeout_s, "checkpoint hook",
+                            "end_timeout_s") < 0)
+        return CKPT_EINVAL;
     if (o->saver && o->use_scaffold)
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: an explicit saver and "

@@ -106,6 +106,9 @@ static size_t options_size(unsigned int version)
 
 static int check_options(const ckpt_training_session_options *o)
 {
+    if (ckpt__seconds_check(o->save_checkpoint_secs, "training session",
+                            "save_checkpoint_secs") < 0)
+        return CKPT_EINVAL;
     if ((o->num_hooks > 0 && !o->hooks) ||
         (o->num_chief_only_hooks > 0 && !o->chief_only_hooks))
         return ckpt__error(CKPT_EINVAL,

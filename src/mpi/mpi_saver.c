@@ -37,9 +37,10 @@ static int validate(const ckpt_mpi_saver_options *o)
         err = ckpt__saver_options_check(&o->base, "mpi saver options: base");
     if (err < 0)
         return err;
-    if (o->collective_timeout_s < 0)
-        return ckpt__error(CKPT_EINVAL, "mpi saver options: "
-                                        "collective_timeout_s is negative");
+    if (!(o->collective_timeout_s >= 0))
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver options: collective_timeout_s is %s",
+                           o->collective_timeout_s < 0 ? "negative" : "NaN");
     return 0;
 }
 
@@ -450,6 +451,8 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
     long round = 0;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
+    if (ckpt__seconds_check(timeout_s, "mpi saver: wait", "timeout_s") < 0)
+        return CKPT_EINVAL;
     /* Rank 0 also waits for the deletion of what retention evicted. */
     while (!ckpt__mpi_op_progress(s) || ckpt__mpi_evicting(s, 0)) {
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)

@@ -95,9 +95,10 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
                            "%s: unknown direct_io %d (use "
                            "CKPT_DIRECT_IO_ON or CKPT_DIRECT_IO_OFF)",
                            what, o->direct_io);
-    if (o->keep_checkpoint_every_n_hours < 0)
+    if (!(o->keep_checkpoint_every_n_hours >= 0))
         return ckpt__error(
-            CKPT_EINVAL, "%s: keep_checkpoint_every_n_hours is negative", what);
+            CKPT_EINVAL, "%s: keep_checkpoint_every_n_hours is %s", what,
+            o->keep_checkpoint_every_n_hours < 0 ? "negative" : "NaN");
     if (o->busy_policy < CKPT_BUSY_SKIP || o->busy_policy > CKPT_BUSY_COALESCE)
         return ckpt__error(CKPT_EINVAL, "%s: unknown busy_policy %d", what,
                            o->busy_policy);
@@ -507,6 +508,10 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     int timed_out = 0;
     int err;
     CKPT__CHECK_ARG(s);
+    err = ckpt__seconds_check(timeout_s, "wait", "timeout_s");
+    if (err < 0)
+        return err;
+    timeout_s = ckpt__timeout_or_unbounded(timeout_s);
     if (s->ops)
         return s->ops->wait(s->ops_self, ticket, timeout_s);
     ckpt__saver_complete_snapshot(s);
@@ -547,6 +552,9 @@ int ckpt_saver_close(ckpt_saver *s, double timeout_s)
 {
     int err;
     CKPT__CHECK_ARG(s);
+    err = ckpt__seconds_check(timeout_s, "close", "timeout_s");
+    if (err < 0)
+        return err; /* still open */
     if (s->ops)
         return s->ops->close(s->ops_self, timeout_s);
     if (s->closed)

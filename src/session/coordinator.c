@@ -143,6 +143,8 @@ int ckpt_coordinator_wait_for_stop(ckpt_coordinator *c, double timeout_s)
     int stop;
     if (!c)
         return 0;
+    if (timeout_s != timeout_s) /* NaN: no wait, as join's grace */
+        timeout_s = 0;
     if (timeout_s >= 0)
         deadline = deadline_after(timeout_s);
     pthread_mutex_lock(&c->mu);

@@ -79,10 +79,16 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                 "hook %zu ('%s'): version %d is not supported (set it to "
                 "CKPT_HOOK_VERSION)",
                 i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
-    if (opts)
-        return ckpt__options_check_version(
-            opts->version, CKPT_SESSION_OPTIONS_VERSION, "session options",
-            "CKPT_SESSION_OPTIONS_INIT");
+    if (!opts)
+        return 0;
+    if (ckpt__options_check_version(opts->version, CKPT_SESSION_OPTIONS_VERSION,
+                                    "session options",
+                                    "CKPT_SESSION_OPTIONS_INIT") < 0 ||
+        ckpt__seconds_check(opts->recovery_backoff_s, "session options",
+                            "recovery_backoff_s") < 0 ||
+        ckpt__seconds_check(opts->stop_grace_period_s, "session options",
+                            "stop_grace_period_s") < 0)
+        return ckpt_error_last()->code;
     return 0;
 }
 

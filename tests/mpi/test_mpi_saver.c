@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,6 +652,9 @@ static void test_bad_options_rejected(void **state)
     o.collective_timeout_s = -1;
     assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
                       CKPT_EINVAL, "collective_timeout_s is negative");
+    o.collective_timeout_s = NAN;
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                      CKPT_EINVAL, "collective_timeout_s is NaN");
     assert_null(s);
     assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
                       "NULL");

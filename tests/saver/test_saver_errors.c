@@ -6,6 +6,7 @@
 
 #include "common/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,39 @@ static void test_index_write_names_silent_failure(void **state)
     ckpt_saver_free(s);
 }
 
+/* A NaN where seconds are expected compares false both ways, so it once
+ * passed "< 0" checks into a deadline that was never set: wait spun
+ * forever holding the saver's mutex. Now every such entry refuses it. */
+static void test_nan_seconds_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_coordinator *c = NULL;
+    o.keep_checkpoint_every_n_hours = NAN;
+    assert_ckpt_error(ckpt_saver_open(&s, f->dir, &o), CKPT_EINVAL,
+                      "keep_checkpoint_every_n_hours is NaN");
+    assert_null(s);
+    o.keep_checkpoint_every_n_hours = 0;
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_ckpt_error(ckpt_saver_wait(s, 0, NAN), CKPT_EINVAL,
+                      "wait: timeout_s is NaN");
+    assert_ckpt_error(ckpt_saver_close(s, NAN), CKPT_EINVAL,
+                      "close: timeout_s is NaN");
+    /* still open; a timeout too long for a deadline means no limit */
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, 1e300));
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, 1e300));
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+    assert_ckpt_ok(ckpt_coordinator_new(&c, NULL));
+    assert_int_equal(ckpt_coordinator_wait_for_stop(c, NAN), 0);
+    assert_ckpt_ok(ckpt_coordinator_request_stop(c, 0, NULL));
+    assert_int_equal(ckpt_coordinator_wait_for_stop(c, 1e300), 1);
+    ckpt_coordinator_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +212,8 @@ int main(void)
             test_retention_names_silent_remove_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_write_names_silent_failure,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
