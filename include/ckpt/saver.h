@@ -93,7 +93,8 @@ typedef struct ckpt_saver_options {
     unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
     const ckpt_fs *fs;     /**< NULL: POSIX */
     const ckpt_clock *clock; /**< NULL: the system clock */
-    const char *basename;  /**< default "model.ckpt" */
+    const char *basename;  /**< default "model.ckpt"; a file name of at
+                                most CKPT_BASENAME_MAX bytes */
     int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all
                                 (TensorFlow's 0) */
     double keep_checkpoint_every_n_hours; /**< 0: none preserved */
@@ -127,6 +128,11 @@ typedef struct ckpt_saver_options {
  *  CKPT_EVERSION */
 CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
                                          unsigned int version);
+
+/** The longest basename a saver accepts: with "-<step>" (at most 21
+ *  bytes), ".data-00000-of-00001" (20) and a temporary suffix (26) its
+ *  files' names fit in the 255 bytes a file name may have. */
+#define CKPT_BASENAME_MAX 188
 
 /** Pass as `step` to save without a step suffix (prefix = basename). */
 #define CKPT_NO_STEP INT64_MIN

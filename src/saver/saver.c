@@ -107,6 +107,14 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
                            "%s: basename '%s' must be a non-empty "
                            "file name without '/'",
                            what, o->basename);
+    if (o->basename && strlen(o->basename) > CKPT_BASENAME_MAX)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: basename of %zu bytes is longer than %d "
+                           "(with '-<step>', '.data-00000-of-00001' and a "
+                           "temporary suffix its files' names must fit in "
+                           "255 bytes): '%.40s...'",
+                           what, strlen(o->basename), CKPT_BASENAME_MAX,
+                           o->basename);
     return 0;
 }
 

@@ -203,6 +203,30 @@ static void test_nan_seconds_refused(void **state)
     ckpt_coordinator_free(c);
 }
 
+/* A basename too long for its checkpoints' file names is refused at open,
+ * naming the argument (every save failed with CKPT_EIO before); the
+ * longest accepted one saves. */
+static void test_basename_length(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    char name[CKPT_BASENAME_MAX + 2];
+    memset(name, 'b', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    o.basename = name;
+    assert_ckpt_error(ckpt_saver_open(&s, f->dir, &o), CKPT_EINVAL,
+                      "basename of 189 bytes is longer than 188");
+    assert_null(s);
+    name[CKPT_BASENAME_MAX] = '\0';
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, INT64_MAX, NULL));
+    assert_ckpt_ok(ckpt_saver_save_async(s, INT64_MAX - 1, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +238,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_basename_length, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
