@@ -1165,6 +1165,55 @@ static void test_inspect_value_formats(void **state)
 
 /* ---- the quick-start example --------------------------------------------- */
 
+/* ---- output that cannot be written --------------------------------------- */
+
+/* In the child: stdout on /dev/full (arg NULL) or closed (arg non-NULL). */
+static void spoil_stdout(const void *closed)
+{
+    int fd;
+    if (closed) {
+        close(1);
+        return;
+    }
+    fd = open("/dev/full", O_WRONLY);
+    if (fd >= 0)
+        dup2(fd, 1);
+}
+
+/* A listing, an inspection or a verification whose stdout cannot be
+ * written says so and exits 2, text and --json alike: a script writing
+ * `ckpt ls --json dir > f` onto a full disk must not see success. */
+static void test_unwritable_stdout(void **state)
+{
+    static const int closed = 1;
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "typed");
+    const char *const cases[][4] = {{"ls", dir, NULL, NULL},
+                                    {"ls", dir, "--json", NULL},
+                                    {"inspect", prefix, "--values=2", NULL},
+                                    {"verify", prefix, "--json", NULL}};
+    (void)state;
+    write_typed_checkpoint(prefix);
+    if (access("/dev/full", W_OK) != 0) {
+        test_remove_tree(dir);
+        free(prefix);
+        skip();
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (int c = 0; c < 2; c++) {
+            cli_run r = cli_run_with(CKPT_CLI_PATH, NULL, cases[i],
+                                     spoil_stdout, c ? &closed : NULL);
+            expect_status(&r, 2);
+            expect_contains(r.err, "ckpt: write error on standard output: ");
+            expect_contains(r.err, c ? "Bad file descriptor"
+                                     : "No space left on device");
+            run_free(&r);
+        }
+    }
+    test_remove_tree(dir);
+    free(prefix);
+}
+
 static void test_example_write_checkpoint(void **state)
 {
 #ifdef CKPT_EXAMPLE_WRITE_CHECKPOINT
@@ -1250,6 +1299,7 @@ int main(void)
         cmocka_unit_test(test_repack_filters),
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),
+        cmocka_unit_test(test_unwritable_stdout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

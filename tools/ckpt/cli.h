@@ -28,7 +28,7 @@
 enum cli_exit {
     CLI_OK = 0,    /* success */
     CLI_FOUND = 1, /* the check found damage or differences */
-    CLI_USAGE = 2  /* usage error, or input that cannot be read */
+    CLI_USAGE = 2  /* usage error, unreadable input, unwritable output */
 };
 
 /* One subcommand. `run` gets the arguments after the command name. */

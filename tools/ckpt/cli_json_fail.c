@@ -3,9 +3,11 @@
  * stderr is also kept, and when the run ends with a non-zero status without
  * having printed its own document, {"command", "ok": false, "error", ...}
  * is printed on stdout instead, so that a script reading stdout always
- * gets one JSON document. */
+ * gets one JSON document; and the end of every run, where output that
+ * could not be written becomes exit status 2. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,19 @@ void cli_json_printed(void)
     json_printed = 1;
 }
 
+/* Output that could not be written (a full disk, a closed descriptor) is
+ * a failure like unreadable input: said on stderr, exit status 2. */
+static int stdout_written(int rc)
+{
+    int failed = fflush(stdout) != 0;
+    int err = errno;
+    if (!failed && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "ckpt: write error on standard output: %s\n",
+            failed ? strerror(err) : "the output is incomplete");
+    return rc == CLI_OK || rc == CLI_FOUND ? CLI_USAGE : rc;
+}
+
 int cli_finish(int rc)
 {
     if (json_command && rc != CLI_OK && !json_printed) {
@@ -77,12 +92,11 @@ int cli_finish(int rc)
     messages = NULL;
     messages_len = 0;
     json_command = NULL;
-    return rc;
+    return stdout_written(rc);
 }
 
 void cli_exit(int rc)
 {
-    fflush(stdout);
     exit(cli_finish(rc));
 }
 

@@ -1,7 +1,8 @@
 /* tools/ckpt/main.c - the `ckpt` command: global options (--help,
  * --version), `ckpt help [CMD]`, and dispatch to the subcommands in
  * cmd_*.c. Exit codes: 0 success, 1 the check found damage or
- * differences, 2 usage error or input that cannot be read. */
+ * differences, 2 usage error, input that cannot be read or output that
+ * cannot be written. */
 #include "cli.h"
 
 #include <string.h>
@@ -30,7 +31,8 @@ static void print_usage(FILE *out)
     for (size_t i = 0; i < NUM_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\nExit status: 0 success, 1 damage or differences found, "
-                 "2 usage error or unreadable input.\n"
+                 "2 usage error, unreadable input\nor output that "
+                 "could not be written.\n"
                  "With --json, stdout holds one JSON document once the "
                  "arguments are parsed;\n"
                  "a run that fails before printing its own prints "
