@@ -9,7 +9,8 @@
  * another's save in flight. Only on the POSIX file system; where flock() is
  * not available (ENOLCK, some network file systems) the saver goes on
  * without it. The kernel drops the lock when the process ends, however it
- * ends. */
+ * ends. A save checks the path still leads to the locked directory before
+ * it writes, names or deletes anything (ckpt__dir_lock_check). */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -122,4 +123,22 @@ void ckpt__dir_lock_release(ckpt__dir_lock *lock)
         ckpt__free(lock);
     }
     pthread_mutex_unlock(&locks_mu);
+}
+
+int ckpt__dir_lock_check(const ckpt__dir_lock *lock, const char *dir)
+{
+    struct stat st;
+    if (!lock) /* another file system, or none taken */
+        return 0;
+    if (stat(dir, &st) == 0 && st.st_dev == lock->dev && st.st_ino == lock->ino)
+        return 0;
+    return ckpt__error(
+        CKPT_ENOTFOUND,
+        "checkpoint directory %s is no longer the directory this saver "
+        "opened (moved, replaced, or swapped for a link%s): nothing written "
+        "or deleted there; open a saver on the directory wanted",
+        dir,
+        dir[0] == '/' ? ""
+                      : "; a relative path also changes with the process's "
+                        "working directory");
 }

@@ -502,6 +502,15 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
                                     ckpt__kept_list *evicted)
 {
+    if (evicted->n > 0 && ckpt__dir_lock_check(ds->lock, ds->dir) < 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "not deleting %zu evicted "
+                     "checkpoint(s): %s",
+                     evicted->n, ckpt_error_last()->message);
+        ckpt_error_clear();
+        kept_dispose(evicted);
+        return;
+    }
     for (size_t i = 0; i < evicted->n; i++)
         delete_evicted(ds, evicted->paths[i]);
     kept_dispose(evicted);
@@ -518,7 +527,9 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
         ds->reconciled = 1;
         return 0;
     }
-    err = kept_copy_except(&next, &ds->kept, "");
+    err = ckpt__dir_lock_check(ds->lock, ds->dir);
+    if (err == 0)
+        err = kept_copy_except(&next, &ds->kept, "");
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
     if (err == 0 && evicted.n > 0)
@@ -546,7 +557,9 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     ckpt__kept_list evicted = {0};
     int err;
     *may_be_named = 0;
-    err = kept_copy_except(&next, &ds->kept, stored);
+    err = ckpt__dir_lock_check(ds->lock, ds->dir);
+    if (err == 0)
+        err = kept_copy_except(&next, &ds->kept, stored);
     if (err == 0)
         err = kept_push(&next, stored, save_time);
     if (err == 0)

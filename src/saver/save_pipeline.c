@@ -131,6 +131,12 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     uint64_t bytes = 0;
     int may_be_named = 0;
     int err;
+    err = ckpt__dir_lock_check(s->ds.lock, s->ds.dir);
+    if (err < 0) { /* nothing of this save written: nothing to sweep */
+        *bytes_out = 0;
+        *seconds_out = ckpt_clock_monotonic(s->opts.clock) - t0;
+        return err;
+    }
     sweep_after_failure(s);
     pthread_mutex_lock(&s->ds_mu);
     err = ckpt__dir_state_reconcile(&s->ds);

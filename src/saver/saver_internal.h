@@ -47,6 +47,11 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
 int ckpt__dir_lock_shared(ckpt__dir_lock *lock);
 /* Give up one hold (NULL is ignored); the last one drops the lock. */
 void ckpt__dir_lock_release(ckpt__dir_lock *lock);
+/* 0 when `dir` still names the directory `lock` was taken on (or `lock` is
+ * NULL); else CKPT_ENOTFOUND saying the directory was moved, replaced or
+ * swapped for a link (or, for a relative path, the process changed its
+ * working directory): the saver must not write or delete through it. */
+int ckpt__dir_lock_check(const ckpt__dir_lock *lock, const char *dir);
 
 typedef struct ckpt__dir_state {
     const ckpt_fs *fs;

@@ -570,6 +570,73 @@ static void test_retention_stays_inside_directory(void **state)
     test_remove_tree(strdup(outside));
 }
 
+/* The directory swapped for a link to another one between saves (or moved
+ * away and another made at its path): the saver writes, names and deletes
+ * nothing there, sync or async; it evicted the other directory's
+ * same-named checkpoints before. */
+static void test_swapped_directory_untouched(void **state)
+{
+    fixture *f = *state;
+    char moved[2048], other[2048], path[4096];
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    o.max_to_keep = 1;
+    snprintf(moved, sizeof(moved), "%.2000s-moved", f->dir);
+    snprintf(other, sizeof(other), "%.2000s-other", f->dir);
+    assert_int_equal(mkdir(other, 0755), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-1.index", other);
+    test_write_file(path, "theirs", 6);
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 1);
+    assert_int_equal(rename(f->dir, moved), 0);
+    assert_int_equal(symlink(other, f->dir), 0);
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_ENOTFOUND,
+                      "is no longer the directory this saver opened");
+    assert_ckpt_ok(ckpt_saver_save_async(s, 3, NULL));
+    assert_ckpt_error(ckpt_saver_wait(s, 0, -1), CKPT_ENOTFOUND,
+                      "nothing written or deleted there");
+    ckpt_saver_free(s);
+    assert_true(file_exists(other, "model.ckpt-1.index"));
+    assert_int_equal(count_files(other, "model.ckpt-"), 1);
+    assert_false(file_exists(other, "checkpoint"));
+    assert_true(file_exists(moved, "model.ckpt-1.index"));
+    assert_int_equal(unlink(f->dir), 0);
+    assert_int_equal(rename(moved, f->dir), 0);
+    test_remove_tree(strdup(other));
+}
+
+/* A saver opened on a relative path, then the process changes directory:
+ * refused, saying why, rather than saving into another directory that
+ * happens to be there (whose state file would name checkpoints it lacks). */
+static void test_relative_directory_after_chdir(void **state)
+{
+    fixture *f = *state;
+    char cwd[4096], elsewhere[2048], path[4096];
+    ckpt_saver *s = NULL;
+    ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {6}}, f->w, NULL, NULL, NULL};
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(elsewhere, sizeof(elsewhere), "%.2000s/elsewhere", f->dir);
+    snprintf(path, sizeof(path), "%.2000s/elsewhere/rel", f->dir);
+    assert_int_equal(mkdir(elsewhere, 0755), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%.2000s/rel", f->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(chdir(f->dir), 0);
+    assert_ckpt_ok(ckpt_saver_open(&s, "rel", NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &w));
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    assert_int_equal(chdir(elsewhere), 0);
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_ENOTFOUND,
+                      "a relative path also changes with the process's "
+                      "working directory");
+    assert_int_equal(chdir(cwd), 0);
+    ckpt_saver_free(s);
+    snprintf(path, sizeof(path), "%.2000s/elsewhere/rel", f->dir);
+    assert_int_equal(count_files(path, "model.ckpt-"), 0);
+    snprintf(path, sizeof(path), "%.2000s/rel", f->dir);
+    assert_int_equal(count_files(path, ".index"), 1);
+}
+
 /* absolute_paths writes absolute prefixes; latest and restore still work
  * and a reopened saver recovers the list. */
 static void test_absolute_paths(void **state)
@@ -953,6 +1020,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_b80_temp_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swapped_directory_untouched, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relative_directory_after_chdir,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_syncs_before_deleting,
