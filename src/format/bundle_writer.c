@@ -334,6 +334,8 @@ static int cmp_entries(const void *a, const void *b)
 }
 
 /* Sync, close and rename every data file into place. */
+/* Every data file written, fsynced and closed under its temporary name,
+ * then the before_rename call, then the renames. */
 static int commit_shards(ckpt_bundle_writer *w)
 {
     int err = 0;
@@ -349,12 +351,23 @@ static int commit_shards(ckpt_bundle_writer *w)
             s->file = NULL;
             err = ckpt__fs_close(w->fs, f);
         }
-        if (err == 0)
-            err = ckpt__fs_rename(w->fs, s->tmp_path.ptr, s->final_path.ptr);
+    }
+    if (err == 0 && w->before_rename)
+        err = w->before_rename(w->before_rename_payload);
+    for (int i = 0; err == 0 && i < w->num_shards; i++) {
+        struct ckpt__writer_shard *s = &w->shards[i];
+        err = ckpt__fs_rename(w->fs, s->tmp_path.ptr, s->final_path.ptr);
         if (err == 0)
             s->renamed = true;
     }
     return err;
+}
+
+void ckpt__bundle_writer_before_rename(ckpt_bundle_writer *w,
+                                       int (*fn)(void *payload), void *payload)
+{
+    w->before_rename = fn;
+    w->before_rename_payload = payload;
 }
 
 static int write_index(ckpt_bundle_writer *w)

@@ -58,7 +58,9 @@ struct ckpt_bundle_writer {
     enum ckpt__writer_state state;
     int status; /* first error */
     char status_msg[CKPT__WRITER_MSG_MAX];
-    ckpt__slice_set sliced; /* partitioned tensors (add_slice) */
+    ckpt__slice_set sliced;              /* partitioned tensors (add_slice) */
+    int (*before_rename)(void *payload); /* see bundle_writer_internal.h */
+    void *before_rename_payload;
 };
 
 /* bundle_writer.c */

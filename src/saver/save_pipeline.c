@@ -3,8 +3,9 @@
  * image when one is reserved, else straight from the variables) or the
  * writer thread does (writer.c, from a staging image):
  * sweep what an earlier failed save left, apply retention to the list
- * found at open (the first save only), forget an existing checkpoint of
- * the same name, write the bundle, and name it in the state file; what
+ * found at open (the first save only), write the bundle (forgetting an
+ * existing checkpoint of the same name once the new data is durable, right
+ * before its files are put in place), and name it in the state file; what
  * retention evicts is handed back, to be deleted after the save (writer.c:
  * deleting a big file can take a third of a write). Both
  * paths call ckpt__saver_write_checkpoint, so the order and the cleanup
@@ -14,11 +15,22 @@
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
-/* If a checkpoint of this name exists, unlist it and drop its index first,
- * so a failure while overwriting never leaves mixed files looking complete. */
-static int forget_existing(ckpt_saver *s, const char *stored,
-                           const char *prefix)
+/* If a checkpoint of this name exists, unlist it and drop its index,
+ * so a failure while overwriting never leaves mixed files looking complete.
+ * Called by the bundle writer once the new data is durable under its
+ * temporary name, right before the renames (ckpt__before_rename): the old
+ * checkpoint stays whole and named while the new one is written, and a
+ * write that fails (a full disk) leaves it the latest. */
+typedef struct forget_args {
+    ckpt_saver *s;
+    const char *stored, *prefix;
+} forget_args;
+
+static int forget_existing(void *payload)
 {
+    const forget_args *a = payload;
+    ckpt_saver *s = a->s;
+    const char *stored = a->stored, *prefix = a->prefix;
     ckpt_buf index = CKPT_BUF_INIT;
     int err = ckpt_bundle_index_path(&index, prefix);
     if (err == 0 && ckpt__fs_stat(s->fs, index.ptr, NULL, NULL) == 0) {
@@ -130,6 +142,8 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     double t0 = ckpt_clock_monotonic(s->opts.clock);
     uint64_t bytes = 0;
     int may_be_named = 0;
+    forget_args forget = {s, job->stored, job->prefix};
+    ckpt__before_rename hook = {forget_existing, &forget};
     int err;
     err = ckpt__dir_lock_check(s->ds.lock, s->ds.dir);
     if (err < 0) { /* nothing of this save written: nothing to sweep */
@@ -141,21 +155,18 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     pthread_mutex_lock(&s->ds_mu);
     err = ckpt__dir_state_reconcile(&s->ds);
     pthread_mutex_unlock(&s->ds_mu);
-    if (err == 0) {
-        /* before anything of this checkpoint can be complete and unnamed */
+    if (err == 0) /* before anything of it can be complete and unnamed */
         ckpt__pending_note_write(&s->ds, job->stored, NULL);
-        err = forget_existing(s, job->stored, job->prefix);
-    }
     if (err == 0 && img) {
         int direct = use_direct(s);
         double w0 = ckpt_clock_monotonic(NULL);
         err = ckpt__write_from_image(s->fs, job->prefix, s->vars, s->nvars, img,
-                                     s->image_bytes, direct, &bytes);
+                                     s->image_bytes, direct, &hook, &bytes);
         if (err == 0)
             record_write(s, direct, bytes, ckpt_clock_monotonic(NULL) - w0);
     } else if (err == 0)
         err = ckpt__write_from_vars(s->fs, job->prefix, s->vars, s->nvars,
-                                    &bytes);
+                                    &hook, &bytes);
     if (err == 0)
         err = commit_checkpoint(s, job->stored, job->prefix, evicted,
                                 &may_be_named);

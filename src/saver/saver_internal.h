@@ -303,16 +303,25 @@ int ckpt__checksum_choice_timed(ckpt__checksum_choice *c, int fused,
 
 /* ---- writing one checkpoint --------------------------------------------- */
 
+/* Called once the checkpoint's data is durable under a temporary name,
+ * right before its files are put in place (NULL fn: nothing). */
+typedef struct ckpt__before_rename {
+    int (*fn)(void *payload);
+    void *payload;
+} ckpt__before_rename;
+
 /* Write `prefix` from a data image (records at their offsets, CRCs taken
  * by the snapshot): one data file written from the image, then the index;
  * commits crash-safely. `bytes_out` receives data + index bytes. */
 int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
                            const ckpt__var *vars, size_t n,
                            const ckpt__image *img, uint64_t image_bytes,
-                           int direct_io, uint64_t *bytes_out);
+                           int direct_io, const ckpt__before_rename *hook,
+                           uint64_t *bytes_out);
 /* Write `prefix` straight from the variables (sync saves). */
 int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
-                          const ckpt__var *vars, size_t n, uint64_t *bytes_out);
+                          const ckpt__var *vars, size_t n,
+                          const ckpt__before_rename *hook, uint64_t *bytes_out);
 
 /* ---- the saver ---------------------------------------------------------- */
 

@@ -2,7 +2,8 @@
  * a staging image (async saves: one large write, CRCs computed here on the
  * writer thread) or straight from the variables (sync saves: no staging
  * memory). The bundle writer commits crash-safely (temp, fsync, rename,
- * index last, directory fsync). */
+ * index last, directory fsync), calling the caller's hook right before the
+ * renames. */
 #include "format/bundle_writer_internal.h"
 #include "saver_internal.h"
 #include "util/crc32c.h"
@@ -10,7 +11,8 @@
 int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
                            const ckpt__var *vars, size_t n,
                            const ckpt__image *img, uint64_t image_bytes,
-                           int direct_io, uint64_t *bytes_out)
+                           int direct_io, const ckpt__before_rename *hook,
+                           uint64_t *bytes_out)
 {
     ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     ckpt_bundle_writer *w = NULL;
@@ -20,6 +22,8 @@ int ckpt__write_from_image(const ckpt_fs *fs, const char *prefix,
     err = ckpt_bundle_writer_open(&w, prefix, &wo);
     if (err < 0)
         goto done;
+    if (hook)
+        ckpt__bundle_writer_before_rename(w, hook->fn, hook->payload);
     err = ckpt__bundle_writer_append_raw(w, img->ptr, (size_t)image_bytes);
     if (err < 0)
         goto done;
@@ -63,13 +67,16 @@ static int add_var(ckpt_bundle_writer *w, const ckpt__var *v)
 }
 
 int ckpt__write_from_vars(const ckpt_fs *fs, const char *prefix,
-                          const ckpt__var *vars, size_t n, uint64_t *bytes_out)
+                          const ckpt__var *vars, size_t n,
+                          const ckpt__before_rename *hook, uint64_t *bytes_out)
 {
     ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
     ckpt_bundle_writer *w = NULL;
     int err;
     wo.fs = fs;
     err = ckpt_bundle_writer_open(&w, prefix, &wo);
+    if (err == 0 && hook)
+        ckpt__bundle_writer_before_rename(w, hook->fn, hook->payload);
     for (size_t i = 0; i < n && err == 0; i++)
         err = add_var(w, &vars[i]);
     if (err == 0)

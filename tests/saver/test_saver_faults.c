@@ -203,6 +203,66 @@ static void test_renames_exdev_eacces(void **state)
     loop_ops(0, 1, EACCES, RENAMES);
 }
 
+/* Saving a step again (or a fixed name, CKPT_NO_STEP) overwrites that
+ * checkpoint. The old one must stay whole and the latest until the new
+ * data is durable: every failure while writing the data (a full disk, say)
+ * leaves it readable with its own values. A failure after that (the
+ * index, the renames) may leave the step before it the latest, never
+ * mixed files. */
+static void test_overwrite_keeps_old_until_data_durable(void **state)
+{
+    int data_failures = 0;
+    (void)state;
+    for (int async = 0; async < 2; async++) {
+        for (uint64_t n = 1; n < 100; n++) {
+            run r;
+            int rc;
+            float w[NVALS];
+            ckpt_buf latest = CKPT_BUF_INIT;
+            ckpt_bundle_reader *rd = NULL;
+            run_open(&r, CKPT_BUSY_SKIP);
+            assert_ckpt_ok(save(&r, 1, async));
+            assert_ckpt_ok(save(&r, 2, async));
+            ckpt_fs_fault_fail(r.ff, n, CKPT_FS_OP_ALL, ENOSPC, 0, 0);
+            set_state(&r, 2);
+            r.w[0] = -1.0f; /* the overwrite's own values */
+            rc = async ? ckpt_saver_save_async(r.s, 2, NULL) : 0;
+            if (async && rc == 0)
+                rc = ckpt_saver_wait(r.s, 0, -1);
+            else if (!async)
+                rc = ckpt_saver_save(r.s, 2, NULL);
+            if (ckpt_fs_fault_injected(r.ff) == 0) {
+                assert_ckpt_ok(rc);
+                run_close(&r);
+                break;
+            }
+            if (rc != 0 && strstr(ckpt_error_last()->message, ".data-") &&
+                strstr(ckpt_error_last()->message, "tempstate") &&
+                !strstr(ckpt_error_last()->message, "rename ")) {
+                /* the new data was not durable: the old step 2 is whole */
+                data_failures++;
+                assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, r.dir));
+                assert_int_equal(ckpt_checkpoint_step(latest.ptr), 2);
+                assert_ckpt_ok(ckpt_bundle_reader_open(&rd, latest.ptr, NULL));
+                assert_ckpt_ok(ckpt_bundle_reader_verify(rd));
+                assert_ckpt_ok(ckpt_bundle_reader_read(rd, "w", w, sizeof(w)));
+                assert_true(w[0] == 2000.0f);
+                ckpt_bundle_reader_free(rd);
+            } else if (latest_step(&r) == 2) {
+                assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, r.dir));
+                assert_ckpt_ok(ckpt_bundle_reader_open(&rd, latest.ptr, NULL));
+                assert_ckpt_ok(ckpt_bundle_reader_verify(rd));
+                ckpt_bundle_reader_free(rd);
+            } else {
+                expect_latest(&r, 1);
+            }
+            ckpt_buf_dispose(&latest);
+            run_close(&r);
+        }
+    }
+    assert_true(data_failures >= 2); /* the loop did reach the data writes */
+}
+
 /* A two-shard bundle written over an existing one fails in turn at every
  * operation: each run is a clean error naming the operation, the earlier
  * bundle still verifies, and no temporary file or partial index remains. */
@@ -300,6 +360,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writes_each_errno),
         cmocka_unit_test(test_renames_exdev_eacces),
+        cmocka_unit_test(test_overwrite_keeps_old_until_data_durable),
         cmocka_unit_test(test_two_shard_bundle_fault_loop),
         cmocka_unit_test(test_sync_once_eio),
         cmocka_unit_test(test_sync_persistent_enospc),
