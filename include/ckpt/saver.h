@@ -155,7 +155,8 @@ typedef struct ckpt_saver ckpt_saver;
  *  "<basename>-<step>.data-*" whose index is missing; and the complete
  *  checkpoints an interrupted save noted in "checkpoint.pending" (its own,
  *  before the state file named it; those retention evicted, before they
- *  were deleted) that the state file, read intact, does not list. Nothing
+ *  were deleted) that the state file, read intact (or absent: a first
+ *  save cut short), does not list. Nothing
  *  else: any other complete "<basename>-<step>" checkpoint the state file
  *  does not list (files put there, a note a power cut lost) is readable,
  *  so it is left in place, never listed or deleted by retention, with a

@@ -66,6 +66,7 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
 {
     ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
+    kept_dispose(&ds->unsure);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
@@ -340,18 +341,22 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     unsigned char *repeated = NULL;
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
+    int readable = 1; /* the state file read intact, or there is none */
     int err = ds->lock ? 0 : ckpt__dir_lock_acquire(ds->fs, ds->dir, &ds->lock);
     if (err < 0)
         return err;
     err = ckpt_state_read(&st, ds->fs, ds->dir);
     if (err == CKPT_ENOTFOUND) {
-        ckpt_error_clear(); /* a fresh directory: no error to leave behind */
+        /* A fresh directory (or one whose first save a crash cut short:
+         * its pending note names the checkpoint nothing names). */
+        ckpt_error_clear();
         err = 0;
         goto cleanup;
     }
     if (err == CKPT_ECORRUPT) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN, "ignoring unreadable state file: %s",
                      ckpt_error_last()->message);
+        readable = 0;
         err = 0;
         goto cleanup;
     }
@@ -423,8 +428,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             goto done;
     }
 cleanup:
-    err = ckpt__dir_state_sweep_leftovers(ds, st.model_checkpoint_path ? &st
-                                                                       : NULL);
+    err = ckpt__dir_state_sweep_leftovers(ds, readable ? &st : NULL);
 done:
     ckpt__free(repeated);
     ckpt_buf_dispose(&prefix);
@@ -564,6 +568,13 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         err = kept_push(&next, stored, save_time);
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
+    /* Failed saves' checkpoints the state file may have named go with
+     * what retention evicts once this state file no longer names them. */
+    for (size_t i = 0; err == 0 && i < ds->unsure.n; i++)
+        if (strcmp(ds->unsure.paths[i], stored) != 0 &&
+            ckpt__kept_find(&next, ds->unsure.paths[i]) == next.n &&
+            ckpt__kept_find(&evicted, ds->unsure.paths[i]) == evicted.n)
+            err = kept_push(&evicted, ds->unsure.paths[i], 0.0);
     if (err < 0)
         goto done;     /* nothing written: the state file is as it was */
     if (evicted.n > 0) /* with the new checkpoint's name, noted at its start */
@@ -572,12 +583,21 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     if (err < 0) {
         /* The failure may have come after the rename (the directory sync):
          * put the current list back, keeping the original error. If that
-         * fails too, the state file on disk may name the new checkpoint. */
-        if (rollback_state(ds) < 0)
+         * fails too, the state file on disk may name the new checkpoint:
+         * kept in the notes of the saves after this one until a state file
+         * is written without it. */
+        if (rollback_state(ds) < 0) {
+            ckpt__saved_error saved; /* the update's error is the one */
             *may_be_named = 1;
+            ckpt__error_save(&saved);
+            if (ckpt__kept_find(&ds->unsure, stored) == ds->unsure.n)
+                (void)kept_push(&ds->unsure, stored, 0.0); /* else: kept */
+            ckpt__error_restore(&saved);
+        }
         goto done;
     }
     kept_dispose(&ds->kept);
+    kept_dispose(&ds->unsure);
     ds->kept = next;
     memset(&next, 0, sizeof(next));
     if (evicted.n == 0)

@@ -3,14 +3,18 @@
  * state file stores it). A save writes it before it puts its files in
  * place (its own name) and again before the state file drops what
  * retention evicts (those names too), and removes it once the checkpoint
- * is named and the evicted ones are deleted. A crash in between leaves
- * complete checkpoints the state file does not name; the next open deletes
- * those the note names, and only while the state file it read is intact
- * and does not list them. Complete checkpoints nobody noted (a user's own
- * copy, a state file damaged by hand) are still left in place with a
- * warning (dir_sweep.c). The note is written without fsync: a power cut
- * may lose it, which leaves such checkpoints in place, as before, and
- * never deletes more. */
+ * is named and the evicted ones are deleted. Checkpoints of failed saves
+ * the state file on disk may name (its update and its rollback both
+ * failed: ckpt__dir_state's `unsure`) are carried in every note until a
+ * state file is written without them. A crash in between leaves complete
+ * checkpoints the state file does not name; the next open deletes those
+ * the note names, and only while the state file it read is intact (or
+ * absent: a first save cut short) and does not list them. Complete
+ * checkpoints nobody noted (a user's own copy, a state file damaged by
+ * hand) are still left in place with a warning (dir_sweep.c). The note
+ * replaces the last one by a rename, without fsync: a power cut may lose
+ * it, which leaves such checkpoints in place, as before, and never deletes
+ * more. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -37,7 +41,7 @@ static int append_name(ckpt_buf *text, const char *name)
 void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
                               const ckpt__kept_list *evicted)
 {
-    ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
+    ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT, tmp = CKPT_BUF_INIT;
     ckpt_file *f = NULL;
     ckpt__saved_error saved;
     int err;
@@ -47,14 +51,23 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
         err = append_name(&text, stored);
     for (size_t i = 0; err == 0 && evicted && i < evicted->n; i++)
         err = append_name(&text, evicted->paths[i]);
-    if (err == 0) {
-        ckpt__fs_remove_quiet(ds->fs, path.ptr);
-        err = ckpt__fs_open_write(ds->fs, &f, path.ptr, CKPT_OPEN_EXCL);
-    }
+    for (size_t i = 0; err == 0 && i < ds->unsure.n; i++)
+        if (!stored || strcmp(ds->unsure.paths[i], stored) != 0)
+            err = append_name(&text, ds->unsure.paths[i]);
+    /* Replaced by a rename, never removed first: a crash between a removal
+     * and the new note would forget a checkpoint the old one named. */
+    if (err == 0)
+        err = ckpt__fs_temp_name(&tmp, path.ptr, "tempstate");
+    if (err == 0)
+        err = ckpt__fs_open_write(ds->fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
     if (err == 0)
         err = ckpt__fs_write(ds->fs, f, text.ptr, text.size);
     if (f && ckpt__fs_close(ds->fs, f) < 0 && err == 0)
         err = ckpt_error_last()->code;
+    if (err == 0)
+        err = ckpt__fs_rename(ds->fs, tmp.ptr, path.ptr);
+    if (err < 0 && f)
+        ckpt__fs_remove_quiet(ds->fs, tmp.ptr);
     if (err < 0)
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: cannot note the save in progress (a crash now may "
@@ -62,6 +75,7 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
                      ds->dir, ckpt_error_last()->message);
     ckpt_buf_dispose(&path);
     ckpt_buf_dispose(&text);
+    ckpt_buf_dispose(&tmp);
     ckpt__error_restore(&saved);
 }
 

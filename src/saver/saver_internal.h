@@ -60,6 +60,10 @@ typedef struct ckpt__dir_state {
     char *basename; /* checkpoint names are <basename>-<step> */
     char *abs_dir;  /* realpath of dir when absolute paths are written */
     ckpt__kept_list kept;
+    ckpt__kept_list unsure; /* failed saves the state file on disk may name
+                               (its update and rollback failed): noted in
+                               every pending note, deleted once a state
+                               file is written without them */
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;
@@ -166,7 +170,8 @@ size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored);
  * directory (names matching our temp patterns only). */
 int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
 /* Delete what the pending note names that `listed` (the state file as
- * read; NULL when there is none or it did not parse) does not, remove
+ * read, empty when there is none; NULL when it did not parse: then
+ * nothing) does not, remove
  * temporary files, then data files of <basename>-<step> checkpoints whose
  * index is missing; warn of complete numbered checkpoints the state file
  * does not list (left in place). The last step of

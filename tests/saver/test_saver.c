@@ -462,8 +462,9 @@ static void test_b79_crash_before_state_update(void **state)
     o.fs = ckpt_fs_fault_fs(ff);
     s = open_saver(f, &o);
     save_steps(s, f, 1, 1);
-    /* Renames of a save: data, index, then the state file's temp. */
-    ckpt_fs_fault_fail(ff, 3, CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME), 5 /*EIO*/, 0,
+    /* Renames of a save: its pending note, data, index, then the state
+     * file's temp. */
+    ckpt_fs_fault_fail(ff, 4, CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME), 5 /*EIO*/, 0,
                        0);
     f->step = 2;
     assert_int_not_equal(ckpt_saver_save(s, 2, NULL), 0);
@@ -800,8 +801,9 @@ static void test_recover_logs_many_drops_once(void **state)
 
 /* The pending note never deletes a checkpoint the state file names, even
  * only as model_checkpoint_path (a state file written by hand) or spelled
- * as an absolute path (TensorFlow's Saver writes those); a note that is
- * not one (no state file) deletes nothing either. */
+ * as an absolute path (TensorFlow's Saver writes those); with no state
+ * file (a first save cut short before it wrote one) what it notes is
+ * deleted; with a state file that does not parse, nothing is. */
 static void test_pending_note_spares_named_checkpoints(void **state)
 {
     fixture *f = *state;
@@ -826,14 +828,57 @@ static void test_pending_note_spares_named_checkpoints(void **state)
     for (int step = 1; step <= 3; step++)
         assert_int_equal(has_checkpoint_files(f->dir, step), step == 1 ? 0 : 2);
     assert_false(file_exists(f->dir, "checkpoint.pending"));
-    /* no state file: the note is dropped, nothing deleted */
+    /* a state file that does not parse: the note is dropped, nothing
+     * deleted */
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
+    test_write_file(path, "model.ckpt-3\n", 13);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, "model_checkpoint_path: \"", 24);
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 3), 2);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    /* no state file: what the note names is deleted */
     snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
     test_write_file(path, "model.ckpt-3\n", 13);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     assert_int_equal(unlink(path), 0);
     s = open_saver(f, &o);
     ckpt_saver_free(s);
-    assert_int_equal(has_checkpoint_files(f->dir, 3), 2);
+    assert_int_equal(has_checkpoint_files(f->dir, 3), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 2), 2);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
+/* Saves whose state-file update and its rollback both fail (here the state
+ * file's path is a directory) may be named by the state file on disk, so
+ * their files stay; they are carried in every later pending note and
+ * deleted once a state file is written without them. Each such save used
+ * to leak a whole checkpoint for good. */
+static void test_unsure_saves_deleted_after_next_commit(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char path[4200];
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 2);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (int step = 3; step <= 5; step++) {
+        f->step = step;
+        assert_int_not_equal(ckpt_saver_save(s, step, NULL), 0);
+        assert_int_equal(has_checkpoint_files(f->dir, step), 2);
+    }
+    assert_int_equal(rmdir(path), 0);
+    save_steps(s, f, 6, 6);
+    ckpt_saver_free(s);
+    for (int step = 3; step <= 5; step++)
+        assert_int_equal(has_checkpoint_files(f->dir, step), 0);
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+    assert_true(file_exists(f->dir, "model.ckpt-6.index"));
     assert_false(file_exists(f->dir, "checkpoint.pending"));
 }
 
@@ -1038,6 +1083,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_pending_note_spares_named_checkpoints, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unsure_saves_deleted_after_next_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
