@@ -88,6 +88,7 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     uint64_t bytes = 0;
     double write_s = 0.0;
     char msg[512] = "";
+    char step[32];
     ckpt__snapshot_work seal;
     ckpt__kept_list evicted = {0};
     int err;
@@ -101,10 +102,18 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     ckpt__image_seal(&seal);
     err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image], &bytes,
                                        &write_s, &evicted);
+    if (job->step == CKPT_NO_STEP) /* a fixed name: no step to show */
+        snprintf(step, sizeof(step), "without a step");
+    else
+        snprintf(step, sizeof(step), "of step %" PRId64, job->step);
     if (err < 0) {
-        snprintf(msg, sizeof(msg), "save of step %" PRId64 " to %s failed: %s",
-                 job->step, job->prefix, ckpt_error_last()->message);
+        snprintf(msg, sizeof(msg), "save %s to %s failed: %s", step,
+                 job->prefix, ckpt_error_last()->message);
         CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
+    } else if (job->step == CKPT_NO_STEP) {
+        CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
+                        "checkpoint %s is durable: %" PRIu64 " bytes in %.3f s",
+                        job->prefix, bytes, write_s);
     } else {
         CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
                         "checkpoint %s (step %" PRId64 ") is durable: %" PRIu64
