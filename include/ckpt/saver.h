@@ -169,7 +169,10 @@ typedef struct ckpt_saver ckpt_saver;
  *  leftovers, which may be another saver's save in flight; the kernel
  *  drops it when the process ends), and a saver of another process gets
  *  CKPT_EBUSY, since its recovery would delete the first one's temporary
- *  files. Read a
+ *  files. Savers of one process sharing a directory each write the state
+ *  file from their own list: let only one of them save there (the others
+ *  restore), or each one's checkpoints drop out of the other's list and
+ *  are left on disk unlisted. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
  *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),
