@@ -492,13 +492,11 @@ int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
         err = resolve(ds, stored, &prefix);
     if (err == 0)
         err = index_exists(ds, prefix.ptr);
-    if (err == 1) {
-        ckpt_buf index = CKPT_BUF_INIT;
-        err = ckpt_bundle_index_path(&index, prefix.ptr);
-        if (err == 0)
-            err = ckpt__fs_remove(ds->fs, index.ptr);
-        ckpt_buf_dispose(&index);
-    }
+    /* Index first, then its data files, whatever their shard count (a
+     * checkpoint of this name written by another number of ranks would
+     * keep files the new one's renames do not replace). */
+    if (err == 1)
+        err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
     ckpt_buf_dispose(&prefix);
     return err;
 }

@@ -99,7 +99,8 @@ int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
                                     int pad_step_number, int64_t step,
                                     ckpt_buf *stored, ckpt_buf *prefix);
 /* Before overwriting an existing checkpoint of the same name: unlist it and
- * remove its index so it never looks complete with mixed files. */
+ * remove its index (so it never looks complete with mixed files), then its
+ * data files of any shard count. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
 /* Record a durable checkpoint: build the next list (the new checkpoint
  * appended, retention applied), write it to the state file and swap it

@@ -882,6 +882,34 @@ static void test_unsure_saves_deleted_after_next_commit(void **state)
     assert_false(file_exists(f->dir, "checkpoint.pending"));
 }
 
+/* A step saved again over a checkpoint of that name written with another
+ * shard count (by a distributed job on other ranks): the old data files
+ * go with the old index, not only those the new save's renames replace. */
+static void test_resave_removes_other_shard_counts(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char path[4200];
+    s = open_saver(f, NULL);
+    save_steps(s, f, 3, 3);
+    for (int k = 0; k < 2; k++) { /* as a 2-rank job would have left */
+        snprintf(path, sizeof(path), "%s/model.ckpt-3.data-%05d-of-00002",
+                 f->dir, k);
+        test_write_file(path, "old", 3);
+    }
+    f->w[0] = 9.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, 3, &prefix));
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".data-"), 1);
+    assert_true(file_exists(f->dir, "model.ckpt-3.data-00000-of-00001"));
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix.ptr, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    ckpt_bundle_reader_free(r);
+    ckpt_buf_dispose(&prefix);
+}
+
 /* Two savers of one process on one directory (a hook's and a scaffold's,
  * say): the second one's recovery sweeps nothing, since what looks left
  * over may be the first one's save in flight; a later sole saver sweeps. */
@@ -1085,6 +1113,8 @@ int main(void)
             test_pending_note_spares_named_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_unsure_saves_deleted_after_next_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
