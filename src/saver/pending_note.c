@@ -12,9 +12,11 @@
  * absent: a first save cut short) and does not list them. Complete
  * checkpoints nobody noted (a user's own copy, a state file damaged by
  * hand) are still left in place with a warning (dir_sweep.c). The note
- * replaces the last one by a rename, without fsync: a power cut may lose
- * it, which leaves such checkpoints in place, as before, and never deletes
- * more. */
+ * is fsynced under a temporary name and renamed over the last one; its
+ * name is made durable by the directory sync that follows (the save's
+ * renames, or the state file's), so a power cut before that may lose the
+ * new note, which leaves such checkpoints in place, as before, and never
+ * deletes more. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -62,6 +64,8 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
         err = ckpt__fs_open_write(ds->fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
     if (err == 0)
         err = ckpt__fs_write(ds->fs, f, text.ptr, text.size);
+    if (err == 0) /* durable before its name: never an empty note */
+        err = ckpt__fs_sync(ds->fs, f);
     if (f && ckpt__fs_close(ds->fs, f) < 0 && err == 0)
         err = ckpt_error_last()->code;
     if (err == 0)

@@ -309,15 +309,18 @@ static void test_background_failure_returned_by_next_save(void **state)
     ckpt_saver_metrics m;
     assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
     s = open_saver(f, CKPT_BUSY_SKIP, ckpt_fs_fault_fs(ff));
-    ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC), EIO, 0, 0);
+    /* the save's second sync: its data file's (the first is its pending
+     * note's, which a save does without when it fails) */
+    ckpt_fs_fault_fail(ff, 2, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC), EIO, 0, 0);
     fill(f, 1.0f, 1);
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
-    for (;;) {
+    for (int i = 0; i < 30000; i++) {
         ckpt_saver_get_metrics(s, &m);
         if (m.saves_failed == 1)
             break;
         usleep(1000);
     }
+    assert_int_equal(m.saves_failed, 1);
     assert_ckpt_error(ckpt_saver_save_async(s, 2, NULL), CKPT_EIO, "step 1");
     ckpt_saver_get_metrics(s, &m);
     assert_int_equal(m.saves_started, 1);

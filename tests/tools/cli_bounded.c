@@ -29,11 +29,22 @@ int cli_under_memcheck(void)
 #endif
 }
 
+/* a sanitizer (TSan above all) runs the tool 5 to 15 times slower; its
+ * tests run smaller inputs (cli_tool_sanitized) and get this much more */
+#define SANITIZER_SLOWDOWN 3
+
+int cli_tool_sanitized(void)
+{
+    return TOOL_SANITIZED;
+}
+
 /* The child's limits (a cli_child_setup). */
 static void limit_child(const void *arg)
 {
     const cli_limits *lim = arg;
-    unsigned slow = cli_under_memcheck() ? MEMCHECK_SLOWDOWN : 1;
+    unsigned slow = cli_under_memcheck() ? MEMCHECK_SLOWDOWN
+                    : TOOL_SANITIZED     ? SANITIZER_SLOWDOWN
+                                         : 1;
     struct rlimit cpu = {lim->cpu_seconds * slow, lim->cpu_seconds * slow + 5};
     struct rlimit mem = {lim->memory_bytes, lim->memory_bytes};
     setrlimit(RLIMIT_CPU, &cpu);

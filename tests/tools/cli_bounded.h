@@ -22,6 +22,10 @@ typedef struct cli_limits {
  * longer and memory is not limited. */
 int cli_under_memcheck(void);
 
+/* Whether the tool was built with a sanitizer (as the test was): slower,
+ * and with no address-space limit, so a test may feed it less. */
+int cli_tool_sanitized(void);
+
 /* cli_run_prog in a child held to `lim`; a run a limit ended has status -1
  * and its signal (SIGXCPU, SIGKILL, SIGALRM, or SIGSEGV/SIGABRT when an
  * allocation failed). */
