@@ -374,6 +374,10 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "bad --steps '0'", 1);
     e2e_proc_free(&p);
+    TRAIN(&p, "--dir", "", "--steps", "10");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "bad --dir ''", 1);
+    e2e_proc_free(&p);
     TRAIN(&p, "--dir", dir, "--lr", "nan");
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "bad --lr 'nan'", 1);

@@ -126,6 +126,9 @@ int train_options_parse(train_options *o, int argc, char **argv,
                                !strcmp(a, "--mode") ? "--mode none" : a);
         i++;
         if (!strcmp(a, "--dir")) {
+            if (!*v)
+                return usage_error("%s", "bad --dir '' (the checkpoint "
+                                         "directory: a path)");
             o->dir = v;
         } else if (!strcmp(a, "--steps")) {
             if (parse_int(v, 1, INT64_MAX, &n))
