@@ -134,7 +134,12 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
  *  files' names fit in the 255 bytes a file name may have. */
 #define CKPT_BASENAME_MAX 188
 
-/** Pass as `step` to save without a step suffix (prefix = basename). */
+/** Pass as `step` to save without a step suffix (prefix = basename).
+ *  Each such save, like a step saved again, replaces the checkpoint of
+ *  that name: the old one stays whole and named until the new data is
+ *  durable, then is removed before the new files are put in place; a
+ *  power cut in those milliseconds leaves no checkpoint of that name.
+ *  Numbered steps never share a name. */
 #define CKPT_NO_STEP INT64_MIN
 
 /* ---- the saver ---------------------------------------------------------- */
