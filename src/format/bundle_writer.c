@@ -333,9 +333,8 @@ static int cmp_entries(const void *a, const void *b)
     return ckpt__key_compare(x->name, x->name_len, y->name, y->name_len);
 }
 
-/* Sync, close and rename every data file into place. */
 /* Every data file written, fsynced and closed under its temporary name,
- * then the before_rename call, then the renames. */
+ * then the before_rename call, then the renames into place. */
 static int commit_shards(ckpt_bundle_writer *w)
 {
     int err = 0;

@@ -850,6 +850,50 @@ static void test_pending_note_spares_named_checkpoints(void **state)
     assert_false(file_exists(f->dir, "checkpoint.pending"));
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* The pending note is only ever put in place by a rename of a temporary
+ * file fsynced first: never removed and created again (a crash between
+ * the two forgot a complete, unnamed checkpoint), never an entry that may
+ * reach the disk before its bytes. Saves that evict rewrite it. */
+static void test_pending_note_replaced_by_rename(void **state)
+{
+    fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    int renames = 0;
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    o.fs = ckpt_fs_fault_fs(ff);
+    o.max_to_keep = 1;
+    s = open_saver(f, &o);
+    ckpt_fs_fault_trace(ff, ~0u);
+    save_steps(s, f, 1, 3); /* saves 2 and 3 evict */
+    ckpt_saver_free(s);
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        int synced = 0;
+        assert_false(e->op == CKPT_FS_OP_OPEN_WRITE &&
+                     ends_with(e->path, "/checkpoint.pending"));
+        if (e->op != CKPT_FS_OP_RENAME ||
+            !ends_with(e->to, "/checkpoint.pending"))
+            continue;
+        renames++;
+        for (size_t j = 0; j < i; j++) {
+            const ckpt_fs_fault_event *b = ckpt_fs_fault_trace_event(ff, j);
+            if (strcmp(b->path, e->path) == 0 && b->op == CKPT_FS_OP_SYNC)
+                synced = 1;
+        }
+        assert_true(synced);
+    }
+    assert_true(renames >= 5); /* each save's own, two evicting saves' */
+    ckpt_fs_fault_free(ff);
+}
+
 /* Saves whose state-file update and its rollback both fail (here the state
  * file's path is a directory) may be named by the state file on disk, so
  * their files stay; they are carried in every later pending note and
@@ -1113,6 +1157,8 @@ int main(void)
             test_pending_note_spares_named_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_unsure_saves_deleted_after_next_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pending_note_replaced_by_rename,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
