@@ -1,6 +1,6 @@
-/* format/snappy_block.h - raw Snappy decompression of a table block
- * (Debian's libsnappy), with the declared length bounded before any
- * allocation. */
+/* format/snappy_block.h - raw Snappy decompression of a table block (our
+ * own decoder, snappy_block.c), with the declared length bounded before
+ * any allocation. */
 #ifndef CKPT_FORMAT_SNAPPY_BLOCK_H
 #define CKPT_FORMAT_SNAPPY_BLOCK_H
 

@@ -962,6 +962,160 @@ static void test_hand_built_bad_tables(void **state)
     ckpt_buf_dispose(&f);
 }
 
+/* Our decoder against Debian's libsnappy: inputs of many shapes (random,
+ * runs, repeats near and far, every size around the element boundaries)
+ * compressed by the reference compressor decode to the same bytes. */
+static void test_snappy_matches_reference(void **state)
+{
+    ckpt_buf out = CKPT_BUF_INIT;
+    uint32_t seed = 12345;
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        size_t n = round < 100 ? (size_t)round * 7 : (size_t)round * 997;
+        char *raw = malloc(n ? n : 1);
+        size_t clen = snappy_max_compressed_length(n);
+        char *comp = malloc(clen);
+        assert_non_null(raw);
+        assert_non_null(comp);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            switch (round % 4) {
+            case 0: /* incompressible: long literals */
+                raw[i] = (char)(seed >> 16);
+                break;
+            case 1: /* runs: overlapping copies */
+                raw[i] = (char)('a' + (i / 50) % 3);
+                break;
+            case 2: /* a short alphabet: copies near and far */
+                raw[i] = (char)('a' + (seed >> 16) % 4);
+                break;
+            default: /* a block repeated 3 KiB back: 2-byte offsets */
+                raw[i] = i >= 3072 ? raw[i - 3072] : (char)(seed >> 16);
+                break;
+            }
+        }
+        assert_int_equal(snappy_compress(raw, n, comp, &clen), SNAPPY_OK);
+        assert_ckpt_ok(ckpt__snappy_uncompress(&out, (const uint8_t *)comp,
+                                               clen, n, "blk"));
+        assert_int_equal(out.size, n);
+        if (n)
+            assert_memory_equal(out.ptr, raw, n);
+        free(raw);
+        free(comp);
+    }
+    ckpt_buf_dispose(&out);
+}
+
+/* Hand-built streams: the element kinds the reference compressor never
+ * emits for small inputs (4-byte offsets, 3- and 4-byte literal lengths),
+ * and every way a stream can lie. */
+static void test_snappy_elements(void **state)
+{
+    ckpt_buf in = CKPT_BUF_INIT;
+    ckpt_buf out = CKPT_BUF_INIT;
+    uint8_t b[16];
+    (void)state;
+    /* 70000 literal bytes (length in 3 bytes), then a 4-byte-offset copy
+     * of 5 bytes from 70000 back, then an overlapping 2-byte-offset copy
+     * of 64 bytes from 1 back */
+    assert_ckpt_ok(ckpt__buf_put(&in, "\xb5\xa3\x04", 3)); /* 70069 */
+    b[0] = 62 << 2;
+    b[1] = (69999) & 0xff;
+    b[2] = (69999 >> 8) & 0xff;
+    b[3] = (69999 >> 16) & 0xff;
+    assert_ckpt_ok(ckpt__buf_put(&in, b, 4));
+    for (int i = 0; i < 70000; i++) {
+        char c = (char)('A' + i % 26);
+        assert_ckpt_ok(ckpt__buf_put(&in, &c, 1));
+    }
+    b[0] = (4 << 2) | 3;
+    b[1] = 0x70, b[2] = 0x11, b[3] = 0x01, b[4] = 0x00; /* 70000 */
+    assert_ckpt_ok(ckpt__buf_put(&in, b, 5));
+    b[0] = (63 << 2) | 2, b[1] = 1, b[2] = 0;
+    assert_ckpt_ok(ckpt__buf_put(&in, b, 3));
+    assert_ckpt_ok(ckpt__snappy_uncompress(&out, (const uint8_t *)in.ptr,
+                                           in.size, 1 << 20, "blk"));
+    assert_int_equal(out.size, 70069);
+    assert_memory_equal(out.ptr + 70000, "ABCDE", 5);
+    for (int i = 70005; i < 70069; i++)
+        assert_int_equal(out.ptr[i], 'E');
+
+    /* a literal whose 4-byte length says 2^32 - 1 + 1 bytes */
+    assert_ckpt_error(
+        ckpt__snappy_uncompress(
+            &out, (const uint8_t *)"\x05\xfc\xff\xff\xff\xff", 6, 100, "blk"),
+        CKPT_ECORRUPT, "blk: corrupt snappy block");
+    /* a literal longer than the input left */
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x05\x10"
+                                                               "ab",
+                                              4, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    /* a literal longer than the declared output */
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x01\x04"
+                                                               "ab",
+                                              4, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    /* cut inside each kind's extra bytes */
+    assert_ckpt_error(ckpt__snappy_uncompress(&out, (const uint8_t *)"\x05\xf0",
+                                              2, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x05\x00"
+                                                               "a\x01",
+                                              4, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x05\x00"
+                                                               "a\x02\x01",
+                                              5, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    assert_ckpt_error(
+        ckpt__snappy_uncompress(&out,
+                                (const uint8_t *)"\x05\x00"
+                                                 "a\x03\x01\x00\x00",
+                                7, 100, "blk"),
+        CKPT_ECORRUPT, "corrupt snappy block");
+    /* a copy of offset 0, and one past the output's end */
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x05\x00"
+                                                               "a\x01\x00",
+                                              5, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x04\x00"
+                                                               "a\x01\x01",
+                                              5, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    /* elements that stop short of the declared length */
+    assert_ckpt_error(ckpt__snappy_uncompress(&out,
+                                              (const uint8_t *)"\x06\x00"
+                                                               "a\x01\x01",
+                                              5, 100, "blk"),
+                      CKPT_ECORRUPT, "corrupt snappy block");
+    /* the same stream, exactly right: 1 literal + 4 copied */
+    assert_ckpt_ok(ckpt__snappy_uncompress(&out,
+                                           (const uint8_t *)"\x05\x00"
+                                                            "a\x01\x01",
+                                           5, 100, "blk"));
+    assert_int_equal(out.size, 5);
+    assert_string_equal(out.ptr, "aaaaa");
+    /* a length header of 6 bytes, and an empty block */
+    assert_ckpt_error(
+        ckpt__snappy_uncompress(
+            &out, (const uint8_t *)"\x80\x80\x80\x80\x80\x00", 6, 100, "blk"),
+        CKPT_ECORRUPT, "bad length header");
+    assert_ckpt_error(
+        ckpt__snappy_uncompress(&out, (const uint8_t *)"", 0, 100, "blk"),
+        CKPT_ECORRUPT, "bad length header");
+    assert_ckpt_ok(
+        ckpt__snappy_uncompress(&out, (const uint8_t *)"\x00", 1, 100, "blk"));
+    assert_int_equal(out.size, 0);
+    ckpt_buf_dispose(&in);
+    ckpt_buf_dispose(&out);
+}
+
 /* ---- Snappy
  * ------------------------------------------------------------------------ */
 
@@ -1082,6 +1236,8 @@ int main(void)
         cmocka_unit_test(test_footer_errors),
         cmocka_unit_test(test_hand_built_bad_tables),
         cmocka_unit_test(test_snappy_blocks),
+        cmocka_unit_test(test_snappy_matches_reference),
+        cmocka_unit_test(test_snappy_elements),
         cmocka_unit_test(test_callback_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
