@@ -139,7 +139,9 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
  *  that name: the old one stays whole and named until the new data is
  *  durable, then is removed before the new files are put in place; a
  *  power cut in those milliseconds leaves no checkpoint of that name.
- *  Numbered steps never share a name. */
+ *  Numbered steps never share a name. Three saves in a row of one
+ *  numbered step (a loop that does not advance the step it passes) log a
+ *  warning, once per saver. */
 #define CKPT_NO_STEP INT64_MIN
 
 /* ---- the saver ---------------------------------------------------------- */

@@ -4,11 +4,22 @@
  * wait or close returns exactly once. The synchronous save (saver.c) and
  * the writer thread (writer.c) both report here; the queue, the metrics and
  * the background error are guarded by the saver's mu, and outcomes are
- * only ever delivered on the caller's thread. */
+ * only ever delivered on the caller's thread. Also how log lines name a
+ * save's step (ckpt__step_say). */
 #include "saver_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+const char *ckpt__step_say(ckpt__step_words *w, int64_t step)
+{
+    if (step == CKPT_NO_STEP)
+        snprintf(w->text, sizeof(w->text), "without a step");
+    else
+        snprintf(w->text, sizeof(w->text), "of step %" PRId64, step);
+    return w->text;
+}
 
 void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,
                              const char *error, double write_s, uint64_t bytes)

@@ -62,6 +62,7 @@ int ckpt__saver_overlap_snapshot(ckpt_saver *s, ckpt__job *job)
 void ckpt__saver_complete_snapshot(ckpt_saver *s)
 {
     ckpt__job *job = s->deferred;
+    ckpt__step_words words;
     double t0, blocking;
     int64_t step;
     if (!job)
@@ -75,9 +76,9 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
     s->skips_since_dispatch = 0;
     ckpt__writer_submit(s, job); /* the writer owns (and may free) it now */
     CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
-                    "overlapped snapshot of step %" PRId64
-                    " complete (%.6f s blocking in all); write dispatched",
-                    step, blocking);
+                    "overlapped snapshot %s complete (%.6f s blocking in "
+                    "all); write dispatched",
+                    ckpt__step_say(&words, step), blocking);
 }
 
 int ckpt_saver_mutation_fence(ckpt_saver *s)

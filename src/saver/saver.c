@@ -147,6 +147,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
         ckpt__strdup(opts->basename ? opts->basename : CKPT__DEFAULT_BASENAME);
     s->opts.basename = s->basename;
     s->metrics.last_saved_step = CKPT_NO_STEP;
+    s->repeat_step = CKPT_NO_STEP;
     if (!s->basename) {
         ckpt__free(s);
         return ckpt__error_oom();
@@ -266,11 +267,36 @@ static int check_can_save(ckpt_saver *s)
     return 0;
 }
 
+/* Saves in a row of one step overwrite one checkpoint each time: a loop
+ * that never advances the step it passes (or passes a constant) keeps a
+ * single checkpoint and loses its history. Said once per saver, at the
+ * third save of one step in a row (a final or preemption save may repeat
+ * the last periodic one's step once, legitimately). */
+#define REPEATED_STEP_SAVES 3
+
+static void note_step(ckpt_saver *s, int64_t step, const char *prefix)
+{
+    if (step == CKPT_NO_STEP || step != s->repeat_step) {
+        s->repeat_step = step;
+        s->repeat_count = 1;
+        return;
+    }
+    if (++s->repeat_count < REPEATED_STEP_SAVES || s->repeat_warned)
+        return;
+    s->repeat_warned = 1;
+    CKPT__SAVER_LOG(s, CKPT_LOG_WARN,
+                    "%d saves in a row of step %" PRId64
+                    ", each one overwriting %s: does the training loop "
+                    "advance the step it passes to the saver? (said once)",
+                    s->repeat_count, step, prefix);
+}
+
 int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job job = {0};
     ckpt__kept_list evicted = {0};
+    ckpt__step_words words;
     uint64_t bytes = 0;
     double write_s = 0.0;
     int err;
@@ -286,6 +312,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     err = checkpoint_names(s, step, &stored, &prefix);
     if (err < 0)
         goto done;
+    note_step(s, step, prefix.ptr);
     /* Saves commit in order: let async writes finish first. */
     err = ckpt_saver_wait(s, 0, -1.0);
     if (err < 0)
@@ -305,9 +332,8 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     if (err < 0) {
         ckpt__saved_error saved;
         ckpt__error_save(&saved);
-        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR,
-                        "save of step %" PRId64 " failed: %s", step,
-                        saved.message);
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "save %s failed: %s",
+                        ckpt__step_say(&words, step), saved.message);
         ckpt__saver_deliver(s);
         ckpt__error_restore(&saved);
         goto done;
@@ -388,6 +414,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job *job = NULL;
+    ckpt__step_words words;
     double t0;
     uint64_t ticket;
     int image;
@@ -405,8 +432,10 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     err = check_can_save(s);
     if (err == 0)
         err = checkpoint_names(s, step, &stored, &prefix);
-    if (err == 0)
+    if (err == 0) {
+        note_step(s, step, prefix.ptr);
         err = ckpt_saver_reserve(s);
+    }
     if (err == 0)
         err = ckpt__writer_start(s);
     if (err < 0)
@@ -453,19 +482,17 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
         s->metrics.blocking_s_last = job->blocking_s;
         pthread_mutex_unlock(&s->mu);
         CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
-                        "snapshot of step %" PRId64
-                        " started in %.6f s; the writer copies until the "
-                        "next mutation fence",
-                        step, job->blocking_s);
+                        "snapshot %s started in %.6f s; the writer copies "
+                        "until the next mutation fence",
+                        ckpt__step_say(&words, step), job->blocking_s);
         if (ticket_out)
             *ticket_out = ticket;
         err = 0;
         goto done;
     }
     CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
-                    "snapshot of step %" PRId64
-                    " taken in %.6f s; write dispatched",
-                    step, job->blocking_s);
+                    "snapshot %s taken in %.6f s; write dispatched",
+                    ckpt__step_say(&words, step), job->blocking_s);
     s->skips_since_dispatch = 0;
     ticket = ckpt__writer_submit(s, job); /* the writer owns the job now */
     if (ticket_out)

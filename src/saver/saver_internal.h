@@ -18,6 +18,13 @@
     ckpt__log((s)->opts.log, (s)->opts.log_payload, (s)->opts.log_level,       \
               (level), __VA_ARGS__)
 
+/* How a log line names a save's step: "of step 25", or "without a step"
+ * for CKPT_NO_STEP (a fixed name); the text lives in `w`. */
+typedef struct ckpt__step_words {
+    char text[40];
+} ckpt__step_words;
+const char *ckpt__step_say(ckpt__step_words *w, int64_t step);
+
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
 /* Log through the directory state's options (ds: ckpt__dir_state *). */
@@ -367,6 +374,12 @@ struct ckpt_saver {
                              runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
+    /* A step that does not advance (caller thread only): the step of the
+     * last save asked for, how many saves in a row asked for it, and
+     * whether the warning was given (once per saver). */
+    int64_t repeat_step;
+    int repeat_count;
+    int repeat_warned;
     /* Direct or buffered image writes (direct_io 0), measured by the first
      * writes (save_pipeline.c); like need_cleanup, used by whoever runs
      * the pipeline. */

@@ -88,7 +88,7 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     uint64_t bytes = 0;
     double write_s = 0.0;
     char msg[512] = "";
-    char step[32];
+    ckpt__step_words step;
     ckpt__snapshot_work seal;
     ckpt__kept_list evicted = {0};
     int err;
@@ -102,13 +102,10 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     ckpt__image_seal(&seal);
     err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image], &bytes,
                                        &write_s, &evicted);
-    if (job->step == CKPT_NO_STEP) /* a fixed name: no step to show */
-        snprintf(step, sizeof(step), "without a step");
-    else
-        snprintf(step, sizeof(step), "of step %" PRId64, job->step);
     if (err < 0) {
-        snprintf(msg, sizeof(msg), "save %s to %s failed: %s", step,
-                 job->prefix, ckpt_error_last()->message);
+        snprintf(msg, sizeof(msg), "save %s to %s failed: %s",
+                 ckpt__step_say(&step, job->step), job->prefix,
+                 ckpt_error_last()->message);
         CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
     } else if (job->step == CKPT_NO_STEP) {
         CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
@@ -192,6 +189,7 @@ void ckpt__writer_stop(ckpt_saver *s)
 
 int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
 {
+    ckpt__step_words words;
     int busy = s->active || s->pending;
     if (!busy)
         return 0;
@@ -220,10 +218,9 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
     default:
         s->metrics.saves_skipped++;
         return ckpt__error(CKPT_EBUSY,
-                           "save at step %" PRId64
-                           " skipped: the previous checkpoint is still "
-                           "being written",
-                           step);
+                           "save %s skipped: the previous checkpoint is "
+                           "still being written",
+                           ckpt__step_say(&words, step));
     }
 }
 

@@ -697,6 +697,50 @@ static void capture_log(int level, const char *msg, void *payload)
     snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
 }
 
+/* Three saves in a row of one step (a loop that never advances the step it
+ * passes) draw one warning naming the step and the checkpoint overwritten;
+ * two do not (a final save may repeat the last periodic one's step), nor
+ * do fixed-name saves, and the warning is given once per saver. Saves
+ * without a step are logged as such, never as a number. */
+static void test_repeated_step_warns_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    logbuf lb = {{0}};
+    const char *p;
+    int warnings = 0;
+    o.log = capture_log;
+    o.log_payload = &lb;
+    o.log_level = CKPT_LOG_DEBUG;
+    s = open_saver(f, &o);
+    save_steps(s, f, 5, 5);
+    save_steps(s, f, 5, 5);
+    assert_null(strstr(lb.text, "in a row"));
+    for (int i = 0; i < 3; i++) {
+        assert_ckpt_ok(ckpt_saver_save(s, CKPT_NO_STEP, NULL));
+        assert_ckpt_ok(ckpt_saver_save_async(s, CKPT_NO_STEP, NULL));
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    }
+    assert_null(strstr(lb.text, "in a row"));
+    assert_non_null(strstr(lb.text, "snapshot without a step taken"));
+    assert_null(strstr(lb.text, "-9223372036854775808"));
+    for (int i = 0; i < 3; i++)
+        save_steps(s, f, 6, 6);
+    for (int i = 0; i < 4; i++) {
+        assert_ckpt_ok(ckpt_saver_save_async(s, 7, NULL));
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    }
+    ckpt_saver_free(s);
+    for (p = lb.text; (p = strstr(p, "in a row")) != NULL; p++)
+        warnings++;
+    assert_int_equal(warnings, 1);
+    assert_non_null(strstr(lb.text, "3 saves in a row of step 6, each one "
+                                    "overwriting "));
+    assert_non_null(strstr(lb.text, "model.ckpt-6: does the training loop "
+                                    "advance the step"));
+}
+
 /* Copy checkpoint `from` to step `to` (index and data). */
 static void copy_checkpoint(const char *dir, int from, int to)
 {
@@ -1161,6 +1205,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
                                         teardown),
     };
