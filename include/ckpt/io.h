@@ -45,10 +45,10 @@ enum ckpt_direct_io {
 typedef int (*ckpt_dir_cb)(const char *name, void *payload);
 
 /** Current version of struct ckpt_fs. Version 2 added open_read_direct,
- *  version 3 device_id, version 4 preadv; the library reads each member
- *  only from a ckpt_fs of the version that added it or later, so a table
- *  filled in for an older version keeps working. */
-#define CKPT_FS_VERSION 4
+ *  version 3 device_id, version 4 preadv, version 5 link; the library
+ *  reads each member only from a ckpt_fs of the version that added it or
+ *  later, so a table filled in for an older version keeps working. */
+#define CKPT_FS_VERSION 5
 
 /** One destination of ckpt_fs.preadv: `len` bytes at `base`. */
 typedef struct ckpt_iovec {
@@ -137,6 +137,17 @@ typedef struct ckpt_fs {
      *  version 4. */
     int (*preadv)(ckpt_file *f, const ckpt_iovec *iov, int iovcnt,
                   uint64_t offset, size_t *nread, void *payload);
+    /** Optional (NULL: not offered). Give the existing file `from` the
+     *  second name `to` in the same directory (a hard link; `to` does not
+     *  exist), durable once the directory is synced. A save that replaces
+     *  a checkpoint of the same name (a step saved again, CKPT_NO_STEP)
+     *  first links the old one's files under a second name and names that
+     *  in the state file while the new files are put in place, so a power
+     *  cut at any moment leaves a complete checkpoint named. Without it
+     *  (or when it fails) the old files are removed right before the
+     *  renames, and a power cut in those few milliseconds leaves none of
+     *  that name. Since version 5. */
+    int (*link)(const char *from, const char *to, void *payload);
 } ckpt_fs;
 
 /** The process-wide POSIX file system (open/write/fsync/rename/...). */

@@ -137,9 +137,13 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
 /** Pass as `step` to save without a step suffix (prefix = basename).
  *  Each such save, like a step saved again, replaces the checkpoint of
  *  that name: the old one stays whole and named until the new data is
- *  durable, then is removed before the new files are put in place; a
- *  power cut in those milliseconds leaves no checkpoint of that name.
- *  Numbered steps never share a name. Three saves in a row of one
+ *  durable, then is kept under a second name ("model.ckpt.replaced", or
+ *  "model.ckpt.replaced-25" for a step) that the state file names while
+ *  the new files are put in place, and deleted once the new one is named:
+ *  a power cut at any moment leaves a complete checkpoint named. (A
+ *  ckpt_fs without `link` has a window of a few milliseconds instead,
+ *  when no checkpoint of that name exists.) Numbered steps never share a
+ *  name. Three saves in a row of one
  *  numbered step (a loop that does not advance the step it passes) log a
  *  warning, once per saver. */
 #define CKPT_NO_STEP INT64_MIN

@@ -87,6 +87,14 @@ int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id)
     return check(fs->device_id(path, id, fs->payload), "device_id", path);
 }
 
+int ckpt__fs_link(const ckpt_fs *fs, const char *from, const char *to)
+{
+    if (fs->version < 5 || !fs->link)
+        return ckpt__error(CKPT_ENOTSUP,
+                           "link %s: not offered by this file system", from);
+    return check(fs->link(from, to, fs->payload), "link", from);
+}
+
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n)
 {
     return check(fs->write(f, buf, n, fs->payload), "write", NULL);

@@ -39,6 +39,9 @@ int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
 /* Close `f`; NULL is a no-op returning 0. */
 int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f);
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to);
+/* A second name `to` for the file `from` (ckpt_fs.link); CKPT_ENOTSUP
+ * when `fs` does not offer it (version < 5 or NULL). */
+int ckpt__fs_link(const ckpt_fs *fs, const char *from, const char *to);
 int ckpt__fs_remove(const ckpt_fs *fs, const char *path);
 int ckpt__fs_mkdir(const ckpt_fs *fs, const char *path);
 int ckpt__fs_sync_dir(const ckpt_fs *fs, const char *path);

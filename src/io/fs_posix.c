@@ -449,6 +449,14 @@ static int posix_rename(const char *from, const char *to, void *payload)
     return 0;
 }
 
+static int posix_link(const char *from, const char *to, void *payload)
+{
+    (void)payload;
+    if (link(from, to) != 0)
+        return ckpt__error_errno(errno, "link %s to %s", from, to);
+    return 0;
+}
+
 static int posix_remove(const char *path, void *payload)
 {
     (void)payload;
@@ -599,6 +607,7 @@ static const ckpt_fs posix_fs = {
     .open_read_direct = posix_open_read_direct,
     .device_id = posix_device_id,
     .preadv = posix_preadv,
+    .link = posix_link,
 };
 
 const ckpt_fs *ckpt_fs_posix(void)

@@ -67,6 +67,7 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
     ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
+    ckpt__free(ds->set_aside);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
@@ -479,26 +480,117 @@ int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
     return err;
 }
 
+/* The name a checkpoint about to be replaced is kept under: its basename
+ * with ".replaced" before the step ("model.ckpt-25" ->
+ * "model.ckpt.replaced-25", so its step still reads from the name), or
+ * after the name when it has no step ("model.ckpt.replaced"). */
+static int set_aside_name(ckpt_buf *out, const char *stored)
+{
+    const char *base = strrchr(stored, '/');
+    const char *dash = strrchr(base ? base + 1 : stored, '-');
+    if (ckpt_checkpoint_step(stored) == CKPT_NO_STEP || !dash)
+        return ckpt__buf_printf(out, "%s.replaced", stored);
+    return ckpt__buf_printf(out, "%.*s.replaced%s", (int)(dash - stored),
+                            stored, dash);
+}
+
+/* Keep the listed checkpoint `stored` (entry i, its files at `prefix`)
+ * under a second name while a new one of its name is put in place: its
+ * files linked to the set-aside name (index first), the directory synced,
+ * the state file naming the second name in its place; then its own files
+ * removed. The pending note names the second name first, so a crash
+ * before the state file names it leaves nothing behind. 1 when done; 0
+ * when not possible here (no link in this file system, or that name is
+ * listed already): nothing changed, forget the old way; an error when the
+ * state file could not be written (it is put back; the checkpoint is
+ * still listed and whole). */
+static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
+                     const char *prefix)
+{
+    ckpt_buf aside = CKPT_BUF_INIT, aside_prefix = CKPT_BUF_INIT;
+    ckpt__kept_list noted = {0};
+    int err = set_aside_name(&aside, stored);
+    if (err == 0 && ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n)
+        goto done; /* err 0: the old way */
+    if (err == 0)
+        err = resolve(ds, aside.ptr, &aside_prefix);
+    if (err == 0)
+        err = kept_push(&noted, aside.ptr, 0.0);
+    if (err < 0)
+        goto done;
+    ckpt__pending_note_write(ds, stored, &noted);
+    if (ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr) < 0 ||
+        ckpt__fs_sync_dir(ds->fs, ds->dir) < 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_DEBUG,
+                     "%s: not keeping %s under a second name while it is "
+                     "replaced: %s",
+                     ds->dir, stored, ckpt_error_last()->message);
+        (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
+        ckpt_error_clear();
+        goto done; /* err 0: the old way */
+    }
+    {
+        char *was = ds->kept.paths[i];
+        char *now = ckpt__strdup(aside.ptr);
+        if (!now) {
+            err = ckpt__error_oom();
+            goto done;
+        }
+        ds->kept.paths[i] = now;
+        err = write_state(ds, &ds->kept);
+        if (err < 0) {
+            ds->kept.paths[i] = was;
+            ckpt__free(now);
+            (void)rollback_state(ds);
+            goto done;
+        }
+        ckpt__free(was);
+    }
+    ckpt__free(ds->set_aside);
+    ds->set_aside = ckpt__strdup(ds->kept.paths[i]);
+    if (!ds->set_aside)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: out of memory: %s stays listed until retention "
+                     "evicts it",
+                     ds->dir, ds->kept.paths[i]);
+    err = ckpt__remove_checkpoint_files(ds->fs, prefix);
+    if (err == 0)
+        err = 1;
+done:
+    kept_dispose(&noted);
+    ckpt_buf_dispose(&aside);
+    ckpt_buf_dispose(&aside_prefix);
+    return err;
+}
+
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     size_t i = ckpt__kept_find(&ds->kept, stored);
-    int err = 0;
-    if (i < ds->kept.n) {
-        kept_remove(&ds->kept, i, NULL);
-        err = write_state(ds, &ds->kept);
-    }
-    if (err == 0)
-        err = resolve(ds, stored, &prefix);
+    int err = resolve(ds, stored, &prefix);
     if (err == 0)
         err = index_exists(ds, prefix.ptr);
+    if (err == 1 && i < ds->kept.n) {
+        err = set_aside(ds, stored, i, prefix.ptr);
+        if (err != 0)
+            goto done; /* kept under its second name, or an error */
+        err = 1;
+    }
+    if (err >= 0 && i < ds->kept.n) {
+        int rc;
+        kept_remove(&ds->kept, i, NULL);
+        rc = write_state(ds, &ds->kept);
+        if (rc < 0)
+            err = rc;
+    }
     /* Index first, then its data files, whatever their shard count (a
      * checkpoint of this name written by another number of ranks would
      * keep files the new one's renames do not replace). */
     if (err == 1)
         err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
+done:
     ckpt_buf_dispose(&prefix);
-    return err;
+    return err < 0 ? err : 0;
 }
 
 void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
@@ -564,6 +656,16 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         err = kept_copy_except(&next, &ds->kept, stored);
     if (err == 0)
         err = kept_push(&next, stored, save_time);
+    /* A checkpoint kept under a second name while this one replaced it
+     * goes now that its successor is in place (before retention counts
+     * it). */
+    if (err == 0 && ds->set_aside) {
+        size_t k = ckpt__kept_find(&next, ds->set_aside);
+        if (k < next.n) {
+            kept_remove(&next, k, NULL);
+            err = kept_push(&evicted, ds->set_aside, 0.0);
+        }
+    }
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
     /* Failed saves' checkpoints the state file may have named go with
@@ -596,6 +698,8 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     }
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
+    ckpt__free(ds->set_aside);
+    ds->set_aside = NULL;
     ds->kept = next;
     memset(&next, 0, sizeof(next));
     if (evicted.n == 0)

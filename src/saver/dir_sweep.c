@@ -3,9 +3,9 @@
  * index is missing (nothing can read either: removed), and complete
  * numbered checkpoints the state file does not list (readable: left in
  * place, with a warning); and removing one checkpoint's files, index
- * first. Only names of our own patterns are ever touched (see dir_state.c
- * for what "our own" means), and a leftover that cannot be removed is
- * logged, not fatal. */
+ * first, or linking them under a second name. Only names of our own patterns
+ * are ever touched (see dir_state.c for what "our own" means), and a leftover
+ * that cannot be removed is logged, not fatal. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -159,6 +159,41 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
 done:
     name_list_dispose(&data);
     ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&dir);
+    return err;
+}
+
+int ckpt__link_checkpoint_files(const ckpt_fs *fs, const char *from,
+                                const char *to)
+{
+    ckpt_buf src = CKPT_BUF_INIT, dst = CKPT_BUF_INIT, dir = CKPT_BUF_INIT;
+    const char *from_base = ckpt__path_basename(from);
+    struct name_list data = {from_base, NULL, 0, 0, 0};
+    int err = ckpt_bundle_index_path(&src, from);
+    if (err == 0)
+        err = ckpt_bundle_index_path(&dst, to);
+    /* The index first: a second name is never data without its index. */
+    if (err == 0)
+        err = ckpt__fs_link(fs, src.ptr, dst.ptr);
+    if (err == 0)
+        err = ckpt__path_dirname(&dir, from);
+    if (err == 0)
+        err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
+    if (err == 0 && data.err < 0)
+        err = data.err;
+    for (size_t i = 0; err == 0 && i < data.n; i++) {
+        ckpt__buf_clear(&src);
+        ckpt__buf_clear(&dst);
+        err = ckpt__path_join(&src, dir.ptr, data.names[i]);
+        if (err == 0) /* the same data file name under `to` */
+            err = ckpt__buf_printf(&dst, "%s%s", to,
+                                   data.names[i] + strlen(from_base));
+        if (err == 0)
+            err = ckpt__fs_link(fs, src.ptr, dst.ptr);
+    }
+    name_list_dispose(&data);
+    ckpt_buf_dispose(&src);
+    ckpt_buf_dispose(&dst);
     ckpt_buf_dispose(&dir);
     return err;
 }

@@ -132,6 +132,10 @@ static void remove_noted(ckpt__dir_state *ds, const ckpt_state *listed,
         if (ckpt__remove_checkpoint_files(ds->fs, prefix.ptr) < 0)
             CKPT__DS_LOG(ds, CKPT_LOG_WARN, "%s: removing %s: %s", ds->dir,
                          name, ckpt_error_last()->message);
+    } else if (err == 0) {
+        /* No index: data files alone (a second name's links cut short
+         * before the directory sync kept them all) are removed quietly. */
+        (void)ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
     }
     ckpt_buf_dispose(&index);
     ckpt_buf_dispose(&prefix);

@@ -71,6 +71,9 @@ typedef struct ckpt__dir_state {
                                (its update and rollback failed): noted in
                                every pending note, deleted once a state
                                file is written without them */
+    char *set_aside; /* a replaced checkpoint's second name, listed in its
+                        place until the next commit evicts it (NULL:
+                        none; see ckpt__dir_state_forget) */
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;
@@ -105,9 +108,13 @@ int ckpt__dir_state_name(ckpt__dir_state *ds, const char *name,
 int ckpt__dir_state_checkpoint_name(ckpt__dir_state *ds, const char *basename,
                                     int pad_step_number, int64_t step,
                                     ckpt_buf *stored, ckpt_buf *prefix);
-/* Before overwriting an existing checkpoint of the same name: unlist it and
- * remove its index (so it never looks complete with mixed files), then its
- * data files of any shard count. */
+/* Before overwriting an existing checkpoint of the same name, once the new
+ * data is durable under temporary names. A listed one is kept under a
+ * second name ("model.ckpt.replaced-25") when the file system offers
+ * links: its files linked, the state file naming that in its place, so a
+ * complete checkpoint is named at every moment; the next commit evicts
+ * it. Otherwise it is unlisted. Then its own files go, index first (so it
+ * never looks complete with mixed files), data files of any shard count. */
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored);
 /* Record a durable checkpoint: build the next list (the new checkpoint
  * appended, retention applied), write it to the state file and swap it
@@ -188,6 +195,11 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
                                     const ckpt_state *listed);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
+/* Give <from>.index and every data file of `from` a second name under the
+ * prefix `to` (ckpt_fs.link; index first). On failure the links made are
+ * left for the caller to remove. */
+int ckpt__link_checkpoint_files(const ckpt_fs *fs, const char *from,
+                                const char *to);
 
 /* ---- the note of a save in progress (pending_note.c) --------------------- */
 

@@ -142,7 +142,7 @@ struct fault_file {
 
 static const char *const op_names[CKPT_FS_OP_COUNT] = {
     "open_write", "open_read", "write", "pread",    "size", "sync", "close",
-    "rename",     "remove",    "mkdir", "sync_dir", "list", "stat",
+    "rename",     "remove",    "mkdir", "sync_dir", "list", "stat", "link",
 };
 
 const char *ckpt_fs_op_name(int op)
@@ -782,6 +782,38 @@ done:
     return err;
 }
 
+/* A second name is a creation of `to` for the journal (undone by removing
+ * it); the file's bytes are the source's, as durable as they were. */
+static int fault_link(const char *from, const char *to, void *payload)
+{
+    ckpt_fs_fault *ff = payload;
+    const ckpt_fs *in = ff->inner;
+    char *nto = NULL;
+    int err;
+    if (should_fail(ff, CKPT_FS_OP_LINK, from, to, 0)) {
+        ff->injected++;
+        return ckpt__error(ckpt__code_from_errno(ff->err),
+                           "link %s to %s: %s (injected)", from, to,
+                           strerror(ff->err));
+    }
+    nto = normalize(to);
+    if (!nto)
+        return ckpt__error_oom();
+    err = reserve_change(ff);
+    if (err == 0)
+        err = change_init(&ff->changes[ff->nchanges], CHANGE_CREATE, nto, NULL);
+    if (err < 0)
+        goto done;
+    err = in->link(from, to, in->payload);
+    if (err < 0)
+        change_dispose(&ff->changes[ff->nchanges]);
+    else
+        ff->nchanges++;
+done:
+    ckpt__free(nto);
+    return err;
+}
+
 static int fault_remove(const char *path, void *payload)
 {
     ckpt_fs_fault *ff = payload;
@@ -1089,6 +1121,8 @@ int ckpt_fs_fault_new(ckpt_fs_fault **out, const ckpt_fs *inner)
     ff->fs.sync_dir = fault_sync_dir;
     ff->fs.list = fault_list;
     ff->fs.stat = fault_stat;
+    if (ff->inner->version >= 5 && ff->inner->link)
+        ff->fs.link = fault_link; /* offered when the inner one is */
     *out = ff;
     return 0;
 }

@@ -33,6 +33,7 @@ typedef enum ckpt_fs_op {
     CKPT_FS_OP_SYNC_DIR,
     CKPT_FS_OP_LIST,
     CKPT_FS_OP_STAT,
+    CKPT_FS_OP_LINK,
     CKPT_FS_OP_COUNT
 } ckpt_fs_op;
 
@@ -46,7 +47,7 @@ typedef enum ckpt_fs_op {
      CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) |      \
      CKPT_FS_OP_BIT(CKPT_FS_OP_CLOSE) | CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME) |    \
      CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE) | CKPT_FS_OP_BIT(CKPT_FS_OP_MKDIR) |    \
-     CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR))
+     CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) | CKPT_FS_OP_BIT(CKPT_FS_OP_LINK))
 
 typedef struct ckpt_fs_fault ckpt_fs_fault;
 

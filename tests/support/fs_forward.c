@@ -88,6 +88,11 @@ static int fwd_device_id(const char *path, uint64_t *id, void *p)
     return BASE(p)->device_id(path, id, BASE(p)->payload);
 }
 
+static int fwd_link(const char *from, const char *to, void *p)
+{
+    return BASE(p)->link(from, to, BASE(p)->payload);
+}
+
 void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base)
 {
     memset(w, 0, sizeof(*w));
@@ -111,4 +116,6 @@ void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base)
         w->fs.open_read_direct = fwd_open_read_direct;
     if (w->base->version >= 3 && w->base->device_id)
         w->fs.device_id = fwd_device_id;
+    if (w->base->version >= 5 && w->base->link)
+        w->fs.link = fwd_link;
 }
