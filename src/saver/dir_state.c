@@ -539,9 +539,19 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
         ds->kept.paths[i] = now;
         err = write_state(ds, &ds->kept);
         if (err < 0) {
+            ckpt__saved_error saved;
             ds->kept.paths[i] = was;
             ckpt__free(now);
-            (void)rollback_state(ds);
+            ckpt__error_save(&saved);
+            /* The state file on disk names the old name again: the second
+             * one goes. Or it may name the second one: then it is kept,
+             * and carried in the notes until a state file is written
+             * without it (as a failed save's checkpoint is). */
+            if (rollback_state(ds) == 0)
+                (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
+            else if (ckpt__kept_find(&ds->unsure, aside.ptr) == ds->unsure.n)
+                (void)kept_push(&ds->unsure, aside.ptr, 0.0);
+            ckpt__error_restore(&saved);
             goto done;
         }
         ckpt__free(was);

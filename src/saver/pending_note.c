@@ -86,6 +86,10 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
 void ckpt__pending_note_remove(const ckpt__dir_state *ds)
 {
     ckpt_buf path = CKPT_BUF_INIT;
+    if (ds->unsure.n > 0) { /* still carried: a note of those alone */
+        ckpt__pending_note_write(ds, NULL, NULL);
+        return;
+    }
     if (note_path(ds, &path) == 0)
         ckpt__fs_remove_quiet(ds->fs, path.ptr);
     ckpt_buf_dispose(&path);

@@ -210,7 +210,9 @@ int ckpt__link_checkpoint_files(const ckpt_fs *fs, const char *from,
  * returned (the note only helps the next open clean up). */
 void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
                               const ckpt__kept_list *evicted);
-/* The save is named and what it evicted deleted: forget the note. */
+/* The save is named and what it evicted deleted, or it failed: forget the
+ * note, except for the failed saves still carried (ds->unsure), which a
+ * note of their own keeps naming. */
 void ckpt__pending_note_remove(const ckpt__dir_state *ds);
 /* At open: when the state file was read (`listed` not NULL), delete each
  * complete checkpoint the note names that the directory owns and that no

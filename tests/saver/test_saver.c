@@ -938,6 +938,53 @@ static void test_pending_note_replaced_by_rename(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* A save failing before its commit (here its index cannot be renamed into
+ * place) keeps the failed saves the state file may name in the pending
+ * note: a process ending then leaves them for the next open to delete,
+ * never unnamed and unnoted for good. */
+static void test_unsure_saves_survive_a_failed_save(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    char path[4200], index7[4200];
+    s = open_saver(f, NULL);
+    save_steps(s, f, 1, 1);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (int step = 3; step <= 4; step++) {
+        f->step = step;
+        assert_int_not_equal(ckpt_saver_save(s, step, NULL), 0);
+    }
+    assert_int_equal(rmdir(path), 0);
+    snprintf(index7, sizeof(index7), "%s/model.ckpt-7.index", f->dir);
+    assert_int_equal(mkdir(index7, 0755), 0);
+    f->step = 7;
+    assert_int_not_equal(ckpt_saver_save(s, 7, NULL), 0);
+    ckpt_saver_free(s);
+    assert_int_equal(rmdir(index7), 0);
+    for (int step = 3; step <= 4; step++)
+        assert_int_equal(has_checkpoint_files(f->dir, step), 2);
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
+    {
+        size_t n = 0;
+        uint8_t *raw = test_read_file(path, &n);
+        char *note = calloc(1, n + 1);
+        assert_non_null(raw);
+        assert_non_null(note);
+        memcpy(note, raw, n);
+        free(raw);
+        assert_non_null(strstr(note, "model.ckpt-3\n"));
+        assert_non_null(strstr(note, "model.ckpt-4\n"));
+        free(note);
+    }
+    s = open_saver(f, NULL); /* the open deletes what the note names */
+    ckpt_saver_free(s);
+    for (int step = 3; step <= 4; step++)
+        assert_int_equal(has_checkpoint_files(f->dir, step), 0);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
 /* Saves whose state-file update and its rollback both fail (here the state
  * file's path is a directory) may be named by the state file on disk, so
  * their files stay; they are carried in every later pending note and
@@ -1204,6 +1251,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pending_note_replaced_by_rename,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsure_saves_survive_a_failed_save,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
