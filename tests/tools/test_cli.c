@@ -1063,6 +1063,48 @@ static void write_typed_checkpoint(const char *prefix)
     ckpt_bundle_writer_free(w);
 }
 
+/* A repack cut short (a power cut, a kill) leaves DST's temporary files;
+ * the next repack to that DST removes them, and only them. */
+static void test_repack_removes_stale_temps(void **state)
+{
+    static const char *const stale[] = {
+        "packed.data-00000-of-00001.tempstate1a2b", "packed.index.tempstateff"};
+    static const char *const kept[] = {
+        "packed.index.tempstate", "packedx.data-00000-of-00001.tempstate12",
+        "other.index.tempstate12", "packed.index.tempstate12.txt"};
+    char *dir = test_make_temp_dir();
+    char *src = test_path(dir, "src");
+    char *dst = test_path(dir, "packed");
+    char *path;
+    cli_run r;
+    (void)state;
+    write_typed_checkpoint(src);
+    for (size_t i = 0; i < 2; i++)
+        write_text(dir, stale[i], "partial");
+    for (size_t i = 0; i < 4; i++)
+        write_text(dir, kept[i], "a user's file");
+    RUN(r, "repack", src, dst);
+    expect_status(&r, 0);
+    expect_contains(r.err, "ckpt repack: removed ");
+    expect_contains(r.err, "packed.index.tempstateff (left by an interrupted "
+                           "write)");
+    run_free(&r);
+    for (size_t i = 0; i < 2; i++) {
+        path = test_path(dir, stale[i]);
+        assert_int_not_equal(access(path, F_OK), 0);
+        free(path);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        path = test_path(dir, kept[i]);
+        assert_int_equal(access(path, F_OK), 0);
+        free(path);
+    }
+    assert_int_equal(compare_bundles(src, dst), 13);
+    free(src);
+    free(dst);
+    test_remove_tree(dir);
+}
+
 static void test_inspect_value_formats(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1297,6 +1339,7 @@ int main(void)
         cmocka_unit_test(test_verify_damaged_index),
         cmocka_unit_test(test_repack_vectors),
         cmocka_unit_test(test_repack_filters),
+        cmocka_unit_test(test_repack_removes_stale_temps),
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),
         cmocka_unit_test(test_unwritable_stdout),

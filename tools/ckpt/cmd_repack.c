@@ -5,10 +5,13 @@
  * (optimizer slots, say) or to merge shards. */
 #include "cli.h"
 
+#include <dirent.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int run(int argc, char **argv);
 
@@ -23,6 +26,8 @@ const cli_command cli_cmd_repack = {
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
     "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n\n"
+    "Temporary files an interrupted repack to the same DST left\n"
+    "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "Exit status 1 when a source record is damaged (nothing is written).\n",
     run};
 
@@ -162,6 +167,65 @@ static int keep_entry(const repack_opts *o, const ckpt_tensor_entry *e)
 }
 
 /* Refuse to write over an existing checkpoint. */
+/* Whether `name` is a temporary file of a write to the prefix whose last
+ * component is `base`: "<base>.index.tempstate<hex>" or
+ * "<base>.data-<digits>-of-<digits>.tempstate<hex>". */
+static int is_temp_of(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    const char *p = name + n, *t;
+    if (strncmp(name, base, n) != 0)
+        return 0;
+    if (strncmp(p, ".index", 6) == 0) {
+        p += 6;
+    } else if (strncmp(p, ".data-", 6) == 0) {
+        p += 6 + strspn(p + 6, "0123456789");
+        if (strncmp(p, "-of-", 4) != 0)
+            return 0;
+        p += 4 + strspn(p + 4, "0123456789");
+    } else {
+        return 0;
+    }
+    if (strncmp(p, ".tempstate", 10) != 0)
+        return 0;
+    t = p + 10;
+    return *t && t[strspn(t, "0123456789abcdef")] == '\0';
+}
+
+/* Remove what an interrupted write to `dst` left (its temporaries, which
+ * nothing else sweeps outside a saver's directory), saying so. */
+static void remove_stale_temps(const char *dst)
+{
+    const char *slash = strrchr(dst, '/');
+    const char *base = slash ? slash + 1 : dst;
+    size_t dlen = slash ? (size_t)(slash - dst) : 0;
+    char *dir = malloc(dlen + 2);
+    DIR *d;
+    struct dirent *e;
+    if (!dir)
+        return;
+    if (slash)
+        snprintf(dir, dlen + 2, "%.*s", (int)(dlen ? dlen : 1), dst);
+    else
+        snprintf(dir, 2, ".");
+    d = opendir(dir);
+    while (d && (e = readdir(d)) != NULL) {
+        size_t n = strlen(dir) + strlen(e->d_name) + 2;
+        char *path;
+        if (!is_temp_of(e->d_name, base) || !(path = malloc(n)))
+            continue;
+        snprintf(path, n, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0)
+            fprintf(stderr,
+                    "ckpt repack: removed %s (left by an interrupted write)\n",
+                    path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
 static int check_destination(const char *dst)
 {
     size_t n = strlen(dst) + sizeof(".index");
@@ -175,6 +239,8 @@ static int check_destination(const char *dst)
     if (exists)
         cli_error("repack", "%s exists; remove it or choose another DST",
                   index);
+    else
+        remove_stale_temps(dst);
     free(index);
     return exists ? CLI_USAGE : 0;
 }
