@@ -198,8 +198,13 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  partitioned ones assembled from whichever stored pieces overlap this
  *  rank's piece, per-rank ones from "<name>/rank-<r>" (missing: left
  *  unchanged when optional, else an error). Every variable is checked on
- *  every rank before any is written; a failure on any rank fails the
- *  restore on every rank with that rank's message.
+ *  every rank before any is written (present, dtype, shape, and a
+ *  partitioned one's stored pieces: inside the tensor, matching their
+ *  entries, not overlapping, covering this rank's piece); a failure on any
+ *  rank fails the restore on every rank with that rank's message, every
+ *  variable as it was. A damaged record (a checksum) or a read error is
+ *  only found while reading: some variables may then already hold the
+ *  checkpoint's bytes, as with ckpt_saver_restore.
  *  @return 0, CKPT_ENOTFOUND (checkpoint or tensor, named), CKPT_EINVAL
  *          (dtype or shape), CKPT_ECORRUPT, CKPT_EIO */
 CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);

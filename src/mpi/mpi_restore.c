@@ -292,8 +292,8 @@ static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
 }
 
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
- * inside this rank's piece copied to `dst`; its box in `*got` (empty when
- * it does not overlap). */
+ * inside this rank's piece copied to `dst` (NULL: checked only, nothing
+ * read); its box in `*got` (empty when it does not overlap). */
 static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                         const char *prefix, const ckpt__mvar *v,
                         const ckpt_tensor_entry *e,
@@ -339,7 +339,9 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                            "bytes, its shape needs %lld",
                            prefix, v->name, (long long)e->size,
                            (long long)bytes);
-    if (err == 0 && direct_offset(v, slo, shi, mylo, myhi) >= 0) {
+    if (err < 0 || !dst)
+        return err;
+    if (direct_offset(v, slo, shi, mylo, myhi) >= 0) {
         uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
         err = ckpt__mpi_read_piece_into(
             s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name, at);
@@ -443,7 +445,10 @@ static int overlap_error(const char *prefix, const ckpt__mvar *v)
 /* This rank's piece of a partitioned tensor, from whichever stored pieces
  * overlap it (the checkpoint may have been written by any number of ranks,
  * partitioned in any other way). The pieces it uses must cover it exactly
- * once. */
+ * once. With `dst` NULL only the layout is checked (every piece in the
+ * shape, matching its entry, none overlapping, this rank's piece covered),
+ * nothing read: the restore does that for every variable before it
+ * writes any. */
 static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
 {
     const ckpt_tensor_entry *full;
@@ -459,7 +464,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     if (err < 0)
         return err;
     if (full->num_slices == 0)
-        return read_from_whole(c->r, v, dst);
+        return dst ? read_from_whole(c->r, v, dst) : 0;
     if (!c->indexed) {
         err = index_slices(c);
         if (err < 0)
@@ -636,6 +641,7 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
     char *skip = NULL;
+    restore_ctx c;
     int err;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: restore: NULL saver");
@@ -654,29 +660,34 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         if (!skip)
             err = ckpt__error_oom();
     }
+    memset(&c, 0, sizeof(c));
+    c.s = s;
+    c.r = r;
+    c.prefix = prefix;
     for (size_t i = 0; err == 0 && i < s->nvars; i++) {
-        int rc = check_one(s, r, prefix, &s->vars[i]);
+        const ckpt__mvar *v = &s->vars[i];
+        int rc = check_one(s, r, prefix, v);
         if (rc == MISSING_OPTIONAL)
             skip[i] = 1;
         else
             err = rc;
+        /* a partitioned one's stored pieces: their layout, before any
+         * variable is written */
+        if (err == 0 && !skip[i] && v->kind == CKPT__MPI_PARTITIONED &&
+            v->bytes > 0)
+            err = read_overlapping(&c, v, NULL);
     }
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */
-        restore_ctx c;
-        memset(&c, 0, sizeof(c));
-        c.s = s;
-        c.r = r;
-        c.prefix = prefix;
         err = read_whole_values(&c, skip);
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
                 err = restore_one(&c, &s->vars[i]);
-        restore_ctx_dispose(&c);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
         if (err == 0 && s->rank == 0)
             warn_unrestored_per_rank(s, r, prefix);
     }
+    restore_ctx_dispose(&c);
     ckpt__free(skip);
     ckpt_bundle_reader_free(r);
     return err;

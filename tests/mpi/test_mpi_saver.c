@@ -470,6 +470,8 @@ static ckpt_mpi_saver *open_many(const char *dir, float *buf, int64_t *lo,
     return s;
 }
 
+/* Restores from many pieces, and a layout fault found before anything is
+ * written. */
 static void test_restore_from_many_pieces(void **state)
 {
     fixture *f = *state;
@@ -489,9 +491,16 @@ static void test_restore_from_many_pieces(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_restore(s, good));
     for (int64_t i = 0; i < 2 * (hi - lo); i++)
         assert_true(buf[i] == (float)(2 * lo + i));
+    /* The hole fails the restore on every rank before any variable is
+     * written: no rank's piece changes, not even those the hole is not
+     * in (nor the rows of the hole's rank before it). */
+    for (int i = 0; i < 480; i++)
+        buf[i] = -7.0f;
     assert_ckpt_error(ckpt_mpi_saver_restore(s, holed), CKPT_ECORRUPT,
                       "tensor 'm'");
     assert_non_null(strstr(ckpt_error_last()->message, " cover "));
+    for (int i = 0; i < 480; i++)
+        assert_true(buf[i] == -7.0f);
     ckpt_mpi_saver_free(s);
 }
 
