@@ -5,6 +5,7 @@
  * library's reader. */
 #include "cli_run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1063,6 +1065,54 @@ static void write_typed_checkpoint(const char *prefix)
     ckpt_bundle_writer_free(w);
 }
 
+/* Past a file-size limit (ulimit -f) the write fails with EFBIG, named in
+ * the error, and nothing of DST is left: SIGXFSZ does not kill the tool. */
+static void limit_file_size(const void *arg)
+{
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = *(const rlim_t *)arg;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        _exit(99);
+}
+
+static void test_repack_past_file_size_limit(void **state)
+{
+    /* above what stderr (a captured file, under the same limit) takes */
+    static const rlim_t limit = 8192;
+    static float big[16384];
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape shape = {1, {16384}};
+    char *dir = test_make_temp_dir();
+    char *src = test_path(dir, "src");
+    char *dst = test_path(dir, "packed");
+    const char *args[] = {"repack", src, dst, NULL};
+    cli_run r;
+    (void)state;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, src, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "big", CKPT_DT_FLOAT, &shape, big,
+                                          sizeof(big)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    r = cli_run_with(CKPT_CLI_PATH, NULL, args, limit_file_size, &limit);
+    expect_status(&r, 2);
+    assert_int_equal(r.signal, 0);
+    expect_contains(r.err, "ckpt repack: write ");
+    expect_contains(r.err, "packed.data-00000-of-00001");
+    expect_contains(r.err, "File too large");
+    run_free(&r);
+    {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        assert_non_null(d);
+        while ((e = readdir(d)) != NULL)
+            assert_int_not_equal(strncmp(e->d_name, "packed", 6), 0);
+        closedir(d);
+    }
+    free(src);
+    free(dst);
+    test_remove_tree(dir);
+}
+
 /* A repack cut short (a power cut, a kill) leaves DST's temporary files;
  * the next repack to that DST removes them, and only them. */
 static void test_repack_removes_stale_temps(void **state)
@@ -1340,6 +1390,7 @@ int main(void)
         cmocka_unit_test(test_repack_vectors),
         cmocka_unit_test(test_repack_filters),
         cmocka_unit_test(test_repack_removes_stale_temps),
+        cmocka_unit_test(test_repack_past_file_size_limit),
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),
         cmocka_unit_test(test_unwritable_stdout),

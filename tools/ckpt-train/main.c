@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,10 @@ int main(int argc, char **argv)
     char why[256], shown[8192];
     int err;
 
+    /* Past a file-size limit (ulimit -f) a save fails with EFBIG, named in
+     * its error, and the previous checkpoint stays the latest, instead of
+     * the signal killing the trainer silently. */
+    signal(SIGXFSZ, SIG_IGN);
 #ifdef CKPT_TRAIN_MPI
     if (ckpt_train_wants_distributed(argc, argv)) {
         free(t);

@@ -5,6 +5,7 @@
  * cannot be written. */
 #include "cli.h"
 
+#include <signal.h>
 #include <string.h>
 
 static const cli_command *const commands[] = {&cli_cmd_ls, &cli_cmd_inspect,
@@ -92,7 +93,11 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int rc = cli_finish(dispatch(argc, argv));
+    int rc;
+    /* Past a file-size limit (ulimit -f) a write fails with EFBIG, named
+     * in the error, instead of the signal killing the tool silently. */
+    signal(SIGXFSZ, SIG_IGN);
+    rc = cli_finish(dispatch(argc, argv));
     cli_text_release();
     return rc;
 }
