@@ -22,6 +22,7 @@
 #include "ckpt/state.h"
 #include "common/internal.h"
 #include "format/checkpoint_state_fields.h"
+#include "format/checkpoint_state_write.h"
 #include "io/fs_internal.h"
 
 #include <locale.h>
@@ -261,10 +262,18 @@ done:
 
 int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
 {
-    ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
-    int err;
     CKPT__CHECK_ARG(dir);
     CKPT__CHECK_ARG(st);
+    return ckpt__state_write(fs, dir, st, NULL);
+}
+
+int ckpt__state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st,
+                      int *replaced)
+{
+    ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
+    int err;
+    if (replaced)
+        *replaced = 0;
     err = ckpt_state_format(&text, st);
     if (err < 0)
         goto done;
@@ -281,8 +290,8 @@ int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
                           path.ptr, st->model_checkpoint_path);
         goto done;
     }
-    err = ckpt_fs_write_file_atomic(ckpt_fs_or_default(fs), path.ptr, text.ptr,
-                                    text.size);
+    err = ckpt__fs_write_file_atomic(ckpt_fs_or_default(fs), path.ptr, text.ptr,
+                                     text.size, replaced);
 done:
     ckpt_buf_dispose(&text);
     ckpt_buf_dispose(&path);

@@ -393,15 +393,23 @@ done:
 int ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
                               const void *data, size_t n)
 {
+    CKPT__CHECK_ARG(path);
+    if (n > 0)
+        CKPT__CHECK_ARG(data);
+    return ckpt__fs_write_file_atomic(fs, path, data, n, NULL);
+}
+
+int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
+                               const void *data, size_t n, int *replaced)
+{
     ckpt_buf tmp = CKPT_BUF_INIT;
     ckpt_buf dir = CKPT_BUF_INIT;
     ckpt_file *f = NULL;
     ckpt_file *closing;
     int temp_exists = 0;
     int err;
-    CKPT__CHECK_ARG(path);
-    if (n > 0)
-        CKPT__CHECK_ARG(data);
+    if (replaced)
+        *replaced = 0;
     if (!*path)
         return ckpt__error(CKPT_EINVAL, "write_file_atomic: empty path");
     fs = ckpt_fs_or_default(fs);
@@ -434,6 +442,8 @@ int ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     if (err < 0)
         goto done;
     temp_exists = 0;
+    if (replaced)
+        *replaced = 1;
     /* The new content is in place; a failure here means it may not survive
      * a power cut, which the caller must hear about. The message names the
      * directory, so put the file in front. */

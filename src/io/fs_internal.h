@@ -39,6 +39,12 @@ int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
 /* Close `f`; NULL is a no-op returning 0. */
 int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f);
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to);
+/* ckpt_fs_write_file_atomic telling whether `path` was replaced: *replaced
+ * (may be NULL) is 1 once the rename succeeded (a failure after it, the
+ * directory sync, leaves the new content in place, maybe not durable), 0
+ * when the failure came before it and `path` is as it was. */
+int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
+                               const void *data, size_t n, int *replaced);
 /* A second name `to` for the file `from` (ckpt_fs.link); CKPT_ENOTSUP
  * when `fs` does not offer it (version < 5 or NULL). */
 int ckpt__fs_link(const ckpt_fs *fs, const char *from, const char *to);

@@ -8,6 +8,7 @@
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
  * or "..") is listed as TF would list it but never deleted. */
+#include "format/checkpoint_state_write.h"
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -231,10 +232,15 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
     return 0;
 }
 
-/* Write `l` as the state file. */
-static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
+/* Write `l` as the state file; *replaced (may be NULL) says whether the
+ * one on disk changed (ckpt__state_write), so that a failure before that
+ * needs no rollback. */
+static int write_state_replacing(const ckpt__dir_state *ds,
+                                 const ckpt__kept_list *l, int *replaced)
 {
     ckpt_state st = CKPT_STATE_INIT;
+    if (replaced)
+        *replaced = 0;
     if (l->n == 0) {
         /* Nothing kept: a state file naming nothing is invalid, so remove
          * it (readers then see "no checkpoint"). */
@@ -243,6 +249,8 @@ static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
         if (err == 0)
             err = ckpt__fs_remove(ds->fs, path.ptr);
         ckpt_buf_dispose(&path);
+        if (err == 0 && replaced)
+            *replaced = 1;
         if (err == CKPT_ENOTFOUND)
             err = 0;
         if (err == 0) /* the removal must be as durable as a rewrite */
@@ -255,7 +263,12 @@ static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
     st.timestamps = l->times;
     st.num_timestamps = l->n;
     st.last_preserved_timestamp = l->last_preserved;
-    return ckpt_state_write(ds->fs, ds->dir, &st);
+    return ckpt__state_write(ds->fs, ds->dir, &st, replaced);
+}
+
+static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
+{
+    return write_state_replacing(ds, l, NULL);
 }
 
 /* Rewrite the state file from the current list after a failed update; the
@@ -509,6 +522,7 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
 {
     ckpt_buf aside = CKPT_BUF_INIT, aside_prefix = CKPT_BUF_INIT;
     ckpt__kept_list noted = {0};
+    int replaced = 0;
     int err = set_aside_name(&aside, stored);
     if (err == 0 && ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n)
         goto done; /* err 0: the old way */
@@ -537,7 +551,7 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
             goto done;
         }
         ds->kept.paths[i] = now;
-        err = write_state(ds, &ds->kept);
+        err = write_state_replacing(ds, &ds->kept, &replaced);
         if (err < 0) {
             ckpt__saved_error saved;
             ds->kept.paths[i] = was;
@@ -547,7 +561,7 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
              * one goes. Or it may name the second one: then it is kept,
              * and carried in the notes until a state file is written
              * without it (as a failed save's checkpoint is). */
-            if (rollback_state(ds) == 0)
+            if (!replaced || rollback_state(ds) == 0)
                 (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
             else if (ckpt__kept_find(&ds->unsure, aside.ptr) == ds->unsure.n)
                 (void)kept_push(&ds->unsure, aside.ptr, 0.0);
@@ -659,6 +673,7 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
 {
     ckpt__kept_list next = {0};
     ckpt__kept_list evicted = {0};
+    int replaced = 0;
     int err;
     *may_be_named = 0;
     err = ckpt__dir_lock_check(ds->lock, ds->dir);
@@ -689,14 +704,15 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         goto done;     /* nothing written: the state file is as it was */
     if (evicted.n > 0) /* with the new checkpoint's name, noted at its start */
         ckpt__pending_note_write(ds, stored, &evicted);
-    err = write_state(ds, &next);
+    err = write_state_replacing(ds, &next, &replaced);
     if (err < 0) {
-        /* The failure may have come after the rename (the directory sync):
-         * put the current list back, keeping the original error. If that
-         * fails too, the state file on disk may name the new checkpoint:
-         * kept in the notes of the saves after this one until a state file
-         * is written without it. */
-        if (rollback_state(ds) < 0) {
+        /* A failure before the rename (a full disk for the temporary file)
+         * left the state file as it was: nothing to put back. One after it
+         * (the directory sync): put the current list back, keeping the
+         * original error. If that fails too, the state file on disk may
+         * name the new checkpoint: kept in the notes of the saves after
+         * this one until a state file is written without it. */
+        if (replaced && rollback_state(ds) < 0) {
             ckpt__saved_error saved; /* the update's error is the one */
             *may_be_named = 1;
             ckpt__error_save(&saved);

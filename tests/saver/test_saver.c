@@ -2,6 +2,8 @@
  * latest_checkpoint, restore checks and directory recovery (B70-B80). */
 #include "saver_test_util.h"
 
+#include "common/internal.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -938,6 +940,59 @@ static void test_pending_note_replaced_by_rename(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* Faults of the state file's update: `temp_full`, a full disk for its
+ * temporary copy only (the checkpoint's data fit); `sync_after_rename`,
+ * the directory sync after its rename failing (the update, and its
+ * rollback too: the state file on disk may then name either list). */
+typedef struct state_faults {
+    ckpt_fs_forward fwd;
+    int temp_full;
+    int sync_after_rename;
+    int renamed; /* a rename onto the state file awaits its sync */
+} state_faults;
+
+static int faulty_open_write(ckpt_file **out, const char *path, int flags,
+                             void *payload)
+{
+    state_faults *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (d->temp_full && strstr(path, "/checkpoint.tmp"))
+        return ckpt__error(CKPT_ENOSPC, "open_write %s: no space left", path);
+    return base->open_write(out, path, flags, base->payload);
+}
+
+static int faulty_rename(const char *from, const char *to, void *payload)
+{
+    state_faults *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    size_t n = strlen(to);
+    int err = base->rename(from, to, base->payload);
+    if (err == 0 && d->sync_after_rename && n >= 11 &&
+        strcmp(to + n - 11, "/checkpoint") == 0)
+        d->renamed = 1;
+    return err;
+}
+
+static int faulty_sync_dir(const char *path, void *payload)
+{
+    state_faults *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (d->renamed) {
+        d->renamed = 0;
+        return ckpt__error(CKPT_EIO, "sync_dir %s: input/output error", path);
+    }
+    return base->sync_dir(path, base->payload);
+}
+
+static void state_faults_init(state_faults *d)
+{
+    memset(d, 0, sizeof(*d));
+    ckpt_fs_forward_init(&d->fwd, NULL);
+    d->fwd.fs.open_write = faulty_open_write;
+    d->fwd.fs.rename = faulty_rename;
+    d->fwd.fs.sync_dir = faulty_sync_dir;
+}
+
 /* A save failing before its commit (here its index cannot be renamed into
  * place) keeps the failed saves the state file may name in the pending
  * note: a process ending then leaves them for the next open to delete,
@@ -945,18 +1000,20 @@ static void test_pending_note_replaced_by_rename(void **state)
 static void test_unsure_saves_survive_a_failed_save(void **state)
 {
     fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static state_faults d;
     ckpt_saver *s;
     char path[4200], index7[4200];
-    s = open_saver(f, NULL);
+    state_faults_init(&d);
+    o.fs = &d.fwd.fs;
+    s = open_saver(f, &o);
     save_steps(s, f, 1, 1);
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(mkdir(path, 0755), 0);
+    d.sync_after_rename = 1;
     for (int step = 3; step <= 4; step++) {
         f->step = step;
         assert_int_not_equal(ckpt_saver_save(s, step, NULL), 0);
     }
-    assert_int_equal(rmdir(path), 0);
+    d.sync_after_rename = 0;
     snprintf(index7, sizeof(index7), "%s/model.ckpt-7.index", f->dir);
     assert_int_equal(mkdir(index7, 0755), 0);
     f->step = 7;
@@ -985,6 +1042,42 @@ static void test_unsure_saves_survive_a_failed_save(void **state)
     assert_false(file_exists(f->dir, "checkpoint.pending"));
 }
 
+/* A state file update failing before its rename (a full disk for its
+ * temporary copy) left the state file as it was: nothing is rolled back
+ * (no "could not restore" warning), and the failed save's checkpoint and
+ * note are removed at once, giving the space back. */
+static void test_state_update_failing_before_rename(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static state_faults d;
+    ckpt_saver *s;
+    logbuf lb = {{0}};
+    char *st;
+    state_faults_init(&d);
+    o.fs = &d.fwd.fs;
+    o.max_to_keep = 2;
+    o.log = capture_log;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 1);
+    d.temp_full = 1;
+    f->step = 2;
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_ENOSPC,
+                      "checkpoint.tmp");
+    assert_null(strstr(lb.text, "could not restore"));
+    assert_int_equal(has_checkpoint_files(f->dir, 2), 0);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    st = read_state(f->dir);
+    assert_non_null(strstr(st, "model_checkpoint_path: \"model.ckpt-1\""));
+    free(st);
+    d.temp_full = 0;
+    save_steps(s, f, 3, 3);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 2), 0);
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+}
+
 /* Saves whose state-file update and its rollback both fail (here the state
  * file's path is a directory) may be named by the state file on disk, so
  * their files stay; they are carried in every later pending note and
@@ -994,20 +1087,20 @@ static void test_unsure_saves_deleted_after_next_commit(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static state_faults d;
     ckpt_saver *s;
-    char path[4200];
+    state_faults_init(&d);
+    o.fs = &d.fwd.fs;
     o.max_to_keep = 2;
     s = open_saver(f, &o);
     save_steps(s, f, 1, 2);
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(mkdir(path, 0755), 0);
+    d.sync_after_rename = 1;
     for (int step = 3; step <= 5; step++) {
         f->step = step;
         assert_int_not_equal(ckpt_saver_save(s, step, NULL), 0);
         assert_int_equal(has_checkpoint_files(f->dir, step), 2);
     }
-    assert_int_equal(rmdir(path), 0);
+    d.sync_after_rename = 0;
     save_steps(s, f, 6, 6);
     ckpt_saver_free(s);
     for (int step = 3; step <= 5; step++)
@@ -1253,6 +1346,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsure_saves_survive_a_failed_save,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_update_failing_before_rename,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),

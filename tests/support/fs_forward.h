@@ -37,7 +37,8 @@ typedef struct ckpt_fs_forward {
 /* Fill `w` with version CKPT_FS_VERSION and every method forwarding to
  * `base` (NULL: ckpt_fs_posix()), which must outlive `w`.
  * open_read_direct is forwarded when the base offers it (version >= 2 and
- * not NULL) and NULL otherwise; device_id likewise (version >= 3).
+ * not NULL) and NULL otherwise; device_id likewise (version >= 3), and
+ * link (version >= 5).
  * preadv is left NULL: the library then reads with one pread per buffer,
  * which a wrapper that replaces pread sees (set preadv to forward it). */
 void ckpt_fs_forward_init(ckpt_fs_forward *w, const ckpt_fs *base);
