@@ -227,6 +227,20 @@ json_object *cli_json_shape(const ckpt_shape *shape);
  * document: see cli_json_printed). */
 void cli_print_json(json_object *obj);
 
+/* Print `o` (NULL: null) as pretty JSON with every line after the first
+ * indented by `indent` spaces (it sits that deep in a document printed a
+ * piece at a time), and free it. */
+void cli_put_json(json_object *o, size_t indent);
+
+/* `o`, or the end of the run with "out of memory" (status 2) when a json-c
+ * constructor returned NULL. */
+json_object *cli_json_or_oom(json_object *o);
+
+/* Add `value` to the object `to` under `key` (NULL: append to the array
+ * `to`); a NULL value or a failed add (out of memory) ends the run as
+ * cli_json_or_oom. For a JSON null, call json_object_object_add. */
+void cli_json_add(json_object *to, const char *key, json_object *value);
+
 /* ---- values -------------------------------------------------------------- */
 
 /* The integer of `size` bytes (1, 2, 4 or 8) at `p`, in host order, read

@@ -381,19 +381,67 @@ const char *cli_dtype_name(int dtype, char tmp[24])
 
 json_object *cli_json_shape(const ckpt_shape *shape)
 {
-    json_object *a = json_object_new_array();
+    json_object *a = cli_json_or_oom(json_object_new_array());
     for (int i = 0; i < shape->rank; i++)
-        json_object_array_add(a, json_object_new_int64(shape->dims[i]));
+        cli_json_add(a, NULL, json_object_new_int64(shape->dims[i]));
     return a;
+}
+
+json_object *cli_json_or_oom(json_object *o)
+{
+    if (!o)
+        cli_out_of_memory();
+    return o;
+}
+
+void cli_json_add(json_object *to, const char *key, json_object *value)
+{
+    int rc;
+    if (!value)
+        cli_out_of_memory();
+    rc = key ? json_object_object_add(to, key, value)
+             : json_object_array_add(to, value);
+    if (rc != 0) {
+        json_object_put(value);
+        cli_out_of_memory();
+    }
+}
+
+/* The pretty text of `obj` (json-c's, freed with it); out of memory ends
+ * the run with status 2. */
+static const char *json_text(json_object *obj)
+{
+    const char *text = json_object_to_json_string_ext(
+        obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                 JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (!text)
+        cli_out_of_memory();
+    return text;
 }
 
 void cli_print_json(json_object *obj)
 {
     cli_json_printed();
-    cli_json_write_safe(
-        json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
-                                                JSON_C_TO_STRING_SPACED |
-                                                JSON_C_TO_STRING_NOSLASHESCAPE),
-        stdout);
+    cli_json_write_safe(json_text(obj), stdout);
     fputc('\n', stdout);
+}
+
+void cli_put_json(json_object *o, size_t indent)
+{
+    const char *text = json_text(o);
+    size_t n = strlen(text), lines = 0, at = 0;
+    char *out;
+    for (size_t i = 0; i < n; i++)
+        lines += text[i] == '\n';
+    out = cli_xmalloc(n + lines * indent + 1);
+    for (size_t i = 0; i < n; i++) {
+        out[at++] = text[i];
+        if (text[i] == '\n')
+            for (size_t k = 0; k < indent; k++)
+                out[at++] = ' ';
+    }
+    out[at] = '\0';
+    cli_json_write_safe(out, stdout);
+    free(out);
+    json_object_put(o);
 }

@@ -198,29 +198,33 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     return 0;
 }
 
+/* The tensor's object, printed as the next element of the "tensors" list
+ * (`first`: no comma before it) and freed: the document is written a
+ * tensor at a time, so an index of many entries costs the memory of one
+ * tensor's objects, not of all of them (json-c's objects take several
+ * times the text they print). */
 static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
                        const char *prefix, const ckpt_tensor_entry *e,
-                       json_object *list)
+                       int first)
 {
     char tmp[24];
-    json_object *t = json_object_new_object();
+    json_object *t = cli_json_or_oom(json_object_new_object());
     json_object *values = NULL;
     int64_t count = 0;
     int rc = 0;
     ckpt_shape_num_elements(&count, &e->shape);
-    json_object_object_add(t, "name", cli_json_name(e));
-    json_object_object_add(
-        t, "dtype", json_object_new_string(cli_dtype_name(e->dtype, tmp)));
-    json_object_object_add(t, "shape", cli_json_shape(&e->shape));
-    json_object_object_add(t, "bytes",
-                           json_object_new_int64(cli_entry_bytes(e)));
-    json_object_object_add(
-        t, "shard",
-        e->num_slices > 0 ? NULL : json_object_new_int(e->shard_id));
-    json_object_object_add(t, "num_elements", json_object_new_int64(count));
+    cli_json_add(t, "name", cli_json_name(e));
+    cli_json_add(t, "dtype",
+                 json_object_new_string(cli_dtype_name(e->dtype, tmp)));
+    cli_json_add(t, "shape", cli_json_shape(&e->shape));
+    cli_json_add(t, "bytes", json_object_new_int64(cli_entry_bytes(e)));
     if (e->num_slices > 0)
-        json_object_object_add(t, "num_slices",
-                               json_object_new_int(e->num_slices));
+        json_object_object_add(t, "shard", NULL);
+    else
+        cli_json_add(t, "shard", json_object_new_int(e->shard_id));
+    cli_json_add(t, "num_elements", json_object_new_int64(count));
+    if (e->num_slices > 0)
+        cli_json_add(t, "num_slices", json_object_new_int(e->num_slices));
     if (o->values && (e->num_slices == 0 || e->dtype != CKPT_DT_STRING) &&
         ckpt_dtype_is_supported(e->dtype)) {
         int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
@@ -229,10 +233,11 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
-            json_object_object_add(t, "values", values);
+            cli_json_add(t, "values", values);
         }
     }
-    json_object_array_add(list, t);
+    fputs(first ? "\n    " : ",\n    ", stdout);
+    cli_put_json(t, 4);
     return rc;
 }
 
@@ -241,8 +246,7 @@ static int run(int argc, char **argv)
     inspect_opts o;
     ckpt_bundle_reader *r = NULL;
     char *prefix = NULL;
-    json_object *root = NULL, *list = NULL;
-    size_t n, shown = 0;
+    size_t n, shown = 0, printed = 0;
     widths w = {0, 0, 0, 0};
     int rc;
     memset(&o, 0, sizeof(o));
@@ -265,12 +269,11 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         shown += wanted(&o, ckpt_bundle_reader_entry(r, i)) != 0;
     if (o.json) {
-        root = json_object_new_object();
-        list = json_object_new_array();
-        json_object_object_add(root, "prefix", cli_json_string(prefix));
-        json_object_object_add(
-            root, "num_shards",
-            json_object_new_int(ckpt_bundle_reader_num_shards(r)));
+        cli_json_printed();
+        fputs("{\n  \"prefix\": ", stdout);
+        cli_put_json(cli_json_or_oom(cli_json_string(prefix)), 2);
+        fprintf(stdout, ",\n  \"num_shards\": %d,\n  \"tensors\": [",
+                ckpt_bundle_reader_num_shards(r));
     } else {
         int shards = ckpt_bundle_reader_num_shards(r);
         printf("%s: %zu tensor%s, %d shard%s\n", cli_safe(prefix), shown,
@@ -284,17 +287,14 @@ static int run(int argc, char **argv)
         int trc;
         if (!wanted(&o, e))
             continue;
-        trc = o.json ? json_tensor(&o, r, prefix, e, list)
+        trc = o.json ? json_tensor(&o, r, prefix, e, printed++ == 0)
                      : text_tensor(&o, r, prefix, e, &w);
         if (trc > rc)
             rc = trc;
     }
-    if (o.json) {
-        json_object_object_add(root, "tensors", list);
-        cli_print_json(root);
-    }
+    if (o.json)
+        fputs(printed ? "\n  ]\n}\n" : "]\n}\n", stdout);
 done:
-    json_object_put(root);
     ckpt_bundle_reader_free(r);
     free(prefix);
     free(o.tensors);

@@ -590,30 +590,6 @@ static json_object *json_row(const ckpt_row *r)
     return o;
 }
 
-/* Print `o` (NULL: null) with every line after the first indented by
- * `indent` spaces (it sits that deep in the document), and free it. */
-static void put_json(json_object *o, size_t indent)
-{
-    const char *text = json_object_to_json_string_ext(
-        o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-               JSON_C_TO_STRING_NOSLASHESCAPE);
-    size_t n = strlen(text), lines = 0, at = 0;
-    char *out;
-    for (size_t i = 0; i < n; i++)
-        lines += text[i] == '\n';
-    out = cli_xmalloc(n + lines * indent + 1);
-    for (size_t i = 0; i < n; i++) {
-        out[at++] = text[i];
-        if (text[i] == '\n')
-            for (size_t k = 0; k < indent; k++)
-                out[at++] = ' ';
-    }
-    out[at] = '\0';
-    cli_json_write_safe(out, stdout);
-    free(out);
-    json_object_put(o);
-}
-
 /* The document is written a row at a time, each row built, printed and
  * freed in turn: a state file listing hundreds of thousands of
  * checkpoints costs the memory of one row's objects, not of all of them
@@ -627,15 +603,15 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
             latest = rows[i].stored;
     cli_json_printed();
     fputs("{\n  \"directory\": ", stdout);
-    put_json(cli_json_string(dir), 2);
+    cli_put_json(cli_json_string(dir), 2);
     fputs(",\n  \"state_file\": ", stdout);
-    put_json(json_object_new_boolean(have_state), 2);
+    cli_put_json(json_object_new_boolean(have_state), 2);
     fputs(",\n  \"latest\": ", stdout);
-    put_json(latest ? cli_json_string(latest) : NULL, 2);
+    cli_put_json(latest ? cli_json_string(latest) : NULL, 2);
     fputs(",\n  \"checkpoints\": [", stdout);
     for (size_t i = 0; i < nrows; i++) {
         fputs(i ? ",\n    " : "\n    ", stdout);
-        put_json(json_row(&rows[i]), 4);
+        cli_put_json(json_row(&rows[i]), 4);
     }
     fputs(nrows ? "\n  ],\n  \"stray\": [" : "],\n  \"stray\": [", stdout);
     for (size_t i = 0; i < nstrays; i++) {
@@ -644,7 +620,7 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
         json_object_object_add(o, "reason",
                                json_object_new_string(strays[i].reason));
         fputs(i ? ",\n    " : "\n    ", stdout);
-        put_json(o, 4);
+        cli_put_json(o, 4);
     }
     fputs(nstrays ? "\n  ]\n}\n" : "]\n}\n", stdout);
 }
