@@ -1113,6 +1113,40 @@ static void test_repack_past_file_size_limit(void **state)
     test_remove_tree(dir);
 }
 
+/* A state file naming a path of a megabyte: every command's messages are
+ * cut to a bounded excerpt saying how much was left out. */
+static void test_messages_bounded(void **state)
+{
+    static const char *const cmds[] = {"ls", "inspect", "verify"};
+    size_t n = (size_t)1 << 20;
+    char *text = malloc(n + 64);
+    char *dir = test_make_temp_dir();
+    cli_run r;
+    size_t at;
+    (void)state;
+    assert_non_null(text);
+    at = (size_t)sprintf(text, "model_checkpoint_path: \"");
+    memset(text + at, 'a', n);
+    at += n;
+    at += (size_t)sprintf(text + at, "\"\n");
+    {
+        char *path = test_path(dir, "checkpoint");
+        test_write_file(path, text, at);
+        free(path);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        RUN(r, cmds[i], dir);
+        expect_status(&r, 2);
+        assert_true(strlen(r.err) < 20000);
+        expect_contains(r.err, "aaaa");
+        if (i == 2) /* the library cuts its own messages: ls, inspect */
+            expect_contains(r.err, " more bytes)");
+        run_free(&r);
+    }
+    free(text);
+    test_remove_tree(dir);
+}
+
 /* A repack cut short (a power cut, a kill) leaves DST's temporary files;
  * the next repack to that DST removes them, and only them. */
 static void test_repack_removes_stale_temps(void **state)
@@ -1390,6 +1424,7 @@ int main(void)
         cmocka_unit_test(test_repack_vectors),
         cmocka_unit_test(test_repack_filters),
         cmocka_unit_test(test_repack_removes_stale_temps),
+        cmocka_unit_test(test_messages_bounded),
         cmocka_unit_test(test_repack_past_file_size_limit),
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),

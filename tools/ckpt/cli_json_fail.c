@@ -14,7 +14,7 @@
 static const char *json_command; /* NULL: not a --json run */
 static int json_printed;
 static char *messages; /* the messages, one a line (malloc'd) */
-static size_t messages_len;
+static size_t messages_len, messages_cap;
 static json_object *details; /* fields the command added */
 
 void cli_json_failures_on(const char *cmd)
@@ -24,13 +24,21 @@ void cli_json_failures_on(const char *cmd)
 
 void cli_json_failure_note(const char *message, size_t n)
 {
-    char *grown;
-    if (!json_command || n > SIZE_MAX - 2 - messages_len)
+    size_t need;
+    if (!json_command || n > SIZE_MAX / 2 - 2 - messages_len)
         return;
-    grown = realloc(messages, messages_len + n + 2);
-    if (!grown)
-        return; /* the messages kept so far still say what failed */
-    messages = grown;
+    need = messages_len + n + 2;
+    if (need > messages_cap) { /* doubling: many messages cost linear time */
+        size_t cap = messages_cap ? messages_cap : 256;
+        char *grown;
+        while (cap < need)
+            cap *= 2;
+        grown = realloc(messages, cap);
+        if (!grown)
+            return; /* the messages kept so far still say what failed */
+        messages = grown;
+        messages_cap = cap;
+    }
     if (messages_len > 0)
         messages[messages_len++] = '\n';
     memcpy(messages + messages_len, message, n);
@@ -91,6 +99,7 @@ int cli_finish(int rc)
     free(messages);
     messages = NULL;
     messages_len = 0;
+    messages_cap = 0;
     json_command = NULL;
     return stdout_written(rc);
 }

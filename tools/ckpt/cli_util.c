@@ -11,6 +11,10 @@
 
 /* ---- messages ------------------------------------------------------------ */
 
+/* A message longer than this (a path of megabytes from a hostile state
+ * file) is cut, saying how much was left out, as the library's are. */
+#define MESSAGE_MAX 16384
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -19,6 +23,11 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     text = cli_vformat(&len, fmt, ap);
     va_end(ap);
+    if (len > MESSAGE_MAX) {
+        size_t keep = MESSAGE_MAX - 64;
+        len = keep + (size_t)snprintf(text + keep, len + 1 - keep,
+                                      "... (%zu more bytes)", len - keep);
+    }
     fprintf(stderr, "ckpt %s: %s\n", cmd, cli_safe_n(text, len));
     cli_json_failure_note(text, len);
     free(text);

@@ -33,7 +33,9 @@ static void print_usage(FILE *out)
         fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\nExit status: 0 success, 1 damage or differences found, "
                  "2 usage error, unreadable input\nor output that "
-                 "could not be written.\n"
+                 "could not be written. Like other tools, ckpt ends quietly "
+                 "by SIGPIPE\n(status 141 in a shell) when what reads its "
+                 "output stops first (| head).\n"
                  "With --json, stdout holds one JSON document once the "
                  "arguments are parsed;\n"
                  "a run that fails before printing its own prints "
