@@ -1078,11 +1078,11 @@ static void test_state_update_failing_before_rename(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-3.index"));
 }
 
-/* Saves whose state-file update and its rollback both fail (here the state
- * file's path is a directory) may be named by the state file on disk, so
- * their files stay; they are carried in every later pending note and
- * deleted once a state file is written without them. Each such save used
- * to leak a whole checkpoint for good. */
+/* Saves whose state-file update and its rollback both fail (here the
+ * directory sync after each rename onto the state file) may be named by
+ * the state file on disk, so their files stay; they are carried in every
+ * later pending note and deleted once a state file is written without
+ * them. Each such save used to leak a whole checkpoint for good. */
 static void test_unsure_saves_deleted_after_next_commit(void **state)
 {
     fixture *f = *state;
