@@ -514,7 +514,8 @@ static int set_aside_name(ckpt_buf *out, const char *stored)
  * removed. The pending note names the second name first, so a crash
  * before the state file names it leaves nothing behind. 1 when done; 0
  * when not possible here (no link in this file system, or that name is
- * listed already): nothing changed, forget the old way; an error when the
+ * listed already or may be): nothing changed, forget the old way; an
+ * error when the
  * state file could not be written (it is put back; the checkpoint is
  * still listed and whole). */
 static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
@@ -524,8 +525,9 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
     ckpt__kept_list noted = {0};
     int replaced = 0;
     int err = set_aside_name(&aside, stored);
-    if (err == 0 && ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n)
-        goto done; /* err 0: the old way */
+    if (err == 0 && (ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n ||
+                     ckpt__kept_find(&ds->unsure, aside.ptr) < ds->unsure.n))
+        goto done; /* err 0: the old way (that name may be named) */
     if (err == 0)
         err = resolve(ds, aside.ptr, &aside_prefix);
     if (err == 0)
@@ -533,6 +535,8 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
     if (err < 0)
         goto done;
     ckpt__pending_note_write(ds, stored, &noted);
+    /* files of that name nothing names: an earlier set-aside's, cut short */
+    (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
     if (ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr) < 0 ||
         ckpt__fs_sync_dir(ds->fs, ds->dir) < 0) {
         CKPT__DS_LOG(ds, CKPT_LOG_DEBUG,

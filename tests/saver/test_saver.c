@@ -699,6 +699,60 @@ static void capture_log(int level, const char *msg, void *payload)
     snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
 }
 
+/* The value of "dense/kernel"[0] in checkpoint `name` of `dir`. */
+static float first_weight(const char *dir, const char *name)
+{
+    char prefix[4200];
+    ckpt_bundle_reader *r = NULL;
+    float w[6];
+    snprintf(prefix, sizeof(prefix), "%s/%s", dir, name);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "dense/kernel", w, sizeof(w)));
+    ckpt_bundle_reader_free(r);
+    return w[0];
+}
+
+/* A step saved again replaces its checkpoint through a second name
+ * (model.ckpt.replaced-2) that is gone once the new one is named; a stale
+ * file of that name nothing names (a set-aside cut short) is removed
+ * first; a file system without links replaces it the old way. Each time
+ * the checkpoint holds the last save's values and nothing else is left. */
+static void test_overwrite_through_second_name(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static ckpt_fs_forward no_link;
+    ckpt_saver *s;
+    char *st;
+    s = open_saver(f, NULL);
+    for (int k = 0; k < 3; k++) {
+        f->w[0] = (float)k;
+        if (k == 2) { /* a leftover of that name */
+            copy_file(f->dir, "model.ckpt-2.index",
+                      "model.ckpt.replaced-2.index");
+            copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
+                      "model.ckpt.replaced-2.data-00000-of-00001");
+        }
+        assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+        assert_true(first_weight(f->dir, "model.ckpt-2") == (float)k);
+        assert_int_equal(count_files(f->dir, ".replaced"), 0);
+    }
+    ckpt_saver_free(s);
+    ckpt_fs_forward_init(&no_link, NULL);
+    no_link.fs.link = NULL;
+    o.fs = &no_link.fs;
+    s = open_saver(f, &o);
+    f->w[0] = 9.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+    ckpt_saver_free(s);
+    assert_true(first_weight(f->dir, "model.ckpt-2") == 9.0f);
+    assert_int_equal(count_files(f->dir, ".replaced"), 0);
+    st = read_state(f->dir);
+    assert_non_null(strstr(st, "model_checkpoint_path: \"model.ckpt-2\""));
+    assert_null(strstr(st, "replaced"));
+    free(st);
+}
+
 /* Three saves in a row of one step (a loop that never advances the step it
  * passes) draw one warning naming the step and the checkpoint overwritten;
  * two do not (a final save may repeat the last periodic one's step), nor
@@ -1348,6 +1402,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsure_saves_survive_a_failed_save,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_update_failing_before_rename,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_through_second_name,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
