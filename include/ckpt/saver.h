@@ -301,7 +301,9 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
  *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT */
 CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
 
-/** Restore only the `n` named variables. */
+/** Restore only the `n` named variables, checked and read as
+ *  ckpt_saver_restore does (n == 0: none; the checkpoint is still opened,
+ *  so a missing one is CKPT_ENOTFOUND). */
 CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                                            const char *const *names, size_t n);
 

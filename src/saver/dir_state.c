@@ -68,7 +68,6 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
     ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
-    ckpt__free(ds->set_aside);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
@@ -512,12 +511,12 @@ static int set_aside_name(ckpt_buf *out, const char *stored)
  * files linked to the set-aside name (index first), the directory synced,
  * the state file naming the second name in its place; then its own files
  * removed. The pending note names the second name first, so a crash
- * before the state file names it leaves nothing behind. 1 when done; 0
- * when not possible here (no link in this file system, or that name is
- * listed already or may be): nothing changed, forget the old way; an
- * error when the
- * state file could not be written (it is put back; the checkpoint is
- * still listed and whole). */
+ * before the state file names it leaves nothing behind. The commit that
+ * names the new checkpoint drops the second name (commit_evicting). 1
+ * when done; 0 when not possible here (no link in this file system, or
+ * the state file on disk may name that name: ds->unsure): nothing
+ * changed, forget the old way; an error when the state file could not be
+ * written (it is put back; the checkpoint is still listed and whole). */
 static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
                      const char *prefix)
 {
@@ -525,8 +524,7 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
     ckpt__kept_list noted = {0};
     int replaced = 0;
     int err = set_aside_name(&aside, stored);
-    if (err == 0 && (ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n ||
-                     ckpt__kept_find(&ds->unsure, aside.ptr) < ds->unsure.n))
+    if (err == 0 && ckpt__kept_find(&ds->unsure, aside.ptr) < ds->unsure.n)
         goto done; /* err 0: the old way (that name may be named) */
     if (err == 0)
         err = resolve(ds, aside.ptr, &aside_prefix);
@@ -535,6 +533,24 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
     if (err < 0)
         goto done;
     ckpt__pending_note_write(ds, stored, &noted);
+    /* Listed beside the checkpoint itself, the second name holds an older
+     * state of it (a replacement cut short before the commit that drops
+     * it, by a version that did not drop it): unlisted first, never left
+     * as the latest while this one is replaced. */
+    if (ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n) {
+        ckpt__kept_list without = {0};
+        err = kept_copy_except(&without, &ds->kept, aside.ptr);
+        if (err == 0)
+            err = write_state(ds, &without);
+        if (err < 0) {
+            kept_dispose(&without);
+            (void)rollback_state(ds);
+            goto done;
+        }
+        kept_dispose(&ds->kept);
+        ds->kept = without;
+        i = ckpt__kept_find(&ds->kept, stored);
+    }
     /* files of that name nothing names: an earlier set-aside's, cut short */
     (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
     if (ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr) < 0 ||
@@ -574,13 +590,6 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
         }
         ckpt__free(was);
     }
-    ckpt__free(ds->set_aside);
-    ds->set_aside = ckpt__strdup(ds->kept.paths[i]);
-    if (!ds->set_aside)
-        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
-                     "%s: out of memory: %s stays listed until retention "
-                     "evicts it",
-                     ds->dir, ds->kept.paths[i]);
     err = ckpt__remove_checkpoint_files(ds->fs, prefix);
     if (err == 0)
         err = 1;
@@ -588,6 +597,21 @@ done:
     kept_dispose(&noted);
     ckpt_buf_dispose(&aside);
     ckpt_buf_dispose(&aside_prefix);
+    return err;
+}
+
+/* Move `stored`'s second name, when `next` lists it, into `evicted`. */
+static int drop_set_aside(ckpt__kept_list *next, const char *stored,
+                          ckpt__kept_list *evicted)
+{
+    ckpt_buf aside = CKPT_BUF_INIT;
+    int err = set_aside_name(&aside, stored);
+    size_t k = err == 0 ? ckpt__kept_find(next, aside.ptr) : next->n;
+    if (k < next->n) {
+        kept_remove(next, k, NULL);
+        err = kept_push(evicted, aside.ptr, 0.0);
+    }
+    ckpt_buf_dispose(&aside);
     return err;
 }
 
@@ -685,16 +709,11 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         err = kept_copy_except(&next, &ds->kept, stored);
     if (err == 0)
         err = kept_push(&next, stored, save_time);
-    /* A checkpoint kept under a second name while this one replaced it
-     * goes now that its successor is in place (before retention counts
-     * it). */
-    if (err == 0 && ds->set_aside) {
-        size_t k = ckpt__kept_find(&next, ds->set_aside);
-        if (k < next.n) {
-            kept_remove(&next, k, NULL);
-            err = kept_push(&evicted, ds->set_aside, 0.0);
-        }
-    }
+    /* The checkpoint's second name (kept while it was replaced, by this
+     * process or one a crash stopped) holds an older state of it: it goes
+     * now that the new one is named (before retention counts it). */
+    if (err == 0)
+        err = drop_set_aside(&next, stored, &evicted);
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
     /* Failed saves' checkpoints the state file may have named go with
@@ -728,8 +747,6 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     }
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
-    ckpt__free(ds->set_aside);
-    ds->set_aside = NULL;
     ds->kept = next;
     memset(&next, 0, sizeof(next));
     if (evicted.n == 0)

@@ -116,14 +116,15 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
 }
 
 /* Restore `vars` (all registered ones when names is NULL). */
+/* Restore the `n` variables `names`, or with `all` every one. */
 static int restore_vars(ckpt_saver *s, const char *prefix,
-                        const char *const *names, size_t n)
+                        const char *const *names, size_t n, int all)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
     ckpt_read_request *reqs = NULL;
     size_t nreqs = 0;
-    size_t count = names ? n : s->nvars;
+    size_t count = all ? s->nvars : n;
     int err;
     ckpt__saver_complete_snapshot(s); /* before the variables change */
     ro.fs = s->fs;
@@ -131,7 +132,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     if (err < 0)
         goto done;
     for (size_t i = 0; i < count && err == 0; i++) {
-        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
         if (!v)
             err = ckpt__error(CKPT_ENOTFOUND,
                               "restore: '%s' is not a registered variable",
@@ -149,7 +150,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
-        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
         if (!reads_in_place(v))
             continue;
         reqs[nreqs].name = v->name;
@@ -161,7 +162,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     if (err == 0)
         log_read_mode(s, prefix, r);
     for (size_t i = 0; i < count && err == 0; i++) {
-        const ckpt__var *v = names ? find_var(s, names[i]) : &s->vars[i];
+        const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
         if (!reads_in_place(v))
             err = read_var_via_callback(r, v);
     }
@@ -178,7 +179,7 @@ int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
         return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
     if (s->ops)
         return s->ops->restore(s->ops_self, prefix);
-    return restore_vars(s, prefix, NULL, 0);
+    return restore_vars(s, prefix, NULL, 0, 1);
 }
 
 int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
@@ -192,7 +193,7 @@ int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
         return ckpt__error(CKPT_ENOTSUP,
                            "restore_subset: a wrapped saver restores every "
                            "variable (use ckpt_saver_restore)");
-    return restore_vars(s, prefix, names, n);
+    return restore_vars(s, prefix, names, n, 0);
 }
 
 int ckpt__restore_latest_outcome(int err)

@@ -24,6 +24,7 @@
 typedef struct forget_args {
     ckpt_saver *s;
     const char *stored, *prefix;
+    int64_t step;
 } forget_args;
 
 static int forget_existing(void *payload)
@@ -34,8 +35,14 @@ static int forget_existing(void *payload)
     ckpt_buf index = CKPT_BUF_INIT;
     int err = ckpt_bundle_index_path(&index, prefix);
     if (err == 0 && ckpt__fs_stat(s->fs, index.ptr, NULL, NULL) == 0) {
-        CKPT__SAVER_LOG(s, CKPT_LOG_WARN, "overwriting existing checkpoint %s",
-                        prefix);
+        /* replacing is what a fixed name is for; a step saved again is
+         * worth a warning */
+        if (a->step == CKPT_NO_STEP)
+            CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG, "replacing checkpoint %s",
+                            prefix);
+        else
+            CKPT__SAVER_LOG(s, CKPT_LOG_WARN,
+                            "overwriting existing checkpoint %s", prefix);
         pthread_mutex_lock(&s->ds_mu);
         err = ckpt__dir_state_forget(&s->ds, stored);
         pthread_mutex_unlock(&s->ds_mu);
@@ -142,7 +149,7 @@ int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
     double t0 = ckpt_clock_monotonic(s->opts.clock);
     uint64_t bytes = 0;
     int may_be_named = 0;
-    forget_args forget = {s, job->stored, job->prefix};
+    forget_args forget = {s, job->stored, job->prefix, job->step};
     ckpt__before_rename hook = {forget_existing, &forget};
     int err;
     err = ckpt__dir_lock_check(s->ds.lock, s->ds.dir);

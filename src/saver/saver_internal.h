@@ -71,9 +71,6 @@ typedef struct ckpt__dir_state {
                                (its update and rollback failed): noted in
                                every pending note, deleted once a state
                                file is written without them */
-    char *set_aside; /* a replaced checkpoint's second name, listed in its
-                        place until the next commit evicts it (NULL:
-                        none; see ckpt__dir_state_forget) */
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;

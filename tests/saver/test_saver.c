@@ -753,6 +753,138 @@ static void test_overwrite_through_second_name(void **state)
     free(st);
 }
 
+/* A rename onto "<dir>/model.ckpt.index" failing (a save that fails
+ * after its checkpoint was set aside). */
+typedef struct index_rename_fails {
+    ckpt_fs_forward fwd;
+    int armed;
+} index_rename_fails;
+
+static int rename_fails_on_index(const char *from, const char *to,
+                                 void *payload)
+{
+    index_rename_fails *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    size_t n = strlen(to);
+    if (d->armed && n >= 17 && strcmp(to + n - 17, "/model.ckpt.index") == 0)
+        return ckpt__error(CKPT_EIO, "rename %s to %s: input/output error",
+                           from, to);
+    return base->rename(from, to, base->payload);
+}
+
+/* Write the state file of `dir` listing `paths` (the last the latest). */
+static void write_state_listing(const char *dir, const char *const *paths,
+                                size_t n)
+{
+    char text[1024], path[4200];
+    size_t used = (size_t)snprintf(
+        text, sizeof(text), "model_checkpoint_path: \"%s\"\n", paths[n - 1]);
+    for (size_t i = 0; i < n; i++)
+        used +=
+            (size_t)snprintf(text + used, sizeof(text) - used,
+                             "all_model_checkpoint_paths: \"%s\"\n", paths[i]);
+    snprintf(path, sizeof(path), "%s/checkpoint", dir);
+    test_write_file(path, text, used);
+}
+
+/* Copy checkpoint `from` of `dir` to `to` (index and one data file). */
+static void copy_named(const char *dir, const char *from, const char *to)
+{
+    char a[256], b[256];
+    snprintf(a, sizeof(a), "%s.index", from);
+    snprintf(b, sizeof(b), "%s.index", to);
+    copy_file(dir, a, b);
+    snprintf(a, sizeof(a), "%s.data-00000-of-00001", from);
+    snprintf(b, sizeof(b), "%s.data-00000-of-00001", to);
+    copy_file(dir, a, b);
+}
+
+/* A fixed-name replacement cut short by a crash leaves the state file
+ * naming the second name (model.ckpt.replaced). The next save of that name
+ * drops it with its own commit, so it never lingers as an old state that a
+ * later replacement would leave the latest. And when a state file lists
+ * both (written so by a version that kept it), a replacement failing
+ * after the set-aside leaves the checkpoint's own last state the latest,
+ * never the older second name. */
+static void test_second_name_never_outlives_its_checkpoint(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static index_rename_fails d;
+    static const char *const crashed[] = {"model.ckpt.replaced"};
+    static const char *const both[] = {"model.ckpt.replaced", "model.ckpt"};
+    ckpt_buf latest = CKPT_BUF_INIT;
+    ckpt_saver *s;
+    char *st;
+    s = open_saver(f, NULL);
+    f->w[0] = 1.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, CKPT_NO_STEP, NULL));
+    ckpt_saver_free(s);
+    /* the crash: the state file names the second name, which holds the
+     * last durable state; the checkpoint's own files are gone */
+    copy_named(f->dir, "model.ckpt", "model.ckpt.replaced");
+    assert_int_equal(count_files(f->dir, "model.ckpt.data"), 1);
+    write_state_listing(f->dir, crashed, 1);
+    {
+        char p[4200];
+        snprintf(p, sizeof(p), "%s/model.ckpt.index", f->dir);
+        assert_int_equal(unlink(p), 0);
+        snprintf(p, sizeof(p), "%s/model.ckpt.data-00000-of-00001", f->dir);
+        assert_int_equal(unlink(p), 0);
+    }
+    o.max_to_keep = 5;
+    s = open_saver(f, &o);
+    f->w[0] = 3.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, CKPT_NO_STEP, NULL));
+    ckpt_saver_free(s);
+    st = read_state(f->dir);
+    assert_null(strstr(st, "replaced"));
+    free(st);
+    assert_int_equal(count_files(f->dir, ".replaced"), 0);
+    assert_true(first_weight(f->dir, "model.ckpt") == 3.0f);
+
+    /* both listed: the second name an older state (1), the checkpoint 3 */
+    f->w[0] = 1.0f;
+    s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    ckpt_saver_free(s);
+    copy_named(f->dir, "model.ckpt-1", "model.ckpt.replaced");
+    write_state_listing(f->dir, both, 2);
+    ckpt_fs_forward_init(&d.fwd, NULL);
+    d.fwd.fs.rename = rename_fails_on_index;
+    d.armed = 1;
+    o.fs = &d.fwd.fs;
+    s = open_saver(f, &o);
+    f->w[0] = 4.0f;
+    assert_int_not_equal(ckpt_saver_save(s, CKPT_NO_STEP, NULL), 0);
+    ckpt_saver_free(s);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
+    assert_true(first_weight(f->dir, ckpt__path_basename(latest.ptr)) == 3.0f);
+    ckpt_buf_dispose(&latest);
+}
+
+/* restore_subset of no variables restores none (it used to restore
+ * every one), yet still opens the checkpoint. */
+static void test_restore_subset_of_none(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    char prefix[4200], missing[4200];
+    s = open_saver(f, NULL);
+    f->w[0] = 1.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-1", f->dir);
+    snprintf(missing, sizeof(missing), "%s/model.ckpt-7", f->dir);
+    f->w[0] = 5.0f;
+    assert_ckpt_ok(ckpt_saver_restore_subset(s, prefix, NULL, 0));
+    assert_true(f->w[0] == 5.0f);
+    assert_ckpt_error(ckpt_saver_restore_subset(s, missing, NULL, 0),
+                      CKPT_ENOTFOUND, "model.ckpt-7");
+    assert_ckpt_ok(ckpt_saver_restore(s, prefix));
+    assert_true(f->w[0] == 1.0f);
+    ckpt_saver_free(s);
+}
+
 /* Three saves in a row of one step (a loop that never advances the step it
  * passes) draw one warning naming the step and the checkpoint overwritten;
  * two do not (a final save may repeat the last periodic one's step), nor
@@ -1405,6 +1537,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_through_second_name,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_second_name_never_outlives_its_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
