@@ -312,7 +312,10 @@ CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
  *  holds no complete checkpoint, so a program may start afresh on it: a
  *  latest checkpoint that lacks a registered variable is CKPT_EINVAL
  *  (naming it), like a dtype or shape mismatch, where ckpt_saver_restore
- *  of that prefix answers CKPT_ENOTFOUND.
+ *  of that prefix answers CKPT_ENOTFOUND. A damaged latest checkpoint is
+ *  CKPT_ECORRUPT, its message saying how many older ones are listed; it
+ *  does not fall back to one by itself (ckpt_saver_checkpoint gives them,
+ *  ckpt_saver_restore restores the one chosen).
  *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
  *          does not match the variables), or as ckpt_saver_restore */
 CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
@@ -346,11 +349,13 @@ CKPT_EXTERN(void) ckpt_saver_set_on_save_done(ckpt_saver *s,
                                               ckpt_save_done_fn fn,
                                               void *payload);
 
-/** Cumulative metrics; one event per trigger or outcome: each trigger
- *  counts once in saves_started, saves_skipped or saves_coalesced (a
- *  pending snapshot replaced by a newer one moves from started to
- *  coalesced), and each write once in saves_completed or saves_failed, so
- *  once idle started == completed + failed. */
+/** Cumulative metrics; one event per trigger or outcome: each trigger (a
+ *  save or save_async call) counts once in saves_started, saves_skipped or
+ *  saves_coalesced (a pending snapshot replaced by a newer one moves from
+ *  started to coalesced), and each write once in saves_completed or
+ *  saves_failed, so once idle started == completed + failed. The
+ *  checkpoint hook retries a due save at every step while a write runs, so
+ *  under it saves_skipped counts the steps skipped, not the due saves. */
 typedef struct ckpt_saver_metrics {
     uint64_t saves_started;   /**< snapshots taken and dispatched (+ sync) */
     uint64_t saves_skipped;   /**< async triggers skipped (policy SKIP) */

@@ -27,7 +27,9 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
     if (err < 0)
         return ckpt__error(CKPT_ENOTFOUND,
                            "restore %s: variable '%s' is not in the "
-                           "checkpoint",
+                           "checkpoint (one added since it was written? "
+                           "restore the others with "
+                           "ckpt_saver_restore_subset)",
                            prefix, v->name);
     if (e->dtype != v->v.dtype)
         return ckpt__error(
@@ -131,14 +133,32 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     err = ckpt_bundle_reader_open(&r, prefix, &ro);
     if (err < 0)
         goto done;
-    for (size_t i = 0; i < count && err == 0; i++) {
-        const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
-        if (!v)
-            err = ckpt__error(CKPT_ENOTFOUND,
-                              "restore: '%s' is not a registered variable",
-                              names[i]);
-        else
-            err = check_var(r, prefix, v);
+    {
+        /* every variable checked: the first mismatch is the error, and
+         * how many more there are is said with it */
+        ckpt__saved_error first;
+        size_t more = 0;
+        for (size_t i = 0; i < count; i++) {
+            const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
+            int rc = v ? check_var(r, prefix, v)
+                       : ckpt__error(CKPT_ENOTFOUND,
+                                     "restore: '%s' is not a registered "
+                                     "variable",
+                                     names[i]);
+            if (rc < 0 && err == 0) {
+                err = rc;
+                ckpt__error_save(&first);
+            } else if (rc < 0) {
+                more++;
+            }
+        }
+        if (err < 0 && more > 0)
+            err = ckpt__error(first.code,
+                              "%s (and %zu more %s not match the checkpoint)",
+                              first.message, more,
+                              more == 1 ? "variable does" : "variables do");
+        else if (err < 0)
+            (void)ckpt__error_restore(&first);
     }
     if (err < 0)
         goto done;
@@ -220,6 +240,16 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
     err = ckpt_saver_latest(s, &latest);
     if (err == 0)
         err = ckpt__restore_latest_outcome(ckpt_saver_restore(s, latest.ptr));
+    if (err == CKPT_ECORRUPT && ckpt_saver_num_checkpoints(s) > 1) {
+        ckpt__saved_error saved;
+        size_t older = ckpt_saver_num_checkpoints(s) - 1;
+        ckpt__error_save(&saved);
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s (%zu older checkpoint%s listed: "
+                          "ckpt_saver_checkpoint gives them, "
+                          "ckpt_saver_restore restores one)",
+                          saved.message, older, older == 1 ? " is" : "s are");
+    }
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, latest.ptr);
     ckpt_buf_dispose(&latest);

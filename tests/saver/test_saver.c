@@ -426,6 +426,27 @@ static void test_b78_restore_errors(void **state)
     assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_EINVAL,
                       "float32 in the checkpoint but int32");
     ckpt_saver_free(other);
+
+    /* Every variable is checked: the first mismatch, with how many more
+     * there are; a missing one suggests restore_subset. */
+    assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
+    {
+        ckpt_var gone = {"not/there", CKPT_DT_FLOAT, {1, {2}}, extra,
+                         NULL,        NULL,          NULL};
+        ckpt_var v = {"dense/kernel", CKPT_DT_FLOAT, {1, {4}}, wrong_shape,
+                      NULL,           NULL,          NULL};
+        ckpt_var v2 = {"also/gone", CKPT_DT_FLOAT, {1, {2}}, extra,
+                       NULL,        NULL,          NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(other, &gone));
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v2));
+    }
+    assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_ENOTFOUND,
+                      "'not/there' is not in the checkpoint (one added since "
+                      "it was written? restore the others with "
+                      "ckpt_saver_restore_subset) (and 2 more variables do "
+                      "not match the checkpoint)");
+    ckpt_saver_free(other);
     ckpt_buf_dispose(&prefix);
 }
 
@@ -889,6 +910,34 @@ static void test_restore_subset_of_none(void **state)
                       CKPT_ENOTFOUND, "model.ckpt-7");
     assert_ckpt_ok(ckpt_saver_restore(s, prefix));
     assert_true(f->w[0] == 1.0f);
+    ckpt_saver_free(s);
+}
+
+/* A damaged latest checkpoint: restore_latest says so and that older ones
+ * are listed (it does not fall back by itself: which state to resume from
+ * is the caller's choice); restoring the older one works. */
+static void test_restore_latest_damaged_names_older(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    ckpt_buf older = CKPT_BUF_INIT;
+    char path[4200];
+    FILE *fp;
+    s = open_saver(f, NULL);
+    save_steps(s, f, 1, 2);
+    snprintf(path, sizeof(path), "%s/model.ckpt-2.data-00000-of-00001", f->dir);
+    fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 3, SEEK_SET), 0);
+    assert_int_equal(fputc(0x5a, fp), 0x5a);
+    fclose(fp);
+    assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
+                      "(1 older checkpoint is listed: ckpt_saver_checkpoint "
+                      "gives them, ckpt_saver_restore restores one)");
+    assert_ckpt_ok(ckpt_saver_checkpoint(s, 0, &older));
+    assert_ckpt_ok(ckpt_saver_restore(s, older.ptr));
+    assert_int_equal(f->step, 1);
+    ckpt_buf_dispose(&older);
     ckpt_saver_free(s);
 }
 
@@ -1549,6 +1598,8 @@ int main(void)
             test_second_name_never_outlives_its_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_restore_latest_damaged_names_older,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,

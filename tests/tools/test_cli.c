@@ -1184,6 +1184,12 @@ static void test_repack_removes_stale_temps(void **state)
         free(path);
     }
     assert_int_equal(compare_bundles(src, dst), 13);
+    /* a directory as DST: refused, not written beside it */
+    RUN(r, "repack", src, dir);
+    expect_status(&r, 2);
+    expect_contains(r.err, "is a directory; DST is the new checkpoint's "
+                           "prefix, e.g. ");
+    run_free(&r);
     free(src);
     free(dst);
     test_remove_tree(dir);

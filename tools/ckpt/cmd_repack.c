@@ -234,6 +234,15 @@ static int check_destination(const char *dst)
     int exists;
     if (!index)
         return CLI_USAGE;
+    if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+        /* DST names a prefix: files would land beside the directory */
+        cli_error("repack",
+                  "%s is a directory; DST is the new checkpoint's prefix, "
+                  "e.g. %s%smodel.ckpt",
+                  dst, dst, dst[strlen(dst) - 1] == '/' ? "" : "/");
+        free(index);
+        return CLI_USAGE;
+    }
     snprintf(index, n, "%s.index", dst);
     exists = stat(index, &st) == 0;
     if (exists)
