@@ -432,10 +432,8 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     err = check_can_save(s);
     if (err == 0)
         err = checkpoint_names(s, step, &stored, &prefix);
-    if (err == 0) {
-        note_step(s, step, prefix.ptr);
+    if (err == 0)
         err = ckpt_saver_reserve(s);
-    }
     if (err == 0)
         err = ckpt__writer_start(s);
     if (err < 0)
@@ -453,6 +451,7 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
             ckpt_error_last()->message);
         goto done;
     }
+    note_step(s, step, prefix.ptr); /* a save, not a skipped retry */
     err = new_job(&job, step, image, &stored, &prefix);
     if (err < 0)
         goto done;
