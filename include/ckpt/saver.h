@@ -291,7 +291,9 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
 
 /** Restore every variable from the checkpoint `prefix`. Every variable is
  *  checked (present, dtype, shape) before any is written; values are read
- *  with their checksums verified, straight into the variables. So a
+ *  with their checksums verified, straight into the variables. Tensors of
+ *  the checkpoint that no registered variable names are left alone, as
+ *  TensorFlow's Saver restores only its var_list. So a
  *  CKPT_ENOTFOUND or CKPT_EINVAL leaves every variable as it was, but a
  *  damaged record (CKPT_ECORRUPT) or a read error is found while reading:
  *  some variables, the damaged one among them, may then already hold the
