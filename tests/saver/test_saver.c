@@ -781,23 +781,66 @@ static void test_overwrite_through_second_name(void **state)
     free(st);
 }
 
-/* A rename onto "<dir>/model.ckpt.index" failing (a save that fails
- * after its checkpoint was set aside). */
-typedef struct index_rename_fails {
+/* Faults of a save's last steps: `temp_full`, a full disk for the state
+ * file's temporary copy only (the checkpoint's data fit);
+ * `sync_after_rename`, the directory sync after a rename onto the state
+ * file failing (the update, and its rollback too: the state file on disk
+ * may then name either list); `index_rename`, the rename of a new index
+ * onto "<dir>/model.ckpt.index" failing (a save that fails after its
+ * checkpoint was set aside). */
+typedef struct state_faults {
     ckpt_fs_forward fwd;
-    int armed;
-} index_rename_fails;
+    int temp_full;
+    int sync_after_rename;
+    int index_rename;
+    int renamed; /* a rename onto the state file awaits its sync */
+} state_faults;
 
-static int rename_fails_on_index(const char *from, const char *to,
-                                 void *payload)
+static int faulty_open_write(ckpt_file **out, const char *path, int flags,
+                             void *payload)
 {
-    index_rename_fails *d = payload;
+    state_faults *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (d->temp_full && strstr(path, "/checkpoint.tmp"))
+        return ckpt__error(CKPT_ENOSPC, "open_write %s: no space left", path);
+    return base->open_write(out, path, flags, base->payload);
+}
+
+static int faulty_rename(const char *from, const char *to, void *payload)
+{
+    state_faults *d = payload;
     const ckpt_fs *base = ckpt_fs_forward_base(payload);
     size_t n = strlen(to);
-    if (d->armed && n >= 17 && strcmp(to + n - 17, "/model.ckpt.index") == 0)
+    int err;
+    if (d->index_rename && n >= 17 &&
+        strcmp(to + n - 17, "/model.ckpt.index") == 0)
         return ckpt__error(CKPT_EIO, "rename %s to %s: input/output error",
                            from, to);
-    return base->rename(from, to, base->payload);
+    err = base->rename(from, to, base->payload);
+    if (err == 0 && d->sync_after_rename && n >= 11 &&
+        strcmp(to + n - 11, "/checkpoint") == 0)
+        d->renamed = 1;
+    return err;
+}
+
+static int faulty_sync_dir(const char *path, void *payload)
+{
+    state_faults *d = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (d->renamed) {
+        d->renamed = 0;
+        return ckpt__error(CKPT_EIO, "sync_dir %s: input/output error", path);
+    }
+    return base->sync_dir(path, base->payload);
+}
+
+static void state_faults_init(state_faults *d)
+{
+    memset(d, 0, sizeof(*d));
+    ckpt_fs_forward_init(&d->fwd, NULL);
+    d->fwd.fs.open_write = faulty_open_write;
+    d->fwd.fs.rename = faulty_rename;
+    d->fwd.fs.sync_dir = faulty_sync_dir;
 }
 
 /* Write the state file of `dir` listing `paths` (the last the latest). */
@@ -838,7 +881,7 @@ static void test_second_name_never_outlives_its_checkpoint(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    static index_rename_fails d;
+    static state_faults d;
     static const char *const crashed[] = {"model.ckpt.replaced"};
     static const char *const both[] = {"model.ckpt.replaced", "model.ckpt"};
     ckpt_buf latest = CKPT_BUF_INIT;
@@ -878,9 +921,8 @@ static void test_second_name_never_outlives_its_checkpoint(void **state)
     ckpt_saver_free(s);
     copy_named(f->dir, "model.ckpt-1", "model.ckpt.replaced");
     write_state_listing(f->dir, both, 2);
-    ckpt_fs_forward_init(&d.fwd, NULL);
-    d.fwd.fs.rename = rename_fails_on_index;
-    d.armed = 1;
+    state_faults_init(&d);
+    d.index_rename = 1;
     o.fs = &d.fwd.fs;
     s = open_saver(f, &o);
     f->w[0] = 4.0f;
@@ -1181,59 +1223,6 @@ static void test_pending_note_replaced_by_rename(void **state)
     }
     assert_true(renames >= 5); /* each save's own, two evicting saves' */
     ckpt_fs_fault_free(ff);
-}
-
-/* Faults of the state file's update: `temp_full`, a full disk for its
- * temporary copy only (the checkpoint's data fit); `sync_after_rename`,
- * the directory sync after its rename failing (the update, and its
- * rollback too: the state file on disk may then name either list). */
-typedef struct state_faults {
-    ckpt_fs_forward fwd;
-    int temp_full;
-    int sync_after_rename;
-    int renamed; /* a rename onto the state file awaits its sync */
-} state_faults;
-
-static int faulty_open_write(ckpt_file **out, const char *path, int flags,
-                             void *payload)
-{
-    state_faults *d = payload;
-    const ckpt_fs *base = ckpt_fs_forward_base(payload);
-    if (d->temp_full && strstr(path, "/checkpoint.tmp"))
-        return ckpt__error(CKPT_ENOSPC, "open_write %s: no space left", path);
-    return base->open_write(out, path, flags, base->payload);
-}
-
-static int faulty_rename(const char *from, const char *to, void *payload)
-{
-    state_faults *d = payload;
-    const ckpt_fs *base = ckpt_fs_forward_base(payload);
-    size_t n = strlen(to);
-    int err = base->rename(from, to, base->payload);
-    if (err == 0 && d->sync_after_rename && n >= 11 &&
-        strcmp(to + n - 11, "/checkpoint") == 0)
-        d->renamed = 1;
-    return err;
-}
-
-static int faulty_sync_dir(const char *path, void *payload)
-{
-    state_faults *d = payload;
-    const ckpt_fs *base = ckpt_fs_forward_base(payload);
-    if (d->renamed) {
-        d->renamed = 0;
-        return ckpt__error(CKPT_EIO, "sync_dir %s: input/output error", path);
-    }
-    return base->sync_dir(path, base->payload);
-}
-
-static void state_faults_init(state_faults *d)
-{
-    memset(d, 0, sizeof(*d));
-    ckpt_fs_forward_init(&d->fwd, NULL);
-    d->fwd.fs.open_write = faulty_open_write;
-    d->fwd.fs.rename = faulty_rename;
-    d->fwd.fs.sync_dir = faulty_sync_dir;
 }
 
 /* A save failing before its commit (here its index cannot be renamed into
