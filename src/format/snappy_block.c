@@ -82,19 +82,13 @@ static int decode(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
             offset = ((size_t)(tag >> 5) << 8) | in[ip];
             ip += 1;
             break;
-        case 2:
-            if (n - ip < 2)
+        default: /* 2 or 3: a 2- or 4-byte offset */
+            extra = (tag & 3) == 2 ? 2 : 4;
+            if (n - ip < extra)
                 return -1;
             len = (size_t)(tag >> 2) + 1;
-            offset = load_le(in + ip, 2);
-            ip += 2;
-            break;
-        default:
-            if (n - ip < 4)
-                return -1;
-            len = (size_t)(tag >> 2) + 1;
-            offset = load_le(in + ip, 4);
-            ip += 4;
+            offset = load_le(in + ip, extra);
+            ip += extra;
             break;
         }
         if (offset == 0 || offset > op || cap - op < len)
