@@ -26,9 +26,9 @@ int ckpt__bundle_writer_add_written(ckpt_bundle_writer *w, const char *name,
 /* Have finish call `fn(payload)` once every data file is written and
  * fsynced under its temporary name, right before the first rename puts a
  * file of this bundle in place; a failure from it fails finish (the
- * temporary files removed). The saver unlists a checkpoint of the same
- * name there, so that one stays whole and named while the new one is
- * written, and a failed write leaves it the latest. */
+ * temporary files removed). The saver replaces a checkpoint of the same
+ * name there (ckpt__dir_state_forget), so that one stays whole and named
+ * while the new one is written, and a failed write leaves it the latest. */
 void ckpt__bundle_writer_before_rename(ckpt_bundle_writer *w,
                                        int (*fn)(void *payload), void *payload);
 

@@ -15,12 +15,14 @@
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
-/* If a checkpoint of this name exists, unlist it and drop its index,
- * so a failure while overwriting never leaves mixed files looking complete.
+/* If a checkpoint of this name exists, hand it to ckpt__dir_state_forget
+ * (kept under a second name while it is replaced, or unlisted; its own
+ * files removed, index first, so mixed files never look complete).
  * Called by the bundle writer once the new data is durable under its
  * temporary name, right before the renames (ckpt__before_rename): the old
  * checkpoint stays whole and named while the new one is written, and a
- * write that fails (a full disk) leaves it the latest. */
+ * write that fails (a full disk) leaves it the latest. The index's stat
+ * here only decides the log line; forget checks it again itself. */
 typedef struct forget_args {
     ckpt_saver *s;
     const char *stored, *prefix;
