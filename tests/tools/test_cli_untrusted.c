@@ -539,6 +539,43 @@ static void test_names_valid_json(void **state)
     test_remove_tree(dir);
 }
 
+/* `inspect --json` of an index of many entries prints a tensor at a time:
+ * it needs the memory of the decoded entries, as the text form does, not
+ * of json-c objects for all of them (about 130 times the index, 450 MB
+ * for 200,000 entries, before it streamed). */
+static void test_inspect_json_many_entries_memory(void **state)
+{
+    static const cli_limits tight = {30, 120, (uint64_t)256 << 20};
+    const int entries = cli_under_memcheck()   ? 2000
+                        : cli_tool_sanitized() ? 20000
+                                               : 200000;
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "many");
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape empty = {1, {0}};
+    json_object *root;
+    char name[32];
+    cli_run r;
+    (void)state;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (int i = 0; i < entries; i++) {
+        snprintf(name, sizeof(name), "t%07d", i);
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &empty, NULL, 0));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    RUN_BOUNDED(r, &tight, "inspect", prefix, "--json");
+    expect_within_limits(&r, &tight);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_int_equal(json_object_array_length(jget(root, "tensors")), entries);
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* Names of valid UTF-8 holding code points a terminal acts on (C1 CSI,
  * right-to-left override, DEL): \x-escaped in text, \u-escaped in JSON
  * (parse_json refuses them raw), and the same bytes once parsed. */
@@ -987,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_names_valid_json),
         cmocka_unit_test(test_unicode_controls_escaped),
         cmocka_unit_test(test_ls_json_long_state_file_memory),
+        cmocka_unit_test(test_inspect_json_many_entries_memory),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),
