@@ -148,7 +148,9 @@ CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
  *  the previous checkpoint stays the latest. On success `prefix_out` (may
  *  be NULL) receives the prefix. An earlier asynchronous save still in
  *  flight is finished first; its failure, not yet returned, is returned
- *  instead (nothing saved).
+ *  instead (nothing saved). A step saved again replaces its checkpoint as
+ *  with ckpt_saver_save; three saves in a row of one step (sync or async)
+ *  draw one warning, logged by rank 0.
  *  @return 0, or an error as ckpt_saver_save's */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);

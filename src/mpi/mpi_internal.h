@@ -140,6 +140,7 @@ struct ckpt_mpi_saver {
 
     ckpt__save_op op;
     uint64_t next_ticket;
+    ckpt__step_repeats repeats; /* rank 0: a step that does not advance */
     /* COALESCE: the one snapshot waiting for the save in flight (the same
      * on every rank: see coalesce() in mpi_saver.c). */
     ckpt__image pending_image;

@@ -102,6 +102,7 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                                                   : DEFAULT_TIMEOUT_S;
     s->fs = ckpt_fs_or_default(opts->base.fs);
     s->metrics.last_saved_step = CKPT_NO_STEP;
+    s->repeats.step = CKPT_NO_STEP;
     MPI_Comm_rank(comm, &s->rank);
     MPI_Comm_size(comm, &s->size);
     MPI_Query_thread(&s->thread_level);
@@ -215,6 +216,9 @@ static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     memset(&op->outcome, 0, sizeof(op->outcome));
     if (err == 0)
         err = checkpoint_names(s, step, &op->stored, &op->prefix);
+    if (err == 0 && s->rank == 0) /* said once, by rank 0 */
+        ckpt__step_repeats_note(&s->repeats, step, op->prefix.ptr,
+                                &s->opts.base);
     ckpt__mpi_op_start(s, err);
 }
 

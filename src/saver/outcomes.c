@@ -5,7 +5,8 @@
  * the writer thread (writer.c) both report here; the queue, the metrics and
  * the background error are guarded by the saver's mu, and outcomes are
  * only ever delivered on the caller's thread. Also how log lines name a
- * save's step (ckpt__step_say). */
+ * save's step (ckpt__step_say), and the warning for saves that never
+ * advance the step (ckpt__step_repeats_note), shared with the MPI saver. */
 #include "saver_internal.h"
 
 #include <inttypes.h>
@@ -19,6 +20,26 @@ const char *ckpt__step_say(ckpt__step_words *w, int64_t step)
     else
         snprintf(w->text, sizeof(w->text), "of step %" PRId64, step);
     return w->text;
+}
+
+#define REPEATED_STEP_SAVES 3
+
+void ckpt__step_repeats_note(ckpt__step_repeats *r, int64_t step,
+                             const char *prefix, const ckpt_saver_options *o)
+{
+    if (step == CKPT_NO_STEP || step != r->step) {
+        r->step = step;
+        r->count = 1;
+        return;
+    }
+    if (++r->count < REPEATED_STEP_SAVES || r->warned)
+        return;
+    r->warned = 1;
+    ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+              "%d saves in a row of step %" PRId64
+              ", each one overwriting %s: does the training loop advance "
+              "the step it passes to the saver? (said once)",
+              r->count, step, prefix);
 }
 
 void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,

@@ -147,7 +147,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
         ckpt__strdup(opts->basename ? opts->basename : CKPT__DEFAULT_BASENAME);
     s->opts.basename = s->basename;
     s->metrics.last_saved_step = CKPT_NO_STEP;
-    s->repeat_step = CKPT_NO_STEP;
+    s->repeats.step = CKPT_NO_STEP;
     if (!s->basename) {
         ckpt__free(s);
         return ckpt__error_oom();
@@ -267,30 +267,6 @@ static int check_can_save(ckpt_saver *s)
     return 0;
 }
 
-/* Saves in a row of one step overwrite one checkpoint each time: a loop
- * that never advances the step it passes (or passes a constant) keeps a
- * single checkpoint and loses its history. Said once per saver, at the
- * third save of one step in a row (a final or preemption save may repeat
- * the last periodic one's step once, legitimately). */
-#define REPEATED_STEP_SAVES 3
-
-static void note_step(ckpt_saver *s, int64_t step, const char *prefix)
-{
-    if (step == CKPT_NO_STEP || step != s->repeat_step) {
-        s->repeat_step = step;
-        s->repeat_count = 1;
-        return;
-    }
-    if (++s->repeat_count < REPEATED_STEP_SAVES || s->repeat_warned)
-        return;
-    s->repeat_warned = 1;
-    CKPT__SAVER_LOG(s, CKPT_LOG_WARN,
-                    "%d saves in a row of step %" PRId64
-                    ", each one overwriting %s: does the training loop "
-                    "advance the step it passes to the saver? (said once)",
-                    s->repeat_count, step, prefix);
-}
-
 int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
@@ -312,7 +288,7 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     err = checkpoint_names(s, step, &stored, &prefix);
     if (err < 0)
         goto done;
-    note_step(s, step, prefix.ptr);
+    ckpt__step_repeats_note(&s->repeats, step, prefix.ptr, &s->opts);
     /* Saves commit in order: let async writes finish first. */
     err = ckpt_saver_wait(s, 0, -1.0);
     if (err < 0)
@@ -451,7 +427,8 @@ int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
             ckpt_error_last()->message);
         goto done;
     }
-    note_step(s, step, prefix.ptr); /* a save, not a skipped retry */
+    /* a save, not a skipped retry */
+    ckpt__step_repeats_note(&s->repeats, step, prefix.ptr, &s->opts);
     err = new_job(&job, step, image, &stored, &prefix);
     if (err < 0)
         goto done;

@@ -25,6 +25,20 @@ typedef struct ckpt__step_words {
 } ckpt__step_words;
 const char *ckpt__step_say(ckpt__step_words *w, int64_t step);
 
+/* Saves in a row of one numbered step each overwrite one checkpoint: a loop
+ * that never advances the step it passes keeps a single checkpoint and
+ * loses its history. ckpt__step_repeats_note counts them (caller thread
+ * only) and logs one warning per saver, naming `prefix`, at the third save
+ * of one step in a row (a final or preemption save may repeat the last
+ * periodic one's step once, legitimately). */
+typedef struct ckpt__step_repeats {
+    int64_t step; /* of the last save asked for; CKPT_NO_STEP at first */
+    int count;    /* saves in a row of it */
+    int warned;
+} ckpt__step_repeats;
+void ckpt__step_repeats_note(ckpt__step_repeats *r, int64_t step,
+                             const char *prefix, const ckpt_saver_options *o);
+
 /* ---- directory state: which checkpoints are kept, retention ------------- */
 
 /* Log through the directory state's options (ds: ckpt__dir_state *). */
@@ -385,12 +399,7 @@ struct ckpt_saver {
                              runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
-    /* A step that does not advance (caller thread only): the step of the
-     * last save asked for, how many saves in a row asked for it, and
-     * whether the warning was given (once per saver). */
-    int64_t repeat_step;
-    int repeat_count;
-    int repeat_warned;
+    ckpt__step_repeats repeats;    /* a step that does not advance */
     /* Direct or buffered image writes (direct_io 0), measured by the first
      * writes (save_pipeline.c); like need_cleanup, used by whoever runs
      * the pipeline. */

@@ -867,6 +867,58 @@ static void test_eviction_after_save(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* Collects the saver's warnings (a string of WARNINGS_SIZE bytes). */
+#define WARNINGS_SIZE 8192
+static void keep_warnings(int level, const char *message, void *payload)
+{
+    char *b = payload;
+    size_t used = strlen(b);
+    if (level == CKPT_LOG_WARN)
+        snprintf(b + used, WARNINGS_SIZE - used, "%s\n", message);
+}
+
+/* Saves in a row of one step (a loop that never advances the step it
+ * passes) draw one warning, from rank 0 alone, at the third one, naming the
+ * checkpoint each overwrites; sync and async saves count alike. */
+static void test_repeated_step_warns_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    static char warnings[WARNINGS_SIZE];
+    char want[4200];
+    const char *p;
+    int n = 0;
+    warnings[0] = '\0';
+    o.base.log = keep_warnings;
+    o.base.log_payload = warnings;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 4, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 5, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 5, NULL)); /* a final save */
+    assert_null(strstr(warnings, "in a row"));
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 5, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    for (int i = 0; i < 3; i++)
+        assert_ckpt_ok(ckpt_mpi_saver_save(s, 6, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    for (p = warnings; (p = strstr(p, "in a row")) != NULL; p++)
+        n++;
+    if (test_rank() != 0) {
+        assert_int_equal(n, 0);
+        return;
+    }
+    assert_int_equal(n, 1);
+    snprintf(want, sizeof(want),
+             "3 saves in a row of step 5, each one overwriting "
+             "%s/model.ckpt-5: does the training loop advance",
+             f->dir);
+    assert_non_null(strstr(warnings, want));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -903,6 +955,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
                                         teardown),
