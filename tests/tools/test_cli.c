@@ -1017,6 +1017,50 @@ static void test_repack_filters(void **state)
     test_remove_tree(out_dir);
 }
 
+/* --json: one document saying what was copied; a failure after the
+ * arguments were parsed still prints one, with the error. */
+static void test_repack_json(void **state)
+{
+    char *src_dir = test_tf_vector("rl_collection_sharded");
+    char *out_dir, *src, *dst, *want;
+    json_object *root;
+    cli_run r;
+    (void)state;
+    if (!src_dir)
+        return;
+    out_dir = test_make_temp_dir();
+    src = test_path(src_dir, "ckpt-5");
+    dst = test_path(out_dir, "no-slots");
+    RUN(r, "repack", "--json", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    assert_string_equal(json_object_get_string(jget(root, "source")), src);
+    assert_string_equal(json_object_get_string(jget(root, "destination")), dst);
+    assert_true(json_object_get_boolean(jget(root, "ok")));
+    assert_int_equal(json_object_get_int64(jget(root, "tensors")), 15);
+    assert_int_equal(json_object_get_int64(jget(root, "tensors_total")), 31);
+    assert_true(json_object_get_int64(jget(root, "bytes")) > 0);
+    assert_int_equal(json_object_get_int(jget(root, "num_shards")), 1);
+    json_object_put(root);
+    run_free(&r);
+    assert_int_equal(compare_bundles(src, dst), 15);
+    RUN(r, "repack", src, dst, "--json");
+    expect_status(&r, 2);
+    root = parse_json(r.out);
+    assert_string_equal(json_object_get_string(jget(root, "command")),
+                        "repack");
+    assert_false(json_object_get_boolean(jget(root, "ok")));
+    want = test_path(out_dir, "no-slots.index exists");
+    assert_non_null(strstr(json_object_get_string(jget(root, "error")), want));
+    json_object_put(root);
+    run_free(&r);
+    free(want);
+    free(src);
+    free(dst);
+    free(src_dir);
+    test_remove_tree(out_dir);
+}
+
 /* ---- values of every kind, from a checkpoint written here ---------------- */
 
 static void write_typed_checkpoint(const char *prefix)
@@ -1429,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_verify_damaged_index),
         cmocka_unit_test(test_repack_vectors),
         cmocka_unit_test(test_repack_filters),
+        cmocka_unit_test(test_repack_json),
         cmocka_unit_test(test_repack_removes_stale_temps),
         cmocka_unit_test(test_messages_bounded),
         cmocka_unit_test(test_repack_past_file_size_limit),

@@ -1,6 +1,6 @@
 /* tools/ckpt/cmd_repack.c - `ckpt repack SRC DST [--exclude REGEX]...
- * [--include REGEX]...`: copy a checkpoint's records (CRC-checked, bytes
- * unchanged, so strings survive exactly) into a new bundle written by our
+ * [--include REGEX]... [--json]`: copy a checkpoint's records (CRC-checked,
+ * bytes unchanged, so strings survive exactly) into a new bundle written by our
  * writer: one data shard, an uncompressed index. Used to drop tensors
  * (optimizer slots, say) or to merge shards. */
 #include "cli.h"
@@ -16,7 +16,8 @@
 static int run(int argc, char **argv);
 
 const cli_command cli_cmd_repack = {
-    "repack", "repack SRC DST [--exclude REGEX]... [--include REGEX]...",
+    "repack",
+    "repack SRC DST [--exclude REGEX]... [--include REGEX]... [--json]",
     "Rewrite a checkpoint with one data shard, optionally dropping tensors.",
     "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
     "checkpoint); DST is the prefix to write (its directory must exist and\n"
@@ -25,7 +26,10 @@ const cli_command cli_cmd_repack = {
     "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
-    "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n\n"
+    "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
+    "  --json           print JSON: {\"source\", \"destination\", \"ok\",\n"
+    "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
+    "                   \"num_shards\"}\n\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "Exit status 1 when a source record is damaged (nothing is written).\n",
@@ -68,6 +72,7 @@ static void free_patterns(pattern_list *l)
 typedef struct repack_opts {
     const char *src, *dst;
     pattern_list include, exclude;
+    int json;
 } repack_opts;
 
 static int parse_args(int argc, char **argv, repack_opts *o)
@@ -97,6 +102,10 @@ static int parse_args(int argc, char **argv, repack_opts *o)
         }
         if (m < 0)
             return cli_usage_error(c, "%s needs a REGEX", argv[i]);
+        if (strcmp(argv[i], "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
         if (argv[i][0] == '-' && argv[i][1] != '\0')
             return cli_usage_error(c, "unknown option '%s'", argv[i]);
         if (!o->src)
@@ -108,6 +117,8 @@ static int parse_args(int argc, char **argv, repack_opts *o)
     }
     if (!o->src || !o->dst)
         return cli_usage_error(c, "missing %s", o->src ? "DST" : "SRC");
+    if (o->json)
+        cli_json_failures_on("repack");
     return 0;
 }
 
@@ -319,6 +330,21 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     return rc;
 }
 
+static void print_json(const char *prefix, const char *dst, size_t kept,
+                       size_t total, int64_t bytes)
+{
+    json_object *root = cli_json_or_oom(json_object_new_object());
+    cli_json_add(root, "source", cli_json_string(prefix));
+    cli_json_add(root, "destination", cli_json_string(dst));
+    cli_json_add(root, "ok", json_object_new_boolean(1));
+    cli_json_add(root, "tensors", json_object_new_int64((int64_t)kept));
+    cli_json_add(root, "tensors_total", json_object_new_int64((int64_t)total));
+    cli_json_add(root, "bytes", json_object_new_int64(bytes));
+    cli_json_add(root, "num_shards", json_object_new_int(1));
+    cli_print_json(root);
+    json_object_put(root);
+}
+
 static int run(int argc, char **argv)
 {
     repack_opts o;
@@ -340,7 +366,9 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++)
         total += cli_entry_listed(ckpt_bundle_reader_entry(r, i)) != 0;
     rc = copy_records(&o, r, prefix, &kept, &bytes);
-    if (rc == 0)
+    if (rc == 0 && o.json)
+        print_json(prefix, o.dst, kept, total, bytes);
+    else if (rc == 0)
         printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n",
                cli_safe(prefix), cli_safe(o.dst), kept, total,
                (long long)bytes);
