@@ -41,7 +41,7 @@ static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
     return err;
 }
 
-static void work_of(const ckpt_mpi_saver *s, ckpt__image *img,
+static void work_of(const ckpt_mpi_saver *s, ckpt__image *img, int checksum,
                     ckpt__snapshot_work *w)
 {
     memset(w, 0, sizeof(*w));
@@ -50,7 +50,7 @@ static void work_of(const ckpt_mpi_saver *s, ckpt__image *img,
     w->pieces = s->pieces;
     w->npieces = s->npieces;
     w->img = img;
-    w->checksum = s->cs.checksum;
+    w->checksum = checksum;
     atomic_store(&w->next, 0);
 }
 
@@ -62,7 +62,7 @@ int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)
     if (err < 0)
         return err;
     t0 = ckpt__mpi_now(); /* the first image's allocation is not timed */
-    work_of(s, img, &w);
+    work_of(s, img, s->cs.checksum, &w);
     err = ckpt__snapshot_callbacks(&w);
     for (size_t k = 0; err == 0 && k < w.npieces; k++) {
         const ckpt__piece *p = &w.pieces[k];
@@ -74,6 +74,11 @@ int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)
         else
             memcpy(dst, src, (size_t)p->len);
     }
+    /* The image keeps how it was checksummed: while the placement is
+     * being chosen the next snapshot's differs, and the seal (on the
+     * background thread, after this snapshot's placement moved on) must
+     * follow this one's. */
+    img->fused = w.checksum;
     if (err == 0)
         (void)ckpt__checksum_choice_timed(&s->cs, w.checksum,
                                           ckpt__mpi_now() - t0);
@@ -83,6 +88,6 @@ int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)
 void ckpt__mpi_snapshot_seal(const ckpt_mpi_saver *s, ckpt__image *img)
 {
     ckpt__snapshot_work w;
-    work_of(s, img, &w);
+    work_of(s, img, img->fused, &w);
     ckpt__image_seal(&w);
 }

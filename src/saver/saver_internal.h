@@ -246,6 +246,8 @@ typedef struct ckpt__image {
     size_t mapped;        /* bytes mapped (a multiple of the page size) */
     uint32_t *crcs;       /* per variable: CRC32C of its record (unmasked) */
     uint32_t *piece_crcs; /* per piece of the plan, when fused */
+    int fused; /* the last snapshot into it fused its checksums (MPI saver;
+                  ckpt_saver's jobs carry theirs) */
 } ckpt__image;
 
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,

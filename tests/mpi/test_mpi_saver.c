@@ -805,6 +805,57 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
+/* Past the size where the first snapshots are timed fused and plain by
+ * turns (5 MiB per rank), each checkpoint carries its own snapshot's
+ * checksums: the background thread seals every image as that snapshot
+ * copied it, not as the next one will (the 2nd and 4th checkpoints once
+ * carried the previous save's CRC). Sync and async saves alike. */
+static void test_checksum_probing_snapshots_verify(void **state)
+{
+    fixture *f = *state;
+    const size_t n = (5u << 20) / sizeof(float);
+    float *mine = malloc(n * sizeof(float));
+    ckpt_mpi_saver *s;
+    ckpt_var v;
+    assert_non_null(mine);
+    assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
+    s = open_saver(f->dir, NULL);
+    memset(&v, 0, sizeof(v));
+    v.name = "big";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = (int64_t)n;
+    v.data = mine;
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    for (int step = 1; step <= 6; step++) {
+        char prefix[4200];
+        snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%d", f->dir, step);
+        for (size_t k = 0; k < n; k++)
+            mine[k] =
+                (float)(k % 4099) + 10000.0f * (float)step + (float)test_rank();
+        if (step % 2) {
+            assert_ckpt_ok(ckpt_mpi_saver_save(s, step, NULL));
+        } else {
+            assert_ckpt_ok(ckpt_mpi_saver_save_async(s, step, NULL));
+            memset(mine, 0, n * sizeof(float));
+            assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+        }
+        if (test_rank() == 0) {
+            ckpt_bundle_reader *r = NULL;
+            assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+            assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+            ckpt_bundle_reader_free(r);
+        }
+        memset(mine, 0, n * sizeof(float));
+        assert_ckpt_ok(ckpt_mpi_saver_restore(s, prefix));
+        for (size_t k = 0; k < n; k++)
+            assert_true(mine[k] == (float)(k % 4099) + 10000.0f * (float)step +
+                                       (float)test_rank());
+    }
+    ckpt_mpi_saver_free(s);
+    free(mine);
+}
+
 /* Retention: a sync save returns once the new checkpoint is named; rank
  * 0's background thread deletes what it evicted afterwards (deleting a big
  * file can take a third of the save), wait returns only when that is done
@@ -956,6 +1007,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_checksum_probing_snapshots_verify,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
