@@ -113,6 +113,14 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
     return 0;
 }
 
+static int has_no_elements(const ckpt_shape *shape)
+{
+    for (int d = 0; d < shape->rank; d++)
+        if (shape->dims[d] == 0)
+            return 1;
+    return 0;
+}
+
 /* This rank's piece of a partitioned variable: slice, local shape. */
 static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
 {
@@ -145,6 +153,12 @@ static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
         v->local.dims[d] = len;
         if (start != 0 || len != dim)
             whole = 0;
+    }
+    if (has_no_elements(&v->global)) {
+        /* No elements at all: every piece is empty, and the tensor is
+         * stored whole, once, by rank 0 (its shape is all it holds). */
+        whole = 1;
+        v->local = v->global;
     }
     v->whole = whole;
     if (whole)
@@ -196,9 +210,11 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
         return err;
     }
     v->bytes = (uint64_t)bytes;
-    /* Replicated: decided by the check. An empty piece stores nothing. */
+    /* Replicated: decided by the check. An empty piece stores nothing; a
+     * tensor of no elements is stored by rank 0. */
     v->owned = kind == CKPT__MPI_PER_RANK ||
-               (kind == CKPT__MPI_PARTITIONED && bytes > 0);
+               (kind == CKPT__MPI_PARTITIONED &&
+                (bytes > 0 || (v->whole && s->rank == 0)));
     s->nvars++;
     s->name_slots[name_slot(s, v->name)] = s->nvars;
     return 0;

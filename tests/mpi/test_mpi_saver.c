@@ -805,6 +805,51 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
+/* A partitioned tensor of no elements ([0, 4] and [3 * ranks, 0], split
+ * by rows) is stored once, whole, with its shape, and restores: once it
+ * was left out of the checkpoint, which then did not restore. */
+static void test_empty_partitioned_tensor(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float none[1];
+    ckpt_var a, b;
+    ckpt_slice_extent ea[2] = {{0, 0}, {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent eb[2] = {{3 * test_rank(), 3}, {0, CKPT_SLICE_FULL}};
+    char prefix[4200];
+    memset(&a, 0, sizeof(a));
+    a.name = "empty_rows";
+    a.dtype = CKPT_DT_FLOAT;
+    a.shape.rank = 2;
+    a.shape.dims[0] = 0;
+    a.shape.dims[1] = 4;
+    a.data = none;
+    b = a;
+    b.name = "empty_cols";
+    b.shape.dims[0] = 3 * test_size();
+    b.shape.dims[1] = 0;
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &a, ea));
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &b, eb));
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, NULL));
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-3", f->dir);
+    if (test_rank() == 0) {
+        ckpt_bundle_reader *r = NULL;
+        const ckpt_tensor_entry *e;
+        assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+        assert_int_equal(ckpt_bundle_reader_count(r), 2);
+        assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "empty_rows"));
+        assert_true(ckpt_shape_equal(&e->shape, &a.shape));
+        assert_int_equal(e->num_slices, 0);
+        assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "empty_cols"));
+        assert_true(ckpt_shape_equal(&e->shape, &b.shape));
+        assert_int_equal(e->num_slices, 0);
+        assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+        ckpt_bundle_reader_free(r);
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    ckpt_mpi_saver_free(s);
+}
+
 /* Past the size where the first snapshots are timed fused and plain by
  * turns (5 MiB per rank), each checkpoint carries its own snapshot's
  * checksums: the background thread seals every image as that snapshot
@@ -1006,6 +1051,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_empty_partitioned_tensor, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_checksum_probing_snapshots_verify,
                                         setup, teardown),
