@@ -184,8 +184,11 @@ struct ckpt_mpi_saver {
 int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
                       const ckpt_slice_extent *extents, int flags);
 void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s);
-/* The collective check of ckpt_mpi_saver_check (once). */
-int ckpt__mpi_check(ckpt_mpi_saver *s);
+/* The collective check of ckpt_mpi_saver_check (once). `saving`: NULL, or
+ * the save function calling it ("save", "save_async"), which also needs
+ * variables: with none registered it fails with CKPT_EINVAL on every rank
+ * and the list stays open. */
+int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving);
 
 /* ---- collectives (mpi_collective.c) ------------------------------------ */
 

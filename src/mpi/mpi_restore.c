@@ -647,7 +647,7 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         return ckpt__error(CKPT_EINVAL, "mpi saver: restore: NULL saver");
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
-    err = ckpt__mpi_check(s);
+    err = ckpt__mpi_check(s, NULL);
     if (err < 0)
         return err;
     if (!prefix || !*prefix)

@@ -167,7 +167,7 @@ int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
     int err = check_usable(s, "check");
     if (err < 0)
         return err;
-    return ckpt__mpi_check(s);
+    return ckpt__mpi_check(s, NULL);
 }
 
 /* ---- saves ------------------------------------------------------------- */
@@ -348,7 +348,7 @@ int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
         return err;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
-    err = ckpt__mpi_check(s);
+    err = ckpt__mpi_check(s, "save");
     if (err < 0)
         return err;
     begin_op(s, step, 0, 0);
@@ -409,7 +409,7 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                            "mpi saver: asynchronous saves need MPI "
                            "initialised with at least MPI_THREAD_FUNNELED");
     ckpt__mpi_op_progress(s);
-    err = ckpt__mpi_check(s);
+    err = ckpt__mpi_check(s, "save_async");
     if (err < 0)
         return err;
     /* A failure to start the thread is this rank's status in the save's

@@ -670,7 +670,7 @@ static int apply_owners(ckpt_mpi_saver *s, const int *owners, size_t nrep)
     return 0;
 }
 
-int ckpt__mpi_check(ckpt_mpi_saver *s)
+int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
 {
     ckpt_buf mine = CKPT_BUF_INIT;
     int *counts = NULL, *displs = NULL, *owners = NULL;
@@ -681,9 +681,17 @@ int ckpt__mpi_check(ckpt_mpi_saver *s)
     MPI_Request req;
     int err;
 
-    if (s->checked)
+    /* The lists match on every rank once checked: no variables on one is
+     * none on all. */
+    if (s->checked && (!saving || s->nvars > 0))
         return 0;
-    err = encode_vars(s, &mine);
+    if (saving && s->nvars == 0)
+        err = ckpt__error(CKPT_EINVAL, "mpi saver: %s: no variables to save",
+                          saving);
+    else
+        err = encode_vars(s, &mine);
+    if (s->checked)
+        return err;
     if (err == 0 && mine.size > INT32_MAX)
         err = ckpt__error(CKPT_EINVAL, "mpi saver: too many variables");
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking variables");

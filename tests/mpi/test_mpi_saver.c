@@ -805,6 +805,27 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
+/* A save before any variable is registered fails on every rank, commits
+ * nothing and leaves the list open: variables added afterwards save. */
+static void test_save_without_variables(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL,
+                      "save: no variables to save");
+    assert_ckpt_error(ckpt_mpi_saver_save_async(s, 1, NULL), CKPT_EINVAL,
+                      "save_async: no variables to save");
+    if (test_rank() == 0)
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-1"), 0);
+    model_fill(&f->m, test_rank(), test_size(), 5);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 5);
+    ckpt_mpi_saver_free(s);
+}
+
 /* A partitioned tensor of no elements ([0, 4] and [3 * ranks, 0], split
  * by rows) is stored once, whole, with its shape, and restores: once it
  * was left out of the checkpoint, which then did not restore. */
@@ -1051,6 +1072,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_save_without_variables, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_empty_partitioned_tensor, setup,
                                         teardown),
