@@ -25,6 +25,9 @@ int ckpt__mpi_shard_plan(ckpt_mpi_saver *s)
     uint64_t offset = 0;
     for (size_t i = 0; i < s->nvars; i++)
         n += s->vars[i].owned != 0;
+    ckpt__free(s->owned); /* a check that failed here before */
+    ckpt__free(s->owned_idx);
+    s->nowned = 0;
     s->owned = ckpt__calloc(n ? n : 1, sizeof(*s->owned));
     s->owned_idx = ckpt__calloc(n ? n : 1, sizeof(*s->owned_idx));
     if (!s->owned || !s->owned_idx)
@@ -40,6 +43,13 @@ int ckpt__mpi_shard_plan(ckpt_mpi_saver *s)
         o->name = v->name;
         o->bytes = v->bytes;
         o->offset = offset;
+        if (v->bytes > CKPT__MAX_STATE_BYTES - offset)
+            return ckpt__error(CKPT_EINVAL,
+                               "mpi saver: variable '%s': this rank's "
+                               "variables exceed the largest state a saver "
+                               "holds (%llu bytes)",
+                               v->name,
+                               (unsigned long long)CKPT__MAX_STATE_BYTES);
         offset += v->bytes;
         s->owned_idx[s->nowned++] = i;
     }

@@ -206,6 +206,16 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
             return ckpt__error(CKPT_EEXISTS,
                                "add_var '%s': a variable of that name exists",
                                var->name);
+    /* Offsets in the data file are int64, and COALESCE stages two images
+     * of the whole state: the sum must stay below half of INT64_MAX. */
+    if ((uint64_t)bytes > CKPT__MAX_STATE_BYTES - s->image_bytes)
+        return ckpt__error(CKPT_EINVAL,
+                           "add_var '%s': %lld bytes on top of the %llu "
+                           "already registered exceed the largest state a "
+                           "saver holds (%llu bytes)",
+                           var->name, (long long)bytes,
+                           (unsigned long long)s->image_bytes,
+                           (unsigned long long)CKPT__MAX_STATE_BYTES);
     if (s->nvars == s->cap_vars) {
         size_t cap = s->cap_vars ? s->cap_vars * 2 : 16;
         ckpt__var *p = ckpt__realloc(s->vars, cap * sizeof(*p));

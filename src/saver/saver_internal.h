@@ -254,6 +254,11 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces);
 void ckpt__image_free(ckpt__image *img);
 
+/* The largest total of a saver's variables (one rank's, for the MPI
+ * saver): offsets in a data file are int64, and two staging images of it
+ * must be countable. */
+#define CKPT__MAX_STATE_BYTES ((uint64_t)INT64_MAX / 2)
+
 /* Variables in plain memory are copied in pieces of at most this many
  * bytes, claimed one at a time by whichever thread is free. */
 #define CKPT__PIECE_BYTES ((uint64_t)2 << 20)

@@ -517,6 +517,37 @@ static void test_add_var_checks(void **state)
     ckpt_saver_free(s);
 }
 
+static int read_nothing(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    (void)dst;
+    (void)offset;
+    (void)n;
+    (void)payload;
+    return 0;
+}
+
+/* Variables each of a size that fits, whose sum does not (2^61 bytes
+ * each, behind read callbacks): the one past the limit is refused, naming
+ * it, and the staging size stays the sum of those accepted (it once
+ * wrapped around, and save_async overran a 16-byte image). */
+static void test_add_var_total_size_limit(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = NULL;
+    ckpt_var a = {"a",  CKPT_DT_DOUBLE, {1, {INT64_C(1) << 58}},
+                  NULL, read_nothing,   NULL,
+                  NULL};
+    ckpt_var b = a;
+    b.name = "b";
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &a));
+    assert_ckpt_error(ckpt_saver_add_var(s, &b), CKPT_EINVAL,
+                      "add_var 'b': 2305843009213693952 bytes on top of the "
+                      "2305843009213693952 already registered exceed");
+    assert_true(ckpt_saver_staging_bytes(s) == UINT64_C(1) << 61);
+    ckpt_saver_free(s);
+}
+
 /* Copy the regular files of `from` into the new directory `to` (what a
  * crash at this moment would leave on disk). */
 static void copy_dir(const char *from, const char *to)
@@ -637,6 +668,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pending_note_after_crash, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_add_var_total_size_limit, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
