@@ -23,7 +23,13 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
 {
     const ckpt_tensor_entry *e;
     char want[256], have[256];
-    int err = ckpt_bundle_reader_find(&e, r, v->name);
+    int err;
+    if (!v->v.write && !v->v.data) /* saved through `read` only */
+        return ckpt__error(CKPT_EINVAL,
+                           "restore: variable '%s' has neither data nor a "
+                           "write callback",
+                           v->name);
+    err = ckpt_bundle_reader_find(&e, r, v->name);
     if (err < 0)
         return ckpt__error(CKPT_ENOTFOUND,
                            "restore %s: variable '%s' is not in the "
@@ -59,11 +65,6 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
 {
     void *tmp;
     int err;
-    if (!v->v.write)
-        return ckpt__error(CKPT_EINVAL,
-                           "restore: variable '%s' has neither data nor a "
-                           "write callback",
-                           v->name);
     tmp = ckpt__malloc((size_t)v->bytes);
     if (!tmp)
         return ckpt__error_oom();
@@ -209,6 +210,10 @@ int ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
     CKPT__CHECK_ARG(prefix);
     if (n > 0)
         CKPT__CHECK_ARG(names);
+    for (size_t i = 0; i < n; i++)
+        if (!names[i])
+            return ckpt__error(CKPT_EINVAL,
+                               "restore_subset: names[%zu] is NULL", i);
     if (s->ops)
         return ckpt__error(CKPT_ENOTSUP,
                            "restore_subset: a wrapped saver restores every "

@@ -955,6 +955,48 @@ static void test_restore_subset_of_none(void **state)
     ckpt_saver_free(s);
 }
 
+static int read_zeros(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    (void)offset;
+    (void)payload;
+    memset(dst, 0, n);
+    return 0;
+}
+
+/* A variable saved through a read callback alone cannot be restored: the
+ * restore fails before any variable is written (the in-memory ones were
+ * once restored first), and so does restore_subset naming it. A NULL
+ * among restore_subset's names is refused, naming its index. */
+static void test_restore_unrestorable_writes_nothing(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    ckpt_var ro = {"read_only", CKPT_DT_FLOAT, {1, {4}}, NULL,
+                   read_zeros,  NULL,          NULL};
+    const char *names[2] = {"dense/kernel", NULL};
+    char prefix[4200];
+    s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_add_var(s, &ro));
+    f->w[0] = 1.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-1", f->dir);
+    f->w[0] = 5.0f;
+    assert_ckpt_error(ckpt_saver_restore(s, prefix), CKPT_EINVAL,
+                      "variable 'read_only' has neither data nor a write "
+                      "callback");
+    assert_true(f->w[0] == 5.0f);
+    assert_ckpt_error(ckpt_saver_restore_subset(s, prefix, names, 2),
+                      CKPT_EINVAL, "restore_subset: names[1] is NULL");
+    assert_true(f->w[0] == 5.0f);
+    names[1] = "read_only";
+    assert_ckpt_error(ckpt_saver_restore_subset(s, prefix, names, 2),
+                      CKPT_EINVAL, "'read_only'");
+    assert_true(f->w[0] == 5.0f);
+    assert_ckpt_ok(ckpt_saver_restore_subset(s, prefix, names, 1));
+    assert_true(f->w[0] == 1.0f);
+    ckpt_saver_free(s);
+}
+
 /* A damaged latest checkpoint: restore_latest says so and that older ones
  * are listed (it does not fall back by itself: which state to resume from
  * is the caller's choice); restoring the older one works. */
@@ -1585,6 +1627,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_second_name_never_outlives_its_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_unrestorable_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_latest_damaged_names_older,
