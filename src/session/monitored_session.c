@@ -56,7 +56,7 @@ int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms)
 
 static void destroy_hooks(const ckpt_hook *hooks, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; hooks && i < n; i++)
         if (hooks[i].destroy)
             hooks[i].destroy(hooks[i].payload);
 }

@@ -114,6 +114,10 @@ static void test_graph_frozen_by_session(void **state)
     (void)state;
     model_init(&m);
     assert_false(ckpt_graph_is_frozen(m.graph));
+    /* hooks NULL with a count: refused (it once crashed destroying them) */
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, m.graph, NULL, 3, NULL),
+                      CKPT_EINVAL, "hooks is NULL");
+    assert_false(ckpt_graph_is_frozen(m.graph));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, NULL));
     assert_true(ckpt_graph_is_frozen(m.graph));
     assert_ckpt_error(ckpt_graph_add_var(m.graph, &v), CKPT_ESTATE, "frozen");
