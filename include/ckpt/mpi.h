@@ -147,8 +147,9 @@ CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
  *  save on every rank with that rank's message; nothing is named then and
  *  the previous checkpoint stays the latest. On success `prefix_out` (may
  *  be NULL) receives the prefix. An earlier asynchronous save still in
- *  flight is finished first; its failure, not yet returned, is returned
- *  instead (nothing saved). A step saved again replaces its checkpoint as
+ *  flight is finished first; its failure is not returned here (ranks may
+ *  learn an outcome at different calls) but by the next poll, wait or
+ *  close, and the save goes ahead. A step saved again replaces its checkpoint as
  *  with ckpt_saver_save; three saves in a row of one step (sync or async)
  *  draw one warning, logged by rank 0.
  *  @return 0, or an error as ckpt_saver_save's */
@@ -167,9 +168,10 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  keeps the snapshot as its one pending snapshot (replacing an older
  *  pending one, reported with CKPT_ECANCELED), written after the save in
  *  flight.
+ *  An earlier save's failure is not returned here but by the next poll,
+ *  wait or close.
  *  @return 0 when dispatched, CKPT_EBUSY (skipped), CKPT_ENOTSUP (thread
- *          level below MPI_THREAD_FUNNELED), a background failure not yet
- *          returned (once; nothing dispatched) or a snapshot error */
+ *          level below MPI_THREAD_FUNNELED) or a snapshot error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                           uint64_t *ticket_out);

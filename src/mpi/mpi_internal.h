@@ -151,7 +151,7 @@ struct ckpt_mpi_saver {
     int pending_err;               /* its snapshot failed: reported by its op */
     ckpt__mpi_status last_outcome; /* of the last save delivered */
     int pending_error;             /* a failed async save not yet returned */
-    char pending_msg[CKPT__MPI_MSG];
+    char pending_msg[4 * CKPT__MPI_MSG]; /* room for a later failure too */
     ckpt_saver_metrics metrics;
     /* SKIP: the next trigger's busy agreement (mpi_busy.c). */
     MPI_Request busy_req;

@@ -18,6 +18,7 @@
 
 #include "io/fs_internal.h"
 
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -306,6 +307,13 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
         if (op->is_async && s->pending_error == 0) {
             s->pending_error = op->outcome.code;
             snprintf(s->pending_msg, sizeof(s->pending_msg), "%s",
+                     op->outcome.msg);
+        } else if (op->is_async) {
+            /* One failure is still to be returned: this one is returned
+             * with it (its code stays the first's), not lost. */
+            size_t used = strlen(s->pending_msg);
+            snprintf(s->pending_msg + used, sizeof(s->pending_msg) - used,
+                     "; then step %" PRId64 " failed too: %s", op->step,
                      op->outcome.msg);
         }
     }

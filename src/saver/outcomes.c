@@ -93,10 +93,18 @@ void ckpt__saver_record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
 
 void ckpt__saver_keep_bg_error(ckpt_saver *s, int err, const char *message)
 {
-    if (s->bg_error != 0)
+    size_t used;
+    if (s->bg_error == 0) {
+        s->bg_error = err;
+        snprintf(s->bg_message, sizeof(s->bg_message), "%s", message);
         return;
-    s->bg_error = err;
-    snprintf(s->bg_message, sizeof(s->bg_message), "%s", message);
+    }
+    /* One failure is still to be returned (a COALESCE pending save failed
+     * after the one in flight): this one is returned with it, its code the
+     * first's, not lost. */
+    used = strlen(s->bg_message);
+    snprintf(s->bg_message + used, sizeof(s->bg_message) - used,
+             "; then another save failed too: %s", message);
 }
 
 void ckpt__saver_deliver(ckpt_saver *s)

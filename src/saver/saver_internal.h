@@ -446,8 +446,8 @@ struct ckpt_saver {
     uint64_t finished_ticket; /* highest ticket with an outcome */
     ckpt__result *done;       /* outcomes not yet delivered */
     size_t ndone, cap_done;
-    int bg_error; /* first undelivered background failure */
-    char bg_message[512];
+    int bg_error;          /* first undelivered background failure */
+    char bg_message[2048]; /* room for a later failure too */
     ckpt_saver_metrics metrics;
 };
 

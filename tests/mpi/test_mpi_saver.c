@@ -241,6 +241,23 @@ static void test_step_mismatch_rejected(void **state)
         ckpt_mpi_saver_save_async(s, test_rank() == odd ? 101 : 100, NULL));
     assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EINVAL, needle);
     assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    /* Two failed async saves before the caller asks (a sync save between
+     * them, which does not return the first): the next wait returns both,
+     * once; the second was once lost. */
+    assert_ckpt_ok(
+        ckpt_mpi_saver_save_async(s, test_rank() == odd ? 101 : 100, NULL));
+    model_fill(&f->m, test_rank(), test_size(), 4); /* step 1's values */
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    assert_ckpt_ok(
+        ckpt_mpi_saver_save_async(s, test_rank() == odd ? 103 : 102, NULL));
+    assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EINVAL, needle);
+    snprintf(needle, sizeof(needle),
+             "; then step %d failed too: rank %d saves step %d but rank 0 "
+             "step 102",
+             test_rank() == odd ? 103 : 102, odd, 103);
+    assert_non_null(strstr(ckpt_error_last()->message, needle));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank() == 0) {
         assert_int_equal(count_files_in(f->dir, "model.ckpt-100"), 0);
