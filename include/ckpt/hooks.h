@@ -283,7 +283,9 @@ CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(
  *  completes, ckpt_monitored_session_should_stop becomes true, and closing
  *  with 0 runs every hook's end, so the checkpoint hook writes the final
  *  checkpoint and the loop exits cleanly. A second signal while the first
- *  is pending gets the previous disposition (Ctrl-C twice quits).
+ *  is pending gets the previous disposition (Ctrl-C twice quits). A signal
+ *  the process ignores at install (SIGINT in a shell's background job)
+ *  stays ignored.
  *  Process-wide (signal dispositions are): one session at a time, also
  *  when sessions on several threads install at once; remove restores the
  *  dispositions in place before install. Freeing `ms` removes it.

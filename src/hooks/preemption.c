@@ -12,7 +12,10 @@
  * thread receives the signal), the session that owns the handler and the
  * dispositions to restore. One session holds the handler at a time; owner
  * and dispositions are guarded by owner_mu, so sessions on different
- * threads may install and remove concurrently (the loser gets CKPT_EBUSY). */
+ * threads may install and remove concurrently (the loser gets CKPT_EBUSY).
+ * A signal the process ignores when the handler is installed (a shell's
+ * background job ignores SIGINT, nohup-like launchers others) stays
+ * ignored: the handler takes only the signals in use. */
 #include "ckpt/hooks.h"
 #include "session/session_internal.h"
 
@@ -30,6 +33,7 @@ static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
 static ckpt_monitored_session *preempt_owner; /* guarded by owner_mu */
 static struct sigaction saved_term;
 static struct sigaction saved_int;
+static int took_term, took_int; /* the handler holds the signal */
 
 static void on_signal(int signo)
 {
@@ -44,6 +48,22 @@ static void on_signal(int signo)
 static void detach_on_free(void)
 {
     ckpt_preemption_handler_remove();
+}
+
+/* Put `sa` in place for `signo` unless the process ignores it; the old
+ * disposition into `saved`, whether it was taken into `*took`. */
+static int take_signal(int signo, const struct sigaction *sa,
+                       struct sigaction *saved, int *took)
+{
+    *took = 0;
+    if (sigaction(signo, NULL, saved) != 0)
+        return -1;
+    if (!(saved->sa_flags & SA_SIGINFO) && saved->sa_handler == SIG_IGN)
+        return 0;
+    if (sigaction(signo, sa, NULL) != 0)
+        return -1;
+    *took = 1;
+    return 0;
 }
 
 /* Install the handler for `ms` (owner_mu held). */
@@ -61,11 +81,12 @@ static int install_locked(ckpt_monitored_session *ms)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     atomic_store(&preempt_signal, 0);
-    if (sigaction(SIGTERM, &sa, &saved_term) != 0)
+    if (take_signal(SIGTERM, &sa, &saved_term, &took_term) != 0)
         return ckpt__error_errno(errno, "preemption handler: SIGTERM");
-    if (sigaction(SIGINT, &sa, &saved_int) != 0) {
+    if (take_signal(SIGINT, &sa, &saved_int, &took_int) != 0) {
         int e = errno;
-        sigaction(SIGTERM, &saved_term, NULL);
+        if (took_term)
+            sigaction(SIGTERM, &saved_term, NULL);
         return ckpt__error_errno(e, "preemption handler: SIGINT");
     }
     preempt_owner = ms;
@@ -88,8 +109,10 @@ void ckpt_preemption_handler_remove(void)
 {
     pthread_mutex_lock(&owner_mu);
     if (preempt_owner) {
-        sigaction(SIGTERM, &saved_term, NULL);
-        sigaction(SIGINT, &saved_int, NULL);
+        if (took_term)
+            sigaction(SIGTERM, &saved_term, NULL);
+        if (took_int)
+            sigaction(SIGINT, &saved_int, NULL);
         ckpt__ms_set_stop_source(preempt_owner, NULL, NULL);
         preempt_owner = NULL;
     }

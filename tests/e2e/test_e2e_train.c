@@ -597,5 +597,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };
+    /* Run from a shell's background job, SIGINT arrives ignored, and an
+     * ignored signal stays ignored under the handler (and across exec):
+     * start from the default so that the signals these tests send act. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -187,6 +187,36 @@ static void test_preemption_restores_application_handler(void **state)
     model_free(&m);
 }
 
+/* A signal the process ignores when the handler is installed (SIGINT in
+ * a shell's background job) stays ignored: raised, it stops nothing, and
+ * after remove it is still ignored. SIGTERM is taken as usual. */
+static void test_preemption_leaves_ignored_signal_ignored(void **state)
+{
+    model m;
+    ckpt_monitored_session *ms;
+    struct sigaction ign, before, cur;
+    (void)state;
+    model_init(&m);
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    assert_int_equal(sigaction(SIGINT, &ign, &before), 0);
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, NULL));
+    assert_ckpt_ok(ckpt_preemption_handler_install(ms));
+    sigaction(SIGINT, NULL, &cur);
+    assert_ptr_equal(cur.sa_handler, SIG_IGN);
+    raise(SIGINT);
+    assert_false(ckpt_monitored_session_should_stop(ms, NULL));
+    raise(SIGTERM);
+    assert_true(ckpt_monitored_session_should_stop(ms, NULL));
+    ckpt_preemption_handler_remove();
+    sigaction(SIGINT, NULL, &cur);
+    assert_ptr_equal(cur.sa_handler, SIG_IGN);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(sigaction(SIGINT, &before, NULL), 0);
+    model_free(&m);
+}
+
 typedef struct racer {
     ckpt_monitored_session *ms;
     pthread_barrier_t *start;
@@ -249,7 +279,13 @@ int main(void)
         cmocka_unit_test(test_preemption_bracket_inline_step),
         cmocka_unit_test(test_preemption_busy_and_reinstall),
         cmocka_unit_test(test_preemption_restores_application_handler),
+        cmocka_unit_test(test_preemption_leaves_ignored_signal_ignored),
         cmocka_unit_test(test_preemption_two_threads_one_holder),
     };
+    /* Run from a shell's background job, SIGINT arrives ignored, and an
+     * ignored signal stays ignored under the handler (and across exec):
+     * start from the default so that the signals these tests send act. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
