@@ -107,7 +107,11 @@ typedef struct ckpt_saver_options {
                                 0: default: the first staging-image writes
                                 alternate the two, timed, then O_DIRECT
                                 unless the page cache was clearly faster */
-    ckpt_log_fn log;       /**< may be called from the writer thread;
+    ckpt_log_fn log;       /**< may be called from the writer thread,
+                                where calls back into this saver (save,
+                                wait, close, restore, free...) are
+                                refused with CKPT_ESTATE; read-only calls
+                                (metrics, latest) work;
                                 NULL: a bare saver logs nothing (a
                                 checkpoint hook or session that opens one
                                 passes its own log, ckpt_log_stderr by

@@ -128,7 +128,9 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     ckpt_read_request *reqs = NULL;
     size_t nreqs = 0;
     size_t count = all ? s->nvars : n;
-    int err;
+    int err = ckpt__saver_refuse_writer_thread(s, "restore");
+    if (err < 0)
+        return err;
     ckpt__saver_complete_snapshot(s); /* before the variables change */
     ro.fs = s->fs;
     err = ckpt_bundle_reader_open(&r, prefix, &ro);

@@ -492,6 +492,9 @@ void ckpt__saver_deliver(ckpt_saver *s);
 /* Common entry of save, save_async, poll, wait: deliver outcomes and return
  * a pending background failure once. */
 int ckpt__saver_enter(ckpt_saver *s);
+/* CKPT_ESTATE naming `what` when called on `s`'s own writer thread (a log
+ * callback calling back into the saver, which would wait for itself). */
+int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what);
 
 /* ---- the writer thread (writer.c; its top comment is the protocol) ------- */
 

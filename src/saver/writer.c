@@ -139,9 +139,24 @@ static void help_with_snapshot(ckpt_saver *s)
     pthread_cond_broadcast(&s->cv);
 }
 
+/* The saver whose writer runs on this thread (NULL on other threads). */
+static _Thread_local const ckpt_saver *writer_of;
+
+int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
+{
+    if (writer_of != s)
+        return 0;
+    return ckpt__error(CKPT_ESTATE,
+                       "%s: called on the saver's own writer thread (from a "
+                       "log callback), where it would wait for itself; call "
+                       "the saver from the thread that saves",
+                       what);
+}
+
 static void *writer_main(void *arg)
 {
     ckpt_saver *s = arg;
+    writer_of = s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         ckpt__job *job;

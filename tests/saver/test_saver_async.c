@@ -494,6 +494,81 @@ static void test_read_callbacks(void **state)
     ckpt_saver_free(s);
 }
 
+/* A log callback that calls back into the saver while the writer thread
+ * logs: each call is refused with CKPT_ESTATE on that thread (a save or a
+ * wait there waited for itself, and free joined the thread from itself:
+ * the process hung); the saver goes on working for its own thread. */
+typedef struct reentry {
+    ckpt_saver *s;
+    pthread_t caller;
+    pthread_mutex_t mu;
+    int calls, refused, other;
+} reentry;
+
+static void reenter_from_log(int level, const char *message, void *payload)
+{
+    reentry *r = payload;
+    ckpt_saver *s;
+    int rc[3];
+    (void)level;
+    (void)message;
+    if (pthread_equal(pthread_self(), r->caller))
+        return;
+    pthread_mutex_lock(&r->mu);
+    s = r->s;
+    pthread_mutex_unlock(&r->mu);
+    if (!s)
+        return;
+    rc[0] = ckpt_saver_save(s, 99, NULL);
+    rc[1] = ckpt_saver_wait(s, 0, -1.0);
+    rc[2] = ckpt_saver_close(s, -1.0);
+    ckpt_saver_free(s); /* refused too: the saver stays */
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    for (int i = 0; i < 3; i++) {
+        if (rc[i] == CKPT_ESTATE &&
+            strstr(ckpt_error_last()->message, "own writer thread"))
+            r->refused++;
+        else
+            r->other++;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void test_saver_calls_from_writer_thread_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    reentry r;
+    ckpt_saver *s;
+    memset(&r, 0, sizeof(r));
+    r.caller = pthread_self();
+    pthread_mutex_init(&r.mu, NULL);
+    o.log = reenter_from_log;
+    o.log_payload = &r;
+    o.log_level = CKPT_LOG_DEBUG;
+    s = open_saver_with(f, &o);
+    pthread_mutex_lock(&r.mu);
+    r.s = s;
+    pthread_mutex_unlock(&r.mu);
+    fill(f, 1.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1.0));
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1.0));
+    pthread_mutex_lock(&r.mu);
+    r.s = NULL;
+    assert_true(r.calls > 0);
+    assert_int_equal(r.refused, 3 * r.calls);
+    assert_int_equal(r.other, 0);
+    pthread_mutex_unlock(&r.mu);
+    ckpt_saver_free(s);
+    pthread_mutex_destroy(&r.mu);
+    expect_checkpoint(f, 1, 1.0f);
+    expect_checkpoint(f, 2, 2.0f);
+}
+
 /* add_var checks and the freeze after the first save. */
 static void test_add_var_checks(void **state)
 {
@@ -668,6 +743,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pending_note_after_crash, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_saver_calls_from_writer_thread_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_var_total_size_limit, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
