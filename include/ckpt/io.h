@@ -60,7 +60,10 @@ typedef struct ckpt_iovec {
  *  with ckpt_fs.open_read_direct (a multiple of every common block size). */
 #define CKPT_DIRECT_ALIGN 4096
 
-/** A file system. Members may be NULL only where noted. */
+/** A file system. Members may be NULL only where noted. The saver, the
+ *  session, the bundle reader and writer and the state file's functions
+ *  check a ckpt_fs given to them: a version outside 1..CKPT_FS_VERSION is
+ *  CKPT_EVERSION, a required member left NULL CKPT_EINVAL naming it. */
 typedef struct ckpt_fs {
     int version;   /**< CKPT_FS_VERSION */
     void *payload; /**< passed as the last argument of every method */

@@ -396,6 +396,8 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
         int err_v = ckpt__options_check_version(
             opts->version, CKPT_BUNDLE_READER_OPTIONS_VERSION,
             "bundle reader options", "CKPT_BUNDLE_READER_OPTIONS_INIT");
+        if (err_v == 0)
+            err_v = ckpt__fs_check(opts->fs, "bundle reader options");
         if (err_v < 0)
             return err_v;
     }

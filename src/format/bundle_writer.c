@@ -206,6 +206,8 @@ int ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
         int err_v = ckpt__options_check_version(
             opts->version, CKPT_BUNDLE_WRITER_OPTIONS_VERSION,
             "bundle writer options", "CKPT_BUNDLE_WRITER_OPTIONS_INIT");
+        if (err_v == 0)
+            err_v = ckpt__fs_check(opts->fs, "bundle writer options");
         if (err_v < 0)
             return err_v;
     }

@@ -241,7 +241,9 @@ int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
     int err;
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(dir);
-    err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
+    err = ckpt__fs_check(fs, "state read: fs");
+    if (err == 0)
+        err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
     if (err < 0)
         goto done;
     err = ckpt__fs_read_file_max(&text, ckpt_fs_or_default(fs), path.ptr,
@@ -264,6 +266,8 @@ int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
 {
     CKPT__CHECK_ARG(dir);
     CKPT__CHECK_ARG(st);
+    if (ckpt__fs_check(fs, "state write: fs") < 0)
+        return ckpt_error_last()->code;
     return ckpt__state_write(fs, dir, st, NULL);
 }
 

@@ -29,6 +29,43 @@ const ckpt_fs *ckpt_fs_or_default(const ckpt_fs *fs)
     return fs ? fs : ckpt_fs_posix();
 }
 
+int ckpt__fs_check(const ckpt_fs *fs, const char *what)
+{
+    const struct {
+        const char *name;
+        int set;
+    } required[] = {
+        {"open_write", fs && fs->open_write != NULL},
+        {"open_read", fs && fs->open_read != NULL},
+        {"write", fs && fs->write != NULL},
+        {"pread", fs && fs->pread != NULL},
+        {"size", fs && fs->size != NULL},
+        {"sync", fs && fs->sync != NULL},
+        {"close", fs && fs->close != NULL},
+        {"rename", fs && fs->rename != NULL},
+        {"remove", fs && fs->remove != NULL},
+        {"mkdir", fs && fs->mkdir != NULL},
+        {"sync_dir", fs && fs->sync_dir != NULL},
+        {"list", fs && fs->list != NULL},
+        {"stat", fs && fs->stat != NULL},
+    };
+    if (!fs)
+        return 0;
+    if (fs->version < 1 || fs->version > CKPT_FS_VERSION)
+        return ckpt__error(CKPT_EVERSION,
+                           "%s: ckpt_fs version %d is not one this library "
+                           "knows (1 to %d; set it to CKPT_FS_VERSION)",
+                           what, fs->version, CKPT_FS_VERSION);
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+        if (!required[i].set)
+            return ckpt__error(CKPT_EINVAL,
+                               "%s: ckpt_fs member '%s' is NULL (it is "
+                               "required; ckpt_fs_posix() has one to "
+                               "forward to)",
+                               what, required[i].name);
+    return 0;
+}
+
 /* ---- wrappers ----------------------------------------------------------- */
 
 /* The one place that makes sure a failed file-system call leaves a message:

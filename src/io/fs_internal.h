@@ -14,6 +14,12 @@
 #include "ckpt/io.h"
 #include "common/internal.h"
 
+/* A caller's ckpt_fs before use (`what` names where it was given, e.g.
+ * "saver options: fs"): NULL (the default) passes; otherwise its version
+ * must be 1..CKPT_FS_VERSION (CKPT_EVERSION) and every member not marked
+ * optional set (CKPT_EINVAL naming the member). */
+int ckpt__fs_check(const ckpt_fs *fs, const char *what);
+
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags);
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);

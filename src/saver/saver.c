@@ -102,6 +102,9 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
     if (o->busy_policy < CKPT_BUSY_SKIP || o->busy_policy > CKPT_BUSY_COALESCE)
         return ckpt__error(CKPT_EINVAL, "%s: unknown busy_policy %d", what,
                            o->busy_policy);
+    err = ckpt__fs_check(o->fs, what);
+    if (err < 0)
+        return err;
     if (o->basename && (!*o->basename || strchr(o->basename, '/')))
         return ckpt__error(CKPT_EINVAL,
                            "%s: basename '%s' must be a non-empty "

@@ -5,6 +5,8 @@
  * creation/recovery in session_create.c and close in session_close.c. */
 #include "session_internal.h"
 
+#include "io/fs_internal.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -87,7 +89,8 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
         ckpt__seconds_check(opts->recovery_backoff_s, "session options",
                             "recovery_backoff_s") < 0 ||
         ckpt__seconds_check(opts->stop_grace_period_s, "session options",
-                            "stop_grace_period_s") < 0)
+                            "stop_grace_period_s") < 0 ||
+        ckpt__fs_check(opts->fs, "session options") < 0)
         return ckpt_error_last()->code;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* Tests for the POSIX file system (ckpt_fs_posix), ckpt_fs_read_file and
  * the internal helpers of io/fs_internal.h. */
+#include "ckpt.h"
 #include "test_util.h"
 
 #include "io/fs_internal.h"
@@ -615,10 +616,65 @@ static void test_temp_name(void **state)
     ckpt_buf_dispose(&b);
 }
 
+/* A caller's ckpt_fs is checked where it is given: its version (the
+ * saver, the session) and every required member (the bundle reader and
+ * writer, the state file's functions) are named in the error, where a NULL
+ * member once crashed the first call through it. */
+static void test_incomplete_fs_refused(void **state)
+{
+    struct fixture *fx = *state;
+    ckpt_fs fs = *ckpt_fs_posix();
+    ckpt_saver_options so = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_bundle_writer *w = NULL;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_state st = CKPT_STATE_INIT;
+    char *prefix = test_path(fx->dir, "p");
+    so.fs = &fs;
+    fs.version = 0;
+    assert_ckpt_error(ckpt_saver_open(&s, fx->dir, &so), CKPT_EVERSION,
+                      "saver options: ckpt_fs version 0 is not one");
+    fs.version = CKPT_FS_VERSION + 1;
+    assert_ckpt_error(ckpt_saver_open(&s, fx->dir, &so), CKPT_EVERSION,
+                      "set it to CKPT_FS_VERSION");
+    fs.version = CKPT_FS_VERSION;
+    fs.list = NULL;
+    assert_ckpt_error(ckpt_saver_open(&s, fx->dir, &so), CKPT_EINVAL,
+                      "ckpt_fs member 'list' is NULL");
+    assert_null(s);
+    fs = *ckpt_fs_posix();
+    fs.sync_dir = NULL;
+    wo.fs = &fs;
+    assert_ckpt_error(ckpt_bundle_writer_open(&w, prefix, &wo), CKPT_EINVAL,
+                      "bundle writer options: ckpt_fs member 'sync_dir'");
+    assert_null(w);
+    ro.fs = &fs;
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, prefix, &ro), CKPT_EINVAL,
+                      "'sync_dir'");
+    assert_ckpt_error(ckpt_state_read(&st, &fs, fx->dir), CKPT_EINVAL,
+                      "state read: fs: ckpt_fs member 'sync_dir'");
+    assert_ckpt_error(ckpt_state_write(&fs, fx->dir, &st), CKPT_EINVAL,
+                      "'sync_dir'");
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    sess.fs = &fs;
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, g, NULL, 0, &sess),
+                      CKPT_EINVAL, "session options: ckpt_fs member");
+    ckpt_graph_free(g);
+    ckpt_state_dispose(&st);
+    free(prefix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_fs),
+        cmocka_unit_test_setup_teardown(test_incomplete_fs_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_device_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preadv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_ahead_kb, setup, teardown),
