@@ -368,7 +368,9 @@ CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
  *  are waited for, each within the grace period, the scaffold saver closed
  *  and the graph unfrozen if it was not frozen before. An error recorded in the
  *  coordinator, or a pending error of the scaffold saver, is returned when
- *  nothing else failed. A second close returns CKPT_ESTATE. */
+ *  nothing else failed. A second close returns CKPT_ESTATE, and so does a
+ *  close (or run, before_run, after_run) from a hook or step function of
+ *  this session while it runs a step. */
 CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,
                                               int status);
 

@@ -269,13 +269,11 @@ static int end_step(ckpt_monitored_session *ms, int status,
     return 0;
 }
 
-int ckpt_monitored_session_run(ckpt_monitored_session *ms,
-                               const ckpt_run_args *args, ckpt_step_fn step,
-                               void *payload, ckpt_run_values *values_out)
+static int run_cycle(ckpt_monitored_session *ms, const ckpt_run_args *args,
+                     ckpt_step_fn step, void *payload,
+                     ckpt_run_values *values_out)
 {
     int attempts = 0;
-    CKPT__CHECK_ARG(ms);
-    CKPT__CHECK_ARG(step);
     for (;;) {
         int err = begin_step(ms, args);
         if (err == 0) {
@@ -295,14 +293,10 @@ int ckpt_monitored_session_run(ckpt_monitored_session *ms,
     }
 }
 
-int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
-                                      const ckpt_run_args *args,
-                                      ckpt_step_context **sc_out)
+static int before_run(ckpt_monitored_session *ms, const ckpt_run_args *args,
+                      ckpt_step_context **sc_out)
 {
     int attempts = 0;
-    CKPT__CHECK_ARG(sc_out);
-    *sc_out = NULL;
-    CKPT__CHECK_ARG(ms);
     for (;;) {
         int err = begin_step(ms, args);
         if (err == 0) {
@@ -317,13 +311,11 @@ int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
     }
 }
 
-int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
-                                     int step_status,
-                                     ckpt_run_values *values_out)
+static int after_run(ckpt_monitored_session *ms, int step_status,
+                     ckpt_run_values *values_out)
 {
     int attempts = 0;
     int err;
-    CKPT__CHECK_ARG(ms);
     if (!ms->in_step)
         return ckpt__error(CKPT_ESTATE,
                            "monitored session: after_run without before_run");
@@ -340,6 +332,68 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
         values_out->step_before = ckpt__ms_global_step(ms);
         values_out->step_after = values_out->step_before;
     }
+    return err;
+}
+
+/* ---- the entry points: a run's hooks and step function may not re-enter
+ * them (nor close): each would run a cycle inside the cycle in progress. */
+
+int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what)
+{
+    if (!ms->in_run)
+        return 0;
+    return ckpt__error(CKPT_ESTATE,
+                       "monitored session: %s called from a hook or the "
+                       "step function while the session runs a step; call "
+                       "it after the step returns",
+                       what);
+}
+
+int ckpt_monitored_session_run(ckpt_monitored_session *ms,
+                               const ckpt_run_args *args, ckpt_step_fn step,
+                               void *payload, ckpt_run_values *values_out)
+{
+    int err;
+    CKPT__CHECK_ARG(ms);
+    CKPT__CHECK_ARG(step);
+    err = ckpt__ms_refuse_in_run(ms, "run");
+    if (err < 0)
+        return err;
+    ms->in_run = 1;
+    err = run_cycle(ms, args, step, payload, values_out);
+    ms->in_run = 0;
+    return err;
+}
+
+int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
+                                      const ckpt_run_args *args,
+                                      ckpt_step_context **sc_out)
+{
+    int err;
+    CKPT__CHECK_ARG(sc_out);
+    *sc_out = NULL;
+    CKPT__CHECK_ARG(ms);
+    err = ckpt__ms_refuse_in_run(ms, "before_run");
+    if (err < 0)
+        return err;
+    ms->in_run = 1;
+    err = before_run(ms, args, sc_out);
+    ms->in_run = 0;
+    return err;
+}
+
+int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
+                                     int step_status,
+                                     ckpt_run_values *values_out)
+{
+    int err;
+    CKPT__CHECK_ARG(ms);
+    err = ckpt__ms_refuse_in_run(ms, "after_run");
+    if (err < 0)
+        return err;
+    ms->in_run = 1;
+    err = after_run(ms, step_status, values_out);
+    ms->in_run = 0;
     return err;
 }
 

@@ -57,6 +57,8 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
     ckpt__saved_error saved;
     int result;
     CKPT__CHECK_ARG(ms);
+    if (ckpt__ms_refuse_in_run(ms, "close") < 0)
+        return CKPT_ESTATE;
     if (ms->closed) /* B30 */
         return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
     ms->closed = 1;

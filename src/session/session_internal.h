@@ -153,6 +153,8 @@ struct ckpt_monitored_session {
 
     /* the step in progress */
     int in_step;
+    int in_run; /* run, before_run or after_run is calling hooks or the
+                   step function (re-entering them or close is refused) */
     ckpt_run_context ctx;
     ckpt_step_context sc;
     ckpt_run_args caller_args;
@@ -193,6 +195,9 @@ int ckpt__ms_should_recover(const ckpt_monitored_session *ms, int err);
 void ckpt__ms_poll_stop_source(ckpt_monitored_session *ms);
 /* Value of the global step, or -1 when the graph has none. */
 int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms);
+/* CKPT_ESTATE naming `what` while run, before_run or after_run is in
+ * progress (a hook or the step function calling back in; run_cycle.c). */
+int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what);
 
 /* For hooks/preemption.c: make `flag` (non-zero: stop) a stop source of
  * `ms`, read at every step boundary and by should_stop; `detach` is called

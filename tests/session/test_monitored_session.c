@@ -1,6 +1,7 @@
 /* tests/session/test_monitored_session.c - the monitored session's
- * lifecycle and run cycle (docs/behaviour.md B14-B30, B35, B39): hook call order, fetches
- * and feeds, option merging, stop requests, error rules, close rules. */
+ * lifecycle and run cycle (docs/behaviour.md B14-B30, B35, B39): hook call
+ * order, fetches and feeds, option merging, stop requests, error rules, close
+ * rules. */
 #include "session_test_util.h"
 
 #include <stdlib.h>
@@ -634,10 +635,67 @@ static void test_session_fetch_outside_run(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+/* A hook or the step function calling back into its own session (close,
+ * run, before_run, after_run) is refused with CKPT_ESTATE: a close there
+ * once ended the session while its step went on, and the checkpoint
+ * hook saved after its end. The session is still whole afterwards. */
+typedef struct reentrant {
+    ckpt_monitored_session *ms;
+    model *m;
+    int rc_close, rc_run, rc_before;
+} reentrant;
+
+static int close_in_after_run(ckpt_run_context *ctx,
+                              const ckpt_run_values *values, void *payload)
+{
+    reentrant *r = payload;
+    ckpt_step_context *sc = NULL;
+    (void)ctx;
+    (void)values;
+    r->rc_close = ckpt_monitored_session_close(r->ms, 0);
+    r->rc_before = ckpt_monitored_session_before_run(r->ms, NULL, &sc);
+    return 0;
+}
+
+static int step_runs_again(ckpt_step_context *sc, void *payload)
+{
+    reentrant *r = payload;
+    r->rc_run = ckpt_monitored_session_run(r->ms, NULL, model_step, r->m, NULL);
+    return model_step(sc, r->m);
+}
+
+static void test_reentry_from_hook_and_step_refused(void **state)
+{
+    fixture *f = *state;
+    reentrant r;
+    ckpt_hook h;
+    memset(&r, 0, sizeof(r));
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "reenter";
+    h.after_run = close_in_after_run;
+    h.payload = &r;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    r.ms = f->ms;
+    r.m = &f->m;
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, NULL, step_runs_again, &r, NULL));
+    assert_int_equal(r.rc_run, CKPT_ESTATE);
+    assert_int_equal(r.rc_close, CKPT_ESTATE);
+    assert_int_equal(r.rc_before, CKPT_ESTATE);
+    assert_int_equal(f->m.step, 1); /* one step ran, not two */
+    assert_false(ckpt_monitored_session_should_stop(f->ms, NULL));
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL));
+    assert_int_equal(f->m.step, 2);
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_b14_begin_once_in_order_before_create),
+        T(test_reentry_from_hook_and_step_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
         T(test_b14_begin_failure_destroys_and_aborts),
         T(test_b15_create_after_init_with_coordinator),
