@@ -118,6 +118,7 @@ void ckpt__saver_deliver(ckpt_saver *s)
     s->ndone = 0;
     s->cap_done = 0;
     pthread_mutex_unlock(&s->mu);
+    s->delivering++; /* ckpt_saver_free refuses to run meanwhile */
     for (size_t i = 0; i < n; i++) {
         done[i].r.prefix = done[i].prefix ? done[i].prefix : "";
         done[i].r.error = done[i].error;
@@ -126,6 +127,7 @@ void ckpt__saver_deliver(ckpt_saver *s)
         ckpt__free(done[i].prefix);
         ckpt__free(done[i].error);
     }
+    s->delivering--;
     ckpt__free(done);
 }
 

@@ -611,6 +611,14 @@ void ckpt_saver_free(ckpt_saver *s)
      * saver stays as it is. */
     if (ckpt__saver_refuse_writer_thread(s, "free") < 0)
         return;
+    /* From on_save_done: the delivery that called it still walks the
+     * saver. Refused, and said, rather than freed under it. */
+    if (s->delivering > 0) {
+        ckpt__error(CKPT_ESTATE, "free: called from on_save_done; free the "
+                                 "saver after the call that delivered it");
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
+        return;
+    }
     if (s->ops) {
         ckpt__saver_ops_free(s);
         return;

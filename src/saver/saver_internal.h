@@ -407,6 +407,7 @@ struct ckpt_saver {
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
     ckpt__step_repeats repeats;    /* a step that does not advance */
+    int delivering; /* on_save_done callbacks running (caller thread) */
     /* Direct or buffered image writes (direct_io 0), measured by the first
      * writes (save_pipeline.c); like need_cleanup, used by whoever runs
      * the pipeline. */

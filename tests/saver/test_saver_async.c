@@ -569,6 +569,51 @@ static void test_saver_calls_from_writer_thread_refused(void **state)
     expect_checkpoint(f, 2, 2.0f);
 }
 
+/* on_save_done freeing its saver: refused (an ERROR line says so), the
+ * saver stays usable and is freed afterwards; it was a use after free. */
+typedef struct freer {
+    ckpt_saver *s;
+    int calls, refused_logged;
+} freer;
+
+static void free_in_done(const ckpt_save_result *r, void *payload)
+{
+    freer *fr = payload;
+    (void)r;
+    fr->calls++;
+    ckpt_saver_free(fr->s);
+}
+
+static void note_refusal(int level, const char *message, void *payload)
+{
+    freer *fr = payload;
+    if (level == CKPT_LOG_ERROR && strstr(message, "called from on_save_done"))
+        fr->refused_logged++; /* on the caller's thread: no lock needed */
+}
+
+static void test_free_from_on_save_done_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    freer fr = {NULL, 0, 0};
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, f->vals, NULL, NULL, NULL};
+    o.on_save_done = free_in_done;
+    o.on_save_done_payload = &fr;
+    o.log = note_refusal;
+    o.log_payload = &fr;
+    assert_ckpt_ok(ckpt_saver_open(&fr.s, f->dir, &o));
+    assert_ckpt_ok(ckpt_saver_add_var(fr.s, &v));
+    fill(f, 3.0f, 1);
+    assert_ckpt_ok(ckpt_saver_save(fr.s, 1, NULL));
+    assert_ckpt_ok(ckpt_saver_save_async(fr.s, 2, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(fr.s, 0, -1.0));
+    assert_int_equal(fr.calls, 2);
+    assert_int_equal(fr.refused_logged, 2);
+    assert_int_equal(ckpt_saver_num_checkpoints(fr.s), 2);
+    ckpt_saver_set_on_save_done(fr.s, NULL, NULL);
+    ckpt_saver_free(fr.s);
+}
+
 /* add_var checks and the freeze after the first save. */
 static void test_add_var_checks(void **state)
 {
@@ -745,6 +790,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_saver_calls_from_writer_thread_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_from_on_save_done_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_var_total_size_limit, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
