@@ -93,6 +93,8 @@ static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
         return ckpt__error_prefix(err, "%s", h->name);
     if (h->use_scaffold)
         ckpt__graph_note_scaffold_writer(g);
+    else if (!h->explicit_saver)
+        ckpt__graph_note_own_writer(g);
     if (!h->dir && !a->dir)
         return ckpt__error(CKPT_EINVAL,
                            "%s: no checkpoint directory: set checkpoint_dir "

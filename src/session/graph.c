@@ -84,6 +84,11 @@ void ckpt__graph_note_scaffold_writer(ckpt_graph *g)
     g->agreed.scaffold_writer = 1;
 }
 
+void ckpt__graph_note_own_writer(ckpt_graph *g)
+{
+    g->agreed.own_writers++;
+}
+
 const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g)
 {
     return &g->agreed;

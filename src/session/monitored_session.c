@@ -253,6 +253,20 @@ static int state_settings(ckpt_monitored_session *ms)
 static int adopt_settings(ckpt_monitored_session *ms)
 {
     const ckpt__graph_agreement *a = ckpt__graph_agreement_of(ms->graph);
+    int savers = a->own_writers + (a->scaffold_writer ? 1 : 0);
+    /* Every checkpoint hook of a session saves into its one directory: two
+     * savers there would each write the state file over the other's list
+     * (and one saver's retention delete the other's checkpoints). */
+    if (savers > 1)
+        return ckpt__error(CKPT_EINVAL,
+                           "monitored session: %d checkpoint hooks save into "
+                           "%s through %d different savers; a directory "
+                           "keeps one state file, which each would write "
+                           "over: let one checkpoint hook save (others can "
+                           "share its saver with use_scaffold, or listen to "
+                           "its saves)",
+                           savers, a->dir ? a->dir : "the checkpoint directory",
+                           savers);
     if (!a->scaffold_writer && !ms->saver_options_given)
         ms->saver_opts.max_to_keep = CKPT_KEEP_ALL;
     if (!ms->checkpoint_dir && a->dir) {

@@ -28,6 +28,7 @@ typedef struct ckpt__graph_agreement {
     void *log_payload;
     int log_level;
     int scaffold_writer; /* a hook writes through the scaffold saver */
+    int own_writers;     /* hooks that write through a saver they open */
 } ckpt__graph_agreement;
 
 struct ckpt_graph {
@@ -54,6 +55,7 @@ int ckpt__graph_agree_basename(ckpt_graph *g, const char *basename,
 /* A checkpoint hook with use_scaffold says so in its begin: the scaffold
  * saver then writes checkpoints, rather than only restoring one. */
 void ckpt__graph_note_scaffold_writer(ckpt_graph *g);
+void ckpt__graph_note_own_writer(ckpt_graph *g);
 /* The agreement so far (borrowed; fields NULL when unset). */
 const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g);
 /* Forget it (a session starts over, or is freed). */

@@ -189,6 +189,38 @@ static void test_basename_conflicts(void **state)
     assert_null(ms);
 }
 
+/* Two checkpoint hooks saving through two savers (one through the
+ * session's, one through its own, as a training session's hook beside a
+ * user's) are refused at creation: both would write the directory's one
+ * state file; the builder's hook once took the other's basename, and the
+ * two savers wrote each other's checkpoints over. Two hooks sharing the
+ * session's saver are fine. */
+static void test_two_savers_in_one_directory_refused(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options a = plain_hook(f, CKPT_SAVE_SYNC, 5);
+    ckpt_checkpoint_hook_options b = plain_hook(f, CKPT_SAVE_SYNC, 3);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h[2];
+    a.use_scaffold = 1;
+    b.checkpoint_basename = "user";
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h[0], &a));
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h[1], &b));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, h, 2, &so),
+                      CKPT_EINVAL,
+                      "2 checkpoint hooks save into " /* the directory */);
+    assert_null(ms);
+    assert_int_equal(count_files(f->ckdir, ".index"), 0);
+    b.checkpoint_basename = NULL;
+    b.use_scaffold = 1;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h[0], &a));
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h[1], &b));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, h, 2, &so));
+    finish_session(f, ms, 6);
+    assert_true(file_exists(f->ckdir, "model.ckpt-6.index"));
+}
+
 /* With use_scaffold and the name given only in the session's saver
  * options, the files and the hook's first log line both use it (the log
  * used to name model.ckpt whatever was written). */
@@ -721,6 +753,8 @@ int main(void)
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_own_saver, ck_setup,
                                         ck_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_two_savers_in_one_directory_refused, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_conflicts, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_from_session_is_logged,
