@@ -732,6 +732,13 @@ int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
     if (!s)
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver: restore_latest: NULL saver");
+    /* The variable lists are checked first, also when there is no
+     * checkpoint to restore: a mismatch is found before training starts. */
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    err = ckpt__mpi_check(s, NULL);
+    if (err < 0)
+        return err;
     err = ckpt__mpi_latest(s, &prefix);
     if (err == 0)
         err =
