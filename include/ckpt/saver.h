@@ -306,7 +306,8 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
  *  checkpoint's bytes. After such an error initialise the variables again
  *  or restore another checkpoint (ckpt_saver_checkpoint lists them).
  *  @return 0, CKPT_ENOTFOUND (checkpoint, or a variable it lacks, named),
- *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT */
+ *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT
+ *          (a damaged record, or a data file the index names missing) */
 CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
 
 /** Restore only the `n` named variables, checked and read as

@@ -683,6 +683,11 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         for (size_t i = 0; err == 0 && i < s->nvars; i++)
             if (!skip[i])
                 err = restore_one(&c, &s->vars[i]);
+        /* Every entry was found: a missing file is a data file the index
+         * names (an incomplete checkpoint), not an absent checkpoint. */
+        if (err == CKPT_ENOTFOUND)
+            err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+                                     prefix);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
         if (err == 0 && s->rank == 0)
             warn_unrestored_per_rank(s, r, prefix);

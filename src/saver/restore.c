@@ -189,6 +189,14 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         if (!reads_in_place(v))
             err = read_var_via_callback(r, v);
     }
+    /* Every entry was found in the index: a file missing now is a data
+     * file the index names, an incomplete checkpoint, found while reading
+     * (some variables may hold its bytes already), not an absent one. */
+    if (err == CKPT_ENOTFOUND)
+        err = ckpt__error_prefix(CKPT_ECORRUPT,
+                                 "restore %s: incomplete "
+                                 "checkpoint",
+                                 prefix);
 done:
     ckpt__free(reqs);
     ckpt_bundle_reader_free(r);

@@ -827,6 +827,28 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
+/* A data file of the latest checkpoint gone (rank N-1's): restore_latest
+ * fails on every rank with CKPT_ECORRUPT naming it as incomplete, not as
+ * lacking a variable. */
+static void test_restore_missing_data_file(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    char data[4200];
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    if (test_rank() == 0) {
+        snprintf(data, sizeof(data), "%s/model.ckpt-2.data-%05d-of-%05d",
+                 f->dir, test_size() - 1, test_size());
+        assert_int_equal(unlink(data), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
+                      "incomplete checkpoint");
+    ckpt_mpi_saver_free(s);
+}
+
 /* A save before any variable is registered fails on every rank, commits
  * nothing and leaves the list open: variables added afterwards save. */
 static void test_save_without_variables(void **state)
@@ -1094,6 +1116,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_missing_data_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_save_without_variables, setup,
                                         teardown),

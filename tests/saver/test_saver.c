@@ -997,6 +997,28 @@ static void test_restore_unrestorable_writes_nothing(void **state)
     ckpt_saver_free(s);
 }
 
+/* A checkpoint whose index is there and whose data file is gone is
+ * incomplete, not absent: restore and restore_latest say CKPT_ECORRUPT
+ * naming the file (restore_latest said the checkpoint lacked a variable,
+ * and restore CKPT_ENOTFOUND, which promises nothing was written). */
+static void test_restore_missing_data_file_is_damage(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s;
+    char data[4200];
+    s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    snprintf(data, sizeof(data), "%s/model.ckpt-1.data-00000-of-00001", f->dir);
+    assert_int_equal(unlink(data), 0);
+    snprintf(data, sizeof(data), "%s/model.ckpt-1", f->dir);
+    assert_ckpt_error(ckpt_saver_restore(s, data), CKPT_ECORRUPT,
+                      "incomplete checkpoint");
+    assert_non_null(strstr(ckpt_error_last()->message, "data-00000-of-00001"));
+    assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
+                      "incomplete checkpoint");
+    ckpt_saver_free(s);
+}
+
 /* A damaged latest checkpoint: restore_latest says so and that older ones
  * are listed (it does not fall back by itself: which state to resume from
  * is the caller's choice); restoring the older one works. */
@@ -1629,6 +1651,8 @@ int main(void)
             test_second_name_never_outlives_its_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_restore_unrestorable_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_missing_data_file_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_latest_damaged_names_older,
