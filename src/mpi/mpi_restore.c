@@ -626,12 +626,18 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
             last++;
         }
         ckpt_error_clear();
-        if (last >= s->size)
+        if (last > s->size)
             ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
                       "%s: per-rank variable '%s' has values for ranks %d to "
                       "%d that this %d-rank job does not restore; the next "
                       "save will not hold them",
                       prefix, v->name, s->size, last, s->size);
+        else if (last == s->size)
+            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+                      "%s: per-rank variable '%s' has a value for rank %d "
+                      "that this %d-rank job does not restore; the next save "
+                      "will not hold it",
+                      prefix, v->name, last, s->size);
     }
     ckpt_buf_dispose(&key);
 }

@@ -85,7 +85,9 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
     int64_t n;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: NULL saver");
-    if (!var || !var->name || !*var->name)
+    if (!var)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: add: var is NULL");
+    if (!var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "mpi saver: variable without a name");
     if (s->checked || s->closed)
         return ckpt__error(CKPT_ESTATE,
@@ -141,6 +143,12 @@ static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
         int64_t start = extents[d].start, len = extents[d].length;
         if (len == CKPT_SLICE_FULL && start == 0)
             len = dim;
+        else if (len == CKPT_SLICE_FULL)
+            return ckpt__error(CKPT_EINVAL,
+                               "mpi saver: partitioned variable '%s': extent "
+                               "%d has length CKPT_SLICE_FULL with start "
+                               "%lld; a full extent starts at 0",
+                               v->name, d, (long long)start);
         else if (start < 0 || len < 0 || start > dim || len > dim - start)
             return ckpt__error(CKPT_EINVAL,
                                "mpi saver: partitioned variable '%s': extent "

@@ -713,6 +713,14 @@ static void test_bad_registration_rejected(void **state)
                       CKPT_EINVAL,
                       "partitioned variable 'x': extent 0 (start 6, length "
                       "4) lies outside dimension 8");
+    outside[0].start = 1;
+    outside[0].length = CKPT_SLICE_FULL;
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
+                      CKPT_EINVAL,
+                      "extent 0 has length CKPT_SLICE_FULL with start 1; a "
+                      "full extent starts at 0");
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, NULL), CKPT_EINVAL,
+                      "var is NULL");
     v.dtype = CKPT_DT_STRING;
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ENOTSUP,
                       "'x'");
