@@ -52,6 +52,12 @@ ckpt__ckhook *ckpt__ckhook_of(const ckpt_hook *hook)
 
 void ckpt__ckhook_note_skip(ckpt__ckhook *h, int64_t step)
 {
+    /* Where the policy is set: the saver the hook writes through. */
+    const char *where = h->collective       ? "the distributed saver's "
+                                              "options (base.busy_policy)"
+                        : h->explicit_saver ? "the hook's saver's options"
+                        : h->use_scaffold   ? "the session's saver_options"
+                                            : "saver_options";
     h->skipped++;
     if (h->skipped < h->next_skip_report)
         return;
@@ -61,10 +67,10 @@ void ckpt__ckhook_note_skip(ckpt__ckhook *h, int64_t step)
                      " skipped: the previous write is still running (%" PRIu64
                      " trigger(s) skipped so far; reported at the 1st, 10th, "
                      "100th, ... skip). To write every trigger set "
-                     "saver_options busy_policy to CKPT_BUSY_COALESCE (one "
-                     "more snapshot buffer) or CKPT_BUSY_WAIT (blocks the "
-                     "loop), or save less often",
-                     h->name, step, h->skipped);
+                     "busy_policy in %s to CKPT_BUSY_COALESCE (one more "
+                     "snapshot buffer) or CKPT_BUSY_WAIT (blocks the loop), "
+                     "or save less often",
+                     h->name, step, h->skipped, where);
 }
 
 void ckpt__ckhook_log_totals(ckpt__ckhook *h, const char *when)

@@ -413,6 +413,9 @@ static void test_default_policy_skips_and_reports(void **state)
     assert_int_equal(ck_log_count(f, "10 trigger(s) skipped so far"), 1);
     assert_int_equal(ck_log_count(f, "trigger(s) skipped so far"), 2);
     assert_int_equal(ck_log_count(f, "CKPT_BUSY_COALESCE"), 2);
+    /* the remedy names the options of the saver the hook opens */
+    assert_int_equal(ck_log_count(f, "set busy_policy in saver_options to"),
+                     2);
     /* One snapshot buffer: COALESCE would need two. */
     gate_open(&f->cfs.gate);
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
