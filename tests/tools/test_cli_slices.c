@@ -159,6 +159,13 @@ static void test_verify(void **state)
     expect_status(&r, 1);
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
     run_free(&r);
+    /* --json names the damaged piece as messages do, not by its binary
+     * slice key */
+    RUN(r, "verify", damaged, "--json");
+    expect_status(&r, 1);
+    expect_contains(r.out, "\"name\": \"w (piece ");
+    expect_lacks(r.out, "\\u0000");
+    run_free(&r);
 }
 
 static void test_diff(void **state)

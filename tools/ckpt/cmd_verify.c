@@ -125,6 +125,17 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
     return quiet;
 }
 
+/* An entry's name for --json: a piece of a partitioned tensor (whose key
+ * is binary) as "<name> (piece <spec>)", as messages show it. */
+static json_object *json_entry_name(const ckpt_tensor_entry *e)
+{
+    char shown[1024];
+    if (!e->is_slice_key)
+        return cli_json_name(e);
+    return cli_json_string(
+        ckpt_tensor_entry_shown_name(shown, sizeof(shown), e));
+}
+
 /* Entries in data-file order (shard, then offset), so that the checks read
  * each file front to back and its read-ahead keeps up; damaged tensors are
  * reported in that order. */
@@ -226,7 +237,7 @@ static int run(int argc, char **argv)
             num_unchecked++;
             if (json) {
                 json_object *u = json_object_new_object();
-                json_object_object_add(u, "name", cli_json_name(e));
+                json_object_object_add(u, "name", json_entry_name(e));
                 json_object_object_add(
                     u, "reason", json_object_new_string(unchecked_reason(e)));
                 json_object_array_add(unchecked, u);
@@ -248,7 +259,7 @@ static int run(int argc, char **argv)
             cli_tensor_error("verify", prefix, e);
         if (json) {
             json_object *d = json_object_new_object();
-            json_object_object_add(d, "name", cli_json_name(e));
+            json_object_object_add(d, "name", json_entry_name(e));
             json_object_object_add(d, "error",
                                    cli_json_string(ckpt_error_last()->message));
             json_object_array_add(damaged, d);
