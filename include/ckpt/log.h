@@ -23,7 +23,8 @@ typedef enum ckpt_log_level {
  *  the background writer thread; it must be thread-safe. */
 typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 
-/** Name of a level: "debug", "info", "warn", "error". */
+/** Name of a level: "debug", "info", "warn", "error" ("default" and "off"
+ *  for the options-only values, "unknown" for anything else). */
 CKPT_EXTERN(const char *) ckpt_log_level_name(int level);
 
 /** A ckpt_log_fn that writes "ckpt: <level>: <message>\n" to stderr (one

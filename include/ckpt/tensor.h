@@ -92,7 +92,8 @@ CKPT_EXTERN(float) ckpt_bfloat16_to_float(uint16_t bits);
  *  equal, a NULL and a shape are not). */
 CKPT_EXTERN(int) ckpt_shape_equal(const ckpt_shape *a, const ckpt_shape *b);
 
-/** Write "[d0, d1, ...]" ("[]" for a scalar, "(null)" for a NULL shape)
+/** Write "[d0, d1, ...]" ("[]" for a scalar, "(null)" for a NULL shape,
+ *  "(bad rank R)" for a rank outside 0..CKPT_MAX_RANK)
  *  into `out` (size `n`, always NUL-terminated). @return the length it
  *  needed, like snprintf. */
 CKPT_EXTERN(size_t)

@@ -41,8 +41,14 @@ const char *ckpt_log_level_name(int level)
         return "info";
     case CKPT_LOG_WARN:
         return "warn";
-    default:
+    case CKPT_LOG_ERROR:
         return "error";
+    case CKPT_LOG_DEFAULT:
+        return "default";
+    case CKPT_LOG_OFF:
+        return "off";
+    default:
+        return "unknown";
     }
 }
 

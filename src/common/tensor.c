@@ -192,9 +192,15 @@ size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
             snprintf(out, n, "(null)");
         return 6;
     }
-    rank = shape->rank < 0 ? 0 : shape->rank;
-    if (rank > CKPT_MAX_RANK)
-        rank = CKPT_MAX_RANK;
+    if (shape->rank < 0 || shape->rank > CKPT_MAX_RANK) {
+        /* not a shape: say so rather than print some of it */
+        used = (size_t)snprintf(text, sizeof(text), "(bad rank %d)",
+                                shape->rank);
+        if (n > 0)
+            snprintf(out, n, "%s", text);
+        return used;
+    }
+    rank = shape->rank;
     text[used++] = '[';
     for (int i = 0; i < rank; i++)
         used +=

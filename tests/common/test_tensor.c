@@ -65,6 +65,18 @@ static void test_shape_format(void **state)
     assert_string_equal(out, "[]");
     assert_int_equal(ckpt_shape_format(small, sizeof(small), &s), 10);
     assert_string_equal(small, "[3, ");
+    /* not a shape: said, not printed in part */
+    s.rank = CKPT_MAX_RANK + 1;
+    ckpt_shape_format(out, sizeof(out), &s);
+    assert_string_equal(out, "(bad rank 33)");
+    s.rank = -1;
+    ckpt_shape_format(out, sizeof(out), &s);
+    assert_string_equal(out, "(bad rank -1)");
+    /* and the log levels' names, the options-only ones included */
+    assert_string_equal(ckpt_log_level_name(CKPT_LOG_ERROR), "error");
+    assert_string_equal(ckpt_log_level_name(CKPT_LOG_OFF), "off");
+    assert_string_equal(ckpt_log_level_name(CKPT_LOG_DEFAULT), "default");
+    assert_string_equal(ckpt_log_level_name(99), "unknown");
 }
 
 static void test_half_and_bfloat16(void **state)
