@@ -44,9 +44,16 @@ typedef struct ckpt_var {
     int dtype;               /**< a fixed-size ckpt_dtype */
     ckpt_shape shape;
     void *data;              /**< the caller's memory, or NULL when the
-                                  callbacks below are given */
+                                  callbacks below are given; it must stay
+                                  valid while the saver is open, and after
+                                  save_async unwritten and not freed until
+                                  the snapshot completes (the mutation
+                                  fence or the next saver call) */
     ckpt_var_read_fn read;   /**< used instead of `data` for saving */
-    ckpt_var_write_fn write; /**< used instead of `data` for restoring */
+    ckpt_var_write_fn write; /**< used instead of `data` for restoring (a
+                                  variable with `read` and neither `data`
+                                  nor `write` saves but cannot be
+                                  restored: restore says so first) */
     void *payload;           /**< passed to read/write */
 } ckpt_var;
 
@@ -280,6 +287,8 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
  *  finished, and the deletion of what retention evicted with it, at most
  *  `timeout_s` seconds (< 0 or more than 1e9: no limit; NaN is
  *  CKPT_EINVAL).
+ *  A ticket whose snapshot COALESCE replaced (reported CKPT_ECANCELED to
+ *  on_save_done) counts as finished: wait returns 0 for it.
  *  @return 0, CKPT_ETIMEDOUT, CKPT_EINVAL (a ticket no save_async gave),
  *          or a background failure (once) */
 CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
@@ -288,7 +297,10 @@ CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
 /** Wait (at most `timeout_s`, < 0: no limit; NaN: CKPT_EINVAL, the saver
  *  left open) for in-flight writes and stop
  *  the writer thread. A pending snapshot not started yet is still written.
- *  Later saves return CKPT_ESTATE. @return like ckpt_saver_wait */
+ *  Later saves return CKPT_ESTATE. After CKPT_ETIMEDOUT the saver counts
+ *  as closed (a second close is CKPT_ESTATE) while the write goes on:
+ *  ckpt_saver_wait still waits for it, and free waits for it and stops
+ *  the thread. @return like ckpt_saver_wait */
 CKPT_EXTERN(int) ckpt_saver_close(ckpt_saver *s, double timeout_s);
 
 /** Free the saver, first closing it without a time limit if needed. NULL is
