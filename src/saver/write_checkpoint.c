@@ -53,7 +53,10 @@ static int add_var(ckpt_bundle_writer *w, const ckpt__var *v)
                                       v->v.data, (size_t)v->bytes);
     tmp = ckpt__malloc((size_t)v->bytes);
     if (!tmp)
-        return ckpt__error_oom();
+        return ckpt__error(CKPT_ENOMEM,
+                           "variable '%s': out of memory for a buffer of its "
+                           "%llu bytes (its read callback fills it)",
+                           v->name, (unsigned long long)v->bytes);
     err = v->v.read(tmp, 0, (size_t)v->bytes, v->v.payload);
     if (err != 0)
         err =

@@ -168,6 +168,11 @@ static void test_basename_conflicts(void **state)
     ckpt_session_options so = quiet_session(f);
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
+    /* not a file name: refused by the hook, naming its own option */
+    o.checkpoint_basename = "a/b";
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EINVAL,
+                      "checkpoint hook: checkpoint_basename 'a/b' must be a "
+                      "file name without '/'");
     /* hook: checkpoint_basename against its own saver options */
     hs.basename = "b";
     o.saver_options = &hs;
