@@ -208,3 +208,11 @@ int mpi_tests_end(int failed)
     MPI_Finalize();
     return any;
 }
+
+void keep_warnings(int level, const char *message, void *payload)
+{
+    char *b = payload;
+    size_t used = strlen(b);
+    if (level == CKPT_LOG_WARN)
+        snprintf(b + used, WARNINGS_SIZE - used, "%s\n", message);
+}

@@ -68,6 +68,11 @@ void fresh_dir(const char *dir);
 /* How many names in `dir` contain `needle`. */
 int count_files_in(const char *dir, const char *needle);
 
+/* A ckpt_log_fn collecting the WARN lines, one a line, into `payload`: a
+ * string of WARNINGS_SIZE bytes (start it empty). */
+#define WARNINGS_SIZE 8192
+void keep_warnings(int level, const char *message, void *payload);
+
 /* One group of tests a program runs when its first argument is `name`. */
 typedef struct mpi_test_group {
     const char *name;

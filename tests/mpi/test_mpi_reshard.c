@@ -123,16 +123,6 @@ static int writers(const char *prefix)
     return n;
 }
 
-/* Collects the saver's warnings (a string of WARNINGS_SIZE bytes). */
-#define WARNINGS_SIZE 8192
-static void keep_warnings(int level, const char *message, void *payload)
-{
-    char *b = payload;
-    size_t used = strlen(b);
-    if (level == CKPT_LOG_WARN)
-        snprintf(b + used, WARNINGS_SIZE - used, "%s\n", message);
-}
-
 static void test_read(void **state)
 {
     ckpt_mpi_saver_options o = test_mpi_options();

@@ -1036,16 +1036,6 @@ static void test_eviction_after_save(void **state)
     ckpt_mpi_saver_free(s);
 }
 
-/* Collects the saver's warnings (a string of WARNINGS_SIZE bytes). */
-#define WARNINGS_SIZE 8192
-static void keep_warnings(int level, const char *message, void *payload)
-{
-    char *b = payload;
-    size_t used = strlen(b);
-    if (level == CKPT_LOG_WARN)
-        snprintf(b + used, WARNINGS_SIZE - used, "%s\n", message);
-}
-
 /* Saves in a row of one step (a loop that never advances the step it
  * passes) draw one warning, from rank 0 alone, at the third one, naming the
  * checkpoint each overwrites; sync and async saves count alike. */
