@@ -141,6 +141,7 @@ struct ckpt_mpi_saver {
     ckpt__save_op op;
     uint64_t next_ticket;
     ckpt__step_repeats repeats; /* rank 0: a step that does not advance */
+    int delivering;             /* on_save_done running (caller thread) */
     /* COALESCE: the one snapshot waiting for the save in flight (the same
      * on every rank: see coalesce() in mpi_saver.c). */
     ckpt__image pending_image;
@@ -184,6 +185,10 @@ struct ckpt_mpi_saver {
 int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
                       const ckpt_slice_extent *extents, int flags);
 void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s);
+/* CKPT_ESTATE naming `what` when called on `s`'s own background thread
+ * (a log callback calling back into the saver; mpi_save_op.c). */
+int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what);
+
 /* The collective check of ckpt_mpi_saver_check (once). `saving`: NULL, or
  * the save function calling it ("save", "save_async"), which also needs
  * variables: with none registered it fails with CKPT_EINVAL on every rank

@@ -651,6 +651,8 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     int err;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: restore: NULL saver");
+    if (ckpt__mpi_refuse_worker(s, "restore") < 0)
+        return CKPT_ESTATE;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     err = ckpt__mpi_check(s, NULL);
@@ -743,6 +745,8 @@ int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
     if (!s)
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver: restore_latest: NULL saver");
+    if (ckpt__mpi_refuse_worker(s, "restore_latest") < 0)
+        return CKPT_ESTATE;
     /* The variable lists are checked first, also when there is no
      * checkpoint to restore: a mismatch is found before training starts. */
     if (s->op.state != OP_IDLE)

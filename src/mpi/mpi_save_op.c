@@ -53,9 +53,25 @@ static int job_queued(const ckpt_mpi_saver *s)
     return s->job != JOB_NONE && !s->job_done;
 }
 
+/* The saver whose background thread runs on this thread (else NULL). */
+static _Thread_local const ckpt_mpi_saver *worker_of;
+
+int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what)
+{
+    if (worker_of != s)
+        return 0;
+    return ckpt__error(CKPT_ESTATE,
+                       "mpi saver: %s: called on the saver's own background "
+                       "thread (from a log callback), which makes no MPI "
+                       "call of the caller's; call the saver from the "
+                       "thread that saves",
+                       what);
+}
+
 static void *worker_main(void *arg)
 {
     ckpt_mpi_saver *s = arg;
+    worker_of = s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int job;
@@ -321,8 +337,11 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
     s->metrics.write_s_total += res.write_s;
     s->metrics.write_s_last = res.write_s;
     op_reset(op);
-    if (o->on_save_done)
+    if (o->on_save_done) {
+        s->delivering++; /* ckpt_mpi_saver_free refuses to run meanwhile */
         o->on_save_done(&res, o->on_save_done_payload);
+        s->delivering--;
+    }
 }
 
 void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err)

@@ -157,6 +157,8 @@ static int check_usable(const ckpt_mpi_saver *s, const char *what)
 {
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
+    if (ckpt__mpi_refuse_worker(s, what) < 0)
+        return CKPT_ESTATE;
     if (s->closed)
         return ckpt__error(CKPT_ESTATE, "mpi saver: %s after close", what);
     return 0;
@@ -271,8 +273,11 @@ static void cancel_pending(ckpt_mpi_saver *s)
     s->has_pending = 0;
     s->metrics.saves_started--;
     s->metrics.saves_coalesced++;
-    if (o->on_save_done)
+    if (o->on_save_done) {
+        s->delivering++;
         o->on_save_done(&res, o->on_save_done_payload);
+        s->delivering--;
+    }
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);
 }
@@ -442,6 +447,8 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
 {
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
+    if (ckpt__mpi_refuse_worker(s, "poll") < 0)
+        return CKPT_ESTATE;
     ckpt__mpi_op_progress(s);
     ckpt__mpi_busy_ahead(s);
     if (busy_out)
@@ -455,6 +462,8 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
     long round = 0;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
+    if (ckpt__mpi_refuse_worker(s, "wait") < 0)
+        return CKPT_ESTATE;
     if (ckpt__seconds_check(timeout_s, "mpi saver: wait", "timeout_s") < 0)
         return CKPT_EINVAL;
     /* Rank 0 also waits for the deletion of what retention evicted. */
@@ -474,6 +483,8 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
 {
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: close: NULL saver");
+    if (ckpt__mpi_refuse_worker(s, "close") < 0)
+        return CKPT_ESTATE;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     ckpt__mpi_agree_finish(s);
@@ -487,6 +498,19 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
 {
     if (!s)
         return;
+    /* From its own thread (a log callback) or from on_save_done (the
+     * delivery still walks the saver): refused, the saver stays. */
+    if (ckpt__mpi_refuse_worker(s, "free") < 0)
+        return;
+    if (s->delivering > 0) {
+        ckpt__error(CKPT_ESTATE, "mpi saver: free: called from "
+                                 "on_save_done; free the saver after the "
+                                 "call that delivered it");
+        ckpt__log(s->opts.base.log, s->opts.base.log_payload,
+                  s->opts.base.log_level, CKPT_LOG_ERROR, "%s",
+                  ckpt_error_last()->message);
+        return;
+    }
     if (s->comm_op != MPI_COMM_NULL && s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     if (s->comm_ctl != MPI_COMM_NULL)

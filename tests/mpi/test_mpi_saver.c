@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -974,6 +975,75 @@ static void test_checksum_probing_snapshots_verify(void **state)
     free(mine);
 }
 
+/* Calls back into the saver from its own background thread (a log
+ * callback: rank 0 logs retention's deletions there) are refused with
+ * CKPT_ESTATE, and so is freeing it from on_save_done; the saver goes on. */
+typedef struct callbacks_in {
+    ckpt_mpi_saver *s;
+    pthread_t caller;
+    atomic_int from_thread, refused, done_calls, done_refused;
+} callbacks_in;
+
+static void call_back_from_log(int level, const char *message, void *payload)
+{
+    callbacks_in *c = payload;
+    (void)level;
+    (void)message;
+    if (pthread_equal(pthread_self(), c->caller))
+        return;
+    atomic_fetch_add(&c->from_thread, 1);
+    if (ckpt_mpi_saver_save(c->s, 99, NULL) == CKPT_ESTATE &&
+        strstr(ckpt_error_last()->message, "own background thread") &&
+        ckpt_mpi_saver_wait(c->s, -1) == CKPT_ESTATE)
+        atomic_fetch_add(&c->refused, 1);
+    ckpt_mpi_saver_free(c->s); /* refused too */
+}
+
+static void free_from_done(const ckpt_save_result *r, void *payload)
+{
+    callbacks_in *c = payload;
+    (void)r;
+    atomic_fetch_add(&c->done_calls, 1);
+    ckpt_mpi_saver_free(c->s);
+    if (strstr(ckpt_error_last()->message, "called from on_save_done"))
+        atomic_fetch_add(&c->done_refused, 1);
+}
+
+static void test_calls_from_callbacks_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    static callbacks_in c;
+    memset(&c, 0, sizeof(c));
+    c.caller = pthread_self();
+    o.base.max_to_keep = 1;
+    o.base.log = call_back_from_log;
+    o.base.log_payload = &c;
+    o.base.log_level = CKPT_LOG_DEBUG;
+    o.base.on_save_done = free_from_done;
+    o.base.on_save_done_payload = &c;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&c.s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(c.s, &f->m, 0);
+    for (int step = 1; step <= 3; step++) {
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(c.s, step, NULL));
+        assert_ckpt_ok(ckpt_mpi_saver_wait(c.s, -1));
+    }
+    assert_int_equal(atomic_load(&c.done_calls), 3);
+    assert_int_equal(atomic_load(&c.done_refused), 3);
+    if (test_rank() == 0) /* rank 0 deleted steps 1 and 2 on its thread */
+        assert_true(atomic_load(&c.from_thread) >= 2);
+    assert_int_equal(atomic_load(&c.refused), atomic_load(&c.from_thread));
+    assert_ckpt_ok(ckpt_mpi_saver_close(c.s));
+    ckpt_mpi_saver_free(c.s);
+    model_zero(&f->m);
+    c.s = open_saver(f->dir, NULL);
+    model_register(c.s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(c.s, NULL));
+    model_assert(&f->m, 1);
+    ckpt_mpi_saver_free(c.s);
+}
+
 /* Retention: a sync save returns once the new checkpoint is named; rank
  * 0's background thread deletes what it evicted afterwards (deleting a big
  * file can take a third of the save), wait returns only when that is done
@@ -1125,6 +1195,8 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_calls_from_callbacks_refused,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
                                         teardown),
     };
