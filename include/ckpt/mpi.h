@@ -56,9 +56,11 @@ typedef struct ckpt_mpi_saver_options {
     unsigned int version; /**< CKPT_MPI_SAVER_OPTIONS_VERSION */
     /** As for ckpt_saver_open: fs, clock, basename, max_to_keep,
      *  keep_checkpoint_every_n_hours, pad_step_number, absolute_paths, log
-     *  (called on any thread), on_save_done (called on the thread that
-     *  calls save, save_async, poll, wait or close, on every rank, with the
-     *  outcome every rank agreed on). busy_policy: SKIP, WAIT or
+     *  (called on any thread; calls back into the saver from its
+     *  background thread are refused with CKPT_ESTATE), on_save_done
+     *  (called on the thread that calls save, save_async, poll, wait or
+     *  close, on every rank, with the outcome every rank agreed on; it
+     *  must not free the saver: refused). busy_policy: SKIP, WAIT or
      *  COALESCE, decided alike on every rank (one small allreduce per
      *  trigger for SKIP and COALESCE; SKIP's is posted ahead, by the
      *  first poll or wait after the previous save ended, so a trigger
