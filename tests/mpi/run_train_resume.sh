@@ -9,6 +9,7 @@
 #     and leaves the checkpoint as it was;
 #   - SIGTERM to one rank stops every rank at the same step, with a final
 #     checkpoint of that step, and exit status 0;
+#   - a state of about 7 MiB per rank saved at every step: each verifies;
 #   - ranks bound to one core get a note from rank 0, ranks with two none.
 # Usage: run_train_resume.sh CKPT_TRAIN CKPT MPIEXEC [MPIEXEC_FLAGS...]
 set -euo pipefail
@@ -89,6 +90,22 @@ grep -qx "model_checkpoint_path: \"model.ckpt-$n\"" "$tmp/f/checkpoint" ||
 "$ckpt" verify "$tmp/f/model.ckpt-$n" >/dev/null ||
     die "the final checkpoint of step $n does not verify"
 echo "ok: SIGTERM to one rank, all stopped at step $n with its checkpoint"
+
+# A state past the size where the first snapshots are timed fused and plain
+# by turns (about 7 MiB per rank on 2 ranks): every checkpoint of a run
+# that saves at each step (triggers the write in flight skips aside)
+# verifies; the 2nd and 4th once carried the previous save's checksums.
+"$mpiexec" "${flags[@]}" -n 2 "$train" --distributed --dir "$tmp/g" \
+    --steps 12 --save-steps 1 --keep 0 --quiet --hidden 1024 >/dev/null 2>&1 ||
+    die "the run with a larger state failed"
+n=0
+for index in "$tmp"/g/model.ckpt-*.index; do
+    "$ckpt" verify "${index%.index}" >/dev/null ||
+        die "$(basename "$index"): a checkpoint of the larger state does not verify"
+    n=$((n + 1))
+done
+[ "$n" -ge 4 ] || die "the larger state's run kept $n checkpoints, wanted 4 or more"
+echo "ok: a larger state's $n checkpoints verify"
 
 # A rank confined to one core is told so (once, by rank 0); one with two
 # is not. Open MPI on 2 cores or more only: --bind-to none leaves each rank
