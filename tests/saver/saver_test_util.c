@@ -1,6 +1,8 @@
 /* tests/saver/saver_test_util.c - see saver_test_util.h. */
 #include "saver_test_util.h"
 
+#include "common/internal.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +20,10 @@ static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
     g->blocked--;
     if (n > g->largest_write)
         g->largest_write = n;
+    if (g->fail_writes) {
+        pthread_mutex_unlock(&g->mu);
+        return ckpt__error(CKPT_EIO, "write: injected failure");
+    }
     pthread_mutex_unlock(&g->mu);
     return base->write(f, buf, n, base->payload);
 }

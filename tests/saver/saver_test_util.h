@@ -28,6 +28,7 @@ typedef struct gate_fs {
     int data_opens;       /* data files (".data-" in the name) opened */
     int data_direct[32];  /* whether each of the first 32 asked for
                              CKPT_OPEN_DIRECT */
+    int fail_writes;      /* set: every write past the gate fails (EIO) */
 } gate_fs;
 
 void gate_fs_init(gate_fs *g);

@@ -614,6 +614,38 @@ static void test_free_from_on_save_done_refused(void **state)
     ckpt_saver_free(fr.s);
 }
 
+/* COALESCE: the save in flight and the pending one both fail before the
+ * caller asks; the next call returns both, once (the second was dropped). */
+static void test_two_failures_returned_together(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_COALESCE, &f->gate.fwd.fs);
+    const char *msg;
+    fill(f, 1.0f, 1);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    gate_wait_blocked(&f->gate);
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL)); /* pending */
+    pthread_mutex_lock(&f->gate.mu);
+    f->gate.fail_writes = 1;
+    pthread_mutex_unlock(&f->gate.mu);
+    gate_open(&f->gate);
+    assert_ckpt_error(ckpt_saver_wait(s, 0, -1), CKPT_EIO, "injected failure");
+    msg = ckpt_error_last()->message;
+    assert_non_null(strstr(msg, "model.ckpt-1"));
+    assert_non_null(strstr(msg, "; then another save failed too: "));
+    assert_non_null(strstr(strstr(msg, "failed too"), "model.ckpt-2"));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1)); /* returned once */
+    pthread_mutex_lock(&f->gate.mu);
+    f->gate.fail_writes = 0;
+    pthread_mutex_unlock(&f->gate.mu);
+    fill(f, 3.0f, 3);
+    assert_ckpt_ok(ckpt_saver_save(s, 3, NULL));
+    expect_checkpoint(f, 3, 3.0f);
+    ckpt_saver_free(s);
+}
+
 /* add_var checks and the freeze after the first save. */
 static void test_add_var_checks(void **state)
 {
@@ -791,6 +823,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_saver_calls_from_writer_thread_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_from_on_save_done_refused,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_failures_returned_together,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_add_var_total_size_limit, setup,
                                         teardown),
