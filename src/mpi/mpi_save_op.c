@@ -53,12 +53,9 @@ static int job_queued(const ckpt_mpi_saver *s)
     return s->job != JOB_NONE && !s->job_done;
 }
 
-/* The saver whose background thread runs on this thread (else NULL). */
-static _Thread_local const ckpt_mpi_saver *worker_of;
-
 int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what)
 {
-    if (worker_of != s)
+    if (!ckpt__bg_thread_runs_for(s))
         return 0;
     return ckpt__error(CKPT_ESTATE,
                        "mpi saver: %s: called on the saver's own background "
@@ -71,7 +68,6 @@ int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what)
 static void *worker_main(void *arg)
 {
     ckpt_mpi_saver *s = arg;
-    worker_of = s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         int job;

@@ -1,10 +1,29 @@
 /* saver/bg_thread.c - starting and stopping a saver's background thread,
  * the one step both savers' threads (ckpt_saver's writer, the MPI saver's
  * rank thread) take the same way: started once, stopped by setting the
- * saver's `stopping` under its mutex, waking the thread and joining it. */
+ * saver's `stopping` under its mutex, waking the thread and joining it;
+ * and which saver, if any, the calling thread works for (so that a callback
+ * on it calling back into that saver is refused instead of waiting for
+ * itself). */
 #include "saver_internal.h"
 
 #include "common/internal.h"
+
+/* The `arg` (the saver) of the background thread running on this thread;
+ * NULL on every other thread. */
+static _Thread_local const void *running_for;
+
+static void *thread_main(void *p)
+{
+    const ckpt__bg_thread *t = p;
+    running_for = t->arg;
+    return t->main_fn(t->arg);
+}
+
+int ckpt__bg_thread_runs_for(const void *arg)
+{
+    return arg && running_for == arg;
+}
 
 int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
                           void *arg, const char *what)
@@ -12,7 +31,9 @@ int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
     int rc;
     if (t->started)
         return 0;
-    rc = pthread_create(&t->id, NULL, main_fn, arg);
+    t->main_fn = main_fn;
+    t->arg = arg;
+    rc = pthread_create(&t->id, NULL, thread_main, t);
     if (rc != 0)
         return ckpt__error_errno(rc, "%s", what);
     t->started = 1;

@@ -176,10 +176,15 @@ void ckpt__eviction_run(ckpt__eviction *q, ckpt__dir_state *ds,
 typedef struct ckpt__bg_thread {
     pthread_t id;
     int started;
+    void *(*main_fn)(void *);
+    void *arg;
 } ckpt__bg_thread;
 
 int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
                           void *arg, const char *what);
+/* Whether the calling thread is the background thread started with `arg`
+ * (its saver): a callback on it calling back into that saver. */
+int ckpt__bg_thread_runs_for(const void *arg);
 void ckpt__bg_thread_stop(ckpt__bg_thread *t, pthread_mutex_t *mu,
                           pthread_cond_t *cv, int *stopping);
 

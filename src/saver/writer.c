@@ -139,12 +139,9 @@ static void help_with_snapshot(ckpt_saver *s)
     pthread_cond_broadcast(&s->cv);
 }
 
-/* The saver whose writer runs on this thread (NULL on other threads). */
-static _Thread_local const ckpt_saver *writer_of;
-
 int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
 {
-    if (writer_of != s)
+    if (!ckpt__bg_thread_runs_for(s))
         return 0;
     return ckpt__error(CKPT_ESTATE,
                        "%s: called on the saver's own writer thread (from a "
@@ -156,7 +153,6 @@ int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
 static void *writer_main(void *arg)
 {
     ckpt_saver *s = arg;
-    writer_of = s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         ckpt__job *job;
