@@ -642,20 +642,28 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     ckpt_buf_dispose(&key);
 }
 
+/* What both restores do first (`what` names the call): refuse a NULL
+ * saver and the saver's own thread, finish the save in flight, and check
+ * the variable lists (collective; also when there is no checkpoint, so a
+ * mismatch is found before training starts). */
+static int begin_restore(ckpt_mpi_saver *s, const char *what)
+{
+    if (!s)
+        return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
+    if (ckpt__mpi_refuse_worker(s, what) < 0)
+        return CKPT_ESTATE;
+    if (s->op.state != OP_IDLE)
+        ckpt__mpi_op_finish(s);
+    return ckpt__mpi_check(s, NULL);
+}
+
 int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
     char *skip = NULL;
     restore_ctx c;
-    int err;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: restore: NULL saver");
-    if (ckpt__mpi_refuse_worker(s, "restore") < 0)
-        return CKPT_ESTATE;
-    if (s->op.state != OP_IDLE)
-        ckpt__mpi_op_finish(s);
-    err = ckpt__mpi_check(s, NULL);
+    int err = begin_restore(s, "restore");
     if (err < 0)
         return err;
     if (!prefix || !*prefix)
@@ -741,17 +749,7 @@ int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
 int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
-    int err;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: restore_latest: NULL saver");
-    if (ckpt__mpi_refuse_worker(s, "restore_latest") < 0)
-        return CKPT_ESTATE;
-    /* The variable lists are checked first, also when there is no
-     * checkpoint to restore: a mismatch is found before training starts. */
-    if (s->op.state != OP_IDLE)
-        ckpt__mpi_op_finish(s);
-    err = ckpt__mpi_check(s, NULL);
+    int err = begin_restore(s, "restore_latest");
     if (err < 0)
         return err;
     err = ckpt__mpi_latest(s, &prefix);
