@@ -142,14 +142,17 @@ typedef struct ckpt_fs {
                   uint64_t offset, size_t *nread, void *payload);
     /** Optional (NULL: not offered). Give the existing file `from` the
      *  second name `to` in the same directory (a hard link; `to` does not
-     *  exist), durable once the directory is synced. A save that replaces
+     *  exist), durable once the directory is synced; CKPT_ENOTSUP when
+     *  this file system has no hard links. A save that replaces
      *  a checkpoint of the same name (a step saved again, CKPT_NO_STEP)
      *  first links the old one's files under a second name and names that
      *  in the state file while the new files are put in place, so a power
      *  cut at any moment leaves a complete checkpoint named. Without it
-     *  (or when it fails) the old files are removed right before the
-     *  renames, and a power cut in those few milliseconds leaves none of
-     *  that name. Since version 5. */
+     *  (or when it returns CKPT_ENOTSUP) the old files are removed right
+     *  before the renames, and a power cut in those few milliseconds
+     *  leaves none of that name; any other failure (or of the directory
+     *  sync after it) fails the save, the old checkpoint still named and
+     *  whole. Since version 5. */
     int (*link)(const char *from, const char *to, void *payload);
 } ckpt_fs;
 

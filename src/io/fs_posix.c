@@ -452,9 +452,16 @@ static int posix_rename(const char *from, const char *to, void *payload)
 static int posix_link(const char *from, const char *to, void *payload)
 {
     (void)payload;
-    if (link(from, to) != 0)
-        return ckpt__error_errno(errno, "link %s to %s", from, to);
-    return 0;
+    if (link(from, to) == 0)
+        return 0;
+    /* A file system without hard links (vfat, some network ones) says so
+     * in several ways: CKPT_ENOTSUP, which callers may work around, unlike
+     * an I/O error or a full disk. */
+    if (errno == EPERM || errno == ENOSYS || errno == EOPNOTSUPP ||
+        errno == EXDEV || errno == EMLINK)
+        return ckpt__error(CKPT_ENOTSUP, "link %s to %s: %s", from, to,
+                           strerror(errno));
+    return ckpt__error_errno(errno, "link %s to %s", from, to);
 }
 
 static int posix_remove(const char *path, void *payload)

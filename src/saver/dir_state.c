@@ -186,11 +186,18 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
     err = resolve(ds, stored, &prefix);
     if (err == 0)
         err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
-    if (err < 0)
-        CKPT__DS_LOG(ds, CKPT_LOG_WARN, "deleting old checkpoint %s: %s",
+    if (err < 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "deleting old checkpoint %s: %s (tried again at the "
+                     "next save and the next open)",
                      prefix.ptr ? prefix.ptr : stored,
                      ckpt_error_last()->message);
-    else
+        /* Carried in the notes, like a failed save's checkpoint, so the
+         * next commit (or the next open) deletes what is left of it. */
+        if (ckpt__kept_find(&ds->unsure, stored) == ds->unsure.n)
+            (void)kept_push(&ds->unsure, stored, 0.0);
+        ckpt_error_clear();
+    } else
         CKPT__DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s",
                      prefix.ptr);
     ckpt_buf_dispose(&prefix);
@@ -515,8 +522,9 @@ static int set_aside_name(ckpt_buf *out, const char *stored)
  * names the new checkpoint drops the second name (commit_evicting). 1
  * when done; 0 when not possible here (no link in this file system, or
  * the state file on disk may name that name: ds->unsure): nothing
- * changed, forget the old way; an error when the state file could not be
- * written (it is put back; the checkpoint is still listed and whole). */
+ * changed, forget the old way; an error when the links, the directory
+ * sync or the state file failed (the state file is put back; the
+ * checkpoint is still listed and whole). */
 static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
                      const char *prefix)
 {
@@ -553,15 +561,25 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
     }
     /* files of that name nothing names: an earlier set-aside's, cut short */
     (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
-    if (ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr) < 0 ||
-        ckpt__fs_sync_dir(ds->fs, ds->dir) < 0) {
+    err = ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr);
+    if (err == 0)
+        err = ckpt__fs_sync_dir(ds->fs, ds->dir);
+    if (err < 0) {
+        ckpt__saved_error saved;
+        int no_links = err == CKPT_ENOTSUP;
+        ckpt__error_save(&saved);
+        (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
+        ckpt__error_restore(&saved);
+        if (!no_links) /* an I/O error, a full disk: the save fails here,
+                          the old checkpoint still named and whole */
+            goto done;
         CKPT__DS_LOG(ds, CKPT_LOG_DEBUG,
                      "%s: not keeping %s under a second name while it is "
                      "replaced: %s",
                      ds->dir, stored, ckpt_error_last()->message);
-        (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
         ckpt_error_clear();
-        goto done; /* err 0: the old way */
+        err = 0;
+        goto done; /* the old way: this file system has no links */
     }
     {
         char *was = ds->kept.paths[i];

@@ -5,8 +5,9 @@
  * retention evicts (those names too), and removes it once the checkpoint
  * is named and the evicted ones are deleted. Checkpoints of failed saves
  * the state file on disk may name (its update and its rollback both
- * failed: ckpt__dir_state's `unsure`) are carried in every note until a
- * state file is written without them. A crash in between leaves complete
+ * failed: ckpt__dir_state's `unsure`), and evicted checkpoints whose
+ * deletion failed, are carried in every note until a state file is
+ * written without them (and deleted then). A crash in between leaves complete
  * checkpoints the state file does not name; the next open deletes those
  * the note names, and only while the state file it read is intact (or
  * absent: a first save cut short) and does not list them. Complete

@@ -82,9 +82,10 @@ typedef struct ckpt__dir_state {
     char *abs_dir;  /* realpath of dir when absolute paths are written */
     ckpt__kept_list kept;
     ckpt__kept_list unsure; /* failed saves the state file on disk may name
-                               (its update and rollback failed): noted in
-                               every pending note, deleted once a state
-                               file is written without them */
+                               (its update and rollback failed), and
+                               evicted checkpoints whose deletion failed:
+                               noted in every pending note, deleted once a
+                               state file is written without them */
     int max_to_keep;
     double keep_hours;
     ckpt_log_fn log;

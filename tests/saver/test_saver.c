@@ -781,6 +781,98 @@ static void test_overwrite_through_second_name(void **state)
     free(st);
 }
 
+/* The second name's links fail: with an I/O error or a full disk the save
+ * fails (the old way would leave no checkpoint of that name for a moment,
+ * unannounced), naming the file, with the old checkpoint still named and
+ * whole and no second name left; a file system that says it has no links
+ * (CKPT_ENOTSUP) is replaced the old way and the save succeeds. */
+static int link_err;
+static int failing_link(const char *from, const char *to, void *payload)
+{
+    (void)from;
+    (void)to;
+    (void)payload;
+    return link_err;
+}
+
+static void test_second_name_link_fails(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    static ckpt_fs_forward bad_link;
+    ckpt_saver *s;
+    char *st;
+    ckpt_fs_forward_init(&bad_link, NULL);
+    bad_link.fs.link = failing_link;
+    o.fs = &bad_link.fs;
+    s = open_saver(f, &o);
+    f->w[0] = 1.0f;
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+    f->w[0] = 2.0f;
+    link_err = CKPT_ENOSPC;
+    assert_int_equal(ckpt_saver_save(s, 2, NULL), CKPT_ENOSPC);
+    assert_non_null(strstr(ckpt_error_last()->message, "model.ckpt-2.index"));
+    assert_true(first_weight(f->dir, "model.ckpt-2") == 1.0f);
+    assert_int_equal(count_files(f->dir, ".replaced"), 0);
+    st = read_state(f->dir);
+    assert_non_null(strstr(st, "model_checkpoint_path: \"model.ckpt-2\""));
+    free(st);
+    link_err = CKPT_ENOTSUP;
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+    assert_true(first_weight(f->dir, "model.ckpt-2") == 2.0f);
+    assert_int_equal(count_files(f->dir, ".replaced"), 0);
+    ckpt_saver_free(s);
+}
+
+/* An evicted checkpoint whose deletion fails is not forgotten: the next
+ * save deletes it, and so does the next open when a process ends first
+ * (the pending note keeps naming it). */
+static ckpt_fs_forward flaky_remove;
+static int remove_fails; /* removals of "model.ckpt-1.index" left to fail */
+static int flaky_remove_fn(const char *path, void *payload)
+{
+    (void)payload;
+    if (remove_fails > 0 && strstr(path, "model.ckpt-1.index")) {
+        remove_fails--;
+        return CKPT_EIO;
+    }
+    return flaky_remove.base->remove(path, flaky_remove.base->payload);
+}
+
+static void test_failed_eviction_retried(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_fs_forward_init(&flaky_remove, NULL);
+    flaky_remove.fs.remove = flaky_remove_fn;
+    o.fs = &flaky_remove.fs;
+    o.max_to_keep = 1;
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    remove_fails = 1;
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL)); /* a warning, no failure */
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_ckpt_ok(ckpt_saver_save(s, 3, NULL)); /* deleted now */
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-1.data-00000-of-00001"));
+    ckpt_saver_free(s);
+    /* the process ends before another save: the next open deletes it */
+    f->w[0] = 5.0f;
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    remove_fails = 1;
+    assert_ckpt_ok(ckpt_saver_save(s, 4, NULL));
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    ckpt_saver_free(s);
+    s = open_saver(f, &o);
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-1.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "model.ckpt-4.index"));
+    ckpt_saver_free(s);
+}
+
 /* Faults of a save's last steps: `temp_full`, a full disk for the state
  * file's temporary copy only (the checkpoint's data fit);
  * `sync_after_rename`, the directory sync after a rename onto the state
@@ -1645,6 +1737,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_update_failing_before_rename,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_eviction_retried, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_second_name_link_fails, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_through_second_name,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
