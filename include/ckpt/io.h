@@ -163,7 +163,9 @@ CKPT_EXTERN(const ckpt_fs *) ckpt_fs_posix(void);
 CKPT_EXTERN(const ckpt_fs *) ckpt_fs_or_default(const ckpt_fs *fs);
 
 /** Read the whole file at `path` into `out` (appended).
- *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM */
+ *  @return 0, CKPT_ENOTFOUND, CKPT_EIO or CKPT_ENOMEM; CKPT_EINVAL or
+ *  CKPT_EVERSION for a `fs` missing a required member or of an unknown
+ *  version (as everywhere a ckpt_fs is given) */
 CKPT_EXTERN(int)
 ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path);
 

@@ -155,8 +155,11 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
  *  the new files are put in place, and deleted once the new one is named:
  *  a power cut at any moment leaves a complete checkpoint named. (A
  *  ckpt_fs without `link` has a window of a few milliseconds instead,
- *  when no checkpoint of that name exists.) Numbered steps never share a
- *  name. Three saves in a row of one
+ *  when no checkpoint of that name exists.) Those second names are the
+ *  saver's own: files (or a listed checkpoint) of that name in its
+ *  directory are taken for a replacement cut short and deleted, with a
+ *  warning, when that checkpoint is replaced; do not save or copy other
+ *  checkpoints under them. Numbered steps never share a name. Three saves in a row of one
  *  numbered step (a loop that does not advance the step it passes) log a
  *  warning, once per saver. */
 #define CKPT_NO_STEP INT64_MIN

@@ -382,6 +382,8 @@ int ckpt_fs_read_file(ckpt_buf *out, const ckpt_fs *fs, const char *path)
 {
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(path);
+    if (ckpt__fs_check(fs, "ckpt_fs_read_file: fs") < 0)
+        return ckpt_error_last()->code;
     return ckpt__fs_read_file_max(out, fs, path, UINT64_MAX);
 }
 
@@ -433,6 +435,8 @@ int ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     CKPT__CHECK_ARG(path);
     if (n > 0)
         CKPT__CHECK_ARG(data);
+    if (ckpt__fs_check(fs, "ckpt_fs_write_file_atomic: fs") < 0)
+        return ckpt_error_last()->code;
     return ckpt__fs_write_file_atomic(fs, path, data, n, NULL);
 }
 

@@ -559,7 +559,14 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
         ds->kept = without;
         i = ckpt__kept_find(&ds->kept, stored);
     }
-    /* files of that name nothing names: an earlier set-aside's, cut short */
+    /* files of that name nothing names: an earlier set-aside's, cut short
+     * (the name is reserved for that, saver.h CKPT_NO_STEP) */
+    if (index_exists(ds, aside_prefix.ptr) == 1)
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: removing %s, the second name the saver keeps %s "
+                     "under while it is replaced (left by a replacement cut "
+                     "short)",
+                     ds->dir, aside.ptr, stored);
     (void)ckpt__remove_checkpoint_files(ds->fs, aside_prefix.ptr);
     err = ckpt__link_checkpoint_files(ds->fs, prefix, aside_prefix.ptr);
     if (err == 0)

@@ -658,6 +658,24 @@ static void test_incomplete_fs_refused(void **state)
                       "'sync_dir'");
     assert_ckpt_error(ckpt_state_read(&st, &fs, fx->dir), CKPT_EINVAL,
                       "state read: fs: ckpt_fs member 'sync_dir'");
+    {
+        ckpt_buf b = CKPT_BUF_INIT;
+        assert_ckpt_error(ckpt_fs_write_file_atomic(&fs, prefix, "x", 1),
+                          CKPT_EINVAL,
+                          "ckpt_fs_write_file_atomic: fs: ckpt_fs member "
+                          "'sync_dir'");
+        fs.sync_dir = ckpt_fs_posix()->sync_dir;
+        fs.size = NULL;
+        assert_ckpt_error(ckpt_fs_read_file(&b, &fs, prefix), CKPT_EINVAL,
+                          "ckpt_fs_read_file: fs: ckpt_fs member 'size'");
+        fs.size = ckpt_fs_posix()->size;
+        fs.version = 99;
+        assert_ckpt_error(ckpt_fs_read_file(&b, &fs, prefix), CKPT_EVERSION,
+                          "ckpt_fs version 99");
+        fs.version = CKPT_FS_VERSION;
+        fs.sync_dir = NULL;
+        ckpt_buf_dispose(&b);
+    }
     assert_ckpt_error(ckpt_state_write(&fs, fx->dir, &st), CKPT_EINVAL,
                       "'sync_dir'");
     assert_ckpt_ok(ckpt_graph_new(&g));
