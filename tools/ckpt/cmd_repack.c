@@ -266,6 +266,29 @@ static int check_destination(const char *dst)
 }
 
 /* Copy the kept records of `r` into a new bundle at `dst`. */
+/* The record of `e` as the writer takes it, at *data (*n bytes): a
+ * fixed-size tensor read in host byte order into *host (a checkpoint
+ * written on a big-endian machine is rewritten little-endian, as DST's
+ * header says; freed by the caller), any other as stored, in `rec`. */
+static int read_in_host_order(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                              ckpt_buf *rec, void **host, const void **data,
+                              size_t *n)
+{
+    int err;
+    if (ckpt_dtype_size(e->dtype) == 0 || e->size <= 0) {
+        err = ckpt_bundle_reader_read_record(r, e, rec);
+        *data = rec->ptr;
+        *n = rec->size;
+        return err;
+    }
+    *host = malloc((size_t)e->size);
+    if (!*host)
+        return CKPT_ENOMEM;
+    *data = *host;
+    *n = (size_t)e->size;
+    return ckpt_bundle_reader_read_entry(r, e, *host, *n);
+}
+
 static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                         const char *prefix, size_t *kept, int64_t *bytes)
 {
@@ -299,16 +322,19 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     for (size_t i = 0; i < n && rc == 0; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
         ckpt_buf rec = CKPT_BUF_INIT;
+        void *host = NULL;
+        const void *data = NULL;
+        size_t nbytes = 0;
         if (!keep_entry(o, e))
             continue;
-        err = ckpt_bundle_reader_read_record(r, e, &rec);
+        err = read_in_host_order(r, e, &rec, &host, &data, &nbytes);
         if (err < 0) {
             cli_tensor_error("repack", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
             err = ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
-                                                rec.ptr, rec.size);
+                                                data, nbytes);
             if (err < 0) {
                 /* the writer names DST; the tensor comes from PREFIX */
                 cli_error("repack", "copying tensor '%s' of %s: %s",
@@ -316,9 +342,10 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                 rc = cli_exit_code(err);
             } else {
                 *kept += 1;
-                *bytes += (int64_t)rec.size;
+                *bytes += (int64_t)nbytes;
             }
         }
+        free(host);
         ckpt_buf_dispose(&rec);
     }
     if (rc == 0) {
