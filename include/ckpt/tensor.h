@@ -49,6 +49,11 @@ typedef enum ckpt_dtype {
 /** Largest rank the library accepts; deeper shapes are rejected. */
 #define CKPT_MAX_RANK 32
 
+/** The longest tensor name a writer (bundle writer, savers) accepts, in
+ *  bytes: an index entry must fit in one of the index's blocks, which
+ *  readers take up to 32 MiB. Readers accept any name that fits. */
+#define CKPT_MAX_NAME_BYTES (1u << 20)
+
 /** A fully defined shape, outermost dimension first. Rank 0 is a scalar. */
 typedef struct ckpt_shape {
     int rank;                    /**< 0 .. CKPT_MAX_RANK */

@@ -227,6 +227,51 @@ static void test_basename_length(void **state)
     assert_int_equal(count_files(f->dir, ".index"), 2);
 }
 
+/* A tensor name longer than CKPT_MAX_NAME_BYTES is refused by add_var
+ * and by the bundle writer, naming the limit (before, a 33 MiB name
+ * saved "successfully" into a checkpoint no reader could open); the
+ * longest accepted one round-trips. */
+static void test_name_length(void **state)
+{
+    fixture *f = *state;
+    size_t max = CKPT_MAX_NAME_BYTES;
+    char *name = malloc(max + 2);
+    char *prefix = NULL;
+    float x = 1.5f, back = 0.0f;
+    ckpt_var v = {0};
+    ckpt_saver *s = open_with(f, NULL);
+    ckpt_bundle_writer *w = NULL;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_shape scalar = {0};
+    assert_non_null(name);
+    memset(name, 'n', max + 1);
+    name[max + 1] = '\0';
+    v.name = name;
+    v.dtype = CKPT_DT_FLOAT;
+    v.data = &x;
+    assert_ckpt_error(ckpt_saver_add_var(s, &v), CKPT_EINVAL,
+                      "at most CKPT_MAX_NAME_BYTES");
+    ckpt_saver_free(s);
+    assert_true(asprintf(&prefix, "%s/b", f->dir) > 0);
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_error(
+        ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &scalar, &x, sizeof(x)),
+        CKPT_EINVAL, "at most CKPT_MAX_NAME_BYTES");
+    ckpt_bundle_writer_free(w); /* a failed add ends the writer */
+    name[max] = '\0';
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &scalar, &x, sizeof(x)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, name, &back, sizeof(back)));
+    assert_true(back == x);
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    free(name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +284,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_basename_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_length, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
