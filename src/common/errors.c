@@ -116,6 +116,8 @@ int ckpt__code_from_errno(int err)
     case EEXIST:
         return CKPT_EEXISTS;
     case ENOMEM:
+    case EMFILE: /* out of file descriptors: a resource, not the disk */
+    case ENFILE:
         return CKPT_ENOMEM;
     case EINVAL:
         return CKPT_EINVAL;

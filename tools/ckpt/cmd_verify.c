@@ -232,18 +232,26 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         const ckpt_tensor_entry *e = order[i];
         int err = pass_ok ? 0 : check_entry(r, e);
+        /* out of memory or file descriptors: this machine's limit, not a
+         * finding about the checkpoint (exit 2, the tensor not checked) */
+        int not_finding = err < 0 && err != CKPT_ECORRUPT &&
+                          err != CKPT_ENOTFOUND && err != CKPT_EIO &&
+                          err != CKPT_EINVAL;
+        const char *why =
+            not_finding ? ckpt_error_last()->message : unchecked_reason(e);
         num_tensors += cli_entry_listed(e) != 0;
-        if (err == 0 && unchecked_reason(e)) {
+        if ((err == 0 || not_finding) && why) {
             num_unchecked++;
+            if (not_finding)
+                rc = CLI_USAGE;
             if (json) {
                 json_object *u = json_object_new_object();
                 json_object_object_add(u, "name", json_entry_name(e));
-                json_object_object_add(
-                    u, "reason", json_object_new_string(unchecked_reason(e)));
+                json_object_object_add(u, "reason", cli_json_string(why));
                 json_object_array_add(unchecked, u);
             } else {
                 printf("%s: not checked (%s)\n", cli_safe_name(e),
-                       unchecked_reason(e));
+                       cli_safe(why));
             }
             continue;
         }
@@ -264,9 +272,6 @@ static int run(int argc, char **argv)
                                    cli_json_string(ckpt_error_last()->message));
             json_object_array_add(damaged, d);
         }
-        if (err != CKPT_ECORRUPT && err != CKPT_ENOTFOUND && err != CKPT_EIO &&
-            err != CKPT_EINVAL)
-            rc = CLI_USAGE; /* e.g. out of memory: not a finding */
     }
     if (rc == 0 && any_damage)
         rc = CLI_FOUND;
