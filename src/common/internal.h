@@ -31,6 +31,24 @@ void ckpt__free(void *p);
 char *ckpt__strdup(const char *s);
 char *ckpt__strndup(const char *s, size_t n);
 
+/* ---- a name -> position index (name_index.c) ----------------------------
+ * Over names the caller keeps alive and unchanged while indexed. */
+typedef struct ckpt__name_slot {
+    const char *name; /* NULL: empty */
+    size_t pos;
+} ckpt__name_slot;
+typedef struct ckpt__name_index {
+    ckpt__name_slot *slots;
+    size_t nslots; /* 0 or a power of two, at least twice the names */
+} ckpt__name_index;
+/* The position put under `name`, or SIZE_MAX. */
+size_t ckpt__name_index_find(const ckpt__name_index *x, const char *name);
+/* Make room for `count` names in all (call before putting one more). */
+int ckpt__name_index_reserve(ckpt__name_index *x, size_t count);
+/* Put `name` (not yet indexed; room reserved) at `pos`. */
+void ckpt__name_index_put(ckpt__name_index *x, const char *name, size_t pos);
+void ckpt__name_index_dispose(ckpt__name_index *x);
+
 /* ---- errors ------------------------------------------------------------- */
 /* Record `code` with a printf-style message as the thread's last error and
  * return `code`, so a failure reads: return ckpt__error(CKPT_EINVAL, ...). */

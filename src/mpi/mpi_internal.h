@@ -117,8 +117,7 @@ struct ckpt_mpi_saver {
 
     ckpt__mvar *vars;
     size_t nvars, cap_vars;
-    size_t *name_slots; /* hash set of registered names: var index + 1 */
-    size_t nslots;      /* a power of two, at least twice nvars */
+    ckpt__name_index names; /* registered names -> var index */
     int checked;        /* the collective check passed; variables fixed */
     int closed;
     ckpt__mpi_partition *parts; /* rank 0 */

@@ -34,52 +34,6 @@ static const char *kind_label(int kind)
 
 /* ---- registration ------------------------------------------------------ */
 
-/* The registered names, in an open-addressing hash set, so registering n
- * variables costs O(n). */
-static size_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return (size_t)h;
-}
-
-static size_t name_slot(const ckpt_mpi_saver *s, const char *name)
-{
-    size_t i = name_hash(name) & (s->nslots - 1);
-    while (s->name_slots[i] &&
-           strcmp(s->vars[s->name_slots[i] - 1].name, name) != 0)
-        i = (i + 1) & (s->nslots - 1);
-    return i;
-}
-
-static int name_known(const ckpt_mpi_saver *s, const char *name)
-{
-    return s->nslots && s->name_slots[name_slot(s, name)] != 0;
-}
-
-/* Make room for one more name (call before adding it to vars). */
-static int names_reserve(ckpt_mpi_saver *s)
-{
-    size_t n = s->nslots ? s->nslots : 32;
-    size_t *old = s->name_slots, old_n = s->nslots;
-    if (s->nslots && 2 * (s->nvars + 1) <= s->nslots)
-        return 0;
-    while (2 * (s->nvars + 1) > n)
-        n *= 2;
-    s->name_slots = ckpt__calloc(n, sizeof(*s->name_slots));
-    if (!s->name_slots) {
-        s->name_slots = old;
-        return ckpt__error_oom();
-    }
-    s->nslots = n;
-    for (size_t i = 0; i < old_n; i++)
-        if (old[i])
-            s->name_slots[name_slot(s, s->vars[old[i] - 1].name)] = old[i];
-    ckpt__free(old);
-    return 0;
-}
-
 static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
 {
     int64_t n;
@@ -112,7 +66,7 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
                            "mpi saver: variable '%s': no data and no "
                            "read/write callbacks",
                            var->name);
-    if (name_known(s, var->name))
+    if (ckpt__name_index_find(&s->names, var->name) != SIZE_MAX)
         return ckpt__error(CKPT_EEXISTS,
                            "mpi saver: variable '%s' is already "
                            "registered",
@@ -186,7 +140,7 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
     int64_t bytes;
     int err = check_var(s, var);
     if (err == 0)
-        err = names_reserve(s);
+        err = ckpt__name_index_reserve(&s->names, s->nvars + 1);
     if (err < 0)
         return err;
     if (s->nvars == s->cap_vars) {
@@ -229,7 +183,7 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
                (kind == CKPT__MPI_PARTITIONED &&
                 (bytes > 0 || (v->whole && s->rank == 0)));
     s->nvars++;
-    s->name_slots[name_slot(s, v->name)] = s->nvars;
+    ckpt__name_index_put(&s->names, v->name, s->nvars - 1);
     return 0;
 }
 
@@ -252,7 +206,7 @@ void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s)
         ckpt_buf_dispose(&s->vars[i].key);
     }
     ckpt__free(s->vars);
-    ckpt__free(s->name_slots);
+    ckpt__name_index_dispose(&s->names);
     parts_dispose(s);
     ckpt__free(s->owned);
     ckpt__free(s->owned_idx);

@@ -12,10 +12,8 @@
 
 static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
 {
-    for (size_t i = 0; i < s->nvars; i++)
-        if (strcmp(s->vars[i].name, name) == 0)
-            return &s->vars[i];
-    return NULL;
+    size_t i = ckpt__name_index_find(&s->var_names, name);
+    return i < s->nvars ? &s->vars[i] : NULL;
 }
 
 static int check_var(ckpt_bundle_reader *r, const char *prefix,

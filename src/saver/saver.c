@@ -209,11 +209,10 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
         return ckpt__error(CKPT_EINVAL,
                            "add_var '%s': neither data nor a read callback",
                            var->name);
-    for (size_t i = 0; i < s->nvars; i++)
-        if (strcmp(s->vars[i].name, var->name) == 0)
-            return ckpt__error(CKPT_EEXISTS,
-                               "add_var '%s': a variable of that name exists",
-                               var->name);
+    if (ckpt__name_index_find(&s->var_names, var->name) != SIZE_MAX)
+        return ckpt__error(CKPT_EEXISTS,
+                           "add_var '%s': a variable of that name exists",
+                           var->name);
     /* Offsets in the data file are int64, and COALESCE stages two images
      * of the whole state: the sum must stay below half of INT64_MAX. */
     if ((uint64_t)bytes > CKPT__MAX_STATE_BYTES - s->image_bytes)
@@ -224,6 +223,8 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
                            var->name, (long long)bytes,
                            (unsigned long long)s->image_bytes,
                            (unsigned long long)CKPT__MAX_STATE_BYTES);
+    if (ckpt__name_index_reserve(&s->var_names, s->nvars + 1) < 0)
+        return ckpt_error_last()->code;
     if (s->nvars == s->cap_vars) {
         size_t cap = s->cap_vars ? s->cap_vars * 2 : 16;
         ckpt__var *p = ckpt__realloc(s->vars, cap * sizeof(*p));
@@ -242,6 +243,7 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     v->bytes = (uint64_t)bytes;
     v->offset = s->image_bytes;
     s->image_bytes += (uint64_t)bytes;
+    ckpt__name_index_put(&s->var_names, v->name, s->nvars);
     s->nvars++;
     return 0;
 }
@@ -634,6 +636,7 @@ void ckpt_saver_free(ckpt_saver *s)
     for (size_t i = 0; i < s->nvars; i++)
         ckpt__free(s->vars[i].name);
     ckpt__free(s->vars);
+    ckpt__name_index_dispose(&s->var_names);
     ckpt__free(s->pieces);
     for (int i = 0; i < s->num_images; i++)
         ckpt__image_free(&s->images[i]);

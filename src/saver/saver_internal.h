@@ -405,6 +405,7 @@ struct ckpt_saver {
 
     ckpt__var *vars;
     size_t nvars, cap_vars;
+    ckpt__name_index var_names; /* each var's name -> its index */
     uint64_t image_bytes; /* sum of record sizes */
     int frozen;           /* variables fixed after the first save */
     int need_cleanup;     /* a save failed: sweep temp files before the
