@@ -28,6 +28,7 @@ void ckpt_graph_free(ckpt_graph *g)
     for (size_t i = 0; i < g->num_vars; i++)
         ckpt__free((char *)g->vars[i].name);
     ckpt__free(g->vars);
+    ckpt__name_index_dispose(&g->names);
     ckpt__graph_forget_agreement(g);
     ckpt__free(g);
 }
@@ -150,6 +151,8 @@ int ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var)
     if (ckpt_graph_find(g, var->name))
         return ckpt__error(CKPT_EEXISTS, "graph: variable '%s' already exists",
                            var->name);
+    if (ckpt__name_index_reserve(&g->names, g->num_vars + 1) < 0)
+        return ckpt_error_last()->code;
     if (g->num_vars == g->cap_vars) {
         size_t cap = g->cap_vars ? g->cap_vars * 2 : 8;
         ckpt_var *vars = ckpt__realloc(g->vars, cap * sizeof(*vars));
@@ -163,6 +166,7 @@ int ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var)
         return ckpt__error_oom();
     g->vars[g->num_vars] = *var;
     g->vars[g->num_vars].name = name;
+    ckpt__name_index_put(&g->names, name, g->num_vars);
     g->num_vars++;
     return 0;
 }
@@ -231,10 +235,10 @@ const ckpt_var *ckpt_graph_find(const ckpt_graph *g, const char *name)
 {
     if (!g || !name)
         return NULL;
-    for (size_t i = 0; i < g->num_vars; i++)
-        if (strcmp(g->vars[i].name, name) == 0)
-            return &g->vars[i];
-    return NULL;
+    {
+        size_t i = ckpt__name_index_find(&g->names, name);
+        return i < g->num_vars ? &g->vars[i] : NULL;
+    }
 }
 
 int ckpt_graph_is_frozen(const ckpt_graph *g)

@@ -35,6 +35,7 @@ struct ckpt_graph {
     ckpt_var *vars; /* names are owned copies */
     size_t num_vars;
     size_t cap_vars;
+    ckpt__name_index names; /* each var's name -> its index */
     int64_t *global_step; /* borrowed storage, NULL when none */
     int frozen;
     ckpt__graph_agreement agreed;
