@@ -103,22 +103,33 @@ static const char *last_component(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* Whether a path of the state file names the checkpoint `name` (this
- * directory's: compared by last component, however the path is spelled). */
-static int listed_by_state(const ckpt_state *listed, const char *name)
+/* Index the last components of the state file's paths (this directory's
+ * checkpoints, however each path is spelled), so checking every name of
+ * a long note against a long list costs O(names + paths). */
+static int index_listed(ckpt__name_index *x, const ckpt_state *listed)
 {
-    const char *base = last_component(name);
-    if (listed->model_checkpoint_path &&
-        strcmp(last_component(listed->model_checkpoint_path), base) == 0)
-        return 1;
-    for (size_t i = 0; i < listed->num_paths; i++)
-        if (strcmp(last_component(listed->all_paths[i]), base) == 0)
-            return 1;
+    int err = ckpt__name_index_reserve(x, listed->num_paths + 1);
+    if (err < 0)
+        return err;
+    if (listed->model_checkpoint_path)
+        ckpt__name_index_put(x, last_component(listed->model_checkpoint_path),
+                             0);
+    for (size_t i = 0; i < listed->num_paths; i++) {
+        const char *base = last_component(listed->all_paths[i]);
+        if (ckpt__name_index_find(x, base) == SIZE_MAX)
+            ckpt__name_index_put(x, base, 0);
+    }
     return 0;
 }
 
+/* Whether a path of the state file names the checkpoint `name`. */
+static int listed_by_state(const ckpt__name_index *listed, const char *name)
+{
+    return ckpt__name_index_find(listed, last_component(name)) != SIZE_MAX;
+}
+
 /* Delete the checkpoint `name` the note gives, when nothing names it. */
-static void remove_noted(ckpt__dir_state *ds, const ckpt_state *listed,
+static void remove_noted(ckpt__dir_state *ds, const ckpt__name_index *listed,
                          const char *name)
 {
     ckpt_buf prefix = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
@@ -149,13 +160,15 @@ static void remove_noted(ckpt__dir_state *ds, const ckpt_state *listed,
 void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
+    ckpt__name_index names = {0};
     ckpt__saved_error saved;
     int err;
     ckpt__error_save(&saved);
     err = note_path(ds, &path);
     if (err == 0)
         err = ckpt__fs_read_file_max(&text, ds->fs, path.ptr, NOTE_MAX);
-    if (err == 0 && listed) {
+    /* out of memory for the index: the note is dropped, nothing deleted */
+    if (err == 0 && listed && index_listed(&names, listed) == 0) {
         char *p = text.ptr, *end = text.ptr + text.size;
         while (p < end) {
             char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -163,12 +176,13 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed)
                 break; /* a cut last line: not a name */
             *nl = '\0';
             if (strlen(p) == (size_t)(nl - p))
-                remove_noted(ds, listed, p);
+                remove_noted(ds, &names, p);
             p = nl + 1;
         }
     }
     if (err != CKPT_ENOTFOUND && path.ptr) /* read or not: done with */
         ckpt__fs_remove_quiet(ds->fs, path.ptr);
+    ckpt__name_index_dispose(&names);
     ckpt_buf_dispose(&path);
     ckpt_buf_dispose(&text);
     ckpt__error_restore(&saved);
