@@ -31,6 +31,10 @@ void ckpt__free(void *p);
 char *ckpt__strdup(const char *s);
 char *ckpt__strndup(const char *s, size_t n);
 
+/* CKPT_EINVAL when `name` is longer than CKPT_MAX_NAME_BYTES, naming
+ * `who` and the name's start (name_index.c); else 0. */
+int ckpt__check_name_length(const char *who, const char *name);
+
 /* ---- a name -> position index (name_index.c) ----------------------------
  * Over names the caller keeps alive and unchanged while indexed. */
 typedef struct ckpt__name_slot {

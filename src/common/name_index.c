@@ -1,10 +1,24 @@
-/* common/name_index.c - a name -> position index (open addressing, FNV-1a)
- * over names the caller keeps alive, so registering n variables and
- * looking names up cost O(1) each instead of a scan of everything
- * registered (the savers' variable lists). */
+/* common/name_index.c - tensor names as writers take them: the length
+ * limit, and a name -> position index (open addressing, FNV-1a) over names
+ * the caller keeps alive, so registering n variables and looking names up
+ * cost O(1) each instead of a scan of everything registered (the savers'
+ * variable lists, the graph). */
 #include "internal.h"
 
+#include "ckpt/tensor.h"
+
 #include <string.h>
+
+int ckpt__check_name_length(const char *who, const char *name)
+{
+    size_t n = strlen(name);
+    if (n <= CKPT_MAX_NAME_BYTES)
+        return 0;
+    return ckpt__error(CKPT_EINVAL,
+                       "%s: a tensor name of %zu bytes (starting '%.40s'): "
+                       "at most CKPT_MAX_NAME_BYTES (%u)",
+                       who, n, name, CKPT_MAX_NAME_BYTES);
+}
 
 static size_t name_hash(const char *s)
 {

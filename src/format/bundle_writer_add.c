@@ -80,11 +80,8 @@ static int check_name(ckpt_bundle_writer *w, const char *name)
         return ckpt__error(CKPT_EINVAL, "%s: tensor name is %s", w->prefix,
                            name ? "empty" : "NULL");
     n = strlen(name);
-    if (n > CKPT_MAX_NAME_BYTES)
-        return ckpt__error(CKPT_EINVAL,
-                           "%s: tensor name of %zu bytes (starting '%.40s'): "
-                           "at most CKPT_MAX_NAME_BYTES (%u)",
-                           w->prefix, n, name, CKPT_MAX_NAME_BYTES);
+    if (ckpt__check_name_length(w->prefix, name) < 0)
+        return CKPT_EINVAL;
     if (w->nslots && w->slots[find_slot(w, name, n)] != 0)
         return ckpt__error(CKPT_EEXISTS, "%s: tensor '%s' was already added",
                            w->prefix, name);

@@ -43,11 +43,8 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
         return ckpt__error(CKPT_EINVAL, "mpi saver: add: var is NULL");
     if (!var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "mpi saver: variable without a name");
-    if (strlen(var->name) > CKPT_MAX_NAME_BYTES)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: a variable name of %zu bytes (starting "
-                           "'%.40s'): at most CKPT_MAX_NAME_BYTES (%u)",
-                           strlen(var->name), var->name, CKPT_MAX_NAME_BYTES);
+    if (ckpt__check_name_length("mpi saver", var->name) < 0)
+        return CKPT_EINVAL;
     if (s->checked || s->closed)
         return ckpt__error(CKPT_ESTATE,
                            "mpi saver: variable '%s': variables are fixed "

@@ -186,11 +186,8 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     CKPT__CHECK_ARG(var);
     if (!var->name || !*var->name)
         return ckpt__error(CKPT_EINVAL, "add_var: variable without a name");
-    if (strlen(var->name) > CKPT_MAX_NAME_BYTES)
-        return ckpt__error(CKPT_EINVAL,
-                           "add_var: a name of %zu bytes (starting '%.40s'): "
-                           "at most CKPT_MAX_NAME_BYTES (%u)",
-                           strlen(var->name), var->name, CKPT_MAX_NAME_BYTES);
+    if (ckpt__check_name_length("add_var", var->name) < 0)
+        return CKPT_EINVAL;
     if (s->frozen)
         return ckpt__error(CKPT_ESTATE,
                            "add_var '%s': variables are fixed after the first "
