@@ -149,9 +149,8 @@ CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
  *  save on every rank with that rank's message; nothing is named then and
  *  the previous checkpoint stays the latest. On success `prefix_out` (may
  *  be NULL) receives the prefix. An earlier asynchronous save still in
- *  flight is finished first; its failure is not returned here (ranks may
- *  learn an outcome at different calls) but by the next poll, wait or
- *  close, and the save goes ahead. A step saved again replaces its checkpoint as
+ *  flight is finished first; its failure is not returned here but by the
+ *  next save_async, wait or close, and the save goes ahead. A step saved again replaces its checkpoint as
  *  with ckpt_saver_save; three saves in a row of one step (sync or async)
  *  draw one warning, logged by rank 0.
  *  @return 0, or an error as ckpt_saver_save's */
@@ -170,24 +169,32 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  keeps the snapshot as its one pending snapshot (replacing an older
  *  pending one, reported with CKPT_ECANCELED), written after the save in
  *  flight.
- *  An earlier save's failure is not returned here but by the next poll,
- *  wait or close.
+ *  An earlier asynchronous save's failure is returned here, once and on
+ *  every rank alike, nothing dispatched, at the first trigger where no
+ *  rank has a save in flight (with CKPT_BUSY_WAIT, the first trigger after
+ *  the failed save: every rank finishes it first); wait and close return
+ *  it too, poll never (ranks learn an outcome at different calls, and a
+ *  data-parallel loop must stop at the same step on every rank).
  *  @return 0 when dispatched, CKPT_EBUSY (skipped), CKPT_ENOTSUP (thread
- *          level below MPI_THREAD_FUNNELED) or a snapshot error */
+ *          level below MPI_THREAD_FUNNELED), an earlier save's failure
+ *          (once, nothing dispatched) or a snapshot error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                           uint64_t *ticket_out);
 
 /** Progress the save in flight without blocking (local; the other ranks
- *  progress theirs in their own calls) and deliver finished outcomes.
+ *  progress theirs in their own calls) and deliver finished outcomes to
+ *  on_save_done. A failure is kept for the next save_async, wait or close,
+ *  which return it on every rank alike.
  *  `*busy_out` (may be NULL): 1 while a save is in flight.
- *  @return 0 or a save failure not yet returned (once) */
+ *  @return 0, or CKPT_EINVAL / CKPT_ESTATE for a bad call */
 CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
 
 /** Wait until the save in flight has an outcome (collective in effect: it
  *  needs the other ranks to progress theirs) and, on rank 0, until the
  *  checkpoints retention evicted are deleted, at most `timeout_s` seconds
- *  (< 0: bounded only by collective_timeout_s).
+ *  (< 0: bounded only by collective_timeout_s). With `timeout_s` < 0
+ *  every rank returns a failure not yet returned alike.
  *  @return 0, CKPT_ETIMEDOUT or a save failure not yet returned (once) */
 CKPT_EXTERN(int) ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s);
 

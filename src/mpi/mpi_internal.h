@@ -67,6 +67,15 @@ typedef struct ckpt__mpi_status {
     char msg[CKPT__MPI_MSG];
 } ckpt__mpi_status;
 
+/* Failed asynchronous saves not yet returned (mpi_failures.c). */
+#define CKPT__MPI_KEPT_FAILURES 4
+typedef struct ckpt__mpi_failures {
+    uint64_t delivered; /* failed async saves whose outcome this rank has */
+    uint64_t returned;  /* of those, returned to the caller */
+    size_t nkept;       /* the first unreturned ones, whole */
+    ckpt__mpi_status kept[CKPT__MPI_KEPT_FAILURES];
+} ckpt__mpi_failures;
+
 enum ckpt__op_state {
     OP_IDLE = 0,
     OP_WRITING,     /* the background thread writes this rank's file */
@@ -118,7 +127,7 @@ struct ckpt_mpi_saver {
     ckpt__mvar *vars;
     size_t nvars, cap_vars;
     ckpt__name_index names; /* registered names -> var index */
-    int checked;        /* the collective check passed; variables fixed */
+    int checked;            /* the collective check passed; variables fixed */
     int closed;
     ckpt__mpi_partition *parts; /* rank 0 */
     size_t nparts;
@@ -150,8 +159,7 @@ struct ckpt_mpi_saver {
     double pending_blocking_s;
     int pending_err;               /* its snapshot failed: reported by its op */
     ckpt__mpi_status last_outcome; /* of the last save delivered */
-    int pending_error;             /* a failed async save not yet returned */
-    char pending_msg[4 * CKPT__MPI_MSG]; /* room for a later failure too */
+    ckpt__mpi_failures failures;   /* failed async saves to return */
     ckpt_saver_metrics metrics;
     /* SKIP: the next trigger's busy agreement (mpi_busy.c). */
     MPI_Request busy_req;
@@ -292,6 +300,14 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
 
 /* The snapshot is taken (local_err 0: write it) or failed (local_err:
  * report it to the agreement). */
+/* mpi_failures.c: keep a failed async save's outcome (`step`: its step);
+ * return the failures numbered below `upto` (or all) as one error, 0 if
+ * none is left. */
+void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
+                           int64_t step);
+int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto);
+int ckpt__mpi_failures_take_all(ckpt__mpi_failures *f);
+
 void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err);
 /* Start the op's agreement once its write is done; advance it without
  * blocking. Returns 1 when the op has an outcome (delivered), else 0. */

@@ -316,18 +316,8 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
         ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
                   "%s: distributed save failed: %s", op->prefix.ptr,
                   op->outcome.msg);
-        if (op->is_async && s->pending_error == 0) {
-            s->pending_error = op->outcome.code;
-            snprintf(s->pending_msg, sizeof(s->pending_msg), "%s",
-                     op->outcome.msg);
-        } else if (op->is_async) {
-            /* One failure is still to be returned: this one is returned
-             * with it (its code stays the first's), not lost. */
-            size_t used = strlen(s->pending_msg);
-            snprintf(s->pending_msg + used, sizeof(s->pending_msg) - used,
-                     "; then step %" PRId64 " failed too: %s", op->step,
-                     op->outcome.msg);
-        }
+        if (op->is_async)
+            ckpt__mpi_failure_add(&s->failures, &op->outcome, op->step);
     }
     s->last_outcome = op->outcome;
     s->metrics.write_s_total += res.write_s;

@@ -6,15 +6,15 @@
  *
  * Outcomes: every rank gets rank 0's verdict on each save. A synchronous
  * save returns it; an asynchronous one reports it to on_save_done and, when
- * it failed, returns it once from the next poll, wait or close. save and
- * save_async never return an earlier save's failure instead of saving:
- * whether a save starts must be decided the same way on every rank, and
- * ranks may learn an outcome at different calls. */
+ * it failed, returns it once from a call that is the same on every rank
+ * (take_pending): ranks learn an outcome at different calls, so poll never
+ * returns it. */
 #include "mpi_internal.h"
 
 #include "io/fs_internal.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
@@ -174,6 +174,21 @@ int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
 
 /* ---- saves ------------------------------------------------------------- */
 
+/* The failed asynchronous saves this rank has and has not returned, as
+ * one error (0: none). Called only where every rank has delivered the
+ * same ones (mpi_failures.c): wait and close (each finishes its own save
+ * first), and a save_async trigger at which the ranks agreed that none has
+ * a save in flight; never poll. */
+static int take_pending(ckpt_mpi_saver *s)
+{
+    return ckpt__mpi_failures_take_all(&s->failures);
+}
+
+static int has_pending_failure(const ckpt_mpi_saver *s)
+{
+    return s->failures.delivered > s->failures.returned;
+}
+
 static int checkpoint_names(ckpt_mpi_saver *s, int64_t step, ckpt_buf *stored,
                             ckpt_buf *prefix)
 {
@@ -224,7 +239,6 @@ static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     ckpt__mpi_op_start(s, err);
 }
 
-/* Name the save and snapshot this rank's part, then start its op. */
 /* A snapshot taken into s->image (or a failure) becomes the save in
  * flight: counted, numbered and started. */
 static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
@@ -234,6 +248,7 @@ static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
     start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
 }
 
+/* Snapshot this rank's part, then start its op. */
 static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
                      int local_err)
 {
@@ -307,11 +322,15 @@ static void keep_pending(ckpt_mpi_saver *s, int64_t step, int err,
  * a save; busy: the snapshot becomes its pending one), so it snapshots
  * while the agreement completes. A rank holding one waits for the answer:
  * when other ranks already started theirs (their save in flight ended),
- * it catches up first (its verdict is on its way), then replaces it. */
-static void save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
-                          uint64_t *ticket_out)
+ * it catches up first (its verdict is on its way), then replaces it.
+ * The same allreduce finds how many failed saves every rank has delivered
+ * (the smallest count): if some are not yet returned, every rank returns
+ * them now and dispatches nothing (a stream of triggers may never find
+ * every rank idle). */
+static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
+                         uint64_t *ticket_out)
 {
-    int mine[3], all[3];
+    int mine[4], all[4];
     int busy = s->op.state != OP_IDLE;
     double blocking_s = 0.0;
     int err = local_err;
@@ -320,22 +339,28 @@ static void save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     mine[0] = busy || s->has_pending;
     mine[1] = s->has_pending;
     mine[2] = -s->has_pending;
-    MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MAX, s->comm_ctl, &req);
+    mine[3] = -(int)(s->failures.delivered < INT_MAX ? s->failures.delivered
+                                                     : INT_MAX);
+    MPI_Iallreduce(mine, all, 4, MPI_INT, MPI_MAX, s->comm_ctl, &req);
     if (!s->has_pending) {
         if (err == 0)
             err =
                 snapshot(s, busy ? &s->pending_image : &s->image, &blocking_s);
         ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+        if ((uint64_t)-all[3] > s->failures.returned)
+            return ckpt__mpi_failures_take(&s->failures, (uint64_t)-all[3]);
         if (busy) {
             keep_pending(s, step, err, blocking_s, ticket_out);
-            return;
+            return 0;
         }
         launch(s, step, 1, blocking_s, err);
         if (ticket_out)
             *ticket_out = s->op.ticket;
-        return;
+        return 0;
     }
     ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
+    if ((uint64_t)-all[3] > s->failures.returned)
+        return ckpt__mpi_failures_take(&s->failures, (uint64_t)-all[3]);
     if (all[2] == 0) /* some ranks started it, others not yet */
         while (s->has_pending && !ckpt__mpi_op_progress(s))
             ckpt__mpi_pause(&round);
@@ -344,6 +369,7 @@ static void save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     if (err == 0)
         err = snapshot(s, &s->pending_image, &blocking_s);
     keep_pending(s, step, err, blocking_s, ticket_out);
+    return 0;
 }
 
 int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
@@ -386,6 +412,8 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
     if (!busy && err == 0)
         err = snapshot(s, &s->image, &blocking_s);
     any = ckpt__mpi_busy_decide(s);
+    if (!any && has_pending_failure(s))
+        return take_pending(s); /* no rank busy: all have it */
     if (!any) {
         launch(s, step, 1, blocking_s, err);
         if (ticket_out)
@@ -422,25 +450,16 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
     err = ckpt__mpi_thread_start(s);
     if (s->opts.base.busy_policy == CKPT_BUSY_SKIP)
         return save_skip(s, step, err, ticket_out);
-    if (s->opts.base.busy_policy == CKPT_BUSY_COALESCE) {
-        save_coalesce(s, step, err, ticket_out);
-        return 0;
-    }
+    if (s->opts.base.busy_policy == CKPT_BUSY_COALESCE)
+        return save_coalesce(s, step, err, ticket_out);
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
+    if (has_pending_failure(s))
+        return take_pending(s); /* every rank finished its save: all have it */
     begin_op(s, step, 1, err);
     if (ticket_out)
         *ticket_out = s->op.ticket;
     return 0;
-}
-
-static int take_pending(ckpt_mpi_saver *s)
-{
-    int code = s->pending_error;
-    if (code == 0)
-        return 0;
-    s->pending_error = 0;
-    return ckpt__error(code, "%s", s->pending_msg);
 }
 
 int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
@@ -453,7 +472,7 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
     ckpt__mpi_busy_ahead(s);
     if (busy_out)
         *busy_out = s->op.state != OP_IDLE || s->has_pending;
-    return take_pending(s);
+    return 0;
 }
 
 int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)

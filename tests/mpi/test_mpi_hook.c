@@ -12,11 +12,14 @@
 
 #include "ckpt/hooks.h"
 #include "common/internal.h"
+#include "support/fs_fault.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct state {
     int64_t global_step;
@@ -88,13 +91,15 @@ typedef struct run_opts {
  * weights (replicated) and data position (per rank), its ckpt_saver
  * handle, and a graph with st's global step. WAIT: every trigger saves
  * (SKIP would skip while one is in flight, and these steps take no time). */
-static void open_job(const char *dir, state *st, ckpt_mpi_saver **s,
-                     ckpt_saver **handle, ckpt_graph **g)
+static void open_job_with(const char *dir, state *st, int policy,
+                          const ckpt_fs *fs, ckpt_mpi_saver **s,
+                          ckpt_saver **handle, ckpt_graph **g)
 {
     static const int64_t w_dims[] = {8};
     ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_var v;
-    so.base.busy_policy = CKPT_BUSY_WAIT;
+    so.base.busy_policy = policy;
+    so.base.fs = fs;
     assert_ckpt_ok(ckpt_mpi_saver_open(s, MPI_COMM_WORLD, dir, &so));
     v = model_var("global_step", CKPT_DT_INT64, 0, NULL, &st->global_step);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(*s, &v));
@@ -105,6 +110,12 @@ static void open_job(const char *dir, state *st, ckpt_mpi_saver **s,
     assert_ckpt_ok(ckpt_mpi_saver_as_saver(*s, handle));
     assert_ckpt_ok(ckpt_graph_new(g));
     assert_ckpt_ok(ckpt_graph_create_global_step(*g, &st->global_step));
+}
+
+static void open_job(const char *dir, state *st, ckpt_mpi_saver **s,
+                     ckpt_saver **handle, ckpt_graph **g)
+{
+    open_job_with(dir, st, CKPT_BUSY_WAIT, NULL, s, handle, g);
 }
 
 /* The saver's metrics into *mt, then close and free the job. */
@@ -324,6 +335,93 @@ static void test_hook_local_error_does_not_split_ranks(void **state_)
     shared_dir_remove(dir);
 }
 
+/* A step of train_step whose length differs by rank (rank 0 the
+ * slowest), so the ranks reach the outcome of a save at different steps
+ * of their own, as ranks of a real job do between collectives. */
+static int uneven_step(ckpt_step_context *sc, void *payload)
+{
+    usleep((useconds_t)(200 * (test_size() - test_rank())));
+    return train_step(sc, payload);
+}
+
+/* An asynchronous save that fails on the last rank only (its data file
+ * cannot be created): under every busy policy, every rank's session run
+ * returns that failure at the same step (a data-parallel loop stopping at
+ * one rank's step would leave the others in its next collective), and no
+ * checkpoint of the failed step is named. */
+static void test_hook_async_failure_same_step(void **state_)
+{
+    static const int policies[3] = {CKPT_BUSY_WAIT, CKPT_BUSY_SKIP,
+                                    CKPT_BUSY_COALESCE};
+    static const char *names[3] = {"wait", "skip", "coalesce"};
+    char *dir = shared_dir_make();
+    int victim = test_size() - 1;
+    (void)state_;
+    for (int p = 0; p < 3; p++) {
+        ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+        ckpt_fs_fault *ff = NULL;
+        ckpt_mpi_saver *s = NULL;
+        ckpt_saver *handle = NULL;
+        ckpt_graph *g = NULL;
+        ckpt_monitored_session *ms = NULL;
+        ckpt_hook hook;
+        ckpt_saver_metrics mt;
+        char needle[32];
+        int64_t failed_at = -1, *all;
+        int err = 0;
+        state st;
+        char *sub = make_sub(dir, names[p]);
+        memset(&st, 0, sizeof(st));
+        assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+        open_job_with(sub, &st, policies[p], ckpt_fs_fault_fs(ff), &s, &handle,
+                      &g);
+        ho.saver = handle;
+        ho.save_steps = 4;
+        ho.mode = CKPT_SAVE_ASYNC;
+        sess.checkpoint_dir = sub;
+        sess.scaffold.saver = handle;
+        if (test_rank() != 0)
+            sess.log_level = CKPT_LOG_OFF;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, &sess));
+        /* Step 0's checkpoint is durable; the victim's next data file
+         * (step 4's: every policy dispatches that save) fails. */
+        assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+        if (test_rank() == victim)
+            ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE),
+                               EIO, 0, 0);
+        for (int i = 0; i < 400 && err == 0; i++) {
+            err = ckpt_monitored_session_run(ms, NULL, uneven_step, &st, NULL);
+            if (err < 0)
+                failed_at = st.global_step;
+        }
+        snprintf(needle, sizeof(needle), "rank %d: ", victim);
+        assert_ckpt_error(err, CKPT_EIO, needle);
+        all = calloc((size_t)test_size(), sizeof(*all));
+        assert_non_null(all);
+        MPI_Allgather(&failed_at, 1, MPI_INT64_T, all, 1, MPI_INT64_T,
+                      MPI_COMM_WORLD);
+        for (int r = 0; r < test_size(); r++)
+            assert_int_equal(all[r], failed_at);
+        free(all);
+        assert_ckpt_error(ckpt_monitored_session_close(ms, err), CKPT_EIO,
+                          needle);
+        ckpt_monitored_session_free(ms);
+        close_job(s, g, &mt);
+        assert_int_equal(mt.saves_failed, 1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (test_rank() == 0) {
+            assert_true(has_checkpoint(sub, 0));
+            assert_false(has_checkpoint(sub, 4));
+            assert_false(has_checkpoint(sub, (int)failed_at));
+        }
+        ckpt_fs_fault_free(ff);
+        free(sub);
+    }
+    shared_dir_remove(dir);
+}
+
 /* ckpt_training_session_new (MonitoredTrainingSession) over the handle
  * as its scaffold saver: its checkpoint hook writes through it on every
  * rank, and a second job resumes from it. */
@@ -472,6 +570,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hook_abandoned_then_resumed),
         cmocka_unit_test(test_hook_seconds_decided_by_rank0),
         cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
+        cmocka_unit_test(test_hook_async_failure_same_step),
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
         cmocka_unit_test(test_session_refuses_saver_without_global_step),

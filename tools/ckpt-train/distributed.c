@@ -229,6 +229,16 @@ static int fail(int rank, const char *what)
     return 1;
 }
 
+/* Whether `ok` holds on every rank. A step every rank takes before and
+ * after the session's creation: that restores collectively, and a rank
+ * that stopped on a local error would leave the others waiting in it. */
+static int ok_on_every_rank(int ok)
+{
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all_ok;
+}
+
 /* Whether every rank's restored reading position is one this program can
  * have written (dataset_position_check; a fresh one always is): each rank
  * says why its own is not, and all stop together. */
@@ -236,12 +246,10 @@ static int position_valid_on_every_rank(const dist_trainer *t)
 {
     char why[256];
     int ok = dataset_position_check(&t->data, why, sizeof(why)) == 0;
-    int all_ok = 0;
     if (!ok)
         fprintf(stderr, "ckpt-train: rank %d: the restored checkpoint: %s\n",
                 t->rank, why);
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all_ok;
+    return ok_on_every_rank(ok);
 }
 
 static int run(dist_trainer *t)
@@ -292,12 +300,20 @@ static int run(dist_trainer *t)
         hooks[0].destroy(hooks[0].payload);
         err = CKPT_EINVAL;
     }
-    if (err == 0)
-        err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
-    if (err < 0) {
-        code = fail(t->rank, "creating the session");
+    if (err < 0)
+        fail(t->rank, "setting up the session");
+    if (!ok_on_every_rank(err == 0)) {
+        if (err == 0) { /* another rank failed: this one's hooks go */
+            hooks[0].destroy(hooks[0].payload);
+            hooks[1].destroy(hooks[1].payload);
+        }
         goto done;
     }
+    err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
+    if (err < 0)
+        fail(t->rank, "creating the session");
+    if (!ok_on_every_rank(err == 0))
+        goto done;
     if (!position_valid_on_every_rank(t)) {
         code = 1;
         goto done;

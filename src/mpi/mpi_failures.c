@@ -1,0 +1,73 @@
+/* mpi/mpi_failures.c - failed asynchronous saves kept until the caller is
+ * told, so that every rank is told of the same failures by the same call.
+ *
+ * Ranks deliver a save's outcome at different calls (each when its own
+ * copy of rank 0's broadcast completes), so a rank must not return a
+ * failure as soon as it has it: a data-parallel loop stopping on one rank
+ * would leave the others waiting in their next collective. A failure is
+ * returned only where every rank is known to have delivered it: by
+ * counting. The saves run in one order on every rank, so failure k is
+ * the same on every rank; a call returns the failures up to a count the
+ * ranks agree on (every one delivered, when every rank finished its saves;
+ * the smallest delivered count, in COALESCE's agreement), combined into
+ * one error. The first few are kept whole, later ones only counted, so an
+ * unlimited run of failures takes bounded memory. */
+#include "mpi_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
+                           int64_t step)
+{
+    uint64_t unreturned = f->delivered - f->returned;
+    if (f->nkept == unreturned && f->nkept < CKPT__MPI_KEPT_FAILURES) {
+        f->kept[f->nkept] = *st;
+        f->kept[f->nkept].step = step;
+        f->nkept++;
+    }
+    f->delivered++;
+}
+
+int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto)
+{
+    char msg[4 * CKPT__MPI_MSG];
+    uint64_t k, shown;
+    size_t used = 0;
+    int code;
+    if (upto > f->delivered)
+        upto = f->delivered;
+    if (upto <= f->returned)
+        return 0;
+    k = upto - f->returned;
+    shown = k < f->nkept ? k : f->nkept;
+    msg[0] = '\0';
+    if (shown == 0) {
+        code = CKPT_EIO;
+        snprintf(msg, sizeof(msg),
+                 "%" PRIu64 " asynchronous save(s) failed (too many failures "
+                 "in a row to keep their messages)",
+                 k);
+    } else {
+        code = f->kept[0].code;
+        used = (size_t)snprintf(msg, sizeof(msg), "%s", f->kept[0].msg);
+        for (uint64_t i = 1; i < shown && used < sizeof(msg); i++)
+            used += (size_t)snprintf(msg + used, sizeof(msg) - used,
+                                     "; then step %" PRId64 " failed too: %s",
+                                     f->kept[i].step, f->kept[i].msg);
+        if (k > shown && used < sizeof(msg))
+            snprintf(msg + used, sizeof(msg) - used,
+                     "; then %" PRIu64 " more failed", k - shown);
+    }
+    memmove(f->kept, f->kept + shown,
+            (size_t)(f->nkept - shown) * sizeof(f->kept[0]));
+    f->nkept -= (size_t)shown;
+    f->returned = upto;
+    return ckpt__error(code, "%s", msg);
+}
+
+int ckpt__mpi_failures_take_all(ckpt__mpi_failures *f)
+{
+    return ckpt__mpi_failures_take(f, f->delivered);
+}
