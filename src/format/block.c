@@ -11,7 +11,14 @@
  *          key_delta[non_shared] | value[value_len]
  *
  * A new restart point (an entry stored with shared = 0) begins every
- * `restart_interval` entries. An empty block is 00000000 01000000. */
+ * `restart_interval` entries. An empty block is 00000000 01000000.
+ *
+ * Prefix sharing lets a few bytes stand for a long key, so a hostile block
+ * could make its reader materialize keys far larger than itself. Every key
+ * of a well-formed block is at most its restart key plus the deltas since,
+ * all inside the block, so with restarts at least every MAX_RESTART_RUN
+ * entries its keys add up to at most MAX_RESTART_RUN times its size; the
+ * reader refuses a block whose keys add up to more. */
 #include "format/block.h"
 
 #include "common/internal.h"
@@ -20,6 +27,10 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <string.h>
+
+/* The longest run of entries between restart points a reader accepts the
+ * key bytes of (LevelDB's and TensorFlow's writers restart every 16). */
+#define MAX_RESTART_RUN 64
 
 /* ---- builder ------------------------------------------------------------ */
 
@@ -257,6 +268,7 @@ int ckpt__block_iterate(const uint8_t *block, size_t n, const char *what,
     size_t restart_start = 0;
     size_t next_restart = 0; /* index of the next restart point to meet */
     size_t pos = 0;
+    uint64_t key_bytes = 0; /* of every key so far */
     int err = check_restarts(block, n, what, &num_restarts, &restart_start);
     while (err == 0 && pos < restart_start) {
         const uint8_t *p = block + pos;
@@ -275,6 +287,17 @@ int ckpt__block_iterate(const uint8_t *block, size_t n, const char *what,
         if (err < 0)
             break;
         p += non_shared;
+        key_bytes += key.size;
+        if (key_bytes > (uint64_t)MAX_RESTART_RUN * n) {
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s: bad block contents (its keys up to the "
+                              "entry at offset %zu add up to %" PRIu64
+                              " bytes, more than %d times the block's %zu: "
+                              "prefixes shared over more entries than a "
+                              "writer puts between restart points)",
+                              what, pos, key_bytes, MAX_RESTART_RUN, n);
+            break;
+        }
         err = cb((const uint8_t *)key.ptr, key.size, p, value_len, payload);
         pos = (size_t)(p + value_len - block);
     }

@@ -234,6 +234,50 @@ static void test_bad_blocks(void **state)
     expect_bad(b, 17, "truncated header");
 }
 
+/* Keys that share prefixes: a block of a few KiB whose keys each add one
+ * byte to the previous one (one restart point) would make its reader
+ * materialize megabytes; it is refused, naming the block. Blocks built
+ * with long keys and restart points every 16 or 64 entries read whole. */
+static void test_shared_prefix_amplification(void **state)
+{
+    ckpt_buf hostile = CKPT_BUF_INIT;
+    char key[1100];
+    (void)state;
+    /* entry 0: a 1000-byte key; then 2000 entries sharing all of it */
+    memset(key, 'a', sizeof(key));
+    assert_ckpt_ok(ckpt__put_varint32(&hostile, 0));
+    assert_ckpt_ok(ckpt__put_varint32(&hostile, 1000));
+    assert_ckpt_ok(ckpt__put_varint32(&hostile, 0));
+    assert_ckpt_ok(ckpt__buf_put(&hostile, key, 1000));
+    for (uint32_t i = 0; i < 2000; i++) {
+        assert_ckpt_ok(ckpt__put_varint32(&hostile, 1000 + i));
+        assert_ckpt_ok(ckpt__put_varint32(&hostile, 1));
+        assert_ckpt_ok(ckpt__put_varint32(&hostile, 0));
+        assert_ckpt_ok(ckpt__buf_put(&hostile, "b", 1));
+    }
+    assert_ckpt_ok(ckpt__put_fixed32(&hostile, 0));
+    assert_ckpt_ok(ckpt__put_fixed32(&hostile, 1));
+    expect_bad((const uint8_t *)hostile.ptr, hostile.size,
+               "more than 64 times the block's");
+    ckpt_buf_dispose(&hostile);
+
+    for (int interval = 16; interval <= 64; interval *= 4) {
+        ckpt__block_builder b;
+        collect c = {CKPT_BUF_INIT, 0, 0};
+        ckpt__block_builder_init(&b, interval);
+        for (int i = 0; i < 300; i++) {
+            snprintf(key + 1000, sizeof(key) - 1000, "%04d", i);
+            assert_ckpt_ok(ckpt__block_builder_add(&b, key, 1004, "v", 1));
+        }
+        assert_ckpt_ok(ckpt__block_builder_finish(&b));
+        assert_ckpt_ok(ckpt__block_iterate((const uint8_t *)b.out.ptr,
+                                           b.out.size, "t", collect_cb, &c));
+        assert_int_equal(c.count, 300);
+        ckpt__block_builder_dispose(&b);
+        ckpt_buf_dispose(&c.text);
+    }
+}
+
 /* Every prefix of a valid block, and every single-byte corruption of one,
  * fails cleanly or succeeds: never reads out of bounds (ASan checks). */
 static void test_mutations_never_crash(void **state)
@@ -283,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_restart_points),
         cmocka_unit_test(test_callback_stops),
         cmocka_unit_test(test_bad_blocks),
+        cmocka_unit_test(test_shared_prefix_amplification),
         cmocka_unit_test(test_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
