@@ -106,7 +106,13 @@ typedef struct ckpt_saver_options {
                                 most CKPT_BASENAME_MAX bytes */
     int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all
                                 (TensorFlow's 0) */
-    double keep_checkpoint_every_n_hours; /**< 0: none preserved */
+    /** 0: none preserved. H > 0: a checkpoint retention would delete is
+     *  kept on disk (dropped from the state file's list) when it was saved
+     *  more than H hours after the last one kept, or at first after the
+     *  schedule's start: the state file's last_preserved_timestamp, which
+     *  the saver writes (its creation time until one is kept), so a
+     *  restarted job goes on with the same schedule. */
+    double keep_checkpoint_every_n_hours;
     int pad_step_number;   /**< zero-pad steps to 8 digits */
     int absolute_paths;    /**< write absolute paths in the state file
                                 (default: relative, as TF2) */

@@ -48,9 +48,10 @@ int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
         if (!ds->abs_dir)
             return ckpt__error_oom();
     }
+    /* keep_checkpoint_every_n_hours: the schedule starts now, unless the
+     * state file says when it last preserved one (recover). */
     if (ds->keep_hours > 0)
-        ds->kept.next_keep_time =
-            ckpt_clock_wall(ds->clock) + ds->keep_hours * 3600.0;
+        ds->kept.last_preserved = ckpt_clock_wall(ds->clock);
     return 0;
 }
 
@@ -122,7 +123,6 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
                             const char *skip)
 {
     to->last_preserved = from->last_preserved;
-    to->next_keep_time = from->next_keep_time;
     for (size_t i = 0; i < from->n; i++) {
         int err;
         if (strcmp(from->paths[i], skip) == 0)
@@ -206,7 +206,8 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
 /* Apply max_to_keep to `l`: evicted entries move to `evicted` (to be
  * deleted once the state file no longer names them), except those that
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
- * disk). */
+ * disk): one saved more than that many hours after the last one preserved
+ * (at first: after the schedule's start), which becomes the last one. */
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
                            ckpt__kept_list *evicted)
 {
@@ -217,8 +218,8 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
     excess = l->n - (size_t)ds->max_to_keep;
     for (i = 0; i < excess && err == 0; i++) {
         double t = l->times[i];
-        if (ds->keep_hours > 0 && t > l->next_keep_time) {
-            l->next_keep_time += ds->keep_hours * 3600.0;
+        if (ds->keep_hours > 0 &&
+            t > l->last_preserved + ds->keep_hours * 3600.0) {
             l->last_preserved = t;
             CKPT__DS_LOG(ds, CKPT_LOG_INFO,
                          "%s: preserving %s (keep_checkpoint_every_n_hours)",
@@ -389,7 +390,13 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         err = mark_repeated(&st, &repeated);
     if (err < 0)
         goto done;
-    ds->kept.last_preserved = st.last_preserved_timestamp;
+    /* The schedule goes on from the last preserved checkpoint (or the
+     * start an earlier saver wrote), never from a time still to come. */
+    if (st.last_preserved_timestamp > 0.0)
+        ds->kept.last_preserved =
+            ds->keep_hours > 0 && st.last_preserved_timestamp > now
+                ? now
+                : st.last_preserved_timestamp;
     for (size_t i = 0; i < st.num_paths; i++) {
         double t;
         if (repeated[i]) {

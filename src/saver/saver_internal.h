@@ -53,8 +53,8 @@ typedef struct ckpt__kept_list {
     char **paths;  /* as written in the state file */
     double *times; /* their save times (epoch seconds) */
     size_t n, cap;
-    double last_preserved;
-    double next_keep_time; /* keep_every_n_hours: next preservation time */
+    double last_preserved; /* keep_every_n_hours: the last one preserved's
+                              save time, or the schedule's start */
 } ckpt__kept_list;
 
 /* This process's hold on a checkpoint directory (dir_lock.c). */

@@ -332,6 +332,59 @@ static void test_b76_keep_every_n_hours(void **state)
     ckpt_saver_free(s);
 }
 
+/* B76 across a restart: the state file keeps when the schedule started (or
+ * the last checkpoint preserved), and a saver opened later goes on from
+ * it; a job restarted more often than every n hours still preserves. */
+static void test_b76_schedule_survives_reopen(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_state st = CKPT_STATE_INIT;
+    fake_clock clk;
+    ckpt_saver *s;
+    const double t0 = 1000000.0;
+    fake_clock_init(&clk, t0, t0);
+    o.clock = &clk.clock;
+    o.max_to_keep = 1;
+    o.keep_checkpoint_every_n_hours = 1.0;
+    s = open_saver(f, &o);
+    clk.now = t0 + 600;
+    save_steps(s, f, 1, 1);
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, f->dir));
+    assert_true(st.last_preserved_timestamp == t0); /* the start */
+    ckpt_state_dispose(&st);
+    ckpt_saver_free(s);
+
+    clk.now = t0 + 3000; /* a new job: its own start would be t0 + 3000 */
+    s = open_saver(f, &o);
+    clk.now = t0 + 3500;
+    save_steps(s, f, 2, 2); /* evicts 1 (t0+600): deleted */
+    clk.now = t0 + 3700;
+    save_steps(s, f, 3, 3); /* evicts 2 (t0+3500, not after t0+3600) */
+    assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    clk.now = t0 + 3800;
+    save_steps(s, f, 4, 4); /* evicts 3 (t0+3700 > t0+3600): preserved */
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, f->dir));
+    assert_true(st.last_preserved_timestamp == t0 + 3700);
+    assert_int_equal(st.num_paths, 1);
+    ckpt_state_dispose(&st);
+    ckpt_saver_free(s);
+
+    /* A state file whose last preservation lies in the future (a clock
+     * set back): the schedule goes on from now instead of never. */
+    clk.now = t0 + 100; /* before t0+3700; step 4's time reads as now */
+    s = open_saver(f, &o);
+    clk.now = t0 + 3750;
+    save_steps(s, f, 5, 5); /* evicts 4 (t0+100): deleted */
+    clk.now = t0 + 3800;
+    save_steps(s, f, 6, 6); /* evicts 5 (t0+3750 > t0+100+3600) */
+    assert_false(file_exists(f->dir, "model.ckpt-4.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-5.index"));
+    ckpt_saver_free(s);
+}
+
 /* B77: latest is "none" for a missing or unparsable state file and skips an
  * entry whose index is missing. */
 static void test_b77_latest_checkpoint(void **state)
@@ -1699,6 +1752,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_b75_keep_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_b76_keep_every_n_hours, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_b76_schedule_survives_reopen,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_b77_latest_checkpoint, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_b78_restore_errors, setup,
