@@ -348,12 +348,75 @@ static void test_repack_refused_tensor_named_with_source(void **state)
     free(out);
 }
 
+/* repack of a checkpoint written on a big-endian machine (header
+ * endianness BIG, records byte-swapped): the copy is little-endian, so its
+ * records are swapped back, and every value reads as written. */
+static void test_repack_big_endian_source(void **state)
+{
+    bt_fixture *f = *state;
+    static const float a[3] = {1.5f, -2.0f, 3.25f};
+    static const int64_t b[2] = {1, -7000000000LL};
+    static const int16_t c[3] = {-2, 300, 7};
+    const void *host[3] = {a, b, c};
+    const size_t width[3] = {4, 8, 2}, count[3] = {3, 2, 3};
+    const int dtype[3] = {CKPT_DT_FLOAT, CKPT_DT_INT64, CKPT_DT_INT16};
+    const char *names[3] = {"a", "b", "c"};
+    ckpt_buf header = CKPT_BUF_INIT, values[3];
+    uint8_t data[64];
+    size_t at = 0;
+    bt_kv kvs[4];
+    char *out = test_path(f->dir, "out");
+    ckpt_bundle_reader *rd = NULL;
+    cli_run r;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    skip(); /* the swapped bytes below are those of a little-endian host */
+#endif
+    bt_header(&header, 1, 1 /* BIG */);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    for (int i = 0; i < 3; i++) {
+        size_t n = width[i] * count[i];
+        ckpt__bundle_entry e;
+        for (size_t k = 0; k < count[i]; k++) /* each value's bytes reversed */
+            for (size_t j = 0; j < width[i]; j++)
+                data[at + k * width[i] + j] =
+                    ((const uint8_t *)host[i])[k * width[i] + width[i] - 1 - j];
+        e = bt_make_entry(dtype[i], (int64_t)count[i], 0, (int64_t)at,
+                          (int64_t)n,
+                          ckpt__crc32c_mask(ckpt__crc32c(data + at, n)));
+        values[i] = (ckpt_buf)CKPT_BUF_INIT;
+        bt_entry(&values[i], &e);
+        kvs[i + 1] = (bt_kv){names[i], 1, values[i].ptr, values[i].size};
+        at += n;
+    }
+    bt_write_table(f->index, kvs, 4);
+    test_write_file(f->data0, data, at);
+    RUN_BOUNDED(r, "repack", f->prefix, out);
+    expect_status(&r, 0);
+    run_free(&r);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&rd, out, NULL));
+    for (int i = 0; i < 3; i++) {
+        uint8_t got[32];
+        size_t n = width[i] * count[i];
+        assert_ckpt_ok(ckpt_bundle_reader_read(rd, names[i], got, n));
+        assert_memory_equal(got, host[i], n);
+    }
+    ckpt_bundle_reader_free(rd);
+    RUN_BOUNDED(r, "verify", out);
+    expect_status(&r, 0);
+    run_free(&r);
+    for (int i = 0; i < 3; i++)
+        ckpt_buf_dispose(&values[i]);
+    ckpt_buf_dispose(&header);
+    free(out);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_fifo_index),
+        T(test_repack_big_endian_source),
         T(test_fifo_data_file),
         T(test_fifo_state_file),
         T(test_sparse_10g_index),
