@@ -345,7 +345,10 @@ CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
  *  of that prefix answers CKPT_ENOTFOUND. A damaged latest checkpoint is
  *  CKPT_ECORRUPT, its message saying how many older ones are listed; it
  *  does not fall back to one by itself (ckpt_saver_checkpoint gives them,
- *  ckpt_saver_restore restores the one chosen).
+ *  ckpt_saver_restore restores the one chosen). An asynchronous save
+ *  still being written is not waited for: the latest is the newest
+ *  checkpoint committed when this is called (call ckpt_saver_wait first to
+ *  include it; the distributed saver finishes it first).
  *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
  *          does not match the variables), or as ckpt_saver_restore */
 CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
