@@ -339,6 +339,22 @@ static void test_inspect_one_tensor_values(void **state)
     expect_status(&r, 0);
     expect_contains(r.out, "    [-0.109888397, -0.101168022, ...]\n");
     run_free(&r);
+    /* several, in any order, one of them twice: those, in file order */
+    RUN(r, "inspect", dir, "--tensor",
+        "net/layer_with_weights-1/bias/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
+        "step/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
+        "net/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
+        "step/.ATTRIBUTES/VARIABLE_VALUE");
+    expect_status(&r, 0);
+    expect_contains(r.out, ": 3 tensors, 1 shard\n");
+    {
+        const char *b0 = strstr(r.out, "net/layer_with_weights-0/bias/");
+        const char *b1 = strstr(r.out, "net/layer_with_weights-1/bias/");
+        const char *st = strstr(r.out, "step/.ATTRIBUTES/VARIABLE_VALUE");
+        assert_true(b0 && b1 && st && b0 < b1 && b1 < st);
+    }
+    assert_null(strstr(r.out, "kernel"));
+    run_free(&r);
     RUN(r, "inspect", dir, "--tensor", "no/such/tensor");
     expect_status(&r, 2);
     expect_contains(r.err, "ckpt inspect: ");

@@ -106,17 +106,44 @@ static int parse_args(int argc, char **argv, inspect_opts *o)
     return 0;
 }
 
+/* A name of `len` bytes (it may hold NUL bytes) against a --tensor
+ * argument, in byte order then length: the order o->tensors is sorted in,
+ * so each entry is looked up in log time however many are asked for. */
+typedef struct name_key {
+    const char *name;
+    size_t len;
+} name_key;
+
+static int compare_names(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+static int compare_key_arg(const void *key, const void *arg)
+{
+    const name_key *k = key;
+    const char *t = *(const char *const *)arg;
+    return compare_names(k->name, k->len, t, strlen(t));
+}
+
+static int compare_args(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    return compare_names(x, strlen(x), y, strlen(y));
+}
+
 static int wanted(const inspect_opts *o, const ckpt_tensor_entry *e)
 {
+    name_key k = {e->name, e->name_len};
     if (!cli_entry_listed(e))
         return 0;
     if (o->num_tensors == 0)
         return 1;
-    for (int i = 0; i < o->num_tensors; i++)
-        if (strlen(o->tensors[i]) == e->name_len &&
-            memcmp(o->tensors[i], e->name, e->name_len) == 0)
-            return 1;
-    return 0;
+    return bsearch(&k, o->tensors, (size_t)o->num_tensors,
+                   sizeof(o->tensors[0]), compare_key_arg) != NULL;
 }
 
 /* Column widths of the text table. */
@@ -265,6 +292,7 @@ static int run(int argc, char **argv)
             goto done;
         }
     }
+    qsort(o.tensors, (size_t)o.num_tensors, sizeof(o.tensors[0]), compare_args);
     n = ckpt_bundle_reader_count(r);
     for (size_t i = 0; i < n; i++)
         shown += wanted(&o, ckpt_bundle_reader_entry(r, i)) != 0;
