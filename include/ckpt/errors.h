@@ -54,6 +54,20 @@ CKPT_EXTERN(const ckpt_error *) ckpt_error_last(void);
 /** Forget the calling thread's last error. */
 CKPT_EXTERN(void) ckpt_error_clear(void);
 
+/** Record `code` with a printf-style message as the calling thread's last
+ *  error and return `code`. For code the library calls back (a ckpt_fs
+ *  method, a variable's read or write callback, a hook or a listener) to
+ *  say what failed, e.g. naming its file: the library passes that message
+ *  on, prefixed with its own context, instead of a generic one.
+ *  `code` is a ckpt_error_code (negative); any other value is recorded as
+ *  CKPT_EUSER. A NULL `fmt` records ckpt_strerror(code).
+ *  @return the code recorded */
+CKPT_EXTERN(int) ckpt_error_set(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 CKPT_END_DECL
 
 #endif

@@ -31,10 +31,12 @@ CKPT_BEGIN_DECL
 
 /** Copy bytes [offset, offset + n) of a variable's value into `dst`; for
  *  memory the library cannot read directly (e.g. a device). 0 or an error
- *  (reported as CKPT_EUSER). */
+ *  (reported as CKPT_EUSER naming the variable, with the message the
+ *  callback recorded with ckpt_error_set, if any). */
 typedef int (*ckpt_var_read_fn)(void *dst, uint64_t offset, size_t n,
                                 void *payload);
-/** Store bytes [offset, offset + n) of a variable's value from `src`. */
+/** Store bytes [offset, offset + n) of a variable's value from `src`; 0 or
+ *  an error, reported as for ckpt_var_read_fn. */
 typedef int (*ckpt_var_write_fn)(const void *src, uint64_t offset, size_t n,
                                  void *payload);
 

@@ -205,7 +205,9 @@ typedef enum ckpt_hook_kind {
 
 /** A session hook: optional callbacks plus a payload (TF's SessionRunHook).
  *  Every callback returns 0 or an error (its own failures: CKPT_EUSER or a
- *  specific code); a hook asks to stop with ckpt_run_context_request_stop.
+ *  specific code, its message recorded with ckpt_error_set, which the
+ *  session passes on prefixed with the hook's name); a hook asks to stop
+ *  with ckpt_run_context_request_stop.
  *  The library's own hooks are built with this same struct. */
 typedef struct ckpt_hook {
     int version;      /**< CKPT_HOOK_VERSION */

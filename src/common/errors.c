@@ -89,6 +89,19 @@ int ckpt__error_v(int code, const char *fmt, va_list ap)
     return code;
 }
 
+int ckpt_error_set(int code, const char *fmt, ...)
+{
+    va_list ap;
+    if (code >= 0)
+        code = CKPT_EUSER;
+    if (!fmt)
+        return ckpt__error(code, "%s", ckpt_strerror(code));
+    va_start(ap, fmt);
+    ckpt__error_v(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 int ckpt__error(int code, const char *fmt, ...)
 {
     va_list ap;
@@ -197,6 +210,22 @@ int ckpt__error_prefix(int code, const char *fmt, ...)
     ckpt__make_printable(last_message, sizeof(last_message));
     last_error.code = code;
     return code;
+}
+
+int ckpt__error_callback(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    size_t hlen;
+    va_start(ap, fmt);
+    hlen = format_context(fmt, ap);
+    va_end(ap);
+    if (rc < 0 && last_error.code == rc) {
+        prepend(context, hlen);
+        ckpt__make_printable(last_message, sizeof(last_message));
+        last_error.code = CKPT_EUSER;
+        return CKPT_EUSER;
+    }
+    return ckpt__error(CKPT_EUSER, "%s (%d)", context, rc);
 }
 
 int ckpt__error_oom(void)

@@ -68,6 +68,11 @@ int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
  * return `code` unchanged; for adding the file or tensor name at a layer
  * that knows it. */
 int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
+/* A user callback (a variable's read or write callback) returned `rc`,
+ * not 0: CKPT_EUSER, "<context>: <its message>" when it recorded one with
+ * ckpt_error_set (the last error has code `rc`; clear the error before the
+ * call), else "<context> (<rc>)". */
+int ckpt__error_callback(int rc, const char *fmt, ...) CKPT__PRINTF(2, 3);
 /* What ckpt_latest_checkpoint's CKPT_ENOTFOUND says when the state file
  * exists but does not parse (callers that warn about it look for it). */
 #define CKPT__STATE_UNREADABLE "the state file is unreadable"

@@ -551,11 +551,12 @@ static int restore_one(restore_ctx *c, const ckpt__mvar *v)
         return ckpt__error_oom();
     err = read_value(c, v, tmp);
     if (err == 0) {
-        int rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
+        int rc;
+        ckpt_error_clear();
+        rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
         if (rc != 0)
-            err = ckpt__error(CKPT_EUSER,
-                              "variable '%s': write callback failed (%d)",
-                              v->name, rc);
+            err = ckpt__error_callback(
+                rc, "variable '%s': write callback failed", v->name);
     }
     ckpt__free(tmp);
     return err;

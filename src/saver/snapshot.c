@@ -193,12 +193,12 @@ int ckpt__snapshot_callbacks(ckpt__snapshot_work *w)
         int rc;
         if (!v->v.read)
             continue;
+        ckpt_error_clear();
         rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
         if (rc != 0) {
             atomic_store(&w->next, w->npieces); /* nothing more to claim */
-            return ckpt__error(CKPT_EUSER,
-                               "variable '%s': read callback failed (%d)",
-                               v->name, rc);
+            return ckpt__error_callback(
+                rc, "variable '%s': read callback failed", v->name);
         }
         if (w->checksum)
             w->img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
@@ -212,11 +212,12 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
         const ckpt__var *v = &vars[i];
         uint8_t *dst = img->ptr + v->offset;
         if (v->v.read) {
-            int rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
+            int rc;
+            ckpt_error_clear();
+            rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
             if (rc != 0)
-                return ckpt__error(CKPT_EUSER,
-                                   "variable '%s': read callback failed (%d)",
-                                   v->name, rc);
+                return ckpt__error_callback(
+                    rc, "variable '%s': read callback failed", v->name);
             img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
         } else {
             img->crcs[i] =

@@ -265,9 +265,14 @@ static int read_var(ckpt_step_context *sc, const ckpt_var *v, size_t size,
     if (!buf)
         return ckpt__error_oom();
     sc->scratch[sc->num_scratch++] = buf;
-    if (size > 0 && v->read(buf, 0, size, v->payload) != 0)
-        return ckpt__error(CKPT_EUSER, "variable '%s': read callback failed",
-                           v->name);
+    if (size > 0) {
+        int rc;
+        ckpt_error_clear();
+        rc = v->read(buf, 0, size, v->payload);
+        if (rc != 0)
+            return ckpt__error_callback(
+                rc, "variable '%s': read callback failed", v->name);
+    }
     *out = buf;
     return 0;
 }

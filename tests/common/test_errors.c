@@ -32,6 +32,33 @@ static void test_last_error_set_and_clear(void **state)
     assert_int_equal(ckpt_error_last()->code, 0);
 }
 
+/* ckpt_error_set, for callers' code; and how the library passes on a
+ * callback's message (ckpt__error_callback). */
+static void test_error_set_by_callers(void **state)
+{
+    (void)state;
+    assert_int_equal(ckpt_error_set(CKPT_ENOSPC, "quota %d", 7), CKPT_ENOSPC);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ENOSPC);
+    assert_string_equal(ckpt_error_last()->message, "quota 7");
+    assert_int_equal(ckpt_error_set(0, "not an error code"), CKPT_EUSER);
+    assert_int_equal(ckpt_error_set(5, "%s", "positive"), CKPT_EUSER);
+    assert_int_equal(ckpt_error_last()->code, CKPT_EUSER);
+    assert_int_equal(ckpt_error_set(CKPT_EIO, NULL), CKPT_EIO);
+    assert_string_equal(ckpt_error_last()->message, ckpt_strerror(CKPT_EIO));
+    /* a callback that recorded its message: prefixed, code CKPT_EUSER */
+    ckpt_error_set(CKPT_EIO, "disk 2 offline");
+    assert_int_equal(ckpt__error_callback(CKPT_EIO, "variable '%s'", "w"),
+                     CKPT_EUSER);
+    assert_string_equal(ckpt_error_last()->message,
+                        "variable 'w': disk 2 offline");
+    /* one that returned another code than the last error's: not its own */
+    ckpt_error_set(CKPT_EIO, "stale");
+    assert_int_equal(ckpt__error_callback(CKPT_ENOSPC, "variable 'w'"),
+                     CKPT_EUSER);
+    assert_string_equal(ckpt_error_last()->message, "variable 'w' (-5)");
+    ckpt_error_clear();
+}
+
 static void test_errno_mapping(void **state)
 {
     (void)state;
@@ -216,6 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror_and_names),
         cmocka_unit_test(test_last_error_set_and_clear),
+        cmocka_unit_test(test_error_set_by_callers),
         cmocka_unit_test(test_errno_mapping),
         cmocka_unit_test(test_last_error_is_per_thread),
         cmocka_unit_test(test_long_paths_keep_the_error),

@@ -19,6 +19,7 @@ typedef struct mute_fs {
     ckpt_fs fs;
     mute_method method;
     int after; /* calls that still succeed */
+    int vocal; /* 1: a failing write says why, with ckpt_error_set */
 } mute_fs;
 
 static int should_fail(mute_fs *m, mute_method method)
@@ -53,7 +54,12 @@ static int mute_write(ckpt_file *f, const void *buf, size_t n, void *payload)
 {
     const ckpt_fs *p = ckpt_fs_posix();
     if (should_fail(payload, MUTE_WRITE))
-        return CKPT_EIO;
+        return ((mute_fs *)payload)->vocal
+                   ? ckpt_error_set(CKPT_EIO,
+                                    "volume v7 is read-only (a write of "
+                                    "%zu bytes)",
+                                    n)
+                   : CKPT_EIO;
     return p->write(f, buf, n, p->payload);
 }
 
@@ -69,6 +75,7 @@ static void mute_options(ckpt_saver_options *o, mute_fs *m, mute_method method,
     m->fs.write = mute_write;
     m->method = method;
     m->after = after;
+    m->vocal = 0;
     *o = defaults;
     o->fs = &m->fs;
 }
@@ -166,6 +173,51 @@ static void test_index_write_names_silent_failure(void **state)
     ckpt__error(CKPT_ECORRUPT, "a stale message");
     assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
                       "write: input/output error");
+    assert_null(strstr(ckpt_error_last()->message, "stale"));
+    ckpt_saver_free(s);
+}
+
+/* A file system (or a variable's read callback) that says why it failed,
+ * with ckpt_error_set, has its message passed on with the saver's own
+ * context; a callback that records none is named with its return value. */
+static int device_read(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    (void)dst;
+    (void)offset;
+    (void)n;
+    return payload ? ckpt_error_set(CKPT_EIO, "device %d is gone", 3) : 9;
+}
+
+static void test_callers_messages_passed_on(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o;
+    ckpt_saver *s;
+    mute_fs m;
+    int flag = 1;
+    ckpt_var dev = {"dev",       CKPT_DT_FLOAT, {1, {2}}, NULL,
+                    device_read, NULL,          &flag};
+    mute_options(&o, &m, MUTE_WRITE, 1000);
+    s = open_with(f, &o);
+    m.after = 0;
+    m.vocal = 1;
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
+                      "volume v7 is read-only (a write of ");
+    ckpt_saver_free(s);
+    m.after = 1000;
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_add_var(s, &dev));
+    ckpt__error(CKPT_EIO, "a stale message");
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_EUSER,
+                      "variable 'dev': read callback failed: device 3 is "
+                      "gone");
+    dev.payload = NULL; /* returns 9 and says nothing */
+    ckpt_saver_free(s);
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_add_var(s, &dev));
+    ckpt__error(CKPT_EIO, "a stale message");
+    assert_ckpt_error(ckpt_saver_save(s, 3, NULL), CKPT_EUSER,
+                      "variable 'dev': read callback failed (9)");
     assert_null(strstr(ckpt_error_last()->message, "stale"));
     ckpt_saver_free(s);
 }
@@ -281,6 +333,8 @@ int main(void)
             test_retention_names_silent_remove_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_write_names_silent_failure,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callers_messages_passed_on, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_basename_length, setup, teardown),
