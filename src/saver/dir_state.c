@@ -165,12 +165,30 @@ static int index_exists(const ckpt__dir_state *ds, const char *prefix)
     return err;
 }
 
+/* What deleting a batch of evicted checkpoints looks up: the kept list's
+ * names (NULL members: not available, scan the list / list the directory
+ * per checkpoint instead), so that deleting n of them among N files costs
+ * one listing and O(n + N) look-ups, not n listings. */
+typedef struct eviction_lookups {
+    const ckpt__name_index *kept;
+    const ckpt__data_files *data;
+} eviction_lookups;
+
+static int still_kept(const ckpt__dir_state *ds, const eviction_lookups *lk,
+                      const char *stored)
+{
+    if (lk->kept)
+        return ckpt__name_index_find(lk->kept, stored) != SIZE_MAX;
+    return ckpt__kept_find(&ds->kept, stored) < ds->kept.n;
+}
+
 /* Delete an evicted checkpoint's files, never outside the directory. */
-static void delete_evicted(ckpt__dir_state *ds, const char *stored)
+static void delete_evicted(ckpt__dir_state *ds, const eviction_lookups *lk,
+                           const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (ckpt__kept_find(&ds->kept, stored) < ds->kept.n) {
+    if (still_kept(ds, lk, stored)) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': the state file still names it",
                      ds->dir, stored);
@@ -185,7 +203,8 @@ static void delete_evicted(ckpt__dir_state *ds, const char *stored)
     }
     err = resolve(ds, stored, &prefix);
     if (err == 0)
-        err = ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
+        err =
+            ckpt__remove_checkpoint_files_listed(ds->fs, prefix.ptr, lk->data);
     if (err < 0) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "deleting old checkpoint %s: %s (tried again at the "
@@ -689,8 +708,27 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
         kept_dispose(evicted);
         return;
     }
-    for (size_t i = 0; i < evicted->n; i++)
-        delete_evicted(ds, evicted->paths[i]);
+    if (evicted->n > 0) {
+        ckpt__name_index kept = {0};
+        ckpt__data_files data = {0};
+        eviction_lookups lk = {NULL, NULL};
+        /* Without memory for the index, or the listing failing, each
+         * deletion looks for itself (and reports what it finds). */
+        if (ckpt__name_index_reserve(&kept, ds->kept.n) == 0) {
+            for (size_t i = 0; i < ds->kept.n; i++)
+                if (ckpt__name_index_find(&kept, ds->kept.paths[i]) == SIZE_MAX)
+                    ckpt__name_index_put(&kept, ds->kept.paths[i], i);
+            lk.kept = &kept;
+        }
+        if (ckpt__data_files_list(&data, ds->fs, ds->dir) == 0)
+            lk.data = &data;
+        else
+            ckpt_error_clear();
+        for (size_t i = 0; i < evicted->n; i++)
+            delete_evicted(ds, &lk, evicted->paths[i]);
+        ckpt__data_files_dispose(&data);
+        ckpt__name_index_dispose(&kept);
+    }
     kept_dispose(evicted);
     ckpt__pending_note_remove(ds); /* the save is done with */
 }

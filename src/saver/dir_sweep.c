@@ -10,16 +10,15 @@
 #include "saver_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* Whether `name` is "<base>.data-<digits>-of-<digits>". */
-static int is_data_file_of(const char *name, const char *base)
+/* Whether `p` is ".data-<digits>-of-<digits>" and nothing else. */
+static int is_data_suffix(const char *p)
 {
-    size_t n = strlen(base);
-    const char *p;
-    if (strncmp(name, base, n) != 0 || strncmp(name + n, ".data-", 6) != 0)
+    if (strncmp(p, ".data-", 6) != 0)
         return 0;
-    p = name + n + 6;
+    p += 6;
     if (*p < '0' || *p > '9')
         return 0;
     while (*p >= '0' && *p <= '9')
@@ -32,6 +31,22 @@ static int is_data_file_of(const char *name, const char *base)
     while (*p >= '0' && *p <= '9')
         p++;
     return *p == '\0';
+}
+
+/* Whether `name` is "<base>.data-<digits>-of-<digits>". */
+static int is_data_file_of(const char *name, const char *base)
+{
+    size_t n = strlen(base);
+    return strncmp(name, base, n) == 0 && is_data_suffix(name + n);
+}
+
+/* The length of the checkpoint name `name` is a data file of (what comes
+ * before its last '.'), or 0 when it is no data file. A data file belongs
+ * to one checkpoint only: the suffix holds no other '.'. */
+static size_t data_stem_len(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot && dot > name && is_data_suffix(dot) ? (size_t)(dot - name) : 0;
 }
 
 /* Whether `p` is one or more lowercase hex digits and nothing else. */
@@ -128,7 +143,78 @@ static int remove_names(const ckpt_fs *fs, const char *dir,
     return first;
 }
 
-int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
+/* Order data file names by the checkpoint they belong to, then by name. */
+static int stem_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c != 0 ? c : (an > bn) - (an < bn);
+}
+
+static int by_stem_then_name(const void *x, const void *y)
+{
+    const char *a = *(char *const *)x, *b = *(char *const *)y;
+    int c = stem_cmp(a, data_stem_len(a), b, data_stem_len(b));
+    return c != 0 ? c : strcmp(a, b);
+}
+
+static int collect_data_name(const char *name, void *payload)
+{
+    return data_stem_len(name) ? collect_name_always(name, payload) : 0;
+}
+
+int ckpt__data_files_list(ckpt__data_files *out, const ckpt_fs *fs,
+                          const char *dir)
+{
+    struct name_list all = {NULL, NULL, 0, 0, 0};
+    int err = ckpt__fs_list(fs, dir, collect_data_name, &all);
+    if (all.err < 0)
+        err = all.err;
+    if (err < 0) {
+        name_list_dispose(&all);
+        return err;
+    }
+    if (all.n > 1)
+        qsort(all.names, all.n, sizeof(*all.names), by_stem_then_name);
+    out->names = all.names;
+    out->n = all.n;
+    return 0;
+}
+
+void ckpt__data_files_dispose(ckpt__data_files *l)
+{
+    struct name_list all = {NULL, l->names, l->n, l->n, 0};
+    name_list_dispose(&all);
+    l->names = NULL;
+    l->n = 0;
+}
+
+/* The data files of checkpoint `base` in `l`: a sub-list borrowing the
+ * names (a binary search for the first, the rest follow it). */
+static struct name_list data_files_of(const ckpt__data_files *l,
+                                      const char *base)
+{
+    struct name_list found = {NULL, NULL, 0, 0, 0};
+    size_t bn = strlen(base), lo = 0, hi = l->n, end;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *m = l->names[mid];
+        if (stem_cmp(m, data_stem_len(m), base, bn) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (end = lo; end < l->n; end++) {
+        const char *m = l->names[end];
+        if (stem_cmp(m, data_stem_len(m), base, bn) != 0)
+            break;
+    }
+    found.names = l->names + lo;
+    found.n = end - lo;
+    return found;
+}
+
+int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
+                                         const ckpt__data_files *listed)
 {
     ckpt_buf path = CKPT_BUF_INIT;
     ckpt_buf dir = CKPT_BUF_INIT;
@@ -150,6 +236,11 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
     err = ckpt__path_dirname(&dir, prefix);
     if (err < 0)
         goto done;
+    if (listed) {
+        struct name_list own = data_files_of(listed, data.base);
+        err = remove_names(fs, dir.ptr, &own, NULL);
+        goto done;
+    }
     err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
     if (data.err < 0)
         err = data.err;
@@ -161,6 +252,11 @@ done:
     ckpt_buf_dispose(&path);
     ckpt_buf_dispose(&dir);
     return err;
+}
+
+int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix)
+{
+    return ckpt__remove_checkpoint_files_listed(fs, prefix, NULL);
 }
 
 int ckpt__link_checkpoint_files(const ckpt_fs *fs, const char *from,

@@ -128,9 +128,11 @@ static int listed_by_state(const ckpt__name_index *listed, const char *name)
     return ckpt__name_index_find(listed, last_component(name)) != SIZE_MAX;
 }
 
-/* Delete the checkpoint `name` the note gives, when nothing names it. */
+/* Delete the checkpoint `name` the note gives, when nothing names it;
+ * its data files are taken from `data` (the directory listed once for the
+ * whole note; NULL: listed for this one). */
 static void remove_noted(ckpt__dir_state *ds, const ckpt__name_index *listed,
-                         const char *name)
+                         const ckpt__data_files *data, const char *name)
 {
     ckpt_buf prefix = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
     int err;
@@ -145,13 +147,13 @@ static void remove_noted(ckpt__dir_state *ds, const ckpt__name_index *listed,
                      "%s: removing %s: an interrupted save or deletion left "
                      "it, and the state file does not name it",
                      ds->dir, name);
-        if (ckpt__remove_checkpoint_files(ds->fs, prefix.ptr) < 0)
+        if (ckpt__remove_checkpoint_files_listed(ds->fs, prefix.ptr, data) < 0)
             CKPT__DS_LOG(ds, CKPT_LOG_WARN, "%s: removing %s: %s", ds->dir,
                          name, ckpt_error_last()->message);
     } else if (err == 0) {
         /* No index: data files alone (a second name's links cut short
          * before the directory sync kept them all) are removed quietly. */
-        (void)ckpt__remove_checkpoint_files(ds->fs, prefix.ptr);
+        (void)ckpt__remove_checkpoint_files_listed(ds->fs, prefix.ptr, data);
     }
     ckpt_buf_dispose(&index);
     ckpt_buf_dispose(&prefix);
@@ -161,6 +163,7 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
     ckpt__name_index names = {0};
+    ckpt__data_files data = {0};
     ckpt__saved_error saved;
     int err;
     ckpt__error_save(&saved);
@@ -170,19 +173,23 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed)
     /* out of memory for the index: the note is dropped, nothing deleted */
     if (err == 0 && listed && index_listed(&names, listed) == 0) {
         char *p = text.ptr, *end = text.ptr + text.size;
+        /* one listing for every name of the note (a failed one: each
+         * removal lists the directory itself) */
+        int have_data = ckpt__data_files_list(&data, ds->fs, ds->dir) == 0;
         while (p < end) {
             char *nl = memchr(p, '\n', (size_t)(end - p));
             if (!nl)
                 break; /* a cut last line: not a name */
             *nl = '\0';
             if (strlen(p) == (size_t)(nl - p))
-                remove_noted(ds, &names, p);
+                remove_noted(ds, &names, have_data ? &data : NULL, p);
             p = nl + 1;
         }
     }
     if (err != CKPT_ENOTFOUND && path.ptr) /* read or not: done with */
         ckpt__fs_remove_quiet(ds->fs, path.ptr);
     ckpt__name_index_dispose(&names);
+    ckpt__data_files_dispose(&data);
     ckpt_buf_dispose(&path);
     ckpt_buf_dispose(&text);
     ckpt__error_restore(&saved);

@@ -212,6 +212,21 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
                                     const ckpt_state *listed);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
+/* A directory's data files ("<checkpoint>.data-<d>-of-<d>"), listed once
+ * and sorted by checkpoint, so that removing many checkpoints lists the
+ * directory once instead of once per checkpoint. */
+typedef struct ckpt__data_files {
+    char **names;
+    size_t n;
+} ckpt__data_files;
+/* List `dir`'s data files into `out` (empty). 0, or the listing's error. */
+int ckpt__data_files_list(ckpt__data_files *out, const ckpt_fs *fs,
+                          const char *dir);
+void ckpt__data_files_dispose(ckpt__data_files *l);
+/* ckpt__remove_checkpoint_files, the data files taken from `listed` (a
+ * listing of the prefix's directory; NULL: the directory is listed now). */
+int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
+                                         const ckpt__data_files *listed);
 /* Give <from>.index and every data file of `from` a second name under the
  * prefix `to` (ckpt_fs.link; index first). On failure the links made are
  * left for the caller to remove. */
@@ -406,11 +421,11 @@ struct ckpt_saver {
     ckpt__var *vars;
     size_t nvars, cap_vars;
     ckpt__name_index var_names; /* each var's name -> its index */
-    uint64_t image_bytes; /* sum of record sizes */
-    int frozen;           /* variables fixed after the first save */
-    int need_cleanup;     /* a save failed: sweep temp files before the
-                             next one (written by whoever saves: one save
-                             runs the pipeline at a time) */
+    uint64_t image_bytes;       /* sum of record sizes */
+    int frozen;                 /* variables fixed after the first save */
+    int need_cleanup;           /* a save failed: sweep temp files before the
+                                   next one (written by whoever saves: one save
+                                   runs the pipeline at a time) */
     int closed;
     uint64_t skips_since_dispatch; /* caller thread only */
     ckpt__step_repeats repeats;    /* a step that does not advance */

@@ -1,0 +1,267 @@
+/* Saver tests at moderate scale: a directory holding hundreds of
+ * checkpoints, where deleting what retention evicts, the scan for
+ * checkpoints the state file does not list and the pending note's
+ * deletions each look at the directory once for all of them. These check
+ * what is deleted and what is kept (never timing): names that share a
+ * prefix ("model.ckpt-1", "model.ckpt-10", "model.ckpt-100") must not be
+ * taken for one another's. */
+#include "saver_test_util.h"
+
+#include "ckpt/saver.h"
+#include "ckpt/state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LISTED 100 /* checkpoints the state file lists: steps 1..LISTED */
+
+typedef struct fixture {
+    char *dir;
+    float w[4];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = test_make_temp_dir();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    test_remove_tree(f->dir);
+    free(f);
+    return 0;
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    test_write_file(path, "x", 1);
+}
+
+/* The names of checkpoint model.ckpt-<step>'s files: its index and one
+ * data file, or, every tenth step, two data shards and a meta file too
+ * (few files: creating them is most of these tests' time). */
+static int file_names(char names[4][64], int step)
+{
+    int shards = step % 10 == 0 ? 2 : 1, n = 0;
+    snprintf(names[n++], 64, "model.ckpt-%d.index", step);
+    for (int i = 0; i < shards; i++)
+        snprintf(names[n++], 64, "model.ckpt-%d.data-%05d-of-%05d", step, i,
+                 shards);
+    if (shards == 2)
+        snprintf(names[n++], 64, "model.ckpt-%d.meta", step);
+    return n;
+}
+
+/* Create checkpoint `step`'s files (their contents are never read here). */
+static void make_checkpoint(const char *dir, int step)
+{
+    char names[4][64];
+    int n = file_names(names, step);
+    for (int i = 0; i < n; i++)
+        touch(dir, names[i]);
+}
+
+/* How many of checkpoint `step`'s files exist; *all gets their number. */
+static int files_of(const char *dir, int step, int *all)
+{
+    char names[4][64];
+    int n = file_names(names, step), found = 0;
+    for (int i = 0; i < n; i++)
+        found += file_exists(dir, names[i]);
+    *all = n;
+    return found;
+}
+
+static void assert_gone(const char *dir, int step)
+{
+    int all;
+    assert_int_equal(files_of(dir, step, &all), 0);
+}
+
+static void assert_whole(const char *dir, int step)
+{
+    int all;
+    int found = files_of(dir, step, &all);
+    assert_int_equal(found, all);
+}
+
+/* Checkpoints 1..n and a state file listing them, oldest first. */
+static void write_listing_state(const char *dir, int n)
+{
+    char *paths[LISTED];
+    double times[LISTED];
+    ckpt_state st = CKPT_STATE_INIT;
+    assert_true(n <= LISTED);
+    for (int i = 0; i < n; i++) {
+        paths[i] = malloc(32);
+        snprintf(paths[i], 32, "model.ckpt-%d", i + 1);
+        times[i] = 1673735799.685766 + i;
+        make_checkpoint(dir, i + 1);
+    }
+    st.model_checkpoint_path = paths[n - 1];
+    st.all_paths = paths;
+    st.num_paths = (size_t)n;
+    st.timestamps = times;
+    st.num_timestamps = (size_t)n;
+    assert_ckpt_ok(ckpt_state_write(NULL, dir, &st));
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+}
+
+/* Files of other names, which nothing here may touch. */
+static void make_foreign_files(const char *dir)
+{
+    touch(dir, "other-5.data-00000-of-00001");
+    touch(dir, "model.ckpt-5x.data-00000-of-00001");
+    touch(dir, "model.ckpt.data-00000-of-00001");
+    touch(dir, "model.ckpt-12.data-00000-of-00002.bak");
+}
+
+static void assert_foreign_files(const char *dir)
+{
+    assert_true(file_exists(dir, "other-5.data-00000-of-00001"));
+    assert_true(file_exists(dir, "model.ckpt-5x.data-00000-of-00001"));
+    assert_true(file_exists(dir, "model.ckpt.data-00000-of-00001"));
+    assert_true(file_exists(dir, "model.ckpt-12.data-00000-of-00002.bak"));
+}
+
+typedef struct logbuf {
+    pthread_mutex_t mu; /* the writer thread logs too */
+    char text[8192];
+} logbuf;
+
+static void capture_log(int level, const char *msg, void *payload)
+{
+    logbuf *lb = payload;
+    size_t used;
+    (void)level;
+    pthread_mutex_lock(&lb->mu);
+    used = strlen(lb->text);
+    snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
+    pthread_mutex_unlock(&lb->mu);
+}
+
+static ckpt_saver *open_saver(fixture *f, ckpt_saver_options *o)
+{
+    ckpt_saver *s = NULL;
+    ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {4}}, f->w, NULL, NULL, NULL};
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, o));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &w));
+    return s;
+}
+
+/* The first save after opening a directory that lists LISTED checkpoints
+ * with max_to_keep 3 deletes the oldest LISTED - 2, every file of each,
+ * and nothing of the two it keeps, of a checkpoint the state file does not
+ * list, or of other names. */
+static void test_first_save_evicts_many(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    write_listing_state(f->dir, LISTED);
+    make_checkpoint(f->dir, 1000); /* unlisted: left in place */
+    make_foreign_files(f->dir);
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), LISTED);
+    assert_ckpt_ok(ckpt_saver_save(s, LISTED + 1, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+    for (int step = 1; step <= LISTED - 2; step++)
+        assert_gone(f->dir, step);
+    assert_whole(f->dir, LISTED - 1);
+    assert_whole(f->dir, LISTED);
+    assert_whole(f->dir, 1000);
+    assert_int_equal(count_files(f->dir, "model.ckpt-101.index"), 1);
+    assert_foreign_files(f->dir);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
+/* Opening a directory whose state file lists LISTED checkpoints counts
+ * exactly the complete checkpoints it does not list (steps between,
+ * before and after the listed ones, and ones whose names extend a listed
+ * name), and deletes nothing the state file lists. */
+static void test_open_counts_unlisted_among_many(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    write_listing_state(f->dir, LISTED);
+    for (int step = 3001; step <= 3020; step++) /* 20 unlisted */
+        make_checkpoint(f->dir, step);
+    make_checkpoint(f->dir, 0);     /* before */
+    make_checkpoint(f->dir, 10000); /* "model.ckpt-1" + "0000" */
+    make_foreign_files(f->dir);
+    o.max_to_keep = 5;
+    o.log = capture_log;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), LISTED);
+    ckpt_saver_free(s);
+    assert_non_null(strstr(lb.text, ": 22 checkpoint(s) not in the state "
+                                    "file left in place"));
+    for (int step = 1; step <= LISTED; step++)
+        assert_whole(f->dir, step);
+    assert_whole(f->dir, 0);
+    assert_whole(f->dir, 10000);
+    assert_foreign_files(f->dir);
+}
+
+/* A pending note naming 150 checkpoints the state file does not
+ * list (a crash during a long eviction) has each deleted at open, and
+ * none it lists. */
+static void test_pending_note_deletes_many(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char path[4200];
+    char *note = malloc(32 * 200);
+    size_t used = 0;
+    write_listing_state(f->dir, 12);
+    for (int step = 1001; step <= 1150; step++) {
+        make_checkpoint(f->dir, step);
+        used += (size_t)snprintf(note + used, 32 * 200 - used,
+                                 "model.ckpt-%d\n", step);
+    }
+    /* listed ones the note names too: the state file wins */
+    used += (size_t)snprintf(note + used, 32 * 200 - used, "model.ckpt-10\n");
+    make_foreign_files(f->dir);
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", f->dir);
+    test_write_file(path, note, used);
+    free(note);
+    o.max_to_keep = CKPT_KEEP_ALL;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 12);
+    ckpt_saver_free(s);
+    for (int step = 1001; step <= 1150; step++)
+        assert_gone(f->dir, step);
+    for (int step = 1; step <= 12; step++)
+        assert_whole(f->dir, step);
+    assert_foreign_files(f->dir);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_first_save_evicts_many, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_open_counts_unlisted_among_many,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pending_note_deletes_many, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
