@@ -391,6 +391,7 @@ static int remove_orphan_data(ckpt__dir_state *ds)
 
 struct stale_scan {
     const ckpt__dir_state *ds;
+    const ckpt__name_index *kept; /* the kept list's names */
     struct name_list found;
 };
 
@@ -411,7 +412,7 @@ static int collect_stale(const char *name, void *payload)
         return 0;
     memcpy(stem, name, n + 1 + digits);
     stem[n + 1 + digits] = '\0';
-    if (ckpt__kept_find(&sc->ds->kept, stem) < sc->ds->kept.n)
+    if (ckpt__name_index_find(sc->kept, stem) != SIZE_MAX)
         return 0;
     return collect_name_always(stem, &sc->found);
 }
@@ -426,7 +427,8 @@ static int collect_stale(const char *name, void *payload)
  * state file lists checkpoints of our own naming. */
 static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
 {
-    struct stale_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
+    ckpt__name_index names = {0};
+    struct stale_scan sc = {ds, &names, {NULL, NULL, 0, 0, 0}};
     const ckpt__kept_list *kept = &ds->kept;
     int err;
     if (ds->keep_hours > 0 || ds->max_to_keep <= 0 || kept->n == 0)
@@ -436,6 +438,14 @@ static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
             !ckpt__dir_state_owns(ds, kept->paths[i]) ||
             strchr(kept->paths[i], '/'))
             return 0; /* not our naming: say nothing */
+    /* Indexed once, so that the scan is linear in the directory's size,
+     * not its size times the list's. */
+    err = ckpt__name_index_reserve(&names, kept->n);
+    if (err < 0)
+        return err;
+    for (size_t i = 0; i < kept->n; i++)
+        if (ckpt__name_index_find(&names, kept->paths[i]) == SIZE_MAX)
+            ckpt__name_index_put(&names, kept->paths[i], i);
     err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
@@ -447,6 +457,7 @@ static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
                      ds->dir, sc.found.n, sc.found.names[0],
                      sc.found.n > 1 ? ", ..." : "");
     name_list_dispose(&sc.found);
+    ckpt__name_index_dispose(&names);
     return err;
 }
 
