@@ -25,6 +25,7 @@
 #include "format/checkpoint_state_write.h"
 #include "io/fs_internal.h"
 
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,32 +38,65 @@ const char *const ckpt__state_field_names[CKPT__STATE_FIELD_COUNT] = {
 
 /* ---- writer -------------------------------------------------------------- */
 
+/* The significant digits (to `digits`, their count returned) and decimal
+ * exponent of "%.*e" of `v` at precision `prec`, read whatever the locale's
+ * decimal point; *exact says whether "d.ddd" e<exponent> reads back as
+ * exactly `v`. */
+static int digits_at(double v, int prec, locale_t c_locale, char digits[24],
+                     int *exp10, int *exact)
+{
+    char sci[48], canon[48];
+    const char *p;
+    int ndigits = 0;
+    snprintf(sci, sizeof(sci), "%.*e", prec, v);
+    for (p = sci; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9')
+            digits[ndigits++] = *p;
+    *exp10 = *p ? (int)strtol(p + 1, NULL, 10) : 0;
+    snprintf(canon, sizeof(canon), "%s%c.%.*se%d", signbit(v) ? "-" : "",
+             digits[0], ndigits - 1, digits + 1, *exp10);
+    *exact = strtod_l(canon, NULL, c_locale) == v;
+    return ndigits;
+}
+
+/* The digits of the shortest "%.*e" (precision 0 to 16) of `v` that reads
+ * back exactly, trailing zeros kept; their count returned.
+ *
+ * For a normal double (or zero) three tries at most: when some precision
+ * below 15 (15 digits or fewer) reads back, the 15-digit rounding does too
+ * and is the same number with zeros appended, because a decimal of 15
+ * digits that reads back lies within half an ulp (2^-53 |v|) of v while
+ * the other 15-digit decimals are 10^-15 |v| apart: it is the nearest
+ * one. So the 15-digit rounding with its trailing zeros stripped is the
+ * shortest, and when it does not read back, 16 or 17 digits are needed.
+ * Subnormals, whose ulp is larger relative to them, try every precision
+ * from 0 (as every double once did: the same bytes either way). */
+static int shortest_digits(double v, locale_t c_locale, char digits[24],
+                           int *exp10)
+{
+    int ndigits = 0, exact = 0;
+    int prec = v != 0.0 && fabs(v) < DBL_MIN ? 0 : 14;
+    for (; prec <= 16; prec++) {
+        ndigits = digits_at(v, prec, c_locale, digits, exp10, &exact);
+        if (exact)
+            break;
+    }
+    return ndigits;
+}
+
 /* Python repr of a double: the shortest digits that read back exactly;
  * fixed notation when the decimal exponent is in (-4, 16], else d.ddde+XX.
  * Returns 0 or CKPT_ENOMEM. */
 static int put_double(ckpt_buf *out, double v, locale_t c_locale)
 {
-    char sci[48], digits[24], canon[48], res[64];
-    int ndigits = 0, exp10 = 0, decpt, i;
+    char digits[24], res[64];
+    int ndigits, exp10 = 0, decpt, i;
     size_t k = 0;
     if (isnan(v))
         return ckpt__buf_puts(out, "nan");
     if (isinf(v))
         return ckpt__buf_puts(out, v < 0 ? "-inf" : "inf");
-    for (int prec = 0; prec <= 16; prec++) {
-        const char *p;
-        snprintf(sci, sizeof(sci), "%.*e", prec, v);
-        /* Rebuild "d.ddde+XX" with a '.' whatever the locale says. */
-        ndigits = 0;
-        for (p = sci; *p && *p != 'e'; p++)
-            if (*p >= '0' && *p <= '9')
-                digits[ndigits++] = *p;
-        exp10 = *p ? (int)strtol(p + 1, NULL, 10) : 0;
-        snprintf(canon, sizeof(canon), "%s%c.%.*se%d", signbit(v) ? "-" : "",
-                 digits[0], ndigits - 1, digits + 1, exp10);
-        if (strtod_l(canon, NULL, c_locale) == v)
-            break;
-    }
+    ndigits = shortest_digits(v, c_locale, digits, &exp10);
     while (ndigits > 1 && digits[ndigits - 1] == '0')
         ndigits--;
     decpt = exp10 + 1; /* v = 0.DIGITS * 10^decpt */
