@@ -87,6 +87,38 @@ int ckpt__slice_piece_prepare(ckpt__slice_piece *p, const char *prefix,
                               const void *data, size_t nbytes);
 void ckpt__slice_piece_dispose(ckpt__slice_piece *p);
 
+/* Whether pieces a and b of a tensor of shape `full` share an element. */
+bool ckpt__slices_overlap(const ckpt__tensor_slice *a,
+                          const ckpt__tensor_slice *b, const ckpt_shape *full);
+
+/* The pieces of one partitioned tensor as an interval tree along one
+ * dimension (bundle_slice_overlap.c); the pieces themselves stay in the
+ * caller's array, known here by their numbers. */
+typedef struct ckpt__slice_overlap_index {
+    ckpt_shape full;
+    int axis; /* the first dimension the first piece does not cover whole */
+    int root; /* -1: empty */
+    int *left, *right;
+    int64_t *reach; /* the largest end along `axis` in each subtree */
+    int cap;
+} ckpt__slice_overlap_index;
+
+/* An empty index for the pieces of a tensor of shape `full` whose first
+ * piece is `first` (it picks the dimension). */
+void ckpt__slice_overlap_init(ckpt__slice_overlap_index *x,
+                              const ckpt__tensor_slice *first,
+                              const ckpt_shape *full);
+/* Room for pieces 0 .. cap - 1. 0 or CKPT_ENOMEM. */
+int ckpt__slice_overlap_reserve(ckpt__slice_overlap_index *x, int cap);
+/* Add piece number n (slices[n]; room reserved). */
+void ckpt__slice_overlap_insert(ckpt__slice_overlap_index *x,
+                                const ckpt__tensor_slice *slices, int n);
+/* Whether `s` overlaps one of the pieces added. */
+bool ckpt__slice_overlap_any(const ckpt__slice_overlap_index *x,
+                             const ckpt__tensor_slice *slices,
+                             const ckpt__tensor_slice *s);
+void ckpt__slice_overlap_dispose(ckpt__slice_overlap_index *x);
+
 /* A writer's partitioned tensors, each known by the index of its full
  * entry among the writer's entries (indices only grow, so the list stays
  * sorted). */
@@ -123,6 +155,11 @@ int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
                            const ckpt_shape *full_shape,
                            const ckpt__slice_piece *p,
                            ckpt__bundle_entry *full);
+
+/* The full entry of the k-th partitioned tensor of `s` (0 .. s->count - 1),
+ * as ckpt__slice_set_append describes it, and the index of that entry. */
+void ckpt__slice_set_describe(const ckpt__slice_set *s, size_t k,
+                              size_t *entry_index, ckpt__bundle_entry *full);
 
 void ckpt__slice_set_dispose(ckpt__slice_set *s);
 

@@ -9,12 +9,16 @@
 #include "format/bundle_text.h"
 #include "util/pb_wire.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 /* ---- writer ---------------------------------------------------------------
  */
 
+/* A partitioned tensor's pieces, in the order they were added, and an
+ * interval tree over them that a new piece is checked against for
+ * overlap (bundle_slice_overlap.c), not each piece in turn. */
 struct ckpt__sliced_tensor {
     size_t entry_index;
     int dtype;
@@ -22,6 +26,7 @@ struct ckpt__sliced_tensor {
     ckpt__tensor_slice *slices;
     int count;
     int cap;
+    ckpt__slice_overlap_index overlap;
 };
 
 /* Check one extent and store it in p; `dim` is the full dimension. */
@@ -144,17 +149,17 @@ bool ckpt__slice_set_has(const ckpt__slice_set *s, size_t entry_index)
     return set_find(s, entry_index) != NULL;
 }
 
-static bool slices_overlap(const ckpt__tensor_slice *a,
-                           const ckpt__tensor_slice *b, const ckpt_shape *full)
+/* The first piece of `t`, in the order added, that `s` overlaps, or -1. */
+static int first_overlap(const struct ckpt__sliced_tensor *t,
+                         const ckpt__tensor_slice *s)
 {
-    for (int d = 0; d < full->rank; d++) {
-        int64_t alo, ahi, blo, bhi;
-        ckpt__slice_extent_range(a, d, full->dims[d], &alo, &ahi);
-        ckpt__slice_extent_range(b, d, full->dims[d], &blo, &bhi);
-        if ((alo > blo ? alo : blo) >= (ahi < bhi ? ahi : bhi))
-            return false;
-    }
-    return true;
+    if (!ckpt__slice_overlap_any(&t->overlap, t->slices, s))
+        return -1;
+    /* the message names the earliest piece it overlaps: a scan, once */
+    for (int i = 0; i < t->count; i++)
+        if (ckpt__slices_overlap(&t->slices[i], s, &t->full))
+            return i;
+    return -1;
 }
 
 int ckpt__slice_set_check(const ckpt__slice_set *s, const char *prefix,
@@ -165,7 +170,7 @@ int ckpt__slice_set_check(const ckpt__slice_set *s, const char *prefix,
     const struct ckpt__sliced_tensor *t;
     ckpt__shown_shape a, b;
     ckpt_buf x = CKPT_BUF_INIT, y = CKPT_BUF_INIT;
-    int err = 0;
+    int err = 0, i;
 
     if (is_new)
         return 0;
@@ -187,9 +192,8 @@ int ckpt__slice_set_check(const ckpt__slice_set *s, const char *prefix,
                            "earlier pieces' %s",
                            prefix, name, ckpt__show_shape(&a, full_shape),
                            ckpt__show_shape(&b, &t->full));
-    for (int i = 0; i < t->count; i++) {
-        if (!slices_overlap(&t->slices[i], &p->slice, full_shape))
-            continue;
+    i = first_overlap(t, &p->slice);
+    if (i >= 0) {
         err = ckpt__tensor_slice_format(&x, &p->slice);
         if (err == 0)
             err = ckpt__tensor_slice_format(&y, &t->slices[i]);
@@ -198,7 +202,6 @@ int ckpt__slice_set_check(const ckpt__slice_set *s, const char *prefix,
                               "%s: tensor '%s': piece %s overlaps piece %d "
                               "(%s)",
                               prefix, name, x.ptr, i, y.ptr);
-        break;
     }
     ckpt_buf_dispose(&x);
     ckpt_buf_dispose(&y);
@@ -210,6 +213,7 @@ int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
                            const ckpt__slice_piece *p, ckpt__bundle_entry *full)
 {
     struct ckpt__sliced_tensor *t = set_find(s, entry_index);
+    size_t i;
     if (!t) {
         if (s->count > 0 && s->items[s->count - 1].entry_index > entry_index)
             return ckpt__error(CKPT_EINVAL,
@@ -229,6 +233,7 @@ int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
         t->entry_index = entry_index;
         t->dtype = dtype;
         t->full = *full_shape;
+        ckpt__slice_overlap_init(&t->overlap, &p->slice, full_shape);
     }
     if (t->count == t->cap) {
         int cap;
@@ -240,23 +245,36 @@ int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
         if (!q)
             return ckpt__error_oom();
         t->slices = q;
+        if (ckpt__slice_overlap_reserve(&t->overlap, cap) < 0)
+            return CKPT_ENOMEM;
         t->cap = cap;
     }
     t->slices[t->count++] = p->slice;
+    ckpt__slice_overlap_insert(&t->overlap, t->slices, t->count - 1);
+    ckpt__slice_set_describe(s, (size_t)(t - s->items), &i, full);
+    return 0;
+}
+
+void ckpt__slice_set_describe(const ckpt__slice_set *s, size_t k,
+                              size_t *entry_index, ckpt__bundle_entry *full)
+{
+    const struct ckpt__sliced_tensor *t = &s->items[k];
+    *entry_index = t->entry_index;
     memset(full, 0, sizeof(*full));
     full->dtype = t->dtype;
     full->shape = t->full;
     full->num_slices = t->count;
     full->slices = t->slices;
-    return 0;
 }
 
 void ckpt__slice_set_dispose(ckpt__slice_set *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->count; i++)
+    for (size_t i = 0; i < s->count; i++) {
         ckpt__free(s->items[i].slices);
+        ckpt__slice_overlap_dispose(&s->items[i].overlap);
+    }
     ckpt__free(s->items);
     s->items = NULL;
     s->count = 0;

@@ -392,6 +392,8 @@ static int write_index(ckpt_bundle_writer *w)
         ckpt__table_builder_new(&t, w->fs, w->index_file, w->index_tmp.ptr, 0);
     if (err == 0)
         err = ckpt__table_builder_add(t, "", 0, header.ptr, header.size);
+    if (err == 0) /* entry indices change in the sort */
+        err = ckpt__bundle_writer_encode_partitioned(w);
     if (w->count > 1)
         qsort(w->entries, w->count, sizeof(*w->entries), cmp_entries);
     for (size_t i = 0; err == 0 && i < w->count; i++) {

@@ -5,7 +5,8 @@
  * laid out and checksummed here), an already encoded record (add_record)
  * or records the saver wrote itself (append_raw, add_written) becomes a
  * record in the current data file and an entry for the index that
- * bundle_writer.c writes at finish.
+ * bundle_writer.c writes at finish (a partitioned tensor's full entry is
+ * encoded then, once, with all its pieces).
  *
  *   string record:  varint64 len[n] | fixed32 masked length CRC |
  *                   bytes s[0] .. s[n-1]       (docs/format.md §5.3) */
@@ -268,8 +269,10 @@ int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
     return ckpt__bundle_writer_fail(w, err);
 }
 
-/* The full entry of piece `p` of `name`: created, or updated with the
- * piece's extents appended. */
+/* The full entry of piece `p` of `name`: created, or its piece list in
+ * the slice set grown by the piece (its proto is brought up to date once,
+ * at finish: ckpt__bundle_writer_encode_partitioned, so that k pieces cost
+ * O(k) to encode, not O(k^2)). */
 static int add_full_entry(ckpt_bundle_writer *w, const char *name, int dtype,
                           const ckpt_shape *full_shape,
                           const ckpt__slice_piece *p, bool is_new, size_t i)
@@ -281,7 +284,19 @@ static int add_full_entry(ckpt_bundle_writer *w, const char *name, int dtype,
     err = ckpt__slice_set_append(&w->sliced, i, dtype, full_shape, p, &full);
     if (err < 0)
         return err;
-    return is_new ? add_entry(w, name, &full) : replace_proto(w, i, &full);
+    return is_new ? add_entry(w, name, &full) : 0;
+}
+
+int ckpt__bundle_writer_encode_partitioned(ckpt_bundle_writer *w)
+{
+    int err = 0;
+    for (size_t k = 0; err == 0 && k < w->sliced.count; k++) {
+        ckpt__bundle_entry full;
+        size_t i;
+        ckpt__slice_set_describe(&w->sliced, k, &i, &full);
+        err = replace_proto(w, i, &full);
+    }
+    return err;
 }
 
 int ckpt_bundle_writer_add_slice(ckpt_bundle_writer *w, const char *name,

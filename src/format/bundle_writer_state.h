@@ -83,4 +83,11 @@ int ckpt__bundle_writer_shard_append(ckpt_bundle_writer *w, const void *data,
 /* Zero bytes up to the next multiple of the alignment. */
 int ckpt__bundle_writer_shard_pad(ckpt_bundle_writer *w);
 
+/* bundle_writer_add.c */
+
+/* Encode each partitioned tensor's full entry with every piece added (the
+ * adds only record the pieces). Before the entries are sorted. 0 or
+ * CKPT_ENOMEM. */
+int ckpt__bundle_writer_encode_partitioned(ckpt_bundle_writer *w);
+
 #endif
