@@ -175,6 +175,11 @@ int ckpt__data_files_list(ckpt__data_files *out, const ckpt_fs *fs,
     }
     if (all.n > 1)
         qsort(all.names, all.n, sizeof(*all.names), by_stem_then_name);
+    out->dir = ckpt__strdup(dir);
+    if (!out->dir) {
+        name_list_dispose(&all);
+        return ckpt__error_oom();
+    }
     out->names = all.names;
     out->n = all.n;
     return 0;
@@ -184,6 +189,8 @@ void ckpt__data_files_dispose(ckpt__data_files *l)
 {
     struct name_list all = {NULL, l->names, l->n, l->n, 0};
     name_list_dispose(&all);
+    ckpt__free(l->dir);
+    l->dir = NULL;
     l->names = NULL;
     l->n = 0;
 }
@@ -236,7 +243,9 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
     err = ckpt__path_dirname(&dir, prefix);
     if (err < 0)
         goto done;
-    if (listed) {
+    /* A listing of another directory (a checkpoint the state file names
+     * elsewhere, or the same one spelt otherwise) is not used. */
+    if (listed && strcmp(listed->dir, dir.ptr) == 0) {
         struct name_list own = data_files_of(listed, data.base);
         err = remove_names(fs, dir.ptr, &own, NULL);
         goto done;

@@ -216,6 +216,7 @@ int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
  * and sorted by checkpoint, so that removing many checkpoints lists the
  * directory once instead of once per checkpoint. */
 typedef struct ckpt__data_files {
+    char *dir; /* the directory listed */
     char **names;
     size_t n;
 } ckpt__data_files;
@@ -223,8 +224,9 @@ typedef struct ckpt__data_files {
 int ckpt__data_files_list(ckpt__data_files *out, const ckpt_fs *fs,
                           const char *dir);
 void ckpt__data_files_dispose(ckpt__data_files *l);
-/* ckpt__remove_checkpoint_files, the data files taken from `listed` (a
- * listing of the prefix's directory; NULL: the directory is listed now). */
+/* ckpt__remove_checkpoint_files, the data files taken from `listed` when
+ * it is a listing of the prefix's directory (else, or NULL: the directory
+ * is listed now). */
 int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
                                          const ckpt__data_files *listed);
 /* Give <from>.index and every data file of `from` a second name under the
