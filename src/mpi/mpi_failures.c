@@ -28,6 +28,15 @@ void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
         f->nkept++;
     }
     f->delivered++;
+    f->later_ok = 0;
+}
+
+void ckpt__mpi_failures_note_ok(ckpt__mpi_failures *f, int64_t step)
+{
+    if (f->delivered == f->returned)
+        return;
+    f->later_ok = 1;
+    f->later_ok_step = step;
 }
 
 int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto)
@@ -45,10 +54,11 @@ int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto)
     msg[0] = '\0';
     if (shown == 0) {
         code = CKPT_EIO;
-        snprintf(msg, sizeof(msg),
-                 "%" PRIu64 " asynchronous save(s) failed (too many failures "
-                 "in a row to keep their messages)",
-                 k);
+        used = (size_t)snprintf(
+            msg, sizeof(msg),
+            "%" PRIu64 " asynchronous save(s) failed (too many failures "
+            "in a row to keep their messages)",
+            k);
     } else {
         code = f->kept[0].code;
         used = (size_t)snprintf(msg, sizeof(msg), "%s", f->kept[0].msg);
@@ -57,8 +67,18 @@ int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto)
                                      "; then step %" PRId64 " failed too: %s",
                                      f->kept[i].step, f->kept[i].msg);
         if (k > shown && used < sizeof(msg))
+            used +=
+                (size_t)snprintf(msg + used, sizeof(msg) - used,
+                                 "; then %" PRIu64 " more failed", k - shown);
+    }
+    /* Every failure returned and a save after them succeeded: the reader
+     * should not think the latest checkpoint is lost. */
+    if (upto == f->delivered && f->later_ok) {
+        if (used < sizeof(msg))
             snprintf(msg + used, sizeof(msg) - used,
-                     "; then %" PRIu64 " more failed", k - shown);
+                     " (a later save, of step %" PRId64 ", succeeded)",
+                     f->later_ok_step);
+        f->later_ok = 0;
     }
     memmove(f->kept, f->kept + shown,
             (size_t)(f->nkept - shown) * sizeof(f->kept[0]));

@@ -74,6 +74,8 @@ typedef struct ckpt__mpi_failures {
     uint64_t returned;  /* of those, returned to the caller */
     size_t nkept;       /* the first unreturned ones, whole */
     ckpt__mpi_status kept[CKPT__MPI_KEPT_FAILURES];
+    int later_ok;          /* a save succeeded after the newest failure */
+    int64_t later_ok_step; /* the newest such save's step */
 } ckpt__mpi_failures;
 
 enum ckpt__op_state {
@@ -305,6 +307,8 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
  * none is left. */
 void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
                            int64_t step);
+/* A save of `step` succeeded: said with failures still to return. */
+void ckpt__mpi_failures_note_ok(ckpt__mpi_failures *f, int64_t step);
 int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto);
 int ckpt__mpi_failures_take_all(ckpt__mpi_failures *f);
 

@@ -311,6 +311,7 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
         s->metrics.saves_completed++;
         s->metrics.bytes_written += res.bytes;
         s->metrics.last_saved_step = op->step;
+        ckpt__mpi_failures_note_ok(&s->failures, op->step);
     } else {
         s->metrics.saves_failed++;
         ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,

@@ -1188,6 +1188,23 @@ static void test_failures_returned_by_count(void **state)
                       "2 asynchronous save(s) failed");
     assert_int_equal(f.returned, f.delivered);
     assert_int_equal(f.nkept, 0);
+    /* a save that succeeded after the failures is said with them, once
+     * all of them are returned; one before them is not */
+    ckpt__mpi_failures_note_ok(&f, 99);
+    add_failure(&f, CKPT_EIO, 100);
+    add_failure(&f, CKPT_EIO, 110);
+    ckpt__mpi_failures_note_ok(&f, 120);
+    ckpt__mpi_failures_note_ok(&f, 130);
+    assert_ckpt_error(ckpt__mpi_failures_take(&f, f.returned + 1), CKPT_EIO,
+                      "save 100 broke");
+    assert_null(strstr(ckpt_error_last()->message, "later"));
+    assert_ckpt_error(ckpt__mpi_failures_take_all(&f), CKPT_EIO,
+                      "save 110 broke (a later save, of step 130, "
+                      "succeeded)");
+    add_failure(&f, CKPT_EIO, 140);
+    assert_ckpt_error(ckpt__mpi_failures_take_all(&f), CKPT_EIO,
+                      "save 140 broke");
+    assert_null(strstr(ckpt_error_last()->message, "later"));
 }
 
 int main(int argc, char **argv)
