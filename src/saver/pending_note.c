@@ -91,8 +91,20 @@ void ckpt__pending_note_remove(const ckpt__dir_state *ds)
         ckpt__pending_note_write(ds, NULL, NULL);
         return;
     }
-    if (note_path(ds, &path) == 0)
-        ckpt__fs_remove_quiet(ds->fs, path.ptr);
+    if (note_path(ds, &path) == 0) {
+        ckpt__saved_error saved;
+        int err;
+        ckpt__error_save(&saved);
+        err = ckpt__fs_remove(ds->fs, path.ptr);
+        /* Left behind, the note is read at the next open, which deletes
+         * only what the state file does not name: said, not fatal. */
+        if (err < 0 && err != CKPT_ENOTFOUND)
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                         "%s: cannot remove the note of the finished save "
+                         "(the next open reads it again): %s",
+                         ds->dir, ckpt_error_last()->message);
+        ckpt__error_restore(&saved);
+    }
     ckpt_buf_dispose(&path);
 }
 

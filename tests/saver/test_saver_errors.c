@@ -20,6 +20,7 @@ typedef struct mute_fs {
     mute_method method;
     int after; /* calls that still succeed */
     int vocal; /* 1: a failing write says why, with ckpt_error_set */
+    const char *refuse_remove; /* a remove of a path ending so fails */
 } mute_fs;
 
 static int should_fail(mute_fs *m, mute_method method)
@@ -45,8 +46,12 @@ static int mute_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
 static int mute_remove(const char *path, void *payload)
 {
     const ckpt_fs *p = ckpt_fs_posix();
+    const char *end = ((mute_fs *)payload)->refuse_remove;
     if (should_fail(payload, MUTE_REMOVE))
         return CKPT_EIO;
+    if (end && strlen(path) >= strlen(end) &&
+        strcmp(path + strlen(path) - strlen(end), end) == 0)
+        return ckpt_error_set(CKPT_EACCES, "remove %s: refused", path);
     return p->remove(path, p->payload);
 }
 
@@ -76,6 +81,7 @@ static void mute_options(ckpt_saver_options *o, mute_fs *m, mute_method method,
     m->method = method;
     m->after = after;
     m->vocal = 0;
+    m->refuse_remove = NULL;
     *o = defaults;
     o->fs = &m->fs;
 }
@@ -222,6 +228,28 @@ static void test_callers_messages_passed_on(void **state)
     ckpt_saver_free(s);
 }
 
+/* The note of a save in progress that cannot be removed once the save is
+ * done: the save succeeds, and the warning says so. */
+static void test_note_left_behind_is_said(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o;
+    ckpt_saver *s;
+    mute_fs m;
+    mute_options(&o, &m, MUTE_REMOVE, 1000);
+    m.refuse_remove = "/checkpoint.pending";
+    o.log = keep_log;
+    o.log_payload = f;
+    o.log_level = CKPT_LOG_WARN;
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    assert_non_null(strstr(f->log, "cannot remove the note of the finished "
+                                   "save (the next open reads it again): "
+                                   "remove "));
+    assert_non_null(strstr(f->log, "checkpoint.pending: refused"));
+    ckpt_saver_free(s);
+}
+
 /* A NaN where seconds are expected compares false both ways, so it once
  * passed "< 0" checks into a deadline that was never set: wait spun
  * forever holding the saver's mutex. Now every such entry refuses it. */
@@ -334,6 +362,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_index_write_names_silent_failure,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_callers_messages_passed_on, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
                                         teardown),
