@@ -910,6 +910,22 @@ static void test_failed_eviction_retried(void **state)
     assert_false(file_exists(f->dir, "model.ckpt-1.index"));
     assert_false(file_exists(f->dir, "model.ckpt-2.index"));
     assert_false(file_exists(f->dir, "model.ckpt-1.data-00000-of-00001"));
+    /* the same with asynchronous saves, whose deletions the writer thread
+     * makes (and whose failure it carries to the next commit) */
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    {
+        uint64_t t = 0;
+        remove_fails = 1;
+        assert_ckpt_ok(ckpt_saver_save_async(s, 5, &t));
+        assert_ckpt_ok(ckpt_saver_wait(s, t, -1));
+        assert_int_equal(remove_fails, 0); /* the deletion was tried */
+        assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+        assert_ckpt_ok(ckpt_saver_save_async(s, 6, &t));
+        assert_ckpt_ok(ckpt_saver_wait(s, t, -1));
+        assert_false(file_exists(f->dir, "model.ckpt-1.index"));
+        assert_false(file_exists(f->dir, "model.ckpt-5.index"));
+        assert_true(file_exists(f->dir, "model.ckpt-6.index"));
+    }
     ckpt_saver_free(s);
     /* the process ends before another save: the next open deletes it */
     f->w[0] = 5.0f;
