@@ -391,7 +391,7 @@ static void test_hook_async_failure_same_step(void **state_)
         if (test_rank() == victim)
             ckpt_fs_fault_fail(ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE),
                                EIO, 0, 0);
-        for (int i = 0; i < 400 && err == 0; i++) {
+        for (int i = 0; i < 20000 && err == 0; i++) { /* ends at the failure */
             err = ckpt_monitored_session_run(ms, NULL, uneven_step, &st, NULL);
             if (err < 0)
                 failed_at = st.global_step;
