@@ -133,7 +133,8 @@ int ckpt__bundle_writer_shard_flush(ckpt_bundle_writer *w,
     int err;
     if (s->pending.size == 0)
         return 0;
-    err = ckpt__fs_write(w->fs, s->file, s->pending.ptr, s->pending.size);
+    err = ckpt__fs_write(w->fs, s->file, s->tmp_path.ptr, s->pending.ptr,
+                         s->pending.size);
     ckpt__buf_clear(&s->pending);
     return err;
 }
@@ -152,7 +153,7 @@ int ckpt__bundle_writer_shard_append(ckpt_bundle_writer *w, const void *data,
             return err;
     }
     if (n >= WRITE_BUF_SIZE)
-        err = ckpt__fs_write(w->fs, s->file, data, n);
+        err = ckpt__fs_write(w->fs, s->file, s->tmp_path.ptr, data, n);
     else
         err = ckpt__buf_put(&s->pending, data, n);
     if (err == 0)
@@ -346,11 +347,11 @@ static int commit_shards(ckpt_bundle_writer *w)
         if (err == 0)
             err = ckpt__bundle_writer_shard_flush(w, s);
         if (err == 0)
-            err = ckpt__fs_sync(w->fs, s->file);
+            err = ckpt__fs_sync(w->fs, s->file, s->tmp_path.ptr);
         if (err == 0) {
             ckpt_file *f = s->file;
             s->file = NULL;
-            err = ckpt__fs_close(w->fs, f);
+            err = ckpt__fs_close(w->fs, f, s->tmp_path.ptr);
         }
     }
     if (err == 0 && w->before_rename)
@@ -406,11 +407,11 @@ static int write_index(ckpt_bundle_writer *w)
     if (err == 0)
         w->index_bytes = ckpt__table_builder_file_size(t);
     if (err == 0)
-        err = ckpt__fs_sync(w->fs, w->index_file);
+        err = ckpt__fs_sync(w->fs, w->index_file, w->index_tmp.ptr);
     if (err == 0) {
         f = w->index_file;
         w->index_file = NULL;
-        err = ckpt__fs_close(w->fs, f);
+        err = ckpt__fs_close(w->fs, f, w->index_tmp.ptr);
     }
     if (err == 0)
         err = ckpt__fs_rename(w->fs, w->index_tmp.ptr, w->index_final.ptr);

@@ -361,7 +361,7 @@ int ckpt__bundle_writer_append_raw(ckpt_bundle_writer *w, const void *data,
     /* Straight to the fs, so an aligned buffer stays aligned. */
     err = ckpt__bundle_writer_shard_flush(w, s);
     if (err == 0 && n > 0)
-        err = ckpt__fs_write(w->fs, s->file, data, n);
+        err = ckpt__fs_write(w->fs, s->file, s->tmp_path.ptr, data, n);
     if (err == 0)
         s->size += n;
     return ckpt__bundle_writer_fail(w, err);

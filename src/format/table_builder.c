@@ -131,7 +131,7 @@ static int fail(ckpt__table_builder *t, int err)
 
 static int write_bytes(ckpt__table_builder *t, const void *p, size_t n)
 {
-    int err = ckpt__fs_write(t->fs, t->file, p, n);
+    int err = ckpt__fs_write(t->fs, t->file, t->name, p, n);
     if (err < 0)
         return fail(t, err);
     t->offset += n;

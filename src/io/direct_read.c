@@ -411,7 +411,7 @@ done:
     if (err < 0)
         ckpt__fs_close_quiet(fs, s.file);
     else
-        err = ckpt__fs_close(fs, s.file);
+        err = ckpt__fs_close(fs, s.file, path);
     ckpt__free(raw);
     ckpt__free(pieces);
     return err;

@@ -89,6 +89,17 @@ static int check(int rc, const char *op, const char *path)
     return check_to(rc, op, path, NULL);
 }
 
+/* check() for the methods on an open file, which are not given its path:
+ * a message of the method's own that does not name the file gets the
+ * path in front. */
+static int check_named(int rc, const char *op, const char *path)
+{
+    if (rc >= 0 || ckpt_error_last()->code != rc || !path ||
+        strstr(ckpt_error_last()->message, path))
+        return check(rc, op, path);
+    return ckpt__error_prefix(rc, "%s %s", op, path);
+}
+
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags)
 {
@@ -132,9 +143,10 @@ int ckpt__fs_link(const ckpt_fs *fs, const char *from, const char *to)
     return check(fs->link(from, to, fs->payload), "link", from);
 }
 
-int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n)
+int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                   const void *buf, size_t n)
 {
-    return check(fs->write(f, buf, n, fs->payload), "write", NULL);
+    return check_named(fs->write(f, buf, n, fs->payload), "write", path);
 }
 
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
@@ -169,16 +181,16 @@ int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out)
     return check(fs->size(f, out, fs->payload), "size", NULL);
 }
 
-int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f)
+int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path)
 {
-    return check(fs->sync(f, fs->payload), "sync", NULL);
+    return check_named(fs->sync(f, fs->payload), "sync", path);
 }
 
-int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f)
+int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path)
 {
     if (!f)
         return 0;
-    return check(fs->close(f, fs->payload), "close", NULL);
+    return check_named(fs->close(f, fs->payload), "close", path);
 }
 
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to)
@@ -219,7 +231,7 @@ void ckpt__fs_close_quiet(const ckpt_fs *fs, ckpt_file *f)
     if (!f)
         return;
     ckpt__error_save(&saved);
-    ckpt__fs_close(fs, f);
+    ckpt__fs_close(fs, f, NULL);
     ckpt__error_restore(&saved);
 }
 
@@ -419,7 +431,7 @@ int ckpt__fs_read_file_max(ckpt_buf *out, const ckpt_fs *fs, const char *path,
         goto done;
     closing = f;
     f = NULL;
-    err = ckpt__fs_close(fs, closing);
+    err = ckpt__fs_close(fs, closing, path);
 done:
     ckpt__fs_close_quiet(fs, f);
     if (err < 0 && out->ptr) {
@@ -468,15 +480,15 @@ int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     if (err < 0)
         goto done;
     temp_exists = 1;
-    err = ckpt__fs_write(fs, f, data, n);
+    err = ckpt__fs_write(fs, f, tmp.ptr, data, n);
     if (err < 0)
         goto done;
-    err = ckpt__fs_sync(fs, f);
+    err = ckpt__fs_sync(fs, f, tmp.ptr);
     if (err < 0)
         goto done;
     closing = f;
     f = NULL;
-    err = ckpt__fs_close(fs, closing);
+    err = ckpt__fs_close(fs, closing, tmp.ptr);
     if (err < 0)
         goto done;
     err = ckpt__fs_rename(fs, tmp.ptr, path);

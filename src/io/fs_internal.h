@@ -29,7 +29,11 @@ int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                               const char *path);
 /* CKPT_ENOTSUP when `fs` has no device_id (version < 3 or NULL). */
 int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id);
-int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const void *buf, size_t n);
+/* write, sync and close of the file `f` opened as `path` (NULL: not
+ * known), which their messages name: a method's own message is kept,
+ * prefixed with "<op> <path>: " unless it names the path already. */
+int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                   const void *buf, size_t n);
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
                    uint64_t offset, size_t *nread);
 /* ckpt_fs.preadv, or one pread per buffer (stopping at a short one) when
@@ -41,9 +45,9 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
  * not known (no such file, not a block device, no sysfs). POSIX only. */
 long ckpt__posix_read_ahead_kb(const char *path);
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out);
-int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f);
+int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path);
 /* Close `f`; NULL is a no-op returning 0. */
-int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f);
+int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path);
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to);
 /* ckpt_fs_write_file_atomic telling whether `path` was replaced: *replaced
  * (may be NULL) is 1 once the rename succeeded (a failure after it, the

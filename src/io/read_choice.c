@@ -85,7 +85,7 @@ static int buffered_all(const ckpt_fs *fs, const char *path, ckpt_file *file,
     if (err < 0)
         ckpt__fs_close_quiet(fs, f);
     else
-        err = ckpt__fs_close(fs, f);
+        err = ckpt__fs_close(fs, f, path);
     return err;
 }
 

@@ -130,13 +130,14 @@ int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op)
     ckpt_file *f = NULL;
     int err = create_temp(s, op, &f);
     if (err == 0 && s->image_bytes > 0)
-        err = ckpt__fs_write(s->fs, f, s->image.ptr, (size_t)s->image_bytes);
+        err = ckpt__fs_write(s->fs, f, op->temp_path.ptr, s->image.ptr,
+                             (size_t)s->image_bytes);
     if (err == 0)
-        err = ckpt__fs_sync(s->fs, f);
+        err = ckpt__fs_sync(s->fs, f, op->temp_path.ptr);
     if (err == 0) {
         ckpt_file *g = f;
         f = NULL;
-        err = ckpt__fs_close(s->fs, g);
+        err = ckpt__fs_close(s->fs, g, op->temp_path.ptr);
     }
     ckpt__fs_close_quiet(s->fs, f);
     if (err == 0)

@@ -64,10 +64,10 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
     if (err == 0)
         err = ckpt__fs_open_write(ds->fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
     if (err == 0)
-        err = ckpt__fs_write(ds->fs, f, text.ptr, text.size);
+        err = ckpt__fs_write(ds->fs, f, tmp.ptr, text.ptr, text.size);
     if (err == 0) /* durable before its name: never an empty note */
-        err = ckpt__fs_sync(ds->fs, f);
-    if (f && ckpt__fs_close(ds->fs, f) < 0 && err == 0)
+        err = ckpt__fs_sync(ds->fs, f, tmp.ptr);
+    if (f && ckpt__fs_close(ds->fs, f, tmp.ptr) < 0 && err == 0)
         err = ckpt_error_last()->code;
     if (err == 0)
         err = ckpt__fs_rename(ds->fs, tmp.ptr, path.ptr);

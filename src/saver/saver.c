@@ -331,6 +331,9 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
                         ckpt__step_say(&words, step), saved.message);
         ckpt__saver_deliver(s);
         ckpt__error_restore(&saved);
+        /* said as an asynchronous save's failure is (writer.c) */
+        err = ckpt__error_prefix(err, "save %s to %s failed",
+                                 ckpt__step_say(&words, step), prefix.ptr);
         goto done;
     }
     CKPT__SAVER_LOG(s, CKPT_LOG_INFO, "saved %s (%" PRIu64 " bytes, %.3f s)",

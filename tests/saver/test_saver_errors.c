@@ -164,23 +164,34 @@ static void test_retention_names_silent_remove_failure(void **state)
     ckpt_saver_free(s);
 }
 
-/* The index is written by the table builder; its silent write failure is
- * named too. */
-static void test_index_write_names_silent_failure(void **state)
+/* Writes go to open files, whose methods are not given the path: a
+ * silent write failure is named with the file it was writing: the data
+ * file, and the index the table builder writes (the note's failure before
+ * them only draws a warning). */
+static void test_write_names_silent_failure(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o;
-    ckpt_saver *s;
-    mute_fs m;
-    mute_options(&o, &m, MUTE_WRITE, 1000);
-    s = open_with(f, &o);
-    /* a sync save writes the data file, then the index: fail the second */
-    m.after = 1;
-    ckpt__error(CKPT_ECORRUPT, "a stale message");
-    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
-                      "write: input/output error");
-    assert_null(strstr(ckpt_error_last()->message, "stale"));
-    ckpt_saver_free(s);
+    static const char *const files[] = {"/model.ckpt-1.data-00000-of-00001.",
+                                        "/model.ckpt-1.index.tempstate"};
+    for (int k = 0; k < 2; k++) {
+        ckpt_saver_options o;
+        ckpt_saver *s;
+        mute_fs m;
+        char want[4200];
+        const char *msg;
+        mute_options(&o, &m, MUTE_WRITE, 1000);
+        s = open_with(f, &o);
+        m.after = k + 1; /* the note is written first */
+        ckpt__error(CKPT_ECORRUPT, "a stale message");
+        assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
+                          ": input/output error");
+        msg = ckpt_error_last()->message;
+        snprintf(want, sizeof(want), "write %s%s", f->dir, files[k]);
+        if (!strstr(msg, want))
+            fail_msg("write %d: \"%s\" lacks \"%s\"", k, msg, want);
+        assert_null(strstr(msg, "stale"));
+        ckpt_saver_free(s);
+    }
 }
 
 /* A file system (or a variable's read callback) that says why it failed,
@@ -209,6 +220,9 @@ static void test_callers_messages_passed_on(void **state)
     m.vocal = 1;
     assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
                       "volume v7 is read-only (a write of ");
+    /* named with the file, which the write method is not given */
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           ".data-00000-of-00001.tempstate"));
     ckpt_saver_free(s);
     m.after = 1000;
     s = open_with(f, &o);
@@ -359,8 +373,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_retention_names_silent_remove_failure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_write_names_silent_failure,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_names_silent_failure, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_callers_messages_passed_on, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
