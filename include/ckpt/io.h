@@ -64,10 +64,11 @@ typedef struct ckpt_iovec {
  *  session, the bundle reader and writer and the state file's functions
  *  check a ckpt_fs given to them: a version outside 1..CKPT_FS_VERSION is
  *  CKPT_EVERSION, a required member left NULL CKPT_EINVAL naming it.
- *  A method returns 0 or a negative ckpt_error_code. To say what failed
- *  (the methods on an open file are not given its path), record the
- *  message with ckpt_error_set before returning: the library passes it
- *  on; without one it records "<method>[ <path>]: <ckpt_strerror>". */
+ *  A method returns 0 or a negative ckpt_error_code. To say what failed,
+ *  record the message with ckpt_error_set before returning: the library
+ *  passes it on (for write, sync and close, which are not given the file's
+ *  path, prefixed with "<method> <path>: " unless it names the path);
+ *  without one it records "<method> <path>: <ckpt_strerror>". */
 typedef struct ckpt_fs {
     int version;   /**< CKPT_FS_VERSION */
     void *payload; /**< passed as the last argument of every method */

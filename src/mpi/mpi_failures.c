@@ -19,12 +19,17 @@
 #include <string.h>
 
 void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
-                           int64_t step)
+                           int64_t step, const char *prefix)
 {
     uint64_t unreturned = f->delivered - f->returned;
     if (f->nkept == unreturned && f->nkept < CKPT__MPI_KEPT_FAILURES) {
-        f->kept[f->nkept] = *st;
-        f->kept[f->nkept].step = step;
+        ckpt__mpi_status *k = &f->kept[f->nkept];
+        *k = *st;
+        k->step = step;
+        /* which save it was, as the single-process saver says */
+        snprintf(k->msg, sizeof(k->msg),
+                 "save of step %" PRId64 " to %.120s failed: %.340s", step,
+                 prefix, st->msg);
         f->nkept++;
     }
     f->delivered++;
@@ -64,8 +69,7 @@ int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto)
         used = (size_t)snprintf(msg, sizeof(msg), "%s", f->kept[0].msg);
         for (uint64_t i = 1; i < shown && used < sizeof(msg); i++)
             used += (size_t)snprintf(msg + used, sizeof(msg) - used,
-                                     "; then step %" PRId64 " failed too: %s",
-                                     f->kept[i].step, f->kept[i].msg);
+                                     "; then %s", f->kept[i].msg);
         if (k > shown && used < sizeof(msg))
             used +=
                 (size_t)snprintf(msg + used, sizeof(msg) - used,

@@ -306,7 +306,7 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
  * return the failures numbered below `upto` (or all) as one error, 0 if
  * none is left. */
 void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
-                           int64_t step);
+                           int64_t step, const char *prefix);
 /* A save of `step` succeeded: said with failures still to return. */
 void ckpt__mpi_failures_note_ok(ckpt__mpi_failures *f, int64_t step);
 int ckpt__mpi_failures_take(ckpt__mpi_failures *f, uint64_t upto);

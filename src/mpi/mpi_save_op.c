@@ -318,7 +318,8 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
                   "%s: distributed save failed: %s", op->prefix.ptr,
                   op->outcome.msg);
         if (op->is_async)
-            ckpt__mpi_failure_add(&s->failures, &op->outcome, op->step);
+            ckpt__mpi_failure_add(&s->failures, &op->outcome, op->step,
+                                  op->prefix.ptr);
     }
     s->last_outcome = op->outcome;
     s->metrics.write_s_total += res.write_s;

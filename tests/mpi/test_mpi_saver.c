@@ -1153,8 +1153,8 @@ static void add_failure(ckpt__mpi_failures *f, int code, int64_t step)
     ckpt__mpi_status st;
     memset(&st, 0, sizeof(st));
     st.code = code;
-    snprintf(st.msg, sizeof(st.msg), "save %lld broke", (long long)step);
-    ckpt__mpi_failure_add(f, &st, step);
+    snprintf(st.msg, sizeof(st.msg), "disk %lld broke", (long long)step);
+    ckpt__mpi_failure_add(f, &st, step, "d/m");
 }
 
 static void test_failures_returned_by_count(void **state)
@@ -1168,16 +1168,18 @@ static void test_failures_returned_by_count(void **state)
     add_failure(&f, CKPT_EIO, 30);
     assert_ckpt_ok(ckpt__mpi_failures_take(&f, 0));
     assert_ckpt_error(ckpt__mpi_failures_take(&f, 2), CKPT_EIO,
-                      "save 10 broke; then step 20 failed too: save 20 broke");
+                      "save of step 10 to d/m failed: disk 10 broke; then save "
+                      "of step 20 to d/m failed: disk 20 broke");
     assert_null(strstr(ckpt_error_last()->message, "30"));
     assert_ckpt_ok(ckpt__mpi_failures_take(&f, 2)); /* once */
     for (int64_t step = 40; step <= 90; step += 10)
         add_failure(&f, CKPT_ENOSPC, step); /* 30 and 40-60 kept, 70-90 not */
     assert_ckpt_error(ckpt__mpi_failures_take(&f, 5), CKPT_EIO,
-                      "save 30 broke; then step 40 failed too: save 40 broke; "
-                      "then step 50 failed too: save 50 broke");
+                      "disk 30 broke; then save of step 40 to d/m failed: disk "
+                      "40 broke; then save of step 50 to d/m failed: disk 50 "
+                      "broke");
     assert_ckpt_error(ckpt__mpi_failures_take_all(&f), CKPT_ENOSPC,
-                      "save 60 broke; then 3 more failed");
+                      "disk 60 broke; then 3 more failed");
     assert_ckpt_ok(ckpt__mpi_failures_take_all(&f));
     for (int64_t step = 1; step <= 6; step++)
         add_failure(&f, CKPT_ENOSPC, step);
@@ -1196,14 +1198,14 @@ static void test_failures_returned_by_count(void **state)
     ckpt__mpi_failures_note_ok(&f, 120);
     ckpt__mpi_failures_note_ok(&f, 130);
     assert_ckpt_error(ckpt__mpi_failures_take(&f, f.returned + 1), CKPT_EIO,
-                      "save 100 broke");
+                      "disk 100 broke");
     assert_null(strstr(ckpt_error_last()->message, "later"));
     assert_ckpt_error(ckpt__mpi_failures_take_all(&f), CKPT_EIO,
-                      "save 110 broke (a later save, of step 130, "
+                      "disk 110 broke (a later save, of step 130, "
                       "succeeded)");
     add_failure(&f, CKPT_EIO, 140);
     assert_ckpt_error(ckpt__mpi_failures_take_all(&f), CKPT_EIO,
-                      "save 140 broke");
+                      "disk 140 broke");
     assert_null(strstr(ckpt_error_last()->message, "later"));
 }
 
