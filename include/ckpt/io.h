@@ -161,7 +161,13 @@ typedef struct ckpt_fs {
     int (*link)(const char *from, const char *to, void *payload);
 } ckpt_fs;
 
-/** The process-wide POSIX file system (open/write/fsync/rename/...). */
+/** The process-wide POSIX file system (open/write/fsync/rename/...).
+ *  To change one method, copy the table and replace that member:
+ *  `ckpt_fs mine = *ckpt_fs_posix(); mine.write = my_write;` (every method
+ *  keeps the POSIX payload, so my_write reaches its own state some other
+ *  way, e.g. a global, and calls ckpt_fs_posix()->write(f, buf, n,
+ *  ckpt_fs_posix()->payload) to write). A wrapper with a payload of its
+ *  own must instead forward every member it does not replace. */
 CKPT_EXTERN(const ckpt_fs *) ckpt_fs_posix(void);
 
 /** `fs` if not NULL, else ckpt_fs_posix(). */

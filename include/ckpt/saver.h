@@ -195,7 +195,9 @@ typedef struct ckpt_saver ckpt_saver;
  *  else: any other complete "<basename>-<step>" checkpoint the state file
  *  does not list (files put there, a note a power cut lost) is readable,
  *  so it is left in place, never listed or deleted by retention, with a
- *  warning in the log (`ckpt ls` shows it as stray).
+ *  warning in the log (`ckpt ls` shows it as stray); no warning when
+ *  keep_checkpoint_every_n_hours is set, whose kept checkpoints are
+ *  unlisted ones.
  *  What cannot be removed (a directory of such a name) is logged and left.
  *  An unparsable state file is logged and treated as empty.
  *  One process at a time saves into a directory: on the POSIX file system
