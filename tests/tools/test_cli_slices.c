@@ -158,6 +158,13 @@ static void test_verify(void **state)
     RUN(r, "verify", damaged);
     expect_status(&r, 1);
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
+    /* said once, by the tensor (whose message ends with its piece's) */
+    expect_contains(r.err, "tensor 'w': slice ");
+    {
+        const char *first = strstr(r.err, "checksum mismatch");
+        assert_non_null(first);
+        assert_null(strstr(first + 1, "checksum mismatch"));
+    }
     run_free(&r);
     /* --json names the damaged piece as messages do, not by its binary
      * slice key */

@@ -302,17 +302,20 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         if ((e->num_slices == 0 && !e->is_slice_key) || !keep_entry(o, e))
             continue;
         owner = e->is_slice_key ? slice_owner(e, &len) : NULL;
-        if (!e->is_slice_key)
+        if (!e->is_slice_key || owner) {
+            const char *name =
+                owner ? cli_safe_n(owner, len) : cli_safe_name(e);
             cli_error("repack",
                       "%s: tensor '%s' is partitioned; repacking "
-                      "partitioned tensors is not supported",
-                      prefix, cli_safe_name(e));
-        else
+                      "partitioned tensors is not supported (leave it out "
+                      "with --exclude '^%s$')",
+                      prefix, name, name);
+        } else {
             cli_error("repack",
-                      "%s: tensor '%s' is partitioned (slice entry %s); "
-                      "repacking partitioned tensors is not supported",
-                      prefix, owner ? cli_safe_n(owner, len) : "?",
-                      cli_safe_name(e));
+                      "%s: a piece of a partitioned tensor (slice entry "
+                      "%s); repacking partitioned tensors is not supported",
+                      prefix, cli_safe_name(e));
+        }
         free(owner);
         return CLI_USAGE;
     }

@@ -125,6 +125,46 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
     return quiet;
 }
 
+/* The damage found, said once the check is done: a piece of a partitioned
+ * tensor whose message the tensor's own already ends with (the tensor's
+ * check reads its pieces) is not said again. Above DEDUP_MAX findings
+ * every one is said (the comparison is quadratic). */
+#define DEDUP_MAX 4096
+
+typedef struct finding {
+    const ckpt_tensor_entry *e;
+    int code;
+    char *msg;
+} finding;
+
+static int said_by_another(const finding *f, size_t n, size_t k)
+{
+    size_t len = strlen(f[k].msg);
+    if (!f[k].e->is_slice_key || n > DEDUP_MAX)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        size_t jl = strlen(f[j].msg);
+        if (j != k && !f[j].e->is_slice_key && jl > len + 2 &&
+            strcmp(f[j].msg + jl - len, f[k].msg) == 0 &&
+            f[j].msg[jl - len - 2] == ':')
+            return 1;
+    }
+    return 0;
+}
+
+static void say_findings(const char *prefix, finding *f, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (said_by_another(f, n, k))
+            continue;
+        ckpt_error_set(f[k].code, "%s", f[k].msg);
+        cli_tensor_error("verify", prefix, f[k].e);
+    }
+    for (size_t k = 0; k < n; k++)
+        free(f[k].msg);
+    free(f);
+}
+
 /* An entry's name for --json: a piece of a partitioned tensor (whose key
  * is binary) as "<name> (piece <spec>)", as messages show it. */
 static json_object *json_entry_name(const ckpt_tensor_entry *e)
@@ -202,6 +242,8 @@ static int run(int argc, char **argv)
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry **order = NULL;
     unsigned char *quiet = NULL; /* per entry: its error is said already */
+    finding *found = NULL;       /* the damage to say, once checked */
+    size_t num_found = 0;
     char *prefix = NULL;
     json_object *root = NULL, *damaged = NULL, *unchecked = NULL;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
@@ -263,8 +305,13 @@ static int run(int argc, char **argv)
          * one damages that tensor too, which is checked as well */
         num_damaged += cli_entry_listed(e);
         any_damage = 1;
-        if (!quiet[i])
-            cli_tensor_error("verify", prefix, e);
+        if (!quiet[i]) {
+            if (num_found % 64 == 0)
+                found = cli_xrealloc(found, (num_found + 64) * sizeof(*found));
+            found[num_found].e = e;
+            found[num_found].code = err;
+            found[num_found++].msg = cli_xstrdup(ckpt_error_last()->message);
+        }
         if (json) {
             json_object *d = json_object_new_object();
             json_object_object_add(d, "name", json_entry_name(e));
@@ -273,6 +320,7 @@ static int run(int argc, char **argv)
             json_object_array_add(damaged, d);
         }
     }
+    say_findings(prefix, found, num_found);
     if (rc == 0 && any_damage)
         rc = CLI_FOUND;
     if (json) {
