@@ -227,7 +227,10 @@ CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
  *  there is no checkpoint), then rank 0 reads the state file and every
  *  rank restores the prefix it names. A save in flight is finished first
  *  (every rank is at the same call), so the latest includes it, unlike
- *  ckpt_saver_restore_latest, which does not wait for one.
+ *  ckpt_saver_restore_latest, which does not wait for one. A damaged
+ *  latest checkpoint is CKPT_ECORRUPT on every rank; it does not fall back
+ *  by itself: ckpt_state_read (ckpt/state.h) lists the directory's older
+ *  checkpoints, and ckpt_mpi_saver_restore restores the one chosen.
  *  `prefix_out` (may be NULL) receives it. CKPT_ENOTFOUND means only that
  *  there is no checkpoint (start afresh): one that lacks a variable or a
  *  rank's per-rank value (more ranks than wrote it) is CKPT_EINVAL.

@@ -757,6 +757,15 @@ int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
     if (err == 0)
         err =
             ckpt__restore_latest_outcome(ckpt_mpi_saver_restore(s, prefix.ptr));
+    if (err == CKPT_ECORRUPT) { /* the same message on every rank */
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s (restore_latest does not fall back by itself: "
+                          "ckpt_state_read lists the older checkpoints, "
+                          "ckpt_mpi_saver_restore restores the one chosen)",
+                          saved.message);
+    }
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
     ckpt_buf_dispose(&prefix);

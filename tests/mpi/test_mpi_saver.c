@@ -852,6 +852,9 @@ static void test_restore_missing_data_file(void **state)
     MPI_Barrier(MPI_COMM_WORLD);
     assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
                       "incomplete checkpoint");
+    /* and says how to fall back, the same on every rank */
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "ckpt_state_read lists the older checkpoints"));
     ckpt_mpi_saver_free(s);
 }
 
