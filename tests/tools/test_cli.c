@@ -554,6 +554,24 @@ static void test_ls_strays_and_incomplete(void **state)
     assert_int_equal(json_object_array_length(jget(root, "stray")), 5);
     json_object_put(root);
     run_free(&r);
+    /* a state file of a saver with keep_checkpoint_every_n_hours (it
+     * records last_preserved_timestamp): an unlisted index is most likely
+     * a checkpoint it kept, and ls says so */
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-2\"\n"
+               "last_preserved_timestamp: 1700000000.5\n");
+    RUN(r, "ls", dir);
+    expect_status(&r, 0);
+    {
+        const char *line = strstr(r.out, "\n  model.ckpt-4.index ");
+        assert_non_null(line);
+        assert_non_null(strstr(line, "index not listed in the state file "
+                                     "(likely a checkpoint "
+                                     "keep_checkpoint_every_n_hours kept)\n"));
+    }
+    run_free(&r);
     /* a state file that cannot be parsed: damage, exit 1 as from inspect */
     write_text(dir, "checkpoint", "model_checkpoint_path: \"m\"\nbogus: 1\n");
     RUN(r, "ls", dir);

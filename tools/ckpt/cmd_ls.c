@@ -31,7 +31,9 @@ const cli_command cli_cmd_ls = {
     "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files whose index is\n"
     "missing, and index files the state file does not list (among them\n"
     "the checkpoints keep_checkpoint_every_n_hours keeps: a saver drops\n"
-    "them from the list and leaves their files).\n"
+    "them from the list and leaves their files; when the state file\n"
+    "records last_preserved_timestamp, as such a saver's does, the reason\n"
+    "says so).\n"
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
     "\"missing data shard 3 of 4\"); ls still exits 0, as it only lists\n"
     "(ckpt verify DIR exits 1 for the checkpoint it names).\n\n"
@@ -420,7 +422,7 @@ static int is_temp_name(const char *name)
 }
 
 /* Classify every file of DIR; returns how many strays went to `out`. */
-static size_t find_strays(stray *out, const dir_listing *l)
+static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
 {
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++) {
@@ -438,7 +440,13 @@ static size_t find_strays(stray *out, const dir_listing *l)
         if (cli_ends_with(name, ".index") && n > 6) {
             if (!l->files[i].claimed) {
                 out[k].file = name;
-                out[k++].reason = "index not listed in the state file";
+                /* a saver with keep_checkpoint_every_n_hours records
+                 * last_preserved_timestamp and keeps checkpoints unlisted */
+                out[k++].reason = keeps_hours
+                                      ? "index not listed in the state file "
+                                        "(likely a checkpoint "
+                                        "keep_checkpoint_every_n_hours kept)"
+                                      : "index not listed in the state file";
             }
             continue;
         }
@@ -704,7 +712,8 @@ static int run(int argc, char **argv)
         scan_rows(rows, nrows, dir, &files);
     }
     strays = cli_xcalloc(files.n + 1, sizeof(*strays));
-    nstrays = find_strays(strays, &files);
+    nstrays = find_strays(strays, &files,
+                          have_state && st.last_preserved_timestamp > 0.0);
     if (json)
         print_json(dir, have_state, rows, nrows, strays, nstrays);
     else
