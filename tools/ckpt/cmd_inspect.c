@@ -60,9 +60,18 @@ static int parse_values_arg(const char *arg, inspect_opts *o)
     return 0;
 }
 
+/* Whether argv[k] is a count ("5", "all") right after a bare --values. */
+static int count_after_values(int argc, char **argv, int k)
+{
+    const char *a = k > 0 && k < argc ? argv[k] : "";
+    return k > 0 && strcmp(argv[k - 1], "--values") == 0 && *a &&
+           (strcmp(a, "all") == 0 || strspn(a, "0123456789") == strlen(a));
+}
+
 static int parse_args(int argc, char **argv, inspect_opts *o)
 {
     const cli_command *c = &cli_cmd_inspect;
+    int path_at = -1;
     o->tensors = calloc((size_t)argc + 1, sizeof(char *));
     if (!o->tensors)
         return cli_usage_error(c, "out of memory");
@@ -95,9 +104,18 @@ static int parse_args(int argc, char **argv, inspect_opts *o)
         }
         if (a[0] == '-' && a[1] != '\0')
             return cli_usage_error(c, "unknown option '%s'", a);
-        if (o->path)
+        if (o->path) {
+            /* "--values 5": the count read as an argument of its own */
+            int k = count_after_values(argc, argv, i) ? i : path_at;
+            if (count_after_values(argc, argv, k))
+                return cli_usage_error(c,
+                                       "unexpected argument '%s' (a count "
+                                       "is given as --values=%s)",
+                                       argv[k], argv[k]);
             return cli_usage_error(c, "unexpected argument '%s'", a);
+        }
         o->path = a;
+        path_at = i;
     }
     if (!o->path)
         return cli_usage_error(c, "missing PATH");
