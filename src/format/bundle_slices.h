@@ -215,8 +215,9 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
 /* Check, without reading any data, that the pieces of the partitioned
  * tensor can hold it: each piece has its entry, of the right dtype and
  * shape, with its record inside its data file, and the records' sizes add
- * up to the full shape's byte size (which goes to *bytes). Whether the
- * pieces overlap is found only when the tensor is assembled. 0,
+ * up to the full shape's byte size (which goes to *bytes), no piece named
+ * twice (its record would count twice). Whether distinct pieces overlap
+ * is found only when the tensor is assembled. 0,
  * CKPT_ECORRUPT, CKPT_ENOTFOUND (data file) or CKPT_EIO. */
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes);

@@ -15,6 +15,7 @@
 #include "util/pb_wire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* BundleEntryProto field number of `slices`. */
@@ -93,6 +94,12 @@ void ckpt__sliced_entries_dispose(ckpt__sliced_entries *s)
 /* ---- reader: assembly -----------------------------------------------------
  */
 
+static int by_index(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 struct assembly {
     const ckpt__partitioned_read *pr;
     const ckpt_tensor_entry *e;
@@ -105,6 +112,8 @@ struct assembly {
     bool check_only;  /* stream each piece (CRC) and mark it, no dst */
     bool layout_only; /* mark each piece without reading its record */
     uint64_t stored;  /* bytes of the pieces' records (size_only) */
+    size_t *picked;   /* size_only: each slice's entry (reader's index) */
+    size_t npicked, cap_picked;
     ckpt_buf key;
     ckpt_buf record;
     ckpt_buf spec; /* the current piece in slice-spec notation */
@@ -276,6 +285,15 @@ static int place_piece(struct assembly *as, int index,
                            ckpt__show_shape(&a, &pe->shape),
                            ckpt__show_shape(&b, &want));
     if (as->size_only) {
+        if (as->npicked == as->cap_picked) {
+            size_t cap = as->cap_picked ? 2 * as->cap_picked : 16;
+            size_t *q = ckpt__realloc(as->picked, cap * sizeof(*q));
+            if (!q)
+                return ckpt__error_oom();
+            as->picked = q;
+            as->cap_picked = cap;
+        }
+        as->picked[as->npicked++] = (size_t)(pe - pr->reader->entries);
         err = ckpt__bundle_reader_check_record(pr->reader, pe);
         if (err < 0)
             return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
@@ -456,6 +474,24 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                            "%s: tensor '%s': byte size of the shape overflows",
                            pr->index_path, as.name);
     err = place_all(&as);
+    /* A piece named by two slices would count its record twice: a few
+     * bytes of index could then pass for a tensor far larger than the
+     * files (distinct pieces' records cannot share bytes: the reader
+     * refused overlapping records at open). */
+    if (err == 0 && as.npicked > 1) {
+        qsort(as.picked, as.npicked, sizeof(*as.picked), by_index);
+        for (size_t i = 1; err == 0 && i < as.npicked; i++)
+            if (as.picked[i] == as.picked[i - 1]) {
+                ckpt__shown_name pn;
+                err = ckpt__error(
+                    CKPT_ECORRUPT,
+                    "%s: tensor '%s': two of its slices name the same "
+                    "piece, '%s'",
+                    pr->index_path, as.name,
+                    ckpt__bundle_entry_shown(
+                        &pn, &pr->reader->entries[as.picked[i]]));
+            }
+    }
     if (err == 0 && as.stored != (uint64_t)need) {
         ckpt__shown_shape ss;
         size_t esize = ckpt_dtype_size(e->dtype);
@@ -472,6 +508,7 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
     }
     if (err == 0)
         *bytes = (uint64_t)need;
+    ckpt__free(as.picked);
     ckpt_buf_dispose(&as.key);
     ckpt_buf_dispose(&as.record);
     ckpt_buf_dispose(&as.spec);

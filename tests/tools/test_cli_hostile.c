@@ -206,7 +206,8 @@ static void test_partitioned_larger_than_memory(void **state)
     expect_contains(r.out, ": OK, 1 tensors");
     run_free(&r);
     hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
-    expect_cmd(f, "verify", 1, "slice 1 (0,2:0,3) overlaps an earlier slice");
+    expect_cmd(f, "verify", 1,
+               "two of its slices name the same piece, 'w (piece 0,2:0,3)'");
 }
 
 /* ---- 4. one error for many tensors ----------------------------------------
