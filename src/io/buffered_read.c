@@ -147,12 +147,12 @@ static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
             for (k = 0, skip = done; skip >= c->p[k].len; k++)
                 skip -= c->p[k].len;
             e = &s->ext[c->p[k].i];
-            return ckpt__error(CKPT_ECORRUPT,
-                               "%s: the file ends at byte %llu, inside the "
-                               "range of %llu bytes at offset %llu",
-                               s->path, (unsigned long long)(c->at + done),
-                               (unsigned long long)e->size,
-                               (unsigned long long)e->offset);
+            return ckpt__error(
+                CKPT_ECORRUPT,
+                "%s: the file ends at or before byte %llu, inside the "
+                "range of %llu bytes at offset %llu",
+                s->path, (unsigned long long)(c->at + done),
+                (unsigned long long)e->size, (unsigned long long)e->offset);
         }
         done += got;
     }

@@ -505,7 +505,8 @@ static void test_file_ends_inside_extent(void **state)
     ext[1].size = PIECE;
     ext[1].dst = dst + PIECE;
     snprintf(want, sizeof(want),
-             "%s: the file ends at byte %zu, inside the range of %llu bytes",
+             "%s: the file ends at or before byte %zu, inside the range of "
+             "%llu bytes",
              f->path, f->size, (unsigned long long)PIECE);
     assert_ckpt_error(ckpt__read_extents(NULL, f->path, NULL, ext, 2, NULL),
                       CKPT_ECORRUPT, want);
@@ -617,7 +618,8 @@ static void test_cold_file_ends_inside_extent(void **state)
     ext[1] = (ckpt__extent){f->size - PIECE, PIECE / 2, NULL, 0};
     ext[2] = (ckpt__extent){f->size - PIECE / 2, PIECE, dst + PIECE, 0};
     snprintf(want, sizeof(want),
-             "%s: the file ends at byte %zu, inside the range of %llu bytes "
+             "%s: the file ends at or before byte %zu, inside the range of "
+             "%llu bytes "
              "at offset %zu",
              f->path, f->size, (unsigned long long)PIECE,
              f->size - (size_t)PIECE / 2);
