@@ -214,18 +214,14 @@ int ckpt__error_prefix(int code, const char *fmt, ...)
 
 int ckpt__error_callback(int rc, const char *fmt, ...)
 {
+    char what[1024];
     va_list ap;
-    size_t hlen;
     va_start(ap, fmt);
-    hlen = format_context(fmt, ap);
+    vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    if (rc < 0 && last_error.code == rc) {
-        prepend(context, hlen);
-        ckpt__make_printable(last_message, sizeof(last_message));
-        last_error.code = CKPT_EUSER;
-        return CKPT_EUSER;
-    }
-    return ckpt__error(CKPT_EUSER, "%s (%d)", context, rc);
+    if (rc < 0 && last_error.code == rc) /* the callback's own message */
+        return ckpt__error_prefix(CKPT_EUSER, "%s", what);
+    return ckpt__error(CKPT_EUSER, "%s (%d)", what, rc);
 }
 
 int ckpt__error_oom(void)

@@ -118,6 +118,15 @@ size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored)
     return i;
 }
 
+int ckpt__kept_index(ckpt__name_index *x, const ckpt__kept_list *l)
+{
+    int err = ckpt__name_index_reserve(x, l->n);
+    for (size_t i = 0; err == 0 && i < l->n; i++)
+        if (ckpt__name_index_find(x, l->paths[i]) == SIZE_MAX)
+            ckpt__name_index_put(x, l->paths[i], i);
+    return err;
+}
+
 /* `to` (empty) becomes a copy of `from` without the entry `skip`. */
 static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
                             const char *skip)
@@ -714,12 +723,8 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
         eviction_lookups lk = {NULL, NULL};
         /* Without memory for the index, or the listing failing, each
          * deletion looks for itself (and reports what it finds). */
-        if (ckpt__name_index_reserve(&kept, ds->kept.n) == 0) {
-            for (size_t i = 0; i < ds->kept.n; i++)
-                if (ckpt__name_index_find(&kept, ds->kept.paths[i]) == SIZE_MAX)
-                    ckpt__name_index_put(&kept, ds->kept.paths[i], i);
+        if (ckpt__kept_index(&kept, &ds->kept) == 0)
             lk.kept = &kept;
-        }
         if (ckpt__data_files_list(&data, ds->fs, ds->dir) == 0)
             lk.data = &data;
         else

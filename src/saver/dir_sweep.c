@@ -449,12 +449,9 @@ static int warn_unlisted_checkpoints(ckpt__dir_state *ds)
             return 0; /* not our naming: say nothing */
     /* Indexed once, so that the scan is linear in the directory's size,
      * not its size times the list's. */
-    err = ckpt__name_index_reserve(&names, kept->n);
+    err = ckpt__kept_index(&names, kept);
     if (err < 0)
         return err;
-    for (size_t i = 0; i < kept->n; i++)
-        if (ckpt__name_index_find(&names, kept->paths[i]) == SIZE_MAX)
-            ckpt__name_index_put(&names, kept->paths[i], i);
     err = ckpt__fs_list(ds->fs, ds->dir, collect_stale, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
