@@ -523,10 +523,12 @@ int ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
             goto done;
     }
     if (!ps.model_path || ps.model_path[0] == '\0') {
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: invalid checkpoint state: no "
-                          "model_checkpoint_path",
-                          lx.filename);
+        /* proto3: "" is the default, as good as absent to TensorFlow; the
+         * message says which of the two the file holds */
+        err = ckpt__error(CKPT_ECORRUPT, "%s: invalid checkpoint state: %s",
+                          lx.filename,
+                          ps.model_path ? "model_checkpoint_path is empty"
+                                        : "no model_checkpoint_path");
         goto done;
     }
     if (ps.num_stamps != 0 && ps.num_stamps != ps.num_paths) {

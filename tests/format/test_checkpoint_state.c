@@ -315,8 +315,12 @@ static void test_parse_missing_model_path(void **state)
     expect_parse_error("all_model_checkpoint_paths: \"a\"\n",
                        "dir/checkpoint: invalid checkpoint state");
     expect_parse_error("model_checkpoint_path: \"\"\n",
-                       "invalid checkpoint state");
-    expect_parse_error("", "invalid checkpoint state");
+                       "dir/checkpoint: invalid checkpoint state: "
+                       "model_checkpoint_path is empty");
+    expect_parse_error("model_checkpoint_path: \"\" \"\"\n",
+                       "model_checkpoint_path is empty");
+    expect_parse_error("", "invalid checkpoint state: no "
+                           "model_checkpoint_path");
     expect_parse_error("# only a comment\n", "invalid checkpoint state");
 }
 

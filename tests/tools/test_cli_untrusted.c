@@ -3,7 +3,9 @@
  * control bytes, NUL bytes and bytes that are not UTF-8), each run held to
  * CPU, wall-clock and memory limits:
  *   - `ls` on state-file paths ending in '/', naming '/', '..' or other
- *     directories, and on 100,000 entries naming one subdirectory;
+ *     directories, empty paths (and every command on an empty
+ *     model_checkpoint_path), and on 100,000 entries naming one
+ *     subdirectory;
  *   - names never reaching the terminal raw, JSON always valid;
  *   - a tensor name holding a NUL byte, variant records "not checked",
  *     repack naming a partitioned tensor, long paths in messages, the same
@@ -307,6 +309,75 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     expect_contains(r.out, "(not a checkpoint prefix (ends in '/'))");
     run_free(&r);
     test_remove_tree(outside);
+    test_remove_tree(dir);
+}
+
+/* An empty state-file path: `ls` says it is empty (it used to say "ends in
+ * '/'", the reason of "DIR/", listed next to it here); an empty
+ * model_checkpoint_path is an invalid state file to every command, said so
+ * with the state file named. */
+static void test_empty_state_file_paths(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *state_file = test_path(dir, "checkpoint");
+    char text[8192];
+    static const struct {
+        const char *command;
+        int status;
+    } commands[] = {
+        {"ls", 1}, {"inspect", 1}, {"verify", 1}, {"repack", 1}, {"diff", 2}};
+    json_object *root, *rows;
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"\"\n"
+             "all_model_checkpoint_paths: \"%s/\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
+             dir);
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    rows = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(rows), 3);
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(rows, 0), "problem")),
+                        "empty path (not a checkpoint prefix)");
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(rows, 1), "problem")),
+                        "not a checkpoint prefix (ends in '/')");
+    assert_true(json_object_get_boolean(
+        jget(json_object_array_get_idx(rows, 2), "complete")));
+    json_object_put(root);
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "ls", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "(empty path (not a checkpoint prefix))");
+    run_free(&r);
+    /* model_checkpoint_path "" (an older listed one intact) */
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        char *out = test_path(dir, "out");
+        const char *args[5] = {commands[i].command, dir, NULL, NULL, NULL};
+        if (strcmp(commands[i].command, "repack") == 0)
+            args[2] = out;
+        else if (strcmp(commands[i].command, "diff") == 0)
+            args[2] = dir;
+        r = cli_run_bounded(CKPT_CLI_PATH, NULL, args, &limits);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, commands[i].status);
+        expect_contains(r.err, state_file);
+        expect_contains(r.err, "model_checkpoint_path is empty");
+        run_free(&r);
+        free(out);
+    }
+    free(state_file);
     test_remove_tree(dir);
 }
 
@@ -1019,6 +1090,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ls_paths_ending_in_slash_or_outside),
+        cmocka_unit_test(test_empty_state_file_paths),
         cmocka_unit_test(test_ls_many_entries_one_subdirectory),
         cmocka_unit_test(test_names_escaped_in_text_output),
         cmocka_unit_test(test_names_valid_json),

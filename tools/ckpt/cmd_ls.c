@@ -39,8 +39,9 @@ const cli_command cli_cmd_ls = {
     "(ckpt verify DIR exits 1 for the checkpoint it names).\n\n"
     "DIR is listed once (and once each subdirectory of it the state file\n"
     "names); each checkpoint's files are then looked up. A path ending in\n"
-    "'/' is not a checkpoint prefix; for a checkpoint outside DIR only its\n"
-    "index is looked up. Names are printed with control bytes as \\xHH.\n\n"
+    "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
+    "for a checkpoint outside DIR only its index is looked up. Names are\n"
+    "printed with control bytes as \\xHH.\n\n"
     "  --json   print JSON: {\"directory\", \"state_file\", \"latest\",\n"
     "           \"checkpoints\": [{\"prefix\", \"path\", \"step\", \"bytes\",\n"
     "           \"time\", \"time_source\", \"latest\", \"complete\", "
@@ -360,11 +361,13 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
         l = &other; /* a directory under DIR: listed once for all its rows */
     for (size_t i = first; i < end; i++) {
         ckpt_row *r = rows[i];
-        if (i > first && strcmp(r->base, rows[i - 1]->base) == 0)
+        if (r->base[0] == '\0')
+            snprintf(r->problem, sizeof(r->problem), "%s",
+                     r->stored[0] == '\0'
+                         ? "empty path (not a checkpoint prefix)"
+                         : "not a checkpoint prefix (ends in '/')");
+        else if (i > first && strcmp(r->base, rows[i - 1]->base) == 0)
             copy_scan(r, rows[i - 1]);
-        else if (r->base[0] == '\0')
-            snprintf(r->problem, sizeof(r->problem),
-                     "not a checkpoint prefix (ends in '/')");
         else if (l)
             scan_files(r, l);
         else if (real)
