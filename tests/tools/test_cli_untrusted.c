@@ -10,7 +10,8 @@
  *   - a tensor name holding a NUL byte, variant records "not checked",
  *     repack naming a partitioned tensor, long paths in messages, the same
  *     exit status for a damaged state file from every command;
- *   - `verify DIR` checking the checkpoint the state file names. */
+ *   - `verify DIR` checking the checkpoint the state file names, and
+ *     every command that resolves DIR warning when that lies outside DIR. */
 #include "cli_bounded.h"
 
 #include "format/bundle_slices.h"
@@ -1014,6 +1015,135 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     test_remove_tree(dir);
 }
 
+/* ---- class 11: a state file naming a checkpoint outside DIR ------------ */
+
+/* Commands resolving DIR follow a state file's path out of DIR (an
+ * absolute path, "..") as TensorFlow does, but say so: a warning naming
+ * the checkpoint on stderr and, for verify --json, "outside_directory"
+ * (verify used to check whatever it was pointed at without a word). A path
+ * into DIR, however written, is not warned about. */
+static void test_dir_state_file_names_outside(void **state)
+{
+    char *top = test_make_temp_dir();
+    char *dir = test_path(top, "d");
+    char *far = test_path(top, "far-3");
+    char *gone = test_path(top, "gone-5");
+    char *out = test_path(top, "out");
+    char text[8192];
+    static const char *const relative_out[] = {"../far-3", "sub/../../far-3"};
+    json_object *root;
+    cli_run r;
+    (void)state;
+    assert_int_equal(mkdir(dir, 0755), 0);
+    {
+        char *sub = test_path(dir, "sub");
+        assert_int_equal(mkdir(sub, 0755), 0);
+        free(sub);
+    }
+    write_simple(top, "far-3");
+    write_simple(dir, "model.ckpt-1");
+    /* absolute, out of DIR: read, with the warning */
+    snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n", far);
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.err, "ckpt verify: warning: ");
+    expect_contains(r.err, "/checkpoint names a checkpoint outside ");
+    expect_contains(r.err, far);
+    expect_contains(r.out, ": OK, 1 tensors");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.err, "names a checkpoint outside ");
+    root = parse_json(r.out);
+    assert_true(json_object_get_boolean(jget(root, "ok")));
+    assert_true(json_object_get_boolean(jget(root, "outside_directory")));
+    expect_json_bytes(jget(root, "prefix"), far, strlen(far));
+    json_object_put(root);
+    run_free(&r);
+    /* the commands that open DIR's latest checkpoint say it too */
+    {
+        const char *const cmds[][5] = {{"inspect", dir, NULL},
+                                       {"diff", dir, far, NULL},
+                                       {"repack", dir, out, NULL}};
+        for (size_t i = 0; i < 3; i++) {
+            r = cli_run_bounded(CKPT_CLI_PATH, NULL, cmds[i], &limits);
+            expect_within_limits(&r, &limits);
+            expect_status(&r, 0);
+            expect_contains(r.err, "names a checkpoint outside ");
+            expect_contains(r.err, far);
+            run_free(&r);
+        }
+    }
+    /* relative, climbing out of DIR */
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n",
+                 relative_out[i]);
+        write_text(dir, "checkpoint", text);
+        RUN_BOUNDED(r, &limits, "verify", dir);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, 0);
+        expect_contains(r.err, "names a checkpoint outside ");
+        expect_contains(r.err, relative_out[i]);
+        run_free(&r);
+    }
+    /* out of DIR and missing: damage as before, the warning and the
+     * failure document's detail as well */
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"%s\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
+             gone);
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "names a checkpoint outside ");
+    expect_contains(r.err, "gone-5) is missing");
+    root = parse_json(r.out);
+    assert_false(json_object_get_boolean(jget(root, "ok")));
+    assert_true(json_object_get_boolean(jget(root, "outside_directory")));
+    json_object_put(root);
+    run_free(&r);
+    /* into DIR: absolute (as a saver with absolute_paths writes it) or
+     * through a subdirectory and back; no warning */
+    {
+        char *real = realpath(dir, NULL);
+        const char *inside[3] = {"model.ckpt-1", "sub/../model.ckpt-1", NULL};
+        char *abs_inside;
+        assert_non_null(real);
+        abs_inside = test_path(real, "model.ckpt-1");
+        inside[2] = abs_inside;
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n",
+                     inside[i]);
+            write_text(dir, "checkpoint", text);
+            RUN_BOUNDED(r, &limits, "verify", dir, "--json");
+            expect_within_limits(&r, &limits);
+            expect_status(&r, 0);
+            expect_lacks(r.err, "outside");
+            root = parse_json(r.out);
+            assert_false(
+                json_object_get_boolean(jget(root, "outside_directory")));
+            json_object_put(root);
+            run_free(&r);
+            RUN_BOUNDED(r, &limits, "inspect", dir);
+            expect_within_limits(&r, &limits);
+            expect_status(&r, 0);
+            expect_lacks(r.err, "outside");
+            run_free(&r);
+        }
+        free(abs_inside);
+        free(real);
+    }
+    free(dir);
+    free(far);
+    free(gone);
+    free(out);
+    test_remove_tree(top);
+}
+
 /* A --json run that fails once its arguments are parsed still prints one
  * JSON document on stdout ({"command", "ok": false, "error", ...}, every
  * string escaped by the one rule), with the error on stderr too; usage
@@ -1105,6 +1235,7 @@ int main(void)
         cmocka_unit_test(test_long_path_keeps_the_error),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
+        cmocka_unit_test(test_dir_state_file_names_outside),
         cmocka_unit_test(test_json_failures_one_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -188,16 +188,41 @@ size_t cli_parse_data_name(const char *s, int *shard, int *count);
 
 /* Turn PATH into a checkpoint prefix (malloc'd into *out): a directory
  * gives its latest checkpoint (or its only .index file when it has no
- * state file), "<prefix>.index" and "<prefix>.data-*" give the prefix,
- * anything else is taken as a prefix. Prints the error and returns an exit
- * code on failure, 0 on success. */
+ * state file), warned about when it lies outside the directory
+ * (cli_warn_outside); "<prefix>.index" and "<prefix>.data-*" give the
+ * prefix, anything else is taken as a prefix. Prints the error and returns
+ * an exit code on failure, 0 on success. */
 int cli_resolve_prefix(char **out, const char *cmd, const char *path);
 
 /* Like cli_resolve_prefix, except that a directory with a state file gives
  * exactly the checkpoint the state file names (its model_checkpoint_path),
- * whether or not that one's index exists, and sets *named to 1. */
-int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
-                             const char *path);
+ * whether or not that one's index exists, and sets *named to 1; *outside
+ * to 1 when that checkpoint lies outside the directory (warned about). */
+int cli_resolve_named_prefix(char **out, int *named, int *outside,
+                             const char *cmd, const char *path);
+
+/* ---- where a state file leads (cli_state_path.c) ------------------------ */
+
+/* A state file may name a checkpoint anywhere (an absolute path, "..");
+ * TensorFlow and the library read it there, and the library's saver never
+ * deletes it. The commands read it too, after a warning: resolving a
+ * directory (cli_resolve_prefix, cli_resolve_named_prefix) calls
+ * cli_warn_outside when the checkpoint lies outside it. */
+
+/* Whether canonical path `p` is canonical directory `dir` or lies under
+ * it. */
+int cli_path_within(const char *p, const char *dir);
+
+/* Whether checkpoint `prefix`, resolved from the state file of directory
+ * `dir`, lies outside it: its directory, symbolic links resolved, is not
+ * `dir` or under it. When its directory is not there, decided by the text
+ * of `stored` (the path as the state file has it; NULL: inside). */
+int cli_outside_dir(const char *dir, const char *prefix, const char *stored);
+
+/* "ckpt CMD: warning: DIR/checkpoint names a checkpoint outside DIR:
+ * PREFIX (read all the same, ...)" on stderr (as cli_error), and the
+ * detail "outside_directory": true for a --json failure document. */
+void cli_warn_outside(const char *cmd, const char *dir, const char *prefix);
 
 /* cli_resolve_prefix, then open the bundle. Prints the error and returns an
  * exit code on failure, 0 on success (*prefix_out malloc'd). */

@@ -271,6 +271,8 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
         }
         *out = dup_n(latest.ptr, latest.size);
         ckpt_buf_dispose(&latest);
+        if (cli_outside_dir(path, *out, NULL))
+            cli_warn_outside(cmd, path, *out);
         return 0;
     }
     n = strlen(path);
@@ -282,8 +284,8 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
     return 0;
 }
 
-int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
-                             const char *path)
+int cli_resolve_named_prefix(char **out, int *named, int *outside,
+                             const char *cmd, const char *path)
 {
     struct stat st;
     ckpt_state state = CKPT_STATE_INIT;
@@ -291,6 +293,7 @@ int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
     char *state_path;
     int have_state, err;
     *named = 0;
+    *outside = 0;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return cli_resolve_prefix(out, cmd, path);
     state_path = join(path, CKPT_STATE_FILENAME);
@@ -301,13 +304,17 @@ int cli_resolve_named_prefix(char **out, int *named, const char *cmd,
     err = ckpt_state_read(&state, NULL, path);
     if (err == 0)
         err = ckpt_state_resolve(&prefix, path, state.model_checkpoint_path);
-    ckpt_state_dispose(&state);
     if (err < 0) {
+        ckpt_state_dispose(&state);
         ckpt_buf_dispose(&prefix);
         return cli_lib_error(cmd, err, path);
     }
     *out = dup_n(prefix.ptr, prefix.size);
     *named = 1;
+    *outside = cli_outside_dir(path, *out, state.model_checkpoint_path);
+    ckpt_state_dispose(&state);
+    if (*outside)
+        cli_warn_outside(cmd, path, *out);
     ckpt_buf_dispose(&prefix);
     return 0;
 }

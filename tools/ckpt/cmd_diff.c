@@ -25,8 +25,10 @@ const cli_command cli_cmd_diff = {
     "diff", "diff A B [--atol X] [--json]",
     "Compare two checkpoints: tensor names, dtypes, shapes and values.",
     "A and B are checkpoint prefixes, .index files, or directories (their\n"
-    "latest checkpoints). A tensor present in only one of them, or whose\n"
-    "dtype or shape differs, is a difference; so are differing values.\n"
+    "latest checkpoints; one a state file names outside its directory is\n"
+    "read after a warning on stderr). A tensor present in only one of\n"
+    "them, or whose dtype or shape differs, is a difference; so are\n"
+    "differing values.\n"
     "Each differing tensor is listed with the number of differing elements\n"
     "and the largest absolute difference. A partitioned tensor is compared\n"
     "by its whole values however each side splits it into pieces (strings\n"

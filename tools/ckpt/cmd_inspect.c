@@ -15,7 +15,8 @@ const cli_command cli_cmd_inspect = {
     "inspect", "inspect PATH [--json] [--tensor NAME]... [--values[=N|all]]",
     "List the tensors of a checkpoint: name, dtype, shape, bytes, shard.",
     "PATH is a checkpoint prefix (e.g. runs/x/model.ckpt-300), its .index\n"
-    "file, or a directory (its latest checkpoint).\n\n"
+    "file, or a directory (its latest checkpoint; one its state file names\n"
+    "outside the directory is read after a warning on stderr).\n\n"
     "  --json           print JSON: {\"prefix\", \"num_shards\", \"tensors\":\n"
     "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
     "\"shard\",\n"

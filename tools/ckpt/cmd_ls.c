@@ -309,15 +309,6 @@ static void scan_outside(ckpt_row *row)
     free(index);
 }
 
-/* Whether canonical path `p` is `dir` or lies under it. */
-static int within(const char *p, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (strcmp(dir, "/") == 0)
-        return 1;
-    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
-}
-
 static int by_parent_then_base(const void *a, const void *b)
 {
     const ckpt_row *x = *(const ckpt_row *const *)a;
@@ -357,7 +348,8 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
     dir_listing *l = NULL;
     if (real && strcmp(real, dir_real) == 0)
         l = dir_files;
-    else if (real && within(real, dir_real) && list_dir(&other, real) == 0)
+    else if (real && cli_path_within(real, dir_real) &&
+             list_dir(&other, real) == 0)
         l = &other; /* a directory under DIR: listed once for all its rows */
     for (size_t i = first; i < end; i++) {
         ckpt_row *r = rows[i];

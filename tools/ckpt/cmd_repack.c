@@ -20,9 +20,10 @@ const cli_command cli_cmd_repack = {
     "repack SRC DST [--exclude REGEX]... [--include REGEX]... [--json]",
     "Rewrite a checkpoint with one data shard, optionally dropping tensors.",
     "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
-    "checkpoint); DST is the prefix to write (its directory must exist and\n"
-    "DST.index must not). Every record is read with its checksum checked and\n"
-    "copied byte for byte.\n\n"
+    "checkpoint; one its state file names outside the directory is read\n"
+    "after a warning on stderr); DST is the prefix to write (its directory\n"
+    "must exist and DST.index must not). Every record is read with its\n"
+    "checksum checked and copied byte for byte.\n\n"
     "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"

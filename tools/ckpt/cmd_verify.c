@@ -17,7 +17,11 @@ const cli_command cli_cmd_verify = {
     "PATH is a checkpoint prefix, its .index file, or a directory: the\n"
     "checkpoint its state file names (model_checkpoint_path; when that has\n"
     "no index, it is reported missing even if an older one is intact), or\n"
-    "its only checkpoint when it has no state file. The index is checked\n"
+    "its only checkpoint when it has no state file. A state file may name\n"
+    "a checkpoint outside the directory (an absolute path, \"..\"):\n"
+    "TensorFlow reads it there and so does verify, after a warning on\n"
+    "stderr naming it (\"outside_directory\": true with --json); the exit\n"
+    "status is that of the check. The index is checked\n"
     "when it is opened; then every record is read from its data file and\n"
     "its CRC32C compared (strings: their length checksum too). Each damaged\n"
     "tensor is named on stderr, except those of a data file that cannot\n"
@@ -34,12 +38,13 @@ const cli_command cli_cmd_verify = {
     "Records are read in pieces of at most 1 MiB and partitioned tensors\n"
     "piece by piece: memory stays bounded whatever a tensor's size (string\n"
     "records are read whole; their data file bounds them).\n\n"
-    "  --json   print JSON: {\"prefix\", \"num_shards\", \"tensors\", "
-    "\"bytes\",\n"
-    "           \"ok\", \"damaged\": [{\"name\", \"error\"}],\n"
+    "  --json   print JSON: {\"prefix\", \"outside_directory\",\n"
+    "           \"num_shards\", \"tensors\", \"bytes\", \"ok\",\n"
+    "           \"damaged\": [{\"name\", \"error\"}],\n"
     "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
     "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
-    "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?}\n\n"
+    "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?,\n"
+    "           \"outside_directory\"?}\n\n"
     "Exit status 1 when anything is damaged or missing.\n",
     run};
 
@@ -192,13 +197,14 @@ static int by_file_position(const void *a, const void *b)
 
 /* Open the checkpoint PATH names. The one a state file names must be
  * there: a missing or unreadable index is damage (exit 1), and the newest
- * older listed checkpoint with an index, if any, is mentioned. */
-static int open_checkpoint(ckpt_bundle_reader **r, char **prefix,
+ * older listed checkpoint with an index, if any, is mentioned. *outside:
+ * whether it lies outside the directory PATH (warned about, then read). */
+static int open_checkpoint(ckpt_bundle_reader **r, char **prefix, int *outside,
                            const char *path)
 {
     ckpt_buf older = CKPT_BUF_INIT;
     int named = 0, rc, err;
-    rc = cli_resolve_named_prefix(prefix, &named, "verify", path);
+    rc = cli_resolve_named_prefix(prefix, &named, outside, "verify", path);
     if (rc != 0)
         return rc;
     if (!named) {
@@ -249,11 +255,11 @@ static int run(int argc, char **argv)
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
     int any_damage = 0;
     int64_t bytes = 0;
-    int json = 0, rc = 0, pass_ok;
+    int json = 0, rc = 0, pass_ok, outside = 0;
     rc = cli_parse_path_and_json(c, "PATH", argc, argv, &path, &json);
     if (rc != 0)
         return rc;
-    rc = open_checkpoint(&r, &prefix, path);
+    rc = open_checkpoint(&r, &prefix, &outside, path);
     if (rc != 0)
         return rc;
     if (json) {
@@ -326,6 +332,8 @@ static int run(int argc, char **argv)
     if (json) {
         root = json_object_new_object();
         json_object_object_add(root, "prefix", cli_json_string(prefix));
+        json_object_object_add(root, "outside_directory",
+                               json_object_new_boolean(outside));
         json_object_object_add(
             root, "num_shards",
             json_object_new_int(ckpt_bundle_reader_num_shards(r)));

@@ -1,0 +1,86 @@
+/* tools/ckpt/cli_state_path.c - whether the checkpoint a directory's state
+ * file leads to lies inside that directory or outside it (an absolute path
+ * elsewhere, a "..", a symbolic link out of it), and the warning the
+ * commands that follow such a path print (see cli.h). */
+/* realpath is XSI: asked for before cli.h includes any system header. */
+#define _XOPEN_SOURCE 700
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cli_path_within(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (strcmp(dir, "/") == 0)
+        return p[0] == '/';
+    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Whether the relative path `rel`, walked component by component, leads
+ * above where it starts ("../x", "a/../../x"; not "a/../x"). */
+static int climbs_out(const char *rel)
+{
+    long depth = 0;
+    for (const char *p = rel; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0)
+                return 1;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p += n;
+        p += *p == '/';
+    }
+    return 0;
+}
+
+/* The directory part of `prefix` (malloc'd): "." when it has none, "/" for
+ * "/name". */
+static char *parent_of(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/');
+    char *parent;
+    if (!slash)
+        return cli_xstrdup(".");
+    parent = cli_xstrdup(prefix);
+    parent[slash == prefix ? 1 : (size_t)(slash - prefix)] = '\0';
+    return parent;
+}
+
+int cli_outside_dir(const char *dir, const char *prefix, const char *stored)
+{
+    char *dir_real, *parent, *parent_real;
+    int outside = 0;
+    if (stored && !strchr(stored, '/'))
+        return 0; /* a bare name: DIR/<name> */
+    dir_real = realpath(dir, NULL);
+    parent = parent_of(prefix);
+    parent_real = realpath(parent, NULL);
+    if (dir_real && parent_real)
+        outside = !cli_path_within(parent_real, dir_real);
+    else if (stored && stored[0] == '/' && dir_real)
+        /* its directory is not there: by the text of the path */
+        outside = strcmp(dir_real, "/") != 0 &&
+                  (!cli_path_within(stored, dir_real) ||
+                   climbs_out(stored + strlen(dir_real)));
+    else if (stored)
+        outside = climbs_out(stored);
+    free(dir_real);
+    free(parent);
+    free(parent_real);
+    return outside;
+}
+
+void cli_warn_outside(const char *cmd, const char *dir, const char *prefix)
+{
+    size_t n = strlen(dir);
+    const char *sep = n && dir[n - 1] == '/' ? "" : "/";
+    cli_error(cmd,
+              "warning: %s%s" CKPT_STATE_FILENAME
+              " names a checkpoint outside %s: %s (read all the same, as "
+              "TensorFlow reads it)",
+              dir, sep, dir, prefix);
+    cli_json_failure_detail("outside_directory", json_object_new_boolean(1));
+}
