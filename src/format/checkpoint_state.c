@@ -18,7 +18,9 @@
  *
  * Strings are double-quoted with C escapes (\" \' \\ \n \r \t, any other
  * byte outside printable ASCII as \NNN octal); doubles in Python's repr
- * form (shortest round trip: 1e-05, 1673735591.0, inf, nan). */
+ * form (shortest round trip: 1e-05, 1673735591.0, inf, nan). A saver
+ * formats each kept checkpoint's timestamp once (ckpt__state_double_format)
+ * and hands the texts back at every write (ckpt__state_write). */
 #include "ckpt/state.h"
 #include "common/internal.h"
 #include "format/checkpoint_state_fields.h"
@@ -84,18 +86,22 @@ static int shortest_digits(double v, locale_t c_locale, char digits[24],
     return ndigits;
 }
 
-/* Python repr of a double: the shortest digits that read back exactly;
- * fixed notation when the decimal exponent is in (-4, 16], else d.ddde+XX.
- * Returns 0 or CKPT_ENOMEM. */
-static int put_double(ckpt_buf *out, double v, locale_t c_locale)
+/* Python repr of a double into `res` (NUL-terminated, at most
+ * CKPT__STATE_DOUBLE_MAX - 1 characters), its length returned: the shortest
+ * digits that read back exactly; fixed notation when the decimal exponent
+ * is in (-4, 16], else d.ddde+XX. The longest are 24 characters:
+ * "-2.2250738585072014e-308", "-0.00012345678901234567". */
+static size_t double_text(char res[CKPT__STATE_DOUBLE_MAX], double v,
+                          locale_t c_locale)
 {
-    char digits[24], res[64];
+    char digits[24];
     int ndigits, exp10 = 0, decpt, i;
     size_t k = 0;
-    if (isnan(v))
-        return ckpt__buf_puts(out, "nan");
-    if (isinf(v))
-        return ckpt__buf_puts(out, v < 0 ? "-inf" : "inf");
+    if (isnan(v) || isinf(v)) {
+        const char *w = isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+        snprintf(res, CKPT__STATE_DOUBLE_MAX, "%s", w);
+        return strlen(res);
+    }
     ndigits = shortest_digits(v, c_locale, digits, &exp10);
     while (ndigits > 1 && digits[ndigits - 1] == '0')
         ndigits--;
@@ -121,7 +127,8 @@ static int put_double(ckpt_buf *out, double v, locale_t c_locale)
                 res[k++] = '0';
             }
         }
-        return ckpt__buf_put(out, res, k);
+        res[k] = '\0';
+        return k;
     }
     res[k++] = digits[0];
     if (ndigits > 1) {
@@ -129,9 +136,19 @@ static int put_double(ckpt_buf *out, double v, locale_t c_locale)
         for (i = 1; i < ndigits; i++)
             res[k++] = digits[i];
     }
-    snprintf(res + k, sizeof(res) - k, "e%c%02d", exp10 < 0 ? '-' : '+',
-             exp10 < 0 ? -exp10 : exp10);
-    return ckpt__buf_puts(out, res);
+    snprintf(res + k, CKPT__STATE_DOUBLE_MAX - k, "e%c%02d",
+             exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    return strlen(res);
+}
+
+int ckpt__state_double_format(ckpt__state_double *out, double v)
+{
+    locale_t loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (loc == (locale_t)0)
+        return ckpt__error_oom();
+    (void)double_text(out->text, v, loc);
+    freelocale(loc);
+    return 0;
 }
 
 /* A double-quoted string with TensorFlow's (Python CEscape) escaping. */
@@ -178,14 +195,17 @@ static int put_string_field(ckpt_buf *out, int field, const char *s)
     return err < 0 ? err : put_string(out, s);
 }
 
-static int put_double_field(ckpt_buf *out, int field, double v, locale_t loc)
+/* "<field>: <v>\n", the double given as its text (`cached`, as
+ * ckpt__state_double_format made it) or formatted now. */
+static int put_double_field(ckpt_buf *out, int field, double v,
+                            const ckpt__state_double *cached, locale_t loc)
 {
-    int err = ckpt__buf_printf(out, "%s: ", ckpt__state_field_names[field]);
-    if (err == 0)
-        err = put_double(out, v, loc);
-    if (err == 0)
-        err = ckpt__buf_put(out, "\n", 1);
-    return err;
+    char res[CKPT__STATE_DOUBLE_MAX];
+    const char *text = cached ? cached->text : res;
+    if (!cached)
+        (void)double_text(res, v, loc);
+    return ckpt__buf_printf(out, "%s: %s\n", ckpt__state_field_names[field],
+                            text);
 }
 
 /* Check `st` as TensorFlow's writer does; *append_model is set when
@@ -222,12 +242,18 @@ static int check_state(const ckpt_state *st, int *append_model)
 
 int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
 {
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(st);
+    return ckpt__state_format_cached(out, st, NULL);
+}
+
+int ckpt__state_format_cached(ckpt_buf *out, const ckpt_state *st,
+                              const ckpt__state_double *texts)
+{
     int append_model = 0;
     size_t start;
     locale_t loc;
     int err;
-    CKPT__CHECK_ARG(out);
-    CKPT__CHECK_ARG(st);
     err = check_state(st, &append_model);
     if (err < 0)
         return err;
@@ -244,11 +270,11 @@ int ckpt_state_format(ckpt_buf *out, const ckpt_state *st)
                                st->model_checkpoint_path);
     for (size_t i = 0; i < st->num_timestamps && err == 0; i++)
         err = put_double_field(out, CKPT__STATE_TIMESTAMPS, st->timestamps[i],
-                               loc);
+                               texts ? &texts[i] : NULL, loc);
     if (err == 0 && (st->last_preserved_timestamp != 0.0 ||
                      signbit(st->last_preserved_timestamp)))
         err = put_double_field(out, CKPT__STATE_LAST_PRESERVED,
-                               st->last_preserved_timestamp, loc);
+                               st->last_preserved_timestamp, NULL, loc);
     freelocale(loc);
     if (err < 0 && out->ptr) {
         out->size = start;
@@ -302,17 +328,17 @@ int ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st)
     CKPT__CHECK_ARG(st);
     if (ckpt__fs_check(fs, "state write: fs") < 0)
         return ckpt_error_last()->code;
-    return ckpt__state_write(fs, dir, st, NULL);
+    return ckpt__state_write(fs, dir, st, NULL, NULL);
 }
 
 int ckpt__state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st,
-                      int *replaced)
+                      const ckpt__state_double *texts, int *replaced)
 {
     ckpt_buf text = CKPT_BUF_INIT, path = CKPT_BUF_INIT, model = CKPT_BUF_INIT;
     int err;
     if (replaced)
         *replaced = 0;
-    err = ckpt_state_format(&text, st);
+    err = ckpt__state_format_cached(&text, st, texts);
     if (err < 0)
         goto done;
     err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);

@@ -61,6 +61,7 @@ static void kept_dispose(ckpt__kept_list *l)
         ckpt__free(l->paths[i]);
     ckpt__free(l->paths);
     ckpt__free(l->times);
+    ckpt__free(l->texts);
     memset(l, 0, sizeof(*l));
 }
 
@@ -75,27 +76,61 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
     memset(ds, 0, sizeof(*ds));
 }
 
-static int kept_push(ckpt__kept_list *l, const char *path, double t)
+/* Room for one more entry in `l`. */
+static int kept_grow(ckpt__kept_list *l)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **p = ckpt__realloc(l->paths, cap * sizeof(*p));
-        double *tt;
-        if (!p)
-            return ckpt__error_oom();
-        l->paths = p;
-        tt = ckpt__realloc(l->times, cap * sizeof(*tt));
-        if (!tt)
-            return ckpt__error_oom();
-        l->times = tt;
-        l->cap = cap;
-    }
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    char **p;
+    double *tt;
+    ckpt__state_double *tx;
+    if (l->n < l->cap)
+        return 0;
+    p = ckpt__realloc(l->paths, cap * sizeof(*p));
+    if (!p)
+        return ckpt__error_oom();
+    l->paths = p;
+    tt = ckpt__realloc(l->times, cap * sizeof(*tt));
+    if (!tt)
+        return ckpt__error_oom();
+    l->times = tt;
+    tx = ckpt__realloc(l->texts, cap * sizeof(*tx));
+    if (!tx)
+        return ckpt__error_oom();
+    l->texts = tx;
+    l->cap = cap;
+    return 0;
+}
+
+/* Append `path` saved at `t`, its time's text `text` (NULL: formatted
+ * now, the only place a kept time is formatted). */
+static int kept_push_text(ckpt__kept_list *l, const char *path, double t,
+                          const ckpt__state_double *text)
+{
+    int err = kept_grow(l);
+    if (err < 0)
+        return err;
+    if (text)
+        l->texts[l->n] = *text;
+    else if ((err = ckpt__state_double_format(&l->texts[l->n], t)) < 0)
+        return err;
     l->paths[l->n] = ckpt__strdup(path);
     if (!l->paths[l->n])
         return ckpt__error_oom();
     l->times[l->n] = t;
     l->n++;
     return 0;
+}
+
+static int kept_push(ckpt__kept_list *l, const char *path, double t)
+{
+    return kept_push_text(l, path, t, NULL);
+}
+
+/* Append entry i of `from`, its time's text copied, not formatted again. */
+static int kept_push_entry(ckpt__kept_list *l, const ckpt__kept_list *from,
+                           size_t i)
+{
+    return kept_push_text(l, from->paths[i], from->times[i], &from->texts[i]);
 }
 
 /* Remove entry i from the list; its string goes to *taken (or is freed). */
@@ -107,6 +142,7 @@ static void kept_remove(ckpt__kept_list *l, size_t i, char **taken)
         ckpt__free(l->paths[i]);
     memmove(l->paths + i, l->paths + i + 1, (l->n - i - 1) * sizeof(*l->paths));
     memmove(l->times + i, l->times + i + 1, (l->n - i - 1) * sizeof(*l->times));
+    memmove(l->texts + i, l->texts + i + 1, (l->n - i - 1) * sizeof(*l->texts));
     l->n--;
 }
 
@@ -136,7 +172,7 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
         int err;
         if (strcmp(from->paths[i], skip) == 0)
             continue;
-        err = kept_push(to, from->paths[i], from->times[i]);
+        err = kept_push_entry(to, from, i);
         if (err < 0)
             return err;
     }
@@ -253,7 +289,7 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
                          "%s: preserving %s (keep_checkpoint_every_n_hours)",
                          ds->dir, l->paths[i]);
         } else {
-            err = kept_push(evicted, l->paths[i], t);
+            err = kept_push_entry(evicted, l, i);
         }
     }
     if (err < 0)
@@ -263,6 +299,7 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
         ckpt__free(l->paths[i]);
     memmove(l->paths, l->paths + excess, (l->n - excess) * sizeof(*l->paths));
     memmove(l->times, l->times + excess, (l->n - excess) * sizeof(*l->times));
+    memmove(l->texts, l->texts + excess, (l->n - excess) * sizeof(*l->texts));
     l->n -= excess;
     return 0;
 }
@@ -298,7 +335,7 @@ static int write_state_replacing(const ckpt__dir_state *ds,
     st.timestamps = l->times;
     st.num_timestamps = l->n;
     st.last_preserved_timestamp = l->last_preserved;
-    return ckpt__state_write(ds->fs, ds->dir, &st, replaced);
+    return ckpt__state_write(ds->fs, ds->dir, &st, l->texts, replaced);
 }
 
 static int write_state(const ckpt__dir_state *ds, const ckpt__kept_list *l)
@@ -797,7 +834,7 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         if (strcmp(ds->unsure.paths[i], stored) != 0 &&
             ckpt__kept_find(&next, ds->unsure.paths[i]) == next.n &&
             ckpt__kept_find(&evicted, ds->unsure.paths[i]) == evicted.n)
-            err = kept_push(&evicted, ds->unsure.paths[i], 0.0);
+            err = kept_push_entry(&evicted, &ds->unsure, i);
     if (err < 0)
         goto done;     /* nothing written: the state file is as it was */
     if (evicted.n > 0) /* with the new checkpoint's name, noted at its start */

@@ -9,6 +9,7 @@
 #include "ckpt/saver.h"
 #include "ckpt/state.h"
 #include "common/internal.h"
+#include "format/checkpoint_state_write.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,8 +51,11 @@ void ckpt__step_repeats_note(ckpt__step_repeats *r, int64_t step,
  * state file records. A commit builds the next list as a separate value
  * and swaps it in once the state file has it. */
 typedef struct ckpt__kept_list {
-    char **paths;  /* as written in the state file */
-    double *times; /* their save times (epoch seconds) */
+    char **paths;              /* as written in the state file */
+    double *times;             /* their save times (epoch seconds) */
+    ckpt__state_double *texts; /* each time as the state file writes it,
+                                  formatted once when the entry is added,
+                                  copied with it, reused at every write */
     size_t n, cap;
     double last_preserved; /* keep_every_n_hours: the last one preserved's
                               save time, or the schedule's start */

@@ -5,10 +5,13 @@
  * turn, so each double must print to the very bytes it printed before:
  * random bit patterns (every exponent, subnormals, negatives), integers,
  * times of day with microseconds, short decimals, powers of two and ten,
- * and the ends of the range. */
+ * and the ends of the range. The text a saver formats once per kept
+ * checkpoint and reuses (ckpt__state_double_format) must be those bytes
+ * too. */
 #include "test_util.h"
 
 #include "ckpt/state.h"
+#include "format/checkpoint_state_write.h"
 
 #include <float.h>
 #include <math.h>
@@ -113,15 +116,18 @@ static double pick(int kind, uint64_t r)
 }
 
 /* Format `n` doubles as one state file's timestamps and compare each line
- * with the reference. */
+ * with the reference, and each double's own text (as a saver caches it);
+ * the state file formatted from those texts must be the same bytes. */
 static void check_batch(const double *vals, size_t n)
 {
     char **paths = calloc(n, sizeof(*paths));
+    ckpt__state_double *texts = calloc(n, sizeof(*texts));
     ckpt_state st = CKPT_STATE_INIT;
-    ckpt_buf text = CKPT_BUF_INIT;
+    ckpt_buf text = CKPT_BUF_INIT, cached = CKPT_BUF_INIT;
     const char *line;
     static const char key[] = "all_model_checkpoint_timestamps: ";
     assert_non_null(paths);
+    assert_non_null(texts);
     for (size_t i = 0; i < n; i++)
         paths[i] = "m";
     st.model_checkpoint_path = "m";
@@ -144,9 +150,18 @@ static void check_batch(const double *vals, size_t n)
             memcmp(want, line, (size_t)(end - line)) != 0)
             fail_msg("%a (%.17g): printed %.*s, the reference %s", vals[i],
                      vals[i], (int)(end - line), line, want);
+        assert_ckpt_ok(ckpt__state_double_format(&texts[i], vals[i]));
+        if (strcmp(texts[i].text, want) != 0)
+            fail_msg("%a (%.17g): its own text %s, the reference %s", vals[i],
+                     vals[i], texts[i].text, want);
         line = end;
     }
+    assert_ckpt_ok(ckpt__state_format_cached(&cached, &st, texts));
+    assert_int_equal(cached.size, text.size);
+    assert_memory_equal(cached.ptr, text.ptr, text.size);
     ckpt_buf_dispose(&text);
+    ckpt_buf_dispose(&cached);
+    free(texts);
     free(paths);
 }
 
