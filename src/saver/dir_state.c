@@ -213,10 +213,15 @@ static int index_exists(const ckpt__dir_state *ds, const char *prefix)
 /* What deleting a batch of evicted checkpoints looks up: the kept list's
  * names (NULL members: not available, scan the list / list the directory
  * per checkpoint instead), so that deleting n of them among N files costs
- * one listing and O(n + N) look-ups, not n listings. */
+ * one listing and O(n + N) look-ups, not n listings; and ds->unsure's
+ * names, indexed at the batch's first failed deletion, so that n failures
+ * are carried in O(n + u), not O(n * u). */
 typedef struct eviction_lookups {
     const ckpt__name_index *kept;
     const ckpt__data_files *data;
+    ckpt__name_index unsure; /* ds->unsure's names, in step with the list */
+    int unsure_indexed;      /* 0: not yet, 1: `unsure` in use, -1: no
+                                memory for it, ds->unsure is scanned */
 } eviction_lookups;
 
 static int still_kept(const ckpt__dir_state *ds, const eviction_lookups *lk,
@@ -227,8 +232,28 @@ static int still_kept(const ckpt__dir_state *ds, const eviction_lookups *lk,
     return ckpt__kept_find(&ds->kept, stored) < ds->kept.n;
 }
 
+/* Carry `stored`, whose deletion failed, in ds->unsure (once). */
+static void carry_unsure(ckpt__dir_state *ds, eviction_lookups *lk,
+                         const char *stored)
+{
+    ckpt__kept_list *u = &ds->unsure;
+    if (lk->unsure_indexed == 0)
+        lk->unsure_indexed = ckpt__kept_index(&lk->unsure, u) == 0 ? 1 : -1;
+    if (lk->unsure_indexed > 0 &&
+        ckpt__name_index_reserve(&lk->unsure, u->n + 1) < 0)
+        lk->unsure_indexed = -1; /* no memory: scans from now on */
+    if (lk->unsure_indexed < 0) {
+        if (ckpt__kept_find(u, stored) == u->n)
+            (void)kept_push(u, stored, 0.0);
+        return;
+    }
+    if (ckpt__name_index_find(&lk->unsure, stored) == SIZE_MAX &&
+        kept_push(u, stored, 0.0) == 0)
+        ckpt__name_index_put(&lk->unsure, u->paths[u->n - 1], u->n - 1);
+}
+
 /* Delete an evicted checkpoint's files, never outside the directory. */
-static void delete_evicted(ckpt__dir_state *ds, const eviction_lookups *lk,
+static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
                            const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
@@ -258,8 +283,7 @@ static void delete_evicted(ckpt__dir_state *ds, const eviction_lookups *lk,
                      ckpt_error_last()->message);
         /* Carried in the notes, like a failed save's checkpoint, so the
          * next commit (or the next open) deletes what is left of it. */
-        if (ckpt__kept_find(&ds->unsure, stored) == ds->unsure.n)
-            (void)kept_push(&ds->unsure, stored, 0.0);
+        carry_unsure(ds, lk, stored);
         ckpt_error_clear();
     } else
         CKPT__DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s",
@@ -757,7 +781,7 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
     if (evicted->n > 0) {
         ckpt__name_index kept = {0};
         ckpt__data_files data = {0};
-        eviction_lookups lk = {NULL, NULL};
+        eviction_lookups lk = {NULL, NULL, {NULL, 0}, 0};
         /* Without memory for the index, or the listing failing, each
          * deletion looks for itself (and reports what it finds). */
         if (ckpt__kept_index(&kept, &ds->kept) == 0)
@@ -770,6 +794,7 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
             delete_evicted(ds, &lk, evicted->paths[i]);
         ckpt__data_files_dispose(&data);
         ckpt__name_index_dispose(&kept);
+        ckpt__name_index_dispose(&lk.unsure);
     }
     kept_dispose(evicted);
     ckpt__pending_note_remove(ds); /* the save is done with */
@@ -807,6 +832,38 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
     return 0;
 }
 
+/* Failed saves' checkpoints the state file may have named (ds->unsure) go
+ * with what retention evicts once this state file no longer names them:
+ * each one that is not `stored` and that neither `next` nor `evicted`
+ * lists is appended to `evicted`. One index of those lists' names, so u
+ * of them against N listed cost O(u + N), not O(u * N). 0 or
+ * CKPT_ENOMEM. */
+static int evict_unsure(const ckpt__dir_state *ds, const char *stored,
+                        const ckpt__kept_list *next, ckpt__kept_list *evicted)
+{
+    ckpt__name_index listed = {0};
+    int err;
+    if (ds->unsure.n == 0)
+        return 0;
+    err =
+        ckpt__name_index_reserve(&listed, next->n + evicted->n + ds->unsure.n);
+    if (err == 0)
+        err = ckpt__kept_index(&listed, next);
+    if (err == 0)
+        err = ckpt__kept_index(&listed, evicted);
+    for (size_t i = 0; err == 0 && i < ds->unsure.n; i++) {
+        const char *name = ds->unsure.paths[i];
+        if (strcmp(name, stored) == 0 ||
+            ckpt__name_index_find(&listed, name) != SIZE_MAX)
+            continue;
+        err = kept_push_entry(evicted, &ds->unsure, i);
+        if (err == 0)
+            ckpt__name_index_put(&listed, evicted->paths[evicted->n - 1], 0);
+    }
+    ckpt__name_index_dispose(&listed);
+    return err;
+}
+
 int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
                                     double save_time, int *may_be_named,
                                     ckpt__kept_list *evicted_out)
@@ -828,13 +885,8 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
         err = drop_set_aside(&next, stored, &evicted);
     if (err == 0)
         err = apply_retention(ds, &next, &evicted);
-    /* Failed saves' checkpoints the state file may have named go with
-     * what retention evicts once this state file no longer names them. */
-    for (size_t i = 0; err == 0 && i < ds->unsure.n; i++)
-        if (strcmp(ds->unsure.paths[i], stored) != 0 &&
-            ckpt__kept_find(&next, ds->unsure.paths[i]) == next.n &&
-            ckpt__kept_find(&evicted, ds->unsure.paths[i]) == evicted.n)
-            err = kept_push_entry(&evicted, &ds->unsure, i);
+    if (err == 0)
+        err = evict_unsure(ds, stored, &next, &evicted);
     if (err < 0)
         goto done;     /* nothing written: the state file is as it was */
     if (evicted.n > 0) /* with the new checkpoint's name, noted at its start */

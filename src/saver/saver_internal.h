@@ -199,9 +199,9 @@ void ckpt__bg_thread_stop(ckpt__bg_thread *t, pthread_mutex_t *mu,
 int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored);
 /* The index of `stored` in `l`, or l->n when it is not listed. */
 size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored);
-/* Index `l`'s names into `x` (empty; each name to its first position),
- * so that many look-ups cost O(1) each instead of a scan of the list.
- * 0 or CKPT_ENOMEM. */
+/* Index `l`'s names into `x` (empty, or holding names already: each name
+ * not yet in it goes to its first position in `l`), so that many look-ups
+ * cost O(1) each instead of a scan of the list. 0 or CKPT_ENOMEM. */
 int ckpt__kept_index(ckpt__name_index *x, const ckpt__kept_list *l);
 
 /* ---- leftovers of interrupted saves (dir_sweep.c) ------------------------ */

@@ -1,14 +1,16 @@
 /* Saver tests at moderate scale: a directory holding hundreds of
  * checkpoints, where deleting what retention evicts, the scan for
  * checkpoints the state file does not list and the pending note's
- * deletions each look at the directory once for all of them. These check
- * what is deleted and what is kept (never timing): names that share a
- * prefix ("model.ckpt-1", "model.ckpt-10", "model.ckpt-100") must not be
- * taken for one another's. */
+ * deletions each look at the directory once for all of them, and many
+ * failed deletions are carried (each once) to the next commit through
+ * indexes of the names. These check what is deleted and what is kept
+ * (never timing): names that share a prefix ("model.ckpt-1",
+ * "model.ckpt-10", "model.ckpt-100") must not be taken for one another's. */
 #include "saver_test_util.h"
 
 #include "ckpt/saver.h"
 #include "ckpt/state.h"
+#include "common/internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -253,6 +255,100 @@ static void test_pending_note_deletes_many(void **state)
     assert_false(file_exists(f->dir, "checkpoint.pending"));
 }
 
+/* Removals of checkpoint files (not the state file, the note or temporary
+ * files) fail while `failing` is set. */
+static ckpt_fs_forward failing_remove;
+static int failing;
+static int failing_remove_fn(const char *path, void *payload)
+{
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if (failing && strstr(path, "/model.ckpt-") &&
+        (strstr(path, ".index") || strstr(path, ".data-") ||
+         strstr(path, ".meta")))
+        return ckpt__error(CKPT_EIO, "remove %s: input/output error", path);
+    return base->remove(path, base->payload);
+}
+
+/* The pending note's names: how many times each step 1..LISTED is named
+ * (in `counts`), and how many lines it has. */
+static int read_note(const char *dir, int counts[LISTED + 1])
+{
+    char path[4200];
+    size_t n = 0;
+    uint8_t *raw;
+    char *text, *line, *save = NULL;
+    int lines = 0;
+    memset(counts, 0, sizeof(int) * (LISTED + 1));
+    snprintf(path, sizeof(path), "%s/checkpoint.pending", dir);
+    raw = test_read_file(path, &n);
+    assert_non_null(raw);
+    text = calloc(1, n + 1);
+    assert_non_null(text);
+    memcpy(text, raw, n);
+    free(raw);
+    for (line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        int step = 0;
+        lines++;
+        if (sscanf(line, "model.ckpt-%d", &step) == 1 && step >= 1 &&
+            step <= LISTED)
+            counts[step]++;
+    }
+    free(text);
+    return lines;
+}
+
+/* The first save after opening a directory of LISTED checkpoints with
+ * max_to_keep 2, every deletion failing: the LISTED - 1 it evicts stay on
+ * disk and the note names each exactly once. A save of one of those steps
+ * again keeps its new files; the next commit deletes all the others, and
+ * then an asynchronous save's deletion (the writer thread's) works too. */
+static void test_many_failed_evictions_carried_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    int counts[LISTED + 1];
+    uint64_t t = 0;
+    write_listing_state(f->dir, LISTED);
+    make_foreign_files(f->dir);
+    ckpt_fs_forward_init(&failing_remove, NULL);
+    failing_remove.fs.remove = failing_remove_fn;
+    o.fs = &failing_remove.fs;
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    failing = 1;
+    assert_ckpt_ok(ckpt_saver_save(s, LISTED + 1, NULL));
+    failing = 0;
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    for (int step = 1; step < LISTED; step++)
+        assert_whole(f->dir, step);
+    assert_int_equal(read_note(f->dir, counts), LISTED - 1);
+    for (int step = 1; step < LISTED; step++)
+        assert_int_equal(counts[step], 1);
+    assert_int_equal(counts[LISTED], 0);
+    /* step LISTED - 1 again: its new files are kept, the others go */
+    assert_ckpt_ok(ckpt_saver_save(s, LISTED - 1, NULL));
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    for (int step = 1; step <= LISTED; step++)
+        if (step != LISTED - 1)
+            assert_gone(f->dir, step);
+    assert_true(file_exists(f->dir, "model.ckpt-99.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-99.data-00000-of-00001"));
+    assert_true(file_exists(f->dir, "model.ckpt-101.index"));
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+    assert_ckpt_ok(ckpt_saver_save_async(s, LISTED + 2, &t));
+    assert_ckpt_ok(ckpt_saver_wait(s, t, -1));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    ckpt_saver_free(s);
+    assert_false(file_exists(f->dir, "model.ckpt-101.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-99.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-102.index"));
+    assert_int_equal(count_files(f->dir, ".index"), 2);
+    assert_foreign_files(f->dir);
+    assert_false(file_exists(f->dir, "checkpoint.pending"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +358,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_pending_note_deletes_many, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_many_failed_evictions_carried_once,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
