@@ -309,7 +309,7 @@ static int load_index(ckpt_bundle_reader *r)
     struct load_state st;
     int err = ckpt__fs_open_read(r->fs, &f, r->index_path.ptr);
     if (err == 0)
-        err = ckpt__fs_size(r->fs, f, &size);
+        err = ckpt__fs_size(r->fs, f, r->index_path.ptr, &size);
     if (err < 0)
         goto done;
     st.r = r;

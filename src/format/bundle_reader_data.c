@@ -21,13 +21,28 @@
 #define HOST_ENDIANNESS CKPT__BUNDLE_LITTLE_ENDIAN
 #endif
 
+/* Add the tensor of `e` to the failure `err` of a call on its data file
+ * r->path, and the file unless the message names it already (the
+ * file-system wrappers name it; a custom open_read's own message may
+ * not). */
+static int name_tensor(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                       int err)
+{
+    ckpt__shown_name sn;
+    if (ckpt_error_last()->code == err &&
+        strstr(ckpt_error_last()->message, r->path.ptr))
+        return ckpt__error_prefix(err, "tensor '%s'",
+                                  ckpt__bundle_entry_shown(&sn, e));
+    return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
+                              ckpt__bundle_entry_shown(&sn, e));
+}
+
 /* The open data file `id`, opening it on first use. */
 static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                      struct ckpt__bundle_shard **out)
 {
     size_t lo = 0, hi = r->nshards;
     struct ckpt__bundle_shard s;
-    ckpt__shown_name sn;
     int err;
 
     while (lo < hi) {
@@ -59,11 +74,10 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     s.size = 0;
     err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
     if (err == 0)
-        err = ckpt__fs_size(r->fs, s.file, &s.size);
+        err = ckpt__fs_size(r->fs, s.file, r->path.ptr, &s.size);
     if (err < 0) {
         ckpt__fs_close_quiet(r->fs, s.file);
-        return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
-                                  ckpt__bundle_entry_shown(&sn, e));
+        return name_tensor(r, e, err);
     }
     memmove(&r->shards[lo + 1], &r->shards[lo],
             (r->nshards - lo) * sizeof(*r->shards));
@@ -123,11 +137,10 @@ static int read_located(ckpt_bundle_reader *r, struct ckpt__bundle_shard *s,
     while (done < n) {
         size_t got = 0;
         int err =
-            ckpt__fs_pread(r->fs, s->file, (uint8_t *)dst + done, n - done,
-                           (uint64_t)e->offset + off + done, &got);
+            ckpt__fs_pread(r->fs, s->file, r->path.ptr, (uint8_t *)dst + done,
+                           n - done, (uint64_t)e->offset + off + done, &got);
         if (err < 0)
-            return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,
-                                      ckpt__bundle_entry_shown(&sn, e));
+            return name_tensor(r, e, err);
         if (got == 0)
             return ckpt__error(CKPT_ECORRUPT,
                                "%s: tensor '%s': data file ended after %llu "

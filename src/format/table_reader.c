@@ -85,7 +85,7 @@ static int fetch(reader *r, uint64_t off, size_t n, ckpt_buf *raw,
     err = ckpt__buf_grow(raw, n);
     if (err < 0)
         return err;
-    err = ckpt__fs_pread(r->fs, r->f, raw->ptr, n, off, &got);
+    err = ckpt__fs_pread(r->fs, r->f, r->name, raw->ptr, n, off, &got);
     if (err < 0)
         return err;
     if (got != n)

@@ -136,10 +136,10 @@ static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
             rest[m].base = (uint8_t *)iov[k].base + skip;
             rest[m++].len = iov[k].len - skip;
         }
-        err = m == 1 ? ckpt__fs_pread(s->fs, s->file, rest[0].base, rest[0].len,
-                                      c->at + done, &got)
-                     : ckpt__fs_preadv(s->fs, s->file, rest, m, c->at + done,
-                                       &got);
+        err = m == 1 ? ckpt__fs_pread(s->fs, s->file, s->path, rest[0].base,
+                                      rest[0].len, c->at + done, &got)
+                     : ckpt__fs_preadv(s->fs, s->file, s->path, rest, m,
+                                       c->at + done, &got);
         if (err < 0)
             return err;
         if (got == 0) {

@@ -44,6 +44,7 @@ typedef struct piece {
 
 typedef struct stream {
     const ckpt_fs *fs;
+    const char *path;    /* the file's, for messages */
     ckpt_file *file;     /* opened with O_DIRECT */
     ckpt_file *buffered; /* through the page cache; NULL: no probe */
     const piece *pieces;
@@ -177,7 +178,7 @@ static void *reader_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         t0 = now_s();
         err = ckpt__fs_pread(
-            s->fs, mode == CKPT__READ_BUFFERED ? s->buffered : s->file,
+            s->fs, mode == CKPT__READ_BUFFERED ? s->buffered : s->file, s->path,
             s->ring[slot], s->pieces[k].len, s->pieces[k].offset, &got);
         t0 = now_s() - t0;
         pthread_mutex_lock(&s->mu);
@@ -362,6 +363,7 @@ static int stream_extents(const ckpt_fs *fs, const char *path,
         return 0;
     memset(&s, 0, sizeof(s));
     s.fs = fs;
+    s.path = path;
     err = ckpt__fs_open_read_direct(fs, &s.file, path);
     if (err < 0)
         return err;

@@ -89,9 +89,11 @@ static int check(int rc, const char *op, const char *path)
     return check_to(rc, op, path, NULL);
 }
 
-/* check() for the methods on an open file, which are not given its path:
- * a message of the method's own that does not name the file gets the
- * path in front. */
+/* check() for the methods on an open file (write, pread, preadv, size,
+ * sync, close), which are not given its path: a message of the method's
+ * own that does not name the file gets "<op> <path>: " in front; one that
+ * does (the POSIX methods' own, which keep the path they opened) is kept
+ * as it is, so the file is named once. */
 static int check_named(int rc, const char *op, const char *path)
 {
     if (rc >= 0 || ckpt_error_last()->code != rc || !path ||
@@ -149,23 +151,25 @@ int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const char *path,
     return check_named(fs->write(f, buf, n, fs->payload), "write", path);
 }
 
-int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
-                   uint64_t offset, size_t *nread)
+int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, const char *path, void *buf,
+                   size_t n, uint64_t offset, size_t *nread)
 {
-    return check(fs->pread(f, buf, n, offset, nread, fs->payload), "pread",
-                 NULL);
+    return check_named(fs->pread(f, buf, n, offset, nread, fs->payload),
+                       "pread", path);
 }
 
-int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
-                    int iovcnt, uint64_t offset, size_t *nread)
+int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                    const ckpt_iovec *iov, int iovcnt, uint64_t offset,
+                    size_t *nread)
 {
     *nread = 0;
     if (fs->version >= 4 && fs->preadv)
-        return check(fs->preadv(f, iov, iovcnt, offset, nread, fs->payload),
-                     "preadv", NULL);
+        return check_named(
+            fs->preadv(f, iov, iovcnt, offset, nread, fs->payload), "preadv",
+            path);
     for (int i = 0; i < iovcnt; i++) { /* one pread per buffer */
         size_t got = 0;
-        int err = ckpt__fs_pread(fs, f, iov[i].base, iov[i].len,
+        int err = ckpt__fs_pread(fs, f, path, iov[i].base, iov[i].len,
                                  offset + *nread, &got);
         if (err < 0)
             return err;
@@ -176,9 +180,10 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
     return 0;
 }
 
-int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out)
+int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                  uint64_t *out)
 {
-    return check(fs->size(f, out, fs->payload), "size", NULL);
+    return check_named(fs->size(f, out, fs->payload), "size", path);
 }
 
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path)
@@ -350,7 +355,8 @@ static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
             err = ckpt__buf_grow(out, want);
             if (err < 0)
                 return err;
-            err = ckpt__fs_pread(fs, f, out->ptr + out->size, want, off, &got);
+            err = ckpt__fs_pread(fs, f, path, out->ptr + out->size, want, off,
+                                 &got);
             if (err < 0)
                 return err;
             if (got > want)
@@ -362,7 +368,7 @@ static int read_to_end(ckpt_buf *out, const ckpt_fs *fs, ckpt_file *f,
             if (got < want)
                 return 0; /* shorter than reported */
         }
-        err = ckpt__fs_pread(fs, f, peek, sizeof(peek), off, &got);
+        err = ckpt__fs_pread(fs, f, path, peek, sizeof(peek), off, &got);
         if (err < 0)
             return err;
         if (got == 0)
@@ -414,7 +420,7 @@ int ckpt__fs_read_file_max(ckpt_buf *out, const ckpt_fs *fs, const char *path,
     err = ckpt__fs_open_read(fs, &f, path);
     if (err < 0)
         goto done;
-    err = ckpt__fs_size(fs, f, &size);
+    err = ckpt__fs_size(fs, f, path, &size);
     if (err < 0)
         goto done;
     if (size > max) {

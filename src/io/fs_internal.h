@@ -29,22 +29,25 @@ int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                               const char *path);
 /* CKPT_ENOTSUP when `fs` has no device_id (version < 3 or NULL). */
 int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id);
-/* write, sync and close of the file `f` opened as `path` (NULL: not
- * known), which their messages name: a method's own message is kept,
- * prefixed with "<op> <path>: " unless it names the path already. */
+/* write, pread, preadv, size, sync and close of the file `f` opened as
+ * `path` (NULL: not known), which their messages name: a method's own
+ * message is kept, prefixed with "<op> <path>: " unless it names the path
+ * already; a method that sets none gets "<op> <path>: <description>". */
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const char *path,
                    const void *buf, size_t n);
-int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, void *buf, size_t n,
-                   uint64_t offset, size_t *nread);
+int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, const char *path, void *buf,
+                   size_t n, uint64_t offset, size_t *nread);
 /* ckpt_fs.preadv, or one pread per buffer (stopping at a short one) when
  * `fs` does not offer it (version < 4 or NULL). */
-int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const ckpt_iovec *iov,
-                    int iovcnt, uint64_t offset, size_t *nread);
+int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                    const ckpt_iovec *iov, int iovcnt, uint64_t offset,
+                    size_t *nread);
 /* How far the kernel reads ahead on the block device that holds `path`
  * (its read_ahead_kb in sysfs; a partition's disk), or -1 where that is
  * not known (no such file, not a block device, no sysfs). POSIX only. */
 long ckpt__posix_read_ahead_kb(const char *path);
-int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, uint64_t *out);
+int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
+                  uint64_t *out);
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path);
 /* Close `f`; NULL is a no-op returning 0. */
 int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path);

@@ -126,15 +126,15 @@ static void test_preadv(void **state)
         ckpt_iovec iov[4] = {{a, 4}, {b, 0}, {b, 1}, {c, 30}};
         size_t got = 99;
         memset(c, '.', sizeof(c));
-        assert_ckpt_ok(ckpt__fs_preadv(fs, f, iov, 4, 2, &got));
+        assert_ckpt_ok(ckpt__fs_preadv(fs, f, path, iov, 4, 2, &got));
         assert_int_equal(got, 24); /* short: the file ends */
         assert_memory_equal(a, "cdef", 4);
         assert_int_equal(b[0], 'g');
         assert_memory_equal(c, "hijklmnopqrstuvwxyz", 19);
         assert_int_equal(c[19], '.');
-        assert_ckpt_ok(ckpt__fs_preadv(fs, f, iov, 4, 26, &got));
+        assert_ckpt_ok(ckpt__fs_preadv(fs, f, path, iov, 4, 26, &got));
         assert_int_equal(got, 0);
-        assert_ckpt_ok(ckpt__fs_preadv(fs, f, iov, 1, 22, &got));
+        assert_ckpt_ok(ckpt__fs_preadv(fs, f, path, iov, 1, 22, &got));
         assert_int_equal(got, 4);
         assert_memory_equal(a, "wxyz", 4);
     }
@@ -516,6 +516,7 @@ static void test_read_file_changing_size(void **state)
     ckpt_buf buf = CKPT_BUF_INIT;
     struct lying_fs l;
     uint8_t data[20000];
+    char want[4200];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 13);
     test_write_file(path, data, sizeof(data));
@@ -547,8 +548,8 @@ static void test_read_file_changing_size(void **state)
     lying_init(&l, 0);
     l.size_error = CKPT_EIO;
     ckpt_error_clear();
-    assert_ckpt_error(ckpt_fs_read_file(&buf, &l.fwd.fs, path), CKPT_EIO,
-                      "size: input/output error");
+    snprintf(want, sizeof(want), "size %s: input/output error", path);
+    assert_ckpt_error(ckpt_fs_read_file(&buf, &l.fwd.fs, path), CKPT_EIO, want);
     assert_int_equal(buf.size, 4);
     assert_string_equal(buf.ptr, "keep");
 
