@@ -353,26 +353,56 @@ static void test_declined_falls_back(void **state)
     f->afs.fwd.fs.version = CKPT_FS_VERSION;
 }
 
-/* A failing direct read is the call's error, naming the data file. */
+/* How often `needle` occurs in `s`. */
+static int occurrences(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A failing direct read is the call's error, naming the data file once:
+ * in the file system's message that names it, in front of its message
+ * that does not ("device gone"), or in the generic one when it set none. */
 static void test_direct_read_failure(void **state)
 {
+    static const struct {
+        const char *text; /* aligned_fs.fail_text */
+        const char *want; /* after "pread <data file>: ", or anywhere */
+    } cases[] = {{NULL, "injected EIO at direct pread 2 of"},
+                 {"device gone", "device gone"},
+                 {"", "input/output error"}};
     fixture *f = *state;
-    ckpt_bundle_reader *r;
-    ckpt_read_request *reqs;
+    char data[4200], want[4400];
+    snprintf(data, sizeof(data), "%s.data-00000-of-00001", f->prefix);
     write_bundle(f, BIG, NBIG, 1);
-    r = open_reader(f, 0);
-    reqs = make_requests(f, 2, 0, NULL);
-    /* the second: the stream's probe reads its first pieces alternately
-     * direct and through the page cache, and may then read the rest
-     * through the cache */
-    aligned_fs_fail_nth(&f->afs, 2);
-    assert_ckpt_error(ckpt_bundle_reader_read_many(r, reqs, f->n), CKPT_EIO,
-                      "injected EIO at direct pread 2 of");
-    assert_non_null(strstr(ckpt_error_last()->message, ".data-00000-of-00001"));
-    aligned_fs_fail_nth(&f->afs, 0);
-    ckpt_bundle_reader_free(r);
-    free_requests(reqs, f->n);
-    assert_int_equal(atomic_load(&f->afs.open_files), 0);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        ckpt_bundle_reader *r = open_reader(f, 0);
+        ckpt_read_request *reqs = make_requests(f, 2, 0, NULL);
+        const char *msg;
+        f->afs.fail_text = cases[c].text;
+        if (cases[c].text)
+            snprintf(want, sizeof(want), "pread %s: %s", data, cases[c].want);
+        else
+            snprintf(want, sizeof(want), "%s", cases[c].want);
+        /* the second: the stream's probe reads its first pieces
+         * alternately direct and through the page cache, and may then
+         * read the rest through the cache */
+        aligned_fs_fail_nth(&f->afs, 2);
+        ckpt_error_clear();
+        assert_ckpt_error(ckpt_bundle_reader_read_many(r, reqs, f->n), CKPT_EIO,
+                          want);
+        msg = ckpt_error_last()->message;
+        if (occurrences(msg, data) != 1)
+            fail_msg("case %zu: \"%s\" names %s %d times", c, msg, data,
+                     occurrences(msg, data));
+        aligned_fs_fail_nth(&f->afs, 0);
+        f->afs.fail_text = NULL;
+        ckpt_bundle_reader_free(r);
+        free_requests(reqs, f->n);
+        assert_int_equal(atomic_load(&f->afs.open_files), 0);
+    }
 }
 
 /* ---- damaged records ---------------------------------------------------- */

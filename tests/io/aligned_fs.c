@@ -108,6 +108,10 @@ static int a_pread(ckpt_file *f, void *buf, size_t n, uint64_t off,
     if (k == atomic_load(&a->fail_at)) {
         a->failed_thread = pthread_self();
         atomic_fetch_add(&a->injected, 1);
+        if (a->fail_text && !*a->fail_text)
+            return CKPT_EIO; /* no message of its own */
+        if (a->fail_text)
+            return ckpt_error_set(CKPT_EIO, "%s", a->fail_text);
         return ckpt__error(CKPT_EIO,
                            "aligned fs: injected EIO at direct pread %llu of "
                            "%s",
@@ -201,6 +205,7 @@ void aligned_fs_init(aligned_fs *a, int version)
     atomic_init(&a->fail_at, 0);
     atomic_init(&a->injected, 0);
     atomic_init(&a->decline, 0);
+    a->fail_text = NULL;
     memset(&a->failed_thread, 0, sizeof(a->failed_thread));
 }
 

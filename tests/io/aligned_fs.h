@@ -7,9 +7,10 @@
  * violation. Direct preads, the bytes they return, opens and files still
  * open are counted with atomics (the reads come from reader threads), and
  * the Nth direct pread can be made to fail with CKPT_EIO and a message
- * naming the file. It offers preadv (forwarded to POSIX) on files opened
- * by open_read only. It names no device (device_id NULL), so every read of
- * 16 pieces or more probes unless a test sets a device_id. */
+ * naming the file (or one of the test's, or none: fail_text). It offers preadv
+ * (forwarded to POSIX) on files opened by open_read only. It names no device
+ * (device_id NULL), so every read of 16 pieces or more probes unless a test
+ * sets a device_id. */
 #ifndef CKPT_TESTS_IO_ALIGNED_FS_H
 #define CKPT_TESTS_IO_ALIGNED_FS_H
 
@@ -32,7 +33,10 @@ typedef struct aligned_fs {
     atomic_ullong fail_at;       /* 1-based direct pread to fail; 0: none */
     atomic_ullong injected;      /* failures injected */
     atomic_int decline;          /* open_read_direct answers CKPT_ENOTSUP */
-    pthread_t failed_thread;     /* the thread of the last injected fault */
+    const char *fail_text;   /* NULL: the injected failure's message names the
+                                file; "": it sets none; else this message
+                                (set before the read that is to fail) */
+    pthread_t failed_thread; /* the thread of the last injected fault */
 } aligned_fs;
 
 /* Set up `a` with every counter 0. `version` 1 gives a table of version 1
