@@ -46,11 +46,14 @@ enum { CKPT__READ_DIRECT = 1, CKPT__READ_BUFFERED = 2 };
 
 /* How a stream read its file. */
 typedef struct ckpt__read_report {
-    int mode;       /* what the pieces after the probe were read with */
-    int probed;     /* the first pieces were read both ways and timed */
-    int remembered; /* no probe: `mode` is the verdict of an earlier probe
-                       on the file's device (ckpt__read_extents,
-                       read_verdicts.h), whose rates follow */
+    int mode;           /* what the pieces after the probe were read with */
+    int probed;         /* the first pieces were read both ways and timed */
+    int remembered;     /* no probe: `mode` is the verdict of an earlier probe
+                           on the file's device (ckpt__read_extents,
+                           read_verdicts.h), whose rates follow */
+    int far_read_ahead; /* no probe: the file was not cached and its device
+                           reads far ahead (ckpt__read_extents: one reader
+                           through the page cache) */
     double direct_bytes_per_s, buffered_bytes_per_s; /* probe rates */
     size_t piece_bytes;                              /* size of one read */
     int readers;                                     /* reads in flight */

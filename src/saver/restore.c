@@ -82,8 +82,9 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
 /* Say how the data was read and why: through the page cache straight
  * into the variables, or streamed around it with O_DIRECT; chosen by a
  * probe, remembered from an earlier probe on the file's device, or through
- * the cache because direct reads were not possible (not offered, the file
- * is mostly cached) or the read was too short. */
+ * the cache because its device reads far ahead, direct reads were not
+ * possible (not offered, the file is mostly cached) or the read was too
+ * short. */
 static void log_read_mode(ckpt_saver *s, const char *prefix,
                           const ckpt_bundle_reader *r)
 {
@@ -96,6 +97,9 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
         why = "chosen by a probe";
     else if (rep->remembered)
         why = "remembered from an earlier probe on this device";
+    else if (rep->far_read_ahead)
+        why = "no probe: the file was not cached and its device reads far "
+              "ahead by itself";
     CKPT__SAVER_LOG(
         s, CKPT_LOG_DEBUG,
         "restore %s: %llu bytes read %s (%s; %zu KiB reads, "

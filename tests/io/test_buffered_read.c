@@ -640,13 +640,12 @@ static void test_cold_file_ends_inside_extent(void **state)
 }
 
 /* A file of 12 MiB (enough for the probe) just evicted from the page
- * cache, read by ckpt__read_extents through the POSIX file system: when it
- * went through the page cache because the probe (or a remembered one)
- * chose that, not because the file was cached, the read size follows the
- * device's read-ahead (the cold path's 32 MiB requests below
- * CKPT__FAR_READ_AHEAD_KB, 256 KiB pieces from it up). A file system that
- * keeps the file cached (tmpfs) declines direct reads and leaves nothing
- * to check but the bytes. */
+ * cache, read by ckpt__read_extents through the POSIX file system: on a
+ * device whose read-ahead is CKPT__FAR_READ_AHEAD_KB or more, through the
+ * page cache by one reader in 256 KiB pieces, without a probe; below it,
+ * when the probe (or a remembered one) chose the page cache, in the cold
+ * path's 32 MiB requests. A file system that keeps the file cached (tmpfs)
+ * declines direct reads and leaves nothing to check but the bytes. */
 static void test_cold_choice_follows_read_ahead(void **state)
 {
     fixture *f = *state;
@@ -672,13 +671,22 @@ static void test_cold_choice_follows_read_ahead(void **state)
     assert_ckpt_ok(ckpt__read_extents(NULL, path, NULL, ext, 1, &rep));
     ext_check(data, ext, 1);
     ra_kb = ckpt__posix_read_ahead_kb(path);
-    if (rep.mode == CKPT__READ_BUFFERED && (rep.probed || rep.remembered))
-        assert_int_equal(rep.piece_bytes, ra_kb >= CKPT__FAR_READ_AHEAD_KB
-                                              ? CKPT__BUFFERED_PIECE
-                                              : CKPT__COLD_REQUEST);
+    if (ra_kb >= CKPT__FAR_READ_AHEAD_KB) {
+        assert_int_equal(rep.probed, 0);
+        assert_int_equal(rep.remembered, 0);
+    }
+    if (rep.far_read_ahead) {
+        assert_true(ra_kb >= CKPT__FAR_READ_AHEAD_KB);
+        assert_int_equal(rep.mode, CKPT__READ_BUFFERED);
+        assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
+        assert_int_equal(rep.readers, 1);
+    } else if (rep.mode == CKPT__READ_BUFFERED &&
+               (rep.probed || rep.remembered))
+        assert_int_equal(rep.piece_bytes, CKPT__COLD_REQUEST);
     else
         print_message("read %s (mode %d, probed %d): the choice by "
-                      "read-ahead (%ld KiB) not taken here\n",
+                      "read-ahead (%ld KiB) not taken here (the file "
+                      "stayed cached, or no direct reads)\n",
                       path, rep.mode, rep.probed, ra_kb);
     ext_free_destinations(ext, 1);
     free(data);
