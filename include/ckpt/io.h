@@ -66,10 +66,10 @@ typedef struct ckpt_iovec {
  *  CKPT_EVERSION, a required member left NULL CKPT_EINVAL naming it.
  *  A method returns 0 or a negative ckpt_error_code. To say what failed,
  *  record the message with ckpt_error_set before returning: the library
- *  passes it on (for the methods on an open file, pread, preadv, size,
- *  write, sync and close, which are not given the file's path, prefixed
- *  with "<method> <path>: " unless it names the path); without one it
- *  records "<method> <path>: <ckpt_strerror>". */
+ *  passes it on (for the opens, and for the methods on an open file,
+ *  pread, preadv, size, write, sync and close, which are not given the
+ *  file's path, prefixed with "<method> <path>: " unless it names the
+ *  path); without one it records "<method> <path>: <ckpt_strerror>". */
 typedef struct ckpt_fs {
     int version;   /**< CKPT_FS_VERSION */
     void *payload; /**< passed as the last argument of every method */

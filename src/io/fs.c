@@ -105,13 +105,14 @@ static int check_named(int rc, const char *op, const char *path)
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags)
 {
-    return check(fs->open_write(out, path, flags, fs->payload), "open_write",
-                 path);
+    return check_named(fs->open_write(out, path, flags, fs->payload),
+                       "open_write", path);
 }
 
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path)
 {
-    return check(fs->open_read(out, path, fs->payload), "open_read", path);
+    return check_named(fs->open_read(out, path, fs->payload), "open_read",
+                       path);
 }
 
 int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
@@ -123,8 +124,8 @@ int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                            "open_read_direct %s: not offered by this file "
                            "system",
                            path);
-    return check(fs->open_read_direct(out, path, fs->payload),
-                 "open_read_direct", path);
+    return check_named(fs->open_read_direct(out, path, fs->payload),
+                       "open_read_direct", path);
 }
 
 int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id)

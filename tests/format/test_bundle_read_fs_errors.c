@@ -1,7 +1,8 @@
 /* tests/format/test_bundle_read_fs_errors.c - a custom file system's read
  * failures, as the bundle reader reports them: its pread or size of the
  * index (reader open) or of a data file (ckpt_bundle_reader_read, _check
- * and _read_many through the page cache) failing with a message of its own
+ * and _read_many through the page cache), or its open_read of either,
+ * failing with a message of its own
  * that does not name the file ("device gone") or with none. Either way the
  * call returns the file system's code and a message naming the file once,
  * with the file system's text or the generic one. (The direct path's
@@ -18,10 +19,10 @@
 #define MAX_FILES 16
 
 /* Forwards to POSIX, except that pread or size (`method`) of a file opened
- * with a path ending in `suffix` fails with CKPT_EIO, saying `text` with
- * ckpt_error_set or, for NULL, nothing. Files are the base's own: the
- * ones to fail are remembered when opened, and forgotten when closed. */
-typedef enum { FAIL_PREAD, FAIL_SIZE } fail_method;
+ * with a path ending in `suffix`, or opening it, fails with CKPT_EIO, saying
+ * `text` with ckpt_error_set or, for NULL, nothing. Files are the base's own:
+ * the ones to fail are remembered when opened, and forgotten when closed. */
+typedef enum { FAIL_PREAD, FAIL_SIZE, FAIL_OPEN } fail_method;
 
 typedef struct failing_fs {
     ckpt_fs_forward fwd; /* first: the payload of every method */
@@ -69,7 +70,11 @@ static int f_open_read(ckpt_file **out, const char *path, void *payload)
 {
     failing_fs *w = payload;
     const ckpt_fs *base = ckpt_fs_forward_base(payload);
-    int err = base->open_read(out, path, base->payload);
+    int err;
+    *out = NULL;
+    if (w->method == FAIL_OPEN && w->suffix && ends_with(path, w->suffix))
+        return injected(w);
+    err = base->open_read(out, path, base->payload);
     if (err == 0 && w->suffix && ends_with(path, w->suffix)) {
         pthread_mutex_lock(&w->mu);
         assert_true(w->nmarked < MAX_FILES);
@@ -235,6 +240,33 @@ static void test_data_read_failure(void **state)
         }
 }
 
+/* Opening the index (reader open) or the data file (its first read): a
+ * custom open_read's own message that does not name the file gets it in
+ * front, once. */
+static void test_open_failure(void **state)
+{
+    fixture *f = *state;
+    for (size_t t = 0; t < 2; t++) {
+        ckpt_bundle_reader_options o = CKPT_BUNDLE_READER_OPTIONS_INIT;
+        ckpt_bundle_reader *r = NULL;
+        float dst[3];
+        o.fs = &f->ffs.fwd.fs;
+        arm(&f->ffs, FAIL_OPEN, ".index", TEXTS[t]);
+        ckpt_error_clear();
+        assert_named_once(ckpt_bundle_reader_open(&r, f->prefix, &o),
+                          "open_read", f->index, TEXTS[t]);
+        assert_null(r);
+        arm(&f->ffs, FAIL_OPEN, ".data-00000-of-00001", TEXTS[t]);
+        r = open_reader(f);
+        ckpt_error_clear();
+        assert_named_once(ckpt_bundle_reader_read(r, "w", dst, sizeof(dst)),
+                          "open_read", f->data, TEXTS[t]);
+        assert_non_null(
+            strstr(ckpt_error_last()->message, "tensor 'w': open_read"));
+        ckpt_bundle_reader_free(r);
+    }
+}
+
 /* The data file's size, asked when it is first opened. */
 static void test_data_size_failure(void **state)
 {
@@ -258,6 +290,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_data_read_failure, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_open_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_size_failure, setup,
                                         teardown),
     };
