@@ -426,7 +426,7 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */
 
-#define CKPT_SAVER_OPS_VERSION 2
+#define CKPT_SAVER_OPS_VERSION 3
 
 /** The functions of a saver implemented outside this library, such as the
  *  distributed saver of ckpt_mpi (ckpt_mpi_saver_as_saver). ckpt_saver_wrap
@@ -443,7 +443,8 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 typedef struct ckpt_saver_ops {
     unsigned int version; /**< CKPT_SAVER_OPS_VERSION */
     /** 1 when save, save_async, wait, close, restore, restore_latest,
-     *  latest and agree are collective among processes (every process
+     *  latest, agree and agree_outcome are collective among processes
+     *  (every process
      *  makes the same calls in the same order): the checkpoint hook then
      *  makes those calls whatever a process's own earlier errors (it
      *  returns them afterwards), and in seconds mode asks `agree` whether
@@ -472,6 +473,15 @@ typedef struct ckpt_saver_ops {
      *  0. Without it the checkpoint hook cannot check that the saver
      *  saves the global step. */
     int (*saves_var)(const void *self, const char *name, const void *data);
+    /** Optional (version 3 on; collective savers): every process's
+     *  outcome `err` (0 or an error code, its message the last error) of
+     *  a step they all took, agreed: 0 on every process when every one's
+     *  was 0, else an error on every process naming the failed one and
+     *  its message. The monitored session calls it after the hooks' begin
+     *  and before its restore, so that a begin failing on one process
+     *  ends the creation on every process instead of leaving the others
+     *  waiting in the restore. */
+    int (*agree_outcome)(void *self, int err);
 } ckpt_saver_ops;
 
 /** A ckpt_saver handle over `ops` (borrowed; must outlive the handle) and

@@ -109,6 +109,16 @@ static int op_agree(void *self, int *flag)
     return 0;
 }
 
+/* Every rank's outcome of a step they all took (the monitored session's
+ * set-up before its restore), agreed: the first failed rank's error, with
+ * its message, on every rank. */
+static int op_agree_outcome(void *self, int err)
+{
+    ckpt_mpi_saver *s = self;
+    return ckpt__mpi_agree(s, s->comm_ctl, err,
+                           "agreeing on the session's set-up");
+}
+
 static const ckpt_saver_ops mpi_saver_ops = {
     CKPT_SAVER_OPS_VERSION,
     1, /* collective */
@@ -126,6 +136,7 @@ static const ckpt_saver_ops mpi_saver_ops = {
     op_agree,
     NULL, /* the handle belongs to the distributed saver */
     op_saves_var,
+    op_agree_outcome,
 };
 
 int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)

@@ -31,6 +31,21 @@ int ckpt__saver_agree(ckpt_saver *s, int *flag)
     return s->ops->agree(s->ops_self, flag);
 }
 
+int ckpt__saver_agree_outcome(ckpt_saver *s, int err)
+{
+    ckpt__saved_error own;
+    int agreed;
+    /* A version 1 or 2 table ends before the member. */
+    if (!ckpt__saver_collective(s) || s->ops->version < 3 ||
+        !s->ops->agree_outcome)
+        return err;
+    ckpt__error_save(&own);
+    agreed = s->ops->agree_outcome(s->ops_self, err < 0 ? err : 0);
+    if (err < 0)
+        return ckpt__error_restore(&own); /* this process's own failure */
+    return agreed;
+}
+
 int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
                               const void *data)
 {

@@ -19,6 +19,13 @@ int ckpt__saver_collective(const ckpt_saver *s);
  * saver without agree. 0 or an error. */
 int ckpt__saver_agree(ckpt_saver *s, int *flag);
 
+/* `err`, this process's outcome of a step every process of the collective
+ * saver `s` took, agreed among them (ckpt_saver_ops.agree_outcome): on a
+ * process whose own outcome was an error, that error (its message kept);
+ * on the others 0 or the failed process's error. `err` itself for a saver
+ * that is not collective or offers no agree_outcome. */
+int ckpt__saver_agree_outcome(ckpt_saver *s, int err);
+
 /* ckpt_saver_saves_var on a wrapped saver: 1, 0 or CKPT_ENOTSUP (its ops
  * are version 1 or lack saves_var). */
 int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,

@@ -6,6 +6,7 @@
 #include "session_internal.h"
 
 #include "io/fs_internal.h"
+#include "saver/saver_ops.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -360,6 +361,11 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         ckpt__graph_set_frozen(graph, 1);
         err = open_scaffold_saver(ms);
     }
+    /* A collective saver's processes agree on their set-up before the
+     * restore, whose collectives a process that failed here would never
+     * join. */
+    err = ckpt__saver_agree_outcome(
+        ms->sess.saver ? ms->sess.saver : ms->scaffold.saver, err);
     if (err == 0)
         err = first_creation(ms);
     if (err < 0) {

@@ -5,8 +5,9 @@
  * weight, each rank's own data position) and carries on, a session
  * abandoned mid-run whose successor resumes from the last checkpoint and
  * ends with the values of an uninterrupted run, seconds mode decided by
- * rank 0's clock, a listener failing on one rank only, and
- * ckpt_training_session_new with the handle as its scaffold saver. */
+ * rank 0's clock, a listener failing on one rank only, a hook's begin
+ * failing on one rank only, and ckpt_training_session_new with the handle
+ * as its scaffold saver. */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -563,6 +564,68 @@ static void test_session_refuses_saver_without_global_step(void **state_)
     shared_dir_remove(dir);
 }
 
+/* A hook whose begin fails on the last rank only: the session's creation
+ * fails on every rank, promptly (the ranks agree on their set-up through
+ * the saver before the restore, which the failed rank would never join),
+ * the failed rank with its own error and the others naming it; the saver
+ * is left in step (its collective close succeeds everywhere). */
+static int refuse_begin_on_last_rank(ckpt_graph *g, void *payload)
+{
+    (void)g;
+    (void)payload;
+    if (test_rank() != test_size() - 1)
+        return 0;
+    return ckpt_error_set(CKPT_EIO, "begin refused on this rank");
+}
+
+static void test_session_begin_failing_on_one_rank(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver_metrics mt;
+    ckpt_hook hooks[2];
+    char want[128];
+    state st;
+    double t0;
+    int rc;
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    open_job(dir, &st, &s, &handle, &g);
+    ho.saver = handle;
+    ho.save_steps = 4;
+    sess.checkpoint_dir = dir;
+    sess.scaffold.saver = handle;
+    sess.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[0], &ho));
+    memset(&hooks[1], 0, sizeof(hooks[1]));
+    hooks[1].version = CKPT_HOOK_VERSION;
+    hooks[1].name = "refuser";
+    hooks[1].begin = refuse_begin_on_last_rank;
+    t0 = MPI_Wtime();
+    rc = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
+    if (test_rank() == test_size() - 1)
+        snprintf(want, sizeof(want),
+                 "hook 'refuser' begin: begin refused on this rank");
+    else
+        snprintf(want, sizeof(want),
+                 "rank %d: hook 'refuser' begin: begin refused on this rank",
+                 test_size() - 1);
+    assert_ckpt_error(rc, CKPT_EIO, want);
+    assert_null(ms);
+    /* far below the 60 s collective timeout the others would wait */
+    assert_true(MPI_Wtime() - t0 < 20.0);
+    close_job(s, g, &mt);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_false(has_checkpoint(dir, 0));
+    shared_dir_remove(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +637,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
         cmocka_unit_test(test_session_refuses_saver_without_global_step),
+        cmocka_unit_test(test_session_begin_failing_on_one_rank),
     };
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

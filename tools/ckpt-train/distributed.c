@@ -239,50 +239,6 @@ static int ok_on_every_rank(int ok)
     return all_ok;
 }
 
-/* The hooks' begin runs inside ckpt_monitored_session_new, before its
- * collective restore, and may fail on one rank alone (the checkpoint hook
- * creates and syncs the directory there, on every rank): this hook, the
- * last, agrees on them, so that the others do not go on into the restore.
- * `*state` (the payload) says what it found: 0 not reached (this rank
- * failed before it: it takes part after the session's creation returns,
- * see agree_on_creation), 1 every rank began, -1 some rank did not. */
-static int agree_on_begins(ckpt_graph *g, void *payload)
-{
-    int *state = payload;
-    (void)g;
-    *state = ok_on_every_rank(1) ? 1 : -1;
-    if (*state > 0)
-        return 0;
-    return ckpt_error_set(CKPT_ECANCELED, "another rank's session failed to "
-                                          "begin: not restoring");
-}
-
-static ckpt_hook begin_agreement_hook(int *state)
-{
-    ckpt_hook h;
-    memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "ckpt-train rank agreement";
-    h.payload = state;
-    h.begin = agree_on_begins;
-    return h;
-}
-
-/* Whether the session was created on every rank (`err`: this rank's
- * outcome). Every rank takes part in one agreement before the restore
- * (agree_on_begins, or here for a rank that failed before it) and, when
- * that found every rank ready, in one after it. */
-static int agree_on_creation(int begins, int err)
-{
-    if (begins == 0) {
-        ok_on_every_rank(0);
-        return 0;
-    }
-    if (begins < 0)
-        return 0;
-    return ok_on_every_rank(err == 0);
-}
-
 /* Whether every rank's restored reading position is one this program can
  * have written (dataset_position_check; a fresh one always is): each rank
  * says why its own is not, and all stop together. */
@@ -305,8 +261,8 @@ static int run(dist_trainer *t)
     ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
-    ckpt_hook hooks[3];
-    int err, code = 1, begins = 0;
+    ckpt_hook hooks[2];
+    int err, code = 1;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
     if (t->rank == 0) { /* what recovery finds and does, as ranks agree */
@@ -353,11 +309,13 @@ static int run(dist_trainer *t)
         }
         goto done;
     }
-    hooks[2] = begin_agreement_hook(&begins);
-    err = ckpt_monitored_session_new(&ms, g, hooks, 3, &sess);
+    /* The hooks' begin runs on every rank before the session's collective
+     * restore: the session agrees on it through the distributed saver (a
+     * begin failing on one rank fails the creation on every rank). */
+    err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
     if (err < 0)
         fail(t->rank, "creating the session");
-    if (!agree_on_creation(begins, err))
+    if (!ok_on_every_rank(err == 0))
         goto done;
     if (!position_valid_on_every_rank(t)) {
         code = 1;
