@@ -132,6 +132,13 @@ void test_write_file(const char *path, const void *data, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
+void test_touch(const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    test_write_file(path, "x", 1);
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TEST_SANITIZED 1
 #elif defined(__has_feature)

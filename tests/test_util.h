@@ -43,6 +43,8 @@ void test_assert_ckpt_ok(int rc, const char *file, int line);
 uint8_t *test_read_file(const char *path, size_t *n);
 /* Write a whole file; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t n);
+/* Create the file `name` in `dir` holding one byte ("x"). */
+void test_touch(const char *dir, const char *name);
 /* `n` pseudo-random bytes from `seed` (xorshift64; the same seed gives the
  * same bytes). */
 void test_fill_random(void *dst, size_t n, uint64_t seed);

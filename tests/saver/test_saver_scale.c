@@ -40,13 +40,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void touch(const char *dir, const char *name)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    test_write_file(path, "x", 1);
-}
-
 /* The names of checkpoint model.ckpt-<step>'s files: its index and one
  * data file, or, every tenth step, two data shards and a meta file too
  * (few files: creating them is most of these tests' time). */
@@ -68,7 +61,7 @@ static void make_checkpoint(const char *dir, int step)
     char names[4][64];
     int n = file_names(names, step);
     for (int i = 0; i < n; i++)
-        touch(dir, names[i]);
+        test_touch(dir, names[i]);
 }
 
 /* How many of checkpoint `step`'s files exist; *all gets their number. */
@@ -121,10 +114,10 @@ static void write_listing_state(const char *dir, int n)
 /* Files of other names, which nothing here may touch. */
 static void make_foreign_files(const char *dir)
 {
-    touch(dir, "other-5.data-00000-of-00001");
-    touch(dir, "model.ckpt-5x.data-00000-of-00001");
-    touch(dir, "model.ckpt.data-00000-of-00001");
-    touch(dir, "model.ckpt-12.data-00000-of-00002.bak");
+    test_touch(dir, "other-5.data-00000-of-00001");
+    test_touch(dir, "model.ckpt-5x.data-00000-of-00001");
+    test_touch(dir, "model.ckpt.data-00000-of-00001");
+    test_touch(dir, "model.ckpt-12.data-00000-of-00002.bak");
 }
 
 static void assert_foreign_files(const char *dir)

@@ -42,13 +42,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void touch(const char *dir, const char *name)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    test_write_file(path, "x", 1);
-}
-
 /* A state file in TensorFlow's layout listing steps 1 to 5, its
  * timestamps spelled otherwise than the writer would (trailing zeros, more
  * digits than needed, an exponent), each checkpoint's index and data file
@@ -71,9 +64,9 @@ static void write_hand_state(fixture *f)
                                  "\"model.ckpt-%d\"\n",
                                  i);
         snprintf(name, sizeof(name), "model.ckpt-%d.index", i);
-        touch(dir, name);
+        test_touch(dir, name);
         snprintf(name, sizeof(name), "model.ckpt-%d.data-00000-of-00001", i);
-        touch(dir, name);
+        test_touch(dir, name);
     }
     for (int i = 0; i < 5; i++) {
         used += (size_t)snprintf(text + used, sizeof(text) - used,
