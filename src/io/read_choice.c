@@ -65,11 +65,15 @@
  * the device, and O_DIRECT must be twice as fast to be chosen. A second
  * reader of the file took the read-ahead's pages as fast as one and cost
  * as much again: `ckpt verify` of a cold 145 MiB checkpoint against `cat`
- * of its files, 11 paired runs on a quiet 2-core VM, medians: probe and
- * two readers 0.87 (0.83-0.94), no probe and two readers 0.87
- * (0.79-0.89), a probe and one reader 0.87 (0.83-0.91), no probe and one
- * reader 0.96 (0.91-0.99); restores of cold 64 and 256 MiB files against
- * read(), one reader against two, alike (1.18-2.29 and 0.78-1.55). */
+ * of its files, 11 paired runs on a quiet 2-core VM, median (range):
+ * probe and two readers 0.89 (0.83-1.16), no probe and two readers 0.88
+ * (0.79-1.79), a probe and one reader 0.89 (0.83-1.88), no probe and one
+ * reader 0.96 (0.74-2.09); the highs are one repetition where `cat`
+ * itself stalled 50 ms, the lows of 0.74-0.79 single stalls of ours.
+ * Restores of cold 64 and 256 MiB files against read(), one reader
+ * against two, 2 x 5 runs each: alike (1.18-2.29 and 0.78-1.55). This
+ * is one VM's disk; a device with read-ahead this far whose O_DIRECT is
+ * twice its page cache's speed would lose that here (not seen). */
 #define FAR_AHEAD_READERS 1
 
 /* The report of a read through the page cache: in 256 KiB pieces, or in
