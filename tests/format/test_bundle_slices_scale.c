@@ -40,6 +40,20 @@ static int *piece_order(int n, int how, uint64_t seed)
     return p;
 }
 
+/* Add the rows of the [rows, 3] float tensor "t" (`full`) one at a time
+ * to `w`, in `order`, from `values`. */
+static void add_rows(ckpt_bundle_writer *w, const ckpt_shape *full,
+                     const int *order, const float *values)
+{
+    for (int k = 0; k < (int)full->dims[0]; k++) {
+        int row = order[k];
+        ckpt_slice_extent ext[2] = {{row, 1}, {0, CKPT_SLICE_FULL}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "t", CKPT_DT_FLOAT, full,
+                                                    ext, values + row * 3,
+                                                    3 * sizeof(float)));
+    }
+}
+
 /* A [ROWS, 3] float tensor added one row at a time in each order, then
  * read back whole. */
 static void test_rows_in_any_order_read_back(void **state)
@@ -61,13 +75,7 @@ static void test_rows_in_any_order_read_back(void **state)
         char prefix[4200];
         snprintf(prefix, sizeof(prefix), "%s-%d", f->prefix, how);
         assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-        for (int k = 0; k < ROWS; k++) {
-            int row = order[k];
-            ckpt_slice_extent ext[2] = {{row, 1}, {0, CKPT_SLICE_FULL}};
-            assert_ckpt_ok(ckpt_bundle_writer_add_slice(
-                w, "t", CKPT_DT_FLOAT, &full, ext, want + row * 3,
-                3 * sizeof(float)));
-        }
+        add_rows(w, &full, order, want);
         {
             /* a row again, as a piece reaching into its neighbours */
             ckpt_slice_extent ext[2] = {{ROWS / 2, 2}, {1, 1}};
@@ -82,13 +90,7 @@ static void test_rows_in_any_order_read_back(void **state)
 
         /* the same without the refused piece: written and read back */
         assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-        for (int k = 0; k < ROWS; k++) {
-            int row = order[k];
-            ckpt_slice_extent ext[2] = {{row, 1}, {0, CKPT_SLICE_FULL}};
-            assert_ckpt_ok(ckpt_bundle_writer_add_slice(
-                w, "t", CKPT_DT_FLOAT, &full, ext, want + row * 3,
-                3 * sizeof(float)));
-        }
+        add_rows(w, &full, order, want);
         assert_ckpt_ok(ckpt_bundle_writer_finish(w));
         ckpt_bundle_writer_free(w);
         assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
