@@ -1063,17 +1063,28 @@ static void test_dir_state_file_names_outside(void **state)
     expect_json_bytes(jget(root, "prefix"), far, strlen(far));
     json_object_put(root);
     run_free(&r);
-    /* the commands that open DIR's latest checkpoint say it too */
+    /* the commands that open DIR's latest checkpoint say it too, and their
+     * --json documents say which input led outside */
     {
-        const char *const cmds[][5] = {{"inspect", dir, NULL},
-                                       {"diff", dir, far, NULL},
-                                       {"repack", dir, out, NULL}};
-        for (size_t i = 0; i < 3; i++) {
+        const char *const cmds[][6] = {{"inspect", dir, "--json", NULL},
+                                       {"diff", dir, far, "--json", NULL},
+                                       {"diff", far, dir, "--json", NULL},
+                                       {"repack", dir, out, "--json", NULL}};
+        const char *const key[] = {"outside_directory", "a_outside_directory",
+                                   "b_outside_directory", "outside_directory"};
+        const char *const other[] = {NULL, "b_outside_directory",
+                                     "a_outside_directory", NULL};
+        for (size_t i = 0; i < 4; i++) {
             r = cli_run_bounded(CKPT_CLI_PATH, NULL, cmds[i], &limits);
             expect_within_limits(&r, &limits);
             expect_status(&r, 0);
             expect_contains(r.err, "names a checkpoint outside ");
             expect_contains(r.err, far);
+            root = parse_json(r.out);
+            assert_true(json_object_get_boolean(jget(root, key[i])));
+            if (other[i])
+                assert_false(json_object_get_boolean(jget(root, other[i])));
+            json_object_put(root);
             run_free(&r);
         }
     }
@@ -1128,10 +1139,14 @@ static void test_dir_state_file_names_outside(void **state)
                 json_object_get_boolean(jget(root, "outside_directory")));
             json_object_put(root);
             run_free(&r);
-            RUN_BOUNDED(r, &limits, "inspect", dir);
+            RUN_BOUNDED(r, &limits, "inspect", dir, "--json");
             expect_within_limits(&r, &limits);
             expect_status(&r, 0);
             expect_lacks(r.err, "outside");
+            root = parse_json(r.out);
+            assert_false(
+                json_object_get_boolean(jget(root, "outside_directory")));
+            json_object_put(root);
             run_free(&r);
         }
         free(abs_inside);

@@ -224,6 +224,11 @@ int cli_outside_dir(const char *dir, const char *prefix, const char *stored);
  * detail "outside_directory": true for a --json failure document. */
 void cli_warn_outside(const char *cmd, const char *dir, const char *prefix);
 
+/* How many warnings cli_warn_outside has printed so far: a command compares
+ * the count before and after resolving a path to say in its --json output
+ * whether that path led outside its directory. */
+unsigned cli_outside_warnings(void);
+
 /* cli_resolve_prefix, then open the bundle. Prints the error and returns an
  * exit code on failure, 0 on success (*prefix_out malloc'd). */
 int cli_open_bundle(ckpt_bundle_reader **out, char **prefix_out,

@@ -73,6 +73,14 @@ int cli_outside_dir(const char *dir, const char *prefix, const char *stored)
     return outside;
 }
 
+/* How many times cli_warn_outside has warned in this process. */
+static unsigned outside_warnings;
+
+unsigned cli_outside_warnings(void)
+{
+    return outside_warnings;
+}
+
 void cli_warn_outside(const char *cmd, const char *dir, const char *prefix)
 {
     size_t n = strlen(dir);
@@ -83,4 +91,5 @@ void cli_warn_outside(const char *cmd, const char *dir, const char *prefix)
               "TensorFlow reads it)",
               dir, sep, dir, prefix);
     cli_json_failure_detail("outside_directory", json_object_new_boolean(1));
+    outside_warnings++;
 }

@@ -38,7 +38,8 @@ const cli_command cli_cmd_diff = {
     "             without it every value must be bitwise identical (NaN\n"
     "             equals the same NaN, -0 differs from +0). Integers,\n"
     "             bools, strings and 8-bit floats always compare exactly.\n"
-    "  --json     print JSON: {\"a\", \"b\", \"equal\", \"differences\":\n"
+    "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
+    "             \"b_outside_directory\", \"equal\", \"differences\":\n"
     "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
     "\"dtype\"|\n"
     "             \"shape\"|\"values\", \"max_abs_diff\"?, "
@@ -371,6 +372,7 @@ typedef struct report {
     const diff_opts *o;
     json_object *list; /* --json: the differences */
     size_t num_differences;
+    int outside[2]; /* A, B: a state file led outside its directory */
 } report;
 
 static json_object *new_difference(report *rep, const ckpt_tensor_entry *e,
@@ -636,6 +638,10 @@ static void print_result(const report *rep, const char *pa, const char *pb,
     root = json_object_new_object();
     json_object_object_add(root, "a", cli_json_string(pa));
     json_object_object_add(root, "b", cli_json_string(pb));
+    json_object_object_add(root, "a_outside_directory",
+                           json_object_new_boolean(rep->outside[0]));
+    json_object_object_add(root, "b_outside_directory",
+                           json_object_new_boolean(rep->outside[1]));
     json_object_object_add(root, "equal",
                            json_object_new_boolean(rep->num_differences == 0));
     if (o->tolerant)
@@ -662,8 +668,10 @@ static int run(int argc, char **argv)
         return rc;
     rep.o = &o;
     rc = open_side(&ra, &pa, o.a);
+    rep.outside[0] = cli_outside_warnings() > 0;
     if (rc == 0)
         rc = open_side(&rb, &pb, o.b);
+    rep.outside[1] = cli_outside_warnings() > (unsigned)rep.outside[0];
     if (rc != 0)
         goto done;
     if (o.json)

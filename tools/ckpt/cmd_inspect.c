@@ -17,7 +17,8 @@ const cli_command cli_cmd_inspect = {
     "PATH is a checkpoint prefix (e.g. runs/x/model.ckpt-300), its .index\n"
     "file, or a directory (its latest checkpoint; one its state file names\n"
     "outside the directory is read after a warning on stderr).\n\n"
-    "  --json           print JSON: {\"prefix\", \"num_shards\", \"tensors\":\n"
+    "  --json           print JSON: {\"prefix\", \"outside_directory\",\n"
+    "                   \"num_shards\", \"tensors\":\n"
     "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
     "\"shard\",\n"
     "                   \"num_elements\", \"values\"?}]}\n"
@@ -294,7 +295,7 @@ static int run(int argc, char **argv)
     char *prefix = NULL;
     size_t n, shown = 0, printed = 0;
     widths w = {0, 0, 0, 0};
-    int rc;
+    int rc, outside;
     memset(&o, 0, sizeof(o));
     rc = parse_args(argc, argv, &o);
     if (rc != 0)
@@ -302,6 +303,7 @@ static int run(int argc, char **argv)
     rc = cli_open_bundle(&r, &prefix, "inspect", o.path);
     if (rc != 0)
         goto done;
+    outside = cli_outside_warnings() > 0;
     for (int i = 0; i < o.num_tensors; i++) {
         const ckpt_tensor_entry *e = NULL;
         if (ckpt_bundle_reader_find(&e, r, o.tensors[i]) < 0) {
@@ -319,8 +321,10 @@ static int run(int argc, char **argv)
         cli_json_printed();
         fputs("{\n  \"prefix\": ", stdout);
         cli_put_json(cli_json_or_oom(cli_json_string(prefix)), 2);
-        fprintf(stdout, ",\n  \"num_shards\": %d,\n  \"tensors\": [",
-                ckpt_bundle_reader_num_shards(r));
+        fprintf(stdout,
+                ",\n  \"outside_directory\": %s,\n  \"num_shards\": %d,"
+                "\n  \"tensors\": [",
+                outside ? "true" : "false", ckpt_bundle_reader_num_shards(r));
     } else {
         int shards = ckpt_bundle_reader_num_shards(r);
         printf("%s: %zu tensor%s, %d shard%s\n", cli_safe(prefix), shown,

@@ -28,7 +28,8 @@ const cli_command cli_cmd_repack = {
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
     "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
-    "  --json           print JSON: {\"source\", \"destination\", \"ok\",\n"
+    "  --json           print JSON: {\"source\", \"outside_directory\",\n"
+    "                   \"destination\", \"ok\",\n"
     "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
     "                   \"num_shards\"}\n\n"
     "Temporary files an interrupted repack to the same DST left\n"
@@ -361,11 +362,12 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     return rc;
 }
 
-static void print_json(const char *prefix, const char *dst, size_t kept,
-                       size_t total, int64_t bytes)
+static void print_json(const char *prefix, int outside, const char *dst,
+                       size_t kept, size_t total, int64_t bytes)
 {
     json_object *root = cli_json_or_oom(json_object_new_object());
     cli_json_add(root, "source", cli_json_string(prefix));
+    cli_json_add(root, "outside_directory", json_object_new_boolean(outside));
     cli_json_add(root, "destination", cli_json_string(dst));
     cli_json_add(root, "ok", json_object_new_boolean(1));
     cli_json_add(root, "tensors", json_object_new_int64((int64_t)kept));
@@ -398,7 +400,8 @@ static int run(int argc, char **argv)
         total += cli_entry_listed(ckpt_bundle_reader_entry(r, i)) != 0;
     rc = copy_records(&o, r, prefix, &kept, &bytes);
     if (rc == 0 && o.json)
-        print_json(prefix, o.dst, kept, total, bytes);
+        print_json(prefix, cli_outside_warnings() > 0, o.dst, kept, total,
+                   bytes);
     else if (rc == 0)
         printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n",
                cli_safe(prefix), cli_safe(o.dst), kept, total,
