@@ -660,6 +660,7 @@ static int run(int argc, char **argv)
     ckpt_bundle_reader *ra = NULL, *rb = NULL;
     char *pa = NULL, *pb = NULL;
     size_t compared = 0;
+    unsigned warned;
     int rc;
     memset(&o, 0, sizeof(o));
     memset(&rep, 0, sizeof(rep));
@@ -667,11 +668,13 @@ static int run(int argc, char **argv)
     if (rc != 0)
         return rc;
     rep.o = &o;
+    warned = cli_outside_warnings();
     rc = open_side(&ra, &pa, o.a);
-    rep.outside[0] = cli_outside_warnings() > 0;
+    rep.outside[0] = cli_outside_warnings() > warned;
+    warned = cli_outside_warnings();
     if (rc == 0)
         rc = open_side(&rb, &pb, o.b);
-    rep.outside[1] = cli_outside_warnings() > (unsigned)rep.outside[0];
+    rep.outside[1] = cli_outside_warnings() > warned;
     if (rc != 0)
         goto done;
     if (o.json)
