@@ -480,7 +480,9 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
     ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_mpi_saver *s = NULL;
     ckpt_saver *handle = NULL, *again = NULL;
-    int64_t x = 0;
+    /* pos is registered as a variable: the save reads it, so it lives as
+     * long as the saver does, not in the block that adds it */
+    int64_t x = 0, pos = 0;
     ckpt_var v = model_var("x", CKPT_DT_INT64, 0, NULL, &x);
     const char *names[1] = {"x"};
     (void)state_;
@@ -498,7 +500,7 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
     assert_int_equal(ckpt_saver_num_checkpoints(handle), 0);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     {
-        int64_t other = 0, pos = 0;
+        int64_t other = 0;
         ckpt_var per = model_var("pos", CKPT_DT_INT64, 0, NULL, &pos);
         assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &per, 0));
         assert_int_equal(ckpt_saver_saves_var(handle, "x", &x), 1);
