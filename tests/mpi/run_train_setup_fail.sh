@@ -28,6 +28,13 @@ die() {
 }
 train_args=(--distributed --dir "$dir" --steps 40 --save-steps 10 --quiet
     --hidden 16)
+# A sanitizer runtime that the program links dynamically (GCC's libasan,
+# libtsan) has to be the first library loaded: ASan refuses to start with
+# the shim ahead of it. It is preloaded ahead of the shim.
+preload=$shim
+runtime=$(ldd "$train" 2>/dev/null |
+    awk '$1 ~ /^lib(asan|tsan)\.so/ { print $3; exit }') || true
+[ -z "$runtime" ] || preload=$runtime:$shim
 snapshot() { # the directory's files and their checksums
     (cd "$dir" && find . -type f | LC_ALL=C sort | xargs md5sum)
 }
@@ -47,7 +54,7 @@ failing() {
     # `timeout` bounds a hang (the failure this test is for) so that the
     # test reports it instead of CTest's TIMEOUT.
     timeout $((limit * 2)) "$mpiexec" "${flags[@]}" \
-        -x LD_PRELOAD="$shim" -x CKPT_FAIL_OPEN_MATCH="$pattern" \
+        -x LD_PRELOAD="$preload" -x CKPT_FAIL_OPEN_MATCH="$pattern" \
         -x CKPT_FAIL_OPEN_RANK="$bad" -n "$np" \
         "$train" "${train_args[@]}" >"$tmp/out" 2>&1 || rc=$?
     elapsed=$(($(date +%s) - start))
