@@ -45,9 +45,29 @@ for _ in $(seq 1 1200); do
     sleep 0.05
 done
 sleep 0.3
+ranks=$(pgrep -P "$pid") || die "no rank process found under mpiexec $pid"
 kill -9 "$pid" 2>/dev/null || die "the run ended before it was killed"
 wait "$pid" 2>/dev/null || true
-sleep 1 # the orphaned ranks are ended by the runtime
+# The orphaned ranks are ended by the runtime, which can take seconds (in a
+# build with a sanitizer they went on saving for 3 s): the state file is
+# read once they are gone, not after a fixed wait.
+running() { # whether any of the processes runs (a zombie does not)
+    local p
+    for p in "$@"; do
+        case $(ps -o stat= -p "$p" 2>/dev/null) in
+            "" | Z*) ;;
+            *) return 0 ;;
+        esac
+    done
+    return 1
+}
+for _ in $(seq 1 600); do
+    # shellcheck disable=SC2086
+    running $ranks || break
+    sleep 0.05
+done
+# shellcheck disable=SC2086
+! running $ranks || die "the ranks still ran 30 s after mpiexec was killed"
 k=$(sed -n 's/^model_checkpoint_path: "model\.ckpt-\([0-9]*\)"$/\1/p' \
     "$tmp/c/checkpoint")
 [ -n "$k" ] || die "no checkpoint named after the kill"
