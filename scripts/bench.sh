@@ -68,6 +68,9 @@ now() { date +%s.%N; }
 ratio() { # figure op target value
     printf 'ratio\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$ratios"
 }
+info() { # figure value (a component, no target: no verdict)
+    printf 'info\t%s\t%s\n' "$1" "$2" >>"$ratios"
+}
 div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", a / b }'; }
 
 # ---- the saver: blocking, write, loop, restore ------------------------------
@@ -129,8 +132,9 @@ for r in $(seq 1 "$reps"); do
         i=$((i + 1))
         res=$(train_run "$mode" "$tmp/train-$mode")
         declare "t_$i=$(echo "$res" | head -n 1)"
-        if [ "$mode" = async ]; then s_async=$(echo "$res" | tail -n 1); fi
+        declare "s_$i=$(echo "$res" | tail -n 1)"
     done
+    s_async=$s_2
     if [ -z "$state_mib" ]; then
         state_mib=$(ls -l "$tmp"/train-async/*.data-* | awk 'NR == 1 {
             printf "%d", $5 / 1048576 + 0.5 }')
@@ -149,6 +153,20 @@ for r in $(seq 1 "$reps"); do
     ratio "ckpt-train blocking p50 vs memcpy of the state, $state_mib MiB" \
         le 0.1 "$(div "$(awk -v p="$p50" 'BEGIN { print p / 1000 }')" \
         "$memcpy_s")"
+    # The async run's fixed costs beyond the none runs': creating the
+    # session (the initial checkpoint's snapshot) and closing it (a write in
+    # flight, then the final checkpoint, durable), from the summary lines;
+    # their sum against the none runs' time is the part of the whole-run
+    # figure that does not depend on the run's length.
+    fixed=$(for l in "$s_1" "$s_2" "$s_3"; do
+        echo "$l" | sed -n 's/.* start_ms=\([0-9.]*\) close_ms=\([0-9.]*\).*/\1 \2/p'
+    done | awk 'NR == 2 { sa = $1; ca = $2; next } { sn += $1 / 2; cn += $2 / 2 }
+        END { printf "%.6f %.6f", (sa - sn) / 1000, (ca - cn) / 1000 }')
+    info "ckpt-train async: session start beyond none's, s" "${fixed% *}"
+    info "ckpt-train async: session close beyond none's, s" "${fixed#* }"
+    info "ckpt-train async: those fixed costs vs none's whole run" \
+        "$(div "$(awk -v f="$fixed" 'BEGIN { split(f, x, " "); print x[1] + x[2] }')" \
+        "$net_none")"
 done
 log "last async run: $s_async"
 

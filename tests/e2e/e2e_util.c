@@ -260,7 +260,8 @@ const char e2e_summary_regex[] =
     "^summary: steps=" NUM " resumed_from=([0-9]+|-) "
     "loss=(-?[0-9]+\\.[0-9]+|-?nan|-?inf) checkpoints=" NUM " skipped=" NUM
     " failed=" NUM " blocking_ms_p50=" REAL " blocking_ms_max=" REAL
-    " write_ms_p50=" REAL " write_mb_s=" REAL "$";
+    " write_ms_p50=" REAL " write_mb_s=" REAL " start_ms=" REAL
+    " close_ms=" REAL "$";
 
 static int64_t group_int(const char *line, const regmatch_t *m)
 {
@@ -276,7 +277,7 @@ void e2e_parse_summary(const char *out, e2e_summary *s)
 {
     const char *line = strstr(out, "summary: ");
     regex_t re;
-    regmatch_t m[11];
+    regmatch_t m[13];
     char *copy;
     size_t n;
     memset(s, 0, sizeof(*s));
@@ -290,7 +291,7 @@ void e2e_parse_summary(const char *out, e2e_summary *s)
     copy = strndup(line, n);
     assert_non_null(copy);
     assert_int_equal(regcomp(&re, e2e_summary_regex, REG_EXTENDED), 0);
-    if (regexec(&re, copy, 11, m, 0) != 0)
+    if (regexec(&re, copy, 13, m, 0) != 0)
         fail_msg("summary line does not match %s:\n%s", e2e_summary_regex,
                  copy);
     s->steps = group_int(copy, &m[1]);
@@ -303,6 +304,8 @@ void e2e_parse_summary(const char *out, e2e_summary *s)
     s->blocking_ms_max = group_real(copy, &m[8]);
     s->write_ms_p50 = group_real(copy, &m[9]);
     s->write_mb_s = group_real(copy, &m[10]);
+    s->start_ms = group_real(copy, &m[11]);
+    s->close_ms = group_real(copy, &m[12]);
     regfree(&re);
     free(copy);
 }

@@ -80,6 +80,7 @@ typedef struct e2e_summary {
     double loss;
     int64_t checkpoints, skipped, failed;
     double blocking_ms_p50, blocking_ms_max, write_ms_p50, write_mb_s;
+    double start_ms, close_ms; /* creating and closing the session */
 } e2e_summary;
 
 /* The regular expression (POSIX extended) one summary line must match. */

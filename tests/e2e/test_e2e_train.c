@@ -79,7 +79,8 @@ static void test_summary_format(void **state)
         regexec(&re,
                 "summary: steps=10 resumed_from=- loss=2.302585 "
                 "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
-                "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5",
+                "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5 "
+                "start_ms=80.2 close_ms=260.0",
                 0, NULL, 0),
         0);
     assert_int_not_equal(
@@ -91,9 +92,17 @@ static void test_summary_format(void **state)
         0);
     assert_int_not_equal(
         regexec(&re,
-                "summary: steps=x resumed_from=- loss=2.302585 "
+                "summary: steps=10 resumed_from=- loss=2.302585 "
                 "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
                 "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5",
+                0, NULL, 0),
+        0);
+    assert_int_not_equal(
+        regexec(&re,
+                "summary: steps=x resumed_from=- loss=2.302585 "
+                "checkpoints=2 skipped=0 failed=0 blocking_ms_p50=0.120 "
+                "blocking_ms_max=0.300 write_ms_p50=1.500 write_mb_s=12.5 "
+                "start_ms=80.2 close_ms=260.0",
                 0, NULL, 0),
         0);
     regfree(&re);

@@ -180,10 +180,11 @@ static int build_hooks(trainer *t, report *rep, ckpt_saver_options *so,
     return err;
 }
 
-/* Train until the target step or a stop request; close the session.
- * Returns the process exit status. */
-static int train(trainer *t, ckpt_monitored_session *ms)
+/* Train until the target step or a stop request; close the session
+ * (timed into rep->close_ms). Returns the process exit status. */
+static int train(trainer *t, ckpt_monitored_session *ms, report *rep)
 {
+    double closing;
     int err = 0;
     ckpt_preemption_handler_install(ms);
     while (t->global_step < t->opt.steps &&
@@ -194,7 +195,9 @@ static int train(trainer *t, ckpt_monitored_session *ms)
     }
     if (err < 0 && !ckpt_is_clean_end(err))
         fail("training step");
+    closing = ckpt_clock_monotonic(NULL);
     err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
+    rep->close_ms = (ckpt_clock_monotonic(NULL) - closing) * 1e3;
     if (err < 0)
         fail("closing the session");
     ckpt_preemption_handler_remove();
@@ -218,6 +221,7 @@ int main(int argc, char **argv)
     report rep;
     int64_t resumed_from = -1;
     int have_metrics = 0, exit_code = 1, fresh = 0;
+    double starting;
     char why[256], shown[8192];
     int err;
 
@@ -292,7 +296,9 @@ int main(int argc, char **argv)
         ckpt_error_clear();
     }
     /* The session consumes the hooks, also when it fails. */
+    starting = ckpt_clock_monotonic(NULL);
     err = ckpt_monitored_session_new(&ms, g, hooks, nhooks, &sess);
+    rep.start_ms = (ckpt_clock_monotonic(NULL) - starting) * 1e3;
     if (err < 0) {
         fail("creating the session");
         goto done;
@@ -310,7 +316,7 @@ int main(int argc, char **argv)
         printf("restored %s at step %" PRId64 "\n", shown, t->global_step);
         fflush(stdout);
     }
-    exit_code = train(t, ms);
+    exit_code = train(t, ms, &rep);
     for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++)
         if (ckpt_checkpoint_hook_metrics(ckpt_monitored_session_hook(ms, i),
                                          &metrics) == 0)

@@ -178,11 +178,12 @@ void report_summary(report *r, FILE *out, int64_t final_step,
         "summary: steps=%" PRId64 " resumed_from=%s loss=%.6f "
         "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
         " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
-        "write_mb_s=%.1f\n",
+        "write_mb_s=%.1f start_ms=%.1f close_ms=%.1f\n",
         final_step, resumed, r->have_loss ? (double)r->last_loss : (double)NAN,
         m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
         m ? m->saves_failed : 0, percentile50(r->blocking_ms, r->nsaves),
         max_blocking, percentile50(r->write_ms, r->nsaves),
-        r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0);
+        r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0,
+        r->start_ms, r->close_ms);
     fflush(out);
 }

@@ -26,6 +26,10 @@ typedef struct report {
     size_t nsaves, cap;
     uint64_t bytes;
     double write_s_total;
+    /* the session's fixed costs: creating it (restore, initial
+     * checkpoint's snapshot) and closing it (writes in flight, final
+     * checkpoint), in milliseconds */
+    double start_ms, close_ms;
 } report;
 
 void report_init(report *r, int quiet, int64_t target_step, int64_t log_every);
