@@ -224,8 +224,7 @@ static int read_as_remembered(const ckpt_fs *fs, const char *path,
         if (err == CKPT_ENOTSUP)
             return err;
     } else {
-        /* (a device that reads far ahead is not here unless the file is
-         * cached: choose_and_read) */
+        /* (a device that reads far ahead is never here: choose_and_read) */
         int cold = not_cached(fs, path);
         report_buffered(rep, threads, cold);
         err = buffered_all(fs, path, file, ext, n, threads, cold);
@@ -238,9 +237,12 @@ static int read_as_remembered(const ckpt_fs *fs, const char *path,
     return err;
 }
 
-/* A file not cached on a device that reads far ahead: one reader through
- * the cache, no probe. Otherwise read the way remembered for the file's
- * device, or probe (and remember the verdict when the device is known). */
+/* On a device that reads far ahead, a file not cached: one reader through
+ * the cache, no probe; a cached one (or one the file system will not open
+ * for direct reads): CKPT_ENOTSUP, the caller's pieces through the cache,
+ * as a probe or a remembered verdict would end for it after asking again.
+ * Otherwise read the way remembered for the file's device, or probe (and
+ * remember the verdict when the device is known). */
 static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
                            ckpt__extent *ext, size_t n, int threads,
                            ckpt__read_report *rep)
@@ -248,7 +250,9 @@ static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
     ckpt__device_key key;
     ckpt__read_verdict v;
     int known;
-    if (far_read_ahead(fs, path) && not_cached(fs, path)) {
+    if (far_read_ahead(fs, path)) {
+        if (!not_cached(fs, path))
+            return CKPT_ENOTSUP;
         report_buffered(rep, FAR_AHEAD_READERS, 0);
         rep->far_read_ahead = 1;
         return buffered_all(fs, path, file, ext, n, FAR_AHEAD_READERS, 0);
