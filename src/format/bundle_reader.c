@@ -347,16 +347,19 @@ static size_t strip_bundle_suffix(const char *prefix)
 }
 
 /* The index of `prefix` is missing: when the caller passed one of a
- * checkpoint's files or a directory instead of its prefix, say so (the
- * error stays CKPT_ENOTFOUND). */
+ * checkpoint's files or a directory instead of its prefix, say so; when
+ * nothing of that name is there, say that no such checkpoint exists ahead
+ * of the file system's message (the error stays CKPT_ENOTFOUND). */
 static int explain_missing_index(const ckpt_bundle_reader *r, int err)
 {
     size_t n = strip_bundle_suffix(r->prefix);
     ckpt_buf candidate = CKPT_BUF_INIT;
     ckpt__saved_error saved;
     int hint = 0;
+    int index_missing;
     ckpt__error_save(&saved); /* the probes below must not replace it */
-    if (ckpt__fs_stat(r->fs, r->index_path.ptr, NULL, NULL) == 0)
+    index_missing = ckpt__fs_stat(r->fs, r->index_path.ptr, NULL, NULL) != 0;
+    if (!index_missing)
         hint = 0; /* the index is there: something else was not found */
     else if (n > 0)
         hint = ckpt__buf_printf(&candidate, "%.*s.index", (int)n, r->prefix) ==
@@ -379,6 +382,8 @@ static int explain_missing_index(const ckpt_bundle_reader *r, int err)
                            "(ckpt_latest_checkpoint finds the newest one in "
                            "a directory)",
                            r->prefix, r->index_path.ptr);
+    if (index_missing) /* nothing of that name: say what was looked for */
+        return ckpt__error_prefix(err, "%s: no such checkpoint", r->prefix);
     return err;
 }
 

@@ -526,9 +526,11 @@ static void test_file_or_directory_given_for_prefix(void **state)
                       CKPT_ENOTFOUND, "open the prefix");
     assert_ckpt_error(ckpt_bundle_reader_open(&r, f->dir, NULL), CKPT_ENOTFOUND,
                       "not by a file or directory");
-    /* nothing there at all: the plain error naming the missing index */
+    /* nothing there at all: no such checkpoint, naming the missing index */
     assert_ckpt_error(ckpt_bundle_reader_open(&r, missing, NULL),
                       CKPT_ENOTFOUND, "other.index: No such file");
+    assert_ckpt_error(ckpt_bundle_reader_open(&r, missing, NULL),
+                      CKPT_ENOTFOUND, "other: no such checkpoint: open_read ");
     assert_ckpt_error(ckpt_bundle_reader_open(&r, missing_index, NULL),
                       CKPT_ENOTFOUND, "other.index.index: No such file");
     assert_null(r);
