@@ -293,6 +293,19 @@ static void test_restore_shape_mismatch(void **state)
                       "variable is float32 [8]");
     assert_true(w[0] == -1.0f);
     ckpt_mpi_saver_free(s);
+
+    /* Several mismatches: the first in full, the others named with it. */
+    s = open_saver(f->dir, NULL);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v.name = "not/there";
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    v.name = "also/gone";
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                      "variable is float32 [8] (and 2 more variables do not "
+                      "match the checkpoint: 'not/there', 'also/gone')");
+    assert_true(w[0] == -1.0f);
+    ckpt_mpi_saver_free(s);
 }
 
 /* A damaged byte in every data file: every rank's restore fails with
