@@ -295,6 +295,33 @@ int ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path)
     return ckpt__path_join(out, dir, path);
 }
 
+/* CKPT_ENOTFOUND for the missing state file `path` of `dir`, saying why
+ * when it can tell: `dir` does not exist (a mistyped path), or it is a
+ * checkpoint's prefix rather than its directory. */
+static int state_file_missing(const ckpt_fs *fs, const char *dir,
+                              const char *path)
+{
+    ckpt_buf index = CKPT_BUF_INIT;
+    int why = 0;
+    if (ckpt__fs_stat(fs, dir, NULL, NULL) == CKPT_ENOTFOUND)
+        why = ckpt__buf_printf(&index, "%s.index", dir) == 0 &&
+                      ckpt__fs_stat(fs, index.ptr, NULL, NULL) == 0
+                  ? 2
+                  : 1;
+    ckpt_buf_dispose(&index);
+    if (why == 2)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no checkpoint state file: %s is a "
+                           "checkpoint's prefix, not its directory",
+                           path, dir);
+    if (why == 1)
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no checkpoint state file: directory %s "
+                           "does not exist",
+                           path, dir);
+    return ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint state file", path);
+}
+
 int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
 {
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT;
@@ -309,8 +336,7 @@ int ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir)
     err = ckpt__fs_read_file_max(&text, ckpt_fs_or_default(fs), path.ptr,
                                  CKPT_STATE_MAX_SIZE);
     if (err == CKPT_ENOTFOUND) {
-        err = ckpt__error(CKPT_ENOTFOUND, "%s: no checkpoint state file",
-                          path.ptr);
+        err = state_file_missing(ckpt_fs_or_default(fs), dir, path.ptr);
         goto done;
     }
     if (err < 0)

@@ -728,6 +728,7 @@ static void test_latest_without_state_file(void **state)
 {
     char *dir = test_make_temp_dir();
     char *missing = test_path(dir, "nope");
+    char *prefix = test_path(dir, "ckpt-1");
     ckpt_buf b = CKPT_BUF_INIT;
     (void)state;
     touch(dir, "ckpt-1.index");
@@ -735,8 +736,17 @@ static void test_latest_without_state_file(void **state)
                       "no checkpoint state file");
     assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, missing), CKPT_ENOTFOUND,
                       NULL);
+    /* why, when it can tell: no such directory, or a checkpoint's prefix
+     * given for its directory */
+    assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, missing), CKPT_ENOTFOUND,
+                      "no checkpoint state file: directory ");
+    assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, missing), CKPT_ENOTFOUND,
+                      "nope does not exist");
+    assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, prefix), CKPT_ENOTFOUND,
+                      "ckpt-1 is a checkpoint's prefix, not its directory");
     assert_null(b.ptr);
     free(missing);
+    free(prefix);
     test_remove_tree(dir);
 }
 
