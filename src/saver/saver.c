@@ -722,8 +722,11 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
                            i);
     pthread_mutex_lock(&s->ds_mu);
     if (i >= s->ds.kept.n)
-        err = ckpt__error(CKPT_EINVAL, "checkpoint %zu: only %zu are kept", i,
-                          s->ds.kept.n);
+        err = ckpt__error(CKPT_EINVAL,
+                          "checkpoint %zu: out of range: the saver keeps "
+                          "%zu checkpoint(s) (ckpt_saver_num_checkpoints; "
+                          "0 is the oldest)",
+                          i, s->ds.kept.n);
     else
         err = ckpt_state_resolve(out, s->ds.dir, s->ds.kept.paths[i]);
     pthread_mutex_unlock(&s->ds_mu);

@@ -1216,6 +1216,9 @@ static void test_restore_latest_damaged_names_older(void **state)
     assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
                       "(1 older checkpoint is listed: ckpt_saver_checkpoint "
                       "gives them, ckpt_saver_restore restores one)");
+    assert_ckpt_error(ckpt_saver_checkpoint(s, 2, &older), CKPT_EINVAL,
+                      "checkpoint 2: out of range: the saver keeps 2 "
+                      "checkpoint(s)");
     assert_ckpt_ok(ckpt_saver_checkpoint(s, 0, &older));
     assert_ckpt_ok(ckpt_saver_restore(s, older.ptr));
     assert_int_equal(f->step, 1);
