@@ -3,6 +3,11 @@
  * TensorFlow checkpoint, and a checkpoint written by N ranks restores onto
  * any number of ranks.
  *
+ * Build: `pkg-config --cflags --libs ckpt-mpi` (the package is ckpt-mpi,
+ * the library ckpt_mpi; it links libckpt.a and MPI), or with CMake
+ * find_package(ckpt COMPONENTS mpi) and ckpt::ckpt_mpi. Include this
+ * header beside <ckpt.h>, which does not include it.
+ *
  * Variables come in three kinds:
  *   - replicated: the same value on every rank (data-parallel weights).
  *     Written once, by one rank chosen to balance bytes per rank; restored
