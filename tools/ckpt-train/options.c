@@ -16,6 +16,7 @@ static const char usage_text[] =
     "                  [--keep K] [--mode async|sync|none]\n"
     "                  [--busy skip|wait|coalesce] [--hidden H] [--layers L]\n"
     "                  [--batch B] [--lr X] [--seed S] [--quiet]\n"
+    "                  [--distributed]\n"
     "\n"
     "Trains a multi-layer perceptron with Adam on a synthetic classification\n"
     "data set, checkpointing to DIR in TensorFlow's format. Started again on\n"
