@@ -147,6 +147,22 @@ static int hook_begin(ckpt_graph *g, void *payload)
 
 /* ---- the saver ----------------------------------------------------------- */
 
+/* A saver over the graph that holds nothing but the global step: warn, as
+ * a program that forgot ckpt_graph_add_var would otherwise learn it only
+ * when a restart restores nothing of its state. */
+static void warn_if_only_global_step(const ckpt__ckhook *h, const ckpt_graph *g)
+{
+    for (size_t i = 0; i < ckpt_graph_num_vars(g); i++)
+        if (strcmp(ckpt_graph_var(g, i)->name, "global_step") != 0)
+            return;
+    ckpt__ckhook_log(h, CKPT_LOG_WARN,
+                     "%s: the graph registers no variable but the global "
+                     "step: checkpoints will hold only the step (register "
+                     "the state to save with ckpt_graph_add_var before "
+                     "creating the session)",
+                     h->name);
+}
+
 /* Open a saver on the directory over every variable of the graph (and the
  * global step, if the graph does not list it as a variable). */
 static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
@@ -191,6 +207,7 @@ static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
     h->prev_done_payload = h->saver_opts.on_save_done_payload;
     h->saver = sv;
     h->own_saver = 1;
+    warn_if_only_global_step(h, g);
     return 0;
 }
 

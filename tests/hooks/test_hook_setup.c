@@ -254,6 +254,43 @@ static void test_basename_from_session_is_logged(void **state)
     assert_true(file_exists(f->ckdir, "sess-0.index"));
 }
 
+/* A graph with nothing but the global step (a program that forgot
+ * ckpt_graph_add_var): the hook's saver warns once that its checkpoints
+ * hold only the step; a graph with variables draws no such warning. */
+static void test_only_global_step_warns(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_graph *g = NULL;
+    int64_t step = 0;
+    const char *want = "the graph registers no variable but the global step";
+    ckpt_hook h;
+    capture c;
+    char *text;
+    capture_start(&c, f);
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 2);
+    text = capture_end(&c);
+    assert_int_equal(count_substr(text, want), 0);
+    free(text);
+
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &step));
+    o.checkpoint_dir = f->root;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    capture_start(&c, f);
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &h, 1, &so));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    text = capture_end(&c);
+    assert_int_equal(count_substr(text, want), 1);
+    assert_non_null(strstr(text, "ckpt: warn: CheckpointSaverHook: "));
+    free(text);
+    ckpt_graph_free(g);
+}
+
 /* ---- 4. one directory setting ----------------------------------------------
  */
 
@@ -419,8 +456,7 @@ static void test_default_policy_skips_and_reports(void **state)
     assert_int_equal(ck_log_count(f, "trigger(s) skipped so far"), 2);
     assert_int_equal(ck_log_count(f, "CKPT_BUSY_COALESCE"), 2);
     /* the remedy names the options of the saver the hook opens */
-    assert_int_equal(ck_log_count(f, "set busy_policy in saver_options to"),
-                     2);
+    assert_int_equal(ck_log_count(f, "set busy_policy in saver_options to"), 2);
     /* One snapshot buffer: COALESCE would need two. */
     gate_open(&f->cfs.gate);
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
@@ -767,6 +803,8 @@ int main(void)
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_from_session_is_logged,
                                         ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_only_global_step_warns, ck_setup,
+                                        ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_resume_keeps_hook_retention,
