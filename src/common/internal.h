@@ -101,6 +101,20 @@ void ckpt__error_save(ckpt__saved_error *saved);
  * so a cleanup path can end with: return ckpt__error_restore(&saved). */
 int ckpt__error_restore(const ckpt__saved_error *saved);
 
+/* A restore's checks of every variable (mismatches.c): add each check's
+ * result (0 or an error, with the variable's name); finish returns 0 or
+ * the first error, its message naming the other mismatching variables
+ * (the first few), and frees what add kept. */
+typedef struct ckpt__mismatches {
+    int err;
+    ckpt__saved_error first;
+    ckpt_buf others;
+    size_t more;
+} ckpt__mismatches;
+void ckpt__mismatches_init(ckpt__mismatches *m);
+void ckpt__mismatches_add(ckpt__mismatches *m, int rc, const char *name);
+int ckpt__mismatches_finish(ckpt__mismatches *m);
+
 /* ---- NULL arguments of public functions ----------------------------------
  * The policy (docs/CONTRIBUTING.md, "NULL arguments"): a public function
  * that returns int rejects a NULL pointer it needs with CKPT_EINVAL and the

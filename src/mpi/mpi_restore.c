@@ -27,9 +27,6 @@
 
 #define MISSING_OPTIONAL 1
 
-/* How many of the further mismatching variables a restore error names. */
-#define RESTORE_MISMATCHES_NAMED 8
-
 /* One stored piece: its tensor's name, its entry and its slice. */
 typedef struct slice_ref {
     char *name;
@@ -688,9 +685,8 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
         /* every variable checked: the first mismatch is the error, the
          * others are named with it (the first few), as ckpt_saver_restore
          * does, so that one run shows everything to fix */
-        ckpt__saved_error first;
-        ckpt_buf others = CKPT_BUF_INIT;
-        size_t more = 0;
+        ckpt__mismatches m;
+        ckpt__mismatches_init(&m);
         for (size_t i = 0; i < s->nvars; i++) {
             const ckpt__mvar *v = &s->vars[i];
             int rc = check_one(s, r, prefix, v);
@@ -703,28 +699,9 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
             if (rc == 0 && !skip[i] && v->kind == CKPT__MPI_PARTITIONED &&
                 v->bytes > 0)
                 rc = read_overlapping(&c, v, NULL);
-            if (rc < 0 && err == 0) {
-                err = rc;
-                ckpt__error_save(&first);
-            } else if (rc < 0) {
-                if (more < RESTORE_MISMATCHES_NAMED)
-                    (void)ckpt__buf_printf(&others, "%s'%s'",
-                                           more ? ", " : ": ", v->name);
-                else if (more == RESTORE_MISMATCHES_NAMED)
-                    (void)ckpt__buf_puts(&others, ", ...");
-                more++;
-            }
+            ckpt__mismatches_add(&m, rc, v->name);
         }
-        if (err < 0 && more > 0)
-            err = ckpt__error(first.code,
-                              "%s (and %zu more %s not match the "
-                              "checkpoint%s)",
-                              first.message, more,
-                              more == 1 ? "variable does" : "variables do",
-                              others.ptr ? others.ptr : "");
-        else if (err < 0)
-            (void)ckpt__error_restore(&first);
-        ckpt_buf_dispose(&others);
+        err = ckpt__mismatches_finish(&m);
     }
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */

@@ -120,9 +120,6 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
             rep->direct_bytes_per_s / 1e9, rep->buffered_bytes_per_s / 1e9);
 }
 
-/* How many of the further mismatching variables a restore error names. */
-#define RESTORE_MISMATCHES_NAMED 8
-
 /* Restore the `n` variables `names`, or with `all` every one. */
 static int restore_vars(ckpt_saver *s, const char *prefix,
                         const char *const *names, size_t n, int all)
@@ -144,39 +141,20 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         /* every variable checked: the first mismatch is the error, and
          * the others are named with it (the first few), so that one run
          * shows everything to fix */
-        ckpt__saved_error first;
-        ckpt_buf others = CKPT_BUF_INIT;
-        size_t more = 0;
+        ckpt__mismatches m;
+        ckpt__mismatches_init(&m);
         for (size_t i = 0; i < count; i++) {
             const char *name = all ? s->vars[i].name : names[i];
             const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
-            int rc = v ? check_var(r, prefix, v)
-                       : ckpt__error(CKPT_ENOTFOUND,
-                                     "restore: '%s' is not a registered "
-                                     "variable",
-                                     names[i]);
-            if (rc < 0 && err == 0) {
-                err = rc;
-                ckpt__error_save(&first);
-            } else if (rc < 0) {
-                if (more < RESTORE_MISMATCHES_NAMED)
-                    (void)ckpt__buf_printf(&others, "%s'%s'",
-                                           more ? ", " : ": ", name);
-                else if (more == RESTORE_MISMATCHES_NAMED)
-                    (void)ckpt__buf_puts(&others, ", ...");
-                more++;
-            }
+            ckpt__mismatches_add(
+                &m,
+                v ? check_var(r, prefix, v)
+                  : ckpt__error(CKPT_ENOTFOUND,
+                                "restore: '%s' is not a registered variable",
+                                names[i]),
+                name);
         }
-        if (err < 0 && more > 0)
-            err = ckpt__error(first.code,
-                              "%s (and %zu more %s not match the "
-                              "checkpoint%s)",
-                              first.message, more,
-                              more == 1 ? "variable does" : "variables do",
-                              others.ptr ? others.ptr : "");
-        else if (err < 0)
-            (void)ckpt__error_restore(&first);
-        ckpt_buf_dispose(&others);
+        err = ckpt__mismatches_finish(&m);
     }
     if (err < 0)
         goto done;
