@@ -147,20 +147,36 @@ static int hook_begin(ckpt_graph *g, void *payload)
 
 /* ---- the saver ----------------------------------------------------------- */
 
-/* A saver over the graph that holds nothing but the global step: warn, as
- * a program that forgot ckpt_graph_add_var would otherwise learn it only
- * when a restart restores nothing of its state. */
-static void warn_if_only_global_step(const ckpt__ckhook *h, const ckpt_graph *g)
+/* A saver that saves nothing but the global step: warn, as a program that
+ * forgot ckpt_graph_add_var (or ckpt_saver_add_var on a saver of its own)
+ * would otherwise learn it only when a restart restores nothing of its
+ * state. Whichever saver the hook writes through: its own, the session's
+ * scaffold saver or an explicit one (a wrapped saver cannot say). */
+static void warn_if_only_global_step(const ckpt__ckhook *h, ckpt_saver *sv,
+                                     const ckpt_graph *g)
 {
-    for (size_t i = 0; i < ckpt_graph_num_vars(g); i++)
-        if (strcmp(ckpt_graph_var(g, i)->name, "global_step") != 0)
-            return;
+    int64_t *gs = g ? ckpt_graph_global_step(g) : NULL;
+    ckpt__saved_error saved;
+    int only_step;
+    if (!gs || ckpt__saver_num_vars(sv) != 1)
+        return;
+    ckpt__error_save(&saved);
+    only_step = ckpt_saver_saves_var(sv, "global_step", gs) == 1;
+    (void)ckpt__error_restore(&saved);
+    if (!only_step)
+        return;
     ckpt__ckhook_log(h, CKPT_LOG_WARN,
-                     "%s: the graph registers no variable but the global "
+                     "%s: the %s saver saves no variable but the global "
                      "step: checkpoints will hold only the step (register "
                      "the state to save with ckpt_graph_add_var before "
-                     "creating the session)",
-                     h->name);
+                     "creating the session%s)",
+                     h->name,
+                     h->explicit_saver ? "hook's"
+                     : h->use_scaffold ? "session's scaffold"
+                                       : "hook's own",
+                     h->explicit_saver || h->use_scaffold
+                         ? ", or with ckpt_saver_add_var on the saver"
+                         : "");
 }
 
 /* Open a saver on the directory over every variable of the graph (and the
@@ -207,7 +223,7 @@ static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
     h->prev_done_payload = h->saver_opts.on_save_done_payload;
     h->saver = sv;
     h->own_saver = 1;
-    warn_if_only_global_step(h, g);
+    warn_if_only_global_step(h, sv, g);
     return 0;
 }
 
@@ -265,6 +281,7 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
     err = check_saves_global_step(h, sv, ckpt_session_graph(s));
     if (err < 0)
         return err;
+    warn_if_only_global_step(h, sv, ckpt_session_graph(s));
     h->saver = sv;
     h->collective = ckpt__saver_collective(sv);
     h->has_final_metrics = 0;

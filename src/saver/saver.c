@@ -664,6 +664,13 @@ int ckpt_saver_saves_var(ckpt_saver *s, const char *name, const void *data)
     return 0;
 }
 
+long ckpt__saver_num_vars(const ckpt_saver *s)
+{
+    if (!s || s->ops)
+        return -1;
+    return (long)s->nvars;
+}
+
 const ckpt_saver_options *ckpt_saver_get_options(const ckpt_saver *s)
 {
     if (s && s->ops)

@@ -31,6 +31,10 @@ int ckpt__saver_agree_outcome(ckpt_saver *s, int err);
 int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
                               const void *data);
 
+/* How many variables the library's own saver `s` saves; -1 for a wrapped
+ * saver (it cannot say) or NULL. */
+long ckpt__saver_num_vars(const ckpt_saver *s);
+
 /* Free a wrapped saver's handle (after its release). */
 void ckpt__saver_ops_free(ckpt_saver *s);
 

@@ -255,8 +255,10 @@ static void test_basename_from_session_is_logged(void **state)
 }
 
 /* A graph with nothing but the global step (a program that forgot
- * ckpt_graph_add_var): the hook's saver warns once that its checkpoints
- * hold only the step; a graph with variables draws no such warning. */
+ * ckpt_graph_add_var): the saver the hook writes through warns once that
+ * its checkpoints hold only the step, whether it is the hook's own or the
+ * session's scaffold saver (use_scaffold); a graph with variables draws no
+ * such warning. */
 static void test_only_global_step_warns(void **state)
 {
     ck_fixture *f = *state;
@@ -265,7 +267,7 @@ static void test_only_global_step_warns(void **state)
     ckpt_monitored_session *ms = NULL;
     ckpt_graph *g = NULL;
     int64_t step = 0;
-    const char *want = "the graph registers no variable but the global step";
+    const char *want = "saver saves no variable but the global step";
     ckpt_hook h;
     capture c;
     char *text;
@@ -279,15 +281,21 @@ static void test_only_global_step_warns(void **state)
     assert_ckpt_ok(ckpt_graph_new(&g));
     assert_ckpt_ok(ckpt_graph_create_global_step(g, &step));
     o.checkpoint_dir = f->root;
-    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
-    capture_start(&c, f);
-    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &h, 1, &so));
-    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-    ckpt_monitored_session_free(ms);
-    text = capture_end(&c);
-    assert_int_equal(count_substr(text, want), 1);
-    assert_non_null(strstr(text, "ckpt: warn: CheckpointSaverHook: "));
-    free(text);
+    for (int scaffold = 0; scaffold <= 1; scaffold++) {
+        o.use_scaffold = scaffold;
+        so.checkpoint_dir = scaffold ? f->root : NULL;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+        capture_start(&c, f);
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &h, 1, &so));
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        text = capture_end(&c);
+        assert_int_equal(count_substr(text, want), 1);
+        assert_non_null(strstr(text, "ckpt: warn: CheckpointSaverHook: "));
+        assert_non_null(strstr(text, scaffold ? "the session's scaffold saver"
+                                              : "the hook's own saver"));
+        free(text);
+    }
     ckpt_graph_free(g);
 }
 
