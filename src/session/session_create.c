@@ -35,6 +35,9 @@ static int restore_prefix(ckpt_monitored_session *ms, const char *prefix)
         return ckpt__error(CKPT_ESTATE,
                            "session: no saver to restore '%s' with", prefix);
     err = ckpt_saver_restore(ms->sess.saver, prefix);
+    /* the saver's message names the checkpoint as a rule: once is enough */
+    if (err < 0 && strstr(ckpt_error_last()->message, prefix))
+        return ckpt__error_prefix(err, "session: restoring the checkpoint");
     if (err < 0)
         return ckpt__error_prefix(err, "session: restoring %s", prefix);
     ckpt__ms_log(ms, CKPT_LOG_INFO, "restored checkpoint %s (global step %lld)",

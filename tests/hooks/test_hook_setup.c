@@ -321,6 +321,40 @@ static void test_hook_dir_alone_resumes(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* A variable registered since the last checkpoint: session creation fails
+ * with CKPT_ENOTFOUND naming the variable, and the message names the
+ * checkpoint once (it used to repeat the prefix: "session: restoring P:
+ * restore P: ..."). */
+static void test_restore_error_names_checkpoint_once(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 5);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    float extra[2] = {0};
+    char prefix[4200];
+    ckpt_var v;
+    ckpt_hook h;
+    const char *msg;
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 5);
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-5", f->ckdir);
+
+    memset(&v, 0, sizeof(v));
+    v.name = "extra";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = 2;
+    v.data = extra;
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &v));
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_ENOTFOUND, "'extra'");
+    msg = ckpt_error_last()->message;
+    assert_non_null(strstr(msg, "session: restoring the checkpoint: "));
+    assert_int_equal(count_substr(msg, prefix), 1);
+}
+
 /* The session restores from the hook's directory through a saver of its
  * own; opening that saver must not apply its default retention (5) to the
  * checkpoints the hook keeps (10 here). */
@@ -811,6 +845,8 @@ int main(void)
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_basename_from_session_is_logged,
                                         ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_error_names_checkpoint_once, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_only_global_step_warns, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
