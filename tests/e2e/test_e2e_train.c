@@ -374,6 +374,11 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);
     e2e_expect_contains("trainer stderr", p.err, "usage: ckpt-train", 1);
+    e2e_expect_contains("trainer stderr", p.err, "[--distributed]\n", 1);
+    e2e_expect_contains("trainer stderr", p.err,
+                        "Run 'ckpt-train --help' for every option.", 1);
+    /* the synopsis only: the option descriptions are --help's */
+    e2e_expect_contains("trainer stderr", p.err, "--keep K           ", 0);
     e2e_proc_free(&p);
     TRAIN(&p, "--dir", dir, "--save-secs", "1e400"); /* no infinity */
     e2e_expect_exit(&p, 2);

@@ -47,11 +47,16 @@ static const char usage_text[] =
     "seconds after it is signalled). Exit status: 0 done, 1 training or a\n"
     "save failed, 2 usage.\n";
 
+/* The message, the synopsis (the usage text up to its first blank line)
+ * and where the rest is: a mistyped option should not scroll the mistake
+ * off the screen under the whole help. */
 static int usage_error(const char *fmt, const char *arg)
 {
+    const char *synopsis_end = strstr(usage_text, "\n\n");
     fprintf(stderr, "ckpt-train: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage_text);
+    fprintf(stderr, "\n%.*s\nRun 'ckpt-train --help' for every option.\n",
+            (int)(synopsis_end - usage_text + 1), usage_text);
     return 2;
 }
 
