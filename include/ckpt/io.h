@@ -64,7 +64,10 @@ typedef struct ckpt_iovec {
  *  session, the bundle reader and writer and the state file's functions
  *  check a ckpt_fs given to them: a version outside 1..CKPT_FS_VERSION is
  *  CKPT_EVERSION, a required member left NULL CKPT_EINVAL naming it.
- *  A method returns 0 or a negative ckpt_error_code. To say what failed,
+ *  A method returns 0 or a negative ckpt_error_code (not a byte count, as
+ *  POSIX write() does: any positive value is taken for a failure, recorded
+ *  as CKPT_EIO naming the method and the file; `list` alone passes its
+ *  callback's non-zero value on). To say what failed,
  *  record the message with ckpt_error_set before returning: the library
  *  passes it on (for the opens, and for the methods on an open file,
  *  pread, preadv, size, write, sync and close, which are not given the

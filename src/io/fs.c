@@ -74,7 +74,14 @@ int ckpt__fs_check(const ckpt_fs *fs, const char *what)
  * for a rename, its target `to`. */
 static int check_to(int rc, const char *op, const char *path, const char *to)
 {
-    if (rc >= 0 || ckpt_error_last()->code == rc)
+    if (rc > 0) /* e.g. a byte count, as POSIX write() returns: the call's
+                   outcome is unknown, so it cannot count as done */
+        return ckpt__error(CKPT_EIO,
+                           "%s %s: the file system's method returned %d; a "
+                           "ckpt_fs method returns 0 on success or a "
+                           "negative ckpt_error_code",
+                           op, path ? path : "(file)", rc);
+    if (rc == 0 || ckpt_error_last()->code == rc)
         return rc;
     if (path && to)
         return ckpt__error(rc, "%s %s to %s: %s", op, path, to,
@@ -222,7 +229,9 @@ int ckpt__fs_sync_dir(const ckpt_fs *fs, const char *path)
 int ckpt__fs_list(const ckpt_fs *fs, const char *path, ckpt_dir_cb cb,
                   void *cb_payload)
 {
-    return check(fs->list(path, cb, cb_payload, fs->payload), "list", path);
+    int rc = fs->list(path, cb, cb_payload, fs->payload);
+    /* A positive value is the callback's own, which stopped the listing. */
+    return rc > 0 ? rc : check(rc, "list", path);
 }
 
 int ckpt__fs_stat(const ckpt_fs *fs, const char *path, uint64_t *size,

@@ -221,8 +221,8 @@ static void test_callers_messages_passed_on(void **state)
     assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
                       "volume v7 is read-only (a write of ");
     /* named with the file, which the write method is not given */
-    assert_non_null(strstr(ckpt_error_last()->message,
-                           ".data-00000-of-00001.tempstate"));
+    assert_non_null(
+        strstr(ckpt_error_last()->message, ".data-00000-of-00001.tempstate"));
     ckpt_saver_free(s);
     m.after = 1000;
     s = open_with(f, &o);
@@ -366,6 +366,40 @@ static void test_name_length(void **state)
     free(name);
 }
 
+/* A write method that returns the byte count, as POSIX write() does, is
+ * a failure naming the method and the file (the save reported success
+ * before, leaving the data under its temporary name and a state file that
+ * named a checkpoint without an index, so restore_latest found none). */
+static int counting_write(ckpt_file *file, const void *buf, size_t n,
+                          void *payload)
+{
+    const ckpt_fs *p = ckpt_fs_posix();
+    int err = p->write(file, buf, n, p->payload);
+    (void)payload;
+    return err < 0 ? err : (int)n;
+}
+
+static void test_positive_return_is_a_failure(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_fs fs = *ckpt_fs_posix();
+    ckpt_buf latest = {0};
+    ckpt_saver *s = NULL;
+    fs.write = counting_write;
+    o.fs = &fs;
+    s = open_with(f, &o);
+    assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_EIO,
+                      "the file system's method returned");
+    assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_EIO,
+                      "returns 0 on success or a negative ckpt_error_code");
+    ckpt_saver_free(s);
+    assert_int_equal(count_files(f->dir, ".index"), 0);
+    assert_int_equal(ckpt_latest_checkpoint(&latest, NULL, f->dir),
+                     CKPT_ENOTFOUND);
+    ckpt_buf_dispose(&latest);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +417,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_basename_length, setup, teardown),
         cmocka_unit_test_setup_teardown(test_name_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_positive_return_is_a_failure,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
