@@ -183,7 +183,11 @@ CKPT_EXTERN(ckpt_session *) ckpt_step_context_session(ckpt_step_context *sc);
 
 /** A training step: do the work, increment the global step, publish
  *  outputs. Return 0 or an error (CKPT_EOUT_OF_RANGE when the input is
- *  exhausted: a clean end; CKPT_EABORTED / CKPT_EUNAVAILABLE: recoverable). */
+ *  exhausted: a clean end; CKPT_EABORTED / CKPT_EUNAVAILABLE: recoverable),
+ *  saying what failed with ckpt_error_set (a code returned without a
+ *  message gets "the step failed with <code> ... and recorded no message";
+ *  the same for the status passed to ckpt_monitored_session_after_run,
+ *  since ckpt_monitored_session_before_run clears the last error). */
 typedef int (*ckpt_step_fn)(ckpt_step_context *sc, void *payload);
 
 /* ---- hooks ------------------------------------------------------------------ */

@@ -240,6 +240,13 @@ static int end_step(ckpt_monitored_session *ms, int status,
 {
     int err;
     ms->in_step = 0;
+    /* A step that failed without saying why (no ckpt_error_set, no failing
+     * library call) would leave "no error" as the message of its code. */
+    if (status < 0 && ckpt_error_last()->code == 0)
+        ckpt__error(status,
+                    "the step failed with %s (%s) and recorded no message "
+                    "(ckpt_error_set records what failed)",
+                    ckpt_error_name(status), ckpt_strerror(status));
     /* Whether or not the step called the fence, it is over: an overlapped
      * snapshot is complete before anything else may write the variables. */
     ckpt__ms_complete_snapshots(ms);
@@ -301,6 +308,8 @@ static int before_run(ckpt_monitored_session *ms, const ckpt_run_args *args,
         int err = begin_step(ms, args);
         if (err == 0) {
             *sc_out = &ms->sc;
+            ckpt_error_clear(); /* as run does before the step: what the
+                                   inline step records is its own */
             return 0;
         }
         if (!ckpt__ms_should_recover(ms, err))

@@ -558,6 +558,39 @@ static void test_b23_bracket_step_failure_no_after_run(void **state)
     assert_int_equal(f->b.n_after, 0);
 }
 
+/* A step that fails without recording a message gets one naming its code
+ * (its message was "no error", or an unrelated earlier one in the bracket
+ * form); a step's own message is kept. */
+static int step_says_why(ckpt_step_context *sc, void *payload)
+{
+    (void)sc, (void)payload;
+    return ckpt_error_set(CKPT_EIO, "disk 3 is gone");
+}
+
+static void test_b23_silent_step_failure_gets_a_message(void **state)
+{
+    fixture *f = *state;
+    ckpt_step_context *sc = NULL;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    f->m.fail_at_step = 0;
+    f->m.fail_code = CKPT_EIO;
+    f->m.fail_times = 1;
+    assert_ckpt_error(run_step(f), CKPT_EIO,
+                      "the step failed with CKPT_EIO (input/output error) and "
+                      "recorded no message");
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, step_says_why, NULL, NULL),
+        CKPT_EIO, "disk 3 is gone");
+    ckpt_error_set(CKPT_ENOTFOUND, "an earlier failure");
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    assert_ckpt_error(ckpt_monitored_session_after_run(f->ms, CKPT_EUSER, NULL),
+                      CKPT_EUSER, "the step failed with CKPT_EUSER");
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    ckpt_error_set(CKPT_EIO, "my inline step's reason");
+    assert_ckpt_error(ckpt_monitored_session_after_run(f->ms, CKPT_EIO, NULL),
+                      CKPT_EIO, "my inline step's reason");
+}
+
 static void test_b14_begin_failure_destroys_and_aborts(void **state)
 {
     fixture *f = *state;
@@ -715,6 +748,7 @@ int main(void)
         T(test_b22_run_after_stop_estate_no_hooks),
         T(test_b23_step_failure_no_after_run),
         T(test_b23_bracket_step_failure_no_after_run),
+        T(test_b23_silent_step_failure_gets_a_message),
         T(test_b24_before_run_failure_skips_step_and_rest),
         T(test_b25_after_run_failure_skips_rest),
         T(test_b26_close_ok_calls_end_in_order),
