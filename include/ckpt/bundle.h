@@ -63,6 +63,10 @@ ckpt_bundle_writer_select_shard(ckpt_bundle_writer *w, int shard);
 
 /** Add a fixed-size tensor: `nbytes` must equal its byte size, data in
  *  host (little-endian) element order, row-major.
+ *  The first error of any call is kept by the writer: every later call
+ *  (adds, select_shard, finish) returns it again, its message saying that
+ *  an earlier call failed, and nothing more is added; free the writer and
+ *  start again (a name added twice included).
  *  @return 0, CKPT_EINVAL (bad name/shape/size), CKPT_ENOTSUP (dtype),
  *          CKPT_EEXISTS (name added before) or an I/O error */
 CKPT_EXTERN(int)

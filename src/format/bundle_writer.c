@@ -63,6 +63,18 @@ static int sticky(const ckpt_bundle_writer *w)
     return ckpt__error(w->status, "%s", w->status_msg);
 }
 
+/* Report the sticky error to a later call, saying that it is an earlier
+ * call's: an add of another tensor reported only "tensor 'f' was already
+ * added", as if about the tensor it was given. */
+static int sticky_earlier(const ckpt_bundle_writer *w)
+{
+    return ckpt__error(w->status,
+                       "bundle writer: an earlier call failed, so nothing "
+                       "more is added and finish fails (free the writer and "
+                       "start again): %s",
+                       w->status_msg);
+}
+
 /* Checks common to every add: a usable writer and a fresh, non-empty name. */
 int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w)
 {
@@ -70,7 +82,7 @@ int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w)
         return ckpt__error(CKPT_ESTATE, "%s: bundle writer already finished",
                            w->prefix);
     if (w->status < 0)
-        return sticky(w);
+        return sticky_earlier(w);
     return 0;
 }
 
@@ -434,7 +446,7 @@ int ckpt_bundle_writer_finish(ckpt_bundle_writer *w)
         if (w->state == W_OPEN)
             abandon(w);
         w->state = W_FAILED;
-        return sticky(w);
+        return sticky_earlier(w);
     }
     err = commit_shards(w);
     /* The data names must be durable before an index can refer to them. */

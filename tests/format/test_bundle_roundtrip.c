@@ -709,10 +709,17 @@ static void test_duplicate_name(void **state)
     assert_ckpt_error(
         ckpt_bundle_writer_add(w, "dup", CKPT_DT_FLOAT, &sc, &v, sizeof(v)),
         CKPT_EEXISTS, "'dup'");
-    /* sticky: later calls and finish report the first error */
+    /* sticky: later calls and finish report the first error, saying it
+     * is an earlier call's (an add of "other" said only "tensor 'dup' was
+     * already added") */
     assert_ckpt_error(ckpt_bundle_writer_add_strings(w, "other", &sc, &s, 1),
                       CKPT_EEXISTS, "'dup'");
+    assert_ckpt_error(
+        ckpt_bundle_writer_add(w, "other", CKPT_DT_FLOAT, &sc, &v, 1),
+        CKPT_EEXISTS, "an earlier call failed, so nothing more is added");
     ckpt_error_clear();
+    assert_ckpt_error(ckpt_bundle_writer_finish(w), CKPT_EEXISTS,
+                      "free the writer and start again");
     assert_ckpt_error(ckpt_bundle_writer_finish(w), CKPT_EEXISTS, "'dup'");
     assert_ckpt_error(ckpt_bundle_writer_finish(w), CKPT_EEXISTS, "'dup'");
     expect_no_bundle(f);
