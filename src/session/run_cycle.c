@@ -349,6 +349,12 @@ static int after_run(ckpt_monitored_session *ms, int step_status,
 
 int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what)
 {
+    if (ms->closing) /* B30; "already closed" said nothing of the caller */
+        return ckpt__error(CKPT_ESTATE,
+                           "monitored session: %s called from a hook or "
+                           "listener while the session closes (its hooks' "
+                           "end or on_abort are running)",
+                           what);
     if (!ms->in_run)
         return 0;
     return ckpt__error(CKPT_ESTATE,

@@ -65,6 +65,7 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
     ms->in_step = 0;
     if (status > 0)
         status = CKPT_ERROR;
+    ms->closing = 1;
     if (status == 0 || ckpt_is_clean_end(status)) {
         result = call_ends(ms); /* B26, B27 */
     } else {
@@ -77,6 +78,7 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
             ckpt__error(status, "monitored session closed with %s",
                         ckpt_error_name(status));
     }
+    ms->closing = 0;
     if (result < 0) {
         ckpt__error_save(&saved);
         close_session(ms);

@@ -36,7 +36,7 @@ struct ckpt_graph {
     size_t num_vars;
     size_t cap_vars;
     ckpt__name_index names; /* each var's name -> its index */
-    int64_t *global_step; /* borrowed storage, NULL when none */
+    int64_t *global_step;   /* borrowed storage, NULL when none */
     int frozen;
     ckpt__graph_agreement agreed;
 };
@@ -150,9 +150,10 @@ struct ckpt_monitored_session {
 
     ckpt_session sess;
     ckpt_saver *owned_saver;
-    int live;   /* a session is created (restore/init + after_create) */
-    int stop;   /* the hooked layer's stop flag */
-    int closed; /* close was called */
+    int live;    /* a session is created (restore/init + after_create) */
+    int stop;    /* the hooked layer's stop flag */
+    int closed;  /* close was called */
+    int closing; /* close is running its hooks' end or on_abort */
 
     /* the step in progress */
     int in_step;

@@ -4,6 +4,7 @@
  * rules. */
 #include "session_test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -724,11 +725,53 @@ static void test_reentry_from_hook_and_step_refused(void **state)
     assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
 }
 
+/* A hook's end (or a listener it calls) closing or running the session
+ * while close runs gets CKPT_ESTATE saying so; it said "already closed",
+ * which read as if the caller had closed twice. */
+static char g_end_close_msg[512];
+
+static int close_in_end(ckpt_session *s, void *payload)
+{
+    reentrant *r = payload;
+    (void)s;
+    r->rc_close = ckpt_monitored_session_close(r->ms, 0);
+    snprintf(g_end_close_msg, sizeof(g_end_close_msg), "%s",
+             ckpt_error_last()->message);
+    r->rc_run = ckpt_monitored_session_run(r->ms, NULL, model_step, r->m, NULL);
+    return 0;
+}
+
+static void test_reentry_from_end_refused(void **state)
+{
+    fixture *f = *state;
+    reentrant r;
+    ckpt_hook h;
+    memset(&r, 0, sizeof(r));
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "reenter";
+    h.end = close_in_end;
+    h.payload = &r;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    r.ms = f->ms;
+    r.m = &f->m;
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_int_equal(r.rc_close, CKPT_ESTATE);
+    assert_non_null(strstr(g_end_close_msg,
+                           "close called from a hook or listener while the "
+                           "session closes"));
+    assert_int_equal(r.rc_run, CKPT_ESTATE);
+    assert_int_equal(f->m.step, 0);
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "already closed");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_b14_begin_once_in_order_before_create),
         T(test_reentry_from_hook_and_step_refused),
+        T(test_reentry_from_end_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
         T(test_b14_begin_failure_destroys_and_aborts),
         T(test_b15_create_after_init_with_coordinator),
