@@ -377,11 +377,11 @@ CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
  *  nothing else failed. A second close returns CKPT_ESTATE, and so does a
  *  close (or run, before_run, after_run) from a hook or step function of
  *  this session while it runs a step, or from a hook or listener while
- *  close runs the hooks' end or on_abort (the message says which). A bracketed step still open (a
- *  before_run with no after_run, e.g. a loop that broke out between them)
- *  is abandoned: no hook's after_run runs for it, and close goes on as
- *  for `status` (with 0, the checkpoint hook's end saves the global step
- *  as the step left it). */
+ *  close runs the hooks' end or on_abort (the message says which). A
+ *  bracketed step still open (a before_run with no after_run, e.g. a loop
+ *  that broke out between them) is abandoned: no hook's after_run runs for
+ *  it, and close goes on as for `status` (with 0, the checkpoint hook's end
+ *  saves the global step as the step left it). */
 CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,
                                               int status);
 
