@@ -6,8 +6,8 @@
  * preads into the destination in pieces checksummed right after they
  * land, on two threads when the machine has the cores, or a direct stream
  * when a probe shows that faster), instead of a read into a buffer and a
- * copy out of it. The record is a fixed-size tensor in little-endian
- * order, the byte order this library writes and reads. */
+ * copy out of it. The record lands as stored (a fixed-size tensor in the
+ * checkpoint's byte order): the caller brings it to the host's. */
 #include "mpi_internal.h"
 
 #include "io/buffered_read.h"

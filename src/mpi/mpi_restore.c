@@ -19,7 +19,6 @@
 
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
-#include "format/bundle_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,8 +344,8 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
         uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
         err = ckpt__mpi_read_piece_into(
             s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name, at);
-        if (err == 0 && v->dtype == CKPT_DT_BOOL)
-            ckpt__record_bools_to_host(at, (size_t)bytes);
+        if (err == 0) /* e->size == bytes: checked above */
+            ckpt__bundle_reader_to_host(r, e, at);
         return err;
     }
     ckpt__buf_clear(rec);
@@ -357,8 +356,8 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                           "%s: tensor '%s': a stored piece holds %zu bytes, "
                           "its shape needs %lld",
                           prefix, v->name, rec->size, (long long)bytes);
-    if (err == 0 && v->dtype == CKPT_DT_BOOL)
-        ckpt__record_bools_to_host((uint8_t *)rec->ptr, rec->size);
+    if (err == 0)
+        ckpt__bundle_reader_to_host(r, e, rec->ptr);
     if (err == 0)
         copy_box(dst, mylo, &v->local, (const uint8_t *)rec->ptr, slo, &sshape,
                  got->lo, got->hi, rank, ckpt_dtype_size(v->dtype));
