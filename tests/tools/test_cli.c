@@ -876,6 +876,20 @@ static void test_verify_flipped_data_byte(void **state)
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "'b'");
     run_free(&r);
+    /* ... and says so in its JSON too: the damaged tensor has an "error"
+     * where its values would be (it had neither: the document read as a
+     * tensor whose values were not asked for) */
+    RUN(r, "inspect", dir, "--values", "--json");
+    expect_status(&r, 1);
+    root = parse_json(r.out);
+    expect_contains(
+        json_object_get_string(jget(find_tensor(root, "b"), "error")),
+        "checksum mismatch");
+    assert_null(json_object_object_get(find_tensor(root, "b"), "values"));
+    assert_null(json_object_object_get(find_tensor(root, "W"), "error"));
+    assert_non_null(json_object_object_get(find_tensor(root, "W"), "values"));
+    json_object_put(root);
+    run_free(&r);
     {
         char *dst = test_path(dir, "copy");
         char *dst_index = test_path(dir, "copy.index");

@@ -21,7 +21,8 @@ const cli_command cli_cmd_inspect = {
     "                   \"num_shards\", \"tensors\":\n"
     "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
     "\"shard\",\n"
-    "                   \"num_elements\", \"values\"?}]}\n"
+    "                   \"num_elements\", \"values\"?, \"error\"?}]}; a\n"
+    "                   tensor whose values cannot be read has \"error\"\n"
     "  --tensor NAME    only this tensor (may be repeated)\n"
     "  --values[=N]     also print the first N values of each tensor\n"
     "                   (default 10; --values=all prints every value)\n\n"
@@ -276,6 +277,9 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         ckpt_dtype_is_supported(e->dtype)) {
         int err = cli_tensor_values(r, e, o->limit, NULL, &values, &count);
         if (err < 0) {
+            /* in the document too, where the values would be */
+            cli_json_add(t, "error",
+                         cli_json_string(ckpt_error_last()->message));
             cli_tensor_error("inspect", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
