@@ -1,5 +1,6 @@
 /* format/bundle_reader_data.c - the bundle reader's data files: each is
- * opened on first use and kept open; a record is located in its data file
+ * opened on first use and kept open (at most MAX_OPEN_SHARDS at once: one
+ * is closed to open another); a record is located in its data file
  * (checked to lie inside it), read with short reads looped over, its CRC
  * computed piece by piece while the bytes are in cache and compared with
  * the entry's, and brought to host byte order. Also the facts the record
@@ -37,14 +38,34 @@ static int name_tensor(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                               ckpt__bundle_entry_shown(&sn, e));
 }
 
-/* The open data file `id`, opening it on first use. */
+/* Data files held open at once. A bundle may have thousands (one per rank
+ * of a large job, or as many as a hostile index names), more than a
+ * process may open: past this many, one is closed to open the next, and
+ * opened again when a record in it is read. */
+#define MAX_OPEN_SHARDS 64
+
+/* Close one of the open data files (the one after the last closed, in
+ * id order) to make room for another. */
+static void close_one_shard(ckpt_bundle_reader *r)
+{
+    size_t i = r->next_close % r->nshards;
+    ckpt__fs_close_quiet(r->fs, r->shards[i].file);
+    memmove(&r->shards[i], &r->shards[i + 1],
+            (r->nshards - i - 1) * sizeof(*r->shards));
+    r->nshards--;
+    r->next_close = i;
+}
+
+/* The open data file of `e`, opening it when it is not (its size measured
+ * then). */
 static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                      struct ckpt__bundle_shard **out)
 {
-    size_t lo = 0, hi = r->nshards;
+    size_t lo = 0, hi;
     struct ckpt__bundle_shard s;
     int err;
 
+    hi = r->nshards;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (r->shards[mid].id == e->shard_id) {
@@ -69,6 +90,11 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id, r->num_shards);
     if (err < 0)
         return err;
+    if (r->nshards == MAX_OPEN_SHARDS) {
+        close_one_shard(r);
+        if (r->next_close < lo)
+            lo--; /* the closed one was before `e`'s place */
+    }
     s.id = e->shard_id;
     s.file = NULL;
     s.size = 0;

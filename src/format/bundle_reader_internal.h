@@ -77,9 +77,10 @@ struct ckpt_bundle_reader {
     ckpt_tensor_entry *entries; /* key order */
     size_t count;
     size_t cap;
-    struct ckpt__bundle_shard *shards; /* opened shards, sorted by id */
+    struct ckpt__bundle_shard *shards; /* open data files, sorted by id */
     size_t nshards;
     size_t shards_cap;
+    size_t next_close;           /* the open one to close to open another */
     ckpt_buf path;               /* scratch: a data file's name */
     ckpt__sliced_entries sliced; /* values of partitioned entries */
     ckpt__read_report stream;    /* the last streamed read (mode 0: none) */

@@ -7,7 +7,8 @@
  *   3. shapes larger than the data files; records read in bounded pieces;
  *   4. arithmetic on huge dimensions;
  *   5. work amplification (restart-point floods, repeated block handles,
- *      records shared by many entries). */
+ *      records shared by many entries);
+ *   6. more data files than the process may open. */
 #include "bundle_test_helpers.h"
 #include "hostile_bytes.h"
 
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -553,6 +555,79 @@ static void test_shared_record(void **state)
     free(entries);
 }
 
+/* ---- 6. many data files -------------------------------------------------- */
+
+#define MANY_SHARDS 300
+
+/* A bundle of MANY_SHARDS data files, tensor "tNNN" (one float, NNN) in
+ * data file MANY_SHARDS - 1 - NNN: name order visits them backwards. */
+static void write_many_shards(const fixture *f)
+{
+    ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape one = {1, {1}};
+    o.num_shards = MANY_SHARDS;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->d.prefix, &o));
+    for (int i = 0; i < MANY_SHARDS; i++) {
+        char name[16];
+        float v = (float)i;
+        snprintf(name, sizeof(name), "t%03d", i);
+        assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, MANY_SHARDS - 1 - i));
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &one, &v, 4));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+/* With fewer file descriptors than data files: verify, read each tensor
+ * by name, then all of them in one read_many. */
+static int read_many_shards(void *arg)
+{
+    const fixture *f = arg;
+    struct rlimit few = {100, 100};
+    ckpt_bundle_reader *r = NULL;
+    ckpt_read_request req[MANY_SHARDS];
+    char names[MANY_SHARDS][16];
+    float v[MANY_SHARDS];
+    int err;
+    if (setrlimit(RLIMIT_NOFILE, &few) != 0)
+        return CKPT_ERROR;
+    err = ckpt_bundle_reader_open(&r, f->d.prefix, NULL);
+    if (err == 0)
+        err = ckpt_bundle_reader_verify(r);
+    for (int i = 0; err == 0 && i < MANY_SHARDS; i++) {
+        snprintf(names[i], sizeof(names[i]), "t%03d", i);
+        err = ckpt_bundle_reader_read(r, names[i], &v[i], 4);
+        if (err == 0 && v[i] != (float)i)
+            err = ckpt__error(CKPT_ERROR, "t%03d read %g", i, (double)v[i]);
+        req[i].name = names[i];
+        req[i].dst = &v[i];
+        req[i].dst_size = 4;
+    }
+    memset(v, 0, sizeof(v));
+    if (err == 0)
+        err = ckpt_bundle_reader_read_many(r, req, MANY_SHARDS);
+    for (int i = 0; err == 0 && i < MANY_SHARDS; i++)
+        if (v[i] != (float)i)
+            err = ckpt__error(CKPT_ERROR, "read_many: t%03d is %g", i,
+                              (double)v[i]);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+/* A bundle may have more data files than a process may open (one per rank
+ * of a large job; a hostile index's num_shards): the reader keeps a few
+ * open at a time. It kept every one it had opened, so past the limit each
+ * read failed with 'Too many open files' (CKPT_ENOMEM), and ckpt verify
+ * reported intact data files as damaged. */
+static void test_more_data_files_than_descriptors(void **state)
+{
+    fixture *f = *state;
+    write_many_shards(f);
+    expect_bounded(f, read_many_shards, 0, NULL);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -577,6 +652,7 @@ int main(void)
         T(test_restart_flood_snappy),
         T(test_repeated_data_block),
         T(test_shared_record),
+        T(test_more_data_files_than_descriptors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
