@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -683,6 +684,42 @@ static void test_damaged_input(void **state)
     pair_free(&p);
 }
 
+/* Only descriptors 0-3 in the child: each checkpoint's index opens (one
+ * at a time), A's data file takes the last one, B's cannot be opened. */
+static void four_descriptors(const void *arg)
+{
+    struct rlimit four = {4, 4};
+    (void)arg;
+    for (int fd = 3; fd < 64; fd++)
+        close(fd);
+    if (setrlimit(RLIMIT_NOFILE, &four) != 0)
+        _exit(126);
+}
+
+/* A data file that cannot be opened for want of descriptors (which the
+ * library reports as CKPT_ENOMEM) is named with the tensor and the
+ * system's reason: diff said only 'out of memory'. */
+static void test_out_of_descriptors_named(void **state)
+{
+    pair p;
+    const char *args[4] = {"diff", NULL, NULL, NULL};
+    cli_run r;
+    (void)state;
+#ifdef CKPT_CLI_UNDER_MEMCHECK
+    skip(); /* valgrind needs descriptors of its own */
+#endif
+    p = make_pair(0);
+    args[1] = p.a;
+    args[2] = p.b;
+    r = cli_run_with(CKPT_CLI_PATH, NULL, args, four_descriptors, NULL);
+    expect_status(&r, 2);
+    expect_contains(r.err, "ckpt diff: ");
+    expect_contains(r.err, "b.data-00000-of-00001");
+    expect_contains(r.err, "Too many open files");
+    run_free(&r);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -697,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_partitioned_differently),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_damaged_input),
+        cmocka_unit_test(test_out_of_descriptors_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -504,10 +504,8 @@ static int compare_entry(report *rep, ckpt_bundle_reader *ra,
         return 0;
     }
     err = compare_values(rep->o, ra, ea, rb, eb, &d, &which);
-    if (err == CKPT_ENOMEM) {
-        cli_error("diff", "out of memory");
-        return CLI_USAGE;
-    }
+    /* the library's message, also for CKPT_ENOMEM: out of memory, or of
+     * file descriptors (naming the file) */
     if (err < 0) {
         cli_tensor_error("diff", which ? prefix_b : prefix_a, which ? eb : ea);
         return CLI_USAGE;
