@@ -218,7 +218,8 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  unchanged when optional, else an error). Every variable is checked on
  *  every rank before any is written (present, dtype, shape, and a
  *  partitioned one's stored pieces: inside the tensor, matching their
- *  entries, not overlapping, covering this rank's piece); a failure on any
+ *  entries, each an entry with a record (not itself partitioned), not
+ *  overlapping, covering this rank's piece); a failure on any
  *  rank fails the restore on every rank with that rank's message, every
  *  variable as it was. A damaged record (a checksum) or a read error is
  *  only found while reading: some variables may then already hold the

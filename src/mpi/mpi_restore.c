@@ -322,6 +322,11 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
         if (got->lo[d] >= got->hi[d])
             got->hi[d] = got->lo[d];
     }
+    if (e->num_slices > 0) /* it has no record of its own */
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': a stored piece's entry is itself "
+                           "partitioned",
+                           prefix, v->name);
     if (sl->rank != rank || e->dtype != v->dtype ||
         !ckpt_shape_equal(&e->shape, &sshape))
         return ckpt__error(CKPT_ECORRUPT,

@@ -535,8 +535,11 @@ static void test_restore_from_many_pieces(void **state)
 /* "m" [240, 2] (element i holds i) stored in two pieces of 120 rows, each
  * under its slice key, the full entry listing the first `listed` of them;
  * with `big_endian` the header says so and each float's bytes are
- * reversed, as a big-endian machine's TensorFlow stores them. */
-static void write_two_pieces(const char *prefix, int listed, int big_endian)
+ * reversed, as a big-endian machine's TensorFlow stores them; with
+ * `nested` the first piece's entry lists a slice too (a partitioned
+ * tensor's entry, which has no record of its own). */
+static void write_pieces(const char *prefix, int listed, int big_endian,
+                         int nested)
 {
     static float v[480];
     static uint8_t stored[1920];
@@ -572,6 +575,10 @@ static void write_two_pieces(const char *prefix, int listed, int big_endian)
         piece[k].size = 960;
         piece[k].crc32c =
             ckpt__crc32c_mask(ckpt__crc32c(stored + 960 * k, 960));
+        if (k == 0 && nested) {
+            piece[k].num_slices = 1;
+            piece[k].slices = &sl[0];
+        }
         bt_entry(&pv[k], &piece[k]);
     }
     memset(&full, 0, sizeof(full));
@@ -612,7 +619,7 @@ static void test_restore_ignores_unlisted_piece(void **state)
     ckpt_mpi_saver *s;
     snprintf(prefix, sizeof(prefix), "%s/unlisted", f->dir);
     if (test_rank() == 0) /* the second piece is not part of the tensor */
-        write_two_pieces(prefix, 1, 0);
+        write_pieces(prefix, 1, 0, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     s = open_many(f->dir, buf, &lo, &hi);
     assert_ckpt_error(ckpt_mpi_saver_restore(s, prefix), CKPT_ECORRUPT,
@@ -638,13 +645,40 @@ static void test_restore_big_endian_pieces(void **state)
 #endif
     snprintf(prefix, sizeof(prefix), "%s/big", f->dir);
     if (test_rank() == 0)
-        write_two_pieces(prefix, 2, 1);
+        write_pieces(prefix, 2, 1, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     s = open_many(f->dir, buf, &lo, &hi);
     memset(buf, 0, sizeof(buf));
     assert_ckpt_ok(ckpt_mpi_saver_restore(s, prefix));
     for (int64_t i = 0; i < 2 * (hi - lo); i++)
         assert_true(buf[i] == (float)(2 * lo + i));
+    ckpt_mpi_saver_free(s);
+}
+
+/* A stored piece whose entry is itself partitioned is damage, found by the
+ * layout check on every rank count before any variable is written (as the
+ * single-process reader finds it): on 2 ranks its offset and size were
+ * read as if they were a record's, unchecked, and the restore succeeded;
+ * on 3 and 4 it failed while reading, with CKPT_ENOTSUP. */
+static void test_nested_piece_rejected(void **state)
+{
+    fixture *f = *state;
+    static float buf[480];
+    char prefix[4200];
+    int64_t lo, hi;
+    ckpt_mpi_saver *s;
+    snprintf(prefix, sizeof(prefix), "%s/nested", f->dir);
+    if (test_rank() == 0)
+        write_pieces(prefix, 2, 0, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    s = open_many(f->dir, buf, &lo, &hi);
+    for (int i = 0; i < 480; i++)
+        buf[i] = -7.0f;
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, prefix), CKPT_ECORRUPT,
+                      "tensor 'm'");
+    assert_non_null(strstr(ckpt_error_last()->message, "itself partitioned"));
+    for (int i = 0; i < 480; i++)
+        assert_true(buf[i] == -7.0f);
     ckpt_mpi_saver_free(s);
 }
 
@@ -1288,6 +1322,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_restore_ignores_unlisted_piece,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_big_endian_pieces, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_nested_piece_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_from_many_pieces, setup,
                                         teardown),
