@@ -70,6 +70,17 @@ static void test_fifo_index(void **state)
         expect_contains(r.err, "a FIFO, not a regular file");
         run_free(&r);
     }
+    /* ls says what is there (it said "missing index") */
+    {
+        static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
+        cli_run r;
+        test_write_file(f->state, text, sizeof(text) - 1);
+        RUN_BOUNDED(r, "ls", f->dir);
+        expect_status(&r, 0);
+        expect_contains(r.out, "(index is a FIFO, not a regular file)");
+        expect_lacks(r.out, "missing index");
+        run_free(&r);
+    }
 }
 
 static void test_fifo_data_file(void **state)

@@ -35,8 +35,10 @@ const cli_command cli_cmd_ls = {
     "records last_preserved_timestamp, as such a saver's does, the reason\n"
     "says so).\n"
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
-    "\"missing data shard 3 of 4\"); ls still exits 0, as it only lists\n"
-    "(ckpt verify DIR exits 1 for the checkpoint it names).\n\n"
+    "\"missing data shard 3 of 4\"; an index that is there but is not a\n"
+    "regular file: \"index is a FIFO, not a regular file\"); ls still\n"
+    "exits 0, as it only lists (ckpt verify DIR exits 1 for the checkpoint\n"
+    "it names).\n\n"
     "DIR is listed once (and once each subdirectory of it the state file\n"
     "names); each checkpoint's files are then looked up. A path ending in\n"
     "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
@@ -221,6 +223,22 @@ static void found_index(ckpt_row *row, uint64_t size, double mtime)
     }
 }
 
+/* Why the index `path` is not among the regular files listed: missing, or
+ * something else of that name (symbolic links followed). */
+static const char *index_problem(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return "missing index";
+    if (S_ISDIR(st.st_mode))
+        return "index is a directory, not a regular file";
+    if (S_ISFIFO(st.st_mode))
+        return "index is a FIFO, not a regular file";
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+        return "index is a device, not a regular file";
+    return "index is not a regular file";
+}
+
 /* Index and data files of `row` found in the listing `l` of its directory:
  * bytes, mtime, problems. Looks names up: work in the number of files the
  * checkpoint has, not in the size of the directory. */
@@ -274,9 +292,14 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         }
     }
     free(present);
-    if (!f)
-        snprintf(row->problem, sizeof(row->problem), "missing index");
-    else if (count == 0)
+    if (!f) {
+        size_t n = strlen(row->parent) + blen + 8;
+        char *index = cli_xmalloc(n);
+        snprintf(index, n, "%s/%s.index", row->parent, base);
+        snprintf(row->problem, sizeof(row->problem), "%s",
+                 index_problem(index));
+        free(index);
+    } else if (count == 0)
         snprintf(row->problem, sizeof(row->problem), "missing data files");
     else if (mixed)
         snprintf(row->problem, sizeof(row->problem),
@@ -304,7 +327,8 @@ static void scan_outside(ckpt_row *row)
         snprintf(row->problem, sizeof(row->problem),
                  "outside the directory; data files not checked");
     } else {
-        snprintf(row->problem, sizeof(row->problem), "missing index");
+        snprintf(row->problem, sizeof(row->problem), "%s",
+                 index_problem(index));
     }
     free(index);
 }
