@@ -227,10 +227,21 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
     ckpt_buf dir = CKPT_BUF_INIT;
     struct name_list data = {ckpt__path_basename(prefix), NULL, 0, 0, 0};
     int err = ckpt_bundle_index_path(&path, prefix);
+    if (err == 0)
+        err = ckpt__path_dirname(&dir, prefix);
     if (err < 0)
         goto done;
-    /* The index goes first: without it the checkpoint is never complete. */
+    /* The index goes first: without it the checkpoint is never complete.
+     * Its removal is made durable before any data file goes: removals in
+     * one directory reach the disk in any order until it is fsynced, and a
+     * power cut that kept a data file's removal but lost the index's would
+     * leave an index whose data is gone, which no sweep removes (only data
+     * without an index is recognisably left over) and which, when a
+     * checkpoint of the same name is being written (forget), would look
+     * complete over the new data files. */
     err = ckpt__fs_remove(fs, path.ptr);
+    if (err == 0)
+        err = ckpt__fs_sync_dir(fs, dir.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
     ckpt__buf_clear(&path);
@@ -239,9 +250,6 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
         goto done;
     err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
-        goto done;
-    err = ckpt__path_dirname(&dir, prefix);
-    if (err < 0)
         goto done;
     /* A listing of another directory (a checkpoint the state file names
      * elsewhere, or the same one spelt otherwise) is not used. */

@@ -218,7 +218,8 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
  * ckpt__dir_state_recover. */
 int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
                                     const ckpt_state *listed);
-/* Remove <prefix>.index, its data files and <prefix>.meta (index first). */
+/* Remove <prefix>.index, its data files and <prefix>.meta (index first, its
+ * removal made durable by a directory fsync before the others). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
 /* A directory's data files ("<checkpoint>.data-<d>-of-<d>"), listed once
  * and sorted by checkpoint, so that removing many checkpoints lists the

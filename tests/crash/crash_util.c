@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- the file system ----------------------------------------------------- */
 
@@ -195,6 +196,28 @@ int crash_count_names(const char *dir, const char *prefix)
     while ((e = readdir(d)) != NULL)
         if (!strncmp(e->d_name, prefix, strlen(prefix)))
             count++;
+    closedir(d);
+    return count;
+}
+
+int crash_count_incomplete(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int count = 0;
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        char data[1024];
+        struct stat st;
+        if (n <= 6 || strcmp(e->d_name + n - 6, ".index") != 0 ||
+            (size_t)snprintf(data, sizeof(data), "%s/%.*s.data-00000-of-00001",
+                             dir, (int)(n - 6), e->d_name) >= sizeof(data))
+            continue;
+        if (stat(data, &st) != 0)
+            count++;
+    }
     closedir(d);
     return count;
 }

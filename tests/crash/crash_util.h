@@ -57,6 +57,13 @@ int crash_count_names(const char *dir, const char *prefix);
 /* Names in `dir` that an interrupted save leaves as temporaries. */
 int crash_count_temps(const char *dir);
 
+/* Index files in `dir` whose single data file ("<stem>.data-00000-of-00001")
+ * is missing: checkpoints that look present and can never be read, and
+ * that no sweep removes. Where syncs succeed, a power cut must never leave
+ * one behind the recovery (crash_check_recovery); where they fail (EIO),
+ * removals cannot be ordered and one may be left. */
+int crash_count_incomplete(const char *dir);
+
 /* The state a power cut left in `dir`, checked with a fresh POSIX reader:
  * no state file is fine only when no save was reported durable
  * (`durable` < 0); otherwise the state file parses, its

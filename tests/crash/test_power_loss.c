@@ -24,6 +24,12 @@
  * same checks before the power cut (a reader may look at any time) and
  * after it.
  *
+ * "cuts" also runs the three saves to the end and cuts the power there 48
+ * times at random (ckpt_fs_fault_drop_unsynced_random): the eviction's
+ * removals must leave no index without its data after recovery, which the
+ * groups whose syncs succeed check after every recovery too (where syncs
+ * fail, removals cannot be ordered and such an index may be left).
+ *
  * The long form ("random", label "slow") draws 10,000 random states of the
  * first model and 3,000 of the second: a random cut point, and a random
  * subset of the unsynced writes and directory changes surviving
@@ -184,6 +190,19 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
                            why, n);
 }
 
+/* After a recovery following a cut where syncs succeed: no index left
+ * without its data (retention's and a replacement's removals make the
+ * index's removal durable first). 0 or -1 (`why`). */
+static int check_no_incomplete(const char *dir, char *why, size_t n)
+{
+    int left = crash_count_incomplete(dir);
+    if (left == 0)
+        return 0;
+    snprintf(why, n, "recovery: %d index file(s) without their data left",
+             left);
+    return -1;
+}
+
 /* Operations of the trace in `mask`. */
 static uint64_t count_ops(const case_result *r, unsigned mask)
 {
@@ -246,7 +265,8 @@ static void sweep(int async, unsigned mask)
         else if (cut > cuts)
             assert_int_equal(res->cut_op, -1);
         if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
-                                 RECOVERY_STEP, why, sizeof(why)) < 0)
+                                 RECOVERY_STEP, why, sizeof(why)) < 0 ||
+            (!mask && check_no_incomplete(dir, why, sizeof(why)) < 0))
             fail_msg("%s saves, %s from op %llu on (%s), then a power cut "
                      "%s, then %s",
                      mode_name(&c), mask ? "syncs failing" : "stopped",
@@ -282,6 +302,53 @@ static void test_every_cut_async(void **state)
 {
     (void)state;
     sweep(1, 0);
+}
+
+/* The three saves run to the end (the last thing they do is retention
+ * deleting step 10), then random power cuts: removals in one directory
+ * reach the disk in any order until it is fsynced, so a cut keeping the
+ * data file's removal but losing the index's would leave an index whose
+ * data is gone, which no sweep removes; the deletion makes the index's
+ * removal durable first. Recovery must leave no such index. */
+static void eviction_power_cuts(int async)
+{
+    char *base = test_make_temp_dir();
+    case_result *res = calloc(1, sizeof(*res));
+    ckpt_fs_forward nosync;
+    assert_non_null(res);
+    crash_nosync_fs(&nosync);
+    for (uint64_t seed = 1; seed <= 48; seed++) {
+        crash_case c = {async, 0, 0, 0, DROP_RANDOM, seed};
+        char why[1024] = "";
+        char *dir = case_dir(base, seed);
+        if (run_case(dir, &c, res, why, sizeof(why)) < 0)
+            fail_msg("%s saves to the end, then a power cut %s (seed %llu): "
+                     "%s",
+                     mode_name(&c), k_drop_names[c.drop],
+                     (unsigned long long)seed, why);
+        if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
+                                 RECOVERY_STEP, why, sizeof(why)) < 0 ||
+            check_no_incomplete(dir, why, sizeof(why)) < 0)
+            fail_msg("%s saves to the end, then a power cut %s (seed %llu), "
+                     "then %s",
+                     mode_name(&c), k_drop_names[c.drop],
+                     (unsigned long long)seed, why);
+        test_remove_tree(dir);
+    }
+    free(res);
+    test_remove_tree(base);
+}
+
+static void test_eviction_power_cuts_sync(void **state)
+{
+    (void)state;
+    eviction_power_cuts(0);
+}
+
+static void test_eviction_power_cuts_async(void **state)
+{
+    (void)state;
+    eviction_power_cuts(1);
 }
 
 /* fsync failing from the Nth sync on (the rest still reaching the page
@@ -412,7 +479,8 @@ static void random_states(unsigned mask, uint64_t count)
                          (unsigned long long)seed2, why);
         }
         if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
-                                 FINAL_STEP, why, sizeof(why)) < 0)
+                                 FINAL_STEP, why, sizeof(why)) < 0 ||
+            (!mask && check_no_incomplete(dir, why, sizeof(why)) < 0))
             fail_msg("random state %llu: %s saves, %s from op %llu on (%s), "
                      "drop seed %llu, then %s",
                      (unsigned long long)iter, mode_name(&c),
@@ -458,6 +526,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest cuts[] = {
         cmocka_unit_test(test_every_cut_sync),
         cmocka_unit_test(test_every_cut_async),
+        cmocka_unit_test(test_eviction_power_cuts_sync),
+        cmocka_unit_test(test_eviction_power_cuts_async),
     };
     const struct CMUnitTest syncs[] = {
         cmocka_unit_test(test_failing_syncs_sync),
