@@ -477,6 +477,33 @@ static void test_ls_vectors(void **state)
 
 /* ---- ls on a directory with leftovers ------------------------------------ */
 
+/* Data file names past 99999 shards: printf's %05d writes six digits and
+ * more (no leading zero), and ls knows them as data files (a stray one
+ * here); a six-digit number with a leading zero is no data file's name. */
+static void test_ls_data_names_past_five_digits(void **state)
+{
+    char *dir = test_make_temp_dir();
+    json_object *root, *stray;
+    cli_run r;
+    (void)state;
+    write_text(dir, "model.ckpt-7.data-100000-of-100001", "x");
+    write_text(dir, "model.ckpt-8.data-000001-of-000002", "x");
+    RUN(r, "ls", "--json", dir);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    stray = jget(root, "stray");
+    assert_int_equal(json_object_array_length(stray), 1);
+    assert_string_equal(json_object_get_string(
+                            jget(json_object_array_get_idx(stray, 0), "file")),
+                        "model.ckpt-7.data-100000-of-100001");
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(stray, 0), "reason")),
+                        "data file without its index");
+    json_object_put(root);
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
 static void test_ls_strays_and_incomplete(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1520,6 +1547,7 @@ int main(void)
         cmocka_unit_test(test_verify_vectors),
         cmocka_unit_test(test_ls_vectors),
         cmocka_unit_test(test_ls_strays_and_incomplete),
+        cmocka_unit_test(test_ls_data_names_past_five_digits),
         cmocka_unit_test(test_ls_shards),
         cmocka_unit_test(test_verify_flipped_data_byte),
         cmocka_unit_test(test_verify_damaged_index),

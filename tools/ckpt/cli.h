@@ -181,7 +181,8 @@ int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
 int cli_ends_with(const char *s, const char *suffix);
 /* Whether the n bytes at s are all ASCII digits. */
 int cli_all_digits(const char *s, size_t n);
-/* For "<p>.data-SSSSS-of-NNNNN": the length of <p> (0 when the name is not
+/* For "<p>.data-SSSSS-of-NNNNN" (each number as %05d writes it: five
+ * digits, or more past 99999): the length of <p> (0 when the name is not
  * a data file's), with the shard and the shard count stored where `shard`
  * and `count` are not NULL. */
 size_t cli_parse_data_name(const char *s, int *shard, int *count);

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,30 +135,43 @@ int cli_all_digits(const char *s, size_t n)
     return 1;
 }
 
-static int five_digits(const char *s)
+/* The shard number or count that ends at `end` (exclusive) and starts
+ * after `start`, written as printf's %05d writes it: five digits
+ * zero-padded, or more without a leading zero, at most INT_MAX. Returns
+ * its first character, or NULL when the text before `end` is not one. */
+static const char *padded_number_before(const char *start, const char *end,
+                                        int *value)
 {
-    int v = 0;
-    for (int i = 0; i < 5; i++)
-        v = v * 10 + (s[i] - '0');
-    return v;
+    const char *p = end;
+    long long v = 0;
+    while (p > start && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    if (end - p < 5 || end - p > 10 || (end - p > 5 && *p == '0'))
+        return NULL;
+    for (const char *q = p; q < end; q++)
+        v = v * 10 + (*q - '0');
+    if (v > INT_MAX)
+        return NULL;
+    *value = (int)v;
+    return p;
 }
 
 size_t cli_parse_data_name(const char *s, int *shard, int *count)
 {
-    /* ".data-" 5 digits "-of-" 5 digits: 20 characters */
-    size_t n = strlen(s);
-    const char *t;
-    if (n <= 20)
+    /* "<prefix>.data-" shard "-of-" count, each at least five digits */
+    const char *end = s + strlen(s), *p;
+    int sh, n;
+    p = padded_number_before(s, end, &n);
+    if (!p || p - s < 4 || memcmp(p - 4, "-of-", 4) != 0)
         return 0;
-    t = s + n - 20;
-    if (memcmp(t, ".data-", 6) != 0 || !cli_all_digits(t + 6, 5) ||
-        memcmp(t + 11, "-of-", 4) != 0 || !cli_all_digits(t + 15, 5))
+    p = padded_number_before(s, p - 4, &sh);
+    if (!p || p - s < 7 || memcmp(p - 6, ".data-", 6) != 0)
         return 0;
     if (shard)
-        *shard = five_digits(t + 6);
+        *shard = sh;
     if (count)
-        *count = five_digits(t + 15);
-    return n - 20;
+        *count = n;
+    return (size_t)(p - 6 - s);
 }
 
 void *cli_xmalloc(size_t n)
