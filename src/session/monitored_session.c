@@ -400,6 +400,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     ckpt__free(ms->checkpoint_dir);
     ckpt__free(ms->restore_from);
     ckpt__free(ms->basename);
+    ckpt_buf_dispose(&ms->restored);
     ckpt__free(ms);
 }
 

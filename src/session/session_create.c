@@ -42,6 +42,8 @@ static int restore_prefix(ckpt_monitored_session *ms, const char *prefix)
         return ckpt__error_prefix(err, "session: restoring %s", prefix);
     ckpt__ms_log(ms, CKPT_LOG_INFO, "restored checkpoint %s (global step %lld)",
                  prefix, (long long)ckpt__ms_global_step(ms));
+    if (ckpt__buf_set(&ms->restored, prefix) < 0)
+        ckpt__buf_clear(&ms->restored); /* only a message's context lost */
     return 1;
 }
 
@@ -79,6 +81,7 @@ static int restore_latest(ckpt_monitored_session *ms)
 static int restore_or_init(ckpt_monitored_session *ms)
 {
     int err;
+    ckpt__buf_clear(&ms->restored);
     if (ms->not_chief)
         return 0;
     if (ms->restore_from)
@@ -111,6 +114,14 @@ int ckpt__ms_create_session(ckpt_monitored_session *ms)
             continue;
         ckpt_error_clear();
         err = h->after_create_session(&ms->sess, ms->sess.coord, h->payload);
+        /* after a restore, the checkpoint is the likely cause (a value no
+         * run of this program would save): name it */
+        if (err != 0 && ms->restored.size > 0)
+            return ckpt__error_prefix(
+                err < 0 ? err : CKPT_EUSER,
+                "hook '%s' after_create_session (the session was restored "
+                "from %s)",
+                h->name ? h->name : "unnamed", ms->restored.ptr);
         if (err != 0)
             return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
                                       "hook '%s' after_create_session",

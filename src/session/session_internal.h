@@ -150,10 +150,12 @@ struct ckpt_monitored_session {
 
     ckpt_session sess;
     ckpt_saver *owned_saver;
-    int live;    /* a session is created (restore/init + after_create) */
-    int stop;    /* the hooked layer's stop flag */
-    int closed;  /* close was called */
-    int closing; /* close is running its hooks' end or on_abort */
+    int live;          /* a session is created (restore/init + after_create) */
+    int stop;          /* the hooked layer's stop flag */
+    int closed;        /* close was called */
+    int closing;       /* close is running its hooks' end or on_abort */
+    ckpt_buf restored; /* the checkpoint this session was created from
+                          (empty: initialised), for messages */
 
     /* the step in progress */
     int in_step;

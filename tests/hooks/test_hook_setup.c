@@ -355,6 +355,41 @@ static void test_restore_error_names_checkpoint_once(void **state)
     assert_int_equal(count_substr(msg, prefix), 1);
 }
 
+/* A checkpoint holding a negative global step (no run of this program
+ * saves one): the hook's first save refuses it, and the error names the
+ * checkpoint the session was restored from, the likely cause. */
+static void test_after_create_error_names_restored_checkpoint(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 5);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_saver_options sopts = ck_saver_options(f, CKPT_BUSY_WAIT);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver *sv = NULL;
+    char prefix[4200];
+    ckpt_hook h;
+    const char *msg;
+    ms = start_session(f, &o, &so, &h);
+    finish_session(f, ms, 5);
+
+    /* model.ckpt-7 holds global step -5 */
+    assert_ckpt_ok(ckpt_saver_open(&sv, f->ckdir, &sopts));
+    for (size_t i = 0; i < ckpt_graph_num_vars(f->graph); i++)
+        assert_ckpt_ok(ckpt_saver_add_var(sv, ckpt_graph_var(f->graph, i)));
+    f->gstep = -5; /* the graph registers it as variable global_step */
+    assert_ckpt_ok(ckpt_saver_save(sv, 7, NULL));
+    assert_ckpt_ok(ckpt_saver_close(sv, -1));
+    ckpt_saver_free(sv);
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-7", f->ckdir);
+
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_ESTATE, "the global step -5 is negative");
+    msg = ckpt_error_last()->message;
+    assert_non_null(strstr(msg, "the session was restored from "));
+    assert_non_null(strstr(msg, prefix));
+}
+
 /* The session restores from the hook's directory through a saver of its
  * own; opening that saver must not apply its default retention (5) to the
  * checkpoints the hook keeps (10 here). */
@@ -847,6 +882,9 @@ int main(void)
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(
             test_restore_error_names_checkpoint_once, ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_after_create_error_names_restored_checkpoint, ck_setup,
+            ck_teardown),
         cmocka_unit_test_setup_teardown(test_only_global_step_warns, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_dir_alone_resumes, ck_setup,
