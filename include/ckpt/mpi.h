@@ -204,7 +204,8 @@ CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
 CKPT_EXTERN(int) ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s);
 
 /** Finish the save in flight and stop the background thread (collective).
- *  Later saves return CKPT_ESTATE. @return as ckpt_mpi_saver_wait */
+ *  Later saves, and a second close, return CKPT_ESTATE.
+ *  @return as ckpt_mpi_saver_wait */
 CKPT_EXTERN(int) ckpt_mpi_saver_close(ckpt_mpi_saver *s);
 
 /** Close when needed (collective), then free. NULL is ignored. */

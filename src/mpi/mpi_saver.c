@@ -504,6 +504,8 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: close: NULL saver");
     if (ckpt__mpi_refuse_worker(s, "close") < 0)
         return CKPT_ESTATE;
+    if (s->closed) /* as the single-process saver's second close */
+        return ckpt__error(CKPT_ESTATE, "mpi saver: close: already closed");
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     ckpt__mpi_agree_finish(s);

@@ -155,6 +155,9 @@ static void test_async_save_is_a_snapshot(void **state)
         assert_ordinary_checkpoint(prefix, 2);
     }
     assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    /* a second close is refused, as the single-process saver's (it
+     * returned 0) */
+    assert_ckpt_error(ckpt_mpi_saver_close(s), CKPT_ESTATE, "already closed");
     ckpt_mpi_saver_free(s);
 }
 
