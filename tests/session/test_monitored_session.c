@@ -698,20 +698,27 @@ static int step_runs_again(ckpt_step_context *sc, void *payload)
     return model_step(sc, r->m);
 }
 
+/* Open the fixture's session with the one hook `h` (its callbacks set by
+ * the caller) whose payload is `r`, pointed at that session. */
+static void open_reentrant(fixture *f, reentrant *r, ckpt_hook *h)
+{
+    memset(r, 0, sizeof(*r));
+    h->version = CKPT_HOOK_VERSION;
+    h->name = "reenter";
+    h->payload = r;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, h, 1, NULL));
+    r->ms = f->ms;
+    r->m = &f->m;
+}
+
 static void test_reentry_from_hook_and_step_refused(void **state)
 {
     fixture *f = *state;
     reentrant r;
     ckpt_hook h;
-    memset(&r, 0, sizeof(r));
     memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "reenter";
     h.after_run = close_in_after_run;
-    h.payload = &r;
-    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
-    r.ms = f->ms;
-    r.m = &f->m;
+    open_reentrant(f, &r, &h);
     assert_ckpt_ok(
         ckpt_monitored_session_run(f->ms, NULL, step_runs_again, &r, NULL));
     assert_int_equal(r.rc_run, CKPT_ESTATE);
@@ -746,15 +753,9 @@ static void test_reentry_from_end_refused(void **state)
     fixture *f = *state;
     reentrant r;
     ckpt_hook h;
-    memset(&r, 0, sizeof(r));
     memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "reenter";
     h.end = close_in_end;
-    h.payload = &r;
-    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
-    r.ms = f->ms;
-    r.m = &f->m;
+    open_reentrant(f, &r, &h);
     assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
     assert_int_equal(r.rc_close, CKPT_ESTATE);
     assert_non_null(strstr(g_end_close_msg,
