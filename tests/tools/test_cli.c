@@ -477,6 +477,15 @@ static void test_ls_vectors(void **state)
 
 /* ---- ls on a directory with leftovers ------------------------------------ */
 
+/* Entry `i` of ls --json's "stray" array names `file` for `reason`. */
+static void expect_stray(json_object *stray, size_t i, const char *file,
+                         const char *reason)
+{
+    json_object *s = json_object_array_get_idx(stray, i);
+    assert_string_equal(json_object_get_string(jget(s, "file")), file);
+    assert_string_equal(json_object_get_string(jget(s, "reason")), reason);
+}
+
 /* Data file names past 99999 shards: printf's %05d writes six digits and
  * more (no leading zero), and ls knows them as data files (a stray one
  * here); a six-digit number with a leading zero is no data file's name. */
@@ -493,12 +502,8 @@ static void test_ls_data_names_past_five_digits(void **state)
     root = parse_json(r.out);
     stray = jget(root, "stray");
     assert_int_equal(json_object_array_length(stray), 1);
-    assert_string_equal(json_object_get_string(
-                            jget(json_object_array_get_idx(stray, 0), "file")),
-                        "model.ckpt-7.data-100000-of-100001");
-    assert_string_equal(json_object_get_string(jget(
-                            json_object_array_get_idx(stray, 0), "reason")),
-                        "data file without its index");
+    expect_stray(stray, 0, "model.ckpt-7.data-100000-of-100001",
+                 "data file without its index");
     json_object_put(root);
     run_free(&r);
     test_remove_tree(dir);
@@ -549,13 +554,8 @@ static void test_ls_strays_and_incomplete(void **state)
                         "missing data shard 1 of 2");
     stray = jget(root, "stray");
     assert_int_equal(json_object_array_length(stray), 5);
-    for (size_t i = 0; i < 5; i++) {
-        json_object *s = json_object_array_get_idx(stray, i);
-        assert_string_equal(json_object_get_string(jget(s, "file")),
-                            want_strays[i][0]);
-        assert_string_equal(json_object_get_string(jget(s, "reason")),
-                            want_strays[i][1]);
-    }
+    for (size_t i = 0; i < 5; i++)
+        expect_stray(stray, i, want_strays[i][0], want_strays[i][1]);
     json_object_put(root);
     run_free(&r);
     RUN(r, "ls", dir);
