@@ -90,7 +90,8 @@ typedef struct ckpt_save_result {
 typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
                                   void *payload);
 
-#define CKPT_SAVER_OPTIONS_VERSION 1
+/** Version 2 added fence_from_start; a version-1 struct is accepted. */
+#define CKPT_SAVER_OPTIONS_VERSION 2
 
 /** Keep (and list in the state file) every checkpoint: TensorFlow's
  *  max_to_keep=0 or None. */
@@ -138,11 +139,22 @@ typedef struct ckpt_saver_options {
                                 CKPT_LOG_OFF: none) */
     ckpt_save_done_fn on_save_done;
     void *on_save_done_payload;
+    /** 1: the caller keeps the mutation-fence rule (see save_async) from
+     *  the start, so every async save overlaps the caller's next reads,
+     *  the first one included: a checkpoint hook's initial save at session
+     *  start then costs the session's creation only the read callbacks and
+     *  the small variables, and holds the values of that moment, provided
+     *  nothing writes a variable before the first step's fence. The
+     *  staging memory is then faulted in by those background copies
+     *  rather than up front (ckpt_saver_reserve only maps it).
+     *  0 (default): overlapped from the first ckpt_saver_mutation_fence
+     *  call on. (Version 2.) */
+    int fence_from_start;
 } ckpt_saver_options;
 
 #define CKPT_SAVER_OPTIONS_INIT                                                \
     {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0.0, 0, 0,               \
-     CKPT_BUSY_SKIP, 0, NULL, NULL, 0, NULL, NULL}
+     CKPT_BUSY_SKIP, 0, NULL, NULL, 0, NULL, NULL, 0}
 
 /** Fill `opts` with the defaults of `version` (1 ..
  *  CKPT_SAVER_OPTIONS_VERSION). @return 0, CKPT_EINVAL (NULL) or
@@ -263,8 +275,9 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *  once.
  *
  *  Overlapped snapshots: once ckpt_saver_mutation_fence has been called on
- *  this saver, a save_async that finds the writer idle runs the read
- *  callbacks and returns, and the writer copies the variables in plain
+ *  this saver (from the start with the option fence_from_start), a
+ *  save_async that finds the writer idle runs the read callbacks and
+ *  returns, and the writer copies the variables in plain
  *  memory while the caller goes on reading them. The caller must then call
  *  ckpt_saver_mutation_fence before it next writes any variable larger than
  *  64 KiB (smaller ones, up to 1 MiB of them in all in registration order,
@@ -421,7 +434,8 @@ CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
 
 /** Allocate and pre-fault the staging buffers now rather than at the first
  *  async save (which then blocks only for the copy); synchronous saves use
- *  them too (ckpt_saver_save). */
+ *  them too (ckpt_saver_save). With fence_from_start the buffers are only
+ *  mapped: the writer's overlapped copies fault them in. */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */

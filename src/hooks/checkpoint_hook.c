@@ -696,7 +696,6 @@ static int resolve_basename(const ckpt_checkpoint_hook_options *o,
 
 static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
 {
-    ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     const char *basename = NULL;
     int err = resolve_basename(o, &basename);
     if (err < 0)
@@ -709,7 +708,7 @@ static int copy_options(ckpt__ckhook *h, const ckpt_checkpoint_hook_options *o)
     h->save_initial_if_present = o->save_initial_if_present;
     h->end_timeout_s = o->end_timeout_s;
     h->last_durable = CKPT_NO_STEP;
-    h->saver_opts = o->saver_options ? *o->saver_options : defaults;
+    ckpt__saver_options_copy(&h->saver_opts, o->saver_options);
     h->saver_opts.basename = NULL;
     /* Until begin learns the session's: the saver options', else stderr. */
     h->log = h->saver_opts.log ? h->saver_opts.log : ckpt_log_stderr;

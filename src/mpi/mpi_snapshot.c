@@ -33,7 +33,7 @@ static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
     }
     if (img->ptr)
         return 0;
-    err = ckpt__image_alloc(img, s->image_bytes, s->nowned, s->npieces);
+    err = ckpt__image_alloc(img, s->image_bytes, s->nowned, s->npieces, 1);
     if (err == 0 && !s->checksum_started) {
         ckpt__checksum_choice_init(&s->cs, s->image_bytes);
         s->checksum_started = 1;

@@ -16,6 +16,7 @@
  * are copied at save_async itself, so a step may change them before its
  * fence. */
 #include "saver_internal.h"
+#include "saver_ops.h"
 
 #include <inttypes.h>
 
@@ -79,6 +80,12 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
                     "overlapped snapshot %s complete (%.6f s blocking in "
                     "all); write dispatched",
                     ckpt__step_say(&words, step), blocking);
+}
+
+void ckpt__saver_complete_open_snapshot(ckpt_saver *s)
+{
+    if (s && !s->ops)
+        ckpt__saver_complete_snapshot(s);
 }
 
 int ckpt_saver_mutation_fence(ckpt_saver *s)

@@ -20,17 +20,35 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+/* The bytes of a saver options struct of `version` (a version-1 caller's
+ * struct ends before fence_from_start). */
+static size_t options_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(ckpt_saver_options, fence_from_start);
+    return sizeof(ckpt_saver_options);
+}
 
 int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     CKPT__CHECK_ARG(opts);
-    return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
+    return ckpt__options_init(opts, &defaults, options_size(version), version,
                               CKPT_SAVER_OPTIONS_VERSION, "saver options",
                               "CKPT_SAVER_OPTIONS_INIT");
+}
+
+void ckpt__saver_options_copy(ckpt_saver_options *dst,
+                              const ckpt_saver_options *src)
+{
+    static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
+    ckpt__options_merge(dst, &defaults, sizeof(*dst), src,
+                        src ? options_size(src->version) : 0);
 }
 
 static int dir_probe(const char *name, void *payload)
@@ -142,7 +160,8 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     s = ckpt__calloc(1, sizeof(*s));
     if (!s)
         return ckpt__error_oom();
-    s->opts = *opts;
+    ckpt__saver_options_copy(&s->opts, opts);
+    s->overlap = s->opts.fence_from_start != 0;
     if (s->opts.max_to_keep == 0)
         s->opts.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;
     s->fs = ckpt_fs_or_default(opts->fs);
@@ -378,8 +397,11 @@ int ckpt_saver_reserve(ckpt_saver *s)
         s->neager = ckpt__snapshot_eager_pieces(s->pieces, s->npieces);
     }
     while (s->num_images < want) {
-        int err = ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
-                                    s->nvars, s->npieces);
+        /* Overlapped from the start: the writer's copies fault it in, off
+         * the caller's path. */
+        int err =
+            ckpt__image_alloc(&s->images[s->num_images], s->image_bytes,
+                              s->nvars, s->npieces, !s->opts.fence_from_start);
         if (err < 0)
             return err;
         if (++s->num_images == 1)

@@ -282,8 +282,11 @@ typedef struct ckpt__image {
                   ckpt_saver's jobs carry theirs) */
 } ckpt__image;
 
+/* Map a staging image of `bytes` (with huge pages where offered) and,
+ * when `prefault_now`, fault every page in now; otherwise the first copies
+ * into it do (the writer's, for overlapped snapshots). */
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
-                      size_t npieces);
+                      size_t npieces, int prefault_now);
 void ckpt__image_free(ckpt__image *img);
 
 /* The largest total of a saver's variables (one rank's, for the MPI

@@ -35,6 +35,16 @@ int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
  * saver (it cannot say) or NULL. */
 long ckpt__saver_num_vars(const ckpt_saver *s);
 
+/* Complete the library's own saver's open overlapped snapshot, if any,
+ * without switching it to overlapped snapshots (as ckpt_saver_mutation_
+ * fence would); nothing for a wrapped saver or NULL. */
+void ckpt__saver_complete_open_snapshot(ckpt_saver *s);
+
+/* Copy a caller's saver options into `dst`: the fields its version has,
+ * the defaults for those added since (all defaults when `src` is NULL). */
+void ckpt__saver_options_copy(ckpt_saver_options *dst,
+                              const ckpt_saver_options *src);
+
 /* Free a wrapped saver's handle (after its release). */
 void ckpt__saver_ops_free(ckpt_saver *s);
 

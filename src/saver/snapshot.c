@@ -37,15 +37,17 @@ static size_t page_size(void)
 #endif
 
 /* Back the image with transparent huge pages where the kernel offers them
- * (fewer faults to pre-fault, fewer pages to pin for each O_DIRECT write;
- * a kernel or configuration without them just says no), then fault every
+ * (fewer faults, fewer pages to pin for each O_DIRECT write; a kernel or
+ * configuration without them just says no), then, when asked, fault every
  * page in now: with MADV_POPULATE_WRITE, or by touching each page where
  * that is unknown. */
-static void prefault(void *p, size_t len, size_t page)
+static void prefault(void *p, size_t len, size_t page, int now)
 {
 #ifdef MADV_HUGEPAGE
     (void)madvise(p, len, MADV_HUGEPAGE);
 #endif
+    if (!now)
+        return;
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
         return;
     for (size_t off = 0; off < len; off += page)
@@ -53,7 +55,7 @@ static void prefault(void *p, size_t len, size_t page)
 }
 
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
-                      size_t npieces)
+                      size_t npieces, int prefault_now)
 {
     size_t page = page_size();
     size_t len;
@@ -77,7 +79,7 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     if (p == MAP_FAILED)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
-    prefault(p, len, page);
+    prefault(p, len, page, prefault_now);
     img->crcs = ckpt__calloc(nvars ? nvars : 1, sizeof(*img->crcs));
     img->piece_crcs =
         ckpt__calloc(npieces ? npieces : 1, sizeof(*img->piece_crcs));

@@ -101,7 +101,6 @@ static int copy_options(ckpt_monitored_session *ms,
                         const ckpt_session_options *o)
 {
     ckpt_session_options defaults = CKPT_SESSION_OPTIONS_INIT;
-    static const ckpt_saver_options saver_defaults = CKPT_SAVER_OPTIONS_INIT;
     if (!o)
         o = &defaults;
     ms->clock = o->clock;
@@ -122,7 +121,7 @@ static int copy_options(ckpt_monitored_session *ms,
     ms->log = o->log ? o->log : ckpt_log_stderr;
     ms->log_payload = o->log ? o->log_payload : NULL;
     ms->log_level = ckpt__log_min_level(o->log_level);
-    ms->saver_opts = o->saver_options ? *o->saver_options : saver_defaults;
+    ckpt__saver_options_copy(&ms->saver_opts, o->saver_options);
     ms->saver_options_given = o->saver_options != NULL;
     if (!ms->saver_opts.fs)
         ms->saver_opts.fs = o->fs;

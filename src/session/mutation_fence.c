@@ -7,12 +7,15 @@
  * completes every registered saver's open snapshot (ckpt_saver_mutation_
  * fence); the first call also switches those savers to overlapped
  * snapshots, so a loop that never calls it keeps complete copies at the
- * trigger. From then on the session also completes open snapshots when a
- * step ends, so a step that wrote nothing need not call the fence and a
- * snapshot never stays open beyond the step after its trigger. The same
+ * trigger (a saver opened with fence_from_start overlaps from its first
+ * save on). The session completes open snapshots when a step ends, so a
+ * step that wrote nothing need not call the fence and a snapshot never
+ * stays open beyond the step after its trigger. The same
  * list tells whose writes in flight a session being dropped or closed
  * waits for. */
 #include "session_internal.h"
+
+#include "saver/saver_ops.h"
 
 int ckpt__session_add_fence_saver(ckpt_session *s, ckpt_saver *saver)
 {
@@ -69,10 +72,11 @@ void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when)
 
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)
 {
-    if (!ms->fence_used)
-        return;
+    /* Without switching a saver the loop has not fenced yet: one whose
+     * options say the loop fences from the start has an open snapshot
+     * from its first save (the initial one) even so. */
     for (size_t i = 0; i < ms->num_fence_savers; i++)
-        ckpt_saver_mutation_fence(ms->fence_savers[i]);
+        ckpt__saver_complete_open_snapshot(ms->fence_savers[i]);
 }
 
 int ckpt_step_context_mutation_fence(ckpt_step_context *sc)

@@ -7,7 +7,8 @@
  * writes nothing need not call the fence (the session completes the open
  * snapshot when it ends); read callbacks run on the training thread at the
  * trigger; small variables (the global step, counters) may change before
- * the fence; the fence outside a step is an error. */
+ * the fence; the fence outside a step is an error; with the saver option
+ * fence_from_start the initial checkpoint overlaps the first step too. */
 #include "saver/saver_internal.h"
 #include "session/session_internal.h"
 #include "test_util.h"
@@ -123,15 +124,20 @@ static int teardown(void **state)
 }
 
 /* An async hook saving every step (policy WAIT: every trigger saves),
- * keeping every checkpoint; `scaffold`: through the session's saver. */
-static ckpt_monitored_session *start(fixture *f, int scaffold)
+ * keeping every checkpoint; `scaffold`: through the session's saver;
+ * saver options of `version` with fence_from_start set to `from_start`
+ * (also in a version-1 struct, as bytes a version-1 caller's struct does
+ * not have). */
+static ckpt_monitored_session *start_with(fixture *f, int scaffold,
+                                          unsigned version, int from_start)
 {
     static ckpt_saver_options so;
     ckpt_checkpoint_hook_options o = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
     ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook h;
-    ckpt_saver_options_init(&so, CKPT_SAVER_OPTIONS_VERSION);
+    ckpt_saver_options_init(&so, version);
+    so.fence_from_start = from_start;
     so.max_to_keep = CKPT_KEEP_ALL;
     so.busy_policy = CKPT_BUSY_WAIT;
     o.checkpoint_dir = f->dir;
@@ -147,6 +153,11 @@ static ckpt_monitored_session *start(fixture *f, int scaffold)
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
     assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess));
     return ms;
+}
+
+static ckpt_monitored_session *start(fixture *f, int scaffold)
+{
+    return start_with(f, scaffold, CKPT_SAVER_OPTIONS_VERSION, 0);
 }
 
 /* Every checkpoint in the directory holds its step's values, exactly. */
@@ -332,6 +343,76 @@ static void test_step_without_writes_needs_no_fence(void **state)
     assert_int_equal(check_checkpoints(f), STEPS + 1);
 }
 
+/* fence_from_start: the initial checkpoint, taken when the session is
+ * created, is left to the writer (its staging image not faulted in up
+ * front) and completed by the first step's fence; the step then rewrites
+ * every byte and checkpoint 0 still holds the initial values. */
+static void test_fence_from_start(void **state)
+{
+    fixture *f = *state;
+    for (int scaffold = 0; scaffold <= 1; scaffold++) {
+        ckpt_monitored_session *ms =
+            start_with(f, scaffold, CKPT_SAVER_OPTIONS_VERSION, 1);
+        ckpt_saver *sv =
+            scaffold ? ckpt_session_saver(ckpt_monitored_session_session(ms))
+                     : ms->fence_savers[0];
+        assert_int_equal(ms->num_fence_savers, 1);
+        assert_ptr_equal(sv, ms->fence_savers[0]);
+        assert_int_equal(sv->overlap, 1);
+        assert_non_null(sv->deferred); /* the initial save, still copying */
+        assert_int_equal(ms->fence_used, 0);
+        while (f->step < STEPS)
+            assert_ckpt_ok(
+                ckpt_monitored_session_run(ms, NULL, fenced_step, f, NULL));
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        assert_int_equal(check_checkpoints(f), STEPS + 1);
+        assert_false(f->cb_wrong_thread);
+        /* again from step 0, in a fresh directory */
+        test_remove_tree(f->dir);
+        f->dir = test_make_temp_dir();
+        f->step = 0;
+        write_state(f, 0);
+    }
+}
+
+/* With fence_from_start, a first step that writes nothing and calls no
+ * fence still ends with the initial snapshot completed (the loop has not
+ * used the fence, so nothing else would have completed it). */
+static void test_fence_from_start_first_step_reads_only(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms =
+        start_with(f, 1, CKPT_SAVER_OPTIONS_VERSION, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    ckpt_step_context *sc = NULL;
+    assert_non_null(sv->deferred);
+    assert_ckpt_ok(ckpt_monitored_session_before_run(ms, NULL, &sc));
+    (void)read_all(f);
+    assert_ckpt_ok(ckpt_monitored_session_after_run(ms, 0, NULL));
+    assert_null(sv->deferred);
+    write_state(f, 1); /* outside a step, after the snapshot completed */
+    f->step = 1;
+    assert_ckpt_ok(ckpt_monitored_session_run(ms, NULL, fenced_step, f, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(check_checkpoints(f), 2); /* steps 0 and 2 */
+}
+
+/* A version-1 saver options struct has no fence_from_start: whatever lies
+ * past its end is not read, and the saver overlaps only once fenced. */
+static void test_fence_from_start_not_in_version_1(void **state)
+{
+    fixture *f = *state;
+    ckpt_monitored_session *ms = start_with(f, 1, 1, 1);
+    ckpt_saver *sv = ckpt_session_saver(ckpt_monitored_session_session(ms));
+    assert_int_equal(sv->overlap, 0);
+    assert_null(sv->deferred);
+    assert_int_equal(ckpt_saver_get_options(sv)->fence_from_start, 0);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
 static void test_fence_outside_step(void **state)
 {
     fixture *f = *state;
@@ -362,6 +443,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_without_fence_nothing_changes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_step_without_writes_needs_no_fence,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_from_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_from_start_first_step_reads_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_from_start_not_in_version_1,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_outside_step, setup,
                                         teardown),

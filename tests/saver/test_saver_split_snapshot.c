@@ -8,7 +8,9 @@
  * every variable right after the fence (run under TSan in CI: any access
  * of the writer to a variable after the fence is a reported race). Read
  * callbacks are only ever called on the caller's thread, inside
- * save_async. A variable of 5 MiB and some bytes spans several pieces. */
+ * save_async. With the option fence_from_start the staging image is only
+ * mapped at reserve and the first save_async already overlaps. A variable
+ * of 5 MiB and some bytes spans several pieces. */
 #include "saver/saver_internal.h"
 #include "saver_test_util.h"
 #include "util/crc32c.h"
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
@@ -70,7 +73,7 @@ static void work_init(work_fixture *wf, ckpt__snapshot_work *w, const int *cb,
     }
     assert_ckpt_ok(
         ckpt__snapshot_plan(wf->vars, 6, piece_bytes, &wf->pieces, &npieces));
-    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6, npieces));
+    assert_ckpt_ok(ckpt__image_alloc(&wf->img, 6 * 1024, 6, npieces, 1));
     w->vars = wf->vars;
     w->nvars = 6;
     w->pieces = wf->pieces;
@@ -284,13 +287,14 @@ static void keep_log(int level, const char *message, void *payload)
         snprintf(f->log[f->nlog++], sizeof(f->log[0]), "%s", message);
 }
 
-static ckpt_saver *open_saver(fixture *f, int policy)
+static ckpt_saver *open_saver_with(fixture *f, int policy, int from_start)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s = NULL;
     ckpt_var cbv = {
         "cb", CKPT_DT_FLOAT, {1, {(int64_t)CB_FLOATS}}, NULL, cb_read, NULL, f};
     o.busy_policy = policy;
+    o.fence_from_start = from_start;
     o.fs = &f->gate.fwd.fs;
     o.max_to_keep = CKPT_KEEP_ALL;
     o.direct_io = f->direct_io;
@@ -314,6 +318,11 @@ static ckpt_saver *open_saver(fixture *f, int policy)
         assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     }
     return s;
+}
+
+static ckpt_saver *open_saver(fixture *f, int policy)
+{
+    return open_saver_with(f, policy, 0);
 }
 
 static void expect_checkpoint(fixture *f, int64_t step, float base)
@@ -536,6 +545,55 @@ static void test_other_calls_complete_snapshot(void **state)
     assert_false(f->cb_wrong_thread);
 }
 
+/* How many pages of [p, p + len) are resident (mincore). */
+static size_t resident_pages(void *p, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page;
+    unsigned char *vec = calloc(n, 1);
+    size_t count = 0;
+    assert_non_null(vec);
+    assert_int_equal(mincore(p, len, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+/* The option fence_from_start: reserve maps the staging image without
+ * faulting it in (a saver without the option has every page resident
+ * after reserve), and the very first save_async leaves the copy to the
+ * writer; the fence completes it, and the checkpoint holds the values at
+ * the trigger although every variable changes right after the fence. */
+static void test_fence_from_start(void **state)
+{
+    fixture *f = *state;
+    for (int from_start = 0; from_start < 2; from_start++) {
+        ckpt_saver *s = open_saver_with(f, CKPT_BUSY_SKIP, from_start);
+        size_t pages, resident;
+        assert_ckpt_ok(ckpt_saver_reserve(s));
+        pages = s->images[0].mapped / (size_t)sysconf(_SC_PAGESIZE);
+        resident = resident_pages(s->images[0].ptr, s->images[0].mapped);
+        assert_int_equal(resident, from_start ? 0 : pages);
+        assert_int_equal(s->overlap, from_start);
+        fill(f, 7.0f);
+        assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+        if (from_start)
+            assert_non_null(s->deferred); /* copy left to the writer */
+        else
+            assert_null(s->deferred);
+        (void)read_state(f);
+        assert_ckpt_ok(ckpt_saver_mutation_fence(s));
+        assert_null(s->deferred);
+        fill(f, -7.0f);
+        assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+        expect_checkpoint(f, 1, 7.0f);
+        assert_false(f->cb_wrong_thread);
+        ckpt_saver_free(s);
+        test_remove_tree(f->dir); /* frees the path */
+        f->dir = test_make_temp_dir();
+    }
+}
+
 /* A synchronous save by a saver with staging memory (an async saver's, as
  * the checkpoint hook's final save at the end of a session) copies the
  * variables into the image and writes it in one piece, instead of one
@@ -731,6 +789,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_fence_completes_overlapped_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_from_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_calls_complete_snapshot,
                                         setup, teardown),
     };

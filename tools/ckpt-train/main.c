@@ -267,6 +267,11 @@ int main(int argc, char **argv)
     so.log_payload = &rep;
     so.on_save_done = report_on_save_done;
     so.on_save_done_payload = &rep;
+    /* train_step keeps the fence rule from the first step on, and nothing
+     * writes the variables between the session's creation and that step:
+     * the initial checkpoint is copied by the writer while step 1 computes
+     * its gradients, not while the session starts. */
+    so.fence_from_start = 1;
 
     err = ckpt_graph_new(&g);
     if (err == 0)
