@@ -70,15 +70,19 @@ static void test_fifo_index(void **state)
         expect_contains(r.err, "a FIFO, not a regular file");
         run_free(&r);
     }
-    /* ls says what is there (it said "missing index") */
+    /* ls says what is there (it said "missing index"), and the listed
+     * checkpoint's data file is its, not a stray (it was listed as "data
+     * file without its index" as well) */
     {
         static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
         cli_run r;
         test_write_file(f->state, text, sizeof(text) - 1);
+        test_write_file(f->data0, "data", 4);
         RUN_BOUNDED(r, "ls", f->dir);
         expect_status(&r, 0);
         expect_contains(r.out, "(index is a FIFO, not a regular file)");
         expect_lacks(r.out, "missing index");
+        expect_lacks(r.out, "without its index");
         run_free(&r);
     }
 }

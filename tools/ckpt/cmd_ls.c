@@ -28,12 +28,13 @@ const cli_command cli_cmd_ls = {
     "or distributed save: <prefix>.data-<r>-of-<N>) has its data files\n"
     "listed under it, one line each: shard, file name and bytes.\n"
     "Then lists stray or incomplete files: temporary files\n"
-    "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files whose index is\n"
-    "missing, and index files the state file does not list (among them\n"
-    "the checkpoints keep_checkpoint_every_n_hours keeps: a saver drops\n"
-    "them from the list and leaves their files; when the state file\n"
-    "records last_preserved_timestamp, as such a saver's does, the reason\n"
-    "says so).\n"
+    "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files of no listed\n"
+    "checkpoint whose index is missing, and index files the state file\n"
+    "does not list (among them the checkpoints\n"
+    "keep_checkpoint_every_n_hours keeps: a saver drops them from the\n"
+    "list and leaves their files; when the state file records\n"
+    "last_preserved_timestamp, as such a saver's does, the reason says\n"
+    "so).\n"
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
     "\"missing data shard 3 of 4\"; an index that is there but is not a\n"
     "regular file: \"index is a FIFO, not a regular file\"); ls still\n"
@@ -78,7 +79,7 @@ typedef struct file_entry {
     char *name;
     uint64_t size;
     double mtime;
-    int claimed; /* the index of a listed checkpoint */
+    int claimed; /* the index or a data file of a listed checkpoint */
 } file_entry;
 
 typedef struct dir_listing {
@@ -264,6 +265,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         shard_file *sf;
         if (cli_parse_data_name(l->files[i].name, &shard, &n) != blen)
             continue;
+        l->files[i].claimed = 1; /* listed under its row, not as a stray */
         row->bytes += l->files[i].size;
         if (row->nshards == cap) {
             cap = cap ? cap * 2 : 4;
@@ -470,7 +472,7 @@ static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
             continue;
         }
         plen = cli_parse_data_name(name, &shard, &count);
-        if (plen > 0) {
+        if (plen > 0 && !l->files[i].claimed) {
             char *index = cli_xmalloc(plen + 7);
             memcpy(index, name, plen);
             memcpy(index + plen, ".index", 7);
