@@ -11,13 +11,16 @@
  *     repack naming a partitioned tensor, long paths in messages, the same
  *     exit status for a damaged state file from every command;
  *   - `verify DIR` checking the checkpoint the state file names, and
- *     every command that resolves DIR warning when that lies outside DIR. */
+ *     every command that resolves DIR warning when that lies outside DIR,
+ *     also in a directory whose path is longer than PATH_MAX (where `ls`
+ *     finds its checkpoints too). */
 #include "cli_bounded.h"
 
 #include "format/bundle_slices.h"
 #include "format/bundle_test_helpers.h"
 #include "util/crc32c.h"
 
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -932,6 +935,101 @@ static void test_long_path_keeps_the_error(void **state)
     test_remove_tree(dir);
 }
 
+/* Descend from the current directory through `levels` new directories of
+ * 200-byte names, so that the current directory's absolute path is longer
+ * than PATH_MAX (realpath(3) cannot give it). */
+static void descend_deep(int levels)
+{
+    char name[201];
+    memset(name, 'p', 200);
+    name[200] = '\0';
+    for (int i = 0; i < levels; i++) {
+        assert_int_equal(mkdir(name, 0755), 0);
+        assert_int_equal(chdir(name), 0);
+    }
+}
+
+/* Undo descend_deep(levels) from its deepest directory, removing it. */
+static void climb_out_removing(int levels)
+{
+    char name[201];
+    memset(name, 'p', 200);
+    name[200] = '\0';
+    for (int i = 0; i < levels; i++) {
+        assert_int_equal(chdir(".."), 0);
+        assert_int_equal(rmdir(name), 0);
+    }
+}
+
+/* `ls` of a directory whose absolute path is longer than PATH_MAX (run from
+ * inside it, with a short relative path): its checkpoints, one in a
+ * subdirectory, are found and the one outside is said to be outside, and
+ * `verify` warns of a symbolic link out of it. It
+ * used to report every checkpoint as "missing index" and their own index
+ * files as "not listed in the state file", and `verify` followed the link
+ * without a warning, because they compared the directories through
+ * realpath(3), which fails there. */
+static void test_ls_directory_deeper_than_path_max(void **state)
+{
+    char *top = test_make_temp_dir();
+    int home = open(".", O_RDONLY | O_DIRECTORY);
+    json_object *root, *rows;
+    cli_run r;
+    (void)state;
+    assert_true(home >= 0);
+    assert_int_equal(chdir(top), 0);
+    descend_deep(22);
+    assert_int_equal(mkdir("out", 0755), 0);
+    assert_int_equal(mkdir("d", 0755), 0);
+    assert_int_equal(mkdir("d/sub", 0755), 0);
+    write_simple("d", "model.ckpt-1");
+    write_simple("d/sub", "model.ckpt-2");
+    write_simple("out", "far-3");
+    write_text("d", "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"../out/far-3\"\n"
+               "all_model_checkpoint_paths: \"sub/model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n");
+    RUN_BOUNDED(r, &limits, "ls", "d");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_lacks(r.out, "missing index");
+    expect_lacks(r.out, "not listed in the state file");
+    expect_contains(r.out, "outside the directory; data files not checked");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "ls", "--json", "d");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    rows = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(rows), 3);
+    assert_string_equal(json_object_get_string(jget(
+                            json_object_array_get_idx(rows, 0), "problem")),
+                        "outside the directory; data files not checked");
+    for (size_t i = 1; i < 3; i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        assert_true(json_object_get_boolean(jget(row, "complete")));
+        assert_true(json_object_get_int64(jget(row, "bytes")) > 8);
+    }
+    assert_int_equal(json_object_array_length(jget(root, "stray")), 0);
+    json_object_put(root);
+    run_free(&r);
+    /* a symbolic link out of DIR: warned about, as anywhere else */
+    assert_int_equal(symlink("../out", "d/link"), 0);
+    write_text("d", "checkpoint", "model_checkpoint_path: \"link/far-3\"\n");
+    RUN_BOUNDED(r, &limits, "verify", "d");
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.err, "d/checkpoint names a checkpoint outside d: ");
+    run_free(&r);
+    test_remove_tree(strdup("d"));
+    test_remove_tree(strdup("out"));
+    climb_out_removing(22);
+    assert_int_equal(fchdir(home), 0);
+    close(home);
+    test_remove_tree(top);
+}
+
 /* A damaged state file is damage (exit 1) for every command that reads
  * it, as the README's exit-status rule says (ls used to exit 2, inspect
  * 1). */
@@ -1248,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_verify_names_every_damaged_tensor),
         cmocka_unit_test(test_repack_names_partitioned_tensor),
         cmocka_unit_test(test_long_path_keeps_the_error),
+        cmocka_unit_test(test_ls_directory_deeper_than_path_max),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
         cmocka_unit_test(test_dir_state_file_names_outside),

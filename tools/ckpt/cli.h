@@ -214,10 +214,26 @@ int cli_resolve_named_prefix(char **out, int *named, int *outside,
  * it. */
 int cli_path_within(const char *p, const char *dir);
 
+/* Where directory `sub` lies relative to directory `dir`. */
+enum cli_dir_place {
+    CLI_DIR_UNKNOWN, /* `sub` (or `dir`) cannot be opened */
+    CLI_DIR_SAME,
+    CLI_DIR_INSIDE, /* a subdirectory of `dir`, at any depth */
+    CLI_DIR_OUTSIDE
+};
+
+/* Where `sub` lies relative to `dir` (dir_real: realpath of `dir`, or NULL
+ * when it has none), symbolic links resolved: by the canonical paths when
+ * realpath(3) gives both, else (a path longer than PATH_MAX) by walking up
+ * from `sub` through ".." and comparing device and inode numbers. */
+enum cli_dir_place cli_dir_place(const char *sub, const char *dir,
+                                 const char *dir_real);
+
 /* Whether checkpoint `prefix`, resolved from the state file of directory
  * `dir`, lies outside it: its directory, symbolic links resolved, is not
- * `dir` or under it. When its directory is not there, decided by the text
- * of `stored` (the path as the state file has it; NULL: inside). */
+ * `dir` or under it (cli_dir_place). When its directory is not there,
+ * decided by the text of `stored` (the path as the state file has it;
+ * NULL: inside). */
 int cli_outside_dir(const char *dir, const char *prefix, const char *stored);
 
 /* "ckpt CMD: warning: DIR/checkpoint names a checkpoint outside DIR:

@@ -1,13 +1,17 @@
 /* tools/ckpt/cli_state_path.c - whether the checkpoint a directory's state
  * file leads to lies inside that directory or outside it (an absolute path
- * elsewhere, a "..", a symbolic link out of it), and the warning the
- * commands that follow such a path print (see cli.h). */
+ * elsewhere, a "..", a symbolic link out of it), also where the
+ * directory's path is longer than PATH_MAX, and the warning the commands
+ * that follow such a path print (see cli.h). */
 /* realpath is XSI: asked for before cli.h includes any system header. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cli_path_within(const char *p, const char *dir)
 {
@@ -15,6 +19,68 @@ int cli_path_within(const char *p, const char *dir)
     if (strcmp(dir, "/") == 0)
         return p[0] == '/';
     return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* cli_dir_place without paths: from `sub` up through ".." until `dir` or
+ * the root (whose ".." is itself), each step an openat of the one before,
+ * so no path is built and the depth does not matter. */
+static enum cli_dir_place place_by_walking_up(const char *sub, const char *dir)
+{
+    enum cli_dir_place place = CLI_DIR_UNKNOWN;
+    struct stat target, here, up;
+    int fd, depth = 0;
+    if (stat(dir, &target) != 0)
+        return CLI_DIR_UNKNOWN;
+    fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &here) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return CLI_DIR_UNKNOWN;
+    }
+    while (place == CLI_DIR_UNKNOWN) {
+        int parent;
+        if (same_file(&here, &target)) {
+            place = depth == 0 ? CLI_DIR_SAME : CLI_DIR_INSIDE;
+            break;
+        }
+        parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (parent < 0 || fstat(parent, &up) != 0) {
+            if (parent >= 0)
+                close(parent);
+            break;
+        }
+        close(fd);
+        fd = parent;
+        if (same_file(&up, &here))
+            place = CLI_DIR_OUTSIDE; /* the root, and `dir` not met */
+        here = up;
+        depth++;
+    }
+    close(fd);
+    return place;
+}
+
+enum cli_dir_place cli_dir_place(const char *sub, const char *dir,
+                                 const char *dir_real)
+{
+    char *sub_real = dir_real ? realpath(sub, NULL) : NULL;
+    enum cli_dir_place place;
+    if (sub_real) {
+        if (strcmp(sub_real, dir_real) == 0)
+            place = CLI_DIR_SAME;
+        else
+            place = cli_path_within(sub_real, dir_real) ? CLI_DIR_INSIDE
+                                                        : CLI_DIR_OUTSIDE;
+    } else {
+        place = place_by_walking_up(sub, dir);
+    }
+    free(sub_real);
+    return place;
 }
 
 /* Whether the relative path `rel`, walked component by component, leads
@@ -51,15 +117,16 @@ static char *parent_of(const char *prefix)
 
 int cli_outside_dir(const char *dir, const char *prefix, const char *stored)
 {
-    char *dir_real, *parent, *parent_real;
+    char *dir_real, *parent;
+    enum cli_dir_place place;
     int outside = 0;
     if (stored && !strchr(stored, '/'))
         return 0; /* a bare name: DIR/<name> */
     dir_real = realpath(dir, NULL);
     parent = parent_of(prefix);
-    parent_real = realpath(parent, NULL);
-    if (dir_real && parent_real)
-        outside = !cli_path_within(parent_real, dir_real);
+    place = cli_dir_place(parent, dir, dir_real);
+    if (place != CLI_DIR_UNKNOWN)
+        outside = place == CLI_DIR_OUTSIDE;
     else if (stored && stored[0] == '/' && dir_real)
         /* its directory is not there: by the text of the path */
         outside = strcmp(dir_real, "/") != 0 &&
@@ -69,7 +136,6 @@ int cli_outside_dir(const char *dir, const char *prefix, const char *stored)
         outside = climbs_out(stored);
     free(dir_real);
     free(parent);
-    free(parent_real);
     return outside;
 }
 

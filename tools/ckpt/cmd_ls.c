@@ -367,15 +367,17 @@ static void copy_scan(ckpt_row *to, const ckpt_row *from)
 
 /* Scan rows[first..end) (sorted, one parent directory). */
 static void scan_group(ckpt_row **rows, size_t first, size_t end,
-                       const char *dir_real, dir_listing *dir_files)
+                       const char *dir, const char *dir_real,
+                       dir_listing *dir_files)
 {
-    char *real = realpath(rows[first]->parent, NULL);
+    enum cli_dir_place place =
+        cli_dir_place(rows[first]->parent, dir, dir_real);
     dir_listing other = {NULL, 0};
     dir_listing *l = NULL;
-    if (real && strcmp(real, dir_real) == 0)
+    if (place == CLI_DIR_SAME)
         l = dir_files;
-    else if (real && cli_path_within(real, dir_real) &&
-             list_dir(&other, real) == 0)
+    else if (place == CLI_DIR_INSIDE &&
+             list_dir(&other, rows[first]->parent) == 0)
         l = &other; /* a directory under DIR: listed once for all its rows */
     for (size_t i = first; i < end; i++) {
         ckpt_row *r = rows[i];
@@ -388,13 +390,12 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
             copy_scan(r, rows[i - 1]);
         else if (l)
             scan_files(r, l);
-        else if (real)
+        else if (place != CLI_DIR_UNKNOWN)
             scan_outside(r);
         else
             snprintf(r->problem, sizeof(r->problem), "missing index");
     }
     free_listing(&other);
-    free(real);
 }
 
 /* Scan every row: rows are grouped by directory, each directory is
@@ -422,7 +423,7 @@ static void scan_rows(ckpt_row *rows, size_t nrows, const char *dir,
                                                     order[first]->parent) == 0;
              end++)
             ;
-        scan_group(order, first, end, dir_real ? dir_real : dir, dir_files);
+        scan_group(order, first, end, dir, dir_real, dir_files);
     }
     free(order);
     free(dir_real);
