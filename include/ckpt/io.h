@@ -105,7 +105,9 @@ typedef struct ckpt_fs {
     int (*list)(const char *path, ckpt_dir_cb cb, void *cb_payload,
                 void *payload);
     /** Size of the regular file at `path`; CKPT_ENOTFOUND if it does not
-     *  exist. `out` may be NULL to test existence. Mtime in seconds since
+     *  exist (the POSIX one: also when no file can have that name, too
+     *  long or through symbolic links that loop, as a state file may name
+     *  one). `out` may be NULL to test existence. Mtime in seconds since
      *  the epoch goes to `mtime_out` when not NULL. */
     int (*stat)(const char *path, uint64_t *out, double *mtime_out,
                 void *payload);

@@ -190,7 +190,8 @@ typedef struct ckpt_saver ckpt_saver;
 
 /** Open the checkpoint directory `dir` (which must exist). If it already
  *  holds checkpoints (a restarted job) their list is recovered from the state
- *  file (made durable first), entries whose index is missing are dropped,
+ *  file (made durable first), entries whose index is missing (or whose
+ *  path no file can have: too long, symbolic links that loop) are dropped,
  *  an entry listed twice counts once (its last place). Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to

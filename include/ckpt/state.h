@@ -69,7 +69,8 @@ CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
 
 /** The latest checkpoint prefix of `dir`: model_checkpoint_path resolved,
  *  provided `<prefix>.index` exists; otherwise the newest entry of
- *  all_model_checkpoint_paths whose index exists.
+ *  all_model_checkpoint_paths whose index exists. A path no file can have
+ *  (a name too long, symbolic links that loop) counts as missing.
  *  @return 0, or CKPT_ENOTFOUND (no state file, an unparsable one, as
  *          TensorFlow ignores it: the message gives the parse error; or no
  *          listed checkpoint has its index), CKPT_EIO */

@@ -212,6 +212,12 @@ int ckpt__error_prefix(int code, const char *fmt, ...)
     return code;
 }
 
+int ckpt__error_recode(int code)
+{
+    last_error.code = code;
+    return code;
+}
+
 int ckpt__error_callback(int rc, const char *fmt, ...)
 {
     char what[1024];

@@ -68,6 +68,9 @@ int ckpt__error_errno(int err, const char *fmt, ...) CKPT__PRINTF(2, 3);
  * return `code` unchanged; for adding the file or tensor name at a layer
  * that knows it. */
 int ckpt__error_prefix(int code, const char *fmt, ...) CKPT__PRINTF(2, 3);
+/* Give the current last error the code `code`, its message unchanged, and
+ * return `code`. */
+int ckpt__error_recode(int code);
 /* A user callback (a variable's read or write callback) returned `rc`,
  * not 0: CKPT_EUSER, "<context>: <its message>" when it recorded one with
  * ckpt_error_set (the last error has code `rc`; clear the error before the

@@ -346,6 +346,21 @@ static size_t strip_bundle_suffix(const char *prefix)
     return n - 20;
 }
 
+/* Whether no file can be found at the index's path (stat says
+ * CKPT_ENOTFOUND: absent, or a name no file can have, too long or through
+ * symbolic links that loop), where opening it failed otherwise: such a
+ * checkpoint is missing, not unreadable. The last error is kept. */
+static int index_has_no_file(const ckpt_bundle_reader *r)
+{
+    ckpt__saved_error saved;
+    int none;
+    ckpt__error_save(&saved);
+    none =
+        ckpt__fs_stat(r->fs, r->index_path.ptr, NULL, NULL) == CKPT_ENOTFOUND;
+    ckpt__error_restore(&saved);
+    return none;
+}
+
 /* The index of `prefix` is missing: when the caller passed one of a
  * checkpoint's files or a directory instead of its prefix, say so; when
  * nothing of that name is there, say that no such checkpoint exists ahead
@@ -420,6 +435,8 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     if (err < 0)
         goto done;
     err = load_index(r);
+    if (err < 0 && err != CKPT_ENOTFOUND && index_has_no_file(r))
+        err = ckpt__error_recode(CKPT_ENOTFOUND);
     if (err == CKPT_ENOTFOUND)
         err = explain_missing_index(r, err);
 done:

@@ -3,7 +3,8 @@
  * over short transfers and EINTR, fdatasync for files and fsync of an
  * O_DIRECTORY descriptor for directories. Every failure records
  * "<op> <path>: <strerror>" as the thread's last error, with the errno
- * mapped by ckpt__error_errno (ENOSPC/EDQUOT -> CKPT_ENOSPC and so on).
+ * mapped by ckpt__error_errno (ENOSPC/EDQUOT -> CKPT_ENOSPC and so on; a
+ * stat's ENAMETOOLONG and ELOOP -> CKPT_ENOTFOUND: no file has that name).
  *
  * CKPT_OPEN_DIRECT: O_DIRECT needs buffers, file offsets and sizes aligned
  * to the device's block size, so a write on such a file sends its largest
@@ -531,13 +532,26 @@ static int posix_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
     return rc;
 }
 
+/* The error of a failed stat of `path`. A name longer than the system
+ * allows, or symbolic links that loop, can lead to no file: that is
+ * CKPT_ENOTFOUND, as ENOENT is (the message keeps the cause), so that a
+ * state file naming such a path names a missing checkpoint rather than
+ * failing every look-up in its directory. */
+static int stat_failure(int err, const char *path)
+{
+    int code = ckpt__error_errno(err, "stat %s", path);
+    if (err == ENAMETOOLONG || err == ELOOP)
+        code = ckpt__error_recode(CKPT_ENOTFOUND);
+    return code;
+}
+
 static int posix_stat(const char *path, uint64_t *out, double *mtime_out,
                       void *payload)
 {
     struct stat st;
     (void)payload;
     if (stat(path, &st) != 0)
-        return ckpt__error_errno(errno, "stat %s", path);
+        return stat_failure(errno, path);
     if (out)
         *out = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     if (mtime_out)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -724,6 +725,46 @@ static void test_latest_falls_back_to_newest_with_index(void **state)
     test_remove_tree(dir);
 }
 
+/* State-file paths whose look-up fails because no file can have them (a
+ * name longer than NAME_MAX, a symbolic link that loops) are missing
+ * checkpoints, like an index that is not there: the newest listed one
+ * with its index is the latest. Such a path used to fail the whole call
+ * ("File name too long", CKPT_EIO), so a saver or `ckpt ls` could not use
+ * the directory at all. */
+static void test_latest_skips_paths_no_file_can_have(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *want = test_path(dir, "ckpt-1");
+    char *loop = test_path(dir, "loop");
+    char text[1024], name[301];
+    ckpt_buf b = CKPT_BUF_INIT;
+    (void)state;
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    assert_int_equal(symlink("loop", loop), 0);
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"%s\"\n"
+             "all_model_checkpoint_paths: \"ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"loop/ckpt-2\"\n"
+             "all_model_checkpoint_paths: \"%s\"\n",
+             name, name);
+    write_text(dir, "checkpoint", text);
+    touch(dir, "ckpt-1.index");
+    assert_ckpt_ok(ckpt_latest_checkpoint(&b, NULL, dir));
+    assert_string_equal(b.ptr, want);
+    {
+        char *index = test_path(dir, "ckpt-1.index");
+        assert_int_equal(remove(index), 0);
+        free(index);
+    }
+    assert_ckpt_error(ckpt_latest_checkpoint(&b, NULL, dir), CKPT_ENOTFOUND,
+                      "no checkpoint listed in the state file has its index");
+    ckpt_buf_dispose(&b);
+    free(want);
+    free(loop);
+    test_remove_tree(dir);
+}
+
 static void test_latest_without_state_file(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -779,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_latest_relative),
         cmocka_unit_test(test_latest_absolute),
         cmocka_unit_test(test_latest_falls_back_to_newest_with_index),
+        cmocka_unit_test(test_latest_skips_paths_no_file_can_have),
         cmocka_unit_test(test_latest_without_state_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

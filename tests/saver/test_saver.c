@@ -663,6 +663,43 @@ static void test_retention_stays_inside_directory(void **state)
     test_remove_tree(strdup(outside));
 }
 
+/* A state file whose newest entries name paths no file can have (longer
+ * than NAME_MAX, through a symbolic link that loops): the saver opens, drops
+ * them as missing, and restore_latest restores the newest real checkpoint.
+ * Opening used to fail ("stat ...: File name too long", CKPT_EIO), so a
+ * training job could not start in the directory. */
+static void test_state_paths_no_file_can_have(void **state)
+{
+    fixture *f = *state;
+    char path[4096], text[8192], name[301];
+    ckpt_saver *s = open_saver(f, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    save_steps(s, f, 3, 3);
+    ckpt_saver_free(s);
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    snprintf(path, sizeof(path), "%s/loop", f->dir);
+    assert_int_equal(symlink("loop", path), 0);
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"%s\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-3\"\n"
+             "all_model_checkpoint_paths: \"loop/model.ckpt-4\"\n"
+             "all_model_checkpoint_paths: \"%s\"\n",
+             name, name);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, text, strlen(text));
+    f->step = 0;
+    s = open_saver(f, NULL);
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, &prefix));
+    assert_int_equal(f->step, 3);
+    assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 3);
+    save_steps(s, f, 5, 5);
+    assert_ckpt_ok(ckpt_saver_latest(s, &prefix));
+    assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 5);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
 /* The directory swapped for a link to another one between saves (or moved
  * away and another made at its path): the saver writes, names and deletes
  * nothing there, sync or async; it evicted the other directory's
@@ -1798,6 +1835,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_b80_temp_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_paths_no_file_can_have,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_swapped_directory_untouched, setup,
                                         teardown),

@@ -13,7 +13,8 @@
  *   - `verify DIR` checking the checkpoint the state file names, and
  *     every command that resolves DIR warning when that lies outside DIR,
  *     also in a directory whose path is longer than PATH_MAX (where `ls`
- *     finds its checkpoints too). */
+ *     finds its checkpoints too), and state-file paths no file can have
+ *     (too long, symbolic links that loop) missing, not unreadable. */
 #include "cli_bounded.h"
 
 #include "format/bundle_slices.h"
@@ -1030,6 +1031,65 @@ static void test_ls_directory_deeper_than_path_max(void **state)
     test_remove_tree(top);
 }
 
+/* State-file paths no file can have (a name past NAME_MAX, a symbolic link
+ * that loops): `ls` lists them as missing next to the good one (it used to
+ * exit 2, "File name too long", listing nothing), and `verify DIR` reports
+ * the named one missing (exit 1) and points to the older one (it exited 2
+ * with only the file system's message). */
+static void test_state_paths_no_file_can_have(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *loop = test_path(dir, "loop");
+    char text[1024], name[301];
+    cli_run r;
+    (void)state;
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    assert_int_equal(symlink("loop", loop), 0);
+    write_simple(dir, "model.ckpt-1");
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"%s\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"loop/model.ckpt-2\"\n"
+             "all_model_checkpoint_paths: \"%s\"\n",
+             name, name);
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "ls", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "3 checkpoints");
+    expect_contains(r.out, "model.ckpt-1 ");
+    expect_contains(r.out, "loop/model.ckpt-2");
+    expect_contains(r.out, "(missing index)");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "no such checkpoint");
+    expect_contains(r.err, "File name too long");
+    expect_contains(r.err, ") is missing");
+    expect_contains(r.err, "an older listed checkpoint has its index: ");
+    run_free(&r);
+    snprintf(text, sizeof(text),
+             "model_checkpoint_path: \"loop/model.ckpt-2\"\n"
+             "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+             "all_model_checkpoint_paths: \"loop/model.ckpt-2\"\n");
+    write_text(dir, "checkpoint", text);
+    RUN_BOUNDED(r, &limits, "verify", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 1);
+    expect_contains(r.err, "Too many levels of symbolic links");
+    expect_contains(r.err, "loop/model.ckpt-2) is missing");
+    run_free(&r);
+    RUN_BOUNDED(r, &limits, "inspect", dir);
+    expect_within_limits(&r, &limits);
+    expect_status(&r, 0);
+    expect_contains(r.out, "model.ckpt-1: 1 tensor, 1 shard");
+    run_free(&r);
+    free(loop);
+    test_remove_tree(dir);
+}
+
 /* A damaged state file is damage (exit 1) for every command that reads
  * it, as the README's exit-status rule says (ls used to exit 2, inspect
  * 1). */
@@ -1347,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_repack_names_partitioned_tensor),
         cmocka_unit_test(test_long_path_keeps_the_error),
         cmocka_unit_test(test_ls_directory_deeper_than_path_max),
+        cmocka_unit_test(test_state_paths_no_file_can_have),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
         cmocka_unit_test(test_dir_state_file_names_outside),
