@@ -103,7 +103,8 @@ void *cli_xrealloc(void *p, size_t n);
 char *cli_xstrdup(const char *s);
 
 /* "ckpt CMD: <message>\n" on stderr, the message escaped as cli_safe
- * does. */
+ * does; one longer than 16 KiB is cut in its middle (start and end kept,
+ * "... (N more bytes) ..." between). */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* "ckpt CMD: [<context>: ]<the library's last error message>\n" on stderr;

@@ -16,6 +16,21 @@
  * file) is cut, saying how much was left out, as the library's are. */
 #define MESSAGE_MAX 16384
 
+/* Cut `text` (`len` bytes, NUL-terminated, longer than MESSAGE_MAX) in its
+ * middle: its start and its end, which says what happened, are kept around
+ * "... (N more bytes) ...". Returns the new length. */
+static size_t cut_middle(char *text, size_t len)
+{
+    const size_t head = MESSAGE_MAX / 2, tail = MESSAGE_MAX / 4;
+    char mark[64];
+    size_t m = (size_t)snprintf(mark, sizeof(mark), "... (%zu more bytes) ...",
+                                len - head - tail);
+    memmove(text + head + m, text + len - tail, tail);
+    memcpy(text + head, mark, m);
+    text[head + m + tail] = '\0';
+    return head + m + tail;
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -24,11 +39,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     text = cli_vformat(&len, fmt, ap);
     va_end(ap);
-    if (len > MESSAGE_MAX) {
-        size_t keep = MESSAGE_MAX - 64;
-        len = keep + (size_t)snprintf(text + keep, len + 1 - keep,
-                                      "... (%zu more bytes)", len - keep);
-    }
+    if (len > MESSAGE_MAX)
+        len = cut_middle(text, len);
     fprintf(stderr, "ckpt %s: %s\n", cmd, cli_safe_n(text, len));
     cli_json_failure_note(text, len);
     free(text);
