@@ -556,6 +556,20 @@ static void test_names_escaped_in_text_output(void **state)
     expect_both_safe(&r);
     expect_contains(r.err, "gone\\x1b[1m\\x9b1m");
     run_free(&r);
+    /* the temporary file of an interrupted repack to DST, removed and
+     * named (its path was printed raw) */
+    {
+        char *dst = test_path(dir, "out\x1b[7m");
+        write_text(dir, "out\x1b[7m.index.tempstate1f", "partial");
+        RUN_BOUNDED(r, &limits, "repack", prefix, dst);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, 0);
+        expect_both_safe(&r);
+        expect_contains(r.err, "removed ");
+        expect_contains(r.err, "out\\x1b[7m.index.tempstate1f (left by");
+        run_free(&r);
+        free(dst);
+    }
     free(prefix);
     test_remove_tree(dir);
 }

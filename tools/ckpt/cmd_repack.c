@@ -231,7 +231,7 @@ static void remove_stale_temps(const char *dst)
         if (unlink(path) == 0)
             fprintf(stderr,
                     "ckpt repack: removed %s (left by an interrupted write)\n",
-                    path);
+                    cli_safe(path));
         free(path);
     }
     if (d)
