@@ -370,6 +370,22 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_exit(&p, 1);
     e2e_expect_contains("trainer stderr", p.err, "Not a directory", 1);
     e2e_proc_free(&p);
+    /* arguments echoed in messages show control bytes as \xHH, never raw
+     * on the terminal (they were printed raw) */
+    {
+        char *esc = test_path(file, "x\x1b[2J");
+        TRAIN(&p, "--dir", esc, "--steps", "10", MODEL, "--quiet");
+        e2e_expect_exit(&p, 1);
+        e2e_expect_contains("trainer stderr", p.err, "/x\\x1b[2J: Not a", 1);
+        e2e_expect_contains("trainer stderr", p.err, "\x1b", 0);
+        e2e_proc_free(&p);
+        free(esc);
+    }
+    TRAIN(&p, "--dir", dir, "--steps", "\x1b[2J");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err, "bad --steps '\\x1b[2J'", 1);
+    e2e_expect_contains("trainer stderr", p.err, "\x1b", 0);
+    e2e_proc_free(&p);
     TRAIN(&p, "--dir", dir, "--bogus", "1");
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);

@@ -244,8 +244,7 @@ int main(int argc, char **argv)
         goto done;
     }
     if (train_make_dirs(t->opt.dir) != 0) {
-        fprintf(stderr, "ckpt-train: cannot create %s: %s\n", t->opt.dir,
-                strerror(errno));
+        train_make_dirs_report(t->opt.dir);
         goto done;
     }
     t->batch_x = malloc(sizeof(float) * (size_t)t->opt.batch * DATA_DIM);

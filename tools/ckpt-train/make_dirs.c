@@ -1,10 +1,14 @@
 /* tools/ckpt-train/make_dirs.c - the checkpoint directory made as
  * `mkdir -p` does, each level durable in its parent (fsync of the parent
- * directory) before a checkpoint is saved in it. */
+ * directory) before a checkpoint is saved in it, and the message when that
+ * fails. */
 #include "make_dirs.h"
+
+#include "ckpt.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,4 +72,12 @@ int train_make_dirs(const char *path)
         return -1;
     }
     return 0;
+}
+
+void train_make_dirs_report(const char *path)
+{
+    int err = errno;
+    char shown[8192];
+    ckpt_text_printable(shown, sizeof(shown), path);
+    fprintf(stderr, "ckpt-train: cannot create %s: %s\n", shown, strerror(err));
 }

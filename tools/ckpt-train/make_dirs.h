@@ -7,4 +7,8 @@
  * -1 with errno (ENOTDIR when a file of that name is no directory). */
 int train_make_dirs(const char *path);
 
+/* After train_make_dirs failed: "ckpt-train: cannot create PATH: <errno's
+ * text>" on stderr, PATH with control bytes as \xHH (ckpt_text_printable). */
+void train_make_dirs_report(const char *path);
+
 #endif

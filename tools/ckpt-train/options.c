@@ -49,12 +49,15 @@ static const char usage_text[] =
 
 /* The message, the synopsis (the usage text up to its first blank line)
  * and where the rest is: a mistyped option should not scroll the mistake
- * off the screen under the whole help. */
+ * off the screen under the whole help. The argument is shown with control
+ * bytes as \xHH (ckpt_text_printable), never raw on the terminal. */
 static int usage_error(const char *fmt, const char *arg)
 {
     const char *synopsis_end = strstr(usage_text, "\n\n");
+    char shown[1024];
+    ckpt_text_printable(shown, sizeof(shown), arg);
     fprintf(stderr, "ckpt-train: ");
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, shown);
     fprintf(stderr, "\n%.*s\nRun 'ckpt-train --help' for every option.\n",
             (int)(synopsis_end - usage_text + 1), usage_text);
     return 2;
