@@ -25,11 +25,15 @@ CKPT_BEGIN_DECL
 typedef struct ckpt_graph ckpt_graph;
 
 CKPT_EXTERN(int) ckpt_graph_new(ckpt_graph **out);
+/** Free the graph; NULL is ignored. A graph that monitored sessions still
+ *  hold (created over it and not yet freed) stays alive for them and is
+ *  freed with the last one, so the two may be freed in either order. */
 CKPT_EXTERN(void) ckpt_graph_free(ckpt_graph *g);
 
 /** Register a variable (the struct and name are copied; the memory is the
  *  caller's). @return 0, CKPT_EINVAL, CKPT_ENOTSUP, CKPT_EEXISTS, or
- *  CKPT_ESTATE once the graph is frozen (after the last hook's begin) */
+ *  CKPT_ESTATE once the graph is frozen (after the last hook's begin, until
+ *  every monitored session over it is closed) */
 CKPT_EXTERN(int) ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var);
 
 /** Register the global step: an int64 scalar named "global_step" stored at
@@ -372,8 +376,9 @@ CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
  *  stop_grace_period_s, stragglers ignored), the writes in flight of
  *  checkpoint hooks whose end did not run (an earlier hook's end failed)
  *  are waited for, each within the grace period, the scaffold saver closed
- *  and the graph unfrozen if it was not frozen before. An error recorded in the
- *  coordinator, or a pending error of the scaffold saver, is returned when
+ *  and the graph unfrozen unless another open session froze it too. An
+ *  error recorded in the coordinator, or a pending error of the scaffold
+ *  saver, is returned when
  *  nothing else failed. A second close returns CKPT_ESTATE, and so does a
  *  close (or run, before_run, after_run) from a hook or step function of
  *  this session while it runs a step, or from a hook or listener while

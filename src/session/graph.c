@@ -1,8 +1,10 @@
 /* session/graph.c - the variable registry (TensorFlow's graph, reduced to
  * what checkpointing needs): named variables in registration order, the
- * global step, the frozen mark set after the last hook's begin, and what a
- * monitored session and its hooks agree on while it is created (checkpoint
- * directory, basename, log). */
+ * global step, the frozen mark set after the last hook's begin (counted:
+ * it holds while any session that froze it is open), the count of
+ * monitored sessions over it (a graph freed before them is freed with the
+ * last one), and what a monitored session and its hooks agree on while it
+ * is created (checkpoint directory, basename, log). */
 #include "session_internal.h"
 
 #include <string.h>
@@ -21,16 +23,37 @@ int ckpt_graph_new(ckpt_graph **out)
     return 0;
 }
 
-void ckpt_graph_free(ckpt_graph *g)
+static void graph_dispose(ckpt_graph *g)
 {
-    if (!g)
-        return;
     for (size_t i = 0; i < g->num_vars; i++)
         ckpt__free((char *)g->vars[i].name);
     ckpt__free(g->vars);
     ckpt__name_index_dispose(&g->names);
     ckpt__graph_forget_agreement(g);
     ckpt__free(g);
+}
+
+void ckpt_graph_free(ckpt_graph *g)
+{
+    if (!g)
+        return;
+    if (g->sessions > 0) {
+        /* A monitored session still runs over it: the last one freed
+         * frees it. */
+        g->free_requested = 1;
+        return;
+    }
+    graph_dispose(g);
+}
+
+void ckpt__graph_hold(ckpt_graph *g, int hold)
+{
+    if (hold) {
+        g->sessions++;
+        return;
+    }
+    if (--g->sessions == 0 && g->free_requested)
+        graph_dispose(g);
 }
 
 /* ---- the creation-time agreement ---------------------------------------- */
@@ -243,10 +266,10 @@ const ckpt_var *ckpt_graph_find(const ckpt_graph *g, const char *name)
 
 int ckpt_graph_is_frozen(const ckpt_graph *g)
 {
-    return g ? g->frozen : 0;
+    return g ? g->frozen > 0 : 0;
 }
 
 void ckpt__graph_set_frozen(ckpt_graph *g, int frozen)
 {
-    g->frozen = frozen ? 1 : 0;
+    g->frozen += frozen ? 1 : -1;
 }

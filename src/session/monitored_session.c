@@ -155,7 +155,7 @@ static int alloc_session(ckpt_monitored_session **out, ckpt_graph *graph,
     if (!ms)
         return ckpt__error_oom();
     ms->graph = graph;
-    ms->graph_was_frozen = graph->frozen;
+    ckpt__graph_hold(graph, 1);
     ms->sess.ms = ms;
     ms->sess.graph = graph;
     ckpt__step_context_init(&ms->sc, &ms->sess);
@@ -358,6 +358,7 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         err = adopt_settings(ms);
     if (err == 0) {
         ckpt__graph_set_frozen(graph, 1);
+        ms->holds_freeze = 1;
         err = open_scaffold_saver(ms);
     }
     /* A collective saver's processes agree on their set-up before the
@@ -387,8 +388,9 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
         ms->stop_source_detach();
     destroy_hooks(ms->hooks, ms->num_hooks);
     ckpt__free(ms->fence_savers);
-    if (!ms->graph_was_frozen)
+    if (ms->holds_freeze)
         ckpt__graph_set_frozen(ms->graph, 0);
+    ms->holds_freeze = 0;
     ckpt__graph_forget_agreement(ms->graph);
     ckpt_saver_free(ms->owned_saver);
     ckpt_coordinator_free(ms->sess.coord);
@@ -400,6 +402,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     ckpt__free(ms->restore_from);
     ckpt__free(ms->basename);
     ckpt_buf_dispose(&ms->restored);
+    ckpt__graph_hold(ms->graph, 0); /* last: may free a graph freed before */
     ckpt__free(ms);
 }
 

@@ -86,8 +86,9 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
     } else {
         result = close_session(ms);
     }
-    if (!ms->graph_was_frozen)
+    if (ms->holds_freeze)
         ckpt__graph_set_frozen(ms->graph, 0);
+    ms->holds_freeze = 0;
     ckpt__ms_log(ms, result < 0 ? CKPT_LOG_WARN : CKPT_LOG_INFO,
                  "monitored session closed at global step %lld (%s)",
                  (long long)ckpt__ms_global_step(ms),

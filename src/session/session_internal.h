@@ -37,13 +37,20 @@ struct ckpt_graph {
     size_t cap_vars;
     ckpt__name_index names; /* each var's name -> its index */
     int64_t *global_step;   /* borrowed storage, NULL when none */
-    int frozen;
+    int frozen;             /* sessions that froze it and are not closed */
+    int sessions;           /* monitored sessions over it, not yet freed */
+    int free_requested;     /* ckpt_graph_free came while sessions > 0 */
     ckpt__graph_agreement agreed;
 };
 
-/* Freeze (1) or unfreeze (0) the graph; the monitored session freezes it
- * after the last hook's begin and unfreezes it at close. */
+/* Freeze (1) or unfreeze (0) the graph for one monitored session: it
+ * freezes it after the last hook's begin and unfreezes it at close. The
+ * graph stays frozen while any session over it holds a freeze. */
 void ckpt__graph_set_frozen(ckpt_graph *g, int frozen);
+/* A monitored session takes (1) or drops (0) the graph: a graph freed by
+ * ckpt_graph_free while sessions hold it is freed when the last one drops
+ * it. */
+void ckpt__graph_hold(ckpt_graph *g, int hold);
 
 /* For the session and the hooks layer: agree on the checkpoint directory
  * (`dir` NULL: nothing to add). The first setting wins; a different one is
@@ -125,7 +132,7 @@ int ckpt__step_context_resolve(ckpt_step_context *sc, const ckpt_graph *g,
 
 struct ckpt_monitored_session {
     ckpt_graph *graph;
-    int graph_was_frozen;
+    int holds_freeze; /* this session froze the graph (until close) */
     ckpt_hook *hooks;
     size_t num_hooks;
     size_t num_began; /* hooks whose begin succeeded */

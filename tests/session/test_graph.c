@@ -1,5 +1,7 @@
 /* tests/session/test_graph.c - the variable registry: registration checks,
- * the global step, lookups, and the freeze after the hooks' begin. */
+ * the global step, lookups, the freeze after the hooks' begin (kept while
+ * any session over the graph is open), and a graph freed before its
+ * sessions. */
 #include "session_test_util.h"
 
 #include <string.h>
@@ -134,6 +136,51 @@ static void test_graph_frozen_by_session(void **state)
     ckpt_graph_free(g2);
 }
 
+/* Two sessions over one graph: the first one's close left the graph
+ * unfrozen while the second still ran over it, so a variable added then
+ * was silently missing from the second one's checkpoints. */
+static void test_graph_frozen_while_any_session_open(void **state)
+{
+    model m;
+    ckpt_monitored_session *a, *b;
+    float x = 0;
+    ckpt_var v = float_var("x", &x, 1);
+    (void)state;
+    model_init(&m);
+    assert_ckpt_ok(ckpt_monitored_session_new(&a, m.graph, NULL, 0, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_new(&b, m.graph, NULL, 0, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(a, 0));
+    assert_true(ckpt_graph_is_frozen(m.graph));
+    assert_ckpt_error(ckpt_graph_add_var(m.graph, &v), CKPT_ESTATE, "frozen");
+    ckpt_monitored_session_free(a);
+    assert_true(ckpt_graph_is_frozen(m.graph));
+    ckpt_monitored_session_free(b);
+    assert_false(ckpt_graph_is_frozen(m.graph));
+    assert_ckpt_ok(ckpt_graph_add_var(m.graph, &v));
+    model_free(&m);
+}
+
+/* A graph freed before its session (a cleanup in the wrong order) was
+ * used after free by the session's run, close and free; now the session
+ * keeps it until it is freed itself. */
+static void test_graph_freed_before_session(void **state)
+{
+    model m;
+    ckpt_monitored_session *ms, *ms2;
+    (void)state;
+    model_init(&m);
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms2, m.graph, NULL, 0, NULL));
+    ckpt_graph_free(m.graph);
+    assert_ckpt_ok(ckpt_monitored_session_run(ms, NULL, model_step, &m, NULL));
+    assert_int_equal(m.step, 1);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_ckpt_ok(ckpt_monitored_session_run(ms2, NULL, model_step, &m, NULL));
+    assert_int_equal(m.step, 2);
+    ckpt_monitored_session_free(ms2); /* frees the graph */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +189,8 @@ int main(void)
         cmocka_unit_test(test_graph_global_step),
         cmocka_unit_test(test_graph_global_step_added_as_var),
         cmocka_unit_test(test_graph_frozen_by_session),
+        cmocka_unit_test(test_graph_frozen_while_any_session_open),
+        cmocka_unit_test(test_graph_freed_before_session),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
