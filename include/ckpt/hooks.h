@@ -375,9 +375,10 @@ CKPT_EXTERN(int) ckpt_training_session_options_init(
  *  frequencies positive is CKPT_EINVAL (B41). The hooks log through
  *  session.log (default: stderr). The session restores from
  *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
- *  given both here and in session, is CKPT_EINVAL. Every hook passed in is
- *  consumed, also on failure (its destroy has been called). NULL `opts`:
- *  all defaults. */
+ *  given both here and in session, is CKPT_EINVAL, and so is one hook given
+ *  twice (in one list or in both, named by list and index). Every hook
+ *  passed in is consumed, also on failure (its destroy has been called,
+ *  once per hook). NULL `opts`: all defaults. */
 CKPT_EXTERN(int) ckpt_training_session_new(
     ckpt_monitored_session **out, ckpt_graph *graph,
     const ckpt_training_session_options *opts);

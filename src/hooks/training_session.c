@@ -9,6 +9,7 @@
  * summary hook exists in this library. */
 #include "ckpt/hooks.h"
 #include "common/internal.h"
+#include "session/session_internal.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -18,9 +19,7 @@
 
 static void destroy_all(const ckpt_hook *hooks, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (hooks && hooks[i].destroy)
-            hooks[i].destroy(hooks[i].payload);
+    ckpt__hooks_destroy(hooks, n, NULL, 0);
 }
 
 /* Resolve the checkpoint frequency: `*enabled` is 0 when no checkpoint
@@ -104,6 +103,30 @@ static size_t options_size(unsigned int version)
     return sizeof(ckpt_training_session_options);
 }
 
+/* One hook given twice (in one list or in both) would be called twice a
+ * step and destroyed twice: say where, in the caller's own indices. */
+static int check_duplicate_hooks(const ckpt_training_session_options *o)
+{
+    const ckpt_hook *lists[2] = {o->chief_only_hooks, o->hooks};
+    const size_t counts[2] = {o->num_chief_only_hooks, o->num_hooks};
+    static const char *const names[2] = {"chief_only_hooks", "hooks"};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            for (int k = 0; k <= l; k++) {
+                size_t n = k == l ? i : counts[k];
+                for (size_t j = 0; j < n; j++)
+                    if (ckpt__hook_is_among(&lists[l][i], &lists[k][j], 1))
+                        return ckpt__error(
+                            CKPT_EINVAL,
+                            "training session: %s[%zu] and %s[%zu] ('%s') "
+                            "are the same hook (one payload): give each "
+                            "hook once",
+                            names[k], j, names[l], i,
+                            lists[l][i].name ? lists[l][i].name : "unnamed");
+            }
+    return 0;
+}
+
 static int check_options(const ckpt_training_session_options *o)
 {
     if (ckpt__seconds_check(o->save_checkpoint_secs, "training session",
@@ -118,7 +141,7 @@ static int check_options(const ckpt_training_session_options *o)
                            "training session: %zu listeners but listeners "
                            "is NULL",
                            o->num_listeners);
-    return 0;
+    return check_duplicate_hooks(o);
 }
 
 /* Tell the user the default frequency was applied (TensorFlow's 0 means
@@ -183,7 +206,9 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
             goto fail;
         }
     } else {
-        destroy_all(o->chief_only_hooks, o->num_chief_only_hooks); /* B43 */
+        /* B43; a hook also among the user hooks goes on to the session */
+        ckpt__hooks_destroy(o->chief_only_hooks, o->num_chief_only_hooks,
+                            o->hooks, o->num_hooks);
     }
     if (o->num_hooks)
         memcpy(hooks + n, o->hooks, o->num_hooks * sizeof(*hooks));
@@ -213,7 +238,8 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
 fail:
     /* The caller's hooks are consumed on every path. */
     destroy_all(o->chief_only_hooks, o->num_chief_only_hooks);
-    destroy_all(o->hooks, o->num_hooks);
+    ckpt__hooks_destroy(o->hooks, o->num_hooks, o->chief_only_hooks,
+                        o->num_chief_only_hooks);
     ckpt__free(hooks);
     return err;
 }

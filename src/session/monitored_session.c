@@ -57,11 +57,26 @@ int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms)
     return ms->graph->global_step ? *ms->graph->global_step : -1;
 }
 
-static void destroy_hooks(const ckpt_hook *hooks, size_t n)
+int ckpt__hook_is_among(const ckpt_hook *h, const ckpt_hook *list, size_t n)
+{
+    for (size_t j = 0; h->payload && list && j < n; j++)
+        if (list[j].payload == h->payload && list[j].destroy == h->destroy)
+            return 1;
+    return 0;
+}
+
+void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
+                         const ckpt_hook *before, size_t m)
 {
     for (size_t i = 0; hooks && i < n; i++)
-        if (hooks[i].destroy)
+        if (hooks[i].destroy && !ckpt__hook_is_among(&hooks[i], hooks, i) &&
+            !ckpt__hook_is_among(&hooks[i], before, m))
             hooks[i].destroy(hooks[i].payload);
+}
+
+static void destroy_hooks(const ckpt_hook *hooks, size_t n)
+{
+    ckpt__hooks_destroy(hooks, n, NULL, 0);
 }
 
 static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
@@ -82,6 +97,14 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                 "hook %zu ('%s'): version %d is not supported (set it to "
                 "CKPT_HOOK_VERSION)",
                 i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (ckpt__hook_is_among(&hooks[i], &hooks[j], 1))
+                return ckpt__error(
+                    CKPT_EINVAL,
+                    "hooks[%zu] and hooks[%zu] ('%s') are the same hook "
+                    "(one payload): give each hook once",
+                    j, i, hooks[i].name ? hooks[i].name : "unnamed");
     if (!opts)
         return 0;
     if (ckpt__options_check_version(opts->version, CKPT_SESSION_OPTIONS_VERSION,

@@ -47,6 +47,15 @@ struct ckpt_graph {
  * freezes it after the last hook's begin and unfreezes it at close. The
  * graph stays frozen while any session over it holds a freeze. */
 void ckpt__graph_set_frozen(ckpt_graph *g, int frozen);
+/* Whether `h` is one of the `n` hooks of `list` again: the same destroy
+ * and the same non-NULL payload (one hook handed over twice, whose payload
+ * must be destroyed once). */
+int ckpt__hook_is_among(const ckpt_hook *h, const ckpt_hook *list, size_t n);
+/* Call the destroy of each of the `n` hooks, once per hook: skipping a
+ * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
+ * none). */
+void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
+                         const ckpt_hook *before, size_t m);
 /* A monitored session takes (1) or drops (0) the graph: a graph freed by
  * ckpt_graph_free while sessions hold it is freed when the last one drops
  * it. */

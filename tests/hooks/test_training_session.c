@@ -1,8 +1,8 @@
 /* tests/hooks/test_training_session.c - the MonitoredTrainingSession-style
  * builder (docs/behaviour.md B40-B43): default frequencies, the rejected
  * double frequency, disabled hooks, hook order on the chief and on a
- * worker, listeners and the checkpoint name, and the named frequency
- * constants. */
+ * worker, listeners and the checkpoint name, the named frequency
+ * constants, and one hook given twice. */
 #include "session/session_test_util.h"
 
 #include <stdio.h>
@@ -367,6 +367,35 @@ static void test_two_directories_disagree(void **state)
     assert_non_null(strstr(ckpt_error_last()->message, other));
 }
 
+/* One hook given twice, in one list or in both, is refused naming both
+ * places in the caller's indices, and destroyed once (it was destroyed
+ * twice: a double free for a library hook). */
+static void test_same_hook_twice_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    ckpt_hook twice[2];
+    twice[0] = f->user_hook;
+    twice[1] = f->user_hook;
+    o.hooks = twice;
+    o.num_hooks = 2;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "hooks[0] and hooks[1] ('user') are the same hook");
+    assert_int_equal(f->user.n_destroy, 1);
+    assert_int_equal(f->chief.n_destroy, 1);
+    o = base_options(f);
+    o.hooks = &f->chief_hook;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "chief_only_hooks[0] and hooks[0] ('chief_only') are "
+                      "the same hook");
+    assert_int_equal(f->chief.n_destroy, 2);
+    assert_null(f->ms);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -386,6 +415,7 @@ int main(void)
         T(test_frequency_constants),
         T(test_options_version_1),
         T(test_two_directories_disagree),
+        T(test_same_hook_twice_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* tests/session/test_monitored_session.c - the monitored session's
  * lifecycle and run cycle (docs/behaviour.md B14-B30, B35, B39): hook call
  * order, fetches and feeds, option merging, stop requests, error rules, close
- * rules. */
+ * rules, one hook given twice. */
 #include "session_test_util.h"
 
 #include <stdio.h>
@@ -767,10 +767,30 @@ static void test_reentry_from_end_refused(void **state)
                       "already closed");
 }
 
+/* One hook handed over twice was called twice a step and its payload
+ * destroyed twice (a double free for a library hook); now refused, naming
+ * both places, and destroyed once. */
+static void test_same_hook_twice_refused_destroyed_once(void **state)
+{
+    fixture *f = *state;
+    ckpt_hook hooks[3];
+    hooks[0] = rec_hook_make(&f->a, "A", &f->t);
+    hooks[1] = rec_hook_make(&f->b, "B", &f->t);
+    hooks[2] = hooks[0];
+    assert_ckpt_error(
+        ckpt_monitored_session_new(&f->ms, f->m.graph, hooks, 3, NULL),
+        CKPT_EINVAL, "hooks[0] and hooks[2] ('A') are the same hook");
+    assert_null(f->ms);
+    assert_int_equal(f->a.n_destroy, 1);
+    assert_int_equal(f->b.n_destroy, 1);
+    assert_int_equal(f->a.n_begin, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_b14_begin_once_in_order_before_create),
+        T(test_same_hook_twice_refused_destroyed_once),
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
