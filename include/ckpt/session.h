@@ -249,7 +249,11 @@ typedef struct ckpt_hook {
 /** Release a hook that was never handed to a session (a session, or the
  *  training-session builder, consumes every hook given to it, also when it
  *  fails: do not call this on those). Calls destroy(payload) and zeroes
- *  `*hook`, so a second call does nothing. NULL is ignored. */
+ *  `*hook`, so a second call does nothing. NULL is ignored. A hook (a
+ *  non-NULL payload with a destroy) that a monitored session still holds
+ *  is left alone: the call is refused, recorded as CKPT_ESTATE in the last
+ *  error and logged on stderr at ERROR, and the session destroys the hook
+ *  when it is freed. */
 CKPT_EXTERN(void) ckpt_hook_free(ckpt_hook *hook);
 
 /* ---- the monitored session -------------------------------------------------- */

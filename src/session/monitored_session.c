@@ -8,6 +8,7 @@
 #include "io/fs_internal.h"
 #include "saver/saver_ops.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,10 +25,75 @@ int ckpt_session_options_init(ckpt_session_options *opts, unsigned int version)
                               "CKPT_SESSION_OPTIONS_INIT");
 }
 
+/* The payloads of the hooks live monitored sessions hold (process-wide,
+ * as hooks move between threads with their sessions), so that
+ * ckpt_hook_free on a hook already handed to a session is refused instead
+ * of destroying what the session still calls and will destroy again. A
+ * payload that cannot be noted (no memory) is only not protected. */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static const void **held;
+static size_t held_n, held_cap;
+
+static void hold_payloads(const ckpt_hook *hooks, size_t n)
+{
+    pthread_mutex_lock(&held_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (!hooks[i].payload || !hooks[i].destroy)
+            continue;
+        if (held_n == held_cap) {
+            size_t cap = held_cap ? held_cap * 2 : 16;
+            const void **p = ckpt__realloc((void *)held, cap * sizeof(*p));
+            if (!p)
+                break;
+            held = p;
+            held_cap = cap;
+        }
+        held[held_n++] = hooks[i].payload;
+    }
+    pthread_mutex_unlock(&held_mu);
+}
+
+static void release_payload(const void *payload)
+{
+    pthread_mutex_lock(&held_mu);
+    for (size_t i = 0; i < held_n; i++)
+        if (held[i] == payload) {
+            held[i] = held[--held_n];
+            break;
+        }
+    if (held_n == 0) {
+        ckpt__free((void *)held);
+        held = NULL;
+        held_cap = 0;
+    }
+    pthread_mutex_unlock(&held_mu);
+}
+
+static int payload_held(const void *payload)
+{
+    int found = 0;
+    pthread_mutex_lock(&held_mu);
+    for (size_t i = 0; i < held_n && !found; i++)
+        found = held[i] == payload;
+    pthread_mutex_unlock(&held_mu);
+    return found;
+}
+
 void ckpt_hook_free(ckpt_hook *hook)
 {
     if (!hook)
         return;
+    if (hook->payload && hook->destroy && payload_held(hook->payload)) {
+        char msg[256];
+        ckpt__error(CKPT_ESTATE,
+                    "ckpt_hook_free: hook '%s' was handed to a monitored "
+                    "session, which destroys it when it is freed: not "
+                    "freed here",
+                    hook->name ? hook->name : "unnamed");
+        snprintf(msg, sizeof(msg), "%s", ckpt_error_last()->message);
+        ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
+        return;
+    }
     if (hook->destroy)
         hook->destroy(hook->payload);
     memset(hook, 0, sizeof(*hook));
@@ -77,6 +143,15 @@ void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
 static void destroy_hooks(const ckpt_hook *hooks, size_t n)
 {
     ckpt__hooks_destroy(hooks, n, NULL, 0);
+}
+
+/* Destroy the session's copies, which hold_payloads noted. */
+static void destroy_held_hooks(const ckpt_hook *hooks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hooks[i].payload && hooks[i].destroy)
+            release_payload(hooks[i].payload);
+    destroy_hooks(hooks, n);
 }
 
 static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
@@ -191,6 +266,7 @@ static int alloc_session(ckpt_monitored_session **out, ckpt_graph *graph,
             return ckpt__error_oom();
         memcpy(ms->hooks, hooks, n * sizeof(*hooks));
         ms->num_hooks = n;
+        hold_payloads(ms->hooks, n);
     }
     err = copy_options(ms, opts);
     if (err < 0)
@@ -409,7 +485,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     }
     if (ms->stop_source_detach)
         ms->stop_source_detach();
-    destroy_hooks(ms->hooks, ms->num_hooks);
+    destroy_held_hooks(ms->hooks, ms->num_hooks);
     ckpt__free(ms->fence_savers);
     if (ms->holds_freeze)
         ckpt__graph_set_frozen(ms->graph, 0);

@@ -1,7 +1,7 @@
 /* tests/session/test_monitored_session.c - the monitored session's
  * lifecycle and run cycle (docs/behaviour.md B14-B30, B35, B39): hook call
  * order, fetches and feeds, option merging, stop requests, error rules, close
- * rules, one hook given twice. */
+ * rules, one hook given twice, ckpt_hook_free on a hook a session holds. */
 #include "session_test_util.h"
 
 #include <stdio.h>
@@ -786,11 +786,47 @@ static void test_same_hook_twice_refused_destroyed_once(void **state)
     assert_int_equal(f->a.n_begin, 0);
 }
 
+/* ckpt_hook_free on a hook already handed to a session destroyed the
+ * payload the session still called, and the session destroyed it again
+ * (a double free for a library hook); now refused with CKPT_ESTATE (and a
+ * line on stderr), the session going on with the hook. */
+static void test_hook_free_after_handing_over_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_hook h = rec_hook_make(&f->a, "A", &f->t);
+    ckpt_hook counter;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    ckpt_error_clear();
+    ckpt_hook_free(&h);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ESTATE);
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "hook 'A' was handed to a monitored session"));
+    assert_int_equal(f->a.n_destroy, 0);
+    assert_ckpt_ok(run_step(f));
+    assert_int_equal(f->a.n_after, 1);
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    assert_int_equal(f->a.n_destroy, 1);
+    /* a library hook the same way, then one never handed over */
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&counter, NULL));
+    h = counter;
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    ckpt_hook_free(&counter);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ESTATE);
+    assert_ckpt_ok(run_step(f));
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&counter, NULL));
+    ckpt_hook_free(&counter);
+    assert_null(counter.payload);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_b14_begin_once_in_order_before_create),
         T(test_same_hook_twice_refused_destroyed_once),
+        T(test_hook_free_after_handing_over_refused),
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
