@@ -372,7 +372,8 @@ CKPT_EXTERN(int) ckpt_training_session_options_init(
  *  through the session's scaffold saver, configured by saver_options, with
  *  the given listeners and checkpoint_basename), then user hooks; a
  *  non-chief gets only the user hooks and never restores. Both checkpoint
- *  frequencies positive is CKPT_EINVAL (B41). The hooks log through
+ *  frequencies positive is CKPT_EINVAL (B41); a positive one without
+ *  checkpoint_dir saves nothing, said at WARN. The hooks log through
  *  session.log (default: stderr). The session restores from
  *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
  *  given both here and in session, is CKPT_EINVAL, and so is one hook given

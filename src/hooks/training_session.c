@@ -103,15 +103,25 @@ static size_t options_size(unsigned int version)
     return sizeof(ckpt_training_session_options);
 }
 
-/* One hook given twice (in one list or in both) would be called twice a
- * step and destroyed twice: say where, in the caller's own indices. */
-static int check_duplicate_hooks(const ckpt_training_session_options *o)
+/* The caller's hooks, named by the caller's own indices (the session's
+ * would count the default hooks too): a hook version this library does
+ * not know, and one hook given twice (in one list or in both), which would
+ * be called twice a step and destroyed twice. */
+static int check_hooks(const ckpt_training_session_options *o)
 {
     const ckpt_hook *lists[2] = {o->chief_only_hooks, o->hooks};
     const size_t counts[2] = {o->num_chief_only_hooks, o->num_hooks};
     static const char *const names[2] = {"chief_only_hooks", "hooks"};
     for (int l = 0; l < 2; l++)
-        for (size_t i = 0; i < counts[l]; i++)
+        for (size_t i = 0; i < counts[l]; i++) {
+            const ckpt_hook *h = &lists[l][i];
+            if (h->version < 1 || h->version > CKPT_HOOK_VERSION)
+                return ckpt__error(CKPT_EVERSION,
+                                   "training session: %s[%zu] ('%s'): "
+                                   "version %d is not supported (set it to "
+                                   "CKPT_HOOK_VERSION)",
+                                   names[l], i, h->name ? h->name : "unnamed",
+                                   h->version);
             for (int k = 0; k <= l; k++) {
                 size_t n = k == l ? i : counts[k];
                 for (size_t j = 0; j < n; j++)
@@ -124,6 +134,7 @@ static int check_duplicate_hooks(const ckpt_training_session_options *o)
                             names[k], j, names[l], i,
                             lists[l][i].name ? lists[l][i].name : "unnamed");
             }
+        }
     return 0;
 }
 
@@ -141,14 +152,26 @@ static int check_options(const ckpt_training_session_options *o)
                            "training session: %zu listeners but listeners "
                            "is NULL",
                            o->num_listeners);
-    return check_duplicate_hooks(o);
+    return check_hooks(o);
 }
 
 /* Tell the user the default frequency was applied (TensorFlow's 0 means
- * off; here it is CKPT_FREQ_OFF). */
+ * off; here it is CKPT_FREQ_OFF), or that a frequency without a directory
+ * saves nothing. */
 static void log_default_frequency(const ckpt_training_session_options *o)
 {
     ckpt_log_fn log = o->session.log ? o->session.log : ckpt_log_stderr;
+    if (!o->checkpoint_dir && !o->not_chief &&
+        (o->save_checkpoint_secs > 0 || o->save_checkpoint_steps > 0)) {
+        /* TensorFlow saves nothing then either, and says nothing. */
+        ckpt__log(log, o->session.log ? o->session.log_payload : NULL,
+                  ckpt__log_min_level(o->session.log_level), CKPT_LOG_WARN,
+                  "training session: %s is set but checkpoint_dir is NULL: "
+                  "no checkpoint is saved (set checkpoint_dir)",
+                  o->save_checkpoint_secs > 0 ? "save_checkpoint_secs"
+                                              : "save_checkpoint_steps");
+        return;
+    }
     if (!o->checkpoint_dir || o->not_chief ||
         o->save_checkpoint_secs != CKPT_FREQ_DEFAULT ||
         o->save_checkpoint_steps != CKPT_FREQ_DEFAULT)

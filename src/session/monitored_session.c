@@ -169,8 +169,8 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
         if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
             return ckpt__error(
                 CKPT_EVERSION,
-                "hook %zu ('%s'): version %d is not supported (set it to "
-                "CKPT_HOOK_VERSION)",
+                "hooks[%zu] ('%s'): version %d is not supported (set it "
+                "to CKPT_HOOK_VERSION)",
                 i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
     for (size_t i = 1; i < n; i++)
         for (size_t j = 0; j < i; j++)

@@ -154,9 +154,16 @@ static void test_b41_both_without_directory_no_hook(void **state)
     o.checkpoint_dir = NULL;
     o.save_checkpoint_secs = 60.0;
     o.save_checkpoint_steps = 100;
+    o.session.log = log_sink_fn;
+    o.session.log_payload = &f->sink;
     assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
     hook_names(f->ms, names, sizeof(names));
     assert_string_equal(names, "chief_only user");
+    /* a frequency without a directory saves nothing: said at WARN (it was
+     * silent, a loop meant to checkpoint never did) */
+    assert_true(log_sink_find(&f->sink, "save_checkpoint_secs is set but "
+                                        "checkpoint_dir is NULL: no "
+                                        "checkpoint is saved") >= 0);
 }
 
 static void test_b42_non_positive_frequencies_disable(void **state)
@@ -394,6 +401,16 @@ static void test_same_hook_twice_refused(void **state)
                       "the same hook");
     assert_int_equal(f->chief.n_destroy, 2);
     assert_null(f->ms);
+    /* a hook's bad version is named by the caller's index too (it was the
+     * session's, counting the default hooks) */
+    o = base_options(f);
+    f->user_hook.version = 0;
+    o.hooks = &f->user_hook;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EVERSION,
+                      "training session: hooks[0] ('user'): version 0");
+    assert_int_equal(f->user.n_destroy, 2);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
