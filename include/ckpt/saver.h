@@ -146,7 +146,12 @@ typedef struct ckpt_saver_options {
      *  the small variables, and holds the values of that moment, provided
      *  nothing writes a variable before the first step's fence. The
      *  staging memory is then faulted in by those background copies
-     *  rather than up front (ckpt_saver_reserve only maps it).
+     *  rather than up front (ckpt_saver_reserve only maps it). A promise
+     *  the library cannot check: a caller that then writes a large
+     *  variable before a fence saves it torn (a monitored session whose
+     *  loop has never called the fence warns once when a step ends over
+     *  an open snapshot). Synchronous saves (ckpt_saver_save, the sync
+     *  checkpoint hook) are complete copies either way.
      *  0 (default): overlapped from the first ckpt_saver_mutation_fence
      *  call on. (Version 2.) */
     int fence_from_start;

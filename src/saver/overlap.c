@@ -88,6 +88,14 @@ void ckpt__saver_complete_open_snapshot(ckpt_saver *s)
         ckpt__saver_complete_snapshot(s);
 }
 
+int ckpt__saver_open_snapshot_step(const ckpt_saver *s, int64_t *step)
+{
+    if (!s || s->ops || !s->deferred)
+        return 0;
+    *step = s->deferred->step;
+    return 1;
+}
+
 int ckpt_saver_mutation_fence(ckpt_saver *s)
 {
     CKPT__CHECK_ARG(s);

@@ -39,6 +39,9 @@ long ckpt__saver_num_vars(const ckpt_saver *s);
  * without switching it to overlapped snapshots (as ckpt_saver_mutation_
  * fence would); nothing for a wrapped saver or NULL. */
 void ckpt__saver_complete_open_snapshot(ckpt_saver *s);
+/* The step of the library's own saver's open overlapped snapshot into
+ * `*step`: 1 when one is open, else 0 (also for a wrapped saver or NULL). */
+int ckpt__saver_open_snapshot_step(const ckpt_saver *s, int64_t *step);
 
 /* Copy a caller's saver options into `dst`: the fields its version has,
  * the defaults for those added since (all defaults when `src` is NULL). */

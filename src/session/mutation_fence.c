@@ -10,7 +10,8 @@
  * trigger (a saver opened with fence_from_start overlaps from its first
  * save on). The session completes open snapshots when a step ends, so a
  * step that wrote nothing need not call the fence and a snapshot never
- * stays open beyond the step after its trigger. The same
+ * stays open beyond the step after its trigger (with fence_from_start, a
+ * loop that never called the fence is warned once there). The same
  * list tells whose writes in flight a session being dropped or closed
  * waits for. */
 #include "session_internal.h"
@@ -72,6 +73,26 @@ void ckpt__ms_wait_hook_savers(ckpt_monitored_session *ms, const char *when)
 
 void ckpt__ms_complete_snapshots(ckpt_monitored_session *ms)
 {
+    int64_t step;
+    /* A saver opened with fence_from_start overlaps before any fence: a
+     * loop that has never called one most likely does not know the rule
+     * it promised, and may just have torn that checkpoint. Said once. */
+    for (size_t i = 0;
+         i < ms->num_fence_savers && !ms->fence_used && !ms->warned_unfenced;
+         i++)
+        if (ckpt__saver_open_snapshot_step(ms->fence_savers[i], &step)) {
+            ms->warned_unfenced = 1;
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "monitored session: a step ended while the "
+                         "checkpoint of step %lld was still being copied "
+                         "(saver option fence_from_start), and the loop has "
+                         "never called ckpt_step_context_mutation_fence: "
+                         "a variable of more than 64 KiB that the step "
+                         "wrote, if any, is saved torn in it. Call the "
+                         "fence before the step's first write, or leave "
+                         "fence_from_start unset",
+                         (long long)step);
+        }
     /* Without switching a saver the loop has not fenced yet: one whose
      * options say the loop fences from the start has an open snapshot
      * from its first save (the initial one) even so. */

@@ -190,7 +190,9 @@ struct ckpt_monitored_session {
     /* savers a step's mutation fence completes (mutation_fence.c) */
     ckpt_saver **fence_savers;
     size_t num_fence_savers, cap_fence_savers;
-    int fence_used; /* a step called the fence: snapshots overlap */
+    int fence_used;      /* a step called the fence: snapshots overlap */
+    int warned_unfenced; /* said a step ended unfenced over an open
+                            snapshot (fence_from_start) */
 
     /* preemption (see hooks/preemption.c) */
     const atomic_int *stop_source;

@@ -8,7 +8,8 @@
  * snapshot when it ends); read callbacks run on the training thread at the
  * trigger; small variables (the global step, counters) may change before
  * the fence; the fence outside a step is an error; with the saver option
- * fence_from_start the initial checkpoint overlaps the first step too. */
+ * fence_from_start the initial checkpoint overlaps the first step too, and
+ * a loop that never calls the fence is warned once. */
 #include "saver/saver_internal.h"
 #include "session/session_internal.h"
 #include "test_util.h"
@@ -413,6 +414,68 @@ static void test_fence_from_start_not_in_version_1(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+typedef struct warn_log {
+    int warnings;
+    char first[512];
+} warn_log;
+
+static void count_warnings(int level, const char *message, void *payload)
+{
+    warn_log *l = payload;
+    if (level != CKPT_LOG_WARN)
+        return;
+    if (l->warnings++ == 0)
+        snprintf(l->first, sizeof(l->first), "%s", message);
+}
+
+/* With fence_from_start, a loop that never calls the fence tore its
+ * checkpoints without a word (the option is a promise the library cannot
+ * check); the first step that ends over an open snapshot without any
+ * fence call so far now says so, once. A loop that fences is not warned. */
+static void test_fence_from_start_unfenced_loop_warned(void **state)
+{
+    fixture *f = *state;
+    for (int fenced = 0; fenced <= 1; fenced++) {
+        static ckpt_saver_options so;
+        ckpt_checkpoint_hook_options o = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+        ckpt_monitored_session *ms = NULL;
+        warn_log log = {0, ""};
+        ckpt_hook h;
+        ckpt_saver_options_init(&so, CKPT_SAVER_OPTIONS_VERSION);
+        so.fence_from_start = 1;
+        so.busy_policy = CKPT_BUSY_WAIT;
+        so.max_to_keep = CKPT_KEEP_ALL;
+        o.checkpoint_dir = f->dir;
+        o.save_steps = 1;
+        o.mode = CKPT_SAVE_ASYNC;
+        o.use_scaffold = 1;
+        sess.checkpoint_dir = f->dir;
+        sess.saver_options = &so;
+        sess.log = count_warnings;
+        sess.log_payload = &log;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess));
+        for (int i = 0; i < 3; i++)
+            assert_ckpt_ok(ckpt_monitored_session_run(
+                ms, NULL, fenced ? fenced_step : unfenced_step, f, NULL));
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        assert_int_equal(log.warnings, fenced ? 0 : 1);
+        if (!fenced)
+            assert_non_null(strstr(log.first,
+                                   "the checkpoint of step 0 was still "
+                                   "being copied (saver option "
+                                   "fence_from_start), and the loop has "
+                                   "never called "
+                                   "ckpt_step_context_mutation_fence"));
+        test_remove_tree(f->dir);
+        f->dir = test_make_temp_dir();
+        f->step = 0;
+        write_state(f, 0);
+    }
+}
+
 static void test_fence_outside_step(void **state)
 {
     fixture *f = *state;
@@ -449,6 +512,8 @@ int main(void)
             test_fence_from_start_first_step_reads_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_from_start_not_in_version_1,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_from_start_unfenced_loop_warned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_outside_step, setup,
                                         teardown),
     };
