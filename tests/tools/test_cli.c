@@ -1330,6 +1330,68 @@ static void test_repack_removes_stale_temps(void **state)
     test_remove_tree(dir);
 }
 
+/* A newcomer's mix-ups of directory, prefix and file: ls of a prefix, of
+ * an index or of the state file said only "No such file or directory" or
+ * "not a directory", now the command meant; repack to "x.index" wrote
+ * x.index.index and x.index.data-*, now a usage error naming the prefix;
+ * an option before the command says where options go. */
+static void test_prefix_directory_mixups(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "typed");
+    char *index = test_path(dir, "typed.index");
+    char *state_file = test_path(dir, "checkpoint");
+    char *dst = test_path(dir, "copy.index");
+    char *dst_index = test_path(dir, "copy.index.index");
+    char want[4400];
+    cli_run r;
+    (void)state;
+    write_typed_checkpoint(prefix);
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"typed\"\n");
+    snprintf(want, sizeof(want),
+             "ckpt ls: %s: No such file or directory: ls takes a checkpoint "
+             "directory (ckpt ls %s); this checkpoint's tensors: ckpt "
+             "inspect %s",
+             prefix, dir, prefix);
+    RUN(r, "ls", prefix, "--json");
+    expect_status(&r, 2);
+    expect_contains(r.err, want);
+    expect_contains(r.out, "\"ok\": false");
+    run_free(&r);
+    RUN(r, "ls", index);
+    expect_status(&r, 2);
+    expect_contains(r.err, "not a directory: ls takes a checkpoint directory");
+    expect_contains(r.err, "this checkpoint's tensors: ckpt inspect ");
+    run_free(&r);
+    RUN(r, "ls", state_file);
+    expect_status(&r, 2);
+    expect_contains(r.err, "not a directory: ls takes a checkpoint directory");
+    expect_lacks(r.err, "tensors");
+    run_free(&r);
+    RUN(r, "repack", prefix, dst, "--json");
+    expect_status(&r, 2);
+    snprintf(want, sizeof(want),
+             "ckpt repack: DST %s names a checkpoint's file; DST is the new "
+             "checkpoint's prefix (its files are DST.index and DST.data-*), "
+             "e.g. %s/copy",
+             dst, dir);
+    expect_contains(r.err, want);
+    expect_contains(r.out, "\"ok\": false");
+    assert_int_not_equal(access(dst_index, F_OK), 0);
+    run_free(&r);
+    RUN(r, "--json", "ls", dir);
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown command '--json' (options go after the "
+                           "command, e.g. ckpt ls DIR --json)");
+    run_free(&r);
+    free(prefix);
+    free(index);
+    free(state_file);
+    free(dst);
+    free(dst_index);
+    test_remove_tree(dir);
+}
+
 static void test_inspect_value_formats(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1571,6 +1633,7 @@ int main(void)
         cmocka_unit_test(test_repack_past_file_size_limit),
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),
+        cmocka_unit_test(test_prefix_directory_mixups),
         cmocka_unit_test(test_unwritable_stdout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,9 @@ const cli_command cli_cmd_ls = {
     "regular file: \"index is a FIFO, not a regular file\"); ls still\n"
     "exits 0, as it only lists (ckpt verify DIR exits 1 for the checkpoint\n"
     "it names).\n\n"
+    "DIR must be a directory: a checkpoint prefix, one of its files or\n"
+    "the state file instead is a usage error whose message gives the\n"
+    "command meant (ckpt ls of its directory, ckpt inspect of it).\n"
     "DIR is listed once (and once each subdirectory of it the state file\n"
     "names); each checkpoint's files are then looked up. A path ending in\n"
     "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
@@ -689,6 +692,33 @@ static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
     return rows;
 }
 
+/* What `path`, given to ls where a directory is expected, names: 1 a
+ * checkpoint (path.index exists, or a name ending in .index or .data-...),
+ * 2 a state file (named "checkpoint"), else 0; each gets a hint. */
+static int names_checkpoint(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *base = strrchr(path, '/');
+    size_t n = strlen(path) + sizeof(".index");
+    char *index;
+    struct stat sb;
+    int found;
+    base = base ? base + 1 : path;
+    if (strcmp(base, "checkpoint") == 0)
+        return stat(path, &sb) == 0 ? 2 : 0;
+    if (dot && dot > base &&
+        (strcmp(dot, ".index") == 0 ||
+         strncmp(dot, ".data-", strlen(".data-")) == 0))
+        return 1;
+    index = malloc(n);
+    if (!index)
+        return 0;
+    snprintf(index, n, "%s.index", path);
+    found = stat(index, &sb) == 0;
+    free(index);
+    return found;
+}
+
 static int run(int argc, char **argv)
 {
     const cli_command *c = &cli_cmd_ls;
@@ -704,12 +734,24 @@ static int run(int argc, char **argv)
     rc = cli_parse_path_and_json(c, "DIR", argc, argv, &dir, &json);
     if (rc != 0)
         return rc;
-    if (stat(dir, &sb) != 0) {
-        cli_error("ls", "%s: %s", dir, strerror(errno));
-        return CLI_USAGE;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        cli_error("ls", "%s: not a directory", dir);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        const char *why =
+            stat(dir, &sb) != 0 ? strerror(errno) : "not a directory";
+        int names = names_checkpoint(dir);
+        const char *slash = strrchr(dir, '/');
+        int dlen = slash ? (int)(slash - dir) + (slash == dir) : 1;
+        const char *dname = slash ? dir : ".";
+        if (names)
+            cli_error("ls",
+                      "%s: %s: ls takes a checkpoint directory (ckpt ls "
+                      "%.*s)%s%s",
+                      dir, why, dlen, dname,
+                      names == 1 ? "; this checkpoint's tensors: ckpt "
+                                   "inspect "
+                                 : "",
+                      names == 1 ? dir : "");
+        else
+            cli_error("ls", "%s: %s", dir, why);
         return CLI_USAGE;
     }
     err = list_dir(&files, dir);

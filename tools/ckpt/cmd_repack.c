@@ -22,8 +22,9 @@ const cli_command cli_cmd_repack = {
     "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
     "checkpoint; one its state file names outside the directory is read\n"
     "after a warning on stderr); DST is the prefix to write (its directory\n"
-    "must exist and DST.index must not). Every record is read with its\n"
-    "checksum checked and copied byte for byte.\n\n"
+    "must exist and DST.index must not; a DST ending in .index or .data-*,\n"
+    "a file's name rather than a prefix, is a usage error). Every record\n"
+    "is read with its checksum checked and copied byte for byte.\n\n"
     "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
@@ -245,8 +246,22 @@ static int check_destination(const char *dst)
     char *index = malloc(n);
     struct stat st;
     int exists;
+    const char *dot;
     if (!index)
         return CLI_USAGE;
+    /* DST "x.index" (a file name, as SRC may be given) would be written
+     * as x.index.index and x.index.data-...: a checkpoint nobody meant */
+    dot = strrchr(dst, '.');
+    if (dot && (strcmp(dot, ".index") == 0 ||
+                strncmp(dot, ".data-", strlen(".data-")) == 0)) {
+        cli_error("repack",
+                  "DST %s names a checkpoint's file; DST is the new "
+                  "checkpoint's prefix (its files are DST.index and "
+                  "DST.data-*), e.g. %.*s",
+                  dst, (int)(dot - dst), dst);
+        free(index);
+        return CLI_USAGE;
+    }
     if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
         /* DST names a prefix: files would land beside the directory */
         cli_error("repack",

@@ -78,7 +78,10 @@ static int dispatch(int argc, char **argv)
         return help(argc - 2, argv + 2);
     c = find_command(argv[1]);
     if (!c) {
-        fprintf(stderr, "ckpt: unknown command '%s'\n", cli_safe(argv[1]));
+        fprintf(stderr, "ckpt: unknown command '%s'%s\n", cli_safe(argv[1]),
+                argv[1][0] == '-' ? " (options go after the command, e.g. "
+                                    "ckpt ls DIR --json)"
+                                  : "");
         print_usage(stderr);
         return CLI_USAGE;
     }
