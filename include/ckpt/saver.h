@@ -11,7 +11,9 @@
  *
  * Threads: a saver is used from one thread (the training loop). Async saves
  * run on one background writer thread the saver owns; completion callbacks
- * and the log callback are documented per member below.
+ * and the log callback are documented per member below. In a child made by
+ * fork() (where that thread does not exist) every call on the parent's
+ * saver that would save, wait or restore returns CKPT_ESTATE saying so.
  *
  * NULL arguments: a function returning int rejects a NULL pointer it needs
  * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
@@ -227,7 +229,8 @@ typedef struct ckpt_saver ckpt_saver;
  *  files. Savers of one process sharing a directory each write the state
  *  file from their own list: let only one of them save there (the others
  *  restore), or each one's checkpoints drop out of the other's list and
- *  are left on disk unlisted. Read a
+ *  are left on disk unlisted. A child made by fork() inherits the lock
+ *  but not the right to save: its saver gets CKPT_EBUSY there. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
  *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),
@@ -307,7 +310,8 @@ CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
  *  snapshots (see save_async); a caller that never calls it gets complete
  *  copies from save_async, as before. Neither delivers outcomes nor
  *  returns background errors (the next save, poll or wait does).
- *  @return 0, or CKPT_EINVAL for a NULL saver */
+ *  @return 0, CKPT_EINVAL for a NULL saver, or CKPT_ESTATE (called on the
+ *          writer thread, or in a child made by fork()) */
 CKPT_EXTERN(int) ckpt_saver_mutation_fence(ckpt_saver *s);
 
 /** Deliver finished saves to `on_save_done` without blocking. `*busy_out`

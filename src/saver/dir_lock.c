@@ -4,8 +4,9 @@
  * process's later savers of the same directory share it (a checkpoint hook
  * and the session's scaffold saver, say), and a saver of another process
  * is refused with CKPT_EBUSY: its recovery would delete the first one's
- * temporary files under it. While savers of this process share it, none
- * of them sweeps leftovers (dir_sweep.c): one's temporaries may be
+ * temporary files under it (so is a saver of a child made by fork(), which
+ * inherits the parent's lock and list). While savers of this process share it,
+ * none of them sweeps leftovers (dir_sweep.c): one's temporaries may be
  * another's save in flight. Only on the POSIX file system; where flock() is
  * not available (ENOLCK, some network file systems) the saver goes on
  * without it. The kernel drops the lock when the process ends, however it
@@ -26,6 +27,7 @@ struct ckpt__dir_lock {
     ino_t ino;
     int fd; /* holds the flock; -1 when flock() was not available */
     int refs;
+    long pid; /* the process that took it (a fork()ed child inherits it) */
     struct ckpt__dir_lock *next;
 };
 
@@ -72,7 +74,19 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
     for (l = locks; l; l = l->next)
         if (l->dev == st.st_dev && l->ino == st.st_ino)
             break;
-    if (l) {
+    if (l && l->pid != (long)getpid()) {
+        /* The parent's lock, copied by fork(): the parent may be saving
+         * there right now. */
+        err = ckpt__error(CKPT_EBUSY,
+                          "checkpoint directory %s is in use by the savers "
+                          "of process %ld, whose lock this process (%ld, a "
+                          "child made by fork()) inherited: two savers would "
+                          "delete each other's temporary files and write "
+                          "over each other's state file; save to another "
+                          "directory",
+                          dir, l->pid, (long)getpid());
+        l = NULL;
+    } else if (l) {
         l->refs++;
     } else {
         l = ckpt__calloc(1, sizeof(*l));
@@ -84,6 +98,7 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
             l->dev = st.st_dev;
             l->ino = st.st_ino;
             l->refs = 1;
+            l->pid = (long)getpid();
             l->next = locks;
             locks = l;
         } else {

@@ -99,6 +99,8 @@ int ckpt__saver_open_snapshot_step(const ckpt_saver *s, int64_t *step)
 int ckpt_saver_mutation_fence(ckpt_saver *s)
 {
     CKPT__CHECK_ARG(s);
+    if (ckpt__saver_refuse_writer_thread(s, "mutation fence") < 0)
+        return CKPT_ESTATE;
     if (s->ops)
         return 0; /* a wrapped saver's snapshot is complete at the trigger */
     s->overlap = 1;

@@ -161,6 +161,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     if (!s)
         return ckpt__error_oom();
     ckpt__saver_options_copy(&s->opts, opts);
+    s->pid = ckpt__saver_pid();
     s->overlap = s->opts.fence_from_start != 0;
     if (s->opts.max_to_keep == 0)
         s->opts.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;

@@ -425,6 +425,7 @@ struct ckpt_saver {
     /* A handle of ckpt_saver_wrap: everything else is unused (saver_ops.c) */
     const ckpt_saver_ops *ops;
     void *ops_self;
+    long pid; /* the process that opened it (a fork()ed child is refused) */
 
     ckpt_saver_options opts;
     char *basename;
@@ -532,6 +533,9 @@ int ckpt__saver_enter(ckpt_saver *s);
 /* CKPT_ESTATE naming `what` when called on `s`'s own writer thread (a log
  * callback calling back into the saver, which would wait for itself). */
 int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what);
+/* The process id to record in a new saver (ckpt__saver_refuse_writer_
+ * thread refuses the calls of a child made by fork()). */
+long ckpt__saver_pid(void);
 
 /* ---- the writer thread (writer.c; its top comment is the protocol) ------- */
 

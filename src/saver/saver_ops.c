@@ -111,6 +111,7 @@ int ckpt_saver_wrap(ckpt_saver **out, const ckpt_saver_ops *ops, void *self)
     if (!s)
         return ckpt__error_oom();
     s->ops = ops;
+    s->pid = ckpt__saver_pid();
     s->ops_self = self;
     *out = s;
     return 0;

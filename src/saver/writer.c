@@ -54,6 +54,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { HELP_NONE = 0, HELP_ASKED, HELP_RUNNING, HELP_DONE };
 
@@ -139,8 +140,23 @@ static void help_with_snapshot(ckpt_saver *s)
     pthread_cond_broadcast(&s->cv);
 }
 
+long ckpt__saver_pid(void)
+{
+    return (long)getpid();
+}
+
 int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
 {
+    /* A child made by fork() has none of the parent's threads: a call
+     * there would wait for a writer that never runs, or write into the
+     * directory the parent saves into. */
+    if (s->pid != 0 && s->pid != ckpt__saver_pid())
+        return ckpt__error(CKPT_ESTATE,
+                           "%s: the saver was opened by process %ld and this "
+                           "is process %ld, a child made by fork(), where "
+                           "its writer thread does not run: open a saver of "
+                           "the child's own (on another directory), or exec",
+                           what, s->pid, ckpt__saver_pid());
     if (!ckpt__bg_thread_runs_for(s))
         return 0;
     return ckpt__error(CKPT_ESTATE,

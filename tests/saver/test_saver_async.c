@@ -1,7 +1,7 @@
 /* Async saver tests: the snapshot is consistent and taken before
  * save_async returns, the busy policies (skip, wait, coalesce), background
  * failures returned exactly once, close with a timeout, metrics and outcome
- * delivery. Run under TSan in CI. */
+ * delivery, a fork()ed child refused. Run under TSan in CI. */
 #include "saver_test_util.h"
 
 #include "support/fs_gated_remove.h"
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -801,6 +802,59 @@ static void test_pending_note_after_crash(void **state)
     free(note);
 }
 
+/* In a child made by fork() with the parent's writer running, the
+ * parent's saver waited for a writer thread that does not exist there (a
+ * hang), and a saver the child opened on the parent's directory shared the
+ * parent's lock; now each call is CKPT_ESTATE saying so, and the open is
+ * CKPT_EBUSY. The child reports through its exit status: bit i set when
+ * check i failed. */
+static int child_checks(ckpt_saver *s, const char *dir)
+{
+    ckpt_saver *other = NULL;
+    int bad = 0;
+    alarm(30); /* a hang ends the child with SIGALRM */
+    if (ckpt_saver_save_async(s, 2, NULL) != CKPT_ESTATE ||
+        !strstr(ckpt_error_last()->message,
+                "save_async: the saver was opened by process ") ||
+        !strstr(ckpt_error_last()->message, "a child made by fork()"))
+        bad |= 1;
+    if (ckpt_saver_wait(s, 0, -1) != CKPT_ESTATE)
+        bad |= 2;
+    if (ckpt_saver_mutation_fence(s) != CKPT_ESTATE)
+        bad |= 4;
+    if (ckpt_saver_save(s, 3, NULL) != CKPT_ESTATE)
+        bad |= 8;
+    if (ckpt_saver_open(&other, dir, NULL) != CKPT_EBUSY ||
+        !strstr(ckpt_error_last()->message,
+                "a child made by fork()) inherited"))
+        bad |= 16;
+    return bad;
+}
+
+static void test_fork_child_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = open_saver_with(f, &o);
+    int status = 0;
+    pid_t pid;
+    f->step = 1;
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(child_checks(s, f->dir));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* the parent goes on as before */
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    ckpt_saver_free(s);
+    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -829,6 +883,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_add_var_total_size_limit, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_child_refused, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
