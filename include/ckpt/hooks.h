@@ -66,7 +66,10 @@ CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
  *  returned by the hook callback that made the call; after_save's, in async
  *  mode, by the hook callback that delivered the checkpoint. begin,
  *  before_save and end return 0 or a negative error (a positive value is
- *  CKPT_EUSER, with a message saying that only after_save stops). */
+ *  CKPT_EUSER, with a message saying that only after_save stops). The
+ *  listeners hear of the hook's own saves only: a save a listener makes
+ *  itself (e.g. a copy through ckpt_session_saver from after_save) is not
+ *  reported to them. */
 typedef struct ckpt_saver_listener {
     int version; /**< CKPT_LISTENER_VERSION */
     void *payload;

@@ -56,6 +56,8 @@ typedef struct ckpt__ckhook {
     uint64_t *tickets;    /* async saves dispatched, outcome not yet seen */
     size_t ntickets, cap_tickets;
     int in_sync_save;          /* a synchronous save of ours is running */
+    int in_after_save;         /* listeners' after_save are running: a
+                                  synchronous save they make is theirs */
     int ended;                 /* end or on_abort ran: no more listener calls */
     int stop_pending;          /* a listener asked to stop; not yet passed on */
     uint64_t skipped;          /* triggers skipped (policy SKIP) */

@@ -225,11 +225,14 @@ void ckpt__ckhook_add_ticket(ckpt__ckhook *h, uint64_t ticket)
 }
 
 /* Whether the outcome is of a save this hook made (a borrowed saver may
- * also be used by others); forgets the ticket. */
+ * also be used by others); forgets the ticket. A synchronous save a
+ * listener's after_save makes through the session's saver, during the
+ * hook's own synchronous save, is the listener's: claimed, it called the
+ * listeners again, which saved again, without end (a stack overflow). */
 static int claim(ckpt__ckhook *h, const ckpt_save_result *r)
 {
     if (r->ticket == 0)
-        return h->in_sync_save;
+        return h->in_sync_save && !h->in_after_save;
     for (size_t i = 0; i < h->ntickets; i++) {
         if (h->tickets[i] == r->ticket) {
             h->tickets[i] = h->tickets[--h->ntickets];
@@ -260,7 +263,9 @@ void ckpt__ckhook_on_save_done(const ckpt_save_result *r, void *payload)
     h->last_durable = r->step;
     if (h->ended)
         return;
+    h->in_after_save++;
     err = listeners_after_save(h, r->step, r->prefix, &stop);
+    h->in_after_save--;
     ckpt__ckhook_keep_error(h, err);
     if (stop)
         h->stop_pending = 1;

@@ -2,7 +2,8 @@
  * builder (docs/behaviour.md B40-B43): default frequencies, the rejected
  * double frequency, disabled hooks, hook order on the chief and on a
  * worker, listeners and the checkpoint name, the named frequency
- * constants, and one hook given twice. */
+ * constants, one hook given twice, and a listener that saves from
+ * after_save. */
 #include "session/session_test_util.h"
 
 #include <stdio.h>
@@ -413,6 +414,46 @@ static void test_same_hook_twice_refused(void **state)
     assert_int_equal(f->user.n_destroy, 2);
 }
 
+/* A listener that saves an extra checkpoint (say, a "best" copy) through
+ * the session's saver from after_save. */
+static int save_copy_after_save(ckpt_session *s, int64_t step,
+                                const char *prefix, int *stop, void *payload)
+{
+    int *n = payload;
+    (void)prefix;
+    (void)stop;
+    (*n)++;
+    if (*n > 10)
+        return ckpt_error_set(CKPT_EUSER, "after_save called %d times", *n);
+    return ckpt_saver_save(ckpt_session_saver(s), 1000 + step, NULL);
+}
+
+/* The listener's own save, made during the hook's synchronous save, was
+ * taken for the hook's and reported to the listener again, which saved
+ * again: endless recursion, a stack overflow. Now only the hook's saves
+ * reach the listeners; the listener's copies are written. */
+static void test_listener_saving_from_after_save(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    int calls = 0;
+    ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL, NULL,
+                             save_copy_after_save,  NULL};
+    char path[4200];
+    l.payload = &calls;
+    o.listeners = &l;
+    o.num_listeners = 1;
+    o.save_checkpoint_steps = 2;
+    o.saver_options = NULL;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    run_steps(f, 2);
+    assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+    assert_int_equal(calls, 2); /* steps 0 and 2 */
+    snprintf(path, sizeof(path), "%s/model.ckpt-1002.index", f->dir);
+    assert_int_equal(access(path, F_OK), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -433,6 +474,7 @@ int main(void)
         T(test_options_version_1),
         T(test_two_directories_disagree),
         T(test_same_hook_twice_refused),
+        T(test_listener_saving_from_after_save),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
