@@ -9,11 +9,15 @@
  * then are checkpoints that retention no longer keeps deleted. A crash at
  * any point leaves the previous latest checkpoint readable and named.
  *
- * Threads: a saver is used from one thread (the training loop). Async saves
- * run on one background writer thread the saver owns; completion callbacks
- * and the log callback are documented per member below. In a child made by
- * fork() (where that thread does not exist) every call on the parent's
- * saver that would save, wait or restore returns CKPT_ESTATE saying so.
+ * Threads: a saver is used from one thread at a time (the training loop).
+ * A call that drives it (save, save_async, poll, wait, close, the
+ * restores, the mutation fence) made while another thread is inside one
+ * returns CKPT_ESTATE saying so, and free is then refused; a saver may be
+ * handed to another thread between calls. Async saves run on one
+ * background writer thread the saver owns; completion callbacks and the
+ * log callback are documented per member below. In a child made by fork()
+ * (where that thread does not exist) every call on the parent's saver that
+ * would save, wait or restore returns CKPT_ESTATE saying so.
  *
  * NULL arguments: a function returning int rejects a NULL pointer it needs
  * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented

@@ -103,7 +103,10 @@ int ckpt_saver_mutation_fence(ckpt_saver *s)
         return CKPT_ESTATE;
     if (s->ops)
         return 0; /* a wrapped saver's snapshot is complete at the trigger */
+    if (ckpt__saver_call_begin(s, "mutation fence") < 0)
+        return CKPT_ESTATE;
     s->overlap = 1;
     ckpt__saver_complete_snapshot(s);
+    ckpt__saver_call_end(s);
     return 0;
 }

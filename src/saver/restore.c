@@ -130,6 +130,8 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     size_t nreqs = 0;
     size_t count = all ? s->nvars : n;
     int err = ckpt__saver_refuse_writer_thread(s, "restore");
+    if (err == 0)
+        err = ckpt__saver_call_begin(s, "restore");
     if (err < 0)
         return err;
     ckpt__saver_complete_snapshot(s); /* before the variables change */
@@ -193,6 +195,7 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
 done:
     ckpt__free(reqs);
     ckpt_bundle_reader_free(r);
+    ckpt__saver_call_end(s);
     return err;
 }
 

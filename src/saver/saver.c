@@ -148,7 +148,9 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!dir || !*dir)
-        return ckpt__error(CKPT_EINVAL, "saver: no checkpoint directory given");
+        return ckpt__error(CKPT_EINVAL,
+                           "saver: no checkpoint directory given (dir is %s)",
+                           dir ? "an empty string" : "NULL");
     if (!opts)
         opts = &defaults;
     err = ckpt__saver_options_check(opts, "saver options");
@@ -304,7 +306,7 @@ static int check_can_save(ckpt_saver *s)
     return 0;
 }
 
-int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
+static int saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job job = {0};
@@ -365,6 +367,18 @@ int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
 done:
     ckpt_buf_dispose(&stored);
     ckpt_buf_dispose(&prefix);
+    return err;
+}
+
+int ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_call_begin(s, "save");
+    if (err < 0)
+        return err;
+    err = saver_save(s, step, prefix_out);
+    ckpt__saver_call_end(s);
     return err;
 }
 
@@ -431,7 +445,7 @@ static int new_job(ckpt__job **out, int64_t step, int image, ckpt_buf *stored,
     return 0;
 }
 
-int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
+static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
 {
     ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
     ckpt__job *job = NULL;
@@ -526,7 +540,19 @@ done:
     return err;
 }
 
-int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
+int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_call_begin(s, "save_async");
+    if (err < 0)
+        return err;
+    err = saver_save_async(s, step, ticket_out);
+    ckpt__saver_call_end(s);
+    return err;
+}
+
+static int saver_poll(ckpt_saver *s, int *busy_out)
 {
     int err;
     CKPT__CHECK_ARG(s);
@@ -540,6 +566,18 @@ int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
         *busy_out = s->active || s->pending || s->deferred;
         pthread_mutex_unlock(&s->mu);
     }
+    return err;
+}
+
+int ckpt_saver_poll(ckpt_saver *s, int *busy_out)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_call_begin(s, "poll");
+    if (err < 0)
+        return err;
+    err = saver_poll(s, busy_out);
+    ckpt__saver_call_end(s);
     return err;
 }
 
@@ -562,7 +600,7 @@ static int writer_owes(const ckpt_saver *s, uint64_t ticket)
            s->eviction.pending;
 }
 
-int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
+static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
 {
     struct timespec deadline;
     int timed_out = 0;
@@ -610,7 +648,19 @@ int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     return err;
 }
 
-int ckpt_saver_close(ckpt_saver *s, double timeout_s)
+int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_call_begin(s, "wait");
+    if (err < 0)
+        return err;
+    err = saver_wait(s, ticket, timeout_s);
+    ckpt__saver_call_end(s);
+    return err;
+}
+
+static int saver_close(ckpt_saver *s, double timeout_s)
 {
     int err;
     CKPT__CHECK_ARG(s);
@@ -632,6 +682,18 @@ int ckpt_saver_close(ckpt_saver *s, double timeout_s)
     return err;
 }
 
+int ckpt_saver_close(ckpt_saver *s, double timeout_s)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = ckpt__saver_call_begin(s, "close");
+    if (err < 0)
+        return err;
+    err = saver_close(s, timeout_s);
+    ckpt__saver_call_end(s);
+    return err;
+}
+
 void ckpt_saver_free(ckpt_saver *s)
 {
     if (!s)
@@ -641,6 +703,13 @@ void ckpt_saver_free(ckpt_saver *s)
      * saver stays as it is. */
     if (ckpt__saver_refuse_writer_thread(s, "free") < 0)
         return;
+    /* Another thread inside a call: freeing would pull the saver from
+     * under it. Refused, the saver stays. */
+    if (ckpt__saver_call_begin(s, "free") < 0) {
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
+        return;
+    }
+    ckpt__saver_call_end(s);
     /* From on_save_done: the delivery that called it still walks the
      * saver. Refused, and said, rather than freed under it. */
     if (s->delivering > 0) {

@@ -426,6 +426,12 @@ struct ckpt_saver {
     const ckpt_saver_ops *ops;
     void *ops_self;
     long pid; /* the process that opened it (a fork()ed child is refused) */
+    /* The thread inside a call that drives the saver (save, save_async,
+     * poll, wait, close, restore, fence), 0 when none, and how deep (an
+     * on_save_done callback may call the saver again); another thread's
+     * call meanwhile is refused (ckpt__saver_call_begin). */
+    _Atomic uintptr_t caller;
+    int call_depth;
 
     ckpt_saver_options opts;
     char *basename;
@@ -533,6 +539,11 @@ int ckpt__saver_enter(ckpt_saver *s);
 /* CKPT_ESTATE naming `what` when called on `s`'s own writer thread (a log
  * callback calling back into the saver, which would wait for itself). */
 int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what);
+/* Begin a call that drives the saver on this thread: 0, or CKPT_ESTATE
+ * naming `what` when another thread is inside such a call (a saver is
+ * driven from one thread at a time). ckpt__saver_call_end ends it. */
+int ckpt__saver_call_begin(ckpt_saver *s, const char *what);
+void ckpt__saver_call_end(ckpt_saver *s);
 /* The process id to record in a new saver (ckpt__saver_refuse_writer_
  * thread refuses the calls of a child made by fork()). */
 long ckpt__saver_pid(void);

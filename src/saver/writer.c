@@ -52,6 +52,7 @@
 #include "saver_internal.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,6 +139,35 @@ static void help_with_snapshot(ckpt_saver *s)
     pthread_mutex_lock(&s->mu);
     s->help_state = HELP_DONE;
     pthread_cond_broadcast(&s->cv);
+}
+
+/* One byte per thread: its address tells the threads apart. */
+static _Thread_local char thread_token;
+
+int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
+{
+    uintptr_t me = (uintptr_t)&thread_token;
+    uintptr_t none = 0;
+    if (atomic_load(&s->caller) == me) {
+        s->call_depth++;
+        return 0;
+    }
+    if (atomic_compare_exchange_strong(&s->caller, &none, me)) {
+        s->call_depth = 1;
+        return 0;
+    }
+    return ckpt__error(CKPT_ESTATE,
+                       "%s: called while another thread is inside a call "
+                       "on this saver: a saver is driven from one thread at "
+                       "a time (the training loop); hand it over between "
+                       "calls, or give each thread a saver of its own",
+                       what);
+}
+
+void ckpt__saver_call_end(ckpt_saver *s)
+{
+    if (--s->call_depth == 0)
+        atomic_store(&s->caller, (uintptr_t)0);
 }
 
 long ckpt__saver_pid(void)

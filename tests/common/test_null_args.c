@@ -65,7 +65,12 @@ static void test_saver_null_args(void **state)
     EXPECT_NULL_ARG(ckpt_saver_open(NULL, f->dir, NULL),
                     "ckpt_saver_open: out is NULL");
     assert_ckpt_error(ckpt_saver_open(&out, NULL, NULL), CKPT_EINVAL,
-                      "no checkpoint directory given");
+                      "no checkpoint directory given (dir is NULL)");
+    assert_null(out);
+    /* "" was reported as not given at all */
+    assert_ckpt_error(ckpt_saver_open(&out, "", NULL), CKPT_EINVAL,
+                      "no checkpoint directory given (dir is an empty "
+                      "string)");
     assert_null(out);
     EXPECT_NULL_ARG(ckpt_saver_add_var(NULL, &w),
                     "ckpt_saver_add_var: s is NULL");

@@ -1,7 +1,8 @@
 /* Async saver tests: the snapshot is consistent and taken before
  * save_async returns, the busy policies (skip, wait, coalesce), background
  * failures returned exactly once, close with a timeout, metrics and outcome
- * delivery, a fork()ed child refused. Run under TSan in CI. */
+ * delivery, a fork()ed child and a second thread refused. Run under TSan
+ * in CI. */
 #include "saver_test_util.h"
 
 #include "support/fs_gated_remove.h"
@@ -855,6 +856,54 @@ static void test_fork_child_refused(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-2.index"));
 }
 
+typedef struct sync_saver_call {
+    ckpt_saver *s;
+    int err;
+} sync_saver_call;
+
+static void *save_on_thread(void *arg)
+{
+    sync_saver_call *c = arg;
+    c->err = ckpt_saver_save(c->s, 7, NULL);
+    return NULL;
+}
+
+/* A second thread calling a saver while the first is inside a call raced
+ * on the saver's state unnoticed (a saver is driven from one thread);
+ * now its calls are CKPT_ESTATE, its free is refused, and the first
+ * thread's save completes. Handing the saver over between calls works. */
+static void test_second_thread_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fwd.fs);
+    sync_saver_call c = {s, -1};
+    pthread_t t;
+    f->step = 7;
+    gate_close(&f->gate);
+    assert_int_equal(pthread_create(&t, NULL, save_on_thread, &c), 0);
+    gate_wait_blocked(&f->gate); /* the other thread is inside save */
+    assert_ckpt_error(ckpt_saver_save_async(s, 8, NULL), CKPT_ESTATE,
+                      "save_async: called while another thread is inside a "
+                      "call on this saver");
+    assert_ckpt_error(ckpt_saver_wait(s, 0, -1), CKPT_ESTATE,
+                      "wait: called while another thread");
+    assert_ckpt_error(ckpt_saver_restore(s, "x"), CKPT_ESTATE,
+                      "restore: called while another thread");
+    assert_ckpt_error(ckpt_saver_mutation_fence(s), CKPT_ESTATE,
+                      "mutation fence: called while another thread");
+    ckpt_saver_free(s); /* refused: the other thread is using it */
+    gate_open(&f->gate);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_ckpt_ok(c.err);
+    /* handed back between calls: this thread may drive it now */
+    f->step = 8;
+    assert_ckpt_ok(ckpt_saver_save_async(s, 8, NULL));
+    assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
+    ckpt_saver_free(s);
+    assert_true(file_exists(f->dir, "model.ckpt-7.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-8.index"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -884,6 +933,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_child_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_second_thread_refused, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
