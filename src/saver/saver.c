@@ -543,6 +543,8 @@ done:
 int ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
 {
     int err;
+    if (ticket_out)
+        *ticket_out = 0;
     CKPT__CHECK_ARG(s);
     err = ckpt__saver_call_begin(s, "save_async");
     if (err < 0)

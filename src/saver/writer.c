@@ -148,6 +148,9 @@ int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
 {
     uintptr_t me = (uintptr_t)&thread_token;
     uintptr_t none = 0;
+    /* the writer thread and a fork()ed child are told so first */
+    if (ckpt__saver_refuse_writer_thread(s, what) < 0)
+        return CKPT_ESTATE;
     if (atomic_load(&s->caller) == me) {
         s->call_depth++;
         return 0;
