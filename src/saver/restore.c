@@ -129,9 +129,8 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     ckpt_read_request *reqs = NULL;
     size_t nreqs = 0;
     size_t count = all ? s->nvars : n;
-    int err = ckpt__saver_refuse_writer_thread(s, "restore");
-    if (err == 0)
-        err = ckpt__saver_call_begin(s, "restore");
+    /* also refuses the writer thread and a fork()ed child */
+    int err = ckpt__saver_call_begin(s, "restore");
     if (err < 0)
         return err;
     ckpt__saver_complete_snapshot(s); /* before the variables change */

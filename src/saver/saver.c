@@ -316,8 +316,6 @@ static int saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     double write_s = 0.0;
     int err;
     CKPT__CHECK_ARG(s);
-    if (ckpt__saver_refuse_writer_thread(s, "save") < 0)
-        return CKPT_ESTATE;
     if (s->ops)
         return s->ops->save(s->ops_self, step, prefix_out);
     err = ckpt__saver_enter(s);
@@ -457,8 +455,6 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     if (ticket_out)
         *ticket_out = 0;
     CKPT__CHECK_ARG(s);
-    if (ckpt__saver_refuse_writer_thread(s, "save_async") < 0)
-        return CKPT_ESTATE;
     if (s->ops)
         return s->ops->save_async(s->ops_self, step, ticket_out);
     t0 = ckpt_clock_monotonic(s->opts.clock);
@@ -558,8 +554,6 @@ static int saver_poll(ckpt_saver *s, int *busy_out)
 {
     int err;
     CKPT__CHECK_ARG(s);
-    if (ckpt__saver_refuse_writer_thread(s, "poll") < 0)
-        return CKPT_ESTATE;
     if (s->ops)
         return s->ops->poll(s->ops_self, busy_out);
     err = ckpt__saver_enter(s);
@@ -608,8 +602,6 @@ static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     int timed_out = 0;
     int err;
     CKPT__CHECK_ARG(s);
-    if (ckpt__saver_refuse_writer_thread(s, "wait") < 0)
-        return CKPT_ESTATE;
     err = ckpt__seconds_check(timeout_s, "wait", "timeout_s");
     if (err < 0)
         return err;
@@ -666,8 +658,6 @@ static int saver_close(ckpt_saver *s, double timeout_s)
 {
     int err;
     CKPT__CHECK_ARG(s);
-    if (ckpt__saver_refuse_writer_thread(s, "close") < 0)
-        return CKPT_ESTATE;
     err = ckpt__seconds_check(timeout_s, "close", "timeout_s");
     if (err < 0)
         return err; /* still open */

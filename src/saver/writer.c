@@ -173,9 +173,27 @@ void ckpt__saver_call_end(ckpt_saver *s)
         atomic_store(&s->caller, (uintptr_t)0);
 }
 
+/* This process's id, kept current across fork() by an atfork handler, so
+ * the check on every saver call (a step's poll and fence among them) is a
+ * load, not a getpid() system call. */
+static _Atomic long process_id;
+static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
+
+static void note_process_id(void)
+{
+    atomic_store_explicit(&process_id, (long)getpid(), memory_order_relaxed);
+}
+
+static void watch_process_id(void)
+{
+    note_process_id();
+    (void)pthread_atfork(NULL, NULL, note_process_id);
+}
+
 long ckpt__saver_pid(void)
 {
-    return (long)getpid();
+    pthread_once(&process_id_once, watch_process_id);
+    return atomic_load_explicit(&process_id, memory_order_relaxed);
 }
 
 int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
