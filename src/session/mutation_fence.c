@@ -49,7 +49,9 @@ void ckpt__session_remove_fence_saver(ckpt_session *s, ckpt_saver *saver)
     for (size_t i = 0; i < ms->num_fence_savers; i++) {
         if (ms->fence_savers[i] != saver)
             continue;
-        ckpt_saver_mutation_fence(saver); /* nothing left open */
+        /* nothing left open, and the saver not switched to overlapped
+         * snapshots for whoever saves through it next */
+        ckpt__saver_complete_open_snapshot(saver);
         ms->fence_savers[i] = ms->fence_savers[--ms->num_fence_savers];
         return;
     }

@@ -11,6 +11,7 @@
  * fence_from_start the initial checkpoint overlaps the first step too, and
  * a loop that never calls the fence is warned once. */
 #include "saver/saver_internal.h"
+#include "saver/saver_ops.h"
 #include "session/session_internal.h"
 #include "test_util.h"
 
@@ -507,6 +508,45 @@ static void test_fence_outside_step(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* A saver the caller lends to a session whose loop never fences is not
+ * switched to overlapped snapshots when the session lets it go (it was:
+ * the hook's end called the fence on it, so the caller's next save_async
+ * left its snapshot open under a loop that had promised nothing). */
+static void test_lent_saver_not_switched_at_session_end(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options so = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_checkpoint_hook_options o = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver *sv = NULL;
+    ckpt_hook h;
+    int64_t open_step = -1;
+    so.busy_policy = CKPT_BUSY_WAIT;
+    assert_ckpt_ok(ckpt_saver_open(&sv, f->dir, &so));
+    for (size_t i = 0; i < ckpt_graph_num_vars(f->graph); i++)
+        assert_ckpt_ok(ckpt_saver_add_var(sv, ckpt_graph_var(f->graph, i)));
+    o.saver = sv;
+    o.checkpoint_dir = f->dir;
+    o.save_steps = 1;
+    o.mode = CKPT_SAVE_ASYNC;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sess));
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(ms, NULL, unfenced_step, f, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(sv->overlap, 0);
+    write_state(f, 40);
+    f->step = 40;
+    assert_ckpt_ok(ckpt_saver_save_async(sv, 40, NULL));
+    assert_int_equal(ckpt__saver_open_snapshot_step(sv, &open_step), 0);
+    write_state(f, 41); /* no fence promised: the snapshot is complete */
+    assert_ckpt_ok(ckpt_saver_wait(sv, 0, -1));
+    assert_ckpt_ok(ckpt_saver_close(sv, -1));
+    ckpt_saver_free(sv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +569,8 @@ int main(void)
             test_fence_from_start_unfenced_loop_warned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_outside_step, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_lent_saver_not_switched_at_session_end, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
