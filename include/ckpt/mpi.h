@@ -187,6 +187,27 @@ CKPT_EXTERN(int)
 ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                           uint64_t *ticket_out);
 
+/** The mutation fence, as ckpt_saver_mutation_fence (saver.h): call it in
+ *  each step right before the step first writes a registered variable
+ *  (e.g. before the optimizer update, after the gradients' allreduce).
+ *  From the first call on - or from the first save when base.
+ *  fence_from_start is 1 - save_async copies only the read callbacks and
+ *  the variables of at most 64 KiB (up to 1 MiB of them) before it
+ *  returns, and this rank's background thread copies the rest while the
+ *  caller goes on reading the variables; the next fence (or save,
+ *  save_async, wait, close, restore) copies what is not copied yet, with
+ *  that thread, and returns when every byte is: the loop waits only for
+ *  that rest. The values saved are those at save_async. Not collective:
+ *  no MPI call, each rank fences its own snapshot. A loop that never calls
+ *  it keeps complete copies at each trigger, as before. Synchronous saves
+ *  and COALESCE's pending snapshots are always complete copies. The
+ *  monitored session's ckpt_step_context_mutation_fence calls it through
+ *  the ckpt_mpi_saver_as_saver handle, and completes an open snapshot at
+ *  each step's end.
+ *  @return 0, CKPT_EINVAL (NULL), CKPT_ESTATE (after close; on the
+ *          saver's own thread) */
+CKPT_EXTERN(int) ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s);
+
 /** Progress the save in flight without blocking (local; the other ranks
  *  progress theirs in their own calls) and deliver finished outcomes to
  *  on_save_done. A failure is kept for the next save_async, wait or close,

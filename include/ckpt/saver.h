@@ -454,7 +454,7 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */
 
-#define CKPT_SAVER_OPS_VERSION 3
+#define CKPT_SAVER_OPS_VERSION 4
 
 /** The functions of a saver implemented outside this library, such as the
  *  distributed saver of ckpt_mpi (ckpt_mpi_saver_as_saver). ckpt_saver_wrap
@@ -465,9 +465,10 @@ CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
  *  and ckpt_saver_restore_subset are CKPT_ENOTSUP (register variables with
  *  the implementation), ckpt_saver_num_checkpoints is 0,
  *  ckpt_saver_checkpoint CKPT_ENOTSUP, ckpt_saver_staging_bytes 0, and
- *  ckpt_saver_reserve and ckpt_saver_mutation_fence do nothing (its
- *  save_async must take a complete snapshot before it returns). Every member is required unless marked
- *  optional. */
+ *  ckpt_saver_reserve does nothing; ckpt_saver_mutation_fence calls
+ *  `mutation_fence`, and does nothing without one (save_async must then
+ *  take a complete snapshot before it returns). Every member is required
+ *  unless marked optional. */
 typedef struct ckpt_saver_ops {
     unsigned int version; /**< CKPT_SAVER_OPS_VERSION */
     /** 1 when save, save_async, wait, close, restore, restore_latest,
@@ -510,6 +511,17 @@ typedef struct ckpt_saver_ops {
      *  ends the creation on every process instead of leaving the others
      *  waiting in the restore. */
     int (*agree_outcome)(void *self, int err);
+    /** Optional (version 4 on): the mutation fence. With `from_now_on` 1
+     *  (ckpt_saver_mutation_fence) the caller keeps the fence rule from
+     *  now on: save_async may leave its snapshot open (overlapped), and
+     *  any open one is completed before this returns. With 0 (a monitored
+     *  session at each step's end) only complete an open one. 0 or an
+     *  error. */
+    int (*mutation_fence)(void *self, int from_now_on);
+    /** Optional (version 4 on): 1 with its trigger's step in `*step` while
+     *  an overlapped snapshot is open, else 0 (a monitored session warns
+     *  when a loop that never fenced ends a step over one). */
+    int (*open_snapshot)(const void *self, int64_t *step);
 } ckpt_saver_ops;
 
 /** A ckpt_saver handle over `ops` (borrowed; must outlive the handle) and

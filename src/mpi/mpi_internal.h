@@ -147,6 +147,19 @@ struct ckpt_mpi_saver {
     int pieces_planned;
     ckpt__checksum_choice cs; /* timed on the first snapshots */
     int checksum_started;     /* cs initialised (at the first image) */
+    size_t neager; /* pieces an overlapped snapshot copies at the trigger */
+    /* Overlapped snapshots (mpi_snapshot.c): on from the caller's first
+     * mutation fence, or from the first save with fence_from_start. An
+     * open one (snap_open, caller's thread only) is copied by the
+     * background thread as its write job begins and by the caller's next
+     * fence, each claiming pieces from snap_work; snap_copied counts the
+     * pieces done of snap_target (under mu). */
+    int overlap;
+    int snap_open;
+    int64_t snap_step;
+    uint64_t snap_ticket;
+    ckpt__snapshot_work snap_work;
+    size_t snap_copied, snap_target;
 
     ckpt__save_op op;
     uint64_t next_ticket;
@@ -251,6 +264,10 @@ void ckpt__mpi_busy_settle(ckpt_mpi_saver *s);
 
 /* ---- the ckpt_saver handle (mpi_saver_ops.c) ---------------------------- */
 
+/* The handle's fence: ckpt_mpi_saver_mutation_fence (`from_now_on`), or
+ * only complete an open overlapped snapshot (0). */
+int ckpt__mpi_fence(ckpt_mpi_saver *s, int from_now_on);
+
 /* Complete the agreement posted by the handle's last agree (bounded). */
 void ckpt__mpi_agree_finish(ckpt_mpi_saver *s);
 
@@ -276,6 +293,21 @@ int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op);
  * at first use). A read callback failure gives CKPT_EUSER naming the
  * variable. */
 int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img);
+/* The overlapped form, into s->image: the read callbacks and the small
+ * variables now, the rest left open (s->snap_open) to the background
+ * thread's write job and the caller's next fence. Same errors. */
+int ckpt__mpi_snapshot_open(ckpt_mpi_saver *s, int64_t step);
+/* Drop an open snapshot whose save is not started (SKIP: a rank was
+ * busy): nothing copies it. */
+void ckpt__mpi_snapshot_drop(ckpt_mpi_saver *s);
+/* Caller's thread: copy what is left of the open snapshot, if any, with
+ * the background thread, and wait until every piece is copied (the
+ * variables may change after). */
+void ckpt__mpi_snapshot_complete(ckpt_mpi_saver *s);
+/* Background thread, at a write job: copy what is left of the snapshot
+ * (nothing when it was complete at the trigger) and wait until every
+ * piece is copied. */
+void ckpt__mpi_snapshot_copy_rest(ckpt_mpi_saver *s);
 /* Before `img` is written: every record's CRC (combined from the pieces',
  * or computed over the image when the copies were plain). */
 void ckpt__mpi_snapshot_seal(const ckpt_mpi_saver *s, ckpt__image *img);

@@ -657,6 +657,7 @@ static int begin_restore(ckpt_mpi_saver *s, const char *what)
         return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
     if (ckpt__mpi_refuse_worker(s, what) < 0)
         return CKPT_ESTATE;
+    ckpt__mpi_snapshot_complete(s); /* before the variables change */
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     return ckpt__mpi_check(s, NULL);

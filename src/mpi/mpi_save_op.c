@@ -2,7 +2,8 @@
  * as a state machine the caller's thread advances without blocking:
  *
  *   WRITING      this rank's data file is written (background thread, or
- *                in place for a synchronous save)
+ *                in place for a synchronous save), after the thread has
+ *                copied what an overlapped snapshot left open
  *   GATHER_HDR   rank 0 gathers every rank's status        (MPI_Igather)
  *   GATHER_BLOB  rank 0 gathers every rank's entries       (MPI_Igatherv)
  *   COMMITTING   rank 0 merges the index and names the checkpoint
@@ -30,6 +31,7 @@ static void run_job(ckpt_mpi_saver *s, int job)
     ckpt__save_op *op = &s->op;
     int err;
     if (job == JOB_WRITE) {
+        ckpt__mpi_snapshot_copy_rest(s); /* an overlapped snapshot's */
         ckpt__mpi_snapshot_seal(s, &s->image);
         err = ckpt__mpi_shard_write(s, op);
         uint64_t bytes = op->mine.bytes;

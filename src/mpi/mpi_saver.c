@@ -164,6 +164,25 @@ static int check_usable(const ckpt_mpi_saver *s, const char *what)
     return 0;
 }
 
+int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
+{
+    int err = check_usable(s, "mutation fence");
+    if (err < 0)
+        return err;
+    s->overlap = 1;
+    ckpt__mpi_snapshot_complete(s);
+    return 0;
+}
+
+int ckpt__mpi_fence(ckpt_mpi_saver *s, int from_now_on)
+{
+    if (from_now_on)
+        return ckpt_mpi_saver_mutation_fence(s);
+    if (s && !ckpt__bg_thread_runs_for(s))
+        ckpt__mpi_snapshot_complete(s);
+    return 0;
+}
+
 int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
 {
     int err = check_usable(s, "check");
@@ -198,11 +217,19 @@ static int checkpoint_names(ckpt_mpi_saver *s, int64_t step, ckpt_buf *stored,
 }
 
 /* Snapshot this rank's part into `img` (allocated at first use,
- * mpi_snapshot.c); its duration into `*blocking_s`. */
-static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, double *blocking_s)
+ * mpi_snapshot.c); its duration into `*blocking_s`. An async save's
+ * snapshot into s->image (`may_overlap`, the background thread idle)
+ * is left open for the thread once the caller keeps the mutation-fence
+ * rule. */
+static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, int64_t step,
+                    int may_overlap, double *blocking_s)
 {
     double t0 = ckpt__mpi_now();
-    int err = ckpt__mpi_snapshot_take(s, img);
+    int err;
+    if (may_overlap && (s->overlap || s->opts.base.fence_from_start))
+        err = ckpt__mpi_snapshot_open(s, step);
+    else
+        err = ckpt__mpi_snapshot_take(s, img);
     *blocking_s = ckpt__mpi_now() - t0;
     return err;
 }
@@ -245,6 +272,8 @@ static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
                    double blocking_s, int err)
 {
     count_started(s, blocking_s);
+    if (s->snap_open)
+        s->snap_ticket = s->next_ticket + 1;
     start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
 }
 
@@ -255,7 +284,7 @@ static void begin_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     double blocking_s = 0.0;
     int err = local_err;
     if (err == 0)
-        err = snapshot(s, &s->image, &blocking_s);
+        err = snapshot(s, &s->image, step, is_async, &blocking_s);
     launch(s, step, is_async, blocking_s, err);
 }
 
@@ -344,11 +373,13 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     MPI_Iallreduce(mine, all, 4, MPI_INT, MPI_MAX, s->comm_ctl, &req);
     if (!s->has_pending) {
         if (err == 0)
-            err =
-                snapshot(s, busy ? &s->pending_image : &s->image, &blocking_s);
+            err = snapshot(s, busy ? &s->pending_image : &s->image, step, !busy,
+                           &blocking_s);
         ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
-        if ((uint64_t)-all[3] > s->failures.returned)
+        if ((uint64_t)-all[3] > s->failures.returned) {
+            ckpt__mpi_snapshot_drop(s); /* not written */
             return ckpt__mpi_failures_take(&s->failures, (uint64_t)-all[3]);
+        }
         if (busy) {
             keep_pending(s, step, err, blocking_s, ticket_out);
             return 0;
@@ -367,7 +398,7 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     if (s->has_pending)
         cancel_pending(s);
     if (err == 0)
-        err = snapshot(s, &s->pending_image, &blocking_s);
+        err = snapshot(s, &s->pending_image, step, 0, &blocking_s);
     keep_pending(s, step, err, blocking_s, ticket_out);
     return 0;
 }
@@ -377,6 +408,7 @@ int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
     int err = check_usable(s, "save");
     if (err < 0)
         return err;
+    ckpt__mpi_snapshot_complete(s);
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     err = ckpt__mpi_check(s, "save");
@@ -410,8 +442,10 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
     if (known && s->busy_any)
         busy = 1; /* skipped: no snapshot to take */
     if (!busy && err == 0)
-        err = snapshot(s, &s->image, &blocking_s);
+        err = snapshot(s, &s->image, step, 1, &blocking_s);
     any = ckpt__mpi_busy_decide(s);
+    if (any || has_pending_failure(s))
+        ckpt__mpi_snapshot_drop(s); /* not written: nothing copies it */
     if (!any && has_pending_failure(s))
         return take_pending(s); /* no rank busy: all have it */
     if (!any) {
@@ -441,6 +475,7 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
         return ckpt__error(CKPT_ENOTSUP,
                            "mpi saver: asynchronous saves need MPI "
                            "initialised with at least MPI_THREAD_FUNNELED");
+    ckpt__mpi_snapshot_complete(s); /* the previous trigger's, if open */
     ckpt__mpi_op_progress(s);
     err = ckpt__mpi_check(s, "save_async");
     if (err < 0)
@@ -485,6 +520,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
         return CKPT_ESTATE;
     if (ckpt__seconds_check(timeout_s, "mpi saver: wait", "timeout_s") < 0)
         return CKPT_EINVAL;
+    ckpt__mpi_snapshot_complete(s);
     /* Rank 0 also waits for the deletion of what retention evicted. */
     while (!ckpt__mpi_op_progress(s) || ckpt__mpi_evicting(s, 0)) {
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
@@ -506,6 +542,7 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
         return CKPT_ESTATE;
     if (s->closed) /* as the single-process saver's second close */
         return ckpt__error(CKPT_ESTATE, "mpi saver: close: already closed");
+    ckpt__mpi_snapshot_complete(s);
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     ckpt__mpi_agree_finish(s);
@@ -532,6 +569,7 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
                   ckpt_error_last()->message);
         return;
     }
+    ckpt__mpi_snapshot_complete(s);
     if (s->comm_op != MPI_COMM_NULL && s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     if (s->comm_ctl != MPI_COMM_NULL)

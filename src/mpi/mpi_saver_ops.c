@@ -119,6 +119,20 @@ static int op_agree_outcome(void *self, int err)
                            "agreeing on the session's set-up");
 }
 
+static int op_mutation_fence(void *self, int from_now_on)
+{
+    return ckpt__mpi_fence(self, from_now_on);
+}
+
+static int op_open_snapshot(const void *self, int64_t *step)
+{
+    const ckpt_mpi_saver *s = self;
+    if (!s->snap_open)
+        return 0;
+    *step = s->snap_step;
+    return 1;
+}
+
 static const ckpt_saver_ops mpi_saver_ops = {
     CKPT_SAVER_OPS_VERSION,
     1, /* collective */
@@ -137,6 +151,8 @@ static const ckpt_saver_ops mpi_saver_ops = {
     NULL, /* the handle belongs to the distributed saver */
     op_saves_var,
     op_agree_outcome,
+    op_mutation_fence,
+    op_open_snapshot,
 };
 
 int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)

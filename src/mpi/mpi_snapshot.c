@@ -8,6 +8,17 @@
  * alternately fused and plain, by the rule ckpt_saver uses:
  * ckpt__checksum_choice; CKPT_SNAPSHOT_CHECKSUM=copy or =writer forces it).
  *
+ * Overlapped snapshots (the mutation fence, as ckpt_saver's: saver/
+ * overlap.c): once the caller has fenced, or from the first save with
+ * fence_from_start, an async save copies only the read callbacks and the
+ * small variables at the trigger and leaves the pieces of the large ones
+ * open: the background thread copies them as its write job begins, while
+ * the caller reads the variables (the next step's forward and backward
+ * passes, its gradient allreduce), and the caller's next fence (or any
+ * saver call) copies what nobody has claimed yet and waits for the piece
+ * in progress. Their checksums are fused into those copies (the thread
+ * would otherwise make a second pass over the image).
+ *
  * The copy makes no MPI call. (Testing the busy agreement between pieces
  * would move it along during the copy, but where ranks share cores Open
  * MPI yields the core inside every test, which stretched the 4-rank
@@ -33,7 +44,11 @@ static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
     }
     if (img->ptr)
         return 0;
-    err = ckpt__image_alloc(img, s->image_bytes, s->nowned, s->npieces, 1);
+    s->neager = ckpt__snapshot_eager_pieces(s->pieces, s->npieces);
+    /* With fence_from_start the background thread's overlapped copies
+     * fault the image in, off the caller's path. */
+    err = ckpt__image_alloc(img, s->image_bytes, s->nowned, s->npieces,
+                            !s->opts.base.fence_from_start);
     if (err == 0 && !s->checksum_started) {
         ckpt__checksum_choice_init(&s->cs, s->image_bytes);
         s->checksum_started = 1;
@@ -90,4 +105,77 @@ void ckpt__mpi_snapshot_seal(const ckpt_mpi_saver *s, ckpt__image *img)
     ckpt__snapshot_work w;
     work_of(s, img, img->fused, &w);
     ckpt__image_seal(&w);
+}
+
+int ckpt__mpi_snapshot_open(ckpt_mpi_saver *s, int64_t step)
+{
+    ckpt__snapshot_work *w = &s->snap_work;
+    int err = prepare(s, &s->image);
+    if (err < 0)
+        return err;
+    work_of(s, &s->image, 1, w);
+    atomic_store(&w->next, s->neager);
+    ckpt__snapshot_copy_first(w, s->neager);
+    err = ckpt__snapshot_callbacks(w); /* on failure: nothing to claim */
+    s->image.fused = 1;
+    if (err < 0)
+        return err;
+    pthread_mutex_lock(&s->mu);
+    s->snap_copied = 0;
+    s->snap_target = s->npieces - s->neager;
+    pthread_mutex_unlock(&s->mu);
+    s->snap_open = 1;
+    s->snap_step = step;
+    s->snap_ticket = 0;
+    return 0;
+}
+
+/* Both threads: count `copied` pieces, then wait until all are. */
+static void copied_wait(ckpt_mpi_saver *s, size_t copied)
+{
+    pthread_mutex_lock(&s->mu);
+    s->snap_copied += copied;
+    pthread_cond_broadcast(&s->cv);
+    while (s->snap_copied < s->snap_target)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void ckpt__mpi_snapshot_drop(ckpt_mpi_saver *s)
+{
+    if (!s->snap_open)
+        return;
+    atomic_store(&s->snap_work.next, s->snap_work.npieces);
+    pthread_mutex_lock(&s->mu);
+    s->snap_copied = s->snap_target = 0;
+    pthread_mutex_unlock(&s->mu);
+    s->snap_open = 0;
+}
+
+void ckpt__mpi_snapshot_copy_rest(ckpt_mpi_saver *s)
+{
+    copied_wait(s, ckpt__snapshot_claim(&s->snap_work));
+}
+
+void ckpt__mpi_snapshot_complete(ckpt_mpi_saver *s)
+{
+    const ckpt_saver_options *o = &s->opts.base;
+    double t0, waited;
+    if (!s->snap_open)
+        return;
+    t0 = ckpt__mpi_now();
+    copied_wait(s, ckpt__snapshot_claim(&s->snap_work));
+    s->snap_open = 0;
+    waited = ckpt__mpi_now() - t0;
+    /* The save's blocking time is the trigger's and this wait. */
+    s->metrics.blocking_s_total += waited;
+    s->metrics.blocking_s_last += waited;
+    if (s->metrics.blocking_s_last > s->metrics.blocking_s_max)
+        s->metrics.blocking_s_max = s->metrics.blocking_s_last;
+    if (s->op.state != OP_IDLE && s->op.ticket == s->snap_ticket)
+        s->op.blocking_s += waited;
+    ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_DEBUG,
+              "overlapped snapshot of step %lld complete (%.6f s blocking "
+              "at the fence)",
+              (long long)s->snap_step, waited);
 }

@@ -82,15 +82,36 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
                     ckpt__step_say(&words, step), blocking);
 }
 
+/* A wrapped saver's fence (ckpt_saver_ops version 4); 0 without one. */
+static int wrapped_fence(ckpt_saver *s, int from_now_on)
+{
+    if (s->ops->version < 4 || !s->ops->mutation_fence)
+        return 0;
+    return s->ops->mutation_fence(s->ops_self, from_now_on);
+}
+
 void ckpt__saver_complete_open_snapshot(ckpt_saver *s)
 {
-    if (s && !s->ops)
+    ckpt__saved_error saved;
+    if (!s)
+        return;
+    if (!s->ops) {
         ckpt__saver_complete_snapshot(s);
+        return;
+    }
+    ckpt__error_save(&saved); /* the caller's, if it has one */
+    (void)wrapped_fence(s, 0);
+    ckpt__error_restore(&saved);
 }
 
 int ckpt__saver_open_snapshot_step(const ckpt_saver *s, int64_t *step)
 {
-    if (!s || s->ops || !s->deferred)
+    if (!s)
+        return 0;
+    if (s->ops)
+        return s->ops->version >= 4 && s->ops->open_snapshot &&
+               s->ops->open_snapshot(s->ops_self, step) == 1;
+    if (!s->deferred)
         return 0;
     *step = s->deferred->step;
     return 1;
@@ -101,8 +122,8 @@ int ckpt_saver_mutation_fence(ckpt_saver *s)
     CKPT__CHECK_ARG(s);
     if (ckpt__saver_refuse_writer_thread(s, "mutation fence") < 0)
         return CKPT_ESTATE;
-    if (s->ops)
-        return 0; /* a wrapped saver's snapshot is complete at the trigger */
+    if (s->ops) /* without a fence member, complete at the trigger */
+        return wrapped_fence(s, 1);
     if (ckpt__saver_call_begin(s, "mutation fence") < 0)
         return CKPT_ESTATE;
     s->overlap = 1;

@@ -344,8 +344,9 @@ typedef struct ckpt__snapshot_work {
  * read callback failure gives CKPT_EUSER naming the variable. (For
  * callers with their own images, such as the MPI saver.) */
 int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img);
-/* Copy claimed pieces until none is left (cannot fail). */
-void ckpt__snapshot_claim(ckpt__snapshot_work *w);
+/* Copy claimed pieces until none is left (cannot fail); how many this
+ * call copied. */
+size_t ckpt__snapshot_claim(ckpt__snapshot_work *w);
 /* Copy pieces [0, n) on the calling thread: those the work's `next` was
  * started past (ckpt__writer_snapshot_begin's `first`). */
 void ckpt__snapshot_copy_first(const ckpt__snapshot_work *w, size_t n);

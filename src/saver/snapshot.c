@@ -177,12 +177,13 @@ void ckpt__snapshot_copy_first(const ckpt__snapshot_work *w, size_t n)
         copy_piece(w, k);
 }
 
-void ckpt__snapshot_claim(ckpt__snapshot_work *w)
+size_t ckpt__snapshot_claim(ckpt__snapshot_work *w)
 {
-    for (;;) {
+    size_t copied = 0;
+    for (;; copied++) {
         size_t k = atomic_fetch_add(&w->next, 1);
         if (k >= w->npieces)
-            return;
+            return copied;
         copy_piece(w, k);
     }
 }

@@ -38,6 +38,7 @@ typedef struct dist_trainer {
     int rank, size;
     mlp model;
     dataset data;
+    dataset ahead; /* reading position of the step in progress */
     int64_t global_step;
     float *batch_x;
     int32_t *batch_y;
@@ -157,16 +158,27 @@ static void pack_grads(dist_trainer *t, int unpack)
     t->ngrads = at;
 }
 
+/* One step. The batch is read through a copy of the reading position, and
+ * the gradients computed and averaged while the saved state is only read,
+ * so an async checkpoint of the previous step copies meanwhile (on this
+ * rank's saver thread); the mutation fence completes it before the
+ * position, the weights and the step change. */
 static int train_step(ckpt_step_context *sc, void *payload)
 {
     dist_trainer *t = payload;
     float loss;
-    dataset_next_batch(&t->data, t->model.batch, t->batch_x, t->batch_y);
+    int err;
+    dataset_position_copy(&t->ahead, &t->data);
+    dataset_next_batch(&t->ahead, t->model.batch, t->batch_x, t->batch_y);
     loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
     pack_grads(t, 0);
     t->grads[t->ngrads] = stop_signal != 0 ? 1.0f : 0.0f;
     MPI_Allreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads + 1, MPI_FLOAT,
                   MPI_SUM, MPI_COMM_WORLD);
+    err = ckpt_step_context_mutation_fence(sc);
+    if (err < 0)
+        return err;
+    dataset_position_copy(&t->data, &t->ahead);
     pack_grads(t, 1);
     mlp_apply_gradients(&t->model);
     t->global_step++;
@@ -192,6 +204,7 @@ static int setup(dist_trainer *t)
     if (!t->batch_x || !t->batch_y ||
         dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES,
                      t->o.seed + 7919u * (uint64_t)t->rank) ||
+        dataset_position_init(&t->ahead, &t->data) ||
         mlp_init(&t->model, DATA_DIM, t->o.hidden, t->o.layers, DATA_CLASSES,
                  t->o.batch, t->o.lr, t->o.seed))
         return -1;
@@ -265,6 +278,9 @@ static int run(dist_trainer *t)
     int err, code = 1;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
+    /* train_step calls the mutation fence before its first write, so the
+     * initial checkpoint overlaps the first step too. */
+    so.base.fence_from_start = 1;
     if (t->rank == 0) { /* what recovery finds and does, as ranks agree */
         so.base.log = ckpt_log_stderr;
         so.base.log_level = t->o.quiet ? CKPT_LOG_WARN : CKPT_LOG_INFO;
@@ -371,6 +387,7 @@ int ckpt_train_distributed(int argc, char **argv)
     if (code == 0)
         code = run(t);
     mlp_free(&t->model);
+    dataset_position_free(&t->ahead);
     dataset_free(&t->data);
     free(t->batch_x);
     free(t->batch_y);
