@@ -54,9 +54,12 @@ CKPT_BEGIN_DECL
 
 typedef struct ckpt_mpi_saver ckpt_mpi_saver;
 
-#define CKPT_MPI_SAVER_OPTIONS_VERSION 1
+#define CKPT_MPI_SAVER_OPTIONS_VERSION 2
 
-/** Options of a distributed saver. */
+/** Options of a distributed saver. Version 2: `base` is a version-2
+ *  ckpt_saver_options (fence_from_start); a version-1 struct, from a
+ *  program built against the earlier header, is read in its own layout
+ *  (its base without fence_from_start). */
 typedef struct ckpt_mpi_saver_options {
     unsigned int version; /**< CKPT_MPI_SAVER_OPTIONS_VERSION */
     /** As for ckpt_saver_open: fs, clock, basename, max_to_keep,

@@ -12,35 +12,86 @@
 #include "mpi_internal.h"
 
 #include "io/fs_internal.h"
+#include "saver/saver_ops.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
+
+/* Version 1 of these options embedded a version-1 ckpt_saver_options (no
+ * fence_from_start), so its collective_timeout_s follows a shorter base:
+ * a caller built against that header has this layout. */
+static size_t v1_timeout_offset(void)
+{
+    size_t at =
+        offsetof(ckpt_mpi_saver_options, base) + ckpt__saver_options_size(1);
+    size_t align = _Alignof(double);
+    return (at + align - 1) / align * align;
+}
 
 int ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts,
                                 unsigned int version)
 {
     ckpt_mpi_saver_options d = CKPT_MPI_SAVER_OPTIONS_INIT;
-    return ckpt__options_init(
-        opts, &d, sizeof(d), version, CKPT_MPI_SAVER_OPTIONS_VERSION,
-        "mpi saver options", "CKPT_MPI_SAVER_OPTIONS_INIT");
+    int err =
+        ckpt__options_init(opts, &d, offsetof(ckpt_mpi_saver_options, base),
+                           version, CKPT_MPI_SAVER_OPTIONS_VERSION,
+                           "mpi saver options", "CKPT_MPI_SAVER_OPTIONS_INIT");
+    if (err < 0)
+        return err;
+    if (version >= 2) {
+        *opts = d;
+        return 0;
+    }
+    /* only the bytes a version-1 struct has */
+    err = ckpt_saver_options_init(&opts->base, 1);
+    memcpy((char *)opts + v1_timeout_offset(), &d.collective_timeout_s,
+           sizeof(d.collective_timeout_s));
+    return err;
 }
 
-static int validate(const ckpt_mpi_saver_options *o)
+/* The caller's options in this version's layout, whatever its version
+ * (checked by validate first). */
+static void options_copy(ckpt_mpi_saver_options *dst,
+                         const ckpt_mpi_saver_options *src)
+{
+    ckpt_mpi_saver_options d = CKPT_MPI_SAVER_OPTIONS_INIT;
+    ckpt_saver_options base;
+    *dst = d;
+    if (src->version >= 2) {
+        ckpt__saver_options_copy(&dst->base, &src->base);
+        dst->collective_timeout_s = src->collective_timeout_s;
+        return;
+    }
+    memset(&base, 0, sizeof(base));
+    memcpy(&base, &src->base, ckpt__saver_options_size(1));
+    base.version = 1;
+    ckpt__saver_options_copy(&dst->base, &base);
+    memcpy(&dst->collective_timeout_s, (const char *)src + v1_timeout_offset(),
+           sizeof(dst->collective_timeout_s));
+}
+
+/* `o`: the caller's options; `*copy` receives them in this version's
+ * layout. */
+static int validate(const ckpt_mpi_saver_options *o,
+                    ckpt_mpi_saver_options *copy)
 {
     int err = ckpt__options_check_version(
         o->version, CKPT_MPI_SAVER_OPTIONS_VERSION, "mpi saver options",
         "CKPT_MPI_SAVER_OPTIONS_INIT");
-    if (err == 0)
-        err = ckpt__saver_options_check(&o->base, "mpi saver options: base");
     if (err < 0)
         return err;
-    if (!(o->collective_timeout_s >= 0))
+    options_copy(copy, o);
+    err = ckpt__saver_options_check(&copy->base, "mpi saver options: base");
+    if (err < 0)
+        return err;
+    if (!(copy->collective_timeout_s >= 0))
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver options: collective_timeout_s is %s",
-                           o->collective_timeout_s < 0 ? "negative" : "NaN");
+                           copy->collective_timeout_s < 0 ? "negative" : "NaN");
     return 0;
 }
 
@@ -78,7 +129,7 @@ static void dup_comms(ckpt_mpi_saver *s, MPI_Comm comm)
 int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                         const ckpt_mpi_saver_options *opts)
 {
-    ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT;
+    ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT, given;
     ckpt_mpi_saver *s;
     int err;
     if (!out)
@@ -89,13 +140,14 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                            "mpi saver: no checkpoint directory given");
     if (!opts)
         opts = &defaults;
-    err = validate(opts);
+    err = validate(opts, &given);
     if (err < 0)
         return err;
+    opts = &given;
     s = ckpt__calloc(1, sizeof(*s));
     if (!s)
         return ckpt__error_oom();
-    s->opts = *opts;
+    s->opts = given;
     if (s->opts.base.max_to_keep == 0)
         s->opts.base.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;
     s->timeout_s = opts->collective_timeout_s > 0 ? opts->collective_timeout_s

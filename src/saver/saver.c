@@ -27,7 +27,7 @@
 
 /* The bytes of a saver options struct of `version` (a version-1 caller's
  * struct ends before fence_from_start). */
-static size_t options_size(unsigned int version)
+size_t ckpt__saver_options_size(unsigned int version)
 {
     if (version == 1)
         return offsetof(ckpt_saver_options, fence_from_start);
@@ -38,9 +38,9 @@ int ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version)
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     CKPT__CHECK_ARG(opts);
-    return ckpt__options_init(opts, &defaults, options_size(version), version,
-                              CKPT_SAVER_OPTIONS_VERSION, "saver options",
-                              "CKPT_SAVER_OPTIONS_INIT");
+    return ckpt__options_init(
+        opts, &defaults, ckpt__saver_options_size(version), version,
+        CKPT_SAVER_OPTIONS_VERSION, "saver options", "CKPT_SAVER_OPTIONS_INIT");
 }
 
 void ckpt__saver_options_copy(ckpt_saver_options *dst,
@@ -48,7 +48,7 @@ void ckpt__saver_options_copy(ckpt_saver_options *dst,
 {
     static const ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     ckpt__options_merge(dst, &defaults, sizeof(*dst), src,
-                        src ? options_size(src->version) : 0);
+                        src ? ckpt__saver_options_size(src->version) : 0);
 }
 
 static int dir_probe(const char *name, void *payload)

@@ -43,6 +43,10 @@ void ckpt__saver_complete_open_snapshot(ckpt_saver *s);
  * `*step`: 1 when one is open, else 0 (also for a wrapped saver or NULL). */
 int ckpt__saver_open_snapshot_step(const ckpt_saver *s, int64_t *step);
 
+/* The bytes of a ckpt_saver_options struct of `version` (1: up to
+ * fence_from_start, which version 2 added; the current size otherwise). */
+size_t ckpt__saver_options_size(unsigned int version);
+
 /* Copy a caller's saver options into `dst`: the fields its version has,
  * the defaults for those added since (all defaults when `src` is NULL). */
 void ckpt__saver_options_copy(ckpt_saver_options *dst,

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -777,6 +778,42 @@ static void test_bad_options_rejected(void **state)
                       "NULL");
 }
 
+/* A version-1 options struct (built against the header before
+ * fence_from_start joined ckpt_saver_options) is shorter: its
+ * collective_timeout_s follows a version-1 base. init writes only its
+ * bytes and open reads only them (bytes past it are 0xff: a timeout read
+ * there would be NaN). */
+static void test_version_1_options_layout(void **state)
+{
+    fixture *f = *state;
+    size_t at = offsetof(ckpt_mpi_saver_options, base) +
+                offsetof(ckpt_saver_options, fence_from_start);
+    size_t timeout_at = (at + 7) / 8 * 8, size = timeout_at + sizeof(double);
+    unsigned char *raw = malloc(size + 64);
+    ckpt_mpi_saver_options *o = (ckpt_mpi_saver_options *)(void *)raw;
+    ckpt_mpi_saver *s = NULL;
+    double timeout = 45.0;
+    assert_non_null(raw);
+    memset(raw, 0xff, size + 64);
+    assert_ckpt_ok(ckpt_mpi_saver_options_init(o, 1));
+    for (size_t k = size; k < size + 64; k++)
+        assert_int_equal(raw[k], 0xff);
+    assert_int_equal(o->version, 1);
+    assert_int_equal(o->base.version, 1);
+    memcpy(&timeout, raw + timeout_at, sizeof(timeout));
+    assert_true(timeout == 0.0);
+    timeout = 45.0;
+    memcpy(raw + timeout_at, &timeout, sizeof(timeout));
+    o->base.max_to_keep = 3;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, o));
+    assert_true(s->timeout_s == 45.0);
+    assert_int_equal(s->opts.base.max_to_keep, 3);
+    assert_int_equal(s->opts.base.fence_from_start, 0);
+    assert_int_equal(s->opts.version, CKPT_MPI_SAVER_OPTIONS_VERSION);
+    ckpt_mpi_saver_free(s);
+    free(raw);
+}
+
 static void test_bad_registration_rejected(void **state)
 {
     fixture *f = *state;
@@ -1337,6 +1374,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_version_1_options_layout, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
