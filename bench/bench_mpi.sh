@@ -2,7 +2,9 @@
 # bench/bench_mpi.sh - the distributed saver (bench_mpi_save) on 1, 2 and 4
 # ranks. Every figure is a ratio against a reference measured in the same
 # repetition, right before or after it, the order alternating (blocking vs
-# a memcpy of each rank's bytes with all ranks copying at once; sync save
+# a memcpy of each rank's bytes with all ranks copying at once, without and
+# with the mutation fence (trigger, a read-only pass and a collective, the
+# fence: both waits); sync save
 # vs `dd bs=4M conv=fsync` of the same total bytes; restore vs read() of
 # each rank's file), next to noise-floor rows (dd vs dd, read() vs read():
 # the reference against itself, no target); the table gives the median
