@@ -241,7 +241,25 @@ static void steps_before_trigger(state *st)
     }
 }
 
-static void rep_blocking(state *st, int r, int64_t step)
+/* A step's forward and backward passes: read this rank's state. */
+static volatile double sink;
+
+static double read_pass(const state *st)
+{
+    const float *p = st->part;
+    size_t n = st->local / sizeof(float);
+    float acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc += p[i];
+    return (double)acc;
+}
+
+/* save_async's wait against a memcpy of the rank's bytes (all ranks
+ * copying at once), the order alternating. `fenced` (the saver fenced
+ * once, so save_async leaves its large pieces to the rank's thread): a
+ * step that only reads the state and ends in a collective, then the
+ * mutation fence, whose wait counts too. */
+static void rep_blocking(state *st, int r, int64_t step, int fenced)
 {
     double copy = 0, block = 0, poll = 0, snap, t0;
     ckpt_saver_metrics m;
@@ -255,11 +273,26 @@ static void rep_blocking(state *st, int r, int64_t step)
         if (ckpt_mpi_saver_save_async(st->s, step, NULL) != 0)
             die("save_async");
         block = now() - t0;
-        t0 = now();
-        ckpt_mpi_saver_poll(st->s, NULL); /* the price of a step meanwhile */
-        poll = now() - t0;
+        if (fenced) {
+            sink += read_pass(st);
+            calm_barrier(); /* the gradients' allreduce */
+            t0 = now();
+            if (ckpt_mpi_saver_mutation_fence(st->s) != 0)
+                die("fence");
+            block += now() - t0;
+        } else {
+            t0 = now();
+            ckpt_mpi_saver_poll(st->s, NULL); /* a step's price meanwhile */
+            poll = now() - t0;
+        }
         if (ckpt_mpi_saver_wait(st->s, -1) != 0)
             die("wait");
+    }
+    if (fenced) {
+        ratio("blocking with the fence vs memcpy of the rank's bytes (worst "
+              "rank)",
+              st->mib, "le", 0.1, reduce(block / copy, MPI_MAX));
+        return;
     }
     ckpt_mpi_saver_get_metrics(st->s, &m);
     snap = m.blocking_s_last;
@@ -274,51 +307,6 @@ static void rep_blocking(state *st, int r, int64_t step)
          reduce(copy, MPI_MAX) * 1e3);
     info("poll with a save in flight, worst rank, us",
          reduce(poll, MPI_MAX) * 1e6);
-}
-
-/* A step's forward and backward passes: read this rank's state. */
-static double read_pass(const state *st)
-{
-    const float *p = st->part;
-    size_t n = st->local / sizeof(float);
-    float acc = 0;
-    for (size_t i = 0; i < n; i++)
-        acc += p[i];
-    return (double)acc;
-}
-
-/* Overlapped snapshots (the saver fenced once, so every save_async leaves
- * its large pieces to the rank's thread): the trigger, then a step that
- * only reads the state and ends in a collective, then the fence; the
- * trigger's and the fence's waits together against a memcpy of the rank's
- * bytes (all ranks copying at once), the order alternating. */
-static volatile double sink;
-
-static void rep_fenced(state *st, int r, int64_t step)
-{
-    double copy = 0, block = 0, t0;
-    for (int k = 0; k < 2; k++) {
-        steps_before_trigger(st);
-        if ((k == 0) == (r % 2 == 0)) {
-            copy = copy_own_s(st);
-            continue;
-        }
-        t0 = now();
-        if (ckpt_mpi_saver_save_async(st->s, step, NULL) != 0)
-            die("save_async (fenced)");
-        block = now() - t0;
-        sink += read_pass(st);
-        calm_barrier(); /* the gradients' allreduce */
-        t0 = now();
-        if (ckpt_mpi_saver_mutation_fence(st->s) != 0)
-            die("fence");
-        block += now() - t0;
-        if (ckpt_mpi_saver_wait(st->s, -1) != 0)
-            die("wait");
-    }
-    ratio("blocking with the fence vs memcpy of the rank's bytes (worst "
-          "rank)",
-          st->mib, "le", 0.1, reduce(block / copy, MPI_MAX));
 }
 
 /* Sync save against dd, and dd against itself (the noise floor): three
@@ -518,7 +506,7 @@ int main(int argc, char **argv)
     setup(&st);
     warm_up(&st);
     for (int r = 0; r < reps; r++) {
-        rep_blocking(&st, r, 1000 + 2 * r);
+        rep_blocking(&st, r, 1000 + 2 * r, 0);
         rep_throughput(&st, r, 1001 + 2 * r);
         rep_restore(&st, r);
         if (g_rank == 0)
@@ -534,7 +522,7 @@ int main(int argc, char **argv)
         ckpt_mpi_saver_wait(st.s, -1) != 0) /* its staging image, unmeasured */
         die("fenced warm-up");
     for (int r = 0; r < reps; r++) {
-        rep_fenced(&st, r, 5000 + r);
+        rep_blocking(&st, r, 5000 + r, 1);
         if (g_rank == 0)
             fflush(stdout);
     }
