@@ -9,6 +9,7 @@
 #include "ckpt.h"
 #include "common/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,10 @@ typedef struct fake {
     int64_t agree_yes_at; /* the step whose agree says 1 */
     int64_t *global_step;
     int released;
+    int overlap;       /* its save_async leaves the snapshot open */
+    int open;          /* a snapshot is open */
+    int64_t open_step; /* its step */
+    int fences[2];     /* mutation_fence calls by from_now_on */
 } fake;
 
 enum {
@@ -75,6 +80,8 @@ static int f_save_async(void *self, int64_t step, uint64_t *ticket_out)
     f->calls[C_SAVE_ASYNC]++;
     deliver_pending(f);
     f->saved[f->nsaved++ & 15] = step;
+    f->open = f->overlap;
+    f->open_step = step;
     f->undelivered = ++f->next_ticket;
     f->undelivered_step = step;
     if (ticket_out)
@@ -176,6 +183,25 @@ static int f_saves_var(const void *self, const char *name, const void *data)
     return strcmp(name, "w") == 0;
 }
 
+static int f_mutation_fence(void *self, int from_now_on)
+{
+    fake *f = self;
+    f->fences[from_now_on != 0]++;
+    if (from_now_on)
+        f->overlap = 1;
+    f->open = 0;
+    return 0;
+}
+
+static int f_open_snapshot(const void *self, int64_t *step)
+{
+    const fake *f = self;
+    if (!f->open)
+        return 0;
+    *step = f->open_step;
+    return 1;
+}
+
 static ckpt_saver_ops fake_ops(int collective)
 {
     ckpt_saver_ops o;
@@ -195,6 +221,8 @@ static ckpt_saver_ops fake_ops(int collective)
     o.set_on_save_done = f_set_done;
     o.agree = f_agree;
     o.release = f_release;
+    o.mutation_fence = f_mutation_fence;
+    o.open_snapshot = f_open_snapshot;
     return o;
 }
 
@@ -409,6 +437,82 @@ static void test_hook_refuses_saver_without_global_step(void **state)
     test_remove_tree(dir);
 }
 
+static int fenced_step(ckpt_step_context *sc, void *payload)
+{
+    int err = ckpt_step_context_mutation_fence(sc);
+    (*(int64_t *)payload)++;
+    return err;
+}
+
+static void keep_log(int level, const char *message, void *payload)
+{
+    if (level >= CKPT_LOG_WARN)
+        snprintf(payload, 512, "%s", message);
+}
+
+/* The mutation fence reaches a wrapped saver (ckpt_saver_ops version 4):
+ * a step's fence switches it to overlapped snapshots and completes its
+ * open one (from_now_on 1), the session completes one at each step's end
+ * (0) without switching it, and asks open_snapshot for its warning about
+ * a loop that never fenced. A version-3 table's fence members are not
+ * read. */
+static void test_fence_reaches_wrapped_saver(void **state)
+{
+    for (int round = 0; round < 3; round++) {
+        ckpt_saver_ops ops = fake_ops(0);
+        ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
+        ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
+        ckpt_saver *s = NULL;
+        ckpt_graph *g = NULL;
+        ckpt_monitored_session *ms = NULL;
+        ckpt_hook hook;
+        char *dir = test_make_temp_dir();
+        char warning[512] = "";
+        int64_t gs = 0;
+        fake f;
+        (void)state;
+        fake_init(&f);
+        f.global_step = &gs;
+        if (round == 1)
+            f.overlap = 1; /* as a saver told fence_from_start */
+        if (round == 2)
+            ops.version = 3;
+        assert_ckpt_ok(ckpt_saver_wrap(&s, &ops, &f));
+        assert_ckpt_ok(ckpt_graph_new(&g));
+        assert_ckpt_ok(ckpt_graph_create_global_step(g, &gs));
+        ho.saver = s;
+        ho.save_steps = 2;
+        ho.mode = CKPT_SAVE_ASYNC;
+        ho.checkpoint_dir = dir;
+        so.log = keep_log;
+        so.log_payload = warning;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, &so));
+        for (int i = 0; i < 4; i++)
+            assert_ckpt_ok(ckpt_monitored_session_run(
+                ms, NULL, round == 1 ? step_fn : fenced_step, &gs, NULL));
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        if (round == 0) { /* fenced every step */
+            assert_int_equal(f.fences[1], 4);
+            assert_true(f.fences[0] >= 4);
+            assert_int_equal(warning[0], 0);
+        } else if (round == 1) { /* never fenced, overlapping from start */
+            assert_int_equal(f.fences[1], 0);
+            assert_true(f.fences[0] >= 4);
+            assert_non_null(strstr(warning, "checkpoint of step 0 was still "
+                                            "being copied"));
+        } else { /* version 3: no fence members */
+            assert_int_equal(f.fences[0] + f.fences[1], 0);
+            assert_int_equal(f.overlap, 0);
+        }
+        assert_int_equal(f.open, 0);
+        ckpt_saver_free(s);
+        ckpt_graph_free(g);
+        test_remove_tree(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_wrap_forwards_every_call),
         cmocka_unit_test(test_hook_asks_agree_in_seconds_mode),
         cmocka_unit_test(test_hook_refuses_saver_without_global_step),
+        cmocka_unit_test(test_fence_reaches_wrapped_saver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
