@@ -17,6 +17,7 @@
 #include "make_dirs.h"
 #include "model.h"
 #include "options.h"
+#include "report.h"
 #include "train_var.h"
 
 #include <errno.h>
@@ -275,7 +276,12 @@ static int run(dist_trainer *t)
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hooks[2];
+    report rep; /* this rank's saves' blocking, for the summary */
+    double blocking[2], worst[2] = {0, 0};
     int err, code = 1;
+    report_init(&rep, 1, 0, 0);
+    so.base.on_save_done = report_on_save_done;
+    so.base.on_save_done_payload = &rep;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
     so.base.busy_policy = CKPT_BUSY_SKIP;
     /* train_step calls the mutation fence before its first write, so the
@@ -357,14 +363,20 @@ static int run(dist_trainer *t)
     if (code == 0 && t->rank == 0 && t->stopped && !t->o.quiet)
         printf("stopped by a signal at step %" PRId64 " on every rank\n",
                t->global_step);
+    /* Every rank reaches this (the session's close is collective). */
+    blocking[0] = report_blocking_ms_p50(&rep);
+    blocking[1] = report_blocking_ms_max(&rep);
+    MPI_Reduce(blocking, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (code == 0 && t->rank == 0)
         printf("done: step %" PRId64 " on %d ranks\nsummary: steps=%" PRId64
-               " ranks=%d\n",
-               t->global_step, t->size, t->global_step, t->size);
+               " ranks=%d blocking_ms_p50=%.3f blocking_ms_max=%.3f\n",
+               t->global_step, t->size, t->global_step, t->size, worst[0],
+               worst[1]);
 done:
     ckpt_monitored_session_free(ms);
     ckpt_graph_free(g);
     ckpt_mpi_saver_free(s);
+    report_dispose(&rep);
     return code;
 }
 

@@ -163,14 +163,25 @@ static double percentile50(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void report_summary(report *r, FILE *out, int64_t final_step,
-                    int64_t resumed_from, const ckpt_saver_metrics *m)
+double report_blocking_ms_p50(report *r)
 {
-    char resumed[32] = "-";
+    return percentile50(r->blocking_ms, r->nsaves);
+}
+
+double report_blocking_ms_max(const report *r)
+{
     double max_blocking = 0.0;
     for (size_t i = 0; i < r->nsaves; i++)
         if (r->blocking_ms[i] > max_blocking)
             max_blocking = r->blocking_ms[i];
+    return max_blocking;
+}
+
+void report_summary(report *r, FILE *out, int64_t final_step,
+                    int64_t resumed_from, const ckpt_saver_metrics *m)
+{
+    char resumed[32] = "-";
+    double max_blocking = report_blocking_ms_max(r);
     if (resumed_from >= 0)
         snprintf(resumed, sizeof(resumed), "%" PRId64, resumed_from);
     fprintf(
@@ -181,8 +192,8 @@ void report_summary(report *r, FILE *out, int64_t final_step,
         "write_mb_s=%.1f start_ms=%.1f close_ms=%.1f\n",
         final_step, resumed, r->have_loss ? (double)r->last_loss : (double)NAN,
         m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
-        m ? m->saves_failed : 0, percentile50(r->blocking_ms, r->nsaves),
-        max_blocking, percentile50(r->write_ms, r->nsaves),
+        m ? m->saves_failed : 0, report_blocking_ms_p50(r), max_blocking,
+        percentile50(r->write_ms, r->nsaves),
         r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0,
         r->start_ms, r->close_ms);
     fflush(out);

@@ -42,6 +42,11 @@ ckpt_hook report_hook(report *r);
 void report_on_save_done(const ckpt_save_result *res, void *payload);
 void report_on_log(int level, const char *message, void *payload);
 
+/* The median and the longest blocking of the completed saves, in
+ * milliseconds (0 without any). */
+double report_blocking_ms_p50(report *r);
+double report_blocking_ms_max(const report *r);
+
 /* The one summary line. */
 void report_summary(report *r, FILE *out, int64_t final_step,
                     int64_t resumed_from, const ckpt_saver_metrics *m);
