@@ -175,8 +175,9 @@ typedef struct ckpt_tensor_entry {
  *  share bytes of a data file make it corrupt. With the POSIX file system
  *  an index or data file that is not a regular file (a FIFO, a device) is
  *  refused with CKPT_EIO without blocking.
- *  @return 0, CKPT_ENOTFOUND (no <prefix>.index), CKPT_ECORRUPT, CKPT_EIO,
- *          CKPT_ENOMEM or CKPT_EVERSION */
+ *  @return 0, CKPT_ENOTFOUND (no <prefix>.index; when `prefix` itself
+ *          cannot be looked up, a symbolic link that loops, the message
+ *          says so), CKPT_ECORRUPT, CKPT_EIO, CKPT_ENOMEM or CKPT_EVERSION */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
                         const ckpt_bundle_reader_options *opts);

@@ -29,6 +29,7 @@
 #include "io/fs_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,10 +362,28 @@ static int index_has_no_file(const ckpt_bundle_reader *r)
     return none;
 }
 
+/* What the prefix itself is, when its index is missing and it has no
+ * bundle suffix: 2 when something of that name exists (a file or a
+ * directory, given instead of a prefix), 3 when the name cannot be looked
+ * up for a reason other than its absence (a symbolic link that loops, a
+ * name too long: stat's message left in `why`), else 0. */
+static int prefix_hint(const ckpt_bundle_reader *r, ckpt_buf *why)
+{
+    int err = ckpt__fs_stat(r->fs, r->prefix, NULL, NULL);
+    if (err == 0)
+        return 2;
+    if (strstr(ckpt_error_last()->message, strerror(ENOENT)) ||
+        ckpt__buf_set(why, ckpt_error_last()->message) < 0)
+        return 0;
+    return 3;
+}
+
 /* The index of `prefix` is missing: when the caller passed one of a
  * checkpoint's files or a directory instead of its prefix, say so; when
- * nothing of that name is there, say that no such checkpoint exists ahead
- * of the file system's message (the error stays CKPT_ENOTFOUND). */
+ * the name itself cannot be looked up (a symbolic link that loops), say
+ * why; when nothing of that name is there, say that no such checkpoint
+ * exists ahead of the file system's message (the error stays
+ * CKPT_ENOTFOUND). */
 static int explain_missing_index(const ckpt_bundle_reader *r, int err)
 {
     size_t n = strip_bundle_suffix(r->prefix);
@@ -381,24 +400,30 @@ static int explain_missing_index(const ckpt_bundle_reader *r, int err)
                    0 &&
                ckpt__fs_stat(r->fs, candidate.ptr, NULL, NULL) == 0;
     else
-        hint = 2 * (ckpt__fs_stat(r->fs, r->prefix, NULL, NULL) == 0);
-    ckpt_buf_dispose(&candidate);
+        hint = prefix_hint(r, &candidate);
     ckpt__error_restore(&saved);
     if (hint == 1)
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "%s: no such checkpoint; that is one of the "
-                           "files of the checkpoint whose prefix is %.*s: "
-                           "open the prefix",
-                           r->prefix, (int)n, r->prefix);
-    if (hint == 2)
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "%s: no such checkpoint (no %s); a checkpoint is "
-                           "named by its prefix, not by a file or directory "
-                           "(ckpt_latest_checkpoint finds the newest one in "
-                           "a directory)",
-                           r->prefix, r->index_path.ptr);
-    if (index_missing) /* nothing of that name: say what was looked for */
-        return ckpt__error_prefix(err, "%s: no such checkpoint", r->prefix);
+        err = ckpt__error(CKPT_ENOTFOUND,
+                          "%s: no such checkpoint; that is one of the "
+                          "files of the checkpoint whose prefix is %.*s: "
+                          "open the prefix",
+                          r->prefix, (int)n, r->prefix);
+    else if (hint == 2)
+        err = ckpt__error(CKPT_ENOTFOUND,
+                          "%s: no such checkpoint (no %s); a checkpoint is "
+                          "named by its prefix, not by a file or directory "
+                          "(ckpt_latest_checkpoint finds the newest one in "
+                          "a directory)",
+                          r->prefix, r->index_path.ptr);
+    else if (hint == 3)
+        err =
+            ckpt__error(CKPT_ENOTFOUND,
+                        "%s: no such checkpoint (no %s), and the name %s "
+                        "itself cannot be looked up: %s",
+                        r->prefix, r->index_path.ptr, r->prefix, candidate.ptr);
+    else if (index_missing) /* nothing of that name: say what was looked for */
+        err = ckpt__error_prefix(err, "%s: no such checkpoint", r->prefix);
+    ckpt_buf_dispose(&candidate);
     return err;
 }
 

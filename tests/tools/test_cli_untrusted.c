@@ -14,7 +14,8 @@
  *     every command that resolves DIR warning when that lies outside DIR,
  *     also in a directory whose path is longer than PATH_MAX (where `ls`
  *     finds its checkpoints too), and state-file paths no file can have
- *     (too long, symbolic links that loop) missing, not unreadable. */
+ *     (too long, symbolic links that loop) missing, not unreadable, and a
+ *     prefix that is itself a looping link named as one. */
 #include "cli_bounded.h"
 
 #include "format/bundle_slices.h"
@@ -1104,6 +1105,31 @@ static void test_state_paths_no_file_can_have(void **state)
     test_remove_tree(dir);
 }
 
+/* A checkpoint prefix that is itself a symbolic link that loops (and has
+ * no index): verify and inspect name the loop (they said only "no such
+ * checkpoint: ... No such file or directory"), and exit 2 as for any
+ * checkpoint that is not there. */
+static void test_prefix_itself_a_loop(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *loop = test_path(dir, "loop");
+    static const char *const cmds[] = {"verify", "inspect"};
+    cli_run r;
+    (void)state;
+    assert_int_equal(symlink("loop", loop), 0);
+    for (size_t i = 0; i < 2; i++) {
+        RUN_BOUNDED(r, &limits, cmds[i], loop);
+        expect_within_limits(&r, &limits);
+        expect_status(&r, 2);
+        expect_contains(r.err, "no such checkpoint (no ");
+        expect_contains(r.err, "loop itself cannot be looked up: stat ");
+        expect_contains(r.err, "Too many levels of symbolic links");
+        run_free(&r);
+    }
+    free(loop);
+    test_remove_tree(dir);
+}
+
 /* A damaged state file is damage (exit 1) for every command that reads
  * it, as the README's exit-status rule says (ls used to exit 2, inspect
  * 1). */
@@ -1422,6 +1448,7 @@ int main(void)
         cmocka_unit_test(test_long_path_keeps_the_error),
         cmocka_unit_test(test_ls_directory_deeper_than_path_max),
         cmocka_unit_test(test_state_paths_no_file_can_have),
+        cmocka_unit_test(test_prefix_itself_a_loop),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
         cmocka_unit_test(test_dir_state_file_names_outside),
