@@ -1,26 +1,21 @@
 /* tests/mpi/fail_open_shim.c - an LD_PRELOAD library for the MPI tests
- * (run_train_setup_fail.sh): open, open64, openat and openat64 fail with
- * EIO for a path that matches the fnmatch(3) pattern CKPT_FAIL_OPEN_MATCH
- * ('*' matches '/' too), in the process whose
- * OMPI_COMM_WORLD_RANK (Open MPI sets it in each rank's environment)
- * equals CKPT_FAIL_OPEN_RANK. Every other call goes to the next
- * definition (dlsym(RTLD_NEXT)). Each failure is said on stderr, so a
- * test can see that the fault was reached. */
-#undef _FORTIFY_SOURCE /* its inline open() would clash with ours */
-#include <dlfcn.h>
+ * (run_train_setup_fail.sh): open, open64, openat and openat64
+ * (tests/support/open_shim.c) fail with EIO for a path that matches the
+ * fnmatch(3) pattern CKPT_FAIL_OPEN_MATCH ('*' matches '/' too), in the
+ * process whose OMPI_COMM_WORLD_RANK (Open MPI sets it in each rank's
+ * environment) equals CKPT_FAIL_OPEN_RANK. Every other call goes to the
+ * next definition. Each failure is said on stderr, so a test can see that
+ * the fault was reached. */
+#include "support/open_shim.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*open_fn)(const char *, int, ...);
-typedef int (*openat_fn)(int, const char *, int, ...);
-
-/* Whether `path` is to fail in this process. */
-static int should_fail(const char *path)
+/* EIO when `path` is to fail in this process, else 0. */
+int open_shim_before(const char *path)
 {
     const char *match = getenv("CKPT_FAIL_OPEN_MATCH");
     const char *want = getenv("CKPT_FAIL_OPEN_RANK");
@@ -30,91 +25,5 @@ static int should_fail(const char *path)
     if (strcmp(want, rank) != 0 || fnmatch(match, path, 0) != 0)
         return 0;
     fprintf(stderr, "fail_open_shim: rank %s: open(%s): EIO\n", rank, path);
-    return 1;
-}
-
-/* The mode argument is there only when the flags create a file. */
-static int needs_mode(int flags)
-{
-#ifdef O_TMPFILE
-    if ((flags & O_TMPFILE) == O_TMPFILE)
-        return 1;
-#endif
-    return (flags & O_CREAT) != 0;
-}
-
-/* The next definition of `name` into `*out` (a function pointer of
- * `size` bytes; copied, since ISO C has no cast from void *). */
-static void next_symbol(const char *name, void *out, size_t size)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        fprintf(stderr, "fail_open_shim: no next %s\n", name);
-        abort();
-    }
-    memcpy(out, &f, size);
-}
-
-static int do_open(const char *name, const char *path, int flags, mode_t mode)
-{
-    open_fn next;
-    if (should_fail(path)) {
-        errno = EIO;
-        return -1;
-    }
-    next_symbol(name, &next, sizeof(next));
-    return needs_mode(flags) ? next(path, flags, mode) : next(path, flags);
-}
-
-static int do_openat(const char *name, int dirfd, const char *path, int flags,
-                     mode_t mode)
-{
-    openat_fn next;
-    if (should_fail(path)) {
-        errno = EIO;
-        return -1;
-    }
-    next_symbol(name, &next, sizeof(next));
-    return needs_mode(flags) ? next(dirfd, path, flags, mode)
-                             : next(dirfd, path, flags);
-}
-
-/* The mode from the variadic argument list, when the flags say it is
- * there (reading it otherwise is undefined). */
-#define MODE_ARG(flags, last, mode)                                            \
-    do {                                                                       \
-        if (needs_mode(flags)) {                                               \
-            va_list ap;                                                        \
-            va_start(ap, last);                                                \
-            mode = (mode_t)va_arg(ap, int);                                    \
-            va_end(ap);                                                        \
-        }                                                                      \
-    } while (0)
-
-int open(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    MODE_ARG(flags, flags, mode);
-    return do_open("open", path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    MODE_ARG(flags, flags, mode);
-    return do_open("open64", path, flags, mode);
-}
-
-int openat(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    MODE_ARG(flags, flags, mode);
-    return do_openat("openat", dirfd, path, flags, mode);
-}
-
-int openat64(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    MODE_ARG(flags, flags, mode);
-    return do_openat("openat64", dirfd, path, flags, mode);
+    return EIO;
 }
