@@ -77,6 +77,16 @@ CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
 CKPT_EXTERN(int) ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs,
                                         const char *dir);
 
+/** What ckpt_latest_checkpoint chooses, from the state `st` the caller
+ *  read already (ckpt_state_read of `dir`), without reading the state file
+ *  again: a caller that shows both the list and the latest (`ckpt ls`)
+ *  sees one state file, even when a save replaces it in between. Each
+ *  candidate's `<prefix>.index` is looked up on `fs` (NULL: POSIX).
+ *  @return 0, CKPT_ENOTFOUND (no listed checkpoint has its index),
+ *          CKPT_EINVAL, CKPT_EIO */
+CKPT_EXTERN(int) ckpt_state_latest(ckpt_buf *out, const ckpt_fs *fs,
+                                   const char *dir, const ckpt_state *st);
+
 CKPT_END_DECL
 
 #endif

@@ -400,25 +400,28 @@ static int index_exists(const ckpt_fs *fs, const char *prefix)
     return err;
 }
 
-int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
+int ckpt_state_latest(ckpt_buf *out, const ckpt_fs *fs, const char *dir,
+                      const ckpt_state *st)
 {
-    ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(dir);
-    fs = ckpt_fs_or_default(fs);
-    err = ckpt_state_read(&st, fs, dir);
-    if (err == CKPT_ECORRUPT) /* "none", as TensorFlow ignores such a file */
-        err = ckpt__error_prefix(
-            CKPT_ENOTFOUND, "%s: no latest checkpoint: " CKPT__STATE_UNREADABLE,
-            dir);
+    CKPT__CHECK_ARG(st);
+    if (st->num_paths > 0 && !st->all_paths)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_state_latest: %zu paths and all_paths NULL",
+                           st->num_paths);
+    err = ckpt__fs_check(fs, "state latest: fs");
     if (err < 0)
-        goto done;
+        return err;
+    fs = ckpt_fs_or_default(fs);
     /* model_checkpoint_path first, then the listed ones, newest first. */
-    for (size_t i = 0; i <= st.num_paths; i++) {
-        const char *p =
-            i == 0 ? st.model_checkpoint_path : st.all_paths[st.num_paths - i];
+    for (size_t i = 0; i <= st->num_paths; i++) {
+        const char *p = i == 0 ? st->model_checkpoint_path
+                               : st->all_paths[st->num_paths - i];
+        if (!p)
+            continue;
         err = ckpt_state_resolve(&prefix, dir, p);
         if (err == 0)
             err = index_exists(fs, prefix.ptr);
@@ -429,12 +432,30 @@ int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
             goto done;
         }
     }
-    err = ckpt__error(CKPT_ENOTFOUND,
-                      "%s: no checkpoint listed in the state file has its "
-                      "index (latest: \"%s\")",
-                      dir, st.model_checkpoint_path);
+    err = ckpt__error(
+        CKPT_ENOTFOUND,
+        "%s: no checkpoint listed in the state file has its "
+        "index (latest: \"%s\")",
+        dir, st->model_checkpoint_path ? st->model_checkpoint_path : "");
 done:
-    ckpt_state_dispose(&st);
     ckpt_buf_dispose(&prefix);
+    return err;
+}
+
+int ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir)
+{
+    ckpt_state st = CKPT_STATE_INIT;
+    int err;
+    CKPT__CHECK_ARG(out);
+    CKPT__CHECK_ARG(dir);
+    fs = ckpt_fs_or_default(fs);
+    err = ckpt_state_read(&st, fs, dir);
+    if (err == CKPT_ECORRUPT) /* "none", as TensorFlow ignores such a file */
+        err = ckpt__error_prefix(
+            CKPT_ENOTFOUND, "%s: no latest checkpoint: " CKPT__STATE_UNREADABLE,
+            dir);
+    if (err == 0)
+        err = ckpt_state_latest(out, fs, dir, &st);
+    ckpt_state_dispose(&st);
     return err;
 }

@@ -311,6 +311,12 @@ static void test_io_and_state_null_args(void **state)
                     "ckpt_latest_checkpoint: out is NULL");
     EXPECT_NULL_ARG(ckpt_latest_checkpoint(&buf, NULL, NULL),
                     "ckpt_latest_checkpoint: dir is NULL");
+    EXPECT_NULL_ARG(ckpt_state_latest(NULL, NULL, f->dir, &st),
+                    "ckpt_state_latest: out is NULL");
+    EXPECT_NULL_ARG(ckpt_state_latest(&buf, NULL, NULL, &st),
+                    "ckpt_state_latest: dir is NULL");
+    EXPECT_NULL_ARG(ckpt_state_latest(&buf, NULL, f->dir, NULL),
+                    "ckpt_state_latest: st is NULL");
     ckpt_state_dispose(NULL);
     ckpt_buf_dispose(NULL);
     ckpt_buf_dispose(&buf);

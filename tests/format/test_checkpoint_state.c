@@ -725,6 +725,49 @@ static void test_latest_falls_back_to_newest_with_index(void **state)
     test_remove_tree(dir);
 }
 
+/* ckpt_state_latest chooses from the state it is given, not from the
+ * state file, which a save may have replaced since it was read (`ckpt ls`
+ * used to read it twice), with the same fallback as ckpt_latest_checkpoint
+ * and the same message when no listed checkpoint has its index. */
+static void test_state_latest_uses_given_state(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *want = test_path(dir, "ckpt-2");
+    char *gone = test_path(dir, "ckpt-2.index");
+    static const char text[] = "model_checkpoint_path: \"ckpt-2\"\n"
+                               "all_model_checkpoint_paths: \"ckpt-1\"\n"
+                               "all_model_checkpoint_paths: \"ckpt-2\"\n";
+    ckpt_state st = CKPT_STATE_INIT;
+    ckpt_buf b = CKPT_BUF_INIT;
+    (void)state;
+    write_text(dir, "checkpoint", text);
+    touch(dir, "ckpt-1.index");
+    touch(dir, "ckpt-2.index");
+    touch(dir, "ckpt-3.index");
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, dir));
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"ckpt-3\"\n"
+               "all_model_checkpoint_paths: \"ckpt-3\"\n");
+    assert_ckpt_ok(ckpt_state_latest(&b, NULL, dir, &st));
+    assert_string_equal(b.ptr, want);
+    free(want);
+    assert_int_equal(remove(gone), 0);
+    want = test_path(dir, "ckpt-1");
+    assert_ckpt_ok(ckpt_state_latest(&b, NULL, dir, &st));
+    assert_string_equal(b.ptr, want);
+    free(want);
+    free(gone);
+    gone = test_path(dir, "ckpt-1.index");
+    assert_int_equal(remove(gone), 0);
+    free(gone);
+    assert_ckpt_error(ckpt_state_latest(&b, NULL, dir, &st), CKPT_ENOTFOUND,
+                      "no checkpoint listed in the state file has its index "
+                      "(latest: \"ckpt-2\")");
+    ckpt_state_dispose(&st);
+    ckpt_buf_dispose(&b);
+    test_remove_tree(dir);
+}
+
 /* State-file paths whose look-up fails because no file can have them (a
  * name longer than NAME_MAX, a symbolic link that loops) are missing
  * checkpoints, like an index that is not there: the newest listed one
@@ -820,6 +863,7 @@ int main(void)
         cmocka_unit_test(test_latest_relative),
         cmocka_unit_test(test_latest_absolute),
         cmocka_unit_test(test_latest_falls_back_to_newest_with_index),
+        cmocka_unit_test(test_state_latest_uses_given_state),
         cmocka_unit_test(test_latest_skips_paths_no_file_can_have),
         cmocka_unit_test(test_latest_without_state_file),
     };

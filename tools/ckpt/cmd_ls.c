@@ -43,6 +43,8 @@ const cli_command cli_cmd_ls = {
     "DIR must be a directory: a checkpoint prefix, one of its files or\n"
     "the state file instead is a usage error whose message gives the\n"
     "command meant (ckpt ls of its directory, ckpt inspect of it).\n"
+    "DIR/checkpoint is read once (the latest is chosen from that read, so\n"
+    "a save replacing it meanwhile cannot leave no row marked latest) and\n"
     "DIR is listed once (and once each subdirectory of it the state file\n"
     "names); each checkpoint's files are then looked up. A path ending in\n"
     "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
@@ -767,7 +769,9 @@ static int run(int argc, char **argv)
         goto done;
     }
     if (have_state) {
-        err = ckpt_latest_checkpoint(&latest, NULL, dir);
+        /* from the state read above: a save landing in between must not
+         * leave the listing without its latest */
+        err = ckpt_state_latest(&latest, NULL, dir, &st);
         if (err < 0 && err != CKPT_ENOTFOUND) {
             rc = cli_lib_error("ls", err, dir);
             goto done;
