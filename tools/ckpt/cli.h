@@ -280,6 +280,9 @@ void cli_print_json(json_object *obj);
  * piece at a time), and free it. */
 void cli_put_json(json_object *o, size_t indent);
 
+/* cli_put_json to `f` (a document assembled before it is printed). */
+void cli_put_json_to(FILE *f, json_object *o, size_t indent);
+
 /* `o`, or the end of the run with "out of memory" (status 2) when a json-c
  * constructor returned NULL. */
 json_object *cli_json_or_oom(json_object *o);

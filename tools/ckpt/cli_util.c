@@ -470,6 +470,11 @@ void cli_print_json(json_object *obj)
 
 void cli_put_json(json_object *o, size_t indent)
 {
+    cli_put_json_to(stdout, o, indent);
+}
+
+void cli_put_json_to(FILE *f, json_object *o, size_t indent)
+{
     const char *text = json_text(o);
     size_t n = strlen(text), lines = 0, at = 0;
     char *out;
@@ -483,7 +488,7 @@ void cli_put_json(json_object *o, size_t indent)
                 out[at++] = ' ';
     }
     out[at] = '\0';
-    cli_json_write_safe(out, stdout);
+    cli_json_write_safe(out, f);
     free(out);
     json_object_put(o);
 }
