@@ -728,6 +728,58 @@ static void test_diff_json_many_differences_memory(void **state)
     test_remove_tree(dir);
 }
 
+/* `repack --include/--exclude` patterns that glibc's regex matches in
+ * time exponential in a name's length (back-references: the one below
+ * ran past any limit on a 68-byte name) or compiles into more memory than
+ * the machine has (a{32767}{32767}: a billion positions) are usage errors
+ * saying why, before regcomp sees them; bounds of POSIX's size nested
+ * once still work. */
+static void test_repack_pathological_patterns(void **state)
+{
+    static const cli_limits tight = {10, 60, (uint64_t)512 << 20};
+    static const float v[2] = {1.0f, 2.0f};
+    static const struct {
+        const char *option, *pattern, *why;
+    } refused[] = {
+        {"--exclude", "(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1z",
+         "back-reference \\5: not supported (matching one can take time "
+         "exponential in a name's length)"},
+        {"--include", "(a*)*\\1b", "back-reference \\1: not supported"},
+        {"--exclude", "a{32767}{32767}",
+         "its bounded repetitions ({m,n}) expand to more than 65536 "
+         "positions"},
+        {"--exclude", "((a{100}){100}){100}", "more than 65536 positions"},
+    };
+    char name[69];
+    char *dir = test_make_temp_dir();
+    char *src = test_path(dir, "src"), *dst = test_path(dir, "dst");
+    tensor_spec t = {name, 68, CKPT_DT_FLOAT, 2, v, sizeof(v), 0, 0};
+    cli_run r;
+    (void)state;
+    memset(name, 'a', 68);
+    name[68] = '\0';
+    write_bundle(src, &t, 1);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        RUN_BOUNDED(r, &tight, "repack", src, dst, refused[i].option,
+                    refused[i].pattern);
+        expect_within_limits(&r, &tight);
+        expect_status(&r, 2);
+        expect_contains(r.err, "ckpt repack: bad regex '");
+        expect_contains(r.err, refused[i].pattern);
+        expect_contains(r.err, refused[i].why);
+        run_free(&r);
+    }
+    RUN_BOUNDED(r, &tight, "repack", src, dst, "--exclude", "^a{255}{255}",
+                "--exclude", "^(a{10}){6}a{8}$");
+    expect_within_limits(&r, &tight);
+    expect_status(&r, 0);
+    expect_contains(r.out, "0 of 1 tensors");
+    run_free(&r);
+    free(src);
+    free(dst);
+    test_remove_tree(dir);
+}
+
 /* Names of valid UTF-8 holding code points a terminal acts on (C1 CSI,
  * right-to-left override, DEL): \x-escaped in text, \u-escaped in JSON
  * (parse_json refuses them raw), and the same bytes once parsed. */
@@ -1502,6 +1554,7 @@ int main(void)
         cmocka_unit_test(test_ls_json_long_state_file_memory),
         cmocka_unit_test(test_inspect_json_many_entries_memory),
         cmocka_unit_test(test_diff_json_many_differences_memory),
+        cmocka_unit_test(test_repack_pathological_patterns),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),
         cmocka_unit_test(test_verify_variant_not_checked),

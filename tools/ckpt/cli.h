@@ -115,6 +115,12 @@ int cli_lib_error(const char *cmd, int err, const char *context);
 /* CLI_FOUND for damage (CKPT_ECORRUPT), CLI_USAGE for anything else. */
 int cli_exit_code(int err);
 
+/* 0 when the POSIX extended regex `expr` is one regcomp and regexec
+ * handle in bounded memory and polynomial time (cli_pattern.c); else -1
+ * with the reason in `why` (`n` bytes): a back-reference (\1..\9), or
+ * bounded repetitions ({m,n}) expanding to more than 65536 positions. */
+int cli_pattern_check(const char *expr, char *why, size_t n);
+
 /* Print "ckpt CMD: <message>" and the command's synopsis on stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const cli_command *c, const char *fmt, ...)

@@ -29,6 +29,10 @@ const cli_command cli_cmd_repack = {
     "                   regex; may be repeated: any match keeps)\n"
     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
     "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
+    "                   A REGEX with a back-reference (\\1..\\9: matching\n"
+    "                   can take exponential time) or bounded repetitions\n"
+    "                   ({m,n}) expanding to more than 65536 positions\n"
+    "                   (regcomp's memory) is a usage error.\n"
     "  --json           print JSON: {\"source\", \"outside_directory\",\n"
     "                   \"destination\", \"ok\",\n"
     "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
@@ -48,6 +52,8 @@ static int add_pattern(pattern_list *l, const char *expr)
     const cli_command *c = &cli_cmd_repack;
     char msg[256];
     int err;
+    if (cli_pattern_check(expr, msg, sizeof(msg)) < 0)
+        return cli_usage_error(c, "bad regex '%s': %s", expr, msg);
     err = regcomp(&l->re[l->n], expr, REG_EXTENDED | REG_NOSUB);
     if (err != 0) {
         regerror(err, &l->re[l->n], msg, sizeof(msg));
