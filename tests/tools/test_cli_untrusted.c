@@ -728,6 +728,63 @@ static void test_diff_json_many_differences_memory(void **state)
     test_remove_tree(dir);
 }
 
+/* `verify --json` of a checkpoint whose 50,000 tensors are all damaged
+ * keeps each finding as its text, as diff does: it needed a json-c object
+ * per damaged tensor (over 100 MB of address space; refused in 96 MB).
+ * The document names every damaged tensor with its message. */
+static void test_verify_json_many_damaged_memory(void **state)
+{
+    static const cli_limits tight = {30, 120, (uint64_t)96 << 20};
+    const int entries = cli_under_memcheck()   ? 500
+                        : cli_tool_sanitized() ? 5000
+                                               : 50000;
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "m");
+    char *data = test_path(dir, "m.data-00000-of-00001");
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape four = {1, {4}};
+    json_object *root, *list, *last;
+    uint8_t *bytes;
+    size_t n = 0;
+    char name[32];
+    cli_run r;
+    (void)state;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (int i = 0; i < entries; i++) {
+        float v[4] = {(float)i, 1.0f, 2.0f, 3.0f};
+        snprintf(name, sizeof(name), "t%07d", i);
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &four, v, 16));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    bytes = test_read_file(data, &n);
+    assert_int_equal(n, (size_t)entries * 16);
+    for (size_t i = 0; i < n; i += 16)
+        bytes[i] ^= 1; /* every record's checksum now wrong */
+    test_write_file(data, bytes, n);
+    free(bytes);
+    RUN_BOUNDED(r, &tight, "verify", prefix, "--json");
+    expect_within_limits(&r, &tight);
+    expect_status(&r, 1);
+    root = parse_json(r.out);
+    assert_false(json_object_get_boolean(jget(root, "ok")));
+    assert_int_equal(json_object_get_int64(jget(root, "tensors")), entries);
+    list = jget(root, "damaged");
+    assert_int_equal(json_object_array_length(list), entries);
+    last = json_object_array_get_idx(list, (size_t)entries - 1);
+    snprintf(name, sizeof(name), "t%07d", entries - 1);
+    assert_string_equal(json_object_get_string(jget(last, "name")), name);
+    expect_contains(json_object_get_string(jget(last, "error")),
+                    "': checksum mismatch (stored 0x");
+    assert_int_equal(json_object_array_length(jget(root, "not_checked")), 0);
+    json_object_put(root);
+    run_free(&r);
+    free(data);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* `repack --include/--exclude` patterns that glibc's regex matches in
  * time exponential in a name's length (back-references: the one below
  * ran past any limit on a 68-byte name) or compiles into more memory than
@@ -1554,6 +1611,7 @@ int main(void)
         cmocka_unit_test(test_ls_json_long_state_file_memory),
         cmocka_unit_test(test_inspect_json_many_entries_memory),
         cmocka_unit_test(test_diff_json_many_differences_memory),
+        cmocka_unit_test(test_verify_json_many_damaged_memory),
         cmocka_unit_test(test_repack_pathological_patterns),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),

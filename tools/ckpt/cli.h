@@ -289,6 +289,31 @@ void cli_put_json(json_object *o, size_t indent);
 /* cli_put_json to `f` (a document assembled before it is printed). */
 void cli_put_json_to(FILE *f, json_object *o, size_t indent);
 
+/* A list member of a top-level JSON object printed when the command is
+ * done, kept meanwhile as its text (cli_json_list.c). */
+typedef struct cli_json_list {
+    FILE *f;    /* the items so far (open_memstream) */
+    char *text; /* its buffer */
+    size_t len;
+    size_t n; /* items */
+} cli_json_list;
+
+/* Start an empty list; exits through cli_out_of_memory on failure. */
+void cli_json_list_open(cli_json_list *l);
+/* Serialize `item` (freed) as the list's next element. */
+void cli_json_list_add(cli_json_list *l, json_object *item);
+/* Print the list on stdout as a member of the top-level object: "[", each
+ * item on its own line indented by 4, "]" indented by 2 (json-c's pretty
+ * form at that depth). */
+void cli_json_list_put(cli_json_list *l);
+/* Free the list; one never opened (zeroed) is ignored. */
+void cli_json_list_dispose(cli_json_list *l);
+
+/* Print `key` and `value` (freed) as a member of the top-level object of
+ * a document printed a member at a time, after `sep` ("{\n" for the first,
+ * ",\n" for the others). */
+void cli_put_member(const char *sep, const char *key, json_object *value);
+
 /* `o`, or the end of the run with "out of memory" (status 2) when a json-c
  * constructor returned NULL. */
 json_object *cli_json_or_oom(json_object *o);

@@ -371,14 +371,10 @@ static void format_max(char *buf, size_t n, const value_diff *d)
         snprintf(buf, n, "%.*g", d->digits, d->max_abs);
 }
 
-/* With --json the differences are kept as their printed text, each one
- * serialized as it is found (a JSON object per difference held to the end
- * took about 1.4 KiB each: 140 MB for 10^5 differing tensors). */
 typedef struct report {
     const diff_opts *o;
-    FILE *spool;      /* --json: the "differences" items so far */
-    char *spool_text; /* its buffer (open_memstream) */
-    size_t spool_len;
+    int json;
+    cli_json_list list; /* --json: the differences, as their text */
     size_t num_differences;
     int outside[2]; /* A, B: a state file led outside its directory */
 } report;
@@ -394,20 +390,14 @@ static json_object *new_difference(const ckpt_tensor_entry *e, const char *name,
     return d;
 }
 
-/* Add the difference `d` (freed) to the JSON document's list. */
-static void put_difference(report *rep, json_object *d)
-{
-    fputs(rep->num_differences > 1 ? ",\n    " : "\n    ", rep->spool);
-    cli_put_json_to(rep->spool, d, 4);
-}
-
 static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
 {
     char *name = display_name(e);
     rep->num_differences++;
-    if (rep->spool)
-        put_difference(
-            rep, new_difference(e, name, in_a ? "only_in_a" : "only_in_b"));
+    if (rep->json)
+        cli_json_list_add(
+            &rep->list,
+            new_difference(e, name, in_a ? "only_in_a" : "only_in_b"));
     else
         printf("%s: only in %s\n", name, in_a ? "A" : "B");
     free(name);
@@ -421,11 +411,11 @@ static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
     const char *da = cli_dtype_name(ea->dtype, ta);
     const char *db = cli_dtype_name(eb->dtype, tb);
     rep->num_differences++;
-    if (rep->spool) {
+    if (rep->json) {
         json_object *d = new_difference(ea, name, "dtype");
         json_object_object_add(d, "dtype_a", json_object_new_string(da));
         json_object_object_add(d, "dtype_b", json_object_new_string(db));
-        put_difference(rep, d);
+        cli_json_list_add(&rep->list, d);
     } else {
         printf("%s: dtype %s in A, %s in B\n", name, da, db);
     }
@@ -438,11 +428,11 @@ static void report_shape(report *rep, const ckpt_tensor_entry *ea,
     char *name = display_name(ea);
     char sa[512], sb[512];
     rep->num_differences++;
-    if (rep->spool) {
+    if (rep->json) {
         json_object *d = new_difference(ea, name, "shape");
         json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
         json_object_object_add(d, "shape_b", cli_json_shape(&eb->shape));
-        put_difference(rep, d);
+        cli_json_list_add(&rep->list, d);
     } else {
         ckpt_shape_format(sa, sizeof(sa), &ea->shape);
         ckpt_shape_format(sb, sizeof(sb), &eb->shape);
@@ -469,7 +459,7 @@ static void report_values(report *rep, const ckpt_tensor_entry *e,
     char max[40];
     rep->num_differences++;
     format_max(max, sizeof(max), d);
-    if (rep->spool) {
+    if (rep->json) {
         json_object *j = new_difference(e, name, "values");
         if (d->has_max)
             json_object_object_add(j, "max_abs_diff", max_to_json(d));
@@ -479,7 +469,7 @@ static void report_values(report *rep, const ckpt_tensor_entry *e,
             json_object_object_add(j, "num_elements",
                                    json_object_new_int64(d->num_elements));
         }
-        put_difference(rep, j);
+        cli_json_list_add(&rep->list, j);
     } else if (d->num_different < 0) {
         printf("%s: values differ (records differ)\n", name);
     } else if (d->has_max) {
@@ -634,19 +624,11 @@ static int open_side(ckpt_bundle_reader **r, char **prefix, const char *path)
     return cli_open_bundle(r, prefix, "diff", path) != 0 ? CLI_USAGE : 0;
 }
 
-/* Print `key` and `value` (freed) as a member of the document's top
- * object, after `sep`. */
-static void put_member(const char *sep, const char *key, json_object *value)
-{
-    printf("%s  \"%s\": ", sep, key);
-    cli_put_json(value, 2);
-}
-
 static void print_result(report *rep, const char *pa, const char *pb,
                          size_t compared)
 {
     const diff_opts *o = rep->o;
-    if (!rep->spool) {
+    if (!rep->json) {
         if (rep->num_differences == 0 && o->tolerant)
             printf("%s and %s: equal within atol %g, %zu tensors\n",
                    cli_safe(pa), cli_safe(pb), o->atol, compared);
@@ -658,23 +640,21 @@ static void print_result(report *rep, const char *pa, const char *pb,
                    cli_safe(pb), rep->num_differences, compared);
         return;
     }
-    if (fflush(rep->spool) != 0)
-        cli_out_of_memory();
     cli_json_printed();
-    put_member("{\n", "a", cli_json_string(pa));
-    put_member(",\n", "b", cli_json_string(pb));
-    put_member(",\n", "a_outside_directory",
-               json_object_new_boolean(rep->outside[0]));
-    put_member(",\n", "b_outside_directory",
-               json_object_new_boolean(rep->outside[1]));
-    put_member(",\n", "equal",
-               json_object_new_boolean(rep->num_differences == 0));
+    cli_put_member("{\n", "a", cli_json_string(pa));
+    cli_put_member(",\n", "b", cli_json_string(pb));
+    cli_put_member(",\n", "a_outside_directory",
+                   json_object_new_boolean(rep->outside[0]));
+    cli_put_member(",\n", "b_outside_directory",
+                   json_object_new_boolean(rep->outside[1]));
+    cli_put_member(",\n", "equal",
+                   json_object_new_boolean(rep->num_differences == 0));
     if (o->tolerant)
-        put_member(",\n", "atol", json_object_new_double(o->atol));
-    put_member(",\n", "tensors", json_object_new_int64((int64_t)compared));
-    fputs(",\n  \"differences\": [", stdout);
-    fwrite(rep->spool_text, 1, rep->spool_len, stdout);
-    fputs("\n  ]\n}\n", stdout);
+        cli_put_member(",\n", "atol", json_object_new_double(o->atol));
+    cli_put_member(",\n", "tensors", json_object_new_int64((int64_t)compared));
+    fputs(",\n  \"differences\": ", stdout);
+    cli_json_list_put(&rep->list);
+    fputs("\n}\n", stdout);
 }
 
 static int run(int argc, char **argv)
@@ -701,20 +681,16 @@ static int run(int argc, char **argv)
     rep.outside[1] = cli_outside_warnings() > warned;
     if (rc != 0)
         goto done;
-    if (o.json) {
-        rep.spool = open_memstream(&rep.spool_text, &rep.spool_len);
-        if (!rep.spool)
-            cli_out_of_memory();
-    }
+    rep.json = o.json;
+    if (o.json)
+        cli_json_list_open(&rep.list);
     rc = compare_bundles(&rep, ra, pa, rb, pb, &compared);
     if (rc != 0)
         goto done;
     print_result(&rep, pa, pb, compared);
     rc = rep.num_differences == 0 ? CLI_OK : CLI_FOUND;
 done:
-    if (rep.spool)
-        fclose(rep.spool);
-    free(rep.spool_text);
+    cli_json_list_dispose(&rep.list);
     ckpt_bundle_reader_free(ra);
     ckpt_bundle_reader_free(rb);
     free(pa);
