@@ -785,6 +785,50 @@ static void test_verify_json_many_damaged_memory(void **state)
     test_remove_tree(dir);
 }
 
+/* `inspect --values=all --json` of a tensor of a million floats keeps
+ * the values as their text until the record's checksum is checked: a
+ * json-c object per value took about 120 bytes (30 times the tensor:
+ * over 96 MB of address space for 4 MB; refused in 64 MB). */
+static void test_inspect_json_all_values_memory(void **state)
+{
+    static const cli_limits tight = {30, 120, (uint64_t)64 << 20};
+    const int64_t count = cli_under_memcheck()   ? 10000
+                          : cli_tool_sanitized() ? 100000
+                                                 : 1000000;
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "m");
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape shape = {1, {count}};
+    float *v = malloc((size_t)count * sizeof(*v));
+    json_object *root, *values;
+    cli_run r;
+    (void)state;
+    assert_non_null(v);
+    for (int64_t i = 0; i < count; i++)
+        v[i] = (float)i + 0.5f;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "w", CKPT_DT_FLOAT, &shape, v,
+                                          (size_t)count * sizeof(*v)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    free(v);
+    RUN_BOUNDED(r, &tight, "inspect", prefix, "--json", "--values=all");
+    expect_within_limits(&r, &tight);
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    values =
+        jget(json_object_array_get_idx(jget(root, "tensors"), 0), "values");
+    assert_int_equal(json_object_array_length(values), count);
+    assert_true(json_object_get_double(json_object_array_get_idx(values, 0)) ==
+                0.5);
+    assert_true(json_object_get_double(json_object_array_get_idx(
+                    values, (size_t)count - 1)) == (double)count - 0.5);
+    json_object_put(root);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* `repack --include/--exclude` patterns that glibc's regex matches in
  * time exponential in a name's length (back-references: the one below
  * ran past any limit on a 68-byte name) or compiles into more memory than
@@ -1612,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_inspect_json_many_entries_memory),
         cmocka_unit_test(test_diff_json_many_differences_memory),
         cmocka_unit_test(test_verify_json_many_damaged_memory),
+        cmocka_unit_test(test_inspect_json_all_values_memory),
         cmocka_unit_test(test_repack_pathological_patterns),
         cmocka_unit_test(test_nul_in_name_is_part_of_it),
         cmocka_unit_test(test_values_of_nul_names),

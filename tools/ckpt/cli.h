@@ -292,19 +292,22 @@ void cli_put_json_to(FILE *f, json_object *o, size_t indent);
 /* A list member of a top-level JSON object printed when the command is
  * done, kept meanwhile as its text (cli_json_list.c). */
 typedef struct cli_json_list {
-    FILE *f;    /* the items so far (open_memstream) */
-    char *text; /* its buffer */
+    size_t indent; /* of the line the list's "]" goes on */
+    FILE *f;       /* the items so far (open_memstream) */
+    char *text;    /* its buffer */
     size_t len;
     size_t n; /* items */
 } cli_json_list;
 
-/* Start an empty list; exits through cli_out_of_memory on failure. */
-void cli_json_list_open(cli_json_list *l);
+/* Start an empty list whose "]" goes `indent` spaces deep (2 for a
+ * member of the top-level object); exits through cli_out_of_memory on
+ * failure. */
+void cli_json_list_open(cli_json_list *l, size_t indent);
 /* Serialize `item` (freed) as the list's next element. */
 void cli_json_list_add(cli_json_list *l, json_object *item);
-/* Print the list on stdout as a member of the top-level object: "[", each
- * item on its own line indented by 4, "]" indented by 2 (json-c's pretty
- * form at that depth). */
+/* Print the list on stdout: "[", each item on its own line indented by
+ * indent + 2, "]" indented by indent (json-c's pretty form at that
+ * depth). */
 void cli_json_list_put(cli_json_list *l);
 /* Free the list; one never opened (zeroed) is ignored. */
 void cli_json_list_dispose(cli_json_list *l);
@@ -313,6 +316,10 @@ void cli_json_list_dispose(cli_json_list *l);
  * a document printed a member at a time, after `sep` ("{\n" for the first,
  * ",\n" for the others). */
 void cli_put_member(const char *sep, const char *key, json_object *value);
+/* The same for a member of an object whose members are `indent` spaces
+ * deep (`key` escaped as JSON). */
+void cli_put_member_at(const char *sep, size_t indent, const char *key,
+                       json_object *value);
 
 /* `o`, or the end of the run with "out of memory" (status 2) when a json-c
  * constructor returned NULL. */
@@ -331,11 +338,12 @@ int64_t cli_int_at(const uint8_t *p, size_t size);
 uint64_t cli_uint_at(const uint8_t *p, size_t size);
 
 /* Read tensor `e` and format its first `limit` elements (SIZE_MAX: all):
- * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as a new
- * JSON array in *json. *count receives the element count of the tensor.
+ * as text on `text` ("[v, v, ...]") when `text` is not NULL, else as the
+ * items of the open list `json`. *count receives the element count of the
+ * tensor.
  * Returns 0 or the library's error code (last error set). */
 int cli_tensor_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                      size_t limit, FILE *text, json_object **json,
+                      size_t limit, FILE *text, cli_json_list *json,
                       int64_t *count);
 
 /* ---- reading data in bounded memory (cli_read.c) ------------------------ */

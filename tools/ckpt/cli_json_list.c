@@ -1,16 +1,18 @@
 /* tools/ckpt/cli_json_list.c - a JSON list of a document that is printed
- * only when the command is done (diff's differences, verify's damaged and
- * unchecked tensors: an error on the way must leave room for the failure
- * document instead), kept as its printed text: each item is serialized as
- * it is added, so a list of 100,000 items costs their text, not a json-c
- * object each (about 1.4 KiB apiece). Also the top-level members of such a
- * document, printed one at a time. */
+ * only when the list is complete (diff's differences, verify's damaged and
+ * unchecked tensors, inspect's values of a tensor: an error on the way
+ * must leave room for the failure document or the tensor's "error"
+ * instead), kept as its printed text: each item is serialized as it is
+ * added, so a list of 100,000 items costs their text, not a json-c object
+ * each (about 1.4 KiB a difference, 120 bytes a float). Also the members
+ * of such a document's objects, printed one at a time. */
 #include "cli.h"
 
 #include <stdlib.h>
 
-void cli_json_list_open(cli_json_list *l)
+void cli_json_list_open(cli_json_list *l, size_t indent)
 {
+    l->indent = indent;
     l->text = NULL;
     l->len = 0;
     l->n = 0;
@@ -21,8 +23,8 @@ void cli_json_list_open(cli_json_list *l)
 
 void cli_json_list_add(cli_json_list *l, json_object *item)
 {
-    fputs(l->n++ ? ",\n    " : "\n    ", l->f);
-    cli_put_json_to(l->f, item, 4);
+    fprintf(l->f, "%s\n%*s", l->n++ ? "," : "", (int)l->indent + 2, "");
+    cli_put_json_to(l->f, item, l->indent + 2);
 }
 
 void cli_json_list_put(cli_json_list *l)
@@ -31,7 +33,7 @@ void cli_json_list_put(cli_json_list *l)
         cli_out_of_memory();
     fputc('[', stdout);
     fwrite(l->text, 1, l->len, stdout);
-    fputs("\n  ]", stdout);
+    printf("\n%*s]", (int)l->indent, "");
 }
 
 void cli_json_list_dispose(cli_json_list *l)
@@ -45,6 +47,15 @@ void cli_json_list_dispose(cli_json_list *l)
 
 void cli_put_member(const char *sep, const char *key, json_object *value)
 {
-    printf("%s  \"%s\": ", sep, key);
-    cli_put_json(value, 2);
+    cli_put_member_at(sep, 2, key, value);
+}
+
+void cli_put_member_at(const char *sep, size_t indent, const char *key,
+                       json_object *value)
+{
+    json_object *k = cli_json_string(key);
+    printf("%s%*s", sep, (int)indent, "");
+    cli_put_json(k, 0);
+    fputs(": ", stdout);
+    cli_put_json(value, indent);
 }

@@ -295,7 +295,7 @@ void cli_print_escaped(FILE *out, const void *bytes, size_t n)
 /* ---- a tensor ------------------------------------------------------------ */
 
 static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                         size_t limit, FILE *text, json_object **json)
+                         size_t limit, FILE *text, cli_json_list *json)
 {
     ckpt_string_array a = {NULL, 0, NULL};
     size_t shown;
@@ -303,14 +303,12 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     if (err < 0)
         return err;
     shown = a.count < limit ? a.count : limit;
-    if (json)
-        *json = json_object_new_array();
-    else if (e->shape.rank > 0)
+    if (!json && e->shape.rank > 0)
         fputc('[', text);
     for (size_t i = 0; i < shown; i++) {
         const ckpt_slice *s = &a.strings[i];
         if (json) {
-            json_object_array_add(*json, cli_json_bytes(s->ptr, s->len));
+            cli_json_list_add(json, cli_json_bytes(s->ptr, s->len));
             continue;
         }
         if (i > 0)
@@ -339,7 +337,7 @@ typedef struct value_sink {
     size_t shown; /* elements to format */
     size_t next;  /* elements formatted so far */
     FILE *text;
-    json_object *json;
+    cli_json_list *json;
 } value_sink;
 
 /* Format the elements of `n` bytes of data (whole elements, host order)
@@ -351,8 +349,7 @@ static void sink_piece(const void *data, size_t n, void *payload)
     for (size_t i = 0; i < n / k->esize && k->next < k->shown; i++) {
         const uint8_t *elem = p + i * k->esize;
         if (k->json) {
-            json_object_array_add(k->json,
-                                  json_element(k->dtype, elem, k->esize));
+            cli_json_list_add(k->json, json_element(k->dtype, elem, k->esize));
         } else {
             if (k->next > 0)
                 fputs(", ", k->text);
@@ -366,7 +363,7 @@ static void sink_piece(const void *data, size_t n, void *payload)
  * memory); a partitioned tensor is read assembled. */
 static int fixed_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                         int64_t count, size_t limit, FILE *text,
-                        json_object **json)
+                        cli_json_list *json)
 {
     value_sink k;
     int err;
@@ -375,7 +372,7 @@ static int fixed_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     k.shown = (uint64_t)count < limit ? (size_t)count : limit;
     k.next = 0;
     k.text = text;
-    k.json = json ? json_object_new_array() : NULL;
+    k.json = json;
     if (!json && e->shape.rank > 0)
         fputc('[', text);
     if (e->num_slices > 0) {
@@ -388,13 +385,9 @@ static int fixed_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     } else {
         err = cli_stream_record(r, e, sink_piece, &k);
     }
-    if (err < 0) {
-        json_object_put(k.json);
+    if (err < 0)
         return err;
-    }
-    if (json) {
-        *json = k.json;
-    } else {
+    if (!json) {
         if (k.shown < (uint64_t)count)
             fputs(k.shown ? ", ..." : "...", text);
         if (e->shape.rank > 0)
@@ -404,13 +397,11 @@ static int fixed_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 }
 
 int cli_tensor_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                      size_t limit, FILE *text, json_object **json,
+                      size_t limit, FILE *text, cli_json_list *json,
                       int64_t *count)
 {
     int err;
     *count = 0;
-    if (json)
-        *json = NULL;
     err = ckpt_shape_num_elements(count, &e->shape);
     if (err < 0)
         return err;

@@ -683,7 +683,7 @@ static int run(int argc, char **argv)
         goto done;
     rep.json = o.json;
     if (o.json)
-        cli_json_list_open(&rep.list);
+        cli_json_list_open(&rep.list, 2);
     rc = compare_bundles(&rep, ra, pa, rb, pb, &compared);
     if (rc != 0)
         goto done;
