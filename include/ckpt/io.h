@@ -69,10 +69,12 @@ typedef struct ckpt_iovec {
  *  as CKPT_EIO naming the method and the file; `list` alone passes its
  *  callback's non-zero value on). To say what failed,
  *  record the message with ckpt_error_set before returning: the library
- *  passes it on (for the opens, and for the methods on an open file,
- *  pread, preadv, size, write, sync and close, which are not given the
- *  file's path, prefixed with "<method> <path>: " unless it names the
- *  path); without one it records "<method> <path>: <ckpt_strerror>". */
+ *  passes it on prefixed with "<method> <path>: " ("rename <from> to
+ *  <to>: ", "link <from> to <to>: ") unless it names the path (a rename's
+ *  and a link's both paths) already; the methods on an open file (pread,
+ *  preadv, size, write, sync and close), which are not given the file's
+ *  path, are named with the path it was opened with. Without a message
+ *  it records "<method> <path>: <ckpt_strerror>". */
 typedef struct ckpt_fs {
     int version;   /**< CKPT_FS_VERSION */
     void *payload; /**< passed as the last argument of every method */

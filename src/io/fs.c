@@ -68,12 +68,19 @@ int ckpt__fs_check(const ckpt_fs *fs, const char *what)
 
 /* ---- wrappers ----------------------------------------------------------- */
 
-/* The one place that makes sure a failed file-system call leaves a message:
- * a method that failed but left another code as the last error did not set
- * its own, so record a generic one naming `op`, `path` (when known) and,
- * for a rename, its target `to`. */
+/* The one place that makes sure a failed file-system call leaves a message
+ * naming the operation and its file (for a rename, both files):
+ * - a method that failed but left another code as the last error did not
+ *   set its own, so record a generic one naming `op`, `path` (when known)
+ *   and, for a rename, its target `to`;
+ * - a method that set its own message ("device 3 is gone") gets
+ *   "<op> <path>[ to <to>]: " in front, unless the message names the file
+ *   (and a rename's target) already, as the POSIX methods' own do, so the
+ *   file is named once. The methods on an open file (write, pread, ...),
+ *   which are not given its path, get the path the library opened it with. */
 static int check_to(int rc, const char *op, const char *path, const char *to)
 {
+    const char *msg;
     if (rc > 0) /* e.g. a byte count, as POSIX write() returns: the call's
                    outcome is unknown, so it cannot count as done */
         return ckpt__error(CKPT_EIO,
@@ -81,8 +88,16 @@ static int check_to(int rc, const char *op, const char *path, const char *to)
                            "ckpt_fs method returns 0 on success or a "
                            "negative ckpt_error_code",
                            op, path ? path : "(file)", rc);
-    if (rc == 0 || ckpt_error_last()->code == rc)
+    if (rc == 0)
         return rc;
+    if (ckpt_error_last()->code == rc) { /* the method's own message */
+        msg = ckpt_error_last()->message;
+        if (!path || (strstr(msg, path) && (!to || strstr(msg, to))))
+            return rc;
+        if (to)
+            return ckpt__error_prefix(rc, "%s %s to %s", op, path, to);
+        return ckpt__error_prefix(rc, "%s %s", op, path);
+    }
     if (path && to)
         return ckpt__error(rc, "%s %s to %s: %s", op, path, to,
                            ckpt_strerror(rc));
@@ -96,30 +111,16 @@ static int check(int rc, const char *op, const char *path)
     return check_to(rc, op, path, NULL);
 }
 
-/* check() for the methods on an open file (write, pread, preadv, size,
- * sync, close), which are not given its path: a message of the method's
- * own that does not name the file gets "<op> <path>: " in front; one that
- * does (the POSIX methods' own, which keep the path they opened) is kept
- * as it is, so the file is named once. */
-static int check_named(int rc, const char *op, const char *path)
-{
-    if (rc >= 0 || ckpt_error_last()->code != rc || !path ||
-        strstr(ckpt_error_last()->message, path))
-        return check(rc, op, path);
-    return ckpt__error_prefix(rc, "%s %s", op, path);
-}
-
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags)
 {
-    return check_named(fs->open_write(out, path, flags, fs->payload),
-                       "open_write", path);
+    return check(fs->open_write(out, path, flags, fs->payload), "open_write",
+                 path);
 }
 
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path)
 {
-    return check_named(fs->open_read(out, path, fs->payload), "open_read",
-                       path);
+    return check(fs->open_read(out, path, fs->payload), "open_read", path);
 }
 
 int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
@@ -131,8 +132,8 @@ int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
                            "open_read_direct %s: not offered by this file "
                            "system",
                            path);
-    return check_named(fs->open_read_direct(out, path, fs->payload),
-                       "open_read_direct", path);
+    return check(fs->open_read_direct(out, path, fs->payload),
+                 "open_read_direct", path);
 }
 
 int ckpt__fs_device_id(const ckpt_fs *fs, const char *path, uint64_t *id)
@@ -150,20 +151,20 @@ int ckpt__fs_link(const ckpt_fs *fs, const char *from, const char *to)
     if (fs->version < 5 || !fs->link)
         return ckpt__error(CKPT_ENOTSUP,
                            "link %s: not offered by this file system", from);
-    return check(fs->link(from, to, fs->payload), "link", from);
+    return check_to(fs->link(from, to, fs->payload), "link", from, to);
 }
 
 int ckpt__fs_write(const ckpt_fs *fs, ckpt_file *f, const char *path,
                    const void *buf, size_t n)
 {
-    return check_named(fs->write(f, buf, n, fs->payload), "write", path);
+    return check(fs->write(f, buf, n, fs->payload), "write", path);
 }
 
 int ckpt__fs_pread(const ckpt_fs *fs, ckpt_file *f, const char *path, void *buf,
                    size_t n, uint64_t offset, size_t *nread)
 {
-    return check_named(fs->pread(f, buf, n, offset, nread, fs->payload),
-                       "pread", path);
+    return check(fs->pread(f, buf, n, offset, nread, fs->payload), "pread",
+                 path);
 }
 
 int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
@@ -172,9 +173,8 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
 {
     *nread = 0;
     if (fs->version >= 4 && fs->preadv)
-        return check_named(
-            fs->preadv(f, iov, iovcnt, offset, nread, fs->payload), "preadv",
-            path);
+        return check(fs->preadv(f, iov, iovcnt, offset, nread, fs->payload),
+                     "preadv", path);
     for (int i = 0; i < iovcnt; i++) { /* one pread per buffer */
         size_t got = 0;
         int err = ckpt__fs_pread(fs, f, path, iov[i].base, iov[i].len,
@@ -191,19 +191,19 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
                   uint64_t *out)
 {
-    return check_named(fs->size(f, out, fs->payload), "size", path);
+    return check(fs->size(f, out, fs->payload), "size", path);
 }
 
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path)
 {
-    return check_named(fs->sync(f, fs->payload), "sync", path);
+    return check(fs->sync(f, fs->payload), "sync", path);
 }
 
 int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path)
 {
     if (!f)
         return 0;
-    return check_named(fs->close(f, fs->payload), "close", path);
+    return check(fs->close(f, fs->payload), "close", path);
 }
 
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to)

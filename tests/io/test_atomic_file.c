@@ -6,6 +6,7 @@
 
 #include "io/fs_internal.h"
 #include "support/fs_fault.h"
+#include "support/fs_forward.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -220,6 +221,83 @@ static void test_power_cut_without_failure(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* A custom file system whose path methods say why they failed without
+ * naming the path ("device 3 is gone") gets "<method> <path>: " in front,
+ * as the methods on an open file do; a rename names both of its files.
+ * (They were once passed on bare, naming no file.) */
+static int gone_rename(const char *from, const char *to, void *payload)
+{
+    (void)from, (void)to, (void)payload;
+    return ckpt_error_set(CKPT_EIO, "device %d is gone", 3);
+}
+static int gone_path(const char *path, void *payload)
+{
+    (void)path, (void)payload;
+    return ckpt_error_set(CKPT_EIO, "device %d is gone", 3);
+}
+static int gone_stat(const char *path, uint64_t *size, double *mtime,
+                     void *payload)
+{
+    (void)size, (void)mtime;
+    return gone_path(path, payload);
+}
+static int gone_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
+                     void *payload)
+{
+    (void)cb, (void)cb_payload;
+    return gone_path(path, payload);
+}
+static int named_rename(const char *from, const char *to, void *payload)
+{
+    (void)payload;
+    return ckpt_error_set(CKPT_EIO, "moving %s onto %s: device gone", from, to);
+}
+
+static void test_method_messages_name_the_files(void **state)
+{
+    struct fixture *fx = *state;
+    ckpt_fs_forward fwd;
+    const char *msg;
+    char want[4300];
+    test_write_file(fx->path, ORIGINAL, strlen(ORIGINAL));
+    ckpt_fs_forward_init(&fwd, NULL);
+    fwd.fs.rename = gone_rename;
+    assert_ckpt_error(ckpt_fs_write_file_atomic(&fwd.fs, fx->path, "x", 1),
+                      CKPT_EIO, ": device 3 is gone");
+    msg = ckpt_error_last()->message;
+    snprintf(want, sizeof(want), "rename %s/checkpoint.", fx->dir);
+    if (!strstr(msg, want))
+        fail_msg("\"%s\" lacks \"%s\"", msg, want);
+    snprintf(want, sizeof(want), " to %s: device 3 is gone", fx->path);
+    if (!strstr(msg, want))
+        fail_msg("\"%s\" lacks \"%s\"", msg, want);
+    assert_only_target(fx);
+    assert_true(file_is(fx->path, ORIGINAL));
+    /* a message naming both files already is kept as it is */
+    fwd.fs.rename = named_rename;
+    assert_ckpt_error(ckpt_fs_write_file_atomic(&fwd.fs, fx->path, "x", 1),
+                      CKPT_EIO, "moving ");
+    fwd.fs.rename = ckpt_fs_posix()->rename;
+    fwd.fs.sync_dir = gone_path;
+    snprintf(want, sizeof(want), "sync_dir %s: device 3 is gone", fx->dir);
+    assert_ckpt_error(ckpt_fs_write_file_atomic(&fwd.fs, fx->path, "x", 1),
+                      CKPT_EIO, want);
+    fwd.fs.remove = gone_path;
+    fwd.fs.mkdir = gone_path;
+    fwd.fs.stat = gone_stat;
+    fwd.fs.list = gone_list;
+    snprintf(want, sizeof(want), "remove %s: device 3 is gone", fx->path);
+    assert_ckpt_error(ckpt__fs_remove(&fwd.fs, fx->path), CKPT_EIO, want);
+    snprintf(want, sizeof(want), "mkdir %s: device 3 is gone", fx->path);
+    assert_ckpt_error(ckpt__fs_mkdir(&fwd.fs, fx->path), CKPT_EIO, want);
+    snprintf(want, sizeof(want), "stat %s: device 3 is gone", fx->path);
+    assert_ckpt_error(ckpt__fs_stat(&fwd.fs, fx->path, NULL, NULL), CKPT_EIO,
+                      want);
+    snprintf(want, sizeof(want), "list %s: device 3 is gone", fx->dir);
+    assert_ckpt_error(ckpt__fs_list(&fwd.fs, fx->dir, list_entry, NULL),
+                      CKPT_EIO, want);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -230,6 +308,7 @@ int main(void)
         T(test_fault_loop_eio),
         T(test_fault_loop_enospc_short_writes),
         T(test_power_cut_without_failure),
+        T(test_method_messages_name_the_files),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
