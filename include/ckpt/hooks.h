@@ -113,8 +113,11 @@ typedef struct ckpt_checkpoint_hook_options {
                                                   log stay borrowed); its fs
                                                   and log also serve begin's
                                                   mkdir and the hook's log */
-    const ckpt_saver_listener *listeners; /**< copied */
-    size_t num_listeners;
+    const ckpt_saver_listener *listeners; /**< copied; NULL: none */
+    size_t num_listeners;                 /**< the length of listeners: 0
+                                               with listeners set (a
+                                               forgotten count) is
+                                               CKPT_EINVAL */
     int save_initial_if_present; /**< 1: save at creation even when the
                                       newest checkpoint has that step (TF);
                                       default 0 skips it (B49) */
@@ -167,7 +170,9 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
  *  @return 0, CKPT_EINVAL (out or o NULL; saver and use_scaffold both set,
  *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
  *          with saver_options; checkpoint_basename differing from the saver
- *          options' or the saver's basename), CKPT_EVERSION (version 0 or
+ *          options' or the saver's basename; listeners set with
+ *          num_listeners 0, or num_listeners with listeners NULL),
+ *          CKPT_EVERSION (version 0 or
  *          newer than the library's), CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
                                           const ckpt_checkpoint_hook_options *o);
@@ -327,6 +332,9 @@ typedef struct ckpt_training_session_options {
     int checkpoint_mode;           /**< ckpt_save_mode (default SYNC) */
     int64_t log_step_count_steps;  /**< CKPT_FREQ_DEFAULT: 100;
                                         CKPT_FREQ_OFF: off */
+    /* Each array below comes with its length; an array set with its
+     * length 0 (a forgotten count) is CKPT_EINVAL naming both fields:
+     * leave the array NULL to give none. */
     const ckpt_hook *hooks;        /**< user hooks (copied) */
     size_t num_hooks;
     const ckpt_hook *chief_only_hooks;
@@ -380,8 +388,9 @@ CKPT_EXTERN(int) ckpt_training_session_options_init(
  *  session.log (default: stderr). The session restores from
  *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
  *  given both here and in session, is CKPT_EINVAL, and so is one hook given
- *  twice (in one list or in both, named by list and index). Every hook
- *  passed in is consumed, also on failure (its destroy has been called,
+ *  twice (in one list or in both, named by list and index), and an array
+ *  (hooks, chief_only_hooks, listeners) set with its count 0. Every hook
+ *  passed in with its count is consumed, also on failure (its destroy has been called,
  *  once per hook). NULL `opts`: all defaults. */
 CKPT_EXTERN(int) ckpt_training_session_new(
     ckpt_monitored_session **out, ckpt_graph *graph,

@@ -643,6 +643,12 @@ static int validate(const ckpt_checkpoint_hook_options *o)
                            "checkpoint hook: %zu listeners but listeners is "
                            "NULL",
                            o->num_listeners);
+    if (o->listeners && o->num_listeners == 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "checkpoint hook: listeners is set but "
+                           "num_listeners is 0 (set num_listeners to the "
+                           "number of listeners; leave listeners NULL for "
+                           "none)");
     for (size_t i = 0; i < o->num_listeners; i++)
         if (o->listeners[i].version < 1 ||
             o->listeners[i].version > CKPT_LISTENER_VERSION)

@@ -138,8 +138,32 @@ static int check_hooks(const ckpt_training_session_options *o)
     return 0;
 }
 
+/* An array given with a count of 0 (the count forgotten) would be
+ * ignored, its hooks neither run nor freed: refused, naming both fields. */
+static int check_counts(const ckpt_training_session_options *o)
+{
+    static const char *const names[3][2] = {
+        {"hooks", "num_hooks"},
+        {"chief_only_hooks", "num_chief_only_hooks"},
+        {"listeners", "num_listeners"}};
+    const int forgotten[3] = {o->hooks && o->num_hooks == 0,
+                              o->chief_only_hooks &&
+                                  o->num_chief_only_hooks == 0,
+                              o->listeners && o->num_listeners == 0};
+    for (int i = 0; i < 3; i++)
+        if (forgotten[i])
+            return ckpt__error(CKPT_EINVAL,
+                               "training session: %s is set but %s is 0 (set "
+                               "%s to the array's length; leave %s NULL for "
+                               "none)",
+                               names[i][0], names[i][1], names[i][1],
+                               names[i][0]);
+    return 0;
+}
+
 static int check_options(const ckpt_training_session_options *o)
 {
+    int err;
     if (ckpt__seconds_check(o->save_checkpoint_secs, "training session",
                             "save_checkpoint_secs") < 0)
         return CKPT_EINVAL;
@@ -152,7 +176,8 @@ static int check_options(const ckpt_training_session_options *o)
                            "training session: %zu listeners but listeners "
                            "is NULL",
                            o->num_listeners);
-    return check_hooks(o);
+    err = check_counts(o);
+    return err < 0 ? err : check_hooks(o);
 }
 
 /* Tell the user the default frequency was applied (TensorFlow's 0 means

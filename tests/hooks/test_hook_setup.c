@@ -639,6 +639,26 @@ static void test_before_save_true_names_the_way(void **state)
                       "returning CKPT_LISTENER_STOP)");
 }
 
+/* A listener array with num_listeners left at 0 (TensorFlow has no count
+ * to forget) was silently ignored: the listener never ran. Now refused,
+ * naming both fields; NULL with 0 is "no listeners". */
+static void test_listeners_without_count_refused(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_saver_listener l = {CKPT_LISTENER_VERSION, NULL, NULL,
+                             true_from_before_save, NULL, NULL};
+    ckpt_hook h;
+    o.listeners = &l;
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EINVAL,
+                      "checkpoint hook: listeners is set but num_listeners "
+                      "is 0 (set num_listeners to the number of listeners; "
+                      "leave listeners NULL for none)");
+    o.listeners = NULL;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    ckpt_hook_free(&h);
+}
+
 /* ---- 5. lifecycle -----------------------------------------------------------
  */
 
@@ -904,6 +924,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_after_save_true_stops, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_before_save_true_names_the_way,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_listeners_without_count_refused,
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_free, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),

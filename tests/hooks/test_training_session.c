@@ -414,6 +414,42 @@ static void test_same_hook_twice_refused(void **state)
     assert_int_equal(f->user.n_destroy, 2);
 }
 
+/* An array whose count was left at 0 was ignored: the listener never ran,
+ * the hook neither ran nor was freed. Now refused, naming both fields, and
+ * the hooks given with their counts are still consumed. */
+static void test_arrays_without_count_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_listener l = {
+        CKPT_LISTENER_VERSION, NULL, NULL, NULL, NULL, NULL};
+    ckpt_training_session_options o = base_options(f);
+    o.listeners = &l;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "training session: listeners is set but num_listeners "
+                      "is 0 (set num_listeners to the array's length; leave "
+                      "listeners NULL for none)");
+    assert_null(f->ms);
+    assert_int_equal(f->user.n_destroy, 1);
+    assert_int_equal(f->chief.n_destroy, 1);
+    o = base_options(f);
+    o.num_hooks = 0;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "training session: hooks is set but num_hooks is 0");
+    assert_int_equal(f->chief.n_destroy, 2);
+    o = base_options(f);
+    o.num_chief_only_hooks = 0;
+    o.session.log_level = CKPT_LOG_OFF;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "training session: chief_only_hooks is set but "
+                      "num_chief_only_hooks is 0");
+    assert_int_equal(f->user.n_destroy, 2);
+}
+
 /* A listener that saves an extra checkpoint (say, a "best" copy) through
  * the session's saver from after_save. */
 static int save_copy_after_save(ckpt_session *s, int64_t step,
@@ -474,6 +510,7 @@ int main(void)
         T(test_options_version_1),
         T(test_two_directories_disagree),
         T(test_same_hook_twice_refused),
+        T(test_arrays_without_count_refused),
         T(test_listener_saving_from_after_save),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
