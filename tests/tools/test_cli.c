@@ -799,6 +799,69 @@ static void test_usage_errors(void **state)
     }
 }
 
+/* A usage error under --json printed no JSON at all, so `... --json | jq`
+ * read an empty document; now it prints the failure document with the
+ * synopsis, exit status 2 as before, the usage still on stderr. */
+static void test_json_usage_errors(void **state)
+{
+    static const struct {
+        const char *args[6];
+        const char *command, *error, *usage;
+    } cases[] = {
+        {{"ls", "--json", NULL}, "ls", "missing DIR", "ckpt ls DIR [--json]"},
+        {{"verify", "a", "--json", "--bogus", NULL},
+         "verify",
+         "unknown option '--bogus'",
+         "ckpt verify PATH [--json]"},
+        {{"inspect", "a", "--json", "--values=abc", NULL},
+         "inspect",
+         "bad --values",
+         "ckpt inspect PATH"},
+        {{"diff", "a", "--json", NULL},
+         "diff",
+         "need two checkpoints, A and B",
+         "ckpt diff A B [--atol X] [--json]"},
+        {{"repack", "a", "--json", NULL},
+         "repack",
+         "missing DST",
+         "ckpt repack SRC DST"},
+        {{"lss", "d", "--json", NULL},
+         "lss",
+         "unknown command 'lss'",
+         "ckpt <command> [arguments]"},
+        {{"--json", "ls", "d", NULL},
+         "--json",
+         "unknown command '--json' (options go after the command",
+         "ckpt <command> [arguments]"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, cases[i].args);
+        json_object *root;
+        expect_status(&r, 2);
+        expect_contains(r.err, "usage: ckpt ");
+        expect_contains(r.err, cases[i].error);
+        root = parse_json(r.out);
+        assert_string_equal(json_object_get_string(jget(root, "command")),
+                            cases[i].command);
+        assert_false(json_object_get_boolean(jget(root, "ok")));
+        expect_contains(json_object_get_string(jget(root, "error")),
+                        cases[i].error);
+        expect_contains(json_object_get_string(jget(root, "usage")),
+                        cases[i].usage);
+        json_object_put(root);
+        run_free(&r);
+    }
+    /* "--json" past "--" is a path, not the option */
+    {
+        const char *args[] = {"ls", "--", "--json", "extra", NULL};
+        cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, args);
+        expect_status(&r, 2);
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+}
+
 static void test_missing_paths(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1614,6 +1677,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_json_usage_errors),
         cmocka_unit_test(test_missing_paths),
         cmocka_unit_test(test_inspect_vectors_json),
         cmocka_unit_test(test_inspect_vectors_text),

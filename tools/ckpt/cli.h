@@ -138,12 +138,18 @@ void cli_print_help(const cli_command *c, FILE *out);
  * document of its own (cli_print_json), cli_finish prints
  *   {"command": CMD, "ok": false, "error": "<the messages, one a line>",
  *    <the details added>}
- * with every string escaped as cli_json_bytes does. Usage errors, found
- * before the arguments are parsed, print no document. */
+ * with every string escaped as cli_json_bytes does. main turns this on
+ * before a command parses its arguments when they hold --json, so that a
+ * usage error prints the document too (with "usage": the synopsis). */
 void cli_json_failures_on(const char *cmd);
 
 /* Keep `n` bytes of message text (what cli_error does). */
 void cli_json_failure_note(const char *message, size_t n);
+
+/* A usage error under --json: keep its message and add the field
+ * "usage": "ckpt <synopsis>" (synopsis NULL: the general usage). */
+void cli_json_usage_failure(const char *message, size_t n,
+                            const char *synopsis);
 
 /* Add the field `key` to the failure document (takes `value`; dropped when
  * the run is not a --json one). */

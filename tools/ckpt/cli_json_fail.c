@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,17 @@ void cli_json_failure_note(const char *message, size_t n)
     memcpy(messages + messages_len, message, n);
     messages_len += n;
     messages[messages_len] = '\0';
+}
+
+void cli_json_usage_failure(const char *message, size_t n, const char *synopsis)
+{
+    char usage[512];
+    if (!json_command)
+        return;
+    cli_json_failure_note(message, n);
+    snprintf(usage, sizeof(usage), "ckpt %s",
+             synopsis ? synopsis : "<command> [arguments]");
+    cli_json_failure_detail("usage", cli_json_string(usage));
 }
 
 void cli_json_failure_detail(const char *key, json_object *value)

@@ -65,12 +65,15 @@ int cli_lib_error(const char *cmd, int err, const char *context)
 int cli_usage_error(const cli_command *c, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "ckpt %s: ", c->name);
+    size_t len = 0;
+    char *text;
     va_start(ap, fmt);
-    cli_vprint_safe(stderr, fmt, ap);
+    text = cli_vformat(&len, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nusage: ckpt %s\n(see 'ckpt help %s')\n", c->synopsis,
-            c->name);
+    fprintf(stderr, "ckpt %s: %s\nusage: ckpt %s\n(see 'ckpt help %s')\n",
+            c->name, cli_safe_n(text, len), c->synopsis, c->name);
+    cli_json_usage_failure(text, len, c->synopsis);
+    free(text);
     return CLI_USAGE;
 }
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const cli_command *const commands[] = {&cli_cmd_ls, &cli_cmd_inspect,
@@ -36,10 +37,10 @@ static void print_usage(FILE *out)
                  "could not be written. Like other tools, ckpt ends quietly "
                  "by SIGPIPE\n(status 141 in a shell) when what reads its "
                  "output stops first (| head).\n"
-                 "With --json, stdout holds one JSON document once the "
-                 "arguments are parsed;\n"
-                 "a run that fails before printing its own prints "
-                 "{\"command\", \"ok\": false, \"error\"}.\n");
+                 "With --json, stdout holds one JSON document, a usage "
+                 "error's too: a run that\nfails before printing its own "
+                 "prints {\"command\", \"ok\": false, \"error\"}\n"
+                 "(and \"usage\", the synopsis, for a usage error).\n");
 }
 
 static int help(int argc, char **argv)
@@ -57,6 +58,31 @@ static int help(int argc, char **argv)
     }
     cli_print_help(c, stdout);
     return CLI_OK;
+}
+
+/* Whether the arguments (up to a "--") ask for --json: then a usage error
+ * prints the JSON failure document too. */
+static int wants_json(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            return 1;
+    return 0;
+}
+
+static int unknown_command(const char *name)
+{
+    const char *hint = name[0] == '-' ? " (options go after the command, "
+                                        "e.g. ckpt ls DIR --json)"
+                                      : "";
+    size_t cap = strlen(name) + strlen(hint) + sizeof("unknown command ''");
+    char *text = cli_xmalloc(cap);
+    int len = snprintf(text, cap, "unknown command '%s'%s", name, hint);
+    fprintf(stderr, "ckpt: %s\n", cli_safe(text));
+    print_usage(stderr);
+    cli_json_usage_failure(text, len > 0 ? (size_t)len : 0, NULL);
+    free(text);
+    return CLI_USAGE;
 }
 
 static int dispatch(int argc, char **argv)
@@ -77,14 +103,10 @@ static int dispatch(int argc, char **argv)
     if (strcmp(argv[1], "help") == 0)
         return help(argc - 2, argv + 2);
     c = find_command(argv[1]);
-    if (!c) {
-        fprintf(stderr, "ckpt: unknown command '%s'%s\n", cli_safe(argv[1]),
-                argv[1][0] == '-' ? " (options go after the command, e.g. "
-                                    "ckpt ls DIR --json)"
-                                  : "");
-        print_usage(stderr);
-        return CLI_USAGE;
-    }
+    if (wants_json(argc, argv))
+        cli_json_failures_on(c ? c->name : argv[1]);
+    if (!c)
+        return unknown_command(argv[1]);
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             break;
