@@ -125,7 +125,10 @@ typedef struct ckpt_checkpoint_hook_options {
                                      wait for a write in flight; 0: the
                                      default (end: no bound, B65; on_abort:
                                      60 s, B68); < 0: no bound for either */
-    const ckpt_clock *clock;
+    const ckpt_clock *clock;    /**< times save_secs, and stamps the
+                                     checkpoints of a saver the hook opens
+                                     whose saver_options name no clock;
+                                     NULL: the session's clock */
     /** Checkpoint file names are <checkpoint_basename>-<step> (TF's
      *  checkpoint_basename; NULL: the saver's basename, by default
      *  "model.ckpt"). Honoured with an own saver, use_scaffold (the
@@ -214,7 +217,7 @@ typedef struct ckpt_step_counter_hook_options {
     unsigned int version;    /**< CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION */
     int64_t every_n_steps;   /**< at most one of the two intervals; neither: */
     double every_n_secs;     /**< every 100 steps (TF's default) */
-    const ckpt_clock *clock; /**< NULL: the system clock */
+    const ckpt_clock *clock; /**< NULL: the session's clock */
     ckpt_log_fn log;         /**< NULL: the session's, else ckpt_log_stderr */
     void *log_payload;
     int log_level;           /**< 0: INFO; CKPT_LOG_OFF: silent */
@@ -242,7 +245,7 @@ typedef struct ckpt_logging_tensor_hook_options {
     int64_t every_n_iter;     /**< local iterations (session runs) */
     double every_n_secs;
     int at_end;               /**< also (or only) log the last values */
-    const ckpt_clock *clock;
+    const ckpt_clock *clock;  /**< NULL: the session's clock */
     ckpt_log_fn log;          /**< NULL: the session's, else stderr */
     void *log_payload;
     int log_level;

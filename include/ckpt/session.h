@@ -273,7 +273,11 @@ typedef struct ckpt_scaffold {
 
 typedef struct ckpt_session_options {
     unsigned int version;       /**< CKPT_SESSION_OPTIONS_VERSION */
-    const ckpt_clock *clock;    /**< NULL: the system clock */
+    const ckpt_clock *clock;    /**< NULL: the system clock; also the
+                                     clock of hooks given none (their
+                                     timers, and the saver a checkpoint
+                                     hook opens) and of the scaffold
+                                     saver whose saver_options name none */
     const ckpt_fs *fs;          /**< NULL: POSIX */
     const char *checkpoint_dir; /**< restore from its latest checkpoint at
                                      creation (chief only); may be NULL:

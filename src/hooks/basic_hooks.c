@@ -49,6 +49,13 @@ static hook_log log_from_options(ckpt_log_fn fn, void *payload, int level)
     return l;
 }
 
+/* A timer given no clock in the hook's options runs on the session's. */
+static void clock_adopt_session(ckpt_timer *t, const ckpt_graph *g)
+{
+    if (!t->clock)
+        t->clock = ckpt__graph_agreement_of(g)->clock;
+}
+
 static void log_adopt_session(hook_log *l, const ckpt_graph *g)
 {
     const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
@@ -153,6 +160,7 @@ static int counter_begin(ckpt_graph *g, void *payload)
 {
     step_counter *sc = payload;
     log_adopt_session(&sc->log, g);
+    clock_adopt_session(&sc->timer, g);
     return ckpt__graph_need_global_step(g, "StepCounterHook");
 }
 
@@ -241,6 +249,7 @@ static int logging_begin(ckpt_graph *g, void *payload)
 {
     logging_tensor *lt = payload;
     log_adopt_session(&lt->log, g);
+    clock_adopt_session(&lt->timer, g);
     return 0;
 }
 

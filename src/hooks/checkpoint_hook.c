@@ -78,7 +78,7 @@ static int make_dirs(const ckpt_fs *fs, const char *dir)
 
 /* Agree with the session on the directory and (when the hook writes
  * through the session's saver) the basename; take the session's file
- * system and log where the hook was given none. */
+ * system, clock and log where the hook was given none. */
 static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
 {
     const ckpt__graph_agreement *a = ckpt__graph_agreement_of(g);
@@ -106,6 +106,8 @@ static int agree_with_session(ckpt__ckhook *h, ckpt_graph *g)
             return ckpt__error_oom();
     }
     h->fs = ckpt_fs_or_default(h->saver_opts.fs ? h->saver_opts.fs : a->fs);
+    if (!h->timer.clock) /* no clock of its own: save_secs in session time */
+        h->timer.clock = a->clock;
     if (!h->saver_opts.log && a->log) {
         h->log = a->log;
         h->log_payload = a->log_payload;
@@ -194,6 +196,8 @@ static int open_own_saver(ckpt__ckhook *h, ckpt_session *s)
     o.on_save_done = ckpt__ckhook_on_save_done;
     o.on_save_done_payload = h;
     o.fs = h->fs;
+    if (!o.clock) /* the hook's clock, else the session's */
+        o.clock = h->timer.clock;
     if (!o.log) {
         o.log = h->log;
         o.log_payload = h->log_payload;

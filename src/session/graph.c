@@ -126,9 +126,11 @@ void ckpt__graph_forget_agreement(ckpt_graph *g)
 }
 
 void ckpt__graph_set_session_defaults(ckpt_graph *g, const ckpt_fs *fs,
-                                      ckpt_log_fn log, void *payload, int level)
+                                      const ckpt_clock *clock, ckpt_log_fn log,
+                                      void *payload, int level)
 {
     g->agreed.fs = fs;
+    g->agreed.clock = clock;
     g->agreed.log = log;
     g->agreed.log_payload = payload;
     g->agreed.log_level = level;

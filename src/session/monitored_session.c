@@ -329,8 +329,8 @@ static int state_settings(ckpt_monitored_session *ms)
     ckpt_graph *g = ms->graph;
     int err;
     ckpt__graph_forget_agreement(g);
-    ckpt__graph_set_session_defaults(g, ms->fs, ms->log, ms->log_payload,
-                                     ms->log_level);
+    ckpt__graph_set_session_defaults(g, ms->fs, ms->clock, ms->log,
+                                     ms->log_payload, ms->log_level);
     err = ckpt__graph_agree_dir(g, ms->checkpoint_dir,
                                 "the session options (checkpoint_dir)");
     if (err == 0 && ms->scaffold.saver)

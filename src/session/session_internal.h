@@ -23,8 +23,9 @@ typedef struct ckpt__graph_agreement {
     const char *dir_from; /* static text naming the setting */
     char *basename;
     const char *basename_from;
-    const ckpt_fs *fs; /* the session's; NULL until a session states it */
-    ckpt_log_fn log;   /* the session's; NULL until a session states it */
+    const ckpt_fs *fs;       /* the session's; NULL until a session states it */
+    const ckpt_clock *clock; /* the session's (NULL: the system clock) */
+    ckpt_log_fn log;         /* the session's; NULL until a session states it */
     void *log_payload;
     int log_level;
     int scaffold_writer; /* a hook writes through the scaffold saver */
@@ -77,11 +78,11 @@ void ckpt__graph_note_own_writer(ckpt_graph *g);
 const ckpt__graph_agreement *ckpt__graph_agreement_of(const ckpt_graph *g);
 /* Forget it (a session starts over, or is freed). */
 void ckpt__graph_forget_agreement(ckpt_graph *g);
-/* Record the creating session's file system and log, for hooks that were
- * given none of their own. */
+/* Record the creating session's file system, clock and log, for hooks
+ * that were given none of their own. */
 void ckpt__graph_set_session_defaults(ckpt_graph *g, const ckpt_fs *fs,
-                                      ckpt_log_fn log, void *payload,
-                                      int level);
+                                      const ckpt_clock *clock, ckpt_log_fn log,
+                                      void *payload, int level);
 
 /* ---- raw session, run context, step context ----------------------------- */
 

@@ -659,6 +659,55 @@ static void test_listeners_without_count_refused(void **state)
     ckpt_hook_free(&h);
 }
 
+/* The session's clock serves hooks given none, as its file system and log
+ * do: the checkpoint hook's save_secs, the step counter's every_n_secs,
+ * and the timestamps (and so keep_checkpoint_every_n_hours) of the saver
+ * the hook opens. The hook's timer and saver once read the system clock,
+ * so a loop driven by its own clock never saved on time. */
+static void test_session_clock_serves_hooks(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 0);
+    ckpt_step_counter_hook_options co = CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT;
+    ckpt_session_options so = plain_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook hooks[2];
+    ckpt_state st = CKPT_STATE_INIT;
+    char *state_path;
+    ckpt_buf text = CKPT_BUF_INIT;
+    ckpt_saver_options lo = ck_saver_options(f, CKPT_BUSY_SKIP);
+    o.clock = NULL;
+    o.save_steps = 0;
+    o.save_secs = 25;
+    co.every_n_steps = 0;
+    co.every_n_secs = 35;
+    so.log = lo.log; /* the fixture's recording log */
+    so.log_payload = f;
+    f->secs_per_step = 10;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[0], &o));
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&hooks[1], &co));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, hooks, 2, &so));
+    run_steps(f, ms, 6); /* session time 1000 .. 1060 */
+    /* step 0 at creation; 25 s later the trigger of step 3 (at 1030) */
+    assert_true(ck_has_checkpoint(f, 0));
+    assert_false(ck_has_checkpoint(f, 2));
+    assert_true(ck_has_checkpoint(f, 3));
+    assert_false(ck_has_checkpoint(f, 4));
+    assert_true(ck_has_checkpoint(f, 6));
+    assert_int_equal(ck_log_count(f, "global_step/sec"), 1);
+    state_path = test_path(f->ckdir, "checkpoint");
+    assert_ckpt_ok(ckpt_fs_read_file(&text, NULL, state_path));
+    assert_ckpt_ok(ckpt_state_parse(&st, text.ptr, text.size, state_path));
+    assert_int_equal(st.num_timestamps, 3);
+    assert_true(st.timestamps[0] == 1000.0);
+    assert_true(st.timestamps[2] == 1060.0);
+    ckpt_state_dispose(&st);
+    ckpt_buf_dispose(&text);
+    free(state_path);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
 /* ---- 5. lifecycle -----------------------------------------------------------
  */
 
@@ -926,6 +975,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_before_save_true_names_the_way,
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_listeners_without_count_refused,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_session_clock_serves_hooks,
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_free, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
