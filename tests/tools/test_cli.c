@@ -1447,6 +1447,40 @@ static void test_prefix_directory_mixups(void **state)
     expect_contains(r.err, "unknown command '--json' (options go after the "
                            "command, e.g. ckpt ls DIR --json)");
     run_free(&r);
+    /* the state file given for the checkpoint it names: the tool's own
+     * advice (the library's names ckpt_latest_checkpoint, a C function) */
+    snprintf(want, sizeof(want),
+             "%s is a directory's state file, not a checkpoint: give its "
+             "directory (%s) for the checkpoint it names, or a checkpoint "
+             "prefix",
+             state_file, dir);
+    {
+        static const char *const cmds[] = {"inspect", "verify", "diff",
+                                           "repack"};
+        for (size_t i = 0; i < 4; i++) {
+            const char *second = i < 2 ? NULL : i == 2 ? prefix : dst;
+            const char *args[] = {cmds[i], state_file, second, NULL};
+            r = cli_run_prog(CKPT_CLI_PATH, NULL, args);
+            expect_status(&r, 2);
+            expect_contains(r.err, want);
+            expect_lacks(r.err, "ckpt_latest_checkpoint");
+            run_free(&r);
+        }
+    }
+    RUN(r, "inspect", dir, "--tensor", "x"); /* a directory still works */
+    expect_lacks(r.err, "state file");
+    run_free(&r);
+    write_text(dir, "notes.txt", "not a checkpoint\n");
+    {
+        char *notes = test_path(dir, "notes.txt");
+        RUN(r, "inspect", notes);
+        expect_status(&r, 2);
+        expect_contains(r.err, "notes.txt is a file, not a checkpoint: give a "
+                               "checkpoint prefix (its files' name before "
+                               ".index) or a checkpoint directory");
+        run_free(&r);
+        free(notes);
+    }
     free(prefix);
     free(index);
     free(state_file);

@@ -273,6 +273,40 @@ static int sole_index_prefix(char **out, const char *cmd, const char *dir)
     return CLI_USAGE;
 }
 
+/* `path` is a file and neither an index nor a data file: unless it is
+ * also a prefix (<path>.index exists), say what to give instead, in the
+ * tool's terms (the library's message names its C function). The
+ * directory's state file, "checkpoint", is the usual one. */
+static int file_not_checkpoint(const char *cmd, const char *path)
+{
+    struct stat st;
+    char *index = cli_xmalloc(strlen(path) + sizeof(".index"));
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int is_prefix;
+    snprintf(index, strlen(path) + sizeof(".index"), "%s.index", path);
+    is_prefix = stat(index, &st) == 0;
+    free(index);
+    if (is_prefix)
+        return 0;
+    if (strcmp(base, CKPT_STATE_FILENAME) == 0) {
+        char *dir = slash ? dup_n(path, (size_t)(slash - path)) : NULL;
+        cli_error(cmd,
+                  "%s is a directory's state file, not a checkpoint: give "
+                  "its directory (%s) for the checkpoint it names, or a "
+                  "checkpoint prefix",
+                  path, dir ? (*dir ? dir : "/") : ".");
+        free(dir);
+    } else {
+        cli_error(cmd,
+                  "%s is a file, not a checkpoint: give a checkpoint prefix "
+                  "(its files' name before .index) or a checkpoint "
+                  "directory",
+                  path);
+    }
+    return CLI_USAGE;
+}
+
 int cli_resolve_prefix(char **out, const char *cmd, const char *path)
 {
     struct stat st;
@@ -309,6 +343,9 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
         n -= 6;
     else if (cli_parse_data_name(path, NULL, NULL) > 0)
         n = cli_parse_data_name(path, NULL, NULL);
+    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+             file_not_checkpoint(cmd, path) != 0)
+        return CLI_USAGE;
     *out = dup_n(path, n);
     return 0;
 }
