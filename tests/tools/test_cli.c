@@ -1489,6 +1489,58 @@ static void test_prefix_directory_mixups(void **state)
     test_remove_tree(dir);
 }
 
+/* "ok" is in every command's --json document, true exactly when the exit
+ * status is 0: ls, inspect and diff once had none, so `jq -e .ok` failed
+ * on their successes (verify's, repack's and the failure document had it). */
+static void expect_ok(const cli_run *r, int status)
+{
+    json_object *root;
+    expect_status(r, status);
+    root = parse_json(r->out);
+    if (json_object_get_boolean(jget(root, "ok")) != (status == 0))
+        fail_msg("\"ok\" is not %s with exit status %d: %s",
+                 status == 0 ? "true" : "false", status, r->out);
+    json_object_put(root);
+}
+
+static void test_json_ok_mirrors_exit_status(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "typed");
+    char *other = test_path(dir, "other");
+    cli_run r;
+    (void)state;
+    write_typed_checkpoint(prefix);
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"typed\"\n");
+    RUN(r, "ls", dir, "--json");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "inspect", dir, "--json", "--values");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "inspect", dir, "--json", "--tensor", "f32");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "verify", dir, "--json");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "diff", prefix, dir, "--json");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "repack", prefix, other, "--exclude", "^f32$", "--json");
+    expect_ok(&r, 0);
+    run_free(&r);
+    RUN(r, "diff", prefix, other, "--json");
+    expect_ok(&r, 1);
+    run_free(&r);
+    RUN(r, "ls", prefix, "--json");
+    expect_ok(&r, 2);
+    run_free(&r);
+    free(prefix);
+    free(other);
+    test_remove_tree(dir);
+}
+
 static void test_inspect_value_formats(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1732,6 +1784,7 @@ int main(void)
         cmocka_unit_test(test_inspect_value_formats),
         cmocka_unit_test(test_example_write_checkpoint),
         cmocka_unit_test(test_prefix_directory_mixups),
+        cmocka_unit_test(test_json_ok_mirrors_exit_status),
         cmocka_unit_test(test_unwritable_stdout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,10 +43,11 @@ const cli_command cli_cmd_diff = {
     "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
     "\"dtype\"|\n"
     "             \"shape\"|\"values\", \"max_abs_diff\"?, "
-    "\"num_different\"?}]},\n"
-    "             printed when the comparison is done (the differences\n"
-    "             kept as their text meanwhile: memory of the size of\n"
-    "             the document, not more).\n\n"
+    "\"num_different\"?}],\n"
+    "             \"ok\": the exit status is 0}, printed when the\n"
+    "             comparison is done (the differences kept as their text\n"
+    "             meanwhile: memory of the size of the document, not\n"
+    "             more).\n\n"
     "Exit status 0 when equal (within the tolerance), 1 when they differ,\n"
     "2 on a usage error or a checkpoint that cannot be read.\n",
     run};
@@ -654,6 +655,9 @@ static void print_result(report *rep, const char *pa, const char *pb,
     cli_put_member(",\n", "tensors", json_object_new_int64((int64_t)compared));
     fputs(",\n  \"differences\": ", stdout);
     cli_json_list_put(&rep->list);
+    /* "ok": the exit status is 0, in every command's document */
+    cli_put_member(",\n", "ok",
+                   json_object_new_boolean(rep->num_differences == 0));
     fputs("\n}\n", stdout);
 }
 

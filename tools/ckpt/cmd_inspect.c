@@ -21,7 +21,8 @@ const cli_command cli_cmd_inspect = {
     "                   \"num_shards\", \"tensors\":\n"
     "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
     "\"shard\",\n"
-    "                   \"num_elements\", \"values\"?, \"error\"?}]}; a\n"
+    "                   \"num_elements\", \"values\"?, \"error\"?}],\n"
+    "                   \"ok\": the exit status is 0}; a\n"
     "                   tensor whose values cannot be read has \"error\"\n"
     "  --tensor NAME    only this tensor (may be repeated)\n"
     "  --values[=N]     also print the first N values of each tensor\n"
@@ -360,8 +361,9 @@ static int run(int argc, char **argv)
         if (trc > rc)
             rc = trc;
     }
-    if (o.json)
-        fputs(printed ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    if (o.json) /* "ok": the exit status is 0, in every command's document */
+        fprintf(stdout, "%s,\n  \"ok\": %s\n}\n", printed ? "\n  ]" : "]",
+                rc == 0 ? "true" : "false");
 done:
     ckpt_bundle_reader_free(r);
     free(prefix);

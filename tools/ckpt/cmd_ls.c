@@ -55,7 +55,7 @@ const cli_command cli_cmd_ls = {
     "           \"time\", \"time_source\", \"latest\", \"complete\", "
     "\"problem\",\n"
     "           \"shards\": [{\"file\", \"shard\", \"of\", \"bytes\"}]}],\n"
-    "           \"stray\": [{\"file\", \"reason\"}]}\n",
+    "           \"stray\": [{\"file\", \"reason\"}], \"ok\": true}\n",
     run};
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -662,7 +662,9 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
         fputs(i ? ",\n    " : "\n    ", stdout);
         cli_put_json(o, 4);
     }
-    fputs(nstrays ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    /* "ok": the exit status is 0, in every command's document */
+    fputs(nstrays ? "\n  ],\n  \"ok\": true\n}\n" : "],\n  \"ok\": true\n}\n",
+          stdout);
 }
 
 /* ---- the command --------------------------------------------------------- */
