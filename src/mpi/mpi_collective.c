@@ -22,7 +22,9 @@ void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
 {
     fprintf(stderr,
             "ckpt_mpi: rank %d: %s: other ranks did not respond within "
-            "%.0f s; aborting the job\n",
+            "%.0f s; aborting the job (a rank died or stalled, or made "
+            "another collective call of the saver than this one: every "
+            "rank makes them all, in the same order)\n",
             s->rank, what, s->timeout_s);
     fflush(stderr);
     MPI_Abort(s->comm_user, 70);

@@ -10,6 +10,9 @@
  *   stall DIR      (2 ranks) rank 1 never joins a save: rank 0's wait is
  *                  bounded by the collective timeout and ends the job
  *                  (MPI_Abort, message checked by CTest)
+ *   mismatch DIR   (2 ranks) rank 0 saves while rank 1 closes (a
+ *                  collective called on one rank only): both waits are
+ *                  bounded and the message says why (CTest checks it)
  *   kill DIR       (2 ranks) rank 1 is killed in the middle of writing its
  *                  data file after step 1 was saved (mpiexec ends the job)
  *   after-kill DIR (2 ranks) reopening removes what the killed save left;
@@ -223,6 +226,26 @@ static void test_stall(void **state)
     }
     ckpt_mpi_saver_save(s, 1, NULL);
     fail_msg("rank 0's save returned although rank 1 never joined");
+}
+
+/* A save made on rank 0 only: rank 1 closes instead. Each rank's wait is
+ * bounded; the message names the likely mistake. */
+static void test_mismatch(void **state)
+{
+    ckpt_mpi_saver *s;
+    model m;
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_SKIP, 2.0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    if (test_rank() == 0)
+        ckpt_mpi_saver_save(s, 1, NULL);
+    else
+        ckpt_mpi_saver_close(s);
+    fail_msg("rank %d returned from a collective the other rank never made",
+             test_rank());
 }
 
 /* ---- a rank killed in the middle of its write --------------------------- */
@@ -492,6 +515,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest progress[] = {cmocka_unit_test(test_progress),
                                           cmocka_unit_test(test_coalesce)};
     const struct CMUnitTest stall[] = {cmocka_unit_test(test_stall)};
+    const struct CMUnitTest mismatch[] = {cmocka_unit_test(test_mismatch)};
     const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
     const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
@@ -503,6 +527,7 @@ int main(int argc, char **argv)
     const mpi_test_group groups[] = {
         MPI_TEST_GROUP("progress", progress),
         MPI_TEST_GROUP("stall", stall),
+        MPI_TEST_GROUP("mismatch", mismatch),
         MPI_TEST_GROUP("kill", kill),
         MPI_TEST_GROUP("after-kill", after),
         MPI_TEST_GROUP("thread-single", single),
@@ -519,7 +544,8 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
-                "progress|stall|kill|after-kill|thread-single|agree DIR\n",
+                "progress|stall|mismatch|kill|after-kill|thread-single|"
+                "agree DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
