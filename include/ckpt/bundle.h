@@ -210,7 +210,9 @@ CKPT_EXTERN(const char *)
 ckpt_tensor_entry_shown_name(char *out, size_t cap,
                              const ckpt_tensor_entry *e);
 
-/** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND */
+/** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND
+ *  (for a graph tensor's name such as "dense/bias:0" whose variable
+ *  "dense/bias" is a key, the message says to use that) */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                         const ckpt_bundle_reader *r, const char *name);

@@ -35,6 +35,11 @@ char *ckpt__strndup(const char *s, size_t n);
  * `who` and the name's start (name_index.c); else 0. */
 int ckpt__check_name_length(const char *who, const char *name);
 
+/* The length of the tensor name `name` (n bytes) without a TensorFlow
+ * graph tensor's output suffix (":0", ":1", ...), or n when it has none:
+ * checkpoint keys are variable names, which have none (name_index.c). */
+size_t ckpt__without_output_suffix(const char *name, size_t n);
+
 /* ---- a name -> position index (name_index.c) ----------------------------
  * Over names the caller keeps alive and unchanged while indexed. */
 typedef struct ckpt__name_slot {

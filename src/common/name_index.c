@@ -1,13 +1,21 @@
 /* common/name_index.c - tensor names as writers take them: the length
- * limit, and a name -> position index (open addressing, FNV-1a) over names
- * the caller keeps alive, so registering n variables and looking names up
- * cost O(1) each instead of a scan of everything registered (the savers'
- * variable lists, the graph). */
+ * limit, a graph tensor's output suffix (":0") that keys lack, and a name ->
+ * position index (open addressing, FNV-1a) over names the caller keeps alive,
+ * so registering n variables and looking names up cost O(1) each instead of a
+ * scan of everything registered (the savers' variable lists, the graph). */
 #include "internal.h"
 
 #include "ckpt/tensor.h"
 
 #include <string.h>
+
+size_t ckpt__without_output_suffix(const char *name, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    return i > 1 && i < n && name[i - 1] == ':' ? i - 1 : n;
+}
 
 int ckpt__check_name_length(const char *who, const char *name)
 {

@@ -79,28 +79,43 @@ int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
     return ckpt__bundle_reader_find_key(out, r, name, strlen(name));
 }
 
-int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
-                                 const ckpt_bundle_reader *r, const void *key,
-                                 size_t n)
+/* The entry whose key is the n bytes at `key`, or NULL. */
+static const ckpt_tensor_entry *search_key(const ckpt_bundle_reader *r,
+                                           const void *key, size_t n)
 {
-    const char *name = key;
-    size_t lo = 0, hi;
-    ckpt__shown_name sn;
-    *out = NULL;
-    hi = r->count;
+    size_t lo = 0, hi = r->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ckpt_tensor_entry *e = &r->entries[mid];
-        int c = ckpt__key_compare(e->name, e->name_len, name, n);
-        if (c == 0) {
-            *out = e;
-            return 0;
-        }
+        int c = ckpt__key_compare(e->name, e->name_len, key, n);
+        if (c == 0)
+            return e;
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return NULL;
+}
+
+int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
+                                 const ckpt_bundle_reader *r, const void *key,
+                                 size_t n)
+{
+    const char *name = key;
+    size_t base = ckpt__without_output_suffix(name, n);
+    ckpt__shown_name sn, sb;
+    *out = search_key(r, key, n);
+    if (*out)
+        return 0;
+    if (base < n && search_key(r, key, base))
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no tensor named '%s' (checkpoint keys are "
+                           "variable names, without a graph tensor's output "
+                           "suffix ':%.*s': use '%s')",
+                           r->index_path.ptr, ckpt__show_name(&sn, name, n),
+                           (int)(n - base - 1), name + base + 1,
+                           ckpt__show_name(&sb, name, base));
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
                        r->index_path.ptr, ckpt__show_name(&sn, name, n));
 }

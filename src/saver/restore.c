@@ -10,6 +10,23 @@
 
 #include <string.h>
 
+/* Whether `name` has a graph tensor's output suffix (":0") and the
+ * checkpoint has the name without it: a TensorFlow user's usual slip. */
+static int has_key_without_suffix(const ckpt_bundle_reader *r, const char *name)
+{
+    const ckpt_tensor_entry *e = NULL;
+    size_t n = strlen(name);
+    size_t base = ckpt__without_output_suffix(name, n);
+    char *bare;
+    if (base == n)
+        return 0;
+    bare = ckpt__strndup(name, base);
+    if (bare)
+        ckpt_bundle_reader_find(&e, r, bare);
+    ckpt__free(bare);
+    return e != NULL;
+}
+
 static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
 {
     size_t i = ckpt__name_index_find(&s->var_names, name);
@@ -28,6 +45,16 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
                            "write callback",
                            v->name);
     err = ckpt_bundle_reader_find(&e, r, v->name);
+    if (err < 0 && has_key_without_suffix(r, v->name))
+        return ckpt__error(
+            CKPT_ENOTFOUND,
+            "restore %s: variable '%s' is not in the "
+            "checkpoint (checkpoint keys are variable names, "
+            "without a graph tensor's output suffix: register "
+            "it as '%.*s')",
+            prefix, v->name,
+            (int)ckpt__without_output_suffix(v->name, strlen(v->name)),
+            v->name);
     if (err < 0)
         return ckpt__error(CKPT_ENOTFOUND,
                            "restore %s: variable '%s' is not in the "

@@ -977,6 +977,42 @@ static void test_overwrite_existing_bundle(void **state)
 /* ---- reader API errors
  * ------------------------------------------------------------------- */
 
+/* A TensorFlow user asks for the graph tensor "dense/bias:0": the key is
+ * "dense/bias", and the message says so (it once said only "no tensor
+ * named"). A key that has a colon itself is still found as it is. */
+static void test_output_suffix_named(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
+    ckpt_shape s2 = shape1(2);
+    float v[2] = {1, 2};
+    ckpt_bundle_reader *r;
+    const ckpt_tensor_entry *e = NULL;
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "dense/bias", CKPT_DT_FLOAT, &s2,
+                                          v, sizeof(v)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "x:1", CKPT_DT_FLOAT, &s2, v, sizeof(v)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "dense/bias:0", v, sizeof(v)),
+                      CKPT_ENOTFOUND,
+                      "no tensor named 'dense/bias:0' (checkpoint keys are "
+                      "variable names, without a graph tensor's output "
+                      "suffix ':0': use 'dense/bias')");
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "x:1:12"), CKPT_ENOTFOUND,
+                      "suffix ':12': use 'x:1')");
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "nope:0"), CKPT_ENOTFOUND,
+                      "no tensor named 'nope:0'");
+    assert_null(strstr(ckpt_error_last()->message, "suffix"));
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "dense/bias:"),
+                      CKPT_ENOTFOUND, "no tensor named 'dense/bias:'");
+    assert_null(strstr(ckpt_error_last()->message, "suffix"));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "x:1"));
+    assert_string_equal(e->name, "x:1");
+    ckpt_bundle_reader_free(r);
+}
+
 static void test_reader_api_errors(void **state)
 {
     fixture *f = *state;
@@ -1465,6 +1501,8 @@ int main(void)
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_existing_bundle,
                                         bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_output_suffix_named, bt_setup,
+                                        bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_api_errors, bt_setup,
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_add_record_copies_bundle, bt_setup,

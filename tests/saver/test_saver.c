@@ -502,6 +502,25 @@ static void test_b78_restore_errors(void **state)
                       "'also/gone')");
     ckpt_saver_free(other);
 
+    /* A TensorFlow graph tensor's name ("dense/kernel:0") for the
+     * variable: the message gives the key to register instead. */
+    assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
+    {
+        ckpt_var v = {"dense/kernel:0",
+                      CKPT_DT_FLOAT,
+                      {2, {2, 3}},
+                      wrong_type,
+                      NULL,
+                      NULL,
+                      NULL};
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+    }
+    assert_ckpt_error(ckpt_saver_restore(other, prefix.ptr), CKPT_ENOTFOUND,
+                      "'dense/kernel:0' is not in the checkpoint (checkpoint "
+                      "keys are variable names, without a graph tensor's "
+                      "output suffix: register it as 'dense/kernel')");
+    ckpt_saver_free(other);
+
     /* Past the first few, the others are counted, not named. */
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
     for (int i = 0; i < 11; i++) {
