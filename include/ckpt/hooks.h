@@ -127,7 +127,8 @@ typedef struct ckpt_checkpoint_hook_options {
                                      60 s, B68); < 0: no bound for either */
     const ckpt_clock *clock;    /**< times save_secs, and stamps the
                                      checkpoints of a saver the hook opens
-                                     whose saver_options name no clock;
+                                     whose saver_options name no clock
+                                     (read on its writer thread too);
                                      NULL: the session's clock */
     /** Checkpoint file names are <checkpoint_basename>-<step> (TF's
      *  checkpoint_basename; NULL: the saver's basename, by default

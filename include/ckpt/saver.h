@@ -110,7 +110,9 @@ typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
 typedef struct ckpt_saver_options {
     unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
     const ckpt_fs *fs;     /**< NULL: POSIX */
-    const ckpt_clock *clock; /**< NULL: the system clock */
+    const ckpt_clock *clock; /**< NULL: the system clock; also read on
+                                  the writer thread (an async save's
+                                  timestamp and durations): thread-safe */
     const char *basename;  /**< default "model.ckpt"; a file name of at
                                 most CKPT_BASENAME_MAX bytes */
     int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all

@@ -277,7 +277,9 @@ typedef struct ckpt_session_options {
                                      clock of hooks given none (their
                                      timers, and the saver a checkpoint
                                      hook opens) and of the scaffold
-                                     saver whose saver_options name none */
+                                     saver whose saver_options name none;
+                                     savers read it on their writer
+                                     thread too: it must be thread-safe */
     const ckpt_fs *fs;          /**< NULL: POSIX */
     const char *checkpoint_dir; /**< restore from its latest checkpoint at
                                      creation (chief only); may be NULL:

@@ -4,8 +4,10 @@
  *
  * monotonic() returns `now`; wall() returns `now + wall_offset`, so moving
  * `now` moves both clocks together, as real time would. Hand `&fc.clock`
- * to the library and assign or add to `now` between calls. Not
- * synchronised: change `now` only while no other thread reads the clock. */
+ * to the library and assign or add to `now` between calls. `now` is
+ * atomic (plain `=` and `+=` on it are atomic), since a saver's writer
+ * thread reads its clock during an async save; moving it while a save
+ * runs changes what that save measures, not whether the test is sound. */
 #ifndef CKPT_TESTS_SUPPORT_FAKE_CLOCK_H
 #define CKPT_TESTS_SUPPORT_FAKE_CLOCK_H
 
@@ -13,7 +15,8 @@
 
 typedef struct fake_clock {
     ckpt_clock clock;   /* hand &clock to the library */
-    double now;         /* monotonic seconds */
+    _Atomic double now; /* monotonic seconds (atomic: a saver's writer
+                           thread reads the clock while the test moves it) */
     double wall_offset; /* wall seconds minus monotonic seconds */
 } fake_clock;
 
