@@ -14,8 +14,11 @@
  * "<final>.tempstate<random>", fsynced, closed and renamed into place, the
  * directory is fsynced, then the index is written the same way and renamed
  * LAST, and the directory fsynced again. Any failure removes the temporary
- * files and every file already renamed for this bundle, so no index ever
- * points at missing data. The first error of any call is sticky.
+ * files and every file already renamed for this bundle (an index renamed
+ * into place first, its removal made durable before the data files go, or
+ * the data files kept when that fsync fails: see abandon), so no index
+ * ever points at missing data, even after a power cut. The first error of
+ * any call is sticky.
  *
  * This file owns the writer's life (open, data files, first error, finish,
  * free); the add calls and the tensor names are bundle_writer_add.c's. */
@@ -284,13 +287,33 @@ static void abandon_file(const ckpt_fs *fs, ckpt_file **file, bool *created,
 
 /* Close and remove everything this writer created that a complete bundle
  * does not own: temporaries always; renamed data files and the index too
- * when the commit did not complete. Keeps the last error. */
+ * when the commit did not complete. An index already renamed into place
+ * (the last directory fsync failed) goes first and its removal is made
+ * durable before any data file goes: removals in one directory reach the
+ * disk in any order until it is fsynced, and a power cut keeping a data
+ * file's removal but losing the index's would leave an index without its
+ * data. When that fsync fails too (a failing disk) the renamed data files
+ * stay: a power cut then leaves either the whole checkpoint, unlisted, or
+ * data without an index, which the next open removes (dir_sweep.c).
+ * Keeps the last error. */
 static void abandon(ckpt_bundle_writer *w)
 {
+    bool index_named = w->index_renamed;
+    bool keep_data = false;
     abandon_file(w->fs, &w->index_file, &w->index_created, &w->index_renamed,
                  &w->index_tmp, &w->index_final);
+    if (index_named) {
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        keep_data = ckpt__fs_sync_dir(w->fs, w->dir.ptr) < 0;
+        ckpt__error_restore(&saved);
+    }
     for (int i = 0; w->shards && i < w->num_shards; i++) {
         struct ckpt__writer_shard *s = &w->shards[i];
+        if (keep_data && s->renamed) { /* left under its final name */
+            s->created = false;
+            s->renamed = false;
+        }
         abandon_file(w->fs, &s->file, &s->created, &s->renamed, &s->tmp_path,
                      &s->final_path);
     }

@@ -59,9 +59,8 @@ int crash_count_temps(const char *dir);
 
 /* Index files in `dir` whose single data file ("<stem>.data-00000-of-00001")
  * is missing: checkpoints that look present and can never be read, and
- * that no sweep removes. Where syncs succeed, a power cut must never leave
- * one behind the recovery (crash_check_recovery); where they fail (EIO),
- * removals cannot be ordered and one may be left. */
+ * that no sweep removes. A power cut must never leave one behind the
+ * recovery (crash_check_recovery), whether syncs succeed or fail (EIO). */
 int crash_count_incomplete(const char *dir);
 
 /* The state a power cut left in `dir`, checked with a fresh POSIX reader:

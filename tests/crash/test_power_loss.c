@@ -26,9 +26,12 @@
  *
  * "cuts" also runs the three saves to the end and cuts the power there 48
  * times at random (ckpt_fs_fault_drop_unsynced_random): the eviction's
- * removals must leave no index without its data after recovery, which the
- * groups whose syncs succeed check after every recovery too (where syncs
- * fail, removals cannot be ordered and such an index may be left).
+ * removals must leave no index without its data after recovery, which
+ * every group checks after every recovery too. "syncs" adds, at every
+ * failing sync, 12 power cuts keeping a random part of what was not synced:
+ * a save that gives up after its index's rename removes the index first
+ * and keeps its data files when the directory fsync making that removal
+ * durable fails.
  *
  * The long form ("random", label "slow") draws 10,000 random states of the
  * first model and 3,000 of the second: a random cut point, and a random
@@ -190,9 +193,9 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
                            why, n);
 }
 
-/* After a recovery following a cut where syncs succeed: no index left
- * without its data (retention's and a replacement's removals make the
- * index's removal durable first). 0 or -1 (`why`). */
+/* After a recovery: no index left without its data (retention's, a
+ * replacement's and a failed save's removals make the index's removal
+ * durable first, and keep the data when they cannot). 0 or -1 (`why`). */
 static int check_no_incomplete(const char *dir, char *why, size_t n)
 {
     int left = crash_count_incomplete(dir);
@@ -266,7 +269,7 @@ static void sweep(int async, unsigned mask)
             assert_int_equal(res->cut_op, -1);
         if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
                                  RECOVERY_STEP, why, sizeof(why)) < 0 ||
-            (!mask && check_no_incomplete(dir, why, sizeof(why)) < 0))
+            check_no_incomplete(dir, why, sizeof(why)) < 0)
             fail_msg("%s saves, %s from op %llu on (%s), then a power cut "
                      "%s, then %s",
                      mode_name(&c), mask ? "syncs failing" : "stopped",
@@ -363,6 +366,66 @@ static void test_failing_syncs_async(void **state)
 {
     (void)state;
     sweep(1, SYNC_OPS);
+}
+
+/* fsync failing from the Nth sync on, then power cuts keeping a random part
+ * of what was not synced, SEEDS_PER_CUT of them at every N. A save whose
+ * directory fsync failed after its index's rename gave up and removed its
+ * files, index and data alike, with no fsync between the removals it could
+ * trust: a cut keeping a data file's removal but losing the index's left an
+ * index without its data, which no sweep removed. Recovery must leave none,
+ * whichever syncs failed. */
+#define SEEDS_PER_CUT 12
+
+static void failing_syncs_random_cuts(int async)
+{
+    char *base = test_make_temp_dir();
+    case_result *ref = calloc(1, sizeof(*ref));
+    case_result *res = calloc(1, sizeof(*res));
+    ckpt_fs_forward nosync;
+    uint64_t cuts, i = 0;
+    assert_non_null(ref);
+    assert_non_null(res);
+    crash_nosync_fs(&nosync);
+    reference_run(base, async, ref);
+    cuts = count_ops(ref, SYNC_OPS);
+    for (uint64_t cut = 1; cut <= cuts + 1; cut++) {
+        for (uint64_t seed = 1; seed <= SEEDS_PER_CUT; seed++) {
+            crash_case c = {async, cut,         SYNC_OPS,
+                            0,     DROP_RANDOM, cut * 1000 + seed};
+            char why[1024] = "";
+            char *dir = case_dir(base, ++i);
+            if (run_case(dir, &c, res, why, sizeof(why)) < 0 ||
+                crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
+                                     RECOVERY_STEP, why, sizeof(why)) < 0 ||
+                check_no_incomplete(dir, why, sizeof(why)) < 0)
+                fail_msg("%s saves, syncs failing from sync %llu of %llu on "
+                         "(%s), then a power cut %s (seed %llu): %s",
+                         mode_name(&c), (unsigned long long)cut,
+                         (unsigned long long)cuts, res->cut_desc,
+                         k_drop_names[c.drop], (unsigned long long)c.seed, why);
+            test_remove_tree(dir);
+        }
+    }
+    print_message("%s saves, syncs failing: %llu cut points, %d random power "
+                  "cuts each\n",
+                  mode_name(&(crash_case){async, 0, 0, 0, 0, 0}),
+                  (unsigned long long)cuts + 1, SEEDS_PER_CUT);
+    free(ref);
+    free(res);
+    test_remove_tree(base);
+}
+
+static void test_failing_syncs_random_cuts_sync(void **state)
+{
+    (void)state;
+    failing_syncs_random_cuts(0);
+}
+
+static void test_failing_syncs_random_cuts_async(void **state)
+{
+    (void)state;
+    failing_syncs_random_cuts(1);
 }
 
 #define RANDOM_STATES 10000
@@ -480,7 +543,7 @@ static void random_states(unsigned mask, uint64_t count)
         }
         if (crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
                                  FINAL_STEP, why, sizeof(why)) < 0 ||
-            (!mask && check_no_incomplete(dir, why, sizeof(why)) < 0))
+            check_no_incomplete(dir, why, sizeof(why)) < 0)
             fail_msg("random state %llu: %s saves, %s from op %llu on (%s), "
                      "drop seed %llu, then %s",
                      (unsigned long long)iter, mode_name(&c),
@@ -532,6 +595,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest syncs[] = {
         cmocka_unit_test(test_failing_syncs_sync),
         cmocka_unit_test(test_failing_syncs_async),
+        cmocka_unit_test(test_failing_syncs_random_cuts_sync),
+        cmocka_unit_test(test_failing_syncs_random_cuts_async),
     };
     const struct CMUnitTest random[] = {
         cmocka_unit_test(test_random_states),
