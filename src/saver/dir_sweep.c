@@ -240,9 +240,11 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
      * checkpoint of the same name is being written (forget), would look
      * complete over the new data files. */
     err = ckpt__fs_remove(fs, path.ptr);
-    if (err == 0)
+    /* An index already gone may be an earlier removal whose directory
+     * fsync failed (a deletion tried again): fsynced all the same. */
+    if (err == 0 || err == CKPT_ENOTFOUND)
         err = ckpt__fs_sync_dir(fs, dir.ptr);
-    if (err < 0 && err != CKPT_ENOTFOUND)
+    if (err < 0)
         goto done;
     ckpt__buf_clear(&path);
     err = ckpt__buf_printf(&path, "%s.meta", prefix);
@@ -388,13 +390,27 @@ static int collect_orphan(const char *name, void *payload)
     return orphan ? collect_name_always(name, &sc->found) : 0;
 }
 
+/* The index's absence may be a removal not yet durable (a save that gave
+ * up when its directory fsync failed keeps its data files for this sweep,
+ * bundle_writer.c; an open that read no state file has not fsynced the
+ * directory): removals in one directory reach the disk in any order until
+ * it is fsynced, so it is fsynced before any data file goes, and when that
+ * fails they stay (a power cut could otherwise bring the index back without
+ * its data). */
 static int remove_orphan_data(ckpt__dir_state *ds)
 {
     struct orphan_scan sc = {ds, {NULL, NULL, 0, 0, 0}};
     int err = ckpt__fs_list(ds->fs, ds->dir, collect_orphan, &sc);
     if (sc.found.err < 0)
         err = sc.found.err;
-    if (err == 0 && sc.found.n > 0) {
+    if (err == 0 && sc.found.n > 0 && ckpt__fs_sync_dir(ds->fs, ds->dir) < 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: leaving %zu data file(s) without an index (%s%s): "
+                     "%s",
+                     ds->dir, sc.found.n, sc.found.names[0],
+                     sc.found.n > 1 ? ", ..." : "", ckpt_error_last()->message);
+        ckpt_error_clear();
+    } else if (err == 0 && sc.found.n > 0) {
         CKPT__DS_LOG(
             ds, CKPT_LOG_INFO,
             "%s: removing %zu data file(s) without an index (left by an "

@@ -31,7 +31,8 @@
  * failing sync, 12 power cuts keeping a random part of what was not synced:
  * a save that gives up after its index's rename removes the index first
  * and keeps its data files when the directory fsync making that removal
- * durable fails.
+ * durable fails; and a first save given up so, then an open on a
+ * recovered disk removing its data files (no index), then a power cut.
  *
  * The long form ("random", label "slow") draws 10,000 random states of the
  * first model and 3,000 of the second: a random cut point, and a random
@@ -93,7 +94,17 @@ typedef struct crash_case {
     size_t partial; /* bytes a failing write lands first */
     int drop;       /* what the power cut loses: a drop_mode */
     uint64_t seed;  /* for DROP_RANDOM */
+    int once;       /* only op `cut` fails (a transient error), not every
+                       later one */
+    int more;       /* saves after the three (steps 40, 50, ...): what a
+                       failed sync left is retried by a later save */
 } crash_case;
+
+/* The newest step the saves of `c` reach. */
+static int64_t case_max_step(const crash_case *c)
+{
+    return MAX_STEP + 10 * (int64_t)c->more;
+}
 
 typedef struct case_result {
     int64_t durable;    /* newest step reported durable, -1: none */
@@ -137,11 +148,11 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
     if (c->cut > 0)
         ckpt_fs_fault_fail(ff, c->cut, c->mask ? c->mask : CKPT_FS_OP_MUTATING,
-                           EIO, 1, c->partial);
+                           EIO, !c->once, c->partial);
     else
         ckpt_fs_fault_reset_count(ff);
-    for (int i = 0; i < NUM_STEPS; i++) {
-        int64_t step = k_steps[i];
+    for (int i = 0; i < NUM_STEPS + c->more; i++) {
+        int64_t step = i < NUM_STEPS ? k_steps[i] : MAX_STEP + 10 * (i - 2);
         crash_model_fill(&m, step);
         if (c->async) {
             uint64_t ticket = 0;
@@ -166,8 +177,8 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     crash_describe_cut(ff, res->cut_desc, sizeof(res->cut_desc));
     ckpt_fs_fault_clear(ff);
     if (c->mask == SYNC_OPS &&
-        crash_check_dir(dir, o.durable, MAX_STEP, &res->latest, &res->listed,
-                        why, n) < 0) {
+        crash_check_dir(dir, o.durable, case_max_step(c), &res->latest,
+                        &res->listed, why, n) < 0) {
         char inner[900];
         snprintf(inner, sizeof(inner), "%s", why);
         snprintf(why, n, "before the power cut: %s", inner);
@@ -189,8 +200,8 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     res->durable = o.durable;
     if (err < 0)
         return -1;
-    return crash_check_dir(dir, o.durable, MAX_STEP, &res->latest, &res->listed,
-                           why, n);
+    return crash_check_dir(dir, o.durable, case_max_step(c), &res->latest,
+                           &res->listed, why, n);
 }
 
 /* After a recovery: no index left without its data (retention's, a
@@ -224,7 +235,7 @@ static const char *mode_name(const crash_case *c)
 /* The saves without a cut: every op of the trace, and the final state. */
 static void reference_run(const char *base, int async, case_result *ref)
 {
-    crash_case c = {async, 0, 0, 0, DROP_ALL, 0};
+    crash_case c = {async, 0, 0, 0, DROP_ALL, 0, 0, 0};
     char why[1024] = "";
     char *dir = case_dir(base, 0);
     if (run_case(dir, &c, ref, why, sizeof(why)) < 0)
@@ -253,7 +264,7 @@ static void sweep(int async, unsigned mask)
     uint64_t cuts = mask ? count_ops(ref, mask) : ref->mutating;
     for (uint64_t i = 0; i < DROP_RANDOM * (cuts + 1); i++) {
         uint64_t cut = 1 + i / DROP_RANDOM;
-        crash_case c = {async, cut, mask, 0, (int)(i % DROP_RANDOM), 0};
+        crash_case c = {async, cut, mask, 0, (int)(i % DROP_RANDOM), 0, 0, 0};
         char why[1024] = "";
         char *dir = case_dir(base, i + 1);
         if (run_case(dir, &c, res, why, sizeof(why)) < 0)
@@ -321,7 +332,7 @@ static void eviction_power_cuts(int async)
     assert_non_null(res);
     crash_nosync_fs(&nosync);
     for (uint64_t seed = 1; seed <= 48; seed++) {
-        crash_case c = {async, 0, 0, 0, DROP_RANDOM, seed};
+        crash_case c = {async, 0, 0, 0, DROP_RANDOM, seed, 0, 0};
         char why[1024] = "";
         char *dir = case_dir(base, seed);
         if (run_case(dir, &c, res, why, sizeof(why)) < 0)
@@ -373,45 +384,56 @@ static void test_failing_syncs_async(void **state)
  * directory fsync failed after its index's rename gave up and removed its
  * files, index and data alike, with no fsync between the removals it could
  * trust: a cut keeping a data file's removal but losing the index's left an
- * index without its data, which no sweep removed. Recovery must leave none,
- * whichever syncs failed. */
+ * index without its data, which no sweep removed. With `once` only the Nth
+ * sync fails (a transient error) and two more saves follow, so what that
+ * failure left (an evicted checkpoint whose index's removal was not made
+ * durable, its data kept) is deleted by a later save: that deletion too
+ * must make the index's absence durable before the data files go.
+ * Recovery must leave no index without its data, whichever syncs failed. */
 #define SEEDS_PER_CUT 12
 
-static void failing_syncs_random_cuts(int async)
+static void failing_syncs_random_cuts(int async, int once)
 {
     char *base = test_make_temp_dir();
-    case_result *ref = calloc(1, sizeof(*ref));
     case_result *res = calloc(1, sizeof(*res));
     ckpt_fs_forward nosync;
+    crash_case ref = {async, 0, 0, 0, DROP_ALL, 0, once, once ? 2 : 0};
+    char why[1024] = "";
     uint64_t cuts, i = 0;
-    assert_non_null(ref);
+    char *ref_dir = case_dir(base, 0);
     assert_non_null(res);
     crash_nosync_fs(&nosync);
-    reference_run(base, async, ref);
-    cuts = count_ops(ref, SYNC_OPS);
+    if (run_case(ref_dir, &ref, res, why, sizeof(why)) < 0)
+        fail_msg("%s saves without a fault: %s", mode_name(&ref), why);
+    test_remove_tree(ref_dir);
+    assert_int_equal(res->latest, case_max_step(&ref));
+    cuts = count_ops(res, SYNC_OPS);
+    assert_true(cuts > 20 && res->nops < MAX_TRACE);
     for (uint64_t cut = 1; cut <= cuts + 1; cut++) {
         for (uint64_t seed = 1; seed <= SEEDS_PER_CUT; seed++) {
-            crash_case c = {async, cut,         SYNC_OPS,
-                            0,     DROP_RANDOM, cut * 1000 + seed};
-            char why[1024] = "";
+            crash_case c = ref;
             char *dir = case_dir(base, ++i);
+            c.cut = cut;
+            c.mask = SYNC_OPS;
+            c.drop = DROP_RANDOM;
+            c.seed = cut * 1000 + seed;
             if (run_case(dir, &c, res, why, sizeof(why)) < 0 ||
                 crash_check_recovery(dir, &nosync.fs, res->latest, res->listed,
                                      RECOVERY_STEP, why, sizeof(why)) < 0 ||
                 check_no_incomplete(dir, why, sizeof(why)) < 0)
-                fail_msg("%s saves, syncs failing from sync %llu of %llu on "
-                         "(%s), then a power cut %s (seed %llu): %s",
-                         mode_name(&c), (unsigned long long)cut,
-                         (unsigned long long)cuts, res->cut_desc,
-                         k_drop_names[c.drop], (unsigned long long)c.seed, why);
+                fail_msg("%s saves, %s %llu of %llu (%s), then a power cut "
+                         "%s (seed %llu): %s",
+                         mode_name(&c),
+                         once ? "failing sync" : "syncs failing from sync",
+                         (unsigned long long)cut, (unsigned long long)cuts,
+                         res->cut_desc, k_drop_names[c.drop],
+                         (unsigned long long)c.seed, why);
             test_remove_tree(dir);
         }
     }
-    print_message("%s saves, syncs failing: %llu cut points, %d random power "
-                  "cuts each\n",
-                  mode_name(&(crash_case){async, 0, 0, 0, 0, 0}),
+    print_message("%s saves, %s: %llu cut points, %d random power cuts each\n",
+                  mode_name(&ref), once ? "one sync failing" : "syncs failing",
                   (unsigned long long)cuts + 1, SEEDS_PER_CUT);
-    free(ref);
     free(res);
     test_remove_tree(base);
 }
@@ -419,13 +441,109 @@ static void failing_syncs_random_cuts(int async)
 static void test_failing_syncs_random_cuts_sync(void **state)
 {
     (void)state;
-    failing_syncs_random_cuts(0);
+    failing_syncs_random_cuts(0, 0);
 }
 
 static void test_failing_syncs_random_cuts_async(void **state)
 {
     (void)state;
-    failing_syncs_random_cuts(1);
+    failing_syncs_random_cuts(1, 0);
+}
+
+static void test_failing_sync_once_random_cuts_sync(void **state)
+{
+    (void)state;
+    failing_syncs_random_cuts(0, 1);
+}
+
+static void test_failing_sync_once_random_cuts_async(void **state)
+{
+    (void)state;
+    failing_syncs_random_cuts(1, 1);
+}
+
+/* A first save into an empty directory with syncs failing from its Nth on:
+ * it gives up, keeping data files whose index's removal it could not make
+ * durable. The disk recovers and the job starts again (no power cut yet):
+ * the saver's open removes those data files as left over (no index), then
+ * the power goes. That open read no state file, so nothing had made the
+ * directory durable: a cut keeping the data files' removal but losing the
+ * index's left an index without its data. Each N, SEEDS_PER_CUT cuts. */
+static void leftovers_swept_after_failed_syncs(int async)
+{
+    char *base = test_make_temp_dir();
+    ckpt_fs_forward nosync;
+    uint64_t cuts = 0, i = 0, syncs = 0;
+    crash_nosync_fs(&nosync);
+    /* cut 0: no sync fails (it counts them) */
+    for (uint64_t cut = 0; cut == 0 || cut <= syncs + 1; cut++) {
+        for (uint64_t seed = 1; seed <= SEEDS_PER_CUT; seed++) {
+            ckpt_fs_fault *ff = NULL;
+            ckpt_saver *s = NULL;
+            crash_model m;
+            char why[1024] = "";
+            char *dir = case_dir(base, ++i);
+            int64_t latest = -1;
+            size_t listed = 0;
+            int err;
+            crash_model_init(&m);
+            assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
+            assert_ckpt_ok(crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 2,
+                                            &m, NULL, NULL));
+            if (cut > 0)
+                ckpt_fs_fault_fail(ff, cut, SYNC_OPS, EIO, 1, 0);
+            else
+                ckpt_fs_fault_reset_count(ff);
+            crash_model_fill(&m, 10);
+            if (async) {
+                uint64_t ticket = 0;
+                err = ckpt_saver_save_async(s, 10, &ticket);
+                if (err == 0)
+                    err = ckpt_saver_wait(s, ticket, -1.0);
+            } else {
+                err = ckpt_saver_save(s, 10, NULL);
+            }
+            ckpt_saver_free(s);
+            if (cut == 0)
+                syncs = ckpt_fs_fault_count(ff, SYNC_OPS);
+            ckpt_fs_fault_clear(ff); /* the disk recovers */
+            assert_ckpt_ok(crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 2,
+                                            &m, NULL, NULL));
+            ckpt_saver_free(s);
+            assert_ckpt_ok(ckpt_fs_fault_drop_unsynced_random(ff, seed));
+            ckpt_fs_fault_free(ff);
+            crash_model_dispose(&m);
+            if (crash_check_dir(dir, err == 0 ? 10 : -1, 10, &latest, &listed,
+                                why, sizeof(why)) < 0 ||
+                check_no_incomplete(dir, why, sizeof(why)) < 0)
+                fail_msg("%s save, syncs failing from sync %llu of %llu, "
+                         "then an open sweeping its leftovers, then a power "
+                         "cut losing a random part (seed %llu): %s",
+                         async ? "async" : "sync", (unsigned long long)cut,
+                         (unsigned long long)syncs, (unsigned long long)seed,
+                         why);
+            test_remove_tree(dir);
+        }
+        cuts = cut;
+    }
+    assert_true(syncs >= 4);
+    print_message("%s save, syncs failing, leftovers swept: %llu cut points, "
+                  "%d random power cuts each\n",
+                  async ? "async" : "sync", (unsigned long long)cuts,
+                  SEEDS_PER_CUT);
+    test_remove_tree(base);
+}
+
+static void test_leftovers_swept_after_failed_syncs_sync(void **state)
+{
+    (void)state;
+    leftovers_swept_after_failed_syncs(0);
+}
+
+static void test_leftovers_swept_after_failed_syncs_async(void **state)
+{
+    (void)state;
+    leftovers_swept_after_failed_syncs(1);
 }
 
 #define RANDOM_STATES 10000
@@ -497,7 +615,7 @@ static void random_states(unsigned mask, uint64_t count)
     }
     for (uint64_t iter = 0; iter < count; iter++) {
         uint64_t rng = 0xC0FFEEull + iter;
-        crash_case c;
+        crash_case c = {0, 0, 0, 0, 0, 0, 0, 0};
         char why[1024] = "";
         char desc[600] = "";
         char *dir = case_dir(base, iter + 1);
@@ -597,6 +715,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_failing_syncs_async),
         cmocka_unit_test(test_failing_syncs_random_cuts_sync),
         cmocka_unit_test(test_failing_syncs_random_cuts_async),
+        cmocka_unit_test(test_failing_sync_once_random_cuts_sync),
+        cmocka_unit_test(test_failing_sync_once_random_cuts_async),
+        cmocka_unit_test(test_leftovers_swept_after_failed_syncs_sync),
+        cmocka_unit_test(test_leftovers_swept_after_failed_syncs_async),
     };
     const struct CMUnitTest random[] = {
         cmocka_unit_test(test_random_states),
