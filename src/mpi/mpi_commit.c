@@ -13,7 +13,9 @@
  *      mounted with discard, a third of a sync save there), so the save
  *      ends once the new checkpoint is named.
  * Any failure removes what this commit put in place (unless the state file
- * may already name it); the ranks' temporary files are removed too. */
+ * may already name it), its index first and durably so (its data files stay
+ * when that cannot be made durable); the ranks' temporary files are
+ * removed too. */
 #include "mpi_internal.h"
 
 #include "format/bundle_index.h"
@@ -166,18 +168,24 @@ static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
     return err;
 }
 
-/* After a failure: the renamed data files and every temporary one. */
+/* After a failure: the index (when it was put in place) and the renamed
+ * data files, the way retention deletes a checkpoint (index first, its
+ * removal made durable by a directory fsync before any data file goes, and
+ * the data files kept when that fsync fails: a power cut must not keep a
+ * data file's removal and lose the index's), then every rank's temporary
+ * data file not renamed. Keeps the last error. */
 static void remove_data_files(ckpt_mpi_saver *s, ckpt__save_op *op,
-                              const merge *m)
+                              const merge *m, int indexed)
 {
     ckpt_buf path = CKPT_BUF_INIT;
-    for (int r = 0; r < s->size; r++) {
-        int err = r < m->renamed
-                      ? ckpt_bundle_data_path(&path, op->prefix.ptr, r, s->size)
-                      : temp_of(&path, &m->blobs[r]);
-        if (err == 0)
-            ckpt__fs_remove_quiet(s->fs, path.ptr);
-    }
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved);
+    if (indexed || m->renamed > 0)
+        (void)ckpt__remove_checkpoint_files(s->fs, op->prefix.ptr);
+    for (int r = m->renamed; r < s->size; r++)
+        if (temp_of(&path, &m->blobs[r]) == 0)
+            ckpt__fs_remove(s->fs, path.ptr);
+    ckpt__error_restore(&saved);
     ckpt_buf_dispose(&path);
 }
 
@@ -220,15 +228,8 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
         ckpt__mpi_evict_later(s, &evicted);
     if (err < 0 && !may_be_named) /* nothing of it complete: see save */
         ckpt__pending_note_remove(&s->ds);
-    if (err < 0 && !may_be_named && m.blobs) {
-        if (indexed) {
-            ckpt_buf index = CKPT_BUF_INIT;
-            if (ckpt_bundle_index_path(&index, op->prefix.ptr) == 0)
-                ckpt__fs_remove_quiet(s->fs, index.ptr);
-            ckpt_buf_dispose(&index);
-        }
-        remove_data_files(s, op, &m);
-    }
+    if (err < 0 && !may_be_named && m.blobs)
+        remove_data_files(s, op, &m, indexed);
     for (size_t i = 0; m.full && i < m.nfull; i++)
         ckpt_buf_dispose(&m.full[i]);
     ckpt__free(m.full);

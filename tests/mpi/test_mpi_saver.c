@@ -1230,6 +1230,92 @@ static void test_eviction_after_save(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* 0 when every index file in `dir` opens and verifies (its data files are
+ * there and whole), else -1 naming the first that does not in `why`. */
+static int every_index_verifies(const char *dir, char *why, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int rc = 0;
+    assert_non_null(d);
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        char prefix[4400];
+        ckpt_bundle_reader *r = NULL;
+        if (len < 7 || strcmp(e->d_name + len - 6, ".index") != 0)
+            continue;
+        snprintf(prefix, sizeof(prefix), "%s/%.*s", dir, (int)(len - 6),
+                 e->d_name);
+        if (ckpt_bundle_reader_open(&r, prefix, NULL) < 0 ||
+            ckpt_bundle_reader_verify(r) < 0) {
+            snprintf(why, n, "%s: %s", e->d_name, ckpt_error_last()->message);
+            rc = -1;
+        }
+        ckpt_bundle_reader_free(r);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Rank 0's commit with its syncs failing (EIO) from the Nth on, then a power
+ * cut keeping a random part of what was not synced, for every N: the commit
+ * that gave up after its index's rename (the directory fsync failed, or the
+ * state file's update did) removed the index and the renamed data files
+ * with nothing ordering the removals, and a cut keeping a data file's
+ * removal but losing the index's left an index without its data. One rank
+ * only: there every file of the save goes through this process's fault
+ * file system, which models the power cut. */
+#define MPI_CUT_SEEDS 8
+
+static void test_failing_syncs_power_cut(void **state)
+{
+    fixture *f = *state;
+    const unsigned syncs_mask =
+        CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR);
+    uint64_t syncs = 0, cases = 0;
+    if (test_size() != 1)
+        skip();
+    for (uint64_t cut = 0; cut == 0 || cut <= syncs; cut++) {
+        for (uint64_t seed = 1; seed <= MPI_CUT_SEEDS; seed++) {
+            ckpt_fs_fault *ff = NULL;
+            ckpt_mpi_saver *s;
+            char why[600] = "";
+            int rc;
+            fresh_dir(f->dir);
+            assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+            s = open_saver(f->dir, ckpt_fs_fault_fs(ff));
+            model_fill(&f->m, 0, 1, 1);
+            model_register(s, &f->m, 0);
+            assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+            if (cut > 0)
+                ckpt_fs_fault_fail(ff, cut, syncs_mask, EIO, 1, 0);
+            else
+                ckpt_fs_fault_reset_count(ff);
+            model_fill(&f->m, 0, 1, 2);
+            rc = ckpt_mpi_saver_save(s, 2, NULL);
+            if (rc == 0)
+                rc = ckpt_mpi_saver_close(s);
+            ckpt_mpi_saver_free(s);
+            if (cut == 0) {
+                assert_int_equal(rc, 0);
+                syncs = ckpt_fs_fault_count(ff, syncs_mask);
+            }
+            ckpt_fs_fault_clear(ff);
+            assert_ckpt_ok(ckpt_fs_fault_drop_unsynced_random(ff, seed));
+            ckpt_fs_fault_free(ff);
+            if (every_index_verifies(f->dir, why, sizeof(why)) < 0)
+                fail_msg("syncs failing from sync %llu of %llu (the save: "
+                         "%d), then a power cut (seed %llu): %s",
+                         (unsigned long long)cut, (unsigned long long)syncs, rc,
+                         (unsigned long long)seed, why);
+            cases++;
+        }
+    }
+    assert_true(syncs >= 4);
+    print_message("%llu power cuts after failing syncs checked\n",
+                  (unsigned long long)cases);
+}
+
 /* Saves in a row of one step (a loop that never advances the step it
  * passes) draw one warning, from rank 0 alone, at the third one, naming the
  * checkpoint each overwrites; sync and async saves count alike. */
@@ -1393,6 +1479,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_calls_from_callbacks_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_failing_syncs_power_cut, setup,
                                         teardown),
     };
     int provided;
