@@ -45,11 +45,16 @@
  * Scenarios: "train" (a run from an empty directory), "resume" (crash
  * states of a first run, each the directory a second recorded run starts
  * on, whose own cuts are checked; --seeds of them), "repack"; --mpi N runs
- * the trainer under mpiexec with --distributed on N ranks.
+ * the trainer under mpiexec with --distributed on N ranks. --fail-sync
+ * N[,N...] (train) makes the disk fail: one recorded run per N, whose
+ * fsyncs fail with EIO from the Nth on (in each process); the run must
+ * end with exit 1 saying which save failed and naming the sync, and its
+ * states are checked as above against an uninterrupted reference run
+ * (the relaunch's disk works).
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
- *        [--seeds K] [--mpi N [--mpiexec PATH]]
+ *        [--seeds K] [--mpi N [--mpiexec PATH]] [--fail-sync N[,N...]]
  * Exit status 0 when every state passes, 1 otherwise (each failure is
  * printed with the operations before its cut and the state is kept). */
 #include <dirent.h>
@@ -712,6 +717,10 @@ static char work[1024], root_dir[1100], log_path[1100], out_path[1100];
 static const char *shim, *train, *ckpt;
 static const char *mode = "async", *busy = "skip";
 static int scenario_repack, scenario_resume;
+/* --fail-sync: the recorded runs' syncs fail from the Nth on (EIO, the
+ * shim's CKPT_PC_FAIL_SYNC), one recorded run per N of the list */
+static const char *fail_syncs;
+static int failing;
 
 /* Run argv with stdout and stderr into `out` (appended to `err` when
  * not NULL too); returns the wait status. */
@@ -764,6 +773,10 @@ static void train_argv(char **argv, const char *dir, int recording)
         argv[i++] = "none";
         argv[i++] = "-n";
         argv[i++] = mpi_n;
+        if (recording && failing) {
+            argv[i++] = "-x";
+            argv[i++] = "CKPT_PC_FAIL_SYNC";
+        }
         if (recording) {
             argv[i++] = "-x";
             argv[i++] = "LD_PRELOAD";
@@ -1347,6 +1360,14 @@ static int run_recorded(char **argv, const char *rec_root, const char *rec_log,
     return st;
 }
 
+/* Whether the output `out` says a save failed at an fsync, naming it. */
+static int says_sync_failed(const char *out)
+{
+    return file_has(out, "failed: ") &&
+           (file_has(out, ": sync ") || file_has(out, "failed: sync ") ||
+            file_has(out, ": sync_dir ") || file_has(out, "failed: sync_dir "));
+}
+
 static void record_train(void)
 {
     char dir[4300];
@@ -1355,10 +1376,64 @@ static void record_train(void)
     path_printf(dir, sizeof(dir), "%s/ckpts", root_dir);
     train_argv(argv, dir, 1);
     st = run_recorded(argv, root_dir, log_path, out_path);
+    /* On a failing disk the run ends with the save that failed (exit 1),
+     * saying so, naming the operation: "save of step N ... failed: sync
+     * <file>" (or "failed: <file>: sync_dir <dir>"). */
+    if (failing && exit_code(st) == 1 && says_sync_failed(out_path))
+        return;
     if (exit_code(st) != 0)
         die("the recorded run exited %d (output in %s)", exit_code(st),
             out_path);
+    if (!failing)
+        path_printf(ref_prefix, sizeof(ref_prefix), "%s/model.ckpt-%d", dir,
+                    STEPS);
+}
+
+/* The uninterrupted run the failing ones are compared with, unrecorded. */
+static void reference_train(void)
+{
+    char dir[4300], out[4400];
+    char *argv[48];
+    int st;
+    path_printf(dir, sizeof(dir), "%s/reference", work);
+    path_printf(out, sizeof(out), "%s/reference.out", work);
+    train_argv(argv, dir, 0);
+    st = run(argv, out, 0);
+    if (exit_code(st) != 0)
+        die("the reference run exited %d (output in %s)", exit_code(st), out);
     path_printf(ref_prefix, sizeof(ref_prefix), "%s/model.ckpt-%d", dir, STEPS);
+}
+
+static void explore(long budget);
+
+/* One recorded run per N of --fail-sync, each explored with its share of
+ * the states. */
+static void failing_generations(long budget)
+{
+    char list[256], *save = NULL;
+    long n = 1;
+    path_printf(list, sizeof(list), "%s", fail_syncs);
+    for (const char *c = list; *c; c++)
+        n += *c == ',';
+    reference_train();
+    for (char *k = strtok_r(list, ",", &save); k;
+         k = strtok_r(NULL, ",", &save)) {
+        path_printf(root_dir, sizeof(root_dir), "%s/root-fail-%s", work, k);
+        path_printf(log_path, sizeof(log_path), "%s/ops-fail-%s.log", work, k);
+        path_printf(out_path, sizeof(out_path), "%s/recorded-fail-%s.out", work,
+                    k);
+        if (mkdir(root_dir, 0755) != 0)
+            die("mkdir %s", root_dir);
+        setenv("CKPT_PC_FAIL_SYNC", k, 1);
+        record_train();
+        unsetenv("CKPT_PC_FAIL_SYNC");
+        printf("power_cut_replay: syncs failing (EIO) from sync %s on: %s\n", k,
+               says_sync_failed(out_path) ? "a save failed, named"
+                                          : "no save failed");
+        parse_log(log_path);
+        parse_reports();
+        explore(budget / n);
+    }
 }
 
 static void record_repack(void)
@@ -1592,6 +1667,8 @@ int main(int argc, char **argv)
             path_printf(mpiexec, sizeof(mpiexec), "%s", v), i++;
         else if (!strcmp(argv[i], "--seeds") && v)
             seeds = atol(v), i++;
+        else if (!strcmp(argv[i], "--fail-sync") && v)
+            fail_syncs = v, failing = 1, i++;
         else if (!strcmp(argv[i], "--scenario") && v) {
             scenario_repack = !strcmp(v, "repack");
             scenario_resume = !strcmp(v, "resume");
@@ -1601,7 +1678,8 @@ int main(int argc, char **argv)
         } else
             die("usage: power_cut_replay --shim SO --train BIN --ckpt BIN "
                 "[--mode M] [--busy P] [--states N] [--seed S] "
-                "[--scenario train|resume|repack] [--seeds K] [--mpi N]");
+                "[--scenario train|resume|repack] [--seeds K] [--mpi N] "
+                "[--fail-sync N[,N...]]");
     }
     if (!shim || !train || !ckpt)
         die("--shim, --train and --ckpt are needed");
@@ -1645,20 +1723,26 @@ int main(int argc, char **argv)
     path_printf(root_dir, sizeof(root_dir), "%s/root", work);
     path_printf(log_path, sizeof(log_path), "%s/ops.log", work);
     path_printf(out_path, sizeof(out_path), "%s/recorded.out", work);
-    if (mkdir(root_dir, 0755) != 0)
-        die("mkdir %s", root_dir);
-    if (scenario_repack)
-        record_repack();
-    else
-        record_train();
-    if (!scenario_resume) {
-        parse_log(log_path);
-        parse_reports();
+    if (failing && (scenario_repack || scenario_resume))
+        die("--fail-sync goes with the train scenario");
+    if (failing) {
+        failing_generations(states);
+    } else {
+        if (mkdir(root_dir, 0755) != 0)
+            die("mkdir %s", root_dir);
+        if (scenario_repack)
+            record_repack();
+        else
+            record_train();
+        if (!scenario_resume) {
+            parse_log(log_path);
+            parse_reports();
+        }
+        if (scenario_resume)
+            resume_generations(states, seeds);
+        else
+            explore(states);
     }
-    if (scenario_resume)
-        resume_generations(states, seeds);
-    else
-        explore(states);
     if (failures == 0)
         rm_rf(work);
     else

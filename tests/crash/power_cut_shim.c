@@ -31,7 +31,11 @@
  *                        where a rank's stdout is a pipe)
  *
  * `id` names one open descriptor (pid and a counter). Nothing is recorded
- * without both variables, and the calls themselves are never changed. */
+ * without both variables, and the calls themselves are never changed,
+ * except with CKPT_PC_FAIL_SYNC=N (a failing disk): the Nth fsync or
+ * fdatasync of a watched descriptor in this process, and every later one,
+ * fails with EIO without reaching the kernel (and is not recorded: it made
+ * nothing durable). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -58,7 +62,8 @@ static char root[4096];
 static size_t root_len;
 static int log_fd = -1;
 static uint64_t next_id;
-static uint64_t ids[MAX_FD];  /* 0: not watched */
+static uint64_t syncs_seen, fail_sync_from; /* 0: no sync fails */
+static uint64_t ids[MAX_FD];                /* 0: not watched */
 static char *fd_path[MAX_FD]; /* absolute path of a watched descriptor */
 
 #define DECLARE(ret, name, args) static ret(*real_##name) args
@@ -140,6 +145,8 @@ static void init(void)
     LOAD(fputs);
     if (!r || !l || r[0] != '/' || strlen(r) >= sizeof(root))
         return;
+    if (getenv("CKPT_PC_FAIL_SYNC"))
+        fail_sync_from = strtoull(getenv("CKPT_PC_FAIL_SYNC"), NULL, 10);
     strcpy(root, r);
     root_len = strlen(root);
     while (root_len > 1 && root[root_len - 1] == '/')
@@ -465,6 +472,11 @@ static int do_sync(int fd, int data_only)
     if (!is_watched_fd(fd))
         return data_only ? real_fdatasync(fd) : real_fsync(fd);
     lock();
+    if (fail_sync_from > 0 && ++syncs_seen >= fail_sync_from) {
+        unlock();
+        errno = EIO;
+        return -1;
+    }
     rc = data_only ? real_fdatasync(fd) : real_fsync(fd);
     if (rc == 0)
         record(NULL, 0, "S %llu", (unsigned long long)ids[fd]);
