@@ -46,11 +46,12 @@
  * states of a first run, each the directory a second recorded run starts
  * on, whose own cuts are checked; --seeds of them), "repack"; --mpi N runs
  * the trainer under mpiexec with --distributed on N ranks. --fail-sync
- * N[,N...] (train) makes the disk fail: one recorded run per N, whose
- * fsyncs fail with EIO from the Nth on (in each process); the run must
- * end with exit 1 saying which save failed and naming the sync, and its
- * states are checked as above against an uninterrupted reference run
- * (the relaunch's disk works).
+ * N[,N...] (train, repack) makes the disk fail: one recorded run per N,
+ * whose fsyncs fail with EIO from the Nth on (in each process); the run
+ * must end with exit 1 (repack: 2) saying which save failed and naming the
+ * sync, and its states are checked as above against an uninterrupted
+ * reference run (the relaunch's disk works; repack's index need not be
+ * there at the end).
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
@@ -1286,7 +1287,7 @@ static void check_repack_state(const char *state, size_t cut, int s)
     if (stat(idx, &sb) != 0) {
         /* no checkpoint under that name: repack again must work (it
          * removes what the interrupted one left) and give the source */
-        if (cut == nops) {
+        if (cut == nops && !failing) {
             fail(state, cut, s, "repack exited 0 but its index is not durable");
             return;
         }
@@ -1405,6 +1406,7 @@ static void reference_train(void)
 }
 
 static void explore(long budget);
+static void record_repack(void);
 
 /* One recorded run per N of --fail-sync, each explored with its share of
  * the states. */
@@ -1415,7 +1417,8 @@ static void failing_generations(long budget)
     path_printf(list, sizeof(list), "%s", fail_syncs);
     for (const char *c = list; *c; c++)
         n += *c == ',';
-    reference_train();
+    if (!scenario_repack)
+        reference_train();
     for (char *k = strtok_r(list, ",", &save); k;
          k = strtok_r(NULL, ",", &save)) {
         path_printf(root_dir, sizeof(root_dir), "%s/root-fail-%s", work, k);
@@ -1425,11 +1428,15 @@ static void failing_generations(long budget)
         if (mkdir(root_dir, 0755) != 0)
             die("mkdir %s", root_dir);
         setenv("CKPT_PC_FAIL_SYNC", k, 1);
-        record_train();
+        if (scenario_repack)
+            record_repack();
+        else
+            record_train();
         unsetenv("CKPT_PC_FAIL_SYNC");
         printf("power_cut_replay: syncs failing (EIO) from sync %s on: %s\n", k,
-               says_sync_failed(out_path) ? "a save failed, named"
-                                          : "no save failed");
+               file_has(out_path, ": Input/output error")
+                   ? "the run failed, saying so"
+                   : "the run ended before that sync");
         parse_log(log_path);
         parse_reports();
         explore(budget / n);
@@ -1470,6 +1477,12 @@ static void record_repack(void)
     argv[3] = dst;
     argv[4] = NULL;
     st = run_recorded(argv, root_dir, log_path, out_path);
+    /* on a failing disk: "ckpt repack: sync <file>: ..." (or "<DST>:
+     * sync_dir <dir>: ..."), exit 2 */
+    if (failing && exit_code(st) == 2 &&
+        (file_has(out_path, "ckpt repack: sync ") ||
+         file_has(out_path, ": sync_dir ")))
+        return;
     if (exit_code(st) != 0)
         die("the recorded repack exited %d (output in %s)", exit_code(st),
             out_path);
@@ -1723,8 +1736,8 @@ int main(int argc, char **argv)
     path_printf(root_dir, sizeof(root_dir), "%s/root", work);
     path_printf(log_path, sizeof(log_path), "%s/ops.log", work);
     path_printf(out_path, sizeof(out_path), "%s/recorded.out", work);
-    if (failing && (scenario_repack || scenario_resume))
-        die("--fail-sync goes with the train scenario");
+    if (failing && scenario_resume)
+        die("--fail-sync goes with the train and repack scenarios");
     if (failing) {
         failing_generations(states);
     } else {
