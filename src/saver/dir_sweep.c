@@ -2,7 +2,8 @@
  * leave in a checkpoint directory: temporary files and data files whose
  * index is missing (nothing can read either: removed), and complete
  * numbered checkpoints the state file does not list (readable: left in
- * place, with a warning); and removing one checkpoint's files, index
+ * place, with a warning), and unlisted indexes none of whose data files
+ * exist (unreadable: removed); and removing one checkpoint's files, index
  * first, or linking them under a second name. Only names of our own patterns
  * are ever touched (see dir_state.c for what "our own" means), and a leftover
  * that cannot be removed is logged, not fatal. */
@@ -422,6 +423,79 @@ static int remove_orphan_data(ckpt__dir_state *ds)
     return err;
 }
 
+struct dataless_scan {
+    const ckpt__dir_state *ds;
+    const ckpt__data_files *data; /* the directory's data files */
+    struct name_list found;
+};
+
+/* Whether the state file names `stem` (a checkpoint of this directory,
+ * however its path is spelt: compared by last component, so a name it
+ * lists anywhere is never taken for a leftover). */
+static int listed_anywhere(const ckpt__kept_list *kept, const char *stem)
+{
+    for (size_t i = 0; i < kept->n; i++) {
+        const char *slash = strrchr(kept->paths[i], '/');
+        if (strcmp(slash ? slash + 1 : kept->paths[i], stem) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Collect "<basename>-<step>.index" files with no data file of theirs at
+ * all that the state file does not name. */
+static int collect_dataless(const char *name, void *payload)
+{
+    struct dataless_scan *sc = payload;
+    const char *base = sc->ds->basename;
+    size_t n = strlen(base), digits;
+    char stem[512];
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
+        n + 1 + digits >= sizeof(stem))
+        return 0;
+    memcpy(stem, name, n + 1 + digits);
+    stem[n + 1 + digits] = '\0';
+    if (data_files_of(sc->data, stem).n > 0 ||
+        listed_anywhere(&sc->ds->kept, stem))
+        return 0;
+    return collect_name_always(name, &sc->found);
+}
+
+/* An index without any of its data files names data that does not exist:
+ * nothing can read it, and no save in flight ever looks so (data files
+ * are renamed into place before the index, here and in TensorFlow). A
+ * save or deletion a power cut cut short on a failing disk, by an older
+ * version, could leave one (dir_sweep's removals now make the index's
+ * removal durable first, and bundle_writer.c's too). Left in place, it
+ * would pass for a checkpoint nobody lists and be kept for ever. One the
+ * state file names is never removed (ckpt ls and verify report it); one
+ * that still has some of its data files is left with the unlisted ones. */
+static int remove_dataless_indexes(ckpt__dir_state *ds)
+{
+    ckpt__data_files data = {0};
+    struct dataless_scan sc = {ds, &data, {NULL, NULL, 0, 0, 0}};
+    int err = ckpt__data_files_list(&data, ds->fs, ds->dir);
+    if (err == 0)
+        err = ckpt__fs_list(ds->fs, ds->dir, collect_dataless, &sc);
+    if (err == 0 && sc.found.err < 0)
+        err = sc.found.err;
+    if (err == 0 && sc.found.n > 0) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: removing %zu index file(s) without any of their "
+                     "data files (%s%s; unreadable, left by a save or "
+                     "deletion a crash cut short)",
+                     ds->dir, sc.found.n, sc.found.names[0],
+                     sc.found.n > 1 ? ", ..." : "");
+        err = remove_names(ds->fs, ds->dir, &sc.found, ds);
+    }
+    name_list_dispose(&sc.found);
+    ckpt__data_files_dispose(&data);
+    return err;
+}
+
 struct stale_scan {
     const ckpt__dir_state *ds;
     const ckpt__name_index *kept; /* the kept list's names */
@@ -501,6 +575,8 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
     err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
         err = remove_orphan_data(ds);
+    if (err == 0)
+        err = remove_dataless_indexes(ds);
     if (err == 0)
         err = warn_unlisted_checkpoints(ds);
     return err;

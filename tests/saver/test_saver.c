@@ -1394,6 +1394,53 @@ static void test_recover_removes_crash_leftovers(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* An index none of whose data files exist names data that does not exist
+ * (a save or deletion a power cut cut short on a failing disk): nothing can
+ * read it, yet it was kept for ever as a checkpoint nobody lists, the
+ * directory called fine. Reopening removes it when the state file does not
+ * name it, saying so; one whose data file is only partly there, one the
+ * state file names, and files not of our naming stay. */
+static void test_recover_removes_index_without_data(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    logbuf lb = {{0}};
+    char path[4200];
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    save_steps(s, f, 2, 2);
+    save_steps(s, f, 5, 5);
+    ckpt_saver_free(s);
+    copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-3.index");
+    copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-9.index");
+    copy_file(f->dir, "model.ckpt-5.index", "other-9.index");
+    /* two shards named, one there: not taken for a leftover */
+    copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-8.index");
+    copy_file(f->dir, "model.ckpt-5.data-00000-of-00001",
+              "model.ckpt-8.data-00000-of-00002");
+    /* listed, its data gone: reported missing, never removed */
+    snprintf(path, sizeof(path), "%s/model.ckpt-2.data-00000-of-00001", f->dir);
+    assert_int_equal(unlink(path), 0);
+    o.log = capture_log;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-5"));
+    ckpt_saver_free(s);
+    assert_non_null(strstr(lb.text, "removing 2 index file(s) without any of "
+                                    "their data files (model.ckpt-"));
+    assert_false(file_exists(f->dir, "model.ckpt-3.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-9.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-8.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-8.data-00000-of-00002"));
+    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_true(file_exists(f->dir, "other-9.index"));
+    assert_int_equal(has_checkpoint_files(f->dir, 5), 2);
+    ckpt_buf_dispose(&latest);
+}
+
 /* A state file listing many entries whose index is missing logs the first
  * ten one by one, then a count (a hostile one listed 400,000). */
 static void test_recover_logs_many_drops_once(void **state)
@@ -1867,6 +1914,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recover_state_listing_twice, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_removes_index_without_data,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_second_saver_of_process_sweeps_nothing, setup, teardown),

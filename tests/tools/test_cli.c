@@ -520,6 +520,8 @@ static void test_ls_strays_and_incomplete(void **state)
         {"model.ckpt-3.data-00000-of-00001", "data file without its index"},
         {"model.ckpt-4.index", "index not listed in the state file"},
         {"model.ckpt-5.data-00000-of-00001.tempstate42", "temporary file"},
+        {"model.ckpt-6.index", "index not listed in the state file, without "
+                               "any of its data files (unreadable)"},
     };
     (void)state;
     write_text(dir, "checkpoint",
@@ -536,6 +538,7 @@ static void test_ls_strays_and_incomplete(void **state)
     write_text(dir, "checkpoint.tmp0123abcd", "x");
     write_text(dir, "model.ckpt-5.data-00000-of-00001.tempstate42", "x");
     write_text(dir, "foo.tmp", "x");
+    write_text(dir, "model.ckpt-6.index", "x"); /* its data gone */
     write_text(dir, "events.out", "not a checkpoint file");
     RUN(r, "ls", "--json", dir);
     expect_status(&r, 0);
@@ -553,8 +556,8 @@ static void test_ls_strays_and_incomplete(void **state)
     assert_string_equal(json_object_get_string(jget(c, "problem")),
                         "missing data shard 1 of 2");
     stray = jget(root, "stray");
-    assert_int_equal(json_object_array_length(stray), 5);
-    for (size_t i = 0; i < 5; i++)
+    assert_int_equal(json_object_array_length(stray), 6);
+    for (size_t i = 0; i < 6; i++)
         expect_stray(stray, i, want_strays[i][0], want_strays[i][1]);
     json_object_put(root);
     run_free(&r);
@@ -578,7 +581,7 @@ static void test_ls_strays_and_incomplete(void **state)
     assert_string_equal(json_object_get_string(jget(c, "path")),
                         "model.ckpt-2");
     assert_true(json_object_get_boolean(jget(c, "latest")));
-    assert_int_equal(json_object_array_length(jget(root, "stray")), 5);
+    assert_int_equal(json_object_array_length(jget(root, "stray")), 6);
     json_object_put(root);
     run_free(&r);
     /* a state file of a saver with keep_checkpoint_every_n_hours (it

@@ -34,7 +34,8 @@ const cli_command cli_cmd_ls = {
     "keep_checkpoint_every_n_hours keeps: a saver drops them from the\n"
     "list and leaves their files; when the state file records\n"
     "last_preserved_timestamp, as such a saver's does, the reason says\n"
-    "so).\n"
+    "so; one without any of its data files is marked unreadable: a saver\n"
+    "opening DIR removes it).\n"
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
     "\"missing data shard 3 of 4\"; an index that is there but is not a\n"
     "regular file: \"index is a FIFO, not a regular file\"); ls still\n"
@@ -448,6 +449,24 @@ static int is_temp_name(const char *name)
            strstr(name, ".tmp") != NULL;
 }
 
+/* Whether DIR holds any data file of the checkpoint whose name is the
+ * first `stem` bytes of `name`. */
+static int has_data_file(const dir_listing *l, const char *name, size_t stem)
+{
+    char *key = cli_xmalloc(stem + 7);
+    int found = 0;
+    memcpy(key, name, stem);
+    memcpy(key + stem, ".data-", 7);
+    for (size_t i = lower_bound(l, key);
+         !found && i < l->n && strncmp(l->files[i].name, key, stem + 6) == 0;
+         i++) {
+        int shard = 0, count = 0;
+        found = cli_parse_data_name(l->files[i].name, &shard, &count) == stem;
+    }
+    free(key);
+    return found;
+}
+
 /* Classify every file of DIR; returns how many strays went to `out`. */
 static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
 {
@@ -469,11 +488,16 @@ static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
                 out[k].file = name;
                 /* a saver with keep_checkpoint_every_n_hours records
                  * last_preserved_timestamp and keeps checkpoints unlisted */
-                out[k++].reason = keeps_hours
-                                      ? "index not listed in the state file "
-                                        "(likely a checkpoint "
-                                        "keep_checkpoint_every_n_hours kept)"
-                                      : "index not listed in the state file";
+                if (!has_data_file(l, name, n - 6))
+                    out[k++].reason = "index not listed in the state file, "
+                                      "without any of its data files "
+                                      "(unreadable)";
+                else
+                    out[k++].reason =
+                        keeps_hours ? "index not listed in the state file "
+                                      "(likely a checkpoint "
+                                      "keep_checkpoint_every_n_hours kept)"
+                                    : "index not listed in the state file";
             }
             continue;
         }
