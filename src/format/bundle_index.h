@@ -25,7 +25,11 @@ typedef struct ckpt__index_kv {
 /* Write <prefix>.index holding `kvs` (sorted here in place; keys must be
  * distinct) under a header of `num_shards` data files: a temporary file,
  * fsynced, renamed into place, the directory fsynced. Nothing is left
- * behind on failure. `bytes_out` (may be NULL) receives the file size.
+ * behind on failure; when the last directory fsync failed, the index's
+ * removal is not durable either, so the caller must fsync the directory
+ * before removing the data files it names (ckpt__mpi_commit does, through
+ * ckpt__remove_checkpoint_files). `bytes_out` (may be NULL) receives the
+ * file size.
  * 0, CKPT_EINVAL (duplicate key, named) or an I/O error. */
 int ckpt__bundle_index_write(const ckpt_fs *fs, const char *prefix,
                              int num_shards, ckpt__index_kv *kvs, size_t n,
