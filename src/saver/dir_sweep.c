@@ -423,6 +423,23 @@ static int remove_orphan_data(ckpt__dir_state *ds)
     return err;
 }
 
+/* Copy "<base>-<digits>" into `stem` (STEM_CAP bytes) when `name` is that
+ * followed by ".index"; 1 if so, else 0. */
+#define STEM_CAP 512
+static int stepped_index_stem(const char *name, const char *base, char *stem)
+{
+    size_t n = strlen(base), digits;
+    if (strncmp(name, base, n) != 0 || name[n] != '-')
+        return 0;
+    digits = strspn(name + n + 1, "0123456789");
+    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
+        n + 1 + digits >= STEM_CAP)
+        return 0;
+    memcpy(stem, name, n + 1 + digits);
+    stem[n + 1 + digits] = '\0';
+    return 1;
+}
+
 struct dataless_scan {
     const ckpt__dir_state *ds;
     const ckpt__data_files *data; /* the directory's data files */
@@ -447,18 +464,9 @@ static int listed_anywhere(const ckpt__kept_list *kept, const char *stem)
 static int collect_dataless(const char *name, void *payload)
 {
     struct dataless_scan *sc = payload;
-    const char *base = sc->ds->basename;
-    size_t n = strlen(base), digits;
-    char stem[512];
-    if (strncmp(name, base, n) != 0 || name[n] != '-')
-        return 0;
-    digits = strspn(name + n + 1, "0123456789");
-    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
-        n + 1 + digits >= sizeof(stem))
-        return 0;
-    memcpy(stem, name, n + 1 + digits);
-    stem[n + 1 + digits] = '\0';
-    if (data_files_of(sc->data, stem).n > 0 ||
+    char stem[STEM_CAP];
+    if (!stepped_index_stem(name, sc->ds->basename, stem) ||
+        data_files_of(sc->data, stem).n > 0 ||
         listed_anywhere(&sc->ds->kept, stem))
         return 0;
     return collect_name_always(name, &sc->found);
@@ -507,19 +515,9 @@ struct stale_scan {
 static int collect_stale(const char *name, void *payload)
 {
     struct stale_scan *sc = payload;
-    const char *base = sc->ds->basename;
-    size_t n = strlen(base);
-    size_t digits;
-    char stem[512];
-    if (strncmp(name, base, n) != 0 || name[n] != '-')
-        return 0;
-    digits = strspn(name + n + 1, "0123456789");
-    if (digits == 0 || strcmp(name + n + 1 + digits, ".index") != 0 ||
-        n + 1 + digits >= sizeof(stem))
-        return 0;
-    memcpy(stem, name, n + 1 + digits);
-    stem[n + 1 + digits] = '\0';
-    if (ckpt__name_index_find(sc->kept, stem) != SIZE_MAX)
+    char stem[STEM_CAP];
+    if (!stepped_index_stem(name, sc->ds->basename, stem) ||
+        ckpt__name_index_find(sc->kept, stem) != SIZE_MAX)
         return 0;
     return collect_name_always(stem, &sc->found);
 }
