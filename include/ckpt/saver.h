@@ -215,8 +215,9 @@ typedef struct ckpt_saver ckpt_saver;
  *  "checkpoint.tmp" and hex digits), data files
  *  "<basename>-<step>.data-*" whose index is missing (after a directory
  *  fsync; left, with a warning, when it fails), index files
- *  "<basename>-<step>.index" the state file does not name none of whose
- *  data files exist (they name data that does not exist); and the complete
+ *  "<basename>-<step>.index" the state file (read intact, or absent) does
+ *  not name none of whose data files exist (they name data that does not
+ *  exist); and the complete
  *  checkpoints an interrupted save noted in "checkpoint.pending" (its own,
  *  before the state file named it; those retention evicted, before they
  *  were deleted) that the state file, read intact (or absent: a first

@@ -479,7 +479,8 @@ static int collect_dataless(const char *name, void *payload)
  * version, could leave one (dir_sweep's removals now make the index's
  * removal durable first, and bundle_writer.c's too). Left in place, it
  * would pass for a checkpoint nobody lists and be kept for ever. One the
- * state file names is never removed (ckpt ls and verify report it); one
+ * state file names, or any while the state file does not parse, is never
+ * removed (ckpt ls and verify report it); one
  * that still has some of its data files is left with the unlisted ones. */
 static int remove_dataless_indexes(ckpt__dir_state *ds)
 {
@@ -573,7 +574,8 @@ int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
     err = ckpt__dir_state_remove_temps(ds);
     if (err == 0)
         err = remove_orphan_data(ds);
-    if (err == 0)
+    if (err == 0 && listed) /* a state file that does not parse may name
+                               it: nothing is known, nothing deleted */
         err = remove_dataless_indexes(ds);
     if (err == 0)
         err = warn_unlisted_checkpoints(ds);

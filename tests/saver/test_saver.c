@@ -1438,6 +1438,13 @@ static void test_recover_removes_index_without_data(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-2.index"));
     assert_true(file_exists(f->dir, "other-9.index"));
     assert_int_equal(has_checkpoint_files(f->dir, 5), 2);
+    /* a state file that does not parse may name it: left */
+    copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-3.index");
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, "not a state file {", 18);
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_true(file_exists(f->dir, "model.ckpt-3.index"));
     ckpt_buf_dispose(&latest);
 }
 
