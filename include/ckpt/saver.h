@@ -319,7 +319,10 @@ CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
  *  snapshot is open. The first call switches the saver to overlapped
  *  snapshots (see save_async); a caller that never calls it gets complete
  *  copies from save_async, as before. Neither delivers outcomes nor
- *  returns background errors (the next save, poll or wait does).
+ *  returns background errors (the next save, poll or wait does). On a
+ *  wrapped saver (ckpt_saver_wrap) it calls the ops' mutation_fence, such
+ *  as the distributed saver's (ckpt_mpi_saver_mutation_fence), and
+ *  returns its result; nothing without one.
  *  @return 0, CKPT_EINVAL for a NULL saver, or CKPT_ESTATE (called on the
  *          writer thread, or in a child made by fork()) */
 CKPT_EXTERN(int) ckpt_saver_mutation_fence(ckpt_saver *s);
