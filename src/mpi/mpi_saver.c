@@ -324,9 +324,9 @@ static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
                    double blocking_s, int err)
 {
     count_started(s, blocking_s);
-    if (s->snap_open)
-        s->snap_ticket = s->next_ticket + 1;
     start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
+    if (s->snap_open) /* the fence adds its wait to this save's */
+        s->snap_ticket = s->op.ticket;
 }
 
 /* Snapshot this rank's part, then start its op. */
