@@ -346,6 +346,39 @@ static int step_fn(ckpt_step_context *sc, void *payload)
     return 0;
 }
 
+/* A monitored session with one checkpoint hook of `ho` (its saver and
+ * directory set here) over `f` wrapped by `ops`, with session options
+ * `so`, run for `steps` steps of `step` (given the global step), closed
+ * and freed with everything it used. */
+static void run_wrapped_session(const ckpt_saver_ops *ops, fake *f,
+                                ckpt_checkpoint_hook_options ho,
+                                const ckpt_session_options *so, int steps,
+                                ckpt_step_fn step)
+{
+    ckpt_saver *s = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook hook;
+    char *dir = test_make_temp_dir();
+    int64_t gs = 0;
+    f->global_step = &gs;
+    assert_ckpt_ok(ckpt_saver_wrap(&s, ops, f));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_ok(ckpt_graph_create_global_step(g, &gs));
+    ho.saver = s;
+    ho.checkpoint_dir = dir;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, so));
+    for (int i = 0; i < steps; i++)
+        assert_ckpt_ok(ckpt_monitored_session_run(ms, NULL, step, &gs, NULL));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    f->global_step = NULL;
+    ckpt_saver_free(s);
+    ckpt_graph_free(g);
+    test_remove_tree(dir);
+}
+
 /* Seconds mode over a collective saver: agree once per step decides;
  * the hook saves at step 5 (and 0 at creation, 8 at end) although its own
  * clock stands still. Over a saver that is not collective the same agree
@@ -357,33 +390,15 @@ static void test_hook_asks_agree_in_seconds_mode(void **state)
         ckpt_clock clock = {CKPT_CLOCK_VERSION, NULL, frozen_clock, NULL};
         ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
         ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
-        ckpt_saver *s = NULL;
-        ckpt_graph *g = NULL;
-        ckpt_monitored_session *ms = NULL;
-        ckpt_hook hook;
-        char *dir = test_make_temp_dir();
-        int64_t gs = 0;
         fake f;
         (void)state;
         fake_init(&f);
-        f.global_step = &gs;
         f.agree_yes_at = 5;
-        assert_ckpt_ok(ckpt_saver_wrap(&s, &ops, &f));
-        assert_ckpt_ok(ckpt_graph_new(&g));
-        assert_ckpt_ok(ckpt_graph_create_global_step(g, &gs));
-        ho.saver = s;
         ho.save_secs = 100.0;
         ho.mode = CKPT_SAVE_ASYNC;
         ho.clock = &clock;
-        ho.checkpoint_dir = dir;
         so.log_level = CKPT_LOG_OFF;
-        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
-        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, &so));
-        for (int i = 0; i < 8; i++)
-            assert_ckpt_ok(
-                ckpt_monitored_session_run(ms, NULL, step_fn, &gs, NULL));
-        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-        ckpt_monitored_session_free(ms);
+        run_wrapped_session(&ops, &f, ho, &so, 8, step_fn);
         assert_int_equal(f.calls[C_AGREE], collective ? 8 : 0);
         if (collective) {
             assert_int_equal(f.nsaved, 3);
@@ -393,9 +408,6 @@ static void test_hook_asks_agree_in_seconds_mode(void **state)
         }
         assert_int_equal(f.saved[0], 0);
         assert_int_equal(f.saved[f.nsaved - 1], 8);
-        ckpt_saver_free(s);
-        ckpt_graph_free(g);
-        test_remove_tree(dir);
     }
 }
 
@@ -462,37 +474,20 @@ static void test_fence_reaches_wrapped_saver(void **state)
         ckpt_saver_ops ops = fake_ops(0);
         ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
         ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
-        ckpt_saver *s = NULL;
-        ckpt_graph *g = NULL;
-        ckpt_monitored_session *ms = NULL;
-        ckpt_hook hook;
-        char *dir = test_make_temp_dir();
         char warning[512] = "";
-        int64_t gs = 0;
         fake f;
         (void)state;
         fake_init(&f);
-        f.global_step = &gs;
         if (round == 1)
             f.overlap = 1; /* as a saver told fence_from_start */
         if (round == 2)
             ops.version = 3;
-        assert_ckpt_ok(ckpt_saver_wrap(&s, &ops, &f));
-        assert_ckpt_ok(ckpt_graph_new(&g));
-        assert_ckpt_ok(ckpt_graph_create_global_step(g, &gs));
-        ho.saver = s;
         ho.save_steps = 2;
         ho.mode = CKPT_SAVE_ASYNC;
-        ho.checkpoint_dir = dir;
         so.log = keep_log;
         so.log_payload = warning;
-        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hook, &ho));
-        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &hook, 1, &so));
-        for (int i = 0; i < 4; i++)
-            assert_ckpt_ok(ckpt_monitored_session_run(
-                ms, NULL, round == 1 ? step_fn : fenced_step, &gs, NULL));
-        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
-        ckpt_monitored_session_free(ms);
+        run_wrapped_session(&ops, &f, ho, &so, 4,
+                            round == 1 ? step_fn : fenced_step);
         if (round == 0) { /* fenced every step */
             assert_int_equal(f.fences[1], 4);
             assert_true(f.fences[0] >= 4);
@@ -507,9 +502,6 @@ static void test_fence_reaches_wrapped_saver(void **state)
             assert_int_equal(f.overlap, 0);
         }
         assert_int_equal(f.open, 0);
-        ckpt_saver_free(s);
-        ckpt_graph_free(g);
-        test_remove_tree(dir);
     }
 }
 
