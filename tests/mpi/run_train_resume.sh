@@ -32,6 +32,9 @@ run 4 "$tmp/a" 40 >/dev/null || die "uninterrupted run failed"
 run 4 "$tmp/b" 25 >/dev/null || die "first part failed"
 out=$(run 4 "$tmp/b" 40) || die "relaunch failed"
 grep -q "resumed at step 25 on 4 ranks" <<<"$out" || die "relaunch printed: $out"
+# rank 0's summary: the worst rank's blocking, median and longest
+grep -Eq "^summary: steps=40 ranks=4 blocking_ms_p50=[0-9]+\.[0-9]{3} blocking_ms_max=[0-9]+\.[0-9]{3}$" <<<"$out" ||
+    die "relaunch's summary: $out"
 "$ckpt" diff "$tmp/a/model.ckpt-40" "$tmp/b/model.ckpt-40" ||
     die "the resumed run differs from the uninterrupted one"
 echo "ok: stopped at 25 and resumed, bit-identical at 40"
