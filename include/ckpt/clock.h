@@ -4,12 +4,17 @@
 #define CKPT_CLOCK_H
 
 #include "common.h"
+#include "errors.h" /* CKPT_EVERSION, refused clock versions */
 
 CKPT_BEGIN_DECL
 
 #define CKPT_CLOCK_VERSION 1
 
-/** A clock. NULL members fall back to the system clock's. */
+/** A clock. NULL members fall back to the system clock's. Every call
+ *  that takes one (in options or as an argument) refuses a clock whose
+ *  `version` is not 1 .. CKPT_CLOCK_VERSION with CKPT_EVERSION (a clock
+ *  left zero-initialised, or built against a newer header), before any of
+ *  its members is called. */
 typedef struct ckpt_clock {
     int version; /**< CKPT_CLOCK_VERSION */
     void *payload;

@@ -11,7 +11,9 @@ CKPT_BEGIN_DECL
 
 typedef struct ckpt_coordinator ckpt_coordinator;
 
-/** Create a coordinator; `clock` (may be NULL) times join's grace period. */
+/** Create a coordinator; `clock` (may be NULL) times join's grace period.
+ *  @return 0, CKPT_EINVAL (NULL `out`), CKPT_EVERSION (the clock's
+ *  version), CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_coordinator_new(ckpt_coordinator **out,
                                       const ckpt_clock *clock);
 

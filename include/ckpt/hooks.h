@@ -29,7 +29,7 @@ typedef struct ckpt_timer {
 /** Initialise: 0 means "unset". Exactly one interval must be set; a
  *  negative (or NaN) interval is CKPT_EINVAL (B1-B3; TF accepts 0 and
  *  negative values). `clock` (borrowed, may be NULL: the system clock)
- *  times seconds mode. */
+ *  times seconds mode; one of an unknown version is CKPT_EVERSION. */
 CKPT_EXTERN(int) ckpt_timer_init(ckpt_timer *t, double every_secs,
                                  int64_t every_steps, const ckpt_clock *clock);
 /** A timer that never triggers (B13). */

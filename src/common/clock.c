@@ -1,5 +1,5 @@
-/* common/clock.c - the system clock and the NULL-tolerant accessors of
- * ckpt_clock. */
+/* common/clock.c - the system clock, the NULL-tolerant accessors of
+ * ckpt_clock and the check of a caller's clock. */
 #include "ckpt/clock.h"
 #include "internal.h"
 
@@ -41,4 +41,14 @@ double ckpt_clock_wall(const ckpt_clock *clock)
     if (clock && clock->wall)
         return clock->wall(clock->payload);
     return system_wall(NULL);
+}
+
+int ckpt__clock_check(const ckpt_clock *clock, const char *what)
+{
+    if (!clock || (clock->version >= 1 && clock->version <= CKPT_CLOCK_VERSION))
+        return 0;
+    return ckpt__error(CKPT_EVERSION,
+                       "%s: ckpt_clock version %d is not one this library "
+                       "knows (1 to %d; set it to CKPT_CLOCK_VERSION)",
+                       what, clock->version, CKPT_CLOCK_VERSION);
 }

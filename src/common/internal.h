@@ -4,6 +4,7 @@
 #ifndef CKPT_COMMON_INTERNAL_H
 #define CKPT_COMMON_INTERNAL_H
 
+#include "ckpt/clock.h"
 #include "ckpt/common.h"
 #include "ckpt/errors.h"
 #include "ckpt/log.h"
@@ -159,6 +160,11 @@ int ckpt__log_min_level(int level);
  * with a hint naming `init_macro`; a newer one is CKPT_EVERSION too. */
 int ckpt__options_check_version(unsigned int version, unsigned int current,
                                 const char *what, const char *init_macro);
+/* A caller's clock (NULL is fine: the system clock): CKPT_EVERSION
+ * "<what>: ckpt_clock version V is not one this library knows" unless its
+ * version is 1 .. CKPT_CLOCK_VERSION, so a zero-initialised clock or one
+ * from a newer header is refused before any of its members is called. */
+int ckpt__clock_check(const ckpt_clock *clock, const char *what);
 /* A caller's seconds (a timeout, a period, an option): CKPT_EINVAL
  * "<what>: <name> is NaN" for a NaN, which compares false both ways and
  * so would pass a `< 0` check into a deadline or a sleep; 0 otherwise. */

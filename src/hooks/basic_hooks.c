@@ -213,6 +213,8 @@ int ckpt_step_counter_hook_new(ckpt_hook *out,
     err = ckpt__options_check_version(
         o->version, CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION,
         "StepCounterHook options", "CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT");
+    if (err == 0)
+        err = ckpt__clock_check(o->clock, "StepCounterHook options");
     if (err < 0)
         return err;
     if (steps == 0 && o->every_n_secs == 0)
@@ -366,6 +368,8 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out,
     err = ckpt__options_check_version(
         o->version, CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION,
         "LoggingTensorHook options", "CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT");
+    if (err == 0)
+        err = ckpt__clock_check(o->clock, "LoggingTensorHook options");
     if (err < 0)
         return err;
     names = o->names;

@@ -623,6 +623,8 @@ static int validate(const ckpt_checkpoint_hook_options *o)
         ckpt__seconds_check(o->end_timeout_s, "checkpoint hook",
                             "end_timeout_s") < 0)
         return CKPT_EINVAL;
+    if (ckpt__clock_check(o->clock, "checkpoint hook options") < 0)
+        return CKPT_EVERSION;
     if (o->saver && o->use_scaffold)
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: an explicit saver and "

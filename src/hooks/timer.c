@@ -13,6 +13,8 @@ int ckpt_timer_init(ckpt_timer *t, double every_secs, int64_t every_steps,
     CKPT__CHECK_ARG(t);
     memset(t, 0, sizeof(*t));
     t->clock = clock;
+    if (ckpt__clock_check(clock, "timer") < 0)
+        return ckpt_error_last()->code;
     /* 0 means unset; a negative or NaN interval is rejected (B3, a
      * deliberate deviation: TF accepts 0 and negative values). */
     if (every_secs < 0 || every_secs != every_secs || every_steps < 0)

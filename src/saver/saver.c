@@ -121,6 +121,8 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
         return ckpt__error(CKPT_EINVAL, "%s: unknown busy_policy %d", what,
                            o->busy_policy);
     err = ckpt__fs_check(o->fs, what);
+    if (err == 0)
+        err = ckpt__clock_check(o->clock, what);
     if (err < 0)
         return err;
     if (o->basename && (!*o->basename || strchr(o->basename, '/')))

@@ -40,6 +40,8 @@ int ckpt_coordinator_new(ckpt_coordinator **out, const ckpt_clock *clock)
     if (!out)
         return ckpt__error(CKPT_EINVAL, "coordinator_new: out is NULL");
     *out = NULL;
+    if (ckpt__clock_check(clock, "coordinator_new") < 0)
+        return ckpt_error_last()->code;
     c = ckpt__calloc(1, sizeof(*c));
     if (!c)
         return ckpt__error_oom();

@@ -189,7 +189,8 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                             "recovery_backoff_s") < 0 ||
         ckpt__seconds_check(opts->stop_grace_period_s, "session options",
                             "stop_grace_period_s") < 0 ||
-        ckpt__fs_check(opts->fs, "session options") < 0)
+        ckpt__fs_check(opts->fs, "session options") < 0 ||
+        ckpt__clock_check(opts->clock, "session options") < 0)
         return ckpt_error_last()->code;
     return 0;
 }

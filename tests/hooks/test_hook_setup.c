@@ -864,6 +864,56 @@ static void test_older_version_accepted(void **state)
                       "CKPT_CHECKPOINT_HOOK_OPTIONS_INIT");
 }
 
+/* A clock whose version is 0 (zero-initialised) or newer than this
+ * library's is refused by every call that takes one, naming where it was
+ * given, before any of its members is called. */
+static double clock_must_not_run(void *payload)
+{
+    (void)payload;
+    fail_msg("a clock of an unknown version was called");
+    return 0.0;
+}
+
+static void test_unknown_clock_version_refused(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_clock bad = {0, NULL, clock_must_not_run, clock_must_not_run};
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_saver_options sv = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_step_counter_hook_options sc = CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_coordinator *co = NULL;
+    ckpt_saver *saver = NULL;
+    ckpt_timer t;
+    ckpt_hook h;
+    for (int pass = 0; pass < 2; pass++) {
+        bad.version = pass == 0 ? 0 : CKPT_CLOCK_VERSION + 1;
+        o.clock = &bad;
+        assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EVERSION,
+                          "checkpoint hook options: ckpt_clock version");
+        o.clock = NULL;
+        so.clock = &bad;
+        assert_ckpt_error(
+            ckpt_monitored_session_new(&ms, f->graph, NULL, 0, &so),
+            CKPT_EVERSION, "session options: ckpt_clock version");
+        so.clock = NULL;
+        sv.clock = &bad;
+        assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EVERSION,
+                          "set it to CKPT_CLOCK_VERSION");
+        sc.clock = &bad;
+        assert_ckpt_error(ckpt_step_counter_hook_new(&h, &sc), CKPT_EVERSION,
+                          "StepCounterHook options: ckpt_clock version");
+        assert_ckpt_error(ckpt_coordinator_new(&co, &bad), CKPT_EVERSION,
+                          "coordinator_new: ckpt_clock version");
+        assert_null(co);
+        assert_ckpt_error(ckpt_timer_init(&t, 1.0, 0, &bad), CKPT_EVERSION,
+                          "timer: ckpt_clock version");
+    }
+    assert_null(ms);
+    assert_null(saver);
+}
+
 /* max_to_keep 0 is the default (5); CKPT_KEEP_ALL keeps every one;
  * direct_io takes the shared constants only. */
 static void test_saver_zero_means_default(void **state)
@@ -985,6 +1035,8 @@ int main(void)
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_older_version_accepted, ck_setup,
                                         ck_teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_clock_version_refused,
+                                        ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_saver_zero_means_default, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_null_arguments, ck_setup,
