@@ -3,7 +3,8 @@
  * memory and time limited (cli_run_limited), so that a hang or an
  * allocation the files do not justify fails the test: FIFOs as index, data
  * or state file; tensors declaring far more data than their files hold;
- * records larger than the tool's memory, which must be streamed; a data
+ * records larger than the tool's memory, which must be streamed, and the
+ * text of all their values, which must be held outside memory; a data
  * file gone, which fails every tensor in it alike: verify names the file
  * once, with its error and its tensors' count, where its JSON lists each. */
 #include "cli_run.h"
@@ -208,6 +209,55 @@ static void test_record_larger_than_memory(void **state)
     run_free(&r);
 }
 
+/* Occurrences of `needle` in `hay`. */
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* `inspect --values=all` holds a tensor's values as text until its
+ * checksum is checked: past 8 MiB that text goes to a temporary file, so
+ * 4 Mi zeros (12 MiB of text, 44 as JSON) print whole under a memory limit
+ * below their text (held in memory, the text was cut short with exit 0 and
+ * the JSON ended in "out of memory"); a damaged checksum still prints no
+ * value, and a TMPDIR that cannot take the file keeps the text in memory. */
+static void test_values_all_held_past_memory(void **state)
+{
+    bt_fixture *f = *state;
+    const int64_t count = (int64_t)4 << 20;
+    const uint64_t size = (uint64_t)count * 4, limit = 24 * MIB;
+    cli_run r;
+    write_one_float(f, count, hb_zeros_crc(size));
+    hb_write_sparse(f->data0, size, NULL, 0);
+    RUN_LIMITED(r, limit, TIME_LIMIT, "inspect", f->prefix, "--values=all");
+    expect_status(&r, 0);
+    assert_int_equal(count_of(r.out, "0, "), (size_t)count - 1);
+    expect_contains(r.out, ", 0]\n");
+    run_free(&r);
+    RUN_LIMITED(r, limit, TIME_LIMIT, "inspect", f->prefix, "--values=all",
+                "--json");
+    expect_status(&r, 0);
+    assert_int_equal(count_of(r.out, "        0,\n"), (size_t)count - 1);
+    expect_contains(r.out, "        0\n      ]\n    }\n  ],\n  \"ok\": true");
+    run_free(&r);
+    write_one_float(f, count, hb_zeros_crc(size) ^ 1);
+    RUN_LIMITED(r, limit, TIME_LIMIT, "inspect", f->prefix, "--values=all");
+    expect_status(&r, 1);
+    expect_contains(r.err, "checksum mismatch");
+    expect_lacks(r.out, "0, 0");
+    run_free(&r);
+    write_one_float(f, count, hb_zeros_crc(size));
+    assert_int_equal(setenv("TMPDIR", "/nonexistent/ckpt-test", 1), 0);
+    RUN_BOUNDED(r, "inspect", f->prefix, "--values=all");
+    assert_int_equal(unsetenv("TMPDIR"), 0);
+    expect_status(&r, 0);
+    assert_int_equal(count_of(r.out, "0, "), (size_t)count - 1);
+    run_free(&r);
+}
+
 /* A partitioned tensor larger than the tool's memory verifies piece by
  * piece; overlapping pieces are found. */
 static void test_partitioned_larger_than_memory(void **state)
@@ -244,14 +294,6 @@ static void write_five(const bt_fixture *f)
     }
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
-}
-
-static size_t count_of(const char *text, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
 }
 
 /* A missing data file fails every tensor in it: one line names the file,
@@ -440,6 +482,7 @@ int main(void)
         T(test_huge_tensor_small_data_file),
         T(test_partitioned_huge_full_shape),
         T(test_record_larger_than_memory),
+        T(test_values_all_held_past_memory),
         T(test_partitioned_larger_than_memory),
         T(test_missing_data_file_said_once),
         T(test_different_errors_each_said),

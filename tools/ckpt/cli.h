@@ -295,14 +295,27 @@ void cli_put_json(json_object *o, size_t indent);
 /* cli_put_json to `f` (a document assembled before it is printed). */
 void cli_put_json_to(FILE *f, json_object *o, size_t indent);
 
+/* Output held back until it may be printed (cli_held.c): in memory up
+ * to CLI_HELD_IN_MEMORY bytes, past that in an unnamed temporary file in
+ * $TMPDIR (else /tmp), so that its size costs disk, not memory. */
+#define CLI_HELD_IN_MEMORY ((size_t)8 << 20)
+typedef struct cli_held cli_held;
+/* A new empty holder; exits through cli_out_of_memory on failure. */
+cli_held *cli_held_open(void);
+/* The stream to write the held output to. */
+FILE *cli_held_stream(const cli_held *h);
+/* Write everything held so far to `out`; exits with status 2 (the
+ * failure document under --json) when it could not be held. */
+void cli_held_put(cli_held *h, FILE *out);
+/* Free the holder and its temporary file; NULL is ignored. */
+void cli_held_dispose(cli_held *h);
+
 /* A list member of a top-level JSON object printed when the command is
  * done, kept meanwhile as its text (cli_json_list.c). */
 typedef struct cli_json_list {
-    size_t indent; /* of the line the list's "]" goes on */
-    FILE *f;       /* the items so far (open_memstream) */
-    char *text;    /* its buffer */
-    size_t len;
-    size_t n; /* items */
+    size_t indent;  /* of the line the list's "]" goes on */
+    cli_held *text; /* the items so far */
+    size_t n;       /* items */
 } cli_json_list;
 
 /* Start an empty list whose "]" goes `indent` spaces deep (2 for a

@@ -4,7 +4,8 @@
  * must leave room for the failure document or the tensor's "error"
  * instead), kept as its printed text: each item is serialized as it is
  * added, so a list of 100,000 items costs their text, not a json-c object
- * each (about 1.4 KiB a difference, 120 bytes a float). Also the members
+ * each (about 1.4 KiB a difference, 120 bytes a float), held by cli_held
+ * (past 8 MiB in a temporary file, not in memory). Also the members
  * of such a document's objects, printed one at a time. */
 #include "cli.h"
 
@@ -13,35 +14,27 @@
 void cli_json_list_open(cli_json_list *l, size_t indent)
 {
     l->indent = indent;
-    l->text = NULL;
-    l->len = 0;
     l->n = 0;
-    l->f = open_memstream(&l->text, &l->len);
-    if (!l->f)
-        cli_out_of_memory();
+    l->text = cli_held_open();
 }
 
 void cli_json_list_add(cli_json_list *l, json_object *item)
 {
-    fprintf(l->f, "%s\n%*s", l->n++ ? "," : "", (int)l->indent + 2, "");
-    cli_put_json_to(l->f, item, l->indent + 2);
+    FILE *f = cli_held_stream(l->text);
+    fprintf(f, "%s\n%*s", l->n++ ? "," : "", (int)l->indent + 2, "");
+    cli_put_json_to(f, item, l->indent + 2);
 }
 
 void cli_json_list_put(cli_json_list *l)
 {
-    if (fflush(l->f) != 0)
-        cli_out_of_memory();
     fputc('[', stdout);
-    fwrite(l->text, 1, l->len, stdout);
+    cli_held_put(l->text, stdout);
     printf("\n%*s]", (int)l->indent, "");
 }
 
 void cli_json_list_dispose(cli_json_list *l)
 {
-    if (l->f)
-        fclose(l->f);
-    free(l->text);
-    l->f = NULL;
+    cli_held_dispose(l->text);
     l->text = NULL;
 }
 

@@ -28,7 +28,8 @@ const cli_command cli_cmd_inspect = {
     "  --values[=N]     also print the first N values of each tensor\n"
     "                   (default 10; --values=all prints every value); a\n"
     "                   tensor's values are held as their text until its\n"
-    "                   checksum is checked, with --json too\n\n"
+    "                   checksum is checked, with --json too (past 8 MiB\n"
+    "                   in a temporary file in $TMPDIR, else /tmp)\n\n"
     "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
     "float64; float16/bfloat16 widened to float32), complex numbers as\n"
     "(re,im), strings C-escaped (JSON strings with --json; bytes that are\n"
@@ -209,9 +210,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
                        const widths *w)
 {
     char tmp[24], shape[512];
-    char *line = NULL;
-    size_t line_len = 0;
-    FILE *mem;
+    cli_held *line;
     int64_t count = 0;
     int err;
     ckpt_shape_format(shape, sizeof(shape), &e->shape);
@@ -230,17 +229,16 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
         printf("    (values not supported for this tensor)\n");
         return 0;
     }
-    /* Collect the line first: nothing is printed for a damaged tensor. */
-    mem = open_memstream(&line, &line_len);
-    if (!mem) {
-        cli_error("inspect", "out of memory");
-        return CLI_USAGE;
+    /* Hold the line first: nothing is printed for a damaged tensor. */
+    line = cli_held_open();
+    err =
+        cli_tensor_values(r, e, o->limit, cli_held_stream(line), NULL, &count);
+    if (err == 0) {
+        fputs("    ", stdout);
+        cli_held_put(line, stdout);
+        fputc('\n', stdout);
     }
-    err = cli_tensor_values(r, e, o->limit, mem, NULL, &count);
-    fclose(mem);
-    if (err == 0)
-        printf("    %s\n", line);
-    free(line);
+    cli_held_dispose(line);
     if (err < 0) {
         cli_tensor_error("inspect", prefix, e);
         return err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
@@ -261,7 +259,7 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
                        int first)
 {
     char tmp[24];
-    cli_json_list values = {0, NULL, NULL, 0, 0};
+    cli_json_list values = {0, NULL, 0};
     json_object *error = NULL;
     int64_t count = 0;
     int rc = 0, has_values = 0;

@@ -254,7 +254,7 @@ static int run(int argc, char **argv)
     finding *found = NULL;       /* the damage to say, once checked */
     size_t num_found = 0;
     char *prefix = NULL;
-    cli_json_list damaged = {0, NULL, NULL, 0, 0}, unchecked = damaged;
+    cli_json_list damaged = {0, NULL, 0}, unchecked = damaged;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
     int any_damage = 0;
     int64_t bytes = 0;

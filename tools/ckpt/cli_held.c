@@ -1,0 +1,178 @@
+/* tools/ckpt/cli_held.c - output held back until it may be printed (a
+ * tensor's values until its checksum is checked, a JSON list until its
+ * document is complete): a stream that keeps the first CLI_HELD_IN_MEMORY
+ * bytes in memory and moves everything to an unnamed temporary file (in
+ * $TMPDIR, else /tmp) once they grow past that, so that holding the text
+ * of `inspect --values=all` of a 1 GiB float tensor (about 3 GB) costs
+ * disk, not memory. Where no temporary file can be made it stays in
+ * memory. */
+#define _GNU_SOURCE /* fopencookie */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cli_held {
+    FILE *f;       /* what the caller writes to */
+    char *mem;     /* the bytes so far, until spilled */
+    size_t len;    /* bytes in mem */
+    size_t cap;    /* mem's allocation */
+    int fd;        /* the temporary file once spilled, else -1 */
+    int write_err; /* errno of a failed write to it, else 0 */
+    size_t limit;  /* bytes kept in memory before spilling */
+};
+
+/* A temporary file in $TMPDIR (else /tmp), removed from its directory at
+ * once; -1 when none can be made. */
+static int unnamed_temp_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char *path;
+    size_t n;
+    int fd;
+    if (!dir || !*dir)
+        dir = "/tmp";
+    n = strlen(dir) + sizeof("/ckpt-held-XXXXXX");
+    path = malloc(n);
+    if (!path)
+        return -1;
+    snprintf(path, n, "%s/ckpt-held-XXXXXX", dir);
+    fd = mkstemp(path);
+    if (fd >= 0)
+        (void)unlink(path);
+    free(path);
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Move the bytes in memory to a new temporary file; on failure (no file
+ * can be made) they stay where they are and so does what follows. */
+static void spill(cli_held *h)
+{
+    int fd = unnamed_temp_file();
+    if (fd < 0) {
+        h->limit = SIZE_MAX;
+        return;
+    }
+    h->write_err = write_all(fd, h->mem, h->len);
+    h->fd = fd;
+    free(h->mem);
+    h->mem = NULL;
+    h->len = h->cap = 0;
+}
+
+static ssize_t held_write(void *cookie, const char *buf, size_t n)
+{
+    cli_held *h = cookie;
+    if (h->fd < 0 && n > h->limit - h->len)
+        spill(h);
+    if (h->fd >= 0) {
+        if (h->write_err == 0)
+            h->write_err = write_all(h->fd, buf, n);
+        if (h->write_err != 0) {
+            errno = h->write_err;
+            return -1;
+        }
+        return (ssize_t)n;
+    }
+    if (n > h->cap - h->len) {
+        size_t cap = h->cap ? h->cap : 4096;
+        char *p;
+        while (cap - h->len < n)
+            cap *= 2;
+        p = realloc(h->mem, cap);
+        if (!p) {
+            errno = ENOMEM;
+            return -1;
+        }
+        h->mem = p;
+        h->cap = cap;
+    }
+    memcpy(h->mem + h->len, buf, n);
+    h->len += n;
+    return (ssize_t)n;
+}
+
+cli_held *cli_held_open(void)
+{
+    static const cookie_io_functions_t io = {NULL, held_write, NULL, NULL};
+    cli_held *h = calloc(1, sizeof(*h));
+    if (!h)
+        cli_out_of_memory();
+    h->fd = -1;
+    h->limit = CLI_HELD_IN_MEMORY;
+    h->f = fopencookie(h, "w", io);
+    if (!h->f)
+        cli_out_of_memory();
+    return h;
+}
+
+FILE *cli_held_stream(const cli_held *h)
+{
+    return h->f;
+}
+
+/* Out of memory, or the temporary file failed: the command cannot go on
+ * (exit 2, the failure document under --json). */
+static void held_failed(const cli_held *h)
+{
+    if (h->fd < 0 || h->write_err == 0)
+        cli_out_of_memory();
+    cli_error("ckpt", "cannot hold the output in a temporary file in %s: %s",
+              getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+              strerror(h->write_err));
+    cli_exit(CLI_USAGE);
+}
+
+void cli_held_put(cli_held *h, FILE *out)
+{
+    char buf[1 << 16];
+    if (fflush(h->f) != 0 || ferror(h->f))
+        held_failed(h);
+    if (h->fd < 0) {
+        fwrite(h->mem, 1, h->len, out);
+        return;
+    }
+    if (lseek(h->fd, 0, SEEK_SET) != 0) {
+        h->write_err = errno;
+        held_failed(h);
+    }
+    for (;;) {
+        ssize_t got = read(h->fd, buf, sizeof(buf));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            h->write_err = errno;
+            held_failed(h);
+        }
+        if (got == 0)
+            break;
+        fwrite(buf, 1, (size_t)got, out);
+    }
+}
+
+void cli_held_dispose(cli_held *h)
+{
+    if (!h)
+        return;
+    fclose(h->f);
+    if (h->fd >= 0)
+        close(h->fd);
+    free(h->mem);
+    free(h);
+}
