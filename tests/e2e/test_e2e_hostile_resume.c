@@ -3,11 +3,12 @@
  * have been written by it (an out-of-range sample index in data/order, a
  * negative data/cursor, a data/epoch at INT64_MAX): it refuses with a message
  * naming the checkpoint and the value, exit code 1, instead of indexing outside
- * its data set. */
+ * its data set, and before it writes anything into the directory. */
 #include "e2e_util.h"
 
 #include "ckpt.h"
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,11 +138,99 @@ static void test_restored_line_names_restored_checkpoint(void **state)
     test_remove_tree(root);
 }
 
+/* Append n bytes to the malloc'd *out of *len bytes. */
+static void append(uint8_t **out, size_t *len, const void *p, size_t n)
+{
+    *out = realloc(*out, *len + n + 1);
+    assert_non_null(*out);
+    memcpy(*out + *len, p, n);
+    *len += n;
+}
+
+/* The names in `dir` and the bytes of each file, one after the other
+ * (names sorted, each ending in a NUL), to compare a directory before and
+ * after a run (malloc'd, *len bytes). */
+static uint8_t *dir_contents(const char *dir, size_t *len)
+{
+    uint8_t *out = NULL;
+    char *names[64];
+    size_t n = 0;
+    struct dirent *de;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    *len = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        assert_true(n < 64);
+        names[n] = strdup(de->d_name);
+        assert_non_null(names[n++]);
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        char *path = test_path(dir, names[i]);
+        size_t bytes_len = 0;
+        uint8_t *bytes = test_read_file(path, &bytes_len);
+        assert_non_null(bytes);
+        append(&out, len, names[i], strlen(names[i]) + 1);
+        append(&out, len, bytes, bytes_len);
+        free(bytes);
+        free(path);
+        free(names[i]);
+    }
+    return out;
+}
+
+/* A position no run could write in a checkpoint whose stored global step
+ * (7) is not its name's (model.ckpt-20): the checkpoint hook would save the
+ * restored state at step 7 as soon as the session is created (and, with
+ * --keep, drop an older good checkpoint for it). The position is refused
+ * before that: nothing in the directory changes. */
+static void test_refused_before_initial_save(void **state)
+{
+    char *root = test_make_temp_dir();
+    char *dir = test_path(root, "gs");
+    ckpt_buf latest = CKPT_BUF_INIT;
+    int32_t huge = 0x7ffffff0;
+    int64_t seven = 7;
+    uint8_t *before, *after;
+    size_t before_len, after_len;
+    e2e_proc p;
+    (void)state;
+    train_and_patch(dir, &latest, "global_step", 0, &seven, sizeof(seven));
+    rewrite_with_patch(latest.ptr, "data/order", 0, &huge, sizeof(huge));
+    before = dir_contents(dir, &before_len);
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "30", "--save-steps", "10",
+                     "--keep", "2", "--hidden", "16", "--layers", "1",
+                     "--batch", "8", "--quiet"));
+    e2e_expect_exit(&p, 1);
+    e2e_expect_contains("ckpt-train stderr", p.err, latest.ptr, 1);
+    e2e_expect_contains("ckpt-train stderr", p.err,
+                        "data/order is not a permutation of 0..", 1);
+    e2e_proc_free(&p);
+    after = dir_contents(dir, &after_len);
+    assert_int_equal(after_len, before_len);
+    assert_memory_equal(after, before, before_len);
+    free(before);
+    free(after);
+    ckpt_buf_dispose(&latest);
+    free(dir);
+    test_remove_tree(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restored_position_out_of_range),
         cmocka_unit_test(test_restored_line_names_restored_checkpoint),
+        cmocka_unit_test(test_refused_before_initial_save),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

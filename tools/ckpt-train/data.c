@@ -82,18 +82,19 @@ void dataset_position_copy(dataset *to, const dataset *from)
     to->shuffle = from->shuffle;
 }
 
-int dataset_position_check(const dataset *d, char *why, size_t why_n)
+int dataset_position_check(const dataset *d, const char *suffix, char *why,
+                           size_t why_n)
 {
     unsigned char *seen;
     int ok = 1;
     if (d->cursor < 0 || d->cursor > d->n) {
-        snprintf(why, why_n, "data/cursor %" PRId64 " is outside 0..%d",
-                 d->cursor, d->n);
+        snprintf(why, why_n, "data/cursor%s %" PRId64 " is outside 0..%d",
+                 suffix, d->cursor, d->n);
         return -1;
     }
     if (d->epoch < 0 || d->epoch == INT64_MAX) {
-        snprintf(why, why_n, "data/epoch %" PRId64 " is outside 0..%" PRId64,
-                 d->epoch, INT64_MAX - 1);
+        snprintf(why, why_n, "data/epoch%s %" PRId64 " is outside 0..%" PRId64,
+                 suffix, d->epoch, INT64_MAX - 1);
         return -1;
     }
     seen = calloc((size_t)d->n, 1);
@@ -108,9 +109,9 @@ int dataset_position_check(const dataset *d, char *why, size_t why_n)
             seen[v] = 1;
         else
             snprintf(why, why_n,
-                     "data/order is not a permutation of 0..%d (element %d "
-                     "is %" PRId32 ")",
-                     d->n - 1, i, v);
+                     "data/order%s is not a permutation of 0..%d (element "
+                     "%d is %" PRId32 ")",
+                     suffix, d->n - 1, i, v);
     }
     free(seen);
     return ok ? 0 : -1;

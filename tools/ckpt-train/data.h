@@ -38,8 +38,10 @@ void dataset_position_copy(dataset *to, const dataset *from);
 /* Whether a restored reading position is one this program can have
  * written: `order` a permutation of 0..n-1, 0 <= cursor <= n, epoch >= 0.
  * 0, or -1 with what is wrong in why[0..why_n) (a checkpoint whose CRCs
- * hold can still carry values that would index outside the data set). */
-int dataset_position_check(const dataset *d, char *why, size_t why_n);
+ * hold can still carry values that would index outside the data set),
+ * naming the tensor ("data/order" and so on, `suffix` appended). */
+int dataset_position_check(const dataset *d, const char *suffix, char *why,
+                           size_t why_n);
 
 /* Copy the next batch into x [batch x dim] and y [batch], reshuffling at
  * the end of each epoch. */

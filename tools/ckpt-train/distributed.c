@@ -17,6 +17,7 @@
 #include "make_dirs.h"
 #include "model.h"
 #include "options.h"
+#include "position_hook.h"
 #include "report.h"
 #include "train_var.h"
 
@@ -253,16 +254,11 @@ static int ok_on_every_rank(int ok)
     return all_ok;
 }
 
-/* Whether every rank's restored reading position is one this program can
- * have written (dataset_position_check; a fresh one always is): each rank
- * says why its own is not, and all stop together. */
-static int position_valid_on_every_rank(const dist_trainer *t)
+/* position_hook's all_ok: whether every rank's restored reading position
+ * is one this program can have written (a fresh one always is). */
+static int position_ok_on_every_rank(int ok, void *payload)
 {
-    char why[256];
-    int ok = dataset_position_check(&t->data, why, sizeof(why)) == 0;
-    if (!ok)
-        fprintf(stderr, "ckpt-train: rank %d: the restored checkpoint: %s\n",
-                t->rank, why);
+    (void)payload;
     return ok_on_every_rank(ok);
 }
 
@@ -275,8 +271,9 @@ static int run(dist_trainer *t)
     ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
-    ckpt_hook hooks[2];
-    report rep; /* this rank's saves' blocking, for the summary */
+    ckpt_hook hooks[3];
+    position_hook position; /* checks the restored per-rank position */
+    report rep;             /* this rank's saves' blocking, for the summary */
     double blocking[2], worst[2] = {0, 0};
     int err, code = 1;
     report_init(&rep, 1, 0, 0);
@@ -315,33 +312,36 @@ static int run(dist_trainer *t)
         sess.log_level = CKPT_LOG_OFF;
     else if (t->o.quiet)
         sess.log_level = CKPT_LOG_WARN; /* --quiet: warnings and errors */
+    /* The restored position is checked first, on every rank together,
+     * before the checkpoint hook's initial save could store it. */
+    memset(&position, 0, sizeof(position));
+    position.data = &t->data;
+    snprintf(position.suffix, sizeof(position.suffix), "/rank-%d", t->rank);
+    position.all_ok = position_ok_on_every_rank;
+    hooks[0] = position_check_hook(&position);
     if (err == 0)
-        err = ckpt_checkpoint_hook_new(&hooks[0], &ho);
-    if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[1], 0, t->o.steps) < 0) {
-        hooks[0].destroy(hooks[0].payload);
+        err = ckpt_checkpoint_hook_new(&hooks[1], &ho);
+    if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[2], 0, t->o.steps) < 0) {
+        hooks[1].destroy(hooks[1].payload);
         err = CKPT_EINVAL;
     }
     if (err < 0)
         fail(t->rank, "setting up the session");
     if (!ok_on_every_rank(err == 0)) {
         if (err == 0) { /* another rank failed: this one's hooks go */
-            hooks[0].destroy(hooks[0].payload);
             hooks[1].destroy(hooks[1].payload);
+            hooks[2].destroy(hooks[2].payload);
         }
         goto done;
     }
     /* The hooks' begin runs on every rank before the session's collective
      * restore: the session agrees on it through the distributed saver (a
      * begin failing on one rank fails the creation on every rank). */
-    err = ckpt_monitored_session_new(&ms, g, hooks, 2, &sess);
+    err = ckpt_monitored_session_new(&ms, g, hooks, 3, &sess);
     if (err < 0)
         fail(t->rank, "creating the session");
     if (!ok_on_every_rank(err == 0))
         goto done;
-    if (!position_valid_on_every_rank(t)) {
-        code = 1;
-        goto done;
-    }
     if (!t->o.quiet)
         note_single_core(t);
     if (t->rank == 0 && t->global_step > 0)

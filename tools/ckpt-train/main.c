@@ -1,7 +1,8 @@
 /* tools/ckpt-train/main.c - ckpt-train, the demo trainer: an MLP trained
  * with Adam on a synthetic data set, in a monitored session with the
  * AsyncCheckpointSaverHook (or the synchronous one, or none), a stop-at-step
- * hook, a NaN check and a progress hook. Everything needed to continue
+ * hook, a NaN check, a progress hook and the check of a restored reading
+ * position. Everything needed to continue
  * exactly is in the checkpoint, so a run started again on the same
  * directory restores the latest checkpoint and continues as if it had never
  * stopped. Uses the public API only. */
@@ -13,6 +14,7 @@
 #include "make_dirs.h"
 #include "model.h"
 #include "options.h"
+#include "position_hook.h"
 #include "report.h"
 #include "train_var.h"
 
@@ -38,7 +40,8 @@ typedef struct trainer {
     mlp model;
     dataset data;
     int64_t global_step;
-    dataset ahead; /* reading position of the step in progress */
+    dataset ahead;          /* reading position of the step in progress */
+    position_hook position; /* checks a restored position */
     float *batch_x;
     int32_t *batch_y;
 } trainer;
@@ -139,14 +142,18 @@ static void fail(const char *what)
     fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
 }
 
-/* Build the hooks: progress, stop at step, NaN check, and the checkpoint
- * hook unless --mode none. On failure the hooks built so far are destroyed. */
+/* Build the hooks: progress, the restored position's check (before the
+ * checkpoint hook's initial save), stop at step, NaN check, and the
+ * checkpoint hook unless --mode none. On failure the hooks built so far are
+ * destroyed. */
 static int build_hooks(trainer *t, report *rep, ckpt_saver_options *so,
                        ckpt_hook *hooks, size_t *nhooks)
 {
     int err;
     *nhooks = 0;
     hooks[(*nhooks)++] = report_hook(rep);
+    t->position.data = &t->data;
+    hooks[(*nhooks)++] = position_check_hook(&t->position);
     err = ckpt_stop_at_step_hook_new(&hooks[*nhooks], 0, t->opt.steps);
     if (err == 0)
         (*nhooks)++;
@@ -214,7 +221,7 @@ int main(int argc, char **argv)
     ckpt_monitored_session *ms = NULL;
     ckpt_saver_options so = CKPT_SAVER_OPTIONS_INIT;
     ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
-    ckpt_hook hooks[4];
+    ckpt_hook hooks[5];
     size_t nhooks = 0;
     ckpt_saver_metrics metrics;
     ckpt_buf latest = CKPT_BUF_INIT;
@@ -222,7 +229,7 @@ int main(int argc, char **argv)
     int64_t resumed_from = -1;
     int have_metrics = 0, exit_code = 1, fresh = 0;
     double starting;
-    char why[256], shown[8192];
+    char shown[8192];
     int err;
 
     /* Past a file-size limit (ulimit -f) a save fails with EFBIG, named in
@@ -311,11 +318,6 @@ int main(int argc, char **argv)
         /* a path from the state file is data: shown escaped */
         ckpt_text_printable(shown, sizeof(shown),
                             latest.ptr ? latest.ptr : t->opt.dir);
-        if (dataset_position_check(&t->data, why, sizeof(why)) != 0) {
-            fprintf(stderr, "ckpt-train: the restored checkpoint %s: %s\n",
-                    shown, why);
-            goto done;
-        }
         resumed_from = t->global_step;
         printf("restored %s at step %" PRId64 "\n", shown, t->global_step);
         fflush(stdout);

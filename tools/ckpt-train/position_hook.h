@@ -1,0 +1,31 @@
+/* tools/ckpt-train/position_hook.h - the hook that refuses a restored
+ * reading position no run of ckpt-train can have written, first in the
+ * hook list: its after_create_session runs right after the restore and
+ * before the checkpoint hook's, whose initial save would otherwise store
+ * that position as a new checkpoint (and, with --keep, delete an older
+ * good one for it). */
+#ifndef CKPT_TRAIN_POSITION_HOOK_H
+#define CKPT_TRAIN_POSITION_HOOK_H
+
+#include "data.h"
+
+#include "ckpt.h"
+
+typedef struct position_hook {
+    const dataset *data; /* the position the session restores into */
+    /* Appended to the tensor names in the message ("/rank-1" for a
+     * distributed run's per-rank values; "" otherwise). */
+    char suffix[32];
+    /* Distributed: whether `ok` holds on every rank (collective; every
+     * rank reaches the hook, the restore before it having been agreed).
+     * NULL: this process alone. */
+    int (*all_ok)(int ok, void *payload);
+    void *all_ok_payload;
+} position_hook;
+
+/* The hook over `p` (borrowed; it outlives the session). Its
+ * after_create_session fails with CKPT_ECORRUPT and says what is wrong
+ * (the session adds the checkpoint restored). */
+ckpt_hook position_check_hook(position_hook *p);
+
+#endif
