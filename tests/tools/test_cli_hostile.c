@@ -96,6 +96,23 @@ static void test_fifo_data_file(void **state)
     expect_cmd(f, "verify", 1, "a FIFO, not a regular file");
     expect_cmd(f, "values", 2, "a FIFO, not a regular file");
     expect_cmd(f, "diff", 2, "a FIFO, not a regular file");
+    /* ls says what is there (it said "missing data files") */
+    {
+        static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
+        cli_run r;
+        test_write_file(f->state, text, sizeof(text) - 1);
+        RUN_BOUNDED(r, "ls", f->dir);
+        expect_status(&r, 0);
+        expect_contains(r.out,
+                        "(data shard 0 of 1 is a FIFO, not a regular file)");
+        expect_lacks(r.out, "missing data");
+        run_free(&r);
+        RUN_BOUNDED(r, "ls", f->dir, "--json");
+        expect_status(&r, 0);
+        expect_contains(r.out, "\"problem\": \"data shard 0 of 1 is a FIFO, "
+                               "not a regular file\"");
+        run_free(&r);
+    }
 }
 
 static void test_fifo_state_file(void **state)

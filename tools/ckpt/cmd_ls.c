@@ -37,8 +37,9 @@ const cli_command cli_cmd_ls = {
     "so; one without any of its data files is marked unreadable: a saver\n"
     "opening DIR removes it).\n"
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
-    "\"missing data shard 3 of 4\"; an index that is there but is not a\n"
-    "regular file: \"index is a FIFO, not a regular file\"); ls still\n"
+    "\"missing data shard 3 of 4\"; an index or data file that is there\n"
+    "but is not a regular file: \"index is a FIFO, not a regular file\",\n"
+    "\"data shard 0 of 1 is a directory, not a regular file\"); ls still\n"
     "exits 0, as it only lists (ckpt verify DIR exits 1 for the checkpoint\n"
     "it names).\n\n"
     "DIR must be a directory: a checkpoint prefix, one of its files or\n"
@@ -91,6 +92,12 @@ typedef struct file_entry {
 typedef struct dir_listing {
     file_entry *files; /* sorted by name */
     size_t n;
+    /* Entries that are not regular files (symbolic links followed), sorted
+     * by name, with what each is in `kind`: a data file's name on a FIFO
+     * or directory is reported as that, not as a missing data file. */
+    file_entry *others;
+    const char **kind;
+    size_t nothers;
 } dir_listing;
 
 static int by_name(const void *a, const void *b)
@@ -98,23 +105,58 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const file_entry *)a)->name, ((const file_entry *)b)->name);
 }
 
-/* The regular files of `dir` (symbolic links followed), sorted by name;
- * one readdir pass and one fstatat per entry. 0 or an errno value. */
+/* What a file that is not a regular file is, for messages. */
+static const char *irregular_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Note the entry `name` of `out` that is not a regular file. */
+static void add_other(dir_listing *out, size_t *cap, const char *name,
+                      mode_t mode)
+{
+    if (out->nothers == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        out->others = cli_xrealloc(out->others, *cap * sizeof(*out->others));
+        out->kind = cli_xrealloc(out->kind, *cap * sizeof(*out->kind));
+    }
+    memset(&out->others[out->nothers], 0, sizeof(*out->others));
+    out->others[out->nothers].name = cli_xstrdup(name);
+    /* the kind goes with the entry through the sort: its index in `kind` */
+    out->others[out->nothers].size = out->nothers;
+    out->kind[out->nothers] = irregular_kind(mode);
+    out->nothers++;
+}
+
+/* The regular files of `dir` (symbolic links followed), sorted by name,
+ * and apart the entries that are something else; one readdir pass and one
+ * fstatat per entry. 0 or an errno value. */
 static int list_dir(dir_listing *out, const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
-    size_t cap = 0;
-    out->files = NULL;
-    out->n = 0;
+    size_t cap = 0, other_cap = 0;
+    memset(out, 0, sizeof(*out));
     if (!d)
         return errno;
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
             continue;
+        if (!S_ISREG(st.st_mode)) {
+            add_other(out, &other_cap, de->d_name, st.st_mode);
+            continue;
+        }
         if (out->n == cap) {
             cap = cap ? cap * 2 : 16;
             out->files = cli_xrealloc(out->files, cap * sizeof(*out->files));
@@ -129,6 +171,8 @@ static int list_dir(dir_listing *out, const char *dir)
     closedir(d);
     if (out->n > 1)
         qsort(out->files, out->n, sizeof(*out->files), by_name);
+    if (out->nothers > 1)
+        qsort(out->others, out->nothers, sizeof(*out->others), by_name);
     return 0;
 }
 
@@ -137,8 +181,11 @@ static void free_listing(dir_listing *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->files[i].name);
     free(l->files);
-    l->files = NULL;
-    l->n = 0;
+    for (size_t i = 0; i < l->nothers; i++)
+        free(l->others[i].name);
+    free(l->others);
+    free(l->kind);
+    memset(l, 0, sizeof(*l));
 }
 
 static file_entry *find_file(const dir_listing *l, const char *name)
@@ -150,18 +197,48 @@ static file_entry *find_file(const dir_listing *l, const char *name)
     return bsearch(&key, l->files, l->n, sizeof(*l->files), by_name);
 }
 
-/* The first file whose name is not less than `name`. */
-static size_t lower_bound(const dir_listing *l, const char *name)
+/* The first of files[0..n) whose name is not less than `name`. */
+static size_t first_not_less(const file_entry *files, size_t n,
+                             const char *name)
 {
-    size_t lo = 0, hi = l->n;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(l->files[mid].name, name) < 0)
+        if (strcmp(files[mid].name, name) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* The first file whose name is not less than `name`. */
+static size_t lower_bound(const dir_listing *l, const char *name)
+{
+    return first_not_less(l->files, l->n, name);
+}
+
+/* A data file name of `base` ("<base>.data-...", `key`) that is not a
+ * regular file, of `count` shards when count > 0: "data shard 0 of 2 is a
+ * FIFO, not a regular file" in `out`; 0 when there is none. */
+static int irregular_data_file(const dir_listing *l, const char *key,
+                               size_t blen, int count, char *out, size_t cap)
+{
+    for (size_t i = first_not_less(l->others, l->nothers, key);
+         i < l->nothers && strncmp(l->others[i].name, key, blen + 6) == 0;
+         i++) {
+        int shard = 0, n = 0;
+        const char *kind = l->kind[l->others[i].size];
+        if (cli_parse_data_name(l->others[i].name, &shard, &n) != blen ||
+            (count > 0 && n != count))
+            continue;
+        snprintf(out, cap, "data shard %d of %d is %s%s", shard, n, kind,
+                 strcmp(kind, "not a regular file") == 0
+                     ? ""
+                     : ", not a regular file");
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -291,7 +368,6 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         else if (shard < n)
             present[shard] = 1;
     }
-    free(key);
     for (int s = 0; s < count; s++) {
         if (!present[s]) {
             missing++;
@@ -307,6 +383,10 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         snprintf(row->problem, sizeof(row->problem), "%s",
                  index_problem(index));
         free(index);
+    } else if ((count == 0 || missing > 0) && !mixed &&
+               irregular_data_file(l, key, blen, count, row->problem,
+                                   sizeof(row->problem))) {
+        /* said what is there instead of a missing data file */
     } else if (count == 0)
         snprintf(row->problem, sizeof(row->problem), "missing data files");
     else if (mixed)
@@ -318,6 +398,7 @@ static void scan_files(ckpt_row *row, dir_listing *l)
     else if (missing > 1)
         snprintf(row->problem, sizeof(row->problem),
                  "missing %d of %d data shards", missing, count);
+    free(key);
 }
 
 /* A checkpoint outside DIR: only the index it names is looked at (no
@@ -378,7 +459,7 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
 {
     enum cli_dir_place place =
         cli_dir_place(rows[first]->parent, dir, dir_real);
-    dir_listing other = {NULL, 0};
+    dir_listing other = {NULL, 0, NULL, NULL, 0};
     dir_listing *l = NULL;
     if (place == CLI_DIR_SAME)
         l = dir_files;
@@ -753,7 +834,7 @@ static int run(int argc, char **argv)
     const char *dir = NULL;
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf latest = CKPT_BUF_INIT;
-    dir_listing files = {NULL, 0};
+    dir_listing files = {NULL, 0, NULL, NULL, 0};
     ckpt_row *rows = NULL;
     stray *strays = NULL;
     size_t nrows = 0, nstrays;
