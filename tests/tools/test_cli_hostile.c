@@ -352,6 +352,34 @@ static void test_missing_data_file_said_once(void **state)
     run_free(&r);
 }
 
+/* Data file names that claim 2147483647 shards (the count is only in the
+ * names): ls counts the missing ones from the files it finds, without an
+ * array of that many entries or a loop over them (it took 2 GiB and 5 s
+ * per checkpoint, and ran out of memory under the test's limit); the
+ * first missing one is still the first gap among those found. */
+static void test_ls_data_file_claims_int_max_shards(void **state)
+{
+    bt_fixture *f = *state;
+    static const char text[] = "model_checkpoint_path: \"ckpt\"\n"
+                               "all_model_checkpoint_paths: \"two\"\n"
+                               "all_model_checkpoint_paths: \"ckpt\"\n";
+    static const char *const names[] = {"ckpt.data-00000-of-2147483647",
+                                        "two.data-00002-of-00003",
+                                        "two.data-00000-of-00003"};
+    cli_run r;
+    write_one_float(f, 1, 0);
+    test_touch(f->dir, "two.index");
+    for (size_t i = 0; i < 3; i++)
+        test_touch(f->dir, names[i]);
+    test_write_file(f->state, text, sizeof(text) - 1);
+    RUN_BOUNDED(r, "ls", f->dir);
+    expect_status(&r, 0);
+    expect_contains(r.out, "latest  (missing 2147483646 of 2147483647 data "
+                           "shards)");
+    expect_contains(r.out, "(missing data shard 1 of 3)");
+    run_free(&r);
+}
+
 /* An index that says it has a billion data files, its one tensor in the
  * first, which is missing: only the data files the entries name are tried,
  * so verify says that one and ends within the test's memory and time. */
@@ -503,6 +531,7 @@ int main(void)
         T(test_partitioned_larger_than_memory),
         T(test_missing_data_file_said_once),
         T(test_different_errors_each_said),
+        T(test_ls_data_file_claims_int_max_shards),
         T(test_billion_shards_one_missing),
         T(test_repack_refused_tensor_named_with_source),
     };

@@ -326,13 +326,40 @@ static const char *index_problem(const char *path)
 /* Index and data files of `row` found in the listing `l` of its directory:
  * bytes, mtime, problems. Looks names up: work in the number of files the
  * checkpoint has, not in the size of the directory. */
+static int by_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Of the shard numbers present[0..n) (each below `count`; sorted here),
+ * how many of 0..count-1 are missing, and the first of them in *first.
+ * Work in the files found, not in `count`: a file name can claim
+ * 2147483647 shards. */
+static int count_missing(int *present, size_t n, int count, int *first)
+{
+    int distinct = 0, next = 0;
+    if (n > 1)
+        qsort(present, n, sizeof(*present), by_int);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && present[i] == present[i - 1])
+            continue;
+        distinct++;
+        if (present[i] == next)
+            next++;
+    }
+    *first = next;
+    return count - distinct;
+}
+
 static void scan_files(ckpt_row *row, dir_listing *l)
 {
     const char *base = row->base;
     size_t blen = strlen(base);
     char *key = cli_xmalloc(blen + 8);
     file_entry *f;
-    unsigned char *present = NULL;
+    int *present = NULL; /* shard numbers of the files found */
+    size_t npresent = 0;
     int count = 0, mixed = 0, missing = 0, first_missing = -1;
     size_t cap = 0;
     snprintf(key, blen + 8, "%s.index", base);
@@ -359,22 +386,18 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         sf->shard = shard;
         sf->of = n;
         sf->bytes = l->files[i].size;
-        if (count == 0 && n > 0) {
+        if (count == 0 && n > 0)
             count = n;
-            present = cli_xcalloc((size_t)n, 1);
-        }
         if (n != count)
             mixed = 1;
-        else if (shard < n)
-            present[shard] = 1;
-    }
-    for (int s = 0; s < count; s++) {
-        if (!present[s]) {
-            missing++;
-            if (first_missing < 0)
-                first_missing = s;
+        else if (shard < n) {
+            /* row->shards grows with it: room for every file's number */
+            present = cli_xrealloc(present, cap * sizeof(*present));
+            present[npresent++] = shard;
         }
     }
+    if (count > 0)
+        missing = count_missing(present, npresent, count, &first_missing);
     free(present);
     if (!f) {
         size_t n = strlen(row->parent) + blen + 8;
