@@ -1,9 +1,11 @@
 /* tests/mpi/patch_tensor.c - rewrites a checkpoint with one tensor's bytes
- * changed and everything else as it was (every record in the data shard it
- * was in, so the files keep their names; the checksums hold): the tampered
- * checkpoints the distributed demo's hostile-resume test restores from.
+ * changed, or the tensor left out, and everything else as it was (every
+ * record in the data shard it was in, so the files keep their names; the
+ * checksums hold): the tampered checkpoints the distributed demo's
+ * hostile-resume test restores from.
  *
  *   patch_tensor PREFIX TENSOR BYTE_OFFSET i32|i64 VALUE
+ *   patch_tensor PREFIX TENSOR drop
  *
  * Exit status 0, or 1 with the reason on stderr. */
 #include "ckpt.h"
@@ -13,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The patched copy of `r` at `tmp`, with the patch at `at` in `name`. */
+/* The patched copy of `r` at `tmp`, with the patch at `at` in `name`
+ * (`patch` NULL: without `name`). */
 static int copy_patched(ckpt_bundle_reader *r, const char *tmp,
                         const char *name, size_t at, const void *patch,
                         size_t n)
@@ -30,6 +33,11 @@ static int copy_patched(ckpt_bundle_reader *r, const char *tmp,
         if (!buf)
             return fprintf(stderr, "out of memory\n"), 1;
         err = ckpt_bundle_reader_read_entry(r, e, buf, bytes);
+        if (err == 0 && strcmp(e->name, name) == 0 && !patch) {
+            found = 1;
+            free(buf);
+            continue;
+        }
         if (err == 0 && strcmp(e->name, name) == 0) {
             found = 1;
             if (at > bytes || n > bytes - at) {
@@ -84,19 +92,23 @@ int main(int argc, char **argv)
     int32_t v32;
     int64_t v64;
     int rc, shards;
-    if (argc != 6 ||
-        (strcmp(argv[4], "i32") != 0 && strcmp(argv[4], "i64") != 0)) {
+    int drop = argc == 4 && strcmp(argv[3], "drop") == 0;
+    if (!drop && (argc != 6 || (strcmp(argv[4], "i32") != 0 &&
+                                strcmp(argv[4], "i64") != 0))) {
         fprintf(stderr, "usage: patch_tensor PREFIX TENSOR BYTE_OFFSET "
-                        "i32|i64 VALUE\n");
+                        "i32|i64 VALUE\n       patch_tensor PREFIX TENSOR "
+                        "drop\n");
         return 2;
     }
-    v64 = strtoll(argv[5], NULL, 0);
+    v64 = drop ? 0 : strtoll(argv[5], NULL, 0);
     v32 = (int32_t)v64;
     if (ckpt_bundle_reader_open(&r, argv[1], NULL) < 0)
         return fprintf(stderr, "%s\n", ckpt_error_last()->message), 1;
     snprintf(tmp, sizeof(tmp), "%s-patched", argv[1]);
     shards = ckpt_bundle_reader_num_shards(r);
-    if (strcmp(argv[4], "i32") == 0)
+    if (drop)
+        rc = copy_patched(r, tmp, argv[2], 0, NULL, 0);
+    else if (strcmp(argv[4], "i32") == 0)
         rc = copy_patched(r, tmp, argv[2], strtoul(argv[3], NULL, 0), &v32,
                           sizeof(v32));
     else

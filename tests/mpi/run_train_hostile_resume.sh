@@ -8,6 +8,10 @@
 # rank's position is at fault; and the directory stays as it was: no
 # checkpoint of step 7 saved from that position, none of the older good
 # ones deleted to make room for it (--keep 3), the state file unchanged.
+# Then a checkpoint that holds rank 0's data order, epoch and RNG state but
+# not its data/cursor/rank-0: refused too (it resumed from a position half
+# restored, half fresh), where a rank with none of its position stored
+# starts afresh (a run on more ranks than wrote the checkpoint).
 # Usage: run_train_hostile_resume.sh CKPT_TRAIN PATCH_TENSOR MPIEXEC [FLAGS...]
 set -euo pipefail
 train=$1 patch=$2 mpiexec=$3
@@ -48,4 +52,20 @@ grep -q "rank 0: creating the session: .*another rank's restored reading positio
 [ "$(snapshot)" = "$before" ] ||
     die "the directory changed: $(ls "$dir")"
 echo "ok: refused before saving, the directory as it was"
+
+rm -rf "$dir"
+run 20 >/dev/null || die "the second first run failed"
+"$patch" "$dir/model.ckpt-20" data/cursor/rank-0 drop ||
+    die "dropping data/cursor/rank-0 failed"
+before=$(snapshot)
+set +e
+run 40 >"$tmp/out" 2>"$tmp/err"
+status=$?
+set -e
+[ "$status" -ne 0 ] || die "the relaunch without data/cursor/rank-0 exited 0"
+grep -q "rank 0: creating the session: .*$dir/model.ckpt-20.*data/cursor/rank-0 is not in the checkpoint" "$tmp/err" ||
+    die "rank 0 did not name the missing tensor: $(cat "$tmp/err")"
+[ "$(snapshot)" = "$before" ] ||
+    die "the directory changed: $(ls "$dir")"
+echo "ok: a half-stored data position refused"
 echo PASS

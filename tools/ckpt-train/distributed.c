@@ -35,6 +35,21 @@
 #define DATA_DIM 32
 #define DATA_CLASSES 10
 
+/* The parts of a rank's data position, stored per rank. */
+#define POSITION_PARTS 4
+static const char *const position_names[POSITION_PARTS] = {
+    "data/order", "data/cursor", "data/epoch", "data/rng_state"};
+
+/* One part of the data position, registered through callbacks so that a
+ * restore says which parts it wrote: a rank with none of them stored
+ * starts its shard afresh (more ranks than wrote the checkpoint), one with
+ * some but not all would resume from a mixed position. */
+typedef struct position_part {
+    void *mem;
+    unsigned bit;
+    unsigned *restored;
+} position_part;
+
 typedef struct dist_trainer {
     train_options o;
     int rank, size;
@@ -48,6 +63,8 @@ typedef struct dist_trainer {
                      stop vote (grads[ngrads]) */
     size_t ngrads;
     int stopped; /* some rank caught SIGTERM or SIGINT: all stopped */
+    position_part parts[POSITION_PARTS];
+    unsigned restored; /* bit i: position_names[i] was restored */
 } dist_trainer;
 
 /* ---- stopping on a signal --------------------------------------------------
@@ -87,15 +104,73 @@ static int rep(ckpt_mpi_saver *s, ckpt_var v)
     return ckpt_mpi_saver_add_replicated(s, &v);
 }
 
+static int part_read(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    const position_part *p = payload;
+    memcpy(dst, (const char *)p->mem + offset, n);
+    return 0;
+}
+
+static int part_write(const void *src, uint64_t offset, size_t n, void *payload)
+{
+    position_part *p = payload;
+    memcpy((char *)p->mem + offset, src, n);
+    *p->restored |= p->bit;
+    return 0;
+}
+
+/* The data position per rank, optional so a run on more ranks than wrote
+ * the checkpoint works (position_names' order). */
+static int register_position(dist_trainer *t, ckpt_mpi_saver *s)
+{
+    ckpt_var v[POSITION_PARTS];
+    int err = 0;
+    v[0] = train_var("data/order", CKPT_DT_INT32, 1, t->data.n, 0, NULL);
+    v[1] = train_var("data/cursor", CKPT_DT_INT64, 0, 0, 0, NULL);
+    v[2] = train_var("data/epoch", CKPT_DT_INT64, 0, 0, 0, NULL);
+    v[3] = train_var("data/rng_state", CKPT_DT_UINT64, 1, 4, 0, NULL);
+    t->parts[0].mem = t->data.order;
+    t->parts[1].mem = &t->data.cursor;
+    t->parts[2].mem = &t->data.epoch;
+    t->parts[3].mem = t->data.shuffle.s;
+    for (int i = 0; err == 0 && i < POSITION_PARTS; i++) {
+        t->parts[i].bit = 1u << i;
+        t->parts[i].restored = &t->restored;
+        v[i].read = part_read;
+        v[i].write = part_write;
+        v[i].payload = &t->parts[i];
+        err = ckpt_mpi_saver_add_per_rank(s, &v[i], CKPT_MPI_OPTIONAL);
+    }
+    return err;
+}
+
+/* position_hook's `complete`: all of this rank's position restored, or
+ * none (a fresh start); else the first part missing is named. */
+static int position_complete(char *why, size_t why_n, void *payload)
+{
+    const dist_trainer *t = payload;
+    unsigned all = (1u << POSITION_PARTS) - 1;
+    if (t->restored == 0 || t->restored == all)
+        return 0;
+    for (int i = 0; i < POSITION_PARTS; i++)
+        if (!(t->restored & (1u << i))) {
+            snprintf(why, why_n,
+                     "%s/rank-%d is not in the checkpoint, which holds "
+                     "other parts of this rank's data position",
+                     position_names[i], t->rank);
+            break;
+        }
+    return -1;
+}
+
 /* The same names as the single-process trainer; the data position per
- * rank, optional so a run on more ranks than wrote the checkpoint works. */
+ * rank (register_position). */
 static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
 {
     static const char *const suffix[6] = {"kernel",        "kernel/Adam",
                                           "kernel/Adam_1", "bias",
                                           "bias/Adam",     "bias/Adam_1"};
     char name[160];
-    ckpt_var v;
     int err = rep(
         s, train_var("global_step", CKPT_DT_INT64, 0, 0, 0, &t->global_step));
     for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
@@ -121,18 +196,8 @@ static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
     if (err == 0)
         err = rep(s, train_var("optimizer/iterations", CKPT_DT_INT64, 0, 0, 0,
                                &t->model.iterations));
-    v = train_var("data/order", CKPT_DT_INT32, 1, t->data.n, 0, t->data.order);
     if (err == 0)
-        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = train_var("data/cursor", CKPT_DT_INT64, 0, 0, 0, &t->data.cursor);
-    if (err == 0)
-        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = train_var("data/epoch", CKPT_DT_INT64, 0, 0, 0, &t->data.epoch);
-    if (err == 0)
-        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
-    v = train_var("data/rng_state", CKPT_DT_UINT64, 1, 4, 0, t->data.shuffle.s);
-    if (err == 0)
-        err = ckpt_mpi_saver_add_per_rank(s, &v, CKPT_MPI_OPTIONAL);
+        err = register_position(t, s);
     return err;
 }
 
@@ -318,6 +383,8 @@ static int run(dist_trainer *t)
     position.data = &t->data;
     snprintf(position.suffix, sizeof(position.suffix), "/rank-%d", t->rank);
     position.all_ok = position_ok_on_every_rank;
+    position.all_ok_payload = t;
+    position.complete = position_complete;
     hooks[0] = position_check_hook(&position);
     if (err == 0)
         err = ckpt_checkpoint_hook_new(&hooks[1], &ho);

@@ -8,7 +8,9 @@ static int after_create_session(ckpt_session *s, ckpt_coordinator *coord,
 {
     position_hook *p = payload;
     char why[256];
-    int ok = dataset_position_check(p->data, p->suffix, why, sizeof(why)) == 0;
+    int ok = (!p->complete ||
+              p->complete(why, sizeof(why), p->all_ok_payload) == 0) &&
+             dataset_position_check(p->data, p->suffix, why, sizeof(why)) == 0;
     int all = p->all_ok ? p->all_ok(ok, p->all_ok_payload) : ok;
     (void)s;
     (void)coord;

@@ -21,6 +21,10 @@ typedef struct position_hook {
      * NULL: this process alone. */
     int (*all_ok)(int ok, void *payload);
     void *all_ok_payload;
+    /* Optional, checked first: whether the restore left the position
+     * whole (0), or -1 with what is missing in why[0..why_n). Its payload
+     * is all_ok_payload. */
+    int (*complete)(char *why, size_t why_n, void *payload);
 } position_hook;
 
 /* The hook over `p` (borrowed; it outlives the session). Its
