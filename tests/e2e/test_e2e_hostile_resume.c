@@ -1,7 +1,8 @@
 /* tests/e2e/test_e2e_hostile_resume.c - ckpt-train resuming from a
  * checkpoint whose checksums hold but whose reading position could not
  * have been written by it (an out-of-range sample index in data/order, a
- * negative data/cursor, a data/epoch at INT64_MAX): it refuses with a message
+ * negative data/cursor, a data/epoch at INT64_MAX, an all-zero
+ * data/rng_state): it refuses with a message
  * naming the checkpoint and the value, exit code 1, instead of indexing outside
  * its data set, and before it writes anything into the directory. */
 #include "e2e_util.h"
@@ -97,6 +98,7 @@ static void test_restored_position_out_of_range(void **state)
     int32_t huge = 0x7ffffff0;
     int64_t negative = -100000;
     int64_t last = INT64_MAX;
+    uint64_t zero_state[4] = {0, 0, 0, 0};
     (void)state;
     expect_refused(dir, "data/order", 0, &huge, sizeof(huge),
                    "data/order is not a permutation of 0..");
@@ -108,6 +110,10 @@ static void test_restored_position_out_of_range(void **state)
     dir = test_path(root, "epoch"); /* its next increment would overflow */
     expect_refused(dir, "data/epoch", 0, &last, sizeof(last),
                    "data/epoch 9223372036854775807 is outside 0..");
+    free(dir);
+    dir = test_path(root, "rng"); /* xoshiro256** would draw 0 for ever */
+    expect_refused(dir, "data/rng_state", 0, zero_state, sizeof(zero_state),
+                   "data/rng_state is all zero");
     free(dir);
     test_remove_tree(root);
 }

@@ -97,6 +97,12 @@ int dataset_position_check(const dataset *d, const char *suffix, char *why,
                  suffix, d->epoch, INT64_MAX - 1);
         return -1;
     }
+    if ((d->shuffle.s[0] | d->shuffle.s[1] | d->shuffle.s[2] |
+         d->shuffle.s[3]) == 0) {
+        /* xoshiro256** never leaves that state: every draw would be 0 */
+        snprintf(why, why_n, "data/rng_state%s is all zero", suffix);
+        return -1;
+    }
     seen = calloc((size_t)d->n, 1);
     if (!seen) {
         snprintf(why, why_n, "out of memory");

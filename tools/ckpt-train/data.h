@@ -36,7 +36,8 @@ void dataset_position_free(dataset *pos);
 void dataset_position_copy(dataset *to, const dataset *from);
 
 /* Whether a restored reading position is one this program can have
- * written: `order` a permutation of 0..n-1, 0 <= cursor <= n, epoch >= 0.
+ * written: `order` a permutation of 0..n-1, 0 <= cursor <= n, epoch >= 0,
+ * an RNG state other than all zero.
  * 0, or -1 with what is wrong in why[0..why_n) (a checkpoint whose CRCs
  * hold can still carry values that would index outside the data set),
  * naming the tensor ("data/order" and so on, `suffix` appended). */
