@@ -86,17 +86,17 @@ typedef struct file_entry {
     char *name;
     uint64_t size;
     double mtime;
-    int claimed; /* the index or a data file of a listed checkpoint */
+    int claimed;      /* the index or a data file of a listed checkpoint */
+    const char *kind; /* an entry of `others`: what it is ("a FIFO") */
 } file_entry;
 
 typedef struct dir_listing {
     file_entry *files; /* sorted by name */
     size_t n;
     /* Entries that are not regular files (symbolic links followed), sorted
-     * by name, with what each is in `kind`: a data file's name on a FIFO
-     * or directory is reported as that, not as a missing data file. */
+     * by name: a data file's name on a FIFO or directory is reported as
+     * that, not as a missing data file. */
     file_entry *others;
-    const char **kind;
     size_t nothers;
 } dir_listing;
 
@@ -126,13 +126,10 @@ static void add_other(dir_listing *out, size_t *cap, const char *name,
     if (out->nothers == *cap) {
         *cap = *cap ? *cap * 2 : 4;
         out->others = cli_xrealloc(out->others, *cap * sizeof(*out->others));
-        out->kind = cli_xrealloc(out->kind, *cap * sizeof(*out->kind));
     }
     memset(&out->others[out->nothers], 0, sizeof(*out->others));
     out->others[out->nothers].name = cli_xstrdup(name);
-    /* the kind goes with the entry through the sort: its index in `kind` */
-    out->others[out->nothers].size = out->nothers;
-    out->kind[out->nothers] = irregular_kind(mode);
+    out->others[out->nothers].kind = irregular_kind(mode);
     out->nothers++;
 }
 
@@ -166,6 +163,7 @@ static int list_dir(dir_listing *out, const char *dir)
         out->files[out->n].mtime =
             (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
         out->files[out->n].claimed = 0;
+        out->files[out->n].kind = NULL;
         out->n++;
     }
     closedir(d);
@@ -184,7 +182,6 @@ static void free_listing(dir_listing *l)
     for (size_t i = 0; i < l->nothers; i++)
         free(l->others[i].name);
     free(l->others);
-    free(l->kind);
     memset(l, 0, sizeof(*l));
 }
 
@@ -228,7 +225,7 @@ static int irregular_data_file(const dir_listing *l, const char *key,
          i < l->nothers && strncmp(l->others[i].name, key, blen + 6) == 0;
          i++) {
         int shard = 0, n = 0;
-        const char *kind = l->kind[l->others[i].size];
+        const char *kind = l->others[i].kind;
         if (cli_parse_data_name(l->others[i].name, &shard, &n) != blen ||
             (count > 0 && n != count))
             continue;
@@ -482,7 +479,7 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
 {
     enum cli_dir_place place =
         cli_dir_place(rows[first]->parent, dir, dir_real);
-    dir_listing other = {NULL, 0, NULL, NULL, 0};
+    dir_listing other = {NULL, 0, NULL, 0};
     dir_listing *l = NULL;
     if (place == CLI_DIR_SAME)
         l = dir_files;
@@ -857,7 +854,7 @@ static int run(int argc, char **argv)
     const char *dir = NULL;
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf latest = CKPT_BUF_INIT;
-    dir_listing files = {NULL, 0, NULL, NULL, 0};
+    dir_listing files = {NULL, 0, NULL, 0};
     ckpt_row *rows = NULL;
     stray *strays = NULL;
     size_t nrows = 0, nstrays;
