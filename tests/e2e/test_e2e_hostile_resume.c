@@ -2,7 +2,8 @@
  * checkpoint whose checksums hold but whose reading position could not
  * have been written by it (an out-of-range sample index in data/order, a
  * negative data/cursor, a data/epoch at INT64_MAX, an all-zero
- * data/rng_state): it refuses with a message
+ * data/rng_state) or a model no training writes (a NaN weight, a beta
+ * power of 1): it refuses with a message
  * naming the checkpoint and the value, exit code 1, instead of indexing outside
  * its data set, and before it writes anything into the directory. */
 #include "e2e_util.h"
@@ -10,6 +11,7 @@
 #include "ckpt.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +116,30 @@ static void test_restored_position_out_of_range(void **state)
     dir = test_path(root, "rng"); /* xoshiro256** would draw 0 for ever */
     expect_refused(dir, "data/rng_state", 0, zero_state, sizeof(zero_state),
                    "data/rng_state is all zero");
+    free(dir);
+    test_remove_tree(root);
+}
+
+/* Model values no training writes: a NaN weight (ReLU hides it from the
+ * loss, so the NaN check never fired and every later checkpoint stored
+ * it), a beta power of 1 (Adam's step divided by zero), a negative Adam
+ * second moment. */
+static void test_restored_model_out_of_range(void **state)
+{
+    char *root = test_make_temp_dir();
+    char *dir = test_path(root, "nan");
+    float nan = NAN, one = 1.0f, negative = -1.0f;
+    (void)state;
+    expect_refused(dir, "dense/kernel", 4, &nan, sizeof(nan),
+                   "dense/kernel element 1 is nan");
+    free(dir);
+    dir = test_path(root, "power");
+    expect_refused(dir, "beta1_power", 0, &one, sizeof(one),
+                   "beta1_power is 1, outside [0, 1)");
+    free(dir);
+    dir = test_path(root, "moment");
+    expect_refused(dir, "dense_1/bias/Adam_1", 0, &negative, sizeof(negative),
+                   "dense_1/bias/Adam_1 element 0 is -1");
     free(dir);
     test_remove_tree(root);
 }
@@ -235,6 +261,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restored_position_out_of_range),
+        cmocka_unit_test(test_restored_model_out_of_range),
         cmocka_unit_test(test_restored_line_names_restored_checkpoint),
         cmocka_unit_test(test_refused_before_initial_save),
     };

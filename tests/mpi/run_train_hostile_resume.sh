@@ -47,7 +47,7 @@ set -e
 [ "$status" -ne 0 ] || die "the relaunch on a tampered checkpoint exited 0"
 grep -q "rank 1: creating the session: .*$dir/model.ckpt-20.*data/order/rank-1 is not a permutation of 0\.\." "$tmp/err" ||
     die "rank 1 did not name the checkpoint and tensor: $(cat "$tmp/err")"
-grep -q "rank 0: creating the session: .*another rank's restored reading position" "$tmp/err" ||
+grep -q "rank 0: creating the session: .*another rank's restored state" "$tmp/err" ||
     die "rank 0 did not say why it stopped: $(cat "$tmp/err")"
 [ "$(snapshot)" = "$before" ] ||
     die "the directory changed: $(ls "$dir")"

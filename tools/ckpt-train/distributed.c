@@ -17,8 +17,8 @@
 #include "make_dirs.h"
 #include "model.h"
 #include "options.h"
-#include "position_hook.h"
 #include "report.h"
+#include "restored_check.h"
 #include "train_var.h"
 
 #include <errno.h>
@@ -144,7 +144,7 @@ static int register_position(dist_trainer *t, ckpt_mpi_saver *s)
     return err;
 }
 
-/* position_hook's `complete`: all of this rank's position restored, or
+/* restored_check's `complete`: all of this rank's position restored, or
  * none (a fresh start); else the first part missing is named. */
 static int position_complete(char *why, size_t why_n, void *payload)
 {
@@ -319,9 +319,9 @@ static int ok_on_every_rank(int ok)
     return all_ok;
 }
 
-/* position_hook's all_ok: whether every rank's restored reading position
- * is one this program can have written (a fresh one always is). */
-static int position_ok_on_every_rank(int ok, void *payload)
+/* restored_check's all_ok: whether every rank's restored state is one
+ * this program can have written (a fresh one always is). */
+static int state_ok_on_every_rank(int ok, void *payload)
 {
     (void)payload;
     return ok_on_every_rank(ok);
@@ -337,8 +337,8 @@ static int run(dist_trainer *t)
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hooks[3];
-    position_hook position; /* checks the restored per-rank position */
-    report rep;             /* this rank's saves' blocking, for the summary */
+    restored_check check; /* refuses a restored state no run writes */
+    report rep;           /* this rank's saves' blocking, for the summary */
     double blocking[2], worst[2] = {0, 0};
     int err, code = 1;
     report_init(&rep, 1, 0, 0);
@@ -377,15 +377,16 @@ static int run(dist_trainer *t)
         sess.log_level = CKPT_LOG_OFF;
     else if (t->o.quiet)
         sess.log_level = CKPT_LOG_WARN; /* --quiet: warnings and errors */
-    /* The restored position is checked first, on every rank together,
+    /* The restored state is checked first, on every rank together,
      * before the checkpoint hook's initial save could store it. */
-    memset(&position, 0, sizeof(position));
-    position.data = &t->data;
-    snprintf(position.suffix, sizeof(position.suffix), "/rank-%d", t->rank);
-    position.all_ok = position_ok_on_every_rank;
-    position.all_ok_payload = t;
-    position.complete = position_complete;
-    hooks[0] = position_check_hook(&position);
+    memset(&check, 0, sizeof(check));
+    check.data = &t->data;
+    check.model = &t->model;
+    snprintf(check.suffix, sizeof(check.suffix), "/rank-%d", t->rank);
+    check.all_ok = state_ok_on_every_rank;
+    check.all_ok_payload = t;
+    check.complete = position_complete;
+    hooks[0] = restored_check_hook(&check);
     if (err == 0)
         err = ckpt_checkpoint_hook_new(&hooks[1], &ho);
     if (err == 0 && ckpt_stop_at_step_hook_new(&hooks[2], 0, t->o.steps) < 0) {

@@ -1,11 +1,10 @@
 /* tools/ckpt-train/main.c - ckpt-train, the demo trainer: an MLP trained
  * with Adam on a synthetic data set, in a monitored session with the
  * AsyncCheckpointSaverHook (or the synchronous one, or none), a stop-at-step
- * hook, a NaN check, a progress hook and the check of a restored reading
- * position. Everything needed to continue
- * exactly is in the checkpoint, so a run started again on the same
- * directory restores the latest checkpoint and continues as if it had never
- * stopped. Uses the public API only. */
+ * hook, a NaN check, a progress hook and the check of a restored state.
+ * Everything needed to continue exactly is in the checkpoint, so a run started
+ * again on the same directory restores the latest checkpoint and continues as
+ * if it had never stopped. Uses the public API only. */
 #include "ckpt.h"
 #include "data.h"
 #ifdef CKPT_TRAIN_MPI
@@ -14,8 +13,8 @@
 #include "make_dirs.h"
 #include "model.h"
 #include "options.h"
-#include "position_hook.h"
 #include "report.h"
+#include "restored_check.h"
 #include "train_var.h"
 
 #include <errno.h>
@@ -40,8 +39,8 @@ typedef struct trainer {
     mlp model;
     dataset data;
     int64_t global_step;
-    dataset ahead;          /* reading position of the step in progress */
-    position_hook position; /* checks a restored position */
+    dataset ahead;        /* reading position of the step in progress */
+    restored_check check; /* refuses a restored state no run writes */
     float *batch_x;
     int32_t *batch_y;
 } trainer;
@@ -142,7 +141,7 @@ static void fail(const char *what)
     fprintf(stderr, "ckpt-train: %s: %s\n", what, ckpt_error_last()->message);
 }
 
-/* Build the hooks: progress, the restored position's check (before the
+/* Build the hooks: progress, the restored state's check (before the
  * checkpoint hook's initial save), stop at step, NaN check, and the
  * checkpoint hook unless --mode none. On failure the hooks built so far are
  * destroyed. */
@@ -152,8 +151,9 @@ static int build_hooks(trainer *t, report *rep, ckpt_saver_options *so,
     int err;
     *nhooks = 0;
     hooks[(*nhooks)++] = report_hook(rep);
-    t->position.data = &t->data;
-    hooks[(*nhooks)++] = position_check_hook(&t->position);
+    t->check.data = &t->data;
+    t->check.model = &t->model;
+    hooks[(*nhooks)++] = restored_check_hook(&t->check);
     err = ckpt_stop_at_step_hook_new(&hooks[*nhooks], 0, t->opt.steps);
     if (err == 0)
         (*nhooks)++;

@@ -46,4 +46,10 @@ float mlp_train_step(mlp *m, const float *x, const int32_t *labels);
 float mlp_compute_gradients(mlp *m, const float *x, const int32_t *labels);
 void mlp_apply_gradients(mlp *m);
 
+/* Whether a restored state is one training can have written: weights,
+ * biases and Adam moments finite, second moments >= 0, beta powers in
+ * [0, 1), iterations >= 0. 0, or -1 with the first tensor at fault and its
+ * value in why[0..why_n) (model_check.c). */
+int mlp_check_restored(const mlp *m, char *why, size_t why_n);
+
 #endif
