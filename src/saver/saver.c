@@ -58,7 +58,32 @@ static int dir_probe(const char *name, void *payload)
     return 1; /* one entry is enough */
 }
 
-static int check_dir_exists(const ckpt_fs *fs, const char *dir)
+/* Whether `dir`, which does not exist, reads as TensorFlow's save_path
+ * ("<directory>/model.ckpt"): its last part is the basename or ends in
+ * ".ckpt", and the part before it is a directory. */
+static int looks_like_save_path(const ckpt_fs *fs, const char *dir,
+                                const char *basename)
+{
+    const char *slash = strrchr(dir, '/');
+    const char *last = slash ? slash + 1 : dir;
+    size_t n = strlen(last);
+    char *parent;
+    int err;
+    if (strcmp(last, basename) != 0 &&
+        (n < 5 || strcmp(last + n - 5, ".ckpt") != 0))
+        return 0;
+    if (!slash)
+        return 1; /* relative to the working directory, which exists */
+    parent = ckpt__strndup(dir, slash == dir ? 1 : (size_t)(slash - dir));
+    if (!parent)
+        return 0;
+    err = ckpt__fs_list(fs, parent, dir_probe, NULL); /* message replaced */
+    ckpt__free(parent);
+    return err >= 0;
+}
+
+static int check_dir_exists(const ckpt_fs *fs, const char *dir,
+                            const char *basename)
 {
     int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
@@ -66,6 +91,14 @@ static int check_dir_exists(const ckpt_fs *fs, const char *dir)
     if (err == CKPT_ENOTFOUND) {
         /* listing a file fails as ENOTDIR, which maps to not found too */
         int exists = ckpt__fs_stat(fs, dir, NULL, NULL) == 0;
+        if (!exists && looks_like_save_path(fs, dir, basename))
+            return ckpt__error(
+                CKPT_ENOTFOUND,
+                "checkpoint directory %s does not exist (a saver takes the "
+                "directory, not TensorFlow's save_path: open the directory "
+                "it is in, and set the options' basename to its last part "
+                "unless that is '%s', the default)",
+                dir, CKPT__DEFAULT_BASENAME);
         return ckpt__error(CKPT_ENOTFOUND,
                            exists ? "checkpoint directory %s is not a "
                                     "directory"
@@ -158,7 +191,9 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     err = ckpt__saver_options_check(opts, "saver options");
     if (err < 0)
         return err;
-    err = check_dir_exists(ckpt_fs_or_default(opts->fs), dir);
+    err = check_dir_exists(ckpt_fs_or_default(opts->fs), dir,
+                           opts->basename ? opts->basename
+                                          : CKPT__DEFAULT_BASENAME);
     if (err < 0)
         return err;
     s = ckpt__calloc(1, sizeof(*s));

@@ -201,7 +201,20 @@ static void test_b72_missing_directory(void **state)
     snprintf(missing, sizeof(missing), "%s/nope/deeper", f->dir);
     assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
                       "does not exist");
+    assert_null(strstr(ckpt_error_last()->message, "save_path"));
     assert_null(s);
+    /* TensorFlow's save_path ("<dir>/model.ckpt") given as the directory
+     * says what to give instead; under a missing directory it does not */
+    snprintf(missing, sizeof(missing), "%s/model.ckpt", f->dir);
+    assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
+                      "model.ckpt does not exist (a saver takes the "
+                      "directory, not TensorFlow's save_path: open the "
+                      "directory it is in");
+    assert_null(s);
+    snprintf(missing, sizeof(missing), "%s/nope/mnist.ckpt", f->dir);
+    assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
+                      "mnist.ckpt does not exist");
+    assert_null(strstr(ckpt_error_last()->message, "save_path"));
     /* a file of that name is named for what it is */
     snprintf(missing, sizeof(missing), "%s/file", f->dir);
     test_write_file(missing, "x", 1);
