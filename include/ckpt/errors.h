@@ -46,9 +46,16 @@ CKPT_EXTERN(const char *) ckpt_strerror(int code);
 /** Short constant name of `code`, e.g. "CKPT_ECORRUPT" (never NULL). */
 CKPT_EXTERN(const char *) ckpt_error_name(int code);
 
-/** The calling thread's last error. The pointer and its message stay valid
- *  until the next failing call on this thread. When no error was recorded
- *  the code is 0 and the message is "no error". */
+/** The calling thread's last error. Read it right after a call returned a
+ *  negative code: it holds that call's code and message. After a call
+ *  that returned 0 it tells nothing, as errno does: some successful calls
+ *  leave an earlier error in place, others clear it (those that handled an
+ *  error of their own, such as ckpt_saver_open). The pointer and its
+ *  message stay valid until the next failing call on this thread. Another
+ *  thread's failures never show here; a background write's failure shows
+ *  on the thread of the call that returns it (save, poll, wait, close, or
+ *  a session's run). When no error was recorded the code is 0 and the
+ *  message is "no error". */
 CKPT_EXTERN(const ckpt_error *) ckpt_error_last(void);
 
 /** Forget the calling thread's last error. */
