@@ -236,10 +236,13 @@ typedef struct ckpt_saver ckpt_saver;
  *  leftovers, which may be another saver's save in flight; the kernel
  *  drops it when the process ends), and a saver of another process gets
  *  CKPT_EBUSY, since its recovery would delete the first one's temporary
- *  files. Savers of one process sharing a directory each write the state
- *  file from their own list: let only one of them save there (the others
- *  restore), or each one's checkpoints drop out of the other's list and
- *  are left on disk unlisted. A child made by fork() inherits the lock
+ *  files. Of the savers of one process sharing a directory, one saves
+ *  there: the first to save holds it until it is freed, and another's
+ *  save or save_async gets CKPT_EBUSY naming the directory (each writes
+ *  the state file from its own list and would drop the other's
+ *  checkpoints from it); so does, later, a saver opened before that
+ *  first save, whose list is out of date: open a new one. The others may
+ *  restore. A child made by fork() inherits the lock
  *  but not the right to save: its saver gets CKPT_EBUSY there. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
@@ -280,7 +283,9 @@ CKPT_EXTERN(int) ckpt_saver_saves_var(ckpt_saver *s, const char *name,
  *  save wait for the deletion), else before this returns.
  *  @return 0, CKPT_EINVAL (a negative step other than CKPT_NO_STEP; no step
  *          and basename equals the state file name; no variables),
- *          CKPT_ENOTFOUND (directory gone), CKPT_ENOSPC,
+ *          CKPT_EBUSY (another saver of this process saves into the
+ *          directory, see ckpt_saver_open), CKPT_ENOTFOUND (directory
+ *          gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
 CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
                                  ckpt_buf *prefix_out);
@@ -307,7 +312,10 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *  do not. `ticket_out` (may be NULL) receives a number > 0 identifying the
  *  save.
  *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
- *          and logged; nothing was copied); an earlier background failure
+ *          and logged; nothing was copied), or as ckpt_saver_save's when
+ *          another saver of this process saves into the directory (see
+ *          ckpt_saver_open; not counted as skipped); an earlier
+ *          background failure
  *          (returned once, nothing dispatched); or an error of the snapshot */
 CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
                                        uint64_t *ticket_out);

@@ -11,7 +11,13 @@
  * not available (ENOLCK, some network file systems) the saver goes on
  * without it. The kernel drops the lock when the process ends, however it
  * ends. A save checks the path still leads to the locked directory before
- * it writes, names or deletes anything (ckpt__dir_lock_check). */
+ * it writes, names or deletes anything (ckpt__dir_lock_check). Of the
+ * savers sharing it, only one saves: the first to save claims the
+ * directory until it is freed, and another's save is refused with
+ * CKPT_EBUSY (ckpt__dir_lock_claim), since each saver writes the state
+ * file from its own list and would drop the other's checkpoints from it;
+ * so is, afterwards, the save of a saver opened before that claim, whose
+ * list is out of date. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -28,6 +34,8 @@ struct ckpt__dir_lock {
     int fd; /* holds the flock; -1 when flock() was not available */
     int refs;
     long pid; /* the process that took it (a fork()ed child inherits it) */
+    const void *saver;    /* the one holder that saves here; NULL: none now */
+    unsigned long claims; /* how many holders have saved here so far */
     struct ckpt__dir_lock *next;
 };
 
@@ -137,6 +145,64 @@ void ckpt__dir_lock_release(ckpt__dir_lock *lock)
             close(lock->fd); /* drops the flock */
         ckpt__free(lock);
     }
+    pthread_mutex_unlock(&locks_mu);
+}
+
+unsigned long ckpt__dir_lock_claims(ckpt__dir_lock *lock)
+{
+    unsigned long claims;
+    if (!lock)
+        return 0;
+    pthread_mutex_lock(&locks_mu);
+    claims = lock->claims;
+    pthread_mutex_unlock(&locks_mu);
+    return claims;
+}
+
+int ckpt__dir_lock_claim(ckpt__dir_lock *lock, const void *saver,
+                         unsigned long claims_seen, const char *dir)
+{
+    const void *holder;
+    int stale = 0;
+    if (!lock) /* another file system, or none taken */
+        return 0;
+    pthread_mutex_lock(&locks_mu);
+    if (!lock->saver && lock->claims == claims_seen) {
+        lock->saver = saver;
+        lock->claims++;
+    } else if (!lock->saver) {
+        stale = 1;
+    }
+    holder = lock->saver;
+    pthread_mutex_unlock(&locks_mu);
+    if (holder == saver)
+        return 0;
+    if (stale)
+        return ckpt__error(
+            CKPT_EBUSY,
+            "checkpoint directory %s: another saver of this process saved "
+            "there since this one was opened, so this one's list of "
+            "checkpoints is out of date (saving from it would drop the "
+            "other's checkpoints from the state file); open a new saver to "
+            "save there",
+            dir);
+    return ckpt__error(
+        CKPT_EBUSY,
+        "checkpoint directory %s: another saver of this process saves "
+        "there (the first to save holds it until it is freed): each would "
+        "write the state file from its own list and drop the other's "
+        "checkpoints from it; save through that one, or free it and open "
+        "a new saver (a second saver that only restores is fine)",
+        dir);
+}
+
+void ckpt__dir_lock_unclaim(ckpt__dir_lock *lock, const void *saver)
+{
+    if (!lock)
+        return;
+    pthread_mutex_lock(&locks_mu);
+    if (lock->saver == saver)
+        lock->saver = NULL;
     pthread_mutex_unlock(&locks_mu);
 }
 

@@ -67,6 +67,7 @@ static void kept_dispose(ckpt__kept_list *l)
 
 void ckpt__dir_state_dispose(ckpt__dir_state *ds)
 {
+    ckpt__dir_lock_unclaim(ds->lock, ds);
     ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
@@ -455,6 +456,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     int err = ds->lock ? 0 : ckpt__dir_lock_acquire(ds->fs, ds->dir, &ds->lock);
     if (err < 0)
         return err;
+    ds->lock_claims = ckpt__dir_lock_claims(ds->lock); /* before the read */
     err = ckpt_state_read(&st, ds->fs, ds->dir);
     if (err == CKPT_ENOTFOUND) {
         /* A fresh directory (or one whose first save a crash cut short:

@@ -340,7 +340,9 @@ static int check_can_save(ckpt_saver *s)
         return ckpt__error(CKPT_ESTATE, "save: the saver is closed");
     if (s->nvars == 0)
         return ckpt__error(CKPT_EINVAL, "save: no variables to save");
-    return 0;
+    /* one saver of this process saves into a directory */
+    return ckpt__dir_lock_claim(s->ds.lock, &s->ds, s->ds.lock_claims,
+                                s->ds.dir);
 }
 
 static int saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)

@@ -72,6 +72,18 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
 int ckpt__dir_lock_shared(ckpt__dir_lock *lock);
 /* Give up one hold (NULL is ignored); the last one drops the lock. */
 void ckpt__dir_lock_release(ckpt__dir_lock *lock);
+/* How many holders of `lock` have claimed it to save so far (0 for NULL):
+ * a saver notes it when it reads the state file. */
+unsigned long ckpt__dir_lock_claims(ckpt__dir_lock *lock);
+/* Make `saver` the one holder of `lock` that saves, until
+ * ckpt__dir_lock_unclaim: 0 (also for a NULL lock, or when it is that
+ * holder already), or CKPT_EBUSY naming `dir` when another holder has the
+ * claim, or had it since the caller read the state file (`claims_seen`
+ * differs: the caller's list of checkpoints is out of date). */
+int ckpt__dir_lock_claim(ckpt__dir_lock *lock, const void *saver,
+                         unsigned long claims_seen, const char *dir);
+/* Drop `saver`'s claim, if it has it (NULL lock: nothing). */
+void ckpt__dir_lock_unclaim(ckpt__dir_lock *lock, const void *saver);
 /* 0 when `dir` still names the directory `lock` was taken on (or `lock` is
  * NULL); else CKPT_ENOTFOUND saying the directory was moved, replaced or
  * swapped for a link (or, for a relative path, the process changed its
@@ -95,7 +107,9 @@ typedef struct ckpt__dir_state {
     ckpt_log_fn log;
     void *log_payload;
     int log_level;
-    ckpt__dir_lock *lock; /* taken by ckpt__dir_state_recover */
+    ckpt__dir_lock *lock;      /* taken by ckpt__dir_state_recover */
+    unsigned long lock_claims; /* ckpt__dir_lock_claims when the list was
+                                  read from the state file */
     int reconciled; /* ckpt__dir_state_reconcile ran (or had nothing to do) */
 } ckpt__dir_state;
 

@@ -1737,8 +1737,9 @@ static void test_resave_removes_other_shard_counts(void **state)
 }
 
 /* Two savers of one process on one directory (a hook's and a scaffold's,
- * say): the second one's recovery sweeps nothing, since what looks left
- * over may be the first one's save in flight; a later sole saver sweeps. */
+ * say, one of which saves): the second one's recovery sweeps nothing, nor
+ * does its save, since what looks left over may be the other one's save
+ * in flight; a later sole saver sweeps. */
 static void test_second_saver_of_process_sweeps_nothing(void **state)
 {
     fixture *f = *state;
@@ -1748,6 +1749,8 @@ static void test_second_saver_of_process_sweeps_nothing(void **state)
     ckpt_saver *a, *b;
     a = open_saver(f, NULL);
     save_steps(a, f, 2, 2);
+    ckpt_saver_free(a);
+    a = open_saver(f, NULL); /* holds the directory, saves nothing */
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001", temp);
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001", orphan);
     b = open_saver(f, NULL);
@@ -1893,12 +1896,69 @@ static void test_tensor_names_are_not_paths(void **state)
     ckpt_buf_dispose(&prefix);
 }
 
+/* Two savers of one process on one directory: the second opens and
+ * restores, but once the first has saved, the second's saves (sync and
+ * async) are refused with CKPT_EBUSY naming the directory, nothing of
+ * them written, and the first's list stays whole (before, each wrote the
+ * state file from its own list and dropped the other's checkpoints from
+ * it). Once the first is freed, the second, whose list predates the
+ * first's saves, is still refused; a saver opened then saves, listing
+ * every checkpoint. Savers of two directories save side by side. */
+static void test_one_saver_saves_into_a_directory(void **state)
+{
+    fixture *f = *state;
+    char other[4096];
+    ckpt_saver *a = open_saver(f, NULL);
+    ckpt_saver *b = open_saver(f, NULL);
+    ckpt_saver *c;
+    char *dir = f->dir;
+    char *text;
+    save_steps(a, f, 1, 2);
+    assert_ckpt_ok(ckpt_saver_restore_latest(b, NULL));
+    assert_ckpt_error(ckpt_saver_save(b, 3, NULL), CKPT_EBUSY,
+                      "another saver of this process saves there");
+    assert_non_null(strstr(ckpt_error_last()->message, dir));
+    assert_ckpt_error(ckpt_saver_save_async(b, 4, NULL), CKPT_EBUSY,
+                      "free it and open a new saver");
+    assert_false(file_exists(dir, "model.ckpt-3.index"));
+    assert_false(file_exists(dir, "model.ckpt-4.index"));
+    save_steps(a, f, 5, 5);
+    assert_int_equal(ckpt_saver_num_checkpoints(a), 3);
+    text = read_state(dir);
+    assert_non_null(strstr(text, "\"model.ckpt-2\""));
+    free(text);
+    /* another directory saves beside it */
+    snprintf(other, sizeof(other), "%s/other", dir);
+    assert_int_equal(mkdir(other, 0755), 0);
+    f->dir = other;
+    c = open_saver(f, NULL);
+    f->dir = dir;
+    save_steps(c, f, 6, 6);
+    save_steps(a, f, 7, 7);
+    ckpt_saver_free(c);
+    ckpt_saver_free(a);
+    /* b's list predates a's saves: still refused, saying so */
+    assert_ckpt_error(ckpt_saver_save(b, 8, NULL), CKPT_EBUSY,
+                      "this one's list of checkpoints is out of date");
+    ckpt_saver_free(b);
+    b = open_saver(f, NULL);
+    save_steps(b, f, 8, 8);
+    assert_int_equal(ckpt_saver_num_checkpoints(b), 5);
+    text = read_state(dir);
+    assert_non_null(strstr(text, "\"model.ckpt-1\""));
+    assert_non_null(strstr(text, "\"model.ckpt-8\""));
+    free(text);
+    ckpt_saver_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip_every_dtype, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_b70_naming, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_saver_saves_into_a_directory,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_b71_no_step_state_name, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_b72_missing_directory, setup,
