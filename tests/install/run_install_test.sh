@@ -94,6 +94,17 @@ bad=$(nm -D --defined-only "$lib/libckpt.so.$version" | awk '{print $3}' |
 [ -z "$bad" ] || die "libckpt.so exports non-API symbols:"$'\n'"$bad"
 echo "ok: only ckpt_* symbols exported"
 
+# A program that links libckpt.a (or libckpt_mpi.a) may define crc32c,
+# snappy_uncompress or any other name of its own: every global symbol the
+# archives define carries the ckpt_ prefix (ckpt__ for internals).
+for a in "$lib/libckpt.a" "$lib/libckpt_mpi.a"; do
+    [ -e "$a" ] || continue
+    bad=$(nm -g --defined-only "$a" | awk 'NF == 3 {print $3}' |
+        grep -Ev '^ckpt_[a-z0-9_]' | sort -u || true)
+    [ -z "$bad" ] || die "$(basename "$a") defines unprefixed globals:"$'\n'"$bad"
+done
+echo "ok: the static archives define only ckpt_* globals"
+
 # The fault-injecting file system belongs to the tests' own library
 # (tests/support), not to what users link or include.
 if nm -D --defined-only "$lib/libckpt.so.$version" | grep -q ' ckpt_fs_fault_' ||
