@@ -95,22 +95,10 @@ static int validate(const ckpt_mpi_saver_options *o,
     return 0;
 }
 
-static int dir_probe(const char *name, void *payload)
-{
-    (void)name;
-    (void)payload;
-    return 1;
-}
-
 /* Rank 0: the directory exists; recover what earlier runs left. */
 static int open_on_root(ckpt_mpi_saver *s, const char *dir)
 {
-    int err = ckpt__fs_list(s->fs, dir, dir_probe, NULL);
-    if (err == 1)
-        err = 0;
-    if (err == CKPT_ENOTFOUND)
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "checkpoint directory %s does not exist", dir);
+    int err = ckpt__saver_check_dir(s->fs, dir, s->basename);
     if (err == 0)
         err = ckpt__dir_state_recover(&s->ds);
     return err;

@@ -82,8 +82,8 @@ static int looks_like_save_path(const ckpt_fs *fs, const char *dir,
     return err >= 0;
 }
 
-static int check_dir_exists(const ckpt_fs *fs, const char *dir,
-                            const char *basename)
+int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
+                          const char *basename)
 {
     int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
@@ -191,9 +191,9 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     err = ckpt__saver_options_check(opts, "saver options");
     if (err < 0)
         return err;
-    err = check_dir_exists(ckpt_fs_or_default(opts->fs), dir,
-                           opts->basename ? opts->basename
-                                          : CKPT__DEFAULT_BASENAME);
+    err = ckpt__saver_check_dir(ckpt_fs_or_default(opts->fs), dir,
+                                opts->basename ? opts->basename
+                                               : CKPT__DEFAULT_BASENAME);
     if (err < 0)
         return err;
     s = ckpt__calloc(1, sizeof(*s));

@@ -631,6 +631,12 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s);
  * basename): 0, or CKPT_EVERSION / CKPT_EINVAL with a message that starts
  * with `what` (e.g. "saver options"). */
 int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what);
+/* 0 when `dir` is a directory; else CKPT_ENOTFOUND saying it does not
+ * exist (with a hint when it reads as TensorFlow's save_path,
+ * "<directory>/<basename or *.ckpt>") or is not a directory; or the error
+ * listing it. For the single-process and the distributed saver's open. */
+int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
+                          const char *basename);
 
 /* restore_latest's outcome from its restore of the checkpoint the state
  * file names (restore.c; both savers): CKPT_ENOTFOUND (a variable, or a

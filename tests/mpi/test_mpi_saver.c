@@ -745,6 +745,7 @@ static void test_shape_mismatch_rejected(void **state)
 static void test_bad_options_rejected(void **state)
 {
     fixture *f = *state;
+    char path[4096];
     ckpt_mpi_saver_options zero, o;
     ckpt_mpi_saver *s = NULL;
     memset(&zero, 0, sizeof(zero));
@@ -776,6 +777,14 @@ static void test_bad_options_rejected(void **state)
     assert_null(s);
     assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
                       "NULL");
+    /* TensorFlow's save_path given as the directory: every rank is told
+     * what to open instead, as by the single-process saver */
+    snprintf(path, sizeof(path), "%s/model.ckpt", f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, path, NULL),
+                      CKPT_ENOTFOUND,
+                      "model.ckpt does not exist (a saver takes the "
+                      "directory, not TensorFlow's save_path");
+    assert_null(s);
 }
 
 /* A version-1 options struct (built against the header before
