@@ -1510,8 +1510,12 @@ static void explore(long budget)
     step = fixed > (size_t)budget
                ? (fixed + (size_t)budget - 1) / (size_t)budget
                : 1;
-    for (size_t j = 0; j < fixed && budget > 0; j += step) {
-        check_state(cuts[j % ncuts], (int)(j / ncuts));
+    /* the k-th of these states: cut k * step / S_COUNT, strategy k mod
+     * S_COUNT, so that a budget below `fixed` still spreads its cuts over
+     * the whole run and its strategies over all of them (each cut with
+     * every strategy when the budget covers them all) */
+    for (size_t j = 0, k = 0; j < fixed && budget > 0; j += step, k++) {
+        check_state(cuts[j / S_COUNT], (int)(k % S_COUNT));
         budget--;
     }
     while (budget > 0) {
