@@ -16,10 +16,10 @@
  *    prefix of them) or out of order across files (any subset closed under
  *    the order of the changes that share a name); a rename is atomic;
  *  - the root directory the run starts in exists and is durable.
- * Cut points: just before and just after every fsync/fdatasync and
- * directory fsync, and random points between; at each, several strategies
- * (keep everything, as a killed process leaves it; drop everything not
- * synced; entries kept but data lost; entries lost but data kept; random
+ * Cut points: just before and just after every fsync/fdatasync, directory
+ * fsync, rename and removal, and random points between; at each, several
+ * strategies (keep everything, as a killed process leaves it; drop everything
+ * not synced; entries kept but data lost; entries lost but data kept; random
  * prefixes; random subsets). Identical states are checked once.
  *
  * Checks of each state (D is the checkpoint directory):
@@ -51,11 +51,17 @@
  * must end with exit 1 (repack: 2) saying which save failed and naming the
  * sync, and its states are checked as above against an uninterrupted
  * reference run (the relaunch's disk works; repack's index need not be
- * there at the end).
+ * there at the end). With --mpi, --fail-rank R gives only rank R the
+ * failing disk (the other ranks' syncs work), and --relaunch-mpi M
+ * relaunches on M ranks instead of N: the relaunch must resume from the
+ * state file's latest checkpoint and leave a directory that verifies, but
+ * its final checkpoint is not compared (ranks without a stored data
+ * position start theirs afresh).
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
- *        [--seeds K] [--mpi N [--mpiexec PATH]] [--fail-sync N[,N...]]
+ *        [--seeds K] [--mpi N [--mpiexec PATH] [--relaunch-mpi M]]
+ *        [--fail-sync N[,N...] [--fail-rank R]]
  * Exit status 0 when every state passes, 1 otherwise (each failure is
  * printed with the operations before its cut and the state is kept). */
 #include <dirent.h>
@@ -760,6 +766,11 @@ static int exit_code(int st)
 static int mpi_ranks;
 static char mpiexec[4096];
 static char mpi_n[16];
+/* --relaunch-mpi (the checks' relaunch), --fail-rank; "": as --mpi, all */
+static char relaunch_n[16];
+static const char *fail_rank = "";
+/* the rank count train_argv gives mpiexec: mpi_n, or relaunch_n */
+static const char *train_n = mpi_n;
 
 /* The trainer's command line on `dir`; `recording`: under mpiexec, hand
  * the recorder's variables to the ranks. */
@@ -773,10 +784,12 @@ static void train_argv(char **argv, const char *dir, int recording)
         argv[i++] = "--bind-to";
         argv[i++] = "none";
         argv[i++] = "-n";
-        argv[i++] = mpi_n;
+        argv[i++] = (char *)train_n;
         if (recording && failing) {
             argv[i++] = "-x";
             argv[i++] = "CKPT_PC_FAIL_SYNC";
+            argv[i++] = "-x";
+            argv[i++] = "CKPT_PC_FAIL_RANK";
         }
         if (recording) {
             argv[i++] = "-x";
@@ -1218,7 +1231,9 @@ static void check_train_state(const char *state, size_t cut, int s)
         return;
     }
     /* 4. relaunch, finish, compare */
+    train_n = relaunch_n;
     train_argv(argv, dir, 0);
+    train_n = mpi_n;
     st = run(argv, out, 0);
     if (exit_code(st) != 0) {
         char *t = read_file(out, NULL);
@@ -1252,7 +1267,7 @@ static void check_train_state(const char *state, size_t cut, int s)
     argv[2] = buf;
     argv[3] = ref_prefix;
     argv[4] = NULL;
-    st = run(argv, out, 0);
+    st = strcmp(relaunch_n, mpi_n) ? 0 : run(argv, out, 0);
     if (exit_code(st) != 0) {
         char *t = read_file(out, NULL);
         fail(state, cut, s, "final checkpoint differs from the reference: %s",
@@ -1382,6 +1397,14 @@ static void record_train(void)
      * <file>" (or "failed: <file>: sync_dir <dir>"). */
     if (failing && exit_code(st) == 1 && says_sync_failed(out_path))
         return;
+    /* or, failing before any save, in the session's set-up (the
+     * checkpoint hook syncs the directory it creates): "creating the
+     * session: ...: sync_dir <dir>: Input/output error" */
+    if (failing && exit_code(st) == 1 &&
+        file_has(out_path, "creating the session: ") &&
+        file_has(out_path, ": sync_dir ") &&
+        file_has(out_path, "Input/output error"))
+        return;
     if (exit_code(st) != 0)
         die("the recorded run exited %d (output in %s)", exit_code(st),
             out_path);
@@ -1428,11 +1451,13 @@ static void failing_generations(long budget)
         if (mkdir(root_dir, 0755) != 0)
             die("mkdir %s", root_dir);
         setenv("CKPT_PC_FAIL_SYNC", k, 1);
+        setenv("CKPT_PC_FAIL_RANK", fail_rank, 1);
         if (scenario_repack)
             record_repack();
         else
             record_train();
         unsetenv("CKPT_PC_FAIL_SYNC");
+        unsetenv("CKPT_PC_FAIL_RANK");
         printf("power_cut_replay: syncs failing (EIO) from sync %s on: %s\n", k,
                file_has(out_path, ": Input/output error")
                    ? "the run failed, saying so"
@@ -1493,19 +1518,21 @@ static void record_repack(void)
  * lasts, spread evenly; then random cuts under random strategies. */
 static void explore(long budget)
 {
-    size_t *cuts = NULL, ncuts = 0, syncs, fixed, step;
+    size_t *cuts = NULL, ncuts = 0, syncs = 0, fixed, step;
     long before_total = states_total, before_distinct = states_distinct;
     int before_failures = failures;
     model m;
     nseen = 0;
     cuts = xmalloc(2 * (nops + 1) * sizeof(*cuts));
     cuts[ncuts++] = first_cut;
+    /* around every sync, rename and removal: the index's and the data
+     * files' renames into place, the state file's, retention's deletions */
     for (size_t i = first_cut; i < nops; i++)
-        if (ops[i].kind == 'S' || ops[i].kind == 'Y') {
+        if (strchr("SYNU", ops[i].kind)) {
+            syncs += ops[i].kind == 'S' || ops[i].kind == 'Y';
             cuts[ncuts++] = i;
             cuts[ncuts++] = i + 1;
         }
-    syncs = (ncuts - 1) / 2;
     fixed = ncuts * S_COUNT;
     step = fixed > (size_t)budget
                ? (fixed + (size_t)budget - 1) / (size_t)budget
@@ -1680,6 +1707,10 @@ int main(int argc, char **argv)
             seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(argv[i], "--mpi") && v)
             mpi_ranks = atoi(v), i++;
+        else if (!strcmp(argv[i], "--relaunch-mpi") && v)
+            path_printf(relaunch_n, sizeof(relaunch_n), "%d", atoi(v)), i++;
+        else if (!strcmp(argv[i], "--fail-rank") && v)
+            fail_rank = v, i++;
         else if (!strcmp(argv[i], "--mpiexec") && v)
             path_printf(mpiexec, sizeof(mpiexec), "%s", v), i++;
         else if (!strcmp(argv[i], "--seeds") && v)
@@ -1696,7 +1727,7 @@ int main(int argc, char **argv)
             die("usage: power_cut_replay --shim SO --train BIN --ckpt BIN "
                 "[--mode M] [--busy P] [--states N] [--seed S] "
                 "[--scenario train|resume|repack] [--seeds K] [--mpi N] "
-                "[--fail-sync N[,N...]]");
+                "[--relaunch-mpi M] [--fail-sync N[,N...]] [--fail-rank R]");
     }
     if (!shim || !train || !ckpt)
         die("--shim, --train and --ckpt are needed");
@@ -1730,6 +1761,10 @@ int main(int argc, char **argv)
         }
     }
     path_printf(mpi_n, sizeof(mpi_n), "%d", mpi_ranks);
+    if (!relaunch_n[0])
+        path_printf(relaunch_n, sizeof(relaunch_n), "%s", mpi_n);
+    if ((strcmp(relaunch_n, mpi_n) || fail_rank[0]) && mpi_ranks == 0)
+        die("--relaunch-mpi and --fail-rank go with --mpi");
     {
         const char *tmp = getenv("TMPDIR");
         path_printf(work, sizeof(work), "%s/power_cut_XXXXXX",

@@ -35,7 +35,10 @@
  * except with CKPT_PC_FAIL_SYNC=N (a failing disk): the Nth fsync or
  * fdatasync of a watched descriptor in this process, and every later one,
  * fails with EIO without reaching the kernel (and is not recorded: it made
- * nothing durable). */
+ * nothing durable). Under mpiexec every rank is one process writing to the
+ * same log (the flock orders them); with CKPT_PC_FAIL_RANK=R as well, only
+ * the rank R (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK in its
+ * environment) has the failing disk, the other ranks' syncs work. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -106,6 +109,19 @@ DECLARE(int, fputs, (const char *, FILE *));
 /* POSIX's way to take a function from dlsym without a cast ISO C forbids */
 #define LOAD(name) (*(void **)(&real_##name) = dlsym(RTLD_NEXT, #name))
 
+/* Whether this process is the one CKPT_PC_FAIL_RANK names (every process
+ * is, without it). */
+static int fails_here(void)
+{
+    const char *want = getenv("CKPT_PC_FAIL_RANK"), *rank = NULL;
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    if (!want || !*want)
+        return 1;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]) && !rank; i++)
+        rank = getenv(vars[i]);
+    return rank && strtol(rank, NULL, 10) == strtol(want, NULL, 10);
+}
+
 static void init(void)
 {
     const char *r = getenv("CKPT_PC_ROOT"), *l = getenv("CKPT_PC_LOG");
@@ -145,7 +161,7 @@ static void init(void)
     LOAD(fputs);
     if (!r || !l || r[0] != '/' || strlen(r) >= sizeof(root))
         return;
-    if (getenv("CKPT_PC_FAIL_SYNC"))
+    if (getenv("CKPT_PC_FAIL_SYNC") && fails_here())
         fail_sync_from = strtoull(getenv("CKPT_PC_FAIL_SYNC"), NULL, 10);
     strcpy(root, r);
     root_len = strlen(root);
