@@ -292,6 +292,28 @@ static void op_reset(ckpt__save_op *op)
     op->state = OP_IDLE;
 }
 
+/* Rank 0, a committed save: say it is durable and named, in the words of
+ * the single-process saver's writer ("checkpoint P (step N) is durable:
+ * ..."), with every rank's bytes and the index's. */
+static void log_durable(ckpt_mpi_saver *s, const ckpt__save_op *op,
+                        double write_s)
+{
+    const ckpt_saver_options *o = &s->opts.base;
+    uint64_t bytes = op->outcome.bytes;
+    for (int r = 0; op->all && r < s->size; r++)
+        bytes += op->all[r].bytes;
+    if (op->step == CKPT_NO_STEP)
+        ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_INFO,
+                  "checkpoint %s is durable on %d ranks: %" PRIu64
+                  " bytes in %.3f s",
+                  op->prefix.ptr, s->size, bytes, write_s);
+    else
+        ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_INFO,
+                  "checkpoint %s (step %" PRId64 ") is durable on %d ranks: "
+                  "%" PRIu64 " bytes in %.3f s",
+                  op->prefix.ptr, op->step, s->size, bytes, write_s);
+}
+
 static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
 {
     const ckpt_saver_options *o = &s->opts.base;
@@ -309,6 +331,8 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
     res.bytes = op->mine.bytes + (s->rank == 0 ? op->outcome.bytes : 0);
     if (!ok && op->temp_exists)
         ckpt__fs_remove_quiet(s->fs, op->temp_path.ptr);
+    if (ok && s->rank == 0)
+        log_durable(s, op, res.write_s);
     if (ok) {
         s->metrics.saves_completed++;
         s->metrics.bytes_written += res.bytes;

@@ -923,6 +923,41 @@ static void parse_reports(void)
     free(text);
 }
 
+/* A run that ended well said every save it started durable ("saving
+ * checkpoint for step N", "snapshot of step N taken": a skipped trigger
+ * starts none), so check 3 holds the cuts to each of them; a trainer that
+ * never said so would leave check 3 only its final line. */
+static void check_every_save_reported(void)
+{
+    char *text = read_file(out_path, NULL), *p = text;
+    const char *starts[] = {"saving checkpoint for step ", "snapshot of step "};
+    int started = 0;
+    while (p && *p) {
+        char *nl = strchr(p, '\n');
+        long step = -1;
+        int found = 0;
+        if (nl)
+            *nl = '\0';
+        for (int k = 0; k < 2 && step < 0; k++) {
+            const char *at = strstr(p, starts[k]);
+            if (at)
+                step = atol(at + strlen(starts[k]));
+        }
+        for (int r = 0; step >= 0 && r < nreports && !found; r++)
+            found = reports[r].step == step;
+        if (step >= 0 && !found)
+            die("the recorded run never said the checkpoint of step %ld is "
+                "durable (output in %s)",
+                step, out_path);
+        started += step >= 0;
+        p = nl ? nl + 1 : NULL;
+    }
+    if (started < 2)
+        die("the recorded run started %d saves (output in %s)", started,
+            out_path);
+    free(text);
+}
+
 /* ---- one state ---- */
 
 /* The first cut of this generation (ops before it describe the directory
@@ -1790,6 +1825,8 @@ int main(int argc, char **argv)
             parse_log(log_path);
             parse_reports();
         }
+        if (!scenario_resume && !scenario_repack)
+            check_every_save_reported();
         if (scenario_resume)
             resume_generations(states, seeds);
         else

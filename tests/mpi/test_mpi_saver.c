@@ -1367,6 +1367,61 @@ static void test_repeated_step_warns_once(void **state)
     assert_non_null(strstr(warnings, want));
 }
 
+static void keep_info(int level, const char *message, void *payload)
+{
+    char *b = payload;
+    size_t used = strlen(b);
+    if (level == CKPT_LOG_INFO)
+        snprintf(b + used, WARNINGS_SIZE - used, "%s\n", message);
+}
+
+/* A committed save, sync or async, is said durable once, by rank 0, when
+ * its outcome is delivered: "checkpoint P (step N) is durable on R ranks:
+ * B bytes in T s" (the single-process saver's words, so a log reader such
+ * as the black-box power-cut checker knows which saves it must never
+ * lose); a failed one is not. */
+static void test_durable_logged_by_rank0(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    static char info[WARNINGS_SIZE];
+    char want[4300];
+    const char *p;
+    int n = 0;
+    info[0] = '\0';
+    o.base.log = keep_info;
+    o.base.log_payload = info;
+    o.base.log_level = CKPT_LOG_INFO;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 7, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 8, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    for (p = info; (p = strstr(p, ") is durable on ")) != NULL; p++)
+        n++;
+    if (test_rank() != 0) {
+        assert_int_equal(n, 0);
+        return;
+    }
+    assert_int_equal(n, 2);
+    for (int step = 7; step <= 8; step++) {
+        snprintf(want, sizeof(want),
+                 "checkpoint %s/model.ckpt-%d (step %d) is durable on %d "
+                 "ranks: ",
+                 f->dir, step, step, test_size());
+        p = strstr(info, want);
+        if (!p)
+            fail_msg("no \"%s\" in the log:\n%s", want, info);
+        p += strlen(want);
+        assert_true(*p >= '1' && *p <= '9'); /* bytes, not 0 */
+        assert_non_null(strstr(p, " bytes in "));
+    }
+}
+
 /* Failed asynchronous saves kept until returned (mpi_failures.c, no MPI
  * involved): returned up to a count, once, combined in order; past the
  * ones kept whole only counted; with none kept a generic error. */
@@ -1488,6 +1543,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_calls_from_callbacks_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_durable_logged_by_rank0, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_failing_syncs_power_cut, setup,
                                         teardown),
