@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# tests/mpi/run_train_kill.sh - one rank of `ckpt-train --distributed`
+# killed (SIGKILL) at random points of its saves, then relaunched, ROUNDS
+# times on one directory. Each round:
+#   - trains on 2 or 4 ranks (by turns), saving at every step (sync and
+#     async by turns, --keep 2, so retention deletes while the kill lands),
+#     and kills one random rank a random time after the first save;
+#   - the job must end by itself, within LIMIT seconds (mpiexec ends it
+#     when a rank dies; every collective of the saver is bounded too);
+#   - the state file must name only checkpoints that verify, its latest at
+#     least the one it named just before the kill (nothing reported lost);
+#   - relaunched on the same rank count or another (1 to 3, by turns), the
+#     run resumes from that latest checkpoint ("resumed at step K on M
+#     ranks"), saves twice more and exits 0, leaving no temporary file, no
+#     note and no data file without its index, every index verifying.
+# Usage: run_train_kill.sh CKPT_TRAIN CKPT ROUNDS SEED MPIEXEC [FLAGS...]
+set -euo pipefail
+train=$1 ckpt=$2 rounds=$3 seed=$4 mpiexec=$5
+shift 5
+flags=("$@")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-kill.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+dir=$tmp/run
+limit=60 # seconds a killed job may take to end (the timeout is 600 s)
+RANDOM=$seed
+
+die() {
+    echo "FAIL (round $round): $*" >&2
+    echo "directory: $(ls -l "$dir" 2>&1)" >&2
+    exit 1
+}
+latest() { # the state file's latest step, or -1
+    local k=""
+    [ -f "$dir/checkpoint" ] &&
+        k=$(sed -n 's/^model_checkpoint_path: "model\.ckpt-\([0-9]*\)"$/\1/p' \
+            "$dir/checkpoint" 2>/dev/null || true)
+    echo "${k:--1}"
+}
+running() { # whether any of the processes runs (a zombie does not)
+    local p
+    for p in "$@"; do
+        case $(ps -o stat= -p "$p" 2>/dev/null) in
+            "" | Z*) ;;
+            *) return 0 ;;
+        esac
+    done
+    return 1
+}
+check_dir() { # every listed checkpoint, and the directory, verify
+    local name out
+    out=$("$ckpt" verify "$dir" 2>&1) || die "ckpt verify $dir: $out"
+    for name in $(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' \
+        "$dir/checkpoint"); do
+        out=$("$ckpt" verify "$dir/$name" 2>&1) ||
+            die "listed checkpoint $name does not verify: $out"
+    done
+}
+check_leftovers() { # after a relaunch: nothing of an unfinished save
+    local f n out
+    for f in "$dir"/*; do
+        n=${f##*/}
+        case $n in
+            checkpoint) ;;
+            *.tempstate* | checkpoint.*) die "$n left after the relaunch" ;;
+            *.data-*)
+                [ -f "$dir/${n%%.data-*}.index" ] ||
+                    die "data file $n without its index left" ;;
+            *.index)
+                out=$("$ckpt" verify "${f%.index}" 2>&1) ||
+                    die "checkpoint $n left does not verify: $out" ;;
+        esac
+    done
+}
+
+modes=(sync async)
+for round in $(seq 1 "$rounds"); do
+    np=$((round % 2 ? 2 : 4))
+    mode=${modes[$((RANDOM % 2))]}
+    before=$(latest)
+    "$mpiexec" "${flags[@]}" -n "$np" "$train" --distributed --dir "$dir" \
+        --steps 100000000 --save-steps 1 --keep 2 --mode "$mode" --quiet \
+        --hidden 64 --layers 2 >"$tmp/out" 2>&1 &
+    pid=$!
+    # after the first save of this run, a random 0-400 ms later
+    for _ in $(seq 1 600); do
+        [ "$(latest)" -gt "$before" ] && break
+        running "$pid" || break
+        sleep 0.05
+    done
+    sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+    mapfile -t ranks < <(pgrep -P "$pid" || true)
+    [ "${#ranks[@]}" -eq "$np" ] ||
+        die "found ${#ranks[@]} rank processes under mpiexec, wanted $np: $(cat "$tmp/out")"
+    victim=${ranks[$((RANDOM % np))]}
+    seen=$(latest) # what the state file named before the kill
+    kill -9 "$victim" || die "rank $victim ended before it was killed"
+    for _ in $(seq 1 $((limit * 20))); do
+        running "$pid" "${ranks[@]}" || break
+        sleep 0.05
+    done
+    if running "$pid" "${ranks[@]}"; then
+        kill -9 "$pid" "${ranks[@]}" 2>/dev/null || true
+        die "the job still ran $limit s after a rank was killed"
+    fi
+    wait "$pid" 2>/dev/null || true
+    k=$(latest)
+    [ "$k" -ge "$seen" ] ||
+        die "the state file named step $seen before the kill, $k after"
+    [ "$k" -ge 0 ] || die "no checkpoint named after the kill"
+    check_dir
+    # relaunch: on the same rank count every fourth round, else on 1-3
+    np2=$((round % 4 == 0 ? np : (round % 4)))
+    out=$(timeout "$limit" "$mpiexec" "${flags[@]}" -n "$np2" "$train" \
+        --distributed --dir "$dir" --steps $((k + 2)) --save-steps 1 \
+        --keep 2 --mode sync --quiet --hidden 64 --layers 2 2>&1) ||
+        die "relaunch on $np2 ranks after the kill failed: $out"
+    grep -q "resumed at step $k on $np2 ranks" <<<"$out" ||
+        die "relaunch on $np2 ranks did not resume at step $k: $out"
+    [ "$(latest)" -eq $((k + 2)) ] ||
+        die "relaunch on $np2 ranks ended with latest step $(latest)"
+    check_dir
+    check_leftovers
+    echo "ok: round $round: $np ranks ($mode) killed at step $k, resumed on $np2"
+done
+echo PASS
