@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1325,6 +1326,122 @@ static void test_failing_syncs_power_cut(void **state)
                   (unsigned long long)cases);
 }
 
+/* 0 when no data file in `dir` lacks its index, else -1 naming it. */
+static int no_orphan_data(const char *dir, char *why, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int rc = 0;
+    assert_non_null(d);
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        const char *data = strstr(e->d_name, ".data-");
+        char index[4400];
+        struct stat sb;
+        if (!data)
+            continue;
+        snprintf(index, sizeof(index), "%s/%.*s.index", dir,
+                 (int)(data - e->d_name), e->d_name);
+        if (stat(index, &sb) != 0) {
+            snprintf(why, n, "%s without its index", e->d_name);
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Retention under failing syncs and power cuts (max_to_keep 1): saves of
+ * steps 1, 2 and 3, each evicting the one before, with syncs failing (EIO)
+ * from the Nth after step 1's save, for every N (the commits, the state
+ * file's updates and retention's deletions, index first), then a power cut
+ * keeping a random part of what was not synced. Every index left verifies;
+ * the next open removes what a save or deletion left, so that no data file
+ * is left without its index; a restore of the latest checkpoint gives step
+ * 1's, 2's or 3's values, at least those of the last save that returned 0.
+ * One rank, for the reason above. */
+static void test_retention_failing_syncs_power_cut(void **state)
+{
+    fixture *f = *state;
+    const unsigned syncs_mask =
+        CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC) | CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR);
+    uint64_t syncs = 0, cases = 0;
+    if (test_size() != 1)
+        skip();
+    for (uint64_t cut = 0; cut == 0 || cut <= syncs; cut++) {
+        for (uint64_t seed = 1; seed <= MPI_CUT_SEEDS; seed++) {
+            ckpt_mpi_saver_options o = test_mpi_options();
+            ckpt_fs_fault *ff = NULL;
+            ckpt_mpi_saver *s = NULL;
+            char why[600] = "";
+            int rc = 0, saved = 1;
+            fresh_dir(f->dir);
+            assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+            o.base.fs = ckpt_fs_fault_fs(ff);
+            o.base.max_to_keep = 1;
+            assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+            model_fill(&f->m, 0, 1, 1);
+            model_register(s, &f->m, 0);
+            assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+            assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+            if (cut > 0)
+                ckpt_fs_fault_fail(ff, cut, syncs_mask, EIO, 1, 0);
+            else
+                ckpt_fs_fault_reset_count(ff);
+            for (int step = 2; step <= 3 && rc == 0; step++) {
+                model_fill(&f->m, 0, 1, step);
+                rc = ckpt_mpi_saver_save(s, step, NULL);
+                if (rc == 0)
+                    saved = step;
+                /* the fault file system takes one thread at a time: the
+                 * eviction's deletion ends before the next save writes */
+                if (rc == 0)
+                    rc = ckpt_mpi_saver_wait(s, -1);
+            }
+            if (rc == 0)
+                rc = ckpt_mpi_saver_close(s);
+            ckpt_mpi_saver_free(s);
+            if (cut == 0) {
+                assert_int_equal(rc, 0);
+                syncs = ckpt_fs_fault_count(ff, syncs_mask);
+            }
+            ckpt_fs_fault_clear(ff);
+            assert_ckpt_ok(ckpt_fs_fault_drop_unsynced_random(ff, seed));
+            ckpt_fs_fault_free(ff);
+            if (every_index_verifies(f->dir, why, sizeof(why)) < 0)
+                fail_msg("retention, syncs failing from sync %llu of %llu, "
+                         "then a power cut (seed %llu): %s",
+                         (unsigned long long)cut, (unsigned long long)syncs,
+                         (unsigned long long)seed, why);
+            /* the next open cleans up; the latest checkpoint restores */
+            model_zero(&f->m);
+            s = open_saver(f->dir, NULL);
+            model_register(s, &f->m, 0);
+            rc = ckpt_mpi_saver_restore_latest(s, NULL);
+            ckpt_mpi_saver_free(s);
+            if (rc != 0)
+                fail_msg("retention, syncs failing from sync %llu, power cut "
+                         "(seed %llu): restore_latest: %s",
+                         (unsigned long long)cut, (unsigned long long)seed,
+                         ckpt_error_last()->message);
+            if (f->m.w[0] < (float)saved)
+                fail_msg("retention, syncs failing from sync %llu, power cut "
+                         "(seed %llu): step %d was saved, %g restored",
+                         (unsigned long long)cut, (unsigned long long)seed,
+                         saved, (double)f->m.w[0]);
+            model_assert(&f->m, (int)f->m.w[0]); /* one save's values whole */
+            if (no_orphan_data(f->dir, why, sizeof(why)) < 0)
+                fail_msg("retention, syncs failing from sync %llu, power cut "
+                         "(seed %llu), reopened: %s",
+                         (unsigned long long)cut, (unsigned long long)seed,
+                         why);
+            cases++;
+        }
+    }
+    assert_true(syncs >= 8);
+    print_message("%llu power cuts of retention after failing syncs checked\n",
+                  (unsigned long long)cases);
+}
+
 /* Saves in a row of one step (a loop that never advances the step it
  * passes) draw one warning, from rank 0 alone, at the third one, naming the
  * checkpoint each overwrites; sync and async saves count alike. */
@@ -1546,6 +1663,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_durable_logged_by_rank0, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_retention_failing_syncs_power_cut,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_syncs_power_cut, setup,
                                         teardown),
     };
