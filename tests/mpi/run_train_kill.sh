@@ -3,8 +3,10 @@
 # killed (SIGKILL) at random points of its saves, then relaunched, ROUNDS
 # times on one directory. Each round:
 #   - trains on 2 or 4 ranks (by turns), saving at every step (sync and
-#     async by turns, --keep 2, so retention deletes while the kill lands),
-#     and kills one random rank a random time after the first save;
+#     async at random, --keep 2, so retention deletes while the kill
+#     lands), and kills one random rank a random time after the run's
+#     first save (every third round: after its launch, which may land in
+#     the open's clean-up or the restore);
 #   - the job must end by itself, within LIMIT seconds (mpiexec ends it
 #     when a rank dies; every collective of the saver is bounded too);
 #   - the state file must name only checkpoints that verify, its latest at
@@ -81,13 +83,20 @@ for round in $(seq 1 "$rounds"); do
         --steps 100000000 --save-steps 1 --keep 2 --mode "$mode" --quiet \
         --hidden 64 --layers 2 >"$tmp/out" 2>&1 &
     pid=$!
-    # after the first save of this run, a random 0-400 ms later
-    for _ in $(seq 1 600); do
-        [ "$(latest)" -gt "$before" ] && break
-        running "$pid" || break
-        sleep 0.05
-    done
-    sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+    # every third round (once there is a checkpoint) a random 0-1.5 s after
+    # the launch: in the open's recovery, the restore or the first saves;
+    # else after the first save of this run, a random 0-400 ms later
+    if [ $((round % 3)) -eq 0 ] && [ "$before" -ge 0 ]; then
+        sleep "$((RANDOM % 2)).$(printf '%03d' $((RANDOM % 500)))"
+    else
+        for _ in $(seq 1 600); do
+            # (step 0's save does not count: resuming at 0 prints nothing)
+            [ "$(latest)" -gt "$before" ] && [ "$(latest)" -gt 0 ] && break
+            running "$pid" || break
+            sleep 0.05
+        done
+        sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+    fi
     mapfile -t ranks < <(pgrep -P "$pid" || true)
     [ "${#ranks[@]}" -eq "$np" ] ||
         die "found ${#ranks[@]} rank processes under mpiexec, wanted $np: $(cat "$tmp/out")"
