@@ -56,7 +56,8 @@
  * relaunches on M ranks instead of N: the relaunch must resume from the
  * state file's latest checkpoint and leave a directory that verifies, but
  * its final checkpoint is not compared (ranks without a stored data
- * position start theirs afresh).
+ * position start theirs afresh); in the resume scenario the recorded
+ * second run is on M ranks too.
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
@@ -1701,7 +1702,11 @@ static void resume_generations(long budget, long nseeds)
         printf("power_cut_replay: resume %ld: the first run cut after op %zu "
                "(%s), state file latest step %ld\n",
                k, c1, strategy_name[s1], floor_step);
+        /* with --relaunch-mpi the resumed run itself is on M ranks: its
+         * saves replace, under the same names, what N ranks left */
+        train_n = relaunch_n;
         train_argv(argv, dir, 1);
+        train_n = mpi_n;
         st = run_recorded(argv, seed_root, seed_log, seed_out);
         path_printf(out_path, sizeof(out_path), "%s", seed_out);
         if (exit_code(st) != 0) {
