@@ -20,7 +20,8 @@
  * fsync, rename and removal, and random points between; at each, several
  * strategies (keep everything, as a killed process leaves it; drop everything
  * not synced; entries kept but data lost; entries lost but data kept; random
- * prefixes; random subsets). Identical states are checked once.
+ * prefixes; random subsets; only the newest entry change kept, with the
+ * earlier ones of its names). Identical states are checked once.
  *
  * Checks of each state (D is the checkpoint directory):
  *  1. `ckpt verify D` exits 0, or - when no save had been reported durable
@@ -57,12 +58,14 @@
  * state file's latest checkpoint and leave a directory that verifies, but
  * its final checkpoint is not compared (ranks without a stored data
  * position start theirs afresh); in the resume scenario the recorded
- * second run is on M ranks too.
+ * second run is on M ranks too. --focus K checks first, out of the
+ * budget, the cut just after each of the first K renames with strategy
+ * newest (quick forms).
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
  *        [--seeds K] [--mpi N [--mpiexec PATH] [--relaunch-mpi M]]
- *        [--fail-sync N[,N...] [--fail-rank R]]
+ *        [--fail-sync N[,N...] [--fail-rank R]] [--focus K]
  * Exit status 0 when every state passes, 1 otherwise (each failure is
  * printed with the operations before its cut and the state is kept). */
 #include <dirent.h>
@@ -582,12 +585,13 @@ enum {
     S_DATA_NO_ENTRIES,
     S_PREFIX,
     S_SUBSET,
+    S_NEWEST,
     S_COUNT
 };
 
 static const char *const strategy_name[S_COUNT] = {
-    "keep-all",        "drop-all", "entries-no-data",
-    "data-no-entries", "prefix",   "subset"};
+    "keep-all", "drop-all", "entries-no-data", "data-no-entries",
+    "prefix",   "subset",   "newest"};
 
 /* The content an inode has after the cut under strategy `s`. */
 static unsigned char *crash_data(const inode *in, int s, size_t *len)
@@ -598,6 +602,7 @@ static unsigned char *crash_data(const inode *in, int s, size_t *len)
     switch (s) {
     case S_KEEP_ALL:
     case S_DATA_NO_ENTRIES:
+    case S_NEWEST:
         for (int k = 0; k < in->np; k++)
             apply_data(&buf, &n, &ops[in->p[k].op], in->p[k].kind);
         break;
@@ -694,6 +699,33 @@ static void crash_entries(const model *m, int s, int *kept)
         for (int k = 0; k < prefix; k++)
             kept[k] = 1;
         break;
+    case S_NEWEST:
+        /* only the newest entry change not durable, with the earlier
+         * changes of its names (a rename is ordered after what made its
+         * source), every other one lost: what a missing directory fsync
+         * between two steps of a protocol lets a cut keep */
+        for (int k = m->nd - 1; k >= first; k--) {
+            if (kept[k])
+                continue;
+            /* `blocked` holds the names of the changes kept so far */
+            for (int j = k; j >= first; j--) {
+                const dop *e = &m->d[j];
+                int shares = j == k;
+                for (int i = 0; i < nblocked && !shares; i++)
+                    shares = !strcmp(blocked[i], e->a) ||
+                             (e->b && !strcmp(blocked[i], e->b));
+                if (!shares || kept[j])
+                    continue;
+                kept[j] = 1;
+                blocked =
+                    xrealloc(blocked, (size_t)(nblocked + 2) * sizeof(char *));
+                blocked[nblocked++] = (char *)e->a;
+                if (e->b)
+                    blocked[nblocked++] = (char *)e->b;
+            }
+            break;
+        }
+        break;
     case S_SUBSET:
         for (int k = 0; k < m->nd; k++) {
             const dop *d = &m->d[k];
@@ -770,6 +802,8 @@ static char mpi_n[16];
 /* --relaunch-mpi (the checks' relaunch), --fail-rank; "": as --mpi, all */
 static char relaunch_n[16];
 static const char *fail_rank = "";
+/* --focus: renames whose cut with strategy newest is checked first */
+static size_t focus;
 /* the rank count train_argv gives mpiexec: mpi_n, or relaunch_n */
 static const char *train_n = mpi_n;
 
@@ -1569,6 +1603,17 @@ static void explore(long budget)
             cuts[ncuts++] = i;
             cuts[ncuts++] = i + 1;
         }
+    /* --focus K: first, the cut just after each of the first K renames
+     * with only that rename kept of what was not durable (strategy
+     * newest): a rename reaching the disk before what it depends on (a
+     * missing directory fsync) shows there, where a spread of a few
+     * states would rarely land */
+    for (size_t i = first_cut, n = 0; i < nops && n < focus && budget > 0; i++)
+        if (ops[i].kind == 'N') {
+            check_state(i + 1, S_NEWEST);
+            budget--;
+            n++;
+        }
     fixed = ncuts * S_COUNT;
     step = fixed > (size_t)budget
                ? (fixed + (size_t)budget - 1) / (size_t)budget
@@ -1749,6 +1794,8 @@ int main(int argc, char **argv)
             mpi_ranks = atoi(v), i++;
         else if (!strcmp(argv[i], "--relaunch-mpi") && v)
             path_printf(relaunch_n, sizeof(relaunch_n), "%d", atoi(v)), i++;
+        else if (!strcmp(argv[i], "--focus") && v)
+            focus = (size_t)atol(v), i++;
         else if (!strcmp(argv[i], "--fail-rank") && v)
             fail_rank = v, i++;
         else if (!strcmp(argv[i], "--mpiexec") && v)
@@ -1767,7 +1814,8 @@ int main(int argc, char **argv)
             die("usage: power_cut_replay --shim SO --train BIN --ckpt BIN "
                 "[--mode M] [--busy P] [--states N] [--seed S] "
                 "[--scenario train|resume|repack] [--seeds K] [--mpi N] "
-                "[--relaunch-mpi M] [--fail-sync N[,N...]] [--fail-rank R]");
+                "[--relaunch-mpi M] [--fail-sync N[,N...]] [--fail-rank R] "
+                "[--focus K]");
     }
     if (!shim || !train || !ckpt)
         die("--shim, --train and --ckpt are needed");
