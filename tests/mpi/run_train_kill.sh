@@ -51,11 +51,11 @@ running() { # whether any of the processes runs (a zombie does not)
 check_dir() { # every listed checkpoint, and the directory, verify
     local name out
     out=$("$ckpt" verify "$dir" 2>&1) || die "ckpt verify $dir: $out"
-    for name in $(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' \
-        "$dir/checkpoint"); do
+    while IFS= read -r name; do
         out=$("$ckpt" verify "$dir/$name" 2>&1) ||
             die "listed checkpoint $name does not verify: $out"
-    done
+    done < <(sed -n 's/^all_model_checkpoint_paths: "\(.*\)"$/\1/p' \
+        "$dir/checkpoint")
 }
 check_leftovers() { # after a relaunch: nothing of an unfinished save
     local f n out
