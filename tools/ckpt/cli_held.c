@@ -145,7 +145,8 @@ void cli_held_put(cli_held *h, FILE *out)
     if (fflush(h->f) != 0 || ferror(h->f))
         held_failed(h);
     if (h->fd < 0) {
-        fwrite(h->mem, 1, h->len, out);
+        if (h->len > 0) /* nothing held: mem may be NULL */
+            fwrite(h->mem, 1, h->len, out);
         return;
     }
     if (lseek(h->fd, 0, SEEK_SET) != 0) {
