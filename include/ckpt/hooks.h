@@ -99,7 +99,9 @@ typedef struct ckpt_checkpoint_hook_options {
                                      session's checkpoint_dir (one of the
                                      two is required; both set and
                                      different is CKPT_EINVAL) */
-    double save_secs;           /**< exactly one of save_secs/save_steps */
+    double save_secs;           /**< exactly one of save_secs/save_steps
+                                     (> 0); INFINITY saves at creation
+                                     and at end only */
     int64_t save_steps;
     int mode;                   /**< a ckpt_save_mode */
     ckpt_saver *saver;          /**< borrowed; excludes use_scaffold */

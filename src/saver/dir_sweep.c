@@ -120,16 +120,24 @@ static void name_list_dispose(struct name_list *l)
  * the first error other than "not found" is returned. With it (a sweep of
  * leftovers) one that cannot be removed (a directory of that name, no
  * permission) is logged and left, never a reason to refuse the directory;
- * only running out of memory is returned. */
-static int remove_names(const ckpt_fs *fs, const char *dir,
-                        const struct name_list *l, const ckpt__dir_state *sweep)
+ * only running out of memory is returned, and `*removed` (when given)
+ * counts the names that went, which then come first in `l`. */
+static int remove_names(const ckpt_fs *fs, const char *dir, struct name_list *l,
+                        const ckpt__dir_state *sweep, size_t *removed)
 {
     ckpt_buf path = CKPT_BUF_INIT;
     int first = 0;
+    if (removed)
+        *removed = 0;
     for (size_t i = 0; i < l->n && first != CKPT_ENOMEM; i++) {
         int err = ckpt__path_join(&path, dir, l->names[i]);
         if (err == 0)
             err = ckpt__fs_remove(fs, path.ptr);
+        if (err == 0 && removed) {
+            char *gone = l->names[i];
+            l->names[i] = l->names[*removed];
+            l->names[(*removed)++] = gone;
+        }
         if (err == 0 || err == CKPT_ENOTFOUND)
             continue;
         if (sweep && err != CKPT_ENOMEM)
@@ -258,7 +266,7 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
      * elsewhere, or the same one spelt otherwise) is not used. */
     if (listed && strcmp(listed->dir, dir.ptr) == 0) {
         struct name_list own = data_files_of(listed, data.base);
-        err = remove_names(fs, dir.ptr, &own, NULL);
+        err = remove_names(fs, dir.ptr, &own, NULL, NULL);
         goto done;
     }
     err = ckpt__fs_list(fs, dir.ptr, collect_name, &data);
@@ -266,7 +274,7 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
         err = data.err;
     if (err < 0)
         goto done;
-    err = remove_names(fs, dir.ptr, &data, NULL);
+    err = remove_names(fs, dir.ptr, &data, NULL, NULL);
 done:
     name_list_dispose(&data);
     ckpt_buf_dispose(&path);
@@ -338,10 +346,13 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
     if (temps.err < 0)
         err = temps.err;
     if (err == 0 && temps.n > 0) {
-        CKPT__DS_LOG(ds, CKPT_LOG_INFO,
-                     "%s: removing %zu temporary file(s) of interrupted saves",
-                     ds->dir, temps.n);
-        err = remove_names(ds->fs, ds->dir, &temps, ds);
+        size_t removed;
+        err = remove_names(ds->fs, ds->dir, &temps, ds, &removed);
+        if (removed > 0)
+            CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                         "%s: removed %zu temporary file(s) of interrupted "
+                         "saves",
+                         ds->dir, removed);
     }
     name_list_dispose(&temps);
     return err;
@@ -412,12 +423,13 @@ static int remove_orphan_data(ckpt__dir_state *ds)
                      sc.found.n > 1 ? ", ..." : "", ckpt_error_last()->message);
         ckpt_error_clear();
     } else if (err == 0 && sc.found.n > 0) {
-        CKPT__DS_LOG(
-            ds, CKPT_LOG_INFO,
-            "%s: removing %zu data file(s) without an index (left by an "
-            "interrupted save or deletion)",
-            ds->dir, sc.found.n);
-        err = remove_names(ds->fs, ds->dir, &sc.found, ds);
+        size_t removed;
+        err = remove_names(ds->fs, ds->dir, &sc.found, ds, &removed);
+        if (removed > 0)
+            CKPT__DS_LOG(ds, CKPT_LOG_INFO,
+                         "%s: removed %zu data file(s) without an index (left "
+                         "by an interrupted save or deletion)",
+                         ds->dir, removed);
     }
     name_list_dispose(&sc.found);
     return err;
@@ -492,13 +504,15 @@ static int remove_dataless_indexes(ckpt__dir_state *ds)
     if (err == 0 && sc.found.err < 0)
         err = sc.found.err;
     if (err == 0 && sc.found.n > 0) {
-        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
-                     "%s: removing %zu index file(s) without any of their "
-                     "data files (%s%s; unreadable, left by a save or "
-                     "deletion a crash cut short)",
-                     ds->dir, sc.found.n, sc.found.names[0],
-                     sc.found.n > 1 ? ", ..." : "");
-        err = remove_names(ds->fs, ds->dir, &sc.found, ds);
+        size_t removed;
+        err = remove_names(ds->fs, ds->dir, &sc.found, ds, &removed);
+        if (removed > 0)
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                         "%s: removed %zu index file(s) without any of their "
+                         "data files (%s%s; unreadable, left by a save or "
+                         "deletion a crash cut short)",
+                         ds->dir, removed, sc.found.names[0],
+                         removed > 1 ? ", ..." : "");
     }
     name_list_dispose(&sc.found);
     ckpt__data_files_dispose(&data);

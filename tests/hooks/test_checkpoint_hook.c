@@ -8,6 +8,7 @@
 
 #include "support/fs_fault.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,33 @@ static void test_b51_save_secs_with_fake_clock(void **state)
     expect_steps(f, EV_AFTER, want, 4);
     assert_false(ck_has_checkpoint(f, 5));
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
+/* save_secs = INFINITY (documented): the initial save and the end's, none
+ * between, however much time passes. */
+static void test_save_secs_infinite_saves_at_creation_and_end(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_listener ls[1];
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_checkpoint_hook_options o =
+        ck_hook_options(f, CKPT_SAVE_SYNC, 0, &so, ls, 1);
+    ckpt_hook h;
+    ckpt_monitored_session *ms;
+    static const int64_t want[] = {0, 5};
+    o.save_secs = INFINITY;
+    h = new_hook(&o);
+    ms = ck_session(f, &h, 1);
+    f->secs_per_step = 1e6;
+    for (int i = 0; i < 5; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+    for (int s = 1; s <= 5; s++)
+        assert_false(ck_has_checkpoint(f, s));
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    expect_steps(f, EV_AFTER, want, 2);
+    ck_expect_checkpoint(f, 5, 5);
+    assert_int_equal(ck_metrics(&h).saves_completed, 2);
     ckpt_monitored_session_free(ms);
 }
 
@@ -788,6 +816,7 @@ int main(void)
         T(test_b49_no_initial_save_after_recovery),
         T(test_b50_save_steps_schedule),
         T(test_b51_save_secs_with_fake_clock),
+        T(test_save_secs_infinite_saves_at_creation_and_end),
         T(test_b52_listener_order_around_the_write),
         T(test_b52_before_save_failure_aborts_the_save),
         T(test_b52_explicit_saver_keeps_callers_callback),

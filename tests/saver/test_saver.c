@@ -1429,6 +1429,9 @@ static void test_recover_removes_index_without_data(void **state)
     copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-3.index");
     copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-9.index");
     copy_file(f->dir, "model.ckpt-5.index", "other-9.index");
+    /* a directory of an index's name: left, and not counted as removed */
+    snprintf(path, sizeof(path), "%s/model.ckpt-1.index", f->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
     /* two shards named, one there: not taken for a leftover */
     copy_file(f->dir, "model.ckpt-5.index", "model.ckpt-8.index");
     copy_file(f->dir, "model.ckpt-5.data-00000-of-00001",
@@ -1442,8 +1445,11 @@ static void test_recover_removes_index_without_data(void **state)
     assert_ckpt_ok(ckpt_saver_latest(s, &latest));
     assert_non_null(strstr(latest.ptr, "model.ckpt-5"));
     ckpt_saver_free(s);
-    assert_non_null(strstr(lb.text, "removing 2 index file(s) without any of "
+    assert_non_null(strstr(lb.text, "removed 2 index file(s) without any of "
                                     "their data files (model.ckpt-"));
+    assert_null(strstr(lb.text, "(model.ckpt-1.index"));
+    assert_non_null(strstr(lb.text, "leaving model.ckpt-1.index: "));
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
     assert_false(file_exists(f->dir, "model.ckpt-3.index"));
     assert_false(file_exists(f->dir, "model.ckpt-9.index"));
     assert_true(file_exists(f->dir, "model.ckpt-8.index"));
