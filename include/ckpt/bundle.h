@@ -33,7 +33,10 @@ typedef struct ckpt_bundle_writer ckpt_bundle_writer;
 typedef struct ckpt_bundle_writer_options {
     unsigned int version;  /**< CKPT_BUNDLE_WRITER_OPTIONS_VERSION */
     const ckpt_fs *fs;     /**< NULL: POSIX */
-    int num_shards;        /**< data files to write (default 1) */
+    int num_shards;        /**< data files to write (default 1); finish
+                                creates every one, an empty file for a
+                                shard given nothing (readers expect all
+                                of them), so the count costs files */
     size_t data_alignment; /**< pad records to this multiple (default 1) */
     int direct_io;         /**< 0 (default) or CKPT_DIRECT_IO_ON: open
                                 data files with CKPT_OPEN_DIRECT (page-
