@@ -179,10 +179,11 @@ static int probe_then_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
                            const ckpt__device_key *key, ckpt__read_report *rep)
 {
     ckpt__extent *head = ckpt__calloc(2 * n, sizeof(*head));
-    ckpt__extent *tail = head + n;
+    ckpt__extent *tail;
     int err;
     if (!head)
         return ckpt__error_oom();
+    tail = head + n;
     split_at(ext, n, ckpt__direct_probe_end(ext, n), head, tail);
     err = ckpt__read_extents_stream(fs, path, head, n, rep, CKPT__PROBE_ALL);
     if (err < 0)

@@ -403,7 +403,7 @@ typedef struct listed_marks {
 static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
 {
     listed_marks *m = payload;
-    slice_ref key;
+    slice_ref key = {0};
     const slice_ref *hit;
     (void)index;
     key.sl = *sl;

@@ -92,7 +92,8 @@ char *cli_vformat(size_t *len, const char *fmt, va_list ap);
 #if defined(__GNUC__)
 __attribute__((noreturn))
 #endif
-void cli_out_of_memory(void);
+_Noreturn void
+cli_out_of_memory(void);
 
 /* malloc that ends the run through cli_out_of_memory on failure (n == 0
  * allocates 1 byte). */
@@ -166,7 +167,8 @@ int cli_finish(int rc);
 #if defined(__GNUC__)
 __attribute__((noreturn))
 #endif
-void cli_exit(int rc);
+_Noreturn void
+cli_exit(int rc);
 
 /* ---- options ------------------------------------------------------------- */
 

@@ -116,12 +116,12 @@ int cli_finish(int rc)
     return stdout_written(rc);
 }
 
-void cli_exit(int rc)
+_Noreturn void cli_exit(int rc)
 {
     exit(cli_finish(rc));
 }
 
-void cli_out_of_memory(void)
+_Noreturn void cli_out_of_memory(void)
 {
     static const char oom[] = "out of memory";
     fprintf(stderr, "ckpt: %s\n", oom);

@@ -187,7 +187,7 @@ static void free_listing(dir_listing *l)
 
 static file_entry *find_file(const dir_listing *l, const char *name)
 {
-    file_entry key;
+    file_entry key = {0};
     key.name = (char *)name;
     if (l->n == 0)
         return NULL;
