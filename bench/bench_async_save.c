@@ -20,9 +20,10 @@
  *               median pair's extra time per checkpoint vs a memcpy, and
  *               its slowdown
  *   restore:    restore with checksums vs read() of the data file, both
- *               cold (dropped from the page cache) and both cached; and
- *               cold read() vs cold read(), paired the same way (op
- *               "noise": the noise floor of the cold figure, no target)
+ *               cold (dropped from the page cache; each side first in
+ *               turn) and both cached; and cold read() vs cold read(),
+ *               paired the same way (op "noise": the noise floor of the
+ *               cold figure, no target)
  *
  * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
  *                         [--quick] [--only save|loop] [--restore-only]
@@ -379,16 +380,20 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
              latest.ptr);
     /* Restores, interleaved with read() of the same file: cold, then
      * cached (the previous read left it in the cache). Each cold pair
-     * (read(), then the restore) is followed by a pair of two cold
-     * read()s timed the same way: the noise floor of the cold figure. */
+     * (read() and the restore, in turn first: AB, BA, ...) is followed by
+     * a pair of two cold read()s timed the same way: the noise floor of
+     * the cold figure. */
     for (int r = 0; r < reps && (!only || strcmp(only, "restore") == 0); r++) {
-        double t0, rd, rs, rd2;
-        rd = time_plain_read(data_path, warm, s.total);
+        double t0, rd = 0, rs, rd2;
+        if (r % 2 == 0)
+            rd = time_plain_read(data_path, warm, s.total);
         drop_cache(data_path);
         t0 = now();
         if (ckpt_saver_restore(sv, latest.ptr) < 0)
             die("restore");
         rs = now() - t0;
+        if (r % 2 == 1)
+            rd = time_plain_read(data_path, warm, s.total);
         ratio("cold restore vs read()", mib, "ge", 0.9, rd / rs);
         rd = time_plain_read(data_path, warm, s.total);
         rd2 = time_plain_read(data_path, warm, s.total);
