@@ -36,6 +36,12 @@ char *ckpt__strndup(const char *s, size_t n);
  * `who` and the name's start (name_index.c); else 0. */
 int ckpt__check_name_length(const char *who, const char *name);
 
+/* The name check of a variable being registered (ckpt_saver_add_var,
+ * ckpt_mpi_saver_add_var, ckpt_graph_add_var): CKPT_EINVAL "<who>:
+ * variable without a name" for a NULL or empty name, else
+ * ckpt__check_name_length's (name_index.c); else 0. */
+int ckpt__check_var_name(const char *who, const char *name);
+
 /* The length of the tensor name `name` (n bytes) without a TensorFlow
  * graph tensor's output suffix (":0", ":1", ...), or n when it has none:
  * checkpoint keys are variable names, which have none (name_index.c). */

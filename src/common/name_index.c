@@ -1,8 +1,10 @@
 /* common/name_index.c - tensor names as writers take them: the length
- * limit, a graph tensor's output suffix (":0") that keys lack, and a name ->
- * position index (open addressing, FNV-1a) over names the caller keeps alive,
- * so registering n variables and looking names up cost O(1) each instead of a
- * scan of everything registered (the savers' variable lists, the graph). */
+ * limit (and the name check that registering a variable makes, one for the
+ * savers and the graph), a graph tensor's output suffix (":0") that keys lack,
+ * and a name -> position index (open addressing, FNV-1a) over names the caller
+ * keeps alive, so registering n variables and looking names up cost O(1) each
+ * instead of a scan of everything registered (the savers' variable lists, the
+ * graph). */
 #include "internal.h"
 
 #include "ckpt/tensor.h"
@@ -26,6 +28,13 @@ int ckpt__check_name_length(const char *who, const char *name)
                        "%s: a tensor name of %zu bytes (starting '%.40s'): "
                        "at most CKPT_MAX_NAME_BYTES (%u)",
                        who, n, name, CKPT_MAX_NAME_BYTES);
+}
+
+int ckpt__check_var_name(const char *who, const char *name)
+{
+    if (!name || !*name)
+        return ckpt__error(CKPT_EINVAL, "%s: variable without a name", who);
+    return ckpt__check_name_length(who, name);
 }
 
 static size_t name_hash(const char *s)

@@ -38,14 +38,14 @@ static const char *kind_label(int kind)
 static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
 {
     int64_t n;
+    int err;
     if (!s)
         return ckpt__error(CKPT_EINVAL, "mpi saver: NULL saver");
     if (!var)
         return ckpt__error(CKPT_EINVAL, "mpi saver: add: var is NULL");
-    if (!var->name || !*var->name)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: variable without a name");
-    if (ckpt__check_name_length("mpi saver", var->name) < 0)
-        return CKPT_EINVAL;
+    err = ckpt__check_var_name("mpi saver", var->name);
+    if (err < 0)
+        return err;
     if (s->checked || s->closed)
         return ckpt__error(CKPT_ESTATE,
                            "mpi saver: variable '%s': variables are fixed "

@@ -243,10 +243,9 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
                            "wraps (register variables there)",
                            var && var->name ? var->name : "(null)");
     CKPT__CHECK_ARG(var);
-    if (!var->name || !*var->name)
-        return ckpt__error(CKPT_EINVAL, "add_var: variable without a name");
-    if (ckpt__check_name_length("add_var", var->name) < 0)
-        return CKPT_EINVAL;
+    err = ckpt__check_var_name("add_var", var->name);
+    if (err < 0)
+        return err;
     if (s->frozen)
         return ckpt__error(CKPT_ESTATE,
                            "add_var '%s': variables are fixed after the first "

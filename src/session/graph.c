@@ -140,8 +140,9 @@ static int check_var(const ckpt_var *var)
 {
     int64_t bytes;
     int err;
-    if (!var->name || !var->name[0])
-        return ckpt__error(CKPT_EINVAL, "graph: variable without a name");
+    err = ckpt__check_var_name("graph", var->name);
+    if (err < 0)
+        return err;
     if (ckpt_dtype_size(var->dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
                            "graph: variable '%s': dtype %d is not a "

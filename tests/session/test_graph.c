@@ -4,6 +4,7 @@
  * sessions. */
 #include "session_test_util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static ckpt_var float_var(const char *name, float *data, int64_t n)
@@ -61,6 +62,36 @@ static void test_graph_rejects_bad_vars(void **state)
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "'nodata'");
     assert_int_equal(ckpt_graph_num_vars(g), 1);
     ckpt_graph_free(g);
+}
+
+/* The graph checks a variable's name as the savers do (one check,
+ * ckpt__check_var_name): a name longer than CKPT_MAX_NAME_BYTES is refused
+ * when it is added, not when the session's saver first sees it. */
+static void test_graph_rejects_long_name(void **state)
+{
+    ckpt_graph *g;
+    float a[2];
+    char *name = malloc(CKPT_MAX_NAME_BYTES + 2);
+    ckpt_var v = float_var(NULL, a, 2);
+    (void)state;
+    assert_non_null(name);
+    memset(name, 'n', CKPT_MAX_NAME_BYTES + 1);
+    name[CKPT_MAX_NAME_BYTES + 1] = '\0';
+    v.name = name;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL,
+                      "graph: a tensor name of 1048577 bytes");
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL,
+                      "at most CKPT_MAX_NAME_BYTES");
+    v.name = NULL;
+    assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL,
+                      "graph: variable without a name");
+    name[CKPT_MAX_NAME_BYTES] = '\0';
+    v.name = name;
+    assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+    assert_int_equal(ckpt_graph_num_vars(g), 1);
+    ckpt_graph_free(g);
+    free(name);
 }
 
 static void test_graph_global_step(void **state)
@@ -186,6 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_graph_add_and_find),
         cmocka_unit_test(test_graph_rejects_bad_vars),
+        cmocka_unit_test(test_graph_rejects_long_name),
         cmocka_unit_test(test_graph_global_step),
         cmocka_unit_test(test_graph_global_step_added_as_var),
         cmocka_unit_test(test_graph_frozen_by_session),
