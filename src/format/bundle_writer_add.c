@@ -180,16 +180,6 @@ static int check_shape(ckpt_bundle_writer *w, const char *name,
     return 0;
 }
 
-/* check_name, then check_shape: the checks of a string tensor. */
-static int check_name_and_shape(ckpt_bundle_writer *w, const char *name,
-                                const ckpt_shape *shape, int64_t *count)
-{
-    int err = check_name(w, name);
-    if (err == 0)
-        err = check_shape(w, name, shape, count);
-    return err;
-}
-
 /* Fill the entry for a record about to be appended to the current shard. */
 static void entry_init(const ckpt_bundle_writer *w, ckpt__bundle_entry *e,
                        int dtype, const ckpt_shape *shape)
@@ -245,6 +235,28 @@ static int check_fixed(ckpt_bundle_writer *w, const char *name, int dtype,
     return 0;
 }
 
+/* The start of every add of a named tensor: the writer must be open (an
+ * error there leaves it as it is), then the tensor's checks. With `count`,
+ * those of a tensor whose record the caller lays out or checks itself
+ * (add_strings, add_record): check_name, then check_shape, the element
+ * count to *count; without, check_fixed's for `nbytes` bytes. A failed
+ * check ends the writer. */
+static int begin_add(ckpt_bundle_writer *w, const char *name, int dtype,
+                     const ckpt_shape *shape, uint64_t nbytes, int64_t *count)
+{
+    int err = ckpt__bundle_writer_check_open(w);
+    if (err < 0)
+        return err;
+    if (!count) {
+        err = check_fixed(w, name, dtype, shape, nbytes);
+    } else {
+        err = check_name(w, name);
+        if (err == 0)
+            err = check_shape(w, name, shape, count);
+    }
+    return ckpt__bundle_writer_fail(w, err);
+}
+
 int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
                            const ckpt_shape *shape, const void *data,
                            size_t nbytes)
@@ -252,12 +264,9 @@ int ckpt_bundle_writer_add(ckpt_bundle_writer *w, const char *name, int dtype,
     ckpt__bundle_entry e;
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__bundle_writer_check_open(w);
+    err = begin_add(w, name, dtype, shape, nbytes, NULL);
     if (err < 0)
         return err;
-    err = check_fixed(w, name, dtype, shape, nbytes);
-    if (err < 0)
-        return ckpt__bundle_writer_fail(w, err);
     if (!data && nbytes > 0)
         return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL, "%s: tensor '%s': NULL data", w->prefix,
@@ -374,12 +383,9 @@ int ckpt__bundle_writer_add_written(ckpt_bundle_writer *w, const char *name,
 {
     ckpt__bundle_entry e;
     uint64_t written;
-    int err = ckpt__bundle_writer_check_open(w);
+    int err = begin_add(w, name, dtype, shape, size, NULL);
     if (err < 0)
         return err;
-    err = check_fixed(w, name, dtype, shape, size);
-    if (err < 0)
-        return ckpt__bundle_writer_fail(w, err);
     written = w->shards[w->cur_shard].size;
     if (offset > written || size > written - offset)
         return ckpt__bundle_writer_fail(
@@ -415,12 +421,9 @@ int ckpt_bundle_writer_add_strings(ckpt_bundle_writer *w, const char *name,
     uint8_t word[8];
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__bundle_writer_check_open(w);
+    err = begin_add(w, name, CKPT_DT_STRING, shape, 0, &count);
     if (err < 0)
         return err;
-    err = check_name_and_shape(w, name, shape, &count);
-    if (err < 0)
-        return ckpt__bundle_writer_fail(w, err);
     if ((uint64_t)count != (uint64_t)n)
         return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL,
@@ -520,12 +523,9 @@ int ckpt_bundle_writer_add_record(ckpt_bundle_writer *w, const char *name,
     uint32_t crc = 0;
     int err;
     CKPT__CHECK_ARG(w);
-    err = ckpt__bundle_writer_check_open(w);
+    err = begin_add(w, name, dtype, shape, 0, &count);
     if (err < 0)
         return err;
-    err = check_name_and_shape(w, name, shape, &count);
-    if (err < 0)
-        return ckpt__bundle_writer_fail(w, err);
     if (!record && record_len > 0)
         return ckpt__bundle_writer_fail(
             w, ckpt__error(CKPT_EINVAL, "%s: tensor '%s': NULL record",
