@@ -24,16 +24,21 @@ struct cli_held {
     size_t limit;  /* bytes kept in memory before spilling */
 };
 
-/* A temporary file in $TMPDIR (else /tmp), removed from its directory at
- * once; -1 when none can be made. */
-static int unnamed_temp_file(void)
+/* Where temporary files go: $TMPDIR, else (unset or empty) /tmp. */
+static const char *temp_dir(void)
 {
     const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* A temporary file in temp_dir(), removed from its directory at once; -1
+ * when none can be made. */
+static int unnamed_temp_file(void)
+{
+    const char *dir = temp_dir();
     char *path;
     size_t n;
     int fd;
-    if (!dir || !*dir)
-        dir = "/tmp";
     n = strlen(dir) + sizeof("/ckpt-held-XXXXXX");
     path = malloc(n);
     if (!path)
@@ -134,8 +139,7 @@ static void held_failed(const cli_held *h)
     if (h->fd < 0 || h->write_err == 0)
         cli_out_of_memory();
     cli_error("ckpt", "cannot hold the output in a temporary file in %s: %s",
-              getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-              strerror(h->write_err));
+              temp_dir(), strerror(h->write_err));
     cli_exit(CLI_USAGE);
 }
 
