@@ -19,13 +19,17 @@ char *test_path(const char *dir, const char *name)
     return p;
 }
 
-char *test_make_temp_dir(void)
+const char *test_temp_base(void)
 {
     const char *base = getenv("TMPDIR");
+    return base && *base ? base : "/tmp";
+}
+
+char *test_make_temp_dir(void)
+{
+    const char *base = test_temp_base();
     char *path;
     size_t n;
-    if (!base || !*base)
-        base = "/tmp";
     n = strlen(base) + 32;
     path = malloc(n);
     assert_non_null(path);

@@ -13,7 +13,10 @@
 
 #include "ckpt.h"
 
-/* Make a fresh empty directory under $TMPDIR (or /tmp); the returned path
+/* Where tests make temporary files: $TMPDIR, else (unset or empty) /tmp. */
+const char *test_temp_base(void);
+
+/* Make a fresh empty directory under test_temp_base(); the returned path
  * is malloc'd. Fails the test on error. */
 char *test_make_temp_dir(void);
 

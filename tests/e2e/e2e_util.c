@@ -40,11 +40,8 @@ void e2e_sleep_ms(double ms)
 
 static int temp_file(char *path, size_t n, const char *tag)
 {
-    const char *base = getenv("TMPDIR");
     int fd;
-    if (!base || !*base)
-        base = "/tmp";
-    snprintf(path, n, "%s/ckpt-e2e-%s-XXXXXX", base, tag);
+    snprintf(path, n, "%s/ckpt-e2e-%s-XXXXXX", test_temp_base(), tag);
     fd = mkstemp(path);
     if (fd < 0)
         fail_msg("mkstemp %s: %s", path, strerror(errno));
