@@ -119,6 +119,28 @@ struct assembly {
     ckpt_buf spec; /* the current piece in slice-spec notation */
 };
 
+/* Start a walk over the pieces of `pr`'s tensor (assembling or sizing):
+ * every field zero but the tensor and its shown name (in `sn`). */
+static void assembly_start(struct assembly *as,
+                           const ckpt__partitioned_read *pr,
+                           ckpt__shown_name *sn)
+{
+    memset(as, 0, sizeof(*as));
+    as->pr = pr;
+    as->e = pr->entry;
+    as->name = ckpt__show_name(sn, pr->entry->name, pr->entry->name_len);
+}
+
+/* Free what a walk allocated, whichever kind it was. */
+static void assembly_end(struct assembly *as)
+{
+    ckpt__free(as->covered);
+    ckpt__free(as->picked);
+    ckpt_buf_dispose(&as->key);
+    ckpt_buf_dispose(&as->record);
+    ckpt_buf_dispose(&as->spec);
+}
+
 /* Mark elements [a, a + n) as covered; true when one already was. */
 static bool mark_covered(uint8_t *bits, uint64_t a, uint64_t n)
 {
@@ -385,10 +407,7 @@ static int assemble(const ckpt__partitioned_read *pr, void *dst,
     int64_t count = 0;
     int err;
 
-    memset(&as, 0, sizeof(as));
-    as.pr = pr;
-    as.e = e;
-    as.name = ckpt__show_name(&sn, e->name, e->name_len);
+    assembly_start(&as, pr, &sn);
     as.esize = ckpt_dtype_size(e->dtype);
     as.dst = dst;
     as.check_only = mode == ASSEMBLE_CHECK;
@@ -419,10 +438,7 @@ static int assemble(const ckpt__partitioned_read *pr, void *dst,
                                 ckpt__record_word_width(e->dtype));
     if (err == 0 && dst && e->dtype == CKPT_DT_BOOL)
         ckpt__record_bools_to_host(dst, dst_size);
-    ckpt__free(as.covered);
-    ckpt_buf_dispose(&as.key);
-    ckpt_buf_dispose(&as.record);
-    ckpt_buf_dispose(&as.spec);
+    assembly_end(&as);
     return err;
 }
 
@@ -464,10 +480,7 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
     int64_t need = 0;
     int err;
 
-    memset(&as, 0, sizeof(as));
-    as.pr = pr;
-    as.e = e;
-    as.name = ckpt__show_name(&sn, e->name, e->name_len);
+    assembly_start(&as, pr, &sn);
     as.size_only = true;
     if (ckpt_tensor_byte_size(&need, e->dtype, &e->shape) < 0)
         return ckpt__error(CKPT_ECORRUPT,
@@ -508,9 +521,6 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
     }
     if (err == 0)
         *bytes = (uint64_t)need;
-    ckpt__free(as.picked);
-    ckpt_buf_dispose(&as.key);
-    ckpt_buf_dispose(&as.record);
-    ckpt_buf_dispose(&as.spec);
+    assembly_end(&as);
     return err;
 }
