@@ -1,5 +1,6 @@
 /* tools/ckpt-train/report.c - see report.h. */
 #include "report.h"
+#include "train_hook.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -98,11 +99,7 @@ static int end(ckpt_session *s, void *p)
 
 ckpt_hook report_hook(report *r)
 {
-    ckpt_hook h;
-    memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "ProgressHook";
-    h.payload = r;
+    ckpt_hook h = train_hook("ProgressHook", r);
     h.before_run = before_run;
     h.after_run = after_run;
     h.end = end;

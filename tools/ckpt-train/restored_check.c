@@ -1,7 +1,6 @@
 /* tools/ckpt-train/restored_check.c - see restored_check.h. */
 #include "restored_check.h"
-
-#include <string.h>
+#include "train_hook.h"
 
 static int after_create_session(ckpt_session *s, ckpt_coordinator *coord,
                                 void *payload)
@@ -27,11 +26,7 @@ static int after_create_session(ckpt_session *s, ckpt_coordinator *coord,
 
 ckpt_hook restored_check_hook(restored_check *c)
 {
-    ckpt_hook h;
-    memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "RestoredStateCheckHook";
-    h.payload = c;
+    ckpt_hook h = train_hook("RestoredStateCheckHook", c);
     h.after_create_session = after_create_session;
     return h;
 }
