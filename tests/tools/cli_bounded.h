@@ -42,4 +42,13 @@ void expect_within_limits(const cli_run *r, const cli_limits *lim);
         (r) = cli_run_bounded(CKPT_CLI_PATH, NULL, args_, (lim));              \
     } while (0)
 
+/* RUN_BOUNDED, then expect_within_limits and expect_status(&r, want):
+ * every bounded run checks that no limit ended it before its exit code. */
+#define RUN_EXPECT(r, lim, want, ...)                                          \
+    do {                                                                       \
+        RUN_BOUNDED(r, lim, __VA_ARGS__);                                      \
+        expect_within_limits(&(r), (lim));                                     \
+        expect_status(&(r), (want));                                           \
+    } while (0)
+
 #endif

@@ -44,6 +44,14 @@ cli_run cli_run_limited(const char *prog, const char *cwd,
         (r) = cli_run_prog(CKPT_CLI_PATH, NULL, args_);                        \
     } while (0)
 
+/* RUN, then expect_status(&r, want): a run whose exit code the test
+ * checks before its output. */
+#define RUN_STATUS(r, want, ...)                                               \
+    do {                                                                       \
+        RUN(r, __VA_ARGS__);                                                   \
+        expect_status(&(r), (want));                                           \
+    } while (0)
+
 /* RUN under cli_run_limited's limits. */
 #define RUN_LIMITED(r, max_memory, seconds, ...)                               \
     do {                                                                       \

@@ -140,8 +140,7 @@ static json_object *inspect_vector(const vector_info *v, const char *dir,
     cli_run r;
     json_object *root;
     char *want = test_path(dir, v->prefix);
-    RUN(r, "inspect", dir, "--json", values_arg);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", dir, "--json", values_arg);
     assert_string_equal(r.err, "");
     root = parse_json(r.out);
     assert_string_equal(json_object_get_string(jget(root, "prefix")), want);
@@ -301,8 +300,7 @@ static void test_inspect_vectors_text(void **state)
         snprintf(head, sizeof(head), "%s: %d tensors, %d shard", prefix,
                  vectors[i].num_tensors, vectors[i].num_shards);
         /* the prefix, its .index file and the directory name the same */
-        RUN(r, "inspect", prefix);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "inspect", prefix);
         expect_contains(r.out, head);
         expect_contains(r.out, "NAME");
         expect_contains(r.out, "float32");
@@ -310,8 +308,7 @@ static void test_inspect_vectors_text(void **state)
         index = malloc(strlen(prefix) + 7);
         assert_non_null(index);
         snprintf(index, strlen(prefix) + 7, "%s.index", prefix);
-        RUN(r, "inspect", index, "--values");
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "inspect", index, "--values");
         expect_contains(r.out, head);
         run_free(&r);
         free(index);
@@ -327,25 +324,23 @@ static void test_inspect_one_tensor_values(void **state)
     (void)state;
     if (!dir)
         return;
-    RUN(r, "inspect", dir, "--tensor", "step/.ATTRIBUTES/VARIABLE_VALUE",
-        "--values=all");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", dir, "--tensor",
+               "step/.ATTRIBUTES/VARIABLE_VALUE", "--values=all");
     expect_contains(r.out, "step/.ATTRIBUTES/VARIABLE_VALUE  int32  []");
     expect_contains(r.out, "\n    1\n");
     assert_null(strstr(r.out, "save_counter"));
     run_free(&r);
-    RUN(r, "inspect", dir, "--values=2",
+    RUN_STATUS(
+        r, 0, "inspect", dir, "--values=2",
         "--tensor=net/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE");
-    expect_status(&r, 0);
     expect_contains(r.out, "    [-0.109888397, -0.101168022, ...]\n");
     run_free(&r);
     /* several, in any order, one of them twice: those, in file order */
-    RUN(r, "inspect", dir, "--tensor",
-        "net/layer_with_weights-1/bias/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
-        "step/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
-        "net/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
-        "step/.ATTRIBUTES/VARIABLE_VALUE");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", dir, "--tensor",
+               "net/layer_with_weights-1/bias/.ATTRIBUTES/VARIABLE_VALUE",
+               "--tensor", "step/.ATTRIBUTES/VARIABLE_VALUE", "--tensor",
+               "net/layer_with_weights-0/bias/.ATTRIBUTES/VARIABLE_VALUE",
+               "--tensor", "step/.ATTRIBUTES/VARIABLE_VALUE");
     expect_contains(r.out, ": 3 tensors, 1 shard\n");
     {
         const char *b0 = strstr(r.out, "net/layer_with_weights-0/bias/");
@@ -355,8 +350,7 @@ static void test_inspect_one_tensor_values(void **state)
     }
     assert_null(strstr(r.out, "kernel"));
     run_free(&r);
-    RUN(r, "inspect", dir, "--tensor", "no/such/tensor");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "inspect", dir, "--tensor", "no/such/tensor");
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "no tensor named 'no/such/tensor'");
     run_free(&r);
@@ -372,13 +366,11 @@ static void test_verify_vectors(void **state)
         cli_run r;
         if (!dir)
             return;
-        RUN(r, "verify", dir);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "verify", dir);
         expect_contains(r.out, ": OK,");
         assert_string_equal(r.err, "");
         run_free(&r);
-        RUN(r, "verify", "--json", dir);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "verify", "--json", dir);
         root = parse_json(r.out);
         assert_true(json_object_get_boolean(jget(root, "ok")));
         assert_int_equal(json_object_get_int(jget(root, "tensors")),
@@ -400,8 +392,7 @@ static void test_ls_vectors(void **state)
         cli_run r;
         if (!dir)
             return;
-        RUN(r, "ls", dir, "--json");
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "ls", dir, "--json");
         root = parse_json(r.out);
         list = jget(root, "checkpoints");
         stray = jget(root, "stray");
@@ -464,8 +455,7 @@ static void test_ls_vectors(void **state)
         }
         json_object_put(root);
         run_free(&r);
-        RUN(r, "ls", dir);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "ls", dir);
         if (v->has_state)
             expect_contains(r.out, "latest");
         else
@@ -497,8 +487,7 @@ static void test_ls_data_names_past_five_digits(void **state)
     (void)state;
     write_text(dir, "model.ckpt-7.data-100000-of-100001", "x");
     write_text(dir, "model.ckpt-8.data-000001-of-000002", "x");
-    RUN(r, "ls", "--json", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     stray = jget(root, "stray");
     assert_int_equal(json_object_array_length(stray), 1);
@@ -540,8 +529,7 @@ static void test_ls_strays_and_incomplete(void **state)
     write_text(dir, "foo.tmp", "x");
     write_text(dir, "model.ckpt-6.index", "x"); /* its data gone */
     write_text(dir, "events.out", "not a checkpoint file");
-    RUN(r, "ls", "--json", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     list = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(list), 2);
@@ -561,8 +549,7 @@ static void test_ls_strays_and_incomplete(void **state)
         expect_stray(stray, i, want_strays[i][0], want_strays[i][1]);
     json_object_put(root);
     run_free(&r);
-    RUN(r, "ls", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", dir);
     expect_contains(r.out, ": 2 checkpoints\n");
     expect_contains(r.out, "latest  (missing data shard 1 of 2)");
     expect_contains(r.out, "stray or incomplete files:\n");
@@ -592,8 +579,7 @@ static void test_ls_strays_and_incomplete(void **state)
                "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
                "all_model_checkpoint_paths: \"model.ckpt-2\"\n"
                "last_preserved_timestamp: 1700000000.5\n");
-    RUN(r, "ls", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", dir);
     {
         const char *line = strstr(r.out, "\n  model.ckpt-4.index ");
         assert_non_null(line);
@@ -604,8 +590,7 @@ static void test_ls_strays_and_incomplete(void **state)
     run_free(&r);
     /* a state file that cannot be parsed: damage, exit 1 as from inspect */
     write_text(dir, "checkpoint", "model_checkpoint_path: \"m\"\nbogus: 1\n");
-    RUN(r, "ls", dir);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "ls", dir);
     expect_contains(r.err, "ckpt ls: ");
     expect_contains(r.err, "checkpoint:2:1: unknown field \"bogus\"");
     run_free(&r);
@@ -667,8 +652,7 @@ static void test_ls_shards(void **state)
     for (int i = 0; i < 3; i++)
         total += size_in(dir, files[i]);
 
-    RUN(r, "ls", "--json", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     ck = json_object_array_get_idx(jget(root, "checkpoints"), 0);
     assert_int_equal(json_object_array_length(jget(ck, "shards")), 1);
@@ -689,8 +673,7 @@ static void test_ls_shards(void **state)
     json_object_put(root);
     run_free(&r);
 
-    RUN(r, "ls", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", dir);
     for (int i = 0; i < 3; i++) {
         int width = 1;
         for (int k = 0; k < 3; k++) {
@@ -711,8 +694,7 @@ static void test_ls_shards(void **state)
         assert_int_equal(unlink(p), 0);
         free(p);
     }
-    RUN(r, "ls", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", dir);
     expect_contains(r.out, "(missing data shard 1 of 3)\n    shard 0 of 3  ");
     expect_contains(r.out, "\n    shard 2 of 3  ");
     assert_null(strstr(r.out, files[1]));
@@ -728,30 +710,25 @@ static void test_help_and_version(void **state)
     cli_run r;
     char want[64];
     (void)state;
-    RUN(r, "--version");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "--version");
     snprintf(want, sizeof(want), "ckpt %s\n", ckpt_version_string());
     assert_string_equal(r.out, want);
     run_free(&r);
-    RUN(r, "--help");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "--help");
     expect_contains(r.out, "commands:");
     expect_contains(r.out, "  ls ");
     expect_contains(r.out, "  inspect ");
     expect_contains(r.out, "  verify ");
     expect_contains(r.out, "  repack ");
     run_free(&r);
-    RUN(r, "help", "inspect");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "help", "inspect");
     expect_contains(r.out, "usage: ckpt inspect PATH");
     expect_contains(r.out, "--values");
     run_free(&r);
-    RUN(r, "repack", "--help");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "repack", "--help");
     expect_contains(r.out, "usage: ckpt repack SRC DST");
     run_free(&r);
-    RUN(r, "help", "bogus");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "help", "bogus");
     expect_contains(r.err, "unknown command 'bogus'");
     run_free(&r);
     {
@@ -761,8 +738,7 @@ static void test_help_and_version(void **state)
         expect_contains(r.err, "usage: ckpt <command>");
         run_free(&r);
     }
-    RUN(r, "frobnicate");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "frobnicate");
     expect_contains(r.err, "ckpt: unknown command 'frobnicate'");
     run_free(&r);
 }
@@ -872,41 +848,34 @@ static void test_missing_paths(void **state)
     char *dst = test_path(dir, "out");
     cli_run r;
     (void)state;
-    RUN(r, "inspect", missing);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "inspect", missing);
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, missing);
     run_free(&r);
-    RUN(r, "verify", missing);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "verify", missing);
     expect_contains(r.err, "ckpt verify: ");
     expect_contains(r.err, missing);
     run_free(&r);
-    RUN(r, "repack", missing, dst);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "repack", missing, dst);
     expect_contains(r.err, "ckpt repack: ");
     expect_contains(r.err, missing);
     run_free(&r);
-    RUN(r, "ls", missing);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "ls", missing);
     expect_contains(r.err, "ckpt ls: ");
     expect_contains(r.err, missing);
     run_free(&r);
     /* a directory with no state file and no index */
-    RUN(r, "inspect", dir);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "inspect", dir);
     expect_contains(r.err, "no checkpoint state file and no .index file");
     run_free(&r);
     /* a state file whose checkpoints are gone: nothing to inspect, and
      * verify reports the named checkpoint missing (damage) */
     write_text(dir, "checkpoint", "model_checkpoint_path: \"gone-1\"\n");
-    RUN(r, "inspect", dir);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "inspect", dir);
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "gone-1");
     run_free(&r);
-    RUN(r, "verify", dir);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", dir);
     expect_contains(r.err, "ckpt verify: ");
     expect_contains(r.err, "gone-1) is missing");
     run_free(&r);
@@ -940,20 +909,17 @@ static void test_verify_flipped_data_byte(void **state)
     (void)state;
     if (!dir)
         return;
-    RUN(r, "verify", dir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "verify", dir);
     run_free(&r);
     /* tensor "b" is bytes 4..8 of the data file */
     flip_byte(dir, "model.data-00000-of-00001", 5);
-    RUN(r, "verify", dir);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", dir);
     expect_contains(r.err, "ckpt verify: ");
     expect_contains(r.err, "'b'");
     assert_null(strstr(r.err, "'W'"));
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
     run_free(&r);
-    RUN(r, "verify", dir, "--json");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", dir, "--json");
     root = parse_json(r.out);
     assert_false(json_object_get_boolean(jget(root, "ok")));
     damaged = jget(root, "damaged");
@@ -964,16 +930,14 @@ static void test_verify_flipped_data_byte(void **state)
     json_object_put(root);
     run_free(&r);
     /* inspect --values notices too; repack refuses to copy damage */
-    RUN(r, "inspect", dir, "--values");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "inspect", dir, "--values");
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "'b'");
     run_free(&r);
     /* ... and says so in its JSON too: the damaged tensor has an "error"
      * where its values would be (it had neither: the document read as a
      * tensor whose values were not asked for) */
-    RUN(r, "inspect", dir, "--values", "--json");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "inspect", dir, "--values", "--json");
     root = parse_json(r.out);
     expect_contains(
         json_object_get_string(jget(find_tensor(root, "b"), "error")),
@@ -987,8 +951,7 @@ static void test_verify_flipped_data_byte(void **state)
         char *dst = test_path(dir, "copy");
         char *dst_index = test_path(dir, "copy.index");
         struct stat sb;
-        RUN(r, "repack", dir, dst);
-        expect_status(&r, 1);
+        RUN_STATUS(r, 1, "repack", dir, dst);
         expect_contains(r.err, "ckpt repack: ");
         expect_contains(r.err, "'b'");
         assert_int_not_equal(stat(dst_index, &sb), 0);
@@ -1002,8 +965,7 @@ static void test_verify_flipped_data_byte(void **state)
         assert_int_equal(unlink(data), 0);
         free(data);
     }
-    RUN(r, "verify", dir);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", dir);
     expect_contains(r.err, "model.data-00000-of-00001");
     run_free(&r);
     test_remove_tree(dir);
@@ -1019,8 +981,7 @@ static void test_verify_damaged_index(void **state)
     if (!dir)
         return;
     flip_byte(dir, "model.index", 10); /* inside the data block */
-    RUN(r, "verify", dir);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", dir);
     expect_contains(r.err, "ckpt verify: ");
     expect_contains(r.err, "model.index");
     run_free(&r);
@@ -1099,18 +1060,15 @@ static void test_repack_vectors(void **state)
         out_dir = test_make_temp_dir();
         src = test_path(src_dir, vectors[i].prefix);
         dst = test_path(out_dir, "repacked");
-        RUN(r, "repack", src_dir, dst);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "repack", src_dir, dst);
         expect_contains(r.out, "1 shard");
         run_free(&r);
         assert_int_equal(compare_bundles(src, dst),
                          (size_t)vectors[i].num_tensors);
-        RUN(r, "verify", dst);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "verify", dst);
         run_free(&r);
         /* never over an existing checkpoint */
-        RUN(r, "repack", src, dst);
-        expect_status(&r, 2);
+        RUN_STATUS(r, 2, "repack", src, dst);
         expect_contains(r.err, "repacked.index exists");
         run_free(&r);
         free(src);
@@ -1133,8 +1091,7 @@ static void test_repack_filters(void **state)
     src = test_path(src_dir, "ckpt-5");
     dst = test_path(out_dir, "no-slots");
     dst2 = test_path(out_dir, "model-only");
-    RUN(r, "repack", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "repack", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
     expect_contains(r.out, "15 of 31 tensors");
     run_free(&r);
     assert_int_equal(compare_bundles(src, dst), 15);
@@ -1143,9 +1100,8 @@ static void test_repack_filters(void **state)
         assert_null(
             strstr(ckpt_bundle_reader_entry(b, i)->name, "OPTIMIZER_SLOT"));
     ckpt_bundle_reader_free(b);
-    RUN(r, "repack", src, dst2, "--include=^model/", "--include",
-        "^save_counter", "--exclude=OPTIMIZER_SLOT|/bias/");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "repack", src, dst2, "--include=^model/", "--include",
+               "^save_counter", "--exclude=OPTIMIZER_SLOT|/bias/");
     run_free(&r);
     assert_ckpt_ok(ckpt_bundle_reader_open(&b, dst2, NULL));
     assert_int_equal(ckpt_bundle_reader_count(b), 5);
@@ -1176,8 +1132,8 @@ static void test_repack_json(void **state)
     out_dir = test_make_temp_dir();
     src = test_path(src_dir, "ckpt-5");
     dst = test_path(out_dir, "no-slots");
-    RUN(r, "repack", "--json", src, dst, "--exclude", "\\.OPTIMIZER_SLOT");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "repack", "--json", src, dst, "--exclude",
+               "\\.OPTIMIZER_SLOT");
     root = parse_json(r.out);
     assert_string_equal(json_object_get_string(jget(root, "source")), src);
     assert_string_equal(json_object_get_string(jget(root, "destination")), dst);
@@ -1189,8 +1145,7 @@ static void test_repack_json(void **state)
     json_object_put(root);
     run_free(&r);
     assert_int_equal(compare_bundles(src, dst), 15);
-    RUN(r, "repack", src, dst, "--json");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "repack", src, dst, "--json");
     root = parse_json(r.out);
     assert_string_equal(json_object_get_string(jget(root, "command")),
                         "repack");
@@ -1330,8 +1285,7 @@ static void test_messages_bounded(void **state)
         free(path);
     }
     for (size_t i = 0; i < 3; i++) {
-        RUN(r, cmds[i], dir);
-        expect_status(&r, status[i]);
+        RUN_STATUS(r, status[i], cmds[i], dir);
         assert_true(strlen(r.err) < err_max[i]);
         expect_contains(i == 0 ? r.out : r.err, "aaaa");
         if (i == 0)
@@ -1368,8 +1322,7 @@ static void test_repack_removes_stale_temps(void **state)
         write_text(dir, stale[i], "partial");
     for (size_t i = 0; i < 4; i++)
         write_text(dir, kept[i], "a user's file");
-    RUN(r, "repack", src, dst);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "repack", src, dst);
     expect_contains(r.err, "ckpt repack: removed ");
     expect_contains(r.err, "packed.index.tempstateff (left by an interrupted "
                            "write)");
@@ -1386,8 +1339,7 @@ static void test_repack_removes_stale_temps(void **state)
     }
     assert_int_equal(compare_bundles(src, dst), 13);
     /* a directory as DST: refused, not written beside it */
-    RUN(r, "repack", src, dir);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "repack", src, dir);
     expect_contains(r.err, "is a directory; DST is the new checkpoint's "
                            "prefix, e.g. ");
     run_free(&r);
@@ -1419,23 +1371,19 @@ static void test_prefix_directory_mixups(void **state)
              "directory (ckpt ls %s); this checkpoint's tensors: ckpt "
              "inspect %s",
              prefix, dir, prefix);
-    RUN(r, "ls", prefix, "--json");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "ls", prefix, "--json");
     expect_contains(r.err, want);
     expect_contains(r.out, "\"ok\": false");
     run_free(&r);
-    RUN(r, "ls", index);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "ls", index);
     expect_contains(r.err, "not a directory: ls takes a checkpoint directory");
     expect_contains(r.err, "this checkpoint's tensors: ckpt inspect ");
     run_free(&r);
-    RUN(r, "ls", state_file);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "ls", state_file);
     expect_contains(r.err, "not a directory: ls takes a checkpoint directory");
     expect_lacks(r.err, "tensors");
     run_free(&r);
-    RUN(r, "repack", prefix, dst, "--json");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "repack", prefix, dst, "--json");
     snprintf(want, sizeof(want),
              "ckpt repack: DST %s names a checkpoint's file; DST is the new "
              "checkpoint's prefix (its files are DST.index and DST.data-*), "
@@ -1445,8 +1393,7 @@ static void test_prefix_directory_mixups(void **state)
     expect_contains(r.out, "\"ok\": false");
     assert_int_not_equal(access(dst_index, F_OK), 0);
     run_free(&r);
-    RUN(r, "--json", "ls", dir);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "--json", "ls", dir);
     expect_contains(r.err, "unknown command '--json' (options go after the "
                            "command, e.g. ckpt ls DIR --json)");
     run_free(&r);
@@ -1476,8 +1423,7 @@ static void test_prefix_directory_mixups(void **state)
     write_text(dir, "notes.txt", "not a checkpoint\n");
     {
         char *notes = test_path(dir, "notes.txt");
-        RUN(r, "inspect", notes);
-        expect_status(&r, 2);
+        RUN_STATUS(r, 2, "inspect", notes);
         expect_contains(r.err, "notes.txt is a file, not a checkpoint: give a "
                                "checkpoint prefix (its files' name before "
                                ".index) or a checkpoint directory");
@@ -1552,8 +1498,7 @@ static void test_inspect_value_formats(void **state)
     cli_run r;
     (void)state;
     write_typed_checkpoint(prefix);
-    RUN(r, "inspect", prefix, "--json", "--values=all");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", prefix, "--json", "--values=all");
     root = parse_json(r.out);
     v = jget(find_tensor(root, "f32"), "values");
     assert_true(jfloat(v, 0) == 0.1f);
@@ -1611,8 +1556,7 @@ static void test_inspect_value_formats(void **state)
     json_object_put(root);
     run_free(&r);
 
-    RUN(r, "inspect", prefix, "--values=all");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", prefix, "--values=all");
     expect_contains(r.out, "    [0.100000001, -2.5, 9.99999994e-09]\n");
     expect_contains(r.out,
                     "    [0.10000000000000001, -1.0000000000000001e+300]\n");
@@ -1629,12 +1573,11 @@ static void test_inspect_value_formats(void **state)
     expect_contains(r.out, "\nscalar  int32 ");
     run_free(&r);
 
-    RUN(r, "inspect", prefix, "--values=1", "--tensor", "f32");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", prefix, "--values=1", "--tensor", "f32");
     expect_contains(r.out, "    [0.100000001, ...]\n");
     run_free(&r);
-    RUN(r, "inspect", prefix, "--values=0", "--tensor", "f32", "--json");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", prefix, "--values=0", "--tensor", "f32",
+               "--json");
     root = parse_json(r.out);
     assert_int_equal(
         json_object_array_length(jget(find_tensor(root, "f32"), "values")), 0);
@@ -1718,8 +1661,7 @@ static void test_example_write_checkpoint(void **state)
     assert_true(st.last_preserved_timestamp > 0 &&
                 st.last_preserved_timestamp <= st.timestamps[0]);
     ckpt_state_dispose(&st);
-    RUN(r, "ls", ckdir, "--json");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "ls", ckdir, "--json");
     root = parse_json(r.out);
     list = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(list), 3);
@@ -1736,8 +1678,7 @@ static void test_example_write_checkpoint(void **state)
     assert_int_equal(json_object_array_length(jget(root, "stray")), 0);
     json_object_put(root);
     run_free(&r);
-    RUN(r, "inspect", ckdir, "--json", "--values=all");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", ckdir, "--json", "--values=all");
     root = parse_json(r.out);
     assert_int_equal(json_object_array_length(jget(root, "tensors")), 7);
     v = jget(find_tensor(root, "global_step"), "values");
@@ -1750,8 +1691,7 @@ static void test_example_write_checkpoint(void **state)
                         "tab\there");
     json_object_put(root);
     run_free(&r);
-    RUN(r, "verify", ckdir);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "verify", ckdir);
     run_free(&r);
     free(ckdir);
     test_remove_tree(dir);

@@ -206,8 +206,7 @@ static json_object *diff_json(const pair *p, const char *atol)
     if (atol)
         RUN(r, "diff", p->a, p->b, "--json", "--atol", atol);
     else
-        RUN(r, "diff", p->a, p->b, "--json");
-    expect_status(&r, 1);
+        RUN_STATUS(r, 1, "diff", p->a, p->b, "--json");
     assert_string_equal(r.err, "");
     root = parse_json(r.out);
     assert_string_equal(json_object_get_string(jget(root, "a")), p->a);
@@ -226,16 +225,14 @@ static void test_equal_written_here(void **state)
     json_object *root;
     char want[256];
     (void)state;
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", p.a, p.b);
     assert_string_equal(r.err, "");
     snprintf(want, sizeof(want), "%s and %s: equal, %d tensors\n", p.a, p.b,
              BASE_TENSORS);
     assert_string_equal(r.out, want); /* NaN equals the same NaN bitwise */
     run_free(&r);
     /* the .index file names the same checkpoint */
-    RUN(r, "diff", p.a, "--json", "--", p.b);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", p.a, "--json", "--", p.b);
     root = parse_json(r.out);
     assert_true(json_object_get_boolean(jget(root, "equal")));
     assert_int_equal(json_object_array_length(jget(root, "differences")), 0);
@@ -261,29 +258,25 @@ static void test_equal_tf_vector_and_repack(void **state)
         out = test_make_temp_dir();
         dst = test_path(out, "repacked");
         want = test_path(src, vecs[i][1]);
-        RUN(r, "repack", src, dst);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "repack", src, dst);
         run_free(&r);
         /* a directory (latest checkpoint) against a prefix */
-        RUN(r, "diff", src, dst);
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "diff", src, dst);
         expect_contains(r.out, want);
         expect_contains(r.out, ": equal, ");
         assert_int_equal(count_lines(r.out), 1);
         run_free(&r);
         index = test_path(out, "repacked.index");
-        RUN(r, "diff", index, src, "--atol", "0");
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "diff", index, src, "--atol", "0");
         expect_contains(r.out, "equal within atol 0");
         run_free(&r);
         /* dropping tensors makes them "only in A" */
         free(dst);
         dst = test_path(out, "no-slots");
-        RUN(r, "repack", src, dst, "--include", "global_step|save_counter");
-        expect_status(&r, 0);
+        RUN_STATUS(r, 0, "repack", src, dst, "--include",
+                   "global_step|save_counter");
         run_free(&r);
-        RUN(r, "diff", src, dst);
-        expect_status(&r, 1);
+        RUN_STATUS(r, 1, "diff", src, dst);
         expect_contains(r.out, ": only in A\n");
         expect_lacks(r.out, "only in B");
         run_free(&r);
@@ -302,8 +295,7 @@ static void test_changed_value(void **state)
     json_object *root, *d;
     char want[256];
     (void)state;
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.a, p.b);
     assert_string_equal(r.err, "");
     snprintf(want, sizeof(want),
              "f32: values differ: 1 of 3 elements, max abs diff %.9g\n"
@@ -320,8 +312,7 @@ static void test_changed_value(void **state)
                        (double)(-2.4999f) - (-2.5), 1e-12);
     json_object_put(root);
     /* the order of A and B does not matter */
-    RUN(r, "diff", p.b, p.a);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.b, p.a);
     expect_contains(r.out, "f32: values differ: 1 of 3 elements");
     run_free(&r);
     pair_free(&p);
@@ -362,8 +353,7 @@ static void test_changed_values_every_kind(void **state)
     d = find_difference(root, "bool", "values");
     assert_int_equal(json_object_get_int64(jget(d, "max_abs_diff")), 1);
     json_object_put(root);
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.a, p.b);
     expect_contains(r.out, "i64: values differ: 1 of 2 elements, max abs "
                            "diff 18446744073709551615\n");
     expect_contains(r.out, "str: values differ: 1 of 3 elements\n");
@@ -380,12 +370,10 @@ static void test_tolerance(void **state)
     cli_run r;
     (void)state;
     /* 1e-4, 2^-10, 2^-6, 5e-4 and 2^-40 apart: all within 0.02 */
-    RUN(r, "diff", p.a, p.b, "--atol", "0.02");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", p.a, p.b, "--atol", "0.02");
     expect_contains(r.out, "equal within atol 0.02, 12 tensors\n");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol=0.02", "--json");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", p.a, p.b, "--atol=0.02", "--json");
     root = parse_json(r.out);
     assert_true(json_object_get_boolean(jget(root, "equal")));
     assert_float_equal(json_object_get_double(jget(root, "atol")), 0.02, 0);
@@ -433,15 +421,13 @@ static void test_nan_and_negative_zero(void **state)
     assert_int_equal(json_object_get_int64(jget(d, "num_different")), 1);
     assert_true(json_object_get_double(jget(d, "max_abs_diff")) == 0.0);
     json_object_put(root);
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.a, p.b);
     expect_contains(r.out, "naninf: values differ: 1 of 2 elements, max abs "
                            "diff nan\n");
     expect_contains(r.out, "zero: values differ: 1 of 2 elements, max abs "
                            "diff 0\n");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol", "0");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", p.a, p.b, "--atol", "0");
     run_free(&r);
     pair_free(&p);
 }
@@ -452,8 +438,7 @@ static void test_missing_and_extra(void **state)
     json_object *root, *d;
     cli_run r;
     (void)state;
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.a, p.b);
     expect_contains(r.out, "u16: only in A\n");
     expect_contains(r.out, "zz_extra: only in B\n");
     expect_contains(r.out, "2 of 13 tensors differ\n");
@@ -465,8 +450,7 @@ static void test_missing_and_extra(void **state)
     assert_false(jhas(d, "max_abs_diff"));
     find_difference(root, "zz_extra", "only_in_b");
     json_object_put(root);
-    RUN(r, "diff", p.b, p.a);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.b, p.a);
     expect_contains(r.out, "u16: only in B\n");
     expect_contains(r.out, "zz_extra: only in A\n");
     run_free(&r);
@@ -539,8 +523,7 @@ static void test_partitioned_differently(void **state)
     }
     for (int x = 0; x < 3; x++) {
         for (int y = 0; y < 3; y++) {
-            RUN(r, "diff", p[x], p[y]);
-            expect_status(&r, 0);
+            RUN_STATUS(r, 0, "diff", p[x], p[y]);
             snprintf(want, sizeof(want), "%s and %s: equal, 2 tensors\n", p[x],
                      p[y]);
             assert_string_equal(r.out, want);
@@ -548,15 +531,13 @@ static void test_partitioned_differently(void **state)
         }
     }
     /* one element changed, in a piece the other side splits otherwise */
-    RUN(r, "diff", p[1], p[3]);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p[1], p[3]);
     expect_contains(r.out, "w: values differ: 1 of 12 elements, max abs diff "
                            "0.5\n");
     expect_contains(r.out, "1 of 2 tensors differ\n");
     assert_int_equal(count_lines(r.out), 2);
     run_free(&r);
-    RUN(r, "diff", p[0], p[3], "--json");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p[0], p[3], "--json");
     root = parse_json(r.out);
     assert_int_equal(json_object_get_int(jget(root, "tensors")), 2);
     assert_int_equal(json_object_array_length(jget(root, "differences")), 1);
@@ -577,8 +558,7 @@ static void test_dtype_and_shape(void **state)
     json_object *root, *d, *s;
     cli_run r;
     (void)state;
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", p.a, p.b);
     expect_contains(r.out, "i64: dtype int64 in A, int32 in B\n");
     expect_contains(r.out, "f64: shape [2] in A, [1, 2] in B\n");
     run_free(&r);
@@ -604,51 +584,40 @@ static void test_usage_errors(void **state)
     char *missing = test_path(p.dir, "nope");
     cli_run r;
     (void)state;
-    RUN(r, "diff");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff");
     expect_contains(r.err, "ckpt diff: need two checkpoints");
     expect_contains(r.err, "usage: ckpt diff A B [--atol X] [--json]");
     assert_string_equal(r.out, "");
     run_free(&r);
-    RUN(r, "diff", p.a);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a);
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, p.a);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, p.a);
     expect_contains(r.err, "unexpected argument");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol");
     expect_contains(r.err, "--atol needs a value");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol", "-1");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol", "-1");
     expect_contains(r.err, "bad --atol '-1'");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol=abc");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol=abc");
     expect_contains(r.err, "bad --atol 'abc'");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--atol", "nan");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol", "nan");
     run_free(&r);
-    RUN(r, "diff", p.a, p.b, "--bogus");
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b, "--bogus");
     expect_contains(r.err, "unknown option '--bogus'");
     run_free(&r);
-    RUN(r, "diff", p.a, missing);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, missing);
     expect_contains(r.err, "ckpt diff: ");
     expect_contains(r.err, "nope.index");
     assert_string_equal(r.out, "");
     run_free(&r);
-    RUN(r, "help", "diff");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "help", "diff");
     expect_contains(r.out, "usage: ckpt diff A B [--atol X] [--json]");
     expect_contains(r.out, "only_in_a");
     run_free(&r);
-    RUN(r, "--help");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "--help");
     expect_contains(r.out, "  diff     Compare two checkpoints");
     run_free(&r);
     free(missing);
@@ -675,8 +644,7 @@ static void test_damaged_input(void **state)
     test_write_file(data, bytes, n);
     ckpt_bundle_reader_free(rd);
     free(bytes);
-    RUN(r, "diff", p.a, p.b);
-    expect_status(&r, 2);
+    RUN_STATUS(r, 2, "diff", p.a, p.b);
     expect_contains(r.err, "ckpt diff: ");
     expect_contains(r.err, "'i8'");
     run_free(&r);

@@ -76,8 +76,7 @@ static void test_inspect_text(void **state)
 {
     fixture *f = *state;
     cli_run r;
-    RUN(r, "inspect", f->path[0], "--values=all");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", f->path[0], "--values=all");
     expect_contains(r.out, "2 tensors"); /* slice entries are not listed */
     expect_contains(r.out, "(partitioned, 2 slices)");
     expect_contains(r.out, "[4, 3]");
@@ -93,8 +92,8 @@ static void test_inspect_json(void **state)
     fixture *f = *state;
     json_object *root, *tensors, *t = NULL, *x;
     cli_run r;
-    RUN(r, "inspect", f->path[0], "--json", "--values=all", "--tensor", "w");
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "inspect", f->path[0], "--json", "--values=all",
+               "--tensor", "w");
     root = json_tokener_parse(r.out);
     assert_non_null(root);
     assert_true(json_object_object_get_ex(root, "tensors", &tensors));
@@ -127,18 +126,15 @@ static void test_verify(void **state)
     fixture *f = *state;
     char damaged[560];
     cli_run r;
-    RUN(r, "verify", f->path[0]);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "verify", f->path[0]);
     expect_contains(r.out, "OK, 2 tensors");
     run_free(&r);
     /* the bottom rows only */
-    RUN(r, "verify", f->path[2]);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", f->path[2]);
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
     expect_contains(r.err, "tensor 'w': slices cover 6 of 12 elements");
     run_free(&r);
-    RUN(r, "inspect", f->path[2], "--values");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "inspect", f->path[2], "--values");
     expect_contains(r.err, "slices cover 6 of 12 elements");
     run_free(&r);
     /* a damaged piece damages its tensor: counted once, as a tensor */
@@ -155,8 +151,7 @@ static void test_verify(void **state)
         test_write_file(data, bytes, n);
         free(bytes);
     }
-    RUN(r, "verify", damaged);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", damaged);
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
     /* said once, by the tensor (whose message ends with its piece's) */
     expect_contains(r.err, "tensor 'w': slice ");
@@ -168,8 +163,7 @@ static void test_verify(void **state)
     run_free(&r);
     /* --json names the damaged piece as messages do, not by its binary
      * slice key */
-    RUN(r, "verify", damaged, "--json");
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "verify", damaged, "--json");
     expect_contains(r.out, "\"name\": \"w (piece ");
     expect_lacks(r.out, "\\u0000");
     run_free(&r);
@@ -179,11 +173,9 @@ static void test_diff(void **state)
 {
     fixture *f = *state;
     cli_run r;
-    RUN(r, "diff", f->path[0], f->path[0]);
-    expect_status(&r, 0);
+    RUN_STATUS(r, 0, "diff", f->path[0], f->path[0]);
     run_free(&r);
-    RUN(r, "diff", f->path[0], f->path[1]);
-    expect_status(&r, 1);
+    RUN_STATUS(r, 1, "diff", f->path[0], f->path[1]);
     /* the assembled tensor only: its pieces are not compared on their own */
     expect_contains(r.out, "w: values differ: 1 of 12 elements, max abs diff "
                            "91.5");

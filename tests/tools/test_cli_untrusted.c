@@ -280,9 +280,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
              "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
              outside, dir);
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(rows), 8);
@@ -309,9 +307,7 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     assert_int_equal(json_object_array_length(strays), 0);
     json_object_put(root);
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "ls", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
     expect_contains(r.out, "(not a checkpoint prefix (ends in '/'))");
     run_free(&r);
     test_remove_tree(outside);
@@ -343,9 +339,7 @@ static void test_empty_state_file_paths(void **state)
              "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
              dir);
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(rows), 3);
@@ -359,9 +353,7 @@ static void test_empty_state_file_paths(void **state)
         jget(json_object_array_get_idx(rows, 2), "complete")));
     json_object_put(root);
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "ls", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
     expect_contains(r.out, "(empty path (not a checkpoint prefix))");
     run_free(&r);
     /* model_checkpoint_path "" (an older listed one intact) */
@@ -409,9 +401,7 @@ static void test_ls_json_long_state_file_memory(void **state)
     for (int i = 0; i < entries; i++)
         fprintf(f, "all_model_checkpoint_paths: \"model.ckpt-%d\"\n", i);
     assert_int_equal(fclose(f), 0);
-    RUN_BOUNDED(r, &tight, "ls", dir, "--json");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &tight, 0, "ls", dir, "--json");
     root = parse_json(r.out);
     assert_int_equal(json_object_array_length(jget(root, "checkpoints")),
                      entries);
@@ -455,9 +445,7 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     for (int i = 0; i < entries; i++)
         fprintf(f, "all_model_checkpoint_paths: \"s/c%d\"\n", i % (FILES / 2));
     assert_int_equal(fclose(f), 0);
-    RUN_BOUNDED(r, &limits, "ls", "--json", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(rows), (size_t)entries);
@@ -514,9 +502,7 @@ static void test_names_escaped_in_text_output(void **state)
     char *prefix = test_path(dir, "m\x1b[31m-1");
     cli_run r;
     (void)state;
-    RUN_BOUNDED(r, &limits, "inspect", dir, "--values");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", dir, "--values");
     expect_both_safe(&r);
     expect_contains(r.out, "evil\\x1b[2J\\x1b]0;owned\\x07");
     expect_contains(r.out, "latin\\xff\\xfe");
@@ -524,36 +510,26 @@ static void test_names_escaped_in_text_output(void **state)
     expect_contains(r.out, "caf\xc3\xa9 "); /* printable UTF-8 as is */
     expect_contains(r.out, "m\\x1b[31m-1: 4 tensors");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", dir);
     expect_both_safe(&r);
     expect_contains(r.out, "m\\x1b[31m-1: OK, 4 tensors");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "ls", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
     expect_both_safe(&r);
     expect_contains(r.out, "m\\x1b[31m-1");
     expect_contains(r.out, "stray\\x1b[1m.tmp");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "diff", dir, prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "diff", dir, prefix);
     expect_both_safe(&r);
     run_free(&r);
     /* error messages that quote names and paths: stderr */
-    RUN_BOUNDED(r, &limits, "inspect", dir, "--tensor", "no\x1b[5mpe");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 2);
+    RUN_EXPECT(r, &limits, 2, "inspect", dir, "--tensor", "no\x1b[5mpe");
     expect_both_safe(&r);
     expect_contains(r.err, "no tensor named 'no\\x1b[5mpe'");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "inspect",
-                "gone\x1b[1m\x9b"
-                "1m");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 2);
+    RUN_EXPECT(r, &limits, 2, "inspect",
+               "gone\x1b[1m\x9b"
+               "1m");
     expect_both_safe(&r);
     expect_contains(r.err, "gone\\x1b[1m\\x9b1m");
     run_free(&r);
@@ -562,9 +538,7 @@ static void test_names_escaped_in_text_output(void **state)
     {
         char *dst = test_path(dir, "out\x1b[7m");
         write_text(dir, "out\x1b[7m.index.tempstate1f", "partial");
-        RUN_BOUNDED(r, &limits, "repack", prefix, dst);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, 0);
+        RUN_EXPECT(r, &limits, 0, "repack", prefix, dst);
         expect_both_safe(&r);
         expect_contains(r.err, "removed ");
         expect_contains(r.err, "out\\x1b[7m.index.tempstate1f (left by");
@@ -594,9 +568,7 @@ static void test_names_valid_json(void **state)
     json_object *root, *list;
     cli_run r;
     (void)state;
-    RUN_BOUNDED(r, &limits, "inspect", dir, "--json", "--values");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", dir, "--json", "--values");
     root = parse_json(r.out);
     list = jget(root, "tensors");
     assert_int_equal(json_object_array_length(list), 4);
@@ -613,18 +585,14 @@ static void test_names_valid_json(void **state)
     }
     json_object_put(root);
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "ls", dir, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", dir, "--json");
     root = parse_json(r.out);
     expect_json_bytes(
         jget(json_object_array_get_idx(jget(root, "stray"), 0), "file"),
         "stray\x1b[1m.tmp", 13);
     json_object_put(root);
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", dir, "--json");
     json_object_put(parse_json(r.out));
     run_free(&r);
     test_remove_tree(dir);
@@ -656,9 +624,7 @@ static void test_inspect_json_many_entries_memory(void **state)
     }
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
-    RUN_BOUNDED(r, &tight, "inspect", prefix, "--json");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &tight, 0, "inspect", prefix, "--json");
     root = parse_json(r.out);
     assert_int_equal(json_object_array_length(jget(root, "tensors")), entries);
     json_object_put(root);
@@ -706,9 +672,7 @@ static void test_diff_json_many_differences_memory(void **state)
     cli_run r;
     (void)state;
     write_dtype_differences(a, b, entries);
-    RUN_BOUNDED(r, &tight, "diff", a, b, "--json");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &tight, 1, "diff", a, b, "--json");
     root = parse_json(r.out);
     assert_false(json_object_get_boolean(jget(root, "equal")));
     assert_int_equal(json_object_get_int64(jget(root, "tensors")), entries);
@@ -764,9 +728,7 @@ static void test_verify_json_many_damaged_memory(void **state)
         bytes[i] ^= 1; /* every record's checksum now wrong */
     test_write_file(data, bytes, n);
     free(bytes);
-    RUN_BOUNDED(r, &tight, "verify", prefix, "--json");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &tight, 1, "verify", prefix, "--json");
     root = parse_json(r.out);
     assert_false(json_object_get_boolean(jget(root, "ok")));
     assert_int_equal(json_object_get_int64(jget(root, "tensors")), entries);
@@ -812,9 +774,7 @@ static void test_inspect_json_all_values_memory(void **state)
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
     free(v);
-    RUN_BOUNDED(r, &tight, "inspect", prefix, "--json", "--values=all");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &tight, 0, "inspect", prefix, "--json", "--values=all");
     root = parse_json(r.out);
     values =
         jget(json_object_array_get_idx(jget(root, "tensors"), 0), "values");
@@ -861,19 +821,15 @@ static void test_repack_pathological_patterns(void **state)
     name[68] = '\0';
     write_bundle(src, &t, 1);
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        RUN_BOUNDED(r, &tight, "repack", src, dst, refused[i].option,
-                    refused[i].pattern);
-        expect_within_limits(&r, &tight);
-        expect_status(&r, 2);
+        RUN_EXPECT(r, &tight, 2, "repack", src, dst, refused[i].option,
+                   refused[i].pattern);
         expect_contains(r.err, "ckpt repack: bad regex '");
         expect_contains(r.err, refused[i].pattern);
         expect_contains(r.err, refused[i].why);
         run_free(&r);
     }
-    RUN_BOUNDED(r, &tight, "repack", src, dst, "--exclude", "^a{255}{255}",
-                "--exclude", "^(a{10}){6}a{8}$");
-    expect_within_limits(&r, &tight);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &tight, 0, "repack", src, dst, "--exclude", "^a{255}{255}",
+               "--exclude", "^(a{10}){6}a{8}$");
     expect_contains(r.out, "0 of 1 tensors");
     run_free(&r);
     free(src);
@@ -901,13 +857,11 @@ static void test_unicode_controls_escaped(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 2);
-    RUN_BOUNDED(r, &limits, "inspect", prefix);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", prefix);
     expect_contains(r.out, "csi\\xc2\\x9b31m");
     expect_contains(r.out, "rlo\\xe2\\x80\\xaetxt\\x7f");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "inspect", prefix, "--json");
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", prefix, "--json");
     expect_contains(r.out, "csi\\u009b31m");
     expect_contains(r.out, "rlo\\u202etxt\\u007f");
     root = parse_json(r.out);
@@ -938,17 +892,13 @@ static void test_nul_in_name_is_part_of_it(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 2);
-    RUN_BOUNDED(r, &limits, "verify", prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", prefix);
     expect_contains(r.out, ": OK, 2 tensors, 12 bytes checked");
     run_free(&r);
     t[0].bad_crc = 0;
     t[1].bad_crc = 1; /* "a\0b" */
     write_bundle(prefix, t, 2);
-    RUN_BOUNDED(r, &limits, "verify", prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", prefix);
     expect_contains(r.err, "tensor 'a\\x00b': checksum mismatch");
     expect_lacks(r.err, "tensor 'a':");
     expect_contains(r.out, "DAMAGED, 1 of 2 tensors");
@@ -977,18 +927,14 @@ static void test_values_of_nul_names(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 3);
-    RUN_BOUNDED(r, &limits, "inspect", prefix, "--values");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", prefix, "--values");
     expect_contains(r.out, "a\\x00b ");
     expect_contains(r.out, "(partitioned, 2 slices)\n    [8, 9, 10, 11]\n");
     expect_contains(r.out, "a\\x00c ");
     expect_contains(r.out, "0\n    [3]\n");
     expect_lacks(r.out, "not supported");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "inspect", prefix, "--values", "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", prefix, "--values", "--json");
     root = parse_json(r.out);
     list = jget(root, "tensors");
     {
@@ -1025,18 +971,14 @@ static void test_verify_variant_not_checked(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 2);
-    RUN_BOUNDED(r, &limits, "verify", prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", prefix);
     expect_contains(r.out, "var: not checked (variant records");
     expect_contains(r.out, "no damage found in 1 of 2 tensors (4 bytes "
                            "checked); 1 not checked");
     expect_lacks(r.out, ": OK,"); /* not the all-clear line; a temporary
                                    * path may contain "OK" */
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", prefix, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", prefix, "--json");
     root = parse_json(r.out);
     list = jget(root, "not_checked");
     assert_int_equal(json_object_array_length(list), 1);
@@ -1068,17 +1010,13 @@ static void test_verify_names_every_damaged_tensor(void **state)
     cli_run r;
     (void)state;
     write_bundle(prefix, t, 3);
-    RUN_BOUNDED(r, &limits, "verify", prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", prefix);
     expect_contains(r.err, "'a'");
     expect_contains(r.err, "'c'");
     expect_lacks(r.err, "'b'");
     expect_contains(r.out, "DAMAGED, 2 of 3 tensors");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", prefix, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", prefix, "--json");
     root = parse_json(r.out);
     list = jget(root, "damaged");
     assert_int_equal(json_object_array_length(list), 2);
@@ -1090,9 +1028,7 @@ static void test_verify_names_every_damaged_tensor(void **state)
     t[0].bad_crc = 0;
     t[2].bad_crc = 0;
     write_bundle(prefix, t, 4);
-    RUN_BOUNDED(r, &limits, "verify", prefix);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", prefix);
     expect_contains(r.out, ": OK, 4 tensors, 64 bytes checked");
     run_free(&r);
     free(prefix);
@@ -1121,15 +1057,11 @@ static void test_repack_names_partitioned_tensor(void **state)
         ckpt_bundle_writer_add(w, "bias", CKPT_DT_FLOAT, &one, v, 4));
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
-    RUN_BOUNDED(r, &limits, "repack", src, dst);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 2);
+    RUN_EXPECT(r, &limits, 2, "repack", src, dst);
     expect_contains(r.err, "tensor 'part/kernel' is partitioned");
     expect_lacks(r.err, "(slice)");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "repack", src, dst, "--exclude", "^part/");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "repack", src, dst, "--exclude", "^part/");
     expect_contains(r.out, ": 1 of 2 tensors, 4 bytes, 1 shard");
     run_free(&r);
     free(src);
@@ -1154,9 +1086,7 @@ static void test_long_path_keeps_the_error(void **state)
     test_write_file(path, "this is not a table, it is far too short", 40);
     path[n] = '\0';
     strncat(path, "/ck", sizeof(path) - n - 1);
-    RUN_BOUNDED(r, &limits, "inspect", path);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "inspect", path);
     expect_contains(r.err, path);
     expect_contains(r.err, "ck.index");
     /* the error itself, after the path */
@@ -1220,16 +1150,12 @@ static void test_ls_directory_deeper_than_path_max(void **state)
                "all_model_checkpoint_paths: \"../out/far-3\"\n"
                "all_model_checkpoint_paths: \"sub/model.ckpt-2\"\n"
                "all_model_checkpoint_paths: \"model.ckpt-1\"\n");
-    RUN_BOUNDED(r, &limits, "ls", "d");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", "d");
     expect_lacks(r.out, "missing index");
     expect_lacks(r.out, "not listed in the state file");
     expect_contains(r.out, "outside the directory; data files not checked");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "ls", "--json", "d");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", "--json", "d");
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(rows), 3);
@@ -1247,9 +1173,7 @@ static void test_ls_directory_deeper_than_path_max(void **state)
     /* a symbolic link out of DIR: warned about, as anywhere else */
     assert_int_equal(symlink("../out", "d/link"), 0);
     write_text("d", "checkpoint", "model_checkpoint_path: \"link/far-3\"\n");
-    RUN_BOUNDED(r, &limits, "verify", "d");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", "d");
     expect_contains(r.err, "d/checkpoint names a checkpoint outside d: ");
     run_free(&r);
     test_remove_tree(strdup("d"));
@@ -1283,17 +1207,13 @@ static void test_state_paths_no_file_can_have(void **state)
              "all_model_checkpoint_paths: \"%s\"\n",
              name, name);
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "ls", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
     expect_contains(r.out, "3 checkpoints");
     expect_contains(r.out, "model.ckpt-1 ");
     expect_contains(r.out, "loop/model.ckpt-2");
     expect_contains(r.out, "(missing index)");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "no such checkpoint");
     expect_contains(r.err, "File name too long");
     expect_contains(r.err, ") is missing");
@@ -1304,15 +1224,11 @@ static void test_state_paths_no_file_can_have(void **state)
              "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
              "all_model_checkpoint_paths: \"loop/model.ckpt-2\"\n");
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "Too many levels of symbolic links");
     expect_contains(r.err, "loop/model.ckpt-2) is missing");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "inspect", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "inspect", dir);
     expect_contains(r.out, "model.ckpt-1: 1 tensor, 1 shard");
     run_free(&r);
     free(loop);
@@ -1332,9 +1248,7 @@ static void test_prefix_itself_a_loop(void **state)
     (void)state;
     assert_int_equal(symlink("loop", loop), 0);
     for (size_t i = 0; i < 2; i++) {
-        RUN_BOUNDED(r, &limits, cmds[i], loop);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, 2);
+        RUN_EXPECT(r, &limits, 2, cmds[i], loop);
         expect_contains(r.err, "no such checkpoint (no ");
         expect_contains(r.err, "loop itself cannot be looked up: stat ");
         expect_contains(r.err, "Too many levels of symbolic links");
@@ -1357,9 +1271,7 @@ static void test_damaged_state_file_same_status(void **state)
     write_text(dir, "checkpoint",
                "model_checkpoint_path: \"model.ckpt-1\"\n\x01\x02garbage{{\n");
     for (size_t i = 0; i < 3; i++) {
-        RUN_BOUNDED(r, &limits, commands[i], dir);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, 1);
+        RUN_EXPECT(r, &limits, 1, commands[i], dir);
         expect_both_safe(&r);
         expect_contains(r.err, "checkpoint:2:");
         run_free(&r);
@@ -1382,9 +1294,7 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
                "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
                "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
     /* the named one has no index: missing, however intact model.ckpt-1 is */
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "model.ckpt-2) is missing");
     expect_contains(r.err, "an older listed checkpoint has its index: ");
     expect_contains(r.err, older);
@@ -1392,9 +1302,7 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
                                    * path may contain "OK" */
     run_free(&r);
     /* --json: still one document, naming the missing checkpoint */
-    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir, "--json");
     expect_contains(r.err, "model.ckpt-2) is missing");
     {
         json_object *root = parse_json(r.out);
@@ -1412,15 +1320,11 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     run_free(&r);
     /* its index is there but damaged */
     test_write_file(index2, "garbage, not a table", 20);
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "model.ckpt-2) is damaged");
     run_free(&r);
     /* the older one named directly still verifies */
-    RUN_BOUNDED(r, &limits, "verify", older);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", older);
     run_free(&r);
     free(older);
     free(index2);
@@ -1457,17 +1361,13 @@ static void test_dir_state_file_names_outside(void **state)
     /* absolute, out of DIR: read, with the warning */
     snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n", far);
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "verify", dir);
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", dir);
     expect_contains(r.err, "ckpt verify: warning: ");
     expect_contains(r.err, "/checkpoint names a checkpoint outside ");
     expect_contains(r.err, far);
     expect_contains(r.out, ": OK, 1 tensors");
     run_free(&r);
-    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 0);
+    RUN_EXPECT(r, &limits, 0, "verify", dir, "--json");
     expect_contains(r.err, "names a checkpoint outside ");
     root = parse_json(r.out);
     assert_true(json_object_get_boolean(jget(root, "ok")));
@@ -1505,9 +1405,7 @@ static void test_dir_state_file_names_outside(void **state)
         snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n",
                  relative_out[i]);
         write_text(dir, "checkpoint", text);
-        RUN_BOUNDED(r, &limits, "verify", dir);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, 0);
+        RUN_EXPECT(r, &limits, 0, "verify", dir);
         expect_contains(r.err, "names a checkpoint outside ");
         expect_contains(r.err, relative_out[i]);
         run_free(&r);
@@ -1519,9 +1417,7 @@ static void test_dir_state_file_names_outside(void **state)
              "all_model_checkpoint_paths: \"model.ckpt-1\"\n",
              gone);
     write_text(dir, "checkpoint", text);
-    RUN_BOUNDED(r, &limits, "verify", dir, "--json");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 1);
+    RUN_EXPECT(r, &limits, 1, "verify", dir, "--json");
     expect_contains(r.err, "names a checkpoint outside ");
     expect_contains(r.err, "gone-5) is missing");
     root = parse_json(r.out);
@@ -1542,18 +1438,14 @@ static void test_dir_state_file_names_outside(void **state)
             snprintf(text, sizeof(text), "model_checkpoint_path: \"%s\"\n",
                      inside[i]);
             write_text(dir, "checkpoint", text);
-            RUN_BOUNDED(r, &limits, "verify", dir, "--json");
-            expect_within_limits(&r, &limits);
-            expect_status(&r, 0);
+            RUN_EXPECT(r, &limits, 0, "verify", dir, "--json");
             expect_lacks(r.err, "outside");
             root = parse_json(r.out);
             assert_false(
                 json_object_get_boolean(jget(root, "outside_directory")));
             json_object_put(root);
             run_free(&r);
-            RUN_BOUNDED(r, &limits, "inspect", dir, "--json");
-            expect_within_limits(&r, &limits);
-            expect_status(&r, 0);
+            RUN_EXPECT(r, &limits, 0, "inspect", dir, "--json");
             expect_lacks(r.err, "outside");
             root = parse_json(r.out);
             assert_false(
@@ -1631,9 +1523,7 @@ static void test_json_failures_one_document(void **state)
         run_free(&r);
     }
     /* a usage error: the failure document too (test_cli.c has the rest) */
-    RUN_BOUNDED(r, &limits, "verify", dir, "--json", "--bogus");
-    expect_within_limits(&r, &limits);
-    expect_status(&r, 2);
+    RUN_EXPECT(r, &limits, 2, "verify", dir, "--json", "--bogus");
     expect_contains(r.err, "unknown option '--bogus'");
     {
         json_object *root = parse_json(r.out);
