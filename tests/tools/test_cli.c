@@ -3,12 +3,12 @@
  * json-c), stderr messages, on every TensorFlow vector and on checkpoints
  * written here; repacked checkpoints are compared tensor by tensor with the
  * library's reader. */
+#include "cli_json.h"
 #include "cli_run.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -26,22 +26,6 @@
 /* ---- running the tool ---------------------------------------------------- */
 
 /* ---- JSON ---------------------------------------------------------------- */
-
-static json_object *parse_json(const char *text)
-{
-    json_object *o = json_tokener_parse(text);
-    if (!o)
-        fail_msg("not JSON:\n%s", text);
-    return o;
-}
-
-static json_object *jget(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
-    return v;
-}
 
 static json_object *find_tensor(json_object *root, const char *name)
 {

@@ -5,10 +5,10 @@
  * versus --atol comparison (NaN payloads, -0, integers never tolerant),
  * the JSON report parsed with json-c, a tensor partitioned differently on
  * each side, and usage and read errors (exit 2). */
+#include "cli_json.h"
 #include "cli_run.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -32,22 +32,6 @@ static int count_lines(const char *text)
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
-
-static json_object *parse_json(const char *text)
-{
-    json_object *o = json_tokener_parse(text);
-    if (!o)
-        fail_msg("not JSON:\n%s", text);
-    return o;
-}
-
-static json_object *jget(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no \"%s\" in %s", key, json_object_to_json_string(o));
-    return v;
-}
 
 static int jhas(json_object *o, const char *key)
 {

@@ -7,13 +7,13 @@
  * text of all their values, which must be held outside memory; a data
  * file gone, which fails every tensor in it alike: verify names the file
  * once, with its error and its tensors' count, where its JSON lists each. */
+#include "cli_json.h"
 #include "cli_run.h"
 
 #include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
 #include "util/crc32c.h"
 
-#include <json-c/json.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,16 +342,15 @@ static void test_missing_data_file_said_once(void **state)
     run_free(&r);
     RUN_BOUNDED(r, "verify", f->prefix, "--json");
     expect_status(&r, 1);
-    root = json_tokener_parse(r.out);
-    assert_non_null(root);
-    assert_true(json_object_object_get_ex(root, "damaged", &damaged));
+    root = parse_json(r.out);
+    damaged = jget(root, "damaged");
     assert_int_equal(json_object_array_length(damaged), 5);
     for (size_t i = 0; i < 5; i++) {
         json_object *d = json_object_array_get_idx(damaged, i), *name, *err;
         char want[8];
         snprintf(want, sizeof(want), "t%zu", i);
-        assert_true(json_object_object_get_ex(d, "name", &name));
-        assert_true(json_object_object_get_ex(d, "error", &err));
+        name = jget(d, "name");
+        err = jget(d, "error");
         assert_string_equal(json_object_get_string(name), want);
         assert_non_null(strstr(json_object_get_string(err), "No such file"));
     }

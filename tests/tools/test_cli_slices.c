@@ -4,10 +4,10 @@
  * slice count and prints its assembled values (text and --json), verify
  * reads it assembled and reports pieces that do not cover it, and diff
  * compares the assembled values. */
+#include "cli_json.h"
 #include "cli_run.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,25 +94,24 @@ static void test_inspect_json(void **state)
     cli_run r;
     RUN_STATUS(r, 0, "inspect", f->path[0], "--json", "--values=all",
                "--tensor", "w");
-    root = json_tokener_parse(r.out);
-    assert_non_null(root);
-    assert_true(json_object_object_get_ex(root, "tensors", &tensors));
+    root = parse_json(r.out);
+    tensors = jget(root, "tensors");
     assert_int_equal(json_object_array_length(tensors), 1);
     t = json_object_array_get_idx(tensors, 0);
-    assert_true(json_object_object_get_ex(t, "name", &x));
+    x = jget(t, "name");
     assert_string_equal(json_object_get_string(x), "w");
-    assert_true(json_object_object_get_ex(t, "num_slices", &x));
+    x = jget(t, "num_slices");
     assert_int_equal(json_object_get_int(x), 2);
-    assert_true(json_object_object_get_ex(t, "num_elements", &x));
+    x = jget(t, "num_elements");
     assert_int_equal(json_object_get_int(x), 12);
     /* the full tensor's bytes, not its (record-less) entry's 0 */
-    assert_true(json_object_object_get_ex(t, "bytes", &x));
+    x = jget(t, "bytes");
     assert_int_equal(json_object_get_int(x), 48);
-    assert_true(json_object_object_get_ex(t, "shape", &x));
+    x = jget(t, "shape");
     assert_int_equal(json_object_array_length(x), 2);
     assert_int_equal(json_object_get_int(json_object_array_get_idx(x, 0)), 4);
     assert_int_equal(json_object_get_int(json_object_array_get_idx(x, 1)), 3);
-    assert_true(json_object_object_get_ex(t, "values", &x));
+    x = jget(t, "values");
     assert_int_equal(json_object_array_length(x), 12);
     for (int i = 0; i < 12; i++)
         assert_true(json_object_get_double(json_object_array_get_idx(x, i)) ==
