@@ -17,20 +17,14 @@ set -euo pipefail
 train=$1 patch=$2 mpiexec=$3
 shift 3
 flags=("$@")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-hostile.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR source=train_lib.sh
+. "$(dirname "$0")/train_lib.sh"
+train_tmp hostile
 dir=$tmp/run
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 run() { # run STEPS: train on 2 ranks until STEPS, keeping 3 checkpoints
     "$mpiexec" "${flags[@]}" -n 2 "$train" --distributed --dir "$dir" \
         --steps "$1" --save-steps 10 --keep 3 --quiet --hidden 16
-}
-snapshot() { # the directory's files and their checksums
-    (cd "$dir" && find . -type f | LC_ALL=C sort | xargs md5sum)
 }
 
 run 20 >/dev/null || die "the first run failed"
@@ -38,7 +32,7 @@ run 20 >/dev/null || die "the first run failed"
     die "patching global_step failed"
 "$patch" "$dir/model.ckpt-20" data/order/rank-1 0 i32 0x7ffffff0 ||
     die "patching data/order/rank-1 failed"
-before=$(snapshot)
+before=$(snapshot "$dir")
 
 set +e
 run 40 >"$tmp/out" 2>"$tmp/err"
@@ -49,7 +43,7 @@ grep -q "rank 1: creating the session: .*$dir/model.ckpt-20.*data/order/rank-1 i
     die "rank 1 did not name the checkpoint and tensor: $(cat "$tmp/err")"
 grep -q "rank 0: creating the session: .*another rank's restored state" "$tmp/err" ||
     die "rank 0 did not say why it stopped: $(cat "$tmp/err")"
-[ "$(snapshot)" = "$before" ] ||
+[ "$(snapshot "$dir")" = "$before" ] ||
     die "the directory changed: $(ls "$dir")"
 echo "ok: refused before saving, the directory as it was"
 
@@ -57,7 +51,7 @@ rm -rf "$dir"
 run 20 >/dev/null || die "the second first run failed"
 "$patch" "$dir/model.ckpt-20" data/cursor/rank-0 drop ||
     die "dropping data/cursor/rank-0 failed"
-before=$(snapshot)
+before=$(snapshot "$dir")
 set +e
 run 40 >"$tmp/out" 2>"$tmp/err"
 status=$?
@@ -65,7 +59,7 @@ set -e
 [ "$status" -ne 0 ] || die "the relaunch without data/cursor/rank-0 exited 0"
 grep -q "rank 0: creating the session: .*$dir/model.ckpt-20.*data/cursor/rank-0 is not in the checkpoint" "$tmp/err" ||
     die "rank 0 did not name the missing tensor: $(cat "$tmp/err")"
-[ "$(snapshot)" = "$before" ] ||
+[ "$(snapshot "$dir")" = "$before" ] ||
     die "the directory changed: $(ls "$dir")"
 echo "ok: a half-stored data position refused"
 echo PASS

@@ -20,8 +20,9 @@ set -euo pipefail
 train=$1 ckpt=$2 rounds=$3 seed=$4 mpiexec=$5
 shift 5
 flags=("$@")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-kill.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR source=train_lib.sh
+. "$(dirname "$0")/train_lib.sh"
+train_tmp kill
 dir=$tmp/run
 limit=60 # seconds a killed job may take to end (the timeout is 600 s)
 RANDOM=$seed
@@ -32,21 +33,9 @@ die() {
     exit 1
 }
 latest() { # the state file's latest step, or -1
-    local k=""
-    [ -f "$dir/checkpoint" ] &&
-        k=$(sed -n 's/^model_checkpoint_path: "model\.ckpt-\([0-9]*\)"$/\1/p' \
-            "$dir/checkpoint" 2>/dev/null || true)
+    local k
+    k=$(state_step "$dir/checkpoint")
     echo "${k:--1}"
-}
-running() { # whether any of the processes runs (a zombie does not)
-    local p
-    for p in "$@"; do
-        case $(ps -o stat= -p "$p" 2>/dev/null) in
-            "" | Z*) ;;
-            *) return 0 ;;
-        esac
-    done
-    return 1
 }
 check_dir() { # every listed checkpoint, and the directory, verify
     local name out

@@ -16,13 +16,10 @@ set -euo pipefail
 train=$1 ckpt=$2 mpiexec=$3
 shift 3
 flags=("$@")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-mpi.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR source=train_lib.sh
+. "$(dirname "$0")/train_lib.sh"
+train_tmp resume
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 run() { # run NP DIR STEPS: train on NP ranks until STEPS
     "$mpiexec" "${flags[@]}" -n "$1" "$train" --distributed --dir "$2" \
         --steps "$3" --save-steps 10 --quiet --hidden 16
@@ -54,16 +51,6 @@ wait "$pid" 2>/dev/null || true
 # The orphaned ranks are ended by the runtime, which can take seconds (in a
 # build with a sanitizer they went on saving for 3 s): the state file is
 # read once they are gone, not after a fixed wait.
-running() { # whether any of the processes runs (a zombie does not)
-    local p
-    for p in "$@"; do
-        case $(ps -o stat= -p "$p" 2>/dev/null) in
-            "" | Z*) ;;
-            *) return 0 ;;
-        esac
-    done
-    return 1
-}
 for _ in $(seq 1 600); do
     # shellcheck disable=SC2086
     running $ranks || break
@@ -71,8 +58,7 @@ for _ in $(seq 1 600); do
 done
 # shellcheck disable=SC2086
 ! running $ranks || die "the ranks still ran 30 s after mpiexec was killed"
-k=$(sed -n 's/^model_checkpoint_path: "model\.ckpt-\([0-9]*\)"$/\1/p' \
-    "$tmp/c/checkpoint")
+k=$(state_step "$tmp/c/checkpoint")
 [ -n "$k" ] || die "no checkpoint named after the kill"
 final=$((k + 30))
 out=$(run 4 "$tmp/c" "$final") || die "relaunch after kill failed"

@@ -16,16 +16,12 @@ set -euo pipefail
 train=$1 ckpt=$2 shim=$3 mpiexec=$4
 shift 4
 flags=("$@")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-setup.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source-path=SCRIPTDIR source=train_lib.sh
+. "$(dirname "$0")/train_lib.sh"
+train_tmp setup
 parent=$tmp/p
 dir=$parent/run
 limit=30 # seconds a failed launch may take, far below the 600 s timeout
-
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 train_args=(--distributed --dir "$dir" --steps 40 --save-steps 10 --quiet
     --hidden 16)
 # A sanitizer runtime that the program links dynamically (GCC's libasan,
@@ -35,16 +31,13 @@ preload=$shim
 runtime=$(ldd "$train" 2>/dev/null |
     awk '$1 ~ /^lib(asan|tsan)\.so/ { print $3; exit }') || true
 [ -z "$runtime" ] || preload=$runtime:$shim
-snapshot() { # the directory's files and their checksums
-    (cd "$dir" && find . -type f | LC_ALL=C sort | xargs md5sum)
-}
 
 mkdir -p "$parent"
 "$mpiexec" "${flags[@]}" -n 2 "$train" "${train_args[@]}" --steps 20 \
     >/dev/null 2>&1 || die "the first run (to step 20) failed"
 grep -qx 'model_checkpoint_path: "model.ckpt-20"' "$dir/checkpoint" ||
     die "the first run left the state file: $(cat "$dir/checkpoint")"
-before=$(snapshot)
+before=$(snapshot "$dir")
 
 # failing NP RANK PATTERN WHERE: NP ranks, open() of paths matching
 # PATTERN failing on RANK; WHERE is what RANK's message must say.
@@ -74,8 +67,8 @@ failing() {
     done
     grep -q "^resumed at\|^done:" <<<"$out" &&
         die "$np ranks, rank $bad failing: a rank went on: $out"
-    [ "$(snapshot)" = "$before" ] ||
-        die "$np ranks, rank $bad failing: the directory changed: $(snapshot)"
+    [ "$(snapshot "$dir")" = "$before" ] ||
+        die "$np ranks, rank $bad failing: the directory changed: $(snapshot "$dir")"
     "$ckpt" verify "$dir/model.ckpt-20" >/dev/null ||
         die "$np ranks, rank $bad failing: model.ckpt-20 does not verify"
     echo "ok: $np ranks, rank $bad failing ($where): all ended in $elapsed s"
