@@ -19,6 +19,17 @@ char *test_path(const char *dir, const char *name)
     return p;
 }
 
+const int test_fixed_dtypes[TEST_NUM_FIXED_DTYPES] = {
+    CKPT_DT_FLOAT,          CKPT_DT_DOUBLE,          CKPT_DT_INT32,
+    CKPT_DT_UINT8,          CKPT_DT_INT16,           CKPT_DT_INT8,
+    CKPT_DT_COMPLEX64,      CKPT_DT_INT64,           CKPT_DT_BOOL,
+    CKPT_DT_QINT8,          CKPT_DT_QUINT8,          CKPT_DT_QINT32,
+    CKPT_DT_BFLOAT16,       CKPT_DT_QINT16,          CKPT_DT_QUINT16,
+    CKPT_DT_UINT16,         CKPT_DT_COMPLEX128,      CKPT_DT_HALF,
+    CKPT_DT_UINT32,         CKPT_DT_UINT64,          CKPT_DT_FLOAT8_E5M2,
+    CKPT_DT_FLOAT8_E4M3FN,  CKPT_DT_FLOAT8_E4M3FNUZ, CKPT_DT_FLOAT8_E4M3B11FNUZ,
+    CKPT_DT_FLOAT8_E5M2FNUZ};
+
 const char *test_temp_base(void)
 {
     const char *base = getenv("TMPDIR");

@@ -13,6 +13,12 @@
 
 #include "ckpt.h"
 
+/* Every fixed-size dtype (all but STRING, RESOURCE and VARIANT), for the
+ * tests that run each one; test_every_fixed_dtype (format) checks that it
+ * names every dtype ckpt_dtype_size knows. */
+#define TEST_NUM_FIXED_DTYPES 25
+extern const int test_fixed_dtypes[TEST_NUM_FIXED_DTYPES];
+
 /* Where tests make temporary files: $TMPDIR, else (unset or empty) /tmp. */
 const char *test_temp_base(void);
 

@@ -156,40 +156,46 @@ static void test_strings_spec_example(void **state)
 /* ---- every dtype
  * --------------------------------------------------------------- */
 
-static const int fixed_dtypes[] = {
-    CKPT_DT_FLOAT,          CKPT_DT_DOUBLE,          CKPT_DT_INT32,
-    CKPT_DT_UINT8,          CKPT_DT_INT16,           CKPT_DT_INT8,
-    CKPT_DT_COMPLEX64,      CKPT_DT_INT64,           CKPT_DT_BOOL,
-    CKPT_DT_QINT8,          CKPT_DT_QUINT8,          CKPT_DT_QINT32,
-    CKPT_DT_BFLOAT16,       CKPT_DT_QINT16,          CKPT_DT_QUINT16,
-    CKPT_DT_UINT16,         CKPT_DT_COMPLEX128,      CKPT_DT_HALF,
-    CKPT_DT_UINT32,         CKPT_DT_UINT64,          CKPT_DT_FLOAT8_E5M2,
-    CKPT_DT_FLOAT8_E4M3FN,  CKPT_DT_FLOAT8_E4M3FNUZ, CKPT_DT_FLOAT8_E4M3B11FNUZ,
-    CKPT_DT_FLOAT8_E5M2FNUZ};
+/* The six elements of tensor i of dtype `dtype` (es bytes each). */
+static void fill_elements(uint8_t *buf, int dtype, size_t es, size_t i)
+{
+    for (size_t b = 0; b < 6 * es; b++)
+        buf[b] = (uint8_t)(b * 37 + i * 11 + 1);
+    if (dtype == CKPT_DT_BOOL)
+        for (size_t b = 0; b < 6; b++)
+            buf[b] = (uint8_t)(b & 1);
+}
 
 static void test_every_fixed_dtype(void **state)
 {
     fixture *f = *state;
     int64_t dims[2] = {2, 3};
     ckpt_shape s = bt_shape(2, dims);
-    size_t nd = sizeof(fixed_dtypes) / sizeof(fixed_dtypes[0]);
+    size_t nd = TEST_NUM_FIXED_DTYPES;
+    size_t known = 0;
     ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
     ckpt_bundle_reader *r;
     uint8_t buf[6 * 16];
     uint8_t got[6 * 16];
 
+    /* the shared table names every fixed-size dtype, once */
+    for (int dt = 0; dt < 256; dt++) {
+        size_t seen = 0;
+        for (size_t i = 0; i < nd; i++)
+            seen += test_fixed_dtypes[i] == dt;
+        assert_int_equal(seen, ckpt_dtype_size(dt) > 0 ? 1 : 0);
+        known += ckpt_dtype_size(dt) > 0;
+    }
+    assert_int_equal(known, nd);
     for (size_t i = 0; i < nd; i++) {
-        size_t es = ckpt_dtype_size(fixed_dtypes[i]);
+        size_t es = ckpt_dtype_size(test_fixed_dtypes[i]);
         char name[64];
         assert_true(es > 0);
-        for (size_t b = 0; b < 6 * es; b++)
-            buf[b] = (uint8_t)(b * 37 + i * 11 + 1);
-        if (fixed_dtypes[i] == CKPT_DT_BOOL)
-            for (size_t b = 0; b < 6; b++)
-                buf[b] = (uint8_t)(b & 1);
-        snprintf(name, sizeof(name), "t/%s", ckpt_dtype_name(fixed_dtypes[i]));
-        assert_ckpt_ok(
-            ckpt_bundle_writer_add(w, name, fixed_dtypes[i], &s, buf, 6 * es));
+        fill_elements(buf, test_fixed_dtypes[i], es, i);
+        snprintf(name, sizeof(name), "t/%s",
+                 ckpt_dtype_name(test_fixed_dtypes[i]));
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, test_fixed_dtypes[i], &s,
+                                              buf, 6 * es));
     }
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
@@ -198,17 +204,14 @@ static void test_every_fixed_dtype(void **state)
     assert_int_equal(ckpt_bundle_reader_count(r), nd);
     assert_int_equal(ckpt_bundle_reader_num_shards(r), 1);
     for (size_t i = 0; i < nd; i++) {
-        size_t es = ckpt_dtype_size(fixed_dtypes[i]);
+        size_t es = ckpt_dtype_size(test_fixed_dtypes[i]);
         const ckpt_tensor_entry *e;
         char name[64];
-        for (size_t b = 0; b < 6 * es; b++)
-            buf[b] = (uint8_t)(b * 37 + i * 11 + 1);
-        if (fixed_dtypes[i] == CKPT_DT_BOOL)
-            for (size_t b = 0; b < 6; b++)
-                buf[b] = (uint8_t)(b & 1);
-        snprintf(name, sizeof(name), "t/%s", ckpt_dtype_name(fixed_dtypes[i]));
+        fill_elements(buf, test_fixed_dtypes[i], es, i);
+        snprintf(name, sizeof(name), "t/%s",
+                 ckpt_dtype_name(test_fixed_dtypes[i]));
         assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, name));
-        assert_int_equal(e->dtype, fixed_dtypes[i]);
+        assert_int_equal(e->dtype, test_fixed_dtypes[i]);
         assert_int_equal(e->shape.rank, 2);
         assert_int_equal(e->shape.dims[0], 2);
         assert_int_equal(e->shape.dims[1], 3);

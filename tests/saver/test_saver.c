@@ -81,16 +81,8 @@ static char *read_state(const char *dir)
 static void test_roundtrip_every_dtype(void **state)
 {
     fixture *f = *state;
-    static const int dtypes[] = {
-        CKPT_DT_FLOAT,        CKPT_DT_DOUBLE,     CKPT_DT_INT32,
-        CKPT_DT_UINT8,        CKPT_DT_INT16,      CKPT_DT_INT8,
-        CKPT_DT_COMPLEX64,    CKPT_DT_INT64,      CKPT_DT_BOOL,
-        CKPT_DT_QINT8,        CKPT_DT_QUINT8,     CKPT_DT_QINT32,
-        CKPT_DT_BFLOAT16,     CKPT_DT_QINT16,     CKPT_DT_QUINT16,
-        CKPT_DT_UINT16,       CKPT_DT_COMPLEX128, CKPT_DT_HALF,
-        CKPT_DT_UINT32,       CKPT_DT_UINT64,     CKPT_DT_FLOAT8_E5M2,
-        CKPT_DT_FLOAT8_E4M3FN};
-    enum { N = sizeof(dtypes) / sizeof(dtypes[0]), ELEMS = 7 };
+    const int *dtypes = test_fixed_dtypes;
+    enum { N = TEST_NUM_FIXED_DTYPES, ELEMS = 7 };
     uint8_t *orig[N], *live[N];
     ckpt_saver *s = NULL;
     ckpt_buf prefix = CKPT_BUF_INIT;
