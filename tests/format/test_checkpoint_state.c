@@ -2,6 +2,7 @@
  * files TensorFlow wrote, the tolerant text-format parser and its errors,
  * the writer's bytes (Python repr doubles, C escapes), atomic writes and
  * ckpt_latest_checkpoint on temporary directories. */
+#include "python_repr_cases.h"
 #include "test_util.h"
 
 #include "common/internal.h"
@@ -412,49 +413,21 @@ static void test_parse_garbage(void **state)
 
 static void test_format_doubles_python_repr(void **state)
 {
-    static const struct {
-        double v;
-        const char *want;
-    } cases[] = {
-        {1673735799.685766, "1673735799.685766"},
-        {1e-05, "1e-05"},
-        {0.0001, "0.0001"},
-        {1673735591.0, "1673735591.0"},
-        {1e16, "1e+16"},
-        {1e15, "1000000000000000.0"},
-        {0.1, "0.1"},
-        {1.5e300, "1.5e+300"},
-        {5e-324, "5e-324"},
-        {-2.5, "-2.5"},
-        {123456789.123, "123456789.123"},
-        {100.0, "100.0"},
-        {1.7976931348623157e308, "1.7976931348623157e+308"},
-        {2.0 / 3.0, "0.6666666666666666"},
-        {-0.0, "-0.0"},
-        {0.0, "0.0"},
-        {1e22, "1e+22"},
-        {1.0, "1.0"},
-        {12345678901234567890.0, "1.2345678901234567e+19"},
-        {0.001234, "0.001234"},
-        {9.999999999999999e-5, "9.999999999999999e-05"},
-        {INFINITY, "inf"},
-        {-INFINITY, "-inf"},
-        {NAN, "nan"},
-    };
     (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0;
+         i < sizeof(python_repr_cases) / sizeof(python_repr_cases[0]); i++) {
         char *paths[] = {"m"};
         double ts[1];
         ckpt_state st = {"m", paths, 1, ts, 1, 0.0};
         char want[128];
         char *got;
-        ts[0] = cases[i].v;
+        ts[0] = python_repr_cases[i].v;
         got = format_state(&st);
         snprintf(want, sizeof(want),
                  "model_checkpoint_path: \"m\"\n"
                  "all_model_checkpoint_paths: \"m\"\n"
                  "all_model_checkpoint_timestamps: %s\n",
-                 cases[i].want);
+                 python_repr_cases[i].want);
         assert_string_equal(got, want);
         free(got);
     }

@@ -8,6 +8,7 @@
  * and the ends of the range. The text a saver formats once per kept
  * checkpoint and reuses (ckpt__state_double_format) must be those bytes
  * too. */
+#include "python_repr_cases.h"
 #include "test_util.h"
 
 #include "ckpt/state.h"
@@ -165,36 +166,16 @@ static void check_batch(const double *vals, size_t n)
     free(paths);
 }
 
-/* The reference itself, on the cases test_checkpoint_state.c knows. */
+/* The reference itself, on every case of the table the writer's test
+ * uses (python_repr_cases.h). */
 static void test_reference_repr(void **state)
 {
-    static const struct {
-        double v;
-        const char *want;
-    } cases[] = {
-        {1673735799.685766, "1673735799.685766"},
-        {1e-05, "1e-05"},
-        {0.0001, "0.0001"},
-        {1673735591.0, "1673735591.0"},
-        {1e16, "1e+16"},
-        {1e15, "1000000000000000.0"},
-        {0.1, "0.1"},
-        {5e-324, "5e-324"},
-        {-2.5, "-2.5"},
-        {100.0, "100.0"},
-        {2.0 / 3.0, "0.6666666666666666"},
-        {-0.0, "-0.0"},
-        {0.0, "0.0"},
-        {1.0, "1.0"},
-        {0.001234, "0.001234"},
-        {9.999999999999999e-5, "9.999999999999999e-05"},
-        {1.7976931348623157e308, "1.7976931348623157e+308"},
-    };
     (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0;
+         i < sizeof(python_repr_cases) / sizeof(python_repr_cases[0]); i++) {
         char got[64];
-        reference_repr(got, sizeof(got), cases[i].v);
-        assert_string_equal(got, cases[i].want);
+        reference_repr(got, sizeof(got), python_repr_cases[i].v);
+        assert_string_equal(got, python_repr_cases[i].want);
     }
 }
 
