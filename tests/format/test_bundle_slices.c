@@ -657,136 +657,214 @@ static void expect_sticky(ckpt_bundle_writer *w, const char *prefix, int code,
     ckpt_buf_dispose(&path);
 }
 
+/* What a writer holds before the add a writer-error case makes. */
+enum first_add {
+    FIRST_NONE,  /* nothing */
+    FIRST_TOP,   /* the piece [0, 2) x [0, 3) of "w" */
+    FIRST_WHOLE, /* "w" as a whole tensor */
+};
+
+static const ckpt_slice_extent E_TOP[2] = {{0, 2}, {0, 3}};
+static const ckpt_slice_extent E_BOTTOM[2] = {{2, 2}, {0, 3}};
+static const ckpt_slice_extent E_MID[2] = {{1, 2}, {0, 3}};
+static const ckpt_slice_extent E_BAD[2] = {{3, 2}, {0, 3}};
+static const ckpt_slice_extent E_NEG[2] = {{-1, 2}, {0, 3}};
+static const ckpt_slice_extent E_FULL_AT1[2] = {{1, CKPT_SLICE_FULL}, {0, 3}};
+static const ckpt_slice_extent E_TOP_FULL[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+static const ckpt_slice_extent E_ALL[2] = {{0, 4}, {0, 3}};
+static const ckpt_slice STRINGS[1] = {{"x", 1}};
+static const int32_t INTS[6] = {0};
+
+/* Each refused add_slice: its error, then the same error from finish
+ * (a failed add ends the writer) and no index file. */
 static void test_writer_errors(void **state)
 {
+    static const struct {
+        enum first_add first;
+        const char *name;
+        int dtype;
+        ckpt_shape full;
+        const ckpt_slice_extent *extents;
+        const void *data;
+        size_t nbytes;
+        int code;
+        const char *needle;
+    } cases[] = {
+        /* strings and unsupported dtypes */
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_STRING,
+         {2, {4, 3}},
+         E_TOP,
+         STRINGS,
+         6,
+         CKPT_ENOTSUP,
+         "tensor 'w': partitioned string tensors are not supported"},
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_VARIANT,
+         {2, {4, 3}},
+         E_TOP,
+         W,
+         24,
+         CKPT_ENOTSUP,
+         "tensor 'w': dtype 21"},
+        /* extents outside the shape, a full extent not at 0 */
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_BAD,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': extent 0 (start 3, length 2) lies outside dimension 0 "
+         "of size 4"},
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_NEG,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': extent 0 (start -1, length 2)"},
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_FULL_AT1,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': extent 0 is full"},
+        /* data size, NULL data, NULL extents, empty name */
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP,
+         W,
+         20,
+         CKPT_EINVAL,
+         "tensor 'w': 20 bytes given, a float32 piece of shape [2, 3] needs "
+         "24"},
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP,
+         NULL,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': NULL data"},
+        {FIRST_NONE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         NULL,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': NULL extents"},
+        {FIRST_NONE,
+         "",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor name is empty"},
+        /* a later piece of another dtype or full shape */
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_INT32,
+         {2, {4, 3}},
+         E_BOTTOM,
+         INTS,
+         sizeof(INTS),
+         CKPT_EINVAL,
+         "tensor 'w': piece of dtype int32, the earlier pieces are float32"},
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {5, 3}},
+         E_BOTTOM,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': full shape [5, 3] differs from the earlier pieces' "
+         "[4, 3]"},
+        /* overlapping pieces, the same piece twice, full vs explicit */
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_MID,
+         W,
+         24,
+         CKPT_EINVAL,
+         "tensor 'w': piece 1,2:0,3 overlaps piece 0 (0,2:0,3)"},
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP,
+         W,
+         24,
+         CKPT_EEXISTS,
+         "tensor 'w': this piece was already added"},
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP_FULL,
+         W,
+         24,
+         CKPT_EINVAL,
+         "piece 0,2:- overlaps piece 0 (0,2:0,3)"},
+        /* mixing with ordinary adds of the same name */
+        {FIRST_WHOLE,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_TOP,
+         W,
+         24,
+         CKPT_EEXISTS,
+         "tensor 'w' was already added as a whole tensor"},
+        {FIRST_TOP,
+         "w",
+         CKPT_DT_FLOAT,
+         {2, {4, 3}},
+         E_ALL,
+         W,
+         sizeof(W),
+         CKPT_EEXISTS,
+         "tensor 'w' was already added"},
+    };
     fixture *f = *state;
     ckpt_shape full = shape2(4, 3);
-    ckpt_slice_extent bottom[2] = {{2, 2}, {0, 3}};
-    ckpt_slice_extent mid[2] = {{1, 2}, {0, 3}};
-    ckpt_slice_extent bad[2] = {{3, 2}, {0, 3}};
-    ckpt_slice_extent neg[2] = {{-1, 2}, {0, 3}};
-    ckpt_slice_extent full_at1[2] = {{1, CKPT_SLICE_FULL}, {0, 3}};
-    ckpt_slice_extent top[2] = {{0, 2}, {0, 3}};
-    ckpt_slice_extent top_full[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
-    ckpt_slice s1[1] = {{"x", 1}};
-    int32_t ints[6] = {0};
     ckpt_bundle_writer *w;
-    (void)s1;
 
-    /* strings and unsupported dtypes */
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_STRING, &full, top, s1, 6),
-        CKPT_ENOTSUP,
-        "tensor 'w': partitioned string tensors are not "
-        "supported");
-    expect_sticky(w, f->prefix, CKPT_ENOTSUP, "partitioned string");
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_VARIANT,
-                                                   &full, top, W, 24),
-                      CKPT_ENOTSUP, "tensor 'w': dtype 21");
-    ckpt_bundle_writer_free(w);
-
-    /* extents outside the shape, a full extent not at 0 */
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, bad, W, 24),
-        CKPT_EINVAL,
-        "tensor 'w': extent 0 (start 3, length 2) lies "
-        "outside dimension 0 of size 4");
-    expect_sticky(w, f->prefix, CKPT_EINVAL, "lies outside dimension 0");
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, neg, W, 24),
-        CKPT_EINVAL, "extent 0 (start -1, length 2)");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full,
-                                                   full_at1, W, 24),
-                      CKPT_EINVAL, "tensor 'w': extent 0 is full");
-    ckpt_bundle_writer_free(w);
-
-    /* data size, NULL data, NULL extents, empty name */
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, top, W, 20),
-        CKPT_EINVAL,
-        "tensor 'w': 20 bytes given, a float32 piece of shape "
-        "[2, 3] needs 24");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full,
-                                                   top, NULL, 24),
-                      CKPT_EINVAL, "tensor 'w': NULL data");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, NULL, W, 24),
-        CKPT_EINVAL, "tensor 'w': NULL extents");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "", CKPT_DT_FLOAT, &full, top, W, 24),
-        CKPT_EINVAL, "tensor name is empty");
-    ckpt_bundle_writer_free(w);
-
-    /* a later piece of another dtype or full shape */
-    w = writer_with_top(f->prefix, true);
-    assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_INT32, &full,
-                                                   bottom, ints, sizeof(ints)),
-                      CKPT_EINVAL,
-                      "tensor 'w': piece of dtype int32, the earlier pieces "
-                      "are float32");
-    expect_sticky(w, f->prefix, CKPT_EINVAL, "piece of dtype int32");
-    w = writer_with_top(f->prefix, true);
-    {
-        ckpt_shape other = shape2(5, 3);
-        assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT,
-                                                       &other, bottom, W, 24),
-                          CKPT_EINVAL,
-                          "tensor 'w': full shape [5, 3] differs from the "
-                          "earlier pieces' [4, 3]");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        w = writer_with_top(f->prefix, cases[i].first == FIRST_TOP);
+        if (cases[i].first == FIRST_WHOLE)
+            assert_ckpt_ok(ckpt_bundle_writer_add(w, "w", CKPT_DT_FLOAT, &full,
+                                                  W, sizeof(W)));
+        assert_ckpt_error(ckpt_bundle_writer_add_slice(
+                              w, cases[i].name, cases[i].dtype, &cases[i].full,
+                              cases[i].extents, cases[i].data, cases[i].nbytes),
+                          cases[i].code, cases[i].needle);
+        expect_sticky(w, f->prefix, cases[i].code, cases[i].needle);
     }
-    ckpt_bundle_writer_free(w);
-
-    /* overlapping pieces, the same piece twice, full vs explicit extent */
-    w = writer_with_top(f->prefix, true);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, mid, W, 24),
-        CKPT_EINVAL, "tensor 'w': piece 1,2:0,3 overlaps piece 0 (0,2:0,3)");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, true);
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, top, W, 24),
-        CKPT_EEXISTS, "tensor 'w': this piece was already added");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, true);
-    assert_ckpt_error(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full,
-                                                   top_full, W, 24),
-                      CKPT_EINVAL, "piece 0,2:- overlaps piece 0 (0,2:0,3)");
-    ckpt_bundle_writer_free(w);
-
-    /* mixing with ordinary adds of the same name */
-    w = writer_with_top(f->prefix, false);
-    assert_ckpt_ok(
-        ckpt_bundle_writer_add(w, "w", CKPT_DT_FLOAT, &full, W, sizeof(W)));
-    assert_ckpt_error(
-        ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full, top, W, 24),
-        CKPT_EEXISTS, "tensor 'w' was already added as a whole tensor");
-    ckpt_bundle_writer_free(w);
+    /* a whole tensor of a name that has pieces */
     w = writer_with_top(f->prefix, true);
     assert_ckpt_error(
         ckpt_bundle_writer_add(w, "w", CKPT_DT_FLOAT, &full, W, sizeof(W)),
         CKPT_EEXISTS, "tensor 'w' was already added");
-    ckpt_bundle_writer_free(w);
-    w = writer_with_top(f->prefix, true);
-    {
-        ckpt_slice_extent all[2] = {{0, 4}, {0, 3}};
-        assert_ckpt_error(ckpt_bundle_writer_add_slice(
-                              w, "w", CKPT_DT_FLOAT, &full, all, W, sizeof(W)),
-                          CKPT_EEXISTS, "tensor 'w' was already added");
-    }
-    ckpt_bundle_writer_free(w);
+    expect_sticky(w, f->prefix, CKPT_EEXISTS, "tensor 'w' was already added");
 }
 
 /* ---- reader errors: hand-made bundles ------------------------------------ */
