@@ -84,6 +84,22 @@ void ckpt_fuzz_touch(const void *p, size_t n);
  * behind the checksum see mutated blocks too. */
 int ckpt_fuzz_fix_table_crcs(uint8_t *img, size_t n);
 
+/* An input of the bundle and files targets: `header` bytes (a little-
+ * endian 32-bit index length at data[len_at]), the index (that long, cut
+ * to what there is), then the rest. With fix_crcs the index is a copy
+ * repaired by ckpt_fuzz_fix_table_crcs, which `owned` holds (free it). */
+typedef struct ckpt_fuzz_split {
+    const uint8_t *index;
+    size_t index_len;
+    const uint8_t *rest;
+    size_t rest_len;
+    uint8_t *owned; /* the repaired copy, or NULL */
+} ckpt_fuzz_split;
+
+/* Split `data` (size >= header) as above. */
+void ckpt_fuzz_split_index(ckpt_fuzz_split *s, const uint8_t *data, size_t size,
+                           size_t header, size_t len_at, int fix_crcs);
+
 /* ---- in-memory read-only file system (mem_fs.c) ------------------------- */
 
 #define CKPT_FUZZ_MEM_FILES 4

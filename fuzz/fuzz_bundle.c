@@ -163,34 +163,18 @@ int ckpt_fuzz_bundle(const uint8_t *data, size_t size)
     ckpt_bundle_reader_options opts = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
     ckpt_fuzz_mem_fs mem;
-    const uint8_t *index, *rest;
-    uint8_t *fixed = NULL;
-    size_t index_len, rest_len;
+    ckpt_fuzz_split in;
     int skip_crc, rc;
 
     if (size < HEADER_BYTES)
         return 0;
     ckpt_fuzz_begin();
     skip_crc = data[0] & 1;
-    index_len = (size_t)data[1] | (size_t)data[2] << 8 | (size_t)data[3] << 16 |
-                (size_t)data[4] << 24;
-    index = data + HEADER_BYTES;
-    if (index_len > size - HEADER_BYTES)
-        index_len = size - HEADER_BYTES;
-    rest = index + index_len;
-    rest_len = size - HEADER_BYTES - index_len;
-    if (!(data[0] & 2)) {
-        fixed = malloc(index_len ? index_len : 1);
-        CKPT_FUZZ_CHECK(fixed != NULL);
-        if (index_len)
-            memcpy(fixed, index, index_len);
-        ckpt_fuzz_fix_table_crcs(fixed, index_len);
-        index = fixed;
-    }
+    ckpt_fuzz_split_index(&in, data, size, HEADER_BYTES, 1, !(data[0] & 2));
 
     ckpt_fuzz_mem_fs_init(&mem);
-    ckpt_fuzz_mem_fs_add(&mem, PREFIX ".index", index, index_len, 0);
-    ckpt_fuzz_mem_fs_add(&mem, PREFIX ".data-", rest, rest_len, 1);
+    ckpt_fuzz_mem_fs_add(&mem, PREFIX ".index", in.index, in.index_len, 0);
+    ckpt_fuzz_mem_fs_add(&mem, PREFIX ".data-", in.rest, in.rest_len, 1);
     opts.fs = &mem.fs;
     opts.skip_data_checksums = skip_crc;
     rc = ckpt_bundle_reader_open(&r, PREFIX, &opts);
@@ -200,11 +184,11 @@ int ckpt_fuzz_bundle(const uint8_t *data, size_t size)
         CKPT_FUZZ_CHECK(r == NULL);
     } else {
         CKPT_FUZZ_CHECK(ckpt_bundle_reader_num_shards(r) >= 1);
-        read_all(r, rest_len, skip_crc);
+        read_all(r, in.rest_len, skip_crc);
         ckpt_bundle_reader_free(r);
     }
     CKPT_FUZZ_CHECK(mem.open_files == 0);
-    free(fixed);
+    free(in.owned);
     ckpt_fuzz_end("bundle");
     return 0;
 }

@@ -10,7 +10,8 @@
  * (libFuzzer then saves the input as a crash).
  *
  * Also: repairing the block checksums of a table image, so that mutated
- * inputs get past the CRC checks into the block and Snappy decoders. */
+ * inputs get past the CRC checks into the block and Snappy decoders, and
+ * splitting the bundle and files targets' inputs into index and rest. */
 #include "fuzz.h"
 
 #include "ckpt/errors.h"
@@ -223,4 +224,26 @@ int ckpt_fuzz_fix_table_crcs(uint8_t *img, size_t n)
                             fix_data_block, &s);
     ckpt_error_clear();
     return s.fixed;
+}
+
+void ckpt_fuzz_split_index(ckpt_fuzz_split *s, const uint8_t *data, size_t size,
+                           size_t header, size_t len_at, int fix_crcs)
+{
+    const uint8_t *l = data + len_at;
+    s->index_len = (size_t)l[0] | (size_t)l[1] << 8 | (size_t)l[2] << 16 |
+                   (size_t)l[3] << 24;
+    s->index = data + header;
+    if (s->index_len > size - header)
+        s->index_len = size - header;
+    s->rest = s->index + s->index_len;
+    s->rest_len = size - header - s->index_len;
+    s->owned = NULL;
+    if (!fix_crcs)
+        return;
+    s->owned = malloc(s->index_len ? s->index_len : 1);
+    CKPT_FUZZ_CHECK(s->owned != NULL);
+    if (s->index_len)
+        memcpy(s->owned, s->index, s->index_len);
+    ckpt_fuzz_fix_table_crcs(s->owned, s->index_len);
+    s->index = s->owned;
 }

@@ -242,9 +242,7 @@ int ckpt_fuzz_files(const uint8_t *data, size_t size)
 {
     ckpt_bundle_reader_options opts = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
-    const uint8_t *index, *rest;
-    uint8_t *fixed = NULL;
-    size_t index_len, rest_len;
+    ckpt_fuzz_split in;
     uint64_t index_hole, data_size, state_size;
     int flags, rc;
     files f;
@@ -254,29 +252,16 @@ int ckpt_fuzz_files(const uint8_t *data, size_t size)
     ckpt_fuzz_begin();
     flags = data[0];
     index_hole = data[1] * INDEX_HOLE_UNIT;
-    index_len = (size_t)data[4] | (size_t)data[5] << 8 | (size_t)data[6] << 16 |
-                (size_t)data[7] << 24;
-    index = data + HEADER_BYTES;
-    if (index_len > size - HEADER_BYTES)
-        index_len = size - HEADER_BYTES;
-    rest = index + index_len;
-    rest_len = size - HEADER_BYTES - index_len;
-    data_size = rest_len + data[2] * TAIL_HOLE_UNIT;
-    state_size = rest_len + data[3] * TAIL_HOLE_UNIT;
-    if (!(flags & KEEP_CRCS)) {
-        fixed = malloc(index_len ? index_len : 1);
-        CKPT_FUZZ_CHECK(fixed != NULL);
-        if (index_len)
-            memcpy(fixed, index, index_len);
-        ckpt_fuzz_fix_table_crcs(fixed, index_len);
-        index = fixed;
-    }
+    ckpt_fuzz_split_index(&in, data, size, HEADER_BYTES, 4,
+                          !(flags & KEEP_CRCS));
+    data_size = in.rest_len + data[2] * TAIL_HOLE_UNIT;
+    state_size = in.rest_len + data[3] * TAIL_HOLE_UNIT;
 
     make_dir(&f);
-    make_file(f.index, flags & FIFO_INDEX, index, index_len, index_hole,
-              index_hole + index_len);
-    make_file(f.data, flags & FIFO_DATA, rest, rest_len, 0, data_size);
-    make_file(f.state, flags & FIFO_STATE, rest, rest_len, 0, state_size);
+    make_file(f.index, flags & FIFO_INDEX, in.index, in.index_len, index_hole,
+              index_hole + in.index_len);
+    make_file(f.data, flags & FIFO_DATA, in.rest, in.rest_len, 0, data_size);
+    make_file(f.state, flags & FIFO_STATE, in.rest, in.rest_len, 0, state_size);
 
     read_state(&f, flags & FIFO_STATE);
     opts.skip_data_checksums = flags & SKIP_CRC ? 1 : 0;
@@ -293,7 +278,7 @@ int ckpt_fuzz_files(const uint8_t *data, size_t size)
         ckpt_bundle_reader_free(r);
     }
     remove_dir(&f);
-    free(fixed);
+    free(in.owned);
     ckpt_fuzz_end("files");
     return 0;
 }
