@@ -208,3 +208,50 @@ ckpt_shape bt_shape(int rank, const int64_t *dims)
         s.dims[i] = dims[i];
     return s;
 }
+
+#ifdef CKPT_LEVELDB_DUMP
+static void put_hex(ckpt_buf *out, const uint8_t *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (n == 0)
+        assert_ckpt_ok(ckpt__buf_puts(out, "-"));
+    for (size_t i = 0; i < n; i++) {
+        char h[2] = {hex[p[i] >> 4], hex[p[i] & 15]};
+        assert_ckpt_ok(ckpt__buf_put(out, h, 2));
+    }
+}
+
+static int hex_line(const uint8_t *key, size_t key_len, const uint8_t *value,
+                    size_t value_len, void *payload)
+{
+    ckpt_buf *out = payload;
+    put_hex(out, key, key_len);
+    assert_ckpt_ok(ckpt__buf_puts(out, " "));
+    put_hex(out, value, value_len);
+    assert_ckpt_ok(ckpt__buf_puts(out, "\n"));
+    return 0;
+}
+
+void bt_expect_leveldb_reads_same(const char *index, ckpt_buf *ours)
+{
+    ckpt_buf theirs = CKPT_BUF_INIT;
+    char cmd[4096];
+    char line[65536];
+    uint8_t *data;
+    size_t n;
+    FILE *p;
+    data = test_read_file(index, &n);
+    assert_non_null(data);
+    assert_ckpt_ok(ckpt__table_iterate(data, n, index, hex_line, ours));
+    free(data);
+    snprintf(cmd, sizeof(cmd), "'%s' '%s'", CKPT_LEVELDB_DUMP, index);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    while (fgets(line, sizeof(line), p))
+        assert_ckpt_ok(ckpt__buf_puts(&theirs, line));
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(theirs.size, ours->size);
+    assert_memory_equal(theirs.ptr, ours->ptr, ours->size);
+    ckpt_buf_dispose(&theirs);
+}
+#endif

@@ -83,4 +83,11 @@ int bt_teardown(void **state);
 /* A shape of `rank` dimensions `dims`. */
 ckpt_shape bt_shape(int rank, const int64_t *dims);
 
+/* The index file `index` read two ways, as "<hexkey> <hexvalue>" lines
+ * ("-" for an empty key or value): by our table reader into `ours`, and by
+ * LevelDB (leveldb_table_dump); asserts that the two are the same bytes.
+ * Defined only in tests built with CKPT_LEVELDB_DUMP
+ * (ckpt_use_leveldb_dump in tests/format/CMakeLists.txt). */
+void bt_expect_leveldb_reads_same(const char *index, ckpt_buf *ours);
+
 #endif
