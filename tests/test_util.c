@@ -30,6 +30,14 @@ const int test_fixed_dtypes[TEST_NUM_FIXED_DTYPES] = {
     CKPT_DT_FLOAT8_E4M3FN,  CKPT_DT_FLOAT8_E4M3FNUZ, CKPT_DT_FLOAT8_E4M3B11FNUZ,
     CKPT_DT_FLOAT8_E5M2FNUZ};
 
+size_t test_count(const char *hay, const char *needle)
+{
+    size_t n = 0, len = strlen(needle);
+    for (const char *p = hay; *p; p++)
+        n += strncmp(p, needle, len) == 0;
+    return n;
+}
+
 const char *test_temp_base(void)
 {
     const char *base = getenv("TMPDIR");

@@ -26,6 +26,11 @@ const char *test_temp_base(void);
  * is malloc'd. Fails the test on error. */
 char *test_make_temp_dir(void);
 
+/* How many times `needle` (not empty) occurs in `hay`, overlapping ones
+ * included; in one pass (a sanitizer's strstr measures the whole rest of
+ * `hay` at each call: quadratic on megabytes of output). */
+size_t test_count(const char *hay, const char *needle);
+
 /* "<dir>/<name>" (malloc'd). */
 char *test_path(const char *dir, const char *name);
 

@@ -353,15 +353,6 @@ static void test_declined_falls_back(void **state)
     f->afs.fwd.fs.version = CKPT_FS_VERSION;
 }
 
-/* How often `needle` occurs in `s`. */
-static int occurrences(const char *s, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
-
 /* A failing direct read is the call's error, naming the data file once:
  * in the file system's message that names it, in front of its message
  * that does not ("device gone"), or in the generic one when it set none. */
@@ -394,9 +385,9 @@ static void test_direct_read_failure(void **state)
         assert_ckpt_error(ckpt_bundle_reader_read_many(r, reqs, f->n), CKPT_EIO,
                           want);
         msg = ckpt_error_last()->message;
-        if (occurrences(msg, data) != 1)
-            fail_msg("case %zu: \"%s\" names %s %d times", c, msg, data,
-                     occurrences(msg, data));
+        if (test_count(msg, data) != 1)
+            fail_msg("case %zu: \"%s\" names %s %zu times", c, msg, data,
+                     test_count(msg, data));
         aligned_fs_fail_nth(&f->afs, 0);
         f->afs.fail_text = NULL;
         ckpt_bundle_reader_free(r);

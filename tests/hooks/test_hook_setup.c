@@ -52,14 +52,6 @@ static char *capture_end(capture *c)
     return text;
 }
 
-static int count_substr(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
-
 /* Session options without the fixture's log (so the defaults apply). */
 static ckpt_session_options plain_session(ck_fixture *f)
 {
@@ -249,7 +241,7 @@ static void test_basename_from_session_is_logged(void **state)
     text = capture_end(&c);
     snprintf(want, sizeof(want), "saving checkpoints to %s/sess-<step>",
              f->ckdir);
-    assert_int_equal(count_substr(text, want), 1);
+    assert_int_equal(test_count(text, want), 1);
     free(text);
     assert_true(file_exists(f->ckdir, "sess-0.index"));
 }
@@ -275,7 +267,7 @@ static void test_only_global_step_warns(void **state)
     ms = start_session(f, &o, &so, &h);
     finish_session(f, ms, 2);
     text = capture_end(&c);
-    assert_int_equal(count_substr(text, want), 0);
+    assert_int_equal(test_count(text, want), 0);
     free(text);
 
     assert_ckpt_ok(ckpt_graph_new(&g));
@@ -290,7 +282,7 @@ static void test_only_global_step_warns(void **state)
         assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
         ckpt_monitored_session_free(ms);
         text = capture_end(&c);
-        assert_int_equal(count_substr(text, want), 1);
+        assert_int_equal(test_count(text, want), 1);
         assert_non_null(strstr(text, "ckpt: warn: CheckpointSaverHook: "));
         assert_non_null(strstr(text, scaffold ? "the session's scaffold saver"
                                               : "the hook's own saver"));
@@ -352,7 +344,7 @@ static void test_restore_error_names_checkpoint_once(void **state)
                       CKPT_ENOTFOUND, "'extra'");
     msg = ckpt_error_last()->message;
     assert_non_null(strstr(msg, "session: restoring the checkpoint: "));
-    assert_int_equal(count_substr(msg, prefix), 1);
+    assert_int_equal(test_count(msg, prefix), 1);
 }
 
 /* A checkpoint holding a negative global step (no run of this program
@@ -484,15 +476,15 @@ static void test_logs_to_stderr_by_default(void **state)
     ms = start_session(f, &o, &so, &h);
     finish_session(f, ms, 4);
     text = capture_end(&c);
-    assert_int_equal(count_substr(text, "ckpt: info: CheckpointSaverHook: "
-                                        "saving checkpoint for step"),
+    assert_int_equal(test_count(text, "ckpt: info: CheckpointSaverHook: "
+                                      "saving checkpoint for step"),
                      3);
-    assert_int_equal(count_substr(text, "CheckpointSaverHook: session ended: "
-                                        "3 checkpoint(s) written, 0 "
-                                        "trigger(s) skipped, 0 coalesced, 0 "
-                                        "failed"),
+    assert_int_equal(test_count(text, "CheckpointSaverHook: session ended: "
+                                      "3 checkpoint(s) written, 0 "
+                                      "trigger(s) skipped, 0 coalesced, 0 "
+                                      "failed"),
                      1);
-    assert_int_equal(count_substr(text, "debug"), 0);
+    assert_int_equal(test_count(text, "debug"), 0);
     free(text);
 
     so.log_level = CKPT_LOG_OFF;

@@ -1452,8 +1452,7 @@ static void test_repeated_step_warns_once(void **state)
     ckpt_mpi_saver *s = NULL;
     static char warnings[WARNINGS_SIZE];
     char want[4200];
-    const char *p;
-    int n = 0;
+    size_t n;
     warnings[0] = '\0';
     o.base.log = keep_warnings;
     o.base.log_payload = warnings;
@@ -1470,8 +1469,7 @@ static void test_repeated_step_warns_once(void **state)
         assert_ckpt_ok(ckpt_mpi_saver_save(s, 6, NULL));
     assert_ckpt_ok(ckpt_mpi_saver_close(s));
     ckpt_mpi_saver_free(s);
-    for (p = warnings; (p = strstr(p, "in a row")) != NULL; p++)
-        n++;
+    n = test_count(warnings, "in a row");
     if (test_rank() != 0) {
         assert_int_equal(n, 0);
         return;
@@ -1505,7 +1503,7 @@ static void test_durable_logged_by_rank0(void **state)
     static char info[WARNINGS_SIZE];
     char want[4300];
     const char *p;
-    int n = 0;
+    size_t n;
     info[0] = '\0';
     o.base.log = keep_info;
     o.base.log_payload = info;
@@ -1518,8 +1516,7 @@ static void test_durable_logged_by_rank0(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
     assert_ckpt_ok(ckpt_mpi_saver_close(s));
     ckpt_mpi_saver_free(s);
-    for (p = info; (p = strstr(p, ") is durable on ")) != NULL; p++)
-        n++;
+    n = test_count(info, ") is durable on ");
     if (test_rank() != 0) {
         assert_int_equal(n, 0);
         return;

@@ -1298,8 +1298,6 @@ static void test_repeated_step_warns_once(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     logbuf lb = {{0}};
-    const char *p;
-    int warnings = 0;
     o.log = capture_log;
     o.log_payload = &lb;
     o.log_level = CKPT_LOG_DEBUG;
@@ -1323,9 +1321,7 @@ static void test_repeated_step_warns_once(void **state)
         assert_ckpt_ok(ckpt_saver_wait(s, 0, -1));
     }
     ckpt_saver_free(s);
-    for (p = lb.text; (p = strstr(p, "in a row")) != NULL; p++)
-        warnings++;
-    assert_int_equal(warnings, 1);
+    assert_int_equal(test_count(lb.text, "in a row"), 1);
     assert_non_null(strstr(lb.text, "3 saves in a row of step 6, each one "
                                     "overwriting "));
     assert_non_null(strstr(lb.text, "model.ckpt-6: does the training loop "
@@ -1470,7 +1466,6 @@ static void test_recover_logs_many_drops_once(void **state)
     static char text[4096];
     size_t used;
     char path[4200];
-    int lines = 0;
     s = open_saver(f, NULL);
     save_steps(s, f, 1, 1);
     ckpt_saver_free(s);
@@ -1488,9 +1483,7 @@ static void test_recover_logs_many_drops_once(void **state)
     s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
     ckpt_saver_free(s);
-    for (const char *p = lb.text; (p = strstr(p, "dropping ")) != NULL; p++)
-        lines++;
-    assert_int_equal(lines, 10);
+    assert_int_equal(test_count(lb.text, "dropping "), 10);
     assert_non_null(strstr(lb.text, "25 entries dropped from the list in all"));
 }
 

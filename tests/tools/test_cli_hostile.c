@@ -230,16 +230,6 @@ static void test_record_larger_than_memory(void **state)
  * RUN_BOUNDED is not this file's). */
 int cli_tool_sanitized(void);
 
-/* Occurrences of `needle` in `hay`, in one pass (a sanitizer's strstr
- * measures the whole rest of `hay` at each call: quadratic in 12 MiB). */
-static size_t count_of(const char *hay, const char *needle)
-{
-    size_t n = 0, len = strlen(needle);
-    for (const char *p = hay; *p; p++)
-        n += strncmp(p, needle, len) == 0;
-    return n;
-}
-
 /* `inspect --values=all` holds a tensor's values as text until its
  * checksum is checked: past 8 MiB that text goes to a temporary file, so
  * 4 Mi zeros (12 MiB of text, 44 as JSON) print whole under a memory limit
@@ -258,13 +248,13 @@ static void test_values_all_held_past_memory(void **state)
     hb_write_sparse(f->data0, size, NULL, 0);
     RUN_LIMITED(r, limit, TIME_LIMIT, "inspect", f->prefix, "--values=all");
     expect_status(&r, 0);
-    assert_int_equal(count_of(r.out, "0, "), (size_t)count - 1);
+    assert_int_equal(test_count(r.out, "0, "), (size_t)count - 1);
     expect_contains(r.out, ", 0]\n");
     run_free(&r);
     RUN_LIMITED(r, limit, TIME_LIMIT, "inspect", f->prefix, "--values=all",
                 "--json");
     expect_status(&r, 0);
-    assert_int_equal(count_of(r.out, "        0,\n"), (size_t)count - 1);
+    assert_int_equal(test_count(r.out, "        0,\n"), (size_t)count - 1);
     expect_contains(r.out, "        0\n      ]\n    }\n  ],\n  \"ok\": true");
     run_free(&r);
     write_one_float(f, count, hb_zeros_crc(size) ^ 1);
@@ -278,7 +268,7 @@ static void test_values_all_held_past_memory(void **state)
     RUN_BOUNDED(r, "inspect", f->prefix, "--values=all");
     assert_int_equal(unsetenv("TMPDIR"), 0);
     expect_status(&r, 0);
-    assert_int_equal(count_of(r.out, "0, "), (size_t)count - 1);
+    assert_int_equal(test_count(r.out, "0, "), (size_t)count - 1);
     run_free(&r);
 }
 
@@ -337,7 +327,7 @@ static void test_missing_data_file_said_once(void **state)
                            "one)\n");
     expect_lacks(r.err, "'t0'");
     expect_lacks(r.err, "'t4'");
-    assert_int_equal(count_of(r.err, "ckpt verify: "), 1);
+    assert_int_equal(test_count(r.err, "ckpt verify: "), 1);
     expect_contains(r.out, "DAMAGED, 5 of 5 tensors");
     run_free(&r);
     RUN_BOUNDED(r, "verify", f->prefix, "--json");
@@ -406,7 +396,7 @@ static void test_billion_shards_one_missing(void **state)
     expect_contains(r.err, ".data-00000-of-1000000000: No such file or "
                            "directory (it holds 1 tensor; --json names each "
                            "damaged one)\n");
-    assert_int_equal(count_of(r.err, "ckpt verify: "), 1);
+    assert_int_equal(test_count(r.err, "ckpt verify: "), 1);
     expect_contains(r.out, "DAMAGED, 1 of 1 tensors");
     run_free(&r);
     ckpt_buf_dispose(&entry);
