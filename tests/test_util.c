@@ -30,6 +30,25 @@ const int test_fixed_dtypes[TEST_NUM_FIXED_DTYPES] = {
     CKPT_DT_FLOAT8_E4M3FN,  CKPT_DT_FLOAT8_E4M3FNUZ, CKPT_DT_FLOAT8_E4M3B11FNUZ,
     CKPT_DT_FLOAT8_E5M2FNUZ};
 
+void test_log_init(test_log *l, int min_level)
+{
+    memset(l, 0, sizeof(*l));
+    assert_int_equal(pthread_mutex_init(&l->mu, NULL), 0);
+    l->min_level = min_level;
+}
+
+void test_log_capture(int level, const char *message, void *payload)
+{
+    test_log *l = payload;
+    size_t used;
+    if (level < l->min_level)
+        return;
+    pthread_mutex_lock(&l->mu);
+    used = strlen(l->text);
+    snprintf(l->text + used, sizeof(l->text) - used, "%s\n", message);
+    pthread_mutex_unlock(&l->mu);
+}
+
 size_t test_count(const char *hay, const char *needle)
 {
     size_t n = 0, len = strlen(needle);

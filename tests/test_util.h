@@ -4,6 +4,7 @@
 #ifndef CKPT_TESTS_TEST_UTIL_H
 #define CKPT_TESTS_TEST_UTIL_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,19 @@ const char *test_temp_base(void);
 /* Make a fresh empty directory under test_temp_base(); the returned path
  * is malloc'd. Fails the test on error. */
 char *test_make_temp_dir(void);
+
+/* What a test's log callback received: every message at `min_level` or
+ * above, one a line, appended under a lock (savers log from their writer
+ * thread too); cut at the buffer's end. Set up with test_log_init, pass
+ * test_log_capture as the log and the test_log as its payload, read
+ * `text` once the logging has ended. */
+typedef struct test_log {
+    pthread_mutex_t mu;
+    int min_level;
+    char text[8192];
+} test_log;
+void test_log_init(test_log *l, int min_level);
+void test_log_capture(int level, const char *message, void *payload);
 
 /* How many times `needle` (not empty) occurs in `hay`, overlapping ones
  * included; in one pass (a sanitizer's strstr measures the whole rest of

@@ -838,24 +838,6 @@ static void copy_file(const char *dir, const char *from, const char *to)
     free(p);
 }
 
-typedef struct logbuf {
-    char text[4096];
-} logbuf;
-
-/* The log is called from the writer thread too. */
-static pthread_mutex_t capture_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void capture_log(int level, const char *msg, void *payload)
-{
-    logbuf *lb = payload;
-    size_t used;
-    (void)level;
-    pthread_mutex_lock(&capture_mu);
-    used = strlen(lb->text);
-    snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
-    pthread_mutex_unlock(&capture_mu);
-}
-
 /* The value of "dense/kernel"[0] in checkpoint `name` of `dir`. */
 static float first_weight(const char *dir, const char *name)
 {
@@ -1297,8 +1279,9 @@ static void test_repeated_step_warns_once(void **state)
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
-    logbuf lb = {{0}};
-    o.log = capture_log;
+    test_log lb;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     o.log_level = CKPT_LOG_DEBUG;
     s = open_saver(f, &o);
@@ -1360,7 +1343,7 @@ static void test_recover_removes_crash_leftovers(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     ckpt_buf latest = CKPT_BUF_INIT;
-    logbuf lb = {{0}};
+    test_log lb;
     o.max_to_keep = 2;
     s = open_saver(f, &o);
     save_steps(s, f, 2, 2);
@@ -1375,7 +1358,8 @@ static void test_recover_removes_crash_leftovers(void **state)
               "other-5.data-00000-of-00001");
     copy_file(f->dir, "model.ckpt-2.data-00000-of-00001",
               "model.ckpt-x.data-00000-of-00001");
-    o.log = capture_log;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
@@ -1407,7 +1391,7 @@ static void test_recover_removes_index_without_data(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     ckpt_buf latest = CKPT_BUF_INIT;
-    logbuf lb = {{0}};
+    test_log lb;
     char path[4200];
     o.max_to_keep = 3;
     s = open_saver(f, &o);
@@ -1427,7 +1411,8 @@ static void test_recover_removes_index_without_data(void **state)
     /* listed, its data gone: reported missing, never removed */
     snprintf(path, sizeof(path), "%s/model.ckpt-2.data-00000-of-00001", f->dir);
     assert_int_equal(unlink(path), 0);
-    o.log = capture_log;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
     assert_ckpt_ok(ckpt_saver_latest(s, &latest));
@@ -1462,7 +1447,7 @@ static void test_recover_logs_many_drops_once(void **state)
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
-    logbuf lb = {{0}};
+    test_log lb;
     static char text[4096];
     size_t used;
     char path[4200];
@@ -1478,7 +1463,8 @@ static void test_recover_logs_many_drops_once(void **state)
                              "all_model_checkpoint_paths: \"gone-%d\"\n", i);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, text, used);
-    o.log = capture_log;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
@@ -1641,12 +1627,13 @@ static void test_state_update_failing_before_rename(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     static state_faults d;
     ckpt_saver *s;
-    logbuf lb = {{0}};
+    test_log lb;
     char *st;
     state_faults_init(&d);
     o.fs = &d.fwd.fs;
     o.max_to_keep = 2;
-    o.log = capture_log;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
     save_steps(s, f, 1, 1);

@@ -128,22 +128,6 @@ static void assert_foreign_files(const char *dir)
     assert_true(file_exists(dir, "model.ckpt-12.data-00000-of-00002.bak"));
 }
 
-typedef struct logbuf {
-    pthread_mutex_t mu; /* the writer thread logs too */
-    char text[8192];
-} logbuf;
-
-static void capture_log(int level, const char *msg, void *payload)
-{
-    logbuf *lb = payload;
-    size_t used;
-    (void)level;
-    pthread_mutex_lock(&lb->mu);
-    used = strlen(lb->text);
-    snprintf(lb->text + used, sizeof(lb->text) - used, "%s\n", msg);
-    pthread_mutex_unlock(&lb->mu);
-}
-
 static ckpt_saver *open_saver(fixture *f, ckpt_saver_options *o)
 {
     ckpt_saver *s = NULL;
@@ -191,7 +175,7 @@ static void test_open_counts_unlisted_among_many(void **state)
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
-    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    test_log lb;
     write_listing_state(f->dir, LISTED);
     for (int step = 3001; step <= 3020; step++) /* 20 unlisted */
         make_checkpoint(f->dir, step);
@@ -199,7 +183,8 @@ static void test_open_counts_unlisted_among_many(void **state)
     make_checkpoint(f->dir, 10000); /* "model.ckpt-1" + "0000" */
     make_foreign_files(f->dir);
     o.max_to_keep = 5;
-    o.log = capture_log;
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), LISTED);

@@ -170,33 +170,25 @@ static void test_b15_missing_checkpoint_dir_initialises(void **state)
     ckpt_buf_dispose(&dir);
 }
 
-static void capture(int level, const char *msg, void *payload)
-{
-    char *buf = payload;
-    size_t used = strlen(buf);
-    if (level >= CKPT_LOG_WARN)
-        snprintf(buf + used, 2048 - used, "%s\n", msg);
-}
-
 /* A state file that does not parse: no latest checkpoint (B77), so the
  * session initialises, and says why with a warning. */
 static void test_b77_unreadable_state_warns_and_initialises(void **state)
 {
     fixture *f = *state;
     ckpt_session_options o = base_options(f);
-    static char logged[2048];
+    test_log logged;
     char path[4200];
     save_step5(f);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, "not a state file\n", 17);
-    logged[0] = '\0';
-    o.log = capture;
-    o.log_payload = logged;
+    test_log_init(&logged, CKPT_LOG_WARN);
+    o.log = test_log_capture;
+    o.log_payload = &logged;
     assert_ckpt_ok(open_session(f, &o));
     assert_int_equal(f->init_calls, 1);
-    assert_non_null(strstr(logged, "unreadable state file"));
-    assert_non_null(strstr(logged, "): initialising"));
-    assert_non_null(strstr(logged, "checkpoint:1:1"));
+    assert_non_null(strstr(logged.text, "unreadable state file"));
+    assert_non_null(strstr(logged.text, "): initialising"));
+    assert_non_null(strstr(logged.text, "checkpoint:1:1"));
 }
 
 /* A regular file where the checkpoint directory should be is an error
