@@ -57,6 +57,23 @@ size_t test_count(const char *hay, const char *needle)
     return n;
 }
 
+void *test_dir_fixture_new(size_t size)
+{
+    void *f = calloc(1, size);
+    assert_non_null(f);
+    assert_true(size >= sizeof(char *));
+    *(char **)f = test_make_temp_dir();
+    return f;
+}
+
+int test_dir_fixture_teardown(void **state)
+{
+    char **dir = *state; /* the struct's first member */
+    test_remove_tree(*dir);
+    free(*state);
+    return 0;
+}
+
 const char *test_temp_base(void)
 {
     const char *base = getenv("TMPDIR");

@@ -45,6 +45,14 @@ void test_log_capture(int level, const char *message, void *payload);
  * `hay` at each call: quadratic on megabytes of output). */
 size_t test_count(const char *hay, const char *needle);
 
+/* A test fixture whose struct begins with `char *dir`: a zeroed struct of
+ * `size` bytes, that member a fresh directory (test_make_temp_dir). */
+void *test_dir_fixture_new(size_t size);
+
+/* cmocka teardown of such a fixture (*state): remove the directory tree,
+ * free the struct. */
+int test_dir_fixture_teardown(void **state);
+
 /* "<dir>/<name>" (malloc'd). */
 char *test_path(const char *dir, const char *name);
 

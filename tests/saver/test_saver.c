@@ -21,21 +21,12 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f));
     for (int i = 0; i < 6; i++)
         f->w[i] = (float)i * 0.5f;
     f->step = 0;
     f->d[0] = 1.0 / 3.0;
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    test_remove_tree(f->dir);
-    free(f);
     return 0;
 }
 
@@ -1933,84 +1924,95 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip_every_dtype, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_b70_naming, setup, teardown),
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_b70_naming, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_one_saver_saves_into_a_directory,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b71_no_step_state_name, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b72_missing_directory, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_b73_max_to_keep, setup, teardown),
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_b73_max_to_keep, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b74_reconcile_on_reopen, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_b75_keep_all, setup, teardown),
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_b75_keep_all, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_keep_every_n_hours, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_schedule_survives_reopen,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b77_latest_checkpoint, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b78_restore_errors, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_and_latest, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b79_crash_before_state_update,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_b80_temp_files, setup, teardown),
+                                        setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_b80_temp_files, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_retention_stays_inside_directory,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_state_paths_no_file_can_have,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_swapped_directory_untouched, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_relative_directory_after_chdir,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_absolute_paths, setup, teardown),
+                                        setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_absolute_paths, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_syncs_before_deleting,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_state_listing_twice, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_index_without_data,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_second_saver_of_process_sweeps_nothing, setup, teardown),
+            test_second_saver_of_process_sweeps_nothing, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_logs_many_drops_once,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_pending_note_spares_named_checkpoints, setup, teardown),
+            test_pending_note_spares_named_checkpoints, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_unsure_saves_deleted_after_next_commit, setup, teardown),
+            test_unsure_saves_deleted_after_next_commit, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_pending_note_replaced_by_rename,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_resave_removes_other_shard_counts,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_unsure_saves_survive_a_failed_save,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_state_update_failing_before_rename,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_failed_eviction_retried, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_second_name_link_fails, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_through_second_name,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_second_name_never_outlives_its_checkpoint, setup, teardown),
+            test_second_name_never_outlives_its_checkpoint, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_restore_unrestorable_writes_nothing, setup, teardown),
+            test_restore_unrestorable_writes_nothing, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_restore_missing_data_file_is_damage, setup, teardown),
+            test_restore_missing_data_file_is_damage, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_restore_latest_damaged_names_older,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_tensor_names_are_not_paths, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

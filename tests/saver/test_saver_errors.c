@@ -94,17 +94,8 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f));
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    test_remove_tree(f->dir);
-    free(f);
     return 0;
 }
 
@@ -404,21 +395,24 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_names_silent_list_failure,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
-            test_retention_names_silent_remove_failure, setup, teardown),
+            test_retention_names_silent_remove_failure, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_write_names_silent_failure, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_callers_messages_passed_on, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_basename_length, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_name_length, setup, teardown),
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_length, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_name_length, setup,
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_positive_return_is_a_failure,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,17 +26,8 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f));
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    test_remove_tree(f->dir);
-    free(f);
     return 0;
 }
 
@@ -331,13 +322,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_first_save_evicts_many, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_open_counts_unlisted_among_many,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_pending_note_deletes_many, setup,
-                                        teardown),
+                                        test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_many_failed_evictions_carried_once,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

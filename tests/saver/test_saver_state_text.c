@@ -27,18 +27,9 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f));
     fake_clock_init(&f->clk, 1000.0, 1700000000.1);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    test_remove_tree(f->dir);
-    free(f);
     return 0;
 }
 
@@ -195,7 +186,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_state_text_across_saves_and_reopen,
-                                        setup, teardown),
+                                        setup, test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,23 +52,13 @@ static void write_ckpt(const char *prefix, int gap, int changed)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f));
     for (int i = 0; i < 3; i++)
         snprintf(f->path[i], sizeof(f->path[i]), "%s/%c", f->dir, 'a' + i);
     write_ckpt(f->path[0], 0, 0);
     write_ckpt(f->path[1], 0, 1);
     write_ckpt(f->path[2], 1, 0);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    test_remove_tree(f->dir);
-    free(f);
     return 0;
 }
 
@@ -193,5 +183,5 @@ int main(void)
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_diff),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, test_dir_fixture_teardown);
 }
