@@ -57,6 +57,18 @@ size_t test_count(const char *hay, const char *needle)
     return n;
 }
 
+ckpt_var test_float_var(const char *name, float *data, int64_t n)
+{
+    ckpt_var v;
+    memset(&v, 0, sizeof(v));
+    v.name = name;
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 1;
+    v.shape.dims[0] = n;
+    v.data = data;
+    return v;
+}
+
 void *test_dir_fixture_new(size_t size)
 {
     void *f = calloc(1, size);

@@ -45,6 +45,10 @@ void test_log_capture(int level, const char *message, void *payload);
  * `hay` at each call: quadratic on megabytes of output). */
 size_t test_count(const char *hay, const char *needle);
 
+/* A float32 variable of shape [n] named `name` over `data` (no
+ * callbacks). */
+ckpt_var test_float_var(const char *name, float *data, int64_t n);
+
 /* A test fixture whose struct begins with `char *dir`: a zeroed struct of
  * `size` bytes, that member a fresh directory (test_make_temp_dir). */
 void *test_dir_fixture_new(size_t size);

@@ -332,12 +332,7 @@ static void test_restore_error_names_checkpoint_once(void **state)
     finish_session(f, ms, 5);
     snprintf(prefix, sizeof(prefix), "%s/model.ckpt-5", f->ckdir);
 
-    memset(&v, 0, sizeof(v));
-    v.name = "extra";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = 2;
-    v.data = extra;
+    v = test_float_var("extra", extra, 2);
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &v));
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
     assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),

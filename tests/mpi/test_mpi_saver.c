@@ -286,12 +286,7 @@ static void test_restore_shape_mismatch(void **state)
     s = open_saver(f->dir, NULL);
     for (int i = 0; i < 8; i++)
         w[i] = -1.0f;
-    memset(&v, 0, sizeof(v));
-    v.name = "w";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = 8;
-    v.data = w;
+    v = test_float_var("w", w, 8);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
                       "tensor 'w' is float32 [37] in the checkpoint, the "
@@ -700,12 +695,7 @@ static void test_mismatched_lists_rejected(void **state)
     model_register(s, &f->m, 0);
     if (test_rank() == test_size() - 1) {
         ckpt_var v;
-        memset(&v, 0, sizeof(v));
-        v.name = "extra";
-        v.dtype = CKPT_DT_FLOAT;
-        v.shape.rank = 1;
-        v.shape.dims[0] = 4;
-        v.data = extra;
+        v = test_float_var("extra", extra, 4);
         assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     }
     snprintf(needle, sizeof(needle),
@@ -730,12 +720,7 @@ static void test_shape_mismatch_rejected(void **state)
     if (test_size() < 2)
         skip();
     s = open_saver(f->dir, NULL);
-    memset(&v, 0, sizeof(v));
-    v.name = "w";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = test_rank() == 1 ? 8 : 4;
-    v.data = w;
+    v = test_float_var("w", w, test_rank() == 1 ? 8 : 4);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL,
                       "replicated variable 'w': rank 0 registered float32 "
@@ -831,12 +816,7 @@ static void test_bad_registration_rejected(void **state)
     float buf[8] = {0};
     ckpt_var v;
     ckpt_slice_extent outside[1] = {{6, 4}};
-    memset(&v, 0, sizeof(v));
-    v.name = "w";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = 8;
-    v.data = buf;
+    v = test_float_var("w", buf, 8);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 0), CKPT_EEXISTS,
                       "variable 'w' is already registered");
@@ -1073,12 +1053,7 @@ static void test_checksum_probing_snapshots_verify(void **state)
     assert_non_null(mine);
     assert_int_equal(unsetenv("CKPT_SNAPSHOT_CHECKSUM"), 0);
     s = open_saver(f->dir, NULL);
-    memset(&v, 0, sizeof(v));
-    v.name = "big";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = (int64_t)n;
-    v.data = mine;
+    v = test_float_var("big", mine, (int64_t)n);
     assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
     for (int step = 1; step <= 6; step++) {
         char prefix[4200];

@@ -154,12 +154,7 @@ void model_init(model *m)
     memset(m, 0, sizeof(*m));
     assert_ckpt_ok(ckpt_graph_new(&m->graph));
     assert_ckpt_ok(ckpt_graph_create_global_step(m->graph, &m->step));
-    memset(&v, 0, sizeof(v));
-    v.name = "w";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = 4;
-    v.data = m->w;
+    v = test_float_var("w", m->w, 4);
     assert_ckpt_ok(ckpt_graph_add_var(m->graph, &v));
 }
 

@@ -7,29 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ckpt_var float_var(const char *name, float *data, int64_t n)
-{
-    ckpt_var v;
-    memset(&v, 0, sizeof(v));
-    v.name = name;
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = n;
-    v.data = data;
-    return v;
-}
-
 static void test_graph_add_and_find(void **state)
 {
     ckpt_graph *g;
     float a[3], b[2];
     char name[8] = "a";
-    ckpt_var v = float_var(name, a, 3);
+    ckpt_var v = test_float_var(name, a, 3);
     (void)state;
     assert_ckpt_ok(ckpt_graph_new(&g));
     assert_ckpt_ok(ckpt_graph_add_var(g, &v));
     name[0] = 'z'; /* the name was copied */
-    v = float_var("b", b, 2);
+    v = test_float_var("b", b, 2);
     assert_ckpt_ok(ckpt_graph_add_var(g, &v));
     assert_int_equal(ckpt_graph_num_vars(g), 2);
     assert_string_equal(ckpt_graph_var(g, 0)->name, "a");
@@ -46,19 +34,19 @@ static void test_graph_rejects_bad_vars(void **state)
 {
     ckpt_graph *g;
     float a[2];
-    ckpt_var v = float_var("a", a, 2);
+    ckpt_var v = test_float_var("a", a, 2);
     (void)state;
     assert_ckpt_ok(ckpt_graph_new(&g));
     assert_ckpt_ok(ckpt_graph_add_var(g, &v));
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EEXISTS, "'a'");
     v.name = "";
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "without a name");
-    v = float_var("s", a, 2);
+    v = test_float_var("s", a, 2);
     v.dtype = CKPT_DT_STRING;
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_ENOTSUP, "'s'");
-    v = float_var("neg", a, -1);
+    v = test_float_var("neg", a, -1);
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "'neg'");
-    v = float_var("nodata", NULL, 2);
+    v = test_float_var("nodata", NULL, 2);
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL, "'nodata'");
     assert_int_equal(ckpt_graph_num_vars(g), 1);
     ckpt_graph_free(g);
@@ -72,7 +60,7 @@ static void test_graph_rejects_long_name(void **state)
     ckpt_graph *g;
     float a[2];
     char *name = malloc(CKPT_MAX_NAME_BYTES + 2);
-    ckpt_var v = float_var(NULL, a, 2);
+    ckpt_var v = test_float_var(NULL, a, 2);
     (void)state;
     assert_non_null(name);
     memset(name, 'n', CKPT_MAX_NAME_BYTES + 1);
@@ -142,7 +130,7 @@ static void test_graph_frozen_by_session(void **state)
     ckpt_monitored_session *ms;
     int64_t other = 0;
     float x = 0;
-    ckpt_var v = float_var("x", &x, 1);
+    ckpt_var v = test_float_var("x", &x, 1);
     ckpt_graph *g2;
     (void)state;
     model_init(&m);
@@ -175,7 +163,7 @@ static void test_graph_frozen_while_any_session_open(void **state)
     model m;
     ckpt_monitored_session *a, *b;
     float x = 0;
-    ckpt_var v = float_var("x", &x, 1);
+    ckpt_var v = test_float_var("x", &x, 1);
     (void)state;
     model_init(&m);
     assert_ckpt_ok(ckpt_monitored_session_new(&a, m.graph, NULL, 0, NULL));

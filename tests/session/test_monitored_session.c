@@ -63,12 +63,7 @@ static int add_var_in_begin(ckpt_graph *g, void *payload)
     static float extra[2];
     ckpt_var v;
     (void)payload;
-    memset(&v, 0, sizeof(v));
-    v.name = "extra";
-    v.dtype = CKPT_DT_FLOAT;
-    v.shape.rank = 1;
-    v.shape.dims[0] = 2;
-    v.data = extra;
+    v = test_float_var("extra", extra, 2);
     return ckpt_graph_add_var(g, &v);
 }
 
