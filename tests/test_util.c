@@ -69,10 +69,11 @@ ckpt_var test_float_var(const char *name, float *data, int64_t n)
     return v;
 }
 
-void *test_dir_fixture_new(size_t size)
+void *test_dir_fixture_new(size_t size, size_t dir_offset)
 {
     void *f = calloc(1, size);
     assert_non_null(f);
+    assert_int_equal(dir_offset, 0);
     assert_true(size >= sizeof(char *));
     *(char **)f = test_make_temp_dir();
     return f;

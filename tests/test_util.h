@@ -50,8 +50,10 @@ size_t test_count(const char *hay, const char *needle);
 ckpt_var test_float_var(const char *name, float *data, int64_t n);
 
 /* A test fixture whose struct begins with `char *dir`: a zeroed struct of
- * `size` bytes, that member a fresh directory (test_make_temp_dir). */
-void *test_dir_fixture_new(size_t size);
+ * `size` bytes, that member a fresh directory (test_make_temp_dir). Pass
+ * offsetof(<struct>, dir) as dir_offset: the test fails unless it is 0
+ * (test_dir_fixture_teardown relies on it). */
+void *test_dir_fixture_new(size_t size, size_t dir_offset);
 
 /* cmocka teardown of such a fixture (*state): remove the directory tree,
  * free the struct. */

@@ -44,9 +44,7 @@ static int teardown(void **state)
     fixture *f = *state;
     ckpt_bundle_reader_free(f->reader);
     ckpt_saver_free(f->saver);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 static void test_saver_null_args(void **state)

@@ -83,9 +83,7 @@ static ckpt_shape vec(int64_t n)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     f->prefix = test_path(f->dir, "ckpt");
     aligned_fs_init(&f->afs, CKPT_FS_VERSION);
     *state = f;
@@ -106,9 +104,7 @@ static int teardown(void **state)
     fixture *f = *state;
     drop_values(f);
     free(f->prefix);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 /* Make the values of `specs` (pseudo-random bytes seeded by name). */

@@ -24,8 +24,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     model_init(&f->m);
     fake_clock_init(&f->fc, 5000.0, 1.7e9 + 5000.0);
     f->user_hook = rec_hook_make(&f->user, "user", &f->t);
@@ -39,9 +38,7 @@ static int teardown(void **state)
     fixture *f = *state;
     ckpt_monitored_session_free(f->ms);
     model_free(&f->m);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 static ckpt_training_session_options base_options(fixture *f)

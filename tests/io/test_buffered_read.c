@@ -49,9 +49,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     f->size = (size_t)(6 * PIECE + 3 * KIB * KIB + 4097);
     f->data = malloc(f->size);
     assert_non_null(f->data);
@@ -66,9 +64,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     free(f->data);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 /* The layout every reading test uses (offsets increasing):

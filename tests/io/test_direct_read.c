@@ -49,9 +49,7 @@ static void make_file(fixture *f, const char *dir, const char *name,
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     aligned_fs_init(&f->afs, CKPT_FS_VERSION);
     *state = f;
     return 0;
@@ -61,9 +59,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     free(f->data);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 static uint64_t align_down(uint64_t x)

@@ -60,9 +60,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     f->data = malloc(FILE_SIZE);
     assert_non_null(f->data);
     test_fill_random(f->data, FILE_SIZE, 99);
@@ -84,9 +82,7 @@ static int teardown(void **state)
     fixture *f = *state;
     ckpt__read_verdicts_reset(NULL); /* the fake clock goes away */
     free(f->data);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 /* Read the file through `fs` as three extents (the first cut by the

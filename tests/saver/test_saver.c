@@ -21,7 +21,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = test_dir_fixture_new(sizeof(*f));
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     for (int i = 0; i < 6; i++)
         f->w[i] = (float)i * 0.5f;
     f->step = 0;

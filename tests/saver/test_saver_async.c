@@ -48,8 +48,7 @@ static void on_done(const ckpt_save_result *r, void *payload)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     gate_fs_init(&f->gate);
     f->caller = pthread_self();
     *state = f;
@@ -60,9 +59,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     gate_fs_dispose(&f->gate);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 /* A saver on f->dir with options `o` (outcomes go to on_done) and the

@@ -56,9 +56,7 @@ static int cb_write(const void *src, uint64_t offset, size_t n, void *payload)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     aligned_fs_init(&f->afs, CKPT_FS_VERSION);
     f->a = malloc(NA * sizeof(float));
     f->b = malloc(NB * sizeof(int64_t));

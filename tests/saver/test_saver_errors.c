@@ -94,7 +94,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = test_dir_fixture_new(sizeof(*f));
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     *state = f;
     return 0;
 }

@@ -225,9 +225,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     for (int i = 0; i < NBIG; i++) {
         f->big[i] = malloc(BIG_FLOATS * sizeof(float));
         assert_non_null(f->big[i]);
@@ -247,9 +245,7 @@ static int teardown(void **state)
     for (int i = 0; i < NBIG; i++)
         free(f->big[i]);
     free(f->huge);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 static float value(int var, size_t i, float base)

@@ -27,7 +27,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = test_dir_fixture_new(sizeof(*f));
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     fake_clock_init(&f->clk, 1000.0, 1700000000.1);
     *state = f;
     return 0;

@@ -20,8 +20,7 @@ typedef struct fixture {
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    f->dir = test_make_temp_dir();
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     model_init(&f->m);
     *state = f;
     return 0;
@@ -32,9 +31,7 @@ static int teardown(void **state)
     fixture *f = *state;
     ckpt_monitored_session_free(f->ms);
     model_free(&f->m);
-    test_remove_tree(f->dir);
-    free(f);
-    return 0;
+    return test_dir_fixture_teardown(state);
 }
 
 /* Save the model's variables as they are now, at its global step. */

@@ -52,7 +52,7 @@ static void write_ckpt(const char *prefix, int gap, int changed)
 
 static int setup(void **state)
 {
-    fixture *f = test_dir_fixture_new(sizeof(*f));
+    fixture *f = test_dir_fixture_new(sizeof(*f), offsetof(fixture, dir));
     for (int i = 0; i < 3; i++)
         snprintf(f->path[i], sizeof(f->path[i]), "%s/%c", f->dir, 'a' + i);
     write_ckpt(f->path[0], 0, 0);
