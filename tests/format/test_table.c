@@ -3,6 +3,7 @@
  * block splitting and separators, TensorFlow's oversize-entry rule, reading
  * TensorFlow-written index files (Snappy ones included), and the reader's
  * rejection of damaged or hand-built bad tables. */
+#include "spec_example.h"
 #include "test_util.h"
 
 #include "common/internal.h"
@@ -261,25 +262,12 @@ static int table_rc(const ckpt_buf *f)
     return rc;
 }
 
-/* ---- docs/format.md's 125-byte example (§4.4) ------------------------- */
-
-static const uint8_t example_file[125] = {
-    0x00, 0x00, 0x06, 0x08, 0x01, 0x1a, 0x02, 0x08, 0x01, 0x00, 0x01, 0x13,
-    0x78, 0x08, 0x01, 0x12, 0x08, 0x12, 0x02, 0x08, 0x02, 0x12, 0x02, 0x08,
-    0x03, 0x28, 0x18, 0x35, 0x7a, 0xeb, 0xf5, 0xab, 0x00, 0x00, 0x00, 0x00,
-    0x01, 0x00, 0x00, 0x00, 0x00, 0x2b, 0x1b, 0xf4, 0xbe, 0x00, 0x00, 0x00,
-    0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0xc0, 0xf2, 0xa1, 0xb0, 0x00, 0x01,
-    0x02, 0x79, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-    0x00, 0x37, 0xd7, 0x22, 0xec, 0x2d, 0x08, 0x3a, 0x0e, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x57, 0xfb, 0x80,
-    0x8b, 0x24, 0x75, 0x47, 0xdb};
+/* ---- docs/format.md's 125-byte example (§4.4, spec_example.h) ---------- */
 
 static void example_entries(entries *e)
 {
     entries_add(e, "", 0, "\x08\x01\x1a\x02\x08\x01", 6);
-    entries_add(e, "x", 1, example_file + 13, 19);
+    entries_add(e, "x", 1, spec_example_index + 13, 19);
 }
 
 static void test_example_file_bytes(void **state)
@@ -292,7 +280,7 @@ static void test_example_file_bytes(void **state)
     example_entries(&e);
     build(&f, &e, 0);
     assert_int_equal(f.size, 125);
-    assert_memory_equal(f.ptr, example_file, 125);
+    assert_memory_equal(f.ptr, spec_example_index, 125);
     expect_entries(&f, &e);
     ckpt_buf_dispose(&f);
     entries_free(&e);
@@ -696,11 +684,11 @@ static void test_truncated_and_magic(void **state)
 {
     ckpt_buf f = CKPT_BUF_INIT;
     (void)state;
-    for (size_t n = 0; n < sizeof(example_file); n++) {
+    for (size_t n = 0; n < sizeof(spec_example_index); n++) {
         uint8_t *heap = malloc(n ? n : 1);
         int rc;
         assert_non_null(heap);
-        memcpy(heap, example_file, n);
+        memcpy(heap, spec_example_index, n);
         rc = ckpt__table_iterate(heap, n, "cut.index", collect_cb, NULL);
         if (n < 48)
             assert_ckpt_error(rc, CKPT_ECORRUPT,
@@ -711,7 +699,8 @@ static void test_truncated_and_magic(void **state)
         free(heap);
     }
     /* trailing bytes after the footer */
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, sizeof(example_file)));
+    assert_ckpt_ok(
+        ckpt__buf_put(&f, spec_example_index, sizeof(spec_example_index)));
     assert_ckpt_ok(ckpt__buf_put(&f, "\0", 1));
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT, "bad magic number");
     ckpt_buf_dispose(&f);
@@ -771,7 +760,7 @@ static void test_flip_every_bit(void **state)
     ckpt_buf f;
     (void)state;
     example_entries(&e);
-    flip_every_bit(example_file, sizeof(example_file), &e);
+    flip_every_bit(spec_example_index, sizeof(spec_example_index), &e);
     entries_free(&e);
     /* a table of several blocks */
     make_many(&e, 30, 7);
@@ -787,7 +776,8 @@ static void test_checksum_and_type(void **state)
     uint32_t crc;
     uint8_t t;
     (void)state;
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, sizeof(example_file)));
+    assert_ckpt_ok(
+        ckpt__buf_put(&f, spec_example_index, sizeof(spec_example_index)));
     f.ptr[12] ^= 0x20; /* inside the data block at 0 */
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
                       "bad.index: block at 0: checksum mismatch");
@@ -828,23 +818,24 @@ static void test_footer_errors(void **state)
     ckpt_buf f = CKPT_BUF_INIT;
     (void)state;
     /* unterminated handle varints */
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, sizeof(example_file)));
+    assert_ckpt_ok(
+        ckpt__buf_put(&f, spec_example_index, sizeof(spec_example_index)));
     memset(f.ptr + 77, 0xff, 40);
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
                       "bad.index: footer: bad block handle");
     /* index handle past the footer */
     ckpt__buf_clear(&f);
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, 77));
+    assert_ckpt_ok(ckpt__buf_put(&f, spec_example_index, 77));
     put_footer(&f, 45, 8, 58, 15);
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT, "truncated block read");
     /* overflowing offset + size */
     ckpt__buf_clear(&f);
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, 77));
+    assert_ckpt_ok(ckpt__buf_put(&f, spec_example_index, 77));
     put_footer(&f, 45, 8, 58, UINT64_MAX - 10);
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
                       "bad.index: block at 58: truncated block read");
     ckpt__buf_clear(&f);
-    assert_ckpt_ok(ckpt__buf_put(&f, example_file, 77));
+    assert_ckpt_ok(ckpt__buf_put(&f, spec_example_index, 77));
     put_footer(&f, UINT64_MAX, 8, 58, 14);
     assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT, "truncated block read");
     ckpt_buf_dispose(&f);
@@ -1212,8 +1203,9 @@ static void test_callback_stop(void **state)
 {
     int calls = 0;
     (void)state;
-    assert_int_equal(ckpt__table_iterate(example_file, sizeof(example_file),
-                                         "t", stop_cb, &calls),
+    assert_int_equal(ckpt__table_iterate(spec_example_index,
+                                         sizeof(spec_example_index), "t",
+                                         stop_cb, &calls),
                      7);
     assert_int_equal(calls, 2);
 }
