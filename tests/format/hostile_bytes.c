@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,21 @@ uint8_t *hb_restart_flood(size_t *n)
         b[size - 4 + (size_t)i] = (uint8_t)(count >> (8 * i));
     *n = size;
     return b;
+}
+
+uint8_t *hb_restart_flood_snappy(size_t *n)
+{
+    size_t len;
+    uint8_t *block = hb_restart_flood(&len);
+    size_t clen = snappy_max_compressed_length(len);
+    char *packed = malloc(clen);
+    assert_non_null(packed);
+    assert_int_equal(snappy_compress((const char *)block, len, packed, &clen),
+                     SNAPPY_OK);
+    assert_true(clen < 100000);
+    free(block);
+    *n = clen;
+    return (uint8_t *)packed;
 }
 
 void hb_write_index(const char *path, const char *const *names,

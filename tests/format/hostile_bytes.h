@@ -47,6 +47,10 @@ void hb_write_repeated_handles(const char *path, const void *block,
  * (malloc'd; *n = its size). */
 uint8_t *hb_restart_flood(size_t *n);
 
+/* hb_restart_flood's block compressed with Snappy (malloc'd; *n = its
+ * size, under 100,000 bytes: the issue's 49 KB variant). */
+uint8_t *hb_restart_flood_snappy(size_t *n);
+
 /* An index file at `path` for a one-shard bundle: the header and the
  * entries name[i] -> entry[i] (names sorted, each below "\xff"), in one
  * data block (bt_write_raw_table). */

@@ -96,12 +96,7 @@ int ck_setup(void **state)
     pthread_mutex_init(&f->log_mu, NULL);
     f->caller = pthread_self();
     assert_ckpt_ok(ckpt_graph_new(&f->graph));
-    memset(&w, 0, sizeof(w));
-    w.name = "w";
-    w.dtype = CKPT_DT_FLOAT;
-    w.shape.rank = 1;
-    w.shape.dims[0] = CK_NVALS;
-    w.data = f->vals;
+    w = test_float_var("w", f->vals, CK_NVALS);
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &w));
     assert_ckpt_ok(ckpt_graph_create_global_step(f->graph, &f->gstep));
     ck_fill(f, 0);

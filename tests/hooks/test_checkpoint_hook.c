@@ -162,12 +162,7 @@ static void test_b47_begin_without_global_step(void **state)
     ckpt_hook h = new_hook(&o);
     ckpt_var w;
     assert_ckpt_ok(ckpt_graph_new(&g));
-    memset(&w, 0, sizeof(w));
-    w.name = "w";
-    w.dtype = CKPT_DT_FLOAT;
-    w.shape.rank = 1;
-    w.shape.dims[0] = CK_NVALS;
-    w.data = f->vals;
+    w = test_float_var("w", f->vals, CK_NVALS);
     assert_ckpt_ok(ckpt_graph_add_var(g, &w));
     assert_ckpt_error(ckpt_monitored_session_new(&ms, g, &h, 1, &so),
                       CKPT_ESTATE, "global step");
