@@ -7,7 +7,8 @@
 # program saves and restores on two ranks.
 # Usage: run_install_mpi_test.sh BUILD_DIR SOURCE_DIR LIBDIR CC CMAKE
 #        SANITIZER MPIEXEC [MPIEXEC_FLAGS...]
-# Exits 77 (CTest's skip) in sanitizer builds.
+# Exits 77 (CTest's skip) in sanitizer builds. Set CKPT_KEEP_TMP=1 to keep
+# the temporary prefix.
 set -euo pipefail
 
 if [ $# -lt 7 ]; then
@@ -17,30 +18,13 @@ fi
 build=$1 src=$2 libdir=$3 cc=$4 cmake=$5 sanitizer=$6 mpiexec=$7
 shift 7
 mpiflags=("$@")
+# shellcheck source-path=SCRIPTDIR source=install_lib.sh
+. "$(dirname "$0")/install_lib.sh"
 
-if [ -n "$sanitizer" ]; then
-    echo "SKIP: sanitizer build ($sanitizer): consumers would need its runtime"
-    exit 77
-fi
-case $libdir in
-/*)
-    echo "SKIP: absolute CMAKE_INSTALL_LIBDIR ($libdir) ignores --prefix"
-    exit 77
-    ;;
-esac
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-install-mpi.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-prefix=$tmp/prefix
+install_skip_unless_usable "$sanitizer" "$libdir"
+install_tmp install-mpi
 lib=$prefix/$libdir
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-need_file() {
-    [ -f "$1" ] || die "not installed: ${1#"$prefix"/}"
-}
 # run_consumer NAME BINARY: two ranks save and restore in a fresh directory.
 run_consumer() {
     local dir out
@@ -51,8 +35,7 @@ run_consumer() {
     echo "ok: $1 saves and restores on 2 ranks"
 }
 
-"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
-    { cat "$tmp/install.log" >&2; die "cmake --install failed"; }
+install_tree "$cmake" "$build"
 need_file "$prefix/include/ckpt/mpi.h"
 need_file "$lib/libckpt_mpi.a"
 need_file "$lib/pkgconfig/ckpt-mpi.pc"
@@ -65,12 +48,8 @@ fi
 echo "ok: MPI library installed, core free of MPI"
 
 cbuild=$tmp/consumer-cmake
-"$cmake" -S "$src/tests/install/consumer_mpi" -B "$cbuild" \
-    -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$tmp/cmake.log" 2>&1 ||
-    { cat "$tmp/cmake.log" >&2; die "consumer_mpi: CMake configure failed"; }
-"$cmake" --build "$cbuild" >"$tmp/build.log" 2>&1 ||
-    { cat "$tmp/build.log" >&2; die "consumer_mpi: CMake build failed"; }
+build_consumer consumer_mpi "$cmake" "$cc" "$src/tests/install/consumer_mpi" \
+    "$cbuild"
 run_consumer "find_package(ckpt COMPONENTS mpi)" "$cbuild/consumer_mpi"
 
 export PKG_CONFIG_PATH="$lib/pkgconfig"

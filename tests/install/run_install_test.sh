@@ -21,36 +21,14 @@ if [ $# -ne 8 ]; then
     exit 2
 fi
 build=$1 src=$2 libdir=$3 version=$4 cc=$5 cmake=$6 sanitizer=$7 have_cli=$8
+# shellcheck source-path=SCRIPTDIR source=install_lib.sh
+. "$(dirname "$0")/install_lib.sh"
 
-if [ -n "$sanitizer" ]; then
-    echo "SKIP: sanitizer build ($sanitizer): consumers would need its runtime"
-    exit 77
-fi
-
-case $libdir in
-/*)
-    echo "SKIP: absolute CMAKE_INSTALL_LIBDIR ($libdir) ignores --prefix"
-    exit 77
-    ;;
-esac
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-install.XXXXXX")
-if [ -z "${CKPT_KEEP_TMP:-}" ]; then
-    trap 'rm -rf "$tmp"' EXIT
-else
-    echo "keeping $tmp"
-fi
-prefix=$tmp/prefix
+install_skip_unless_usable "$sanitizer" "$libdir"
+install_tmp install
 lib=$prefix/$libdir
 major=${version%%.*}
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-need_file() {
-    [ -f "$1" ] || die "not installed: ${1#"$prefix"/}"
-}
 # expect_output NAME OUTPUT: the consumer's output has the expected values.
 expect_output() {
     grep -qx "version=$version" <<<"$2" || die "$1: wrong version: $2"
@@ -64,8 +42,7 @@ needs_libckpt() {
 }
 
 # ---- install ----------------------------------------------------------------
-"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
-    { cat "$tmp/install.log" >&2; die "cmake --install failed"; }
+install_tree "$cmake" "$build"
 
 need_file "$prefix/include/ckpt.h"
 for h in "$src"/include/ckpt/*.h "$src"/include/ckpt/sys/*.h; do
@@ -125,14 +102,9 @@ fi
 
 # ---- find_package(ckpt) ------------------------------------------------------
 cbuild=$tmp/consumer-cmake
-"$cmake" -S "$src/tests/install/consumer" -B "$cbuild" \
-    -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$tmp/cmake.log" 2>&1 ||
-    { cat "$tmp/cmake.log" >&2; die "consumer: CMake configure failed"; }
+build_consumer consumer "$cmake" "$cc" "$src/tests/install/consumer" "$cbuild"
 found=$(sed -n 's/^ckpt_DIR:PATH=//p' "$cbuild/CMakeCache.txt")
 [ "$found" = "$lib/cmake/ckpt" ] || die "find_package(ckpt) found $found"
-"$cmake" --build "$cbuild" >"$tmp/build.log" 2>&1 ||
-    { cat "$tmp/build.log" >&2; die "consumer: CMake build failed"; }
 needs_libckpt "$cbuild/consumer_static" &&
     die "consumer_static loads libckpt.so"
 needs_libckpt "$cbuild/consumer_shared" ||
