@@ -186,7 +186,12 @@ done:
     return rc;
 }
 
-int crash_count_names(const char *dir, const char *prefix)
+/* Entries of `dir` for which match(dir, name, arg) holds, or -1 when the
+ * directory cannot be opened. */
+static int count_entries(const char *dir,
+                         int (*match)(const char *dir, const char *name,
+                                      const void *arg),
+                         const void *arg)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -194,47 +199,53 @@ int crash_count_names(const char *dir, const char *prefix)
     if (!d)
         return -1;
     while ((e = readdir(d)) != NULL)
-        if (!strncmp(e->d_name, prefix, strlen(prefix)))
-            count++;
+        count += match(dir, e->d_name, arg) != 0;
     closedir(d);
     return count;
+}
+
+static int has_prefix(const char *dir, const char *name, const void *prefix)
+{
+    (void)dir;
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+int crash_count_names(const char *dir, const char *prefix)
+{
+    return count_entries(dir, has_prefix, prefix);
+}
+
+/* An index file whose (first) data file is missing. */
+static int index_without_data(const char *dir, const char *name,
+                              const void *arg)
+{
+    size_t n = strlen(name);
+    char data[1024];
+    struct stat st;
+    (void)arg;
+    if (n <= 6 || strcmp(name + n - 6, ".index") != 0 ||
+        (size_t)snprintf(data, sizeof(data), "%s/%.*s.data-00000-of-00001", dir,
+                         (int)(n - 6), name) >= sizeof(data))
+        return 0;
+    return stat(data, &st) != 0;
 }
 
 int crash_count_incomplete(const char *dir)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int count = 0;
-    if (!d)
-        return -1;
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        char data[1024];
-        struct stat st;
-        if (n <= 6 || strcmp(e->d_name + n - 6, ".index") != 0 ||
-            (size_t)snprintf(data, sizeof(data), "%s/%.*s.data-00000-of-00001",
-                             dir, (int)(n - 6), e->d_name) >= sizeof(data))
-            continue;
-        if (stat(data, &st) != 0)
-            count++;
-    }
-    closedir(d);
-    return count;
+    return count_entries(dir, index_without_data, NULL);
+}
+
+/* A save's temporary file: a bundle's or the state file's. */
+static int is_temp(const char *dir, const char *name, const void *arg)
+{
+    (void)dir;
+    (void)arg;
+    return strstr(name, ".tempstate") || !strncmp(name, "checkpoint.tmp", 14);
 }
 
 int crash_count_temps(const char *dir)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int count = 0;
-    if (!d)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        if (strstr(e->d_name, ".tempstate") ||
-            !strncmp(e->d_name, "checkpoint.tmp", 14))
-            count++;
-    closedir(d);
-    return count;
+    return count_entries(dir, is_temp, NULL);
 }
 
 int crash_check_dir(const char *dir, int64_t durable, int64_t max_step,
