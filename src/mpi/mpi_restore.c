@@ -554,14 +554,8 @@ static int restore_one(restore_ctx *c, const ckpt__mvar *v)
     if (!tmp)
         return ckpt__error_oom();
     err = read_value(c, v, tmp);
-    if (err == 0) {
-        int rc;
-        ckpt_error_clear();
-        rc = v->user.write(tmp, 0, (size_t)v->bytes, v->user.payload);
-        if (rc != 0)
-            err = ckpt__error_callback(
-                rc, "variable '%s': write callback failed", v->name);
-    }
+    if (err == 0)
+        err = ckpt__var_write(&v->user, v->name, tmp, (size_t)v->bytes);
     ckpt__free(tmp);
     return err;
 }

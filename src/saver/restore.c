@@ -94,14 +94,8 @@ static int read_var_via_callback(ckpt_bundle_reader *r, const ckpt__var *v)
     if (!tmp)
         return ckpt__error_oom();
     err = ckpt_bundle_reader_read(r, v->name, tmp, (size_t)v->bytes);
-    if (err == 0) {
-        int rc;
-        ckpt_error_clear();
-        rc = v->v.write(tmp, 0, (size_t)v->bytes, v->v.payload);
-        if (rc != 0)
-            err = ckpt__error_callback(
-                rc, "restore: variable '%s': write callback failed", v->name);
-    }
+    if (err == 0)
+        err = ckpt__var_write(&v->v, v->name, tmp, (size_t)v->bytes);
     ckpt__free(tmp);
     return err;
 }

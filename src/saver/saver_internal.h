@@ -280,6 +280,15 @@ void ckpt__pending_note_apply(ckpt__dir_state *ds, const ckpt_state *listed);
 
 /* ---- variables and staging images ---------------------------------------- */
 
+/* Call v->read (var_callbacks.c) for bytes [0, bytes) into dst; a failure
+ * is CKPT_EUSER "variable '<name>': read callback failed...". */
+int ckpt__var_read(const ckpt_var *v, const char *name, void *dst,
+                   size_t bytes);
+/* Call v->write for bytes [0, bytes) from src; a failure is CKPT_EUSER
+ * "variable '<name>': write callback failed...". */
+int ckpt__var_write(const ckpt_var *v, const char *name, const void *src,
+                    size_t bytes);
+
 typedef struct ckpt__var {
     ckpt_var v; /* v.name points at `name` */
     char *name;

@@ -193,15 +193,13 @@ int ckpt__snapshot_callbacks(ckpt__snapshot_work *w)
     for (size_t i = 0; i < w->nvars; i++) {
         const ckpt__var *v = &w->vars[i];
         uint8_t *dst = w->img->ptr + v->offset;
-        int rc;
+        int err;
         if (!v->v.read)
             continue;
-        ckpt_error_clear();
-        rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
-        if (rc != 0) {
+        err = ckpt__var_read(&v->v, v->name, dst, (size_t)v->bytes);
+        if (err < 0) {
             atomic_store(&w->next, w->npieces); /* nothing more to claim */
-            return ckpt__error_callback(
-                rc, "variable '%s': read callback failed", v->name);
+            return err;
         }
         if (w->checksum)
             w->img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
@@ -215,12 +213,9 @@ int ckpt__snapshot_vars(const ckpt__var *vars, size_t n, ckpt__image *img)
         const ckpt__var *v = &vars[i];
         uint8_t *dst = img->ptr + v->offset;
         if (v->v.read) {
-            int rc;
-            ckpt_error_clear();
-            rc = v->v.read(dst, 0, (size_t)v->bytes, v->v.payload);
-            if (rc != 0)
-                return ckpt__error_callback(
-                    rc, "variable '%s': read callback failed", v->name);
+            int err = ckpt__var_read(&v->v, v->name, dst, (size_t)v->bytes);
+            if (err < 0)
+                return err;
             img->crcs[i] = ckpt__crc32c(dst, (size_t)v->bytes);
         } else {
             img->crcs[i] =

@@ -57,12 +57,8 @@ static int add_var(ckpt_bundle_writer *w, const ckpt__var *v)
                            "variable '%s': out of memory for a buffer of its "
                            "%llu bytes (its read callback fills it)",
                            v->name, (unsigned long long)v->bytes);
-    ckpt_error_clear();
-    err = v->v.read(tmp, 0, (size_t)v->bytes, v->v.payload);
-    if (err != 0)
-        err = ckpt__error_callback(err, "variable '%s': read callback failed",
-                                   v->name);
-    else
+    err = ckpt__var_read(&v->v, v->name, tmp, (size_t)v->bytes);
+    if (err == 0)
         err = ckpt_bundle_writer_add(w, v->name, v->v.dtype, &v->v.shape, tmp,
                                      (size_t)v->bytes);
     ckpt__free(tmp);

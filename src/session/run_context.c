@@ -4,6 +4,8 @@
  * published in the step, else a graph variable read after the step. */
 #include "session_internal.h"
 
+#include "saver/saver_internal.h"
+
 #include <string.h>
 
 /* ---- raw session ------------------------------------------------------------
@@ -266,12 +268,9 @@ static int read_var(ckpt_step_context *sc, const ckpt_var *v, size_t size,
         return ckpt__error_oom();
     sc->scratch[sc->num_scratch++] = buf;
     if (size > 0) {
-        int rc;
-        ckpt_error_clear();
-        rc = v->read(buf, 0, size, v->payload);
-        if (rc != 0)
-            return ckpt__error_callback(
-                rc, "variable '%s': read callback failed", v->name);
+        err = ckpt__var_read(v, v->name, buf, size);
+        if (err < 0)
+            return err;
     }
     *out = buf;
     return 0;

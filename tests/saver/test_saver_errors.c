@@ -233,6 +233,53 @@ static void test_callers_messages_passed_on(void **state)
     ckpt_saver_free(s);
 }
 
+static int zeros_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    (void)off;
+    (void)payload;
+    memset(dst, 0, n);
+    return 0;
+}
+
+static int device_write(const void *src, uint64_t off, size_t n, void *payload)
+{
+    (void)src;
+    (void)off;
+    (void)n;
+    return payload ? ckpt_error_set(CKPT_EIO, "device %d is gone", 3) : 9;
+}
+
+/* A write callback failing in a restore is reported as a read callback
+ * failing in a save, and in the MPI saver's words (one helper,
+ * ckpt__var_write): CKPT_EUSER "variable '<name>': write callback
+ * failed", with the callback's message or its return value. */
+static void test_write_callback_failure_in_restore(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_with(f, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int flag = 1;
+    ckpt_var dev = {"dev",      CKPT_DT_FLOAT, {1, {4}}, NULL,
+                    zeros_read, device_write,  &flag};
+    assert_ckpt_ok(ckpt_saver_add_var(s, &dev));
+    assert_ckpt_ok(ckpt_saver_save(s, 1, &prefix));
+    ckpt__error(CKPT_EIO, "a stale message");
+    assert_ckpt_error(ckpt_saver_restore(s, prefix.ptr), CKPT_EUSER,
+                      "variable 'dev': write callback failed: device 3 is "
+                      "gone");
+    dev.payload = NULL; /* returns 9 and says nothing */
+    ckpt_saver_free(s);
+    s = open_with(f, NULL);
+    assert_ckpt_ok(ckpt_saver_add_var(s, &dev));
+    ckpt__error(CKPT_EIO, "a stale message");
+    assert_ckpt_error(ckpt_saver_restore(s, prefix.ptr), CKPT_EUSER,
+                      "variable 'dev': write callback failed (9)");
+    assert_null(strstr(ckpt_error_last()->message, "stale"));
+    assert_null(strstr(ckpt_error_last()->message, "restore: variable"));
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
 /* The note of a save in progress that cannot be removed once the save is
  * done: the save succeeds, and the warning says so. */
 static void test_note_left_behind_is_said(void **state)
@@ -403,6 +450,8 @@ int main(void)
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_callers_messages_passed_on, setup,
                                         test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_write_callback_failure_in_restore,
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
