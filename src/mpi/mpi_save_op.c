@@ -333,13 +333,10 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
         ckpt__fs_remove_quiet(s->fs, op->temp_path.ptr);
     if (ok && s->rank == 0)
         log_durable(s, op, res.write_s);
+    ckpt__metrics_finished(&s->metrics, ok, op->step, res.bytes, res.write_s);
     if (ok) {
-        s->metrics.saves_completed++;
-        s->metrics.bytes_written += res.bytes;
-        s->metrics.last_saved_step = op->step;
         ckpt__mpi_failures_note_ok(&s->failures, op->step);
     } else {
-        s->metrics.saves_failed++;
         ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
                   "%s: distributed save failed: %s", op->prefix.ptr,
                   op->outcome.msg);
@@ -348,8 +345,6 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
                                   op->prefix.ptr);
     }
     s->last_outcome = op->outcome;
-    s->metrics.write_s_total += res.write_s;
-    s->metrics.write_s_last = res.write_s;
     op_reset(op);
     if (o->on_save_done) {
         s->delivering++; /* ckpt_mpi_saver_free refuses to run meanwhile */

@@ -274,16 +274,6 @@ static int snapshot(ckpt_mpi_saver *s, ckpt__image *img, int64_t step,
     return err;
 }
 
-/* A snapshot that becomes a save (or the pending one): the metrics. */
-static void count_started(ckpt_mpi_saver *s, double blocking_s)
-{
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += blocking_s;
-    s->metrics.blocking_s_last = blocking_s;
-    if (blocking_s > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = blocking_s;
-}
-
 /* Start the op of a snapshot already in s->image (or of a failure): any
  * failure becomes this rank's status in the agreement, so every rank
  * still takes part. */
@@ -311,7 +301,7 @@ static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
 static void launch(ckpt_mpi_saver *s, int64_t step, int is_async,
                    double blocking_s, int err)
 {
-    count_started(s, blocking_s);
+    ckpt__metrics_started(&s->metrics, blocking_s);
     start_op(s, step, is_async, ++s->next_ticket, blocking_s, err);
     if (s->snap_open) /* the fence adds its wait to this save's */
         s->snap_ticket = s->op.ticket;
@@ -355,8 +345,7 @@ static void cancel_pending(ckpt_mpi_saver *s)
     res.error = "replaced by a newer snapshot before it was written";
     res.blocking_s = s->pending_blocking_s;
     s->has_pending = 0;
-    s->metrics.saves_started--;
-    s->metrics.saves_coalesced++;
+    ckpt__metrics_coalesced(&s->metrics);
     if (o->on_save_done) {
         s->delivering++;
         o->on_save_done(&res, o->on_save_done_payload);
@@ -370,7 +359,7 @@ static void cancel_pending(ckpt_mpi_saver *s)
 static void keep_pending(ckpt_mpi_saver *s, int64_t step, int err,
                          double blocking_s, uint64_t *ticket_out)
 {
-    count_started(s, blocking_s);
+    ckpt__metrics_started(&s->metrics, blocking_s);
     s->pending_err = err;
     s->pending_blocking_s = blocking_s;
     s->pending_step = step;

@@ -2,7 +2,8 @@
  * metrics, the queue of outcomes handed to on_save_done on the caller's
  * thread, and the background error that the next save, save_async, poll,
  * wait or close returns exactly once. The synchronous save (saver.c) and
- * the writer thread (writer.c) both report here; the queue, the metrics and
+ * the writer thread (writer.c) both report here (counted by the rules of
+ * metrics.c, which the MPI saver shares); the queue, the metrics and
  * the background error are guarded by the saver's mu, and outcomes are
  * only ever delivered on the caller's thread. Also how log lines name a
  * save's step (ckpt__step_say), and the warning for saves that never
@@ -68,26 +69,14 @@ void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,
 
 void ckpt__saver_count_started(ckpt_saver *s, double blocking_s)
 {
-    s->metrics.saves_started++;
-    s->metrics.blocking_s_total += blocking_s;
-    s->metrics.blocking_s_last = blocking_s;
-    if (blocking_s > s->metrics.blocking_s_max)
-        s->metrics.blocking_s_max = blocking_s;
+    ckpt__metrics_started(&s->metrics, blocking_s);
 }
 
 void ckpt__saver_record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
                                 const char *error, double write_s,
                                 uint64_t bytes)
 {
-    if (err == 0) {
-        s->metrics.saves_completed++;
-        s->metrics.bytes_written += bytes;
-        s->metrics.last_saved_step = job->step;
-    } else {
-        s->metrics.saves_failed++;
-    }
-    s->metrics.write_s_total += write_s;
-    s->metrics.write_s_last = write_s;
+    ckpt__metrics_finished(&s->metrics, err == 0, job->step, bytes, write_s);
     ckpt__saver_push_result(s, job, err, error, write_s, bytes);
 }
 

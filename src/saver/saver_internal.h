@@ -549,6 +549,16 @@ void ckpt__saver_push_result(ckpt_saver *s, const ckpt__job *job, int status,
                              const char *error, double write_s, uint64_t bytes);
 /* Count a save as started and its blocking time (mu held). */
 void ckpt__saver_count_started(ckpt_saver *s, double blocking_s);
+
+/* The metrics rules of both savers (metrics.c): a save started after
+ * blocking the caller blocking_s; a started save replaced by a newer
+ * snapshot (coalesced, no longer started); a save finished, completed
+ * (ok: bytes written, its step the last saved) or failed, after write_s
+ * seconds of writing. */
+void ckpt__metrics_started(ckpt_saver_metrics *m, double blocking_s);
+void ckpt__metrics_coalesced(ckpt_saver_metrics *m);
+void ckpt__metrics_finished(ckpt_saver_metrics *m, int ok, int64_t step,
+                            uint64_t bytes, double write_s);
 /* Count a finished save in the metrics and queue its outcome (mu held). */
 void ckpt__saver_record_outcome(ckpt_saver *s, const ckpt__job *job, int err,
                                 const char *error, double write_s,

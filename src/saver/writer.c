@@ -282,8 +282,7 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
             int image = old->image;
             s->pending = NULL;
             /* That trigger now counts as coalesced, not started. */
-            s->metrics.saves_started--;
-            s->metrics.saves_coalesced++;
+            ckpt__metrics_coalesced(&s->metrics);
             ckpt__saver_push_result(s, old, CKPT_ECANCELED,
                                     "replaced by a newer snapshot (coalesce)",
                                     0.0, 0);
