@@ -59,14 +59,8 @@ static int prepare(ckpt_mpi_saver *s, ckpt__image *img)
 static void work_of(const ckpt_mpi_saver *s, ckpt__image *img, int checksum,
                     ckpt__snapshot_work *w)
 {
-    memset(w, 0, sizeof(*w));
-    w->vars = s->owned;
-    w->nvars = s->nowned;
-    w->pieces = s->pieces;
-    w->npieces = s->npieces;
-    w->img = img;
-    w->checksum = checksum;
-    atomic_store(&w->next, 0);
+    ckpt__snapshot_work_init(w, s->owned, s->nowned, s->pieces, s->npieces, img,
+                             checksum, 0);
 }
 
 int ckpt__mpi_snapshot_take(ckpt_mpi_saver *s, ckpt__image *img)

@@ -362,6 +362,13 @@ typedef struct ckpt__snapshot_work {
     atomic_size_t next; /* next piece to claim */
 } ckpt__snapshot_work;
 
+/* Point `w` at the variables and pieces to copy into `img`, with
+ * `checksum` as above and pieces [0, first) already taken (snapshot.c);
+ * every field is set, so `w` may be reused. */
+void ckpt__snapshot_work_init(ckpt__snapshot_work *w, const ckpt__var *vars,
+                              size_t nvars, const ckpt__piece *pieces,
+                              size_t npieces, ckpt__image *img, int checksum,
+                              size_t first);
 /* Copy every variable into `img` at its offset on the calling thread,
  * whole variables, each record's CRC fused into its copy (img->crcs); a
  * read callback failure gives CKPT_EUSER naming the variable. (For

@@ -177,6 +177,20 @@ void ckpt__snapshot_copy_first(const ckpt__snapshot_work *w, size_t n)
         copy_piece(w, k);
 }
 
+void ckpt__snapshot_work_init(ckpt__snapshot_work *w, const ckpt__var *vars,
+                              size_t nvars, const ckpt__piece *pieces,
+                              size_t npieces, ckpt__image *img, int checksum,
+                              size_t first)
+{
+    w->vars = vars;
+    w->nvars = nvars;
+    w->pieces = pieces;
+    w->npieces = npieces;
+    w->img = img;
+    w->checksum = checksum;
+    atomic_store(&w->next, first);
+}
+
 size_t ckpt__snapshot_claim(ckpt__snapshot_work *w)
 {
     size_t copied = 0;

@@ -94,13 +94,8 @@ static void run_job(ckpt_saver *s, ckpt__job *job)
     ckpt__snapshot_work seal;
     ckpt__kept_list evicted = {0};
     int err;
-    memset(&seal, 0, sizeof(seal));
-    seal.vars = s->vars;
-    seal.nvars = s->nvars;
-    seal.pieces = s->pieces;
-    seal.npieces = s->npieces;
-    seal.img = &s->images[job->image];
-    seal.checksum = job->checksum;
+    ckpt__snapshot_work_init(&seal, s->vars, s->nvars, s->pieces, s->npieces,
+                             &s->images[job->image], job->checksum, 0);
     ckpt__image_seal(&seal);
     err = ckpt__saver_write_checkpoint(s, job, &s->images[job->image], &bytes,
                                        &write_s, &evicted);
@@ -307,13 +302,8 @@ int ckpt__writer_snapshot_begin(ckpt_saver *s, int image, int share,
 {
     ckpt__snapshot_work *w = &s->help_work;
     int asked = 0;
-    w->vars = s->vars;
-    w->nvars = s->nvars;
-    w->pieces = s->pieces;
-    w->npieces = s->npieces;
-    w->img = &s->images[image];
-    w->checksum = checksum;
-    atomic_store(&w->next, first);
+    ckpt__snapshot_work_init(w, s->vars, s->nvars, s->pieces, s->npieces,
+                             &s->images[image], checksum, first);
     if (share && s->npieces > first) {
         pthread_mutex_lock(&s->mu);
         if (!s->active && !s->pending && !s->stopping) {
