@@ -29,6 +29,7 @@
 
 #include "io/fs_dirs.h"
 #include "io/fs_internal.h"
+#include "saver/saver_internal.h"
 #include "saver/saver_ops.h"
 #include "session/session_internal.h"
 
@@ -128,7 +129,7 @@ static const char *planned_basename(const ckpt__ckhook *h, const ckpt_graph *g)
         return ckpt_saver_get_options(h->explicit_saver)->basename;
     if (h->use_scaffold && a->basename)
         return a->basename;
-    return "model.ckpt";
+    return CKPT__DEFAULT_BASENAME;
 }
 
 static int hook_begin(ckpt_graph *g, void *payload)

@@ -153,8 +153,7 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     dup_comms(s, comm);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    s->basename = ckpt__strdup(opts->base.basename ? opts->base.basename
-                                                   : CKPT__DEFAULT_BASENAME);
+    s->basename = ckpt__strdup(ckpt__saver_basename(opts->base.basename));
     if (!s->basename)
         err = ckpt__error_oom();
     s->opts.base.basename = s->basename;

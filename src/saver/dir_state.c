@@ -31,7 +31,7 @@ int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
     ds->log_payload = opts->log_payload;
     ds->log_level = opts->log_level;
     ds->dir = ckpt__strdup(dir);
-    ds->basename = ckpt__strdup(opts->basename ? opts->basename : "model.ckpt");
+    ds->basename = ckpt__strdup(ckpt__saver_basename(opts->basename));
     if (!ds->dir || !ds->basename)
         return ckpt__error_oom();
     if (opts->absolute_paths) {

@@ -192,8 +192,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     if (err < 0)
         return err;
     err = ckpt__saver_check_dir(ckpt_fs_or_default(opts->fs), dir,
-                                opts->basename ? opts->basename
-                                               : CKPT__DEFAULT_BASENAME);
+                                ckpt__saver_basename(opts->basename));
     if (err < 0)
         return err;
     s = ckpt__calloc(1, sizeof(*s));
@@ -205,8 +204,7 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     if (s->opts.max_to_keep == 0)
         s->opts.max_to_keep = CKPT__DEFAULT_MAX_TO_KEEP;
     s->fs = ckpt_fs_or_default(opts->fs);
-    s->basename =
-        ckpt__strdup(opts->basename ? opts->basename : CKPT__DEFAULT_BASENAME);
+    s->basename = ckpt__strdup(ckpt__saver_basename(opts->basename));
     s->opts.basename = s->basename;
     s->metrics.last_saved_step = CKPT_NO_STEP;
     s->repeats.step = CKPT_NO_STEP;

@@ -652,6 +652,13 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s);
 #define CKPT__DEFAULT_MAX_TO_KEEP 5
 #define CKPT__DEFAULT_BASENAME "model.ckpt"
 
+/* The basename of checkpoints a saver with options basename `basename`
+ * writes: that one, else (NULL) CKPT__DEFAULT_BASENAME. */
+static inline const char *ckpt__saver_basename(const char *basename)
+{
+    return basename ? basename : CKPT__DEFAULT_BASENAME;
+}
+
 /* The checks every saver makes of a ckpt_saver_options (its version,
  * max_to_keep, direct_io, keep_checkpoint_every_n_hours, busy_policy,
  * basename): 0, or CKPT_EVERSION / CKPT_EINVAL with a message that starts
