@@ -292,6 +292,15 @@ static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
     ckpt_buf_dispose(&prefix);
 }
 
+/* How many of `n` listed checkpoints max_to_keep has too many (0 when it
+ * keeps all): the oldest that many are retention's to evict. */
+static size_t over_max_to_keep(const ckpt__dir_state *ds, size_t n)
+{
+    if (ds->max_to_keep <= 0 || n <= (size_t)ds->max_to_keep)
+        return 0;
+    return n - (size_t)ds->max_to_keep;
+}
+
 /* Apply max_to_keep to `l`: evicted entries move to `evicted` (to be
  * deleted once the state file no longer names them), except those that
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
@@ -300,11 +309,10 @@ static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
                            ckpt__kept_list *evicted)
 {
-    size_t excess, i;
+    size_t excess = over_max_to_keep(ds, l->n), i;
     int err = 0;
-    if (ds->max_to_keep <= 0 || l->n <= (size_t)ds->max_to_keep)
+    if (excess == 0)
         return 0;
-    excess = l->n - (size_t)ds->max_to_keep;
     for (i = 0; i < excess && err == 0; i++) {
         double t = l->times[i];
         if (ds->keep_hours > 0 &&
@@ -534,12 +542,12 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
                      ds->dir, dropped);
     /* Retention is not applied here but at the next save (in one pass):
      * a saver opened only to restore deletes nothing, as in TensorFlow. */
-    if (ds->max_to_keep > 0 && ds->kept.n > (size_t)ds->max_to_keep)
+    if (over_max_to_keep(ds, ds->kept.n) > 0)
         CKPT__DS_LOG(ds, CKPT_LOG_INFO,
                      "%s lists %zu checkpoints, more than max_to_keep %d: "
                      "the oldest %zu will be deleted at the next save",
                      ds->dir, ds->kept.n, ds->max_to_keep,
-                     ds->kept.n - (size_t)ds->max_to_keep);
+                     over_max_to_keep(ds, ds->kept.n));
     if (changed) {
         err = write_state(ds, &ds->kept);
         if (err < 0)
@@ -807,8 +815,7 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
     ckpt__kept_list next = {0};
     ckpt__kept_list evicted = {0};
     int err;
-    if (ds->reconciled || ds->max_to_keep <= 0 ||
-        ds->kept.n <= (size_t)ds->max_to_keep) {
+    if (ds->reconciled || over_max_to_keep(ds, ds->kept.n) == 0) {
         ds->reconciled = 1;
         return 0;
     }
