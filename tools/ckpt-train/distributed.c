@@ -176,11 +176,10 @@ static int register_vars(dist_trainer *t, ckpt_mpi_saver *s)
     for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
         layer *L = &t->model.layers[l];
         float *data[6] = {L->w, L->mw, L->vw, L->b, L->mb, L->vb};
+        char scope[32];
+        mlp_layer_scope(scope, sizeof(scope), l);
         for (int k = 0; err == 0 && k < 6; k++) {
-            if (l == 0)
-                snprintf(name, sizeof(name), "dense/%s", suffix[k]);
-            else
-                snprintf(name, sizeof(name), "dense_%d/%s", l, suffix[k]);
+            snprintf(name, sizeof(name), "%s/%s", scope, suffix[k]);
             err = k < 3 ? rep(s, train_var(name, CKPT_DT_FLOAT, 2, L->in,
                                            L->out, data[k]))
                         : rep(s, train_var(name, CKPT_DT_FLOAT, 1, L->out, 0,

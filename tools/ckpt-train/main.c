@@ -60,10 +60,7 @@ static int register_vars(trainer *t, ckpt_graph *g)
     for (int l = 0; err == 0 && l < t->model.nlayers; l++) {
         layer *L = &t->model.layers[l];
         char scope[32];
-        if (l == 0)
-            snprintf(scope, sizeof(scope), "dense");
-        else
-            snprintf(scope, sizeof(scope), "dense_%d", l);
+        mlp_layer_scope(scope, sizeof(scope), l);
         snprintf(name, sizeof(name), "%s/kernel", scope);
         err = add(g, name, CKPT_DT_FLOAT, 2, L->in, L->out, L->w);
         snprintf(name, sizeof(name), "%s/kernel/Adam", scope);

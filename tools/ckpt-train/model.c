@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,4 +217,12 @@ float mlp_train_step(mlp *m, const float *x, const int32_t *labels)
     float loss = mlp_compute_gradients(m, x, labels);
     mlp_apply_gradients(m);
     return loss;
+}
+
+void mlp_layer_scope(char *out, size_t n, int l)
+{
+    if (l == 0)
+        snprintf(out, n, "dense");
+    else
+        snprintf(out, n, "dense_%d", l);
 }

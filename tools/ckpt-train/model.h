@@ -1,7 +1,8 @@
 /* tools/ckpt-train/model.h - a multi-layer perceptron (ReLU hidden layers,
  * softmax output) trained with Adam: forward, backward and update on plain
  * float arrays, deterministic for a given state (fixed operation order), so
- * a resumed run matches an uninterrupted one bit for bit. */
+ * a resumed run matches an uninterrupted one bit for bit; and the name
+ * scope TensorFlow gives each layer, which the trainers' variables use. */
 #ifndef CKPT_TRAIN_MODEL_H
 #define CKPT_TRAIN_MODEL_H
 
@@ -51,5 +52,10 @@ void mlp_apply_gradients(mlp *m);
  * [0, 1), iterations >= 0. 0, or -1 with the first tensor at fault and its
  * value in why[0..why_n) (model_check.c). */
 int mlp_check_restored(const mlp *m, char *why, size_t why_n);
+
+/* Layer l's name scope as TensorFlow (Keras) names it, into out[0..n):
+ * "dense", then "dense_1", "dense_2", ...; every variable of the layer is
+ * named "<scope>/<kernel, bias, ...>" by both trainers. */
+void mlp_layer_scope(char *out, size_t n, int l);
 
 #endif

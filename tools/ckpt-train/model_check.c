@@ -48,10 +48,7 @@ int mlp_check_restored(const mlp *m, char *why, size_t why_n)
         const layer *L = &m->layers[l];
         size_t nw = (size_t)L->in * (size_t)L->out, nb = (size_t)L->out;
         char scope[32];
-        if (l == 0)
-            snprintf(scope, sizeof(scope), "dense");
-        else
-            snprintf(scope, sizeof(scope), "dense_%d", l);
+        mlp_layer_scope(scope, sizeof(scope), l);
         err = check_floats(L->w, nw, 0, scope, "kernel", why, why_n);
         if (err == 0)
             err = check_floats(L->mw, nw, 0, scope, "kernel/Adam", why, why_n);
