@@ -35,20 +35,21 @@ cli_run cli_run_bounded(const char *prog, const char *cwd,
 /* Fail, naming the limit, when a bounded run did not exit by itself. */
 void expect_within_limits(const cli_run *r, const cli_limits *lim);
 
-/* Run the `ckpt` tool held to `lim` (a const cli_limits *). */
-#define RUN_BOUNDED(r, lim, ...)                                               \
+/* A bounded run of the tool with the NULL-terminated `args`, then
+ * expect_within_limits and expect_status(&r, want): every bounded run
+ * checks that no limit ended it before its exit code. */
+#define RUN_EXPECT_ARGV(r, lim, want, args)                                    \
     do {                                                                       \
-        const char *args_[] = {__VA_ARGS__, NULL};                             \
-        (r) = cli_run_bounded(CKPT_CLI_PATH, NULL, args_, (lim));              \
-    } while (0)
-
-/* RUN_BOUNDED, then expect_within_limits and expect_status(&r, want):
- * every bounded run checks that no limit ended it before its exit code. */
-#define RUN_EXPECT(r, lim, want, ...)                                          \
-    do {                                                                       \
-        RUN_BOUNDED(r, lim, __VA_ARGS__);                                      \
+        (r) = cli_run_bounded(CKPT_CLI_PATH, NULL, (args), (lim));             \
         expect_within_limits(&(r), (lim));                                     \
         expect_status(&(r), (want));                                           \
+    } while (0)
+
+/* RUN_EXPECT_ARGV with the arguments listed. */
+#define RUN_EXPECT(r, lim, want, ...)                                          \
+    do {                                                                       \
+        const char *argv_[] = {__VA_ARGS__, NULL};                             \
+        RUN_EXPECT_ARGV(r, lim, want, argv_);                                  \
     } while (0)
 
 #endif

@@ -7,6 +7,7 @@
  * text of all their values, which must be held outside memory; a data
  * file gone, which fails every tensor in it alike: verify names the file
  * once, with its error and its tensors' count, where its JSON lists each. */
+#include "cli_bounded.h"
 #include "cli_json.h"
 #include "cli_run.h"
 
@@ -218,10 +219,6 @@ static void test_record_larger_than_memory(void **state)
     expect_lacks(r.out, "[0, 0, 0");
     run_free(&r);
 }
-
-/* Whether the tool runs under a sanitizer (cli_bounded.c; its header's
- * RUN_BOUNDED is not this file's). */
-int cli_tool_sanitized(void);
 
 /* `inspect --values=all` holds a tensor's values as text until its
  * checksum is checked: past 8 MiB that text goes to a temporary file, so

@@ -306,9 +306,7 @@ static void test_empty_state_file_paths(void **state)
             args[2] = out;
         else if (strcmp(commands[i].command, "diff") == 0)
             args[2] = dir;
-        r = cli_run_bounded(CKPT_CLI_PATH, NULL, args, &limits);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, commands[i].status);
+        RUN_EXPECT_ARGV(r, &limits, commands[i].status, args);
         expect_contains(r.err, state_file);
         expect_contains(r.err, "model_checkpoint_path is empty");
         run_free(&r);
@@ -1326,9 +1324,7 @@ static void test_dir_state_file_names_outside(void **state)
         const char *const other[] = {NULL, "b_outside_directory",
                                      "a_outside_directory", NULL};
         for (size_t i = 0; i < 4; i++) {
-            r = cli_run_bounded(CKPT_CLI_PATH, NULL, cmds[i], &limits);
-            expect_within_limits(&r, &limits);
-            expect_status(&r, 0);
+            RUN_EXPECT_ARGV(r, &limits, 0, cmds[i]);
             expect_contains(r.err, "names a checkpoint outside ");
             expect_contains(r.err, far);
             root = parse_json(r.out);
@@ -1439,9 +1435,7 @@ static void test_json_failures_one_document(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *root;
         const char **a = cases[i].args;
-        r = cli_run_bounded(CKPT_CLI_PATH, NULL, a, &limits);
-        expect_within_limits(&r, &limits);
-        expect_status(&r, cases[i].status);
+        RUN_EXPECT_ARGV(r, &limits, cases[i].status, a);
         expect_both_safe(&r);
         expect_contains(r.err, cases[i].message);
         root = parse_json(r.out);
