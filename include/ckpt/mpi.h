@@ -29,8 +29,10 @@
  * Collective calls (every rank of the communicator, in the same order):
  * open, check, save, save_async, restore, restore_latest, close and free.
  * The others are local. Every collective that waits on other ranks is
- * bounded by `collective_timeout_s`: past it the job is ended with
- * MPI_Abort (a peer that died or stopped calling cannot be waited out).
+ * bounded by `collective_timeout_s`, counted from the start of each
+ * blocking wait on peers (poll never waits, never times out): past it the
+ * job is ended with MPI_Abort (a peer that died or stopped calling cannot
+ * be waited out).
  *
  * Threads: each saver runs one background thread that writes this rank's
  * data file (and, on rank 0, merges the index and deletes the checkpoints
@@ -79,7 +81,10 @@ typedef struct ckpt_mpi_saver_options {
      *  `fs`, `clock`, `log` and the callbacks are per rank. */
     ckpt_saver_options base;
     /** Longest wait for the other ranks in any collective step, in seconds
-     *  (0: 600). Past it the job is ended with MPI_Abort. */
+     *  (0: 600), counted from when this rank starts waiting (the later of
+     *  the blocking call's start and the step's posting: time spent
+     *  between polls or in this rank's own write does not count). Past it
+     *  the job is ended with MPI_Abort(comm, 70). */
     double collective_timeout_s;
 } ckpt_mpi_saver_options;
 
@@ -158,9 +163,9 @@ CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
  *  the previous checkpoint stays the latest. On success `prefix_out` (may
  *  be NULL) receives the prefix. An earlier asynchronous save still in
  *  flight is finished first; its failure is not returned here but by the
- *  next save_async, wait or close, and the save goes ahead. A step saved again replaces its checkpoint as
- *  with ckpt_saver_save; three saves in a row of one step (sync or async)
- *  draw one warning, logged by rank 0.
+ *  next save_async, wait or close, and the save goes ahead. A step saved again
+ * replaces its checkpoint as with ckpt_saver_save; three saves in a row of one
+ * step (sync or async) draw one warning, logged by rank 0.
  *  @return 0, or an error as ckpt_saver_save's */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);

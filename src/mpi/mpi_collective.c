@@ -2,8 +2,8 @@
  * collectives polled with MPI_Testall until they complete or the saver's
  * collective timeout passes, which ends the job with MPI_Abort (a dead or
  * stalled peer can never be waited out, and an MPI collective cannot be
- * cancelled). Also the agreement of all ranks on one outcome: the most
- * severe error, with the message of the rank that reported it. */
+ * cancelled). Also the agreement of all ranks on one outcome:
+ * the most severe error, with the message of the rank that reported it. */
 #include "mpi_internal.h"
 
 #include <sched.h>
@@ -35,7 +35,7 @@ int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
 {
     int done = 0;
     MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-    if (!done && ckpt__mpi_now() - since > s->timeout_s)
+    if (!done && since >= 0 && ckpt__mpi_now() - since > s->timeout_s)
         ckpt__mpi_abort(s, what);
     return done;
 }

@@ -220,6 +220,8 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving);
 /* ---- collectives (mpi_collective.c) ------------------------------------ */
 
 double ckpt__mpi_now(void);
+/* `since` of a call that does not wait (poll): it never times out. */
+#define CKPT__MPI_NOT_WAITING (-1.0)
 /* One pause of a polling loop; `*round` counts them (start at 0). */
 void ckpt__mpi_pause(long *round);
 /* Wait for `n` requests, polling, at most the collective timeout; past it
@@ -227,7 +229,9 @@ void ckpt__mpi_pause(long *round);
 void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                         const char *what);
 /* Whether the requests completed, without waiting; aborts when they have
- * been waited for longer than the timeout since `since`. */
+ * been waited for longer than the timeout since `since` (the start of the
+ * caller's blocking wait on them; CKPT__MPI_NOT_WAITING: a non-blocking
+ * call, which never aborts). */
 int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                        double since, const char *what);
 /* Abort the job: the library's bounded outcome of a wait. */
@@ -346,8 +350,13 @@ int ckpt__mpi_failures_take_all(ckpt__mpi_failures *f);
 
 void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err);
 /* Start the op's agreement once its write is done; advance it without
- * blocking. Returns 1 when the op has an outcome (delivered), else 0. */
-int ckpt__mpi_op_progress(ckpt_mpi_saver *s);
+ * blocking. Returns 1 when the op has an outcome (delivered), else 0.
+ * `wait_start`: when the caller's blocking wait began (ckpt__mpi_now()),
+ * or CKPT__MPI_NOT_WAITING from a call that does not wait (poll). The
+ * collective timeout counts from the later of it and the posting of the
+ * collective now pending: the time this rank has been held by its peers,
+ * never the time it spent training between polls, nor its own write. */
+int ckpt__mpi_op_progress(ckpt_mpi_saver *s, double wait_start);
 /* Start the op of the pending snapshot (COALESCE; the op is idle). */
 void ckpt__mpi_promote_pending(ckpt_mpi_saver *s);
 /* Drive the op in flight to its outcome (bounded). */

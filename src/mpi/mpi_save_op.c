@@ -369,7 +369,18 @@ void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err)
     pthread_mutex_unlock(&s->mu);
 }
 
-int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
+/* Test the op's requests; a blocking caller has waited on them since the
+ * later of its wait's start and their posting. */
+static int test_op(ckpt_mpi_saver *s, ckpt__save_op *op, double wait_start,
+                   const char *what)
+{
+    double since = wait_start;
+    if (wait_start >= 0 && op->posted_at > wait_start)
+        since = op->posted_at;
+    return ckpt__mpi_test_all(s, op->req, op->nreq, since, what);
+}
+
+int ckpt__mpi_op_progress(ckpt_mpi_saver *s, double wait_start)
 {
     ckpt__save_op *op = &s->op;
     for (;;) {
@@ -386,14 +397,13 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
             post_gathers(s, op);
             break;
         case OP_GATHER_HDR:
-            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
-                                    "gathering the ranks' save status"))
+            if (!test_op(s, op, wait_start, "gathering the ranks' save status"))
                 return 0;
             post_blob_gather(s, op);
             break;
         case OP_GATHER_BLOB:
-            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
-                                    "gathering the ranks' index entries"))
+            if (!test_op(s, op, wait_start,
+                         "gathering the ranks' index entries"))
                 return 0;
             decide(s, op);
             break;
@@ -403,8 +413,7 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
             post_outcome(s, op);
             break;
         case OP_OUTCOME:
-            if (!ckpt__mpi_test_all(s, op->req, op->nreq, op->posted_at,
-                                    "waiting for rank 0's commit"))
+            if (!test_op(s, op, wait_start, "waiting for rank 0's commit"))
                 return 0;
             deliver(s, op);
             if (s->has_pending)
@@ -418,7 +427,8 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s)
 
 void ckpt__mpi_op_finish(ckpt_mpi_saver *s)
 {
+    double start = ckpt__mpi_now();
     long round = 0;
-    while (!ckpt__mpi_op_progress(s))
+    while (!ckpt__mpi_op_progress(s, start))
         ckpt__mpi_pause(&round);
 }

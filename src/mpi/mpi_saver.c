@@ -366,7 +366,8 @@ static void keep_pending(ckpt_mpi_saver *s, int64_t step, int err,
     s->has_pending = 1;
     if (ticket_out)
         *ticket_out = s->pending_ticket;
-    ckpt__mpi_op_progress(s); /* starts it at once when this rank is idle */
+    /* starts it at once when this rank is idle */
+    ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
 }
 
 /* COALESCE: a trigger while a save is in flight on some rank makes every
@@ -420,9 +421,11 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     ckpt__mpi_wait_all(s, &req, 1, "agreeing whether a save is in flight");
     if ((uint64_t)-all[3] > s->failures.returned)
         return ckpt__mpi_failures_take(&s->failures, (uint64_t)-all[3]);
-    if (all[2] == 0) /* some ranks started it, others not yet */
-        while (s->has_pending && !ckpt__mpi_op_progress(s))
+    if (all[2] == 0) { /* some ranks started it, others not yet */
+        double start = ckpt__mpi_now();
+        while (s->has_pending && !ckpt__mpi_op_progress(s, start))
             ckpt__mpi_pause(&round);
+    }
     if (s->has_pending)
         cancel_pending(s);
     if (err == 0)
@@ -504,7 +507,7 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                            "mpi saver: asynchronous saves need MPI "
                            "initialised with at least MPI_THREAD_FUNNELED");
     ckpt__mpi_snapshot_complete(s); /* the previous trigger's, if open */
-    ckpt__mpi_op_progress(s);
+    ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
     err = ckpt__mpi_check(s, "save_async");
     if (err < 0)
         return err;
@@ -531,7 +534,7 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
         return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
     if (ckpt__mpi_refuse_worker(s, "poll") < 0)
         return CKPT_ESTATE;
-    ckpt__mpi_op_progress(s);
+    ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
     ckpt__mpi_busy_ahead(s);
     if (busy_out)
         *busy_out = s->op.state != OP_IDLE || s->has_pending;
@@ -550,7 +553,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
         return CKPT_EINVAL;
     ckpt__mpi_snapshot_complete(s);
     /* Rank 0 also waits for the deletion of what retention evicted. */
-    while (!ckpt__mpi_op_progress(s) || ckpt__mpi_evicting(s, 0)) {
+    while (!ckpt__mpi_op_progress(s, start) || ckpt__mpi_evicting(s, 0)) {
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
             return ckpt__error(CKPT_ETIMEDOUT,
                                "mpi saver: the save in flight did not finish "

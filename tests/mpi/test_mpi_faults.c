@@ -24,7 +24,10 @@
  *                  on rank 0 while the other ranks make no MPI call; a
  *                  rank lagging several steps behind and a rank whose
  *                  writes are slow still give every rank the same
- *                  decision at every trigger */
+ *                  decision at every trigger
+ *   waits DIR      (2 ranks) the collective timeout counts from the start
+ *                  of a blocking wait, not from an earlier posting (a
+ *                  poll never aborts) */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -337,6 +340,50 @@ static void test_thread_single(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* ---- what the collective timeout counts ---------------------------------- */
+
+/* The timeout counts from the start of a blocking wait (or the posting of
+ * what it waits for, if later), never from an earlier posting: rank 0's
+ * agreement is posted at once, then rank 0 trains (sleeps) past the
+ * timeout while rank 1 makes no MPI call. Rank 0's poll then must not
+ * abort (it does not wait), nor its wait, which rank 1 joins 1.5 s into
+ * it (timeout 3 s). */
+static void test_wait_counts_from_its_start(void **state)
+{
+    ckpt_mpi_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char want[4200];
+    int busy = 0;
+    model m;
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 3.0);
+    model_fill(&m, test_rank(), test_size(), 4);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 1, NULL));
+    if (test_rank() == 0) {
+        /* its write done, its agreement posted; rank 1 does not answer */
+        assert_ckpt_error(ckpt_mpi_saver_wait(s, 1.0), CKPT_ETIMEDOUT,
+                          "did not finish within 1.000 s");
+        sleep(4); /* training: 5 s since the posting, past the timeout */
+        assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+        assert_int_equal(busy, 1);
+    } else {
+        usleep(6500000); /* no MPI call: joins rank 0's wait 1.5 s in */
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+    assert_int_equal(busy, 0);
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", g_dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&m, 4);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
 /* ---- SKIP's agreement given ahead -------------------------------------- */
 
 /* Let every rank's answer for the next trigger travel: polls, each step
@@ -519,6 +566,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest kill[] = {cmocka_unit_test(test_kill)};
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
     const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
+    const struct CMUnitTest waits[] = {
+        cmocka_unit_test(test_wait_counts_from_its_start)};
     const struct CMUnitTest agree[] = {
         cmocka_unit_test(test_trigger_needs_no_collective),
         cmocka_unit_test(test_lagging_rank),
@@ -532,6 +581,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("after-kill", after),
         MPI_TEST_GROUP("thread-single", single),
         MPI_TEST_GROUP("agree", agree),
+        MPI_TEST_GROUP("waits", waits),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -545,7 +595,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|mismatch|kill|after-kill|thread-single|"
-                "agree DIR\n",
+                "agree|waits DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
