@@ -32,7 +32,8 @@
  * bounded by `collective_timeout_s`, counted from the start of each
  * blocking wait on peers (poll never waits, never times out): past it the
  * job is ended with MPI_Abort (a peer that died or stopped calling cannot
- * be waited out).
+ * be waited out). The caller's own collectives get the same bound through
+ * ckpt_mpi_saver_wait_requests.
  *
  * Threads: each saver runs one background thread that writes this rank's
  * data file (and, on rank 0, merges the index and deletes the checkpoints
@@ -84,7 +85,8 @@ typedef struct ckpt_mpi_saver_options {
      *  (0: 600), counted from when this rank starts waiting (the later of
      *  the blocking call's start and the step's posting: time spent
      *  between polls or in this rank's own write does not count). Past it
-     *  the job is ended with MPI_Abort(comm, 70). */
+     *  the job is ended with MPI_Abort(comm, 70). Also bounds
+     *  ckpt_mpi_saver_wait_requests. */
     double collective_timeout_s;
 } ckpt_mpi_saver_options;
 
@@ -275,6 +277,32 @@ CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
  *          restore */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
+
+/** Wait for `n` of the caller's own non-blocking MPI requests (an
+ *  MPI_Iallreduce of gradients, an MPI_Ibarrier, ...) under the saver's
+ *  collective timeout, so that the caller's collectives have the same
+ *  bounded outcome as the saver's: past collective_timeout_s, counted from
+ *  this call's start, the job is ended with MPI_Abort(comm, 70) on the
+ *  communicator given to open, after a message on stderr naming this rank
+ *  and `what` ("ckpt_mpi: rank R: <what>: other ranks did not respond
+ *  within T s; aborting the job (a rank died or stalled, ...)"). Use it in
+ *  place of MPI_Wait/MPI_Waitall (post MPI_Iallreduce instead of calling
+ *  MPI_Allreduce): a blocking MPI call on a dead or stopped peer never
+ *  returns. Local (the requests may belong to any communicator); the
+ *  requests complete as with MPI_Waitall (statuses ignored; each becomes
+ *  MPI_REQUEST_NULL). Allowed after close (until free), not from the
+ *  saver's own thread (a log callback). Polls with MPI_Testall, yielding
+ *  then sleeping up to 1 ms between tests.
+ *  @param s     the saver whose collective timeout bounds the wait
+ *  @param n     the number of requests (0: returns at once)
+ *  @param reqs  the requests
+ *  @param what  what is waited for, for the message (may be NULL:
+ *               "waiting for the caller's requests")
+ *  @return 0 once every request completed, CKPT_EINVAL (NULL `s` or
+ *          `reqs`, `n` < 0), CKPT_ESTATE (on the saver's own thread) */
+CKPT_EXTERN(int)
+ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
+                             const char *what);
 
 /** This rank's cumulative metrics (local; same meaning as the
  *  single-process saver's; bytes_written counts this rank's data file, and

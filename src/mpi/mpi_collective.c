@@ -2,7 +2,8 @@
  * collectives polled with MPI_Testall until they complete or the saver's
  * collective timeout passes, which ends the job with MPI_Abort (a dead or
  * stalled peer can never be waited out, and an MPI collective cannot be
- * cancelled). Also the agreement of all ranks on one outcome:
+ * cancelled); the caller's own requests get the same bound through
+ * ckpt_mpi_saver_wait_requests. Also the agreement of all ranks on one outcome:
  * the most severe error, with the message of the rank that reported it. */
 #include "mpi_internal.h"
 
@@ -61,6 +62,22 @@ void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     long round = 0;
     while (!ckpt__mpi_test_all(s, reqs, n, start, what))
         ckpt__mpi_pause(&round);
+}
+
+int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
+                                 const char *what)
+{
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(reqs);
+    if (n < 0)
+        return ckpt__error(
+            CKPT_EINVAL, "ckpt_mpi_saver_wait_requests: n is %d (negative)", n);
+    if (ckpt__mpi_refuse_worker(s, "wait_requests") < 0)
+        return CKPT_ESTATE;
+    if (n > 0)
+        ckpt__mpi_wait_all(s, reqs, n,
+                           what ? what : "waiting for the caller's requests");
+    return 0;
 }
 
 void ckpt__mpi_status_set(ckpt__mpi_status *st, int rank, int err)

@@ -27,7 +27,11 @@
  *                  decision at every trigger
  *   waits DIR      (2 ranks) the collective timeout counts from the start
  *                  of a blocking wait, not from an earlier posting (a
- *                  poll never aborts) */
+ *                  poll never aborts); ckpt_mpi_saver_wait_requests
+ *                  completes the caller's requests
+ *   user-stall DIR (2 ranks) rank 1 never joins the caller's barrier:
+ *                  rank 0's ckpt_mpi_saver_wait_requests ends the job
+ *                  (message checked by CTest) */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -384,6 +388,57 @@ static void test_wait_counts_from_its_start(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* ---- the caller's own requests, under the saver's timeout ---------------- */
+
+/* Completed requests: every rank's sum, the requests reset; bad calls. */
+static void test_wait_requests(void **state)
+{
+    ckpt_mpi_saver *s;
+    MPI_Request reqs[2];
+    int mine = test_rank() + 1, sum = 0, max = 0;
+    int n = test_size();
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
+    MPI_Iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Iallreduce(&mine, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &reqs[1]);
+    assert_ckpt_ok(ckpt_mpi_saver_wait_requests(s, 2, reqs, "summing ranks"));
+    assert_int_equal(sum, n * (n + 1) / 2);
+    assert_int_equal(max, n);
+    assert_true(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL);
+    assert_ckpt_ok(ckpt_mpi_saver_wait_requests(s, 0, reqs, NULL));
+    assert_ckpt_error(ckpt_mpi_saver_wait_requests(NULL, 1, reqs, NULL),
+                      CKPT_EINVAL, "ckpt_mpi_saver_wait_requests: s is NULL");
+    assert_ckpt_error(ckpt_mpi_saver_wait_requests(s, 1, NULL, NULL),
+                      CKPT_EINVAL,
+                      "ckpt_mpi_saver_wait_requests: reqs is NULL");
+    assert_ckpt_error(ckpt_mpi_saver_wait_requests(s, -1, reqs, NULL),
+                      CKPT_EINVAL, "n is -1 (negative)");
+    /* after close too: a trainer's last collectives follow it */
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    MPI_Ibarrier(MPI_COMM_WORLD, &reqs[0]);
+    assert_ckpt_ok(ckpt_mpi_saver_wait_requests(s, 1, reqs, "a barrier"));
+    ckpt_mpi_saver_free(s);
+}
+
+/* Rank 1 never joins rank 0's barrier: rank 0's wait ends the job past
+ * the saver's timeout (message checked by CTest). */
+static void test_user_stall(void **state)
+{
+    ckpt_mpi_saver *s;
+    MPI_Request req;
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 2.0);
+    if (test_rank() == 1) {
+        sleep(60); /* never joins; the abort ends this process */
+        fail_msg("rank 1 outlived the collective timeout");
+    }
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    ckpt_mpi_saver_wait_requests(s, 1, &req, "the caller's barrier");
+    fail_msg("rank 0's barrier returned although rank 1 never joined");
+}
+
 /* ---- SKIP's agreement given ahead -------------------------------------- */
 
 /* Let every rank's answer for the next trigger travel: polls, each step
@@ -567,7 +622,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest after[] = {cmocka_unit_test(test_after_kill)};
     const struct CMUnitTest single[] = {cmocka_unit_test(test_thread_single)};
     const struct CMUnitTest waits[] = {
-        cmocka_unit_test(test_wait_counts_from_its_start)};
+        cmocka_unit_test(test_wait_counts_from_its_start),
+        cmocka_unit_test(test_wait_requests)};
+    const struct CMUnitTest user_stall[] = {cmocka_unit_test(test_user_stall)};
     const struct CMUnitTest agree[] = {
         cmocka_unit_test(test_trigger_needs_no_collective),
         cmocka_unit_test(test_lagging_rank),
@@ -582,6 +639,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("thread-single", single),
         MPI_TEST_GROUP("agree", agree),
         MPI_TEST_GROUP("waits", waits),
+        MPI_TEST_GROUP("user-stall", user_stall),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -595,7 +653,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|mismatch|kill|after-kill|thread-single|"
-                "agree|waits DIR\n",
+                "agree|waits|user-stall DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
