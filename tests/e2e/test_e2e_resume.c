@@ -10,7 +10,8 @@
  * the checkpoint schedules differ (the killed runs use --busy wait, the
  * others the default, skipping saves while a write is running).
  * The kill timing comes from a fixed seed (CKPT_E2E_SEED overrides it) and
- * waits on the trainer's own output, not on fixed sleeps. */
+ * waits on the trainer's own output, not on fixed sleeps.
+ * Also: resumed at or past --steps, it trains nothing and writes nothing. */
 #include "e2e_util.h"
 
 #include <signal.h>
@@ -240,10 +241,64 @@ static void test_kill_and_resume_exactly(void **state)
     test_remove_tree(root);
 }
 
+/* Resumed from a checkpoint whose step already reaches --steps (equal to
+ * it, and past it): "nothing to train", exit 0, and the directory as it
+ * was: no checkpoint written, the state file unchanged byte for byte. */
+static void test_resume_at_or_past_steps_trains_nothing(void **state)
+{
+    static const char *const targets[] = {"20", "15"};
+    char *root = test_make_temp_dir();
+    char *dir = test_path(root, "run");
+    char *state_path = test_path(dir, "checkpoint");
+    char want[128];
+    uint8_t *before, *after;
+    size_t n_before, n_after;
+    int entries;
+    e2e_summary s;
+    e2e_proc p;
+    (void)state;
+    e2e_run(&p, CKPT_TRAIN_PATH,
+            E2E_ARGS("--dir", dir, "--steps", "20", "--save-steps", "10",
+                     "--busy", "wait", "--hidden", "16", "--layers", "1",
+                     "--quiet"));
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    before = test_read_file(state_path, &n_before);
+    entries = e2e_count_files(dir, "");
+    assert_int_equal(e2e_count_files(dir, ".index"), 3); /* 0, 10, 20 */
+    for (size_t i = 0; i < 2; i++) {
+        e2e_run(&p, CKPT_TRAIN_PATH,
+                E2E_ARGS("--dir", dir, "--steps", targets[i], "--save-steps",
+                         "10", "--hidden", "16", "--layers", "1"));
+        e2e_expect_exit(&p, 0);
+        snprintf(want, sizeof(want),
+                 "\nnothing to train: step 20 reached (--steps %s); "
+                 "nothing saved\n",
+                 targets[i]);
+        e2e_expect_contains("stdout", p.out, want, 1);
+        e2e_parse_summary(p.out, &s);
+        assert_int_equal(s.steps, 20);
+        assert_int_equal(s.resumed_from, 20);
+        assert_int_equal(s.checkpoints, 0);
+        assert_int_equal(s.failed, 0);
+        e2e_proc_free(&p);
+        after = test_read_file(state_path, &n_after);
+        assert_int_equal(n_after, n_before);
+        assert_memory_equal(after, before, n_before);
+        free(after);
+        assert_int_equal(e2e_count_files(dir, ""), entries);
+    }
+    free(before);
+    free(state_path);
+    free(dir);
+    test_remove_tree(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_and_resume_exactly),
+        cmocka_unit_test(test_resume_at_or_past_steps_trains_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
 #     it resumes from the newest complete checkpoint and ends identical too;
 #   - relaunched on 2 and 3 ranks it resumes at the same step (the weights
 #     restore; ranks without a stored data position start theirs afresh)
-#     and leaves the checkpoint as it was;
+#     and leaves the checkpoint as it was; at or past --steps it says
+#     "nothing to train", exits 0 and writes nothing;
 #   - SIGTERM to one rank stops every rank at the same step, with a final
 #     checkpoint of that step, and exit status 0;
 #   - a state of about 7 MiB per rank saved at every step: each verifies;
@@ -69,14 +70,25 @@ run 4 "$tmp/d" "$final" >/dev/null || die "uninterrupted run to $final failed"
     die "the run killed and resumed differs from the uninterrupted one"
 echo "ok: killed, resumed at step $k, bit-identical at $final"
 
-for np in 2 3; do
-    out=$(run "$np" "$tmp/b" 40) || die "relaunch on $np ranks failed"
+# Already at --steps (40 reached, asked 40 or 30): nothing to train,
+# exit 0, nothing saved (the state file and the files as they were).
+state_before=$(cat "$tmp/b/checkpoint")
+files_before=$(ls "$tmp/b")
+for run_to in "2 40" "3 40" "4 30"; do
+    read -r np steps <<<"$run_to"
+    out=$(run "$np" "$tmp/b" "$steps") || die "relaunch on $np ranks failed"
     grep -q "resumed at step 40 on $np ranks" <<<"$out" ||
         die "relaunch on $np ranks printed: $out"
+    grep -qx "nothing to train: step 40 reached (--steps $steps); nothing saved" \
+        <<<"$out" || die "relaunch on $np ranks to $steps printed: $out"
+    [ "$(cat "$tmp/b/checkpoint")" = "$state_before" ] ||
+        die "relaunch on $np ranks to $steps rewrote the state file"
+    [ "$(ls "$tmp/b")" = "$files_before" ] ||
+        die "relaunch on $np ranks to $steps changed the files: $(ls "$tmp/b")"
 done
 "$ckpt" diff "$tmp/a/model.ckpt-40" "$tmp/b/model.ckpt-40" ||
     die "relaunching on 2 and 3 ranks changed the checkpoint"
-echo "ok: relaunched on 2 and 3 ranks at step 40"
+echo "ok: relaunched on 2, 3 and 4 ranks at step 40: nothing to train"
 
 # SIGTERM to one rank only: all stop together, save the stop step, exit 0.
 "$mpiexec" "${flags[@]}" -n 3 "$train" --distributed --dir "$tmp/f" \

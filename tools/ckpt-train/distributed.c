@@ -414,6 +414,10 @@ static int run(dist_trainer *t)
     if (t->rank == 0 && t->global_step > 0)
         printf("resumed at step %" PRId64 " on %d ranks\n", t->global_step,
                t->size);
+    if (t->rank == 0 && t->global_step >= t->o.steps)
+        printf("nothing to train: step %" PRId64 " reached (--steps %" PRId64
+               "); nothing saved\n",
+               t->global_step, t->o.steps);
     err = 0;
     catch_stop_signals(1);
     while (err == 0 && t->global_step < t->o.steps &&

@@ -317,6 +317,10 @@ int main(int argc, char **argv)
                             latest.ptr ? latest.ptr : t->opt.dir);
         resumed_from = t->global_step;
         printf("restored %s at step %" PRId64 "\n", shown, t->global_step);
+        if (t->global_step >= t->opt.steps)
+            printf("nothing to train: step %" PRId64
+                   " reached (--steps %" PRId64 "); nothing saved\n",
+                   t->global_step, t->opt.steps);
         fflush(stdout);
     }
     exit_code = train(t, ms, &rep);
