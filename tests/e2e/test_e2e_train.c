@@ -390,7 +390,8 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);
     e2e_expect_contains("trainer stderr", p.err, "usage: ckpt-train", 1);
-    e2e_expect_contains("trainer stderr", p.err, "[--distributed]\n", 1);
+    e2e_expect_contains("trainer stderr", p.err,
+                        "[--distributed [--collective-timeout SECS]]\n", 1);
     e2e_expect_contains("trainer stderr", p.err,
                         "Run 'ckpt-train --help' for every option.", 1);
     /* the synopsis only: the option descriptions are --help's */
@@ -419,9 +420,17 @@ static void test_usage_and_bad_dir(void **state)
     TRAIN(&p, "--steps");
     e2e_expect_exit(&p, 2);
     e2e_proc_free(&p);
+    /* the distributed trainer's bound on its collectives only */
+    TRAIN(&p, "--dir", dir, "--collective-timeout", "5");
+    e2e_expect_exit(&p, 2);
+    e2e_expect_contains("trainer stderr", p.err,
+                        "--collective-timeout needs --distributed", 1);
+    e2e_proc_free(&p);
     TRAIN(&p, "--help");
     e2e_expect_exit(&p, 0);
     e2e_expect_contains("trainer stdout", p.out, "usage: ckpt-train", 1);
+    e2e_expect_contains("trainer stdout", p.out,
+                        "  --collective-timeout SECS\n", 1);
     e2e_proc_free(&p);
     /* nothing was written anywhere */
     assert_int_equal(e2e_count_files(dir, ""), 3);

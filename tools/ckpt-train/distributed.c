@@ -8,7 +8,14 @@
  * ("data/cursor/rank-<r>", ...). A run started again on the same directory
  * resumes from the newest complete checkpoint; with another rank count the
  * weights restore and ranks without a stored data position start their
- * shard afresh. */
+ * shard afresh.
+ *
+ * Every collective that waits on other ranks is bounded by
+ * --collective-timeout (the saver's collective_timeout_s): the saver's
+ * own, and this file's, posted non-blocking and waited for with
+ * ckpt_mpi_saver_wait_requests; MPI_Finalize runs under an alarm. Past
+ * the bound the job ends with a message and exit status 70 (docs/mpi.md,
+ * "Bounded waits"), so a stalled or dead rank never hangs the others. */
 #include "distributed.h"
 
 #include "ckpt.h"
@@ -23,6 +30,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,7 +70,8 @@ typedef struct dist_trainer {
     float *grads; /* every gradient, packed for one allreduce, then the
                      stop vote (grads[ngrads]) */
     size_t ngrads;
-    int stopped; /* some rank caught SIGTERM or SIGINT: all stopped */
+    int stopped;           /* some rank caught SIGTERM or SIGINT: all stopped */
+    ckpt_mpi_saver *saver; /* bounds this file's collectives too */
     position_part parts[POSITION_PARTS];
     unsigned restored; /* bit i: position_names[i] was restored */
 } dist_trainer;
@@ -232,6 +241,7 @@ static void pack_grads(dist_trainer *t, int unpack)
 static int train_step(ckpt_step_context *sc, void *payload)
 {
     dist_trainer *t = payload;
+    MPI_Request req;
     float loss;
     int err;
     dataset_position_copy(&t->ahead, &t->data);
@@ -239,9 +249,12 @@ static int train_step(ckpt_step_context *sc, void *payload)
     loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
     pack_grads(t, 0);
     t->grads[t->ngrads] = stop_signal != 0 ? 1.0f : 0.0f;
-    MPI_Allreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads + 1, MPI_FLOAT,
-                  MPI_SUM, MPI_COMM_WORLD);
-    err = ckpt_step_context_mutation_fence(sc);
+    MPI_Iallreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads + 1, MPI_FLOAT,
+                   MPI_SUM, MPI_COMM_WORLD, &req);
+    err = ckpt_mpi_saver_wait_requests(t->saver, 1, &req,
+                                       "averaging the gradients");
+    if (err == 0)
+        err = ckpt_step_context_mutation_fence(sc);
     if (err < 0)
         return err;
     dataset_position_copy(&t->data, &t->ahead);
@@ -289,10 +302,13 @@ static int setup(dist_trainer *t)
 static void note_single_core(const dist_trainer *t)
 {
     cpu_set_t set;
+    MPI_Request req;
     int mine = 2, fewest = 2;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
         mine = CPU_COUNT(&set);
-    MPI_Allreduce(&mine, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Iallreduce(&mine, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+    ckpt_mpi_saver_wait_requests(t->saver, 1, &req,
+                                 "comparing the ranks' cores");
     if (t->rank == 0 && fewest < 2 && sysconf(_SC_NPROCESSORS_ONLN) > 1)
         fprintf(stderr,
                 "ckpt-train: note: a rank is bound to one core, which its "
@@ -311,10 +327,12 @@ static int fail(int rank, const char *what)
 /* Whether `ok` holds on every rank. A step every rank takes before and
  * after the session's creation: that restores collectively, and a rank
  * that stopped on a local error would leave the others waiting in it. */
-static int ok_on_every_rank(int ok)
+static int ok_on_every_rank(const dist_trainer *t, int ok, const char *what)
 {
+    MPI_Request req;
     int all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+    ckpt_mpi_saver_wait_requests(t->saver, 1, &req, what);
     return all_ok;
 }
 
@@ -322,8 +340,7 @@ static int ok_on_every_rank(int ok)
  * this program can have written (a fresh one always is). */
 static int state_ok_on_every_rank(int ok, void *payload)
 {
-    (void)payload;
-    return ok_on_every_rank(ok);
+    return ok_on_every_rank(payload, ok, "checking the restored state");
 }
 
 static int run(dist_trainer *t)
@@ -339,6 +356,7 @@ static int run(dist_trainer *t)
     restored_check check; /* refuses a restored state no run writes */
     report rep;           /* this rank's saves' blocking, for the summary */
     double blocking[2], worst[2] = {0, 0};
+    MPI_Request req;
     int err, code = 1;
     report_init(&rep, 1, 0, 0);
     so.base.on_save_done = report_on_save_done;
@@ -348,6 +366,7 @@ static int run(dist_trainer *t)
     /* train_step calls the mutation fence before its first write, so the
      * initial checkpoint overlaps the first step too. */
     so.base.fence_from_start = 1;
+    so.collective_timeout_s = t->o.collective_timeout;
     if (t->rank == 0) { /* what recovery finds and does, as ranks agree */
         so.base.log = ckpt_log_stderr;
         so.base.log_level = t->o.quiet ? CKPT_LOG_WARN : CKPT_LOG_INFO;
@@ -357,6 +376,7 @@ static int run(dist_trainer *t)
     err = ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, t->o.dir, &so);
     if (err < 0)
         return fail(t->rank, "opening the checkpoint directory");
+    t->saver = s;
     err = register_vars(t, s);
     if (err == 0)
         err = ckpt_graph_new(&g);
@@ -394,7 +414,7 @@ static int run(dist_trainer *t)
     }
     if (err < 0)
         fail(t->rank, "setting up the session");
-    if (!ok_on_every_rank(err == 0)) {
+    if (!ok_on_every_rank(t, err == 0, "agreeing on the set-up")) {
         if (err == 0) { /* another rank failed: this one's hooks go */
             hooks[1].destroy(hooks[1].payload);
             hooks[2].destroy(hooks[2].payload);
@@ -407,7 +427,7 @@ static int run(dist_trainer *t)
     err = ckpt_monitored_session_new(&ms, g, hooks, 3, &sess);
     if (err < 0)
         fail(t->rank, "creating the session");
-    if (!ok_on_every_rank(err == 0))
+    if (!ok_on_every_rank(t, err == 0, "agreeing on the session"))
         goto done;
     if (!t->o.quiet)
         note_single_core(t);
@@ -437,7 +457,9 @@ static int run(dist_trainer *t)
     /* Every rank reaches this (the session's close is collective). */
     blocking[0] = report_blocking_ms_p50(&rep);
     blocking[1] = report_blocking_ms_max(&rep);
-    MPI_Reduce(blocking, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Ireduce(blocking, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD,
+                &req);
+    ckpt_mpi_saver_wait_requests(s, 1, &req, "gathering the summary");
     if (code == 0 && t->rank == 0)
         printf("done: step %" PRId64 " on %d ranks\nsummary: steps=%" PRId64
                " ranks=%d blocking_ms_p50=%.3f blocking_ms_max=%.3f\n",
@@ -451,10 +473,45 @@ done:
     return code;
 }
 
+/* ---- the exit, bounded -----------------------------------------------------
+ * MPI_Finalize may wait for the other ranks (Open MPI synchronises them):
+ * a rank that died or stopped after the last collective would hold this
+ * one forever. It runs under an alarm of --collective-timeout seconds,
+ * whose handler says so and exits 70, as a timed-out collective does. */
+static char finalize_msg[256];
+static size_t finalize_msg_len;
+
+static void on_finalize_alarm(int sig)
+{
+    ssize_t w = write(STDERR_FILENO, finalize_msg, finalize_msg_len);
+    (void)sig;
+    (void)w;
+    _exit(70);
+}
+
+static void finalize_bounded(int rank, double timeout_s)
+{
+    struct sigaction sa;
+    int n = snprintf(finalize_msg, sizeof(finalize_msg),
+                     "ckpt-train: rank %d: MPI_Finalize did not return "
+                     "within %.0f s (a rank died or stalled); exiting "
+                     "with status 70\n",
+                     rank, timeout_s);
+    finalize_msg_len = n > 0 ? (size_t)n : 0;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_finalize_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)ceil(timeout_s));
+    MPI_Finalize();
+    alarm(0);
+}
+
 int ckpt_train_distributed(int argc, char **argv)
 {
     dist_trainer *t = calloc(1, sizeof(*t));
-    int provided, code;
+    double timeout_s;
+    int provided, code, rank;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     if (!t) {
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -469,6 +526,8 @@ int ckpt_train_distributed(int argc, char **argv)
     }
     if (code == 0)
         code = run(t);
+    rank = t->rank;
+    timeout_s = t->o.collective_timeout > 0 ? t->o.collective_timeout : 600.0;
     mlp_free(&t->model);
     dataset_position_free(&t->ahead);
     dataset_free(&t->data);
@@ -476,6 +535,6 @@ int ckpt_train_distributed(int argc, char **argv)
     free(t->batch_y);
     free(t->grads);
     free(t);
-    MPI_Finalize();
+    finalize_bounded(rank, timeout_s);
     return code == TRAIN_OPTIONS_HELP ? 0 : code;
 }

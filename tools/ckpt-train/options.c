@@ -16,7 +16,7 @@ static const char usage_text[] =
     "                  [--keep K] [--mode async|sync|none]\n"
     "                  [--busy skip|wait|coalesce] [--hidden H] [--layers L]\n"
     "                  [--batch B] [--lr X] [--seed S] [--quiet]\n"
-    "                  [--distributed]\n"
+    "                  [--distributed [--collective-timeout SECS]]\n"
     "\n"
     "Trains a multi-layer perceptron with Adam on a synthetic classification\n"
     "data set, checkpointing to DIR in TensorFlow's format. Started again on\n"
@@ -41,12 +41,17 @@ static const char usage_text[] =
     "  --distributed      under mpiexec: data-parallel on every rank, with\n"
     "                     distributed checkpoints (when built with MPI);\n"
     "                     without --save-secs, --busy and --mode none\n"
+    "  --collective-timeout SECS\n"
+    "                     with --distributed: longest wait for the other\n"
+    "                     ranks in any collective (the gradients' average,\n"
+    "                     a save's agreement, the exit; default 600); past\n"
+    "                     it the job ends with a message and exit status 70\n"
     "\n"
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
     "exits 0 (--distributed: every rank, after the first step in which any\n"
     "rank caught it; signal the ranks, not mpiexec, which kills them a few\n"
     "seconds after it is signalled). Exit status: 0 done, 1 training or a\n"
-    "save failed, 2 usage.\n";
+    "save failed, 2 usage, 70 (--distributed) a rank died or stalled.\n";
 
 /* The message, the synopsis (the usage text up to its first blank line)
  * and where the rest is: a mistyped option should not scroll the mistake
@@ -78,10 +83,19 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
 
 static int is_value_option(const char *a)
 {
-    static const char *const names[] = {
-        "--dir",    "--steps", "--save-steps", "--save-secs",
-        "--keep",   "--mode",  "--busy",       "--hidden",
-        "--layers", "--batch", "--lr",         "--seed"};
+    static const char *const names[] = {"--dir",
+                                        "--steps",
+                                        "--save-steps",
+                                        "--save-secs",
+                                        "--keep",
+                                        "--mode",
+                                        "--busy",
+                                        "--hidden",
+                                        "--layers",
+                                        "--batch",
+                                        "--lr",
+                                        "--seed",
+                                        "--collective-timeout"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(a, names[i]) == 0)
             return 1;
@@ -114,6 +128,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
     o->lr = 0.003f;
     o->seed = 1;
     o->quiet = 0;
+    o->collective_timeout = 600.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,6 +149,8 @@ int train_options_parse(train_options *o, int argc, char **argv,
         if (distributed && not_distributed(a, v))
             return usage_error("%s is not available with --distributed",
                                !strcmp(a, "--mode") ? "--mode none" : a);
+        if (!distributed && !strcmp(a, "--collective-timeout"))
+            return usage_error("%s needs --distributed", a);
         i++;
         if (!strcmp(a, "--dir")) {
             if (!*v)
@@ -158,6 +175,14 @@ int train_options_parse(train_options *o, int argc, char **argv,
                 !isfinite(o->save_secs))
                 return usage_error("bad --save-secs '%s'", v);
             save_secs_given = 1;
+        } else if (!strcmp(a, "--collective-timeout")) {
+            char *end;
+            o->collective_timeout = strtod(v, &end);
+            if (end == v || *end || !(o->collective_timeout >= 1) ||
+                !(o->collective_timeout <= 86400))
+                return usage_error("bad --collective-timeout '%s' (seconds, "
+                                   "1 to 86400)",
+                                   v);
         } else if (!strcmp(a, "--keep")) {
             if (parse_int(v, 0, 1000000, &n))
                 return usage_error("bad --keep '%s'", v);

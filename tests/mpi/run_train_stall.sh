@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tests/mpi/run_train_stall.sh - `ckpt-train --distributed` with one rank
+# stopped (SIGSTOP) in the middle of training: the other ranks wait for it
+# in their next collective (the gradients' average, or a save's agreement)
+# at most --collective-timeout seconds, then the job ends with exit status
+# 70 and a message saying a rank died or stalled, instead of hanging.
+# Usage: run_train_stall.sh NP CKPT_TRAIN MPIEXEC [MPIEXEC_FLAGS...]
+set -euo pipefail
+np=$1 train=$2 mpiexec=$3
+shift 3
+flags=("$@")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-stall.XXXXXX")
+pid=
+ranks=
+cleanup() {
+    # shellcheck disable=SC2086
+    [ -z "$ranks" ] || kill -KILL $ranks 2>/dev/null || true
+    [ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+die() {
+    echo "FAIL: $*" >&2
+    [ -f "$tmp/out" ] && sed 's/^/  | /' "$tmp/out" >&2
+    exit 1
+}
+
+# A bound that cannot be one is refused before anything runs.
+rc=0
+"$mpiexec" "${flags[@]}" -n "$np" "$train" --distributed --dir "$tmp/run" \
+    --collective-timeout 0 >"$tmp/out" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q "bad --collective-timeout '0' (seconds, 1 to 86400)" \
+    "$tmp/out" || die "--collective-timeout 0: exit $rc"
+[ ! -e "$tmp/run" ] || die "--collective-timeout 0 made the directory"
+
+"$mpiexec" "${flags[@]}" -n "$np" "$train" --distributed --dir "$tmp/run" \
+    --steps 100000000 --save-steps 10 --quiet --hidden 16 \
+    --collective-timeout 3 >"$tmp/out" 2>&1 &
+pid=$!
+# Training, past its first checkpoint (the saver and session are set up).
+for _ in $(seq 1 1200); do
+    [ -f "$tmp/run/checkpoint" ] && break
+    sleep 0.05
+done
+[ -f "$tmp/run/checkpoint" ] || die "no checkpoint after 60 s"
+sleep 0.3
+ranks=$(pgrep -P "$pid" | tr '\n' ' ') || die "no rank process under mpiexec $pid"
+# shellcheck disable=SC2086
+[ "$(echo $ranks | wc -w)" -eq "$np" ] || die "found ranks '$ranks', wanted $np"
+stopped=$(echo "$ranks" | awk '{print $NF}')
+kill -STOP "$stopped" || die "the run ended before a rank was stopped"
+# The job must end by itself: 3 s of timeout plus the abort, with a wide
+# margin for a loaded machine (the point is that it ends, not how fast).
+for _ in $(seq 1 1200); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+done
+if kill -0 "$pid" 2>/dev/null; then
+    die "the job still ran 60 s after one of its $np ranks was stopped"
+fi
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" -ne 0 ] || die "the job exited 0 with a rank stopped"
+grep -Eq "ckpt_mpi: rank [0-9]+: [^:]+: other ranks did not respond within 3 s; aborting the job \(a rank died or stalled" \
+    "$tmp/out" || die "no message on the stalled rank (exit $rc)"
+grep -q "errorcode 70" "$tmp/out" || [ "$rc" -eq 70 ] ||
+    die "the job ended with exit $rc, not the timeout's 70"
+echo "ok: $np ranks, one stopped: ended with exit $rc: $(grep -m1 -o 'rank [0-9]*: [^:]*: other ranks did not respond within 3 s' "$tmp/out")"
+echo PASS
