@@ -4,10 +4,13 @@
 # in their next collective (the gradients' average, or a save's agreement)
 # at most --collective-timeout seconds, then the job ends with exit status
 # 70 and a message saying a rank died or stalled, instead of hanging.
-# Usage: run_train_stall.sh NP CKPT_TRAIN MPIEXEC [MPIEXEC_FLAGS...]
+# Then the last rank stopped right before its MPI_Finalize, after training
+# (FINALIZE_SHIM, LD_PRELOAD): the other ranks' exit is bounded the same
+# way, by their alarm around MPI_Finalize.
+# Usage: run_train_stall.sh NP CKPT_TRAIN FINALIZE_SHIM MPIEXEC [FLAGS...]
 set -euo pipefail
-np=$1 train=$2 mpiexec=$3
-shift 3
+np=$1 train=$2 shim=$3 mpiexec=$4
+shift 4
 flags=("$@")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-stall.XXXXXX")
 pid=
@@ -68,4 +71,33 @@ grep -Eq "ckpt_mpi: rank [0-9]+: [^:]+: other ranks did not respond within 3 s; 
 grep -q "errorcode 70" "$tmp/out" || [ "$rc" -eq 70 ] ||
     die "the job ended with exit $rc, not the timeout's 70"
 echo "ok: $np ranks, one stopped: ended with exit $rc: $(grep -m1 -o 'rank [0-9]*: [^:]*: other ranks did not respond within 3 s' "$tmp/out")"
+
+# The last rank stops before MPI_Finalize: rank 0 trained to the end, then
+# its MPI_Finalize is cut short by the alarm.
+ranks=
+rm -rf "$tmp/run"
+"$mpiexec" "${flags[@]}" -x LD_PRELOAD="$shim" \
+    -x CKPT_STALL_FINALIZE_RANK="$((np - 1))" -n "$np" "$train" \
+    --distributed --dir "$tmp/run" --steps 30 --save-steps 10 --quiet \
+    --hidden 16 --collective-timeout 3 >"$tmp/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+done
+if kill -0 "$pid" 2>/dev/null; then
+    ranks=$(pgrep -P "$pid" | tr '\n' ' ') || true
+    die "the job still ran 60 s after a rank stalled before MPI_Finalize"
+fi
+rc=0
+wait "$pid" || rc=$?
+pid=
+grep -q "finalize_stall_shim: rank $((np - 1)) stops before MPI_Finalize" \
+    "$tmp/out" || die "the shim did not stop rank $((np - 1)) (exit $rc)"
+grep -qx "done: step 30 on $np ranks" "$tmp/out" ||
+    die "the run did not train to the end before MPI_Finalize"
+grep -q "ckpt-train: rank 0: MPI_Finalize did not return within 3 s (a rank died or stalled); exiting with status 70" \
+    "$tmp/out" || die "rank 0's MPI_Finalize was not cut short (exit $rc)"
+[ "$rc" -ne 0 ] || die "the job exited 0 with a rank stalled in its exit"
+echo "ok: $np ranks, the last stopped before MPI_Finalize: rank 0 exited 70"
 echo PASS

@@ -1,0 +1,28 @@
+/* tests/mpi/finalize_stall_shim.c - an LD_PRELOAD library for
+ * run_train_stall.sh: MPI_Finalize (through MPI's profiling interface)
+ * stops the process whose OMPI_COMM_WORLD_RANK (Open MPI sets it in each
+ * rank's environment) equals CKPT_STALL_FINALIZE_RANK with SIGSTOP before
+ * it finalizes: a rank that stalls after the last collective, which the
+ * other ranks' MPI_Finalize may wait for. Said on stderr first, so a test
+ * can see that the stall was reached. Every other rank finalizes as
+ * usual. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int MPI_Finalize(void)
+{
+    const char *want = getenv("CKPT_STALL_FINALIZE_RANK");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (want && rank && strcmp(want, rank) == 0) {
+        fprintf(stderr,
+                "finalize_stall_shim: rank %s stops before "
+                "MPI_Finalize\n",
+                rank);
+        fflush(stderr);
+        raise(SIGSTOP);
+    }
+    return PMPI_Finalize();
+}
