@@ -11,7 +11,10 @@
  *
  * The stored pieces of partitioned tensors are found through one index of
  * the checkpoint's slice keys, decoded once per restore and sorted by
- * tensor name: linear in the entries, not in entries times variables.
+ * tensor name: linear in the entries, not in entries times variables, and
+ * small per piece (a checkpoint may hold millions): 32 bytes, the
+ * extents of the dimensions it has (16 bytes each), one copy of each
+ * tensor name.
  * Variables read whole into their own memory go through one
  * ckpt_bundle_reader_read_many (file order; large uncached files
  * streamed by the reader's threads). */
@@ -26,12 +29,26 @@
 
 #define MISSING_OPTIONAL 1
 
-/* One stored piece: its tensor's name, its entry and its slice. */
+/* One stored piece: its tensor's name (shared by the pieces of one
+ * tensor), its entry and its slice: `rank` pairs (start, length) at `ext`,
+ * in the extents' pool. A slice is only widened to a ckpt__tensor_slice
+ * (CKPT_MAX_RANK dimensions, 520 bytes) one at a time, when read. */
 typedef struct slice_ref {
-    char *name;
+    const char *name;
+    const int64_t *ext;
     size_t entry;
-    ckpt__tensor_slice sl;
+    int rank;
 } slice_ref;
+
+/* The extents of every piece, in blocks that never move (the refs point
+ * into them). A block holds the extents of many pieces. */
+#define EXT_BLOCK 8192 /* int64 values: 64 KiB */
+
+typedef struct ext_pool {
+    int64_t **blocks;
+    size_t nblocks, cap;
+    size_t used; /* values used in the last block */
+} ext_pool;
 
 /* What one restore reads with: the reader, a record buffer reused across
  * pieces, and the slice keys' index (built at the first partitioned
@@ -43,6 +60,10 @@ typedef struct restore_ctx {
     ckpt_buf rec;
     slice_ref *refs; /* sorted by name, then entry */
     size_t nrefs;
+    char **names; /* each distinct name the refs point to, once */
+    size_t nnames, names_cap;
+    ext_pool pool;
+    ckpt__tensor_slice sl; /* the piece being read, widened */
     int indexed;
 } restore_ctx;
 
@@ -55,6 +76,87 @@ static int by_name_then_entry(const void *a, const void *b)
     return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
+/* Room for `n` values in the pool; NULL when out of memory. */
+static int64_t *pool_take(ext_pool *p, size_t n)
+{
+    if (p->nblocks == 0 || p->used + n > EXT_BLOCK) {
+        if (p->nblocks == p->cap) {
+            size_t cap = p->cap ? p->cap * 2 : 16;
+            int64_t **b = ckpt__realloc(p->blocks, cap * sizeof(*b));
+            if (!b)
+                return NULL;
+            p->blocks = b;
+            p->cap = cap;
+        }
+        p->blocks[p->nblocks] = ckpt__malloc(EXT_BLOCK * sizeof(int64_t));
+        if (!p->blocks[p->nblocks])
+            return NULL;
+        p->nblocks++;
+        p->used = 0;
+    }
+    p->used += n;
+    return p->blocks[p->nblocks - 1] + p->used - n;
+}
+
+static void pool_dispose(ext_pool *p)
+{
+    for (size_t i = 0; i < p->nblocks; i++)
+        ckpt__free(p->blocks[i]);
+    ckpt__free(p->blocks);
+}
+
+/* The name for a new ref: the previous ref's when equal (the index is
+ * sorted by key, so one tensor's pieces come together), else a copy kept
+ * in c->names. NULL when out of memory. */
+static const char *ref_name(restore_ctx *c, const char *name)
+{
+    char *copy;
+    if (c->nrefs > 0 && strcmp(c->refs[c->nrefs - 1].name, name) == 0)
+        return c->refs[c->nrefs - 1].name;
+    if (c->nnames == c->names_cap) {
+        size_t cap = c->names_cap ? c->names_cap * 2 : 16;
+        char **n = ckpt__realloc(c->names, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        c->names = n;
+        c->names_cap = cap;
+    }
+    copy = ckpt__strdup(name);
+    if (copy)
+        c->names[c->nnames++] = copy;
+    return copy;
+}
+
+/* Keep piece `entry` of tensor `name` covering `sl`. */
+static int add_ref(restore_ctx *c, const char *name, size_t entry,
+                   const ckpt__tensor_slice *sl)
+{
+    slice_ref *ref = &c->refs[c->nrefs];
+    int64_t *ext = pool_take(&c->pool, 2 * (size_t)sl->rank);
+    ref->name = ext ? ref_name(c, name) : NULL;
+    if (!ref->name)
+        return ckpt__error_oom();
+    for (int d = 0; d < sl->rank; d++) {
+        ext[2 * d] = sl->start[d];
+        ext[2 * d + 1] = sl->length[d];
+    }
+    ref->ext = ext;
+    ref->rank = sl->rank;
+    ref->entry = entry;
+    c->nrefs++;
+    return 0;
+}
+
+/* Widen a ref's slice to a ckpt__tensor_slice. */
+static void ref_slice(const slice_ref *ref, ckpt__tensor_slice *sl)
+{
+    sl->rank = ref->rank;
+    for (int d = 0; d < ref->rank; d++) {
+        sl->start[d] = ref->ext[2 * d];
+        sl->length[d] = ref->ext[2 * d + 1];
+    }
+}
+
 /* Decode every slice key of the checkpoint once (a key that does not
  * decode is damage: CKPT_ECORRUPT). Keys naming a tensor with a NUL byte
  * are left out: no variable has one. */
@@ -62,6 +164,7 @@ static int index_slices(restore_ctx *c)
 {
     size_t count = ckpt_bundle_reader_count(c->r), n = 0;
     ckpt_buf name = CKPT_BUF_INIT;
+    ckpt__tensor_slice sl;
     int err = 0;
     c->indexed = 1;
     for (size_t i = 0; i < count; i++)
@@ -71,17 +174,12 @@ static int index_slices(restore_ctx *c)
         return ckpt__error_oom();
     for (size_t i = 0; err == 0 && i < count; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(c->r, i);
-        slice_ref *ref = &c->refs[c->nrefs];
         if (!e->is_slice_key)
             continue;
-        err = ckpt__slice_key_decode(&name, &ref->sl, e->name, e->name_len);
+        err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
         if (err < 0 || name.size != strlen(name.ptr))
             continue;
-        ref->name = ckpt__strdup(name.ptr);
-        if (!ref->name)
-            err = ckpt__error_oom();
-        ref->entry = i;
-        c->nrefs += err == 0;
+        err = add_ref(c, name.ptr, i, &sl);
     }
     ckpt_buf_dispose(&name);
     if (c->nrefs > 1)
@@ -109,8 +207,10 @@ static void pieces_of(const restore_ctx *c, const char *name, size_t *first,
 
 static void restore_ctx_dispose(restore_ctx *c)
 {
-    for (size_t i = 0; i < c->nrefs; i++)
-        ckpt__free(c->refs[i].name);
+    for (size_t i = 0; i < c->nnames; i++)
+        ckpt__free(c->names[i]);
+    ckpt__free(c->names);
+    pool_dispose(&c->pool);
     ckpt__free(c->refs);
     ckpt_buf_dispose(&c->rec);
 }
@@ -371,22 +471,15 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
 
 /* Order of slices as stored: rank, then each extent's start and length
  * (a full extent is (0, -1) both in a slice key and in an entry). */
-static int slice_cmp(const ckpt__tensor_slice *x, const ckpt__tensor_slice *y)
-{
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (x->start[d] != y->start[d])
-            return x->start[d] < y->start[d] ? -1 : 1;
-        if (x->length[d] != y->length[d])
-            return x->length[d] < y->length[d] ? -1 : 1;
-    }
-    return 0;
-}
-
 static int ref_slice_cmp(const void *a, const void *b)
 {
-    return slice_cmp(&((const slice_ref *)a)->sl, &((const slice_ref *)b)->sl);
+    const slice_ref *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    for (int k = 0; k < 2 * x->rank; k++)
+        if (x->ext[k] != y->ext[k])
+            return x->ext[k] < y->ext[k] ? -1 : 1;
+    return 0;
 }
 
 /* The stored pieces of one tensor (refs sorted by slice) and which of them
@@ -403,10 +496,16 @@ typedef struct listed_marks {
 static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
 {
     listed_marks *m = payload;
+    int64_t ext[2 * CKPT_MAX_RANK];
     slice_ref key = {0};
     const slice_ref *hit;
     (void)index;
-    key.sl = *sl;
+    for (int d = 0; d < sl->rank; d++) {
+        ext[2 * d] = sl->start[d];
+        ext[2 * d + 1] = sl->length[d];
+    }
+    key.rank = sl->rank;
+    key.ext = ext;
     hit = bsearch(&key, m->refs, m->n, sizeof(*m->refs), ref_slice_cmp);
     if (hit)
         m->listed[hit - m->refs] = 1;
@@ -489,8 +588,9 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
         int64_t vol = 1;
         if (!listed[i - first])
             continue; /* a stored piece its entry does not list */
-        err = copy_overlap(c->s, c->r, prefix, v, e, &c->refs[i].sl, dst, &got,
-                           &c->rec);
+        ref_slice(&c->refs[i], &c->sl);
+        err =
+            copy_overlap(c->s, c->r, prefix, v, e, &c->sl, dst, &got, &c->rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)
