@@ -165,9 +165,9 @@ CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
  *  the previous checkpoint stays the latest. On success `prefix_out` (may
  *  be NULL) receives the prefix. An earlier asynchronous save still in
  *  flight is finished first; its failure is not returned here but by the
- *  next save_async, wait or close, and the save goes ahead. A step saved again
- * replaces its checkpoint as with ckpt_saver_save; three saves in a row of one
- * step (sync or async) draw one warning, logged by rank 0.
+ *  next save_async, wait or close, and the save goes ahead. A step saved
+ *  again replaces its checkpoint as with ckpt_saver_save; three saves in
+ *  a row of one step (sync or async) draw one warning, logged by rank 0.
  *  @return 0, or an error as ckpt_saver_save's */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
@@ -220,8 +220,10 @@ CKPT_EXTERN(int) ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s);
 
 /** Progress the save in flight without blocking (local; the other ranks
  *  progress theirs in their own calls) and deliver finished outcomes to
- *  on_save_done. A failure is kept for the next save_async, wait or close,
- *  which return it on every rank alike.
+ *  on_save_done. It never waits, so it never times out either: a loop
+ *  that needs the outcome calls ckpt_mpi_saver_wait, which is bounded.
+ *  A failure is kept for the next save_async, wait or close, which
+ *  return it on every rank alike.
  *  `*busy_out` (may be NULL): 1 while a save is in flight.
  *  @return 0, or CKPT_EINVAL / CKPT_ESTATE for a bad call */
 CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
