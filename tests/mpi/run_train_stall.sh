@@ -23,6 +23,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A sanitizer runtime that the program links dynamically (GCC's libasan,
+# libtsan) has to be the first library loaded: ASan refuses to start with
+# the shim ahead of it. It is preloaded ahead of the shim.
+preload=$shim
+runtime=$(ldd "$train" 2>/dev/null |
+    awk '$1 ~ /^lib(asan|tsan)\.so/ { print $3; exit }') || true
+[ -z "$runtime" ] || preload=$runtime:$shim
+
 die() {
     echo "FAIL: $*" >&2
     [ -f "$tmp/out" ] && sed 's/^/  | /' "$tmp/out" >&2
@@ -76,7 +84,7 @@ echo "ok: $np ranks, one stopped: ended with exit $rc: $(grep -m1 -o 'rank [0-9]
 # its MPI_Finalize is cut short by the alarm.
 ranks=
 rm -rf "$tmp/run"
-"$mpiexec" "${flags[@]}" -x LD_PRELOAD="$shim" \
+"$mpiexec" "${flags[@]}" -x LD_PRELOAD="$preload" \
     -x CKPT_STALL_FINALIZE_RANK="$((np - 1))" -n "$np" "$train" \
     --distributed --dir "$tmp/run" --steps 30 --save-steps 10 --quiet \
     --hidden 16 --collective-timeout 3 >"$tmp/out" 2>&1 &
