@@ -41,6 +41,49 @@ int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     return done;
 }
 
+/* `what`, then the ranks whose receive is pending, into buf[0..n): "what
+ * (no answer from rank 1, 3)", at most a few of them named. */
+static void name_pending(char *buf, size_t n, const char *what,
+                         MPI_Request *reqs, int count)
+{
+    int outcount = 0, shown = 0, more = 0;
+    size_t used;
+    int *done = ckpt__calloc((size_t)count, sizeof(int));
+    /* Testall left them all pending: collect the ones complete by now. */
+    if (done)
+        MPI_Testsome(count, reqs, &outcount, done, MPI_STATUSES_IGNORE);
+    used = (size_t)snprintf(buf, n, "%s (no answer from rank", what);
+    for (int r = 0; r < count && used < n; r++) {
+        if (reqs[r] == MPI_REQUEST_NULL)
+            continue;
+        if (shown == 8) {
+            more++;
+            continue;
+        }
+        used += (size_t)snprintf(buf + used, n - used, "%s %d",
+                                 shown ? "," : "", r);
+        shown++;
+    }
+    if (more && used < n)
+        used += (size_t)snprintf(buf + used, n - used, " and %d more", more);
+    if (used < n)
+        snprintf(buf + used, n - used, ")");
+    ckpt__free(done);
+}
+
+int ckpt__mpi_test_from_ranks(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                              double since, const char *what)
+{
+    char named[CKPT__MPI_MSG];
+    int done = 0;
+    MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+    if (done || since < 0 || ckpt__mpi_now() - since <= s->timeout_s)
+        return done;
+    name_pending(named, sizeof(named), what, reqs, n);
+    ckpt__mpi_abort(s, named);
+    return 0;
+}
+
 void ckpt__mpi_pause(long *round)
 {
     /* Yield first (peers on the same cores get to run, a quick answer is

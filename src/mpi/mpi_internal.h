@@ -103,6 +103,8 @@ typedef struct ckpt__save_op {
     ckpt__mpi_status *all;    /* rank 0: every rank's status */
     int *counts, *displs;     /* rank 0: blob sizes and offsets */
     uint8_t *blobs;           /* rank 0: every rank's blob */
+    MPI_Request *from;        /* rank 0: the status receive from each rank
+                                 (its own MPI_REQUEST_NULL) */
     MPI_Request req[3];
     int nreq;
     double posted_at; /* when the current wait on peers began */
@@ -234,6 +236,11 @@ void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
  * call, which never aborts). */
 int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                        double since, const char *what);
+/* As ckpt__mpi_test_all over reqs[0..n), where reqs[r] is a receive from
+ * rank r (MPI_REQUEST_NULL for none): past the timeout the abort's message
+ * names the ranks whose receive is still pending. */
+int ckpt__mpi_test_from_ranks(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                              double since, const char *what);
 /* Abort the job: the library's bounded outcome of a wait. */
 void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what);
 /* Agree on one outcome on `comm`: every rank passes its own `err` (0 or a

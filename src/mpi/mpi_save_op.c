@@ -185,13 +185,21 @@ static void oom_abort(ckpt_mpi_saver *s, void *p)
         ckpt__mpi_abort(s, "out of memory in a save's agreement");
 }
 
+/* Phase one's statuses travel point to point (an MPI_Isend from each rank,
+ * one MPI_Irecv per rank on rank 0) rather than in one MPI_Igather, so
+ * that rank 0, timing out, can name the ranks it has no status from. One
+ * save's agreement at a time on comm_op, and MPI keeps messages of one
+ * sender and tag in order: a rank already sending its next save's status
+ * is received by the next save's receive. */
+#define STATUS_TAG 7
+
 static void post_gathers(ckpt_mpi_saver *s, ckpt__save_op *op)
 {
     op->posted_at = ckpt__mpi_now();
     op->mine.step = op->step; /* rank 0 checks every rank saves the same */
     if (s->rank != 0) {
-        MPI_Igather(&op->mine, (int)sizeof(op->mine), MPI_BYTE, NULL, 0,
-                    MPI_BYTE, 0, s->comm_op, &op->req[0]);
+        MPI_Isend(&op->mine, (int)sizeof(op->mine), MPI_BYTE, 0, STATUS_TAG,
+                  s->comm_op, &op->req[0]);
         MPI_Igatherv(op->blob.ptr, op->mine.blob_len, MPI_BYTE, NULL, NULL,
                      NULL, MPI_BYTE, 0, s->comm_op, &op->req[1]);
         MPI_Ibcast(&op->outcome, (int)sizeof(op->outcome), MPI_BYTE, 0,
@@ -201,10 +209,14 @@ static void post_gathers(ckpt_mpi_saver *s, ckpt__save_op *op)
         return;
     }
     op->all = ckpt__calloc((size_t)s->size, sizeof(*op->all));
+    op->from = ckpt__malloc((size_t)s->size * sizeof(*op->from));
     oom_abort(s, op->all);
-    MPI_Igather(&op->mine, (int)sizeof(op->mine), MPI_BYTE, op->all,
-                (int)sizeof(op->mine), MPI_BYTE, 0, s->comm_op, &op->req[0]);
-    op->nreq = 1;
+    oom_abort(s, op->from);
+    op->all[0] = op->mine;
+    op->from[0] = MPI_REQUEST_NULL;
+    for (int r = 1; r < s->size; r++)
+        MPI_Irecv(&op->all[r], (int)sizeof(op->all[r]), MPI_BYTE, r, STATUS_TAG,
+                  s->comm_op, &op->from[r]);
     op->state = OP_GATHER_HDR;
 }
 
@@ -281,6 +293,8 @@ static void decide(ckpt_mpi_saver *s, ckpt__save_op *op)
 static void op_reset(ckpt__save_op *op)
 {
     ckpt__free(op->all);
+    ckpt__free(op->from);
+    op->from = NULL;
     ckpt__free(op->counts);
     ckpt__free(op->displs);
     ckpt__free(op->blobs);
@@ -371,13 +385,18 @@ void ckpt__mpi_op_start(ckpt_mpi_saver *s, int local_err)
 
 /* Test the op's requests; a blocking caller has waited on them since the
  * later of its wait's start and their posting. */
+static double since_of(const ckpt__save_op *op, double wait_start)
+{
+    if (wait_start >= 0 && op->posted_at > wait_start)
+        return op->posted_at;
+    return wait_start;
+}
+
 static int test_op(ckpt_mpi_saver *s, ckpt__save_op *op, double wait_start,
                    const char *what)
 {
-    double since = wait_start;
-    if (wait_start >= 0 && op->posted_at > wait_start)
-        since = op->posted_at;
-    return ckpt__mpi_test_all(s, op->req, op->nreq, since, what);
+    return ckpt__mpi_test_all(s, op->req, op->nreq, since_of(op, wait_start),
+                              what);
 }
 
 int ckpt__mpi_op_progress(ckpt_mpi_saver *s, double wait_start)
@@ -397,7 +416,9 @@ int ckpt__mpi_op_progress(ckpt_mpi_saver *s, double wait_start)
             post_gathers(s, op);
             break;
         case OP_GATHER_HDR:
-            if (!test_op(s, op, wait_start, "gathering the ranks' save status"))
+            if (!ckpt__mpi_test_from_ranks(s, op->from, s->size,
+                                           since_of(op, wait_start),
+                                           "gathering the ranks' save status"))
                 return 0;
             post_blob_gather(s, op);
             break;
