@@ -175,7 +175,11 @@ typedef struct ckpt_fs {
  *  keeps the POSIX payload, so my_write reaches its own state some other
  *  way, e.g. a global, and calls ckpt_fs_posix()->write(f, buf, n,
  *  ckpt_fs_posix()->payload) to write). A wrapper with a payload of its
- *  own must instead forward every member it does not replace. */
+ *  own must instead forward every member it does not replace.
+ *  A write past the file-size limit (RLIMIT_FSIZE) fails with EFBIG
+ *  ("File too large", CKPT_EIO) instead of SIGXFSZ ending the process:
+ *  each write() runs with SIGXFSZ blocked on the calling thread, and no
+ *  signal disposition is changed (docs/threading.md). */
 CKPT_EXTERN(const ckpt_fs *) ckpt_fs_posix(void);
 
 /** `fs` if not NULL, else ckpt_fs_posix(). */

@@ -1,0 +1,185 @@
+/* The POSIX file system and a saver on it in a hostile process
+ * environment rather than hostile files: a file-size limit
+ * (RLIMIT_FSIZE) that makes the kernel send SIGXFSZ. Each case runs in a
+ * child process (the environment is the child's alone), which writes what
+ * it saw to a file the parent then checks; the parent asserts that the
+ * child was not killed by a signal. */
+#include "ckpt.h"
+#include "test_util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { NVALS = 16 * 1024 }; /* 64 KiB of floats per checkpoint */
+
+static float vals[NVALS];
+
+/* A saver on `dir` holding `vals` as "w"; NULL (error set) on failure. */
+static ckpt_saver *open_saver(const char *dir)
+{
+    ckpt_saver *s = NULL;
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, vals, NULL, NULL, NULL};
+    if (ckpt_saver_open(&s, dir, NULL) != 0)
+        return NULL;
+    if (ckpt_saver_add_var(s, &v) != 0) {
+        ckpt_saver_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Run `child(dir)` in a child process and return its wait status. */
+static int run_child(void (*child)(const char *), const char *dir)
+{
+    int status = 0;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        child(dir);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void assert_exited_0(int status)
+{
+    if (WIFSIGNALED(status))
+        fail_msg("the child was killed by signal %d", WTERMSIG(status));
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* "<rc> <message>" of the last error, written to <dir>/result. */
+static void write_result(const char *dir, int rc)
+{
+    char path[4200];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/result", dir);
+    f = fopen(path, "w");
+    if (!f)
+        _exit(3);
+    fprintf(f, "%d %s", rc, rc ? ckpt_error_last()->message : "");
+    if (fclose(f) != 0)
+        _exit(3);
+}
+
+static char *read_result(const char *dir)
+{
+    char *path = test_path(dir, "result");
+    size_t n = 0;
+    uint8_t *p = test_read_file(path, &n);
+    char *s;
+    assert_non_null(p);
+    s = malloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = '\0';
+    free(p);
+    free(path);
+    return s;
+}
+
+/* Step 2's save under a 16 KiB file-size limit (the checkpoint takes 64
+ * KiB), synchronously or on the async writer thread. */
+static void save_past_limit(const char *dir, int async)
+{
+    struct rlimit rl = {16384, 16384};
+    ckpt_saver *s;
+    int rc;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        _exit(2);
+    s = open_saver(dir);
+    if (!s)
+        _exit(2);
+    for (int i = 0; i < NVALS; i++)
+        vals[i] = -1.0f;
+    if (async) {
+        rc = ckpt_saver_save_async(s, 2, NULL);
+        if (rc == 0)
+            rc = ckpt_saver_wait(s, 0, -1);
+    } else {
+        rc = ckpt_saver_save(s, 2, NULL);
+    }
+    write_result(dir, rc);
+    ckpt_saver_free(s);
+}
+
+static void child_save_sync(const char *dir)
+{
+    save_past_limit(dir, 0);
+}
+
+static void child_save_async(const char *dir)
+{
+    save_past_limit(dir, 1);
+}
+
+/* Past RLIMIT_FSIZE a save fails with EFBIG ("File too large", CKPT_EIO)
+ * naming the file, instead of SIGXFSZ killing the process (the library
+ * changes no signal disposition: the child's SIGXFSZ stays the default,
+ * which ends a process), and step 1 stays the latest checkpoint, whole. */
+static void check_file_size_limit(void (*child)(const char *))
+{
+    char *dir = test_make_temp_dir();
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    ckpt_bundle_reader *r = NULL;
+    float back[NVALS];
+    char *result;
+    for (int i = 0; i < NVALS; i++)
+        vals[i] = (float)i;
+    s = open_saver(dir);
+    assert_non_null(s);
+    assert_ckpt_ok(ckpt_saver_save(s, 1, NULL));
+    ckpt_saver_free(s);
+
+    assert_exited_0(run_child(child, dir));
+    result = read_result(dir);
+    {
+        char want[16];
+        snprintf(want, sizeof(want), "%d ", CKPT_EIO);
+        if (strncmp(result, want, strlen(want)) != 0)
+            fail_msg("expected CKPT_EIO, got: %s", result);
+    }
+    if (!strstr(result, "File too large") ||
+        !strstr(result, "model.ckpt-2.data-00000-of-00001"))
+        fail_msg("message: %s", result);
+    free(result);
+
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, dir));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, latest.ptr, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "w", back, sizeof(back)));
+    for (int i = 0; i < NVALS; i++)
+        assert_true(back[i] == (float)i);
+    ckpt_bundle_reader_free(r);
+    ckpt_buf_dispose(&latest);
+    test_remove_tree(dir);
+}
+
+static void test_file_size_limit_sync(void **state)
+{
+    (void)state;
+    check_file_size_limit(child_save_sync);
+}
+
+static void test_file_size_limit_async(void **state)
+{
+    (void)state;
+    check_file_size_limit(child_save_async);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_size_limit_sync),
+        cmocka_unit_test(test_file_size_limit_async),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
