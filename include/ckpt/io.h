@@ -179,7 +179,9 @@ typedef struct ckpt_fs {
  *  A write past the file-size limit (RLIMIT_FSIZE) fails with EFBIG
  *  ("File too large", CKPT_EIO) instead of SIGXFSZ ending the process:
  *  each write() runs with SIGXFSZ blocked on the calling thread, and no
- *  signal disposition is changed (docs/threading.md). */
+ *  signal disposition is changed (docs/threading.md). No descriptor it
+ *  opens stays on 0, 1 or 2: in a process started with those closed, the
+ *  process's own output never lands in a checkpoint file. */
 CKPT_EXTERN(const ckpt_fs *) ckpt_fs_posix(void);
 
 /** `fs` if not NULL, else ckpt_fs_posix(). */

@@ -288,7 +288,7 @@ static void random_bytes(uint8_t *p, size_t n)
     }
     if (done == n)
         return;
-    fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    fd = ckpt__posix_fd_off_stdio(open("/dev/urandom", O_RDONLY | O_CLOEXEC));
     if (fd >= 0) {
         while (done < n) {
             ssize_t got = read(fd, p + done, n - done);

@@ -46,6 +46,12 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
  * (its read_ahead_kb in sysfs; a partition's disk), or -1 where that is
  * not known (no such file, not a block device, no sysfs). POSIX only. */
 long ckpt__posix_read_ahead_kb(const char *path);
+/* `fd` itself when it is not 0, 1 or 2 (or negative); otherwise a
+ * close-on-exec duplicate >= 3, `fd` closed. A process started with its
+ * standard descriptors closed would otherwise get a file of ours there,
+ * and its next printf or log line would be written into that file.
+ * Returns the descriptor, or -1 with errno set (`fd` closed). POSIX only. */
+int ckpt__posix_fd_off_stdio(int fd);
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
                   uint64_t *out);
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path);

@@ -41,7 +41,11 @@
  * mask is restored. The process's signal dispositions are never changed;
  * a thread that blocks SIGXFSZ itself keeps the signal pending, as it
  * asked, and a handler the application installed does not run for the
- * library's writes. */
+ * library's writes.
+ *
+ * No descriptor it opens stays on 0, 1 or 2 (ckpt__posix_fd_off_stdio):
+ * in a process started with its standard descriptors closed, a file of
+ * ours there would receive the process's printf and log lines. */
 #include "ckpt/io.h"
 #include "common/internal.h"
 #include "fs_internal.h"
@@ -107,6 +111,18 @@ static void posix_file_free(struct posix_file *pf)
     ckpt__free(pf);
 }
 
+int ckpt__posix_fd_off_stdio(int fd)
+{
+    int high, saved;
+    if (fd < 0 || fd > STDERR_FILENO)
+        return fd;
+    high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return high;
+}
+
 static int posix_open_write(ckpt_file **out, const char *path, int flags,
                             void *payload)
 {
@@ -124,6 +140,13 @@ static int posix_open_write(ckpt_file **out, const char *path, int flags,
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return ckpt__error_errno(errno, "open_write %s", path);
+    fd = ckpt__posix_fd_off_stdio(fd);
+    if (fd < 0) {
+        int saved = errno;
+        if (flags & CKPT_OPEN_EXCL)
+            unlink(path); /* we created it: leave nothing behind */
+        return ckpt__error_errno(saved, "open_write %s", path);
+    }
     err = posix_file_new(out, fd, flags, path);
     if (err < 0) {
         close(fd);
@@ -162,6 +185,7 @@ static int open_regular(const char *path, int extra, const char *op)
     do {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra);
     } while (fd < 0 && errno == EINTR);
+    fd = ckpt__posix_fd_off_stdio(fd);
     if (fd < 0) {
         if (errno == EINVAL && (extra & O_DIRECT))
             return ckpt__error(CKPT_ENOTSUP,
@@ -527,6 +551,7 @@ static int posix_sync_dir(const char *path, void *payload)
     do {
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
+    fd = ckpt__posix_fd_off_stdio(fd);
     if (fd < 0)
         return ckpt__error_errno(errno, "sync_dir %s", path);
     do {
@@ -541,6 +566,26 @@ static int posix_sync_dir(const char *path, void *payload)
     return 0;
 }
 
+/* opendir(path), its descriptor kept off 0-2. NULL with errno set. */
+static DIR *list_open(const char *path)
+{
+    DIR *d;
+    int fd, saved;
+    do {
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    fd = ckpt__posix_fd_off_stdio(fd);
+    if (fd < 0)
+        return NULL;
+    d = fdopendir(fd);
+    if (!d) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return d;
+}
+
 static int posix_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
                       void *payload)
 {
@@ -548,7 +593,7 @@ static int posix_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
     struct dirent *e;
     int rc = 0;
     (void)payload;
-    d = opendir(path);
+    d = list_open(path);
     if (!d)
         return ckpt__error_errno(errno, "list %s", path);
     for (;;) {
@@ -615,7 +660,7 @@ static long read_number(const char *path)
     char text[32];
     long v = -1;
     ssize_t got;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ckpt__posix_fd_off_stdio(open(path, O_RDONLY | O_CLOEXEC));
     if (fd < 0)
         return -1;
     got = read(fd, text, sizeof(text) - 1);

@@ -46,7 +46,8 @@ static struct ckpt__dir_lock *locks; /* this process's, guarded by locks_mu */
  * CKPT_EBUSY, or an error opening the directory. */
 static int lock_new(const char *dir, struct ckpt__dir_lock *l)
 {
-    l->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    l->fd =
+        ckpt__posix_fd_off_stdio(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (l->fd < 0)
         return ckpt__error_errno(errno, "open %s", dir);
     if (flock(l->fd, LOCK_EX | LOCK_NB) == 0)

@@ -1,13 +1,16 @@
 /* The POSIX file system and a saver on it in a hostile process
  * environment rather than hostile files: a file-size limit
- * (RLIMIT_FSIZE) that makes the kernel send SIGXFSZ. Each case runs in a
+ * (RLIMIT_FSIZE) that makes the kernel send SIGXFSZ, and standard
+ * descriptors closed at start. Each case runs in a
  * child process (the environment is the child's alone), which writes what
  * it saw to a file the parent then checks; the parent asserts that the
  * child was not killed by a signal. */
 #include "ckpt.h"
+#include "support/fs_forward.h"
 #include "test_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,11 +178,119 @@ static void test_file_size_limit_async(void **state)
     check_file_size_limit(child_save_async);
 }
 
+/* The process's own output while the library works: a log line to each
+ * standard descriptor before every write and read the library makes, and
+ * a count of the times one of them was open then (a file of ours). */
+static int stdio_taken;
+
+static void log_lines(void)
+{
+    static const char line[] = "LOG LINE\n";
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1)
+            stdio_taken++;
+        if (write(fd, line, sizeof(line) - 1) < 0)
+            continue; /* EBADF: closed, as it should be */
+    }
+}
+
+static int logging_write(ckpt_file *f, const void *p, size_t n, void *payload)
+{
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    log_lines();
+    return base->write(f, p, n, base->payload);
+}
+
+static int logging_pread(ckpt_file *f, void *p, size_t n, uint64_t offset,
+                         size_t *nread, void *payload)
+{
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    log_lines();
+    return base->pread(f, p, n, offset, nread, base->payload);
+}
+
+/* Close 0, 1 and 2, then save step 3 (sync, then async as step 4) and
+ * read step 4 back, printing to stdout and stderr all along; writes
+ * "<rc> <times 0-2 were open> <message>" to <dir>/result. */
+static void child_closed_stdio(const char *dir)
+{
+    ckpt_fs_forward fwd;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALS}}, vals, NULL, NULL, NULL};
+    ckpt_bundle_reader *r = NULL;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    static float back[NVALS];
+    char path[4200];
+    FILE *f;
+    int rc;
+    ckpt_fs_forward_init(&fwd, NULL);
+    fwd.fs.write = logging_write;
+    fwd.fs.pread = logging_pread;
+    o.fs = &fwd.fs;
+    ro.fs = &fwd.fs;
+    close(0);
+    close(1);
+    close(2);
+    for (int i = 0; i < NVALS; i++)
+        vals[i] = (float)(i * 3);
+    rc = ckpt_saver_open(&s, dir, &o);
+    if (rc == 0)
+        rc = ckpt_saver_add_var(s, &v);
+    if (rc == 0)
+        rc = ckpt_saver_save(s, 3, NULL);
+    if (rc == 0)
+        rc = ckpt_saver_save_async(s, 4, NULL);
+    if (rc == 0)
+        rc = ckpt_saver_wait(s, 0, -1);
+    ckpt_saver_free(s);
+    if (rc == 0)
+        rc = ckpt_latest_checkpoint(&latest, &fwd.fs, dir);
+    if (rc == 0)
+        rc = ckpt_bundle_reader_open(&r, latest.ptr, &ro);
+    if (rc == 0)
+        rc = ckpt_bundle_reader_read(r, "w", back, sizeof(back));
+    for (int i = 0; rc == 0 && i < NVALS; i++)
+        if (back[i] != (float)(i * 3))
+            rc = -1000; /* values differ */
+    ckpt_bundle_reader_free(r);
+    ckpt_buf_dispose(&latest);
+    snprintf(path, sizeof(path), "%s/result", dir);
+    f = fopen(path, "w");
+    if (!f)
+        _exit(3);
+    fprintf(f, "%d %d %s", rc, stdio_taken,
+            rc ? ckpt_error_last()->message : "");
+    if (fclose(f) != 0)
+        _exit(3);
+}
+
+/* A process started with 0, 1 and 2 closed: no file the library opens
+ * takes one of them (fs_posix keeps its descriptors >= 3; so does the
+ * directory lock), so the process's own output never lands in a
+ * checkpoint, which saves and reads back whole. Without that the index or
+ * data file took fd 1 or 2 and "LOG LINE" went into it. */
+static void test_closed_stdio(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *result;
+    (void)state;
+    assert_exited_0(run_child(child_closed_stdio, dir));
+    result = read_result(dir);
+    if (strcmp(result, "0 0 ") != 0)
+        fail_msg("rc, times a standard descriptor was open, message: %s",
+                 result);
+    free(result);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_size_limit_sync),
         cmocka_unit_test(test_file_size_limit_async),
+        cmocka_unit_test(test_closed_stdio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
