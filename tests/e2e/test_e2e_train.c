@@ -4,12 +4,14 @@
  * and SIGINT with a final checkpoint at the step it stopped, --mode none
  * and --mode sync (the same checkpoints as async), and saves that fail
  * (a read-only directory; a full tmpfs) leaving exit status 1, a message
- * naming the file and the OS error, and the earlier checkpoint intact. */
+ * naming the file and the OS error, and the earlier checkpoint intact;
+ * a stdout that goes nowhere (exit status 3, the checkpoints written). */
 #include "e2e_util.h"
 
 #include "ckpt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A small model: a few tens of microseconds per step. */
@@ -501,6 +504,106 @@ static void test_save_fails_read_only_dir(void **state)
     test_remove_tree(dir);
 }
 
+/* ---- output that goes nowhere ---------------------------------------- */
+
+enum lost_stdout { STDOUT_DEV_FULL, STDOUT_CLOSED, STDOUT_BROKEN_PIPE };
+
+/* Run the trainer for 100 steps into `run` with its stdout `how` and its
+ * stderr in `err_path`; returns its wait status. */
+static int train_losing_stdout(const char *run, const char *err_path,
+                               enum lost_stdout how)
+{
+    const char *const args[] = {
+        CKPT_TRAIN_PATH, "--dir", run,      "--steps", "100", MODEL,
+        "--save-steps",  "50",    "--busy", "wait",    NULL};
+    int status = 0, fds[2] = {-1, -1};
+    pid_t pid;
+    if (how == STDOUT_BROKEN_PIPE) {
+        assert_int_equal(pipe(fds), 0);
+        close(fds[0]); /* no reader, ever */
+    }
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int out = how == STDOUT_DEV_FULL ? open("/dev/full", O_WRONLY) : -1;
+        if (err < 0 || dup2(err, 2) != 2)
+            _exit(97);
+        if (how == STDOUT_DEV_FULL && (out < 0 || dup2(out, 1) != 1))
+            _exit(97);
+        if (how == STDOUT_BROKEN_PIPE && dup2(fds[1], 1) != 1)
+            _exit(97);
+        if (how == STDOUT_CLOSED)
+            close(1);
+        /* the default disposition, whatever the test runner set */
+        signal(SIGPIPE, SIG_DFL);
+        execv(CKPT_TRAIN_PATH, (char *const *)args);
+        _exit(98);
+    }
+    if (fds[1] >= 0)
+        close(fds[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* A trainer whose stdout goes nowhere (/dev/full; closed; a pipe whose
+ * reader went away, which would have killed it with SIGPIPE) trains to
+ * the end and writes its checkpoints, but exits 3, not 0, saying on
+ * stderr which stream it lost (before, /dev/full and a closed
+ * stdout exited 0, as if all was well). */
+static void test_lost_stdout_exits_3(void **state)
+{
+    char *dir = test_make_temp_dir();
+    (void)state;
+    for (int how = STDOUT_DEV_FULL; how <= STDOUT_BROKEN_PIPE; how++) {
+        char name[32];
+        char *run, *err_path, *err;
+        size_t n = 0;
+        int status;
+        snprintf(name, sizeof(name), "run%d", how);
+        run = test_path(dir, name);
+        err_path = test_path(dir, "stderr.txt");
+        status = train_losing_stdout(run, err_path, (enum lost_stdout)how);
+        err = (char *)test_read_file(err_path, &n);
+        assert_non_null(err);
+        err = realloc(err, n + 1);
+        err[n] = '\0';
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 3)
+            fail_msg("stdout case %d: wait status %#x, stderr: %s", how,
+                     (unsigned)status, err);
+        e2e_expect_contains("trainer stderr", err,
+                            "ckpt-train: could not write stdout: ", 1);
+        /* training and its checkpoints were not affected */
+        assert_int_equal(e2e_latest_step(run, NULL), 100);
+        expect_verify_ok(run);
+        free(err);
+        free(err_path);
+        free(run);
+    }
+    test_remove_tree(dir);
+}
+
+/* --help into /dev/full: the help went nowhere, exit status 3. */
+static void test_help_to_full_device_exits_3(void **state)
+{
+    int status = 0;
+    pid_t pid;
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int out = open("/dev/full", O_WRONLY);
+        int null = open("/dev/null", O_WRONLY);
+        if (out < 0 || null < 0 || dup2(out, 1) != 1 || dup2(null, 2) != 2)
+            _exit(97);
+        execl(CKPT_TRAIN_PATH, CKPT_TRAIN_PATH, "--help", (char *)NULL);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 3);
+}
+
 typedef struct mount_state {
     char *dir;
     int mounted;
@@ -633,6 +736,8 @@ int main(void)
         cmocka_unit_test(test_mode_sync_same_as_async),
         cmocka_unit_test(test_usage_and_bad_dir),
         cmocka_unit_test(test_save_fails_read_only_dir),
+        cmocka_unit_test(test_lost_stdout_exits_3),
+        cmocka_unit_test(test_help_to_full_device_exits_3),
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };

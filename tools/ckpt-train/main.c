@@ -233,10 +233,15 @@ int main(int argc, char **argv)
      * its error, and the previous checkpoint stays the latest, instead of
      * the signal killing the trainer silently. */
     signal(SIGXFSZ, SIG_IGN);
+    /* A reader of stdout that goes away (`ckpt-train | head`) must not
+     * kill the training with SIGPIPE: the writes fail with EPIPE, training
+     * and its checkpoints go on, and the exit status says the output was
+     * lost (report_exit_status). */
+    signal(SIGPIPE, SIG_IGN);
 #ifdef CKPT_TRAIN_MPI
     if (ckpt_train_wants_distributed(argc, argv)) {
         free(t);
-        return ckpt_train_distributed(argc, argv);
+        return report_exit_status(ckpt_train_distributed(argc, argv));
     }
 #endif
     if (!t)
@@ -341,5 +346,5 @@ done:
     free(t->batch_x);
     free(t->batch_y);
     free(t);
-    return exit_code;
+    return report_exit_status(exit_code);
 }

@@ -51,7 +51,9 @@ static const char usage_text[] =
     "exits 0 (--distributed: every rank, after the first step in which any\n"
     "rank caught it; signal the ranks, not mpiexec, which kills them a few\n"
     "seconds after it is signalled). Exit status: 0 done, 1 training or a\n"
-    "save failed, 2 usage, 70 (--distributed) a rank died or stalled.\n";
+    "save failed, 2 usage, 3 done but stdout or stderr could not be written\n"
+    "(closed, a full device, a pipe nobody reads: SIGPIPE does not stop\n"
+    "the training), 70 (--distributed) a rank died or stalled.\n";
 
 /* The message, the synopsis (the usage text up to its first blank line)
  * and where the rest is: a mistyped option should not scroll the mistake

@@ -2,6 +2,7 @@
 #include "report.h"
 #include "train_hook.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -194,4 +195,36 @@ void report_summary(report *r, FILE *out, int64_t final_step,
         r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0,
         r->start_ms, r->close_ms);
     fflush(out);
+}
+
+/* Whether `f` lost output: a flush that fails now (`*err` its errno) or
+ * an error on an earlier write (`*err` 0: its errno is gone). */
+static int stream_lost(FILE *f, int *err)
+{
+    *err = 0;
+    errno = 0;
+    if (fflush(f) != 0) {
+        *err = errno;
+        return 1;
+    }
+    return ferror(f) != 0;
+}
+
+int report_exit_status(int status)
+{
+    static const char *const names[] = {"stdout", "stderr"};
+    FILE *streams[2];
+    int lost = 0, err;
+    streams[0] = stdout;
+    streams[1] = stderr;
+    for (int i = 0; i < 2; i++) {
+        if (!stream_lost(streams[i], &err))
+            continue;
+        lost = 1;
+        fprintf(stderr, "ckpt-train: could not write %s: %s\n", names[i],
+                err ? strerror(err)
+                    : "a write failed (closed, full, or a pipe "
+                      "nobody reads)");
+    }
+    return status == 0 && lost ? REPORT_OUTPUT_LOST : status;
 }

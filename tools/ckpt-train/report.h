@@ -51,4 +51,13 @@ double report_blocking_ms_max(const report *r);
 void report_summary(report *r, FILE *out, int64_t final_step,
                     int64_t resumed_from, const ckpt_saver_metrics *m);
 
+/* The process's exit status once stdout and stderr are flushed: `status`
+ * when it is not 0 or both were written whole; otherwise
+ * REPORT_OUTPUT_LOST, said on stderr (if it still takes a line) with the
+ * stream and the OS error: a run whose output went nowhere (stdout closed,
+ * /dev/full, a pipe nobody reads any more) must not look like a clean
+ * one. */
+#define REPORT_OUTPUT_LOST 3
+int report_exit_status(int status);
+
 #endif
