@@ -1,6 +1,8 @@
 /* format/bundle_reader_data.c - the bundle reader's data files: each is
  * opened on first use and kept open (at most MAX_OPEN_SHARDS at once: one
- * is closed to open another); a record is located in its data file
+ * is closed to open another; fewer when the process runs out of
+ * descriptors first, ulimit -n: the reader then closes those it holds
+ * until the open succeeds); a record is located in its data file
  * (checked to lie inside it), read with short reads looped over, its CRC
  * computed piece by piece while the bytes are in cache and compared with
  * the entry's, and brought to host byte order. Also the facts the record
@@ -99,6 +101,17 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     s.file = NULL;
     s.size = 0;
     err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
+    /* Out of descriptors (EMFILE/ENFILE, which the file system reports as
+     * CKPT_ENOMEM) below MAX_OPEN_SHARDS, the process's limit being lower
+     * (ulimit -n) or its other files many: close the data files this
+     * reader holds, one at a time, until the open succeeds. */
+    while (err == CKPT_ENOMEM && r->nshards > 0) {
+        close_one_shard(r);
+        if (r->next_close < lo)
+            lo--;
+        ckpt_error_clear();
+        err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
+    }
     if (err == 0)
         err = ckpt__fs_size(r->fs, s.file, r->path.ptr, &s.size);
     if (err < 0) {

@@ -572,12 +572,11 @@ static void write_many_shards(const fixture *f)
     ckpt_bundle_writer_free(w);
 }
 
-/* With fewer file descriptors than data files: verify, read each tensor
- * by name, then all of them in one read_many. */
-static int read_many_shards(void *arg)
+/* With `limit` file descriptors, fewer than data files: verify, read
+ * each tensor by name, then all of them in one read_many. */
+static int read_many_shards_under(const fixture *f, rlim_t limit)
 {
-    const fixture *f = arg;
-    struct rlimit few = {100, 100};
+    struct rlimit few = {limit, limit};
     ckpt_bundle_reader *r = NULL;
     ckpt_read_request req[MANY_SHARDS];
     char names[MANY_SHARDS][16];
@@ -613,11 +612,32 @@ static int read_many_shards(void *arg)
  * open at a time. It kept every one it had opened, so past the limit each
  * read failed with 'Too many open files' (CKPT_ENOMEM), and ckpt verify
  * reported intact data files as damaged. */
+static int read_many_shards(void *arg)
+{
+    return read_many_shards_under(arg, 100);
+}
+
 static void test_more_data_files_than_descriptors(void **state)
 {
     fixture *f = *state;
     write_many_shards(f);
     expect_bounded(f, read_many_shards, 0, NULL);
+}
+
+/* Fewer descriptors than the reader keeps data files open (MAX_OPEN_SHARDS,
+ * 64): with 12 (three standard, the index, the bounded run's own), opening
+ * a data file fails with EMFILE, and the reader closes the ones it holds
+ * and retries instead of failing the read ('Too many open files'). */
+static int read_many_shards_12(void *arg)
+{
+    return read_many_shards_under(arg, 12);
+}
+
+static void test_descriptors_below_open_data_files(void **state)
+{
+    fixture *f = *state;
+    write_many_shards(f);
+    expect_bounded(f, read_many_shards_12, 0, NULL);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -645,6 +665,7 @@ int main(void)
         T(test_repeated_data_block),
         T(test_shared_record),
         T(test_more_data_files_than_descriptors),
+        T(test_descriptors_below_open_data_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
