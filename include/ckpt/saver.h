@@ -316,7 +316,11 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *          another saver of this process saves into the directory (see
  *          ckpt_saver_open; not counted as skipped); an earlier
  *          background failure
- *          (returned once, nothing dispatched); or an error of the snapshot */
+ *          (returned once, nothing dispatched); CKPT_ENOMEM when the writer
+ *          thread cannot be started ("starting the checkpoint writer
+ *          thread: ..."; nothing dispatched, the saver still usable: save
+ *          works, the next save_async tries again); or an error of the
+ *          snapshot */
 CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
                                        uint64_t *ticket_out);
 

@@ -2,12 +2,17 @@
  * the one step both savers' threads (ckpt_saver's writer, the MPI saver's
  * rank thread) take the same way: started once, stopped by setting the
  * saver's `stopping` under its mutex, waking the thread and joining it;
- * and which saver, if any, the calling thread works for (so that a callback
+ * a thread that cannot be started is CKPT_ENOMEM and leaves nothing
+ * started (the next start tries again); and which saver, if any, the
+ * calling thread works for (so that a callback
  * on it calling back into that saver is refused instead of waiting for
  * itself). */
 #include "saver_internal.h"
 
 #include "common/internal.h"
+
+#include <errno.h>
+#include <string.h>
 
 /* The `arg` (the saver) of the background thread running on this thread;
  * NULL on every other thread. */
@@ -34,6 +39,11 @@ int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
     t->main_fn = main_fn;
     t->arg = arg;
     rc = pthread_create(&t->id, NULL, thread_main, t);
+    /* EAGAIN: no resources for another thread (RLIMIT_NPROC, memory for
+     * its stack), a resource like memory rather than an I/O error. The
+     * thread is not started, so the next call tries again. */
+    if (rc == EAGAIN)
+        return ckpt__error(CKPT_ENOMEM, "%s: %s", what, strerror(rc));
     if (rc != 0)
         return ckpt__error_errno(rc, "%s", what);
     t->started = 1;
