@@ -34,6 +34,10 @@ CKPT_EXTERN(int) ckpt_timer_init(ckpt_timer *t, double every_secs,
                                  int64_t every_steps, const ckpt_clock *clock);
 /** A timer that never triggers (B13). */
 CKPT_EXTERN(void) ckpt_timer_init_never(ckpt_timer *t);
+/** Whether `step` triggers (B4-B8, B12): in seconds mode once the clock
+ *  reaches the last update's time plus the interval, or reads earlier
+ *  than the last update (a clock gone back triggers once; the update
+ *  re-anchors the timer, B8). 0 for a NULL timer. */
 CKPT_EXTERN(int) ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step);
 /** Record a trigger at `step`; `*elapsed_secs`/`*elapsed_steps` (may be
  *  NULL) receive the time and steps since the previous one, and the return

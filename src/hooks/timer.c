@@ -1,7 +1,8 @@
 /* hooks/timer.c - TensorFlow's SecondOrStepTimer and NeverTriggerTimer
  * (docs/behaviour.md B1-B13): triggers every N steps or S seconds, relative
  * to the last recorded trigger, never twice for the same step, with no
- * catch-up after a jump. Time comes from the injectable monotonic clock. */
+ * catch-up after a jump; a clock that goes back triggers once and
+ * re-anchors. Time comes from the injectable monotonic clock. */
 #include "ckpt/hooks.h"
 #include "common/internal.h"
 
@@ -51,8 +52,13 @@ int ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step)
         return 1;
     if (step == t->last_step)
         return 0;
-    if (t->every_secs > 0)
-        return ckpt_clock_monotonic(t->clock) >= t->last_time + t->every_secs;
+    if (t->every_secs > 0) {
+        double now = ckpt_clock_monotonic(t->clock);
+        /* A clock gone back before the last update (a caller's clock that
+         * is not monotonic) triggers once; the update re-anchors there
+         * (B8), rather than waiting for the clock to come back. */
+        return now < t->last_time || now >= t->last_time + t->every_secs;
+    }
     /* step >= last_step + every_steps, without overflowing */
     if (step < t->last_step)
         return 0;

@@ -103,6 +103,34 @@ static void test_b8_seconds_mode_uses_clock(void **state)
     assert_true(ckpt_timer_should_trigger(&t, 1));
 }
 
+/* A caller's clock that goes back (not monotonic, or reset) to before the
+ * last update: the timer triggers once, and the update re-anchors it at
+ * the new time, from which the interval counts again. It waited for the
+ * clock to come back past the old anchor (an hour here: no save for an
+ * hour). */
+static void test_b8_clock_backwards_triggers_once_reanchors(void **state)
+{
+    ckpt_timer t;
+    fake_clock fc;
+    double elapsed = 1.0;
+    (void)state;
+    fake_clock_init(&fc, 5000.0, 1.7e9);
+    assert_ckpt_ok(ckpt_timer_init(&t, 30.0, 0, &fc.clock));
+    ckpt_timer_update(&t, 10, NULL, NULL);
+    fc.now = 1400.0;                                 /* an hour earlier */
+    assert_false(ckpt_timer_should_trigger(&t, 10)); /* B5 still holds */
+    assert_true(ckpt_timer_should_trigger(&t, 11));
+    assert_int_equal(ckpt_timer_update(&t, 11, &elapsed, NULL), 1);
+    assert_true(elapsed == -3600.0); /* what the clock said, reported */
+    /* re-anchored at 1400: not at every step, and again after 30 s */
+    fc.now = 1400.5;
+    assert_false(ckpt_timer_should_trigger(&t, 12));
+    fc.now = 1429.999;
+    assert_false(ckpt_timer_should_trigger(&t, 13));
+    fc.now = 1430.0;
+    assert_true(ckpt_timer_should_trigger(&t, 13));
+}
+
 static void test_b9_first_update_reports_absent(void **state)
 {
     ckpt_timer t;
@@ -225,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_b6_steps_mode_inclusive_boundary),
         cmocka_unit_test(test_b7_steps_mode_lower_step_no_trigger),
         cmocka_unit_test(test_b8_seconds_mode_uses_clock),
+        cmocka_unit_test(test_b8_clock_backwards_triggers_once_reanchors),
         cmocka_unit_test(test_b9_first_update_reports_absent),
         cmocka_unit_test(test_b10_later_update_reports_elapsed),
         cmocka_unit_test(test_b11_last_step_none_then_value_then_reset),
