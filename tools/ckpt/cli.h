@@ -103,8 +103,10 @@ void *cli_xcalloc(size_t n, size_t size);
 void *cli_xrealloc(void *p, size_t n);
 char *cli_xstrdup(const char *s);
 
-/* "ckpt CMD: <message>\n" on stderr, the message escaped as cli_safe
- * does; one longer than 16 KiB is cut in its middle (start and end kept,
+/* "ckpt CMD: <message>\n" on stderr ("ckpt: <message>" when `cmd` is
+ * NULL: an error of the tool, not of one command), the message escaped as
+ * cli_safe does; one longer than 16 KiB is cut in its middle (start and end
+ * kept,
  * "... (N more bytes) ..." between). */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
@@ -299,7 +301,9 @@ void cli_put_json_to(FILE *f, json_object *o, size_t indent);
 
 /* Output held back until it may be printed (cli_held.c): in memory up
  * to CLI_HELD_IN_MEMORY bytes, past that in an unnamed temporary file in
- * $TMPDIR (else /tmp), so that its size costs disk, not memory. */
+ * $TMPDIR (else /tmp), so that its size costs disk, not memory; in memory
+ * after all when no such file can be made or written (a full file
+ * system, a file-size limit). */
 #define CLI_HELD_IN_MEMORY ((size_t)8 << 20)
 typedef struct cli_held cli_held;
 /* A new empty holder; exits through cli_out_of_memory on failure. */

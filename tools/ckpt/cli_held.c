@@ -4,8 +4,9 @@
  * bytes in memory and moves everything to an unnamed temporary file (in
  * $TMPDIR, else /tmp) once they grow past that, so that holding the text
  * of `inspect --values=all` of a 1 GiB float tensor (about 3 GB) costs
- * disk, not memory. Where no temporary file can be made it stays in
- * memory. */
+ * disk, not memory. Where no temporary file can be made, or it cannot
+ * take the output (a full file system, a file-size limit), the output is
+ * held in memory instead (what the file took read back into it). */
 #define _GNU_SOURCE /* fopencookie */
 #include "cli.h"
 
@@ -15,13 +16,14 @@
 #include <unistd.h>
 
 struct cli_held {
-    FILE *f;       /* what the caller writes to */
-    char *mem;     /* the bytes so far, until spilled */
-    size_t len;    /* bytes in mem */
-    size_t cap;    /* mem's allocation */
-    int fd;        /* the temporary file once spilled, else -1 */
-    int write_err; /* errno of a failed write to it, else 0 */
-    size_t limit;  /* bytes kept in memory before spilling */
+    FILE *f;        /* what the caller writes to */
+    char *mem;      /* the bytes so far, until spilled */
+    size_t len;     /* bytes in mem */
+    size_t cap;     /* mem's allocation */
+    int fd;         /* the temporary file once spilled, else -1 */
+    int write_err;  /* errno of a failed write to it, else 0 */
+    size_t limit;   /* bytes kept in memory before spilling */
+    size_t in_file; /* bytes written to the temporary file */
 };
 
 /* Where temporary files go: $TMPDIR, else (unset or empty) /tmp. */
@@ -51,49 +53,91 @@ static int unnamed_temp_file(void)
     return fd;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* Write `n` bytes to `fd`, `*done` of them written; 0 or an errno. */
+static int write_all(int fd, const char *p, size_t n, size_t *done)
 {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
+    *done = 0;
+    while (*done < n) {
+        ssize_t w = write(fd, p + *done, n - *done);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return w < 0 ? errno : EIO;
-        p += w;
-        n -= (size_t)w;
+        *done += (size_t)w;
     }
     return 0;
 }
 
-/* Move the bytes in memory to a new temporary file; on failure (no file
- * can be made) they stay where they are and so does what follows. */
+/* Move the bytes in memory to a new temporary file; when no file can be
+ * made or it does not take them, they stay where they are and so does
+ * what follows. */
 static void spill(cli_held *h)
 {
     int fd = unnamed_temp_file();
+    size_t done;
+    if (fd >= 0 && write_all(fd, h->mem, h->len, &done) != 0) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) {
         h->limit = SIZE_MAX;
         return;
     }
-    h->write_err = write_all(fd, h->mem, h->len);
     h->fd = fd;
+    h->in_file = h->len;
     free(h->mem);
     h->mem = NULL;
     h->len = h->cap = 0;
 }
 
+/* The temporary file stopped taking the output: read what it holds back
+ * into memory and hold the rest there. 0, or an errno (ENOMEM: no room
+ * for it; the read's: the file is kept, and the command fails). */
+static int unspill(cli_held *h)
+{
+    size_t cap = h->in_file > 4096 ? h->in_file : 4096, got = 0;
+    char *mem = malloc(cap);
+    if (!mem)
+        return ENOMEM;
+    while (got < h->in_file) {
+        ssize_t r = pread(h->fd, mem + got, h->in_file - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            free(mem);
+            return r < 0 ? errno : EIO;
+        }
+        got += (size_t)r;
+    }
+    close(h->fd);
+    h->fd = -1;
+    h->mem = mem;
+    h->len = got;
+    h->cap = cap;
+    h->limit = SIZE_MAX;
+    return 0;
+}
+
 static ssize_t held_write(void *cookie, const char *buf, size_t n)
 {
     cli_held *h = cookie;
+    size_t whole = n, done = 0;
     if (h->fd < 0 && n > h->limit - h->len)
         spill(h);
+    if (h->fd >= 0 && h->write_err == 0) {
+        int err = write_all(h->fd, buf, n, &done);
+        h->in_file += done;
+        if (err == 0)
+            return (ssize_t)n;
+        err = unspill(h);
+        if (err != 0)
+            h->write_err = err;
+        buf += done;
+        n -= done;
+    }
     if (h->fd >= 0) {
-        if (h->write_err == 0)
-            h->write_err = write_all(h->fd, buf, n);
-        if (h->write_err != 0) {
-            errno = h->write_err;
-            return -1;
-        }
-        return (ssize_t)n;
+        errno = h->write_err;
+        return -1;
     }
     if (n > h->cap - h->len) {
         size_t cap = h->cap ? h->cap : 4096;
@@ -110,7 +154,7 @@ static ssize_t held_write(void *cookie, const char *buf, size_t n)
     }
     memcpy(h->mem + h->len, buf, n);
     h->len += n;
-    return (ssize_t)n;
+    return (ssize_t)whole;
 }
 
 cli_held *cli_held_open(void)
@@ -136,9 +180,9 @@ FILE *cli_held_stream(const cli_held *h)
  * (exit 2, the failure document under --json). */
 static void held_failed(const cli_held *h)
 {
-    if (h->fd < 0 || h->write_err == 0)
+    if (h->fd < 0 || h->write_err == 0 || h->write_err == ENOMEM)
         cli_out_of_memory();
-    cli_error("ckpt", "cannot hold the output in a temporary file in %s: %s",
+    cli_error(NULL, "cannot hold the output in a temporary file in %s: %s",
               temp_dir(), strerror(h->write_err));
     cli_exit(CLI_USAGE);
 }

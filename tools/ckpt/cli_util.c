@@ -41,7 +41,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     if (len > MESSAGE_MAX)
         len = cut_middle(text, len);
-    fprintf(stderr, "ckpt %s: %s\n", cmd, cli_safe_n(text, len));
+    fprintf(stderr, "ckpt%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            cli_safe_n(text, len));
     cli_json_failure_note(text, len);
     free(text);
 }
