@@ -305,7 +305,9 @@ static size_t over_max_to_keep(const ckpt__dir_state *ds, size_t n)
  * deleted once the state file no longer names them), except those that
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
  * disk): one saved more than that many hours after the last one preserved
- * (at first: after the schedule's start), which becomes the last one. */
+ * (at first: after the schedule's start), which becomes the last one; one
+ * saved before that time (the wall clock went back) restarts the schedule
+ * at its own time. */
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
                            ckpt__kept_list *evicted)
 {
@@ -315,6 +317,11 @@ static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
         return 0;
     for (i = 0; i < excess && err == 0; i++) {
         double t = l->times[i];
+        /* Saved before the last one kept: the wall clock went back (B76).
+         * The schedule restarts at this checkpoint's time, as at an open,
+         * instead of waiting for the clock to pass the old time again. */
+        if (ds->keep_hours > 0 && t < l->last_preserved)
+            l->last_preserved = t;
         if (ds->keep_hours > 0 &&
             t > l->last_preserved + ds->keep_hours * 3600.0) {
             l->last_preserved = t;

@@ -329,6 +329,44 @@ static void test_b76_keep_every_n_hours(void **state)
     ckpt_saver_free(s);
 }
 
+/* B76 with a wall clock stepped back (an NTP correction, a clock that
+ * ran a day ahead): a checkpoint saved before the last one kept restarts
+ * the schedule at its time, so the next is kept H hours later; the
+ * schedule used to wait until the clock passed the old time again plus H
+ * (a day without a kept checkpoint here). */
+static void test_b76_wall_clock_stepped_back(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    fake_clock clk;
+    ckpt_saver *s;
+    fake_clock_init(&clk, 1000000.0, 1000000.0);
+    o.clock = &clk.clock;
+    o.max_to_keep = 1;
+    o.keep_checkpoint_every_n_hours = 1.0;
+    s = open_saver(f, &o);
+    clk.now += 3601;
+    save_steps(s, f, 1, 1);
+    clk.now += 10;
+    save_steps(s, f, 2, 2); /* evicts 1 (t0+3601): preserved */
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    clk.wall_offset -= 86400.0; /* the wall clock goes back a day */
+    save_steps(s, f, 3, 3);     /* evicts 2 (t0+3611): deleted */
+    clk.now += 10;
+    save_steps(s, f, 4, 4); /* evicts 3 (a day earlier): deleted, the
+                               schedule restarted at its time */
+    assert_false(file_exists(f->dir, "model.ckpt-2.index"));
+    assert_false(file_exists(f->dir, "model.ckpt-3.index"));
+    clk.now += 3601;
+    save_steps(s, f, 5, 5); /* evicts 4 (3 + 10 s): deleted */
+    clk.now += 10;
+    save_steps(s, f, 6, 6); /* evicts 5 (more than 1 h after 3): kept */
+    assert_false(file_exists(f->dir, "model.ckpt-4.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-5.index"));
+    assert_true(file_exists(f->dir, "model.ckpt-1.index"));
+    ckpt_saver_free(s);
+}
+
 /* B76 across a restart: the state file keeps when the schedule started (or
  * the last checkpoint preserved), and a saver opened later goes on from
  * it; a job restarted more often than every n hours still preserves. */
@@ -1987,6 +2025,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_b75_keep_all, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_keep_every_n_hours, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_b76_wall_clock_stepped_back, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_schedule_survives_reopen,
                                         setup, test_dir_fixture_teardown),
