@@ -1,10 +1,12 @@
 /* tests/tools/test_cli_env.c - the `ckpt` tool in a hostile environment
  * rather than on hostile files: fewer file descriptors than a checkpoint
  * has data files (ulimit -n); a temporary directory that cannot take the
- * output held there (ulimit -f). */
+ * output held there (ulimit -f); stderr closed while output is held in a
+ * temporary file. */
 #include "cli_run.h"
 
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,11 +208,77 @@ static void test_held_output_falls_back_to_memory(void **state)
     test_remove_tree(dir);
 }
 
+/* A checkpoint `<dir>/bad` of `n` int32 scalars "tNNNNNN", every record
+ * damaged (the data file's bytes inverted). */
+static char *write_all_damaged(const char *dir, int n)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape scalar = {0, {0}};
+    char *prefix = test_path(dir, "bad");
+    char *data = test_path(dir, "bad.data-00000-of-00001");
+    uint8_t *bytes;
+    size_t len = 0;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        int32_t v = i;
+        snprintf(name, sizeof(name), "t%06d", i);
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_INT32, &scalar, &v, 4));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    bytes = test_read_file(data, &len);
+    assert_non_null(bytes);
+    for (size_t i = 0; i < len; i++)
+        bytes[i] ^= 0xff;
+    test_write_file(data, bytes, len);
+    free(bytes);
+    free(data);
+    return prefix;
+}
+
+static void close_stderr(const void *arg)
+{
+    (void)arg;
+    close(2);
+}
+
+/* verify --json with stderr closed, of 60,000 damaged tensors: the list of
+ * them (about 10 MB) is held in a temporary file, which took fd 2, so each
+ * damaged tensor's line for stderr went into the held list and stdout was
+ * no JSON. The held file now stays off 0-2: the document parses and lists
+ * every tensor. */
+static void test_held_file_off_closed_stderr(void **state)
+{
+    enum { N = 60000 };
+    char *dir = test_make_temp_dir();
+    char *prefix = write_all_damaged(dir, N);
+    const char *args[] = {"verify", "--json", prefix, NULL};
+    json_object *doc, *damaged = NULL;
+    cli_run r;
+    (void)state;
+    r = cli_run_with(CKPT_CLI_PATH, NULL, args, close_stderr, NULL);
+    expect_status(&r, 1);
+    doc = json_tokener_parse(r.out);
+    if (!doc)
+        fail_msg("stdout is not JSON (%zu bytes)", strlen(r.out));
+    assert_true(json_object_object_get_ex(doc, "damaged", &damaged));
+    assert_int_equal(json_object_array_length(damaged), N);
+    if (strstr(r.out, "ckpt verify:"))
+        fail_msg("a line for stderr is in stdout");
+    json_object_put(doc);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verify_inspect_few_descriptors),
         cmocka_unit_test(test_held_output_falls_back_to_memory),
+        cmocka_unit_test(test_held_file_off_closed_stderr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

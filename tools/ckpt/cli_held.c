@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,19 @@ struct cli_held {
     size_t in_file; /* bytes written to the temporary file */
 };
 
+/* `fd` moved to a descriptor >= 3 when it is 0, 1 or 2 (`fd` closed), so
+ * that a tool started with stderr closed does not write its error lines
+ * into the held output, nor its output into itself; -1 on failure. */
+static int off_stdio(int fd)
+{
+    int high;
+    if (fd < 0 || fd > STDERR_FILENO)
+        return fd;
+    high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    close(fd);
+    return high;
+}
+
 /* Where temporary files go: $TMPDIR, else (unset or empty) /tmp. */
 static const char *temp_dir(void)
 {
@@ -33,8 +47,8 @@ static const char *temp_dir(void)
     return dir && *dir ? dir : "/tmp";
 }
 
-/* A temporary file in temp_dir(), removed from its directory at once; -1
- * when none can be made. */
+/* A temporary file in temp_dir(), removed from its directory at once, on a
+ * descriptor >= 3; -1 when none can be made. */
 static int unnamed_temp_file(void)
 {
     const char *dir = temp_dir();
@@ -46,11 +60,11 @@ static int unnamed_temp_file(void)
     if (!path)
         return -1;
     snprintf(path, n, "%s/ckpt-held-XXXXXX", dir);
-    fd = mkstemp(path);
+    fd = mkostemp(path, O_CLOEXEC);
     if (fd >= 0)
         (void)unlink(path);
     free(path);
-    return fd;
+    return off_stdio(fd);
 }
 
 /* Write `n` bytes to `fd`, `*done` of them written; 0 or an errno. */
