@@ -211,18 +211,6 @@ void test_touch(const char *dir, const char *name)
     test_write_file(path, "x", 1);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
-    __has_feature(memory_sanitizer)
-#define TEST_SANITIZED 1
-#endif
-#endif
-#ifndef TEST_SANITIZED
-#define TEST_SANITIZED 0
-#endif
-
 void test_limit_self(uint64_t max_memory, unsigned seconds)
 {
     if (max_memory > 0 && !TEST_SANITIZED) {

@@ -91,6 +91,20 @@ void test_touch(const char *dir, const char *name);
  * same bytes). */
 void test_fill_random(void *dst, size_t n, uint64_t seed);
 
+/* 1 in a sanitizer build (ASan, TSan, MSan), whose runtime reserves
+ * terabytes of address space: an address-space limit cannot apply. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||     \
+    __has_feature(memory_sanitizer)
+#define TEST_SANITIZED 1
+#endif
+#endif
+#ifndef TEST_SANITIZED
+#define TEST_SANITIZED 0
+#endif
+
 /* Limit the calling process (a child forked to run something hostile, or
  * about to exec a program; both limits survive exec): its address space to
  * `max_memory` bytes (0: no limit; skipped in sanitizer builds, which
