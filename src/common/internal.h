@@ -9,6 +9,7 @@
 #include "ckpt/errors.h"
 #include "ckpt/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 
@@ -41,6 +42,11 @@ int ckpt__check_name_length(const char *who, const char *name);
  * variable without a name" for a NULL or empty name, else
  * ckpt__check_name_length's (name_index.c); else 0. */
 int ckpt__check_var_name(const char *who, const char *name);
+
+/* pthread_create for the library's own threads (common/thread.c), with a
+ * stack of at least 1 MiB whatever RLIMIT_STACK says; 0 or the error
+ * number pthread_create returns. */
+int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
 
 /* The length of the tensor name `name` (n bytes) without a TensorFlow
  * graph tensor's output suffix (":0", ":1", ...), or n when it has none:

@@ -295,7 +295,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
         (!scratched || scratch[1])) {
         h.s = &s;
         h.scratch = scratch[1];
-        started = pthread_create(&helper, NULL, helper_main, &h) == 0;
+        started = ckpt__thread_create(&helper, helper_main, &h) == 0;
     }
     work(&s, scratch[0]);
     if (started)

@@ -278,7 +278,7 @@ static int run_stream(stream *s, const char *path, ckpt__extent *ext, size_t n)
     int started = 0;
     int err;
     for (int t = 0; t < READERS; t++) {
-        if (pthread_create(&threads[t], NULL, reader_main, s) != 0)
+        if (ckpt__thread_create(&threads[t], reader_main, s) != 0)
             break;
         started++;
     }

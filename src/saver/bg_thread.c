@@ -38,7 +38,7 @@ int ckpt__bg_thread_start(ckpt__bg_thread *t, void *(*main_fn)(void *),
         return 0;
     t->main_fn = main_fn;
     t->arg = arg;
-    rc = pthread_create(&t->id, NULL, thread_main, t);
+    rc = ckpt__thread_create(&t->id, thread_main, t);
     /* EAGAIN: no resources for another thread (RLIMIT_NPROC, memory for
      * its stack), a resource like memory rather than an I/O error. The
      * thread is not started, so the next call tries again. */

@@ -5,7 +5,8 @@
  * and --mode sync (the same checkpoints as async), and saves that fail
  * (a read-only directory; a full tmpfs) leaving exit status 1, a message
  * naming the file and the OS error, and the earlier checkpoint intact;
- * a stdout that goes nowhere (exit status 3, the checkpoints written). */
+ * a stdout that goes nowhere (exit status 3, the checkpoints written);
+ * a 64 KiB stack limit. */
 #include "e2e_util.h"
 
 #include "ckpt.h"
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -604,6 +606,53 @@ static void test_help_to_full_device_exits_3(void **state)
     assert_int_equal(WEXITSTATUS(status), 3);
 }
 
+/* ---- a small stack limit ---------------------------------------------- */
+
+/* Under `ulimit -s 64` (the limit new threads take their stack size from
+ * by default) the trainer's async saves complete: the library starts its
+ * writer with a stack of at least 1 MiB. The writer used to overflow a
+ * 64 KiB stack in its first commit and the trainer died of SIGSEGV.
+ * Skipped in sanitizer builds, whose own frames need more of the main
+ * thread's stack. */
+static void test_small_stack_limit(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *run = test_path(dir, "run");
+    char *err_path = test_path(dir, "stderr.txt");
+    const char *const args[] = {
+        CKPT_TRAIN_PATH, "--dir", run,      "--steps", "100",     MODEL,
+        "--save-steps",  "50",    "--busy", "wait",    "--quiet", NULL};
+    int status = 0;
+    pid_t pid;
+    (void)state;
+    if (TEST_SANITIZED) {
+        free(err_path);
+        free(run);
+        test_remove_tree(dir);
+        skip();
+        return;
+    }
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit small = {64 << 10, 64 << 10};
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 1) != 1 || dup2(fd, 2) != 2 ||
+            setrlimit(RLIMIT_STACK, &small) != 0)
+            _exit(97);
+        execv(CKPT_TRAIN_PATH, (char *const *)args);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("wait status %#x", (unsigned)status);
+    assert_int_equal(e2e_latest_step(run, NULL), 100);
+    expect_verify_ok(run);
+    free(err_path);
+    free(run);
+    test_remove_tree(dir);
+}
+
 typedef struct mount_state {
     char *dir;
     int mounted;
@@ -738,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_save_fails_read_only_dir),
         cmocka_unit_test(test_lost_stdout_exits_3),
         cmocka_unit_test(test_help_to_full_device_exits_3),
+        cmocka_unit_test(test_small_stack_limit),
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };

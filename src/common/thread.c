@@ -1,0 +1,30 @@
+/* common/thread.c - starting the library's own threads (the saver's
+ * writer, the MPI saver's rank thread, the read path's helpers) with a
+ * stack of at least CKPT__THREAD_STACK_MIN. A thread's default stack is
+ * the process's RLIMIT_STACK (`ulimit -s`, read by the C library at
+ * start), which a hostile environment may set far below what the writer
+ * needs (its commit takes tens of KiB of frames): with `ulimit -s 64` the
+ * writer overflowed its stack and the process died of SIGSEGV. A default
+ * at or above the floor is kept (a caller's callbacks on these threads may
+ * rely on it). */
+#include "common/internal.h"
+
+#include <pthread.h>
+
+/* The least stack a library thread gets. */
+#define CKPT__THREAD_STACK_MIN ((size_t)1 << 20)
+
+int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    size_t size = 0;
+    int rc = pthread_attr_init(&attr);
+    if (rc != 0)
+        return rc;
+    if (pthread_attr_getstacksize(&attr, &size) == 0 &&
+        size < CKPT__THREAD_STACK_MIN)
+        (void)pthread_attr_setstacksize(&attr, CKPT__THREAD_STACK_MIN);
+    rc = pthread_create(id, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
