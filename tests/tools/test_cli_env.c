@@ -2,7 +2,7 @@
  * rather than on hostile files: fewer file descriptors than a checkpoint
  * has data files (ulimit -n); a temporary directory that cannot take the
  * output held there (ulimit -f); stderr closed while output is held in a
- * temporary file. */
+ * temporary file; a small stack (ulimit -s). */
 #include "cli_run.h"
 
 #include <fcntl.h>
@@ -208,6 +208,43 @@ static void test_held_output_falls_back_to_memory(void **state)
     test_remove_tree(dir);
 }
 
+static void small_stack(const void *arg)
+{
+    struct rlimit small = {64 << 10, 64 << 10};
+    (void)arg;
+    if (setrlimit(RLIMIT_STACK, &small) != 0)
+        _exit(126);
+}
+
+/* `inspect --values=all` of 9.6 MB of values under ulimit -s 64: the
+ * held text is copied out of its temporary file through a heap buffer,
+ * and the output is that of a run without the limit. It was a 64 KiB
+ * array on the stack, and the tool died of SIGSEGV. Skipped in sanitizer
+ * builds, whose frames need more stack. */
+static void test_held_output_small_stack(void **state)
+{
+    char *dir, *prefix;
+    const char *args[] = {"inspect", NULL, "--values=all", NULL};
+    cli_run want, got;
+    (void)state;
+    if (TEST_SANITIZED)
+        skip();
+    dir = test_make_temp_dir();
+    prefix = write_zeros(dir);
+    args[1] = prefix;
+    want = cli_run_with(CKPT_CLI_PATH, NULL, args, NULL, NULL);
+    expect_status(&want, 0);
+    got = cli_run_with(CKPT_CLI_PATH, NULL, args, small_stack, NULL);
+    expect_status(&got, 0);
+    assert_string_equal(got.err, "");
+    assert_int_equal(strlen(got.out), strlen(want.out));
+    assert_true(strcmp(got.out, want.out) == 0);
+    run_free(&want);
+    run_free(&got);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* A checkpoint `<dir>/bad` of `n` int32 scalars named by 500 characters
  * ("ttt...tNNNNNN": a damaged tensor costs verify's list about 850 bytes),
  * every record damaged (the data file's bytes inverted). */
@@ -283,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_verify_inspect_few_descriptors),
         cmocka_unit_test(test_held_output_falls_back_to_memory),
         cmocka_unit_test(test_held_file_off_closed_stderr),
+        cmocka_unit_test(test_held_output_small_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,9 +201,14 @@ static void held_failed(const cli_held *h)
     cli_exit(CLI_USAGE);
 }
 
+/* Bytes read from the temporary file at a time, through a buffer on the
+ * heap: a tool run under a small stack limit (ulimit -s 64) must not
+ * overflow its stack here. */
+#define HELD_PUT_CHUNK ((size_t)1 << 16)
+
 void cli_held_put(cli_held *h, FILE *out)
 {
-    char buf[1 << 16];
+    char *buf;
     if (fflush(h->f) != 0 || ferror(h->f))
         held_failed(h);
     if (h->fd < 0) {
@@ -215,18 +220,20 @@ void cli_held_put(cli_held *h, FILE *out)
         h->write_err = errno;
         held_failed(h);
     }
+    buf = cli_xmalloc(HELD_PUT_CHUNK);
     for (;;) {
-        ssize_t got = read(h->fd, buf, sizeof(buf));
+        ssize_t got = read(h->fd, buf, HELD_PUT_CHUNK);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got < 0) {
+        if (got < 0)
             h->write_err = errno;
-            held_failed(h);
-        }
-        if (got == 0)
+        if (got <= 0)
             break;
         fwrite(buf, 1, (size_t)got, out);
     }
+    free(buf);
+    if (h->write_err != 0)
+        held_failed(h);
 }
 
 void cli_held_dispose(cli_held *h)
