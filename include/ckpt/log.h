@@ -31,7 +31,10 @@ CKPT_EXTERN(const char *) ckpt_log_level_name(int level);
  *  write per line, so lines of two threads do not interleave); `payload`
  *  is ignored. The checkpoint hooks, the other standard hooks and the
  *  monitored session log through it when their options name no `log`;
- *  set `log_level = CKPT_LOG_OFF` to silence them, or `log` to redirect. */
+ *  set `log_level = CKPT_LOG_OFF` to silence them, or `log` to redirect.
+ *  A stderr that cannot take the line (closed; a pipe whose reader went
+ *  away) loses it: SIGPIPE is blocked on the calling thread for the write,
+ *  so a log line never ends the process (docs/threading.md). */
 CKPT_EXTERN(void)
 ckpt_log_stderr(int level, const char *message, void *payload);
 

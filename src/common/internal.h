@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #if defined(__GNUC__)
 #define CKPT__PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -42,6 +43,13 @@ int ckpt__check_name_length(const char *who, const char *name);
  * variable without a name" for a NULL or empty name, else
  * ckpt__check_name_length's (name_index.c); else 0. */
 int ckpt__check_var_name(const char *who, const char *name);
+
+/* write(2) with `sig` (SIGXFSZ or SIGPIPE) blocked on the calling thread,
+ * and one this write raised (failing with `sig_errno`: EFBIG, EPIPE)
+ * taken back: the write fails instead of the signal ending the process
+ * (common/quiet_write.c). */
+ssize_t ckpt__write_no_signal(int fd, const void *p, size_t n, int sig,
+                              int sig_errno);
 
 /* pthread_create for the library's own threads (common/thread.c), with a
  * stack of at least 1 MiB whatever RLIMIT_STACK says; 0 or the error

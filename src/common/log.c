@@ -4,6 +4,8 @@
 #include "ckpt/log.h"
 #include "internal.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -65,7 +67,10 @@ void ckpt_log_stderr(int level, const char *message, void *payload)
         n = (int)sizeof(line) - 1;
         line[n - 1] = '\n';
     }
-    /* One write per line; a failed write to stderr has nowhere to go. */
-    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+    /* One write per line; a failed write to stderr has nowhere to go. A
+     * stderr pipe whose reader went away (| tee killed) fails with EPIPE
+     * rather than SIGPIPE ending the application from a log line. */
+    if (ckpt__write_no_signal(STDERR_FILENO, line, (size_t)n, SIGPIPE, EPIPE) <
+        0)
         return;
 }

@@ -35,13 +35,10 @@
  * A write past the process's file-size limit (RLIMIT_FSIZE, `ulimit -f`)
  * fails with EFBIG ("File too large", CKPT_EIO) instead of killing the
  * process: the kernel also sends SIGXFSZ, whose default action ends the
- * process before write() returns. write() here runs with SIGXFSZ blocked
- * on the calling thread only, and a SIGXFSZ that write caused is taken
- * off that thread's pending set again (sigtimedwait, no wait) before the
- * mask is restored. The process's signal dispositions are never changed;
- * a thread that blocks SIGXFSZ itself keeps the signal pending, as it
- * asked, and a handler the application installed does not run for the
- * library's writes.
+ * process before write() returns: write() here runs with SIGXFSZ blocked
+ * on the calling thread only, a SIGXFSZ it raised taken back
+ * (ckpt__write_no_signal, common/quiet_write.c); the process's signal
+ * dispositions are never changed.
  *
  * No descriptor it opens stays on 0, 1 or 2 (ckpt__posix_fd_off_stdio):
  * in a process started with its standard descriptors closed, a file of
@@ -283,38 +280,13 @@ static int posix_open_read_direct(ckpt_file **out, const char *path,
     return 0;
 }
 
-/* write(2) with SIGXFSZ blocked on this thread (see the top of the file):
- * past RLIMIT_FSIZE it returns -1 with errno EFBIG and leaves no SIGXFSZ
- * pending that it raised. */
-static ssize_t write_no_sigxfsz(int fd, const void *p, size_t n)
-{
-    static const struct timespec no_wait = {0, 0};
-    sigset_t xfsz, old;
-    ssize_t got;
-    int saved;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    if (pthread_sigmask(SIG_BLOCK, &xfsz, &old) != 0)
-        return write(fd, p, n);
-    got = write(fd, p, n);
-    saved = errno;
-    /* Only a signal this write raised: when the thread had SIGXFSZ blocked
-     * already, what is pending is the caller's to handle. */
-    if (got < 0 && saved == EFBIG && !sigismember(&old, SIGXFSZ))
-        while (sigtimedwait(&xfsz, NULL, &no_wait) < 0 && errno == EINTR)
-            ;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    return got;
-}
-
 /* write() all of `n` bytes, looping over short writes and EINTR. Returns 0,
  * a negative errno, or 1 when write() made no progress without an errno. */
 static int write_all(struct posix_file *pf, const char *p, size_t n)
 {
     while (n > 0) {
         size_t want = n < IO_CHUNK_MAX ? n : IO_CHUNK_MAX;
-        ssize_t got = write_no_sigxfsz(pf->fd, p, want);
+        ssize_t got = ckpt__write_no_signal(pf->fd, p, want, SIGXFSZ, EFBIG);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
