@@ -305,24 +305,23 @@ static size_t over_max_to_keep(const ckpt__dir_state *ds, size_t n)
  * deleted once the state file no longer names them), except those that
  * keep_checkpoint_every_n_hours preserves (dropped from the list, kept on
  * disk): one saved more than that many hours after the last one preserved
- * (at first: after the schedule's start), which becomes the last one; one
- * saved before that time (the wall clock went back) restarts the schedule
- * at its own time. */
+ * (at first: after the schedule's start), which becomes the last one.
+ * `now` is the wall clock's time (the save's): a last one kept later than
+ * that means the clock went back, and the schedule restarts at `now`, as
+ * at an open (B76); a checkpoint saved later than `now` (before the clock
+ * went back) is not kept for its time. */
 static int apply_retention(const ckpt__dir_state *ds, ckpt__kept_list *l,
-                           ckpt__kept_list *evicted)
+                           double now, ckpt__kept_list *evicted)
 {
     size_t excess = over_max_to_keep(ds, l->n), i;
     int err = 0;
     if (excess == 0)
         return 0;
+    if (ds->keep_hours > 0 && l->last_preserved > now)
+        l->last_preserved = now;
     for (i = 0; i < excess && err == 0; i++) {
         double t = l->times[i];
-        /* Saved before the last one kept: the wall clock went back (B76).
-         * The schedule restarts at this checkpoint's time, as at an open,
-         * instead of waiting for the clock to pass the old time again. */
-        if (ds->keep_hours > 0 && t < l->last_preserved)
-            l->last_preserved = t;
-        if (ds->keep_hours > 0 &&
+        if (ds->keep_hours > 0 && t <= now &&
             t > l->last_preserved + ds->keep_hours * 3600.0) {
             l->last_preserved = t;
             CKPT__DS_LOG(ds, CKPT_LOG_INFO,
@@ -830,7 +829,7 @@ int ckpt__dir_state_reconcile(ckpt__dir_state *ds)
     if (err == 0)
         err = kept_copy_except(&next, &ds->kept, "");
     if (err == 0)
-        err = apply_retention(ds, &next, &evicted);
+        err = apply_retention(ds, &next, ckpt_clock_wall(ds->clock), &evicted);
     if (err == 0 && evicted.n > 0)
         ckpt__pending_note_write(ds, NULL, &evicted);
     if (err == 0)
@@ -900,7 +899,7 @@ int ckpt__dir_state_commit_evicting(ckpt__dir_state *ds, const char *stored,
     if (err == 0)
         err = drop_set_aside(&next, stored, &evicted);
     if (err == 0)
-        err = apply_retention(ds, &next, &evicted);
+        err = apply_retention(ds, &next, save_time, &evicted);
     if (err == 0)
         err = evict_unsure(ds, stored, &next, &evicted);
     if (err < 0)

@@ -367,6 +367,34 @@ static void test_b76_wall_clock_stepped_back(void **state)
     ckpt_saver_free(s);
 }
 
+/* B76: checkpoints a saver finds in the directory, saved before its
+ * schedule starts, are not kept for their times, however far apart they
+ * are (the schedule's restart when the clock goes back must not take them
+ * for a clock gone back). */
+static void test_b76_older_checkpoints_found_not_kept(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    fake_clock clk;
+    ckpt_saver *s;
+    fake_clock_init(&clk, 1000000.0, 1000000.0);
+    o.clock = &clk.clock;
+    o.max_to_keep = CKPT_KEEP_ALL;
+    s = open_saver(f, &o); /* no schedule: keeps all */
+    for (int i = 1; i <= 3; i++) {
+        save_steps(s, f, i, i);
+        clk.now += 5 * 3600.0;
+    }
+    ckpt_saver_free(s);
+    o.max_to_keep = 1;
+    o.keep_checkpoint_every_n_hours = 1.0;
+    s = open_saver(f, &o); /* its schedule starts now, after all three */
+    save_steps(s, f, 4, 4);
+    assert_int_equal(count_files(f->dir, ".index"), 1);
+    assert_true(file_exists(f->dir, "model.ckpt-4.index"));
+    ckpt_saver_free(s);
+}
+
 /* B76 across a restart: the state file keeps when the schedule started (or
  * the last checkpoint preserved), and a saver opened later goes on from
  * it; a job restarted more often than every n hours still preserves. */
@@ -2028,6 +2056,9 @@ int main(void)
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_wall_clock_stepped_back, setup,
                                         test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_b76_older_checkpoints_found_not_kept, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b76_schedule_survives_reopen,
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_b77_latest_checkpoint, setup,
