@@ -470,7 +470,14 @@ CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
 /** Allocate and pre-fault the staging buffers now rather than at the first
  *  async save (which then blocks only for the copy); synchronous saves use
  *  them too (ckpt_saver_save). With fence_from_start the buffers are only
- *  mapped: the writer's overlapped copies fault them in. */
+ *  mapped: the writer's overlapped copies fault them in.
+ *  @return 0; CKPT_EINVAL with no variables registered; CKPT_ENOMEM when
+ *          the buffers cannot be mapped ("mapping a staging image of N
+ *          bytes: ...") or the kernel cannot back their pages, as under a
+ *          memory cgroup's limit ("faulting in a staging image of N bytes:
+ *          ..."): the save fails instead of the OOM killer ending the
+ *          process; nothing is kept, the saver stays usable. The first
+ *          save_async reserves the same way and fails the same. */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
 /* ---- savers implemented elsewhere ----------------------------------------- */

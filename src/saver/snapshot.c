@@ -40,18 +40,23 @@ static size_t page_size(void)
  * (fewer faults, fewer pages to pin for each O_DIRECT write; a kernel or
  * configuration without them just says no), then, when asked, fault every
  * page in now: with MADV_POPULATE_WRITE, or by touching each page where
- * that is unknown. */
-static void prefault(void *p, size_t len, size_t page, int now)
+ * that is unknown (an older kernel). 0, or ENOMEM when the kernel could
+ * not back the pages (a memory cgroup at its limit): touching them then
+ * would only call in the OOM killer, so the save fails instead. */
+static int prefault(void *p, size_t len, size_t page, int now)
 {
 #ifdef MADV_HUGEPAGE
     (void)madvise(p, len, MADV_HUGEPAGE);
 #endif
     if (!now)
-        return;
+        return 0;
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
-        return;
+        return 0;
+    if (errno == ENOMEM)
+        return ENOMEM;
     for (size_t off = 0; off < len; off += page)
         ((volatile uint8_t *)p)[off] = 0;
+    return 0;
 }
 
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
@@ -79,7 +84,11 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     if (p == MAP_FAILED)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
-    prefault(p, len, page, prefault_now);
+    if (prefault(p, len, page, prefault_now) != 0) {
+        munmap(p, len);
+        return ckpt__error_errno(
+            ENOMEM, "faulting in a staging image of %zu bytes", len);
+    }
     img->crcs = ckpt__calloc(nvars ? nvars : 1, sizeof(*img->crcs));
     img->piece_crcs =
         ckpt__calloc(npieces ? npieces : 1, sizeof(*img->piece_crcs));
