@@ -287,7 +287,10 @@ ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
  *  this call's start, the job is ended with MPI_Abort(comm, 70) on the
  *  communicator given to open, after a message on stderr naming this rank
  *  and `what` ("ckpt_mpi: rank R: <what>: other ranks did not respond
- *  within T s; aborting the job (a rank died or stalled, ...)"). Use it in
+ *  within T s; aborting the job (a rank died or stalled, or did not post
+ *  its part of the caller's collectives waited for here
+ *  (ckpt_mpi_saver_wait_requests): every rank posts them all, in the
+ *  same order)": the caller's collectives, not the saver's). Use it in
  *  place of MPI_Wait/MPI_Waitall (post MPI_Iallreduce instead of calling
  *  MPI_Allreduce): a blocking MPI call on a dead or stopped peer never
  *  returns. Local (the requests may belong to any communicator); the

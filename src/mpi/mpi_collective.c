@@ -3,8 +3,10 @@
  * collective timeout passes, which ends the job with MPI_Abort (a dead or
  * stalled peer can never be waited out, and an MPI collective cannot be
  * cancelled); the caller's own requests get the same bound through
- * ckpt_mpi_saver_wait_requests. Also the agreement of all ranks on one outcome:
- * the most severe error, with the message of the rank that reported it. */
+ * ckpt_mpi_saver_wait_requests, whose abort says that it was the caller's
+ * requests that were waited for, not the saver's collectives. Also the
+ * agreement of all ranks on one outcome: the most severe error, with the
+ * message of the rank that reported it. */
 #include "mpi_internal.h"
 
 #include <sched.h>
@@ -19,26 +21,58 @@ double ckpt__mpi_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
+/* Why a wait on other ranks may never end, for the abort's message: one
+ * for the saver's own collectives, one for the caller's requests waited
+ * for with ckpt_mpi_saver_wait_requests (which the saver never posts, so
+ * its collectives are no cause). */
+static const char saver_hint[] =
+    "a rank died or stalled, or made another collective call of the saver "
+    "than this one: every rank makes them all, in the same order";
+static const char caller_hint[] =
+    "a rank died or stalled, or did not post its part of the caller's "
+    "collectives waited for here (ckpt_mpi_saver_wait_requests): every "
+    "rank posts them all, in the same order";
+
+/* Say `line` on stderr and end the job. */
+static void abort_with(ckpt_mpi_saver *s, const char *line)
 {
-    fprintf(stderr,
-            "ckpt_mpi: rank %d: %s: other ranks did not respond within "
-            "%.0f s; aborting the job (a rank died or stalled, or made "
-            "another collective call of the saver than this one: every "
-            "rank makes them all, in the same order)\n",
-            s->rank, what, s->timeout_s);
+    fputs(line, stderr);
     fflush(stderr);
     MPI_Abort(s->comm_user, 70);
+}
+
+/* The abort of a wait past the timeout: `what` was waited for, `hint`
+ * says what may have happened. */
+static void timeout_abort(ckpt_mpi_saver *s, const char *what, const char *hint)
+{
+    char line[2 * CKPT__MPI_MSG];
+    snprintf(line, sizeof(line),
+             "ckpt_mpi: rank %d: %s: other ranks did not respond within "
+             "%.0f s; aborting the job (%s)\n",
+             s->rank, what, s->timeout_s, hint);
+    abort_with(s, line);
+}
+
+void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
+{
+    timeout_abort(s, what, saver_hint);
+}
+
+/* ckpt__mpi_test_all with the hint of what is waited for. */
+static int test_bounded(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                        double since, const char *what, const char *hint)
+{
+    int done = 0;
+    MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+    if (!done && since >= 0 && ckpt__mpi_now() - since > s->timeout_s)
+        timeout_abort(s, what, hint);
+    return done;
 }
 
 int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                        double since, const char *what)
 {
-    int done = 0;
-    MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-    if (!done && since >= 0 && ckpt__mpi_now() - since > s->timeout_s)
-        ckpt__mpi_abort(s, what);
-    return done;
+    return test_bounded(s, reqs, n, since, what, saver_hint);
 }
 
 /* `what`, then the ranks whose receive is pending, into buf[0..n): "what
@@ -80,7 +114,7 @@ int ckpt__mpi_test_from_ranks(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     if (done || since < 0 || ckpt__mpi_now() - since <= s->timeout_s)
         return done;
     name_pending(named, sizeof(named), what, reqs, n);
-    ckpt__mpi_abort(s, named);
+    timeout_abort(s, named, saver_hint);
     return 0;
 }
 
@@ -98,13 +132,20 @@ void ckpt__mpi_pause(long *round)
     (*round)++;
 }
 
-void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
-                        const char *what)
+/* ckpt__mpi_wait_all with the hint of what is waited for. */
+static void wait_bounded(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                         const char *what, const char *hint)
 {
     double start = ckpt__mpi_now();
     long round = 0;
-    while (!ckpt__mpi_test_all(s, reqs, n, start, what))
+    while (!test_bounded(s, reqs, n, start, what, hint))
         ckpt__mpi_pause(&round);
+}
+
+void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
+                        const char *what)
+{
+    wait_bounded(s, reqs, n, what, saver_hint);
 }
 
 int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
@@ -118,8 +159,9 @@ int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
     if (ckpt__mpi_refuse_worker(s, "wait_requests") < 0)
         return CKPT_ESTATE;
     if (n > 0)
-        ckpt__mpi_wait_all(s, reqs, n,
-                           what ? what : "waiting for the caller's requests");
+        wait_bounded(s, reqs, n,
+                     what ? what : "waiting for the caller's requests",
+                     caller_hint);
     return 0;
 }
 
