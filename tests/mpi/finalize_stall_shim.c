@@ -3,19 +3,28 @@
  * stops the process whose OMPI_COMM_WORLD_RANK (Open MPI sets it in each
  * rank's environment) equals CKPT_STALL_FINALIZE_RANK with SIGSTOP before
  * it finalizes: a rank that stalls after the last collective, which the
- * other ranks' MPI_Finalize may wait for. Said on stderr first, so a test
- * can see that the stall was reached. Every other rank finalizes as
- * usual. */
+ * other ranks' MPI_Finalize may wait for. With CKPT_HANG_FINALIZE set,
+ * MPI_Finalize instead never returns in this very process (it pauses, so
+ * its own alarm still runs): a finalize held by a peer, seen from a rank
+ * run alone. Said on stderr first, so a test can see that the stall was
+ * reached. Every other rank finalizes as usual. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int MPI_Finalize(void)
 {
     const char *want = getenv("CKPT_STALL_FINALIZE_RANK");
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (getenv("CKPT_HANG_FINALIZE")) {
+        fprintf(stderr, "finalize_stall_shim: MPI_Finalize hangs\n");
+        fflush(stderr);
+        for (;;)
+            pause();
+    }
     if (want && rank && strcmp(want, rank) == 0) {
         fprintf(stderr,
                 "finalize_stall_shim: rank %s stops before "

@@ -6,7 +6,8 @@
 # 70 and a message saying a rank died or stalled, instead of hanging.
 # Then the last rank stopped right before its MPI_Finalize, after training
 # (FINALIZE_SHIM, LD_PRELOAD): the other ranks' exit is bounded the same
-# way, by their alarm around MPI_Finalize.
+# way, by their alarm around MPI_Finalize, and what they printed before
+# is not lost.
 # Usage: run_train_stall.sh NP CKPT_TRAIN FINALIZE_SHIM MPIEXEC [FLAGS...]
 set -euo pipefail
 np=$1 train=$2 shim=$3 mpiexec=$4
@@ -108,4 +109,33 @@ grep -q "ckpt-train: rank 0: MPI_Finalize did not return within 3 s (a rank died
     "$tmp/out" || die "rank 0's MPI_Finalize was not cut short (exit $rc)"
 [ "$rc" -ne 0 ] || die "the job exited 0 with a rank stalled in its exit"
 echo "ok: $np ranks, the last stopped before MPI_Finalize: rank 0 exited 70"
+
+# What a rank printed before its MPI_Finalize was cut short still reaches
+# its stdout when that is a file or a pipe (fully buffered; mpiexec gives
+# Open MPI's ranks a terminal, so this runs one rank alone, as a
+# singleton): MPI_Finalize never returns (CKPT_HANG_FINALIZE), the alarm
+# ends the process with _exit(70), which flushes nothing itself.
+if [ "$np" -eq 2 ]; then
+    rm -rf "$tmp/run"
+    rc=0
+    env LD_PRELOAD="$preload" CKPT_HANG_FINALIZE=1 timeout 60 "$train" \
+        --distributed --dir "$tmp/run" --steps 20 --save-steps 10 --quiet \
+        --hidden 16 --collective-timeout 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
+    cat "$tmp/err" >>"$tmp/out"
+    [ "$rc" -eq 70 ] || die "a rank alone, MPI_Finalize hanging: exit $rc, not 70"
+    grep -q "ckpt-train: rank 0: MPI_Finalize did not return within 1 s" \
+        "$tmp/err" || die "no message on the hanging MPI_Finalize"
+    grep -qx "done: step 20 on 1 ranks" "$tmp/out" ||
+        die "stdout lost what was printed before MPI_Finalize"
+    echo "ok: a rank alone whose MPI_Finalize hangs: exit 70, its stdout kept"
+    # Its stdout lost (/dev/full), the run otherwise done: exit 3, as
+    # without --distributed.
+    rm -rf "$tmp/run"
+    rc=0
+    timeout 60 "$train" --distributed --dir "$tmp/run" --steps 20 \
+        --save-steps 10 --quiet --hidden 16 >/dev/full 2>"$tmp/err" || rc=$?
+    [ "$rc" -eq 3 ] && grep -q "ckpt-train: could not write stdout: No space left on device" \
+        "$tmp/err" || { cat "$tmp/err" >"$tmp/out"; die "stdout on /dev/full: exit $rc, not 3"; }
+    echo "ok: a rank alone, stdout on /dev/full: exit 3"
+fi
 echo PASS

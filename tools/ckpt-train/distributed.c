@@ -526,6 +526,10 @@ int ckpt_train_distributed(int argc, char **argv)
     }
     if (code == 0)
         code = run(t);
+    /* Before MPI_Finalize, whose alarm ends the process with _exit (no
+     * stdio flush): what this rank printed is written out, and a failure
+     * to write it counted, first. */
+    code = report_exit_status(code == TRAIN_OPTIONS_HELP ? 0 : code);
     rank = t->rank;
     timeout_s = t->o.collective_timeout > 0 ? t->o.collective_timeout : 600.0;
     mlp_free(&t->model);
@@ -536,5 +540,5 @@ int ckpt_train_distributed(int argc, char **argv)
     free(t->grads);
     free(t);
     finalize_bounded(rank, timeout_s);
-    return code == TRAIN_OPTIONS_HELP ? 0 : code;
+    return code;
 }

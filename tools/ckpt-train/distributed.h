@@ -8,7 +8,8 @@
 int ckpt_train_wants_distributed(int argc, char **argv);
 
 /* Run the distributed trainer (initialises and finalises MPI); returns the
- * process exit status. */
+ * process exit status, report_exit_status's included (stdout and stderr
+ * flushed before MPI_Finalize, whose time-out exits 70 at once). */
 int ckpt_train_distributed(int argc, char **argv);
 
 #endif

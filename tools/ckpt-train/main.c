@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 #ifdef CKPT_TRAIN_MPI
     if (ckpt_train_wants_distributed(argc, argv)) {
         free(t);
-        return report_exit_status(ckpt_train_distributed(argc, argv));
+        return ckpt_train_distributed(argc, argv);
     }
 #endif
     if (!t)
