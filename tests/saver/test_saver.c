@@ -297,18 +297,24 @@ static void test_b75_keep_all(void **state)
     ckpt_saver_free(s);
 }
 
+/* B76's saver in the tests below: max_to_keep 1, and one checkpoint kept
+ * every hour, on `clk`, which starts at t0 = 1,000,000 s (both clocks). */
+static ckpt_saver *open_hourly_saver(fixture *f, fake_clock *clk)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    fake_clock_init(clk, 1000000.0, 1000000.0);
+    o.clock = &clk->clock;
+    o.max_to_keep = 1;
+    o.keep_checkpoint_every_n_hours = 1.0; /* next keep time: t0 + 3600 */
+    return open_saver(f, &o);
+}
+
 /* B76: keep_checkpoint_every_n_hours with a fake clock. */
 static void test_b76_keep_every_n_hours(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     fake_clock clk;
-    ckpt_saver *s;
-    fake_clock_init(&clk, 1000000.0, 1000000.0);
-    o.clock = &clk.clock;
-    o.max_to_keep = 1;
-    o.keep_checkpoint_every_n_hours = 1.0; /* next keep time: t0 + 3600 */
-    s = open_saver(f, &o);
+    ckpt_saver *s = open_hourly_saver(f, &clk);
     clk.now += 600; /* step 1 at t0+600: before the next keep time */
     save_steps(s, f, 1, 1);
     clk.now += 600;
@@ -337,14 +343,8 @@ static void test_b76_keep_every_n_hours(void **state)
 static void test_b76_wall_clock_stepped_back(void **state)
 {
     fixture *f = *state;
-    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     fake_clock clk;
-    ckpt_saver *s;
-    fake_clock_init(&clk, 1000000.0, 1000000.0);
-    o.clock = &clk.clock;
-    o.max_to_keep = 1;
-    o.keep_checkpoint_every_n_hours = 1.0;
-    s = open_saver(f, &o);
+    ckpt_saver *s = open_hourly_saver(f, &clk);
     clk.now += 3601;
     save_steps(s, f, 1, 1);
     clk.now += 10;
