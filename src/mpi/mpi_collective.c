@@ -55,7 +55,12 @@ static void timeout_abort(ckpt_mpi_saver *s, const char *what, const char *hint)
 
 void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
 {
-    timeout_abort(s, what, saver_hint);
+    char line[CKPT__MPI_MSG + 64];
+    snprintf(line, sizeof(line),
+             "ckpt_mpi: rank %d: %s; aborting the job (the other ranks "
+             "would wait for this rank's part)\n",
+             s->rank, what);
+    abort_with(s, line);
 }
 
 /* ckpt__mpi_test_all with the hint of what is waited for. */

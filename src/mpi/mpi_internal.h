@@ -241,7 +241,11 @@ int ckpt__mpi_test_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
  * names the ranks whose receive is still pending. */
 int ckpt__mpi_test_from_ranks(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
                               double since, const char *what);
-/* Abort the job: the library's bounded outcome of a wait. */
+/* Abort the job (MPI_Abort(comm, 70)) after "ckpt_mpi: rank R: <what>;
+ * aborting the job (...)" on stderr: a failure this rank cannot report to
+ * the others midway through a collective step (out of memory). A wait past
+ * the timeout aborts in ckpt__mpi_test_all and ckpt__mpi_wait_all, with a
+ * message naming the wait and that the other ranks did not respond. */
 void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what);
 /* Agree on one outcome on `comm`: every rank passes its own `err` (0 or a
  * code, with the calling thread's last error as the message); every rank

@@ -32,7 +32,13 @@
  *                  completes the caller's requests
  *   user-stall DIR (2 ranks) rank 1 never joins the caller's barrier:
  *                  rank 0's ckpt_mpi_saver_wait_requests ends the job
- *                  (message checked by CTest) */
+ *                  (message checked by CTest)
+ *   oom-abort DIR  (2 ranks) rank 0 runs out of memory for the save
+ *                  status it gathers: the job ends at once, the message
+ *                  saying so, not that the other ranks did not respond
+ *                  (CTest checks it) */
+#include "ckpt/sys/alloc.h"
+#include "mpi/mpi_internal.h"
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -442,6 +448,56 @@ static void test_user_stall(void **state)
     fail_msg("rank 0's barrier returned although rank 1 never joined");
 }
 
+/* ---- an abort that is no timeout ---------------------------------------- */
+
+/* An allocator of the C library's blocks that refuses one request of
+ * `oom_size` bytes once armed (oom_size 0: none). */
+static atomic_size_t oom_size;
+
+static void *oom_malloc(size_t n, void *payload)
+{
+    size_t want = n;
+    (void)payload;
+    if (n > 0 && atomic_compare_exchange_strong(&oom_size, &want, 0))
+        return NULL;
+    return malloc(n);
+}
+
+static void *oom_realloc(void *p, size_t n, void *payload)
+{
+    (void)payload;
+    return realloc(p, n);
+}
+
+static void oom_free(void *p, void *payload)
+{
+    (void)payload;
+    free(p);
+}
+
+static const ckpt_allocator oom_allocator = {CKPT_ALLOCATOR_VERSION, NULL,
+                                             oom_malloc, oom_realloc, oom_free};
+
+/* Rank 0 cannot allocate the table of every rank's save status, which it
+ * needs before it can tell the others anything: it ends the job. */
+static void test_oom_abort(void **state)
+{
+    ckpt_mpi_saver *s;
+    model m;
+    (void)state;
+    fresh_dir(g_dir);
+    assert_ckpt_ok(ckpt_set_allocator(&oom_allocator));
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 30.0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    if (test_rank() == 0)
+        atomic_store(&oom_size, (size_t)test_size() * sizeof(ckpt__mpi_status));
+    ckpt_mpi_saver_save(s, 1, NULL);
+    fail_msg("rank %d's save returned although rank 0 had no memory for it",
+             test_rank());
+}
+
 /* ---- SKIP's agreement given ahead -------------------------------------- */
 
 /* Let every rank's answer for the next trigger travel: polls, each step
@@ -628,6 +684,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_counts_from_its_start),
         cmocka_unit_test(test_wait_requests)};
     const struct CMUnitTest user_stall[] = {cmocka_unit_test(test_user_stall)};
+    const struct CMUnitTest oom_abort[] = {cmocka_unit_test(test_oom_abort)};
     const struct CMUnitTest agree[] = {
         cmocka_unit_test(test_trigger_needs_no_collective),
         cmocka_unit_test(test_lagging_rank),
@@ -643,6 +700,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("agree", agree),
         MPI_TEST_GROUP("waits", waits),
         MPI_TEST_GROUP("user-stall", user_stall),
+        MPI_TEST_GROUP("oom-abort", oom_abort),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -656,7 +714,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|mismatch|kill|after-kill|thread-single|"
-                "agree|waits|user-stall DIR\n",
+                "agree|waits|user-stall|oom-abort DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
