@@ -9,10 +9,13 @@
  * message of the rank that reported it. */
 #include "mpi_internal.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 double ckpt__mpi_now(void)
 {
@@ -33,11 +36,15 @@ static const char caller_hint[] =
     "collectives waited for here (ckpt_mpi_saver_wait_requests): every "
     "rank posts them all, in the same order";
 
-/* Say `line` on stderr and end the job. */
+/* Say `line` on stderr and end the job. One write(2) with SIGPIPE held
+ * back (ckpt__write_no_signal, as ckpt_log_stderr writes): a stderr pipe
+ * whose reader went away loses the line, and the job still ends here with
+ * MPI_Abort, not by SIGPIPE killing this rank first. */
 static void abort_with(ckpt_mpi_saver *s, const char *line)
 {
-    fputs(line, stderr);
-    fflush(stderr);
+    /* A failed write has nowhere left to be said. */
+    (void)ckpt__write_no_signal(STDERR_FILENO, line, strlen(line), SIGPIPE,
+                                EPIPE);
     MPI_Abort(s->comm_user, 70);
 }
 

@@ -36,7 +36,12 @@
  *   oom-abort DIR  (2 ranks) rank 0 runs out of memory for the save
  *                  status it gathers: the job ends at once, the message
  *                  saying so, not that the other ranks did not respond
- *                  (CTest checks it) */
+ *                  (CTest checks it)
+ *   abort-epipe DIR (2 ranks) as user-stall, rank 0's stderr a pipe
+ *                  nobody reads, SIGPIPE's action the default: its abort
+ *                  still ends the job with MPI_Abort (errorcode 70),
+ *                  the message lost, instead of SIGPIPE killing rank 0
+ *                  (CTest checks mpiexec's report) */
 #include "ckpt/sys/alloc.h"
 #include "mpi/mpi_internal.h"
 #include "mpi_model.h"
@@ -448,6 +453,29 @@ static void test_user_stall(void **state)
     fail_msg("rank 0's barrier returned although rank 1 never joined");
 }
 
+/* As test_user_stall, with rank 0's stderr a pipe whose reader is gone. */
+static void test_abort_epipe(void **state)
+{
+    ckpt_mpi_saver *s;
+    MPI_Request req;
+    int fds[2];
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 1.0);
+    if (test_rank() == 1) {
+        sleep(60); /* never joins; the abort ends this process */
+        fail_msg("rank 1 outlived the collective timeout");
+    }
+    signal(SIGPIPE, SIG_DFL);
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    ckpt_mpi_saver_wait_requests(s, 1, &req, "the caller's barrier");
+    fail_msg("rank 0's barrier returned although rank 1 never joined");
+}
+
 /* ---- an abort that is no timeout ---------------------------------------- */
 
 /* An allocator of the C library's blocks that refuses one request of
@@ -685,6 +713,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_requests)};
     const struct CMUnitTest user_stall[] = {cmocka_unit_test(test_user_stall)};
     const struct CMUnitTest oom_abort[] = {cmocka_unit_test(test_oom_abort)};
+    const struct CMUnitTest abort_epipe[] = {
+        cmocka_unit_test(test_abort_epipe)};
     const struct CMUnitTest agree[] = {
         cmocka_unit_test(test_trigger_needs_no_collective),
         cmocka_unit_test(test_lagging_rank),
@@ -701,6 +731,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("waits", waits),
         MPI_TEST_GROUP("user-stall", user_stall),
         MPI_TEST_GROUP("oom-abort", oom_abort),
+        MPI_TEST_GROUP("abort-epipe", abort_epipe),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -714,7 +745,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|mismatch|kill|after-kill|thread-single|"
-                "agree|waits|user-stall|oom-abort DIR\n",
+                "agree|waits|user-stall|oom-abort|abort-epipe DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
