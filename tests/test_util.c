@@ -69,6 +69,25 @@ ckpt_var test_float_var(const char *name, float *data, int64_t n)
     return v;
 }
 
+void test_write_tensor_per_shard(const char *prefix, int shards)
+{
+    ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape one = {1, {1}};
+    o.num_shards = shards;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, &o));
+    for (int i = 0; i < shards; i++) {
+        char name[16];
+        float v = (float)i;
+        snprintf(name, sizeof(name), "t%03d", i);
+        assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, shards - 1 - i));
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &one, &v, 4));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
 void *test_dir_fixture_new(size_t size, size_t dir_offset)
 {
     void *f = calloc(1, size);

@@ -49,6 +49,12 @@ size_t test_count(const char *hay, const char *needle);
  * callbacks). */
 ckpt_var test_float_var(const char *name, float *data, int64_t n);
 
+/* Write a bundle at `prefix` of `shards` data files (at most 1000), tensor
+ * "tNNN" (one float, NNN) in data file shards - 1 - NNN, so that name
+ * order visits them backwards: for tests with fewer descriptors than data
+ * files. */
+void test_write_tensor_per_shard(const char *prefix, int shards);
+
 /* A test fixture whose struct begins with `char *dir`: a zeroed struct of
  * `size` bytes, that member a fresh directory (test_make_temp_dir). Pass
  * offsetof(<struct>, dir) as dir_offset: the test fails unless it is 0

@@ -555,21 +555,7 @@ static void test_shared_record(void **state)
  * data file MANY_SHARDS - 1 - NNN: name order visits them backwards. */
 static void write_many_shards(const fixture *f)
 {
-    ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape one = {1, {1}};
-    o.num_shards = MANY_SHARDS;
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->d.prefix, &o));
-    for (int i = 0; i < MANY_SHARDS; i++) {
-        char name[16];
-        float v = (float)i;
-        snprintf(name, sizeof(name), "t%03d", i);
-        assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, MANY_SHARDS - 1 - i));
-        assert_ckpt_ok(
-            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &one, &v, 4));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
+    test_write_tensor_per_shard(f->d.prefix, MANY_SHARDS);
 }
 
 /* With `limit` file descriptors, fewer than data files: verify, read

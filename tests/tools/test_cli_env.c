@@ -21,22 +21,8 @@
  * float, NNN) in data file SHARDS - 1 - NNN; returns the prefix. */
 static char *write_sharded(const char *dir)
 {
-    ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape one = {1, {1}};
     char *prefix = test_path(dir, "ckpt");
-    o.num_shards = SHARDS;
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, &o));
-    for (int i = 0; i < SHARDS; i++) {
-        char name[16];
-        float v = (float)i;
-        snprintf(name, sizeof(name), "t%03d", i);
-        assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, SHARDS - 1 - i));
-        assert_ckpt_ok(
-            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &one, &v, 4));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
+    test_write_tensor_per_shard(prefix, SHARDS);
     return prefix;
 }
 
