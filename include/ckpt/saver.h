@@ -122,7 +122,10 @@ typedef struct ckpt_saver_options {
      *  more than H hours after the last one kept, or at first after the
      *  schedule's start: the state file's last_preserved_timestamp, which
      *  the saver writes (its creation time until one is kept), so a
-     *  restarted job goes on with the same schedule. */
+     *  restarted job goes on with the same schedule. Times are the wall
+     *  clock's: one that went back before the last one kept (an NTP step)
+     *  restarts the schedule at the save's time, and a checkpoint saved
+     *  later than that time is not kept for it (B76). */
     double keep_checkpoint_every_n_hours;
     int pad_step_number;   /**< zero-pad steps to 8 digits */
     int absolute_paths;    /**< write absolute paths in the state file
