@@ -65,17 +65,30 @@ static pid_t start(const char *prog, const char *cwd, char *const *argv, int fo,
     return pid;
 }
 
+/* A new file "ckpt-cli-<what>-XXXXXX" in test_temp_base() ($TMPDIR, else
+ * /tmp), open for writing; its path in `*path` (the caller frees it). */
+static int temp_file(char **path, const char *what)
+{
+    const char *base = test_temp_base();
+    size_t n = strlen(base) + strlen(what) + sizeof("/ckpt-cli--XXXXXX");
+    int fd;
+    *path = malloc(n);
+    assert_non_null(*path);
+    snprintf(*path, n, "%s/ckpt-cli-%s-XXXXXX", base, what);
+    fd = mkstemp(*path);
+    assert_true(fd >= 0);
+    return fd;
+}
+
 cli_run cli_run_with(const char *prog, const char *cwd, const char *const *args,
                      cli_child_setup setup, const void *arg)
 {
-    char out_path[] = "/tmp/ckpt-cli-out-XXXXXX";
-    char err_path[] = "/tmp/ckpt-cli-err-XXXXXX";
+    char *out_path, *err_path;
     const char *argv[64];
     cli_run r;
     pid_t pid;
     int st = 0, n = 0;
-    int fo = mkstemp(out_path), fe = mkstemp(err_path);
-    assert_true(fo >= 0 && fe >= 0);
+    int fo = temp_file(&out_path, "out"), fe = temp_file(&err_path, "err");
     argv[n++] = prog;
     for (; args[n - 1] && n < 63; n++)
         argv[n] = args[n - 1];
@@ -91,6 +104,8 @@ cli_run cli_run_with(const char *prog, const char *cwd, const char *const *args,
     r.err = slurp(err_path);
     unlink(out_path);
     unlink(err_path);
+    free(out_path);
+    free(err_path);
     return r;
 }
 

@@ -2,7 +2,8 @@
  * rather than on hostile files: fewer file descriptors than a checkpoint
  * has data files (ulimit -n); a temporary directory that cannot take the
  * output held there (ulimit -f); stderr closed while output is held in a
- * temporary file; a small stack (ulimit -s). */
+ * temporary file; a small stack (ulimit -s). Also that the runs' own
+ * captured output goes where $TMPDIR says. */
 #include "cli_run.h"
 
 #include <fcntl.h>
@@ -300,9 +301,47 @@ static void test_held_file_off_closed_stderr(void **state)
     test_remove_tree(dir);
 }
 
+/* In the child: exit 99 unless its stdout, the file cli_run_with captures
+ * it in, lies in the directory `arg`. */
+static void stdout_in(const void *arg)
+{
+    const char *dir = arg;
+    char target[4096];
+    ssize_t n = readlink("/proc/self/fd/1", target, sizeof(target) - 1);
+    if (n < 0)
+        _exit(98);
+    target[n] = '\0';
+    if (strncmp(target, dir, strlen(dir)) != 0 || target[strlen(dir)] != '/')
+        _exit(99);
+}
+
+/* The runs' captured output goes where $TMPDIR says, as every other file
+ * of the tests (test_temp_base); it went to /tmp whatever TMPDIR said. */
+static void test_runs_capture_in_tmpdir(void **state)
+{
+    char *dir = test_make_temp_dir();
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    const char *args[] = {"--help", NULL};
+    cli_run r;
+    (void)state;
+    assert_int_equal(setenv("TMPDIR", dir, 1), 0);
+    r = cli_run_with(CKPT_CLI_PATH, NULL, args, stdout_in, dir);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    expect_status(&r, 0);
+    expect_contains(r.out, "ckpt");
+    run_free(&r);
+    free(saved);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_runs_capture_in_tmpdir),
         cmocka_unit_test(test_verify_inspect_few_descriptors),
         cmocka_unit_test(test_held_output_falls_back_to_memory),
         cmocka_unit_test(test_held_file_off_closed_stderr),
