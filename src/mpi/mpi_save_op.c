@@ -4,15 +4,17 @@
  *   WRITING      this rank's data file is written (background thread, or
  *                in place for a synchronous save), after the thread has
  *                copied what an overlapped snapshot left open
- *   GATHER_HDR   rank 0 gathers every rank's status        (MPI_Igather)
+ *   GATHER_HDR   rank 0 gathers every rank's status        (MPI_Isend to
+ *                rank 0, one MPI_Irecv per rank there: a timeout names
+ *                the ranks it has no status from)
  *   GATHER_BLOB  rank 0 gathers every rank's entries       (MPI_Igatherv)
  *   COMMITTING   rank 0 merges the index and names the checkpoint
  *                (background thread), or skips that when a rank failed
  *   OUTCOME      rank 0's verdict reaches every rank       (MPI_Ibcast)
  *
- * Other ranks post their gathers and the broadcast together once their
- * file is written and wait only for the verdict. The collectives go over
- * comm_op, where only saves, one at a time, post anything, so they match
+ * Other ranks post their status, entries and the broadcast together once
+ * their file is written and wait only for the verdict. All of it goes over
+ * comm_op, where only saves, one at a time, post anything, so it matches
  * in order on every rank. Every wait on peers is bounded by the collective
  * timeout (then MPI_Abort). The background thread never calls MPI. */
 #include "mpi_internal.h"
