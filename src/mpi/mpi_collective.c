@@ -55,7 +55,7 @@ static void timeout_abort(ckpt_mpi_saver *s, const char *what, const char *hint)
     char line[2 * CKPT__MPI_MSG];
     snprintf(line, sizeof(line),
              "ckpt_mpi: rank %d: %s: other ranks did not respond within "
-             "%.0f s; aborting the job (%s)\n",
+             "%g s; aborting the job (%s)\n",
              s->rank, what, s->timeout_s, hint);
     abort_with(s, line);
 }
