@@ -338,6 +338,16 @@ static void test_inspect_one_tensor_values(void **state)
     expect_contains(r.err, "ckpt inspect: ");
     expect_contains(r.err, "no tensor named 'no/such/tensor'");
     run_free(&r);
+    /* a graph tensor's name, as TensorFlow prints it: the hint says which
+     * key was meant, as the library's own message does */
+    RUN_STATUS(r, 2, "inspect", dir, "--tensor",
+               "step/.ATTRIBUTES/VARIABLE_VALUE:0");
+    expect_contains(r.err, "no tensor named "
+                           "'step/.ATTRIBUTES/VARIABLE_VALUE:0' (checkpoint "
+                           "keys are variable names, without a graph "
+                           "tensor's output suffix ':0': use "
+                           "'step/.ATTRIBUTES/VARIABLE_VALUE')");
+    run_free(&r);
     free(dir);
 }
 

@@ -323,9 +323,11 @@ static int run(int argc, char **argv)
     outside = cli_outside_warnings() > 0;
     for (int i = 0; i < o.num_tensors; i++) {
         const ckpt_tensor_entry *e = NULL;
-        if (ckpt_bundle_reader_find(&e, r, o.tensors[i]) < 0) {
-            cli_error("inspect", "%s: no tensor named '%s'", prefix,
-                      o.tensors[i]);
+        int err = ckpt_bundle_reader_find(&e, r, o.tensors[i]);
+        if (err < 0) {
+            /* the library's message: it says what was meant, e.g. the
+             * name without a graph tensor's ":0" */
+            cli_lib_error("inspect", err, prefix);
             rc = CLI_USAGE;
             goto done;
         }
