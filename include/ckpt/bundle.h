@@ -215,7 +215,9 @@ ckpt_tensor_entry_shown_name(char *out, size_t cap,
 
 /** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND
  *  (for a graph tensor's name such as "dense/bias:0" whose variable
- *  "dense/bias" is a key, the message says to use that) */
+ *  "dense/bias" is a key, the message says to use that; so it does for a
+ *  TensorFlow 2 object path such as "net/w" whose value is stored as
+ *  "net/w/.ATTRIBUTES/VARIABLE_VALUE") */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                         const ckpt_bundle_reader *r, const char *name);

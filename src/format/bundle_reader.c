@@ -116,8 +116,35 @@ int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
                            r->index_path.ptr, ckpt__show_name(&sn, name, n),
                            (int)(n - base - 1), name + base + 1,
                            ckpt__show_name(&sb, name, base));
+    if (ckpt__bundle_reader_has_tf2_value(r, name, n))
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "%s: no tensor named '%s' (a TensorFlow 2 "
+                           "checkpoint stores a variable's value under its "
+                           "object path followed by '%s': use '%s%s')",
+                           r->index_path.ptr, ckpt__show_name(&sn, name, n),
+                           CKPT__TF2_VALUE_SUFFIX,
+                           ckpt__show_name(&sb, name, n),
+                           CKPT__TF2_VALUE_SUFFIX);
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
                        r->index_path.ptr, ckpt__show_name(&sn, name, n));
+}
+
+int ckpt__bundle_reader_has_tf2_value(const ckpt_bundle_reader *r,
+                                      const char *name, size_t n)
+{
+    size_t sn = sizeof(CKPT__TF2_VALUE_SUFFIX) - 1;
+    char *key;
+    int found;
+    if (n > SIZE_MAX - sn || search_key(r, name, n))
+        return 0;
+    key = ckpt__malloc(n + sn);
+    if (!key)
+        return 0; /* only a hint: without memory, none */
+    memcpy(key, name, n);
+    memcpy(key + n, CKPT__TF2_VALUE_SUFFIX, sn);
+    found = search_key(r, key, n + sn) != NULL;
+    ckpt__free(key);
+    return found;
 }
 
 /* ---- open: the index ------------------------------------------------- */

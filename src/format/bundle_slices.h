@@ -238,4 +238,14 @@ int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
                                  const ckpt_bundle_reader *r, const void *key,
                                  size_t key_len);
 
+/* Where a TensorFlow 2 object-based checkpoint (tf.train.Checkpoint,
+ * CheckpointManager) stores a variable's value: under its object path
+ * followed by this suffix. */
+#define CKPT__TF2_VALUE_SUFFIX "/.ATTRIBUTES/VARIABLE_VALUE"
+/* Implemented by format/bundle_reader.c: whether `r` lacks the `n` bytes
+ * at `name` as a key but has them followed by CKPT__TF2_VALUE_SUFFIX (a
+ * TensorFlow user's object path, given for the key). */
+int ckpt__bundle_reader_has_tf2_value(const ckpt_bundle_reader *r,
+                                      const char *name, size_t n);
+
 #endif

@@ -6,6 +6,7 @@
  * it when a probe shows that faster), then those behind write callbacks
  * one by one. */
 #include "format/bundle_read_report.h"
+#include "format/bundle_slices.h"
 #include "saver_internal.h"
 
 #include <string.h>
@@ -55,6 +56,15 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
             prefix, v->name,
             (int)ckpt__without_output_suffix(v->name, strlen(v->name)),
             v->name);
+    if (err < 0 &&
+        ckpt__bundle_reader_has_tf2_value(r, v->name, strlen(v->name)))
+        return ckpt__error(CKPT_ENOTFOUND,
+                           "restore %s: variable '%s' is not in the "
+                           "checkpoint (a TensorFlow 2 checkpoint stores a "
+                           "variable's value under its object path followed "
+                           "by '%s': register it as '%s%s')",
+                           prefix, v->name, CKPT__TF2_VALUE_SUFFIX, v->name,
+                           CKPT__TF2_VALUE_SUFFIX);
     if (err < 0)
         return ckpt__error(CKPT_ENOTFOUND,
                            "restore %s: variable '%s' is not in the "

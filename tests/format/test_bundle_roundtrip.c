@@ -968,7 +968,11 @@ static void test_overwrite_existing_bundle(void **state)
 
 /* A TensorFlow user asks for the graph tensor "dense/bias:0": the key is
  * "dense/bias", and the message says so (it once said only "no tensor
- * named"). A key that has a colon itself is still found as it is. */
+ * named"). A key that has a colon itself is still found as it is. A
+ * TensorFlow 2 user asks for a variable by its object path ("net/w"):
+ * tf.train.Checkpoint stores its value as "net/w/.ATTRIBUTES/
+ * VARIABLE_VALUE", and the message says so; a name whose suffixed key is
+ * absent gets no hint. */
 static void test_output_suffix_named(void **state)
 {
     fixture *f = *state;
@@ -981,6 +985,8 @@ static void test_output_suffix_named(void **state)
                                           v, sizeof(v)));
     assert_ckpt_ok(
         ckpt_bundle_writer_add(w, "x:1", CKPT_DT_FLOAT, &s2, v, sizeof(v)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "net/w/.ATTRIBUTES/VARIABLE_VALUE",
+                                          CKPT_DT_FLOAT, &s2, v, sizeof(v)));
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
     assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
@@ -999,6 +1005,15 @@ static void test_output_suffix_named(void **state)
     assert_null(strstr(ckpt_error_last()->message, "suffix"));
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "x:1"));
     assert_string_equal(e->name, "x:1");
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "net/w", v, sizeof(v)),
+                      CKPT_ENOTFOUND,
+                      "no tensor named 'net/w' (a TensorFlow 2 checkpoint "
+                      "stores a variable's value under its object path "
+                      "followed by '/.ATTRIBUTES/VARIABLE_VALUE': use "
+                      "'net/w/.ATTRIBUTES/VARIABLE_VALUE')");
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "net/b"), CKPT_ENOTFOUND,
+                      "no tensor named 'net/b'");
+    assert_null(strstr(ckpt_error_last()->message, "TensorFlow 2"));
     ckpt_bundle_reader_free(r);
 }
 

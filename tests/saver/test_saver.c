@@ -584,6 +584,34 @@ static void test_b78_restore_errors(void **state)
                       "output suffix: register it as 'dense/kernel')");
     ckpt_saver_free(other);
 
+    /* A TensorFlow 2 checkpoint's variable registered by its object path:
+     * the message gives the key tf.train.Checkpoint stores it under. */
+    {
+        char *tf2 = test_make_temp_dir();
+        char *tf2_prefix = test_path(tf2, "ckpt-1");
+        ckpt_bundle_writer *w = NULL;
+        ckpt_shape s2 = {1, {2}};
+        ckpt_var v = {"net/w", CKPT_DT_FLOAT, {1, {2}}, extra,
+                      NULL,    NULL,          NULL};
+        assert_ckpt_ok(ckpt_bundle_writer_open(&w, tf2_prefix, NULL));
+        assert_ckpt_ok(ckpt_bundle_writer_add(
+            w, "net/w/.ATTRIBUTES/VARIABLE_VALUE", CKPT_DT_FLOAT, &s2, extra,
+            2 * sizeof(float)));
+        assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+        ckpt_bundle_writer_free(w);
+        assert_ckpt_ok(ckpt_saver_open(&other, tf2, NULL));
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+        assert_ckpt_error(ckpt_saver_restore(other, tf2_prefix), CKPT_ENOTFOUND,
+                          "'net/w' is not in the checkpoint (a TensorFlow 2 "
+                          "checkpoint stores a variable's value under its "
+                          "object path followed by "
+                          "'/.ATTRIBUTES/VARIABLE_VALUE': register it as "
+                          "'net/w/.ATTRIBUTES/VARIABLE_VALUE')");
+        ckpt_saver_free(other);
+        free(tf2_prefix);
+        test_remove_tree(tf2); /* frees it */
+    }
+
     /* Past the first few, the others are counted, not named. */
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
     for (int i = 0; i < 11; i++) {
