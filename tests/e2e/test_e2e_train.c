@@ -436,6 +436,14 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_contains("trainer stdout", p.out, "usage: ckpt-train", 1);
     e2e_expect_contains("trainer stdout", p.out,
                         "  --collective-timeout SECS\n", 1);
+    /* a script's `ckpt-train ... &` cannot be stopped by SIGINT: --help
+     * says so, and what does stop it */
+    e2e_expect_contains("trainer stdout", p.out,
+                        "Without --distributed a signal\n"
+                        "ckpt-train starts with ignored stays ignored: "
+                        "SIGINT in a background\njob of a shell script "
+                        "(cmd &), which SIGTERM stops.",
+                        1);
     e2e_proc_free(&p);
     /* nothing was written anywhere */
     assert_int_equal(e2e_count_files(dir, ""), 3);

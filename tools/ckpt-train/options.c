@@ -50,10 +50,13 @@ static const char usage_text[] =
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
     "exits 0 (--distributed: every rank, after the first step in which any\n"
     "rank caught it; signal the ranks, not mpiexec, which kills them a few\n"
-    "seconds after it is signalled). Exit status: 0 done, 1 training or a\n"
-    "save failed, 2 usage, 3 done but stdout or stderr could not be written\n"
-    "(closed, a full device, a pipe nobody reads: SIGPIPE does not stop\n"
-    "the training), 70 (--distributed) a rank died or stalled.\n";
+    "seconds after it is signalled). Without --distributed a signal\n"
+    "ckpt-train starts with ignored stays ignored: SIGINT in a background\n"
+    "job of a shell script (cmd &), which SIGTERM stops. Exit status: 0\n"
+    "done, 1 training or a save failed, 2 usage, 3 done but stdout or\n"
+    "stderr could not be written (closed, a full device, a pipe nobody\n"
+    "reads: SIGPIPE does not stop the training), 70 (--distributed) a\n"
+    "rank died or stalled.\n";
 
 /* The message, the synopsis (the usage text up to its first blank line)
  * and where the rest is: a mistyped option should not scroll the mistake
