@@ -600,6 +600,11 @@ static void test_usage_errors(void **state)
     RUN_STATUS(r, 0, "help", "diff");
     expect_contains(r.out, "usage: ckpt diff A B [--atol X] [--json]");
     expect_contains(r.out, "only_in_a");
+    /* every member the document can have, for a jq user */
+    expect_contains(r.out, "\"atol\"? (when\n             given), "
+                           "\"tensors\" (the names in A or B)");
+    expect_contains(r.out, "\"num_different\"?,\n"
+                           "             \"num_elements\"?}]");
     run_free(&r);
     RUN_STATUS(r, 0, "--help");
     expect_contains(r.out, "  diff     Compare two checkpoints");
