@@ -388,7 +388,9 @@ CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
 
 /** Restore only the `n` named variables, checked and read as
  *  ckpt_saver_restore does (n == 0: none; the checkpoint is still opened,
- *  so a missing one is CKPT_ENOTFOUND). */
+ *  so a missing one is CKPT_ENOTFOUND). A name no registered variable has
+ *  is the caller's mistake, CKPT_EINVAL naming it (not CKPT_ENOTFOUND,
+ *  which says the checkpoint or a variable in it is missing). */
 CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                                            const char *const *names, size_t n);
 

@@ -181,8 +181,10 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
             ckpt__mismatches_add(
                 &m,
                 v ? check_var(r, prefix, v)
-                  : ckpt__error(CKPT_ENOTFOUND,
-                                "restore: '%s' is not a registered variable",
+                  : ckpt__error(CKPT_EINVAL,
+                                "restore_subset: '%s' is not a registered "
+                                "variable (ckpt_saver_add_var registers "
+                                "one)",
                                 names[i]),
                 name);
         }

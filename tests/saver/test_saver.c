@@ -643,6 +643,19 @@ static void test_restore_subset_and_latest(void **state)
     assert_ckpt_ok(ckpt_saver_restore_subset(s, prefix.ptr, names, 1));
     assert_int_equal(f->step, 7);
     assert_true(f->w[1] == -1.0f);
+    /* a name nothing registered is the caller's mistake, not a variable
+     * the checkpoint lacks (it was CKPT_ENOTFOUND, which a program takes
+     * for "nothing to restore") */
+    {
+        const char *typo[] = {"global_stpe"};
+        f->step = 100;
+        assert_ckpt_error(ckpt_saver_restore_subset(s, prefix.ptr, typo, 1),
+                          CKPT_EINVAL,
+                          "restore_subset: 'global_stpe' is not a "
+                          "registered variable (ckpt_saver_add_var "
+                          "registers one)");
+        assert_int_equal(f->step, 100);
+    }
     assert_ckpt_ok(ckpt_saver_restore_latest(s, &prefix));
     assert_true(f->w[1] == 0.5f);
     assert_int_equal(ckpt_checkpoint_step(prefix.ptr), 7);
