@@ -391,6 +391,37 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_contains("trainer stderr", p.err, "bad --steps '\\x1b[2J'", 1);
     e2e_expect_contains("trainer stderr", p.err, "\x1b", 0);
     e2e_proc_free(&p);
+    /* a value out of range: the message says what is accepted (it said
+     * only "bad --keep '-1'", and --help gives no ranges) */
+    {
+        static const struct {
+            const char *option, *value, *message;
+        } bad[] = {
+            {"--save-steps", "0",
+             "bad --save-steps '0' (steps between checkpoints: 1 or more)"},
+            {"--save-secs", "inf",
+             "bad --save-secs 'inf' (seconds between checkpoints: a finite "
+             "number > 0)"},
+            {"--keep", "-1",
+             "bad --keep '-1' (checkpoints to keep: 1 to 1000000, or 0 to "
+             "keep all)"},
+            {"--mode", "fast", "bad --mode 'fast' (async, sync or none)"},
+            {"--busy", "drop", "bad --busy 'drop' (skip, wait or coalesce)"},
+            {"--hidden", "100000",
+             "bad --hidden '100000' (units per layer: 1 to 65536)"},
+            {"--layers", "65", "bad --layers '65' (hidden layers: 1 to 64)"},
+            {"--batch", "0", "bad --batch '0' (examples per step: 1 to 65536)"},
+            {"--lr", "nan",
+             "bad --lr 'nan' (the learning rate: a finite number > 0)"},
+            {"--seed", "-3", "bad --seed '-3' (an integer, 0 or more)"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            TRAIN(&p, "--dir", dir, bad[i].option, bad[i].value);
+            e2e_expect_exit(&p, 2);
+            e2e_expect_contains("trainer stderr", p.err, bad[i].message, 1);
+            e2e_proc_free(&p);
+        }
+    }
     TRAIN(&p, "--dir", dir, "--bogus", "1");
     e2e_expect_exit(&p, 2);
     e2e_expect_contains("trainer stderr", p.err, "unknown option --bogus", 1);

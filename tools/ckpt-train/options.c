@@ -170,7 +170,9 @@ int train_options_parse(train_options *o, int argc, char **argv,
             o->steps = n;
         } else if (!strcmp(a, "--save-steps")) {
             if (parse_int(v, 1, INT64_MAX, &n))
-                return usage_error("bad --save-steps '%s'", v);
+                return usage_error("bad --save-steps '%s' (steps between "
+                                   "checkpoints: 1 or more)",
+                                   v);
             o->save_steps = n;
             save_steps_given = 1;
         } else if (!strcmp(a, "--save-secs")) {
@@ -178,7 +180,9 @@ int train_options_parse(train_options *o, int argc, char **argv,
             o->save_secs = strtod(v, &end);
             if (end == v || *end || !(o->save_secs > 0) ||
                 !isfinite(o->save_secs))
-                return usage_error("bad --save-secs '%s'", v);
+                return usage_error("bad --save-secs '%s' (seconds between "
+                                   "checkpoints: a finite number > 0)",
+                                   v);
             save_secs_given = 1;
         } else if (!strcmp(a, "--collective-timeout")) {
             char *end;
@@ -190,7 +194,9 @@ int train_options_parse(train_options *o, int argc, char **argv,
                                    v);
         } else if (!strcmp(a, "--keep")) {
             if (parse_int(v, 0, 1000000, &n))
-                return usage_error("bad --keep '%s'", v);
+                return usage_error("bad --keep '%s' (checkpoints to keep: 1 to "
+                                   "1000000, or 0 to keep all)",
+                                   v);
             o->keep = (int)n;
         } else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "async"))
@@ -200,7 +206,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
             else if (!strcmp(v, "none"))
                 o->mode = -1;
             else
-                return usage_error("bad --mode '%s'", v);
+                return usage_error("bad --mode '%s' (async, sync or none)", v);
         } else if (!strcmp(a, "--busy")) {
             if (!strcmp(v, "skip"))
                 o->busy = CKPT_BUSY_SKIP;
@@ -209,27 +215,36 @@ int train_options_parse(train_options *o, int argc, char **argv,
             else if (!strcmp(v, "coalesce"))
                 o->busy = CKPT_BUSY_COALESCE;
             else
-                return usage_error("bad --busy '%s'", v);
+                return usage_error("bad --busy '%s' (skip, wait or coalesce)",
+                                   v);
         } else if (!strcmp(a, "--hidden")) {
             if (parse_int(v, 1, 1 << 16, &n))
-                return usage_error("bad --hidden '%s'", v);
+                return usage_error("bad --hidden '%s' (units per layer: 1 to "
+                                   "65536)",
+                                   v);
             o->hidden = (int)n;
         } else if (!strcmp(a, "--layers")) {
             if (parse_int(v, 1, 64, &n))
-                return usage_error("bad --layers '%s'", v);
+                return usage_error("bad --layers '%s' (hidden layers: 1 to 64)",
+                                   v);
             o->layers = (int)n;
         } else if (!strcmp(a, "--batch")) {
             if (parse_int(v, 1, 1 << 16, &n))
-                return usage_error("bad --batch '%s'", v);
+                return usage_error("bad --batch '%s' (examples per step: 1 to "
+                                   "65536)",
+                                   v);
             o->batch = (int)n;
         } else if (!strcmp(a, "--lr")) {
             char *end;
             o->lr = strtof(v, &end);
             if (end == v || *end || !(o->lr > 0) || !isfinite(o->lr))
-                return usage_error("bad --lr '%s'", v);
+                return usage_error("bad --lr '%s' (the learning rate: a finite "
+                                   "number > 0)",
+                                   v);
         } else if (!strcmp(a, "--seed")) {
             if (parse_int(v, 0, INT64_MAX, &n))
-                return usage_error("bad --seed '%s'", v);
+                return usage_error("bad --seed '%s' (an integer, 0 or more)",
+                                   v);
             o->seed = (uint64_t)n;
         } else {
             return usage_error("unknown option %s", a);
