@@ -158,8 +158,8 @@ static void ref_slice(const slice_ref *ref, ckpt__tensor_slice *sl)
 }
 
 /* Decode every slice key of the checkpoint once (a key that does not
- * decode is damage: CKPT_ECORRUPT). Keys naming a tensor with a NUL byte
- * are left out: no variable has one. */
+ * decode is damage: CKPT_ECORRUPT). Keys naming the empty tensor or one
+ * with a NUL byte are left out: no variable has such a name. */
 static int index_slices(restore_ctx *c)
 {
     size_t count = ckpt_bundle_reader_count(c->r), n = 0;
@@ -177,7 +177,7 @@ static int index_slices(restore_ctx *c)
         if (!e->is_slice_key)
             continue;
         err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
-        if (err < 0 || name.size != strlen(name.ptr))
+        if (err < 0 || name.size == 0 || memchr(name.ptr, 0, name.size))
             continue;
         err = add_ref(c, name.ptr, i, &sl);
     }

@@ -1,0 +1,194 @@
+/* tests/mpi/test_mpi_restore_hostile.c - the distributed restore of a
+ * partitioned tensor from hand-made (hostile) checkpoints, on however many
+ * ranks mpiexec starts (CTest: 1, 2 and 3): odd slice keys among the
+ * pieces. Rank 0 writes the index byte by byte (bundle_test_helpers.h);
+ * every rank restores "m" float [240, 2] (element i holds i), its rows
+ * split over the ranks, and checks the outcome. Every test is
+ * collective. */
+#include "mpi_model.h"
+#include "test_util.h"
+
+#include "format/bundle_slices.h"
+#include "format/bundle_test_helpers.h"
+#include "util/crc32c.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROWS 240
+#define COLS 2
+#define MAX_PIECES 8
+
+/* One stored piece of "m": rows [start, start + length) (length -1: all
+ * rows), every column; its entry holds those elements. `listed` times in
+ * the full entry's slices. With `raw_key`, stored under those `raw_len`
+ * bytes instead of its slice key. */
+typedef struct piece {
+    int64_t start, length;
+    int listed;
+    const char *raw_key;
+    size_t raw_len;
+} piece;
+
+static int by_key(const void *a, const void *b)
+{
+    const bt_kv *x = a, *y = b;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    if (c != 0)
+        return c;
+    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
+/* Write checkpoint `prefix`: "m" stored as pieces p[0..n), one data file. */
+static void write_pieces(const char *prefix, const piece *p, int n)
+{
+    static float stored[MAX_PIECES * ROWS * COLS];
+    ckpt__tensor_slice sl[MAX_PIECES], listed[2 * MAX_PIECES];
+    ckpt_buf key[MAX_PIECES], val[MAX_PIECES];
+    ckpt_buf fullv = CKPT_BUF_INIT, header = CKPT_BUF_INIT;
+    ckpt_buf path = CKPT_BUF_INIT;
+    ckpt__bundle_entry full;
+    bt_kv kvs[MAX_PIECES + 2];
+    size_t off = 0;
+    int nlisted = 0, nk = 0;
+    assert_true(n <= MAX_PIECES);
+    for (int k = 0; k < n; k++) {
+        ckpt__bundle_entry e;
+        int64_t lo = p[k].length < 0 ? 0 : p[k].start;
+        int64_t hi = p[k].length < 0 ? ROWS : p[k].start + p[k].length;
+        size_t first = off;
+        memset(&sl[k], 0, sizeof(sl[k]));
+        sl[k].rank = 2;
+        sl[k].start[0] = p[k].start;
+        sl[k].length[0] = p[k].length;
+        sl[k].length[1] = -1;
+        key[k] = (ckpt_buf)CKPT_BUF_INIT;
+        val[k] = (ckpt_buf)CKPT_BUF_INIT;
+        if (p[k].raw_key)
+            assert_ckpt_ok(ckpt__buf_put(&key[k], p[k].raw_key, p[k].raw_len));
+        else
+            assert_ckpt_ok(ckpt__slice_key_encode(&key[k], "m", 1, &sl[k]));
+        for (int64_t i = lo * COLS; i < hi * COLS; i++)
+            stored[off++] = (float)i;
+        memset(&e, 0, sizeof(e));
+        e.dtype = CKPT_DT_FLOAT;
+        e.shape.rank = 2;
+        e.shape.dims[0] = hi - lo;
+        e.shape.dims[1] = COLS;
+        e.offset = (int64_t)(first * sizeof(float));
+        e.size = (int64_t)((off - first) * sizeof(float));
+        e.crc32c = ckpt__crc32c_mask(
+            ckpt__crc32c(stored + first, (off - first) * sizeof(float)));
+        bt_entry(&val[k], &e);
+        kvs[nk++] = (bt_kv){key[k].ptr, key[k].size, val[k].ptr, val[k].size};
+        for (int j = 0; j < p[k].listed; j++)
+            listed[nlisted++] = sl[k];
+    }
+    memset(&full, 0, sizeof(full));
+    full.dtype = CKPT_DT_FLOAT;
+    full.shape.rank = 2;
+    full.shape.dims[0] = ROWS;
+    full.shape.dims[1] = COLS;
+    full.num_slices = nlisted;
+    full.slices = listed;
+    bt_entry(&fullv, &full);
+    bt_header(&header, 1, 0);
+    kvs[nk++] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[nk++] = (bt_kv){"m", 1, fullv.ptr, fullv.size};
+    qsort(kvs, (size_t)nk, sizeof(kvs[0]), by_key);
+    assert_ckpt_ok(ckpt_bundle_index_path(&path, prefix));
+    bt_write_table(path.ptr, kvs, (size_t)nk);
+    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
+    test_write_file(path.ptr, stored, off * sizeof(float));
+    for (int k = 0; k < n; k++) {
+        ckpt_buf_dispose(&key[k]);
+        ckpt_buf_dispose(&val[k]);
+    }
+    ckpt_buf_dispose(&fullv);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&path);
+}
+
+/* One restore of "m" from a checkpoint of pieces p[0..n). */
+typedef struct restore_run {
+    char prefix[4200];
+    float buf[ROWS * COLS]; /* this rank's rows, first; -7 before */
+    int64_t lo, hi;         /* this rank's rows */
+    int rc;
+    char message[1024];
+} restore_run;
+
+static void restore_pieces(restore_run *run, const char *dir, const char *name,
+                           const piece *p, int n)
+{
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_slice_extent e[2];
+    int64_t dims[2] = {ROWS, COLS};
+    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, run->buf);
+    snprintf(run->prefix, sizeof(run->prefix), "%s/%s", dir, name);
+    if (test_rank() == 0)
+        write_pieces(run->prefix, p, n);
+    MPI_Barrier(MPI_COMM_WORLD);
+    run->lo = ROWS * test_rank() / test_size();
+    run->hi = ROWS * (test_rank() + 1) / test_size();
+    e[0].start = run->lo;
+    e[0].length = run->hi - run->lo;
+    e[1].start = 0;
+    e[1].length = CKPT_SLICE_FULL;
+    for (int i = 0; i < ROWS * COLS; i++)
+        run->buf[i] = -7.0f;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    run->rc = ckpt_mpi_saver_restore(s, run->prefix);
+    snprintf(run->message, sizeof(run->message), "%s",
+             run->rc < 0 ? ckpt_error_last()->message : "");
+    ckpt_mpi_saver_free(s);
+}
+
+/* This rank's rows hold the tensor's values. */
+static void assert_restored(const restore_run *run)
+{
+    assert_ckpt_ok(run->rc);
+    for (int64_t i = 0; i < (run->hi - run->lo) * COLS; i++)
+        assert_true(run->buf[i] == (float)(run->lo * COLS + i));
+}
+
+/* The two halves of "m", each stored under its slice key and listed. */
+#define HALVES                                                                 \
+    {0, ROWS / 2, 1, NULL, 0},                                                 \
+    {                                                                          \
+        ROWS / 2, ROWS / 2, 1, NULL, 0                                         \
+    }
+
+/* A slice key naming the empty tensor (00 | 00 01 | rank 2 | 0,-1 0,-1),
+ * the first slice key of the index: the restore's index of slice keys
+ * read its name as a C string before any byte was stored in it (NULL:
+ * every rank crashed). No variable has an empty name: the key is left out,
+ * and "m" restores on every rank count. */
+static void test_empty_tensor_name_in_slice_key(void **state)
+{
+    static const char key[] = {0x00,       0x00, 0x01,       0x01, 0x02,
+                               (char)0x80, 0x7f, (char)0x80, 0x7f};
+    piece p[] = {HALVES, {0, -1, 0, key, sizeof(key)}};
+    restore_run *run = calloc(1, sizeof(*run));
+    char *dir = shared_dir_make();
+    (void)state;
+    restore_pieces(run, dir, "empty_name", p, 3);
+    assert_restored(run);
+    free(run);
+    shared_dir_remove(dir);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_tensor_name_in_slice_key),
+    };
+    int provided, failed;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return mpi_tests_end(failed);
+}
