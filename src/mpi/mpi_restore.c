@@ -495,11 +495,13 @@ static int ref_slice_cmp(const void *a, const void *b)
  * its full entry lists: read_overlapping reads only those (as the
  * single-process reader does), so every rank count reads the same pieces.
  * One byte per stored piece: nothing is allocated per listed slice, whose
- * count comes from the file. */
+ * count comes from the file. A slice listed twice is an overlap, as the
+ * single-process reader finds it (its piece would be counted once). */
 typedef struct listed_marks {
     const slice_ref *refs;
     size_t n;
     uint8_t *listed;
+    const char *index_path, *name; /* for messages */
 } listed_marks;
 
 static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
@@ -508,7 +510,8 @@ static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
     int64_t ext[2 * CKPT_MAX_RANK];
     slice_ref key = {0};
     const slice_ref *hit;
-    (void)index;
+    ckpt_buf spec = CKPT_BUF_INIT;
+    int err;
     for (int d = 0; d < sl->rank; d++) {
         ext[2 * d] = sl->start[d];
         ext[2 * d + 1] = sl->length[d];
@@ -516,9 +519,20 @@ static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
     key.rank = sl->rank;
     key.ext = ext;
     hit = bsearch(&key, m->refs, m->n, sizeof(*m->refs), ref_slice_cmp);
-    if (hit)
+    if (!hit)
+        return 0;
+    if (!m->listed[hit - m->refs]) {
         m->listed[hit - m->refs] = 1;
-    return 0;
+        return 0;
+    }
+    err = ckpt__tensor_slice_format(&spec, sl);
+    if (err == 0)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': slice %d (%s) overlaps an "
+                          "earlier slice",
+                          m->index_path, m->name, index, spec.ptr);
+    ckpt_buf_dispose(&spec);
+    return err;
 }
 
 /* Sort the stored pieces refs[first, end) by slice and mark those the
@@ -539,6 +553,8 @@ static int mark_listed_pieces(restore_ctx *c, const ckpt__mvar *v,
     if (m.n > 1)
         qsort(c->refs + first, m.n, sizeof(*c->refs), ref_slice_cmp);
     err = ckpt__bundle_reader_partitioned_read_of(&pr, c->r, full);
+    m.index_path = pr.index_path;
+    m.name = v->name;
     if (err == 0)
         err = ckpt__partitioned_for_each_slice(&pr, v->name, mark_listed, &m);
     return err;

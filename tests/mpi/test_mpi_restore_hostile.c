@@ -1,10 +1,10 @@
 /* tests/mpi/test_mpi_restore_hostile.c - the distributed restore of a
  * partitioned tensor from hand-made (hostile) checkpoints, on however many
  * ranks mpiexec starts (CTest: 1, 2 and 3): odd slice keys among the
- * pieces. Rank 0 writes the index byte by byte (bundle_test_helpers.h);
- * every rank restores "m" float [240, 2] (element i holds i), its rows
- * split over the ranks, and checks the outcome. Every test is
- * collective. */
+ * pieces, a slice listed twice. Rank 0 writes the index byte by byte
+ * (bundle_test_helpers.h); every rank restores "m" float [240, 2]
+ * (element i holds i), its rows split over the ranks, and checks the
+ * outcome. Every test is collective. */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -226,12 +226,38 @@ static void test_damaged_key_of_listed_piece(void **state)
     shared_dir_remove(dir);
 }
 
+/* The full entry lists the first half twice (three slices, two stored
+ * pieces): the single-process reader and verify call it an overlap, and
+ * the restore did on 1 rank (where "m" is read whole), but on 2 and 3
+ * ranks both listings found the one stored piece, counted once, and the
+ * restore succeeded. Rejected on every rank count now, in the reader's
+ * words, before any value is written. */
+static void test_slice_listed_twice_rejected(void **state)
+{
+    piece p[] = {{0, ROWS / 2, 2, NULL, 0}, {ROWS / 2, ROWS / 2, 1, NULL, 0}};
+    restore_run *run = calloc(1, sizeof(*run));
+    char *dir = shared_dir_make();
+    char index[4300];
+    (void)state;
+    restore_pieces(run, dir, "listed_twice", p, 2);
+    snprintf(index, sizeof(index), "%s.index: tensor 'm': ", run->prefix);
+    assert_int_equal(run->rc, CKPT_ECORRUPT);
+    assert_non_null(strstr(run->message, index));
+    assert_non_null(
+        strstr(run->message, "slice 1 (0,120:-) overlaps an earlier slice"));
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(run->buf[i] == -7.0f);
+    free(run);
+    shared_dir_remove(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_tensor_name_in_slice_key),
         cmocka_unit_test(test_undecodable_slice_keys_left_out),
         cmocka_unit_test(test_damaged_key_of_listed_piece),
+        cmocka_unit_test(test_slice_listed_twice_rejected),
     };
     int provided, failed;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
