@@ -329,12 +329,11 @@ void ckpt__mpi_snapshot_seal(const ckpt_mpi_saver *s, ckpt__image *img);
 
 /* ---- restore (mpi_piece_read.c) ---------------------------------------- */
 
-/* Read the record of entry `e` (a piece of `tensor`, for messages) of the
- * bundle `prefix` straight into `dst` (e->size bytes), checking its
- * CRC32C. 0, CKPT_ECORRUPT (short record, checksum), CKPT_ENOTFOUND or an
- * I/O error. */
-int ckpt__mpi_read_piece_into(const ckpt_fs *fs, const char *prefix,
-                              int num_shards, const ckpt_tensor_entry *e,
+/* Read the record of entry `e` of reader `r` (a piece of `tensor`, for
+ * messages) straight into `dst` (e->size bytes) through the data file the
+ * reader holds, checking its CRC32C. 0, CKPT_ECORRUPT (record outside its
+ * data file, short record, checksum), CKPT_ENOTFOUND or an I/O error. */
+int ckpt__mpi_read_piece_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                               const char *tensor, void *dst);
 
 /* ---- rank 0's commit (mpi_commit.c) ------------------------------------ */

@@ -6,26 +6,30 @@
  * preads into the destination in pieces checksummed right after they
  * land, on two threads when the machine has the cores, or a direct stream
  * when a probe shows that faster), instead of a read into a buffer and a
- * copy out of it. The record lands as stored (a fixed-size tensor in the
- * checkpoint's byte order): the caller brings it to the host's. */
+ * copy out of it. The data file is the one the bundle reader holds (located
+ * by it: the record checked to lie inside the file, and held files closed
+ * when the process runs out of descriptors), never one opened past it. The
+ * record lands as stored (a fixed-size tensor in the checkpoint's byte
+ * order): the caller brings it to the host's. */
 #include "mpi_internal.h"
 
+#include "format/bundle_reader_internal.h"
 #include "io/buffered_read.h"
 #include "util/crc32c.h"
 
-int ckpt__mpi_read_piece_into(const ckpt_fs *fs, const char *prefix,
-                              int num_shards, const ckpt_tensor_entry *e,
+int ckpt__mpi_read_piece_into(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                               const char *tensor, void *dst)
 {
-    ckpt_buf path = CKPT_BUF_INIT;
+    struct ckpt__bundle_shard *shard;
     ckpt__extent ext;
-    int err = ckpt_bundle_data_path(&path, prefix, e->shard_id, num_shards);
+    int err = ckpt__bundle_reader_locate(r, e, &shard); /* r->path: its file */
+    if (err < 0)
+        return err;
     ext.offset = (uint64_t)e->offset;
     ext.size = (uint64_t)e->size;
     ext.dst = dst;
     ext.crc = 0;
-    if (err == 0)
-        err = ckpt__read_extents(fs, path.ptr, NULL, &ext, 1, NULL);
+    err = ckpt__read_extents(r->fs, r->path.ptr, shard->file, &ext, 1, NULL);
     if (err < 0 && err != CKPT_ENOMEM)
         err = ckpt__error_prefix(err,
                                  "tensor '%s': a piece's record at "
@@ -35,7 +39,6 @@ int ckpt__mpi_read_piece_into(const ckpt_fs *fs, const char *prefix,
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': checksum mismatch in a piece's "
                           "record at offset %lld",
-                          path.ptr, tensor, (long long)e->offset);
-    ckpt_buf_dispose(&path);
+                          r->path.ptr, tensor, (long long)e->offset);
     return err;
 }

@@ -402,9 +402,8 @@ static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
  * inside this rank's piece copied to `dst` (NULL: checked only, nothing
  * read); its box in `*got` (empty when it does not overlap). */
-static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
-                        const char *prefix, const ckpt__mvar *v,
-                        const ckpt_tensor_entry *e,
+static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
+                        const ckpt__mvar *v, const ckpt_tensor_entry *e,
                         const ckpt__tensor_slice *sl, uint8_t *dst, box *got,
                         ckpt_buf *rec)
 {
@@ -456,8 +455,7 @@ static int copy_overlap(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
         return err;
     if (direct_offset(v, slo, shi, mylo, myhi) >= 0) {
         uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
-        err = ckpt__mpi_read_piece_into(
-            s->fs, prefix, ckpt_bundle_reader_num_shards(r), e, v->name, at);
+        err = ckpt__mpi_read_piece_into(r, e, v->name, at);
         if (err == 0) /* e->size == bytes: checked above */
             ckpt__bundle_reader_to_host(r, e, at);
         return err;
@@ -614,8 +612,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
         if (!listed[i - first])
             continue; /* a stored piece its entry does not list */
         ref_slice(&c->refs[i], &c->sl);
-        err =
-            copy_overlap(c->s, c->r, prefix, v, e, &c->sl, dst, &got, &c->rec);
+        err = copy_overlap(c->r, prefix, v, e, &c->sl, dst, &got, &c->rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)

@@ -12,9 +12,11 @@
 #include "format/bundle_test_helpers.h"
 #include "util/crc32c.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define ROWS 240
 #define COLS 2
@@ -251,6 +253,105 @@ static void test_slice_listed_twice_rejected(void **state)
     shared_dir_remove(dir);
 }
 
+/* Data files of the "descriptors" checkpoint: "m" in pieces of 40 rows
+ * in data file 0, and one replicated float "r<k>" (holding k) in each
+ * other one. */
+#define FD_SHARDS 41
+
+static void write_many_data_files(const char *prefix)
+{
+    ckpt_bundle_writer_options o = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape one = {1, {1}}, full = {2, {ROWS, COLS}};
+    static float rows[ROWS * COLS];
+    o.num_shards = FD_SHARDS;
+    for (int i = 0; i < ROWS * COLS; i++)
+        rows[i] = (float)i;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, &o));
+    for (int k = 1; k < FD_SHARDS; k++) {
+        char name[16];
+        float v = (float)k;
+        snprintf(name, sizeof(name), "r%02d", k);
+        assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, k));
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &one, &v, 4));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, 0));
+    for (int64_t lo = 0; lo < ROWS; lo += 40) {
+        ckpt_slice_extent e[2] = {{lo, 40}, {0, CKPT_SLICE_FULL}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
+                                                    &full, e, rows + lo * COLS,
+                                                    40 * COLS * sizeof(float)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+/* Descriptors this process has open. */
+static int open_descriptors(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int n = -1; /* the directory's own */
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A restore under a descriptor limit (ulimit -n) a few above what the
+ * process has open, fewer than the checkpoint's data files: the bundle
+ * reader holds the data files it reads the replicated values from, and
+ * closes one when opening the next runs out of descriptors. The pieces of
+ * "m" that lie wholly in a rank's rows (every piece on 2 and 3 ranks) were
+ * read through a file the restore opened itself, past the reader, and
+ * failed with 'Too many open files' (CKPT_ENOMEM) on every rank. */
+static void test_descriptors_run_out_reading_pieces(void **state)
+{
+    static float m[ROWS * COLS], r[FD_SHARDS];
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    int64_t dims[2] = {ROWS, COLS}, one = 1;
+    int64_t lo = ROWS * test_rank() / test_size();
+    int64_t hi = ROWS * (test_rank() + 1) / test_size();
+    ckpt_slice_extent e[2] = {{lo, hi - lo}, {0, CKPT_SLICE_FULL}};
+    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    char *dir = shared_dir_make();
+    char prefix[4200], names[FD_SHARDS][16];
+    struct rlimit was, few;
+    int rc, failed;
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "%s/descriptors", dir);
+    if (test_rank() == 0)
+        write_many_data_files(prefix);
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    for (int k = 1; k < FD_SHARDS; k++) {
+        ckpt_var rv;
+        snprintf(names[k], sizeof(names[k]), "r%02d", k);
+        rv = model_var(names[k], CKPT_DT_FLOAT, 1, &one, &r[k]);
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    few = was;
+    few.rlim_cur = (rlim_t)open_descriptors() + 8;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &few), 0);
+    rc = ckpt_mpi_saver_restore(s, prefix);
+    failed = rc < 0;
+    if (failed)
+        print_message("rank %d: %s\n", test_rank(), ckpt_error_last()->message);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(failed, 0);
+    for (int k = 1; k < FD_SHARDS; k++)
+        assert_true(r[k] == (float)k);
+    for (int64_t i = 0; i < (hi - lo) * COLS; i++)
+        assert_true(m[i] == (float)(lo * COLS + i));
+    ckpt_mpi_saver_free(s);
+    shared_dir_remove(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +359,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_undecodable_slice_keys_left_out),
         cmocka_unit_test(test_damaged_key_of_listed_piece),
         cmocka_unit_test(test_slice_listed_twice_rejected),
+        cmocka_unit_test(test_descriptors_run_out_reading_pieces),
     };
     int provided, failed;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
