@@ -70,6 +70,47 @@ static void test_verify_inspect_few_descriptors(void **state)
     test_remove_tree(dir);
 }
 
+/* verify of that checkpoint with two data files damaged (data file 20,
+ * holding t079, emptied; data file 50, holding t049, removed) under
+ * ulimit -n 12: the two tensors named with what is wrong, exit 1. When
+ * the one pass found damage, the tool tried to open every data file
+ * itself (to name each one that cannot be opened once) while the reader
+ * held the descriptors the limit leaves: all 100 were reported as
+ * 'open_read ...: Too many open files', and the two real findings were
+ * not printed. */
+static void test_verify_damage_few_descriptors(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = write_sharded(dir);
+    char path[4200], want[4400];
+    const char *verify[] = {"verify", prefix, NULL};
+    cli_run r;
+    (void)state;
+#ifdef CKPT_CLI_UNDER_MEMCHECK
+    skip(); /* valgrind needs descriptors of its own */
+#endif
+    snprintf(path, sizeof(path), "%s.data-00020-of-00100", prefix);
+    test_write_file(path, "", 0);
+    snprintf(path, sizeof(path), "%s.data-00050-of-00100", prefix);
+    assert_int_equal(unlink(path), 0);
+    r = cli_run_with(CKPT_CLI_PATH, NULL, verify, twelve_descriptors, NULL);
+    expect_status(&r, 1);
+    expect_contains(r.out, ": DAMAGED, 2 of 100 tensors");
+    snprintf(want, sizeof(want),
+             "%s.data-00020-of-00100: tensor 't079': record at offset 0, 4 "
+             "bytes, runs past the end of the data file (0 bytes)",
+             prefix);
+    expect_contains(r.err, want);
+    snprintf(want, sizeof(want),
+             "%s.data-00050-of-00100: No such file or directory", prefix);
+    expect_contains(r.err, want);
+    if (strstr(r.err, "Too many open files"))
+        fail_msg("stderr: %s", r.err);
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* ---- output held in a temporary file --------------------------------- */
 
 /* Zeros enough that `inspect --values=all` prints about 9.6 MB, past the
@@ -343,6 +384,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_capture_in_tmpdir),
         cmocka_unit_test(test_verify_inspect_few_descriptors),
+        cmocka_unit_test(test_verify_damage_few_descriptors),
         cmocka_unit_test(test_held_output_falls_back_to_memory),
         cmocka_unit_test(test_held_file_off_closed_stderr),
         cmocka_unit_test(test_held_output_small_stack),

@@ -73,7 +73,10 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
 }
 
 /* Why the data file `shard` of `prefix` cannot be opened (malloc'd), or
- * NULL when it opens. */
+ * NULL when it opens. Also NULL when the open runs out of descriptors or
+ * memory (CKPT_ENOMEM): that says nothing of the file (the reader may hold
+ * every descriptor ulimit -n leaves), and its tensors are checked one by
+ * one through the reader, which closes the files it holds to open one. */
 static char *open_failure(const char *prefix, int shard, int num_shards)
 {
     const ckpt_fs *fs = ckpt_fs_posix();
@@ -81,9 +84,10 @@ static char *open_failure(const char *prefix, int shard, int num_shards)
     ckpt_file *f = NULL;
     char *why = NULL;
     if (ckpt_bundle_data_path(&path, prefix, shard, num_shards) == 0) {
-        if (fs->open_read(&f, path.ptr, fs->payload) == 0)
+        int err = fs->open_read(&f, path.ptr, fs->payload);
+        if (err == 0)
             (void)fs->close(f, fs->payload);
-        else
+        else if (err != CKPT_ENOMEM)
             why = cli_xstrdup(ckpt_error_last()->message);
     }
     ckpt_buf_dispose(&path);
