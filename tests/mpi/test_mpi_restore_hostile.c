@@ -158,6 +158,19 @@ static void assert_restored(const restore_run *run)
         assert_true(run->buf[i] == (float)(run->lo * COLS + i));
 }
 
+/* Restore "m" from pieces p[0..n) (checkpoint `name`): its values, on
+ * every rank. */
+static void expect_restores(const char *name, const piece *p, int n)
+{
+    restore_run *run = calloc(1, sizeof(*run));
+    char *dir = shared_dir_make();
+    assert_non_null(run);
+    restore_pieces(run, dir, name, p, n);
+    assert_restored(run);
+    free(run);
+    shared_dir_remove(dir);
+}
+
 /* The two halves of "m", each stored under its slice key and listed. */
 #define HALVES                                                                 \
     {0, ROWS / 2, 1, NULL, 0},                                                 \
@@ -175,13 +188,8 @@ static void test_empty_tensor_name_in_slice_key(void **state)
     static const char key[] = {0x00,       0x00, 0x01,       0x01, 0x02,
                                (char)0x80, 0x7f, (char)0x80, 0x7f};
     piece p[] = {HALVES, {0, -1, 0, key, sizeof(key)}};
-    restore_run *run = calloc(1, sizeof(*run));
-    char *dir = shared_dir_make();
     (void)state;
-    restore_pieces(run, dir, "empty_name", p, 3);
-    assert_restored(run);
-    free(run);
-    shared_dir_remove(dir);
+    expect_restores("empty_name", p, 3);
 }
 
 /* Slice keys that do not decode (rank 0; an extent cut short) beside the
@@ -195,13 +203,8 @@ static void test_undecodable_slice_keys_left_out(void **state)
     static const char cut[] = {0x00, 'm', 0x00, 0x01, 0x01, 0x02, (char)0x82};
     piece p[] = {
         HALVES, {0, -1, 0, rank0, sizeof(rank0)}, {0, -1, 0, cut, sizeof(cut)}};
-    restore_run *run = calloc(1, sizeof(*run));
-    char *dir = shared_dir_make();
     (void)state;
-    restore_pieces(run, dir, "undecodable", p, 4);
-    assert_restored(run);
-    free(run);
-    shared_dir_remove(dir);
+    expect_restores("undecodable", p, 4);
 }
 
 /* A listed piece stored under a damaged key (its rank byte 2 made 0): the
