@@ -401,7 +401,8 @@ static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
 
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
  * inside this rank's piece copied to `dst` (NULL: checked only, nothing
- * read); its box in `*got` (empty when it does not overlap). */
+ * read, but a piece that overlaps the rank's has its record located in
+ * its data file); its box in `*got` (empty when it does not overlap). */
 static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
                         const ckpt__mvar *v, const ckpt_tensor_entry *e,
                         const ckpt__tensor_slice *sl, uint8_t *dst, box *got,
@@ -451,8 +452,18 @@ static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
                            "bytes, its shape needs %lld",
                            prefix, v->name, (long long)e->size,
                            (long long)bytes);
-    if (err < 0 || !dst)
+    if (err < 0)
         return err;
+    if (!dst) {
+        /* its record inside its data file (opened, kept by the reader), as
+         * read_many checks every record before it reads any: a truncated
+         * data file fails every rank before any variable is written */
+        err = ckpt__bundle_reader_check_record(r, e);
+        if (err == CKPT_ENOTFOUND) /* a data file the index names */
+            err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+                                     prefix);
+        return err;
+    }
     if (direct_offset(v, slo, shi, mylo, myhi) >= 0) {
         uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
         err = ckpt__mpi_read_piece_into(r, e, v->name, at);

@@ -1,10 +1,10 @@
 /* tests/mpi/test_mpi_restore_hostile.c - the distributed restore of a
  * partitioned tensor from hand-made (hostile) checkpoints, on however many
  * ranks mpiexec starts (CTest: 1, 2 and 3): odd slice keys among the
- * pieces, a slice listed twice. Rank 0 writes the index byte by byte
- * (bundle_test_helpers.h); every rank restores "m" float [240, 2]
- * (element i holds i), its rows split over the ranks, and checks the
- * outcome. Every test is collective. */
+ * pieces, a slice listed twice, a truncated data file, few descriptors.
+ * Rank 0 writes the index byte by byte (bundle_test_helpers.h); every rank
+ * restores "m" float [240, 2] (element i holds i), its rows split over the
+ * ranks, and checks the outcome. Every test is collective. */
 #include "mpi_model.h"
 #include "test_util.h"
 
@@ -43,7 +43,11 @@ static int by_key(const void *a, const void *b)
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
-/* Write checkpoint `prefix`: "m" stored as pieces p[0..n), one data file. */
+/* Bytes the next write_pieces keeps of its data file (0: all). */
+static size_t data_cut;
+
+/* Write checkpoint `prefix`: "m" stored as pieces p[0..n), one data file
+ * (cut to `data_cut` bytes when set). */
 static void write_pieces(const char *prefix, const piece *p, int n)
 {
     static float stored[MAX_PIECES * ROWS * COLS];
@@ -103,7 +107,8 @@ static void write_pieces(const char *prefix, const piece *p, int n)
     assert_ckpt_ok(ckpt_bundle_index_path(&path, prefix));
     bt_write_table(path.ptr, kvs, (size_t)nk);
     assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
-    test_write_file(path.ptr, stored, off * sizeof(float));
+    test_write_file(path.ptr, stored,
+                    data_cut ? data_cut : off * sizeof(float));
     for (int k = 0; k < n; k++) {
         ckpt_buf_dispose(&key[k]);
         ckpt_buf_dispose(&val[k]);
@@ -256,6 +261,40 @@ static void test_slice_listed_twice_rejected(void **state)
     shared_dir_remove(dir);
 }
 
+/* The data file cut 8 bytes short: the second half's record runs past its
+ * end. Found only when that piece was read: on 2 and 3 ranks after the
+ * ranks holding rows of the first half had written them (their variables
+ * overwritten, the restore failed), and on 1 rank by the reader after it
+ * had copied the first half into the variable. Every record a rank reads
+ * is now located in its data file while the layout is checked, before
+ * any variable is written, as read_many locates the records of whole
+ * values first. */
+static void test_truncated_data_file_writes_nothing(void **state)
+{
+    piece p[] = {HALVES};
+    restore_run *run = calloc(1, sizeof(*run));
+    char *dir = shared_dir_make();
+    char want[4400];
+    int hit = 0;
+    (void)state;
+    data_cut = ROWS * COLS * sizeof(float) - 8;
+    restore_pieces(run, dir, "truncated", p, 2);
+    data_cut = 0;
+    assert_int_equal(run->rc, CKPT_ECORRUPT);
+    snprintf(want, sizeof(want),
+             "%s.data-00000-of-00001: tensor 'm (piece 120,120:-)': record "
+             "at offset 960, 960 bytes, runs past the end of the data file "
+             "(1912 bytes)",
+             run->prefix);
+    hit = strstr(run->message, want) != NULL;
+    if (!hit)
+        fail_msg("rank %d: %s", test_rank(), run->message);
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(run->buf[i] == -7.0f);
+    free(run);
+    shared_dir_remove(dir);
+}
+
 /* Data files of the "descriptors" checkpoint: "m" in pieces of 40 rows
  * in data file 0, and one replicated float "r<k>" (holding k) in each
  * other one. */
@@ -362,6 +401,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_undecodable_slice_keys_left_out),
         cmocka_unit_test(test_damaged_key_of_listed_piece),
         cmocka_unit_test(test_slice_listed_twice_rejected),
+        cmocka_unit_test(test_truncated_data_file_writes_nothing),
         cmocka_unit_test(test_descriptors_run_out_reading_pieces),
     };
     int provided, failed;
