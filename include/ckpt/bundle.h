@@ -255,8 +255,9 @@ typedef struct ckpt_read_request {
 
 /** Read several fixed-size tensors, each as ckpt_bundle_reader_read would,
  *  checking every request (name, dtype, size, data file) before reading
- *  any (a partitioned tensor's pieces are checked as it is assembled, after
- *  the others are read). The records are read in file order, through the
+ *  any (a partitioned tensor's pieces too: each piece's entry and its
+ *  record inside its data file; that they cover the tensor once is checked
+ *  as it is assembled, after the others are read). The records are read in file order, through the
  *  page cache straight into their destinations in pieces of at most
  *  256 KiB, each piece checksummed right after its read, by the calling
  *  thread and, when the file system allows concurrent reads (it offers

@@ -1,11 +1,12 @@
 /* format/bundle_read_many.c - ckpt_bundle_reader_read_many: several
- * tensors read at once. Every request is checked before anything is read;
- * the records are then read in file order, each data file's records in one
- * ckpt__read_extents (io/buffered_read.h: straight into the destinations
- * through the page cache, or streamed around it when a probe shows that
- * faster), one by one only when records overlap; partitioned tensors are
- * assembled last. A tensor asked for twice is read once and copied. The
- * report of the last group stays with the reader for
+ * tensors read at once. Every request is checked before anything is read
+ * (every record located in its data file, the pieces of a partitioned
+ * tensor too); the records are then read in file order, each data file's
+ * records in one ckpt__read_extents (io/buffered_read.h: straight into the
+ * destinations through the page cache, or streamed around it when a probe
+ * shows that faster), one by one only when records overlap; partitioned
+ * tensors are assembled last. A tensor asked for twice is read once and
+ * copied. The report of the last group stays with the reader for
  * ckpt__bundle_reader_stream (bundle_read_report.h). */
 #include "ckpt/bundle.h"
 
@@ -106,6 +107,20 @@ done:
     return err;
 }
 
+/* Every piece of partitioned tensor `e` has its entry and its record
+ * inside its data file (ckpt__bundle_partitioned_size locates each), so a
+ * data file cut short fails the call before any destination is written,
+ * as an ordinary record's does. */
+static int locate_pieces(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
+{
+    ckpt__partitioned_read pr;
+    uint64_t bytes = 0;
+    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, e);
+    if (err == 0)
+        err = ckpt__bundle_partitioned_size(&pr, &bytes);
+    return err;
+}
+
 int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
                                  const ckpt_read_request *reqs, size_t n)
 {
@@ -135,6 +150,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
                                               reqs[i].dst, reqs[i].dst_size);
         if (err == 0 && plan[i].e->num_slices == 0)
             err = ckpt__bundle_reader_locate(r, plan[i].e, &s);
+        else if (err == 0)
+            err = locate_pieces(r, plan[i].e);
     }
     if (err < 0)
         goto done;

@@ -589,6 +589,20 @@ static void test_missing_data_file(void **state)
     ckpt_buf_dispose(&path);
 }
 
+/* Drop the last `drop` bytes of the fixture's one data file, named in
+ * `path`. */
+static void cut_data_file(const fixture *f, ckpt_buf *path, size_t drop)
+{
+    uint8_t *data;
+    size_t n = 0;
+    assert_ckpt_ok(ckpt_bundle_data_path(path, f->prefix, 0, 1));
+    data = test_read_file(path->ptr, &n);
+    assert_non_null(data);
+    assert_true(n >= drop);
+    test_write_file(path->ptr, data, n - drop);
+    free(data);
+}
+
 /* A data file cut short inside the last records: found when the records
  * are located, before any is read. */
 static void test_truncated_data_file(void **state)
@@ -597,14 +611,8 @@ static void test_truncated_data_file(void **state)
     ckpt_bundle_reader *r;
     ckpt_read_request *reqs;
     ckpt_buf path = CKPT_BUF_INIT;
-    uint8_t *data;
-    size_t n = 0;
     write_bundle(f, BIG, NBIG, 1);
-    assert_ckpt_ok(ckpt_bundle_data_path(&path, f->prefix, 0, 1));
-    data = test_read_file(path.ptr, &n);
-    assert_non_null(data);
-    test_write_file(path.ptr, data, n - 100000);
-    free(data);
+    cut_data_file(f, &path, 100000);
     r = open_reader(f, 0);
     reqs = make_requests(f, 13, 0, NULL);
     /* found when the records are located, before any is read */
@@ -615,6 +623,29 @@ static void test_truncated_data_file(void **state)
     free_requests(reqs, f->n);
     ckpt_buf_dispose(&path);
     assert_int_equal(atomic_load(&f->afs.open_files), 0);
+}
+
+/* The data file cut inside the last record, the first piece of the
+ * partitioned "part" (rows 0-3, added last): read_many located the
+ * ordinary records before reading any, but a partitioned tensor's pieces
+ * only while assembling it, so the ordinary tensors and rows 4-9 of
+ * "part" had been written into their destinations when it failed. */
+static void test_truncated_piece_writes_nothing(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r;
+    ckpt_buf path = CKPT_BUF_INIT;
+    write_mixed_bundle(f);
+    cut_data_file(f, &path, 8);
+    r = open_reader(f, 0);
+    expect_rejected(f, r, (ckpt_read_request){"part", NULL, 40}, CKPT_ECORRUPT,
+                    "tensor 'part (piece 0,4)': record at offset");
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "runs past the end of the data "
+                           "file"));
+    assert_non_null(strstr(ckpt_error_last()->message, path.ptr));
+    ckpt_bundle_reader_free(r);
+    ckpt_buf_dispose(&path);
 }
 
 /* ---- duplicates and partitioned tensors --------------------------------- */
@@ -869,6 +900,7 @@ int main(void)
         T(test_bad_partitioned_request),
         T(test_missing_data_file),
         T(test_truncated_data_file),
+        T(test_truncated_piece_writes_nothing),
         T(test_duplicates),
         T(test_partitioned_among_ordinary),
         T(test_big_endian_direct),
