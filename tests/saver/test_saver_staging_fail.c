@@ -61,19 +61,26 @@ static void check_saved(const char *dir, const char *name, float first)
     free(path);
 }
 
+/* The one variable the tests save: 4 MiB of floats, its last 7. */
+static float g_w[NVALUES];
+
+/* A saver of `dir` with g_w registered as "w". */
+static ckpt_saver *open_one_var_saver(const char *dir)
+{
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALUES}}, g_w, NULL, NULL, NULL};
+    ckpt_saver *s = NULL;
+    g_w[NVALUES - 1] = 7.0f;
+    assert_ckpt_ok(ckpt_saver_open(&s, dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    return s;
+}
+
 static void test_pages_the_kernel_cannot_back(void **state)
 {
     char *dir = test_make_temp_dir();
-    float *w = calloc(NVALUES, sizeof(float));
-    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALUES}}, NULL, NULL, NULL, NULL};
-    ckpt_saver *s = NULL;
+    ckpt_saver *s = open_one_var_saver(dir);
     uint64_t ticket = 5;
     (void)state;
-    assert_non_null(w);
-    w[NVALUES - 1] = 7.0f;
-    v.data = w;
-    assert_ckpt_ok(ckpt_saver_open(&s, dir, NULL));
-    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
 
     fail_next_populate = ENOMEM;
     assert_ckpt_error(ckpt_saver_reserve(s), CKPT_ENOMEM,
@@ -89,30 +96,22 @@ static void test_pages_the_kernel_cannot_back(void **state)
     assert_int_equal(count_files(dir, ""), 0); /* nothing written */
 
     /* still usable: the next save_async maps, faults in and saves */
-    w[0] = 1.0f;
+    g_w[0] = 1.0f;
     assert_ckpt_ok(ckpt_saver_save_async(s, 2, &ticket));
     assert_true(ticket > 0);
     assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
     ckpt_saver_free(s);
     check_saved(dir, "model.ckpt-2", 1.0f);
-    free(w);
     test_remove_tree(dir);
 }
 
 static void test_kernel_without_populate_touches_pages(void **state)
 {
     char *dir = test_make_temp_dir();
-    float *w = calloc(NVALUES, sizeof(float));
-    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {NVALUES}}, NULL, NULL, NULL, NULL};
-    ckpt_saver *s = NULL;
+    ckpt_saver *s = open_one_var_saver(dir);
     uint64_t ticket = 0;
     (void)state;
-    assert_non_null(w);
-    w[0] = 3.0f;
-    w[NVALUES - 1] = 7.0f;
-    v.data = w;
-    assert_ckpt_ok(ckpt_saver_open(&s, dir, NULL));
-    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    g_w[0] = 3.0f;
     populate_calls = 0;
     fail_next_populate = EINVAL; /* a kernel older than 5.14 */
     assert_ckpt_ok(ckpt_saver_save_async(s, 4, &ticket));
@@ -120,7 +119,6 @@ static void test_kernel_without_populate_touches_pages(void **state)
     assert_ckpt_ok(ckpt_saver_wait(s, ticket, -1));
     ckpt_saver_free(s);
     check_saved(dir, "model.ckpt-4", 3.0f);
-    free(w);
     test_remove_tree(dir);
 }
 
