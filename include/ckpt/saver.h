@@ -114,7 +114,8 @@ typedef struct ckpt_saver_options {
                                   the writer thread (an async save's
                                   timestamp and durations): thread-safe */
     const char *basename;  /**< default "model.ckpt"; a file name of at
-                                most CKPT_BASENAME_MAX bytes */
+                                most CKPT_BASENAME_MAX bytes (no '/', not
+                                "." or "..") */
     int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all
                                 (TensorFlow's 0) */
     /** 0: none preserved. H > 0: a checkpoint retention would delete is

@@ -691,11 +691,12 @@ static int resolve_basename(const ckpt_checkpoint_hook_options *o,
     if (named && !*named)
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: checkpoint_basename is empty");
-    if (named && (strchr(named, '/') || strlen(named) > CKPT_BASENAME_MAX))
+    if (named && (!ckpt__basename_is_file_name(named) ||
+                  strlen(named) > CKPT_BASENAME_MAX))
         return ckpt__error(CKPT_EINVAL,
                            "checkpoint hook: checkpoint_basename '%.40s%s' "
-                           "must be a file name without '/' of at most %d "
-                           "bytes",
+                           "must be a file name without '/', not '.' or "
+                           "'..', of at most %d bytes",
                            named, strlen(named) > 40 ? "..." : "",
                            CKPT_BASENAME_MAX);
     if (named && other && strcmp(named, other) != 0)

@@ -158,10 +158,10 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
         err = ckpt__clock_check(o->clock, what);
     if (err < 0)
         return err;
-    if (o->basename && (!*o->basename || strchr(o->basename, '/')))
+    if (o->basename && !ckpt__basename_is_file_name(o->basename))
         return ckpt__error(CKPT_EINVAL,
                            "%s: basename '%s' must be a non-empty "
-                           "file name without '/'",
+                           "file name without '/', not '.' or '..'",
                            what, o->basename);
     if (o->basename && strlen(o->basename) > CKPT_BASENAME_MAX)
         return ckpt__error(CKPT_EINVAL,

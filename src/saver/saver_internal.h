@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* Log through the saver's options (s: ckpt_saver *). */
 #define CKPT__SAVER_LOG(s, level, ...)                                         \
@@ -657,6 +658,15 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s);
 static inline const char *ckpt__saver_basename(const char *basename)
 {
     return basename ? basename : CKPT__DEFAULT_BASENAME;
+}
+
+/* Whether `basename` can name a checkpoint's files in its directory: not
+ * empty, no '/', and not "." or ".." (a step-less save's prefix would be
+ * the directory itself or its parent). */
+static inline int ckpt__basename_is_file_name(const char *basename)
+{
+    return *basename && !strchr(basename, '/') &&
+           strcmp(basename, ".") != 0 && strcmp(basename, "..") != 0;
 }
 
 /* The checks every saver makes of a ckpt_saver_options (its version,

@@ -164,7 +164,11 @@ static void test_basename_conflicts(void **state)
     o.checkpoint_basename = "a/b";
     assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EINVAL,
                       "checkpoint hook: checkpoint_basename 'a/b' must be a "
-                      "file name without '/'");
+                      "file name without '/', not '.' or '..'");
+    o.checkpoint_basename = "..";
+    assert_ckpt_error(ckpt_checkpoint_hook_new(&h, &o), CKPT_EINVAL,
+                      "checkpoint hook: checkpoint_basename '..' must be a "
+                      "file name without '/', not '.' or '..'");
     /* hook: checkpoint_basename against its own saver options */
     hs.basename = "b";
     o.saver_options = &hs;

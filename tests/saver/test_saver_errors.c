@@ -335,6 +335,33 @@ static void test_nan_seconds_refused(void **state)
     ckpt_coordinator_free(c);
 }
 
+/* A basename that cannot name files in the directory is refused at open,
+ * naming it: empty, with a '/', "." or ".." (a step-less save's prefix
+ * would be the directory itself or its parent); nothing is created. */
+static void test_basename_not_a_file_name(void **state)
+{
+    static const char *const refused[] = {"", "a/b", ".", "..", "/"};
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s = NULL;
+    char want[96];
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        o.basename = refused[i];
+        snprintf(want, sizeof(want),
+                 "basename '%s' must be a non-empty file name without '/', "
+                 "not '.' or '..'",
+                 refused[i]);
+        assert_ckpt_error(ckpt_saver_open(&s, f->dir, &o), CKPT_EINVAL, want);
+        assert_null(s);
+    }
+    assert_int_equal(count_files(f->dir, ""), 0);
+    o.basename = "..a"; /* a file name that starts with dots is fine */
+    s = open_with(f, &o);
+    assert_ckpt_ok(ckpt_saver_save(s, CKPT_NO_STEP, NULL));
+    ckpt_saver_free(s);
+    assert_true(file_exists(f->dir, "..a.index"));
+}
+
 /* A basename too long for its checkpoints' file names is refused at open,
  * naming the argument (every save failed with CKPT_EIO before); the
  * longest accepted one saves. */
@@ -455,6 +482,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_basename_not_a_file_name, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_basename_length, setup,
                                         test_dir_fixture_teardown),
