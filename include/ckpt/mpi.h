@@ -86,7 +86,9 @@ typedef struct ckpt_mpi_saver_options {
      *  the blocking call's start and the step's posting: time spent
      *  between polls or in this rank's own write does not count). Past it
      *  the job is ended with MPI_Abort(comm, 70). Also bounds
-     *  ckpt_mpi_saver_wait_requests. */
+     *  ckpt_mpi_saver_wait_requests. INFINITY removes the bound (a dead
+     *  or stopped peer then holds every rank, as plain MPI would);
+     *  negative or NaN is CKPT_EINVAL. */
     double collective_timeout_s;
 } ckpt_mpi_saver_options;
 
