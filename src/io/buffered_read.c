@@ -19,9 +19,11 @@
  * page cache moves every byte to the same position in a page it came from (see
  * ckpt__scratch_for). They take the pieces of extents without a
  * destination and, on the 256 KiB path, those of extents whose destination
- * sits just past the file offset modulo 4 KiB (ckpt__read_aliases), which
- * are then copied on with the CRC fused into the copy (ckpt__crc32c_copy);
- * every other piece is read straight into its destination. The cold path
+ * sits just past the file offset modulo 4 KiB (ckpt__read_aliases) where
+ * the kernel's copy there was measured slow (ckpt__aliased_reads_bounce,
+ * io/alias_probe.c), which are then copied on with the CRC fused into the
+ * copy (ckpt__crc32c_copy); every other piece is read straight into its
+ * destination. The cold path
  * reads aliasing destinations straight too: its scratch would be a whole
  * request, out of the CPU's cache, and the bounce an extra pass over
  * memory (plus the scratch's page faults) that costs more than the slower
@@ -52,6 +54,8 @@ typedef struct bstream {
                        extent that starts where the previous one ends, and
                        aliasing destinations are read straight (no bounce
                        through scratch) */
+    int bounce;     /* aliasing destinations bounce through scratch (not
+                       cold, and slow here: ckpt__aliased_reads_bounce) */
     pthread_mutex_t mu;
     size_t ext_i; /* the next piece: extent and offset in it */
     uint64_t off;
@@ -179,8 +183,8 @@ static void work(bstream *s, uint8_t *scratch)
             uint64_t at = e->offset + c.p[k].off;
             int bounce;
             dst[k] = e->dst ? (uint8_t *)e->dst + c.p[k].off : NULL;
-            bounce =
-                dst[k] && scratch && !s->cold && ckpt__read_aliases(dst[k], at);
+            bounce = dst[k] && scratch && s->bounce &&
+                     ckpt__read_aliases(dst[k], at);
             iov[k].base = dst[k] && !bounce ? dst[k] : base + (at - c.at);
             iov[k].len = c.p[k].len;
             if (!bounce)
@@ -243,6 +247,17 @@ int ckpt__read_aliases(const void *dst, uint64_t file_offset)
     return ahead > 0 && ahead < CKPT__ALIAS_WINDOW;
 }
 
+/* Whether some extent's destination aliases its file offset (the probe of
+ * ckpt__aliased_reads_bounce runs only for a read that has one). */
+static int any_aliases(const ckpt__extent *ext, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ext[i].size > 0 && ext[i].dst &&
+            ckpt__read_aliases(ext[i].dst, ext[i].offset))
+            return 1;
+    return 0;
+}
+
 /* Whether some piece goes through a scratch buffer: an extent without a
  * destination, or, with `bounce`, one whose destination aliases its file
  * offset. */
@@ -266,7 +281,8 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
     int cold = request > CKPT__BUFFERED_PIECE;
-    int scratched = needs_scratch(ext, n, !cold);
+    int bounce = !cold && any_aliases(ext, n) && ckpt__aliased_reads_bounce();
+    int scratched = needs_scratch(ext, n, bounce);
     int started = 0;
     int err = 0;
 
@@ -281,6 +297,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.n = n;
     s.request = request;
     s.cold = cold;
+    s.bounce = bounce;
     for (int t = 0; scratched && t < 2; t++) {
         raw[t] = ckpt__malloc(request + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)

@@ -75,10 +75,33 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset);
 #define CKPT__ALIAS_WINDOW 64
 
 /* Whether reading the bytes at `file_offset` straight into `dst` would
- * alias (see above): then the 256 KiB path reads the piece into scratch at
- * its file offset's place and copies it to `dst` with the CRC fused into
- * the copy (the cold path reads it straight: buffered_read.c). */
+ * alias (see above): then, where that is slow on this machine
+ * (ckpt__aliased_reads_bounce), the 256 KiB path reads the piece into
+ * scratch at its file offset's place and copies it to `dst` with the CRC
+ * fused into the copy (the cold path reads it straight: buffered_read.c). */
 int ckpt__read_aliases(const void *dst, uint64_t file_offset);
+
+/* Slower than this (the kernel's copy into a destination 16 bytes ahead
+ * over one into an aligned destination, best times) and the bounce pays:
+ * EPYC's 1.5x clears it, a Xeon's 1.0x and noise do not. */
+#define CKPT__ALIAS_SLOW 1.25
+
+/* Whether the 256 KiB path bounces pieces whose destination aliases
+ * (above) through scratch on this machine: 1 where the kernel's copy into
+ * such a destination was measured CKPT__ALIAS_SLOW times slower than into an
+ * aligned one, or could not be measured; 0 where it was not, and the
+ * piece is read straight into its destination (io/alias_probe.c, measured
+ * once per process). */
+int ckpt__aliased_reads_bounce(void);
+
+/* The probe's measurement: the kernel copy's time into a destination 16
+ * bytes ahead over an aligned one (best of several); 0 when it could not
+ * be measured. */
+double ckpt__aliased_read_ratio(void);
+
+/* Tests: 1 or 0 fixes ckpt__aliased_reads_bounce's answer, -1 returns it
+ * to the probe's. */
+void ckpt__aliased_reads_force(int bounce);
 
 /* How many threads the buffered path may use with `fs`: 2 when `fs`
  * allows concurrent preads (it offers open_read_direct, whose contract

@@ -7,6 +7,7 @@
  * one by one. */
 #include "format/bundle_read_report.h"
 #include "format/bundle_slices.h"
+#include "io/buffered_read.h"
 #include "saver_internal.h"
 
 #include <string.h>
@@ -142,6 +143,17 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
             : "around the page cache (O_DIRECT), the checksum fused into "
               "the copy",
         why, rep->piece_bytes >> 10, rep->readers);
+    if (rep->mode == CKPT__READ_BUFFERED &&
+        rep->piece_bytes == CKPT__BUFFERED_PIECE)
+        CKPT__SAVER_LOG(
+            s, CKPT_LOG_DEBUG,
+            "restore %s: a variable just past its record's place in a page "
+            "is read %s (the kernel's copy there: %.2fx an aligned one)",
+            prefix,
+            ckpt__aliased_reads_bounce()
+                ? "through a buffer at that place and copied on"
+                : "straight into it",
+            ckpt__aliased_read_ratio());
     if (rep->probed || rep->remembered)
         CKPT__SAVER_LOG(
             s, CKPT_LOG_DEBUG,
