@@ -1,9 +1,14 @@
 /* io/fs_dirs.c - creating a directory and its missing parents durably
  * through a ckpt_fs: each directory created is made durable by a sync_dir
  * of its parent, so a power cut cannot take away a directory (and what
- * was saved in it) after a caller was told it exists; the last level is
- * synced in its parent even when it already exists (an earlier process
- * may have created it and died before syncing it). */
+ * was saved in it) after a caller was told it exists. A level that already
+ * exists is synced in its parent too: an earlier process may have created
+ * it (any level, not only the last: `mkdir -p` of a/b/c killed after
+ * creating a) and died before syncing it, and a power cut would then take
+ * it away with everything saved below it. The last level's sync must
+ * succeed; an existing parent level's is tried, and where it fails (a
+ * parent directory this process may enter but not read, say) that level
+ * is left as it was found. */
 #include "fs_dirs.h"
 
 #include "fs_internal.h"
@@ -44,11 +49,15 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                 if (err == 0)
                     err = ckpt__fs_mkdir(fs, level.ptr);
                 if (err == CKPT_EEXISTS) {
-                    /* the last level may be one a crashed run created and
-                     * never synced: its entry is synced either way */
+                    /* a level a crashed run may have created and never
+                     * synced: its entry is synced either way */
                     int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
-                    err = last ? sync_parent(fs, &parent, dir, n) : 0;
+                    err = sync_parent(fs, &parent, dir, n);
+                    if (err < 0 && !last) {
+                        ckpt_error_clear(); /* left as found, as before */
+                        err = 0;
+                    }
                 } else if (err == 0) {
                     err = sync_parent(fs, &parent, dir, n);
                 }

@@ -6,9 +6,11 @@
 #include "ckpt/io.h"
 
 /* mkdir -p: create `dir` and every missing parent, each followed by a
- * sync_dir of its parent so the new entry is durable. Existing levels are
- * left as they are. Returns 0 or the error of the failing mkdir or
- * sync_dir (which names its directory). */
+ * sync_dir of its parent so the new entry is durable. An existing level is
+ * synced in its parent as well (a crashed run may have created it), which
+ * must succeed for `dir` itself and is tried for the levels above it.
+ * Returns 0 or the error of the failing mkdir or sync_dir (which names
+ * its directory). */
 int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
 
 #endif

@@ -783,6 +783,29 @@ static void test_begin_syncs_parent_of_each_created_directory(void **state)
     }
     assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
     ckpt_monitored_session_free(ms);
+    /* A run killed after creating root/ck and root/ck/a, before creating
+     * root/ck/a/b or syncing either: the relaunch creates b, and syncs the
+     * levels it found too (root for ck, root/ck for a), else a power cut
+     * could take ck away with every checkpoint saved below it. */
+    test_remove_tree(strdup(levels[2]));
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE));
+    h = new_hook(&o);
+    ms = ck_session(f, &h, 1);
+    {
+        long wrote = find_event(ff, 0, CKPT_FS_OP_OPEN_WRITE, NULL);
+        assert_true(wrote >= 0);
+        for (int i = 0; i < 3; i++) {
+            const char *parent = i == 0 ? f->root : levels[i - 1];
+            long synced = find_event(ff, 0, CKPT_FS_OP_SYNC_DIR, parent);
+            if (synced < 0 || synced > wrote)
+                fail_msg("relaunch: %s (%s) not synced in %s before the "
+                         "first save",
+                         levels[i], i < 2 ? "found" : "created", parent);
+        }
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
     ckpt_fs_fault_free(ff);
 }
 
