@@ -104,6 +104,15 @@ int crash_model_check(const crash_model *m, int64_t step, char *why, size_t n)
     return 0;
 }
 
+static double keep_hours;
+static const ckpt_clock *keep_clock;
+
+void crash_set_keep_hours(double hours, const ckpt_clock *clock)
+{
+    keep_hours = hours;
+    keep_clock = clock;
+}
+
 int crash_saver_open(ckpt_saver **out, const char *dir, const ckpt_fs *fs,
                      int max_to_keep, crash_model *m, ckpt_save_done_fn done,
                      void *done_payload)
@@ -121,6 +130,8 @@ int crash_saver_open(ckpt_saver **out, const char *dir, const ckpt_fs *fs,
     *out = NULL;
     o.fs = fs;
     o.max_to_keep = max_to_keep;
+    o.keep_checkpoint_every_n_hours = keep_hours;
+    o.clock = keep_clock;
     o.on_save_done = done;
     o.on_save_done_payload = done_payload;
     err = ckpt_saver_open(&s, dir, &o);

@@ -41,6 +41,10 @@ void crash_model_dispose(crash_model *m);
 void crash_model_fill(crash_model *m, int64_t step);
 /* 0 when `m` holds the values of `step`, else -1 with `why` set. */
 int crash_model_check(const crash_model *m, int64_t step, char *why, size_t n);
+/* Make every later crash_saver_open keep a checkpoint every `hours` hours
+ * (keep_checkpoint_every_n_hours) by `clock` (NULL, 0: neither). */
+void crash_set_keep_hours(double hours, const ckpt_clock *clock);
+
 /* Open a saver on `dir` through `fs` with the model's variables.
  * Returns the saver's error (the saver is NULL then). */
 int crash_saver_open(ckpt_saver **out, const char *dir, const ckpt_fs *fs,

@@ -34,6 +34,12 @@
  * durable fails; and a first save given up so, then an open on a
  * recovered disk removing its data files (no index), then a power cut.
  *
+ * "cuts" also sweeps every cut point of the three saves with
+ * keep_checkpoint_every_n_hours set (a clock two hours on at each save):
+ * the third save's retention keeps step 10 unlisted instead of deleting
+ * it, and once the state file stops naming it no cut and no recovery may
+ * lose it.
+ *
  * The long form ("random", label "slow") draws 10,000 random states of the
  * first model and 3,000 of the second: a random cut point, and a random
  * subset of the unsynced writes and directory changes surviving
@@ -43,6 +49,8 @@
  *
  * The program takes the group to run as its argument (see main). */
 #include "crash_util.h"
+
+#include "support/fake_clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +64,13 @@ static const int64_t k_steps[NUM_STEPS] = {10, 20, 30};
 #define RECOVERY_STEP 99
 #define FINAL_STEP 100
 #define MAX_TRACE 1024
+
+/* With keep_hours_on, the savers keep a checkpoint every hour by
+ * keep_clock, which each save moves two hours on (see
+ * test_keep_hours_every_cut_sync). */
+static int keep_hours_on;
+static fake_clock keep_clock;
+#define KEPT_STEP 10 /* the checkpoint the third save keeps for its time */
 
 /* The newest step whose save was reported durable (-1: none). */
 typedef struct outcome {
@@ -142,6 +157,10 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     res->cut_op = -1;
     crash_nosync_fs(&nosync);
     crash_model_init(&m);
+    if (keep_hours_on) {
+        fake_clock_init(&keep_clock, 1000.0, 1.7e9);
+        crash_set_keep_hours(1.0, &keep_clock.clock);
+    }
     assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
     assert_ckpt_ok(
         crash_saver_open(&s, dir, ckpt_fs_fault_fs(ff), 2, &m, on_done, &o));
@@ -154,6 +173,7 @@ static int run_case(const char *dir, const crash_case *c, case_result *res,
     for (int i = 0; i < NUM_STEPS + c->more; i++) {
         int64_t step = i < NUM_STEPS ? k_steps[i] : MAX_STEP + 10 * (i - 2);
         crash_model_fill(&m, step);
+        keep_clock.now += 2 * 3600.0;
         if (c->async) {
             uint64_t ticket = 0;
             err = ckpt_saver_save_async(s, step, &ticket);
@@ -214,6 +234,20 @@ static int check_no_incomplete(const char *dir, char *why, size_t n)
         return 0;
     snprintf(why, n, "recovery: %d index file(s) without their data left",
              left);
+    return -1;
+}
+
+/* The checkpoint retention kept for its time once the state file stopped
+ * naming it (keep_hours_on): still whole, with its step's values. 0 or -1
+ * (`why`). */
+static int check_kept_for_time(const char *dir, char *why, size_t n)
+{
+    char prefix[4200], inner[900] = "";
+    snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%d", dir, KEPT_STEP);
+    if (crash_verify_checkpoint(prefix, inner, sizeof(inner)) == 0)
+        return 0;
+    snprintf(why, n, "step %d, kept for its time, is lost: %s", KEPT_STEP,
+             inner);
     return -1;
 }
 
@@ -286,6 +320,12 @@ static void sweep(int async, unsigned mask)
                      mode_name(&c), mask ? "syncs failing" : "stopped",
                      (unsigned long long)cut, res->cut_desc,
                      k_drop_names[c.drop], why);
+        if (keep_hours_on && res->latest == MAX_STEP &&
+            check_kept_for_time(dir, why, sizeof(why)) < 0)
+            fail_msg("%s saves keeping one every hour, stopped from op %llu "
+                     "on (%s), then a power cut %s, then recovery: %s",
+                     mode_name(&c), (unsigned long long)cut, res->cut_desc,
+                     k_drop_names[c.drop], why);
         if (res->latest < 0)
             seen_none = 1;
         for (int k = 0; k < NUM_STEPS; k++)
@@ -316,6 +356,45 @@ static void test_every_cut_async(void **state)
 {
     (void)state;
     sweep(1, 0);
+}
+
+/* Every cut of the three saves with keep_checkpoint_every_n_hours set:
+ * the third save's retention keeps step 10 (saved two hours after the
+ * saver's creation) on disk, unlisted, instead of deleting it. */
+static void keep_hours_sweep(int async)
+{
+    char *base = test_make_temp_dir();
+    char *dir = case_dir(base, 0);
+    crash_case c = {async, 0, 0, 0, DROP_ALL, 0, 0, 0};
+    case_result *res = calloc(1, sizeof(*res));
+    char why[1024] = "";
+    assert_non_null(res);
+    keep_hours_on = 1;
+    /* without a cut: 10 is off the list and on disk */
+    if (run_case(dir, &c, res, why, sizeof(why)) < 0 ||
+        check_kept_for_time(dir, why, sizeof(why)) < 0)
+        fail_msg("%s saves keeping one every hour, no fault: %s", mode_name(&c),
+                 why);
+    assert_int_equal(res->latest, MAX_STEP);
+    assert_int_equal(res->listed, 2);
+    test_remove_tree(dir);
+    test_remove_tree(base);
+    free(res);
+    sweep(async, 0);
+    keep_hours_on = 0;
+    crash_set_keep_hours(0.0, NULL);
+}
+
+static void test_keep_hours_every_cut_sync(void **state)
+{
+    (void)state;
+    keep_hours_sweep(0);
+}
+
+static void test_keep_hours_every_cut_async(void **state)
+{
+    (void)state;
+    keep_hours_sweep(1);
 }
 
 /* The three saves run to the end (the last thing they do is retention
@@ -709,6 +788,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_every_cut_async),
         cmocka_unit_test(test_eviction_power_cuts_sync),
         cmocka_unit_test(test_eviction_power_cuts_async),
+        cmocka_unit_test(test_keep_hours_every_cut_sync),
+        cmocka_unit_test(test_keep_hours_every_cut_async),
     };
     const struct CMUnitTest syncs[] = {
         cmocka_unit_test(test_failing_syncs_sync),
