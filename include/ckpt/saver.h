@@ -3,11 +3,18 @@
  * the `checkpoint` state file, retention, and asynchronous saves taken from
  * a consistent snapshot.
  *
- * Commit order of every save: the data file and then the index are written
- * under temporary names, fsynced and renamed into place, the directory is
- * fsynced, then the state file is replaced atomically and durably, and only
- * then are checkpoints that retention no longer keeps deleted. A crash at
- * any point leaves the previous latest checkpoint readable and named.
+ * Commit order of every save: a note of the checkpoint in progress
+ * ("checkpoint.pending", fsynced and renamed into place) first; then the
+ * data files and then the index, each written under a temporary name,
+ * fsynced, renamed into place and followed by a directory fsync; then the
+ * state file is replaced atomically and durably, and only then are
+ * checkpoints that retention no longer keeps deleted (each index first,
+ * its removal made durable by a directory fsync before its data files
+ * go), and the note removed. (The first save of a saver opened on more
+ * than max_to_keep checkpoints trims that list before it writes: the
+ * note, the state file without them, then their deletion; see
+ * ckpt_saver_open.) A crash at any point leaves the previous latest
+ * checkpoint readable and named (docs/format.md, section 9).
  *
  * Threads: a saver is used from one thread at a time (the training loop).
  * A call that drives it (save, save_async, poll, wait, close, the
