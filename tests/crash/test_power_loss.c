@@ -45,7 +45,10 @@
  * subset of the unsynced writes and directory changes surviving
  * (ckpt_fs_fault_drop_unsynced_random); a quarter of them crash again
  * during the recovery (a saver keeping one checkpoint, so recovery itself
- * evicts and rewrites the state file) before the final recovery check.
+ * evicts and rewrites the state file) before the final recovery check;
+ * then 2,000 random states of the first model with
+ * keep_checkpoint_every_n_hours set, checking that step 10, once kept for
+ * its time, survives every later crash and recovery.
  *
  * The program takes the group to run as its argument (see main). */
 #include "crash_util.h"
@@ -627,6 +630,7 @@ static void test_leftovers_swept_after_failed_syncs_async(void **state)
 
 #define RANDOM_STATES 10000
 #define RANDOM_STATES_SYNCS 3000
+#define RANDOM_STATES_KEEP_HOURS 2000
 
 static uint64_t splitmix(uint64_t *state)
 {
@@ -652,6 +656,8 @@ static int crash_during_recovery(const char *dir, uint64_t cut, uint64_t seed,
     int err;
     crash_nosync_fs(&nosync);
     crash_model_init(&m);
+    if (keep_hours_on) /* a new process: its clock starts again */
+        fake_clock_init(&keep_clock, 1000.0, 1.7e9);
     assert_ckpt_ok(ckpt_fs_fault_new(&ff, &nosync.fs));
     ckpt_fs_fault_trace(ff, CKPT_FS_OP_MUTATING);
     ckpt_fs_fault_fail(ff, cut, CKPT_FS_OP_MUTATING, EIO, 1, 0);
@@ -697,6 +703,7 @@ static void random_states(unsigned mask, uint64_t count)
         crash_case c = {0, 0, 0, 0, 0, 0, 0, 0};
         char why[1024] = "";
         char desc[600] = "";
+        int kept;
         char *dir = case_dir(base, iter + 1);
         c.async = (int)(iter & 1);
         c.mask = mask;
@@ -720,6 +727,7 @@ static void random_states(unsigned mask, uint64_t count)
                 outcomes[1 + i]++;
         if (res->latest > res->durable)
             outcomes[4]++; /* a save reported failed survived: allowed */
+        kept = keep_hours_on && res->latest == MAX_STEP;
         if (iter % 4 == 0) {
             uint64_t cut2 = 1 + splitmix(&rng) % 40;
             uint64_t seed2 = splitmix(&rng);
@@ -745,6 +753,15 @@ static void random_states(unsigned mask, uint64_t count)
                      "drop seed %llu, then %s",
                      (unsigned long long)iter, mode_name(&c),
                      c.mask ? "syncs failing" : "stopped",
+                     (unsigned long long)c.cut, res->cut_desc,
+                     (unsigned long long)c.seed, why);
+        /* kept for its time once the state file named step 30: no later
+         * crash, recovery or retention may delete it */
+        if (kept && check_kept_for_time(dir, why, sizeof(why)) < 0)
+            fail_msg("random state %llu: %s saves keeping one every hour, "
+                     "stopped from op %llu on (%s), drop seed %llu, then "
+                     "recoveries: %s",
+                     (unsigned long long)iter, mode_name(&c),
                      (unsigned long long)c.cut, res->cut_desc,
                      (unsigned long long)c.seed, why);
         test_remove_tree(dir);
@@ -780,6 +797,19 @@ static void test_random_states_failing_syncs(void **state)
     random_states(SYNC_OPS, RANDOM_STATES_SYNCS);
 }
 
+/* The first model's random states with keep_checkpoint_every_n_hours
+ * set: step 10, kept for its time by the third save, must survive every
+ * later cut and recovery once the state file named step 30. */
+static void test_random_states_keep_hours(void **state)
+{
+    (void)state;
+    crash_set_emb_kib(300);
+    keep_hours_on = 1;
+    random_states(0, RANDOM_STATES_KEEP_HOURS);
+    keep_hours_on = 0;
+    crash_set_keep_hours(0.0, NULL);
+}
+
 /* argv[1] picks the group: "cuts" (default), "syncs", "random". */
 int main(int argc, char **argv)
 {
@@ -804,6 +834,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest random[] = {
         cmocka_unit_test(test_random_states),
         cmocka_unit_test(test_random_states_failing_syncs),
+        cmocka_unit_test(test_random_states_keep_hours),
     };
     const char *group = argc > 1 ? argv[1] : "cuts";
     if (!strcmp(group, "cuts"))
