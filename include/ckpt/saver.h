@@ -212,7 +212,12 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
 
 typedef struct ckpt_saver ckpt_saver;
 
-/** Open the checkpoint directory `dir` (which must exist). If it already
+/** Open the checkpoint directory `dir` (which must exist). Its own entry is
+ *  first made durable in its parent (a sync_dir of the parent: the program,
+ *  or an earlier run killed before syncing it, may have created it
+ *  unsynced, and a power cut would take it away with every checkpoint
+ *  saved in it); where that fails the open goes on, with a warning (none
+ *  for a parent it may not read). If it already
  *  holds checkpoints (a restarted job) their list is recovered from the state
  *  file (made durable first), entries whose index is missing (or whose
  *  path no file can have: too long, symbolic links that loop) are dropped,

@@ -35,6 +35,26 @@ static int sync_parent(const ckpt_fs *fs, ckpt_buf *scratch, const char *path,
     return ckpt__fs_sync_dir(fs, scratch->ptr);
 }
 
+int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)
+{
+    ckpt_buf parent = CKPT_BUF_INIT;
+    size_t n = strlen(path);
+    size_t start;
+    int err;
+    while (n > 1 && path[n - 1] == '/')
+        n--; /* "a/b/" is "a/b" */
+    start = n;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    /* "/", "", "." and "..": no parent this path names */
+    if (n - start == 0 || (n - start == 1 && path[start] == '.') ||
+        (n - start == 2 && path[start] == '.' && path[start + 1] == '.'))
+        return 0;
+    err = sync_parent(fs, &parent, path, n);
+    ckpt_buf_dispose(&parent);
+    return err;
+}
+
 int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
 {
     ckpt_buf level = CKPT_BUF_INIT;

@@ -9,6 +9,7 @@
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
  * or "..") is listed as TF would list it but never deleted. */
 #include "format/checkpoint_state_write.h"
+#include "io/fs_dirs.h"
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -454,6 +455,26 @@ static double index_mtime(const ckpt__dir_state *ds, const char *prefix,
     return t > 0 && t < now ? t : now;
 }
 
+/* The directory's own entry, synced in its parent: whoever created it
+ * (the program, or an earlier run killed before it synced it) may have
+ * left it unsynced, and a power cut would then take it away with every
+ * checkpoint a save reported durable in it. A parent this process may not
+ * read (EACCES) is passed over quietly; another failure is a warning:
+ * the saves go on, as durable as the directory's entry already is. */
+static void sync_own_entry(const ckpt__dir_state *ds)
+{
+    ckpt__saved_error saved;
+    ckpt__error_save(&saved);
+    if (ckpt__fs_sync_entry(ds->fs, ds->dir) < 0)
+        CKPT__DS_LOG(ds,
+                     ckpt_error_last()->code == CKPT_EACCES ? CKPT_LOG_DEBUG
+                                                            : CKPT_LOG_WARN,
+                     "%s: cannot make the directory's own entry durable (a "
+                     "power cut may lose it if it was never synced): %s",
+                     ds->dir, ckpt_error_last()->message);
+    ckpt__error_restore(&saved);
+}
+
 /* A hostile state file may list millions of entries: the first few of
  * each kind of problem are logged one by one, then a count. */
 #define LOGGED_PER_KIND 10
@@ -470,6 +491,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     int err = ds->lock ? 0 : ckpt__dir_lock_acquire(ds->fs, ds->dir, &ds->lock);
     if (err < 0)
         return err;
+    sync_own_entry(ds);
     ds->lock_claims = ckpt__dir_lock_claims(ds->lock); /* before the read */
     err = ckpt_state_read(&st, ds->fs, ds->dir);
     if (err == CKPT_ENOTFOUND) {

@@ -1880,6 +1880,51 @@ static void test_recover_syncs_before_deleting(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* Opening makes the directory's own entry durable (a sync_dir of its
+ * parent) before anything is written: the program, or an earlier run
+ * killed before it synced, may have created it unsynced, and a power cut
+ * would take it away with every checkpoint saved in it. The path spelled
+ * with and without a trailing slash. */
+static void test_open_syncs_directory_entry(void **state)
+{
+    static const char *const spellings[] = {"ck", "ck/", "ck//"};
+    fixture *f = *state;
+    char *outer = f->dir;
+    char *ck = test_path(outer, "ck");
+    assert_int_equal(mkdir(ck, 0755), 0);
+    for (size_t k = 0; k < sizeof(spellings) / sizeof(spellings[0]); k++) {
+        ckpt_fs_fault *ff = NULL;
+        ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+        ckpt_saver *s;
+        long synced = -1, wrote = -1;
+        char *dir = test_path(outer, spellings[k]);
+        assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+        ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                    CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE));
+        o.fs = ckpt_fs_fault_fs(ff);
+        f->dir = dir;
+        s = open_saver(f, &o);
+        save_steps(s, f, (int)k + 1, (int)k + 1);
+        ckpt_saver_free(s);
+        f->dir = outer;
+        for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
+            const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+            if (e->op == CKPT_FS_OP_SYNC_DIR && synced < 0 &&
+                strcmp(e->path, outer) == 0)
+                synced = (long)i;
+            if (e->op == CKPT_FS_OP_OPEN_WRITE && wrote < 0)
+                wrote = (long)i;
+        }
+        if (synced < 0 || wrote < 0 || synced > wrote)
+            fail_msg("saver on %s: sync_dir %s at event %ld, first write at "
+                     "%ld",
+                     dir, outer, synced, wrote);
+        ckpt_fs_fault_free(ff);
+        free(dir);
+    }
+    free(ck);
+}
+
 /* A state file that names a checkpoint more than once (a hostile or
  * hand-edited one) counts it once, in its last place: retention never
  * evicts, and deletes, a checkpoint the list still names, and the latest
@@ -2121,6 +2166,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_relative_directory_after_chdir,
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_open_syncs_directory_entry, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_syncs_before_deleting,
                                         setup, test_dir_fixture_teardown),
