@@ -99,10 +99,11 @@ typedef enum ckpt_save_mode {
  *  0 or NULL in a field means its default. */
 typedef struct ckpt_checkpoint_hook_options {
     unsigned int version;       /**< CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION */
-    const char *checkpoint_dir; /**< created recursively at begin; NULL: the
-                                     session's checkpoint_dir (one of the
-                                     two is required; both set and
-                                     different is CKPT_EINVAL) */
+    const char *checkpoint_dir; /**< created recursively at begin, every
+                                     level durable in its parent (B46);
+                                     NULL: the session's checkpoint_dir
+                                     (one of the two is required; both set
+                                     and different is CKPT_EINVAL) */
     double save_secs;           /**< exactly one of save_secs/save_steps
                                      (> 0); INFINITY saves at creation
                                      and at end only */
