@@ -803,8 +803,12 @@ static void test_json_usage_errors(void **state)
          "unknown command 'lss'",
          "ckpt <command> [arguments]"},
         {{"--json", "ls", "d", NULL},
-         "--json",
+         NULL, /* no command named: "command": null */
          "unknown command '--json' (options go after the command",
+         "ckpt <command> [arguments]"},
+        {{"--bogus", "ls", "--json", NULL},
+         NULL,
+         "unknown command '--bogus' (options go after the command",
          "ckpt <command> [arguments]"},
     };
     (void)state;
@@ -815,8 +819,12 @@ static void test_json_usage_errors(void **state)
         expect_contains(r.err, "usage: ckpt ");
         expect_contains(r.err, cases[i].error);
         root = parse_json(r.out);
-        assert_string_equal(json_object_get_string(jget(root, "command")),
-                            cases[i].command);
+        if (cases[i].command)
+            assert_string_equal(json_object_get_string(jget(root, "command")),
+                                cases[i].command);
+        else
+            assert_true(
+                json_object_is_type(jget(root, "command"), json_type_null));
         assert_false(json_object_get_boolean(jget(root, "ok")));
         expect_contains(json_object_get_string(jget(root, "error")),
                         cases[i].error);

@@ -143,7 +143,9 @@ void cli_print_help(const cli_command *c, FILE *out);
  *    <the details added>}
  * with every string escaped as cli_json_bytes does. main turns this on
  * before a command parses its arguments when they hold --json, so that a
- * usage error prints the document too (with "usage": the synopsis). */
+ * usage error prints the document too (with "usage": the synopsis).
+ * `cmd` "" means that no command was named (the arguments start with an
+ * option, as in `ckpt --json ls`): "command" is then null. */
 void cli_json_failures_on(const char *cmd);
 
 /* Keep `n` bytes of message text (what cli_error does). */

@@ -91,8 +91,9 @@ int cli_finish(int rc)
 {
     if (json_command && rc != CLI_OK && !json_printed) {
         json_object *root = json_object_new_object();
-        json_object_object_add(root, "command",
-                               json_object_new_string(json_command));
+        json_object_object_add(
+            root, "command",
+            json_command[0] ? json_object_new_string(json_command) : NULL);
         json_object_object_add(root, "ok", json_object_new_boolean(0));
         json_object_object_add(
             root, "error",

@@ -40,7 +40,10 @@ static void print_usage(FILE *out)
                  "With --json, stdout holds one JSON document, a usage "
                  "error's too: a run that\nfails before printing its own "
                  "prints {\"command\", \"ok\": false, \"error\"}\n"
-                 "(and \"usage\", the synopsis, for a usage error).\n");
+                 "(and \"usage\", the synopsis, for a usage error;\n"
+                 "\"command\" is null when the arguments start with an "
+                 "option: options go\nafter the command, as in ckpt ls DIR "
+                 "--json).\n");
 }
 
 static int help(int argc, char **argv)
@@ -103,8 +106,9 @@ static int dispatch(int argc, char **argv)
     if (strcmp(argv[1], "help") == 0)
         return help(argc - 2, argv + 2);
     c = find_command(argv[1]);
+    /* "ckpt --json ls": no command named, "command": null (not "--json") */
     if (wants_json(argc, argv))
-        cli_json_failures_on(c ? c->name : argv[1]);
+        cli_json_failures_on(c ? c->name : argv[1][0] == '-' ? "" : argv[1]);
     if (!c)
         return unknown_command(argv[1]);
     for (int i = 2; i < argc; i++) {
