@@ -1492,6 +1492,70 @@ static void test_json_ok_mirrors_exit_status(void **state)
     test_remove_tree(dir);
 }
 
+/* "--" ends the options in every command, as in POSIX utilities: a path
+ * starting with '-' follows it, and an option after it is an operand.
+ * repack refused it ("unknown option '--'"), and ls, verify and inspect
+ * took only the next argument as the path and read options past it, so
+ * `ckpt ls -- d --json` printed JSON that main, which stops at "--",
+ * would not have asked for on a usage error. */
+static void test_double_dash_ends_options(void **state)
+{
+    static const struct {
+        const char *args[6];
+        int status;
+        const char *out, *err;
+    } cases[] = {
+        {{"ls", "--", "-d", NULL}, 0, "latest", ""},
+        {{"verify", "--", "-d", NULL}, 0, "-d/typed: OK", ""},
+        {{"inspect", "--values=1", "--", "-d", NULL}, 0, "f32", ""},
+        {{"diff", "--", "-d", "-d/typed", NULL}, 0, "equal", ""},
+        {{"repack", "--", "-d/typed", "-copy", NULL}, 0, "-> -copy", ""},
+        {{"ls", "--", "-d", "--json", NULL},
+         2,
+         "",
+         "ckpt ls: unexpected argument '--json'"},
+        {{"verify", "--", "-d", "--json", NULL},
+         2,
+         "",
+         "ckpt verify: unexpected argument '--json'"},
+        {{"inspect", "--", "-d", "--values", NULL},
+         2,
+         "",
+         "ckpt inspect: unexpected argument '--values'"},
+        {{"repack", "--", "-d/typed", "x", "--json", NULL},
+         2,
+         "",
+         "ckpt repack: unexpected argument '--json'"},
+        {{"diff", "--", "-d", "-d", "--json", NULL},
+         2,
+         "",
+         "ckpt diff: unexpected argument '--json'"},
+    };
+    char *dir = test_make_temp_dir();
+    char *sub = test_path(dir, "-d");
+    char *prefix = test_path(sub, "typed");
+    char *copy = test_path(dir, "-copy.index");
+    (void)state;
+    assert_int_equal(mkdir(sub, 0755), 0);
+    write_typed_checkpoint(prefix);
+    write_text(sub, "checkpoint", "model_checkpoint_path: \"typed\"\n");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cli_run r = cli_run_prog(CKPT_CLI_PATH, dir, cases[i].args);
+        expect_status(&r, cases[i].status);
+        if (cases[i].out[0])
+            expect_contains(r.out, cases[i].out);
+        else
+            assert_string_equal(r.out, "");
+        expect_contains(r.err, cases[i].err);
+        run_free(&r);
+    }
+    assert_int_equal(access(copy, F_OK), 0);
+    free(copy);
+    free(prefix);
+    free(sub);
+    test_remove_tree(dir);
+}
+
 static void test_inspect_value_formats(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1709,6 +1773,7 @@ int main(void)
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_json_usage_errors),
+        cmocka_unit_test(test_double_dash_ends_options),
         cmocka_unit_test(test_missing_paths),
         cmocka_unit_test(test_inspect_vectors_json),
         cmocka_unit_test(test_inspect_vectors_text),

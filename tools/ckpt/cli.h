@@ -186,9 +186,18 @@ int cli_opt_value(const char *name, int argc, char **argv, int *i,
 /* Whether `arg` is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* What a command's argument is, read in order with `*operands_only` 0 at
+ * the start: the first "--" ends the options (CLI_ARG_END: skip it) and
+ * every argument after it is an operand however it starts, as POSIX
+ * utilities do; before it "-" alone is an operand (a path) and any other
+ * argument starting with '-' an option. main's --json and --help look
+ * stop at the same "--", so every command reads it one way. */
+enum { CLI_ARG_OPERAND, CLI_ARG_OPTION, CLI_ARG_END };
+int cli_arg_kind(const char *arg, int *operands_only);
+
 /* The arguments of a command that takes one path and --json (`ls DIR
- * [--json]`, `verify PATH [--json]`): "--" makes the next argument the path
- * whatever it looks like; `what` names the path when it is missing
+ * [--json]`, `verify PATH [--json]`), "--" read by cli_arg_kind; `what` names
+ * the path when it is missing
  * ("DIR"). With --json, turns on cli_json_failures_on for the command.
  * Returns 0, or CLI_USAGE after printing the usage error. */
 int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,

@@ -111,17 +111,30 @@ int cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+int cli_arg_kind(const char *arg, int *operands_only)
+{
+    if (*operands_only)
+        return CLI_ARG_OPERAND;
+    if (strcmp(arg, "--") == 0) {
+        *operands_only = 1;
+        return CLI_ARG_END;
+    }
+    return arg[0] == '-' && arg[1] != '\0' ? CLI_ARG_OPTION : CLI_ARG_OPERAND;
+}
+
 int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
                             char **argv, const char **path, int *json)
 {
+    int operands_only = 0;
     *path = NULL;
     *json = 0;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+        int kind = cli_arg_kind(argv[i], &operands_only);
+        if (kind == CLI_ARG_END)
+            continue;
+        if (kind == CLI_ARG_OPTION && strcmp(argv[i], "--json") == 0)
             *json = 1;
-        else if (strcmp(argv[i], "--") == 0 && i + 1 < argc && !*path)
-            *path = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1] != '\0')
+        else if (kind == CLI_ARG_OPTION)
             return cli_usage_error(c, "unknown option '%s'", argv[i]);
         else if (*path)
             return cli_usage_error(c, "unexpected argument '%s'", argv[i]);

@@ -588,15 +588,14 @@ static int parse_args(int argc, char **argv, diff_opts *o)
         const char *a = argv[i];
         const char *v = NULL;
         int m = 0;
-        if (!paths_only && strcmp(a, "--") == 0) {
-            paths_only = 1;
+        int kind = cli_arg_kind(a, &paths_only);
+        if (kind == CLI_ARG_END)
             continue;
-        }
-        if (!paths_only && strcmp(a, "--json") == 0) {
+        if (kind == CLI_ARG_OPTION && strcmp(a, "--json") == 0) {
             o->json = 1;
             continue;
         }
-        if (!paths_only)
+        if (kind == CLI_ARG_OPTION)
             m = cli_opt_value("--atol", argc, argv, &i, &v);
         if (m < 0)
             return cli_usage_error(c, "--atol needs a value");
@@ -605,7 +604,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
                 return CLI_USAGE;
             continue;
         }
-        if (!paths_only && a[0] == '-' && a[1] != '\0')
+        if (kind == CLI_ARG_OPTION)
             return cli_usage_error(c, "unknown option '%s'", a);
         if (!o->a)
             o->a = a;

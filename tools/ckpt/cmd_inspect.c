@@ -76,42 +76,54 @@ static int count_after_values(int argc, char **argv, int k)
            (strcmp(a, "all") == 0 || strspn(a, "0123456789") == strlen(a));
 }
 
+/* The option at argv[*i] (its value, if separate, is consumed): 0, or
+ * CLI_USAGE after printing the usage error. */
+static int parse_option(int argc, char **argv, int *i, inspect_opts *o)
+{
+    const cli_command *c = &cli_cmd_inspect;
+    const char *a = argv[*i];
+    const char *v = NULL;
+    int m;
+    if (strcmp(a, "--json") == 0) {
+        o->json = 1;
+        return 0;
+    }
+    if (strcmp(a, "--values") == 0 || strncmp(a, "--values=", 9) == 0) {
+        if (parse_values_arg(a, o) < 0)
+            return cli_usage_error(c,
+                                   "bad --values '%s' (a count or "
+                                   "'all')",
+                                   a + 9);
+        return 0;
+    }
+    m = cli_opt_value("--tensor", argc, argv, i, &v);
+    if (m < 0)
+        return cli_usage_error(c, "--tensor needs a NAME");
+    if (m > 0) {
+        o->tensors[o->num_tensors++] = v;
+        return 0;
+    }
+    return cli_usage_error(c, "unknown option '%s'", a);
+}
+
 static int parse_args(int argc, char **argv, inspect_opts *o)
 {
     const cli_command *c = &cli_cmd_inspect;
     int path_at = -1;
+    int operands_only = 0;
     o->tensors = calloc((size_t)argc + 1, sizeof(char *));
     if (!o->tensors)
         return cli_usage_error(c, "out of memory");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = NULL;
-        int m;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
+        int kind = cli_arg_kind(a, &operands_only);
+        if (kind == CLI_ARG_END)
+            continue;
+        if (kind == CLI_ARG_OPTION) {
+            if (parse_option(argc, argv, &i, o) != 0)
+                return CLI_USAGE;
             continue;
         }
-        if (strcmp(a, "--values") == 0 || strncmp(a, "--values=", 9) == 0) {
-            if (parse_values_arg(a, o) < 0)
-                return cli_usage_error(c,
-                                       "bad --values '%s' (a count or "
-                                       "'all')",
-                                       a + 9);
-            continue;
-        }
-        m = cli_opt_value("--tensor", argc, argv, &i, &v);
-        if (m < 0)
-            return cli_usage_error(c, "--tensor needs a NAME");
-        if (m > 0) {
-            o->tensors[o->num_tensors++] = v;
-            continue;
-        }
-        if (strcmp(a, "--") == 0 && i + 1 < argc && !o->path) {
-            o->path = argv[++i];
-            continue;
-        }
-        if (a[0] == '-' && a[1] != '\0')
-            return cli_usage_error(c, "unknown option '%s'", a);
         if (o->path) {
             /* "--values 5": the count read as an argument of its own */
             int k = count_after_values(argc, argv, i) ? i : path_at;

@@ -91,11 +91,17 @@ static int parse_args(int argc, char **argv, repack_opts *o)
     o->exclude.re = calloc((size_t)argc + 1, sizeof(regex_t));
     if (!o->include.re || !o->exclude.re)
         return cli_usage_error(c, "out of memory");
+    int operands_only = 0;
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
-        int m = cli_opt_value("--include", argc, argv, &i, &v);
+        int kind = cli_arg_kind(argv[i], &operands_only);
+        int m = 0;
         int err;
-        if (m == 0) {
+        if (kind == CLI_ARG_END)
+            continue;
+        if (kind == CLI_ARG_OPTION)
+            m = cli_opt_value("--include", argc, argv, &i, &v);
+        if (kind == CLI_ARG_OPTION && m == 0) {
             m = cli_opt_value("--exclude", argc, argv, &i, &v);
             if (m > 0) {
                 err = add_pattern(&o->exclude, v);
@@ -111,11 +117,11 @@ static int parse_args(int argc, char **argv, repack_opts *o)
         }
         if (m < 0)
             return cli_usage_error(c, "%s needs a REGEX", argv[i]);
-        if (strcmp(argv[i], "--json") == 0) {
+        if (kind == CLI_ARG_OPTION && strcmp(argv[i], "--json") == 0) {
             o->json = 1;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1] != '\0')
+        if (kind == CLI_ARG_OPTION)
             return cli_usage_error(c, "unknown option '%s'", argv[i]);
         if (!o->src)
             o->src = argv[i];

@@ -29,7 +29,10 @@ static void print_usage(FILE *out)
                  "       ckpt help <command> | ckpt --help | ckpt "
                  "--version\n\n"
                  "Inspect, verify and rewrite TensorFlow checkpoints "
-                 "(tensor bundle V2).\n\ncommands:\n");
+                 "(tensor bundle V2).\nOptions go after the command, "
+                 "before, between or after its operands; a \"--\"\nends "
+                 "them: every argument after it is a path, even one "
+                 "starting with '-'.\n\ncommands:\n");
     for (size_t i = 0; i < NUM_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\nExit status: 0 success, 1 damage or differences found, "
