@@ -414,6 +414,14 @@ static void test_usage_and_bad_dir(void **state)
             {"--lr", "nan",
              "bad --lr 'nan' (the learning rate: a finite number > 0)"},
             {"--seed", "-3", "bad --seed '-3' (an integer, 0 or more)"},
+            /* an operand and a joined value said "unknown option extra"
+             * and "unknown option --dir=d", though --dir is one */
+            {"extra", "1",
+             "ckpt-train: unexpected argument 'extra' (ckpt-train takes "
+             "options only)\n"},
+            {"--dir=d", "1",
+             "ckpt-train: unknown option --dir=d (an option's value is the "
+             "next argument: --steps 100, not --steps=100)\n"},
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             TRAIN(&p, "--dir", dir, bad[i].option, bad[i].value);

@@ -107,6 +107,30 @@ static int is_value_option(const char *a)
     return 0;
 }
 
+/* The usage error for `a`, which is not an option ckpt-train has: an
+ * operand (it takes none), "--dir=DIR" (a value is the next argument), or
+ * a name it does not know. */
+static int not_an_option(const char *a)
+{
+    const char *eq = strchr(a, '=');
+    char name[32];
+    size_t n = eq ? (size_t)(eq - a) : 0;
+    if (a[0] != '-')
+        return usage_error("unexpected argument '%s' (ckpt-train takes "
+                           "options only)",
+                           a);
+    if (eq && n < sizeof(name)) {
+        memcpy(name, a, n);
+        name[n] = '\0';
+        if (is_value_option(name))
+            return usage_error("unknown option %s (an option's value is the "
+                               "next argument: --steps 100, not "
+                               "--steps=100)",
+                               a);
+    }
+    return usage_error("unknown option %s", a);
+}
+
 /* Options the distributed trainer does not have (docs/mpi.md): the
  * distributed saver checkpoints by steps, skips a busy trigger, and always
  * checkpoints. */
@@ -148,7 +172,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
             continue;
         }
         if (!is_value_option(a))
-            return usage_error("unknown option %s", a);
+            return not_an_option(a);
         if (!v)
             return usage_error("option %s needs a value", a);
         if (distributed && not_distributed(a, v))
