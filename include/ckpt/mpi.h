@@ -135,7 +135,10 @@ ckpt_mpi_saver_add_partitioned(ckpt_mpi_saver *s, const ckpt_var *var,
                                const ckpt_slice_extent *extents);
 
 /** ckpt_mpi_saver_add_per_rank flag: a restore onto a rank the checkpoint
- *  has no value for leaves the variable as it is instead of failing. */
+ *  has no value for leaves the variable as it is instead of failing, and
+ *  returns 0 as on the other ranks. To tell whether a rank got its value,
+ *  give the variable a `write` callback: the restore calls it only with a
+ *  value the checkpoint holds. */
 #define CKPT_MPI_OPTIONAL 1
 
 /** Register a per-rank variable (local), saved as "<name>/rank-<r>". Every

@@ -95,7 +95,22 @@ ckpt_var model_var(const char *name, int dtype, int rank, const int64_t *dims,
     return v;
 }
 
-void model_register(ckpt_mpi_saver *s, model *m, int rng_optional)
+static int rng_read(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    model *m = payload;
+    memcpy(dst, (char *)m->rng + offset, n);
+    return 0;
+}
+
+static int rng_write(const void *src, uint64_t offset, size_t n, void *payload)
+{
+    model *m = payload;
+    memcpy((char *)m->rng + offset, src, n);
+    m->rng_writes++;
+    return 0;
+}
+
+void model_register(ckpt_mpi_saver *s, model *m, int flags)
 {
     static const int64_t w_dims[] = {37}, emb_dims[] = {5, 4};
     static const int64_t p_dims[] = {MODEL_P_ROWS, MODEL_P_COLS};
@@ -116,8 +131,14 @@ void model_register(ckpt_mpi_saver *s, model *m, int rng_optional)
     v = model_var("q", CKPT_DT_INT32, 2, q_dims, m->q);
     assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, qe));
     v = model_var("rng", CKPT_DT_UINT64, 1, rng_dims, m->rng);
+    if (flags & MODEL_RNG_CALLBACKS) {
+        v.data = NULL;
+        v.read = rng_read;
+        v.write = rng_write;
+        v.payload = m;
+    }
     assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(
-        s, &v, rng_optional ? CKPT_MPI_OPTIONAL : 0));
+        s, &v, flags & MODEL_RNG_OPTIONAL ? CKPT_MPI_OPTIONAL : 0));
 }
 
 void model_assert(const model *m, int seed)

@@ -27,14 +27,20 @@ typedef struct model {
     float p[MODEL_P_ROWS * MODEL_P_COLS];
     int32_t q[MODEL_Q_ROWS * MODEL_Q_COLS];
     uint64_t rng[2];
+    int rng_writes; /* calls of rng's write callback (MODEL_RNG_CALLBACKS) */
 } model;
+
+/* model_register's flags: rng optional; rng read and written through
+ * callbacks (counting the writes in rng_writes) instead of its memory. */
+#define MODEL_RNG_OPTIONAL 1
+#define MODEL_RNG_CALLBACKS 2
 
 /* The piece bounds for `rank` of `ranks`, values from `seed`. */
 void model_fill(model *m, int rank, int ranks, int seed);
 /* Zero every value (bounds kept). */
 void model_zero(model *m);
-/* Register every variable of `m` with `s` (rng optional when asked). */
-void model_register(ckpt_mpi_saver *s, model *m, int rng_optional);
+/* Register every variable of `m` with `s` (flags: MODEL_RNG_*). */
+void model_register(ckpt_mpi_saver *s, model *m, int flags);
 /* Assert that `m` holds the values model_fill(rank, ranks, seed) gives;
  * `rng_seed_rank` is the rank whose rng value is expected (usually rank). */
 void model_assert(const model *m, int seed);

@@ -116,7 +116,7 @@ static int run(int argc, char **argv)
         return say_failed("opening the saver");
     model_fill(&m, rank, ranks, 0);
     model_zero(&m);
-    model_register(s, &m, 1);
+    model_register(s, &m, MODEL_RNG_OPTIONAL);
     rc = ckpt_mpi_saver_restore_latest(s, &prefix);
     if (rc == 0) {
         start = (long)m.step + 1;
