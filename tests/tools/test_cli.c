@@ -881,6 +881,12 @@ static void test_missing_paths(void **state)
     expect_contains(r.err, "ckpt verify: ");
     expect_contains(r.err, "gone-1) is missing");
     run_free(&r);
+    /* an empty DIR said "ckpt ls: : No such file or directory" */
+    RUN_STATUS(r, 2, "ls", "", "--json");
+    expect_contains(r.err, "ckpt ls: empty DIR (give a directory: . for the "
+                           "current one)\n");
+    expect_contains(r.out, "\"error\": \"empty DIR");
+    run_free(&r);
     free(missing);
     free(dst);
     test_remove_tree(dir);

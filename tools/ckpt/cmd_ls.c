@@ -863,6 +863,10 @@ static int run(int argc, char **argv)
     rc = cli_parse_path_and_json(c, "DIR", argc, argv, &dir, &json);
     if (rc != 0)
         return rc;
+    if (!*dir) { /* else "ckpt ls: : No such file or directory" */
+        cli_error("ls", "empty DIR (give a directory: . for the current one)");
+        return CLI_USAGE;
+    }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         const char *why =
             stat(dir, &sb) != 0 ? strerror(errno) : "not a directory";
