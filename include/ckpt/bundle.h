@@ -205,7 +205,7 @@ ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
 
 /** The entry's name as the library's messages show it, for a program's
  *  own messages: printable ASCII (backslash excepted) as is, any other
- *  byte as \xHH, cut after 200 bytes with "..."; a piece of a partitioned
+ *  byte as \\xHH, cut after 200 bytes with "..."; a piece of a partitioned
  *  tensor (a slice key) as "<name> (piece <spec>)", spec in TensorFlow's
  *  notation ("0,2:-"). Writes at most `cap` bytes into `out`, NUL
  *  included (cut when longer); returns `out` ("" for a NULL entry). */
