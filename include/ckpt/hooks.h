@@ -399,7 +399,8 @@ CKPT_EXTERN(int) ckpt_training_session_options_init(
  *  session.log (default: stderr). The session restores from
  *  checkpoint_dir; a different session.checkpoint_dir, or saver_options
  *  given both here and in session, is CKPT_EINVAL, and so is one hook given
- *  twice (in one list or in both, named by list and index), and an array
+ *  twice (as for ckpt_monitored_session_new; in one list or in both, named
+ *  by list and index), and an array
  *  (hooks, chief_only_hooks, listeners) set with its count 0. Every hook
  *  passed in with its count is consumed, also on failure (its destroy has been called,
  *  once per hook). NULL `opts`: all defaults. */

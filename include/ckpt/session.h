@@ -328,8 +328,10 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  with a recoverable code like a failing run (B34).
  *  The hooks are consumed on every path: on failure nothing needs freeing,
  *  hooks whose begin succeeded got on_abort(error) and every hook's destroy
- *  has been called. One hook given twice (the same destroy and non-NULL
- *  payload) is CKPT_EINVAL naming both indices (its destroy called once).
+ *  has been called. One hook given twice (the same callbacks, destroy and
+ *  non-NULL payload) is CKPT_EINVAL naming both indices (its destroy called
+ *  once). Different hooks may share a payload (state of the caller's, or
+ *  one payload and destroy: then destroy is called once).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
  *          hook's error (its message prefixed with the hook's name), a
  *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from) */

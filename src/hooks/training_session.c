@@ -125,7 +125,7 @@ static int check_hooks(const ckpt_training_session_options *o)
             for (int k = 0; k <= l; k++) {
                 size_t n = k == l ? i : counts[k];
                 for (size_t j = 0; j < n; j++)
-                    if (ckpt__hook_is_among(&lists[l][i], &lists[k][j], 1))
+                    if (ckpt__hook_is_repeat(&lists[l][i], &lists[k][j]))
                         return ckpt__error(
                             CKPT_EINVAL,
                             "training session: %s[%zu] and %s[%zu] ('%s') "

@@ -131,6 +131,15 @@ int ckpt__hook_is_among(const ckpt_hook *h, const ckpt_hook *list, size_t n)
     return 0;
 }
 
+int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other)
+{
+    return ckpt__hook_is_among(h, other, 1) && h->begin == other->begin &&
+           h->after_create_session == other->after_create_session &&
+           h->before_run == other->before_run &&
+           h->after_run == other->after_run && h->end == other->end &&
+           h->on_abort == other->on_abort;
+}
+
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m)
 {
@@ -174,7 +183,7 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                 i, hooks[i].name ? hooks[i].name : "unnamed", hooks[i].version);
     for (size_t i = 1; i < n; i++)
         for (size_t j = 0; j < i; j++)
-            if (ckpt__hook_is_among(&hooks[i], &hooks[j], 1))
+            if (ckpt__hook_is_repeat(&hooks[i], &hooks[j]))
                 return ckpt__error(
                     CKPT_EINVAL,
                     "hooks[%zu] and hooks[%zu] ('%s') are the same hook "

@@ -52,6 +52,11 @@ void ckpt__graph_set_frozen(ckpt_graph *g, int frozen);
  * and the same non-NULL payload (one hook handed over twice, whose payload
  * must be destroyed once). */
 int ckpt__hook_is_among(const ckpt_hook *h, const ckpt_hook *list, size_t n);
+/* Whether `h` and `other` are one hook given twice, which would run twice
+ * a step: the same non-NULL payload, destroy and callbacks. Different
+ * hooks may share a payload (the caller's state, or one destroy, which
+ * ckpt__hooks_destroy then calls once). */
+int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other);
 /* Call the destroy of each of the `n` hooks, once per hook: skipping a
  * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
  * none). */

@@ -781,6 +781,35 @@ static void test_same_hook_twice_refused_destroyed_once(void **state)
     assert_int_equal(f->a.n_begin, 0);
 }
 
+/* Different hooks over one payload (the caller's state, e.g. a pair of
+ * hooks counting into one struct) were refused as "the same hook"; only
+ * one hook given twice is. Both run; a shared destroy is called once, and
+ * without one nothing is destroyed. */
+static void test_hooks_sharing_a_payload_accepted(void **state)
+{
+    fixture *f = *state;
+    for (int with_destroy = 1; with_destroy >= 0; with_destroy--) {
+        ckpt_hook hooks[2];
+        memset(&f->a, 0, sizeof(f->a));
+        hooks[0] = rec_hook_make(&f->a, "A", &f->t);
+        hooks[1] = hooks[0];
+        hooks[1].name = "A-after";
+        hooks[1].before_run = NULL; /* another hook on the same state */
+        if (!with_destroy)
+            hooks[0].destroy = hooks[1].destroy = NULL;
+        assert_ckpt_ok(
+            ckpt_monitored_session_new(&f->ms, f->m.graph, hooks, 2, NULL));
+        assert_ckpt_ok(run_step(f));
+        assert_int_equal(f->a.n_before, 1);
+        assert_int_equal(f->a.n_after, 2);
+        assert_ckpt_ok(ckpt_monitored_session_close(f->ms, 0));
+        ckpt_monitored_session_free(f->ms);
+        f->ms = NULL;
+        assert_int_equal(f->a.n_end, 2);
+        assert_int_equal(f->a.n_destroy, with_destroy);
+    }
+}
+
 /* ckpt_hook_free on a hook already handed to a session destroyed the
  * payload the session still called, and the session destroyed it again
  * (a double free for a library hook); now refused with CKPT_ESTATE (and a
@@ -821,6 +850,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_b14_begin_once_in_order_before_create),
         T(test_same_hook_twice_refused_destroyed_once),
+        T(test_hooks_sharing_a_payload_accepted),
         T(test_hook_free_after_handing_over_refused),
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
