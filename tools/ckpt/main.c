@@ -52,7 +52,8 @@ static void print_usage(FILE *out)
 static int help(int argc, char **argv)
 {
     const cli_command *c;
-    if (argc < 1) {
+    /* "ckpt help help" and "ckpt help --help": help is the usage's */
+    if (argc < 1 || strcmp(argv[0], "help") == 0 || cli_is_help(argv[0])) {
         print_usage(stdout);
         return CLI_OK;
     }
