@@ -851,13 +851,22 @@ static void test_json_usage_errors(void **state)
         json_object_put(root);
         run_free(&r);
     }
-    /* "--json" past "--" is a path, not the option */
+    /* "--json" past "--" is a path, and an option's value is a value, not
+     * the option: no JSON on stdout (a text run whose --tensor or
+     * --exclude was "--json" printed the failure document) */
     {
-        const char *args[] = {"ls", "--", "--json", "extra", NULL};
-        cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, args);
-        expect_status(&r, 2);
-        assert_string_equal(r.out, "");
-        run_free(&r);
+        static const char *const texts[][6] = {
+            {"ls", "--", "--json", "extra", NULL},
+            {"inspect", "no-such-ckpt", "--tensor", "--json", NULL},
+            {"repack", "no-such-ckpt", "out", "--exclude", "--json", NULL},
+        };
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+            cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, texts[i]);
+            expect_status(&r, 2);
+            expect_contains(r.err, "ckpt ");
+            assert_string_equal(r.out, "");
+            run_free(&r);
+        }
     }
 }
 

@@ -148,6 +148,12 @@ void cli_print_help(const cli_command *c, FILE *out);
  * option, as in `ckpt --json ls`): "command" is then null. */
 void cli_json_failures_on(const char *cmd);
 
+/* A command has parsed its arguments: with --json (`json` non-zero) the
+ * failure document is on for `c`; without, it is off again, which main
+ * turned on because "--json" was among the arguments as an option's value
+ * (`inspect P --tensor --json`): a text run prints no JSON. */
+void cli_json_parsed(const cli_command *c, int json);
+
 /* Keep `n` bytes of message text (what cli_error does). */
 void cli_json_failure_note(const char *message, size_t n);
 

@@ -23,6 +23,11 @@ void cli_json_failures_on(const char *cmd)
     json_command = cmd;
 }
 
+void cli_json_parsed(const cli_command *c, int json)
+{
+    json_command = json ? c->name : NULL;
+}
+
 void cli_json_failure_note(const char *message, size_t n)
 {
     size_t need;

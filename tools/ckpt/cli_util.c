@@ -143,8 +143,7 @@ int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
     }
     if (!*path)
         return cli_usage_error(c, "missing %s", what);
-    if (*json)
-        cli_json_failures_on(c->name);
+    cli_json_parsed(c, *json);
     return 0;
 }
 

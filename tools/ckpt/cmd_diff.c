@@ -615,8 +615,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
     }
     if (!o->b)
         return cli_usage_error(c, "need two checkpoints, A and B");
-    if (o->json)
-        cli_json_failures_on(c->name);
+    cli_json_parsed(c, o->json);
     return 0;
 }
 

@@ -139,8 +139,7 @@ static int parse_args(int argc, char **argv, inspect_opts *o)
     }
     if (!o->path)
         return cli_usage_error(c, "missing PATH");
-    if (o->json)
-        cli_json_failures_on(c->name);
+    cli_json_parsed(c, o->json);
     return 0;
 }
 

@@ -132,8 +132,7 @@ static int parse_args(int argc, char **argv, repack_opts *o)
     }
     if (!o->src || !o->dst)
         return cli_usage_error(c, "missing %s", o->src ? "DST" : "SRC");
-    if (o->json)
-        cli_json_failures_on("repack");
+    cli_json_parsed(c, o->json);
     return 0;
 }
 
