@@ -399,6 +399,19 @@ static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
     return (slo[0] - mylo[0]) * row;
 }
 
+/* The record of `e` inside its data file (opened, kept by the reader), as
+ * read_many checks every record before it reads any: a truncated data
+ * file fails every rank before any variable is written. */
+static int locate_record(ckpt_bundle_reader *r, const char *prefix,
+                         const ckpt_tensor_entry *e)
+{
+    int err = ckpt__bundle_reader_check_record(r, e);
+    if (err == CKPT_ENOTFOUND) /* a data file the index names */
+        err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+                                 prefix);
+    return err;
+}
+
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
  * inside this rank's piece copied to `dst` (NULL: checked only, nothing
  * read, but a piece that overlaps the rank's has its record located in
@@ -454,16 +467,8 @@ static int copy_overlap(ckpt_bundle_reader *r, const char *prefix,
                            (long long)bytes);
     if (err < 0)
         return err;
-    if (!dst) {
-        /* its record inside its data file (opened, kept by the reader), as
-         * read_many checks every record before it reads any: a truncated
-         * data file fails every rank before any variable is written */
-        err = ckpt__bundle_reader_check_record(r, e);
-        if (err == CKPT_ENOTFOUND) /* a data file the index names */
-            err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
-                                     prefix);
-        return err;
-    }
+    if (!dst)
+        return locate_record(r, prefix, e);
     if (direct_offset(v, slo, shi, mylo, myhi) >= 0) {
         uint8_t *at = dst + direct_offset(v, slo, shi, mylo, myhi);
         err = ckpt__mpi_read_piece_into(r, e, v->name, at);
@@ -583,7 +588,8 @@ static int overlap_error(const char *prefix, const ckpt__mvar *v)
  * overlap it (the checkpoint may have been written by any number of ranks,
  * partitioned in any other way). The pieces it uses must cover it exactly
  * once. With `dst` NULL only the layout is checked (every piece in the
- * shape, matching its entry, none overlapping, this rank's piece covered),
+ * shape, matching its entry, none overlapping, this rank's piece covered;
+ * each record it would read, a whole entry's too, inside its data file),
  * nothing read: the restore does that for every variable before it
  * writes any. */
 static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
@@ -600,8 +606,9 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     int err = ckpt_bundle_reader_find(&full, c->r, v->name);
     if (err < 0)
         return err;
-    if (full->num_slices == 0)
-        return dst ? read_from_whole(c->r, v, dst) : 0;
+    if (full->num_slices == 0) /* stored whole: its record located first */
+        return dst ? read_from_whole(c->r, v, dst)
+                   : locate_record(c->r, prefix, full);
     if (!c->indexed) {
         err = index_slices(c);
         if (err < 0)

@@ -1,7 +1,8 @@
 /* tests/mpi/test_mpi_restore_hostile.c - the distributed restore of a
  * partitioned tensor from hand-made (hostile) checkpoints, on however many
  * ranks mpiexec starts (CTest: 1, 2 and 3): odd slice keys among the
- * pieces, a slice listed twice, a truncated data file, few descriptors.
+ * pieces, a slice listed twice, a truncated data file (under pieces or
+ * under the whole entry of one writer), few descriptors.
  * Rank 0 writes the index byte by byte (bundle_test_helpers.h); every rank
  * restores "m" float [240, 2] (element i holds i), its rows split over the
  * ranks, and checks the outcome. Every test is collective. */
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define ROWS 240
 #define COLS 2
@@ -295,6 +297,77 @@ static void test_truncated_data_file_writes_nothing(void **state)
     shared_dir_remove(dir);
 }
 
+/* Checkpoint `prefix` written by one process: the float "r" (holding 5)
+ * and "m" stored whole, an ordinary entry after it in the one data file,
+ * which is cut 8 bytes short: m's record runs past its end. */
+static void write_whole_cut(const char *prefix)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape one = {1, {1}}, full = {2, {ROWS, COLS}};
+    static float rows[ROWS * COLS];
+    float five = 5.0f;
+    ckpt_buf path = CKPT_BUF_INIT;
+    for (int i = 0; i < ROWS * COLS; i++)
+        rows[i] = (float)i;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "r", CKPT_DT_FLOAT, &one, &five,
+                                          sizeof(five)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "m", CKPT_DT_FLOAT, &full, rows,
+                                          sizeof(rows)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
+    assert_int_equal(truncate(path.ptr, (off_t)(sizeof(rows) + 4 - 8)), 0);
+    ckpt_buf_dispose(&path);
+}
+
+/* "m" stored whole by one writer, its record past the end of the cut data
+ * file, restored beside the replicated "r" (registered first). On 2 and 3
+ * ranks, where each rank cuts its rows out of the whole entry, the layout
+ * check located no record of it: the restore wrote "r" and then failed
+ * reading "m". Its record is located with the layout now: CKPT_ECORRUPT
+ * naming the data file and the tensor, nothing written, on every rank
+ * count. */
+static void test_whole_entry_past_data_end_writes_nothing(void **state)
+{
+    static float m[ROWS * COLS];
+    float r = -7.0f;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    int64_t dims[2] = {ROWS, COLS}, one = 1;
+    int64_t lo = ROWS * test_rank() / test_size();
+    int64_t hi = ROWS * (test_rank() + 1) / test_size();
+    ckpt_slice_extent e[2] = {{lo, hi - lo}, {0, CKPT_SLICE_FULL}};
+    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
+    char *dir = shared_dir_make();
+    char prefix[4200], want[4400];
+    int rc;
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "%s/whole_cut", dir);
+    if (test_rank() == 0)
+        write_whole_cut(prefix);
+    for (int i = 0; i < ROWS * COLS; i++)
+        m[i] = -7.0f;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = ckpt_mpi_saver_restore(s, prefix);
+    assert_int_equal(rc, CKPT_ECORRUPT);
+    snprintf(want, sizeof(want),
+             "%s.data-00000-of-00001: tensor 'm': record at offset 4, 1920 "
+             "bytes, runs past the end of the data file (1916 bytes)",
+             prefix);
+    if (!strstr(ckpt_error_last()->message, want))
+        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
+    assert_true(r == -7.0f);
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(m[i] == -7.0f);
+    ckpt_mpi_saver_free(s);
+    shared_dir_remove(dir);
+}
+
 /* Data files of the "descriptors" checkpoint: "m" in pieces of 40 rows
  * in data file 0, and one replicated float "r<k>" (holding k) in each
  * other one. */
@@ -402,6 +475,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_damaged_key_of_listed_piece),
         cmocka_unit_test(test_slice_listed_twice_rejected),
         cmocka_unit_test(test_truncated_data_file_writes_nothing),
+        cmocka_unit_test(test_whole_entry_past_data_end_writes_nothing),
         cmocka_unit_test(test_descriptors_run_out_reading_pieces),
     };
     int provided, failed;
