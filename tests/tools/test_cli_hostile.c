@@ -373,6 +373,34 @@ static void test_ls_data_file_claims_int_max_shards(void **state)
     run_free(&r);
 }
 
+/* A state file listing 2000 checkpoints and one whose name is 4000
+ * bytes: ls padded every row's PREFIX column to that name, 8 MB of
+ * output for 40 KB of state file (16 MiB of state file could ask for
+ * terabytes). The column is padded to at most 72 characters, as inspect's
+ * NAME column is; the long name pushes only its own line. */
+static void test_ls_long_prefix_pads_no_other_row(void **state)
+{
+    bt_fixture *f = *state;
+    ckpt_buf text = CKPT_BUF_INIT;
+    char row[128];
+    cli_run r;
+    assert_ckpt_ok(ckpt__buf_puts(&text, "model_checkpoint_path: \""));
+    for (int i = 0; i < 4000; i++)
+        assert_ckpt_ok(ckpt__buf_puts(&text, "a"));
+    assert_ckpt_ok(ckpt__buf_puts(&text, "\"\n"));
+    for (int i = 0; i < 2000; i++)
+        assert_ckpt_ok(ckpt__buf_printf(
+            &text, "all_model_checkpoint_paths: \"ckpt-%d\"\n", i));
+    test_write_file(f->state, text.ptr, text.size);
+    RUN_BOUNDED(r, "ls", f->dir);
+    expect_status(&r, 0);
+    assert_true(strlen(r.out) < 2001 * 200 + 4100);
+    snprintf(row, sizeof(row), "\nckpt-7%*s  %4d  ", 72 - 6, "", 7);
+    expect_contains(r.out, row);
+    run_free(&r);
+    ckpt_buf_dispose(&text);
+}
+
 /* An index that says it has a billion data files, its one tensor in the
  * first, which is missing: only the data files the entries name are tried,
  * so verify says that one and ends within the test's memory and time. */
@@ -525,6 +553,7 @@ int main(void)
         T(test_missing_data_file_said_once),
         T(test_different_errors_each_said),
         T(test_ls_data_file_claims_int_max_shards),
+        T(test_ls_long_prefix_pads_no_other_row),
         T(test_billion_shards_one_missing),
         T(test_repack_refused_tensor_named_with_source),
     };

@@ -61,6 +61,17 @@ const char *cli_safe_n(const void *bytes, size_t n);
 const char *cli_safe(const char *s);
 /* cli_safe_n of an entry's whole name (NUL bytes included). */
 const char *cli_safe_name(const ckpt_tensor_entry *e);
+/* The widest a text table pads its name column (inspect's NAME, ls's
+ * PREFIX and file names) to fit its longest name: a longer name, which
+ * the files may make megabytes long, pushes only its own line's columns
+ * right, so the output stays linear in what the files hold. */
+#define CLI_NAME_COLUMN_MAX 72
+/* `width` widened to fit `len` characters, at most CLI_NAME_COLUMN_MAX. */
+static inline int cli_name_column(int width, size_t len)
+{
+    int w = len > CLI_NAME_COLUMN_MAX ? CLI_NAME_COLUMN_MAX : (int)len;
+    return w > width ? w : width;
+}
 /* Format, then print the text escaped as cli_safe does, on `out`. */
 void cli_vprint_safe(FILE *out, const char *fmt, va_list ap);
 /* Free the escaped copies (at exit). */

@@ -201,9 +201,7 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
         int len;
         if (!wanted(o, e))
             continue;
-        len = (int)strlen(cli_safe_name(e));
-        if (len > w->name)
-            w->name = len > 72 ? 72 : len;
+        w->name = cli_name_column(w->name, strlen(cli_safe_name(e)));
         len = (int)strlen(cli_dtype_name(e->dtype, tmp));
         if (len > w->dtype)
             w->dtype = len;

@@ -640,9 +640,8 @@ static void print_shards(const ckpt_row *r)
         return;
     for (size_t i = 0; i < r->nshards; i++) {
         char num[32];
-        int len = (int)strlen(cli_safe(r->shards[i].file));
-        if (len > wf)
-            wf = len;
+        int len;
+        wf = cli_name_column(wf, strlen(cli_safe(r->shards[i].file)));
         len = snprintf(num, sizeof(num), "%llu",
                        (unsigned long long)r->shards[i].bytes);
         if (len > wb)
@@ -665,9 +664,8 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
                nrows == 1 ? "" : "s");
     for (size_t i = 0; i < nrows; i++) {
         char num[32];
-        int len = (int)strlen(cli_safe(rows[i].stored));
-        if (len > wp)
-            wp = len;
+        int len;
+        wp = cli_name_column(wp, strlen(cli_safe(rows[i].stored)));
         len = snprintf(num, sizeof(num), "%lld", rows[i].step);
         if (rows[i].has_step && len > ws)
             ws = len;
@@ -701,8 +699,7 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
     if (nstrays > 0) {
         int wf = 4;
         for (size_t i = 0; i < nstrays; i++)
-            if ((int)strlen(cli_safe(strays[i].file)) > wf)
-                wf = (int)strlen(cli_safe(strays[i].file));
+            wf = cli_name_column(wf, strlen(cli_safe(strays[i].file)));
         printf("stray or incomplete files:\n");
         for (size_t i = 0; i < nstrays; i++)
             printf("  %-*s  %s\n", wf, cli_safe(strays[i].file),
