@@ -11,11 +11,13 @@
  *
  * Then: open; every entry looked up by name (when the name has no 0 byte);
  * verify; every record read raw; every fixed-size tensor read (when the
- * data could hold it) and every string tensor read. Checks: error codes
- * stay within what each call documents and set the last error; find()
+ * data could hold it) and every string tensor read; every fixed-size
+ * tensor (partitioned ones too) read again in one read_many. Checks: error
+ * codes stay within what each call documents and set the last error; find()
  * returns the entry it was given the name of; read() and read_record()
- * agree (same success, same bytes up to the byte swap); a bundle that
- * verifies reads every record; string elements lie in their record; no
+ * agree (same success, same bytes up to the byte swap); read_many
+ * succeeds exactly when each read() alone does, with the same bytes; a bundle
+ * that verifies reads every record; string elements lie in their record; no
  * file left open; no allocation above the cap; no leak. */
 #include "fuzz.h"
 
@@ -158,6 +160,53 @@ static void read_all(ckpt_bundle_reader *r, size_t data_size, int skip_crc)
     ckpt_buf_dispose(&raw);
 }
 
+/* Largest tensor read_many is asked for (a partitioned one is sized by
+ * its shape, which the files need not back). */
+#define MANY_MAX_BYTES ((uint64_t)1 << 24)
+
+/* Every fixed-size tensor with a plain name in one read_many: it succeeds
+ * exactly when each read alone succeeds, with the same bytes; on failure
+ * the error is one read_many documents. */
+static void read_many_all(ckpt_bundle_reader *r)
+{
+    size_t count = ckpt_bundle_reader_count(r), n = 0;
+    ckpt_read_request *reqs = calloc(count ? count : 1, sizeof(*reqs));
+    int all_ok = 1, rc;
+    CKPT_FUZZ_CHECK(reqs != NULL);
+    for (size_t i = 0; i < count; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        int64_t bytes = 0;
+        if (strlen(e->name) != e->name_len || e->dtype == CKPT_DT_STRING ||
+            ckpt_dtype_size(e->dtype) == 0 ||
+            ckpt_tensor_byte_size(&bytes, e->dtype, &e->shape) < 0 ||
+            (uint64_t)bytes > MANY_MAX_BYTES)
+            continue;
+        reqs[n].name = e->name;
+        reqs[n].dst_size = (size_t)bytes;
+        reqs[n].dst = calloc(bytes ? (size_t)bytes : 1, 1);
+        CKPT_FUZZ_CHECK(reqs[n].dst != NULL);
+        n++;
+    }
+    rc = ckpt_bundle_reader_read_many(r, reqs, n);
+    if (rc != 0)
+        check_error(rc);
+    for (size_t i = 0; i < n; i++) {
+        size_t sz = reqs[i].dst_size;
+        uint8_t *one = calloc(sz ? sz : 1, 1);
+        int one_rc;
+        CKPT_FUZZ_CHECK(one != NULL);
+        one_rc = ckpt_bundle_reader_read(r, reqs[i].name, one, sz);
+        all_ok = all_ok && one_rc == 0;
+        if (rc == 0)
+            CKPT_FUZZ_CHECK(one_rc == 0 &&
+                            (sz == 0 || memcmp(one, reqs[i].dst, sz) == 0));
+        free(one);
+        free(reqs[i].dst);
+    }
+    CKPT_FUZZ_CHECK((rc == 0) == all_ok);
+    free(reqs);
+}
+
 int ckpt_fuzz_bundle(const uint8_t *data, size_t size)
 {
     ckpt_bundle_reader_options opts = CKPT_BUNDLE_READER_OPTIONS_INIT;
@@ -185,6 +234,7 @@ int ckpt_fuzz_bundle(const uint8_t *data, size_t size)
     } else {
         CKPT_FUZZ_CHECK(ckpt_bundle_reader_num_shards(r) >= 1);
         read_all(r, in.rest_len, skip_crc);
+        read_many_all(r);
         ckpt_bundle_reader_free(r);
     }
     CKPT_FUZZ_CHECK(mem.open_files == 0);
