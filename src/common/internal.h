@@ -221,6 +221,11 @@ int ckpt__path_join(ckpt_buf *out, const char *dir, const char *name);
 int ckpt__path_dirname(ckpt_buf *out, const char *path);
 /* Pointer to the last component of `path` (borrowed). */
 const char *ckpt__path_basename(const char *path);
+/* `path` with its empty and "." components dropped and each ".." taking
+ * away the component before it (lexically: symbolic links are not
+ * followed), into out: "./a//b/../c" gives "a/c", "/x/../y" "/y", "../a"
+ * "../a", "." "". */
+int ckpt__path_normalize(ckpt_buf *out, const char *path);
 
 /* ---- dtypes -------------------------------------------------------------- */
 /* The dtype's TensorFlow name for messages: ckpt_dtype_name()'s, the name of

@@ -1,4 +1,5 @@
-/* common/path.c - joining and splitting '/'-separated paths. */
+/* common/path.c - joining, splitting and lexically normalising
+ * '/'-separated paths. */
 #include "internal.h"
 
 #include <string.h>
@@ -31,4 +32,39 @@ const char *ckpt__path_basename(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
+}
+
+int ckpt__path_normalize(ckpt_buf *out, const char *path)
+{
+    const char *p = path;
+    size_t root = path[0] == '/' ? 1 : 0, keep; /* bytes ".." cannot pop */
+    int err = ckpt__buf_set(out, root ? "/" : "");
+    keep = root;
+    while (err == 0 && *p) {
+        size_t n = strcspn(p, "/");
+        int up = n == 2 && p[0] == '.' && p[1] == '.';
+        if (n == 0 || (n == 1 && p[0] == '.') ||
+            (up && root && out->size == 1)) {
+            /* an empty or "." component, or ".." at the root: nothing */
+        } else if (up && out->size > keep) {
+            const char *last = out->ptr + out->size;
+            while (last > out->ptr + keep && last[-1] != '/')
+                last--;
+            out->size = (size_t)(last - out->ptr);
+            if (out->size > keep) /* the '/' before the popped component */
+                out->size--;
+            out->ptr[out->size] = '\0';
+        } else {
+            if (out->size > root)
+                err = ckpt__buf_put(out, "/", 1);
+            if (err == 0)
+                err = ckpt__buf_put(out, p, n);
+            if (err == 0 && up)
+                keep = out->size; /* a leading "..": stays */
+        }
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return err;
 }

@@ -7,7 +7,9 @@
  *
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
- * or "..") is listed as TF would list it but never deleted. */
+ * or "..") is listed as TF would list it but never deleted, and one
+ * checkpoint listed under two spellings ("x", "./x") counts once, so the
+ * spelling retention may delete is never evicted while the other stays. */
 #include "format/checkpoint_state_write.h"
 #include "io/fs_dirs.h"
 #include "io/fs_internal.h"
@@ -413,31 +415,57 @@ static int by_path_then_position(const void *a, const void *b)
     return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
 }
 
-/* `repeated[i]` = 1 for each entry the list names again further on: the
- * later one is kept (a re-saved checkpoint moves to the end, as
- * TensorFlow's list does), so that retention never evicts, and deletes,
- * a checkpoint the list still names. Sorting keeps this linear-logarithmic
- * in a hostile list's length. */
-static int mark_repeated(const ckpt_state *st, unsigned char **repeated)
+/* The checkpoint `stored` names, spelt one way: lexically normalised
+ * ("./x" and "sub/../x" are "x"), and with the saver's absolute directory
+ * (absolute_paths) taken off, so that one checkpoint listed under two
+ * spellings is seen as listed twice. NULL when out of memory. */
+static char *listing_key(const ckpt__dir_state *ds, const char *stored)
 {
-    size_t n = st->num_paths;
+    ckpt_buf norm = CKPT_BUF_INIT;
+    const char *key;
+    char *out = NULL;
+    size_t n = ds->abs_dir ? strlen(ds->abs_dir) : 0;
+    if (ckpt__path_normalize(&norm, stored) == 0) {
+        key = norm.ptr;
+        if (n > 0 && strncmp(key, ds->abs_dir, n) == 0 && key[n] == '/')
+            key += n + 1;
+        out = ckpt__strdup(key);
+    }
+    ckpt_buf_dispose(&norm);
+    return out;
+}
+
+/* `repeated[i]` = 1 for each entry the list names again further on, under
+ * the same spelling or another (listing_key): the later one is kept (a
+ * re-saved checkpoint moves to the end, as TensorFlow's list does), so
+ * that retention never evicts, and deletes, a checkpoint the list still
+ * names. Sorting keeps this linear-logarithmic in a hostile list's
+ * length. */
+static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
+                         unsigned char **repeated)
+{
+    size_t n = st->num_paths, made = 0;
     listed_entry *order;
+    int err = 0;
     *repeated = ckpt__calloc(n ? n : 1, 1);
     order = ckpt__calloc(n ? n : 1, sizeof(*order));
-    if (!*repeated || !order) {
-        ckpt__free(order);
-        return ckpt__error_oom();
+    if (!*repeated || !order)
+        err = ckpt__error_oom();
+    for (; err == 0 && made < n; made++) {
+        order[made].path = listing_key(ds, st->all_paths[made]);
+        order[made].i = made;
+        if (!order[made].path)
+            err = ckpt__error_oom();
     }
-    for (size_t i = 0; i < n; i++) {
-        order[i].path = st->all_paths[i];
-        order[i].i = i;
-    }
-    qsort(order, n, sizeof(*order), by_path_then_position);
-    for (size_t k = 0; k + 1 < n; k++)
+    if (err == 0)
+        qsort(order, n, sizeof(*order), by_path_then_position);
+    for (size_t k = 0; err == 0 && k + 1 < n; k++)
         if (strcmp(order[k].path, order[k + 1].path) == 0)
             (*repeated)[order[k].i] = 1;
+    for (size_t k = 0; order && k < made; k++)
+        ckpt__free((char *)order[k].path);
     ckpt__free(order);
-    return 0;
+    return err;
 }
 
 /* The save time of a listed checkpoint whose state file records none: its
@@ -514,7 +542,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
      * durable before anything it no longer names is deleted. */
     err = ckpt__fs_sync_dir(ds->fs, ds->dir);
     if (err == 0)
-        err = mark_repeated(&st, &repeated);
+        err = mark_repeated(ds, &st, &repeated);
     if (err < 0)
         goto done;
     /* The schedule goes on from the last preserved checkpoint (or the

@@ -1980,6 +1980,43 @@ static void test_recover_state_listing_twice(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* The same checkpoint listed under two spellings, "model.ckpt-40" and,
+ * later (so newer), "./model.ckpt-40", the latest: retention at the next
+ * save evicted the older spelling and deleted model.ckpt-40's files while
+ * the list still named them under the other, so the state file's latest
+ * checkpoint was gone. The two are one checkpoint, listed once, in its
+ * last place. */
+static void test_recover_state_listing_one_checkpoint_two_ways(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4200];
+    static const char listing[] =
+        "model_checkpoint_path: \"./model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"./model.ckpt-40\"\n";
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    save_steps(s, f, 40, 40);
+    save_steps(s, f, 50, 50);
+    save_steps(s, f, 60, 60);
+    ckpt_saver_free(s);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    save_steps(s, f, 70, 70);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-70"));
+    ckpt_buf_dispose(&latest);
+}
+
 /* Everything under `root` but the directory `keep` and the files in it:
  * how many entries (files and directories) there are, nftw's walk. */
 static const char *tree_keep;
@@ -2173,6 +2210,9 @@ int main(void)
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_state_listing_twice, setup,
                                         test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_state_listing_one_checkpoint_two_ways, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_index_without_data,
