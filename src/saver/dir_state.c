@@ -416,18 +416,18 @@ static int by_path_then_position(const void *a, const void *b)
 }
 
 /* The checkpoint `stored` names, spelt one way: lexically normalised
- * ("./x" and "sub/../x" are "x"), and with the saver's absolute directory
- * (absolute_paths) taken off, so that one checkpoint listed under two
- * spellings is seen as listed twice. NULL when out of memory. */
-static char *listing_key(const ckpt__dir_state *ds, const char *stored)
+ * ("./x" and "sub/../x" are "x"), and with the directory's absolute path
+ * `abs_dir` (may be NULL) taken off, so that one checkpoint listed under
+ * two spellings is seen as listed twice. NULL when out of memory. */
+static char *listing_key(const char *abs_dir, const char *stored)
 {
     ckpt_buf norm = CKPT_BUF_INIT;
     const char *key;
     char *out = NULL;
-    size_t n = ds->abs_dir ? strlen(ds->abs_dir) : 0;
+    size_t n = abs_dir ? strlen(abs_dir) : 0;
     if (ckpt__path_normalize(&norm, stored) == 0) {
         key = norm.ptr;
-        if (n > 0 && strncmp(key, ds->abs_dir, n) == 0 && key[n] == '/')
+        if (n > 0 && strncmp(key, abs_dir, n) == 0 && key[n] == '/')
             key += n + 1;
         out = ckpt__strdup(key);
     }
@@ -446,13 +446,25 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
 {
     size_t n = st->num_paths, made = 0;
     listed_entry *order;
+    const char *abs_dir = ds->abs_dir;
+    char real[PATH_MAX];
     int err = 0;
     *repeated = ckpt__calloc(n ? n : 1, 1);
     order = ckpt__calloc(n ? n : 1, sizeof(*order));
     if (!*repeated || !order)
         err = ckpt__error_oom();
+    for (size_t i = 0; err == 0 && !abs_dir && i < n; i++) {
+        /* an absolute entry, without absolute_paths: the directory's own
+         * absolute path (from the operating system, as absolute_paths
+         * gets it; none when it cannot say) */
+        if (st->all_paths[i][0] != '/')
+            continue;
+        if (realpath(ds->dir, real))
+            abs_dir = real;
+        break;
+    }
     for (; err == 0 && made < n; made++) {
-        order[made].path = listing_key(ds, st->all_paths[made]);
+        order[made].path = listing_key(abs_dir, st->all_paths[made]);
         order[made].i = made;
         if (!order[made].path)
             err = ckpt__error_oom();

@@ -1986,19 +1986,20 @@ static void test_recover_state_listing_twice(void **state)
  * the list still named them under the other, so the state file's latest
  * checkpoint was gone. The two are one checkpoint, listed once, in its
  * last place. */
-static void test_recover_state_listing_one_checkpoint_two_ways(void **state)
+static void expect_listing_one_checkpoint_two_ways(fixture *f,
+                                                   const char *second)
 {
-    fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     ckpt_buf latest = CKPT_BUF_INIT;
-    char path[4200];
-    static const char listing[] =
-        "model_checkpoint_path: \"./model.ckpt-40\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
-        "all_model_checkpoint_paths: \"./model.ckpt-40\"\n";
+    char path[4200], listing[9000];
+    int len = snprintf(listing, sizeof(listing),
+                       "model_checkpoint_path: \"%s\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+                       "all_model_checkpoint_paths: \"%s\"\n",
+                       second, second);
     o.max_to_keep = 3;
     s = open_saver(f, &o);
     save_steps(s, f, 40, 40);
@@ -2006,7 +2007,7 @@ static void test_recover_state_listing_one_checkpoint_two_ways(void **state)
     save_steps(s, f, 60, 60);
     ckpt_saver_free(s);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    test_write_file(path, listing, sizeof(listing) - 1);
+    test_write_file(path, listing, (size_t)len);
     s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
     save_steps(s, f, 70, 70);
@@ -2015,6 +2016,30 @@ static void test_recover_state_listing_one_checkpoint_two_ways(void **state)
     assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
     assert_non_null(strstr(latest.ptr, "model.ckpt-70"));
     ckpt_buf_dispose(&latest);
+}
+
+static void test_recover_state_listing_one_checkpoint_two_ways(void **state)
+{
+    expect_listing_one_checkpoint_two_ways(*state, "./model.ckpt-40");
+}
+
+static void test_recover_state_listing_one_checkpoint_via_dotdot(void **state)
+{
+    fixture *f = *state;
+    char sub[4200];
+    snprintf(sub, sizeof(sub), "%s/sub", f->dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    expect_listing_one_checkpoint_two_ways(f, "sub/../model.ckpt-40");
+}
+
+/* The directory's absolute path, without absolute_paths. */
+static void test_recover_state_listing_one_checkpoint_absolute(void **state)
+{
+    fixture *f = *state;
+    char real[PATH_MAX], abs_path[PATH_MAX + 32];
+    assert_non_null(realpath(f->dir, real));
+    snprintf(abs_path, sizeof(abs_path), "%s/model.ckpt-40", real);
+    expect_listing_one_checkpoint_two_ways(f, abs_path);
 }
 
 /* Everything under `root` but the directory `keep` and the files in it:
@@ -2212,6 +2237,12 @@ int main(void)
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_two_ways, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_state_listing_one_checkpoint_via_dotdot, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_state_listing_one_checkpoint_absolute, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, test_dir_fixture_teardown),
