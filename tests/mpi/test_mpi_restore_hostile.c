@@ -297,6 +297,22 @@ static void test_truncated_data_file_writes_nothing(void **state)
     shared_dir_remove(dir);
 }
 
+/* Register "m" float [ROWS, COLS] in `s`, this rank's rows [*lo, *hi)
+ * of it held at `m`. */
+static void add_rank_rows(ckpt_mpi_saver *s, float *m, int64_t *lo, int64_t *hi)
+{
+    int64_t dims[2] = {ROWS, COLS};
+    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    ckpt_slice_extent e[2];
+    *lo = ROWS * test_rank() / test_size();
+    *hi = ROWS * (test_rank() + 1) / test_size();
+    e[0].start = *lo;
+    e[0].length = *hi - *lo;
+    e[1].start = 0;
+    e[1].length = CKPT_SLICE_FULL;
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+}
+
 /* Checkpoint `prefix` written by one process: the float "r" (holding 5)
  * and "m" stored whole, an ordinary entry after it in the one data file,
  * which is cut 8 bytes short: m's record runs past its end. */
@@ -334,11 +350,7 @@ static void test_whole_entry_past_data_end_writes_nothing(void **state)
     float r = -7.0f;
     ckpt_mpi_saver_options o = test_mpi_options();
     ckpt_mpi_saver *s = NULL;
-    int64_t dims[2] = {ROWS, COLS}, one = 1;
-    int64_t lo = ROWS * test_rank() / test_size();
-    int64_t hi = ROWS * (test_rank() + 1) / test_size();
-    ckpt_slice_extent e[2] = {{lo, hi - lo}, {0, CKPT_SLICE_FULL}};
-    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    int64_t one = 1, lo, hi;
     ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
     char *dir = shared_dir_make();
     char prefix[4200], want[4400];
@@ -351,7 +363,7 @@ static void test_whole_entry_past_data_end_writes_nothing(void **state)
         m[i] = -7.0f;
     assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
-    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    add_rank_rows(s, m, &lo, &hi);
     MPI_Barrier(MPI_COMM_WORLD);
     rc = ckpt_mpi_saver_restore(s, prefix);
     assert_int_equal(rc, CKPT_ECORRUPT);
@@ -427,11 +439,7 @@ static void test_descriptors_run_out_reading_pieces(void **state)
     static float m[ROWS * COLS], r[FD_SHARDS];
     ckpt_mpi_saver_options o = test_mpi_options();
     ckpt_mpi_saver *s = NULL;
-    int64_t dims[2] = {ROWS, COLS}, one = 1;
-    int64_t lo = ROWS * test_rank() / test_size();
-    int64_t hi = ROWS * (test_rank() + 1) / test_size();
-    ckpt_slice_extent e[2] = {{lo, hi - lo}, {0, CKPT_SLICE_FULL}};
-    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    int64_t one = 1, lo, hi;
     char *dir = shared_dir_make();
     char prefix[4200], names[FD_SHARDS][16];
     struct rlimit was, few;
@@ -441,7 +449,7 @@ static void test_descriptors_run_out_reading_pieces(void **state)
     if (test_rank() == 0)
         write_many_data_files(prefix);
     assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
-    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, e));
+    add_rank_rows(s, m, &lo, &hi);
     for (int k = 1; k < FD_SHARDS; k++) {
         ckpt_var rv;
         snprintf(names[k], sizeof(names[k]), "r%02d", k);

@@ -1925,6 +1925,17 @@ static void test_open_syncs_directory_entry(void **state)
     free(ck);
 }
 
+/* Checkpoints of steps 40, 50 and 60 in f->dir, saved by a saver opened
+ * with `o` and freed. */
+static void save_40_50_60(fixture *f, const ckpt_saver_options *o)
+{
+    ckpt_saver *s = open_saver(f, o);
+    save_steps(s, f, 40, 40);
+    save_steps(s, f, 50, 50);
+    save_steps(s, f, 60, 60);
+    ckpt_saver_free(s);
+}
+
 /* A state file that names a checkpoint more than once (a hostile or
  * hand-edited one) counts it once, in its last place: retention never
  * evicts, and deletes, a checkpoint the list still names, and the latest
@@ -1938,11 +1949,7 @@ static void test_recover_state_listing_twice(void **state)
     char path[4200];
     char *text;
     o.max_to_keep = 3;
-    s = open_saver(f, &o);
-    save_steps(s, f, 40, 40);
-    save_steps(s, f, 50, 50);
-    save_steps(s, f, 60, 60);
-    ckpt_saver_free(s);
+    save_40_50_60(f, &o);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     {
         static const char listing[] =
@@ -2001,11 +2008,7 @@ static void expect_listing_one_checkpoint_two_ways(fixture *f,
                        "all_model_checkpoint_paths: \"%s\"\n",
                        second, second);
     o.max_to_keep = 3;
-    s = open_saver(f, &o);
-    save_steps(s, f, 40, 40);
-    save_steps(s, f, 50, 50);
-    save_steps(s, f, 60, 60);
-    ckpt_saver_free(s);
+    save_40_50_60(f, &o);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, listing, (size_t)len);
     s = open_saver(f, &o);
