@@ -435,6 +435,20 @@ static char *listing_key(const char *abs_dir, const char *stored)
     return out;
 }
 
+/* The directory's absolute path for listing_key when one of paths[0..n)
+ * is absolute: absolute_paths' own, else the operating system's (in
+ * `real`, as absolute_paths gets it; NULL when it cannot say). */
+static const char *key_dir(const ckpt__dir_state *ds, char *const *paths,
+                           size_t n, char real[PATH_MAX])
+{
+    if (ds->abs_dir)
+        return ds->abs_dir;
+    for (size_t i = 0; i < n; i++)
+        if (paths[i][0] == '/')
+            return realpath(ds->dir, real) ? real : NULL;
+    return NULL;
+}
+
 /* `repeated[i]` = 1 for each entry the list names again further on, under
  * the same spelling or another (listing_key): the later one is kept (a
  * re-saved checkpoint moves to the end, as TensorFlow's list does), so
@@ -446,23 +460,13 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
 {
     size_t n = st->num_paths, made = 0;
     listed_entry *order;
-    const char *abs_dir = ds->abs_dir;
     char real[PATH_MAX];
+    const char *abs_dir = key_dir(ds, st->all_paths, n, real);
     int err = 0;
     *repeated = ckpt__calloc(n ? n : 1, 1);
     order = ckpt__calloc(n ? n : 1, sizeof(*order));
     if (!*repeated || !order)
         err = ckpt__error_oom();
-    for (size_t i = 0; err == 0 && !abs_dir && i < n; i++) {
-        /* an absolute entry, without absolute_paths: the directory's own
-         * absolute path (from the operating system, as absolute_paths
-         * gets it; none when it cannot say) */
-        if (st->all_paths[i][0] != '/')
-            continue;
-        if (realpath(ds->dir, real))
-            abs_dir = real;
-        break;
-    }
     for (; err == 0 && made < n; made++) {
         order[made].path = listing_key(abs_dir, st->all_paths[made]);
         order[made].i = made;
@@ -814,10 +818,36 @@ static int drop_set_aside(ckpt__kept_list *next, const char *stored,
     return err;
 }
 
+/* The entry of ds->kept naming the checkpoint `stored` names, under that
+ * spelling or another (listing_key); ds->kept.n when none. */
+static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
+                                     const char *stored)
+{
+    size_t i = ckpt__kept_find(&ds->kept, stored);
+    char real[PATH_MAX];
+    const char *abs_dir;
+    char *key;
+    if (i < ds->kept.n)
+        return i;
+    abs_dir = key_dir(ds, ds->kept.paths, ds->kept.n, real);
+    key = listing_key(abs_dir, stored);
+    if (!key)
+        return ds->kept.n; /* no memory: the one spelling only */
+    for (i = 0; i < ds->kept.n; i++) {
+        char *other = listing_key(abs_dir, ds->kept.paths[i]);
+        int same = other && strcmp(key, other) == 0;
+        ckpt__free(other);
+        if (same)
+            break;
+    }
+    ckpt__free(key);
+    return i;
+}
+
 int ckpt__dir_state_forget(ckpt__dir_state *ds, const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
-    size_t i = ckpt__kept_find(&ds->kept, stored);
+    size_t i = kept_find_any_spelling(ds, stored);
     int err = resolve(ds, stored, &prefix);
     if (err == 0)
         err = index_exists(ds, prefix.ptr);

@@ -2045,6 +2045,40 @@ static void test_recover_state_listing_one_checkpoint_absolute(void **state)
     expect_listing_one_checkpoint_two_ways(f, abs_path);
 }
 
+/* A checkpoint listed under another spelling ("./model.ckpt-60", the
+ * latest) saved again as "model.ckpt-60": the save found no entry of that
+ * name, so it removed the files while the state file still named them
+ * (not set aside: a failed save left the latest checkpoint without
+ * files), and then listed the checkpoint twice. It is the listed entry
+ * now: replaced in its place, listed once. */
+static void test_resave_checkpoint_listed_under_other_spelling(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char path[4200], *text;
+    static const char listing[] =
+        "model_checkpoint_path: \"./model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"./model.ckpt-60\"\n";
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    save_steps(s, f, 60, 60);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_null(strstr(text, "./model.ckpt-60"));
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+}
+
 /* Everything under `root` but the directory `keep` and the files in it:
  * how many entries (files and directories) there are, nftw's walk. */
 static const char *tree_keep;
@@ -2246,6 +2280,9 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_absolute, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_resave_checkpoint_listed_under_other_spelling, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, test_dir_fixture_teardown),
