@@ -108,23 +108,31 @@ int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
     *out = search_key(r, key, n);
     if (*out)
         return 0;
+    /* The key to use, spelt out when it can be shown whole: a name cut
+     * short for the message would not be the key. */
     if (base < n && search_key(r, key, base))
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "%s: no tensor named '%s' (checkpoint keys are "
-                           "variable names, without a graph tensor's output "
-                           "suffix ':%.*s': use '%s')",
-                           r->index_path.ptr, ckpt__show_name(&sn, name, n),
-                           (int)(n - base - 1), name + base + 1,
-                           ckpt__show_name(&sb, name, base));
+        return ckpt__error(
+            CKPT_ENOTFOUND,
+            "%s: no tensor named '%s' (checkpoint keys are "
+            "variable names, without a graph tensor's output "
+            "suffix ':%.*s': use %s%s%s)",
+            r->index_path.ptr, ckpt__show_name(&sn, name, n),
+            (int)(n - base - 1), name + base + 1,
+            base > CKPT__NAME_SHOWN ? "the name without it" : "'",
+            base > CKPT__NAME_SHOWN ? "" : ckpt__show_name(&sb, name, base),
+            base > CKPT__NAME_SHOWN ? "" : "'");
     if (ckpt__bundle_reader_has_tf2_value(r, name, n))
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "%s: no tensor named '%s' (a TensorFlow 2 "
-                           "checkpoint stores a variable's value under its "
-                           "object path followed by '%s': use '%s%s')",
-                           r->index_path.ptr, ckpt__show_name(&sn, name, n),
-                           CKPT__TF2_VALUE_SUFFIX,
-                           ckpt__show_name(&sb, name, n),
-                           CKPT__TF2_VALUE_SUFFIX);
+        return ckpt__error(
+            CKPT_ENOTFOUND,
+            "%s: no tensor named '%s' (a TensorFlow 2 checkpoint stores a "
+            "variable's value under its object path followed by '%s': use "
+            "%s%s%s%s)",
+            r->index_path.ptr, ckpt__show_name(&sn, name, n),
+            CKPT__TF2_VALUE_SUFFIX,
+            n > CKPT__NAME_SHOWN ? "the name followed by it" : "'",
+            n > CKPT__NAME_SHOWN ? "" : ckpt__show_name(&sb, name, n),
+            n > CKPT__NAME_SHOWN ? "" : CKPT__TF2_VALUE_SUFFIX,
+            n > CKPT__NAME_SHOWN ? "" : "'");
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
                        r->index_path.ptr, ckpt__show_name(&sn, name, n));
 }

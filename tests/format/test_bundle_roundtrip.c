@@ -1017,6 +1017,40 @@ static void test_output_suffix_named(void **state)
     ckpt_bundle_reader_free(r);
 }
 
+/* Names too long for a message to show whole (their first 200 bytes and
+ * "..."): the hints said to use that cut name followed by the TensorFlow
+ * 2 suffix, or the cut name without the output suffix, neither of them a
+ * key. They say what to do to the name instead. */
+static void test_output_suffix_named_long(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
+    ckpt_shape s2 = shape1(2);
+    float v[2] = {1, 2};
+    char var[301], obj[301], key[400];
+    ckpt_bundle_reader *r;
+    const ckpt_tensor_entry *e = NULL;
+    memset(var, 'v', 300);
+    var[300] = '\0';
+    memset(obj, 'o', 300);
+    obj[300] = '\0';
+    snprintf(key, sizeof(key), "%s/.ATTRIBUTES/VARIABLE_VALUE", obj);
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, var, CKPT_DT_FLOAT, &s2, v, sizeof(v)));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, key, CKPT_DT_FLOAT, &s2, v, sizeof(v)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, obj), CKPT_ENOTFOUND,
+                      "followed by '/.ATTRIBUTES/VARIABLE_VALUE': use the "
+                      "name followed by it)");
+    snprintf(key, sizeof(key), "%s:0", var);
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, key), CKPT_ENOTFOUND,
+                      "suffix ':0': use the name without it)");
+    ckpt_bundle_reader_free(r);
+}
+
 static void test_reader_api_errors(void **state)
 {
     fixture *f = *state;
@@ -1478,6 +1512,8 @@ int main(void)
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_existing_bundle,
                                         bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_output_suffix_named_long, bt_setup,
+                                        bt_teardown),
         cmocka_unit_test_setup_teardown(test_output_suffix_named, bt_setup,
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_api_errors, bt_setup,
