@@ -17,10 +17,10 @@ CKPT_BEGIN_DECL
 /** Triggers every N steps or every S seconds (exactly one of them). Plain
  *  struct; initialise with ckpt_timer_init. */
 typedef struct ckpt_timer {
-    double every_secs;  /**< > 0 in seconds mode */
+    double every_secs;   /**< > 0 in seconds mode */
     int64_t every_steps; /**< > 0 in steps mode */
-    int never;          /**< the never-trigger timer */
-    int has_last;       /**< a trigger was recorded */
+    int never;           /**< the never-trigger timer */
+    int has_last;        /**< a trigger was recorded */
     int64_t last_step;
     double last_time;
     const ckpt_clock *clock;
@@ -30,8 +30,9 @@ typedef struct ckpt_timer {
  *  negative (or NaN) interval is CKPT_EINVAL (B1-B3; TF accepts 0 and
  *  negative values). `clock` (borrowed, may be NULL: the system clock)
  *  times seconds mode; one of an unknown version is CKPT_EVERSION. */
-CKPT_EXTERN(int) ckpt_timer_init(ckpt_timer *t, double every_secs,
-                                 int64_t every_steps, const ckpt_clock *clock);
+CKPT_EXTERN(int)
+ckpt_timer_init(ckpt_timer *t, double every_secs, int64_t every_steps,
+                const ckpt_clock *clock);
 /** A timer that never triggers (B13). */
 CKPT_EXTERN(void) ckpt_timer_init_never(ckpt_timer *t);
 /** Whether `step` triggers (B4-B8, B12): in seconds mode once the clock
@@ -42,15 +43,16 @@ CKPT_EXTERN(int) ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step);
 /** Record a trigger at `step`; `*elapsed_secs`/`*elapsed_steps` (may be
  *  NULL) receive the time and steps since the previous one, and the return
  *  value is 1 when there was a previous one, else 0 (B9, B10). */
-CKPT_EXTERN(int) ckpt_timer_update(ckpt_timer *t, int64_t step,
-                                   double *elapsed_secs,
-                                   int64_t *elapsed_steps);
+CKPT_EXTERN(int)
+ckpt_timer_update(ckpt_timer *t, int64_t step, double *elapsed_secs,
+                  int64_t *elapsed_steps);
 /** The last triggered step into `*out` (may be NULL): returns 1, or 0
  *  when there is none (B11). */
 CKPT_EXTERN(int) ckpt_timer_last_step(const ckpt_timer *t, int64_t *out);
 CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
 
-/* ---- checkpoint listeners ------------------------------------------------- */
+/* ---- checkpoint listeners -------------------------------------------------
+ */
 
 #define CKPT_LISTENER_VERSION 1
 
@@ -84,7 +86,8 @@ typedef struct ckpt_saver_listener {
     int (*end)(ckpt_session *s, int64_t step, void *payload);
 } ckpt_saver_listener;
 
-/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook ------------------------- */
+/* ---- CheckpointSaverHook / AsyncCheckpointSaverHook -------------------------
+ */
 
 typedef enum ckpt_save_mode {
     CKPT_SAVE_SYNC = 0, /**< CheckpointSaverHook */
@@ -108,35 +111,35 @@ typedef struct ckpt_checkpoint_hook_options {
                                      (> 0); INFINITY saves at creation
                                      and at end only */
     int64_t save_steps;
-    int mode;                   /**< a ckpt_save_mode */
-    ckpt_saver *saver;          /**< borrowed; excludes use_scaffold */
-    int use_scaffold;           /**< write through the session's scaffold
-                                     saver (configured by the session's
-                                     saver_options); excludes saver and
-                                     saver_options */
+    int mode;          /**< a ckpt_save_mode */
+    ckpt_saver *saver; /**< borrowed; excludes use_scaffold */
+    int use_scaffold;  /**< write through the session's scaffold
+                            saver (configured by the session's
+                            saver_options); excludes saver and
+                            saver_options */
     const ckpt_saver_options *saver_options; /**< when the hook opens its own
                                                   saver (keep, busy policy,
                                                   ...); copied (fs, clock and
                                                   log stay borrowed); its fs
                                                   and log also serve begin's
                                                   mkdir and the hook's log */
-    const ckpt_saver_listener *listeners; /**< copied; NULL: none */
-    size_t num_listeners;                 /**< the length of listeners: 0
-                                               with listeners set (a
-                                               forgotten count) is
-                                               CKPT_EINVAL */
+    const ckpt_saver_listener *listeners;    /**< copied; NULL: none */
+    size_t num_listeners;                    /**< the length of listeners: 0
+                                                  with listeners set (a
+                                                  forgotten count) is
+                                                  CKPT_EINVAL */
     int save_initial_if_present; /**< 1: save at creation even when the
                                       newest checkpoint has that step (TF);
                                       default 0 skips it (B49) */
-    double end_timeout_s;       /**< async: bound on end's and on_abort's
-                                     wait for a write in flight; 0: the
-                                     default (end: no bound, B65; on_abort:
-                                     60 s, B68); < 0: no bound for either */
-    const ckpt_clock *clock;    /**< times save_secs, and stamps the
-                                     checkpoints of a saver the hook opens
-                                     whose saver_options name no clock
-                                     (read on its writer thread too);
-                                     NULL: the session's clock */
+    double end_timeout_s;        /**< async: bound on end's and on_abort's
+                                      wait for a write in flight; 0: the
+                                      default (end: no bound, B65; on_abort:
+                                      60 s, B68); < 0: no bound for either */
+    const ckpt_clock *clock;     /**< times save_secs, and stamps the
+                                      checkpoints of a saver the hook opens
+                                      whose saver_options name no clock
+                                      (read on its writer thread too);
+                                      NULL: the session's clock */
     /** Checkpoint file names are <checkpoint_basename>-<step> (TF's
      *  checkpoint_basename; NULL: the saver's basename, by default
      *  "model.ckpt"). Honoured with an own saver, use_scaffold (the
@@ -148,14 +151,17 @@ typedef struct ckpt_checkpoint_hook_options {
 } ckpt_checkpoint_hook_options;
 
 #define CKPT_CHECKPOINT_HOOK_OPTIONS_INIT                                      \
-    {CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0.0, 0, CKPT_SAVE_SYNC, NULL, \
-     0, NULL, NULL, 0, 0, 0.0, NULL, NULL}
+    {                                                                          \
+        CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION, NULL, 0.0, 0, CKPT_SAVE_SYNC,    \
+            NULL, 0, NULL, NULL, 0, 0, 0.0, NULL, NULL                         \
+    }
 
 /** Fill `o` with the defaults of `version` (1 ..
  *  CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION). @return 0, CKPT_EINVAL or
  *  CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
-    ckpt_checkpoint_hook_options *o, unsigned int version);
+CKPT_EXTERN(int)
+ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
+                                  unsigned int version);
 
 /** Build a checkpoint hook (sync or async: one implementation). It logs
  *  through the saver options' log, else ckpt_log_stderr, at INFO (each
@@ -185,8 +191,8 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_options_init(
  *          num_listeners 0, or num_listeners with listeners NULL),
  *          CKPT_EVERSION (version 0 or
  *          newer than the library's), CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
-                                          const ckpt_checkpoint_hook_options *o);
+CKPT_EXTERN(int)
+ckpt_checkpoint_hook_new(ckpt_hook *out, const ckpt_checkpoint_hook_options *o);
 
 /** Wait, at most `timeout_s` seconds (< 0: no limit), until every
  *  checkpoint write of the hook that is in flight is durable, delivering
@@ -196,18 +202,19 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_new(ckpt_hook *out,
  *  @return 0, CKPT_ETIMEDOUT, a failed write's error (then returned here
  *          instead of by the next hook callback), CKPT_EINVAL (NULL or not
  *          a checkpoint hook) */
-CKPT_EXTERN(int) ckpt_checkpoint_hook_wait(const ckpt_hook *hook,
-                                           double timeout_s);
+CKPT_EXTERN(int)
+ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s);
 
 /** Metrics of a checkpoint hook built by ckpt_checkpoint_hook_new (its
  *  saver's metrics; zero before the session is created; for a borrowed
  *  saver, as they were at end or on_abort). Valid until the monitored
  *  session holding the hook is freed. @return 0 or CKPT_EINVAL for another
  *  hook */
-CKPT_EXTERN(int) ckpt_checkpoint_hook_metrics(const ckpt_hook *hook,
-                                              ckpt_saver_metrics *out);
+CKPT_EXTERN(int)
+ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out);
 
-/* ---- the other standard hooks ---------------------------------------------- */
+/* ---- the other standard hooks ----------------------------------------------
+ */
 
 /** Stop at a global step: exactly one of num_steps (counted from the step
  *  at the first session creation) or last_step (> 0), else CKPT_EINVAL.
@@ -215,8 +222,9 @@ CKPT_EXTERN(int) ckpt_checkpoint_hook_metrics(const ckpt_hook *hook,
  *  session is (re)created at or past it, the coordinator is asked to stop
  *  before any step runs (TF runs one more step). begin returns CKPT_ESTATE
  *  when the graph has no global step. */
-CKPT_EXTERN(int) ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
-                                            int64_t last_step);
+CKPT_EXTERN(int)
+ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
+                           int64_t last_step);
 
 #define CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION 1
 
@@ -228,11 +236,13 @@ typedef struct ckpt_step_counter_hook_options {
     const ckpt_clock *clock; /**< NULL: the session's clock */
     ckpt_log_fn log;         /**< NULL: the session's, else ckpt_log_stderr */
     void *log_payload;
-    int log_level;           /**< 0: INFO; CKPT_LOG_OFF: silent */
+    int log_level; /**< 0: INFO; CKPT_LOG_OFF: silent */
 } ckpt_step_counter_hook_options;
 
 #define CKPT_STEP_COUNTER_HOOK_OPTIONS_INIT                                    \
-    {CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION, 0, 0.0, NULL, NULL, NULL, 0}
+    {                                                                          \
+        CKPT_STEP_COUNTER_HOOK_OPTIONS_VERSION, 0, 0.0, NULL, NULL, NULL, 0    \
+    }
 
 /** Log "global_step/sec: <rate> (global step <S>)" at INFO every N steps
  *  or S seconds (both set, or a negative one, is CKPT_EINVAL), measured
@@ -240,8 +250,9 @@ typedef struct ckpt_step_counter_hook_options {
  *  creation only starts the measure); warns (first 5 times) when a step did
  *  not increase the global step. begin returns CKPT_ESTATE without a global
  *  step. NULL `o`: the defaults. @return 0, CKPT_EINVAL, CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_step_counter_hook_new(
-    ckpt_hook *out, const ckpt_step_counter_hook_options *o);
+CKPT_EXTERN(int)
+ckpt_step_counter_hook_new(ckpt_hook *out,
+                           const ckpt_step_counter_hook_options *o);
 
 #define CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION 1
 
@@ -250,18 +261,20 @@ typedef struct ckpt_logging_tensor_hook_options {
     unsigned int version;     /**< CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION */
     const char *const *names; /**< required: tensors to log (copied) */
     size_t num_names;
-    int64_t every_n_iter;     /**< local iterations (session runs) */
+    int64_t every_n_iter; /**< local iterations (session runs) */
     double every_n_secs;
-    int at_end;               /**< also (or only) log the last values */
-    const ckpt_clock *clock;  /**< NULL: the session's clock */
-    ckpt_log_fn log;          /**< NULL: the session's, else stderr */
+    int at_end;              /**< also (or only) log the last values */
+    const ckpt_clock *clock; /**< NULL: the session's clock */
+    ckpt_log_fn log;         /**< NULL: the session's, else stderr */
     void *log_payload;
     int log_level;
 } ckpt_logging_tensor_hook_options;
 
 #define CKPT_LOGGING_TENSOR_HOOK_OPTIONS_INIT                                  \
-    {CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, 0, 0.0, 0, NULL, NULL, \
-     NULL, 0}
+    {                                                                          \
+        CKPT_LOGGING_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, 0, 0.0, 0, NULL,    \
+            NULL, NULL, 0                                                      \
+    }
 
 /** Log "name = value, ..." (plus " (<secs> sec)" since the previous line)
  *  at INFO for the named tensors (step outputs or variables) every N local
@@ -269,8 +282,9 @@ typedef struct ckpt_logging_tensor_hook_options {
  *  through ckpt_session_fetch). Give every_n_iter or every_n_secs, or
  *  neither with at_end; anything else, or a negative interval, is
  *  CKPT_EINVAL. @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_logging_tensor_hook_new(
-    ckpt_hook *out, const ckpt_logging_tensor_hook_options *o);
+CKPT_EXTERN(int)
+ckpt_logging_tensor_hook_new(ckpt_hook *out,
+                             const ckpt_logging_tensor_hook_options *o);
 
 #define CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION 1
 
@@ -285,17 +299,20 @@ typedef struct ckpt_nan_tensor_hook_options {
 } ckpt_nan_tensor_hook_options;
 
 #define CKPT_NAN_TENSOR_HOOK_OPTIONS_INIT                                      \
-    {CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0}
+    {                                                                          \
+        CKPT_NAN_TENSOR_HOOK_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0           \
+    }
 
 /** Check the named output (float, double, half or bfloat16, any shape) for
  *  NaN after every step: fail with CKPT_EUSER when fail_on_nan, else log a
  *  warning and request a stop. Another dtype makes after_run fail with
  *  CKPT_EINVAL. NULL `o`: the defaults.
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_nan_tensor_hook_new(
-    ckpt_hook *out, const ckpt_nan_tensor_hook_options *o);
+CKPT_EXTERN(int)
+ckpt_nan_tensor_hook_new(ckpt_hook *out, const ckpt_nan_tensor_hook_options *o);
 
-/* ---- preemption ------------------------------------------------------------ */
+/* ---- preemption ------------------------------------------------------------
+ */
 
 /** Opt-in: after this call SIGTERM and SIGINT request a stop at the next
  *  step boundary of `ms` (a cloud preemption notice): the step in progress
@@ -317,7 +334,8 @@ CKPT_EXTERN(void) ckpt_preemption_handler_remove(void);
  *  reported after remove). */
 CKPT_EXTERN(int) ckpt_preemption_signal(void);
 
-/* ---- MonitoredTrainingSession --------------------------------------------- */
+/* ---- MonitoredTrainingSession ---------------------------------------------
+ */
 
 /** A frequency option (save_checkpoint_secs, save_checkpoint_steps,
  *  log_step_count_steps) left at its default. TensorFlow's 0 ("off") is
@@ -346,7 +364,7 @@ typedef struct ckpt_training_session_options {
     /* Each array below comes with its length; an array set with its
      * length 0 (a forgotten count) is CKPT_EINVAL naming both fields:
      * leave the array NULL to give none. */
-    const ckpt_hook *hooks;        /**< user hooks (copied) */
+    const ckpt_hook *hooks; /**< user hooks (copied) */
     size_t num_hooks;
     const ckpt_hook *chief_only_hooks;
     size_t num_chief_only_hooks;
@@ -364,28 +382,18 @@ typedef struct ckpt_training_session_options {
 } ckpt_training_session_options;
 
 #define CKPT_TRAINING_SESSION_OPTIONS_INIT                                     \
-    {CKPT_TRAINING_SESSION_OPTIONS_VERSION,                                    \
-     0,                                                                        \
-     NULL,                                                                     \
-     0.0,                                                                      \
-     0,                                                                        \
-     CKPT_SAVE_SYNC,                                                           \
-     0,                                                                        \
-     NULL,                                                                     \
-     0,                                                                        \
-     NULL,                                                                     \
-     0,                                                                        \
-     CKPT_SESSION_OPTIONS_INIT,                                                \
-     NULL,                                                                     \
-     NULL,                                                                     \
-     0,                                                                        \
-     NULL}
+    {                                                                          \
+        CKPT_TRAINING_SESSION_OPTIONS_VERSION, 0, NULL, 0.0, 0,                \
+            CKPT_SAVE_SYNC, 0, NULL, 0, NULL, 0, CKPT_SESSION_OPTIONS_INIT,    \
+            NULL, NULL, 0, NULL                                                \
+    }
 
 /** Fill `o` with the defaults of `version` (1 ..
  *  CKPT_TRAINING_SESSION_OPTIONS_VERSION). @return 0, CKPT_EINVAL or
  *  CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_training_session_options_init(
-    ckpt_training_session_options *o, unsigned int version);
+CKPT_EXTERN(int)
+ckpt_training_session_options_init(ckpt_training_session_options *o,
+                                   unsigned int version);
 
 /** Build a monitored session with MonitoredTrainingSession's defaults and
  *  hook order (B40-B43): chief-only hooks, StepCounterHook (every
@@ -402,11 +410,11 @@ CKPT_EXTERN(int) ckpt_training_session_options_init(
  *  twice (as for ckpt_monitored_session_new; in one list or in both, named
  *  by list and index), and an array
  *  (hooks, chief_only_hooks, listeners) set with its count 0. Every hook
- *  passed in with its count is consumed, also on failure (its destroy has been called,
- *  once per hook). NULL `opts`: all defaults. */
-CKPT_EXTERN(int) ckpt_training_session_new(
-    ckpt_monitored_session **out, ckpt_graph *graph,
-    const ckpt_training_session_options *opts);
+ *  passed in with its count is consumed, also on failure (its destroy has been
+ * called, once per hook). NULL `opts`: all defaults. */
+CKPT_EXTERN(int)
+ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                          const ckpt_training_session_options *opts);
 
 CKPT_END_DECL
 

@@ -55,8 +55,8 @@ typedef int (*ckpt_var_write_fn)(const void *src, uint64_t offset, size_t n,
 
 /** A variable: a named tensor of a fixed-size dtype, in host byte order. */
 typedef struct ckpt_var {
-    const char *name;        /**< checkpoint key (copied by add_var) */
-    int dtype;               /**< a fixed-size ckpt_dtype */
+    const char *name; /**< checkpoint key (copied by add_var) */
+    int dtype;        /**< a fixed-size ckpt_dtype */
     ckpt_shape shape;
     void *data;              /**< the caller's memory, or NULL when the
                                   callbacks below are given; it must stay
@@ -84,16 +84,16 @@ typedef enum ckpt_busy_policy {
 
 /** The outcome of one save, reported to `on_save_done`. */
 typedef struct ckpt_save_result {
-    uint64_t ticket;   /**< as returned by save_async (0 for a sync save) */
-    int64_t step;      /**< the step the snapshot was taken at */
+    uint64_t ticket;    /**< as returned by save_async (0 for a sync save) */
+    int64_t step;       /**< the step the snapshot was taken at */
     const char *prefix; /**< the checkpoint prefix (borrowed) */
-    int status;        /**< 0 when durable and named in the state file;
-                            CKPT_ECANCELED when replaced by a newer
-                            snapshot (coalesce); else the error */
-    const char *error; /**< message when status != 0 (borrowed) */
-    double blocking_s; /**< time the caller was blocked (snapshot) */
-    double write_s;    /**< time from write start to durable commit */
-    uint64_t bytes;    /**< bytes of data and index written */
+    int status;         /**< 0 when durable and named in the state file;
+                             CKPT_ECANCELED when replaced by a newer
+                             snapshot (coalesce); else the error */
+    const char *error;  /**< message when status != 0 (borrowed) */
+    double blocking_s;  /**< time the caller was blocked (snapshot) */
+    double write_s;     /**< time from write start to durable commit */
+    uint64_t bytes;     /**< bytes of data and index written */
 } ckpt_save_result;
 
 /** Called once per save outcome, on the thread that calls save, save_async,
@@ -115,16 +115,16 @@ typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
  *  struct of an older version (1 .. CKPT_SAVER_OPTIONS_VERSION) is
  *  accepted; version 0 is CKPT_EVERSION naming the INIT macro. */
 typedef struct ckpt_saver_options {
-    unsigned int version;  /**< CKPT_SAVER_OPTIONS_VERSION */
-    const ckpt_fs *fs;     /**< NULL: POSIX */
+    unsigned int version;    /**< CKPT_SAVER_OPTIONS_VERSION */
+    const ckpt_fs *fs;       /**< NULL: POSIX */
     const ckpt_clock *clock; /**< NULL: the system clock; also read on
                                   the writer thread (an async save's
                                   timestamp and durations): thread-safe */
-    const char *basename;  /**< default "model.ckpt"; a file name of at
-                                most CKPT_BASENAME_MAX bytes (no '/', not
-                                "." or "..") */
-    int max_to_keep;       /**< default (0) 5; CKPT_KEEP_ALL keeps all
-                                (TensorFlow's 0) */
+    const char *basename;    /**< default "model.ckpt"; a file name of at
+                                  most CKPT_BASENAME_MAX bytes (no '/', not
+                                  "." or "..") */
+    int max_to_keep;         /**< default (0) 5; CKPT_KEEP_ALL keeps all
+                                  (TensorFlow's 0) */
     /** 0: none preserved. H > 0: a checkpoint retention would delete is
      *  kept on disk (dropped from the state file's list) when it was saved
      *  more than H hours after the last one kept, or at first after the
@@ -135,27 +135,27 @@ typedef struct ckpt_saver_options {
      *  restarts the schedule at the save's time, and a checkpoint saved
      *  later than that time is not kept for it (B76). */
     double keep_checkpoint_every_n_hours;
-    int pad_step_number;   /**< zero-pad steps to 8 digits */
-    int absolute_paths;    /**< write absolute paths in the state file
-                                (default: relative, as TF2) */
-    int busy_policy;       /**< a ckpt_busy_policy (default SKIP) */
-    int direct_io;         /**< CKPT_DIRECT_IO_ON: write data with O_DIRECT
-                                when possible, CKPT_DIRECT_IO_OFF: never;
-                                0: default: the first staging-image writes
-                                alternate the two, timed, then O_DIRECT
-                                unless the page cache was clearly faster */
-    ckpt_log_fn log;       /**< may be called from the writer thread,
-                                where calls back into this saver (save,
-                                wait, close, restore, free...) are
-                                refused with CKPT_ESTATE; read-only calls
-                                (metrics, latest) work;
-                                NULL: a bare saver logs nothing (a
-                                checkpoint hook or session that opens one
-                                passes its own log, ckpt_log_stderr by
-                                default); ckpt_log_stderr for stderr */
+    int pad_step_number; /**< zero-pad steps to 8 digits */
+    int absolute_paths;  /**< write absolute paths in the state file
+                              (default: relative, as TF2) */
+    int busy_policy;     /**< a ckpt_busy_policy (default SKIP) */
+    int direct_io;       /**< CKPT_DIRECT_IO_ON: write data with O_DIRECT
+                              when possible, CKPT_DIRECT_IO_OFF: never;
+                              0: default: the first staging-image writes
+                              alternate the two, timed, then O_DIRECT
+                              unless the page cache was clearly faster */
+    ckpt_log_fn log;     /**< may be called from the writer thread,
+                              where calls back into this saver (save,
+                              wait, close, restore, free...) are
+                              refused with CKPT_ESTATE; read-only calls
+                              (metrics, latest) work;
+                              NULL: a bare saver logs nothing (a
+                              checkpoint hook or session that opens one
+                              passes its own log, ckpt_log_stderr by
+                              default); ckpt_log_stderr for stderr */
     void *log_payload;
-    int log_level;         /**< lowest level passed to `log` (0: INFO;
-                                CKPT_LOG_OFF: none) */
+    int log_level; /**< lowest level passed to `log` (0: INFO;
+                        CKPT_LOG_OFF: none) */
     ckpt_save_done_fn on_save_done;
     void *on_save_done_payload;
     /** 1: the caller keeps the mutation-fence rule (see save_async) from
@@ -177,14 +177,16 @@ typedef struct ckpt_saver_options {
 } ckpt_saver_options;
 
 #define CKPT_SAVER_OPTIONS_INIT                                                \
-    {CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0.0, 0, 0,               \
-     CKPT_BUSY_SKIP, 0, NULL, NULL, 0, NULL, NULL, 0}
+    {                                                                          \
+        CKPT_SAVER_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0.0, 0, 0,            \
+            CKPT_BUSY_SKIP, 0, NULL, NULL, 0, NULL, NULL, 0                    \
+    }
 
 /** Fill `opts` with the defaults of `version` (1 ..
  *  CKPT_SAVER_OPTIONS_VERSION). @return 0, CKPT_EINVAL (NULL) or
  *  CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
-                                         unsigned int version);
+CKPT_EXTERN(int)
+ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version);
 
 /** The longest basename a saver accepts: with "-<step>" (at most 21
  *  bytes), ".data-00000-of-00001" (20) and a temporary suffix (26) its
@@ -203,9 +205,9 @@ CKPT_EXTERN(int) ckpt_saver_options_init(ckpt_saver_options *opts,
  *  saver's own: files (or a listed checkpoint) of that name in its
  *  directory are taken for a replacement cut short and deleted, with a
  *  warning, when that checkpoint is replaced; do not save or copy other
- *  checkpoints under them. Numbered steps never share a name. Three saves in a row of one
- *  numbered step (a loop that does not advance the step it passes) log a
- *  warning, once per saver. */
+ *  checkpoints under them. Numbered steps never share a name. Three saves in a
+ * row of one numbered step (a loop that does not advance the step it passes)
+ * log a warning, once per saver. */
 #define CKPT_NO_STEP INT64_MIN
 
 /* ---- the saver ---------------------------------------------------------- */
@@ -267,8 +269,9 @@ typedef struct ckpt_saver ckpt_saver;
  *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),
  *          CKPT_EBUSY (another process's saver holds it), CKPT_EINVAL,
  *          CKPT_EVERSION, or an I/O error */
-CKPT_EXTERN(int) ckpt_saver_open(ckpt_saver **out, const char *dir,
-                                 const ckpt_saver_options *opts);
+CKPT_EXTERN(int)
+ckpt_saver_open(ckpt_saver **out, const char *dir,
+                const ckpt_saver_options *opts);
 
 /** Register a variable (before the first save).
  *  @return 0, CKPT_EINVAL (no name, bad shape, no data and no callbacks),
@@ -284,8 +287,8 @@ CKPT_EXTERN(int) ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var);
  *  write over the checkpoints of the steps it counts through again.
  *  @return 1 (it does), 0 (it does not), CKPT_EINVAL (NULL saver or
  *          name), CKPT_ENOTSUP (a wrapped saver whose ops lack saves_var) */
-CKPT_EXTERN(int) ckpt_saver_saves_var(ckpt_saver *s, const char *name,
-                                      const void *data);
+CKPT_EXTERN(int)
+ckpt_saver_saves_var(ckpt_saver *s, const char *name, const void *data);
 
 /** Save every variable synchronously as `<dir>/<basename>-<step>` and
  *  update the state file; on success `prefix_out` (may be NULL) receives
@@ -305,8 +308,8 @@ CKPT_EXTERN(int) ckpt_saver_saves_var(ckpt_saver *s, const char *name,
  *          directory, see ckpt_saver_open), CKPT_ENOTFOUND (directory
  *          gone), CKPT_ENOSPC,
  *          CKPT_EIO, CKPT_EUSER (a read callback failed) */
-CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
-                                 ckpt_buf *prefix_out);
+CKPT_EXTERN(int)
+ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out);
 
 /** Snapshot every variable into a staging buffer (the only time the caller
  *  waits) and hand the write to the background writer. When the writer is
@@ -325,10 +328,10 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *  64 KiB (smaller ones, up to 1 MiB of them in all in registration order,
  *  are copied by save_async itself); the values saved are those at
  *  save_async. A variable written before the fence is saved torn, and
- *  nothing can tell (its checksum is that of the bytes written). save, save_async, wait, close, free and
- *  the restores complete such a snapshot first too; poll and get_metrics
- *  do not. `ticket_out` (may be NULL) receives a number > 0 identifying the
- *  save.
+ *  nothing can tell (its checksum is that of the bytes written). save,
+ * save_async, wait, close, free and the restores complete such a snapshot first
+ * too; poll and get_metrics do not. `ticket_out` (may be NULL) receives a
+ * number > 0 identifying the save.
  *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
  *          and logged; nothing was copied), or as ckpt_saver_save's when
  *          another saver of this process saves into the directory (see
@@ -339,8 +342,8 @@ CKPT_EXTERN(int) ckpt_saver_save(ckpt_saver *s, int64_t step,
  *          thread: ..."; nothing dispatched, the saver still usable: save
  *          works, the next save_async tries again); or an error of the
  *          snapshot */
-CKPT_EXTERN(int) ckpt_saver_save_async(ckpt_saver *s, int64_t step,
-                                       uint64_t *ticket_out);
+CKPT_EXTERN(int)
+ckpt_saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out);
 
 /** The caller is about to write the variables (e.g. the optimizer update
  *  of a step): complete an overlapped snapshot taken by save_async — copy
@@ -370,8 +373,8 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
  *  on_save_done) counts as finished: wait returns 0 for it.
  *  @return 0, CKPT_ETIMEDOUT, CKPT_EINVAL (a ticket no save_async gave),
  *          or a background failure (once) */
-CKPT_EXTERN(int) ckpt_saver_wait(ckpt_saver *s, uint64_t ticket,
-                                 double timeout_s);
+CKPT_EXTERN(int)
+ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s);
 
 /** Wait (at most `timeout_s`, < 0: no limit; NaN: CKPT_EINVAL, the saver
  *  left open) for in-flight writes and stop
@@ -406,8 +409,9 @@ CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
  *  so a missing one is CKPT_ENOTFOUND). A name no registered variable has
  *  is the caller's mistake, CKPT_EINVAL naming it (not CKPT_ENOTFOUND,
  *  which says the checkpoint or a variable in it is missing). */
-CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
-                                           const char *const *names, size_t n);
+CKPT_EXTERN(int)
+ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
+                          const char *const *names, size_t n);
 
 /** Restore the latest checkpoint of the directory; `prefix_out` (may be
  *  NULL) receives its prefix. CKPT_ENOTFOUND means only that the directory
@@ -423,8 +427,7 @@ CKPT_EXTERN(int) ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
  *  include it; the distributed saver finishes it first).
  *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
  *          does not match the variables), or as ckpt_saver_restore */
-CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s,
-                                           ckpt_buf *prefix_out);
+CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out);
 
 /** The latest complete checkpoint of the directory (see
  *  ckpt_latest_checkpoint). @return 0 or CKPT_ENOTFOUND */
@@ -443,16 +446,15 @@ CKPT_EXTERN(int64_t) ckpt_checkpoint_step(const char *prefix);
 /** The options the saver was opened with (borrowed; valid until the saver
  *  is freed; `fs` and `clock` as given, `basename` the saver's copy); NULL
  *  for a NULL saver. */
-CKPT_EXTERN(const ckpt_saver_options *) ckpt_saver_get_options(
-    const ckpt_saver *s);
+CKPT_EXTERN(const ckpt_saver_options *)
+ckpt_saver_get_options(const ckpt_saver *s);
 
 /** Replace the on_save_done callback (e.g. to put a hook's callback in
  *  front of the user's and forward to it). Call it from the thread that
  *  drives the saver, which is also the only thread that calls it. Nothing
  *  for a NULL saver. */
-CKPT_EXTERN(void) ckpt_saver_set_on_save_done(ckpt_saver *s,
-                                              ckpt_save_done_fn fn,
-                                              void *payload);
+CKPT_EXTERN(void)
+ckpt_saver_set_on_save_done(ckpt_saver *s, ckpt_save_done_fn fn, void *payload);
 
 /** Cumulative metrics; one event per trigger or outcome: each trigger (a
  *  save or save_async call) counts once in saves_started, saves_skipped or
@@ -471,16 +473,16 @@ typedef struct ckpt_saver_metrics {
     double blocking_s_total;  /**< caller time spent in snapshots */
     double blocking_s_max;
     double blocking_s_last;
-    double write_s_total;     /**< background time of finished writes */
+    double write_s_total; /**< background time of finished writes */
     double write_s_last;
-    int64_t last_saved_step;  /**< step of the newest durable save, or
-                                   CKPT_NO_STEP */
+    int64_t last_saved_step; /**< step of the newest durable save, or
+                                  CKPT_NO_STEP */
 } ckpt_saver_metrics;
 
 /** Copy the metrics (safe while a write is in flight); nothing when `s` or
  *  `out` is NULL. */
-CKPT_EXTERN(void) ckpt_saver_get_metrics(ckpt_saver *s,
-                                         ckpt_saver_metrics *out);
+CKPT_EXTERN(void)
+ckpt_saver_get_metrics(ckpt_saver *s, ckpt_saver_metrics *out);
 
 /** Bytes of staging memory async saves use (known once the variables are
  *  registered): one data image for SKIP and WAIT, two for COALESCE; 0 for
@@ -500,7 +502,8 @@ CKPT_EXTERN(uint64_t) ckpt_saver_staging_bytes(ckpt_saver *s);
  *          save_async reserves the same way and fails the same. */
 CKPT_EXTERN(int) ckpt_saver_reserve(ckpt_saver *s);
 
-/* ---- savers implemented elsewhere ----------------------------------------- */
+/* ---- savers implemented elsewhere -----------------------------------------
+ */
 
 #define CKPT_SAVER_OPS_VERSION 4
 
@@ -576,8 +579,8 @@ typedef struct ckpt_saver_ops {
  *  `self`. Free it with ckpt_saver_free.
  *  @return 0, CKPT_EINVAL (NULL, or a required member missing, named),
  *          CKPT_EVERSION, CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_saver_wrap(ckpt_saver **out, const ckpt_saver_ops *ops,
-                                 void *self);
+CKPT_EXTERN(int)
+ckpt_saver_wrap(ckpt_saver **out, const ckpt_saver_ops *ops, void *self);
 
 CKPT_END_DECL
 
