@@ -22,14 +22,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* clang-format off: one target a line */
 const ckpt_fuzz_target ckpt_fuzz_targets[] = {
-    {"table", ckpt_fuzz_table},
-    {"bundle", ckpt_fuzz_bundle},
-    {"pb", ckpt_fuzz_pb},
-    {"state", ckpt_fuzz_state},
-    {"files", ckpt_fuzz_files},
-    {NULL, NULL},
+    {"table", ckpt_fuzz_table}, {"bundle", ckpt_fuzz_bundle},
+    {"pb", ckpt_fuzz_pb},       {"state", ckpt_fuzz_state},
+    {"files", ckpt_fuzz_files}, {NULL, NULL},
 };
+/* clang-format on */
 
 static const ckpt_fuzz_target *find_target(const char *name)
 {

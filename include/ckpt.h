@@ -2,18 +2,18 @@
 #ifndef CKPT_H
 #define CKPT_H
 
-#include "ckpt/common.h"
-#include "ckpt/version.h"
-#include "ckpt/errors.h"
-#include "ckpt/tensor.h"
-#include "ckpt/io.h"
 #include "ckpt/bundle.h"
-#include "ckpt/state.h"
 #include "ckpt/clock.h"
+#include "ckpt/common.h"
+#include "ckpt/coordinator.h"
+#include "ckpt/errors.h"
+#include "ckpt/hooks.h"
+#include "ckpt/io.h"
 #include "ckpt/log.h"
 #include "ckpt/saver.h"
-#include "ckpt/coordinator.h"
 #include "ckpt/session.h"
-#include "ckpt/hooks.h"
+#include "ckpt/state.h"
+#include "ckpt/tensor.h"
+#include "ckpt/version.h"
 
 #endif

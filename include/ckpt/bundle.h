@@ -210,8 +210,7 @@ ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
  *  notation ("0,2:-"). Writes at most `cap` bytes into `out`, NUL
  *  included (cut when longer); returns `out` ("" for a NULL entry). */
 CKPT_EXTERN(const char *)
-ckpt_tensor_entry_shown_name(char *out, size_t cap,
-                             const ckpt_tensor_entry *e);
+ckpt_tensor_entry_shown_name(char *out, size_t cap, const ckpt_tensor_entry *e);
 
 /** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND
  *  (for a graph tensor's name such as "dense/bias:0" whose variable
@@ -257,9 +256,10 @@ typedef struct ckpt_read_request {
  *  checking every request (name, dtype, size, data file) before reading
  *  any (a partitioned tensor's pieces too: each piece's entry and its
  *  record inside its data file; that they cover the tensor once is checked
- *  as it is assembled, after the others are read). The records are read in file order, through the
- *  page cache straight into their destinations in pieces of at most
- *  256 KiB, each piece checksummed right after its read, by the calling
+ *  as it is assembled, after the others are read). The records are read
+ *  in file order, through the page cache straight into their destinations
+ *  in pieces of at most 256 KiB, each piece checksummed right after its
+ *  read, by the calling
  *  thread and, when the file system allows concurrent reads (it offers
  *  ckpt_fs.open_read_direct) and the process may run on two CPUs, one
  *  helper thread (joined before the call returns). When the records of

@@ -38,7 +38,9 @@ typedef struct ckpt_buf {
 } ckpt_buf;
 
 /** An empty buffer. */
+/* clang-format off */
 #define CKPT_BUF_INIT {NULL, 0, 0}
+/* clang-format on */
 
 /** Release the memory of a buffer and reset it to empty; NULL is ignored. */
 CKPT_EXTERN(void) ckpt_buf_dispose(ckpt_buf *buf);

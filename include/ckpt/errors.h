@@ -11,27 +11,27 @@ CKPT_BEGIN_DECL
 /** Every fallible call returns 0 or one of these negative codes. */
 typedef enum ckpt_error_code {
     CKPT_OK = 0,
-    CKPT_ERROR = -1,        /**< generic failure */
-    CKPT_ENOMEM = -2,       /**< out of memory */
-    CKPT_EINVAL = -3,       /**< invalid argument (or dtype/shape mismatch) */
-    CKPT_EIO = -4,          /**< an I/O operation failed */
-    CKPT_ENOSPC = -5,       /**< no space left on the device (or quota) */
-    CKPT_ENOTFOUND = -6,    /**< a file, checkpoint or tensor does not exist */
-    CKPT_EEXISTS = -7,      /**< it already exists (e.g. a duplicate name) */
-    CKPT_ECORRUPT = -8,     /**< damaged data: bad CRC, magic, proto, size */
-    CKPT_EVERSION = -9,     /**< unsupported version (format or options) */
-    CKPT_EBUSY = -10,       /**< a save is still in flight, or another
-                                 process's saver holds the directory */
-    CKPT_ECANCELED = -11,   /**< the operation was cancelled */
-    CKPT_EUSER = -12,       /**< a user callback or hook failed */
-    CKPT_ENOTSUP = -13,     /**< valid but not supported (e.g. a dtype) */
-    CKPT_ESTATE = -14,      /**< call made in the wrong state */
+    CKPT_ERROR = -1,      /**< generic failure */
+    CKPT_ENOMEM = -2,     /**< out of memory */
+    CKPT_EINVAL = -3,     /**< invalid argument (or dtype/shape mismatch) */
+    CKPT_EIO = -4,        /**< an I/O operation failed */
+    CKPT_ENOSPC = -5,     /**< no space left on the device (or quota) */
+    CKPT_ENOTFOUND = -6,  /**< a file, checkpoint or tensor does not exist */
+    CKPT_EEXISTS = -7,    /**< it already exists (e.g. a duplicate name) */
+    CKPT_ECORRUPT = -8,   /**< damaged data: bad CRC, magic, proto, size */
+    CKPT_EVERSION = -9,   /**< unsupported version (format or options) */
+    CKPT_EBUSY = -10,     /**< a save is still in flight, or another
+                               process's saver holds the directory */
+    CKPT_ECANCELED = -11, /**< the operation was cancelled */
+    CKPT_EUSER = -12,     /**< a user callback or hook failed */
+    CKPT_ENOTSUP = -13,   /**< valid but not supported (e.g. a dtype) */
+    CKPT_ESTATE = -14,    /**< call made in the wrong state */
     CKPT_EOUT_OF_RANGE = -15, /**< input exhausted: a clean end */
-    CKPT_EABORTED = -16,    /**< recoverable: re-create the session */
-    CKPT_EUNAVAILABLE = -17, /**< recoverable: re-create the session */
-    CKPT_EACCES = -18,      /**< permission denied */
-    CKPT_ETIMEDOUT = -19,   /**< a wait ran past its timeout */
-    CKPT_ESTOPITER = -20    /**< a step function asked to stop: a clean end */
+    CKPT_EABORTED = -16,      /**< recoverable: re-create the session */
+    CKPT_EUNAVAILABLE = -17,  /**< recoverable: re-create the session */
+    CKPT_EACCES = -18,        /**< permission denied */
+    CKPT_ETIMEDOUT = -19,     /**< a wait ran past its timeout */
+    CKPT_ESTOPITER = -20      /**< a step function asked to stop: a clean end */
 } ckpt_error_code;
 
 /** The last error recorded on the calling thread. */
@@ -69,7 +69,8 @@ CKPT_EXTERN(void) ckpt_error_clear(void);
  *  `code` is a ckpt_error_code (negative); any other value is recorded as
  *  CKPT_EUSER. A NULL `fmt` records ckpt_strerror(code).
  *  @return the code recorded */
-CKPT_EXTERN(int) ckpt_error_set(int code, const char *fmt, ...)
+CKPT_EXTERN(int)
+ckpt_error_set(int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -20,7 +20,8 @@
 
 CKPT_BEGIN_DECL
 
-/* ---- the graph: a registry of variables ----------------------------------- */
+/* ---- the graph: a registry of variables -----------------------------------
+ */
 
 typedef struct ckpt_graph ckpt_graph;
 
@@ -39,8 +40,7 @@ CKPT_EXTERN(int) ckpt_graph_add_var(ckpt_graph *g, const ckpt_var *var);
 /** Register the global step: an int64 scalar named "global_step" stored at
  *  `storage` (the training loop increments it once per step).
  *  @return 0, CKPT_EEXISTS, CKPT_ESTATE */
-CKPT_EXTERN(int) ckpt_graph_create_global_step(ckpt_graph *g,
-                                               int64_t *storage);
+CKPT_EXTERN(int) ckpt_graph_create_global_step(ckpt_graph *g, int64_t *storage);
 
 /** The global step's storage, or NULL when none was created. */
 CKPT_EXTERN(int64_t *) ckpt_graph_global_step(const ckpt_graph *g);
@@ -49,11 +49,12 @@ CKPT_EXTERN(size_t) ckpt_graph_num_vars(const ckpt_graph *g);
 /** Variable `i` in registration order (borrowed). */
 CKPT_EXTERN(const ckpt_var *) ckpt_graph_var(const ckpt_graph *g, size_t i);
 /** The variable named `name`, or NULL. */
-CKPT_EXTERN(const ckpt_var *) ckpt_graph_find(const ckpt_graph *g,
-                                              const char *name);
+CKPT_EXTERN(const ckpt_var *)
+ckpt_graph_find(const ckpt_graph *g, const char *name);
 CKPT_EXTERN(int) ckpt_graph_is_frozen(const ckpt_graph *g);
 
-/* ---- run arguments and values --------------------------------------------- */
+/* ---- run arguments and values ---------------------------------------------
+ */
 
 /** Options of one run: requests the caller and the hooks make of the step
  *  function, which reads the merged result with
@@ -104,7 +105,8 @@ typedef struct ckpt_run_values {
     int64_t step_after;
 } ckpt_run_values;
 
-/* ---- the raw session, run context and step context ------------------------- */
+/* ---- the raw session, run context and step context -------------------------
+ */
 
 /** The session hooks see (TF's raw session): the graph, the global step and
  *  the coordinator. Borrowed; valid until the monitored session is freed. */
@@ -121,8 +123,8 @@ CKPT_EXTERN(ckpt_saver *) ckpt_session_saver(ckpt_session *s);
  *  published by the last step, else the variable's current value. `out` is
  *  borrowed until the next step starts.
  *  @return 0, CKPT_ENOTFOUND, CKPT_EUSER (a variable's read callback) */
-CKPT_EXTERN(int) ckpt_session_fetch(ckpt_session *s, const char *name,
-                                    ckpt_value *out);
+CKPT_EXTERN(int)
+ckpt_session_fetch(ckpt_session *s, const char *name, ckpt_value *out);
 
 /** One run's context, handed to before_run and after_run. */
 typedef struct ckpt_run_context ckpt_run_context;
@@ -132,31 +134,31 @@ CKPT_EXTERN(void) ckpt_run_context_request_stop(ckpt_run_context *ctx);
 CKPT_EXTERN(int) ckpt_run_context_stop_requested(const ckpt_run_context *ctx);
 CKPT_EXTERN(ckpt_session *) ckpt_run_context_session(ckpt_run_context *ctx);
 /** The caller's own run arguments (borrowed). */
-CKPT_EXTERN(const ckpt_run_args *) ckpt_run_context_original_args(
-    const ckpt_run_context *ctx);
+CKPT_EXTERN(const ckpt_run_args *)
+ckpt_run_context_original_args(const ckpt_run_context *ctx);
 
 /** What a step sees: merged feeds, a place to publish step outputs (e.g.
  *  "loss") that hooks and the caller may fetch, and a stop request. */
 typedef struct ckpt_step_context ckpt_step_context;
 
 /** The fed input named `name`. @return 0 or CKPT_ENOTFOUND */
-CKPT_EXTERN(int) ckpt_step_context_feed(ckpt_step_context *sc,
-                                        const char *name, const void **data,
-                                        size_t *size);
+CKPT_EXTERN(int)
+ckpt_step_context_feed(ckpt_step_context *sc, const char *name,
+                       const void **data, size_t *size);
 /** Publish a step output (copied; `shape` NULL: a scalar). Publishing a
  *  name again in the same step replaces the value. Outputs live until the
  *  next step starts. @return 0, CKPT_EINVAL, CKPT_ENOTSUP (dtype), or
  *  CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_step_context_publish(ckpt_step_context *sc,
-                                           const char *name, int dtype,
-                                           const ckpt_shape *shape,
-                                           const void *data);
+CKPT_EXTERN(int)
+ckpt_step_context_publish(ckpt_step_context *sc, const char *name, int dtype,
+                          const ckpt_shape *shape, const void *data);
 /** Publish a float32 scalar output, e.g. the loss. */
-CKPT_EXTERN(int) ckpt_step_context_publish_float(ckpt_step_context *sc,
-                                                 const char *name, float v);
+CKPT_EXTERN(int)
+ckpt_step_context_publish_float(ckpt_step_context *sc, const char *name,
+                                float v);
 /** The step's run options: the caller's merged with every hook's (B19). */
-CKPT_EXTERN(const ckpt_run_options *) ckpt_step_context_options(
-    const ckpt_step_context *sc);
+CKPT_EXTERN(const ckpt_run_options *)
+ckpt_step_context_options(const ckpt_step_context *sc);
 /** The step is about to write the variables (call it right before the
  *  optimizer update, or whatever first writes a saved variable). An async
  *  checkpoint triggered at the end of the previous step may still be
@@ -194,7 +196,8 @@ CKPT_EXTERN(ckpt_session *) ckpt_step_context_session(ckpt_step_context *sc);
  *  since ckpt_monitored_session_before_run clears the last error). */
 typedef int (*ckpt_step_fn)(ckpt_step_context *sc, void *payload);
 
-/* ---- hooks ------------------------------------------------------------------ */
+/* ---- hooks ------------------------------------------------------------------
+ */
 
 #define CKPT_HOOK_VERSION 1
 
@@ -256,7 +259,8 @@ typedef struct ckpt_hook {
  *  when it is freed. */
 CKPT_EXTERN(void) ckpt_hook_free(ckpt_hook *hook);
 
-/* ---- the monitored session -------------------------------------------------- */
+/* ---- the monitored session --------------------------------------------------
+ */
 
 /** Called when no checkpoint was restored at creation (scaffold init_fn). */
 typedef int (*ckpt_init_fn)(ckpt_session *s, void *payload);
@@ -265,8 +269,8 @@ typedef int (*ckpt_init_fn)(ckpt_session *s, void *payload);
 typedef struct ckpt_scaffold {
     ckpt_init_fn init_fn; /**< may be NULL: variables keep their values */
     void *init_payload;
-    ckpt_saver *saver;    /**< borrowed; NULL: one is opened on
-                               checkpoint_dir over the graph's variables */
+    ckpt_saver *saver; /**< borrowed; NULL: one is opened on
+                            checkpoint_dir over the graph's variables */
 } ckpt_scaffold;
 
 #define CKPT_SESSION_OPTIONS_VERSION 1
@@ -302,19 +306,21 @@ typedef struct ckpt_session_options {
     double stop_grace_period_s; /**< coordinator join at close (default 120) */
     ckpt_log_fn log;            /**< NULL: ckpt_log_stderr */
     void *log_payload;
-    int log_level;              /**< 0: INFO; CKPT_LOG_OFF silences the
-                                     session and its hooks */
+    int log_level; /**< 0: INFO; CKPT_LOG_OFF silences the
+                        session and its hooks */
 } ckpt_session_options;
 
 /** Defaults of every field (0 or NULL in each means its default). */
 #define CKPT_SESSION_OPTIONS_INIT                                              \
-    {CKPT_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, NULL, {NULL, NULL, NULL}, \
-     NULL, 0, 0, 0.0, 0, 0.0, NULL, NULL, 0}
+    {                                                                          \
+        CKPT_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, NULL,                  \
+            {NULL, NULL, NULL}, NULL, 0, 0, 0.0, 0, 0.0, NULL, NULL, 0         \
+    }
 
 /** Fill `opts` with the defaults of `version` (1 ..
  *  CKPT_SESSION_OPTIONS_VERSION). @return 0, CKPT_EINVAL or CKPT_EVERSION */
-CKPT_EXTERN(int) ckpt_session_options_init(ckpt_session_options *opts,
-                                           unsigned int version);
+CKPT_EXTERN(int)
+ckpt_session_options_init(ckpt_session_options *opts, unsigned int version);
 
 typedef struct ckpt_monitored_session ckpt_monitored_session;
 
@@ -335,11 +341,10 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
  *          hook's error (its message prefixed with the hook's name), a
  *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from) */
-CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
-                                            ckpt_graph *graph,
-                                            const ckpt_hook *hooks,
-                                            size_t num_hooks,
-                                            const ckpt_session_options *opts);
+CKPT_EXTERN(int)
+ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                           const ckpt_hook *hooks, size_t num_hooks,
+                           const ckpt_session_options *opts);
 
 /** Run one step through the hooks (B16-B25): before_run of every hook, the
  *  step, after_run of every hook. `args` (may be NULL) are the caller's;
@@ -355,10 +360,10 @@ CKPT_EXTERN(int) ckpt_monitored_session_new(ckpt_monitored_session **out,
  *          ckpt_step_context_request_stop: a clean end, after_run ran);
  *          an error recorded in the coordinator (B35); CKPT_ESTATE after a
  *          stop request, after close or while a bracketed step is open */
-CKPT_EXTERN(int) ckpt_monitored_session_run(ckpt_monitored_session *ms,
-                                            const ckpt_run_args *args,
-                                            ckpt_step_fn step, void *payload,
-                                            ckpt_run_values *values_out);
+CKPT_EXTERN(int)
+ckpt_monitored_session_run(ckpt_monitored_session *ms,
+                           const ckpt_run_args *args, ckpt_step_fn step,
+                           void *payload, ckpt_run_values *values_out);
 
 /** The same cycle for a step written inline: before_run gives the step
  *  context, the caller runs its step, then calls after_run with the step's
@@ -367,20 +372,21 @@ CKPT_EXTERN(int) ckpt_monitored_session_run(ckpt_monitored_session *ms,
  *  (restoring the latest checkpoint) and after_run returns 0 with
  *  step_before == step_after == the restored step and no results: the
  *  caller's next iteration repeats the step. */
-CKPT_EXTERN(int) ckpt_monitored_session_before_run(
-    ckpt_monitored_session *ms, const ckpt_run_args *args,
-    ckpt_step_context **sc_out);
-CKPT_EXTERN(int) ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
-                                                  int step_status,
-                                                  ckpt_run_values *values_out);
+CKPT_EXTERN(int)
+ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
+                                  const ckpt_run_args *args,
+                                  ckpt_step_context **sc_out);
+CKPT_EXTERN(int)
+ckpt_monitored_session_after_run(ckpt_monitored_session *ms, int step_status,
+                                 ckpt_run_values *values_out);
 
 /** Whether the loop should stop: after close, a stop request (hooks, the
  *  step, the coordinator, the preemption handler), or a broken session.
  *  `*status_out` (may be NULL) receives a background error recorded in the
  *  coordinator (F14, B35), else 0. The recoverable flavour re-creates the
  *  session on a recorded recoverable error and answers 0. */
-CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
-    ckpt_monitored_session *ms, int *status_out);
+CKPT_EXTERN(int)
+ckpt_monitored_session_should_stop(ckpt_monitored_session *ms, int *status_out);
 
 /** Close with the loop's terminating status (B26-B30): OK or a clean-end
  *  code runs every hook's end in order (stopping at the first failure) and
@@ -400,25 +406,25 @@ CKPT_EXTERN(int) ckpt_monitored_session_should_stop(
  *  that broke out between them) is abandoned: no hook's after_run runs for
  *  it, and close goes on as for `status` (with 0, the checkpoint hook's end
  *  saves the global step as the step left it). */
-CKPT_EXTERN(int) ckpt_monitored_session_close(ckpt_monitored_session *ms,
-                                              int status);
+CKPT_EXTERN(int)
+ckpt_monitored_session_close(ckpt_monitored_session *ms, int status);
 
 /** Free (closing with CKPT_ECANCELED first if needed) and destroy hooks. */
 CKPT_EXTERN(void) ckpt_monitored_session_free(ckpt_monitored_session *ms);
 
 /** The raw session (borrowed). */
-CKPT_EXTERN(ckpt_session *) ckpt_monitored_session_session(
-    ckpt_monitored_session *ms);
+CKPT_EXTERN(ckpt_session *)
+ckpt_monitored_session_session(ckpt_monitored_session *ms);
 
 /** Number of hooks the session drives. */
-CKPT_EXTERN(size_t) ckpt_monitored_session_num_hooks(
-    const ckpt_monitored_session *ms);
+CKPT_EXTERN(size_t)
+ckpt_monitored_session_num_hooks(const ckpt_monitored_session *ms);
 /** Hook `i` in call order (the session's copy; borrowed), or NULL. */
-CKPT_EXTERN(const ckpt_hook *) ckpt_monitored_session_hook(
-    const ckpt_monitored_session *ms, size_t i);
+CKPT_EXTERN(const ckpt_hook *)
+ckpt_monitored_session_hook(const ckpt_monitored_session *ms, size_t i);
 /** How many times the recoverable flavour re-created the session. */
-CKPT_EXTERN(uint64_t) ckpt_monitored_session_recoveries(
-    const ckpt_monitored_session *ms);
+CKPT_EXTERN(uint64_t)
+ckpt_monitored_session_recoveries(const ckpt_monitored_session *ms);
 
 /** Whether `code` is a clean end (CKPT_EOUT_OF_RANGE, CKPT_ESTOPITER). */
 CKPT_EXTERN(int) ckpt_is_clean_end(int code);

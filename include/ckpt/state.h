@@ -17,15 +17,17 @@ CKPT_BEGIN_DECL
 /** CheckpointState. Paths are kept exactly as stored (relative or absolute);
  *  ckpt_state_resolve() joins a relative one with the directory. */
 typedef struct ckpt_state {
-    char *model_checkpoint_path;  /**< newest checkpoint prefix */
-    char **all_paths;             /**< all_model_checkpoint_paths, oldest first */
+    char *model_checkpoint_path; /**< newest checkpoint prefix */
+    char **all_paths; /**< all_model_checkpoint_paths, oldest first */
     size_t num_paths;
-    double *timestamps;           /**< all_model_checkpoint_timestamps */
-    size_t num_timestamps;        /**< 0 or num_paths */
+    double *timestamps;              /**< all_model_checkpoint_timestamps */
+    size_t num_timestamps;           /**< 0 or num_paths */
     double last_preserved_timestamp; /**< 0 when absent */
 } ckpt_state;
 
+/* clang-format off */
 #define CKPT_STATE_INIT {NULL, NULL, 0, NULL, 0, 0.0}
+/* clang-format on */
 
 /** Release the memory of `st` and reset it to empty; NULL is ignored. */
 CKPT_EXTERN(void) ckpt_state_dispose(ckpt_state *st);
@@ -38,8 +40,9 @@ CKPT_EXTERN(void) ckpt_state_dispose(ckpt_state *st);
  *  hand) are dropped: num_timestamps is then 0.
  *  @return 0, CKPT_ECORRUPT (malformed text, unknown field, missing
  *          model_checkpoint_path) or CKPT_ENOMEM */
-CKPT_EXTERN(int) ckpt_state_parse(ckpt_state *out, const char *text,
-                                  size_t len, const char *filename);
+CKPT_EXTERN(int)
+ckpt_state_parse(ckpt_state *out, const char *text, size_t len,
+                 const char *filename);
 
 /** Text exactly as TensorFlow writes it (fields in number order, one per
  *  line, defaults omitted, doubles in shortest round-trip form), appended
@@ -55,17 +58,17 @@ CKPT_EXTERN(int) ckpt_state_format(ckpt_buf *out, const ckpt_state *st);
  *  device or directory (CKPT_EIO) without blocking, and a larger file is
  *  refused (CKPT_ECORRUPT) without reading it.
  *  @return 0, CKPT_ENOTFOUND (no state file), CKPT_ECORRUPT, CKPT_EIO */
-CKPT_EXTERN(int) ckpt_state_read(ckpt_state *out, const ckpt_fs *fs,
-                                 const char *dir);
+CKPT_EXTERN(int)
+ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir);
 
 /** Replace `<dir>/checkpoint` atomically and durably (temp file, fsync,
  *  rename, directory fsync). */
-CKPT_EXTERN(int) ckpt_state_write(const ckpt_fs *fs, const char *dir,
-                                  const ckpt_state *st);
+CKPT_EXTERN(int)
+ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st);
 
 /** Join `path` with `dir` unless it is absolute, into `out` (replacing). */
-CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
-                                    const char *path);
+CKPT_EXTERN(int)
+ckpt_state_resolve(ckpt_buf *out, const char *dir, const char *path);
 
 /** The latest checkpoint prefix of `dir`: model_checkpoint_path resolved,
  *  provided `<prefix>.index` exists; otherwise the newest entry of
@@ -74,8 +77,8 @@ CKPT_EXTERN(int) ckpt_state_resolve(ckpt_buf *out, const char *dir,
  *  @return 0, or CKPT_ENOTFOUND (no state file, an unparsable one, as
  *          TensorFlow ignores it: the message gives the parse error; or no
  *          listed checkpoint has its index), CKPT_EIO */
-CKPT_EXTERN(int) ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs,
-                                        const char *dir);
+CKPT_EXTERN(int)
+ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs, const char *dir);
 
 /** What ckpt_latest_checkpoint chooses, from the state `st` the caller
  *  read already (ckpt_state_read of `dir`), without reading the state file
@@ -84,8 +87,9 @@ CKPT_EXTERN(int) ckpt_latest_checkpoint(ckpt_buf *out, const ckpt_fs *fs,
  *  candidate's `<prefix>.index` is looked up on `fs` (NULL: POSIX).
  *  @return 0, CKPT_ENOTFOUND (no listed checkpoint has its index),
  *          CKPT_EINVAL, CKPT_EIO */
-CKPT_EXTERN(int) ckpt_state_latest(ckpt_buf *out, const ckpt_fs *fs,
-                                   const char *dir, const ckpt_state *st);
+CKPT_EXTERN(int)
+ckpt_state_latest(ckpt_buf *out, const ckpt_fs *fs, const char *dir,
+                  const ckpt_state *st);
 
 CKPT_END_DECL
 

@@ -194,8 +194,8 @@ size_t ckpt_shape_format(char *out, size_t n, const ckpt_shape *shape)
     }
     if (shape->rank < 0 || shape->rank > CKPT_MAX_RANK) {
         /* not a shape: say so rather than print some of it */
-        used = (size_t)snprintf(text, sizeof(text), "(bad rank %d)",
-                                shape->rank);
+        used =
+            (size_t)snprintf(text, sizeof(text), "(bad rank %d)", shape->rank);
         if (n > 0)
             snprintf(out, n, "%s", text);
         return used;

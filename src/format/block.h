@@ -20,9 +20,9 @@ int ckpt__key_compare(const void *a, size_t na, const void *b, size_t nb);
 /* ---- builder ------------------------------------------------------------ */
 
 typedef struct ckpt__block_builder {
-    ckpt_buf out;        /* entries so far */
-    ckpt_buf last_key;   /* previous key */
-    uint32_t *restarts;  /* restart offsets */
+    ckpt_buf out;       /* entries so far */
+    ckpt_buf last_key;  /* previous key */
+    uint32_t *restarts; /* restart offsets */
     size_t num_restarts;
     size_t cap_restarts;
     int restart_interval; /* 16 for data blocks, 1 for the index block */

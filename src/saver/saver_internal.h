@@ -665,8 +665,8 @@ static inline const char *ckpt__saver_basename(const char *basename)
  * the directory itself or its parent). */
 static inline int ckpt__basename_is_file_name(const char *basename)
 {
-    return *basename && !strchr(basename, '/') &&
-           strcmp(basename, ".") != 0 && strcmp(basename, "..") != 0;
+    return *basename && !strchr(basename, '/') && strcmp(basename, ".") != 0 &&
+           strcmp(basename, "..") != 0;
 }
 
 /* The checks every saver makes of a ckpt_saver_options (its version,

@@ -1,6 +1,6 @@
-/* tests/session/test_coordinator.c - the coordinator (docs/behaviour.md B36-B38):
- * which error is recorded, join's preference for the recorded error over
- * stragglers, clear_stop, and real threads waiting for a stop (run under
+/* tests/session/test_coordinator.c - the coordinator (docs/behaviour.md
+ * B36-B38): which error is recorded, join's preference for the recorded error
+ * over stragglers, clear_stop, and real threads waiting for a stop (run under
  * TSan too). */
 #include "session_test_util.h"
 
