@@ -305,11 +305,13 @@ ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
  *  then sleeping up to 1 ms between tests.
  *  @param s     the saver whose collective timeout bounds the wait
  *  @param n     the number of requests (0: returns at once)
- *  @param reqs  the requests
+ *  @param reqs  the requests (may be NULL when `n` is 0, as with
+ *               MPI_Waitall(0, NULL, ...))
  *  @param what  what is waited for, for the message (may be NULL:
  *               "waiting for the caller's requests")
- *  @return 0 once every request completed, CKPT_EINVAL (NULL `s` or
- *          `reqs`, `n` < 0), CKPT_ESTATE (on the saver's own thread) */
+ *  @return 0 once every request completed (at once for `n` 0),
+ *          CKPT_EINVAL (NULL `s`, NULL `reqs` with `n` > 0, `n` < 0),
+ *          CKPT_ESTATE (on the saver's own thread) */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
                              const char *what);

@@ -421,6 +421,10 @@ static void test_wait_requests(void **state)
     assert_int_equal(max, n);
     assert_true(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL);
     assert_ckpt_ok(ckpt_mpi_saver_wait_requests(s, 0, reqs, NULL));
+    /* an empty wait needs no array, as MPI_Waitall(0, NULL, ...) */
+    ckpt_error_clear();
+    assert_ckpt_ok(ckpt_mpi_saver_wait_requests(s, 0, NULL, "nothing"));
+    assert_int_equal(ckpt_error_last()->code, 0);
     assert_ckpt_error(ckpt_mpi_saver_wait_requests(NULL, 1, reqs, NULL),
                       CKPT_EINVAL, "ckpt_mpi_saver_wait_requests: s is NULL");
     assert_ckpt_error(ckpt_mpi_saver_wait_requests(s, 1, NULL, NULL),
