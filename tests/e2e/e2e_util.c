@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -255,7 +256,7 @@ void e2e_run(e2e_proc *p, const char *prog, const char *const *args)
 
 const char e2e_summary_regex[] =
     "^summary: steps=" NUM " resumed_from=([0-9]+|-) "
-    "loss=(-?[0-9]+\\.[0-9]+|-?nan|-?inf) checkpoints=" NUM " skipped=" NUM
+    "loss=(-?[0-9]+\\.[0-9]+|-?nan|-?inf|-) checkpoints=" NUM " skipped=" NUM
     " failed=" NUM " blocking_ms_p50=" REAL " blocking_ms_max=" REAL
     " write_ms_p50=" REAL " write_mb_s=" REAL " start_ms=" REAL
     " close_ms=" REAL "$";
@@ -293,7 +294,9 @@ void e2e_parse_summary(const char *out, e2e_summary *s)
                  copy);
     s->steps = group_int(copy, &m[1]);
     s->resumed_from = copy[m[2].rm_so] == '-' ? -1 : group_int(copy, &m[2]);
-    s->loss = group_real(copy, &m[3]);
+    s->loss = m[3].rm_eo - m[3].rm_so == 1 && copy[m[3].rm_so] == '-'
+                  ? (double)NAN
+                  : group_real(copy, &m[3]);
     s->checkpoints = group_int(copy, &m[4]);
     s->skipped = group_int(copy, &m[5]);
     s->failed = group_int(copy, &m[6]);

@@ -77,7 +77,7 @@ void e2e_run(e2e_proc *p, const char *prog, const char *const *args);
 typedef struct e2e_summary {
     int64_t steps;
     int64_t resumed_from; /* -1 for "-" */
-    double loss;
+    double loss;          /* NAN for "-" (no step trained in this run) */
     int64_t checkpoints, skipped, failed;
     double blocking_ms_p50, blocking_ms_max, write_ms_p50, write_mb_s;
     double start_ms, close_ms; /* creating and closing the session */

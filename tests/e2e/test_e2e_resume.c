@@ -14,6 +14,7 @@
  * Also: resumed at or past --steps, it trains nothing and writes nothing. */
 #include "e2e_util.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,9 +277,13 @@ static void test_resume_at_or_past_steps_trains_nothing(void **state)
                  "nothing saved\n",
                  targets[i]);
         e2e_expect_contains("stdout", p.out, want, 1);
+        /* no step ran, so there is no loss to show: "-", not nan */
+        e2e_expect_contains("stdout", p.out, " loss=- ", 1);
+        e2e_expect_contains("stdout", p.out, "nan", 0);
         e2e_parse_summary(p.out, &s);
         assert_int_equal(s.steps, 20);
         assert_int_equal(s.resumed_from, 20);
+        assert_true(isnan(s.loss));
         assert_int_equal(s.checkpoints, 0);
         assert_int_equal(s.failed, 0);
         e2e_proc_free(&p);

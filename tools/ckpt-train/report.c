@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -179,21 +178,24 @@ void report_summary(report *r, FILE *out, int64_t final_step,
                     int64_t resumed_from, const ckpt_saver_metrics *m)
 {
     char resumed[32] = "-";
+    char loss[32] = "-"; /* no step ran in this run: no loss to show */
     double max_blocking = report_blocking_ms_max(r);
     if (resumed_from >= 0)
         snprintf(resumed, sizeof(resumed), "%" PRId64, resumed_from);
-    fprintf(
-        out,
-        "summary: steps=%" PRId64 " resumed_from=%s loss=%.6f "
-        "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
-        " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
-        "write_mb_s=%.1f start_ms=%.1f close_ms=%.1f\n",
-        final_step, resumed, r->have_loss ? (double)r->last_loss : (double)NAN,
-        m ? m->saves_completed : 0, m ? m->saves_skipped : 0,
-        m ? m->saves_failed : 0, report_blocking_ms_p50(r), max_blocking,
-        percentile50(r->write_ms, r->nsaves),
-        r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6 : 0.0,
-        r->start_ms, r->close_ms);
+    if (r->have_loss)
+        snprintf(loss, sizeof(loss), "%.6f", (double)r->last_loss);
+    fprintf(out,
+            "summary: steps=%" PRId64 " resumed_from=%s loss=%s "
+            "checkpoints=%" PRIu64 " skipped=%" PRIu64 " failed=%" PRIu64
+            " blocking_ms_p50=%.3f blocking_ms_max=%.3f write_ms_p50=%.3f "
+            "write_mb_s=%.1f start_ms=%.1f close_ms=%.1f\n",
+            final_step, resumed, loss, m ? m->saves_completed : 0,
+            m ? m->saves_skipped : 0, m ? m->saves_failed : 0,
+            report_blocking_ms_p50(r), max_blocking,
+            percentile50(r->write_ms, r->nsaves),
+            r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6
+                                 : 0.0,
+            r->start_ms, r->close_ms);
     fflush(out);
 }
 
