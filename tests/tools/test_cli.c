@@ -492,6 +492,62 @@ static void test_ls_data_names_past_five_digits(void **state)
     test_remove_tree(dir);
 }
 
+/* A data file whose shard number is not below its shard count
+ * ("-00007-of-00002") belongs to no checkpoint, even beside a complete
+ * 2-shard one of the same prefix: a stray, in neither its bytes nor its
+ * shards, in text and --json alike. */
+static void test_ls_shard_out_of_range_is_stray(void **state)
+{
+    static const char reason[] = "data file whose shard number is out of "
+                                 "range (not below its shard count)";
+    char *dir = test_make_temp_dir();
+    char want[160];
+    json_object *root, *list, *shards, *c;
+    cli_run r;
+    (void)state;
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-5\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-5\"\n");
+    write_text(dir, "model.ckpt-5.index", "123");
+    write_text(dir, "model.ckpt-5.data-00000-of-00002", "1234");
+    write_text(dir, "model.ckpt-5.data-00001-of-00002", "12345");
+    write_text(dir, "model.ckpt-5.data-00007-of-00002",
+               "0123456789012345678901234567890123456789");
+    write_text(dir, "model.ckpt-6.index", "x"); /* only an out-of-range one */
+    write_text(dir, "model.ckpt-6.data-00002-of-00002", "x");
+    RUN_STATUS(r, 0, "ls", "--json", dir);
+    root = parse_json(r.out);
+    list = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(list), 1);
+    c = json_object_array_get_idx(list, 0);
+    assert_int_equal(json_object_get_int64(jget(c, "bytes")), 3 + 4 + 5);
+    assert_true(json_object_get_boolean(jget(c, "complete")));
+    shards = jget(c, "shards");
+    assert_int_equal(json_object_array_length(shards), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(json_object_get_int(jget(
+                             json_object_array_get_idx(shards, i), "shard")),
+                         (int)i);
+    list = jget(root, "stray");
+    assert_int_equal(json_object_array_length(list), 3);
+    expect_stray(list, 0, "model.ckpt-5.data-00007-of-00002", reason);
+    expect_stray(list, 1, "model.ckpt-6.data-00002-of-00002", reason);
+    expect_stray(list, 2, "model.ckpt-6.index",
+                 "index not listed in the state file, without any of its "
+                 "data files (unreadable)");
+    json_object_put(root);
+    run_free(&r);
+    RUN_STATUS(r, 0, "ls", dir);
+    expect_contains(r.out, ": 1 checkpoint\n");
+    expect_contains(r.out, "model.ckpt-5     5     12  ");
+    expect_lacks(r.out, "shard 7 of 2");
+    snprintf(want, sizeof(want), "  model.ckpt-5.data-00007-of-00002  %s\n",
+             reason);
+    expect_contains(r.out, want);
+    run_free(&r);
+    test_remove_tree(dir);
+}
+
 static void test_ls_strays_and_incomplete(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1814,6 +1870,7 @@ int main(void)
         cmocka_unit_test(test_verify_vectors),
         cmocka_unit_test(test_ls_vectors),
         cmocka_unit_test(test_ls_strays_and_incomplete),
+        cmocka_unit_test(test_ls_shard_out_of_range_is_stray),
         cmocka_unit_test(test_ls_data_names_past_five_digits),
         cmocka_unit_test(test_ls_shards),
         cmocka_unit_test(test_verify_flipped_data_byte),

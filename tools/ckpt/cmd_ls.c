@@ -29,7 +29,9 @@ const cli_command cli_cmd_ls = {
     "listed under it, one line each: shard, file name and bytes.\n"
     "Then lists stray or incomplete files: temporary files\n"
     "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files of no listed\n"
-    "checkpoint whose index is missing, and index files the state file\n"
+    "checkpoint whose index is missing, data files whose shard number is\n"
+    "out of range (<r> not below <N>: no checkpoint's, so counted in no\n"
+    "checkpoint's bytes or shards), and index files the state file\n"
     "does not list (among them the checkpoints\n"
     "keep_checkpoint_every_n_hours keeps: a saver drops them from the\n"
     "list and leaves their files; when the state file records\n"
@@ -227,7 +229,7 @@ static int irregular_data_file(const dir_listing *l, const char *key,
         int shard = 0, n = 0;
         const char *kind = l->others[i].kind;
         if (cli_parse_data_name(l->others[i].name, &shard, &n) != blen ||
-            (count > 0 && n != count))
+            shard >= n || (count > 0 && n != count))
             continue;
         snprintf(out, cap, "data shard %d of %d is %s%s", shard, n, kind,
                  strcmp(kind, "not a regular file") == 0
@@ -372,6 +374,8 @@ static void scan_files(ckpt_row *row, dir_listing *l)
         shard_file *sf;
         if (cli_parse_data_name(l->files[i].name, &shard, &n) != blen)
             continue;
+        if (shard >= n)
+            continue;            /* no checkpoint's: a stray (find_strays) */
         l->files[i].claimed = 1; /* listed under its row, not as a stray */
         row->bytes += l->files[i].size;
         if (row->nshards == cap) {
@@ -562,7 +566,8 @@ static int has_data_file(const dir_listing *l, const char *name, size_t stem)
          !found && i < l->n && strncmp(l->files[i].name, key, stem + 6) == 0;
          i++) {
         int shard = 0, count = 0;
-        found = cli_parse_data_name(l->files[i].name, &shard, &count) == stem;
+        found = cli_parse_data_name(l->files[i].name, &shard, &count) == stem &&
+                shard < count;
     }
     free(key);
     return found;
@@ -603,6 +608,14 @@ static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
             continue;
         }
         plen = cli_parse_data_name(name, &shard, &count);
+        if (plen > 0 && shard >= count) {
+            /* "-00007-of-00002": part of no checkpoint, whatever is next
+             * to it (not counted in any checkpoint's bytes or shards) */
+            out[k].file = name;
+            out[k++].reason = "data file whose shard number is out of range "
+                              "(not below its shard count)";
+            continue;
+        }
         if (plen > 0 && !l->files[i].claimed) {
             char *index = cli_xmalloc(plen + 7);
             memcpy(index, name, plen);
