@@ -321,7 +321,11 @@ ckpt_nan_tensor_hook_new(ckpt_hook *out, const ckpt_nan_tensor_hook_options *o);
  *  checkpoint and the loop exits cleanly. A second signal while the first
  *  is pending gets the previous disposition (Ctrl-C twice quits). A signal
  *  the process ignores at install (SIGINT in a shell's background job)
- *  stays ignored.
+ *  stays ignored. SIGTERM ignored, or blocked in the calling thread's
+ *  signal mask (both inherited from the parent process), cannot stop the
+ *  session: install then logs one warning through the session's log
+ *  (ckpt_session_options.log; stderr by default) saying which, and still
+ *  succeeds.
  *  Process-wide (signal dispositions are): one session at a time, also
  *  when sessions on several threads install at once; remove restores the
  *  dispositions in place before install. Freeing `ms` removes it.

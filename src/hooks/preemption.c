@@ -15,7 +15,10 @@
  * threads may install and remove concurrently (the loser gets CKPT_EBUSY).
  * A signal the process ignores when the handler is installed (a shell's
  * background job ignores SIGINT, nohup-like launchers others) stays
- * ignored: the handler takes only the signals in use. */
+ * ignored: the handler takes only the signals in use. SIGTERM, the
+ * preemption notice, ignored or blocked in the installing thread's signal
+ * mask (both are inherited across exec) would give no final checkpoint:
+ * install says so once, a warning through the session's log. */
 #include "ckpt/hooks.h"
 #include "session/session_internal.h"
 
@@ -66,10 +69,27 @@ static int take_signal(int signo, const struct sigaction *sa,
     return 0;
 }
 
-/* Install the handler for `ms` (owner_mu held). */
-static int install_locked(ckpt_monitored_session *ms)
+/* Why SIGTERM, as found at install, cannot stop the session: NULL when
+ * it can. `took` says whether the handler took it (it is not ignored). */
+static const char *term_unusable(int took)
+{
+    sigset_t mask;
+    if (!took)
+        return "ignored (SIG_IGN, as the process started with it)";
+    if (pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 &&
+        sigismember(&mask, SIGTERM) == 1)
+        return "blocked in the signal mask of the thread installing the "
+               "handler (as the process started with it; unblock it with "
+               "pthread_sigmask)";
+    return NULL;
+}
+
+/* Install the handler for `ms` (owner_mu held); `*why_not` says why
+ * SIGTERM will not stop it (term_unusable), for a newly installed one. */
+static int install_locked(ckpt_monitored_session *ms, const char **why_not)
 {
     struct sigaction sa;
+    *why_not = NULL;
     if (preempt_owner == ms)
         return 0;
     if (preempt_owner)
@@ -91,17 +111,26 @@ static int install_locked(ckpt_monitored_session *ms)
     }
     preempt_owner = ms;
     ckpt__ms_set_stop_source(ms, &preempt_signal, detach_on_free);
+    *why_not = term_unusable(took_term);
     return 0;
 }
 
 int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
 {
     int err;
+    const char *why_not;
     if (!ms)
         return ckpt__error(CKPT_EINVAL, "preemption handler: no session");
     pthread_mutex_lock(&owner_mu);
-    err = install_locked(ms);
+    err = install_locked(ms, &why_not);
     pthread_mutex_unlock(&owner_mu);
+    /* outside owner_mu: the log is the caller's callback */
+    if (err == 0 && why_not)
+        ckpt__ms_log(ms, CKPT_LOG_WARN,
+                     "preemption handler: SIGTERM is %s: a SIGTERM (a "
+                     "preemption notice) will not stop the session, and no "
+                     "final checkpoint is written for it",
+                     why_not);
     return err;
 }
 

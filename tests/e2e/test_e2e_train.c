@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -491,6 +492,49 @@ static void test_usage_and_bad_dir(void **state)
     test_remove_tree(dir);
 }
 
+/* ---- a SIGTERM that cannot stop the trainer ------------------------------ */
+
+/* Started with SIGTERM blocked in its signal mask, or ignored (both
+ * inherited across exec), the trainer could not be preempted: it trains
+ * as usual but says so once on stderr, naming which. */
+static void test_train_warns_unusable_sigterm(void **state)
+{
+    static const struct {
+        int ignore;
+        const char *want;
+    } cases[] = {
+        {0, "ckpt-train: warn: preemption handler: SIGTERM is blocked in the "
+            "signal mask"},
+        {1, "ckpt-train: warn: preemption handler: SIGTERM is ignored"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *dir = test_make_temp_dir();
+        struct sigaction ign, before;
+        sigset_t term, old_mask;
+        e2e_proc p;
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = cases[i].ignore ? SIG_IGN : SIG_DFL;
+        sigemptyset(&ign.sa_mask);
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        assert_int_equal(sigaction(SIGTERM, &ign, &before), 0);
+        assert_int_equal(
+            pthread_sigmask(cases[i].ignore ? SIG_UNBLOCK : SIG_BLOCK, &term,
+                            &old_mask),
+            0);
+        TRAIN(&p, "--dir", dir, "--steps", "4", MODEL, "--save-steps", "2",
+              "--quiet");
+        assert_int_equal(pthread_sigmask(SIG_SETMASK, &old_mask, NULL), 0);
+        assert_int_equal(sigaction(SIGTERM, &before, NULL), 0);
+        e2e_expect_exit(&p, 0);
+        assert_int_equal(test_count(p.err, cases[i].want), 1);
+        assert_int_equal(test_count(p.err, "no final checkpoint"), 1);
+        e2e_proc_free(&p);
+        test_remove_tree(dir);
+    }
+}
+
 /* ---- saves that fail --------------------------------------------------- */
 
 /* The trainer runs as `uid` (0: as this process) on `run`, a directory made
@@ -824,6 +868,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary_format),
+        cmocka_unit_test(test_train_warns_unusable_sigterm),
         cmocka_unit_test(test_directory_of_another_process_refused),
         cmocka_unit_test(test_keep_across_restarts),
         cmocka_unit_test(test_sigterm),

@@ -217,6 +217,62 @@ static void test_preemption_leaves_ignored_signal_ignored(void **state)
     model_free(&m);
 }
 
+/* SIGTERM ignored, or blocked in the installing thread's mask (both
+ * inherited across exec), cannot stop the session: install says so once,
+ * a WARN through the session's log naming which, and still succeeds; a
+ * usable SIGTERM gets no warning. */
+static void test_preemption_warns_unusable_sigterm(void **state)
+{
+    static const struct {
+        int ignore, block;
+        const char *want; /* NULL: no warning */
+    } cases[] = {
+        {0, 0, NULL},
+        {1, 0, "preemption handler: SIGTERM is ignored (SIG_IGN"},
+        {0, 1,
+         "preemption handler: SIGTERM is blocked in the signal mask "
+         "of the thread installing the handler"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        model m;
+        ckpt_monitored_session *ms;
+        ckpt_session_options o = CKPT_SESSION_OPTIONS_INIT;
+        struct sigaction ign, before;
+        sigset_t term, old_mask;
+        test_log log;
+        test_log_init(&log, CKPT_LOG_WARN);
+        o.log = test_log_capture;
+        o.log_payload = &log;
+        model_init(&m);
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = cases[i].ignore ? SIG_IGN : SIG_DFL;
+        sigemptyset(&ign.sa_mask);
+        assert_int_equal(sigaction(SIGTERM, &ign, &before), 0);
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        assert_int_equal(
+            pthread_sigmask(cases[i].block ? SIG_BLOCK : SIG_UNBLOCK, &term,
+                            &old_mask),
+            0);
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, m.graph, NULL, 0, &o));
+        assert_ckpt_ok(ckpt_preemption_handler_install(ms));
+        assert_ckpt_ok(ckpt_preemption_handler_install(ms)); /* held: once */
+        if (cases[i].want) {
+            assert_int_equal(test_count(log.text, cases[i].want), 1);
+            assert_int_equal(test_count(log.text, "preemption handler"), 1);
+            assert_non_null(strstr(log.text, "no final checkpoint"));
+        } else {
+            assert_string_equal(log.text, "");
+        }
+        ckpt_preemption_handler_remove();
+        ckpt_monitored_session_free(ms);
+        assert_int_equal(pthread_sigmask(SIG_SETMASK, &old_mask, NULL), 0);
+        assert_int_equal(sigaction(SIGTERM, &before, NULL), 0);
+        model_free(&m);
+    }
+}
+
 typedef struct racer {
     ckpt_monitored_session *ms;
     pthread_barrier_t *start;
@@ -280,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_preemption_busy_and_reinstall),
         cmocka_unit_test(test_preemption_restores_application_handler),
         cmocka_unit_test(test_preemption_leaves_ignored_signal_ignored),
+        cmocka_unit_test(test_preemption_warns_unusable_sigterm),
         cmocka_unit_test(test_preemption_two_threads_one_holder),
     };
     /* Run from a shell's background job, SIGINT arrives ignored, and an

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +87,22 @@ static volatile sig_atomic_t stop_signal;
 static void on_stop_signal(int sig)
 {
     stop_signal = sig;
+}
+
+/* The handler replaces an ignored SIGTERM, but a SIGTERM blocked in the
+ * mask the process started with (inherited across exec) would stay
+ * pending: said once, as the library's preemption handler says it. */
+static void warn_blocked_term(int rank)
+{
+    sigset_t mask;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 &&
+        sigismember(&mask, SIGTERM) == 1)
+        fprintf(stderr,
+                "ckpt-train: rank %d: warn: SIGTERM is blocked in the signal "
+                "mask ckpt-train started with: a SIGTERM (a preemption "
+                "notice) will not stop the training, and no final "
+                "checkpoint is written for it\n",
+                rank);
 }
 
 static void catch_stop_signals(int install)
@@ -439,6 +456,7 @@ static int run(dist_trainer *t)
                "); nothing saved\n",
                t->global_step, t->o.steps);
     err = 0;
+    warn_blocked_term(t->rank);
     catch_stop_signals(1);
     while (err == 0 && t->global_step < t->o.steps &&
            !ckpt_monitored_session_should_stop(ms, NULL))

@@ -52,11 +52,13 @@ static const char usage_text[] =
     "rank caught it; signal the ranks, not mpiexec, which kills them a few\n"
     "seconds after it is signalled). Without --distributed a signal\n"
     "ckpt-train starts with ignored stays ignored: SIGINT in a background\n"
-    "job of a shell script (cmd &), which SIGTERM stops. Exit status: 0\n"
-    "done, 1 training or a save failed, 2 usage, 3 done but stdout or\n"
-    "stderr could not be written (closed, a full device, a pipe nobody\n"
-    "reads: SIGPIPE does not stop the training), 70 (--distributed) a\n"
-    "rank died or stalled.\n";
+    "job of a shell script (cmd &), which SIGTERM stops. A SIGTERM that\n"
+    "cannot stop it (ignored at start without --distributed, or blocked\n"
+    "in the signal mask it starts with) is said once on stderr, a warning.\n"
+    "Exit status: 0 done, 1 training or a save failed, 2 usage, 3 done\n"
+    "but stdout or stderr could not be written (closed, a full device, a\n"
+    "pipe nobody reads: SIGPIPE does not stop the training), 70\n"
+    "(--distributed) a rank died or stalled.\n";
 
 /* The message, the synopsis (the usage text up to its first blank line)
  * and where the rest is: a mistyped option should not scroll the mistake
