@@ -6,14 +6,27 @@
  * other ranks' MPI_Finalize may wait for. With CKPT_HANG_FINALIZE set,
  * MPI_Finalize instead never returns in this very process (it pauses, so
  * its own alarm still runs): a finalize held by a peer, seen from a rank
- * run alone. Said on stderr first, so a test can see that the stall was
- * reached. Every other rank finalizes as usual. */
+ * run alone. With CKPT_HANG_INIT set, MPI_Init_thread never returns the
+ * same way: a start held by a rank that never joins. Said on stderr first,
+ * so a test can see that the stall was reached. Every other rank starts
+ * and finalizes as usual. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    if (getenv("CKPT_HANG_INIT")) {
+        fprintf(stderr, "finalize_stall_shim: MPI_Init_thread hangs\n");
+        fflush(stderr);
+        for (;;)
+            pause();
+    }
+    return PMPI_Init_thread(argc, argv, required, provided);
+}
 
 int MPI_Finalize(void)
 {

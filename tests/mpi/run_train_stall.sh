@@ -7,7 +7,8 @@
 # Then the last rank stopped right before its MPI_Finalize, after training
 # (FINALIZE_SHIM, LD_PRELOAD): the other ranks' exit is bounded the same
 # way, by their alarm around MPI_Finalize, and what they printed before
-# is not lost.
+# is not lost. Last, a rank alone whose MPI_Init_thread never returns
+# (the same shim): its start is bounded by the same timeout and alarm.
 # Usage: run_train_stall.sh NP CKPT_TRAIN FINALIZE_SHIM MPIEXEC [FLAGS...]
 set -euo pipefail
 np=$1 train=$2 shim=$3 mpiexec=$4
@@ -136,6 +137,21 @@ if [ "$np" -eq 2 ]; then
     grep -qx "done: step 20 on 1 ranks" "$tmp/out" ||
         die "stdout lost what was printed before MPI_Finalize"
     echo "ok: a rank alone whose MPI_Finalize hangs: exit 70, its stdout kept"
+    # MPI_Init_thread never returns (CKPT_HANG_INIT: a rank that never
+    # joins): the alarm ends it, naming the call; nothing was trained.
+    rm -rf "$tmp/run"
+    rc=0
+    env LD_PRELOAD="$preload" CKPT_HANG_INIT=1 timeout 60 "$train" \
+        --distributed --dir "$tmp/run" --steps 20 --quiet \
+        --collective-timeout 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
+    cat "$tmp/err" >>"$tmp/out"
+    grep -q "finalize_stall_shim: MPI_Init_thread hangs" "$tmp/err" ||
+        die "the shim did not hold MPI_Init_thread (exit $rc)"
+    [ "$rc" -eq 70 ] || die "MPI_Init_thread hanging: exit $rc, not 70"
+    grep -q "ckpt-train: MPI_Init_thread did not return within 1 s (a rank never started or joined the job); exiting with status 70" \
+        "$tmp/err" || die "no message on the hanging MPI_Init_thread"
+    [ ! -e "$tmp/run" ] || die "MPI_Init_thread hanging: the directory was made"
+    echo "ok: a rank alone whose MPI_Init_thread hangs: exit 70"
     # Its stdout lost (/dev/full), the run otherwise done: exit 3, as
     # without --distributed.
     rm -rf "$tmp/run"

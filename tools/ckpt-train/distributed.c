@@ -491,36 +491,72 @@ done:
     return code;
 }
 
-/* ---- the exit, bounded -----------------------------------------------------
- * MPI_Finalize may wait for the other ranks (Open MPI synchronises them):
- * a rank that died or stopped after the last collective would hold this
- * one forever. It runs under an alarm of --collective-timeout seconds,
- * whose handler says so and exits 70, as a timed-out collective does. */
-static char finalize_msg[256];
-static size_t finalize_msg_len;
+/* ---- the start and the exit, bounded ----------------------------------------
+ * MPI_Init_thread may wait for the other ranks (the launcher's wire-up: a
+ * rank that never starts or joins), and MPI_Finalize too (Open MPI
+ * synchronises them: a rank that died or stopped after the last
+ * collective): either would hold this one forever. Each runs under an
+ * alarm of --collective-timeout seconds, whose handler says which call it
+ * was and exits 70, as a timed-out collective does. */
+static char alarm_msg[256];
+static size_t alarm_msg_len;
 
-static void on_finalize_alarm(int sig)
+static void on_mpi_alarm(int sig)
 {
-    ssize_t w = write(STDERR_FILENO, finalize_msg, finalize_msg_len);
+    ssize_t w = write(STDERR_FILENO, alarm_msg, alarm_msg_len);
     (void)sig;
     (void)w;
     _exit(70);
 }
 
-static void finalize_bounded(int rank, double timeout_s)
+/* Arm the alarm for `timeout_s` seconds with the message `msg`. */
+static void mpi_alarm_arm(double timeout_s, const char *msg)
 {
     struct sigaction sa;
-    int n = snprintf(finalize_msg, sizeof(finalize_msg),
-                     "ckpt-train: rank %d: MPI_Finalize did not return "
-                     "within %.0f s (a rank died or stalled); exiting "
-                     "with status 70\n",
-                     rank, timeout_s);
-    finalize_msg_len = n > 0 ? (size_t)n : 0;
+    int n = snprintf(alarm_msg, sizeof(alarm_msg), "%s", msg);
+    alarm_msg_len = n > 0 ? (size_t)n : 0;
+    if (alarm_msg_len >= sizeof(alarm_msg))
+        alarm_msg_len = sizeof(alarm_msg) - 1;
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_finalize_alarm;
+    sa.sa_handler = on_mpi_alarm;
     sigaction(SIGALRM, &sa, NULL);
     alarm((unsigned)ceil(timeout_s));
+}
+
+static void mpi_alarm_disarm(void)
+{
+    struct sigaction sa;
+    alarm(0);
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+/* Before MPI_Init_thread the rank is not known: the message has none. */
+static void init_bounded(int *argc, char ***argv, double timeout_s,
+                         int *provided)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "ckpt-train: MPI_Init_thread did not return within %.0f s (a "
+             "rank never started or joined the job); exiting with status "
+             "70\n",
+             timeout_s);
+    mpi_alarm_arm(timeout_s, msg);
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, provided);
+    mpi_alarm_disarm();
+}
+
+static void finalize_bounded(int rank, double timeout_s)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "ckpt-train: rank %d: MPI_Finalize did not return within %.0f "
+             "s (a rank died or stalled); exiting with status 70\n",
+             rank, timeout_s);
+    mpi_alarm_arm(timeout_s, msg);
     MPI_Finalize();
     alarm(0);
 }
@@ -530,7 +566,8 @@ int ckpt_train_distributed(int argc, char **argv)
     dist_trainer *t = calloc(1, sizeof(*t));
     double timeout_s;
     int provided, code, rank;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    init_bounded(&argc, &argv, train_options_collective_timeout(argc, argv),
+                 &provided);
     if (!t) {
         MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;

@@ -43,9 +43,11 @@ static const char usage_text[] =
     "                     without --save-secs, --busy and --mode none\n"
     "  --collective-timeout SECS\n"
     "                     with --distributed: longest wait for the other\n"
-    "                     ranks in any collective (the gradients' average,\n"
-    "                     a save's agreement, the exit; default 600); past\n"
-    "                     it the job ends with a message and exit status 70\n"
+    "                     ranks in any collective (the start's\n"
+    "                     MPI_Init_thread, the gradients' average, a save's\n"
+    "                     agreement, the exit's MPI_Finalize; default 600);\n"
+    "                     past it the job ends with a message naming the\n"
+    "                     wait and exit status 70\n"
     "\n"
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
     "exits 0 (--distributed: every rank, after the first step in which any\n"
@@ -133,6 +135,32 @@ static int not_an_option(const char *a)
     return usage_error("unknown option %s", a);
 }
 
+/* --collective-timeout's value: seconds, 1 to 86400. 0 or -1. */
+static int parse_collective_timeout(const char *v, double *out)
+{
+    char *end;
+    double t = strtod(v, &end);
+    if (end == v || *end || !(t >= 1) || !(t <= 86400))
+        return -1;
+    *out = t;
+    return 0;
+}
+
+double train_options_collective_timeout(int argc, char **argv)
+{
+    double t = 600.0;
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--collective-timeout")) {
+            if (parse_collective_timeout(argv[i + 1], &t) != 0)
+                t = 600.0;
+            i++;
+        } else if (is_value_option(argv[i])) {
+            i++; /* its value, whatever it looks like */
+        }
+    }
+    return t;
+}
+
 /* Options the distributed trainer does not have (docs/mpi.md): the
  * distributed saver checkpoints by steps, skips a busy trigger, and always
  * checkpoints. */
@@ -211,10 +239,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
                                    v);
             save_secs_given = 1;
         } else if (!strcmp(a, "--collective-timeout")) {
-            char *end;
-            o->collective_timeout = strtod(v, &end);
-            if (end == v || *end || !(o->collective_timeout >= 1) ||
-                !(o->collective_timeout <= 86400))
+            if (parse_collective_timeout(v, &o->collective_timeout) != 0)
                 return usage_error("bad --collective-timeout '%s' (seconds, "
                                    "1 to 86400)",
                                    v);

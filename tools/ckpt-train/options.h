@@ -31,4 +31,9 @@ typedef struct train_options {
 int train_options_parse(train_options *o, int argc, char **argv,
                         int distributed);
 
+/* --collective-timeout of the command line, for what runs before it is
+ * parsed (MPI_Init_thread's bound): its last valid value, else the default
+ * 600 (train_options_parse then reports a bad one). Prints nothing. */
+double train_options_collective_timeout(int argc, char **argv);
+
 #endif
