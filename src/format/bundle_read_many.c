@@ -22,6 +22,8 @@ typedef struct planned_read {
     const ckpt_tensor_entry *e;
     void *dst;
     size_t dst_size;
+    size_t *pieces; /* a partitioned tensor's, located when checked */
+    size_t npieces;
 } planned_read;
 
 /* Records in file order; partitioned tensors (assembled from pieces
@@ -107,18 +109,33 @@ done:
     return err;
 }
 
-/* Every piece of partitioned tensor `e` has its entry and its record
- * inside its data file (ckpt__bundle_partitioned_size locates each), so a
- * data file cut short fails the call before any destination is written,
- * as an ordinary record's does. */
-static int locate_pieces(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
+/* Every piece of the partitioned tensor of `p` has its entry and its
+ * record inside its data file (ckpt__bundle_partitioned_locate locates
+ * each), so a data file cut short fails the call before any destination
+ * is written, as an ordinary record's does. The pieces found are kept in
+ * `p` for the assembly, which then looks none up again. */
+static int locate_pieces(ckpt_bundle_reader *r, planned_read *p)
 {
     ckpt__partitioned_read pr;
     uint64_t bytes = 0;
-    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, e);
+    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, p->e);
     if (err == 0)
-        err = ckpt__bundle_partitioned_size(&pr, &bytes);
+        err = ckpt__bundle_partitioned_locate(&pr, &bytes, &p->pieces,
+                                              &p->npieces);
     return err;
+}
+
+/* Assemble the partitioned tensor of `p` from the pieces locate_pieces
+ * found. */
+static int read_located_pieces(ckpt_bundle_reader *r, const planned_read *p)
+{
+    ckpt__partitioned_read pr;
+    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, p->e);
+    if (err < 0)
+        return err;
+    pr.pieces = p->pieces;
+    pr.npieces = p->npieces;
+    return ckpt__bundle_read_partitioned(&pr, p->dst, p->dst_size);
 }
 
 int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
@@ -151,7 +168,7 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         if (err == 0 && plan[i].e->num_slices == 0)
             err = ckpt__bundle_reader_locate(r, plan[i].e, &s);
         else if (err == 0)
-            err = locate_pieces(r, plan[i].e);
+            err = locate_pieces(r, &plan[i]);
     }
     if (err < 0)
         goto done;
@@ -159,8 +176,7 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
     for (size_t start = 0, end; start < n && err == 0; start = end) {
         if (plan[start].e->num_slices > 0) {
             end = start + 1;
-            err = ckpt__bundle_reader_read_partitioned(
-                r, plan[start].e, plan[start].dst, plan[start].dst_size);
+            err = read_located_pieces(r, &plan[start]);
             continue;
         }
         for (end = start + 1; end < n && plan[end].e->num_slices == 0 &&
@@ -174,6 +190,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
             err = ckpt__bundle_reader_read_checked(r, plan[i].e, plan[i].dst);
     }
 done:
+    for (size_t i = 0; i < n; i++)
+        ckpt__free(plan[i].pieces);
     ckpt__free(plan);
     return err;
 }

@@ -85,6 +85,8 @@ struct ckpt_bundle_reader {
     ckpt__sliced_entries sliced; /* values of partitioned entries */
     ckpt__read_report stream;    /* the last streamed read (mode 0: none) */
     uint64_t stream_bytes;       /* bytes it read */
+    uint64_t piece_lookups;      /* a partitioned tensor's pieces looked up in
+                                    the index so far (a statistic for tests) */
 };
 
 /* The name of `e` as messages show it. */

@@ -191,6 +191,11 @@ typedef struct ckpt__partitioned_read {
     const uint8_t *proto;           /* its encoded BundleEntryProto */
     size_t proto_len;
     bool swap; /* the bundle's byte order is not the host's */
+    /* Optional (NULL: each piece is looked up in the index): each slice's
+     * piece, as an index into reader->entries, in stored order, as
+     * ckpt__bundle_partitioned_locate found and checked them. */
+    const size_t *pieces;
+    size_t npieces;
 } ckpt__partitioned_read;
 
 /* Call `visit` with each slice the full entry lists, in stored order
@@ -221,6 +226,14 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
  * CKPT_ECORRUPT, CKPT_ENOTFOUND (data file) or CKPT_EIO. */
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes);
+/* The same, also handing out the pieces it located: *pieces (freed with
+ * ckpt__free; NULL when there are none) holds *npieces indexes into the
+ * reader's entries, one per slice in stored order, for
+ * ckpt__partitioned_read.pieces: assembling the tensor then looks none of
+ * them up again. */
+int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
+                                    uint64_t *bytes, size_t **pieces,
+                                    size_t *npieces);
 
 /* Check the partitioned tensor without holding it: its size against the
  * pieces (ckpt__bundle_partitioned_size), then every piece's record

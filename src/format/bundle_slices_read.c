@@ -238,14 +238,88 @@ overflow:
                        as->pr->index_path, as->name, index, as->spec.ptr);
 }
 
-/* Find, check, read and place piece `index`, described by `s`. */
+/* Look up the piece of slice `index` (`s`, whose extents make the shape
+ * `want`) in the index and check its entry: not partitioned itself, of
+ * the tensor's dtype and of shape `want`. */
+static int find_piece(struct assembly *as, int index,
+                      const ckpt__tensor_slice *s, const ckpt_shape *want,
+                      const ckpt_tensor_entry **out)
+{
+    const ckpt__partitioned_read *pr = as->pr;
+    const ckpt_tensor_entry *pe = NULL;
+    ckpt__shown_shape a, b;
+    int err = ckpt__slice_key_encode(&as->key, as->e->name, as->e->name_len, s);
+    if (err < 0)
+        return err;
+    pr->reader->piece_lookups++;
+    err = ckpt__bundle_reader_find_key(&pe, pr->reader, as->key.ptr,
+                                       as->key.size);
+    if (err == CKPT_ENOTFOUND)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) has no entry in "
+                           "the index",
+                           pr->index_path, as->name, index, as->spec.ptr);
+    if (err < 0)
+        return err;
+    if (pe->num_slices > 0)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s): its entry is "
+                           "itself partitioned",
+                           pr->index_path, as->name, index, as->spec.ptr);
+    if (pe->dtype != as->e->dtype)
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) is %s, the tensor "
+                           "is %s",
+                           pr->index_path, as->name, index, as->spec.ptr,
+                           ckpt__dtype_label(pe->dtype),
+                           ckpt__dtype_label(as->e->dtype));
+    if (!ckpt_shape_equal(&pe->shape, want))
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) has shape %s, its "
+                           "extents make %s",
+                           pr->index_path, as->name, index, as->spec.ptr,
+                           ckpt__show_shape(&a, &pe->shape),
+                           ckpt__show_shape(&b, want));
+    *out = pe;
+    return 0;
+}
+
+/* Note piece `pe` of slice `index` (size_only): its entry, its record
+ * inside its data file, its bytes. */
+static int pick_piece(struct assembly *as, int index,
+                      const ckpt_tensor_entry *pe)
+{
+    const ckpt__partitioned_read *pr = as->pr;
+    int err;
+    if (as->npicked == as->cap_picked) {
+        size_t cap = as->cap_picked ? 2 * as->cap_picked : 16;
+        size_t *q = ckpt__realloc(as->picked, cap * sizeof(*q));
+        if (!q)
+            return ckpt__error_oom();
+        as->picked = q;
+        as->cap_picked = cap;
+    }
+    as->picked[as->npicked++] = (size_t)(pe - pr->reader->entries);
+    err = ckpt__bundle_reader_check_record(pr->reader, pe);
+    if (err < 0)
+        return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
+                                  pr->index_path, as->name, index,
+                                  as->spec.ptr);
+    /* sizes are >= 0 and each fits its data file: no overflow */
+    as->stored += (uint64_t)pe->size;
+    return 0;
+}
+
+/* Find, check, read and place piece `index`, described by `s`: looked up
+ * in the index, or taken from pr->pieces when the pieces were located
+ * (and checked) before. */
 static int place_piece(struct assembly *as, int index,
                        const ckpt__tensor_slice *s)
 {
     const ckpt__partitioned_read *pr = as->pr;
     const ckpt_shape *full = &as->e->shape;
-    const ckpt_tensor_entry *pe;
-    ckpt__shown_shape a, b;
+    const ckpt_tensor_entry *pe = NULL;
+    ckpt__shown_shape a;
     ckpt_shape want;
     int64_t lo[CKPT_MAX_RANK], hi[CKPT_MAX_RANK];
     int err = ckpt__tensor_slice_format(&as->spec, s);
@@ -275,56 +349,19 @@ static int place_piece(struct assembly *as, int index,
         ckpt__slice_extent_range(s, d, dim, &lo[d], &hi[d]);
         want.dims[d] = hi[d] - lo[d];
     }
-    err = ckpt__slice_key_encode(&as->key, as->e->name, as->e->name_len, s);
-    if (err < 0)
-        return err;
-    err = ckpt__bundle_reader_find_key(&pe, pr->reader, as->key.ptr,
-                                       as->key.size);
-    if (err == CKPT_ENOTFOUND)
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': slice %d (%s) has no entry in "
-                           "the index",
-                           pr->index_path, as->name, index, as->spec.ptr);
-    if (err < 0)
-        return err;
-    if (pe->num_slices > 0)
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': slice %d (%s): its entry is "
-                           "itself partitioned",
-                           pr->index_path, as->name, index, as->spec.ptr);
-    if (pe->dtype != as->e->dtype)
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': slice %d (%s) is %s, the tensor "
-                           "is %s",
-                           pr->index_path, as->name, index, as->spec.ptr,
-                           ckpt__dtype_label(pe->dtype),
-                           ckpt__dtype_label(as->e->dtype));
-    if (!ckpt_shape_equal(&pe->shape, &want))
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: tensor '%s': slice %d (%s) has shape %s, its "
-                           "extents make %s",
-                           pr->index_path, as->name, index, as->spec.ptr,
-                           ckpt__show_shape(&a, &pe->shape),
-                           ckpt__show_shape(&b, &want));
-    if (as->size_only) {
-        if (as->npicked == as->cap_picked) {
-            size_t cap = as->cap_picked ? 2 * as->cap_picked : 16;
-            size_t *q = ckpt__realloc(as->picked, cap * sizeof(*q));
-            if (!q)
-                return ckpt__error_oom();
-            as->picked = q;
-            as->cap_picked = cap;
-        }
-        as->picked[as->npicked++] = (size_t)(pe - pr->reader->entries);
-        err = ckpt__bundle_reader_check_record(pr->reader, pe);
+    if (!pr->pieces) {
+        err = find_piece(as, index, s, &want, &pe);
         if (err < 0)
-            return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
-                                      pr->index_path, as->name, index,
-                                      as->spec.ptr);
-        /* sizes are >= 0 and each fits its data file: no overflow */
-        as->stored += (uint64_t)pe->size;
-        return 0;
+            return err;
+    } else if ((size_t)index < pr->npieces) {
+        pe = &pr->reader->entries[pr->pieces[index]];
+    } else {
+        return ckpt__error(CKPT_ECORRUPT,
+                           "%s: tensor '%s': slice %d (%s) was not located",
+                           pr->index_path, as->name, index, as->spec.ptr);
     }
+    if (as->size_only)
+        return pick_piece(as, index, pe);
     if (as->layout_only)
         return scatter(as, index, lo, hi, NULL);
     if (as->check_only) {
@@ -474,10 +511,18 @@ int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr)
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes)
 {
+    return ckpt__bundle_partitioned_locate(pr, bytes, NULL, NULL);
+}
+
+int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
+                                    uint64_t *bytes, size_t **pieces,
+                                    size_t *npieces)
+{
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
     ckpt__shown_name sn;
     int64_t need = 0;
+    size_t *order = NULL; /* as->picked in slice order, for *pieces */
     int err;
 
     assembly_start(&as, pr, &sn);
@@ -486,7 +531,18 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': byte size of the shape overflows",
                            pr->index_path, as.name);
+    if (pieces) {
+        *pieces = NULL;
+        *npieces = 0;
+    }
     err = place_all(&as);
+    if (err == 0 && pieces && as.npicked > 0) {
+        order = ckpt__malloc(as.npicked * sizeof(*order));
+        if (!order)
+            err = ckpt__error_oom();
+        else
+            memcpy(order, as.picked, as.npicked * sizeof(*order));
+    }
     /* A piece named by two slices would count its record twice: a few
      * bytes of index could then pass for a tensor far larger than the
      * files (distinct pieces' records cannot share bytes: the reader
@@ -521,6 +577,12 @@ int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
     }
     if (err == 0)
         *bytes = (uint64_t)need;
+    if (err == 0 && pieces) {
+        *pieces = order;
+        *npieces = as.npicked;
+        order = NULL;
+    }
+    ckpt__free(order);
     assembly_end(&as);
     return err;
 }

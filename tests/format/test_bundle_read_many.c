@@ -2,12 +2,14 @@
  * large bundles probed and read through the direct path of the aligned test
  * file system (tests/io/aligned_fs.h), small ones through the page cache, two
  * shards, damaged records, requests rejected before anything is written,
- * duplicates, a partitioned tensor among ordinary ones, and a big-endian
+ * duplicates, a partitioned tensor among ordinary ones (its pieces looked
+ * up in the index once, counted by the reader), and a big-endian
  * bundle converted to host order on the direct path. */
 #include "bundle_test_helpers.h"
 
 #include "../io/aligned_fs.h"
 #include "format/block.h"
+#include "format/bundle_reader_internal.h"
 #include "util/crc32c.h"
 
 #include <stdio.h>
@@ -715,7 +717,11 @@ static void test_partitioned_among_ordinary(void **state)
     reqs[f->n] = reqs[f->n / 2];
     reqs[f->n / 2] = (ckpt_read_request){"part", got, 6000 * sizeof(float)};
     memset(got, SENTINEL, 6000 * sizeof(float) + GUARD);
+    assert_int_equal(r->piece_lookups, 0);
     assert_ckpt_ok(ckpt_bundle_reader_read_many(r, reqs, f->n + 1));
+    /* each of its 2 pieces looked up in the index once: when the request
+     * was checked, not again when the tensor was assembled */
+    assert_int_equal(r->piece_lookups, 2);
     assert_memory_equal(got, m, 6000 * sizeof(float));
     for (size_t g = 0; g < GUARD; g++)
         assert_int_equal(((uint8_t *)got)[6000 * sizeof(float) + g], SENTINEL);
