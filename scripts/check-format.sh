@@ -7,13 +7,22 @@
 # Usage: scripts/check-format.sh [REPO_ROOT]   (default: this script's repo)
 # Environment: CLANG_FORMAT names the binary (default clang-format).
 # Prints the name of each file that differs and exits 1; exits 0 when all are
-# clean, 77 (a skip for CTest) when clang-format is not installed.
+# clean, 77 (a skip for CTest) when clang-format is not installed or is not
+# version 14.
 set -euo pipefail
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$root"
 cf=${CLANG_FORMAT:-clang-format}
 if ! command -v "$cf" >/dev/null 2>&1; then
     echo "check-format: $cf not found; skipped"
+    exit 77
+fi
+# The tree is laid out with clang-format 14 (Debian 12's); another major
+# version lays some constructs out differently, which says nothing about
+# the code: skipped there (CLANG_FORMAT may name a clang-format-14).
+major=$("$cf" --version | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+if [ "${major:-0}" != 14 ]; then
+    echo "check-format: $cf is version ${major:-unknown}, the tree's layout is clang-format 14's; skipped"
     exit 77
 fi
 
