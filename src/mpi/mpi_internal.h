@@ -224,8 +224,9 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving);
 double ckpt__mpi_now(void);
 /* `since` of a call that does not wait (poll): it never times out. */
 #define CKPT__MPI_NOT_WAITING (-1.0)
-/* One pause of a polling loop; `*round` counts them (start at 0). */
-void ckpt__mpi_pause(long *round);
+/* One pause of a polling loop that began waiting at `since`
+ * (ckpt__mpi_now); `*round` counts them (start at 0). */
+void ckpt__mpi_pause(long *round, double since);
 /* Wait for `n` requests, polling, at most the collective timeout; past it
  * log `what` on stderr and MPI_Abort. */
 void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,

@@ -453,5 +453,5 @@ void ckpt__mpi_op_finish(ckpt_mpi_saver *s)
     double start = ckpt__mpi_now();
     long round = 0;
     while (!ckpt__mpi_op_progress(s, start))
-        ckpt__mpi_pause(&round);
+        ckpt__mpi_pause(&round, start);
 }

@@ -424,7 +424,7 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     if (all[2] == 0) { /* some ranks started it, others not yet */
         double start = ckpt__mpi_now();
         while (s->has_pending && !ckpt__mpi_op_progress(s, start))
-            ckpt__mpi_pause(&round);
+            ckpt__mpi_pause(&round, start);
     }
     if (s->has_pending)
         cancel_pending(s);
@@ -559,7 +559,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
                                "mpi saver: the save in flight did not finish "
                                "within %.3f s",
                                timeout_s);
-        ckpt__mpi_pause(&round);
+        ckpt__mpi_pause(&round, start);
     }
     ckpt__mpi_busy_ahead(s);
     return take_pending(s);

@@ -179,13 +179,15 @@ static void test_thread_copies_an_unfenced_open_snapshot(void **state)
     ckpt_saver_metrics mt;
     int busy = 1;
     long round = 0;
+    double since;
     open_job(j, 1);
     fill(j, 20);
     assert_ckpt_ok(ckpt_mpi_saver_save_async(j->s, 20, NULL));
     assert_int_equal(j->s->snap_open, 1);
+    since = ckpt__mpi_now();
     while (busy) {
         assert_ckpt_ok(ckpt_mpi_saver_poll(j->s, &busy));
-        ckpt__mpi_pause(&round);
+        ckpt__mpi_pause(&round, since);
     }
     ckpt_mpi_saver_get_metrics(j->s, &mt);
     assert_int_equal(mt.saves_completed, 1);
