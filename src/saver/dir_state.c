@@ -725,6 +725,9 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
      * as the latest while this one is replaced. */
     if (ckpt__kept_find(&ds->kept, aside.ptr) < ds->kept.n) {
         ckpt__kept_list without = {0};
+        size_t before = 0; /* entries of the second name ahead of entry i */
+        for (size_t k = 0; k < i; k++)
+            before += strcmp(ds->kept.paths[k], aside.ptr) == 0;
         err = kept_copy_except(&without, &ds->kept, aside.ptr);
         if (err == 0)
             err = write_state(ds, &without);
@@ -735,7 +738,9 @@ static int set_aside(ckpt__dir_state *ds, const char *stored, size_t i,
         }
         kept_dispose(&ds->kept);
         ds->kept = without;
-        i = ckpt__kept_find(&ds->kept, stored);
+        /* entry i moves up by those; not found again by `stored`, which
+         * may spell the listed name another way (kept_find_any_spelling) */
+        i -= before;
     }
     /* files of that name nothing names: an earlier set-aside's, cut short
      * (the name is reserved for that, saver.h CKPT_NO_STEP) */

@@ -2079,6 +2079,49 @@ static void test_resave_checkpoint_listed_under_other_spelling(void **state)
     assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
 }
 
+/* As above, with the checkpoint's second name ("model.ckpt.replaced-60",
+ * left by a replacement cut short) listed too: the set-aside unlists that
+ * name first and then looked the entry up again by the new spelling, found
+ * none, and wrote past the list's end; the state file kept
+ * "./model.ckpt-60" whose files it had removed. */
+static void test_resave_other_spelling_with_second_name_listed(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char path[4200], from[4200], *text;
+    static const char *const ends[] = {".index", ".data-00000-of-00001"};
+    static const char listing[] =
+        "model_checkpoint_path: \"./model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt.replaced-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"./model.ckpt-60\"\n";
+    save_40_50_60(f, &o);
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(from, sizeof(from), "%s/model.ckpt-40%s", f->dir, ends[k]);
+        snprintf(path, sizeof(path), "%s/model.ckpt.replaced-60%s", f->dir,
+                 ends[k]);
+        assert_int_equal(link(from, path), 0);
+    }
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 4);
+    save_steps(s, f, 60, 60);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_null(strstr(text, "./model.ckpt-60"));
+    assert_null(strstr(text, "replaced"));
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+}
+
 /* Everything under `root` but the directory `keep` and the files in it:
  * how many entries (files and directories) there are, nftw's walk. */
 static const char *tree_keep;
@@ -2283,6 +2326,9 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_resave_checkpoint_listed_under_other_spelling, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_resave_other_spelling_with_second_name_listed, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_crash_leftovers,
                                         setup, test_dir_fixture_teardown),
