@@ -415,38 +415,57 @@ static int by_path_then_position(const void *a, const void *b)
     return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
 }
 
+/* The directory's absolute path, as listing_key takes it off an absolute
+ * entry: the operating system's (absolute_paths' own, or realpath's) and,
+ * when the directory was given as an absolute path without "..", that
+ * spelling too (a symlinked directory: "/link/dir/x" as TensorFlow writes
+ * it for "/link/dir"). Found once per list (paths[0..n), and `also`
+ * when not NULL), not per entry, and only when one of them is absolute. */
+typedef struct key_dirs {
+    const char *dir[2]; /* NULL: none */
+    char real[PATH_MAX];
+    ckpt_buf spelt;
+} key_dirs;
+
+static void key_dirs_init(key_dirs *kd, const ckpt__dir_state *ds,
+                          const char *also, char *const *paths, size_t n)
+{
+    size_t i = 0;
+    kd->dir[0] = kd->dir[1] = NULL;
+    kd->spelt = (ckpt_buf)CKPT_BUF_INIT;
+    while (i < n && paths[i][0] != '/')
+        i++;
+    if (i == n && (!also || also[0] != '/'))
+        return; /* no absolute entry: nothing to take off */
+    kd->dir[0] = ds->abs_dir                   ? ds->abs_dir
+                 : realpath(ds->dir, kd->real) ? kd->real
+                                               : NULL;
+    if (ds->dir[0] == '/' && !strstr(ds->dir, "..") &&
+        ckpt__path_normalize(&kd->spelt, ds->dir) == 0 &&
+        (!kd->dir[0] || strcmp(kd->spelt.ptr, kd->dir[0]) != 0))
+        kd->dir[1] = kd->spelt.ptr;
+}
+
 /* The checkpoint `stored` names, spelt one way: lexically normalised
  * ("./x" and "sub/../x" are "x"), and with the directory's absolute path
- * `abs_dir` (may be NULL) taken off, so that one checkpoint listed under
+ * (either spelling in `kd`) taken off, so that one checkpoint listed under
  * two spellings is seen as listed twice. NULL when out of memory. */
-static char *listing_key(const char *abs_dir, const char *stored)
+static char *listing_key(const key_dirs *kd, const char *stored)
 {
     ckpt_buf norm = CKPT_BUF_INIT;
-    const char *key;
     char *out = NULL;
-    size_t n = abs_dir ? strlen(abs_dir) : 0;
     if (ckpt__path_normalize(&norm, stored) == 0) {
-        key = norm.ptr;
-        if (n > 0 && strncmp(key, abs_dir, n) == 0 && key[n] == '/')
-            key += n + 1;
-        out = ckpt__strdup(key);
+        size_t off = 0; /* the longer spelling that matches goes */
+        for (int d = 0; d < 2; d++) {
+            size_t n = kd->dir[d] ? strlen(kd->dir[d]) : 0;
+            if (n >= off && n > 0 && strncmp(norm.ptr, kd->dir[d], n) == 0 &&
+                norm.ptr[n] == '/')
+                off = n + 1;
+        }
+        out = ckpt__strdup(norm.ptr + off);
     }
     ckpt_buf_dispose(&norm);
     return out;
-}
-
-/* The directory's absolute path for listing_key when one of paths[0..n)
- * is absolute: absolute_paths' own, else the operating system's (in
- * `real`, as absolute_paths gets it; NULL when it cannot say). */
-static const char *key_dir(const ckpt__dir_state *ds, char *const *paths,
-                           size_t n, char real[PATH_MAX])
-{
-    if (ds->abs_dir)
-        return ds->abs_dir;
-    for (size_t i = 0; i < n; i++)
-        if (paths[i][0] == '/')
-            return realpath(ds->dir, real) ? real : NULL;
-    return NULL;
 }
 
 /* `repeated[i]` = 1 for each entry the list names again further on, under
@@ -460,15 +479,15 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
 {
     size_t n = st->num_paths, made = 0;
     listed_entry *order;
-    char real[PATH_MAX];
-    const char *abs_dir = key_dir(ds, st->all_paths, n, real);
+    key_dirs kd;
     int err = 0;
+    key_dirs_init(&kd, ds, NULL, st->all_paths, n);
     *repeated = ckpt__calloc(n ? n : 1, 1);
     order = ckpt__calloc(n ? n : 1, sizeof(*order));
     if (!*repeated || !order)
         err = ckpt__error_oom();
     for (; err == 0 && made < n; made++) {
-        order[made].path = listing_key(abs_dir, st->all_paths[made]);
+        order[made].path = listing_key(&kd, st->all_paths[made]);
         order[made].i = made;
         if (!order[made].path)
             err = ckpt__error_oom();
@@ -481,6 +500,7 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
     for (size_t k = 0; order && k < made; k++)
         ckpt__free((char *)order[k].path);
     ckpt__free(order);
+    ckpt_buf_dispose(&kd.spelt);
     return err;
 }
 
@@ -829,23 +849,23 @@ static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
                                      const char *stored)
 {
     size_t i = ckpt__kept_find(&ds->kept, stored);
-    char real[PATH_MAX];
-    const char *abs_dir;
+    key_dirs kd;
     char *key;
     if (i < ds->kept.n)
         return i;
-    abs_dir = key_dir(ds, ds->kept.paths, ds->kept.n, real);
-    key = listing_key(abs_dir, stored);
-    if (!key)
-        return ds->kept.n; /* no memory: the one spelling only */
-    for (i = 0; i < ds->kept.n; i++) {
-        char *other = listing_key(abs_dir, ds->kept.paths[i]);
+    key_dirs_init(&kd, ds, stored, ds->kept.paths, ds->kept.n);
+    key = listing_key(&kd, stored);
+    for (i = 0; key && i < ds->kept.n; i++) {
+        char *other = listing_key(&kd, ds->kept.paths[i]);
         int same = other && strcmp(key, other) == 0;
         ckpt__free(other);
         if (same)
             break;
     }
+    if (!key) /* no memory: the one spelling only */
+        i = ds->kept.n;
     ckpt__free(key);
+    ckpt_buf_dispose(&kd.spelt);
     return i;
 }
 

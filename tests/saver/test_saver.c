@@ -2045,6 +2045,37 @@ static void test_recover_state_listing_one_checkpoint_absolute(void **state)
     expect_listing_one_checkpoint_two_ways(f, abs_path);
 }
 
+/* The directory opened through a symlink ("<dir>/alias" -> "."), the
+ * checkpoint listed under that absolute spelling, as TensorFlow writes it
+ * for an absolute directory: only the operating system's path was taken
+ * off, so the two spellings were two checkpoints and retention deleted the
+ * latest one's files. aliased_parent: the fixture's own directory, put
+ * back by teardown_aliased so that the whole tree is removed. */
+static char *aliased_parent;
+
+static int teardown_aliased(void **state)
+{
+    fixture *f = *state;
+    if (aliased_parent) {
+        free(f->dir);
+        f->dir = aliased_parent;
+        aliased_parent = NULL;
+    }
+    return test_dir_fixture_teardown(state);
+}
+
+static void test_recover_state_listing_one_checkpoint_via_symlink(void **state)
+{
+    fixture *f = *state;
+    char entry[4200];
+    char *alias = test_path(f->dir, "alias");
+    assert_int_equal(symlink(".", alias), 0);
+    aliased_parent = f->dir;
+    f->dir = alias;
+    snprintf(entry, sizeof(entry), "%s/model.ckpt-40", alias);
+    expect_listing_one_checkpoint_two_ways(f, entry);
+}
+
 /* A checkpoint listed under another spelling ("./model.ckpt-60", the
  * latest) saved again as "model.ckpt-60": the save found no entry of that
  * name, so it removed the files while the state file still named them
@@ -2324,6 +2355,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_absolute, setup,
             test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_state_listing_one_checkpoint_via_symlink, setup,
+            teardown_aliased),
         cmocka_unit_test_setup_teardown(
             test_resave_checkpoint_listed_under_other_spelling, setup,
             test_dir_fixture_teardown),
