@@ -39,6 +39,15 @@ static int sync_parent(const char *path, size_t n)
     return rc;
 }
 
+/* Not the library's durable mkdir (ckpt__fs_make_dirs, which also syncs
+ * every level that already exists): that one is internal, and ckpt-train
+ * uses the public API only. It needs none here: this mkdir -p only makes
+ * the directory there (and says so when it cannot) before the saver opens
+ * it, and every save goes through the checkpoint hook, whose begin runs
+ * ckpt__fs_make_dirs over the same path (hooks.h checkpoint_dir, B46)
+ * before its first save, on every rank with --distributed. So a level a
+ * killed run left unsynced is synced before a checkpoint is written below
+ * it (tests/crash/train_dir_entry.sh). */
 int train_make_dirs(const char *path)
 {
     char buf[4096];
