@@ -911,10 +911,14 @@ static void test_json_usage_errors(void **state)
      * the option: no JSON on stdout (a text run whose --tensor or
      * --exclude was "--json" printed the failure document) */
     {
-        static const char *const texts[][6] = {
+        static const char *const texts[][7] = {
             {"ls", "--", "--json", "extra", NULL},
             {"inspect", "no-such-ckpt", "--tensor", "--json", NULL},
             {"repack", "no-such-ckpt", "out", "--exclude", "--json", NULL},
+            /* a usage error while parsing, too (main had turned the
+             * document on before the command parsed) */
+            {"inspect", "no-such-ckpt", "--tensor", "--json", "--bogus"},
+            {"repack", "no-such-ckpt", "out", "--exclude", "--json", "--bogus"},
         };
         for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
             cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, texts[i]);

@@ -153,8 +153,10 @@ void cli_print_help(const cli_command *c, FILE *out);
  *   {"command": CMD, "ok": false, "error": "<the messages, one a line>",
  *    <the details added>}
  * with every string escaped as cli_json_bytes does. main turns this on
- * before a command parses its arguments when they hold --json, so that a
- * usage error prints the document too (with "usage": the synopsis).
+ * before a command parses its arguments when they hold --json as an
+ * option (not past "--", not the value of an option its synopsis shows
+ * as "[--opt VALUE]"), so that a usage error prints the document too
+ * (with "usage": the synopsis).
  * `cmd` "" means that no command was named (the arguments start with an
  * option, as in `ckpt --json ls`): "command" is then null. */
 void cli_json_failures_on(const char *cmd);

@@ -67,14 +67,39 @@ static int help(int argc, char **argv)
     return CLI_OK;
 }
 
-/* Whether the arguments (up to a "--") ask for --json: then a usage error
- * prints the JSON failure document too. */
-static int wants_json(int argc, char **argv)
+/* Whether `arg` is an option of `c` that takes the next argument as its
+ * value: its synopsis shows it as "[<arg> VALUE]" ("[--tensor NAME]"). */
+static int takes_value(const cli_command *c, const char *arg)
 {
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--json") == 0)
+    size_t n = strlen(arg);
+    const char *at = c && n > 0 ? c->synopsis : NULL;
+    while (at && (at = strstr(at, arg)) != NULL) {
+        if (at > c->synopsis && at[-1] == '[' && at[n] == ' ' &&
+            at[n + 1] >= 'A' && at[n + 1] <= 'Z')
             return 1;
+        at += n;
+    }
     return 0;
+}
+
+/* The index of the first argument from `from` that is `option` itself
+ * (not past a "--", not an option's value: 'inspect P --tensor --json'
+ * looks up a tensor), or argc when none. */
+static int find_option(const cli_command *c, int from, int argc, char **argv,
+                       int (*is)(const char *))
+{
+    for (int i = from; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (is(argv[i]))
+            return i;
+        if (takes_value(c, argv[i]))
+            i++;
+    }
+    return argc;
+}
+
+static int is_json(const char *arg)
+{
+    return strcmp(arg, "--json") == 0;
 }
 
 static int unknown_command(const char *name)
@@ -110,18 +135,15 @@ static int dispatch(int argc, char **argv)
     if (strcmp(argv[1], "help") == 0)
         return help(argc - 2, argv + 2);
     c = find_command(argv[1]);
-    /* "ckpt --json ls": no command named, "command": null (not "--json") */
-    if (wants_json(argc, argv))
+    /* With --json a usage error prints the JSON failure document too.
+     * "ckpt --json ls": no command named, "command": null (not "--json") */
+    if (find_option(c, 1, argc, argv, is_json) < argc)
         cli_json_failures_on(c ? c->name : argv[1][0] == '-' ? "" : argv[1]);
     if (!c)
         return unknown_command(argv[1]);
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (cli_is_help(argv[i])) {
-            cli_print_help(c, stdout);
-            return CLI_OK;
-        }
+    if (find_option(c, 2, argc, argv, cli_is_help) < argc) {
+        cli_print_help(c, stdout);
+        return CLI_OK;
     }
     return c->run(argc - 2, argv + 2);
 }
