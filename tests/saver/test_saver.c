@@ -2076,6 +2076,28 @@ static void test_recover_state_listing_one_checkpoint_via_symlink(void **state)
     expect_listing_one_checkpoint_two_ways(f, entry);
 }
 
+/* Save step 60 again under the state file `listing`, which names it
+ * "./model.ckpt-60" and lists `listed` checkpoints at recovery: three
+ * listed after, "./model.ckpt-60" no longer named, model.ckpt-60's files
+ * there. The state file's text, malloc'd. */
+static char *resave_60_listed_as(fixture *f, const ckpt_saver_options *o,
+                                 const char *listing, size_t listed)
+{
+    ckpt_saver *s;
+    char path[4200], *text;
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, strlen(listing));
+    s = open_saver(f, o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), listed);
+    save_steps(s, f, 60, 60);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_null(strstr(text, "./model.ckpt-60"));
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+    return text;
+}
+
 /* A checkpoint listed under another spelling ("./model.ckpt-60", the
  * latest) saved again as "model.ckpt-60": the save found no entry of that
  * name, so it removed the files while the state file still named them
@@ -2086,28 +2108,19 @@ static void test_resave_checkpoint_listed_under_other_spelling(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_saver *s;
-    char path[4200], *text;
-    static const char listing[] =
-        "model_checkpoint_path: \"./model.ckpt-60\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
-        "all_model_checkpoint_paths: \"./model.ckpt-60\"\n";
+    char *text;
     save_40_50_60(f, &o);
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    test_write_file(path, listing, sizeof(listing) - 1);
-    s = open_saver(f, &o);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
-    save_steps(s, f, 60, 60);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
-    ckpt_saver_free(s);
-    text = read_state(f->dir);
-    assert_null(strstr(text, "./model.ckpt-60"));
+    text =
+        resave_60_listed_as(f, &o,
+                            "model_checkpoint_path: \"./model.ckpt-60\"\n"
+                            "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                            "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                            "all_model_checkpoint_paths: \"./model.ckpt-60\"\n",
+                            3);
     assert_non_null(strstr(text,
                            "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
                            "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
     free(text);
-    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
 }
 
 /* As above, with the checkpoint's second name ("model.ckpt.replaced-60",
@@ -2119,15 +2132,8 @@ static void test_resave_other_spelling_with_second_name_listed(void **state)
 {
     fixture *f = *state;
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_saver *s;
     char path[4200], from[4200], *text;
     static const char *const ends[] = {".index", ".data-00000-of-00001"};
-    static const char listing[] =
-        "model_checkpoint_path: \"./model.ckpt-60\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt.replaced-60\"\n"
-        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
-        "all_model_checkpoint_paths: \"./model.ckpt-60\"\n";
     save_40_50_60(f, &o);
     for (size_t k = 0; k < 2; k++) {
         snprintf(from, sizeof(from), "%s/model.ckpt-40%s", f->dir, ends[k]);
@@ -2135,22 +2141,20 @@ static void test_resave_other_spelling_with_second_name_listed(void **state)
                  ends[k]);
         assert_int_equal(link(from, path), 0);
     }
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    test_write_file(path, listing, sizeof(listing) - 1);
-    s = open_saver(f, &o);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 4);
-    save_steps(s, f, 60, 60);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
-    ckpt_saver_free(s);
-    text = read_state(f->dir);
-    assert_null(strstr(text, "./model.ckpt-60"));
+    text = resave_60_listed_as(
+        f, &o,
+        "model_checkpoint_path: \"./model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt.replaced-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"./model.ckpt-60\"\n",
+        4);
     assert_null(strstr(text, "replaced"));
     assert_non_null(strstr(text,
                            "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
                            "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
                            "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
     free(text);
-    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
 }
 
 /* Everything under `root` but the directory `keep` and the files in it:
