@@ -143,8 +143,10 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
             : "around the page cache (O_DIRECT), the checksum fused into "
               "the copy",
         why, rep->piece_bytes >> 10, rep->readers);
+    /* (the probe runs for this line only when it is logged) */
     if (rep->mode == CKPT__READ_BUFFERED &&
-        rep->piece_bytes == CKPT__BUFFERED_PIECE)
+        rep->piece_bytes == CKPT__BUFFERED_PIECE && s->opts.log &&
+        CKPT_LOG_DEBUG >= ckpt__log_min_level(s->opts.log_level))
         CKPT__SAVER_LOG(
             s, CKPT_LOG_DEBUG,
             "restore %s: a variable just past its record's place in a page "
