@@ -8,14 +8,27 @@
  * its own alarm still runs): a finalize held by a peer, seen from a rank
  * run alone. With CKPT_HANG_INIT set, MPI_Init_thread never returns the
  * same way: a start held by a rank that never joins. Said on stderr first,
- * so a test can see that the stall was reached. Every other rank starts
- * and finalizes as usual. */
+ * so a test can see that the stall was reached. With CKPT_BLOCK_SIGALRM
+ * set, SIGALRM is blocked before main, as in a process started with it
+ * blocked in its inherited signal mask. Every other rank starts and
+ * finalizes as usual. */
+#define _GNU_SOURCE /* sigset_t and sigprocmask under -std=c11 */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+__attribute__((constructor)) static void block_sigalrm(void)
+{
+    sigset_t set;
+    if (!getenv("CKPT_BLOCK_SIGALRM"))
+        return;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {

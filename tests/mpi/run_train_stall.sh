@@ -152,6 +152,23 @@ if [ "$np" -eq 2 ]; then
         "$tmp/err" || die "no message on the hanging MPI_Init_thread"
     [ ! -e "$tmp/run" ] || die "MPI_Init_thread hanging: the directory was made"
     echo "ok: a rank alone whose MPI_Init_thread hangs: exit 70"
+    # The same two hangs in a process started with SIGALRM blocked in its
+    # signal mask (CKPT_BLOCK_SIGALRM: an inherited mask): the alarm
+    # still ends each, instead of staying pending.
+    for hang in INIT FINALIZE; do
+        rm -rf "$tmp/run"
+        rc=0
+        env LD_PRELOAD="$preload" CKPT_BLOCK_SIGALRM=1 CKPT_HANG_$hang=1 \
+            timeout 60 "$train" --distributed --dir "$tmp/run" --steps 20 \
+            --save-steps 10 --quiet --hidden 16 --collective-timeout 1 \
+            >"$tmp/out" 2>"$tmp/err" || rc=$?
+        cat "$tmp/err" >>"$tmp/out"
+        [ "$rc" -eq 70 ] ||
+            die "SIGALRM blocked at start, $hang hanging: exit $rc, not 70"
+        grep -Eq "ckpt-train: (rank 0: )?MPI_(Init_thread|Finalize) did not return within 1 s" \
+            "$tmp/err" || die "SIGALRM blocked at start: no message on the hanging $hang"
+        echo "ok: SIGALRM blocked at start, $hang hanging: exit 70"
+    done
     # Its stdout lost (/dev/full), the run otherwise done: exit 3, as
     # without --distributed.
     rm -rf "$tmp/run"

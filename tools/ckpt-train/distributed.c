@@ -513,6 +513,7 @@ static void on_mpi_alarm(int sig)
 static void mpi_alarm_arm(double timeout_s, const char *msg)
 {
     struct sigaction sa;
+    sigset_t unblock;
     int n = snprintf(alarm_msg, sizeof(alarm_msg), "%s", msg);
     alarm_msg_len = n > 0 ? (size_t)n : 0;
     if (alarm_msg_len >= sizeof(alarm_msg))
@@ -521,6 +522,13 @@ static void mpi_alarm_arm(double timeout_s, const char *msg)
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_mpi_alarm;
     sigaction(SIGALRM, &sa, NULL);
+    /* SIGALRM blocked in the mask ckpt-train started with (inherited
+     * across exec, from a launcher or wrapper) would hold the alarm
+     * pending while the call hangs: unblocked in this thread, the one
+     * waiting in the call, it is delivered here. */
+    sigemptyset(&unblock);
+    sigaddset(&unblock, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
     alarm((unsigned)ceil(timeout_s));
 }
 
