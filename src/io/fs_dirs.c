@@ -6,9 +6,13 @@
  * it (any level, not only the last: `mkdir -p` of a/b/c killed after
  * creating a) and died before syncing it, and a power cut would then take
  * it away with everything saved below it. The last level's sync must
- * succeed; an existing parent level's is tried, and where it fails (a
- * parent directory this process may enter but not read, say) that level
- * is left as it was found. */
+ * succeed; an existing parent level's is tried, and where it fails that
+ * level is left as it was found. One failure is passed over at every
+ * level: a parent this process may enter and write but not read
+ * (EACCES: `/scratch` at mode 1733, say) cannot be opened to be synced,
+ * by this process or by any of its runs, so its entry stays as durable
+ * as the file system makes it, as the saver's open leaves it
+ * (dir_state.c); refusing would refuse that directory for good. */
 #include "fs_dirs.h"
 
 #include "fs_internal.h"
@@ -74,12 +78,16 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                     int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
                     err = sync_parent(fs, &parent, dir, n);
-                    if (err < 0 && !last) {
+                    if (err < 0 && (!last || err == CKPT_EACCES)) {
                         ckpt_error_clear(); /* left as found, as before */
                         err = 0;
                     }
                 } else if (err == 0) {
                     err = sync_parent(fs, &parent, dir, n);
+                    if (err == CKPT_EACCES) {
+                        ckpt_error_clear(); /* a parent it may not read */
+                        err = 0;
+                    }
                 }
                 if (err < 0)
                     break;

@@ -9,8 +9,9 @@
  * sync_dir of its parent so the new entry is durable. An existing level is
  * synced in its parent as well (a crashed run may have created it), which
  * must succeed for `dir` itself and is tried for the levels above it.
- * Returns 0 or the error of the failing mkdir or sync_dir (which names
- * its directory). */
+ * A sync_dir failing with CKPT_EACCES (a parent this process may not
+ * read) is passed over at every level. Returns 0 or the error of the failing
+ * mkdir or sync_dir (which names its directory). */
 int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
 
 /* sync_dir of the directory holding `path`'s entry ("." for a name without

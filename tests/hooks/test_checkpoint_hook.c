@@ -8,6 +8,7 @@
 
 #include "support/fs_fault.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -809,6 +810,59 @@ static void test_begin_syncs_parent_of_each_created_directory(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* B46: a parent the process may enter and write but not read (EACCES on
+ * its sync_dir, as a /scratch at mode 1733 gives a non-root user) cannot
+ * be synced by any run: begin goes on, whether it created the checkpoint
+ * directory there or found it, and the hook saves; another failure of
+ * that sync still fails begin, naming the directory. */
+static void test_begin_passes_over_unreadable_parent(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_session_options sopt = ck_session_options(f, 0, NULL);
+    ckpt_checkpoint_hook_options o;
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    char parent[4200];
+    /* the levels of ckdir, from the top, each synced in its parent: the
+     * last sync of begin is ckdir's own entry, in `parent` */
+    int levels = 0;
+    for (const char *p = f->ckdir; *p; p++)
+        levels += *p == '/';
+    snprintf(parent, sizeof(parent), "%s", f->ckdir);
+    *strrchr(parent, '/') = '\0';
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    so.fs = ckpt_fs_fault_fs(ff);
+    o = ck_hook_options(f, CKPT_SAVE_SYNC, 1, &so, NULL, 0);
+    /* round 0 creates ckdir, round 1 finds it */
+    for (int round = 0; round < 2; round++) {
+        const ckpt_fs_fault_event *e = NULL;
+        ckpt_fs_fault_fail(ff, (uint64_t)levels,
+                           CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR), EACCES, 0, 0);
+        ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR));
+        h = new_hook(&o);
+        ms = ck_session(f, &h, 1); /* begin, then the initial save */
+        for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++)
+            if (ckpt_fs_fault_trace_event(ff, i)->injected)
+                e = ckpt_fs_fault_trace_event(ff, i);
+        assert_non_null(e);
+        assert_string_equal(e->path, parent);
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        assert_true(ck_has_checkpoint(f, 0));
+    }
+    /* EIO on that sync is no permission matter: begin fails */
+    ckpt_fs_fault_fail(ff, (uint64_t)levels,
+                       CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR), EIO, 0, 0);
+    h = new_hook(&o);
+    ms = NULL;
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &sopt),
+                      CKPT_EIO, "creating checkpoint directory");
+    assert_null(ms);
+    ckpt_fs_fault_free(ff);
+}
+
 static void test_metrics_of_another_hook_is_einval(void **state)
 {
     ckpt_hook other;
@@ -845,6 +899,7 @@ int main(void)
         T(test_b56_failing_sync_save_is_returned),
         T(test_b57_state_file_names_only_complete_checkpoints),
         T(test_begin_syncs_parent_of_each_created_directory),
+        T(test_begin_passes_over_unreadable_parent),
         T(test_metrics_of_another_hook_is_einval),
 #undef T
     };
