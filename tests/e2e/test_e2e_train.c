@@ -597,6 +597,58 @@ static void test_save_fails_read_only_dir(void **state)
     test_remove_tree(dir);
 }
 
+/* A checkpoint directory below a parent the trainer may write and enter
+ * but not read (mode 0311, as a shared /scratch at 1733): the parent
+ * cannot be opened to sync the directory's entry, by this run or any:
+ * the trainer creates the directory there, trains and saves, and a
+ * relaunch finds it and resumes, instead of "cannot create". */
+static void test_train_below_unreadable_parent(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *par = test_path(dir, "par");
+    char *run = test_path(par, "run");
+    uid_t uid = geteuid() == 0 ? 65534 : 0; /* root reads any directory */
+    e2e_proc p;
+    (void)state;
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(mkdir(par, 0755), 0);
+    if (uid != 0)
+        assert_int_equal(chown(par, uid, uid), 0);
+    /* owner (the trainer) and others: write and search, no read */
+    assert_int_equal(chmod(par, 0311), 0);
+    for (int round = 0; round < 2; round++) {
+        e2e_spawn(&p, CKPT_TRAIN_PATH,
+                  E2E_ARGS("--dir", run, "--steps", round ? "100" : "50", MODEL,
+                           "--save-steps", "50", "--quiet"),
+                  uid);
+        e2e_proc_finish(&p);
+        if (round == 0 && uid != 0 && e2e_exit_code(&p) != 0 &&
+            !strstr(p.err, run)) {
+            /* e.g. the build or temp directory is closed to nobody */
+            print_message("SKIPPED: cannot run the trainer as uid %d "
+                          "(exit %d): %s\n",
+                          (int)uid, e2e_exit_code(&p), p.err);
+            e2e_proc_free(&p);
+            assert_int_equal(chmod(par, 0755), 0);
+            free(run);
+            free(par);
+            test_remove_tree(dir);
+            skip();
+            return;
+        }
+        e2e_expect_exit(&p, 0);
+        if (round == 1)
+            expect_restored(p.out, run, 50);
+        e2e_proc_free(&p);
+    }
+    assert_int_equal(chmod(par, 0755), 0);
+    assert_int_equal(e2e_latest_step(run, NULL), 100);
+    expect_verify_ok(run);
+    free(run);
+    free(par);
+    test_remove_tree(dir);
+}
+
 /* ---- output that goes nowhere ---------------------------------------- */
 
 enum lost_stdout { STDOUT_DEV_FULL, STDOUT_CLOSED, STDOUT_BROKEN_PIPE };
@@ -877,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_mode_sync_same_as_async),
         cmocka_unit_test(test_usage_and_bad_dir),
         cmocka_unit_test(test_save_fails_read_only_dir),
+        cmocka_unit_test(test_train_below_unreadable_parent),
         cmocka_unit_test(test_lost_stdout_exits_3),
         cmocka_unit_test(test_help_to_full_device_exits_3),
         cmocka_unit_test(test_small_stack_limit),
