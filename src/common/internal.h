@@ -52,8 +52,9 @@ ssize_t ckpt__write_no_signal(int fd, const void *p, size_t n, int sig,
                               int sig_errno);
 
 /* pthread_create for the library's own threads (common/thread.c), with a
- * stack of at least 1 MiB whatever RLIMIT_STACK says; 0 or the error
- * number pthread_create returns. */
+ * stack of at least 1 MiB whatever RLIMIT_STACK says, and of 1 MiB where
+ * RLIMIT_STACK's cannot be mapped (EAGAIN); 0 or the error number
+ * pthread_create returns. */
 int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
 
 /* The length of the tensor name `name` (n bytes) without a TensorFlow

@@ -6,9 +6,13 @@
  * needs (its commit takes tens of KiB of frames): with `ulimit -s 64` the
  * writer overflowed its stack and the process died of SIGSEGV. A default
  * at or above the floor is kept (a caller's callbacks on these threads may
- * rely on it). */
+ * rely on it), unless it cannot be mapped: a `ulimit -s` of a terabyte, or
+ * one of gigabytes under a `ulimit -v`, failed every thread with EAGAIN,
+ * and no checkpoint could be written at all; the thread is then started
+ * again with the floor. */
 #include "common/internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 
 /* The least stack a library thread gets. */
@@ -25,6 +29,9 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg)
         size < CKPT__THREAD_STACK_MIN)
         (void)pthread_attr_setstacksize(&attr, CKPT__THREAD_STACK_MIN);
     rc = pthread_create(id, &attr, fn, arg);
+    if (rc == EAGAIN && size > CKPT__THREAD_STACK_MIN &&
+        pthread_attr_setstacksize(&attr, CKPT__THREAD_STACK_MIN) == 0)
+        rc = pthread_create(id, &attr, fn, arg); /* the default's mapping */
     pthread_attr_destroy(&attr);
     return rc;
 }

@@ -796,6 +796,53 @@ static void test_small_stack_limit(void **state)
     test_remove_tree(dir);
 }
 
+/* A stack limit too large to map for each thread (`ulimit -s` of a
+ * terabyte; a thread's default stack is that limit): the writer thread
+ * starts with the library's floor instead, and the run saves. Before,
+ * pthread_create failed with EAGAIN and the session was never made. */
+static void test_huge_stack_limit(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *run = test_path(dir, "run");
+    char *err_path = test_path(dir, "stderr.txt");
+    const char *const args[] = {
+        CKPT_TRAIN_PATH, "--dir", run,      "--steps", "100",     MODEL,
+        "--save-steps",  "50",    "--busy", "wait",    "--quiet", NULL};
+    int status = 0;
+    pid_t pid;
+    (void)state;
+    if (TEST_SANITIZED) {
+        free(err_path);
+        free(run);
+        test_remove_tree(dir);
+        skip();
+        return;
+    }
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit huge = {(rlim_t)1 << 40, (rlim_t)1 << 40};
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 1) != 1 || dup2(fd, 2) != 2 ||
+            setrlimit(RLIMIT_STACK, &huge) != 0)
+            _exit(97);
+        execv(CKPT_TRAIN_PATH, (char *const *)args);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        size_t n = 0;
+        uint8_t *err = test_read_file(err_path, &n);
+        fail_msg("wait status %#x: %.*s", (unsigned)status, (int)n,
+                 err ? (const char *)err : "");
+    }
+    assert_int_equal(e2e_latest_step(run, NULL), 100);
+    expect_verify_ok(run);
+    free(err_path);
+    free(run);
+    test_remove_tree(dir);
+}
+
 typedef struct mount_state {
     char *dir;
     int mounted;
@@ -933,6 +980,7 @@ int main(void)
         cmocka_unit_test(test_lost_stdout_exits_3),
         cmocka_unit_test(test_help_to_full_device_exits_3),
         cmocka_unit_test(test_small_stack_limit),
+        cmocka_unit_test(test_huge_stack_limit),
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };
