@@ -30,6 +30,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,41 +99,54 @@ static const ckpt_tensor_entry *search_key(const ckpt_bundle_reader *r,
     return NULL;
 }
 
+/* A hint's advice "'KEY'": `n` bytes of `name` then `suffix`, spelt out
+ * only when the name is shown whole (a name cut short for the message
+ * would not be the key); else `instead` ("the name without it"). */
+typedef struct key_advice {
+    char text[sizeof(ckpt__shown_name) + 64];
+} key_advice;
+
+static const char *advise_key(key_advice *a, const char *name, size_t n,
+                              const char *suffix, const char *instead)
+{
+    ckpt__shown_name sn;
+    if (n > CKPT__NAME_SHOWN)
+        return instead;
+    snprintf(a->text, sizeof(a->text), "'%s%s'", ckpt__show_name(&sn, name, n),
+             suffix);
+    return a->text;
+}
+
 int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
                                  const ckpt_bundle_reader *r, const void *key,
                                  size_t n)
 {
     const char *name = key;
     size_t base = ckpt__without_output_suffix(name, n);
-    ckpt__shown_name sn, sb;
+    ckpt__shown_name sn;
+    key_advice a;
     *out = search_key(r, key, n);
     if (*out)
         return 0;
-    /* The key to use, spelt out when it can be shown whole: a name cut
-     * short for the message would not be the key. */
     if (base < n && search_key(r, key, base))
         return ckpt__error(
             CKPT_ENOTFOUND,
             "%s: no tensor named '%s' (checkpoint keys are "
             "variable names, without a graph tensor's output "
-            "suffix ':%.*s': use %s%s%s)",
+            "suffix ':%.*s': use %s)",
             r->index_path.ptr, ckpt__show_name(&sn, name, n),
             (int)(n - base - 1), name + base + 1,
-            base > CKPT__NAME_SHOWN ? "the name without it" : "'",
-            base > CKPT__NAME_SHOWN ? "" : ckpt__show_name(&sb, name, base),
-            base > CKPT__NAME_SHOWN ? "" : "'");
+            advise_key(&a, name, base, "", "the name without it"));
     if (ckpt__bundle_reader_has_tf2_value(r, name, n))
         return ckpt__error(
             CKPT_ENOTFOUND,
             "%s: no tensor named '%s' (a TensorFlow 2 checkpoint stores a "
             "variable's value under its object path followed by '%s': use "
-            "%s%s%s%s)",
+            "%s)",
             r->index_path.ptr, ckpt__show_name(&sn, name, n),
             CKPT__TF2_VALUE_SUFFIX,
-            n > CKPT__NAME_SHOWN ? "the name followed by it" : "'",
-            n > CKPT__NAME_SHOWN ? "" : ckpt__show_name(&sb, name, n),
-            n > CKPT__NAME_SHOWN ? "" : CKPT__TF2_VALUE_SUFFIX,
-            n > CKPT__NAME_SHOWN ? "" : "'");
+            advise_key(&a, name, n, CKPT__TF2_VALUE_SUFFIX,
+                       "the name followed by it"));
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
                        r->index_path.ptr, ckpt__show_name(&sn, name, n));
 }
