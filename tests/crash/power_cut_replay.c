@@ -21,7 +21,9 @@
  * strategies (keep everything, as a killed process leaves it; drop everything
  * not synced; entries kept but data lost; entries lost but data kept; random
  * prefixes; random subsets; only the newest entry change kept, with the
- * earlier ones of its names). Identical states are checked once.
+ * earlier ones of its names). Identical states are checked once: the same
+ * files under the same promise at their cut (the newest save reported
+ * durable; for repack, whether it had exited).
  *
  * Checks of each state (D is the checkpoint directory):
  *  1. `ckpt verify D` exits 0, or - when no save had been reported durable
@@ -1414,6 +1416,13 @@ static void check_state(size_t cut, int s)
     rm_rf(state);
     h = materialise(&m, s, state);
     model_free(&m);
+    /* A state is checked against what was promised by its cut: the same
+     * files after a later report (or once repack exited) are checked
+     * again, since they must now hold more. */
+    {
+        long promised = scenario_repack ? (long)(cut == nops) : durable_by[cut];
+        h = fnv(h, &promised, sizeof(promised));
+    }
     states_total++;
     for (size_t i = 0; i < nseen; i++)
         if (seen[i] == h)
