@@ -41,9 +41,11 @@
  *     the trainer promises bit-identical resumes); D verifies afterwards,
  *     holds no temporary file, note or data file without its index, and
  *     every index left in it verifies.
- * For repack: an index under the destination name means a checkpoint equal
- * to the source (`ckpt diff`); without one, repack again must succeed; once
- * repack has exited 0 the index must be there.
+ * For repack (DST in a directory made just before, its entry in the root
+ * not yet durable): an index under the destination name means a checkpoint
+ * equal to the source (`ckpt diff`); without one, repack again must succeed
+ * (the directory made again when a cut lost it); once repack has exited 0
+ * the index must be there.
  *
  * Scenarios: "train" (a run from an empty directory), "resume" (crash
  * states of a first run, each the directory a second recorded run starts
@@ -1378,6 +1380,11 @@ static void check_repack_state(const char *state, size_t cut, int s)
             fail(state, cut, s, "repack exited 0 but its index is not durable");
             return;
         }
+        /* the destination directory may be gone with a cut before
+         * repack synced its entry: made again, as its user would */
+        path_printf(idx, sizeof(idx), "%s/out", state);
+        if (stat(idx, &sb) != 0 && mkdir(idx, 0755) != 0)
+            die("mkdir %s: %s", idx, strerror(errno));
         argv[1] = "repack";
         argv[2] = (char *)repack_src;
         argv[3] = dst;
@@ -1566,13 +1573,15 @@ static void record_repack(void)
     if (mkdir(dst_dir, 0755) != 0)
         die("mkdir %s", dst_dir);
     {
-        /* the destination directory exists, durable, before the run */
+        /* the destination directory exists before the run, its entry not
+         * yet durable (a `mkdir` just before): repack makes it durable
+         * before it writes, or its output would go with it */
         FILE *f = fopen(log_path, "wb");
         if (!f)
             die("create %s", log_path);
-        fprintf(f, "D out\nY\n");
+        fprintf(f, "D out\n");
         fclose(f);
-        first_cut = 2;
+        first_cut = 1;
     }
     path_printf(dst, sizeof(dst), "%s/model.ckpt-r", dst_dir);
     argv[0] = (char *)ckpt;

@@ -39,6 +39,10 @@ const cli_command cli_cmd_repack = {
     "                   \"num_shards\"}\n\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
+    "The files are fsynced and renamed into place (the index last), each\n"
+    "rename made durable by a directory fsync, and DST's directory's own\n"
+    "entry is synced in its parent before anything is written (it may just\n"
+    "have been created): once repack exits 0 a power cut keeps DST.\n"
     "Exit status 1 when a source record is damaged (nothing is written).\n",
     run};
 
@@ -251,6 +255,58 @@ static void remove_stale_temps(const char *dst)
     free(dir);
 }
 
+/* Make the entry of DST's directory durable in that directory's parent,
+ * before anything is written under it: whoever created the directory (a
+ * `mkdir` just before) may have left its entry unsynced, and a power cut
+ * would then take the new checkpoint away with it after repack reported
+ * it written (the saver does the same for its directory at open). Nothing
+ * for a directory named "/", "." or ".." (no parent named). A parent this
+ * process may not read (EACCES) is passed over, as the saver passes it
+ * over; another failure ends the repack before it writes. */
+static int sync_destination_entry(const char *dst)
+{
+    const ckpt_fs *fs = ckpt_fs_posix();
+    char *dir = cli_xstrdup(dst);
+    char *slash = strrchr(dir, '/');
+    const char *last, *parent;
+    char *cut;
+    int err = 0;
+    if (!slash) /* DST in the current directory: "." names no parent */
+        goto done;
+    while (slash > dir && slash[-1] == '/')
+        slash--; /* "out//x": the directory is "out" */
+    *slash = '\0';
+    cut = strrchr(dir, '/');
+    last = cut ? cut + 1 : dir;
+    if (*last == '\0' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+        goto done; /* "/x", "./x", "../x", "a/./x": no parent named */
+    if (!cut) {
+        parent = ".";
+    } else {
+        while (cut > dir && cut[-1] == '/')
+            cut--;
+        if (cut == dir) /* "/out/x": the parent is "/" */
+            cut++;
+        *cut = '\0';
+        parent = dir;
+    }
+    err = fs->sync_dir(parent, fs->payload);
+    if (err == CKPT_EACCES) {
+        ckpt_error_clear();
+        err = 0;
+    }
+    if (err < 0) {
+        cli_error("repack",
+                  "%s: cannot make its directory's entry durable (nothing "
+                  "written): %s",
+                  dst, ckpt_error_last()->message);
+        err = cli_exit_code(err);
+    }
+done:
+    free(dir);
+    return err;
+}
+
 static int check_destination(const char *dst)
 {
     size_t n = strlen(dst) + sizeof(".index");
@@ -420,6 +476,8 @@ static int run(int argc, char **argv)
     if (rc != 0)
         goto done;
     rc = check_destination(o.dst);
+    if (rc == 0)
+        rc = sync_destination_entry(o.dst);
     if (rc != 0)
         goto done;
     for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++)
