@@ -263,8 +263,11 @@ typedef struct ckpt_saver ckpt_saver;
  *  the state file from its own list and would drop the other's
  *  checkpoints from it); so does, later, a saver opened before that
  *  first save, whose list is out of date: open a new one. The others may
- *  restore. A child made by fork() inherits the lock
- *  but not the right to save: its saver gets CKPT_EBUSY there. Read a
+ *  restore. A child made by fork() holds no part of the lock (its copy
+ *  of the lock's descriptor is closed as it starts, so a child that
+ *  outlives a killed parent does not keep the directory from the
+ *  relaunch) and has no right to save there: its saver gets CKPT_EBUSY
+ *  there. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
  *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),

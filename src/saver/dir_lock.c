@@ -10,13 +10,16 @@
  * another's save in flight. Only on the POSIX file system; where flock() is
  * not available (ENOLCK, some network file systems) the saver goes on
  * without it. The kernel drops the lock when the process ends, however it
- * ends. A save checks the path still leads to the locked directory before
- * it writes, names or deletes anything (ckpt__dir_lock_check). Of the
- * savers sharing it, only one saves: the first to save claims the
- * directory until it is freed, and another's save is refused with
- * CKPT_EBUSY (ckpt__dir_lock_claim), since each saver writes the state
- * file from its own list and would drop the other's checkpoints from it;
- * so is, afterwards, the save of a saver opened before that claim, whose
+ * ends, and a child made by fork() holds none of it: its copies of the
+ * locks' descriptors are closed as it starts (an atfork handler), so a
+ * child that outlives its parent (a forked data loader, the parent killed)
+ * never keeps the directory locked against the relaunch. A save checks the path
+ * still leads to the locked directory before it writes, names or deletes
+ * anything (ckpt__dir_lock_check). Of the savers sharing it, only one saves:
+ * the first to save claims the directory until it is freed, and another's save
+ * is refused with CKPT_EBUSY (ckpt__dir_lock_claim), since each saver writes
+ * the state file from its own list and would drop the other's checkpoints from
+ * it; so is, afterwards, the save of a saver opened before that claim, whose
  * list is out of date. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
@@ -41,6 +44,40 @@ struct ckpt__dir_lock {
 
 static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ckpt__dir_lock *locks; /* this process's, guarded by locks_mu */
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+/* fork() gives the child a copy of every lock's descriptor, and with it a
+ * share of the flock (which belongs to the open file description, not to
+ * the process): a child outliving a killed parent kept the directory
+ * locked, and the relaunch was refused with CKPT_EBUSY until the child
+ * ended. The child never saves there (ckpt__dir_lock_acquire refuses it a
+ * lock its parent holds, and the parent's savers refuse every call), so
+ * its copies are closed as it starts; the entries stay, to refuse it.
+ * locks_mu is held across the fork so that the child's list is whole. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&locks_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&locks_mu);
+}
+
+static void fork_child(void)
+{
+    for (struct ckpt__dir_lock *l = locks; l; l = l->next)
+        if (l->fd >= 0) {
+            close(l->fd); /* the parent's descriptor keeps the flock */
+            l->fd = -1;
+        }
+    pthread_mutex_unlock(&locks_mu);
+}
+
+static void install_fork_handlers(void)
+{
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 /* Take the lock for a new entry; 0 (fd -1 when flock is unavailable),
  * CKPT_EBUSY, or an error opening the directory. */
@@ -79,6 +116,7 @@ int ckpt__dir_lock_acquire(const ckpt_fs *fs, const char *dir,
     *out = NULL;
     if (fs != ckpt_fs_posix() || stat(dir, &st) != 0)
         return 0; /* another file system; a missing dir fails elsewhere */
+    pthread_once(&fork_handlers_once, install_fork_handlers);
     pthread_mutex_lock(&locks_mu);
     for (l = locks; l; l = l->next)
         if (l->dev == st.st_dev && l->ino == st.st_ino)

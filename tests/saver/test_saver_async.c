@@ -1,7 +1,8 @@
 /* Async saver tests: the snapshot is consistent and taken before
  * save_async returns, the busy policies (skip, wait, coalesce), background
  * failures returned exactly once, close with a timeout, metrics and outcome
- * delivery, a fork()ed child and a second thread refused. Run under TSan
+ * delivery, a fork()ed child and a second thread refused, a forked child
+ * outliving its killed parent holding no lock. Run under TSan
  * in CI. */
 #include "saver_test_util.h"
 
@@ -9,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -861,6 +863,73 @@ static void test_fork_child_refused(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-2.index"));
 }
 
+/* The parent of a forked child (a data loader, say) killed while the
+ * child lives: the child's copy of the directory lock's descriptor held
+ * the flock, and the relaunch was refused with CKPT_EBUSY ("in use by a
+ * saver of another process") until the child ended. Now the child holds
+ * none of it. Process P saves step 1, forks G, waits until G runs (its
+ * fork returned: the atfork handlers ran) and is killed; with G alive
+ * (it waits on a pipe), a saver here opens the directory, finds step 1
+ * and saves step 2. */
+static void run_killed_parent(const char *dir, int wait_fd, int release_fd)
+{
+    ckpt_saver *s = NULL;
+    float w[4] = {1, 2, 3, 4};
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {4}}, w, NULL, NULL, NULL};
+    int ready[2];
+    char c;
+    if (ckpt_saver_open(&s, dir, NULL) < 0 || ckpt_saver_add_var(s, &v) < 0 ||
+        ckpt_saver_save(s, 1, NULL) < 0 || pipe(ready) != 0)
+        _exit(3);
+    if (fork() == 0) { /* G: lives until the test closes the pipe */
+        close(release_fd);
+        close(ready[0]);
+        alarm(30);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(5);
+        while (read(wait_fd, &c, 1) < 0 && errno == EINTR)
+            ;
+        _exit(0);
+    }
+    close(ready[1]);
+    while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+        ;
+    raise(SIGKILL); /* P: killed, its saver never freed */
+    _exit(4);
+}
+
+static void test_killed_parent_forked_child_frees_lock(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = NULL;
+    float w[4] = {0};
+    ckpt_var v = {"w", CKPT_DT_FLOAT, {1, {4}}, w, NULL, NULL, NULL};
+    ckpt_buf latest = CKPT_BUF_INIT;
+    int fds[2], status = 0;
+    pid_t pid;
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        run_killed_parent(f->dir, fds[0], fds[1]);
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    /* G still runs (it waits for fds[1] to close) */
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+    assert_true(w[3] == 4.0f);
+    assert_ckpt_ok(ckpt_saver_save(s, 2, NULL));
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+    close(fds[1]); /* G ends */
+    assert_true(file_exists(f->dir, "model.ckpt-2.index"));
+}
+
 typedef struct sync_saver_call {
     ckpt_saver *s;
     int err;
@@ -939,6 +1008,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_add_var_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_child_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_killed_parent_forked_child_frees_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_thread_refused, setup,
                                         teardown),
     };
