@@ -238,7 +238,10 @@ typedef struct ckpt_saver ckpt_saver;
  *  fsync; left, with a warning, when it fails), index files
  *  "<basename>-<step>.index" the state file (read intact, or absent) does
  *  not name none of whose data files exist (they name data that does not
- *  exist); and the complete
+ *  exist), and the same of the second names of CKPT_NO_STEP
+ *  ("<basename>.replaced-<step>", "<basename>.replaced": a replacement or
+ *  its deletion cut short); and
+ *  the complete
  *  checkpoints an interrupted save noted in "checkpoint.pending" (its own,
  *  before the state file named it; those retention evicted, before they
  *  were deleted) that the state file, read intact (or absent: a first

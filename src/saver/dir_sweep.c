@@ -1,12 +1,13 @@
 /* saver/dir_sweep.c - recognising what interrupted saves and deletions
  * leave in a checkpoint directory: temporary files and data files whose
- * index is missing (nothing can read either: removed), and complete
- * numbered checkpoints the state file does not list (readable: left in
- * place, with a warning), and unlisted indexes none of whose data files
- * exist (unreadable: removed); and removing one checkpoint's files, index
- * first, or linking them under a second name. Only names of our own patterns
- * are ever touched (see dir_state.c for what "our own" means), and a leftover
- * that cannot be removed is logged, not fatal. */
+ * index is missing (nothing can read either: removed; of a step's name or
+ * a replaced checkpoint's second name), and complete numbered checkpoints the
+ * state file does not list (readable: left in place, with a warning), and
+ * unlisted indexes none of whose data files exist (unreadable: removed); and
+ * removing one checkpoint's files, index first, or linking them under a second
+ * name. Only names of our own patterns are ever touched (see dir_state.c for
+ * what "our own" means), and a leftover that cannot be removed is logged, not
+ * fatal. */
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
@@ -358,22 +359,40 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds)
     return err;
 }
 
-/* Length of "<base>-<digits>" when `name` is that followed by
- * ".data-<digits>-of-<digits>", else 0. */
-static size_t stepped_data_stem(const char *name, const char *base)
+static int is_index_suffix(const char *p)
 {
-    char stem[512];
+    return strcmp(p, ".index") == 0;
+}
+
+/* The length of the checkpoint name of the saver's own that `name` starts
+ * with, when `suffix` accepts what follows it (a data file's or an
+ * index's ending); else 0. Its own names: "<base>-<digits>" (a step) and
+ * the second names a replaced checkpoint is kept under,
+ * "<base>.replaced-<digits>" and "<base>.replaced" (dir_state.c's
+ * set_aside_name, reserved to the saver: saver.h, CKPT_NO_STEP). A
+ * checkpoint "<base>" of a save without a step is not taken: files of
+ * that name may be a user's (the next such save replaces them). */
+static size_t own_stem_len(const char *name, const char *base,
+                           int (*suffix)(const char *))
+{
     size_t n = strlen(base);
-    size_t digits, len;
-    if (strncmp(name, base, n) != 0 || name[n] != '-')
+    const char *p = name + n;
+    int second = 0;
+    if (strncmp(name, base, n) != 0)
         return 0;
-    digits = strspn(name + n + 1, "0123456789");
-    len = n + 1 + digits;
-    if (digits == 0 || len >= sizeof(stem))
+    if (strncmp(p, ".replaced", 9) == 0) {
+        p += 9;
+        second = 1;
+    }
+    if (*p == '-') {
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0)
+            return 0;
+        p += 1 + digits;
+    } else if (!second) {
         return 0;
-    memcpy(stem, name, len);
-    stem[len] = '\0';
-    return is_data_file_of(name, stem) ? len : 0;
+    }
+    return suffix(p) ? (size_t)(p - name) : 0;
 }
 
 struct orphan_scan {
@@ -381,13 +400,16 @@ struct orphan_scan {
     struct name_list found;
 };
 
-/* Collect data files of <basename>-<step> whose index does not exist: an
- * interrupted save (data renamed, index not yet) or an interrupted deletion
- * (index removed first). Nothing can ever read them. */
+/* Collect data files of the saver's own names (own_stem_len: a step's, a
+ * replaced checkpoint's second name) whose index does not exist: an
+ * interrupted save (data renamed, index not yet), an interrupted deletion
+ * (index removed first: retention's of a second name too) or an
+ * interrupted set-aside (its links not yet durable). Nothing can ever
+ * read them. */
 static int collect_orphan(const char *name, void *payload)
 {
     struct orphan_scan *sc = payload;
-    size_t stem = stepped_data_stem(name, sc->ds->basename);
+    size_t stem = own_stem_len(name, sc->ds->basename, is_data_suffix);
     ckpt_buf index_name = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
     int orphan = 0;
     if (stem == 0)
@@ -471,14 +493,18 @@ static int listed_anywhere(const ckpt__kept_list *kept, const char *stem)
     return 0;
 }
 
-/* Collect "<basename>-<step>.index" files with no data file of theirs at
- * all that the state file does not name. */
+/* Collect index files of the saver's own names (own_stem_len) with no
+ * data file of theirs at all that the state file does not name. */
 static int collect_dataless(const char *name, void *payload)
 {
     struct dataless_scan *sc = payload;
     char stem[STEM_CAP];
-    if (!stepped_index_stem(name, sc->ds->basename, stem) ||
-        data_files_of(sc->data, stem).n > 0 ||
+    size_t len = own_stem_len(name, sc->ds->basename, is_index_suffix);
+    if (len == 0 || len >= STEM_CAP)
+        return 0;
+    memcpy(stem, name, len);
+    stem[len] = '\0';
+    if (data_files_of(sc->data, stem).n > 0 ||
         listed_anywhere(&sc->ds->kept, stem))
         return 0;
     return collect_name_always(name, &sc->found);

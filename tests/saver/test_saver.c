@@ -1478,6 +1478,66 @@ static void test_recover_removes_crash_leftovers(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* What the second name of a replaced checkpoint leaves when a crash cuts
+ * its life short was kept for ever: "model.ckpt.replaced-5"'s data after
+ * retention removed its index and a kill came before its data went (the
+ * same without a step, "model.ckpt.replaced"); "model.ckpt.replaced-4"'s
+ * index alone, its set-aside links not yet durable. Reopening now removes
+ * them as it does a step's; names that only look alike stay, and so does
+ * a save without a step's data ("model.ckpt", possibly a user's). */
+static void test_recover_removes_second_name_leftovers(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    test_log lb;
+    static const char *const gone[] = {
+        "model.ckpt.replaced-5.data-00000-of-00001",
+        "model.ckpt.replaced.data-00000-of-00001",
+        "model.ckpt.replaced-4.index"};
+    static const char *const kept[] = {
+        "model.ckpt.replaced-x.data-00000-of-00001",
+        "model.ckpt.replacedx-5.data-00000-of-00001",
+        "model.ckpt.replaced-.index", "model.ckpt.data-00000-of-00001"};
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    save_steps(s, f, 2, 2);
+    save_steps(s, f, 5, 5);
+    ckpt_saver_free(s);
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        copy_file(f->dir,
+                  strstr(gone[i], ".index")
+                      ? "model.ckpt-5.index"
+                      : "model.ckpt-5.data-00000-of-00001",
+                  gone[i]);
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        copy_file(f->dir,
+                  strstr(kept[i], ".index")
+                      ? "model.ckpt-5.index"
+                      : "model.ckpt-5.data-00000-of-00001",
+                  kept[i]);
+    test_log_init(&lb, 0);
+    o.log = test_log_capture;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-5"));
+    ckpt_saver_free(s);
+    assert_non_null(strstr(lb.text, "removed 2 data file(s) without an index"));
+    assert_non_null(strstr(lb.text, "removed 1 index file(s) without any of "
+                                    "their data files "
+                                    "(model.ckpt.replaced-4.index;"));
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        assert_false(file_exists(f->dir, gone[i]));
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        assert_true(file_exists(f->dir, kept[i]));
+    assert_int_equal(has_checkpoint_files(f->dir, 5), 2);
+    assert_int_equal(has_checkpoint_files(f->dir, 2), 2);
+    ckpt_buf_dispose(&latest);
+}
+
 /* An index none of whose data files exist names data that does not exist
  * (a save or deletion a power cut cut short on a failing disk): nothing can
  * read it, yet it was kept for ever as a checkpoint nobody lists, the
@@ -2372,6 +2432,9 @@ int main(void)
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_removes_index_without_data,
                                         setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_removes_second_name_leftovers, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_second_saver_of_process_sweeps_nothing, setup,
             test_dir_fixture_teardown),
