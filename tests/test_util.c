@@ -230,6 +230,37 @@ void test_touch(const char *dir, const char *name)
     test_write_file(path, "x", 1);
 }
 
+int test_find_leftover(const char *dir, char *why, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int rc = 0;
+    assert_non_null(d);
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        const char *data = strstr(name, ".data-");
+        char index[4400];
+        struct stat sb;
+        if (strstr(name, ".tempstate") ||
+            strncmp(name, "checkpoint.tmp", 14) == 0 ||
+            strcmp(name, "checkpoint.pending") == 0) {
+            snprintf(why, n, "%s left over", name);
+            rc = -1;
+            continue;
+        }
+        if (!data)
+            continue;
+        snprintf(index, sizeof(index), "%s/%.*s.index", dir, (int)(data - name),
+                 name);
+        if (stat(index, &sb) != 0) {
+            snprintf(why, n, "%s without its index", name);
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
 void test_limit_self(uint64_t max_memory, unsigned seconds)
 {
     if (max_memory > 0 && !TEST_SANITIZED) {

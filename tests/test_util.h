@@ -93,6 +93,11 @@ uint8_t *test_read_file(const char *path, size_t *n);
 void test_write_file(const char *path, const void *data, size_t n);
 /* Create the file `name` in `dir` holding one byte ("x"). */
 void test_touch(const char *dir, const char *name);
+/* 0 when `dir` holds nothing an interrupted save or deletion leaves (no
+ * data file without its index, no temporary file ".tempstate" or
+ * "checkpoint.tmp", no note "checkpoint.pending"), else -1 with `why`
+ * (n bytes) naming the first such file. */
+int test_find_leftover(const char *dir, char *why, size_t n);
 /* `n` pseudo-random bytes from `seed` (xorshift64; the same seed gives the
  * same bytes). */
 void test_fill_random(void *dst, size_t n, uint64_t seed);

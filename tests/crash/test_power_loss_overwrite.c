@@ -110,45 +110,6 @@ static int check_only(const char *dir, const char *name, char *why, size_t n)
     return rc;
 }
 
-/* After recovery alone (a saver opened and freed, no save): nothing any
- * save left over, so no temporary file, note or data file without its
- * index, of the checkpoint's name or of its second name (a replacement
- * or its deletion cut short), which a later save of that name would
- * otherwise be the only one to remove. 0 or -1 (`why`). */
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int check_recovered(const char *dir, char *why, size_t n)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int rc = 0;
-    assert_non_null(d);
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        const char *data = strstr(e->d_name, ".data-");
-        char index[512];
-        struct stat st;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-            !strcmp(e->d_name, "checkpoint") ||
-            (ends_with(e->d_name, ".index") &&
-             !strstr(e->d_name, ".tempstate")))
-            continue;
-        if (data && !strstr(e->d_name, ".tempstate")) {
-            snprintf(index, sizeof(index), "%s/%.*s.index", dir,
-                     (int)(data - e->d_name), e->d_name);
-            if (stat(index, &st) == 0)
-                continue;
-        }
-        snprintf(why, n, "left over after recovery: %s", e->d_name);
-        rc = -1;
-    }
-    closedir(d);
-    return rc;
-}
-
 /* Run `c` in `dir`: the first save, the cut armed, two overwrites, the
  * power cut, the checks. Returns the mutating operations of the two
  * overwrites (for the reference run), or fails the test naming the cut. */
@@ -202,12 +163,15 @@ static uint64_t run_case(const char *dir, const overwrite_case *c)
                  c->async ? "async" : "sync",
                  c->name_step == CKPT_NO_STEP ? "fixed-name" : "same-step",
                  (unsigned long long)c->cut, cut, drops[c->drop], why);
-    /* recovery alone, then again with one more save of the name */
+    /* recovery alone: nothing any save left over, a second name's data
+     * without its index included (which a later save of the name would
+     * otherwise be the only one to remove); then again, with one more
+     * save of the name */
     crash_model_init(&m);
     assert_ckpt_ok(crash_saver_open(&s, dir, &nosync.fs, 1, &m, NULL, NULL));
     ckpt_saver_free(s);
     crash_model_dispose(&m);
-    if (check_recovered(dir, why, sizeof(why)) < 0)
+    if (test_find_leftover(dir, why, sizeof(why)) < 0)
         fail_msg("%s %s saves, cut at op %llu (%s), %s: %s",
                  c->async ? "async" : "sync",
                  c->name_step == CKPT_NO_STEP ? "fixed-name" : "same-step",

@@ -1301,30 +1301,6 @@ static void test_failing_syncs_power_cut(void **state)
                   (unsigned long long)cases);
 }
 
-/* 0 when no data file in `dir` lacks its index, else -1 naming it. */
-static int no_orphan_data(const char *dir, char *why, size_t n)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int rc = 0;
-    assert_non_null(d);
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        const char *data = strstr(e->d_name, ".data-");
-        char index[4400];
-        struct stat sb;
-        if (!data)
-            continue;
-        snprintf(index, sizeof(index), "%s/%.*s.index", dir,
-                 (int)(data - e->d_name), e->d_name);
-        if (stat(index, &sb) != 0) {
-            snprintf(why, n, "%s without its index", e->d_name);
-            rc = -1;
-        }
-    }
-    closedir(d);
-    return rc;
-}
-
 /* Retention under failing syncs and power cuts (max_to_keep 1): saves of
  * steps 1, 2 and 3, each evicting the one before, with syncs failing (EIO)
  * from the Nth after step 1's save, for every N (the commits, the state
@@ -1404,7 +1380,7 @@ static void test_retention_failing_syncs_power_cut(void **state)
                          (unsigned long long)cut, (unsigned long long)seed,
                          saved, (double)f->m.w[0]);
             model_assert(&f->m, (int)f->m.w[0]); /* one save's values whole */
-            if (no_orphan_data(f->dir, why, sizeof(why)) < 0)
+            if (test_find_leftover(f->dir, why, sizeof(why)) < 0)
                 fail_msg("retention, syncs failing from sync %llu, power cut "
                          "(seed %llu), reopened: %s",
                          (unsigned long long)cut, (unsigned long long)seed,
