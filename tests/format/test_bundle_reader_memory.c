@@ -1,0 +1,122 @@
+/* tests/format/test_bundle_reader_memory.c - the bytes an open bundle
+ * reader keeps per index entry (docs/scaling.md, "Restore at scale"),
+ * counted through the allocator hook (tests/support/count_alloc.h), never
+ * timed. A bundle of ENTRIES scalar-like tensors, 20-byte names and shape
+ * [1, 1], as a checkpoint of many ranks holds them:
+ *   - what open keeps, and its peak, per entry;
+ *   - what asking for one entry by name adds (one entry, not all);
+ *   - what handing out every entry adds (each pointer stays valid until
+ *     the reader is freed, so each entry then exists in the public form).
+ * CKPT_TEST_ENTRIES (environment) replaces ENTRIES, for measuring 10^5 or
+ * 10^6 entries by hand; the bounds are per entry either way. */
+#include "support/count_alloc.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENTRIES 10000
+/* Bytes per entry an open reader may keep: every entry in the public
+ * ckpt_tensor_entry form (328 bytes with its CKPT_MAX_RANK shape), in an
+ * array grown by doubling, and its name copied: 365 to 558 here. */
+#define KEPT_PER_ENTRY_LIMIT 600
+
+static size_t entries(void)
+{
+    const char *s = getenv("CKPT_TEST_ENTRIES");
+    long long n = s ? strtoll(s, NULL, 10) : 0;
+    return n > 0 ? (size_t)n : ENTRIES;
+}
+
+/* "layer_NNNNNNN/kernel" (20 bytes) for i < 10^7. */
+static void entry_name(char *out, size_t cap, size_t i)
+{
+    snprintf(out, cap, "layer_%07zu/kernel", i);
+}
+
+static void write_entries(const char *prefix, size_t n)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape shape = {2, {1, 1}};
+    char name[48]; /* room for any size_t */
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)i;
+        entry_name(name, sizeof(name), i);
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &shape,
+                                              &v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+static void test_bytes_per_entry(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "many");
+    size_t n = entries();
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *e = NULL;
+    long long before, kept, peak, one, all;
+    char name[48]; /* room for any size_t */
+    float v = -1;
+    (void)state;
+    write_entries(prefix, n);
+
+    before = count_alloc_live();
+    count_alloc_reset_peak();
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    kept = count_alloc_live() - before;
+    peak = count_alloc_peak() - before;
+    assert_int_equal(ckpt_bundle_reader_count(r), n);
+
+    /* one entry by name, its values read */
+    entry_name(name, sizeof(name), n / 2);
+    before = count_alloc_live();
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, name));
+    one = count_alloc_live() - before;
+    assert_int_equal(e->name_len, 20);
+    assert_string_equal(e->name, name);
+    assert_int_equal(e->dtype, CKPT_DT_FLOAT);
+    assert_int_equal(e->shape.rank, 2);
+    assert_int_equal(e->shape.dims[0], 1);
+    assert_int_equal(e->shape.dims[1], 1);
+    assert_int_equal(e->size, 4);
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, name, &v, sizeof(v)));
+    assert_true(v == (float)(n / 2));
+
+    /* every entry handed out; each pointer stays valid and the same */
+    before = count_alloc_live();
+    for (size_t i = 0; i < n; i++) {
+        const ckpt_tensor_entry *x = ckpt_bundle_reader_entry(r, i);
+        assert_non_null(x);
+        if (i == n / 2)
+            assert_ptr_equal(x, e);
+    }
+    all = count_alloc_live() - before;
+    entry_name(name, sizeof(name), n - 1);
+    assert_string_equal(ckpt_bundle_reader_entry(r, n - 1)->name, name);
+    assert_ptr_equal(ckpt_bundle_reader_entry(r, n / 2), e);
+
+    print_message("%zu entries: open keeps %.1f bytes per entry (peak "
+                  "%.1f), one found entry adds %lld bytes, handing out "
+                  "every entry %.1f more per entry\n",
+                  n, (double)kept / (double)n, (double)peak / (double)n, one,
+                  (double)all / (double)n);
+    if (kept > (long long)KEPT_PER_ENTRY_LIMIT * (long long)n)
+        fail_msg("open keeps %.1f bytes per entry, more than %d",
+                 (double)kept / (double)n, KEPT_PER_ENTRY_LIMIT);
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_per_entry)};
+    /* before any allocation of the library */
+    if (ckpt_set_allocator(&count_alloc) != 0)
+        return 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
