@@ -208,8 +208,12 @@ CKPT_EXTERN(int) ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r);
 /** Number of tensor entries (the header entry is not counted). */
 CKPT_EXTERN(size_t) ckpt_bundle_reader_count(const ckpt_bundle_reader *r);
 
-/** Entry `i` in key order (borrowed; valid until the reader is freed), or
- *  NULL when i >= count. */
+/** Entry `i` in key order (borrowed; valid until the reader is freed, and
+ *  the same pointer each time), or NULL when i >= count. The reader keeps
+ *  its entries compactly and makes this form of one the first time it is
+ *  handed out (here or by ckpt_bundle_reader_find), so that call may
+ *  allocate: NULL also when memory runs out then (CKPT_ENOMEM in
+ *  ckpt_error_last()). */
 CKPT_EXTERN(const ckpt_tensor_entry *)
 ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
 
@@ -222,11 +226,14 @@ ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
 CKPT_EXTERN(const char *)
 ckpt_tensor_entry_shown_name(char *out, size_t cap, const ckpt_tensor_entry *e);
 
-/** Find the entry named `name` (borrowed). @return 0 or CKPT_ENOTFOUND
- *  (for a graph tensor's name such as "dense/bias:0" whose variable
- *  "dense/bias" is a key, the message says to use that; so it does for a
- *  TensorFlow 2 object path such as "net/w" whose value is stored as
- *  "net/w/.ATTRIBUTES/VARIABLE_VALUE") */
+/** Find the entry named `name` (borrowed; valid until the reader is
+ *  freed, the pointer ckpt_bundle_reader_entry gives for it).
+ *  @return 0, CKPT_ENOTFOUND (for a graph tensor's name such as
+ *  "dense/bias:0" whose variable "dense/bias" is a key, the message says
+ *  to use that; so it does for a TensorFlow 2 object path such as "net/w"
+ *  whose value is stored as "net/w/.ATTRIBUTES/VARIABLE_VALUE") or
+ *  CKPT_ENOMEM (the entry is handed out for the first time and memory
+ *  runs out) */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                         const ckpt_bundle_reader *r, const char *name);

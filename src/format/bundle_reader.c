@@ -1,7 +1,9 @@
 /* format/bundle_reader.c - ckpt_bundle_reader, opening: loads and
  * validates a whole bundle index when opened (read block by block, never
  * held whole; records that overlap in a data file are refused), looks
- * entries up by name, and frees the reader. Reading records from the data
+ * entries up by name, and frees the reader. The entries are kept
+ * compactly, public ckpt_tensor_entry made only for those handed out
+ * (bundle_reader_entries.c). Reading records from the data
  * shards is bundle_reader_data.c's job, and the other files of the reading
  * side are listed in bundle_reader_internal.h.
  *
@@ -60,16 +62,23 @@ int ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r)
 
 size_t ckpt_bundle_reader_count(const ckpt_bundle_reader *r)
 {
-    return r ? r->count : 0;
+    return r ? r->tab.count : 0;
 }
 
 const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
                                                   size_t i)
 {
-    if (!r || i >= r->count)
+    const ckpt_tensor_entry *e;
+    if (!r || i >= r->tab.count)
         return NULL;
-    return &r->entries[i];
+    e = ckpt__entry_table_get(&r->tab, i);
+    if (!e)
+        ckpt__error_prefix(CKPT_ENOMEM, "%s: entry %zu", r->index_path.ptr, i);
+    return e;
 }
+
+static int find_key(const ckpt_tensor_entry **out, const ckpt_bundle_reader *r,
+                    const void *key, size_t n);
 
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
@@ -77,26 +86,14 @@ int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(name);
-    return ckpt__bundle_reader_find_key(out, r, name, strlen(name));
+    return find_key(out, r, name, strlen(name));
 }
 
-/* The entry whose key is the n bytes at `key`, or NULL. */
-static const ckpt_tensor_entry *search_key(const ckpt_bundle_reader *r,
-                                           const void *key, size_t n)
+/* Whether the n bytes at `key` are an entry's key. */
+static bool has_key(const ckpt_bundle_reader *r, const void *key, size_t n)
 {
-    size_t lo = 0, hi = r->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ckpt_tensor_entry *e = &r->entries[mid];
-        int c = ckpt__key_compare(e->name, e->name_len, key, n);
-        if (c == 0)
-            return e;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    size_t at;
+    return ckpt__entry_table_search(&r->tab, key, n, &at);
 }
 
 /* A hint's advice "'KEY'": `n` bytes of `name` then `suffix`, spelt out
@@ -117,18 +114,28 @@ static const char *advise_key(key_advice *a, const char *name, size_t n,
     return a->text;
 }
 
-int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
-                                 const ckpt_bundle_reader *r, const void *key,
-                                 size_t n)
+/* The entry whose key is exactly the n bytes at `key` (handed out: kept
+ * until the reader is freed). 0, CKPT_ENOTFOUND (with a hint when the name
+ * looks like a graph tensor's or a TensorFlow 2 object path) or
+ * CKPT_ENOMEM. */
+static int find_key(const ckpt_tensor_entry **out, const ckpt_bundle_reader *r,
+                    const void *key, size_t n)
 {
     const char *name = key;
     size_t base = ckpt__without_output_suffix(name, n);
     ckpt__shown_name sn;
     key_advice a;
-    *out = search_key(r, key, n);
-    if (*out)
-        return 0;
-    if (base < n && search_key(r, key, base))
+    size_t at;
+    *out = NULL;
+    if (ckpt__entry_table_search(&r->tab, key, n, &at)) {
+        *out = ckpt__entry_table_get(&r->tab, at);
+        if (*out)
+            return 0;
+        return ckpt__error_prefix(CKPT_ENOMEM, "%s: tensor '%s'",
+                                  r->index_path.ptr,
+                                  ckpt__show_name(&sn, name, n));
+    }
+    if (base < n && has_key(r, key, base))
         return ckpt__error(
             CKPT_ENOTFOUND,
             "%s: no tensor named '%s' (checkpoint keys are "
@@ -157,14 +164,14 @@ int ckpt__bundle_reader_has_tf2_value(const ckpt_bundle_reader *r,
     size_t sn = sizeof(CKPT__TF2_VALUE_SUFFIX) - 1;
     char *key;
     int found;
-    if (n > SIZE_MAX - sn || search_key(r, name, n))
+    if (n > SIZE_MAX - sn || has_key(r, name, n))
         return 0;
     key = ckpt__malloc(n + sn);
     if (!key)
         return 0; /* only a hint: without memory, none */
     memcpy(key, name, n);
     memcpy(key + n, CKPT__TF2_VALUE_SUFFIX, sn);
-    found = search_key(r, key, n + sn) != NULL;
+    found = has_key(r, key, n + sn);
     ckpt__free(key);
     return found;
 }
@@ -263,7 +270,6 @@ static int load_entry(ckpt_bundle_reader *r, const uint8_t *key, size_t key_len,
                       const uint8_t *value, size_t value_len)
 {
     ckpt__bundle_entry be;
-    ckpt_tensor_entry *e;
     ckpt__shown_name sn;
     const char *name = ckpt__show_name(&sn, (const char *)key, key_len);
     int err;
@@ -275,31 +281,14 @@ static int load_entry(ckpt_bundle_reader *r, const uint8_t *key, size_t key_len,
     err = validate_entry(r, &be, name);
     if (err < 0)
         return err;
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        ckpt_tensor_entry *p = ckpt__realloc(r->entries, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        r->entries = p;
-        r->cap = cap;
-    }
-    e = &r->entries[r->count];
-    memset(e, 0, sizeof(*e));
-    e->name = ckpt__strndup((const char *)key, key_len);
-    if (!e->name)
-        return ckpt__error_oom();
-    r->count++;
-    e->name_len = key_len;
-    e->dtype = be.dtype;
-    e->shape = be.shape;
-    e->shard_id = be.shard_id;
-    e->offset = be.offset;
-    e->size = be.size;
-    e->crc32c = be.crc32c;
-    e->num_slices = be.num_slices;
-    e->is_slice_key = key_len > 0 && key[0] == 0;
+    err = ckpt__entry_table_add(&r->tab, key, key_len, &be);
+    if (err == CKPT_ECORRUPT)
+        return ckpt__error_prefix(err, "%s: tensor '%s'", r->index_path.ptr,
+                                  name);
+    if (err < 0)
+        return err;
     if (be.num_slices > 0) /* kept to find the pieces when it is read */
-        return ckpt__sliced_entries_add(&r->sliced, r->count - 1, value,
+        return ckpt__sliced_entries_add(&r->sliced, r->tab.count - 1, value,
                                         value_len);
     return 0;
 }
@@ -315,51 +304,41 @@ static int load_cb(const uint8_t *key, size_t key_len, const uint8_t *value,
     return load_entry(st->r, key, key_len, value, value_len);
 }
 
-int ckpt__entry_by_record_position(const void *a, const void *b)
-{
-    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
-    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
-    if (x->shard_id != y->shard_id)
-        return x->shard_id < y->shard_id ? -1 : 1;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    if (x->size != y->size)
-        return x->size < y->size ? -1 : 1;
-    return 0;
-}
-
 /* No two records share a byte of a data file (TensorFlow's writer appends
  * each tensor once): otherwise a small index could make every read or
  * verify of the bundle go over the same data again and again. */
 static int check_no_overlap(const ckpt_bundle_reader *r)
 {
-    const ckpt_tensor_entry **recs;
+    const ckpt__entry_table *t = &r->tab;
+    const ckpt__entry_rec **recs;
     size_t n = 0;
     int err = 0;
-    if (r->count < 2)
+    if (t->count < 2)
         return 0;
-    recs = ckpt__calloc(r->count, sizeof(*recs));
+    recs = ckpt__calloc(t->count, sizeof(*recs));
     if (!recs)
         return ckpt__error_oom();
-    for (size_t i = 0; i < r->count; i++) {
-        if (r->entries[i].num_slices == 0 && r->entries[i].size > 0)
-            recs[n++] = &r->entries[i];
+    for (size_t i = 0; i < t->count; i++) {
+        if (t->recs[i].num_slices == 0 && t->recs[i].size > 0)
+            recs[n++] = &t->recs[i];
     }
-    qsort(recs, n, sizeof(*recs), ckpt__entry_by_record_position);
+    qsort(recs, n, sizeof(*recs), ckpt__rec_by_record_position);
     for (size_t i = 1; i < n && err == 0; i++) {
-        const ckpt_tensor_entry *a = recs[i - 1], *b = recs[i];
+        const ckpt__entry_rec *a = recs[i - 1], *b = recs[i];
         ckpt__shown_name sa, sb;
         /* offset + size cannot overflow: validate_entry checked it */
         if (a->shard_id != b->shard_id || a->offset + a->size <= b->offset)
             continue;
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: tensors '%s' and '%s' overlap in data file "
-                          "%d (records at offset %lld, %lld bytes, and at "
-                          "offset %lld, %lld bytes)",
-                          r->index_path.ptr, ckpt__bundle_entry_shown(&sa, a),
-                          ckpt__bundle_entry_shown(&sb, b), a->shard_id,
-                          (long long)a->offset, (long long)a->size,
-                          (long long)b->offset, (long long)b->size);
+        err = ckpt__error(
+            CKPT_ECORRUPT,
+            "%s: tensors '%s' and '%s' overlap in data file "
+            "%d (records at offset %lld, %lld bytes, and at "
+            "offset %lld, %lld bytes)",
+            r->index_path.ptr,
+            ckpt__show_name(&sa, ckpt__entry_rec_name(t, a), a->name_len),
+            ckpt__show_name(&sb, ckpt__entry_rec_name(t, b), b->name_len),
+            a->shard_id, (long long)a->offset, (long long)a->size,
+            (long long)b->offset, (long long)b->size);
     }
     ckpt__free(recs);
     return err;
@@ -384,6 +363,8 @@ static int load_index(ckpt_bundle_reader *r)
     if (err == 0 && !st.have_header)
         err = ckpt__error(CKPT_ECORRUPT, "%s: no bundle header (empty table)",
                           r->index_path.ptr);
+    if (err == 0)
+        ckpt__entry_table_trim(&r->tab);
     if (err == 0)
         err = check_no_overlap(r);
 done:
@@ -513,6 +494,9 @@ int ckpt_bundle_reader_open(ckpt_bundle_reader **out, const char *prefix,
     r = ckpt__calloc(1, sizeof(*r));
     if (!r)
         return ckpt__error_oom();
+    err = ckpt__entry_table_init(&r->tab);
+    if (err < 0)
+        goto done;
     r->fs = ckpt_fs_or_default(opts ? opts->fs : NULL);
     r->skip_crc = opts && opts->skip_data_checksums;
     r->prefix = ckpt__strdup(prefix);
@@ -546,9 +530,7 @@ void ckpt_bundle_reader_free(ckpt_bundle_reader *r)
         return;
     for (size_t i = 0; i < r->nshards; i++)
         ckpt__fs_close_quiet(r->fs, r->shards[i].file);
-    for (size_t i = 0; i < r->count; i++)
-        ckpt__free((void *)r->entries[i].name);
-    ckpt__free(r->entries);
+    ckpt__entry_table_dispose(&r->tab);
     ckpt__free(r->shards);
     ckpt__free(r->prefix);
     ckpt_buf_dispose(&r->index_path);

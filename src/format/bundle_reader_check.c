@@ -17,41 +17,45 @@
 
 #include <stdlib.h>
 
-/* Read the located records es[0..n) of the data file `s` (r->path)
- * without keeping them and compare each one's CRC (DT_VARIANT: read
- * only). */
-static int check_records(ckpt_bundle_reader *r, struct ckpt__bundle_shard *s,
-                         const ckpt_tensor_entry *const *es, size_t n)
+/* Read the located records ext[0..n) of the data file `s` (r->path)
+ * without keeping them: each one's CRC is computed into ext[i].crc. */
+static int read_records(ckpt_bundle_reader *r, struct ckpt__bundle_shard *s,
+                        ckpt__extent *ext, size_t n)
 {
-    ckpt__extent *ext = ckpt__calloc(n ? n : 1, sizeof(*ext));
-    int err;
-    if (!ext)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < n; i++) {
-        ext[i].offset = (uint64_t)es[i]->offset;
-        ext[i].size = (uint64_t)es[i]->size;
-    }
-    err = ckpt__read_extents(r->fs, r->path.ptr, s->file, ext, n, NULL);
-    if (err < 0 && n == 1) {
-        ckpt__shown_name sn;
-        err = ckpt__error_prefix(err, "tensor '%s'",
-                                 ckpt__bundle_entry_shown(&sn, es[0]));
-    }
-    for (size_t i = 0; i < n && err == 0; i++)
-        if (es[i]->dtype != CKPT_DT_VARIANT)
-            err = ckpt__bundle_reader_compare_crc(r, es[i], ext[i].crc);
-    ckpt__free(ext);
-    return err;
+    return ckpt__read_extents(r->fs, r->path.ptr, s->file, ext, n, NULL);
+}
+
+/* The record of `e` as an extent to read without a destination. */
+static ckpt__extent record_extent(const ckpt_tensor_entry *e)
+{
+    ckpt__extent x = {(uint64_t)e->offset, (uint64_t)e->size, NULL, 0};
+    return x;
+}
+
+/* The computed CRC of the record of `e` against the stored one (DT_VARIANT
+ * records: read only). */
+static int compare_record_crc(const ckpt_bundle_reader *r,
+                              const ckpt_tensor_entry *e, uint32_t crc)
+{
+    if (e->dtype == CKPT_DT_VARIANT)
+        return 0;
+    return ckpt__bundle_reader_compare_crc(r, e, crc);
 }
 
 int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
                                      const ckpt_tensor_entry *e)
 {
     struct ckpt__bundle_shard *s;
+    ckpt__extent ext = record_extent(e);
+    ckpt__shown_name sn;
     int err = ckpt__bundle_reader_locate(r, e, &s); /* r->path: its file */
-    if (err == 0)
-        err = check_records(r, s, &e, 1);
-    return err;
+    if (err < 0)
+        return err;
+    err = read_records(r, s, &ext, 1);
+    if (err < 0)
+        return ckpt__error_prefix(err, "tensor '%s'",
+                                  ckpt__bundle_entry_shown(&sn, e));
+    return compare_record_crc(r, e, ext.crc);
 }
 
 int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
@@ -78,60 +82,94 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     return err;
 }
 
+/* The records recs[0..n) of one data file, in file order: each located
+ * (the data file opened, the record inside it), all read in one pass, each
+ * one's CRC compared. An entry is filled for each in turn (it is used only
+ * while it is checked): verify makes no public entries. */
+static int verify_shard(ckpt_bundle_reader *r,
+                        const ckpt__entry_rec *const *recs, size_t n,
+                        ckpt__extent *ext)
+{
+    struct ckpt__bundle_shard *s = NULL;
+    ckpt_tensor_entry e;
+    int err = 0;
+    for (size_t i = 0; i < n && err == 0; i++) {
+        ckpt__entry_table_fill(&r->tab, (size_t)(recs[i] - r->tab.recs), &e);
+        ext[i] = record_extent(&e);
+        err = ckpt__bundle_reader_locate(r, &e, &s);
+    }
+    if (err == 0)
+        err = read_records(r, s, ext, n);
+    if (err < 0 && n == 1) {
+        ckpt__shown_name sn;
+        err = ckpt__error_prefix(err, "tensor '%s'",
+                                 ckpt__bundle_entry_shown(&sn, &e));
+    }
+    for (size_t i = 0; i < n && err == 0; i++) {
+        ckpt__entry_table_fill(&r->tab, (size_t)(recs[i] - r->tab.recs), &e);
+        err = compare_record_crc(r, &e, ext[i].crc);
+    }
+    return err;
+}
+
 /* Every fixed-size record, each data file's in one read in file order. */
 static int verify_fixed_size(ckpt_bundle_reader *r)
 {
-    const ckpt_tensor_entry **es = ckpt__calloc(r->count + 1, sizeof(*es));
+    const ckpt__entry_table *t = &r->tab;
+    const ckpt__entry_rec **recs = ckpt__calloc(t->count + 1, sizeof(*recs));
+    ckpt__extent *ext = ckpt__calloc(t->count + 1, sizeof(*ext));
     size_t n = 0;
     int err = 0;
-    if (!es)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < r->count; i++)
-        if (r->entries[i].num_slices == 0 &&
-            r->entries[i].dtype != CKPT_DT_STRING)
-            es[n++] = &r->entries[i];
-    qsort(es, n, sizeof(*es), ckpt__entry_by_record_position);
-    for (size_t start = 0, end; start < n && err == 0; start = end) {
-        struct ckpt__bundle_shard *s = NULL;
-        for (end = start; end < n && es[end]->shard_id == es[start]->shard_id;
-             end++) {
-            err = ckpt__bundle_reader_locate(r, es[end], &s);
-            if (err < 0)
-                break;
-        }
-        if (err == 0)
-            err = check_records(r, s, es + start, end - start);
+    if (!recs || !ext) {
+        err = ckpt__error_oom();
+        goto done;
     }
-    ckpt__free(es);
+    for (size_t i = 0; i < t->count; i++)
+        if (t->recs[i].num_slices == 0 && t->recs[i].dtype != CKPT_DT_STRING)
+            recs[n++] = &t->recs[i];
+    qsort(recs, n, sizeof(*recs), ckpt__rec_by_record_position);
+    for (size_t start = 0, end; start < n && err == 0; start = end) {
+        for (end = start;
+             end < n && recs[end]->shard_id == recs[start]->shard_id; end++)
+            ;
+        err = verify_shard(r, recs + start, end - start, ext + start);
+    }
+done:
+    ckpt__free(ext);
+    ckpt__free(recs);
     return err;
 }
 
 int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
 {
-    ckpt_buf rec = CKPT_BUF_INIT;
+    ckpt_buf rec_buf = CKPT_BUF_INIT;
     int err;
 
     CKPT__CHECK_ARG(r);
     err = verify_fixed_size(r); /* the pieces of partitioned tensors too */
-    for (size_t i = 0; err == 0 && i < r->count; i++) {
-        const ckpt_tensor_entry *e = &r->entries[i];
-        if (e->num_slices > 0 || e->dtype != CKPT_DT_STRING)
+    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
+        const ckpt__entry_rec *rec = &r->tab.recs[i];
+        ckpt_tensor_entry e;
+        if (rec->num_slices > 0 || rec->dtype != CKPT_DT_STRING)
             continue;
-        ckpt__buf_clear(&rec);
+        ckpt__entry_table_fill(&r->tab, i, &e);
+        ckpt__buf_clear(&rec_buf);
         /* string records are checked by scan_strings through the CRC */
-        err = ckpt__bundle_reader_load_record(r, e, &rec, true);
+        err = ckpt__bundle_reader_load_record(r, &e, &rec_buf, true);
     }
-    for (size_t i = 0; err == 0 && i < r->count; i++) {
-        const ckpt_tensor_entry *e = &r->entries[i];
+    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
+        const ckpt__entry_rec *rec = &r->tab.recs[i];
+        ckpt_tensor_entry e;
         ckpt__partitioned_read pr;
         /* only a fixed-size dtype is assembled; the pieces of the others
          * were checked as records above */
-        if (e->num_slices == 0 || ckpt_dtype_size(e->dtype) == 0)
+        if (rec->num_slices == 0 || ckpt_dtype_size(rec->dtype) == 0)
             continue;
-        err = ckpt__bundle_reader_assembly_of(&pr, r, e);
+        ckpt__entry_table_fill(&r->tab, i, &e);
+        err = ckpt__bundle_reader_assembly_of(&pr, r, &e);
         if (err == 0)
             err = ckpt__bundle_check_partitioned_layout(&pr);
     }
-    ckpt_buf_dispose(&rec);
+    ckpt_buf_dispose(&rec_buf);
     return err;
 }

@@ -9,6 +9,9 @@
  *
  *   bundle_reader.c        open: loading and validating the index; entry
  *                          lookup and the accessors; free
+ *   bundle_reader_entries.c  the index entries kept compactly, and the
+ *                          public ckpt_tensor_entry made for one when the
+ *                          API hands it out
  *   bundle_reader_data.c   the data files: opened on first use, records
  *                          located in them, read, CRC-checked, byte-swapped
  *   bundle_reader_read.c   one tensor: fixed-size, raw record, strings,
@@ -60,6 +63,45 @@ const char *ckpt__bundle_reader_data_path(const ckpt_bundle_reader *r);
 #include "io/direct_read.h"
 #include "io/fs_internal.h"
 
+/* One index entry as the reader keeps it: 64 bytes whatever its rank.
+ * Its key (then a NUL) and its dimensions lie in the table's arenas; the
+ * public ckpt_tensor_entry (328 bytes, a CKPT_MAX_RANK shape inline) is
+ * made only for an entry the API hands out, and then kept until the
+ * reader is freed, as bundle.h promises (`cached`: 1 + its place in the
+ * pool, 0 while it has none).
+ *
+ *   recs[i]   name_off dims_off offset size cached | name_len dtype
+ *             shard_id num_slices crc32c | rank is_slice_key
+ *   names     key 0 key 0 ...            (one arena, never moved once open)
+ *   dims      d0 d1 | d0 | ...           (int64, `rank` per entry)
+ *   pool      chunks of 16, 32, 64, ... public entries, each followed by its
+ *             index; a chunk never moves, so handed-out pointers stay */
+typedef struct ckpt__entry_rec {
+    size_t name_off;
+    size_t dims_off;
+    int64_t offset;
+    int64_t size;
+    size_t cached;
+    uint32_t name_len; /* a key fits one index block (at most 32 MiB) */
+    int32_t dtype;
+    int32_t shard_id;
+    int32_t num_slices;
+    uint32_t crc32c;
+    uint8_t rank;
+    uint8_t is_slice_key;
+} ckpt__entry_rec;
+
+/* The entries of a reader, in key order. */
+typedef struct ckpt__entry_table {
+    ckpt__entry_rec *recs;
+    size_t count, cap;
+    char *names;
+    size_t names_len, names_cap;
+    int64_t *dims;
+    size_t dims_len, dims_cap;
+    struct ckpt__entry_pool *pool; /* the public entries handed out */
+} ckpt__entry_table;
+
 /* An open data file of the bundle. */
 struct ckpt__bundle_shard {
     int id;
@@ -74,9 +116,7 @@ struct ckpt_bundle_reader {
     int num_shards;
     int endianness;
     bool skip_crc;
-    ckpt_tensor_entry *entries; /* key order */
-    size_t count;
-    size_t cap;
+    ckpt__entry_table tab;             /* the entries, key order */
     struct ckpt__bundle_shard *shards; /* open data files, sorted by id */
     size_t nshards;
     size_t shards_cap;
@@ -95,6 +135,58 @@ static inline const char *ckpt__bundle_entry_shown(ckpt__shown_name *s,
 {
     return ckpt__show_name(s, e->name, e->name_len);
 }
+
+/* bundle_reader_entries.c */
+
+/* Start an empty table (its pool allocated): 0 or CKPT_ENOMEM. */
+int ckpt__entry_table_init(ckpt__entry_table *t);
+
+/* Append the entry `key` (key_len bytes) decoded as `be`, after the
+ * entries before it in key order. 0 or CKPT_ENOMEM. */
+int ckpt__entry_table_add(ckpt__entry_table *t, const uint8_t *key,
+                          size_t key_len, const ckpt__bundle_entry *be);
+
+/* Give the arenas back their unused room once every entry is in (they do
+ * not move afterwards: handed-out entries point into them). */
+void ckpt__entry_table_trim(ckpt__entry_table *t);
+
+void ckpt__entry_table_dispose(ckpt__entry_table *t);
+
+/* The key of entry `rec` (NUL-terminated; rec->name_len bytes). */
+static inline const char *ckpt__entry_rec_name(const ckpt__entry_table *t,
+                                               const ckpt__entry_rec *rec)
+{
+    return t->names + rec->name_off;
+}
+
+/* Fill `out` with entry `i` (out->name points into the table): for a
+ * caller that uses the entry only while it runs. */
+void ckpt__entry_table_fill(const ckpt__entry_table *t, size_t i,
+                            ckpt_tensor_entry *out);
+
+/* Entry `i` (< count) in its public form, made the first time it is asked
+ * for and kept until the table is disposed; NULL (CKPT_ENOMEM set) when
+ * there is no memory for it. */
+const ckpt_tensor_entry *ckpt__entry_table_get(const ckpt__entry_table *t,
+                                               size_t i);
+
+/* Whether the key of `n` bytes at `key` is an entry's: its index in *at. */
+bool ckpt__entry_table_search(const ckpt__entry_table *t, const void *key,
+                              size_t n, size_t *at);
+
+/* Whether `e` is one of the public entries the table handed out (by
+ * address alone, `e` is not read): its index in *at. */
+bool ckpt__entry_table_handed_out(const ckpt__entry_table *t,
+                                  const ckpt_tensor_entry *e, size_t *at);
+
+/* The index of `e`: an entry handed out, or a copy of one filled by
+ * ckpt__entry_table_fill (looked up by its key). */
+bool ckpt__entry_table_index_of(const ckpt__entry_table *t,
+                                const ckpt_tensor_entry *e, size_t *at);
+
+/* qsort comparator of `const ckpt__entry_rec *` elements: records in
+ * data-file order (by shard, offset, then size). */
+int ckpt__rec_by_record_position(const void *a, const void *b);
 
 /* bundle_reader_data.c */
 
@@ -150,10 +242,6 @@ int ckpt__bundle_reader_partitioned_read_of(ckpt__partitioned_read *pr,
 int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
                                     ckpt_bundle_reader *r,
                                     const ckpt_tensor_entry *e);
-
-/* qsort comparator of `const ckpt_tensor_entry *` elements: records in
- * data-file order (by shard, offset, then size). */
-int ckpt__entry_by_record_position(const void *a, const void *b);
 
 /* 0 when `e` has a record of its own, else (a partitioned tensor's full
  * entry) CKPT_ENOTSUP naming the tensor. */

@@ -224,13 +224,16 @@ int ckpt__bundle_reader_partitioned_read_of(ckpt__partitioned_read *pr,
                                             ckpt_bundle_reader *r,
                                             const ckpt_tensor_entry *e)
 {
+    size_t at;
     memset(pr, 0, sizeof(*pr));
     pr->reader = r;
     pr->index_path = r->index_path.ptr;
     pr->entry = e;
     pr->swap = ckpt__bundle_reader_swaps(r);
-    return ckpt__sliced_entries_get(&r->sliced, (size_t)(e - r->entries),
-                                    &pr->proto, &pr->proto_len);
+    if (!ckpt__entry_table_index_of(&r->tab, e, &at))
+        return ckpt__error(CKPT_EINVAL, "%s: the entry is not one of its own",
+                           r->index_path.ptr);
+    return ckpt__sliced_entries_get(&r->sliced, at, &pr->proto, &pr->proto_len);
 }
 
 int ckpt__bundle_reader_assembly_of(ckpt__partitioned_read *pr,
@@ -263,7 +266,8 @@ int ckpt__bundle_reader_has_record(const ckpt_bundle_reader *r,
 int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *e, const char *call)
 {
-    if (e < r->entries || e >= r->entries + r->count)
+    size_t at;
+    if (!ckpt__entry_table_handed_out(&r->tab, e, &at))
         return ckpt__error(CKPT_EINVAL, "%s: the entry is not one of %s", call,
                            r->index_path.ptr);
     return 0;

@@ -245,12 +245,6 @@ int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
  * them as records of their own): sizes, shapes, and exact coverage. */
 int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr);
 
-/* Implemented by format/bundle_reader.c: the entry whose key is exactly
- * `key` (`key_len` bytes, may contain 0 bytes). 0 or CKPT_ENOTFOUND. */
-int ckpt__bundle_reader_find_key(const ckpt_tensor_entry **out,
-                                 const ckpt_bundle_reader *r, const void *key,
-                                 size_t key_len);
-
 /* Where a TensorFlow 2 object-based checkpoint (tf.train.Checkpoint,
  * CheckpointManager) stores a variable's value: under its object path
  * followed by this suffix. */

@@ -117,6 +117,11 @@ struct assembly {
     ckpt_buf key;
     ckpt_buf record;
     ckpt_buf spec; /* the current piece in slice-spec notation */
+    /* The current piece's entry, filled from the reader's index for as
+     * long as the piece is handled (no public entry is made for it), and
+     * its index there. */
+    ckpt_tensor_entry piece;
+    size_t piece_at;
 };
 
 /* Start a walk over the pieces of `pr`'s tensor (assembling or sizing):
@@ -239,28 +244,26 @@ overflow:
 }
 
 /* Look up the piece of slice `index` (`s`, whose extents make the shape
- * `want`) in the index and check its entry: not partitioned itself, of
- * the tensor's dtype and of shape `want`. */
+ * `want`) in the index into as->piece and check its entry: not
+ * partitioned itself, of the tensor's dtype and of shape `want`. */
 static int find_piece(struct assembly *as, int index,
                       const ckpt__tensor_slice *s, const ckpt_shape *want,
                       const ckpt_tensor_entry **out)
 {
     const ckpt__partitioned_read *pr = as->pr;
-    const ckpt_tensor_entry *pe = NULL;
+    const ckpt_tensor_entry *pe = &as->piece;
     ckpt__shown_shape a, b;
     int err = ckpt__slice_key_encode(&as->key, as->e->name, as->e->name_len, s);
     if (err < 0)
         return err;
     pr->reader->piece_lookups++;
-    err = ckpt__bundle_reader_find_key(&pe, pr->reader, as->key.ptr,
-                                       as->key.size);
-    if (err == CKPT_ENOTFOUND)
+    if (!ckpt__entry_table_search(&pr->reader->tab, as->key.ptr, as->key.size,
+                                  &as->piece_at))
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': slice %d (%s) has no entry in "
                            "the index",
                            pr->index_path, as->name, index, as->spec.ptr);
-    if (err < 0)
-        return err;
+    ckpt__entry_table_fill(&pr->reader->tab, as->piece_at, &as->piece);
     if (pe->num_slices > 0)
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': slice %d (%s): its entry is "
@@ -284,8 +287,8 @@ static int find_piece(struct assembly *as, int index,
     return 0;
 }
 
-/* Note piece `pe` of slice `index` (size_only): its entry, its record
- * inside its data file, its bytes. */
+/* Note piece `pe` (entry as->piece_at) of slice `index` (size_only):
+ * its entry, its record inside its data file, its bytes. */
 static int pick_piece(struct assembly *as, int index,
                       const ckpt_tensor_entry *pe)
 {
@@ -299,7 +302,7 @@ static int pick_piece(struct assembly *as, int index,
         as->picked = q;
         as->cap_picked = cap;
     }
-    as->picked[as->npicked++] = (size_t)(pe - pr->reader->entries);
+    as->picked[as->npicked++] = as->piece_at;
     err = ckpt__bundle_reader_check_record(pr->reader, pe);
     if (err < 0)
         return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
@@ -354,7 +357,9 @@ static int place_piece(struct assembly *as, int index,
         if (err < 0)
             return err;
     } else if ((size_t)index < pr->npieces) {
-        pe = &pr->reader->entries[pr->pieces[index]];
+        as->piece_at = pr->pieces[index];
+        ckpt__entry_table_fill(&pr->reader->tab, as->piece_at, &as->piece);
+        pe = &as->piece;
     } else {
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': slice %d (%s) was not located",
@@ -552,13 +557,14 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
         for (size_t i = 1; err == 0 && i < as.npicked; i++)
             if (as.picked[i] == as.picked[i - 1]) {
                 ckpt__shown_name pn;
+                ckpt__entry_table_fill(&pr->reader->tab, as.picked[i],
+                                       &as.piece);
                 err = ckpt__error(
                     CKPT_ECORRUPT,
                     "%s: tensor '%s': two of its slices name the same "
                     "piece, '%s'",
                     pr->index_path, as.name,
-                    ckpt__bundle_entry_shown(
-                        &pn, &pr->reader->entries[as.picked[i]]));
+                    ckpt__bundle_entry_shown(&pn, &as.piece));
             }
     }
     if (err == 0 && as.stored != (uint64_t)need) {

@@ -166,21 +166,23 @@ static void ref_slice(const slice_ref *ref, ckpt__tensor_slice *sl)
  * a hole in the pieces, reported with its tensor. */
 static int index_slices(restore_ctx *c)
 {
-    size_t count = ckpt_bundle_reader_count(c->r), n = 0;
+    const ckpt__entry_table *t = &c->r->tab; /* no public entries made */
+    size_t n = 0;
     ckpt_buf name = CKPT_BUF_INIT;
     ckpt__tensor_slice sl;
     int err = 0;
     c->indexed = 1;
-    for (size_t i = 0; i < count; i++)
-        n += ckpt_bundle_reader_entry(c->r, i)->is_slice_key != 0;
+    for (size_t i = 0; i < t->count; i++)
+        n += t->recs[i].is_slice_key != 0;
     c->refs = ckpt__calloc(n ? n : 1, sizeof(*c->refs));
     if (!c->refs)
         return ckpt__error_oom();
-    for (size_t i = 0; err == 0 && i < count; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(c->r, i);
-        if (!e->is_slice_key)
+    for (size_t i = 0; err == 0 && i < t->count; i++) {
+        const ckpt__entry_rec *rec = &t->recs[i];
+        if (!rec->is_slice_key)
             continue;
-        err = ckpt__slice_key_decode(&name, &sl, e->name, e->name_len);
+        err = ckpt__slice_key_decode(&name, &sl, ckpt__entry_rec_name(t, rec),
+                                     rec->name_len);
         if (err == CKPT_ECORRUPT) {
             ckpt_error_clear();
             err = 0;
@@ -623,14 +625,16 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     if (!boxes && err == 0)
         err = ckpt__error_oom();
     for (size_t i = first; err == 0 && i < end; i++) {
-        const ckpt_tensor_entry *e =
-            ckpt_bundle_reader_entry(c->r, c->refs[i].entry);
+        ckpt_tensor_entry e; /* filled for this piece alone: most pieces
+                                of a checkpoint of many ranks are other
+                                ranks', so none is made a public entry */
         box got;
         int64_t vol = 1;
         if (!listed[i - first])
             continue; /* a stored piece its entry does not list */
+        ckpt__entry_table_fill(&c->r->tab, c->refs[i].entry, &e);
         ref_slice(&c->refs[i], &c->sl);
-        err = copy_overlap(c->r, prefix, v, e, &c->sl, dst, &got, &c->rec);
+        err = copy_overlap(c->r, prefix, v, &e, &c->sl, dst, &got, &c->rec);
         for (int d = 0; err == 0 && d < rank; d++)
             vol *= got.hi[d] - got.lo[d];
         if (err < 0 || vol == 0)

@@ -6,7 +6,8 @@
  *   - what open keeps, and its peak, per entry;
  *   - what asking for one entry by name adds (one entry, not all);
  *   - what handing out every entry adds (each pointer stays valid until
- *     the reader is freed, so each entry then exists in the public form).
+ *     the reader is freed, so each entry then exists in the public form);
+ *   - that handing one out without memory fails cleanly.
  * CKPT_TEST_ENTRIES (environment) replaces ENTRIES, for measuring 10^5 or
  * 10^6 entries by hand; the bounds are per entry either way. */
 #include "support/count_alloc.h"
@@ -17,10 +18,17 @@
 #include <string.h>
 
 #define ENTRIES 10000
-/* Bytes per entry an open reader may keep: every entry in the public
- * ckpt_tensor_entry form (328 bytes with its CKPT_MAX_RANK shape), in an
- * array grown by doubling, and its name copied: 365 to 558 here. */
-#define KEPT_PER_ENTRY_LIMIT 600
+/* Bytes per entry an open reader may keep. Every entry was a public
+ * ckpt_tensor_entry (328 bytes with its CKPT_MAX_RANK shape) in an array
+ * grown by doubling, its name copied: 365 to 558 here. Kept compactly (a
+ * 64-byte record, the name and its NUL, 8 bytes a dimension): 101. */
+#define KEPT_PER_ENTRY_LIMIT 120
+/* ... and open's peak per entry: 527 to 876 before, 181 to 249 now (the
+ * arrays grown by doubling, then trimmed). */
+#define PEAK_PER_ENTRY_LIMIT 300
+/* What one lookup by name may add, however many entries: the public
+ * entry it hands out (the pool's first chunk, 16 entries: 5376 bytes). */
+#define ONE_ENTRY_LIMIT 8192
 
 static size_t entries(void)
 {
@@ -98,6 +106,10 @@ static void test_bytes_per_entry(void **state)
     entry_name(name, sizeof(name), n - 1);
     assert_string_equal(ckpt_bundle_reader_entry(r, n - 1)->name, name);
     assert_ptr_equal(ckpt_bundle_reader_entry(r, n / 2), e);
+    /* an entry of the pool's last chunk is known as the reader's own */
+    assert_ckpt_ok(ckpt_bundle_reader_read_entry(
+        r, ckpt_bundle_reader_entry(r, n - 1), &v, sizeof(v)));
+    assert_true(v == (float)(n - 1));
 
     print_message("%zu entries: open keeps %.1f bytes per entry (peak "
                   "%.1f), one found entry adds %lld bytes, handing out "
@@ -107,6 +119,55 @@ static void test_bytes_per_entry(void **state)
     if (kept > (long long)KEPT_PER_ENTRY_LIMIT * (long long)n)
         fail_msg("open keeps %.1f bytes per entry, more than %d",
                  (double)kept / (double)n, KEPT_PER_ENTRY_LIMIT);
+    if (peak > (long long)PEAK_PER_ENTRY_LIMIT * (long long)n)
+        fail_msg("open's peak is %.1f bytes per entry, more than %d",
+                 (double)peak / (double)n, PEAK_PER_ENTRY_LIMIT);
+    if (one > ONE_ENTRY_LIMIT)
+        fail_msg("one lookup adds %lld bytes, more than %d", one,
+                 ONE_ENTRY_LIMIT);
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+/* Handing an entry out for the first time may allocate (the public
+ * entries come in chunks of 16, 32, ...; the 17th needs the second):
+ * without memory, ckpt_bundle_reader_entry gives NULL and find
+ * CKPT_ENOMEM, both naming the index and the entry; an entry handed out
+ * before is still given, and once memory is back every entry is. */
+static void test_entry_without_memory(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "few");
+    ckpt_bundle_reader *r = NULL;
+    const ckpt_tensor_entry *first = NULL, *e = NULL;
+    (void)state;
+    write_entries(prefix, 20);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    first = ckpt_bundle_reader_entry(r, 0);
+    assert_non_null(first);
+    for (size_t i = 1; i < 16; i++)
+        assert_non_null(ckpt_bundle_reader_entry(r, i));
+    count_alloc_fail(1);
+    ckpt_error_clear();
+    assert_null(ckpt_bundle_reader_entry(r, 16));
+    assert_int_equal(ckpt_error_last()->code, CKPT_ENOMEM);
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "few.index: entry 16: out of memory"));
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "layer_0000017/kernel"),
+                      CKPT_ENOMEM,
+                      "few.index: tensor 'layer_0000017/kernel': out of "
+                      "memory");
+    assert_null(e);
+    assert_ptr_equal(ckpt_bundle_reader_entry(r, 0), first);
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "layer_0000099/kernel"),
+                      CKPT_ENOTFOUND, "no tensor named 'layer_0000099/kernel'");
+    count_alloc_fail(0);
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "layer_0000017/kernel"));
+    assert_ptr_equal(ckpt_bundle_reader_entry(r, 17), e);
+    assert_string_equal(ckpt_bundle_reader_entry(r, 16)->name,
+                        "layer_0000016/kernel");
+    assert_ptr_equal(ckpt_bundle_reader_entry(r, 0), first);
     ckpt_bundle_reader_free(r);
     free(prefix);
     test_remove_tree(dir);
@@ -114,7 +175,9 @@ static void test_bytes_per_entry(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_per_entry)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes_per_entry),
+        cmocka_unit_test(test_entry_without_memory)};
     /* before any allocation of the library */
     if (ckpt_set_allocator(&count_alloc) != 0)
         return 1;

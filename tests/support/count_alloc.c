@@ -1,5 +1,6 @@
 /* tests/support/count_alloc.c - the counting allocator of count_alloc.h:
- * live bytes and their peak over malloc, realloc and free. */
+ * live bytes and their peak over malloc, realloc and free, and failing
+ * every allocation when told to. */
 #include "count_alloc.h"
 
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 
 static atomic_llong live_bytes;
 static atomic_llong peak_bytes;
+static atomic_int failing;
 
 static void note_alloc(long long n)
 {
@@ -21,7 +23,7 @@ static void note_alloc(long long n)
 
 static void *count_malloc(size_t n, void *payload)
 {
-    unsigned char *p = malloc(n + HEADER);
+    unsigned char *p = atomic_load(&failing) ? NULL : malloc(n + HEADER);
     (void)payload;
     if (!p)
         return NULL;
@@ -49,7 +51,7 @@ static void *count_realloc(void *q, size_t n, void *payload)
     if (!p)
         return count_malloc(n, payload);
     memcpy(&old, p - HEADER, sizeof(old));
-    r = realloc(p - HEADER, n + HEADER);
+    r = atomic_load(&failing) ? NULL : realloc(p - HEADER, n + HEADER);
     if (!r)
         return NULL;
     memcpy(r, &n, sizeof(n));
@@ -75,4 +77,9 @@ long long count_alloc_peak(void)
 void count_alloc_reset_peak(void)
 {
     atomic_store(&peak_bytes, atomic_load(&live_bytes));
+}
+
+void count_alloc_fail(int fail)
+{
+    atomic_store(&failing, fail != 0);
 }

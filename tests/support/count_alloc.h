@@ -2,7 +2,9 @@
  * counts the library's live bytes and their peak, so a test can bound what
  * a call keeps or needs (bytes, never time). Each block carries its size
  * in a 16-byte header; the counters are atomic (library threads allocate
- * too). Install it before the library allocates anything. */
+ * too). It can also be told to fail every allocation, for a test of what
+ * running out of memory gives. Install it before the library allocates
+ * anything. */
 #ifndef CKPT_TESTS_COUNT_ALLOC_H
 #define CKPT_TESTS_COUNT_ALLOC_H
 
@@ -19,5 +21,9 @@ long long count_alloc_peak(void);
 
 /** Start a new peak at the live count. */
 void count_alloc_reset_peak(void);
+
+/** Non-zero: every malloc and realloc fails (returns NULL) until called
+ *  again with 0. */
+void count_alloc_fail(int fail);
 
 #endif
