@@ -109,6 +109,11 @@ cli_out_of_memory(void);
 /* malloc that ends the run through cli_out_of_memory on failure (n == 0
  * allocates 1 byte). */
 void *cli_xmalloc(size_t n);
+
+/* Entry `i` (< count) of `r`: the library makes an entry's public form the
+ * first time it is handed out, so this ends the run through
+ * cli_out_of_memory when that fails. */
+const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i);
 /* calloc, realloc and strdup that fail the same way. */
 void *cli_xcalloc(size_t n, size_t size);
 void *cli_xrealloc(void *p, size_t n);

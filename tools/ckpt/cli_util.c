@@ -210,6 +210,14 @@ void *cli_xmalloc(size_t n)
     return p;
 }
 
+const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i)
+{
+    const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+    if (!e)
+        cli_out_of_memory();
+    return e;
+}
+
 void *cli_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);

@@ -535,10 +535,8 @@ static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
     int rc = 0;
     *compared = 0;
     while (rc == 0 && (i < na || j < nb)) {
-        const ckpt_tensor_entry *ea =
-            i < na ? ckpt_bundle_reader_entry(ra, i) : NULL;
-        const ckpt_tensor_entry *eb =
-            j < nb ? ckpt_bundle_reader_entry(rb, j) : NULL;
+        const ckpt_tensor_entry *ea = i < na ? cli_entry(ra, i) : NULL;
+        const ckpt_tensor_entry *eb = j < nb ? cli_entry(rb, j) : NULL;
         int c;
         /* pieces of tensors compared assembled: not on their own */
         if (ea && ea->is_slice_key && assembled_dtype(ea->dtype)) {

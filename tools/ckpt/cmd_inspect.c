@@ -196,7 +196,7 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
     w->shape = 5;
     w->bytes = 5;
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        const ckpt_tensor_entry *e = cli_entry(r, i);
         char tmp[24], num[32];
         int len;
         if (!wanted(o, e))
@@ -344,7 +344,7 @@ static int run(int argc, char **argv)
     qsort(o.tensors, (size_t)o.num_tensors, sizeof(o.tensors[0]), compare_args);
     n = ckpt_bundle_reader_count(r);
     for (size_t i = 0; i < n; i++)
-        shown += wanted(&o, ckpt_bundle_reader_entry(r, i)) != 0;
+        shown += wanted(&o, cli_entry(r, i)) != 0;
     if (o.json) {
         cli_json_printed();
         fputs("{\n  \"prefix\": ", stdout);
@@ -362,7 +362,7 @@ static int run(int argc, char **argv)
                w.shape, "SHAPE", w.bytes, "BYTES", "SHARD");
     }
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        const ckpt_tensor_entry *e = cli_entry(r, i);
         int trc;
         if (!wanted(&o, e))
             continue;

@@ -276,7 +276,7 @@ static int run(int argc, char **argv)
     n = ckpt_bundle_reader_count(r);
     order = cli_xmalloc((n ? n : 1) * sizeof(*order));
     for (size_t i = 0; i < n; i++)
-        order[i] = ckpt_bundle_reader_entry(r, i);
+        order[i] = cli_entry(r, i);
     qsort(order, n, sizeof(*order), by_file_position);
     /* One stream per data file (a restore's reads: one choice between the
      * page cache and O_DIRECT, one read-ahead ramp); only when it finds
