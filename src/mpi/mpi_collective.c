@@ -130,7 +130,7 @@ int ckpt__mpi_test_from_ranks(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     return 0;
 }
 
-void ckpt__mpi_pause(long *round, double since)
+long ckpt__mpi_pause_ns(long round, double waited_s)
 {
     /* Yield first (peers on the same cores get to run, a quick answer is
      * seen at once), then sleep an eighth of the time waited so far, from
@@ -142,11 +142,22 @@ void ckpt__mpi_pause(long *round, double since)
      * whose peer finished 0.6 ms after it). Now the overshoot is at most
      * an eighth of the wait, and a long wait still wakes at most about a
      * thousand times a second. */
-    if (*round < 200) {
+    double s = waited_s / 8;
+    if (round < CKPT__MPI_PAUSE_YIELDS)
+        return 0;
+    if (!(s >= CKPT__MPI_PAUSE_MIN_NS * 1e-9)) /* NaN too: the shortest */
+        return CKPT__MPI_PAUSE_MIN_NS;
+    if (s > CKPT__MPI_PAUSE_MAX_NS * 1e-9)
+        return CKPT__MPI_PAUSE_MAX_NS;
+    return (long)(s * 1e9);
+}
+
+void ckpt__mpi_pause(long *round, double since)
+{
+    long ns = ckpt__mpi_pause_ns(*round, ckpt__mpi_now() - since);
+    if (ns == 0) {
         sched_yield();
     } else {
-        double s = (ckpt__mpi_now() - since) / 8;
-        long ns = s > 1e-3 ? 1000000L : s < 1e-5 ? 10000L : (long)(s * 1e9);
         struct timespec ts = {0, ns};
         nanosleep(&ts, NULL);
     }

@@ -227,6 +227,14 @@ double ckpt__mpi_now(void);
 /* One pause of a polling loop that began waiting at `since`
  * (ckpt__mpi_now); `*round` counts them (start at 0). */
 void ckpt__mpi_pause(long *round, double since);
+/* ckpt__mpi_pause's schedule: the first CKPT__MPI_PAUSE_YIELDS rounds
+ * yield (0 returned), later ones sleep `waited_s` / 8 (the seconds waited
+ * so far), in nanoseconds clamped to CKPT__MPI_PAUSE_MIN_NS ..
+ * CKPT__MPI_PAUSE_MAX_NS (a negative or NaN wait: the shortest). */
+#define CKPT__MPI_PAUSE_YIELDS 200
+#define CKPT__MPI_PAUSE_MIN_NS 10000L   /* 10 us */
+#define CKPT__MPI_PAUSE_MAX_NS 1000000L /* 1 ms */
+long ckpt__mpi_pause_ns(long round, double waited_s);
 /* Wait for `n` requests, polling, at most the collective timeout; past it
  * log `what` on stderr and MPI_Abort. */
 void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
