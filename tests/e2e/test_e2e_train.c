@@ -6,7 +6,8 @@
  * (a read-only directory; a full tmpfs) leaving exit status 1, a message
  * naming the file and the OS error, and the earlier checkpoint intact;
  * a stdout that goes nowhere (exit status 3, the checkpoints written);
- * a 64 KiB stack limit. */
+ * a 64 KiB stack limit; a model larger than the memory it may have
+ * (refused, exit status 2), and an allocation failure named. */
 #include "e2e_util.h"
 
 #include "ckpt.h"
@@ -751,6 +752,39 @@ static void test_help_to_full_device_exits_3(void **state)
 
 /* ---- a small stack limit ---------------------------------------------- */
 
+/* Run argv[0] with `resource` limited to `limit` (soft and hard), its
+ * stdout and stderr into the file `out_path`; its wait status. */
+static int run_under_limit(int resource, rlim_t limit, const char *const *argv,
+                           const char *out_path)
+{
+    int status = 0;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = {limit, limit};
+        int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 1) != 1 || dup2(fd, 2) != 2 ||
+            setrlimit(resource, &rl) != 0)
+            _exit(97);
+        execv(argv[0], (char *const *)argv);
+        _exit(98);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* The output of a run_under_limit run, NUL-terminated (free it). */
+static char *read_output(const char *path)
+{
+    size_t n = 0;
+    char *out = (char *)test_read_file(path, &n);
+    assert_non_null(out);
+    out = realloc(out, n + 1);
+    assert_non_null(out);
+    out[n] = '\0';
+    return out;
+}
+
 /* ckpt-train to step 100 with RLIMIT_STACK at `limit` (saves every 50
  * steps, --busy wait): it exits 0 and its checkpoint verifies (its stderr
  * shown otherwise). Skipped in sanitizer builds, whose own frames need
@@ -763,8 +797,7 @@ static void train_under_stack_limit(rlim_t limit)
     const char *const args[] = {
         CKPT_TRAIN_PATH, "--dir", run,      "--steps", "100",     MODEL,
         "--save-steps",  "50",    "--busy", "wait",    "--quiet", NULL};
-    int status = 0;
-    pid_t pid;
+    int status;
     if (TEST_SANITIZED) {
         free(err_path);
         free(run);
@@ -772,18 +805,7 @@ static void train_under_stack_limit(rlim_t limit)
         skip();
         return;
     }
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct rlimit rl = {limit, limit};
-        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || dup2(fd, 1) != 1 || dup2(fd, 2) != 2 ||
-            setrlimit(RLIMIT_STACK, &rl) != 0)
-            _exit(97);
-        execv(CKPT_TRAIN_PATH, (char *const *)args);
-        _exit(98);
-    }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    status = run_under_limit(RLIMIT_STACK, limit, args, err_path);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         size_t n = 0;
         uint8_t *err = test_read_file(err_path, &n);
@@ -815,6 +837,113 @@ static void test_huge_stack_limit(void **state)
 {
     (void)state;
     train_under_stack_limit((rlim_t)1 << 40);
+}
+
+/* ---- a model larger than the memory it may have ---------------------- */
+
+typedef struct memory_case {
+    int resource;
+    rlim_t limit;
+    const char *hidden, *layers, *mode;
+    int status;
+    const char *want[2]; /* in its output */
+    const char *absent;  /* not in its output */
+} memory_case;
+
+/* Options whose model (with its Adam moments, gradients, activations and
+ * an async save's staging copy) cannot fit in the memory the process may
+ * have (a small `ulimit -v` or `ulimit -d` here, set in the child alone:
+ * nothing large is ever allocated) are refused at once: exit status 2,
+ * the options, the bytes they need and the limit named (--mode sync
+ * suggested where it would fit), no directory made. Before, the
+ * allocations failed one by one and the trainer said only "out of
+ * memory" (exit 1), or, under no limit, was OOM-killed touching
+ * terabytes. A model that passes the check but not the allocations (the
+ * process's own mappings count against `ulimit -v` too: a limit one page
+ * above what the options need, 53775008 bytes by test_train_memory.c's
+ * plan) fails naming the array it could not allocate and its size, exit
+ * status 1. Skipped in sanitizer builds, whose shadow memory does not
+ * start under such limits. */
+static void test_model_memory_limits(void **state)
+{
+    static const memory_case cases[] = {
+        {RLIMIT_AS,
+         (rlim_t)256 << 20,
+         "65536",
+         "64",
+         "async",
+         2,
+         {"ckpt-train: --hidden 65536 --layers 64 --batch 64 --mode async "
+          "need 7578664913752 bytes of memory (6.9 TiB: the model with its "
+          "Adam moments, gradients and activations 3.9 TiB, an async save's "
+          "copy of its state 3.0 TiB, the data), more than ",
+          "the address-space limit (ulimit -v) of 268435456 bytes (256.0 "
+          "MiB); choose a smaller --hidden, --layers or --batch\n"},
+         "out of memory"},
+        {RLIMIT_DATA,
+         (rlim_t)256 << 20,
+         "4096",
+         "8",
+         "sync",
+         2,
+         {"ckpt-train: --hidden 4096 --layers 8 --batch 64 --mode sync need "
+          "1899694752 bytes of memory (1.8 GiB: the model with its Adam "
+          "moments, gradients and activations 1.8 GiB, the data), more than ",
+          "the data-segment limit (ulimit -d) of 268435456 bytes (256.0 "
+          "MiB); choose a smaller --hidden, --layers or --batch\n"},
+         "out of memory"},
+        {RLIMIT_AS,
+         (rlim_t)64 << 20,
+         "1024",
+         "4",
+         "async",
+         2,
+         {"ckpt-train: --hidden 1024 --layers 4 --batch 64 --mode async need "
+          "92105560 bytes of memory (87.8 MiB: ",
+          "the address-space limit (ulimit -v) of 67108864 bytes (64.0 MiB); "
+          "choose a smaller --hidden, --layers or --batch, or --mode sync (no "
+          "staging copy)\n"},
+         "out of memory"},
+        {RLIMIT_AS,
+         (rlim_t)53780480,
+         "1024",
+         "4",
+         "sync",
+         1,
+         {"ckpt-train: out of memory allocating ", " bytes)\n"},
+         " need "},
+    };
+    char *dir, *out_path;
+    (void)state;
+    if (TEST_SANITIZED)
+        skip();
+    dir = test_make_temp_dir();
+    out_path = test_path(dir, "out.txt");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const memory_case *c = &cases[i];
+        char name[16];
+        char *run;
+        snprintf(name, sizeof(name), "run%zu", i);
+        run = test_path(dir, name);
+        const char *const args[] = {CKPT_TRAIN_PATH, "--dir",   run,
+                                    "--hidden",      c->hidden, "--layers",
+                                    c->layers,       "--mode",  c->mode,
+                                    "--quiet",       NULL};
+        int status = run_under_limit(c->resource, c->limit, args, out_path);
+        char *out = read_output(out_path);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != c->status)
+            fail_msg("case %zu: wait status %#x, want exit %d: %s", i,
+                     (unsigned)status, c->status, out);
+        e2e_expect_contains("trainer output", out, c->want[0], 1);
+        e2e_expect_contains("trainer output", out, c->want[1], 1);
+        e2e_expect_contains("trainer output", out, c->absent, 0);
+        if (c->status == 2) /* refused before the directory is made */
+            assert_int_equal(access(run, F_OK), -1);
+        free(out);
+        free(run);
+    }
+    free(out_path);
+    test_remove_tree(dir);
 }
 
 typedef struct mount_state {
@@ -955,6 +1084,7 @@ int main(void)
         cmocka_unit_test(test_help_to_full_device_exits_3),
         cmocka_unit_test(test_small_stack_limit),
         cmocka_unit_test(test_huge_stack_limit),
+        cmocka_unit_test(test_model_memory_limits),
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };

@@ -1,5 +1,6 @@
 /* tools/ckpt-train/data.c - see data.h. */
 #include "data.h"
+#include "memory.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,22 +19,28 @@ static void shuffle(dataset *d)
     }
 }
 
-int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed)
+int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed,
+                 train_alloc_failure *f)
 {
     rng gen;
-    float *centers;
+    float *centers = NULL;
     memset(d, 0, sizeof(*d));
     d->n = n;
     d->dim = dim;
     d->classes = classes;
-    d->x = malloc(sizeof(float) * (size_t)n * (size_t)dim);
-    d->y = malloc(sizeof(int32_t) * (size_t)n);
-    d->order = malloc(sizeof(int32_t) * (size_t)n);
-    centers = malloc(sizeof(float) * (size_t)classes * (size_t)dim);
-    if (!d->x || !d->y || !d->order || !centers) {
-        free(centers);
+    d->x = train_alloc(sizeof(float) * (size_t)n * (size_t)dim,
+                       "the data set's examples", f);
+    if (d->x)
+        d->y = train_alloc(sizeof(int32_t) * (size_t)n, "the data set's labels",
+                           f);
+    if (d->y)
+        d->order =
+            train_alloc(sizeof(int32_t) * (size_t)n, "the data set's order", f);
+    if (d->order)
+        centers = train_alloc(sizeof(float) * (size_t)classes * (size_t)dim,
+                              "the data set's class centres", f);
+    if (!centers)
         return -1;
-    }
     rng_seed(&gen, seed);
     for (int c = 0; c < classes * dim; c++)
         centers[c] = 0.4f * rng_normal(&gen);
@@ -58,10 +65,12 @@ void dataset_free(dataset *d)
     memset(d, 0, sizeof(*d));
 }
 
-int dataset_position_init(dataset *pos, const dataset *d)
+int dataset_position_init(dataset *pos, const dataset *d,
+                          train_alloc_failure *f)
 {
     *pos = *d;
-    pos->order = malloc(sizeof(int32_t) * (size_t)d->n);
+    pos->order = train_alloc(sizeof(int32_t) * (size_t)d->n,
+                             "the reading position's order", f);
     if (!pos->order)
         return -1;
     dataset_position_copy(pos, d);

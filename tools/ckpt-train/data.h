@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct train_alloc_failure; /* memory.h */
+
 typedef struct dataset {
     int n, dim, classes;
     float *x;   /* [n x dim] */
@@ -22,15 +24,18 @@ typedef struct dataset {
     rng shuffle; /* state as uint64[4] */
 } dataset;
 
-/* Generate the data set and the first epoch's order. 0 or -1 (memory). */
-int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed);
+/* Generate the data set and the first epoch's order. 0 or -1 (memory: *f
+ * names what could not be allocated; dataset_free frees what was). */
+int dataset_init(dataset *d, int n, int dim, int classes, uint64_t seed,
+                 struct train_alloc_failure *f);
 void dataset_free(dataset *d);
 
 /* A second reading position over the same data (x and y are borrowed
  * from `d`; it owns its order): a step reads its batch through it and
  * moves the checkpointed position only once it may write the state.
- * 0 or -1 (memory). */
-int dataset_position_init(dataset *pos, const dataset *d);
+ * 0 or -1 (memory, named in *f). */
+int dataset_position_init(dataset *pos, const dataset *d,
+                          struct train_alloc_failure *f);
 void dataset_position_free(dataset *pos);
 /* Copy the reading position (order, cursor, epoch, RNG) from -> to. */
 void dataset_position_copy(dataset *to, const dataset *from);

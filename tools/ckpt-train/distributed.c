@@ -22,6 +22,7 @@
 #include "ckpt/mpi.h"
 #include "data.h"
 #include "make_dirs.h"
+#include "memory.h"
 #include "model.h"
 #include "options.h"
 #include "report.h"
@@ -39,10 +40,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define DATA_N 4096
-#define DATA_DIM 32
-#define DATA_CLASSES 10
 
 /* The parts of a rank's data position, stored per rank. */
 #define POSITION_PARTS 4
@@ -291,24 +288,38 @@ static int train_step(ckpt_step_context *sc, void *payload)
 /* ---- running
  * ----------------------------------------------------------------- */
 
+/* This rank's memory: a batch, its shard of the data and its reading
+ * position, the model, the packed gradients. 0, or -1 after saying on
+ * stderr what could not be allocated. */
 static int setup(dist_trainer *t)
 {
+    train_alloc_failure f;
+    char prefix[48];
     size_t grads = 0;
-    t->batch_x = malloc(sizeof(float) * (size_t)t->o.batch * DATA_DIM);
-    t->batch_y = malloc(sizeof(int32_t) * (size_t)t->o.batch);
+    memset(&f, 0, sizeof(f));
+    t->batch_x = train_alloc(sizeof(float) * (size_t)t->o.batch * DATA_DIM,
+                             "the batch's examples", &f);
+    t->batch_y = train_alloc(sizeof(int32_t) * (size_t)t->o.batch,
+                             "the batch's labels", &f);
     /* Each rank its own shard: its own data set and shuffling. */
-    if (!t->batch_x || !t->batch_y ||
+    if (t->batch_x && t->batch_y &&
         dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES,
-                     t->o.seed + 7919u * (uint64_t)t->rank) ||
-        dataset_position_init(&t->ahead, &t->data) ||
+                     t->o.seed + 7919u * (uint64_t)t->rank, &f) == 0 &&
+        dataset_position_init(&t->ahead, &t->data, &f) == 0 &&
         mlp_init(&t->model, DATA_DIM, t->o.hidden, t->o.layers, DATA_CLASSES,
-                 t->o.batch, t->o.lr, t->o.seed))
-        return -1;
-    for (int l = 0; l < t->model.nlayers; l++)
-        grads += (size_t)(t->model.layers[l].in + 1) *
-                 (size_t)t->model.layers[l].out;
-    t->grads = malloc((grads + 1) * sizeof(float)); /* + the stop vote */
-    return t->grads ? 0 : -1;
+                 t->o.batch, t->o.lr, t->o.seed, &f) == 0) {
+        for (int l = 0; l < t->model.nlayers; l++)
+            grads += (size_t)(t->model.layers[l].in + 1) *
+                     (size_t)t->model.layers[l].out;
+        /* + the stop vote */
+        t->grads = train_alloc((grads + 1) * sizeof(float),
+                               "the packed gradients", &f);
+    }
+    if (t->grads)
+        return 0;
+    snprintf(prefix, sizeof(prefix), "ckpt-train: rank %d: ", t->rank);
+    train_alloc_report(&f, prefix);
+    return -1;
 }
 
 /* Rank 0 says so when some rank may run on one core only (its affinity)
@@ -583,10 +594,13 @@ int ckpt_train_distributed(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t->size);
     code = train_options_parse(&t->o, argc, argv, 1);
-    if (code == 0 && setup(t) != 0) {
-        fprintf(stderr, "ckpt-train: out of memory\n");
-        code = 1;
+    if (code == 0) { /* a model that cannot fit: refused on every rank */
+        char prefix[48];
+        snprintf(prefix, sizeof(prefix), "ckpt-train: rank %d: ", t->rank);
+        code = train_memory_check(&t->o, t->size, prefix);
     }
+    if (code == 0 && setup(t) != 0)
+        code = 1;
     if (code == 0)
         code = run(t);
     /* Before MPI_Finalize, whose alarm ends the process with _exit (no

@@ -11,6 +11,7 @@
 #include "distributed.h"
 #endif
 #include "make_dirs.h"
+#include "memory.h"
 #include "model.h"
 #include "options.h"
 #include "report.h"
@@ -26,10 +27,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define DATA_N 4096
-#define DATA_DIM 32
-#define DATA_CLASSES 10
 
 /* ---- the model's variables ------------------------------------------------
  */
@@ -120,6 +117,29 @@ static int train_step(ckpt_step_context *sc, void *payload)
     mlp_apply_gradients(&t->model);
     t->global_step++;
     return ckpt_step_context_publish_float(sc, "loss", loss);
+}
+
+/* The trainer's memory: a batch, the data set and its reading position,
+ * the model. 0, or -1 after saying on stderr what could not be allocated
+ * (main frees what was). */
+static int alloc_trainer(trainer *t)
+{
+    train_alloc_failure f;
+    size_t batch = (size_t)t->opt.batch;
+    memset(&f, 0, sizeof(f));
+    t->batch_x = train_alloc(sizeof(float) * batch * DATA_DIM,
+                             "the batch's examples", &f);
+    t->batch_y = train_alloc(sizeof(int32_t) * batch, "the batch's labels", &f);
+    if (!t->batch_x || !t->batch_y ||
+        dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed,
+                     &f) ||
+        dataset_position_init(&t->ahead, &t->data, &f) ||
+        mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
+                 DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed, &f)) {
+        train_alloc_report(&f, "ckpt-train: ");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- running
@@ -252,20 +272,17 @@ int main(int argc, char **argv)
         exit_code = err == TRAIN_OPTIONS_HELP ? 0 : err;
         goto done;
     }
+    /* A model that cannot fit is refused before anything is made. */
+    exit_code = train_memory_check(&t->opt, 0, "ckpt-train: ");
+    if (exit_code != 0)
+        goto done;
+    exit_code = 1;
     if (train_make_dirs(t->opt.dir) != 0) {
         train_make_dirs_report(t->opt.dir);
         goto done;
     }
-    t->batch_x = malloc(sizeof(float) * (size_t)t->opt.batch * DATA_DIM);
-    t->batch_y = malloc(sizeof(int32_t) * (size_t)t->opt.batch);
-    if (!t->batch_x || !t->batch_y ||
-        dataset_init(&t->data, DATA_N, DATA_DIM, DATA_CLASSES, t->opt.seed) ||
-        dataset_position_init(&t->ahead, &t->data) ||
-        mlp_init(&t->model, DATA_DIM, t->opt.hidden, t->opt.layers,
-                 DATA_CLASSES, t->opt.batch, t->opt.lr, t->opt.seed)) {
-        fprintf(stderr, "ckpt-train: out of memory\n");
+    if (alloc_trainer(t) != 0)
         goto done;
-    }
     report_init(&rep, t->opt.quiet, t->opt.steps,
                 t->opt.save_steps > 0 ? t->opt.save_steps : 100);
 

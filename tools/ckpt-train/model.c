@@ -1,6 +1,7 @@
 /* tools/ckpt-train/model.c - see model.h. Loops are ordered so the inner
  * one runs over contiguous memory and vectorises. */
 #include "model.h"
+#include "memory.h"
 #include "rng.h"
 
 #include <math.h>
@@ -9,13 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float *alloc_floats(size_t n)
+/* n floats, zeroed, for `scope`/`name`; NULL (and *f says which) when
+ * there is no memory for them. */
+static float *alloc_floats(size_t n, const char *scope, const char *name,
+                           train_alloc_failure *f)
 {
-    return calloc(n ? n : 1, sizeof(float));
+    char what[96];
+    snprintf(what, sizeof(what), "%s/%s", scope, name);
+    return train_alloc(n * sizeof(float), what, f);
+}
+
+/* The arrays of layer `l` (its in and out set), zeroed, in order; -1 at
+ * the first that cannot be allocated, named in *f. */
+static int alloc_layer(layer *L, int l, int batch, train_alloc_failure *f)
+{
+    const size_t nw = (size_t)L->in * (size_t)L->out, nb = (size_t)L->out,
+                 na = (size_t)batch * (size_t)L->out;
+    const struct {
+        float **p;
+        size_t n;
+        const char *name;
+    } arrays[] = {{&L->w, nw, "kernel"},
+                  {&L->mw, nw, "kernel/Adam"},
+                  {&L->vw, nw, "kernel/Adam_1"},
+                  {&L->gw, nw, "kernel's gradient"},
+                  {&L->b, nb, "bias"},
+                  {&L->mb, nb, "bias/Adam"},
+                  {&L->vb, nb, "bias/Adam_1"},
+                  {&L->gb, nb, "bias's gradient"},
+                  {&L->act, na, "activations"},
+                  {&L->delta, na, "activations' gradient"}};
+    char scope[32];
+    mlp_layer_scope(scope, sizeof(scope), l);
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        *arrays[i].p = alloc_floats(arrays[i].n, scope, arrays[i].name, f);
+        if (!*arrays[i].p)
+            return -1;
+    }
+    return 0;
 }
 
 int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
-             float lr, uint64_t seed)
+             float lr, uint64_t seed, train_alloc_failure *f)
 {
     rng r;
     memset(m, 0, sizeof(*m));
@@ -28,7 +64,8 @@ int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
     m->eps = 1e-7f;
     m->beta1_power = m->beta1;
     m->beta2_power = m->beta2;
-    m->layers = calloc((size_t)m->nlayers, sizeof(layer));
+    m->layers = train_alloc((size_t)m->nlayers * sizeof(layer),
+                            "the table of layers", f);
     if (!m->layers)
         return -1;
     for (int l = 0; l < m->nlayers; l++) {
@@ -38,18 +75,7 @@ int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
         L->in = l == 0 ? in : hidden;
         L->out = l == m->nlayers - 1 ? out : hidden;
         nw = (size_t)L->in * (size_t)L->out;
-        L->w = alloc_floats(nw);
-        L->mw = alloc_floats(nw);
-        L->vw = alloc_floats(nw);
-        L->gw = alloc_floats(nw);
-        L->b = alloc_floats((size_t)L->out);
-        L->mb = alloc_floats((size_t)L->out);
-        L->vb = alloc_floats((size_t)L->out);
-        L->gb = alloc_floats((size_t)L->out);
-        L->act = alloc_floats((size_t)batch * (size_t)L->out);
-        L->delta = alloc_floats((size_t)batch * (size_t)L->out);
-        if (!L->w || !L->mw || !L->vw || !L->gw || !L->b || !L->mb || !L->vb ||
-            !L->gb || !L->act || !L->delta)
+        if (alloc_layer(L, l, batch, f) != 0)
             return -1;
         limit = sqrtf(6.0f / (float)(L->in + L->out));
         for (size_t i = 0; i < nw; i++)

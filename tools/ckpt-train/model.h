@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct train_alloc_failure; /* memory.h */
+
 typedef struct layer {
     int in, out;
     float *w, *b;   /* weights [in x out], bias [out] */
@@ -29,9 +31,11 @@ typedef struct mlp {
 } mlp;
 
 /* Build an MLP in -> hidden x nhidden -> out, weights initialised from
- * `seed` (Glorot uniform), Adam state zero. Returns 0 or -1 (memory). */
+ * `seed` (Glorot uniform), Adam state zero. Returns 0 or -1 (memory: *f
+ * names the array that could not be allocated and its bytes; mlp_free
+ * frees what was). */
 int mlp_init(mlp *m, int in, int hidden, int nhidden, int out, int batch,
-             float lr, uint64_t seed);
+             float lr, uint64_t seed, struct train_alloc_failure *f);
 void mlp_free(mlp *m);
 
 /* Bytes of checkpointed state (weights, biases, both Adam moments). */

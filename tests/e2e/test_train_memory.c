@@ -1,0 +1,185 @@
+/* tests/e2e/test_train_memory.c - what ckpt-train's options need in
+ * memory (tools/ckpt-train/memory.c), before it allocates: the bytes of
+ * the model (weights, biases, Adam moments, gradients, activations), of
+ * an async save's staging copy (none for sync or none; a rank's share
+ * with --distributed), of the data and, with --distributed, the packed
+ * gradients, for the default options and the largest the command line
+ * takes; a count that overflows 64 bits refused; the checkpointed part
+ * the same as what the built model says it checkpoints; and an allocation
+ * failure named by the first array that failed. The runs refused under a
+ * memory limit are in test_e2e_train.c. */
+#include "test_util.h"
+
+#include "ckpt.h"
+#include "memory.h"
+#include "model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct plan_case {
+    int hidden, layers, batch, mode, ranks;
+    uint64_t model, state, staging, data, total;
+} plan_case;
+
+/* Computed by hand from the layer widths (32 -> hidden x layers -> 10),
+ * 4 bytes a float: see memory.c for which arrays each term counts. */
+static const plan_case plan_cases[] = {
+    /* the defaults: 6784 weights, 138 units */
+    {64, 2, 64, CKPT_SAVE_ASYNC, 0, 181408, 83064, 99512, 587264, 868184},
+    {64, 2, 64, CKPT_SAVE_SYNC, 0, 181408, 83064, 0, 587264, 768672},
+    {64, 2, 64, -1, 0, 181408, 83064, 0, 587264, 768672},
+    /* --distributed on 2 ranks, sync: the packed gradients too */
+    {64, 2, 64, CKPT_SAVE_SYNC, 2, 181408, 83064, 0, 614956, 796364},
+    /* the largest the command line takes: 6.9 TiB, and with the largest
+     * batch on 4 ranks a quarter of the state staged on each */
+    {65536, 64, 64, CKPT_SAVE_ASYNC, 0, 4331585672352, 3247078637688,
+     3247078654136, 587264, 7578664913752},
+    {65536, 64, 65536, CKPT_SAVE_ASYNC, 4, 6528466682016, 3247078637688,
+     811769675870, 1082368775468, 8422605133354},
+};
+
+static void test_plan_values(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(plan_cases) / sizeof(plan_cases[0]); i++) {
+        const plan_case *c = &plan_cases[i];
+        train_options o;
+        train_memory m;
+        memset(&o, 0, sizeof(o));
+        o.hidden = c->hidden;
+        o.layers = c->layers;
+        o.batch = c->batch;
+        o.mode = c->mode;
+        if (train_memory_plan(&o, c->ranks, &m) != 0)
+            fail_msg("case %zu: refused as an overflow", i);
+        if (m.model != c->model || m.state != c->state ||
+            m.staging != c->staging || m.data != c->data || m.total != c->total)
+            fail_msg("case %zu: model %llu state %llu staging %llu data %llu "
+                     "total %llu",
+                     i, (unsigned long long)m.model,
+                     (unsigned long long)m.state, (unsigned long long)m.staging,
+                     (unsigned long long)m.data, (unsigned long long)m.total);
+    }
+}
+
+/* Sizes past what 64 bits count (beyond the command line's bounds, which
+ * keep every product in range on a 64-bit machine) are refused, not
+ * wrapped to a small number that would pass the check. */
+static void test_plan_overflow_refused(void **state)
+{
+    static const int sizes[][3] = {
+        {INT_MAX, INT_MAX, 1},       /* (layers - 1) x hidden^2 */
+        {INT_MAX, 1, INT_MAX},       /* 2 x batch x units x 4 */
+        {1 << 30, 1 << 20, 1},       /* 2^80 weights */
+        {INT_MAX, 1 << 10, INT_MAX}, /* both */
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        train_options o;
+        train_memory m;
+        memset(&o, 0, sizeof(o));
+        o.hidden = sizes[i][0];
+        o.layers = sizes[i][1];
+        o.batch = sizes[i][2];
+        o.mode = CKPT_SAVE_ASYNC;
+        if (train_memory_plan(&o, 0, &m) != -1)
+            fail_msg("case %zu: planned %llu bytes", i,
+                     (unsigned long long)m.total);
+        if (train_memory_plan(&o, 3, &m) != -1)
+            fail_msg("case %zu (3 ranks): planned %llu bytes", i,
+                     (unsigned long long)m.total);
+        /* refused as a usage error, before any limit is looked at */
+        assert_int_equal(train_memory_check(&o, 0, "test: "), 2);
+    }
+}
+
+/* The checkpointed part of the plan is what the model built from the same
+ * options checkpoints (mlp_state_bytes), for a few shapes. */
+static void test_plan_state_matches_model(void **state)
+{
+    static const int shapes[][3] = {{64, 2, 64}, {16, 1, 16}, {33, 5, 7}};
+    (void)state;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        train_options o;
+        train_memory m;
+        train_alloc_failure f;
+        mlp model;
+        memset(&o, 0, sizeof(o));
+        memset(&f, 0, sizeof(f));
+        o.hidden = shapes[i][0];
+        o.layers = shapes[i][1];
+        o.batch = shapes[i][2];
+        o.mode = CKPT_SAVE_SYNC;
+        assert_int_equal(train_memory_plan(&o, 0, &m), 0);
+        assert_int_equal(mlp_init(&model, DATA_DIM, o.hidden, o.layers,
+                                  DATA_CLASSES, o.batch, 0.01f, 1, &f),
+                         0);
+        assert_int_equal(m.state, mlp_state_bytes(&model));
+        assert_string_equal(f.what, "");
+        mlp_free(&model);
+    }
+    /* the defaults fit any machine the tests run on */
+    {
+        train_options o;
+        memset(&o, 0, sizeof(o));
+        o.hidden = 64;
+        o.layers = 2;
+        o.batch = 64;
+        o.mode = CKPT_SAVE_ASYNC;
+        assert_int_equal(train_memory_check(&o, 0, "test: "), 0);
+    }
+}
+
+/* The limit: the smallest known, named; physical memory at most. */
+static void test_limit_named(void **state)
+{
+    const char *what = NULL;
+    uint64_t limit = train_memory_limit(&what);
+    (void)state;
+    assert_non_null(what);
+    assert_true(limit > 0);
+    assert_true(strcmp(what, "physical memory") == 0 ||
+                strstr(what, "(ulimit -") != NULL);
+}
+
+/* A failed allocation keeps the first name and size given, and the
+ * report says them. */
+static void test_alloc_failure_named(void **state)
+{
+    train_alloc_failure f;
+    void *p;
+    (void)state;
+    memset(&f, 0, sizeof(f));
+    p = train_alloc(16, "sixteen bytes", &f);
+    assert_non_null(p);
+    assert_string_equal(f.what, "");
+    free(p);
+    if (TEST_SANITIZED) { /* a sanitizer's calloc aborts on SIZE_MAX */
+        skip();
+        return;
+    }
+    /* SIZE_MAX bytes: calloc refuses without trying */
+    assert_null(train_alloc(SIZE_MAX, "dense_3/kernel/Adam", &f));
+    assert_null(train_alloc(SIZE_MAX, "a later array", &f));
+    {
+        char want[96];
+        snprintf(want, sizeof(want), "dense_3/kernel/Adam (%zu bytes)",
+                 (size_t)SIZE_MAX);
+        assert_string_equal(f.what, want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_values),
+        cmocka_unit_test(test_plan_overflow_refused),
+        cmocka_unit_test(test_plan_state_matches_model),
+        cmocka_unit_test(test_limit_named),
+        cmocka_unit_test(test_alloc_failure_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
