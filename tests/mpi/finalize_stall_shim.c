@@ -10,9 +10,17 @@
  * same way: a start held by a rank that never joins. Said on stderr first,
  * so a test can see that the stall was reached. With CKPT_BLOCK_SIGALRM
  * set, SIGALRM is blocked before main, as in a process started with it
- * blocked in its inherited signal mask. Every other rank starts and
- * finalizes as usual. */
+ * blocked in its inherited signal mask. With CKPT_REPORT_SIGNALS set,
+ * the process starts with SIGINT ignored and handlers of the shim's own
+ * for SIGTERM and SIGALRM (as a launcher or a library may leave them),
+ * and says on stderr what SIGINT, SIGTERM and SIGALRM mean, and whether
+ * SIGALRM is blocked, in MPI_Finalize (after the training's teardown)
+ * and at exit, naming the program (processes the MPI runtime starts get
+ * the shim too): "finalize_stall_shim: ckpt-train: at exit: SIGINT
+ * ignored, SIGTERM the shim's, SIGALRM the shim's, blocked". Every other rank
+ * starts and finalizes as usual. */
 #define _GNU_SOURCE /* sigset_t and sigprocmask under -std=c11 */
+#include <errno.h>  /* program_invocation_short_name */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +38,61 @@ __attribute__((constructor)) static void block_sigalrm(void)
     sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
+static void shim_handler(int sig)
+{
+    (void)sig;
+}
+
+__attribute__((constructor)) static void take_signals(void)
+{
+    struct sigaction sa;
+    if (!getenv("CKPT_REPORT_SIGNALS"))
+        return;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = shim_handler;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+/* What `sig` means now, in words. */
+static const char *meaning(int sig)
+{
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0)
+        return "unknown";
+    if (sa.sa_flags & SA_SIGINFO)
+        return "another handler";
+    if (sa.sa_handler == SIG_IGN)
+        return "ignored";
+    if (sa.sa_handler == SIG_DFL)
+        return "default";
+    return sa.sa_handler == shim_handler ? "the shim's" : "another handler";
+}
+
+static void report_signals(const char *when)
+{
+    sigset_t mask;
+    int blocked = sigprocmask(SIG_BLOCK, NULL, &mask) == 0 &&
+                  sigismember(&mask, SIGALRM) == 1;
+    if (!getenv("CKPT_REPORT_SIGNALS"))
+        return;
+    fprintf(stderr,
+            "finalize_stall_shim: %s: %s: SIGINT %s, SIGTERM %s, SIGALRM "
+            "%s, %s\n",
+            program_invocation_short_name, when, meaning(SIGINT),
+            meaning(SIGTERM), meaning(SIGALRM),
+            blocked ? "blocked" : "unblocked");
+    fflush(stderr);
+}
+
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    report_signals("at exit");
+}
+
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     if (getenv("CKPT_HANG_INIT")) {
@@ -45,6 +108,7 @@ int MPI_Finalize(void)
 {
     const char *want = getenv("CKPT_STALL_FINALIZE_RANK");
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    report_signals("in MPI_Finalize");
     if (getenv("CKPT_HANG_FINALIZE")) {
         fprintf(stderr, "finalize_stall_shim: MPI_Finalize hangs\n");
         fflush(stderr);

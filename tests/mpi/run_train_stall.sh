@@ -9,6 +9,9 @@
 # way, by their alarm around MPI_Finalize, and what they printed before
 # is not lost. Last, a rank alone whose MPI_Init_thread never returns
 # (the same shim): its start is bounded by the same timeout and alarm.
+# And a rank alone that started with SIGINT ignored and handlers for
+# SIGTERM and SIGALRM has them again in its MPI_Finalize and at exit (the
+# same shim reports them).
 # Usage: run_train_stall.sh NP CKPT_TRAIN FINALIZE_SHIM MPIEXEC [FLAGS...]
 set -euo pipefail
 np=$1 train=$2 shim=$3 mpiexec=$4
@@ -169,6 +172,26 @@ if [ "$np" -eq 2 ]; then
             "$tmp/err" || die "SIGALRM blocked at start: no message on the hanging $hang"
         echo "ok: SIGALRM blocked at start, $hang hanging: exit 70"
     done
+    # Dispositions the rank started with (CKPT_REPORT_SIGNALS: SIGINT
+    # ignored, the shim's handlers for SIGTERM and SIGALRM; SIGALRM
+    # blocked) are what it has again once the training is torn down, in
+    # MPI_Finalize (SIGALRM is the exit alarm's there) and at exit: before,
+    # SIGINT and SIGTERM were reset to SIG_DFL after the session closed
+    # (a Ctrl-C the job ignored would kill the rank in its exit), and the
+    # exit alarm's handler stayed, SIGALRM unblocked.
+    rm -rf "$tmp/run"
+    rc=0
+    env LD_PRELOAD="$preload" CKPT_REPORT_SIGNALS=1 CKPT_BLOCK_SIGALRM=1 \
+        timeout 60 "$train" --distributed --dir "$tmp/run" --steps 20 \
+        --save-steps 10 --quiet --hidden 16 --collective-timeout 30 \
+        >"$tmp/out" 2>"$tmp/err" || rc=$?
+    cat "$tmp/err" >>"$tmp/out"
+    [ "$rc" -eq 0 ] || die "dispositions reported: exit $rc, not 0"
+    grep -qx "finalize_stall_shim: ckpt-train: in MPI_Finalize: SIGINT ignored, SIGTERM the shim's, SIGALRM another handler, unblocked" \
+        "$tmp/err" || die "SIGINT or SIGTERM not restored before MPI_Finalize"
+    grep -qx "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored, SIGTERM the shim's, SIGALRM the shim's, blocked" \
+        "$tmp/err" || die "the dispositions at exit are not the ones it started with"
+    echo "ok: a rank alone: SIGINT, SIGTERM and SIGALRM as it started, in MPI_Finalize and at exit"
     # Its stdout lost (/dev/full), the run otherwise done: exit 3, as
     # without --distributed.
     rm -rf "$tmp/run"

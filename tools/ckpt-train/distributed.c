@@ -102,14 +102,25 @@ static void warn_blocked_term(int rank)
                 rank);
 }
 
-static void catch_stop_signals(int install)
+/* Catch SIGTERM and SIGINT for the training, their dispositions before
+ * into saved[0] and saved[1]. */
+static void catch_stop_signals(struct sigaction saved[2])
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
-    sa.sa_handler = install ? on_stop_signal : SIG_DFL;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGTERM, &sa, &saved[0]);
+    sigaction(SIGINT, &sa, &saved[1]);
+}
+
+/* Put back what catch_stop_signals found: a signal the process ignored,
+ * or handled (a launcher's or a library's handler), means that again
+ * for the rest of the run, the exit's MPI_Finalize included. */
+static void restore_stop_signals(const struct sigaction saved[2])
+{
+    sigaction(SIGTERM, &saved[0], NULL);
+    sigaction(SIGINT, &saved[1], NULL);
 }
 
 int ckpt_train_wants_distributed(int argc, char **argv)
@@ -384,6 +395,7 @@ static int run(dist_trainer *t)
     restored_check check; /* refuses a restored state no run writes */
     report rep;           /* this rank's saves' blocking, for the summary */
     double blocking[2], worst[2] = {0, 0};
+    struct sigaction stop_saved[2]; /* SIGTERM's and SIGINT's before */
     MPI_Request req;
     int err, code = 1;
     report_init(&rep, 1, 0, 0);
@@ -468,14 +480,14 @@ static int run(dist_trainer *t)
                t->global_step, t->o.steps);
     err = 0;
     warn_blocked_term(t->rank);
-    catch_stop_signals(1);
+    catch_stop_signals(stop_saved);
     while (err == 0 && t->global_step < t->o.steps &&
            !ckpt_monitored_session_should_stop(ms, NULL))
         err = ckpt_monitored_session_run(ms, NULL, train_step, t, NULL);
     if (err < 0 && !ckpt_is_clean_end(err))
         fail(t->rank, "training step");
     err = ckpt_monitored_session_close(ms, ckpt_is_clean_end(err) ? 0 : err);
-    catch_stop_signals(0);
+    restore_stop_signals(stop_saved);
     if (err < 0)
         fail(t->rank, "closing the session");
     else
@@ -520,11 +532,19 @@ static void on_mpi_alarm(int sig)
     _exit(70);
 }
 
-/* Arm the alarm for `timeout_s` seconds with the message `msg`. */
-static void mpi_alarm_arm(double timeout_s, const char *msg)
+/* What arming the alarm changed: SIGALRM's disposition, and whether it
+ * was blocked in this thread's mask. */
+typedef struct alarm_saved {
+    struct sigaction action;
+    int was_blocked;
+} alarm_saved;
+
+/* Arm the alarm for `timeout_s` seconds with the message `msg`; what it
+ * changes into *saved, for mpi_alarm_disarm. */
+static void mpi_alarm_arm(double timeout_s, const char *msg, alarm_saved *saved)
 {
     struct sigaction sa;
-    sigset_t unblock;
+    sigset_t unblock, before;
     int n = snprintf(alarm_msg, sizeof(alarm_msg), "%s", msg);
     alarm_msg_len = n > 0 ? (size_t)n : 0;
     if (alarm_msg_len >= sizeof(alarm_msg))
@@ -532,52 +552,60 @@ static void mpi_alarm_arm(double timeout_s, const char *msg)
     memset(&sa, 0, sizeof(sa));
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_mpi_alarm;
-    sigaction(SIGALRM, &sa, NULL);
+    sigaction(SIGALRM, &sa, &saved->action);
     /* SIGALRM blocked in the mask ckpt-train started with (inherited
      * across exec, from a launcher or wrapper) would hold the alarm
      * pending while the call hangs: unblocked in this thread, the one
      * waiting in the call, it is delivered here. */
     sigemptyset(&unblock);
     sigaddset(&unblock, SIGALRM);
-    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+    saved->was_blocked = pthread_sigmask(SIG_UNBLOCK, &unblock, &before) == 0 &&
+                         sigismember(&before, SIGALRM) == 1;
     alarm((unsigned)ceil(timeout_s));
 }
 
-static void mpi_alarm_disarm(void)
+/* Cancel the alarm and put back what mpi_alarm_arm changed: SIGALRM's
+ * disposition (a handler or SIG_IGN the process had stays its own, not
+ * SIG_DFL) and, where it was blocked, the block. */
+static void mpi_alarm_disarm(const alarm_saved *saved)
 {
-    struct sigaction sa;
     alarm(0);
-    memset(&sa, 0, sizeof(sa));
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = SIG_DFL;
-    sigaction(SIGALRM, &sa, NULL);
+    sigaction(SIGALRM, &saved->action, NULL);
+    if (saved->was_blocked) {
+        sigset_t block;
+        sigemptyset(&block);
+        sigaddset(&block, SIGALRM);
+        pthread_sigmask(SIG_BLOCK, &block, NULL);
+    }
 }
 
 /* Before MPI_Init_thread the rank is not known: the message has none. */
 static void init_bounded(int *argc, char ***argv, double timeout_s,
                          int *provided)
 {
+    alarm_saved saved;
     char msg[256];
     snprintf(msg, sizeof(msg),
              "ckpt-train: MPI_Init_thread did not return within %.0f s (a "
              "rank never started or joined the job); exiting with status "
              "70\n",
              timeout_s);
-    mpi_alarm_arm(timeout_s, msg);
+    mpi_alarm_arm(timeout_s, msg, &saved);
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, provided);
-    mpi_alarm_disarm();
+    mpi_alarm_disarm(&saved);
 }
 
 static void finalize_bounded(int rank, double timeout_s)
 {
+    alarm_saved saved;
     char msg[256];
     snprintf(msg, sizeof(msg),
              "ckpt-train: rank %d: MPI_Finalize did not return within %.0f "
              "s (a rank died or stalled); exiting with status 70\n",
              rank, timeout_s);
-    mpi_alarm_arm(timeout_s, msg);
+    mpi_alarm_arm(timeout_s, msg, &saved);
     MPI_Finalize();
-    alarm(0);
+    mpi_alarm_disarm(&saved);
 }
 
 int ckpt_train_distributed(int argc, char **argv)
