@@ -6,8 +6,9 @@
  * gradients, for the default options and the largest the command line
  * takes; a count that overflows 64 bits refused; the checkpointed part
  * the same as what the built model says it checkpoints; and an allocation
- * failure named by the first array that failed. The runs refused under a
- * memory limit are in test_e2e_train.c. */
+ * failure named by the first array that failed; with --distributed, a
+ * gradients' average larger than one MPI call's count refused. The runs refused
+ * under a memory limit are in test_e2e_train.c. */
 #include "test_util.h"
 
 #include "ckpt.h"
@@ -18,27 +19,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct plan_case {
     int hidden, layers, batch, mode, ranks;
-    uint64_t model, state, staging, data, total;
+    uint64_t model, state, staging, data, total, allreduce;
 } plan_case;
 
 /* Computed by hand from the layer widths (32 -> hidden x layers -> 10),
  * 4 bytes a float: see memory.c for which arrays each term counts. */
 static const plan_case plan_cases[] = {
     /* the defaults: 6784 weights, 138 units */
-    {64, 2, 64, CKPT_SAVE_ASYNC, 0, 181408, 83064, 99512, 587264, 868184},
-    {64, 2, 64, CKPT_SAVE_SYNC, 0, 181408, 83064, 0, 587264, 768672},
-    {64, 2, 64, -1, 0, 181408, 83064, 0, 587264, 768672},
+    {64, 2, 64, CKPT_SAVE_ASYNC, 0, 181408, 83064, 99512, 587264, 868184, 0},
+    {64, 2, 64, CKPT_SAVE_SYNC, 0, 181408, 83064, 0, 587264, 768672, 0},
+    {64, 2, 64, -1, 0, 181408, 83064, 0, 587264, 768672, 0},
     /* --distributed on 2 ranks, sync: the packed gradients too */
-    {64, 2, 64, CKPT_SAVE_SYNC, 2, 181408, 83064, 0, 614956, 796364},
+    {64, 2, 64, CKPT_SAVE_SYNC, 2, 181408, 83064, 0, 614956, 796364, 6923},
     /* the largest the command line takes: 6.9 TiB, and with the largest
      * batch on 4 ranks a quarter of the state staged on each */
     {65536, 64, 64, CKPT_SAVE_ASYNC, 0, 4331585672352, 3247078637688,
-     3247078654136, 587264, 7578664913752},
+     3247078654136, 587264, 7578664913752, 0},
     {65536, 64, 65536, CKPT_SAVE_ASYNC, 4, 6528466682016, 3247078637688,
-     811769675870, 1082368775468, 8422605133354},
+     811769675870, 1082368775468, 8422605133354, 270589886475},
 };
 
 static void test_plan_values(void **state)
@@ -56,12 +58,14 @@ static void test_plan_values(void **state)
         if (train_memory_plan(&o, c->ranks, &m) != 0)
             fail_msg("case %zu: refused as an overflow", i);
         if (m.model != c->model || m.state != c->state ||
-            m.staging != c->staging || m.data != c->data || m.total != c->total)
+            m.staging != c->staging || m.data != c->data ||
+            m.total != c->total || m.allreduce != c->allreduce)
             fail_msg("case %zu: model %llu state %llu staging %llu data %llu "
-                     "total %llu",
+                     "total %llu allreduce %llu",
                      i, (unsigned long long)m.model,
                      (unsigned long long)m.state, (unsigned long long)m.staging,
-                     (unsigned long long)m.data, (unsigned long long)m.total);
+                     (unsigned long long)m.data, (unsigned long long)m.total,
+                     (unsigned long long)m.allreduce);
     }
 }
 
@@ -133,6 +137,76 @@ static void test_plan_state_matches_model(void **state)
     }
 }
 
+/* What train_memory_check prints on stderr (NUL-terminated; free it),
+ * its return value into *status. */
+static char *check_stderr(const train_options *o, int ranks, int *status)
+{
+    FILE *tmp = tmpfile();
+    int saved;
+    long n;
+    char *out;
+    assert_non_null(tmp);
+    fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fileno(tmp), STDERR_FILENO), STDERR_FILENO);
+    *status = train_memory_check(o, ranks, "test: ");
+    fflush(stderr);
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    n = ftell(tmp);
+    assert_true(n >= 0);
+    out = calloc(1, (size_t)n + 1);
+    assert_non_null(out);
+    rewind(tmp);
+    assert_int_equal(fread(out, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    return out;
+}
+
+/* --distributed averages every gradient in one MPI_Iallreduce, whose
+ * count is an int: a model with more than INT_MAX gradients (and the stop
+ * vote) is refused, naming the count, before any memory question (the
+ * cast wrapped the count before: an MPI error, or a wrong average). With
+ * one layer fewer the count fits. */
+static void test_distributed_allreduce_bound(void **state)
+{
+    train_options o;
+    train_memory m;
+    int status;
+    char *err;
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.hidden = 32768;
+    o.layers = 3;
+    o.batch = 64;
+    o.mode = CKPT_SAVE_SYNC;
+    assert_int_equal(train_memory_plan(&o, 2, &m), 0);
+    assert_int_equal(m.allreduce, 2148958219ull);
+    err = check_stderr(&o, 2, &status);
+    assert_int_equal(status, 2);
+    assert_string_equal(err, "test: --hidden 32768 --layers 3 --batch 64 "
+                             "--mode sync --distributed: the gradients' "
+                             "average would reduce 2148958219 floats in one "
+                             "MPI_Iallreduce, more than an MPI count holds "
+                             "(2147483647); choose a smaller --hidden or "
+                             "--layers\n");
+    free(err);
+    /* the single-process trainer reduces nothing */
+    assert_int_equal(train_memory_plan(&o, 0, &m), 0);
+    assert_int_equal(m.allreduce, 0);
+    err = check_stderr(&o, 0, &status);
+    assert_null(strstr(err, "MPI"));
+    free(err);
+    /* two layers: 1075183627 floats, within an int */
+    o.layers = 2;
+    assert_int_equal(train_memory_plan(&o, 2, &m), 0);
+    assert_int_equal(m.allreduce, 1075183627ull);
+    err = check_stderr(&o, 2, &status);
+    assert_null(strstr(err, "MPI"));
+    free(err);
+}
+
 /* The limit: the smallest known, named; physical memory at most. */
 static void test_limit_named(void **state)
 {
@@ -178,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_plan_values),
         cmocka_unit_test(test_plan_overflow_refused),
         cmocka_unit_test(test_plan_state_matches_model),
+        cmocka_unit_test(test_distributed_allreduce_bound),
         cmocka_unit_test(test_limit_named),
         cmocka_unit_test(test_alloc_failure_named),
     };

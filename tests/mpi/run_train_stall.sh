@@ -192,6 +192,17 @@ if [ "$np" -eq 2 ]; then
     grep -qx "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored, SIGTERM the shim's, SIGALRM the shim's, blocked" \
         "$tmp/err" || die "the dispositions at exit are not the ones it started with"
     echo "ok: a rank alone: SIGINT, SIGTERM and SIGALRM as it started, in MPI_Finalize and at exit"
+    # A model of more gradients than the one MPI_Iallreduce averaging them
+    # counts (an int) is refused before anything is made or allocated.
+    rm -rf "$tmp/run"
+    rc=0
+    timeout 60 "$train" --distributed --dir "$tmp/run" --hidden 65536 \
+        --layers 64 >"$tmp/out" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || die "gradients past an MPI count: exit $rc, not 2"
+    grep -q "ckpt-train: rank 0: --hidden 65536 --layers 64 --batch 64 --mode async --distributed: the gradients' average would reduce 270589886475 floats in one MPI_Iallreduce, more than an MPI count holds (2147483647)" \
+        "$tmp/out" || die "gradients past an MPI count: no message naming them"
+    [ ! -e "$tmp/run" ] || die "gradients past an MPI count: the directory was made"
+    echo "ok: a rank alone, gradients past an MPI count: refused, exit 2"
     # Its stdout lost (/dev/full), the run otherwise done: exit 3, as
     # without --distributed.
     rm -rf "$tmp/run"

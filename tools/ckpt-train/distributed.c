@@ -274,7 +274,8 @@ static int train_step(ckpt_step_context *sc, void *payload)
     loss = mlp_compute_gradients(&t->model, t->batch_x, t->batch_y);
     pack_grads(t, 0);
     t->grads[t->ngrads] = stop_signal != 0 ? 1.0f : 0.0f;
-    MPI_Iallreduce(MPI_IN_PLACE, t->grads, (int)t->ngrads + 1, MPI_FLOAT,
+    /* at most INT_MAX floats: train_memory_check refused more */
+    MPI_Iallreduce(MPI_IN_PLACE, t->grads, (int)(t->ngrads + 1), MPI_FLOAT,
                    MPI_SUM, MPI_COMM_WORLD, &req);
     err = ckpt_mpi_saver_wait_requests(t->saver, 1, &req,
                                        "averaging the gradients");

@@ -7,6 +7,7 @@
 #include "ckpt.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,9 @@ int train_memory_plan(const train_options *o, int ranks, train_memory *m)
     err |= mul_add(&data, n, 1);
     err |= mul_add(&data, b * (DATA_DIM + 1), f);
     if (ranks > 0) { /* the packed gradients and the stop vote */
-        err |= mul_add(&data, weights, f);
-        err |= mul_add(&data, units + 1, f);
+        err |= mul_add(&m->allreduce, weights, 1);
+        err |= mul_add(&m->allreduce, units + 1, 1);
+        err |= mul_add(&data, m->allreduce, f);
     }
     m->data = data;
     if (o->mode == CKPT_SAVE_ASYNC) {
@@ -134,6 +136,14 @@ int train_memory_check(const train_options *o, int ranks, const char *prefix)
                 "count (or this build's address space); choose a smaller "
                 "--hidden, --layers or --batch\n",
                 prefix, opts);
+        return 2;
+    }
+    if (m.allreduce > INT_MAX) {
+        fprintf(stderr,
+                "%s%s --distributed: the gradients' average would reduce "
+                "%" PRIu64 " floats in one MPI_Iallreduce, more than an MPI "
+                "count holds (%d); choose a smaller --hidden or --layers\n",
+                prefix, opts, m.allreduce, INT_MAX);
         return 2;
     }
     limit = train_memory_limit(&what);

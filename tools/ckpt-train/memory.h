@@ -22,14 +22,17 @@
 
 /* What a run of the given options allocates, in bytes. */
 typedef struct train_memory {
-    uint64_t model;   /* weights, biases, both Adam moments, gradients and
-                         activations of every layer */
-    uint64_t state;   /* of which checkpointed: weights, biases, moments */
-    uint64_t staging; /* an async save's copy of the checkpointed state
-                         (this rank's share with --distributed) */
-    uint64_t data;    /* the data set, two reading positions, a batch, and
-                         with --distributed the packed gradients */
-    uint64_t total;   /* model + staging + data */
+    uint64_t model;     /* weights, biases, both Adam moments, gradients and
+                           activations of every layer */
+    uint64_t state;     /* of which checkpointed: weights, biases, moments */
+    uint64_t staging;   /* an async save's copy of the checkpointed state
+                           (this rank's share with --distributed) */
+    uint64_t data;      /* the data set, two reading positions, a batch, and
+                           with --distributed the packed gradients */
+    uint64_t total;     /* model + staging + data */
+    uint64_t allreduce; /* --distributed: floats the gradients' average
+                           reduces in one MPI call (every gradient and the
+                           stop vote); 0 otherwise */
 } train_memory;
 
 /* Fill `m` for the options `o` (hidden, layers, batch, mode), trained by
@@ -47,7 +50,9 @@ uint64_t train_memory_limit(const char **what);
 /* The plan of the options checked against train_memory_limit: 0 when it
  * may fit, else 2 (a usage error) after a message on stderr naming the
  * options, the bytes they need and the limit (`prefix` starts it:
- * "ckpt-train: " or "ckpt-train: rank R: "). */
+ * "ckpt-train: " or "ckpt-train: rank R: "). With --distributed (`ranks`
+ * > 0) a gradients' average of more floats than an MPI count (an int)
+ * holds is refused the same way, first. */
 int train_memory_check(const train_options *o, int ranks, const char *prefix);
 
 /* What failed to be allocated, for the message "out of memory allocating
