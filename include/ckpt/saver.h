@@ -223,10 +223,11 @@ typedef struct ckpt_saver ckpt_saver;
  *  holds checkpoints (a restarted job) their list is recovered from the state
  *  file (made durable first), entries whose index is missing (or whose
  *  path no file can have: too long, symbolic links that loop) are dropped,
- *  an entry listed twice counts once (its last place), also under two
- *  spellings of one path ("x", "./x", "sub/../x", or the directory's
- *  absolute path before it, resolved or as `dir` spells it: "/link/dir/x"
- *  for a `dir` "/link/dir" through a symbolic link). Retention is not
+ *  an entry listed twice counts once (its last place whose index exists),
+ *  also under two spellings of one path ("x", "./x", "sub/../x", or the
+ *  directory's absolute path before it, resolved or as `dir` spells it:
+ *  "/link/dir/x" for a `dir` "/link/dir" through a symbolic link).
+ *  Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
  *  restore deletes no checkpoint the state file names (as TensorFlow's).

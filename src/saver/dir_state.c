@@ -401,6 +401,9 @@ static int rollback_state(ckpt__dir_state *ds)
     return rc;
 }
 
+/* What recovery finds of a listed entry (bits of one byte per entry). */
+enum { INDEX_MISSING = 1, LISTED_AGAIN = 2 };
+
 /* An entry of the state file's list, for sorting by path, then by
  * position. */
 typedef struct listed_entry {
@@ -468,40 +471,66 @@ static char *listing_key(const key_dirs *kd, const char *stored)
     return out;
 }
 
-/* `repeated[i]` = 1 for each entry the list names again further on, under
- * the same spelling or another (listing_key): the later one is kept (a
- * re-saved checkpoint moves to the end, as TensorFlow's list does), so
- * that retention never evicts, and deletes, a checkpoint the list still
- * names. Sorting keeps this linear-logarithmic in a hostile list's
- * length. */
+/* `marks[i]` |= LISTED_AGAIN for each entry the list names again further
+ * on, under the same spelling or another (listing_key): the later one is
+ * kept (a re-saved checkpoint moves to the end, as TensorFlow's list
+ * does), so that retention never evicts, and deletes, a checkpoint the
+ * list still names. Entries marked INDEX_MISSING take no part: a later
+ * spelling that names nothing the operating system finds (the key is
+ * lexical: "nosuch/../x" or "link/../x" is "x" to it) must not drop "x",
+ * or recovery would lose it with its only working entry. Sorting keeps
+ * this linear-logarithmic in a hostile list's length. */
 static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
-                         unsigned char **repeated)
+                         unsigned char *marks)
 {
-    size_t n = st->num_paths, made = 0;
+    size_t n = 0;
     listed_entry *order;
     key_dirs kd;
     int err = 0;
-    key_dirs_init(&kd, ds, NULL, st->all_paths, n);
-    *repeated = ckpt__calloc(n ? n : 1, 1);
-    order = ckpt__calloc(n ? n : 1, sizeof(*order));
-    if (!*repeated || !order)
+    key_dirs_init(&kd, ds, NULL, st->all_paths, st->num_paths);
+    order = ckpt__calloc(st->num_paths ? st->num_paths : 1, sizeof(*order));
+    if (!order)
         err = ckpt__error_oom();
-    for (; err == 0 && made < n; made++) {
-        order[made].path = listing_key(&kd, st->all_paths[made]);
-        order[made].i = made;
-        if (!order[made].path)
+    for (size_t i = 0; err == 0 && i < st->num_paths; i++) {
+        if (marks[i] & INDEX_MISSING)
+            continue;
+        order[n].path = listing_key(&kd, st->all_paths[i]);
+        order[n].i = i;
+        if (!order[n++].path)
             err = ckpt__error_oom();
     }
     if (err == 0)
         qsort(order, n, sizeof(*order), by_path_then_position);
     for (size_t k = 0; err == 0 && k + 1 < n; k++)
         if (strcmp(order[k].path, order[k + 1].path) == 0)
-            (*repeated)[order[k].i] = 1;
-    for (size_t k = 0; order && k < made; k++)
+            marks[order[k].i] |= LISTED_AGAIN;
+    for (size_t k = 0; order && k < n; k++)
         ckpt__free((char *)order[k].path);
     ckpt__free(order);
     ckpt_buf_dispose(&kd.spelt);
     return err;
+}
+
+/* `*marks` (allocated): one byte per listed entry, INDEX_MISSING for each
+ * whose index the file system does not find. A failed check is an error,
+ * never a missing index (index_exists). */
+static int mark_missing(const ckpt__dir_state *ds, const ckpt_state *st,
+                        unsigned char **marks)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err = 0;
+    *marks = ckpt__calloc(st->num_paths ? st->num_paths : 1, 1);
+    if (!*marks)
+        return ckpt__error_oom();
+    for (size_t i = 0; err >= 0 && i < st->num_paths; i++) {
+        err = resolve(ds, st->all_paths[i], &prefix);
+        if (err == 0)
+            err = index_exists(ds, prefix.ptr);
+        if (err == 0)
+            (*marks)[i] = INDEX_MISSING;
+    }
+    ckpt_buf_dispose(&prefix);
+    return err < 0 ? err : 0;
 }
 
 /* The save time of a listed checkpoint whose state file records none: its
@@ -548,7 +577,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     size_t repeats = 0, dropped = 0;
     ckpt_state st = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
-    unsigned char *repeated = NULL;
+    unsigned char *marks = NULL;
     double now = ckpt_clock_wall(ds->clock);
     int changed = 0;
     int readable = 1; /* the state file read intact, or there is none */
@@ -578,7 +607,9 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
      * durable before anything it no longer names is deleted. */
     err = ckpt__fs_sync_dir(ds->fs, ds->dir);
     if (err == 0)
-        err = mark_repeated(ds, &st, &repeated);
+        err = mark_missing(ds, &st, &marks);
+    if (err == 0)
+        err = mark_repeated(ds, &st, marks);
     if (err < 0)
         goto done;
     /* The schedule goes on from the last preserved checkpoint (or the
@@ -590,7 +621,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
                 : st.last_preserved_timestamp;
     for (size_t i = 0; i < st.num_paths; i++) {
         double t;
-        if (repeated[i]) {
+        if (marks[i] & LISTED_AGAIN) {
             if (++repeats <= LOGGED_PER_KIND)
                 CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                              "%s: %s is listed more than once: keeping the "
@@ -599,13 +630,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             changed = 1;
             continue;
         }
-        err = resolve(ds, st.all_paths[i], &prefix);
-        if (err < 0)
-            goto done;
-        err = index_exists(ds, prefix.ptr);
-        if (err < 0)
-            goto done;
-        if (err == 0) {
+        if (marks[i] & INDEX_MISSING) {
             if (++dropped <= LOGGED_PER_KIND)
                 CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                              "%s: dropping %s from the list: its index is "
@@ -614,6 +639,9 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             changed = 1;
             continue;
         }
+        err = resolve(ds, st.all_paths[i], &prefix);
+        if (err < 0)
+            goto done;
         t = st.num_timestamps == st.num_paths
                 ? st.timestamps[i]
                 : index_mtime(ds, prefix.ptr, now);
@@ -648,7 +676,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
 cleanup:
     err = ckpt__dir_state_sweep_leftovers(ds, readable ? &st : NULL);
 done:
-    ckpt__free(repeated);
+    ckpt__free(marks);
     ckpt_buf_dispose(&prefix);
     ckpt_state_dispose(&st);
     return err;

@@ -2095,6 +2095,64 @@ static void test_recover_state_listing_one_checkpoint_via_dotdot(void **state)
     expect_listing_one_checkpoint_two_ways(f, "sub/../model.ckpt-40");
 }
 
+/* The latest checkpoint listed again, last, under a spelling that is the
+ * same name lexically but finds nothing through the file system ("nosuch/"
+ * does not exist; "away/" is a symlink to another directory's subdirectory,
+ * so "away/.." is not f->dir): recovery dropped "model.ckpt-60" as listed
+ * again, then the later spelling as its index is missing, and the newest
+ * good checkpoint was no longer listed. The one that exists stays. */
+static void expect_later_spelling_finding_nothing(fixture *f,
+                                                  const char *second)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4200], listing[9000], *text;
+    int len = snprintf(listing, sizeof(listing),
+                       "model_checkpoint_path: \"%s\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+                       "all_model_checkpoint_paths: \"%s\"\n",
+                       second, second);
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, (size_t)len);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-60");
+    f->step = 0;
+    assert_ckpt_ok(ckpt_saver_restore(s, latest.ptr));
+    assert_int_equal(f->step, 60);
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text, "model_checkpoint_path: \"model.ckpt-60\"\n"));
+    assert_null(strstr(text, second));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+    ckpt_buf_dispose(&latest);
+}
+
+static void test_recover_later_spelling_through_missing_dir(void **state)
+{
+    expect_later_spelling_finding_nothing(*state, "nosuch/../model.ckpt-60");
+}
+
+static void test_recover_later_spelling_through_symlink(void **state)
+{
+    fixture *f = *state;
+    char other[4200], away[4200];
+    snprintf(other, sizeof(other), "%s/other", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(other, sizeof(other), "%s/other/deep", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(away, sizeof(away), "%s/away", f->dir);
+    assert_int_equal(symlink(other, away), 0);
+    expect_later_spelling_finding_nothing(f, "away/../model.ckpt-60");
+}
+
 /* The directory's absolute path, without absolute_paths. */
 static void test_recover_state_listing_one_checkpoint_absolute(void **state)
 {
@@ -2415,6 +2473,12 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_via_dotdot, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_later_spelling_through_missing_dir, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_later_spelling_through_symlink, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_absolute, setup,
