@@ -8,7 +8,13 @@
  * formatted text parses back to the same state (with the model path
  * appended to the list when the writer appends it; doubles equal bit for
  * bit, any NaN matching any NaN), and formatting that again gives the same
- * bytes; no allocation above the cap, no leak. */
+ * bytes; no allocation above the cap, no leak.
+ *
+ * Every path it lists also goes through ckpt__path_normalize, the key the
+ * saver compares a checkpoint's spellings by: the key is no longer than
+ * the path, has no empty or "." component and no trailing '/' (but "/"),
+ * has ".." only leading a relative key (never in an absolute one), stays
+ * absolute or relative as the path was, and normalises to itself. */
 #include "fuzz.h"
 
 #include "ckpt/state.h"
@@ -29,6 +35,36 @@ static int appends_model(const ckpt_state *st)
 {
     return st->num_paths == 0 || strcmp(st->all_paths[st->num_paths - 1],
                                         st->model_checkpoint_path) != 0;
+}
+
+/* The invariants of ckpt__path_normalize's key for `path`. */
+static void check_normalized(const char *path)
+{
+    ckpt_buf key = CKPT_BUF_INIT, again = CKPT_BUF_INIT;
+    const char *p;
+    int leading = 1; /* still in a relative key's leading ".."s */
+    CKPT_FUZZ_CHECK(ckpt__path_normalize(&key, path) == 0);
+    CKPT_FUZZ_CHECK(key.size == strlen(key.ptr));
+    CKPT_FUZZ_CHECK(key.size <= strlen(path) || key.size == 0);
+    CKPT_FUZZ_CHECK((path[0] == '/') == (key.ptr[0] == '/'));
+    p = key.ptr[0] == '/' ? key.ptr + 1 : key.ptr;
+    CKPT_FUZZ_CHECK(key.ptr[0] != '/' || key.size == 1 || *p != '\0');
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        int up = n == 2 && p[0] == '.' && p[1] == '.';
+        CKPT_FUZZ_CHECK(n > 0 && !(n == 1 && p[0] == '.'));
+        CKPT_FUZZ_CHECK(!up || (leading && key.ptr[0] != '/'));
+        leading = leading && up;
+        p += n;
+        if (*p == '/') {
+            p++;
+            CKPT_FUZZ_CHECK(*p != '\0');
+        }
+    }
+    CKPT_FUZZ_CHECK(ckpt__path_normalize(&again, key.ptr) == 0);
+    CKPT_FUZZ_CHECK(strcmp(again.ptr, key.ptr) == 0);
+    ckpt_buf_dispose(&key);
+    ckpt_buf_dispose(&again);
 }
 
 static void check_reparsed(const ckpt_state *a, const ckpt_state *b)
@@ -70,8 +106,11 @@ int ckpt_fuzz_state(const uint8_t *data, size_t size)
                     st.model_checkpoint_path[0] != '\0');
     CKPT_FUZZ_CHECK(st.num_timestamps == 0 ||
                     st.num_timestamps == st.num_paths);
-    for (size_t i = 0; i < st.num_paths; i++)
+    for (size_t i = 0; i < st.num_paths; i++) {
         CKPT_FUZZ_CHECK(st.all_paths[i] != NULL);
+        check_normalized(st.all_paths[i]);
+    }
+    check_normalized(st.model_checkpoint_path);
 
     rc = ckpt_state_format(&text, &st);
     if (rc != 0) {
