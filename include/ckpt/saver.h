@@ -226,7 +226,10 @@ typedef struct ckpt_saver ckpt_saver;
  *  an entry listed twice counts once (its last place whose index exists),
  *  also under two spellings of one path ("x", "./x", "sub/../x", or the
  *  directory's absolute path before it, resolved or as `dir` spells it:
- *  "/link/dir/x" for a `dir` "/link/dir" through a symbolic link).
+ *  "/link/dir/x" for a `dir` "/link/dir" through a symbolic link; a path
+ *  is compared as the operating system resolves the directory its files
+ *  are in: "alias/x" for a link "alias" to `dir` is "x", "link/../x" is
+ *  "x" only where "link/.." is `dir`).
  *  Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to

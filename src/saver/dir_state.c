@@ -8,8 +8,9 @@
  * Safety: retention only ever deletes files of checkpoints that live in this
  * directory; a state-file entry pointing elsewhere (absolute, or with a '/'
  * or "..") is listed as TF would list it but never deleted, and one
- * checkpoint listed under two spellings ("x", "./x") counts once, so the
- * spelling retention may delete is never evicted while the other stays. */
+ * checkpoint listed under two spellings ("x", "./x", "alias/x" through a
+ * symbolic link to the directory) counts once, so the spelling retention
+ * may delete is never evicted while the other stays. */
 #include "format/checkpoint_state_write.h"
 #include "io/fs_dirs.h"
 #include "io/fs_internal.h"
@@ -418,16 +419,23 @@ static int by_path_then_position(const void *a, const void *b)
     return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
 }
 
-/* The directory's absolute path, as listing_key takes it off an absolute
- * entry: the operating system's (absolute_paths' own, or realpath's) and,
+/* The directory's absolute path, as listing_key takes it off an entry's
+ * key: the operating system's (absolute_paths' own, or realpath's) and,
  * when the directory was given as an absolute path without "..", that
  * spelling too (a symlinked directory: "/link/dir/x" as TensorFlow writes
  * it for "/link/dir"). Found once per list (paths[0..n), and `also`
- * when not NULL), not per entry, and only when one of them is absolute. */
+ * when not NULL), not per entry, and only when one of them holds a '/'
+ * (an entry without one is a name in the directory, its own key). */
 typedef struct key_dirs {
-    const char *dir[2]; /* NULL: none */
+    const char *dir[2];    /* NULL: none */
+    const char *listed_in; /* the directory as the saver was given it */
     char real[PATH_MAX];
     ckpt_buf spelt;
+    /* the last directory resolved_key resolved, and its real path (""
+     * when it did not resolve): a list naming one directory many times
+     * costs one realpath, not one per entry */
+    ckpt_buf last_parent;
+    char last_real[PATH_MAX];
 } key_dirs;
 
 static void key_dirs_init(key_dirs *kd, const ckpt__dir_state *ds,
@@ -435,11 +443,13 @@ static void key_dirs_init(key_dirs *kd, const ckpt__dir_state *ds,
 {
     size_t i = 0;
     kd->dir[0] = kd->dir[1] = NULL;
+    kd->listed_in = ds->dir;
     kd->spelt = (ckpt_buf)CKPT_BUF_INIT;
-    while (i < n && paths[i][0] != '/')
+    kd->last_parent = (ckpt_buf)CKPT_BUF_INIT;
+    while (i < n && !strchr(paths[i], '/'))
         i++;
-    if (i == n && (!also || also[0] != '/'))
-        return; /* no absolute entry: nothing to take off */
+    if (i == n && (!also || !strchr(also, '/')))
+        return; /* names in the directory only: nothing to take off */
     kd->dir[0] = ds->abs_dir                   ? ds->abs_dir
                  : realpath(ds->dir, kd->real) ? kd->real
                                                : NULL;
@@ -449,23 +459,81 @@ static void key_dirs_init(key_dirs *kd, const ckpt__dir_state *ds,
         kd->dir[1] = kd->spelt.ptr;
 }
 
-/* The checkpoint `stored` names, spelt one way: lexically normalised
- * ("./x" and "sub/../x" are "x"), and with the directory's absolute path
- * (either spelling in `kd`) taken off, so that one checkpoint listed under
- * two spellings is seen as listed twice. NULL when out of memory. */
-static char *listing_key(const key_dirs *kd, const char *stored)
+/* `path` (NUL-terminated) with the directory `dir` and the '/' after it
+ * taken off when it starts with them; `path` itself otherwise. */
+static const char *inside(const char *path, const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    if (n > 0 && strncmp(path, dir, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+/* The key of `stored` as the operating system resolves it: the real path
+ * of the directory its files are in (symbolic links and ".." followed, as
+ * opening them does), then its last component as it is (the files are
+ * "<last component>.index" and its data files), with the checkpoint
+ * directory's real path taken off. 1 with *out set; 0 when the system
+ * cannot say (a directory on the way missing, a path too long, no
+ * checkpoint directory's real path to compare with, a last component
+ * "", "." or ".."); CKPT_ENOMEM. */
+static int resolved_key(key_dirs *kd, const char *stored, char **out)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT, parent = CKPT_BUF_INIT;
+    ckpt_buf key = CKPT_BUF_INIT;
+    const char *base;
+    int err;
+    *out = NULL;
+    if (!kd->dir[0])
+        return 0;
+    err = ckpt_state_resolve(&prefix, kd->listed_in, stored);
+    if (err == 0)
+        err = ckpt__path_dirname(&parent, prefix.ptr);
+    if (err < 0)
+        goto done;
+    base = ckpt__path_basename(prefix.ptr);
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        goto done; /* err 0: not resolved */
+    if (!kd->last_parent.ptr || strcmp(kd->last_parent.ptr, parent.ptr) != 0) {
+        err = ckpt__buf_set(&kd->last_parent, parent.ptr);
+        if (err < 0)
+            goto done;
+        if (!realpath(parent.ptr, kd->last_real))
+            kd->last_real[0] = '\0';
+    }
+    if (!kd->last_real[0])
+        goto done;
+    err = ckpt__path_join(&key, kd->last_real, base);
+    if (err == 0) {
+        *out = ckpt__strdup(inside(key.ptr, kd->dir[0]));
+        err = *out ? 1 : ckpt__error_oom();
+    }
+done:
+    ckpt_buf_dispose(&prefix);
+    ckpt_buf_dispose(&parent);
+    ckpt_buf_dispose(&key);
+    return err;
+}
+
+/* The checkpoint `stored` names, spelt one way, so that one checkpoint
+ * listed under two spellings is seen as listed twice: a name in the
+ * directory as it is; a path as the operating system resolves it
+ * (resolved_key: "alias/x" for a symbolic link "alias" -> "." is "x",
+ * "away/../x" for "away" -> "../other/deep" is "other/x"); where it
+ * cannot, lexically normalised ("./x" and "sub/../x" are "x") with the
+ * directory's absolute path (either spelling in `kd`) taken off. NULL
+ * when out of memory. */
+static char *listing_key(key_dirs *kd, const char *stored)
 {
     ckpt_buf norm = CKPT_BUF_INIT;
     char *out = NULL;
+    int found = strchr(stored, '/') ? resolved_key(kd, stored, &out) : 0;
+    if (found != 0)
+        return out; /* resolved, or NULL: out of memory */
     if (ckpt__path_normalize(&norm, stored) == 0) {
-        size_t off = 0; /* the longer spelling that matches goes */
-        for (int d = 0; d < 2; d++) {
-            size_t n = kd->dir[d] ? strlen(kd->dir[d]) : 0;
-            if (n >= off && n > 0 && strncmp(norm.ptr, kd->dir[d], n) == 0 &&
-                norm.ptr[n] == '/')
-                off = n + 1;
-        }
-        out = ckpt__strdup(norm.ptr + off);
+        const char *a = inside(norm.ptr, kd->dir[0]);
+        const char *b = inside(norm.ptr, kd->dir[1]);
+        out = ckpt__strdup(a > b ? a : b); /* the longer match goes */
     }
     ckpt_buf_dispose(&norm);
     return out;
@@ -508,6 +576,7 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
         ckpt__free((char *)order[k].path);
     ckpt__free(order);
     ckpt_buf_dispose(&kd.spelt);
+    ckpt_buf_dispose(&kd.last_parent);
     return err;
 }
 
@@ -894,6 +963,7 @@ static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
         i = ds->kept.n;
     ckpt__free(key);
     ckpt_buf_dispose(&kd.spelt);
+    ckpt_buf_dispose(&kd.last_parent);
     return i;
 }
 

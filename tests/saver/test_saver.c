@@ -775,8 +775,9 @@ static void test_retention_stays_inside_directory(void **state)
     test_write_file(path, text, strlen(text));
     o.max_to_keep = 1;
     s = open_saver(f, &o);
-    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
-    save_steps(s, f, 2, 2); /* retention evicts both hostile entries */
+    /* the two spellings of victim are one checkpoint, listed once */
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 2);
+    save_steps(s, f, 2, 2); /* retention evicts the hostile entry */
     assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
     assert_true(file_exists(outside, "victim.index"));
     assert_true(file_exists(outside, "victim.data-00000-of-00001"));
@@ -2095,6 +2096,19 @@ static void test_recover_state_listing_one_checkpoint_via_dotdot(void **state)
     expect_listing_one_checkpoint_two_ways(f, "sub/../model.ckpt-40");
 }
 
+/* A symbolic link in the directory to the directory itself ("alias" ->
+ * "."): "alias/model.ckpt-40" is model.ckpt-40, though no lexical rule
+ * says so. */
+static void
+test_recover_state_listing_one_checkpoint_via_inner_link(void **state)
+{
+    fixture *f = *state;
+    char *alias = test_path(f->dir, "alias");
+    assert_int_equal(symlink(".", alias), 0);
+    free(alias);
+    expect_listing_one_checkpoint_two_ways(f, "alias/model.ckpt-40");
+}
+
 /* The latest checkpoint listed again, last, under a spelling that is the
  * same name lexically but finds nothing through the file system ("nosuch/"
  * does not exist; "away/" is a symlink to another directory's subdirectory,
@@ -2473,6 +2487,9 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_via_dotdot, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recover_state_listing_one_checkpoint_via_inner_link, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_later_spelling_through_missing_dir, setup,
