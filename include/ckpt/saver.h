@@ -229,8 +229,9 @@ typedef struct ckpt_saver ckpt_saver;
  *  "/link/dir/x" for a `dir` "/link/dir" through a symbolic link; a path
  *  is compared as the operating system resolves the directory its files
  *  are in: "alias/x" for a link "alias" to `dir` is "x", "link/../x" is
- *  "x" only where "link/.." is `dir`).
- *  Retention is not
+ *  "x" only where "link/.." is `dir`), and the state file's latest
+ *  (model_checkpoint_path), when the list leaves it out and its index
+ *  exists, is listed last. Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
  *  restore deletes no checkpoint the state file names (as TensorFlow's).

@@ -637,6 +637,35 @@ static void sync_own_entry(const ckpt__dir_state *ds)
     ckpt__error_restore(&saved);
 }
 
+static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
+                                     const char *stored);
+
+/* The state file's model_checkpoint_path, its latest, kept last when its
+ * list does not name it (TensorFlow's writer always lists it last; a
+ * hand-edited file may not) and its index exists: the list recovery may
+ * write back must not lose the checkpoint a restarted job resumes from. */
+static int keep_unlisted_latest(ckpt__dir_state *ds, const ckpt_state *st,
+                                double now)
+{
+    const char *model = st->model_checkpoint_path;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int err;
+    if (!model || !*model || kept_find_any_spelling(ds, model) < ds->kept.n)
+        return 0;
+    err = resolve(ds, model, &prefix);
+    if (err == 0)
+        err = index_exists(ds, prefix.ptr);
+    if (err == 1) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: the latest checkpoint %s is missing from the list "
+                     "of checkpoints: listing it last",
+                     ds->dir, model);
+        err = kept_push(&ds->kept, model, index_mtime(ds, prefix.ptr, now));
+    }
+    ckpt_buf_dispose(&prefix);
+    return err < 0 ? err : 0;
+}
+
 /* A hostile state file may list millions of entries: the first few of
  * each kind of problem are logged one by one, then a count. */
 #define LOGGED_PER_KIND 10
@@ -720,6 +749,9 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
     }
+    err = keep_unlisted_latest(ds, &st, now);
+    if (err < 0)
+        goto done;
     if (repeats > LOGGED_PER_KIND)
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: %zu entries listed more than once in all", ds->dir,

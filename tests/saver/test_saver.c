@@ -2109,6 +2109,48 @@ test_recover_state_listing_one_checkpoint_via_inner_link(void **state)
     expect_listing_one_checkpoint_two_ways(f, "alias/model.ckpt-40");
 }
 
+/* A state file whose model_checkpoint_path, the latest, is not among its
+ * all_model_checkpoint_paths (TensorFlow's writer always lists it last;
+ * a hand-edited file may not), and which lists a checkpoint whose index
+ * is gone: recovery rewrote the list without that one, and so without the
+ * latest, and a job restarted from the directory resumed from an older
+ * checkpoint. The latest stays listed, last. */
+static void test_recover_keeps_unlisted_latest(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4200], *text;
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-45\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n";
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-60");
+    f->step = 0;
+    assert_ckpt_ok(ckpt_saver_restore(s, latest.ptr));
+    assert_int_equal(f->step, 60);
+    save_steps(s, f, 70, 70); /* evicts 40 only */
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-70\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+    ckpt_buf_dispose(&latest);
+}
+
 /* The latest checkpoint listed again, last, under a spelling that is the
  * same name lexically but finds nothing through the file system ("nosuch/"
  * does not exist; "away/" is a symlink to another directory's subdirectory,
@@ -2491,6 +2533,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_recover_state_listing_one_checkpoint_via_inner_link, setup,
             test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_recover_keeps_unlisted_latest,
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_later_spelling_through_missing_dir, setup,
             test_dir_fixture_teardown),
