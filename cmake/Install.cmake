@@ -1,6 +1,7 @@
 # Install.cmake - what `cmake --install` puts under the prefix:
 #   include/ckpt.h, include/ckpt/*.h, include/ckpt/sys/*.h
-#   lib/libckpt.a, lib/libckpt.so (+ soname links), bin/ckpt (tools/ckpt)
+#   lib/libckpt.a, lib/libckpt.so (+ soname links: libckpt.so.0.1 while
+#   the major version is 0), bin/ckpt (tools/ckpt)
 #   lib/pkgconfig/ckpt.pc, ckpt-static.pc (static linking)
 #   lib/cmake/ckpt/ckpt{Config,ConfigVersion,Targets}.cmake, so that
 #   find_package(ckpt) gives ckpt::ckpt_static and ckpt::ckpt_shared.

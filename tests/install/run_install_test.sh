@@ -27,7 +27,12 @@ build=$1 src=$2 libdir=$3 version=$4 cc=$5 cmake=$6 sanitizer=$7 have_cli=$8
 install_skip_unless_usable "$sanitizer" "$libdir"
 install_tmp install
 lib=$prefix/$libdir
+# The soname's version: MAJOR from 1.0 on, MAJOR.MINOR for 0.x, whose minor
+# releases may break the ABI (the CMake package's SameMinorVersion).
 major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
+if [ "$major" = 0 ]; then soversion=$major.$minor; else soversion=$major; fi
 
 # expect_output NAME OUTPUT: the consumer's output has the expected values.
 expect_output() {
@@ -52,12 +57,14 @@ for h in "$src"/include/ckpt/*.h "$src"/include/ckpt/sys/*.h; do
 done
 need_file "$lib/libckpt.a"
 need_file "$lib/libckpt.so.$version"
-[ "$(readlink "$lib/libckpt.so.$major")" = "libckpt.so.$version" ] ||
-    die "libckpt.so.$major does not link to libckpt.so.$version"
-[ "$(readlink "$lib/libckpt.so")" = "libckpt.so.$major" ] ||
-    die "libckpt.so does not link to libckpt.so.$major"
-readelf -d "$lib/libckpt.so.$version" | grep -q "SONAME.*\[libckpt\.so\.$major\]" ||
-    die "libckpt.so.$version has no soname libckpt.so.$major"
+[ "$(readlink "$lib/libckpt.so.$soversion")" = "libckpt.so.$version" ] ||
+    die "libckpt.so.$soversion does not link to libckpt.so.$version"
+[ "$(readlink "$lib/libckpt.so")" = "libckpt.so.$soversion" ] ||
+    die "libckpt.so does not link to libckpt.so.$soversion"
+readelf -d "$lib/libckpt.so.$version" |
+    grep -qF "(SONAME)             Library soname: [libckpt.so.$soversion]" ||
+    die "libckpt.so.$version has no soname libckpt.so.$soversion: $(
+        readelf -d "$lib/libckpt.so.$version" | grep SONAME)"
 need_file "$lib/pkgconfig/ckpt.pc"
 for f in ckptConfig ckptConfigVersion ckptTargets; do
     need_file "$lib/cmake/ckpt/$f.cmake"
@@ -139,6 +146,8 @@ cp "$src/tests/install/consumer/main.c" "$pbuild/main.c"
 (cd "$pbuild" && eval "\"$cc\" main.c -o app \$(pkg-config --cflags --libs ckpt)") ||
     die "pkg-config: the README's build line failed"
 needs_libckpt "$pbuild/app" || die "pkg-config shared: no libckpt.so"
+readelf -d "$pbuild/app" | grep -qF "[libckpt.so.$soversion]" ||
+    die "pkg-config shared: app does not need libckpt.so.$soversion"
 # No LD_LIBRARY_PATH: the rpath in ckpt.pc's Libs finds the library.
 expect_output "pkg-config shared, no LD_LIBRARY_PATH" \
     "$(env -u LD_LIBRARY_PATH "$pbuild/app")"
