@@ -811,6 +811,110 @@ static void test_help_and_version(void **state)
     run_free(&r);
 }
 
+/* With --json, stdout is one JSON document for the forms without a
+ * command too: --version and --help printed text, "ckpt help nope --json"
+ * (a usage error) printed nothing on stdout, and extra arguments after
+ * --version or "help CMD" were ignored. Each row: the arguments, the exit
+ * status, "command" (NULL: JSON null; "-": no such member), the "usage"
+ * or "error" expected, and a substring of "help" ("" when none). */
+static void test_help_and_version_json(void **state)
+{
+    static const struct {
+        const char *args[5];
+        int status;
+        const char *command, *usage, *error, *help;
+    } runs[] = {
+        {{"--help", "--json", NULL},
+         0,
+         NULL,
+         "ckpt <command> [arguments]",
+         NULL,
+         "\ncommands:\n  ls "},
+        {{"help", "--json", NULL},
+         0,
+         NULL,
+         "ckpt <command> [arguments]",
+         NULL,
+         "\ncommands:\n  ls "},
+        {{"help", "verify", "--json", NULL},
+         0,
+         "verify",
+         "ckpt verify PATH [--json]",
+         NULL,
+         "usage: ckpt verify PATH [--json]\n\n"},
+        {{"ls", "--json", "--help", NULL},
+         0,
+         "ls",
+         "ckpt ls DIR [--json]",
+         NULL,
+         "usage: ckpt ls DIR [--json]\n\n"},
+        {{"help", "nope", "--json", NULL},
+         2,
+         "help",
+         "ckpt <command> [arguments]",
+         "unknown command 'nope'",
+         ""},
+        {{"help", "ls", "extra", "--json", NULL},
+         2,
+         "help",
+         "ckpt <command> [arguments]",
+         "unexpected argument 'extra'",
+         ""},
+        {{"--version", "x", "--json", NULL},
+         2,
+         NULL,
+         "ckpt <command> [arguments]",
+         "unexpected argument 'x'",
+         ""},
+    };
+    cli_run r;
+    json_object *doc;
+    (void)state;
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        r = cli_run_prog(CKPT_CLI_PATH, NULL, runs[i].args);
+        expect_status(&r, runs[i].status);
+        doc = parse_json(r.out);
+        if (runs[i].command)
+            assert_string_equal(json_object_get_string(jget(doc, "command")),
+                                runs[i].command);
+        else
+            assert_null(jget(doc, "command"));
+        assert_string_equal(json_object_get_string(jget(doc, "usage")),
+                            runs[i].usage);
+        assert_int_equal(json_object_get_boolean(jget(doc, "ok")),
+                         runs[i].status == 0);
+        if (runs[i].error) {
+            assert_string_equal(json_object_get_string(jget(doc, "error")),
+                                runs[i].error);
+            expect_contains(r.err, runs[i].error);
+        } else {
+            expect_contains(json_object_get_string(jget(doc, "help")),
+                            runs[i].help);
+            assert_string_equal(r.err, "");
+        }
+        json_object_put(doc);
+        run_free(&r);
+    }
+    /* --version: the text line, or {"version", "ok": true} */
+    RUN_STATUS(r, 0, "--version", "--json");
+    doc = parse_json(r.out);
+    assert_string_equal(json_object_get_string(jget(doc, "version")),
+                        ckpt_version_string());
+    assert_true(json_object_get_boolean(jget(doc, "ok")));
+    assert_string_equal(r.err, "");
+    json_object_put(doc);
+    run_free(&r);
+    /* without --json an extra argument is a usage error on stderr only */
+    RUN_STATUS(r, 2, "--version", "x");
+    assert_string_equal(r.out, "");
+    expect_contains(r.err, "ckpt: unexpected argument 'x'\nusage: ckpt ");
+    run_free(&r);
+    RUN_STATUS(r, 2, "help", "ls", "extra");
+    assert_string_equal(r.out, "");
+    expect_contains(r.err, "ckpt help: unexpected argument 'extra'\n");
+    run_free(&r);
+}
+
 static void test_usage_errors(void **state)
 {
     static const struct {
@@ -1864,6 +1968,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_help_and_version_json),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_json_usage_errors),
         cmocka_unit_test(test_double_dash_ends_options),
