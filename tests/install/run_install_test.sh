@@ -121,6 +121,29 @@ expect_output "find_package ckpt::ckpt" "$(env -u LD_LIBRARY_PATH "$cbuild/app")
 expect_output "find_package ckpt::ckpt_static" "$("$cbuild/consumer_static")"
 expect_output "find_package ckpt::ckpt_shared" "$("$cbuild/consumer_shared")"
 
+# ---- a required component that is not there -----------------------------------
+# find_package says why: CMake's own message was only "it set ckpt_FOUND to
+# FALSE". expect_component_error PREFIX COMPONENT MESSAGE.
+expect_component_error() {
+    local proj=$tmp/component-$2
+    mkdir -p "$proj"
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.16)' 'project(c C)' \
+        "find_package(ckpt REQUIRED COMPONENTS $2)" >"$proj/CMakeLists.txt"
+    "$cmake" -S "$proj" -B "$proj/build" -DCMAKE_PREFIX_PATH="$1" \
+        -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$proj/log" 2>&1 &&
+        die "find_package(ckpt REQUIRED COMPONENTS $2) succeeded"
+    tr -s ' \n' ' ' <"$proj/log" | grep -qF "$3" ||
+        { cat "$proj/log" >&2; die "COMPONENTS $2: no message '$3'"; }
+}
+expect_component_error "$prefix" bogus \
+    "unknown component 'bogus' (ckpt's one component is mpi)"
+# A ckpt installed without MPI: the same tree less the mpi component.
+cp -a "$prefix" "$tmp/nompi"
+rm -f "$tmp/nompi/$libdir"/cmake/ckpt/ckptMpiTargets*.cmake
+expect_component_error "$tmp/nompi" mpi \
+    "component mpi: this ckpt was built without MPI (CKPT_WITH_MPI OFF, or MPI"
+echo "ok: a missing component is named"
+
 # ---- the README's own lines ----------------------------------------------------
 readme=$src/README.md
 for line in 'find_package(ckpt REQUIRED)' \
