@@ -767,6 +767,22 @@ static void test_help_and_version(void **state)
          "usage: ckpt inspect PATH [--json] [--tensor NAME]... [--values",
          ""},
         {{"repack", "--help", NULL}, 0, "usage: ckpt repack SRC DST", ""},
+        /* what a JSON reader meets in the values: strings for NaN and
+         * infinities, 64-bit integers beyond a double's 2^53 */
+        {{"help", "inspect", NULL},
+         0,
+         "except a NaN or infinity, which is the string \"nan\", \"inf\"\n"
+         "or \"-inf\"",
+         ""},
+        {{"help", "inspect", NULL}, 0, "rounds those beyond 2^53", ""},
+        {{"help", "diff", NULL},
+         0,
+         "or the string \"nan\" or \"inf\" when",
+         ""},
+        {{"help", "diff", NULL},
+         0,
+         "round those\n             beyond 2^53",
+         ""},
         {{"help", "bogus", NULL}, 2, "", "unknown command 'bogus'"},
         /* the usage names "ckpt help <command>", and help is one: it was
          * "ckpt help: unknown command 'help'", exit 2 */

@@ -49,7 +49,10 @@ const cli_command cli_cmd_diff = {
     "             \"ok\": the exit status is 0}, printed when the\n"
     "             comparison is done (the differences kept as their text\n"
     "             meanwhile: memory of the size of the document, not\n"
-    "             more).\n\n"
+    "             more). \"max_abs_diff\" is a number (64-bit\n"
+    "             integers exact: jq 1.6 and JavaScript round those\n"
+    "             beyond 2^53), or the string \"nan\" or \"inf\" when\n"
+    "             the largest difference is not finite.\n\n"
     "Exit status 0 when equal (within the tolerance), 1 when they differ,\n"
     "2 on a usage error or a checkpoint that cannot be read.\n",
     run};

@@ -34,7 +34,12 @@ const cli_command cli_cmd_inspect = {
     "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
     "float64; float16/bfloat16 widened to float32), complex numbers as\n"
     "(re,im), strings C-escaped (JSON strings with --json; bytes that are\n"
-    "not UTF-8 map to U+0000..U+00FF).\n",
+    "not UTF-8 map to U+0000..U+00FF).\n"
+    "In JSON the values are numbers (true/false for bool, [re, im] for\n"
+    "complex), except a NaN or infinity, which is the string \"nan\", \"inf\"\n"
+    "or \"-inf\" (JSON has no number for it), and 64-bit integers are\n"
+    "written exactly: a reader that holds numbers as doubles (jq 1.6,\n"
+    "JavaScript) rounds those beyond 2^53, so compare them as text.\n",
     run};
 
 typedef struct inspect_opts {
