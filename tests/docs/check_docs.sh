@@ -10,6 +10,10 @@
 #     user does not have (the shared spec), and every behaviour number they
 #     cite (B<n>, F<n>) is defined in docs/behaviour.md;
 #   - the format is cited as docs/format.md §N, and each cited section exists.
+#   - every ckpt_ name that opens a code span of docs/guide.md is declared
+#     in include/, and its TensorFlow table maps the functions that read a
+#     checkpoint (latest_checkpoint, load_checkpoint, list_variables,
+#     load_variable).
 # Usage: check_docs.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_docs.sh SOURCE_DIR}
@@ -75,6 +79,20 @@ grep -rhoE "format\.md('s|\))? §[0-9]+(\.[0-9]+)?" "${dirs[@]}" \
     grep -qE "$re" "$src/docs/format.md" ||
         { echo "FAIL: docs/format.md has no section §$n, which is cited" >&2; exit 1; }
 done || fail=1
+# ---- the guide names real functions; a port finds TF's readers ------------------
+# (the names that open a code span: `ckpt_x(...)`, not TF's parameters)
+grep -oE '`ckpt_[a-z0-9]+(_[a-z0-9]+)*' "$src/docs/guide.md" | tr -d '`' | sort -u |
+    while read -r name; do
+        grep -rqw -- "$name" "$src/include" || {
+            echo "FAIL: docs/guide.md names $name, which include/ does not declare" >&2
+            exit 1
+        }
+    done || fail=1
+for tf in latest_checkpoint load_checkpoint list_variables load_variable; do
+    grep -qF "| \`tf.train.$tf(" "$src/docs/guide.md" ||
+        die "docs/guide.md's TensorFlow table does not map tf.train.$tf"
+done
+
 defined=$(grep -oE '^\*\*[BF][0-9]+\.\*\*' "$src/docs/behaviour.md" |
     tr -d '*.' | sort -u)
 cited=$(grep -rhoE '\b[BF][0-9]{1,2}\b' "$src/include" "$src/src/hooks" \
