@@ -775,6 +775,22 @@ static void test_help_and_version(void **state)
          "or \"-inf\"",
          ""},
         {{"help", "inspect", NULL}, 0, "rounds those beyond 2^53", ""},
+        /* every command's help gives its exit statuses; ls says which
+         * member of a row is the latest checkpoint's path */
+        {{"help", "ls", NULL},
+         0,
+         "\nExit status 0 when DIR is listed (missing or stray files "
+         "included), 1\nwhen its state file cannot be parsed, 2 ",
+         ""},
+        {{"help", "ls", NULL},
+         0,
+         "\"latest\" is the latest row's \"prefix\" as the state\n",
+         ""},
+        {{"help", "inspect", NULL},
+         0,
+         "\nExit status 1 when the index, the state file or (with --values) "
+         "a\ntensor's record is damaged, 2 ",
+         ""},
         {{"help", "diff", NULL},
          0,
          "or the string \"nan\" or \"inf\" when",

@@ -39,7 +39,10 @@ const cli_command cli_cmd_inspect = {
     "complex), except a NaN or infinity, which is the string \"nan\", \"inf\"\n"
     "or \"-inf\" (JSON has no number for it), and 64-bit integers are\n"
     "written exactly: a reader that holds numbers as doubles (jq 1.6,\n"
-    "JavaScript) rounds those beyond 2^53, so compare them as text.\n",
+    "JavaScript) rounds those beyond 2^53, so compare them as text.\n\n"
+    "Exit status 1 when the index, the state file or (with --values) a\n"
+    "tensor's record is damaged, 2 on a usage error, a missing checkpoint\n"
+    "or a --tensor NAME the checkpoint does not have.\n",
     run};
 
 typedef struct inspect_opts {

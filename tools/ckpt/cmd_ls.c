@@ -59,7 +59,14 @@ const cli_command cli_cmd_ls = {
     "           \"time\", \"time_source\", \"latest\", \"complete\", "
     "\"problem\",\n"
     "           \"shards\": [{\"file\", \"shard\", \"of\", \"bytes\"}]}],\n"
-    "           \"stray\": [{\"file\", \"reason\"}], \"ok\": true}\n",
+    "           \"stray\": [{\"file\", \"reason\"}], \"ok\": true};\n"
+    "           \"latest\" is the latest row's \"prefix\" as the state\n"
+    "           file spells it (null when none): its \"path\" is the\n"
+    "           one to open (jq -r '.checkpoints[] | select(.latest)\n"
+    "           | .path').\n\n"
+    "Exit status 0 when DIR is listed (missing or stray files included), 1\n"
+    "when its state file cannot be parsed, 2 on a usage error or a DIR that\n"
+    "is not a directory or cannot be read.\n",
     run};
 
 /* ---- small helpers ------------------------------------------------------- */
