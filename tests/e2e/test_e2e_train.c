@@ -472,9 +472,24 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_contains("trainer stderr", p.err,
                         "--collective-timeout needs --distributed", 1);
     e2e_proc_free(&p);
+    /* an installed program answers --version (it was an unknown option,
+     * exit 2), with the library's version */
+    TRAIN(&p, "--version");
+    e2e_expect_exit(&p, 0);
+    {
+        char version[64];
+        snprintf(version, sizeof(version), "ckpt-train %s\n",
+                 ckpt_version_string());
+        assert_string_equal(p.out, version);
+        assert_string_equal(p.err, "");
+    }
+    e2e_proc_free(&p);
     TRAIN(&p, "--help");
     e2e_expect_exit(&p, 0);
     e2e_expect_contains("trainer stdout", p.out, "usage: ckpt-train", 1);
+    e2e_expect_contains("trainer stdout", p.out,
+                        "  --version          print \"ckpt-train <version>\"",
+                        1);
     e2e_expect_contains("trainer stdout", p.out,
                         "  --collective-timeout SECS\n", 1);
     /* a script's `ckpt-train ... &` cannot be stopped by SIGINT: --help

@@ -48,6 +48,9 @@ static const char usage_text[] =
     "                     agreement, the exit's MPI_Finalize; default 600);\n"
     "                     past it the job ends with a message naming the\n"
     "                     wait and exit status 70\n"
+    "  --help, -h         print this text and exit\n"
+    "  --version          print \"ckpt-train <version>\" (the library's) and "
+    "exit\n"
     "\n"
     "SIGTERM or SIGINT stops at the next step, writes a final checkpoint and\n"
     "exits 0 (--distributed: every rank, after the first step in which any\n"
@@ -198,6 +201,9 @@ int train_options_parse(train_options *o, int argc, char **argv,
         long long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage_text, stdout);
+            return TRAIN_OPTIONS_HELP;
+        } else if (!strcmp(a, "--version")) {
+            printf("ckpt-train %s\n", ckpt_version_string());
             return TRAIN_OPTIONS_HELP;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;

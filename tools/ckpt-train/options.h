@@ -19,15 +19,16 @@ typedef struct train_options {
     double collective_timeout; /* --distributed: seconds (default 600) */
 } train_options;
 
-/* What train_options_parse returns after printing the usage for --help. */
+/* What train_options_parse returns after printing the usage for --help,
+ * or the version for --version: the program exits 0. */
 #define TRAIN_OPTIONS_HELP (-1)
 
 /* Fill `o` from the command line (argv[0] is the program). `distributed`:
  * --distributed is accepted, the default directory is runs/distributed,
  * --save-secs, --busy and --mode none are refused; otherwise
- * --collective-timeout is. Returns 0,
- * TRAIN_OPTIONS_HELP (the usage printed on stdout), or 2 after printing a
- * usage error on stderr. */
+ * --collective-timeout is. Returns 0, TRAIN_OPTIONS_HELP (the usage or
+ * the version printed on stdout), or 2 after printing a usage error on
+ * stderr. */
 int train_options_parse(train_options *o, int argc, char **argv,
                         int distributed);
 
