@@ -613,7 +613,8 @@ static void test_usage_errors(void **state)
     pair_free(&p);
 }
 
-/* A damaged record cannot be compared: exit 2, naming the tensor. */
+/* A damaged record cannot be compared: exit 2, naming the tensor; so is
+ * an unparsable state file. */
 static void test_damaged_input(void **state)
 {
     pair p = make_pair(0);
@@ -636,6 +637,19 @@ static void test_damaged_input(void **state)
     RUN_STATUS(r, 2, "diff", p.a, p.b);
     expect_contains(r.err, "ckpt diff: ");
     expect_contains(r.err, "'i8'");
+    run_free(&r);
+    /* a directory whose state file cannot be parsed is damaged input too:
+     * 2 (where ls, inspect, verify and repack exit 1), since 1 means
+     * "different"; README says which */
+    {
+        static const char text[] = "garbage {\n";
+        char *state_file = test_path(p.dir, "checkpoint");
+        test_write_file(state_file, text, sizeof(text) - 1);
+        free(state_file);
+    }
+    RUN_STATUS(r, 2, "diff", p.dir, p.a);
+    expect_contains(r.err, "ckpt diff: ");
+    expect_contains(r.err, "checkpoint:1:1: unknown field \"garbage\"");
     run_free(&r);
     free(data);
     pair_free(&p);
