@@ -49,6 +49,18 @@ else()
     set(CKPT_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
     set(CKPT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+# ckpt.pc's rpath lets a program linked against a prefix outside the
+# loader's path find libckpt.so without LD_LIBRARY_PATH. Where the
+# configured libdir is one the toolchain searches anyway (a distribution's
+# /usr/lib/<multiarch>), it would only add a RUNPATH to every program built
+# with it, which distributions refuse (Debian's lintian:
+# custom-library-search-path), so it is left out there.
+set(CKPT_PC_RPATH "-Wl,-rpath,\${libdir} ")
+list(FIND CMAKE_C_IMPLICIT_LINK_DIRECTORIES "${CMAKE_INSTALL_FULL_LIBDIR}"
+     _ckpt_libdir_implicit)
+if(_ckpt_libdir_implicit GREATER -1)
+    set(CKPT_PC_RPATH "")
+endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt.pc.in"
                "${PROJECT_BINARY_DIR}/ckpt.pc" @ONLY)
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt-static.pc.in"
