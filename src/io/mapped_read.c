@@ -2,10 +2,15 @@
  * mapping with their CRC32C in the same pass (see mapped_read.h for when
  * and why), and the SIGBUS guard around each copy.
  *
- * The guard: a thread about to copy records the mapped bytes it will read
- * and a sigjmp_buf in a thread-local slot. The SIGBUS handler, installed
- * once per process in front of the disposition it finds, jumps back to
- * that thread when the faulting address lies in those bytes; any other
+ * The guard: a thread about to copy records its thread id, the mapped
+ * bytes it will read and a sigjmp_buf in a free slot of a process-wide
+ * table (no thread-local storage: a variable of the initial-exec model
+ * makes dlopen of the library fail, its whole TLS block then needing room
+ * in the static one, and one of the dynamic model may be allocated by its
+ * first access, which a signal handler must not do). The SIGBUS handler,
+ * installed once per process in front of the disposition it finds, jumps
+ * back to the thread it runs on when the fault (si_code > 0, not a kill())
+ * lies in the bytes of that thread's slot; any other
  * SIGBUS goes on to what was there before: the previous handler (called as
  * the kernel would have, SA_RESETHAND included), or the default action (put
  * back; a fault then happens again and ends the process as it would have,
@@ -16,6 +21,7 @@
 #include "common/internal.h"
 #include "util/crc32c.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -24,19 +30,22 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Pages mincore() is asked about at a time (a piece is 64 of them). */
 #define RESIDENT_BATCH 256
 
 typedef struct guard {
+    long tid;               /* the copying thread (gettid) */
     const uint8_t *lo, *hi; /* the mapped bytes being read */
     sigjmp_buf jump;
 } guard;
 
-/* initial-exec: the handler reads it with no allocation, whatever thread
- * the signal hits (a dlopen'ed library included: it is one pointer). */
-static __thread guard *current_guard __attribute__((tls_model("initial-exec")));
+/* Guarded copies in progress, one slot each; a copy that finds none free
+ * is read with pread. Lock-free pointers: the handler only loads them. */
+#define GUARD_SLOTS 64
+static _Atomic(guard *) guards[GUARD_SLOTS];
 
 static atomic_int forced_off;
 static void (*before_copy)(void *arg); /* tests */
@@ -76,13 +85,21 @@ static void pass_on(int sig, siginfo_t *info, void *context)
 
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
-    guard *g = current_guard;
-    const uint8_t *at = info ? (const uint8_t *)info->si_addr : NULL;
-    if (g && at >= g->lo && at < g->hi) {
-        current_guard = NULL;
-        siglongjmp(g->jump, 1);
+    int saved_errno = errno;
+    if (info && info->si_code > 0) { /* a fault: si_addr is meaningful */
+        const uint8_t *at = (const uint8_t *)info->si_addr;
+        long tid = (long)syscall(SYS_gettid);
+        for (int i = 0; i < GUARD_SLOTS; i++) {
+            guard *g = atomic_load(&guards[i]);
+            if (g && g->tid == tid && at >= g->lo && at < g->hi) {
+                atomic_store(&guards[i], NULL);
+                errno = saved_errno;
+                siglongjmp(g->jump, 1);
+            }
+        }
     }
     pass_on(sig, info, context);
+    errno = saved_errno;
 }
 
 /* Whether SIGBUS is handled by on_sigbus. It is installed once per
@@ -237,13 +254,21 @@ int ckpt__mapped_copy_guarded(const uint8_t *src, size_t len, uint8_t *dst,
                               uint32_t *crc)
 {
     guard g;
+    int slot = -1;
+    g.tid = (long)syscall(SYS_gettid);
     g.lo = src;
     g.hi = src + len;
     if (sigsetjmp(g.jump, 1) != 0)
-        return 1; /* the handler cleared current_guard */
-    current_guard = &g;
+        return 1; /* the handler freed the slot */
+    for (int i = 0; i < GUARD_SLOTS && slot < 0; i++) {
+        guard *none = NULL;
+        if (atomic_compare_exchange_strong(&guards[i], &none, &g))
+            slot = i;
+    }
+    if (slot < 0)
+        return 2;
     *crc = dst ? ckpt__crc32c_copy(0, dst, src, len) : ckpt__crc32c(src, len);
-    current_guard = NULL;
+    atomic_store(&guards[slot], NULL);
     return 0;
 }
 
@@ -259,8 +284,14 @@ int ckpt__mapped_piece(ckpt__map_window *w, const char *path, uint64_t at,
         return 1;
     if (before_copy)
         before_copy(before_copy_arg);
-    if (ckpt__mapped_copy_guarded(src, len, dst, crc) == 0)
+    switch (ckpt__mapped_copy_guarded(src, len, dst, crc)) {
+    case 0:
         return 0;
+    case 2:
+        return 1; /* every guard slot taken: pread */
+    default:
+        break;
+    }
     unmap(w); /* its pages are gone */
     w->fd = -1;
     return ckpt__error(CKPT_EIO,

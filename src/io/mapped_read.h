@@ -82,9 +82,10 @@ void ckpt__mapped_reads_force(int on);
 void ckpt__mapped_reads_before_copy(void (*fn)(void *arg), void *arg);
 
 /* The guarded copy itself: `len` bytes of a mapping at `src` to `dst`
- * (NULL: checksum only), their CRC32C in `*crc`. Returns 0, or 1 when a
- * SIGBUS at an address in [src, src + len) ended it (`*crc` not set). Only
- * where ckpt__mapped_reads_available() said 1. */
+ * (NULL: checksum only), their CRC32C in `*crc`. Returns 0, 1 when a
+ * SIGBUS at an address in [src, src + len) ended it (`*crc` not set), or 2
+ * when no guard was free (64 copies in progress at once; nothing done).
+ * Only where ckpt__mapped_reads_available() said 1. */
 int ckpt__mapped_copy_guarded(const uint8_t *src, size_t len, uint8_t *dst,
                               uint32_t *crc);
 
