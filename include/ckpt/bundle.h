@@ -18,7 +18,9 @@
  * process, and any other SIGBUS goes on to the handler found there (or the
  * default action). A SIGBUS handler the application installs later
  * replaces it for good; from then on, as with CKPT_MAPPED_READS=0 in the
- * environment, those records are read with pread.
+ * environment, those records are read with pread. When the library is
+ * unloaded (dlclose) or the process exits, the disposition found is put
+ * back if the handler is still the library's.
  *
  * NULL arguments: a function returning int rejects a NULL pointer it needs
  * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented

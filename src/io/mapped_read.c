@@ -131,6 +131,19 @@ static int handler_in_place(void)
     return ours;
 }
 
+/* When the library is unloaded (dlclose) or the process exits: put the
+ * disposition found at install back while the handler is still this one,
+ * so that a later SIGBUS does not jump to code that is gone. */
+__attribute__((destructor)) static void put_disposition_back(void)
+{
+    struct sigaction cur;
+    pthread_mutex_lock(&install_mu);
+    if (prev_set && sigaction(SIGBUS, NULL, &cur) == 0 &&
+        (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus)
+        sigaction(SIGBUS, &prev, NULL);
+    pthread_mutex_unlock(&install_mu);
+}
+
 /* CKPT_MAPPED_READS=0 in the environment: pread only (for comparisons),
  * read once. */
 static int env_off;

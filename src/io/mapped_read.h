@@ -19,7 +19,8 @@
  * pread is its own), for pieces whose pages are all in the page cache
  * (mincore): a mapped page of a file truncated by another process, or one
  * the device fails to read, raises SIGBUS at the access. The first mapped
- * read installs a handler (kept for the process) that turns a SIGBUS
+ * read installs a handler (kept until the library is unloaded or the
+ * process exits, when what it found is put back) that turns a SIGBUS
  * inside a piece being copied by this module into CKPT_EIO for that read,
  * and passes any other SIGBUS on to the handler it found (Open MPI installs
  * one at MPI_Init, cmocka one per test, sanitizers their own) or to the

@@ -1,7 +1,8 @@
 /* tests/io/test_mapped_read_dlopen.c - the shared library loaded with
  * dlopen (as Python's ctypes does): it loads, verifies a bundle whose data
- * file is read through mappings (io/mapped_read.h, reads over 1 MiB) and
- * unloads. The library's path comes from the build
+ * file is read through mappings (io/mapped_read.h, reads over 1 MiB), and
+ * once unloaded with dlclose leaves SIGBUS to the disposition it found, not
+ * to a handler whose code is gone. The library's path comes from the build
  * (CKPT_SHARED_LIB). */
 #include "test_util.h"
 
@@ -76,17 +77,22 @@ static void test_dlopen_verify_dlclose(void **state)
 {
     char *dir = test_make_temp_dir();
     char *prefix;
+    struct sigaction before, after;
     api a;
     void *lib;
     (void)state;
     assert_non_null(dir);
     prefix = test_path(dir, "b");
+    assert_int_equal(sigaction(SIGBUS, NULL, &before), 0);
     lib = dlopen(CKPT_SHARED_LIB, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         fail_msg("dlopen %s: %s", CKPT_SHARED_LIB, dlerror());
     load_api(lib, &a);
     write_and_verify(&a, prefix);
     assert_int_equal(dlclose(lib), 0);
+    assert_int_equal(sigaction(SIGBUS, NULL, &after), 0);
+    assert_int_equal(after.sa_flags & SA_SIGINFO, before.sa_flags & SA_SIGINFO);
+    assert_true(after.sa_handler == before.sa_handler);
     free(prefix);
     test_remove_tree(dir);
 }
