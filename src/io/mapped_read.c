@@ -239,11 +239,10 @@ static int map_window_for(ckpt__map_window *w, uint64_t at, size_t len)
  * cache. */
 static int resident(const uint8_t *p, size_t len)
 {
-    static long page_size;
+    /* read by both reader threads: sysconf is a lookup, no system call */
+    long page_size = sysconf(_SC_PAGESIZE);
     unsigned char vec[RESIDENT_BATCH];
     uintptr_t first, last;
-    if (!page_size)
-        page_size = sysconf(_SC_PAGESIZE);
     if (page_size <= 0)
         return 0;
     first = (uintptr_t)p / (uintptr_t)page_size * (uintptr_t)page_size;
