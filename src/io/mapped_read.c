@@ -64,14 +64,16 @@ static void pass_on(int sig, siginfo_t *info, void *context)
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    /* SIG_DFL and SIG_IGN are values of either member, whatever the
+     * flags say (sigaction keeps SA_SIGINFO with them) */
+    int handled = prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+    if (handled && (prev.sa_flags & SA_SIGINFO)) {
         if (prev.sa_flags & SA_RESETHAND)
             sigaction(sig, &dfl, NULL);
         prev.sa_sigaction(sig, info, context);
         return;
     }
-    if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL &&
-        prev.sa_handler != SIG_IGN) {
+    if (handled) {
         if (prev.sa_flags & SA_RESETHAND)
             sigaction(sig, &dfl, NULL);
         prev.sa_handler(sig);
@@ -115,8 +117,7 @@ static int handler_in_place(void)
     if (sigaction(SIGBUS, NULL, &cur) == 0) {
         if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus) {
             ours = 1;
-        } else if (!prev_set &&
-                   ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_IGN)) {
+        } else if (!prev_set && cur.sa_handler != SIG_IGN) {
             struct sigaction mine;
             memset(&mine, 0, sizeof(mine));
             mine.sa_sigaction = on_sigbus;

@@ -377,6 +377,38 @@ static void test_application_handler_kept(void **state)
     assert_int_equal(child_with_app_handler(f, 0, 0, 1), 9);
 }
 
+/* SIGBUS ignored, with SA_SIGINFO among the flags (sigaction keeps them
+ * with SIG_IGN): mapped reads are off, as for a plain SIG_IGN, and no
+ * handler is installed in front of it (it would call SIG_IGN's value, 1,
+ * as a function for a SIGBUS not its own). In a child. */
+static void test_ignored_with_siginfo_flag_is_pread(void **state)
+{
+    pid_t pid;
+    int status = 0;
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sigaction sa, cur;
+        child_from_default();
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_IGN;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, NULL) != 0)
+            _exit(2);
+        if (ckpt__mapped_reads_available())
+            _exit(3);
+        if (sigaction(SIGBUS, NULL, &cur) != 0 || cur.sa_handler != SIG_IGN)
+            _exit(4);
+        raise(SIGBUS); /* still ignored */
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_no_mapping_where_not_posix_or_off(void **state)
 {
     fixture *f = *state;
@@ -419,6 +451,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_no_mapping_where_not_posix_or_off,
                                         setup, teardown),
+        cmocka_unit_test(test_ignored_with_siginfo_flag_is_pread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
