@@ -58,25 +58,53 @@ static int prev_set;
 
 /* A SIGBUS that is not a mapped read's: what the disposition found at
  * install would have done. */
+/* The thread passing a SIGBUS on to `prev` (0: none), the signal's
+ * context and how deep its stack was: a previous handler that its owner
+ * installed again after on_sigbus, keeping on_sigbus as what it passes on
+ * to, would call on_sigbus with that same context, which would call it
+ * again, until the stack ran out. A pass_on entered on that thread with
+ * that context deeper in the stack is such a loop; a new SIGBUS after
+ * `prev` left by a jump (a handler that recovers) has its own context or
+ * the same depth, and goes to `prev` again. The two plain fields are
+ * written and read only by the thread holding passing_tid. */
+static _Atomic long passing_tid;
+static void *passing_context;
+static uintptr_t passing_depth;
+
 static void pass_on(int sig, siginfo_t *info, void *context)
 {
     struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
     /* SIG_DFL and SIG_IGN are values of either member, whatever the
      * flags say (sigaction keeps SA_SIGINFO with them) */
     int handled = prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
-    if (handled && (prev.sa_flags & SA_SIGINFO)) {
-        if (prev.sa_flags & SA_RESETHAND)
-            sigaction(sig, &dfl, NULL);
-        prev.sa_sigaction(sig, info, context);
-        return;
+    long tid = (long)syscall(SYS_gettid), none = 0;
+    long held = atomic_load(&passing_tid);
+    char here; /* its address: how deep the stack is (it grows down) */
+    uintptr_t depth = (uintptr_t)&here;
+    int mine = 0;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    if (handled && held == tid && passing_context == context &&
+        depth < passing_depth) {
+        handled = 0; /* back from `prev`: the default action */
+    } else if (handled) {
+        mine = held == tid ||
+               atomic_compare_exchange_strong(&passing_tid, &none, tid);
+        if (mine) {
+            passing_context = context;
+            passing_depth = depth;
+        }
     }
     if (handled) {
         if (prev.sa_flags & SA_RESETHAND)
             sigaction(sig, &dfl, NULL);
-        prev.sa_handler(sig);
+        if (prev.sa_flags & SA_SIGINFO)
+            prev.sa_sigaction(sig, info, context);
+        else
+            prev.sa_handler(sig);
+        if (mine)
+            atomic_store(&passing_tid, 0);
         return;
     }
     /* the default action (which a fault gets even where it is ignored) */

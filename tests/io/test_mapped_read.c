@@ -22,6 +22,7 @@
 #include "util/crc32c.h"
 
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,100 @@ static void test_ignored_with_siginfo_flag_is_pread(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A handler that passes every SIGBUS on to what it found when it was
+ * installed (as most do), and how often it ran. */
+static struct sigaction chained_old;
+static volatile sig_atomic_t chained_runs;
+
+static void chaining_handler(int sig, siginfo_t *info, void *context)
+{
+    chained_runs++;
+    if (chained_runs > 3)
+        _exit(8); /* looping */
+    if ((chained_old.sa_flags & SA_SIGINFO) &&
+        chained_old.sa_handler != SIG_DFL && chained_old.sa_handler != SIG_IGN)
+        chained_old.sa_sigaction(sig, info, context);
+}
+
+/* The application installs its chaining handler, the first mapped read
+ * installs the library's in front of it, then the application installs
+ * its handler again (which now passes on to the library's, which passes
+ * on to it): a SIGBUS not a mapped read's runs it no more than twice and
+ * ends the process with SIGBUS, instead of the two calling each other
+ * until the stack runs out. In a child. */
+static void test_handler_installed_again_does_not_loop(void **state)
+{
+    pid_t pid;
+    int status = 0;
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sigaction sa;
+        child_from_default();
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = chaining_handler;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, &chained_old) != 0)
+            _exit(2);
+        if (!ckpt__mapped_reads_available())
+            _exit(3);
+        if (sigaction(SIGBUS, &sa, &chained_old) != 0)
+            _exit(4);
+        raise(SIGBUS);
+        _exit(5);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFEXITED(status))
+        fail_msg("child exited with status %d", WEXITSTATUS(status));
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGBUS);
+}
+
+/* A handler that recovers from SIGBUS by jumping out of it. */
+static sigjmp_buf recover_jump;
+static volatile sig_atomic_t recovered;
+
+static void recovering_handler(int sig)
+{
+    (void)sig;
+    recovered++;
+    siglongjmp(recover_jump, 1);
+}
+
+/* An application handler found at the first mapped read that leaves by
+ * siglongjmp gets every SIGBUS not a mapped read's, not only the first.
+ * In a child. */
+static void test_recovering_handler_gets_every_sigbus(void **state)
+{
+    pid_t pid;
+    int status = 0;
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sigaction sa;
+        child_from_default();
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = recovering_handler;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, NULL) != 0)
+            _exit(2);
+        if (!ckpt__mapped_reads_available())
+            _exit(3);
+        for (int i = 0; i < 3; i++)
+            if (sigsetjmp(recover_jump, 1) == 0)
+                raise(SIGBUS);
+        _exit(recovered == 3 ? 0 : 4);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("child killed by signal %d", WTERMSIG(status));
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_no_mapping_where_not_posix_or_off(void **state)
 {
     fixture *f = *state;
@@ -452,6 +547,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_mapping_where_not_posix_or_off,
                                         setup, teardown),
         cmocka_unit_test(test_ignored_with_siginfo_flag_is_pread),
+        cmocka_unit_test(test_handler_installed_again_does_not_loop),
+        cmocka_unit_test(test_recovering_handler_gets_every_sigbus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
