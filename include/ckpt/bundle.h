@@ -10,18 +10,6 @@
  * The reader loads and validates the whole index when opened, opens data
  * shards lazily, and verifies each record's CRC32C when it reads it.
  *
- * Signals: with the POSIX file system, reads of records whose pages are in
- * the page cache copy them out of a read-only mapping of the data file.
- * The first such read installs a SIGBUS handler, once per process, in
- * front of the disposition it finds: a file truncated by another process
- * during the copy then fails that read with CKPT_EIO instead of ending the
- * process, and any other SIGBUS goes on to the handler found there (or the
- * default action). A SIGBUS handler the application installs later
- * replaces it for good; from then on, as with CKPT_MAPPED_READS=0 in the
- * environment, those records are read with pread. When the library is
- * unloaded (dlclose) or the process exits, the disposition found is put
- * back if the handler is still the library's.
- *
  * NULL arguments: a function returning int rejects a NULL pointer it needs
  * with CKPT_EINVAL ("<function>: <argument> is NULL"); pointers documented
  * as optional may be NULL; the accessors treat a NULL reader as empty
@@ -277,9 +265,8 @@ typedef struct ckpt_read_request {
  *  record inside its data file; that they cover the tensor once is checked
  *  as it is assembled, after the others are read). The records are read
  *  in file order, through the page cache straight into their destinations
- *  in pieces of at most 256 KiB (copied out of a mapping with the checksum
- *  in the same pass where the pages are cached: see "Signals" above; else
- *  each piece checksummed right after its pread), by the calling
+ *  in pieces of at most 256 KiB, each piece checksummed right after its
+ *  read, by the calling
  *  thread and, when the file system allows concurrent reads (it offers
  *  ckpt_fs.open_read_direct) and the process may run on two CPUs, one
  *  helper thread (joined before the call returns). When the records of

@@ -8,9 +8,7 @@
  * CKPT__COLD_REQUEST on the cold path) of that extent and, on the cold
  * path, goes on into the next extents while each starts where the one
  * before ends, one part per extent. The thread then reads the claim
- * without the lock (one pread, or one preadv for several parts; on the
- * 256 KiB path a piece whose pages are cached is copied out of the thread's
- * mapping of the file instead, its CRC in the same pass: io/mapped_read.h),
+ * without the lock (one pread, or one preadv for several parts),
  * checksums each part and, taking the lock again, xors each part's CRC,
  * shifted past the rest of its extent, into the extent's crc. The first
  * failure is saved with its message and sets `stop`; every claim checks
@@ -36,7 +34,6 @@
  * MiB, 3 batches of 7: 0.71-0.87 and 0.80-0.97); with both cores busy
  * with other work, 0.52-0.61 and 0.93-1.04. */
 #include "buffered_read.h"
-#include "mapped_read.h"
 
 #include "common/internal.h"
 #include "fs_internal.h"
@@ -166,28 +163,12 @@ static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
     return 0;
 }
 
-/* Take the mutex again and record a claim's outcome: its parts' CRCs, or
- * the first failure (which stops the stream). */
-static void finish_claim(bstream *s, const claim *c, int err,
-                         const uint32_t *crc)
-{
-    pthread_mutex_lock(&s->mu);
-    if (err < 0) {
-        if (s->failure.code == 0)
-            ckpt__error_save(&s->failure);
-        s->stop = 1;
-    } else {
-        for (int k = 0; k < c->n; k++)
-            s->ext[c->p[k].i].crc ^= crc[k];
-    }
-}
-
 /* Claim, read and checksum until nothing is left or a read fails;
  * `scratch` (page-aligned, s->request + CKPT__SCRATCH_PAGE bytes)
  * receives the parts of extents without a destination and of those whose
  * destination aliases, at the claim's file offset's place in a page
  * (ckpt__scratch_for) and each part after the one before it. */
-static void work(bstream *s, uint8_t *scratch, ckpt__map_window *win)
+static void work(bstream *s, uint8_t *scratch)
 {
     claim c;
     pthread_mutex_lock(&s->mu);
@@ -210,20 +191,6 @@ static void work(bstream *s, uint8_t *scratch, ckpt__map_window *win)
                 dst[k] = NULL; /* nothing to copy on */
         }
         pthread_mutex_unlock(&s->mu);
-        if (win && c.n == 1) { /* a piece of the 256 KiB path */
-            const ckpt__extent *e = &s->ext[c.p[0].i];
-            uint8_t *to = e->dst ? (uint8_t *)e->dst + c.p[0].off : NULL;
-            uint32_t piece_crc = 0;
-            crc[0] = 0;
-            err = ckpt__mapped_piece(win, s->path, c.at, c.len, to, &piece_crc);
-            if (err == 0)
-                crc[0] = ckpt__crc32c_combine(
-                    piece_crc, 0, e->size - c.p[0].off - c.p[0].len);
-            if (err != 1) {
-                finish_claim(s, &c, err, crc);
-                continue;
-            }
-        }
         err = read_claim(s, &c, iov);
         for (int k = 0; err == 0 && k < c.n; k++) {
             const ckpt__extent *e = &s->ext[c.p[k].i];
@@ -232,7 +199,15 @@ static void work(bstream *s, uint8_t *scratch, ckpt__map_window *win)
                        : ckpt__crc32c(iov[k].base, iov[k].len),
                 0, e->size - c.p[k].off - c.p[k].len);
         }
-        finish_claim(s, &c, err, crc);
+        pthread_mutex_lock(&s->mu);
+        if (err < 0) {
+            if (s->failure.code == 0)
+                ckpt__error_save(&s->failure);
+            s->stop = 1;
+        } else {
+            for (int k = 0; k < c.n; k++)
+                s->ext[c.p[k].i].crc ^= crc[k];
+        }
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -240,13 +215,12 @@ static void work(bstream *s, uint8_t *scratch, ckpt__map_window *win)
 typedef struct helper_arg {
     bstream *s;
     uint8_t *scratch;
-    ckpt__map_window *win;
 } helper_arg;
 
 static void *helper_main(void *arg)
 {
     helper_arg *h = arg;
-    work(h->s, h->scratch, h->win);
+    work(h->s, h->scratch);
     return NULL;
 }
 
@@ -255,14 +229,15 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset)
     return scratch + file_offset % CKPT__SCRATCH_PAGE;
 }
 
-/* Whether the extents hold more than `min` bytes (more than one request's
- * is worth a second thread). */
-static int bytes_over(const ckpt__extent *ext, size_t n, uint64_t min)
+/* Whether the extents hold more than one request's bytes (worth a second
+ * thread). */
+static int two_requests_or_more(const ckpt__extent *ext, size_t n,
+                                size_t request)
 {
     uint64_t bytes = 0;
-    for (size_t i = 0; i < n && bytes <= min; i++)
+    for (size_t i = 0; i < n && bytes <= request; i++)
         bytes += ext[i].size;
-    return bytes > min;
+    return bytes > request;
 }
 
 int ckpt__read_aliases(const void *dst, uint64_t file_offset)
@@ -303,13 +278,12 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     bstream s;
     helper_arg h;
     pthread_t helper;
-    ckpt__map_window win[2];
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
     int cold = request > CKPT__BUFFERED_PIECE;
     int bounce = !cold && any_aliases(ext, n) && ckpt__aliased_reads_bounce();
     int scratched = needs_scratch(ext, n, bounce);
-    int started = 0, mapped;
+    int started = 0;
     int err = 0;
 
     fs = ckpt_fs_or_default(fs);
@@ -333,25 +307,17 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
                                    (uintptr_t)raw[t] % CKPT__SCRATCH_PAGE) %
                                       CKPT__SCRATCH_PAGE;
     }
-    /* one window per thread, where the read is long enough to pay for
-     * setting them up (a few system calls each) */
-    mapped = !cold && bytes_over(ext, n, CKPT__MAPPED_MIN);
-    for (int t = 0; mapped && t < 2; t++)
-        ckpt__map_window_init(&win[t], fs, file);
     pthread_mutex_init(&s.mu, NULL);
-    if (threads > 1 && bytes_over(ext, n, request) &&
+    if (threads > 1 && two_requests_or_more(ext, n, request) &&
         (!scratched || scratch[1])) {
         h.s = &s;
         h.scratch = scratch[1];
-        h.win = mapped ? &win[1] : NULL;
         started = ckpt__thread_create(&helper, helper_main, &h) == 0;
     }
-    work(&s, scratch[0], mapped ? &win[0] : NULL);
+    work(&s, scratch[0]);
     if (started)
         pthread_join(helper, NULL);
     pthread_mutex_destroy(&s.mu);
-    for (int t = 0; mapped && t < 2; t++)
-        ckpt__map_window_dispose(&win[t]);
     if (s.failure.code < 0)
         err = ckpt__error_restore(&s.failure);
     ckpt__free(raw[1]);

@@ -8,9 +8,7 @@
  *             place in the destination (or a per-thread scratch buffer
  *             when the extent has none, or when the destination would
  *             alias the file offset: then copied on), then checksummed
- *             while hot; or, for the POSIX file system and a piece whose
- *             pages are cached, copied out of a mapping of the file with
- *             its CRC in the same pass (io/mapped_read.h)
+ *             while hot
  *
  * The calling thread and, when asked for and possible, one helper thread
  * claim the pieces in file order, so the kernel's read-ahead sees one

@@ -46,7 +46,6 @@
 #include "ckpt/io.h"
 #include "common/internal.h"
 #include "fs_internal.h"
-#include "mapped_read.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -689,13 +688,4 @@ static const ckpt_fs posix_fs = {
 const ckpt_fs *ckpt_fs_posix(void)
 {
     return &posix_fs;
-}
-
-int ckpt__posix_read_fd(const ckpt_fs *fs, ckpt_file *file)
-{
-    const struct posix_file *pf;
-    if (ckpt_fs_or_default(fs) != &posix_fs || !file)
-        return -1;
-    pf = posix_file_of(file);
-    return pf->flags == 0 && !pf->read_direct ? pf->fd : -1;
 }

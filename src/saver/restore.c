@@ -8,7 +8,6 @@
 #include "format/bundle_read_report.h"
 #include "format/bundle_slices.h"
 #include "io/buffered_read.h"
-#include "io/mapped_read.h"
 #include "saver_internal.h"
 
 #include <string.h>
@@ -138,17 +137,11 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
         "restore %s: %llu bytes read %s (%s; %zu KiB reads, "
         "%d in flight)",
         prefix, (unsigned long long)bytes,
-        rep->mode != CKPT__READ_BUFFERED
-            ? "around the page cache (O_DIRECT), the checksum fused into "
-              "the copy"
-        : rep->piece_bytes == CKPT__BUFFERED_PIECE &&
-                bytes > CKPT__MAPPED_MIN &&
-                ckpt_fs_or_default(s->fs) == ckpt_fs_posix() &&
-                ckpt__mapped_reads_available()
-            ? "through the page cache into the variables, cached pieces "
-              "copied out of a mapping with the checksum in the same pass"
-            : "through the page cache into the variables, each piece "
-              "checksummed after its read",
+        rep->mode == CKPT__READ_BUFFERED
+            ? "through the page cache into the variables, each piece "
+              "checksummed after its read"
+            : "around the page cache (O_DIRECT), the checksum fused into "
+              "the copy",
         why, rep->piece_bytes >> 10, rep->readers);
     /* (the probe runs for this line only when it is logged) */
     if (rep->mode == CKPT__READ_BUFFERED &&
