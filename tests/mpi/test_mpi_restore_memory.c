@@ -3,21 +3,20 @@
  * PIECES pieces of one element each (as a job of PIECES ranks would write
  * it); every rank of this job restores its block of it. The library's
  * allocations are counted through the allocator hook (ckpt_set_allocator,
- * installed before anything else). The restore's peak of live bytes,
- * less what was live before it and less the peak of opening the bundle
- * reader it opens (measured alone: the reader's index of entries, the
- * single-process reader's cost), is what the distributed restore adds:
- * its index of the slice keys, its per-piece marks. Divided by PIECES it
- * must stay below PER_PIECE_LIMIT bytes. The restored values are
- * checked.
+ * installed before anything else; tests/support/count_alloc.h). The restore's
+ * peak of live bytes, less what was live before it and less the peak of opening
+ * the bundle reader it opens (measured alone: the reader's index of entries,
+ * the single-process reader's cost), is what the distributed restore adds: its
+ * index of the slice keys, its per-piece marks. Divided by PIECES it must stay
+ * below PER_PIECE_LIMIT bytes. The restored values are checked.
  *
  *   test_mpi_restore_memory   (under mpiexec, 1 or 2 ranks) */
 #include "mpi_model.h"
 #include "test_util.h"
 
 #include "ckpt/sys/alloc.h"
+#include "support/count_alloc.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,65 +27,6 @@
  * CKPT_MAX_RANK dimensions, and its name copied) before it kept only the
  * extents a piece has and one copy of each name: 35 to 45 here. */
 #define PER_PIECE_LIMIT 100
-
-/* ---- counting allocator -------------------------------------------------
- * Each block carries its size in a 16-byte header; live and peak bytes are
- * atomic (the saver's thread allocates too). */
-
-#define HEADER 16
-
-static atomic_llong live_bytes;
-static atomic_llong peak_bytes;
-
-static void note_alloc(long long n)
-{
-    long long now = atomic_fetch_add(&live_bytes, n) + n;
-    long long peak = atomic_load(&peak_bytes);
-    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now))
-        ;
-}
-
-static void *count_malloc(size_t n, void *payload)
-{
-    unsigned char *p = malloc(n + HEADER);
-    (void)payload;
-    if (!p)
-        return NULL;
-    memcpy(p, &n, sizeof(n));
-    note_alloc((long long)n);
-    return p + HEADER;
-}
-
-static void count_free(void *q, void *payload)
-{
-    unsigned char *p = q;
-    size_t n;
-    (void)payload;
-    if (!p)
-        return;
-    memcpy(&n, p - HEADER, sizeof(n));
-    atomic_fetch_sub(&live_bytes, (long long)n);
-    free(p - HEADER);
-}
-
-static void *count_realloc(void *q, size_t n, void *payload)
-{
-    unsigned char *p = q, *r;
-    size_t old;
-    if (!p)
-        return count_malloc(n, payload);
-    memcpy(&old, p - HEADER, sizeof(old));
-    r = realloc(p - HEADER, n + HEADER);
-    if (!r)
-        return NULL;
-    memcpy(r, &n, sizeof(n));
-    atomic_fetch_sub(&live_bytes, (long long)old);
-    note_alloc((long long)n);
-    return r + HEADER;
-}
-
-static const ckpt_allocator counting = {
-    CKPT_ALLOCATOR_VERSION, NULL, count_malloc, count_realloc, count_free};
 
 /* ---- the test ------------------------------------------------------------ */
 
@@ -130,15 +70,15 @@ static void test_restore_peak_per_piece(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, &ext));
     assert_ckpt_ok(ckpt_mpi_saver_check(s));
     /* the reader alone */
-    before = atomic_load(&live_bytes);
-    atomic_store(&peak_bytes, before);
+    before = count_alloc_live();
+    count_alloc_reset_peak();
     assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
-    reader = atomic_load(&peak_bytes) - before;
+    reader = count_alloc_peak() - before;
     ckpt_bundle_reader_free(r);
-    before = atomic_load(&live_bytes);
-    atomic_store(&peak_bytes, before);
+    before = count_alloc_live();
+    count_alloc_reset_peak();
     assert_ckpt_ok(ckpt_mpi_saver_restore(s, prefix));
-    peak = atomic_load(&peak_bytes) - before - reader;
+    peak = count_alloc_peak() - before - reader;
     for (int64_t i = 0; i < n; i++)
         assert_true(mine[i] == (float)(lo + i) + 0.5f);
     MPI_Allreduce(&peak, &worst, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
@@ -164,7 +104,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_restore_peak_per_piece)};
     int provided, failed;
     /* before any allocation of the library */
-    if (ckpt_set_allocator(&counting) != 0)
+    if (ckpt_set_allocator(&count_alloc) != 0)
         return 1;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     failed = cmocka_run_group_tests(tests, NULL, NULL);
