@@ -459,6 +459,12 @@ static void key_dirs_init(key_dirs *kd, const ckpt__dir_state *ds,
         kd->dir[1] = kd->spelt.ptr;
 }
 
+static void key_dirs_dispose(key_dirs *kd)
+{
+    ckpt_buf_dispose(&kd->spelt);
+    ckpt_buf_dispose(&kd->last_parent);
+}
+
 /* `path` (NUL-terminated) with the directory `dir` and the '/' after it
  * taken off when it starts with them; `path` itself otherwise. */
 static const char *inside(const char *path, const char *dir)
@@ -575,8 +581,7 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
     for (size_t k = 0; order && k < n; k++)
         ckpt__free((char *)order[k].path);
     ckpt__free(order);
-    ckpt_buf_dispose(&kd.spelt);
-    ckpt_buf_dispose(&kd.last_parent);
+    key_dirs_dispose(&kd);
     return err;
 }
 
@@ -737,12 +742,14 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
             changed = 1;
             continue;
         }
-        err = resolve(ds, st.all_paths[i], &prefix);
-        if (err < 0)
-            goto done;
-        t = st.num_timestamps == st.num_paths
-                ? st.timestamps[i]
-                : index_mtime(ds, prefix.ptr, now);
+        if (st.num_timestamps == st.num_paths) {
+            t = st.timestamps[i];
+        } else { /* mark_missing resolved it too, but kept no prefix */
+            err = resolve(ds, st.all_paths[i], &prefix);
+            if (err < 0)
+                goto done;
+            t = index_mtime(ds, prefix.ptr, now);
+        }
         if (t > now)
             t = now;
         err = kept_push(&ds->kept, st.all_paths[i], t);
@@ -994,8 +1001,7 @@ static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
     if (!key) /* no memory: the one spelling only */
         i = ds->kept.n;
     ckpt__free(key);
-    ckpt_buf_dispose(&kd.spelt);
-    ckpt_buf_dispose(&kd.last_parent);
+    key_dirs_dispose(&kd);
     return i;
 }
 
