@@ -262,8 +262,8 @@ typedef struct ckpt_read_request {
 /** Read several fixed-size tensors, each as ckpt_bundle_reader_read would,
  *  checking every request (name, dtype, size, data file) before reading
  *  any (a partitioned tensor's pieces too: each piece's entry and its
- *  record inside its data file; that they cover the tensor once is checked
- *  as it is assembled, after the others are read). The records are read
+ *  record inside its data file, and that the pieces cover the tensor
+ *  exactly once, from the index). The records are read
  *  in file order, through the page cache straight into their destinations
  *  in pieces of at most 256 KiB, each piece checksummed right after its
  *  read, by the calling
@@ -275,8 +275,10 @@ typedef struct ckpt_read_request {
  *  2 MiB are read alternately both ways, timed, and O_DIRECT reads the
  *  rest only when it was clearly faster (two reader threads, the checksum
  *  fused into the copy to the destination).
- *  On failure the destinations may hold part of the data; the error names
- *  the tensor or the file.
+ *  A request refused by those checks (a bad name, size or slice layout, a
+ *  missing or short data file) leaves every destination as it was; a
+ *  failure while reading (I/O, a checksum) may leave the destinations
+ *  holding part of the data. The error names the tensor or the file.
  *  @return 0, or as ckpt_bundle_reader_read */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,

@@ -1,13 +1,13 @@
 /* format/bundle_read_many.c - ckpt_bundle_reader_read_many: several
  * tensors read at once. Every request is checked before anything is read
  * (every record located in its data file, the pieces of a partitioned
- * tensor too); the records are then read in file order, each data file's
- * records in one ckpt__read_extents (io/buffered_read.h: straight into the
- * destinations through the page cache, or streamed around it when a probe
- * shows that faster), one by one only when records overlap; partitioned
- * tensors are assembled last. A tensor asked for twice is read once and
- * copied. The report of the last group stays with the reader for
- * ckpt__bundle_reader_stream (bundle_read_report.h). */
+ * tensor too, and that they cover it exactly once); the records are then read
+ * in file order, each data file's records in one ckpt__read_extents
+ * (io/buffered_read.h: straight into the destinations through the page cache,
+ * or streamed around it when a probe shows that faster), one by one only when
+ * records overlap; partitioned tensors are assembled last. A tensor asked for
+ * twice is read once and copied. The report of the last group stays with the
+ * reader for ckpt__bundle_reader_stream (bundle_read_report.h). */
 #include "ckpt/bundle.h"
 
 #include "common/internal.h"
@@ -111,9 +111,12 @@ done:
 
 /* Every piece of the partitioned tensor of `p` has its entry and its
  * record inside its data file (ckpt__bundle_partitioned_locate locates
- * each), so a data file cut short fails the call before any destination
- * is written, as an ordinary record's does. The pieces found are kept in
- * `p` for the assembly, which then looks none up again. */
+ * each), and the pieces cover the tensor exactly once (no hole, no
+ * overlap, none outside its shape: ckpt__bundle_partitioned_coverage, from
+ * the index alone), so a data file cut short or a bad slice layout fails
+ * the call before any destination is written, as an ordinary record's
+ * does. The pieces found are kept in `p` for the assembly, which then
+ * looks none up again. */
 static int locate_pieces(ckpt_bundle_reader *r, planned_read *p)
 {
     ckpt__partitioned_read pr;
@@ -122,6 +125,11 @@ static int locate_pieces(ckpt_bundle_reader *r, planned_read *p)
     if (err == 0)
         err = ckpt__bundle_partitioned_locate(&pr, &bytes, &p->pieces,
                                               &p->npieces);
+    if (err == 0) {
+        pr.pieces = p->pieces;
+        pr.npieces = p->npieces;
+        err = ckpt__bundle_partitioned_coverage(&pr);
+    }
     return err;
 }
 

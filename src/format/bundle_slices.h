@@ -244,6 +244,11 @@ int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
 /* The same without reading the pieces' records (for a caller that checks
  * them as records of their own): sizes, shapes, and exact coverage. */
 int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr);
+/* Only the exact coverage, for pieces already located
+ * (ckpt__bundle_partitioned_locate, handed in through pr->pieces): that
+ * they lie inside the full shape and cover each element once, from the
+ * index alone. Errors as ckpt__bundle_read_partitioned's layout errors. */
+int ckpt__bundle_partitioned_coverage(const ckpt__partitioned_read *pr);
 
 /* Where a TensorFlow 2 object-based checkpoint (tf.train.Checkpoint,
  * CheckpointManager) stores a variable's value: under its object path

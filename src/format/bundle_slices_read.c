@@ -513,6 +513,11 @@ int ckpt__bundle_check_partitioned_layout(const ckpt__partitioned_read *pr)
     return check_partitioned(pr, ASSEMBLE_LAYOUT);
 }
 
+int ckpt__bundle_partitioned_coverage(const ckpt__partitioned_read *pr)
+{
+    return assemble(pr, NULL, 0, ASSEMBLE_LAYOUT);
+}
+
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes)
 {

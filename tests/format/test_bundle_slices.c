@@ -1094,6 +1094,56 @@ static void test_reader_errors(void **state)
     }
 }
 
+/* ---- read_many refuses a bad slice layout before writing ----------------- */
+
+/* A plain variable "a" (4 floats) and then "w" (4 x 3) whose slices, rows
+ * 0-1 and rows 1-2, leave row 3 a hole (row 1 stored twice: the pieces'
+ * sizes add up to the shape's, so only the coverage finds it). read_many
+ * of both checks every request's layout before it writes anything: it
+ * fails naming "w", and both destinations keep their pattern. Before, "a"
+ * was read (and "w"'s first piece placed) before the assembly of "w"
+ * found the overlap. */
+static void test_read_many_layout_before_writing(void **state)
+{
+    bt_fixture *f = *state;
+    static const float a[4] = {1, 2, 3, 4};
+    ckpt__tensor_slice top = slice2(0, 2, 0, 3), mid = slice2(1, 2, 0, 3);
+    ckpt__tensor_slice sl[2] = {top, mid};
+    hand_bundle hb;
+    ckpt__bundle_entry e;
+    ckpt_bundle_reader *r;
+    uint8_t got_a[16], got_w[48], pattern[48];
+    ckpt_read_request reqs[2] = {{"a", got_a, sizeof(got_a)},
+                                 {"w", got_w, sizeof(got_w)}};
+    memset(&hb, 0, sizeof(hb));
+    memset(&e, 0, sizeof(e));
+    e.dtype = CKPT_DT_FLOAT;
+    e.shape.rank = 1;
+    e.shape.dims[0] = 4;
+    e.size = sizeof(a);
+    e.crc32c = ckpt__crc32c_mask(ckpt__crc32c(a, sizeof(a)));
+    assert_ckpt_ok(ckpt__buf_put(&hb.data, a, sizeof(a)));
+    hb_put(&hb, "a", 1, &e);
+    hb_piece(&hb, &top, CKPT_DT_FLOAT, shape2(2, 3), W, 24);
+    hb_piece(&hb, &mid, CKPT_DT_FLOAT, shape2(2, 3), W + 3, 24);
+    hb_full(&hb, CKPT_DT_FLOAT, shape2(4, 3), sl, 2);
+    hb_write(&hb, f->prefix, 0);
+
+    memset(pattern, 0xA5, sizeof(pattern));
+    memcpy(got_a, pattern, sizeof(got_a));
+    memcpy(got_w, pattern, sizeof(got_w));
+    r = open_reader(f->prefix);
+    assert_ckpt_error(ckpt_bundle_reader_read_many(r, reqs, 2), CKPT_ECORRUPT,
+                      "tensor 'w': slice 1 (1,2:0,3) overlaps an earlier "
+                      "slice");
+    assert_memory_equal(got_a, pattern, sizeof(got_a));
+    assert_memory_equal(got_w, pattern, sizeof(got_w));
+    /* "a" alone reads */
+    assert_ckpt_ok(ckpt_bundle_reader_read_many(r, reqs, 1));
+    assert_memory_equal(got_a, a, sizeof(a));
+    ckpt_bundle_reader_free(r);
+}
+
 /* ---- LevelDB reads an index holding slice keys --------------------------- */
 
 static void test_leveldb_reads_slice_keys(void **state)
@@ -1181,6 +1231,8 @@ int main(void)
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_errors, bt_setup,
                                         bt_teardown),
+        cmocka_unit_test_setup_teardown(test_read_many_layout_before_writing,
+                                        bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_leveldb_reads_slice_keys, bt_setup,
                                         bt_teardown),
     };
