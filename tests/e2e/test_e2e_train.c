@@ -961,6 +961,78 @@ static void test_model_memory_limits(void **state)
     test_remove_tree(dir);
 }
 
+/* Whether a run_under_limit status is the dynamic loader's refusal (the
+ * limit too small to map the libraries: main never ran). */
+static int loader_refused(int status)
+{
+    return WIFEXITED(status) && WEXITSTATUS(status) == 127;
+}
+
+/* Every allocation ckpt-train makes, its very first (the trainer's state,
+ * a few hundred bytes) included, names what it allocates and its bytes
+ * when it fails, and exits 1. Under `ulimit -v` (set in the child alone;
+ * nothing large is allocated) the limits from the smallest at which main
+ * runs upward, 4 KiB apart, fail one allocation after another until the
+ * run gets past them: each must say "out of memory allocating <what>
+ * (<n> bytes)", the first the trainer's state, then the arrays. Before, the
+ * first allocation's failure exited 1 without a word. Skipped in sanitizer
+ * builds, whose shadow memory does not start under such limits. */
+static void test_first_allocation_named(void **state)
+{
+    const rlim_t step = 4096;
+    rlim_t lo = (rlim_t)1 << 20, hi = (rlim_t)256 << 20;
+    char *dir, *out_path, *run;
+    int saw_state = 0, saw_other = 0;
+    (void)state;
+    if (TEST_SANITIZED)
+        skip();
+    dir = test_make_temp_dir();
+    out_path = test_path(dir, "out.txt");
+    run = test_path(dir, "run");
+    const char *const args[] = {
+        CKPT_TRAIN_PATH, "--dir", run,       "--mode", "none",
+        "--steps",       "1",     "--quiet", NULL};
+    /* the smallest limit, to a page, at which the loader lets main run */
+    assert_true(loader_refused(run_under_limit(RLIMIT_AS, lo, args, out_path)));
+    assert_false(
+        loader_refused(run_under_limit(RLIMIT_AS, hi, args, out_path)));
+    while (hi - lo > step) {
+        rlim_t mid = lo + (hi - lo) / 2 / step * step;
+        if (loader_refused(run_under_limit(RLIMIT_AS, mid, args, out_path)))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (rlim_t limit = hi; limit < hi + ((rlim_t)8 << 20); limit += step) {
+        int status = run_under_limit(RLIMIT_AS, limit, args, out_path);
+        char *out = read_output(out_path);
+        if (loader_refused(status)) {
+            free(out);
+            continue;
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 || !out[0] ||
+            strncmp(out, "ckpt-train: out of memory allocating ", 37) != 0 ||
+            !strstr(out, " bytes)\n")) {
+            /* a failure, and silent: the bug */
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && !out[0])
+                fail_msg("limit %llu: exit 1 without a word",
+                         (unsigned long long)limit);
+            free(out);
+            break; /* past the trainer's own allocations */
+        }
+        if (strstr(out, "allocating the trainer's state ("))
+            saw_state = 1;
+        else
+            saw_other = 1;
+        free(out);
+    }
+    assert_true(saw_state);
+    assert_true(saw_other);
+    free(run);
+    free(out_path);
+    test_remove_tree(dir);
+}
+
 typedef struct mount_state {
     char *dir;
     int mounted;
@@ -1100,6 +1172,7 @@ int main(void)
         cmocka_unit_test(test_small_stack_limit),
         cmocka_unit_test(test_huge_stack_limit),
         cmocka_unit_test(test_model_memory_limits),
+        cmocka_unit_test(test_first_allocation_named),
         cmocka_unit_test_setup_teardown(test_save_fails_full_tmpfs, mount_setup,
                                         mount_teardown),
     };

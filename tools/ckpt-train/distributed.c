@@ -611,12 +611,19 @@ static void finalize_bounded(int rank, double timeout_s)
 
 int ckpt_train_distributed(int argc, char **argv)
 {
-    dist_trainer *t = calloc(1, sizeof(*t));
+    train_alloc_failure f;
+    dist_trainer *t;
     double timeout_s;
     int provided, code, rank;
+    memset(&f, 0, sizeof(f));
+    t = train_alloc(sizeof(*t), "the trainer's state", &f);
     init_bounded(&argc, &argv, train_options_collective_timeout(argc, argv),
                  &provided);
-    if (!t) {
+    if (!t) { /* named, then the job ends (docs/mpi.md) */
+        char prefix[48];
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        snprintf(prefix, sizeof(prefix), "ckpt-train: rank %d: ", rank);
+        train_alloc_report(&f, prefix);
         MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
     }

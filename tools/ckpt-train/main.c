@@ -233,7 +233,8 @@ static int train(trainer *t, ckpt_monitored_session *ms, report *rep)
 
 int main(int argc, char **argv)
 {
-    trainer *t = calloc(1, sizeof(*t));
+    train_alloc_failure f;
+    trainer *t;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_saver_options so = CKPT_SAVER_OPTIONS_INIT;
@@ -259,13 +260,17 @@ int main(int argc, char **argv)
      * lost (report_exit_status). */
     signal(SIGPIPE, SIG_IGN);
 #ifdef CKPT_TRAIN_MPI
-    if (ckpt_train_wants_distributed(argc, argv)) {
-        free(t);
+    if (ckpt_train_wants_distributed(argc, argv))
         return ckpt_train_distributed(argc, argv);
-    }
 #endif
-    if (!t)
-        return 1;
+    /* The first allocation fails like any other: named, with its bytes,
+     * exit status 1 (not a silent 1). */
+    memset(&f, 0, sizeof(f));
+    t = train_alloc(sizeof(*t), "the trainer's state", &f);
+    if (!t) {
+        train_alloc_report(&f, "ckpt-train: ");
+        return report_exit_status(1);
+    }
     report_init(&rep, 1, 0, 0);
     err = train_options_parse(&t->opt, argc, argv, 0);
     if (err) {
