@@ -12,12 +12,14 @@
  * set, SIGALRM is blocked before main, as in a process started with it
  * blocked in its inherited signal mask. With CKPT_REPORT_SIGNALS set,
  * the process starts with SIGINT ignored and handlers of the shim's own
- * for SIGTERM and SIGALRM (as a launcher or a library may leave them),
- * and says on stderr what SIGINT, SIGTERM and SIGALRM mean, and whether
- * SIGALRM is blocked, in MPI_Finalize (after the training's teardown)
- * and at exit, naming the program (processes the MPI runtime starts get
- * the shim too): "finalize_stall_shim: ckpt-train: at exit: SIGINT
- * ignored, SIGTERM the shim's, SIGALRM the shim's, blocked". Every other rank
+ * for SIGTERM and SIGALRM (as a launcher or a library may leave them)
+ * and an alarm() an hour ahead, and says on stderr what SIGINT, SIGTERM
+ * and SIGALRM mean, whether SIGALRM is blocked and whether that alarm is
+ * still pending, in MPI_Finalize (after the training's teardown) and at
+ * exit, naming the program (processes the MPI runtime starts get the shim
+ * too): "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored,
+ * SIGTERM the shim's, SIGALRM the shim's, blocked, its alarm pending".
+ * Every other rank
  * starts and finalizes as usual. */
 #define _GNU_SOURCE /* sigset_t and sigprocmask under -std=c11 */
 #include <errno.h>  /* program_invocation_short_name */
@@ -55,6 +57,7 @@ __attribute__((constructor)) static void take_signals(void)
     sa.sa_handler = shim_handler;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGALRM, &sa, NULL);
+    alarm(3600); /* the process's own alarm, pending throughout */
 }
 
 /* What `sig` means now, in words. */
@@ -75,16 +78,23 @@ static const char *meaning(int sig)
 static void report_signals(const char *when)
 {
     sigset_t mask;
+    unsigned left;
     int blocked = sigprocmask(SIG_BLOCK, NULL, &mask) == 0 &&
                   sigismember(&mask, SIGALRM) == 1;
     if (!getenv("CKPT_REPORT_SIGNALS"))
         return;
+    left = alarm(0); /* looked at, then put back */
+    if (left > 0)
+        alarm(left);
     fprintf(stderr,
             "finalize_stall_shim: %s: %s: SIGINT %s, SIGTERM %s, SIGALRM "
-            "%s, %s\n",
+            "%s, %s, %s\n",
             program_invocation_short_name, when, meaning(SIGINT),
             meaning(SIGTERM), meaning(SIGALRM),
-            blocked ? "blocked" : "unblocked");
+            blocked ? "blocked" : "unblocked",
+            left > 3000 ? "its alarm pending"
+            : left > 0  ? "another alarm pending"
+                        : "no alarm pending");
     fflush(stderr);
 }
 

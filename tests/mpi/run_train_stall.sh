@@ -182,11 +182,15 @@ if [ "$np" -eq 2 ]; then
     done
     # Dispositions the rank started with (CKPT_REPORT_SIGNALS: SIGINT
     # ignored, the shim's handlers for SIGTERM and SIGALRM; SIGALRM
-    # blocked) are what it has again once the training is torn down, in
-    # MPI_Finalize (SIGALRM is the exit alarm's there) and at exit: before,
-    # SIGINT and SIGTERM were reset to SIG_DFL after the session closed
-    # (a Ctrl-C the job ignored would kill the rank in its exit), and the
-    # exit alarm's handler stayed, SIGALRM unblocked.
+    # blocked; an alarm an hour ahead) are what it has again once the
+    # training is torn down, in MPI_Finalize and at exit: before, SIGINT
+    # and SIGTERM were reset to SIG_DFL after the session closed (a Ctrl-C
+    # the job ignored would kill the rank in its exit), the exit alarm's
+    # handler stayed, SIGALRM unblocked; and later, the bound on
+    # MPI_Init_thread and MPI_Finalize (then an alarm of its own) replaced
+    # the process's pending alarm and cancelled it (now a watchdog thread,
+    # which touches no signal: SIGALRM stays the shim's, blocked, in
+    # MPI_Finalize too).
     rm -rf "$tmp/run"
     rc=0
     env LD_PRELOAD="$preload" CKPT_REPORT_SIGNALS=1 CKPT_BLOCK_SIGALRM=1 \
@@ -195,9 +199,9 @@ if [ "$np" -eq 2 ]; then
         >"$tmp/out" 2>"$tmp/err" || rc=$?
     cat "$tmp/err" >>"$tmp/out"
     exited_with 0 || die "dispositions reported: exit $rc, not 0"
-    grep -qx "finalize_stall_shim: ckpt-train: in MPI_Finalize: SIGINT ignored, SIGTERM the shim's, SIGALRM another handler, unblocked" \
+    grep -qx "finalize_stall_shim: ckpt-train: in MPI_Finalize: SIGINT ignored, SIGTERM the shim's, SIGALRM the shim's, blocked, its alarm pending" \
         "$tmp/err" || die "SIGINT or SIGTERM not restored before MPI_Finalize"
-    grep -qx "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored, SIGTERM the shim's, SIGALRM the shim's, blocked" \
+    grep -qx "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored, SIGTERM the shim's, SIGALRM the shim's, blocked, its alarm pending" \
         "$tmp/err" || die "the dispositions at exit are not the ones it started with"
     echo "ok: a rank alone: SIGINT, SIGTERM and SIGALRM as it started, in MPI_Finalize and at exit"
     # A model of more gradients than the one MPI_Iallreduce averaging them

@@ -13,7 +13,8 @@
  * Every collective that waits on other ranks is bounded by
  * --collective-timeout (the saver's collective_timeout_s): the saver's
  * own, and this file's, posted non-blocking and waited for with
- * ckpt_mpi_saver_wait_requests; MPI_Finalize runs under an alarm. Past
+ * ckpt_mpi_saver_wait_requests; MPI_Init_thread and MPI_Finalize run
+ * under a watchdog thread (watchdog.h). Past
  * the bound the job ends with a message and exit status 70 (docs/mpi.md,
  * "Bounded waits"), so a stalled or dead rank never hangs the others. */
 #include "distributed.h"
@@ -28,10 +29,10 @@
 #include "report.h"
 #include "restored_check.h"
 #include "train_var.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -519,94 +520,39 @@ done:
  * MPI_Init_thread may wait for the other ranks (the launcher's wire-up: a
  * rank that never starts or joins), and MPI_Finalize too (Open MPI
  * synchronises them: a rank that died or stopped after the last
- * collective): either would hold this one forever. Each runs under an
- * alarm of --collective-timeout seconds, whose handler says which call it
- * was and exits 70, as a timed-out collective does. */
-static char alarm_msg[256];
-static size_t alarm_msg_len;
-
-static void on_mpi_alarm(int sig)
-{
-    ssize_t w = write(STDERR_FILENO, alarm_msg, alarm_msg_len);
-    (void)sig;
-    (void)w;
-    _exit(70);
-}
-
-/* What arming the alarm changed: SIGALRM's disposition, and whether it
- * was blocked in this thread's mask. */
-typedef struct alarm_saved {
-    struct sigaction action;
-    int was_blocked;
-} alarm_saved;
-
-/* Arm the alarm for `timeout_s` seconds with the message `msg`; what it
- * changes into *saved, for mpi_alarm_disarm. */
-static void mpi_alarm_arm(double timeout_s, const char *msg, alarm_saved *saved)
-{
-    struct sigaction sa;
-    sigset_t unblock, before;
-    int n = snprintf(alarm_msg, sizeof(alarm_msg), "%s", msg);
-    alarm_msg_len = n > 0 ? (size_t)n : 0;
-    if (alarm_msg_len >= sizeof(alarm_msg))
-        alarm_msg_len = sizeof(alarm_msg) - 1;
-    memset(&sa, 0, sizeof(sa));
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_mpi_alarm;
-    sigaction(SIGALRM, &sa, &saved->action);
-    /* SIGALRM blocked in the mask ckpt-train started with (inherited
-     * across exec, from a launcher or wrapper) would hold the alarm
-     * pending while the call hangs: unblocked in this thread, the one
-     * waiting in the call, it is delivered here. */
-    sigemptyset(&unblock);
-    sigaddset(&unblock, SIGALRM);
-    saved->was_blocked = pthread_sigmask(SIG_UNBLOCK, &unblock, &before) == 0 &&
-                         sigismember(&before, SIGALRM) == 1;
-    alarm((unsigned)ceil(timeout_s));
-}
-
-/* Cancel the alarm and put back what mpi_alarm_arm changed: SIGALRM's
- * disposition (a handler or SIG_IGN the process had stays its own, not
- * SIG_DFL) and, where it was blocked, the block. */
-static void mpi_alarm_disarm(const alarm_saved *saved)
-{
-    alarm(0);
-    sigaction(SIGALRM, &saved->action, NULL);
-    if (saved->was_blocked) {
-        sigset_t block;
-        sigemptyset(&block);
-        sigaddset(&block, SIGALRM);
-        pthread_sigmask(SIG_BLOCK, &block, NULL);
-    }
-}
+ * collective): either would hold this one forever. Each runs under a
+ * watchdog of --collective-timeout seconds (watchdog.h: a thread, so an
+ * alarm the process has pending and its SIGALRM handler stay its own),
+ * which says which call it was and exits 70, as a timed-out collective
+ * does. */
 
 /* Before MPI_Init_thread the rank is not known: the message has none. */
 static void init_bounded(int *argc, char ***argv, double timeout_s,
                          int *provided)
 {
-    alarm_saved saved;
+    train_watchdog w;
     char msg[256];
     snprintf(msg, sizeof(msg),
              "ckpt-train: MPI_Init_thread did not return within %.0f s (a "
              "rank never started or joined the job); exiting with status "
              "70\n",
              timeout_s);
-    mpi_alarm_arm(timeout_s, msg, &saved);
+    train_watchdog_arm(&w, timeout_s, msg);
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, provided);
-    mpi_alarm_disarm(&saved);
+    train_watchdog_disarm(&w);
 }
 
 static void finalize_bounded(int rank, double timeout_s)
 {
-    alarm_saved saved;
+    train_watchdog w;
     char msg[256];
     snprintf(msg, sizeof(msg),
              "ckpt-train: rank %d: MPI_Finalize did not return within %.0f "
              "s (a rank died or stalled); exiting with status 70\n",
              rank, timeout_s);
-    mpi_alarm_arm(timeout_s, msg, &saved);
+    train_watchdog_arm(&w, timeout_s, msg);
     MPI_Finalize();
-    mpi_alarm_disarm(&saved);
+    train_watchdog_disarm(&w);
 }
 
 int ckpt_train_distributed(int argc, char **argv)
@@ -639,7 +585,7 @@ int ckpt_train_distributed(int argc, char **argv)
         code = 1;
     if (code == 0)
         code = run(t);
-    /* Before MPI_Finalize, whose alarm ends the process with _exit (no
+    /* Before MPI_Finalize, whose watchdog ends the process with _exit (no
      * stdio flush): what this rank printed is written out, and a failure
      * to write it counted, first. */
     code = report_exit_status(code == TRAIN_OPTIONS_HELP ? 0 : code);
