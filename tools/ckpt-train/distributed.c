@@ -555,16 +555,96 @@ static void finalize_bounded(int rank, double timeout_s)
     train_watchdog_disarm(&w);
 }
 
+/* ---- agreeing to start
+ * ------------------------------------------------------- What a rank decides
+ * alone before the training's first collective (its options, the memory check
+ * against its own limits, its allocations) is agreed on in one small
+ * collective: a rank that stopped there would leave the others waiting in the
+ * saver's open until the collective timeout. Every rank posts its outcome (0 to
+ * go on, else its exit status, whose reason it said itself); the worst one, and
+ * its rank, is every rank's: all start, or all end with that status, each rank
+ * that was fine naming the rank that was not. */
+
+/* An outcome as one int that MPI_MAXLOC orders: 0 go on, 1 --help or
+ * --version printed, 1 + s a failure of exit status s (the higher the
+ * worse: 3, a refusal of the options or the model, over 2, an
+ * allocation). */
+static int outcome_of(int code)
+{
+    if (code == 0)
+        return 0;
+    return code == TRAIN_OPTIONS_HELP ? 1 : 1 + code;
+}
+
+/* Why the rank `who` did not start, said by a rank that would have. */
+static const char *not_started_why(int outcome)
+{
+    switch (outcome) {
+    case 1:
+        return "printed its help or version and does not train";
+    case 3:
+        return "refused the options (its message says why)";
+    case 2:
+        return "could not allocate its memory (its message names what)";
+    default:
+        return "failed before the training started";
+    }
+}
+
+/* Agree on `code`, this rank's outcome of `step` (TRAIN_OPTIONS_HELP, 0,
+ * or an exit status): 0 when every rank goes on, else the status every
+ * rank ends with (TRAIN_OPTIONS_HELP when the worst was a --help). The
+ * collective is bounded by `timeout_s` (a watchdog: past it, exit 70). */
+static int agree_to_start(int rank, int code, const char *step,
+                          double timeout_s)
+{
+    struct {
+        int outcome, rank;
+    } mine, worst;
+    MPI_Request req;
+    train_watchdog w;
+    char msg[256];
+    mine.outcome = outcome_of(code);
+    mine.rank = rank;
+    worst = mine;
+    snprintf(msg, sizeof(msg),
+             "ckpt-train: rank %d: %s: other ranks did not respond within "
+             "%.0f s (a rank died or stalled); exiting with status 70\n",
+             rank, step, timeout_s);
+    MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD,
+                   &req);
+    train_watchdog_arm(&w, timeout_s, msg);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    train_watchdog_disarm(&w);
+    if (worst.outcome == 0)
+        return 0;
+    code = worst.outcome == 1 ? TRAIN_OPTIONS_HELP : worst.outcome - 1;
+    if (mine.outcome == 0)
+        fprintf(stderr,
+                "ckpt-train: rank %d: %s: rank %d %s; not starting, exit "
+                "status %d\n",
+                rank, step, worst.rank, not_started_why(worst.outcome),
+                code == TRAIN_OPTIONS_HELP ? 0 : code);
+    /* Every rank has said why before any exits: a launcher that ends
+     * the job at the first non-zero exit (Open MPI's mpiexec) would
+     * otherwise kill a rank still printing. */
+    fflush(stdout);
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    train_watchdog_arm(&w, timeout_s, msg);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    train_watchdog_disarm(&w);
+    return code;
+}
+
 int ckpt_train_distributed(int argc, char **argv)
 {
     train_alloc_failure f;
     dist_trainer *t;
-    double timeout_s;
+    double timeout_s = train_options_collective_timeout(argc, argv);
     int provided, code, rank;
     memset(&f, 0, sizeof(f));
     t = train_alloc(sizeof(*t), "the trainer's state", &f);
-    init_bounded(&argc, &argv, train_options_collective_timeout(argc, argv),
-                 &provided);
+    init_bounded(&argc, &argv, timeout_s, &provided);
     if (!t) { /* named, then the job ends (docs/mpi.md) */
         char prefix[48];
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -576,13 +656,17 @@ int ckpt_train_distributed(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t->size);
     code = train_options_parse(&t->o, argc, argv, 1);
-    if (code == 0) { /* a model that cannot fit: refused on every rank */
+    if (code == 0) { /* a model that cannot fit here */
         char prefix[48];
         snprintf(prefix, sizeof(prefix), "ckpt-train: rank %d: ", t->rank);
         code = train_memory_check(&t->o, t->size, prefix);
     }
-    if (code == 0 && setup(t) != 0)
-        code = 1;
+    /* the ranks' limits may differ: all agree before any allocates */
+    code = agree_to_start(t->rank, code, "checking the options and memory",
+                          timeout_s);
+    if (code == 0) /* every rank here, or none */
+        code = agree_to_start(t->rank, setup(t) != 0 ? 1 : 0,
+                              "allocating the model", timeout_s);
     if (code == 0)
         code = run(t);
     /* Before MPI_Finalize, whose watchdog ends the process with _exit (no
@@ -590,7 +674,6 @@ int ckpt_train_distributed(int argc, char **argv)
      * to write it counted, first. */
     code = report_exit_status(code == TRAIN_OPTIONS_HELP ? 0 : code);
     rank = t->rank;
-    timeout_s = t->o.collective_timeout > 0 ? t->o.collective_timeout : 600.0;
     mlp_free(&t->model);
     dataset_position_free(&t->ahead);
     dataset_free(&t->data);

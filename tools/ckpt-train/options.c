@@ -64,7 +64,9 @@ static const char usage_text[] =
     "named), 2 usage (also a model, with its Adam moments, gradients and an\n"
     "async save's staging copy, larger than physical memory, ulimit -v or\n"
     "ulimit -d, or with --distributed more gradients than one MPI call\n"
-    "counts: refused before anything is made, the bytes named), 3 done\n"
+    "counts: refused before anything is made, the bytes named; with\n"
+    "--distributed a refusal or a failed allocation on one rank ends every\n"
+    "rank with its status, naming that rank), 3 done\n"
     "but stdout or stderr could not be written (closed, a full device, a\n"
     "pipe nobody reads: SIGPIPE does not stop the training), 70\n"
     "(--distributed) a rank died or stalled.\n";
