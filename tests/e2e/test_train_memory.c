@@ -12,13 +12,17 @@
 #include "test_util.h"
 
 #include "ckpt.h"
+#include "data.h"
 #include "memory.h"
 #include "model.h"
+#include "report.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct plan_case {
@@ -246,6 +250,115 @@ static void test_alloc_failure_named(void **state)
     }
 }
 
+/* Run fn(payload) in a child whose address space may grow only 64 MiB
+ * past what it has (nothing large is ever touched), its stderr and what
+ * it writes on fd 3 (`out`, NUL-terminated, `n` bytes at most) kept: the
+ * child's stderr is appended to `out` after a '|'. Fails the test unless
+ * the child exits 0. */
+static void run_limited(void (*fn)(int fd), char *out, size_t n)
+{
+    int pipefd[2], status = 0;
+    size_t got = 0;
+    ssize_t r;
+    pid_t pid;
+    assert_int_equal(pipe(pipefd), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        unsigned long pages = 0;
+        FILE *statm = fopen("/proc/self/statm", "r");
+        struct rlimit rl;
+        close(pipefd[0]);
+        if (!statm || fscanf(statm, "%lu", &pages) != 1 ||
+            dup2(pipefd[1], 2) != 2)
+            _exit(97);
+        fclose(statm);
+        rl.rlim_cur = rl.rlim_max =
+            (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(98);
+        fn(2);
+        _exit(0);
+    }
+    close(pipefd[1]);
+    while (got + 1 < n && (r = read(pipefd[0], out + got, n - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(pipefd[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child: wait status %#x: %s", (unsigned)status, out);
+}
+
+static void check_huge_position(int fd)
+{
+    dataset d;
+    char why[256];
+    int rc;
+    memset(&d, 0, sizeof(d));
+    d.n = 1 << 28; /* the check's bitmap: 256 MiB, past the limit */
+    d.shuffle.s[0] = 1;
+    rc = dataset_position_check(&d, "/rank-1", why, sizeof(why));
+    dprintf(fd, "%d %s", rc, why);
+}
+
+static void grow_huge_timings(int fd)
+{
+    report r;
+    ckpt_save_result res;
+    report_init(&r, 1, 0, 0);
+    memset(&res, 0, sizeof(res));
+    res.prefix = "dir/model.ckpt-7";
+    res.bytes = 1000;
+    res.write_s = 0.5;
+    res.blocking_s = 0.25;
+    r.nsaves = r.cap = (size_t)1 << 26; /* the next: 1 GiB per array */
+    report_on_save_done(&res, &r);
+    report_on_save_done(&res, &r); /* said once */
+    dprintf(fd, "|%zu %d %llu %s", r.nsaves, r.timings_lost,
+            (unsigned long long)r.bytes, r.last_checkpoint);
+    r.nsaves = 0;
+    report_dispose(&r);
+}
+
+/* Allocations that fail inside the trainer's parts, each run by
+ * run_limited: what the child printed and wrote. */
+static const struct {
+    void (*fn)(int fd);
+    const char *want;
+} limited_cases[] = {
+    /* The restored data order's check names its allocation and its
+     * bytes, and says it is memory (DATASET_CHECK_NOMEM, which the
+     * restored-state hook turns into CKPT_ENOMEM), not a bad checkpoint.
+     * Before: "out of memory", -1, reported as CKPT_ECORRUPT (the
+     * checkpoint refused as one no run writes). */
+    {check_huge_position, "-2 out of memory allocating the restored data "
+                          "order's check (268435456 bytes)"},
+    /* A save's timings that find no memory to grow into: said once on
+     * stderr with the bytes, the save still counted in the bytes and as
+     * the last checkpoint. Before, the save was dropped from the summary
+     * without a word. */
+    {grow_huge_timings,
+     "ckpt-train: warn: out of memory allocating the saves' timings "
+     "(1073741824 bytes); the summary's blocking and write times leave out "
+     "this save and later ones\n|67108864 1 2000 dir/model.ckpt-7"},
+};
+
+static void test_allocations_named_in_parts(void **state)
+{
+    char out[1024];
+    (void)state;
+    if (TEST_SANITIZED)
+        skip();
+    for (size_t i = 0; i < sizeof(limited_cases) / sizeof(limited_cases[0]);
+         i++) {
+        run_limited(limited_cases[i].fn, out, sizeof(out));
+        if (strcmp(out, limited_cases[i].want) != 0)
+            fail_msg("case %zu: '%s', want '%s'", i, out,
+                     limited_cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_distributed_allreduce_bound),
         cmocka_unit_test(test_limit_named),
         cmocka_unit_test(test_alloc_failure_named),
+        cmocka_unit_test(test_allocations_named_in_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

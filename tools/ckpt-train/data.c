@@ -94,6 +94,7 @@ void dataset_position_copy(dataset *to, const dataset *from)
 int dataset_position_check(const dataset *d, const char *suffix, char *why,
                            size_t why_n)
 {
+    train_alloc_failure f;
     unsigned char *seen;
     int ok = 1;
     if (d->cursor < 0 || d->cursor > d->n) {
@@ -112,10 +113,11 @@ int dataset_position_check(const dataset *d, const char *suffix, char *why,
         snprintf(why, why_n, "data/rng_state%s is all zero", suffix);
         return -1;
     }
-    seen = calloc((size_t)d->n, 1);
-    if (!seen) {
-        snprintf(why, why_n, "out of memory");
-        return -1;
+    memset(&f, 0, sizeof(f));
+    seen = train_alloc((size_t)d->n, "the restored data order's check", &f);
+    if (!seen) { /* not the checkpoint's fault */
+        snprintf(why, why_n, "out of memory allocating %s", f.what);
+        return DATASET_CHECK_NOMEM;
     }
     for (int i = 0; ok && i < d->n; i++) {
         int32_t v = d->order[i];

@@ -45,7 +45,10 @@ void dataset_position_copy(dataset *to, const dataset *from);
  * an RNG state other than all zero.
  * 0, or -1 with what is wrong in why[0..why_n) (a checkpoint whose CRCs
  * hold can still carry values that would index outside the data set),
- * naming the tensor ("data/order" and so on, `suffix` appended). */
+ * naming the tensor ("data/order" and so on, `suffix` appended), or
+ * DATASET_CHECK_NOMEM when the check's own memory (n bytes) could not be
+ * allocated, why saying "out of memory allocating <what> (<n> bytes)". */
+#define DATASET_CHECK_NOMEM (-2)
 int dataset_position_check(const dataset *d, const char *suffix, char *why,
                            size_t why_n);
 

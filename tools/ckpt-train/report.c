@@ -106,27 +106,44 @@ ckpt_hook report_hook(report *r)
     return h;
 }
 
+/* Room for twice as many saves' timings. 0, or -1 after saying once on
+ * stderr what could not be allocated: the summary's timings then leave
+ * out that save and every later one (its byte and save counts do not). */
+static int grow_timings(report *r)
+{
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    size_t bytes = cap * sizeof(double);
+    double *b = realloc(r->blocking_ms, bytes);
+    double *w = NULL;
+    if (b) {
+        r->blocking_ms = b;
+        w = realloc(r->write_ms, bytes);
+    }
+    if (w) {
+        r->write_ms = w;
+        r->cap = cap;
+        return 0;
+    }
+    fprintf(stderr,
+            "ckpt-train: warn: out of memory allocating the saves' timings "
+            "(%zu bytes); the summary's blocking and write times leave out "
+            "this save and later ones\n",
+            bytes);
+    return -1;
+}
+
 void report_on_save_done(const ckpt_save_result *res, void *payload)
 {
     report *r = payload;
     if (res->status != 0)
         return;
-    if (r->nsaves == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        double *b = realloc(r->blocking_ms, cap * sizeof(double));
-        double *w;
-        if (!b)
-            return;
-        r->blocking_ms = b;
-        w = realloc(r->write_ms, cap * sizeof(double));
-        if (!w)
-            return;
-        r->write_ms = w;
-        r->cap = cap;
+    if (!r->timings_lost && r->nsaves == r->cap && grow_timings(r) != 0)
+        r->timings_lost = 1;
+    if (!r->timings_lost) {
+        r->blocking_ms[r->nsaves] = res->blocking_s * 1e3;
+        r->write_ms[r->nsaves] = res->write_s * 1e3;
+        r->nsaves++;
     }
-    r->blocking_ms[r->nsaves] = res->blocking_s * 1e3;
-    r->write_ms[r->nsaves] = res->write_s * 1e3;
-    r->nsaves++;
     r->bytes += res->bytes;
     r->write_s_total += res->write_s;
     snprintf(r->last_checkpoint, sizeof(r->last_checkpoint), "%s", res->prefix);

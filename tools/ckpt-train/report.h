@@ -24,6 +24,7 @@ typedef struct report {
     /* per completed save */
     double *blocking_ms, *write_ms;
     size_t nsaves, cap;
+    int timings_lost; /* growing the arrays failed: no more timings */
     uint64_t bytes;
     double write_s_total;
     /* the session's fixed costs: creating it (restore, initial
