@@ -19,10 +19,15 @@
  * exit, naming the program (processes the MPI runtime starts get the shim
  * too): "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored,
  * SIGTERM the shim's, SIGALRM the shim's, blocked, its alarm pending".
+ * With CKPT_INIT_OPENS set to a path, MPI_Init_thread of ckpt-train
+ * first opens (creates, empties) that file and keeps it open, on the
+ * lowest free descriptor, as an MPI library's start opens its own pipes
+ * and sockets.
  * Every other rank
  * starts and finalizes as usual. */
 #define _GNU_SOURCE /* sigset_t and sigprocmask under -std=c11 */
 #include <errno.h>  /* program_invocation_short_name */
+#include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -105,6 +110,10 @@ __attribute__((destructor)) static void report_at_exit(void)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    const char *opens = getenv("CKPT_INIT_OPENS");
+    if (opens && strstr(program_invocation_short_name, "ckpt-train"))
+        /* kept open for the process's life, as MPI's own files are */
+        (void)open(opens, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (getenv("CKPT_HANG_INIT")) {
         fprintf(stderr, "finalize_stall_shim: MPI_Init_thread hangs\n");
         fflush(stderr);

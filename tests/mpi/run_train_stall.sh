@@ -224,5 +224,22 @@ if [ "$np" -eq 2 ]; then
     exited_with 3 "$tmp/err" && grep -q "ckpt-train: could not write stdout: No space left on device" \
         "$tmp/err" || { cat "$tmp/err" >"$tmp/out"; die "stdout on /dev/full: exit $rc, not 3"; }
     echo "ok: a rank alone, stdout on /dev/full: exit 3"
+    # Its stdout closed at start (>&-), and a file opened inside
+    # MPI_Init_thread (CKPT_INIT_OPENS: as Open MPI's singleton start
+    # opens its pipes and sockets) on the lowest free descriptor: that
+    # file must not become the trainer's stdout. Before, it got
+    # descriptor 1 and rank 0's "done: ..." and summary lines.
+    rm -rf "$tmp/run"
+    rc=0
+    env LD_PRELOAD="$preload" CKPT_INIT_OPENS="$tmp/mpi_file" timeout 60 \
+        "$train" --distributed --dir "$tmp/run" --steps 20 --save-steps 10 \
+        --hidden 16 >&- 2>"$tmp/err" || rc=$?
+    cat "$tmp/err" >"$tmp/out"
+    [ -e "$tmp/mpi_file" ] || die "stdout closed: the shim opened no file"
+    [ ! -s "$tmp/mpi_file" ] ||
+        die "stdout closed: the trainer wrote into MPI's file: $(cat "$tmp/mpi_file")"
+    exited_with 3 && grep -q "ckpt-train: could not write stdout: it was closed when ckpt-train started" \
+        "$tmp/err" || die "stdout closed: exit $rc, not 3, or no message: $(cat "$tmp/err")"
+    echo "ok: a rank alone, stdout closed at start: nothing into MPI's files, exit 3"
 fi
 echo PASS

@@ -250,6 +250,10 @@ int main(int argc, char **argv)
     char shown[8192];
     int err;
 
+    /* A descriptor 0, 1 or 2 closed at start gets /dev/null before
+     * anything (MPI_Init_thread with --distributed) could open a file on
+     * it and receive the trainer's output. */
+    report_hold_std_streams();
     /* Past a file-size limit (ulimit -f) a save fails with EFBIG, named in
      * its error, and the previous checkpoint stays the latest, instead of
      * the signal killing the trainer silently. */

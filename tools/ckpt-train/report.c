@@ -3,6 +3,7 @@
 #include "train_hook.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,26 @@ static int stream_lost(FILE *f, int *err)
     return ferror(f) != 0;
 }
 
+/* Which of descriptors 0, 1 and 2 the process started with closed (and
+ * report_hold_std_streams put /dev/null on): process-wide, set once at
+ * the start of main. */
+static int closed_at_start[3];
+
+void report_hold_std_streams(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        int got;
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        /* the lowest free descriptor: `fd`, the ones below being open */
+        got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (got == fd)
+            closed_at_start[fd] = 1;
+        else if (got >= 0)
+            close(got);
+    }
+}
+
 int report_exit_status(int status)
 {
     static const char *const names[] = {"stdout", "stderr"};
@@ -237,7 +258,16 @@ int report_exit_status(int status)
     streams[0] = stdout;
     streams[1] = stderr;
     for (int i = 0; i < 2; i++) {
-        if (!stream_lost(streams[i], &err))
+        int gone = stream_lost(streams[i], &err);
+        if (closed_at_start[i + 1]) {
+            lost = 1;
+            fprintf(stderr,
+                    "ckpt-train: could not write %s: it was closed when "
+                    "ckpt-train started\n",
+                    names[i]);
+            continue;
+        }
+        if (!gone)
             continue;
         lost = 1;
         fprintf(stderr, "ckpt-train: could not write %s: %s\n", names[i],

@@ -61,4 +61,12 @@ void report_summary(report *r, FILE *out, int64_t final_step,
 #define REPORT_OUTPUT_LOST 3
 int report_exit_status(int status);
 
+/* Put /dev/null on descriptor 0, 1 or 2 where the process started with
+ * it closed, so that no file a library opens later (MPI_Init's pipes and
+ * sockets, say) takes that number and receives what the trainer prints
+ * as its stdout; a stdout or stderr closed at the start still counts as
+ * lost for report_exit_status ("it was closed when ckpt-train started").
+ * Called first in main, before anything opens a file. */
+void report_hold_std_streams(void);
+
 #endif
