@@ -555,15 +555,16 @@ static void finalize_bounded(int rank, double timeout_s)
     train_watchdog_disarm(&w);
 }
 
-/* ---- agreeing to start
- * ------------------------------------------------------- What a rank decides
- * alone before the training's first collective (its options, the memory check
- * against its own limits, its allocations) is agreed on in one small
- * collective: a rank that stopped there would leave the others waiting in the
- * saver's open until the collective timeout. Every rank posts its outcome (0 to
- * go on, else its exit status, whose reason it said itself); the worst one, and
- * its rank, is every rank's: all start, or all end with that status, each rank
- * that was fine naming the rank that was not. */
+/* ---- agreeing to start ------------------------------------------------ */
+
+/* What a rank decides alone before the training's first collective (its
+ * options, the memory check against its own limits, its allocations) is
+ * agreed on in one small collective: a rank that stopped there would
+ * leave the others waiting in the saver's open until the collective
+ * timeout. Every rank posts its outcome (0 to go on, else its exit
+ * status, whose reason it said itself); the worst one, and its rank, is
+ * every rank's: all start, or all end with that status, each rank that
+ * was fine naming the rank that was not. */
 
 /* An outcome as one int that MPI_MAXLOC orders: 0 go on, 1 --help or
  * --version printed, 1 + s a failure of exit status s (the higher the
@@ -576,7 +577,8 @@ static int outcome_of(int code)
     return code == TRAIN_OPTIONS_HELP ? 1 : 1 + code;
 }
 
-/* Why the rank `who` did not start, said by a rank that would have. */
+/* Why another rank did not start, from its outcome (outcome_of), said by
+ * a rank that would have. */
 static const char *not_started_why(int outcome)
 {
     switch (outcome) {
