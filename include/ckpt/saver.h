@@ -231,7 +231,10 @@ typedef struct ckpt_saver ckpt_saver;
  *  are in: "alias/x" for a link "alias" to `dir` is "x", "link/../x" is
  *  "x" only where "link/.." is `dir`), and the state file's latest
  *  (model_checkpoint_path), when the list leaves it out and its index
- *  exists, is listed last. Retention is not
+ *  exists, is listed last. The state file is then rewritten without what
+ *  was dropped; where it cannot be (a directory this process may read but
+ *  not write: a read-only mount) the open goes on with a warning, to
+ *  restore, and the next save writes it. Retention is not
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
  *  restore deletes no checkpoint the state file names (as TensorFlow's).

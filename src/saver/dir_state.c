@@ -777,9 +777,22 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
                      ds->dir, ds->kept.n, ds->max_to_keep,
                      over_max_to_keep(ds, ds->kept.n));
     if (changed) {
+        /* Only tidying: the list in memory is right either way, and the
+         * next save writes it. A directory this process may not write (a
+         * read-only mount, another user's) must still open, to restore
+         * from; the state file on disk then still names what was dropped,
+         * which readers skip (B77). Out of memory stays an error. */
         err = write_state(ds, &ds->kept);
-        if (err < 0)
+        if (err == CKPT_ENOMEM)
             goto done;
+        if (err < 0) {
+            CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                         "%s: cannot rewrite the state file without the "
+                         "entries dropped (the next save writes it): %s",
+                         ds->dir, ckpt_error_last()->message);
+            ckpt_error_clear();
+            err = 0;
+        }
     }
 cleanup:
     err = ckpt__dir_state_sweep_leftovers(ds, readable ? &st : NULL);
