@@ -96,6 +96,12 @@ void ckpt__pending_note_remove(const ckpt__dir_state *ds)
         int err;
         ckpt__error_save(&saved);
         err = ckpt__fs_remove(ds->fs, path.ptr);
+        /* A file system refusing every change (EROFS: a read-only mount)
+         * refuses to remove a note that is not there too (the save could
+         * not write it): nothing is left behind then. */
+        if (err < 0 && err != CKPT_ENOTFOUND &&
+            ckpt__fs_exists(ds->fs, path.ptr) == 0)
+            err = CKPT_ENOTFOUND;
         /* Left behind, the note is read at the next open, which deletes
          * only what the state file does not name: said, not fatal. */
         if (err < 0 && err != CKPT_ENOTFOUND)

@@ -141,6 +141,9 @@ static void test_read_only_directory_opens_and_restores(void **state)
     assert_non_null(strstr(lb.text, "cannot rewrite the state file without "
                                     "the entries dropped"));
     assert_non_null(strstr(lb.text, "Read-only file system"));
+    /* the note of the save could not be written: none to remove either */
+    assert_non_null(strstr(lb.text, "cannot note the save in progress"));
+    assert_null(strstr(lb.text, "cannot remove the note"));
     after = test_read_file(state_path, &n_after);
     assert_non_null(after);
     assert_int_equal(n_after, n_before);
