@@ -1579,6 +1579,32 @@ static void test_repack_removes_stale_temps(void **state)
     test_remove_tree(dir);
 }
 
+/* DST in a directory that does not exist, nor its parent: said so, as
+ * when only the directory is missing, not as a failed directory fsync
+ * ("cannot make its directory's entry durable: sync_dir ..."). */
+static void test_repack_missing_destination_directory(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *src = test_path(dir, "src");
+    char *dst = test_path(dir, "no/such/packed");
+    char want[4400];
+    cli_run r;
+    (void)state;
+    write_typed_checkpoint(src);
+    RUN_STATUS(r, 2, "repack", src, dst, "--json");
+    snprintf(want, sizeof(want),
+             "ckpt repack: %s: its directory %s/no/such does not exist "
+             "(DST's directory must exist; nothing written)",
+             dst, dir);
+    expect_contains(r.err, want);
+    expect_lacks(r.err, "durable");
+    expect_contains(r.out, "\"ok\": false");
+    run_free(&r);
+    free(src);
+    free(dst);
+    test_remove_tree(dir);
+}
+
 /* A newcomer's mix-ups of directory, prefix and file: ls of a prefix, of
  * an index or of the state file said only "No such file or directory" or
  * "not a directory", now the command meant; repack to "x.index" wrote
@@ -2020,6 +2046,7 @@ int main(void)
         cmocka_unit_test(test_repack_filters),
         cmocka_unit_test(test_repack_json),
         cmocka_unit_test(test_repack_removes_stale_temps),
+        cmocka_unit_test(test_repack_missing_destination_directory),
         cmocka_unit_test(test_messages_bounded),
         cmocka_unit_test(test_repack_past_file_size_limit),
         cmocka_unit_test(test_inspect_value_formats),

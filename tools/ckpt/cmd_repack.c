@@ -270,12 +270,14 @@ static int sync_destination_entry(const char *dst)
     char *slash = strrchr(dir, '/');
     const char *last, *parent;
     char *cut;
+    size_t dir_len;
     int err = 0;
     if (!slash) /* DST in the current directory: "." names no parent */
         goto done;
     while (slash > dir && slash[-1] == '/')
         slash--; /* "out//x": the directory is "out" */
     *slash = '\0';
+    dir_len = (size_t)(slash - dir);
     cut = strrchr(dir, '/');
     last = cut ? cut + 1 : dir;
     if (*last == '\0' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
@@ -295,7 +297,14 @@ static int sync_destination_entry(const char *dst)
         ckpt_error_clear();
         err = 0;
     }
-    if (err < 0) {
+    if (err == CKPT_ENOTFOUND) { /* its parent is missing, so is it */
+        cli_error("repack",
+                  "%s: its directory %.*s does not exist (DST's directory "
+                  "must exist; nothing written)",
+                  dst, (int)dir_len, dst);
+        ckpt_error_clear();
+        err = CLI_USAGE;
+    } else if (err < 0) {
         cli_error("repack",
                   "%s: cannot make its directory's entry durable (nothing "
                   "written): %s",
