@@ -4,7 +4,9 @@
 # directory. After every kill: `ckpt verify` passes on the directory, the
 # latest checkpoint is at least the newest save the trainer had reported
 # durable (no reported save is lost), and the next run resumes from it.
-# Finally a run to the end must finish cleanly and verify.
+# Finally a run to the end must finish cleanly and verify, and its final
+# checkpoint must equal that of the same run never killed (`ckpt diff`:
+# README promises bit-identical resumes).
 set -u
 train=$1
 ckpt=$2
@@ -85,6 +87,15 @@ final=$(( $(latest_step) + 20 ))
 "$train" "${args[@]/$steps/$final}" --busy wait >"$out" 2>&1 ||
     fail "final run failed"
 grep -q "^summary: steps=$final " "$out" || fail "final run did not reach $final"
+# The same options, never killed, to the same step: the killed and resumed
+# run must end with the same weights, optimizer slots and data position.
+ref="$dir/uninterrupted"
+ref_args=("${args[@]/#$ck/$ref}")
+"$train" "${ref_args[@]/$steps/$final}" --busy wait >"$dir/ref.log" 2>&1 ||
+    { cat "$dir/ref.log" >&2; fail "the uninterrupted run failed"; }
+"$ckpt" diff "$ref/model.ckpt-$final" "$ck/model.ckpt-$final" \
+    >"$dir/diff.log" 2>&1 ||
+    { cat "$dir/diff.log" >&2; fail "final checkpoint differs from an uninterrupted run's"; }
 "$ckpt" verify "$ck" >/dev/null || fail "final verify failed"
 if ls "$ck" | grep -q tempstate; then
     fail "temporary files left after a clean run"
