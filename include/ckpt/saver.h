@@ -215,7 +215,9 @@ ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version);
 typedef struct ckpt_saver ckpt_saver;
 
 /** Open the checkpoint directory `dir` (which must exist). Its own entry is
- *  first made durable in its parent (a sync_dir of the parent: the program,
+ *  first made durable in its parent (a sync_dir of the parent, "<dir>/.."
+ *  for a `dir` of "." or ".." (a program run in its checkpoint directory);
+ *  the program,
  *  or an earlier run killed before syncing it, may have created it
  *  unsynced, and a power cut would take it away with every checkpoint
  *  saved in it); where that fails the open goes on, with a warning (none

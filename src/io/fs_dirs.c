@@ -45,16 +45,30 @@ int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)
     size_t n = strlen(path);
     size_t start;
     int err;
-    while (n > 1 && path[n - 1] == '/')
-        n--; /* "a/b/" is "a/b" */
-    start = n;
-    while (start > 0 && path[start - 1] != '/')
-        start--;
-    /* "/", "", "." and "..": no parent this path names */
-    if (n - start == 0 || (n - start == 1 && path[start] == '.') ||
-        (n - start == 2 && path[start] == '.' && path[start + 1] == '.'))
+    for (;;) {
+        while (n > 1 && path[n - 1] == '/')
+            n--; /* "a/b/" is "a/b" */
+        start = n;
+        while (start > 0 && path[start - 1] != '/')
+            start--;
+        if (start == 0 || n - start != 1 || path[start] != '.')
+            break;
+        n = start; /* "a/." is "a" */
+    }
+    if (n - start == 0) /* "/" or "": no entry in a parent */
         return 0;
-    err = sync_parent(fs, &parent, path, n);
+    if ((n - start == 1 && path[start] == '.') ||
+        (n - start == 2 && path[start] == '.' && path[start + 1] == '.')) {
+        /* "." (a program run in the directory it saves to, which a shell's
+         * mkdir left unsynced) or "..": the entry is in the parent the
+         * kernel finds, "<path>/.." */
+        err = n == 1 ? ckpt__buf_set(&parent, "..")
+                     : ckpt__buf_printf(&parent, "%.*s/..", (int)n, path);
+        if (err == 0)
+            err = ckpt__fs_sync_dir(fs, parent.ptr);
+    } else {
+        err = sync_parent(fs, &parent, path, n);
+    }
     ckpt_buf_dispose(&parent);
     return err;
 }
@@ -77,7 +91,7 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                      * synced: its entry is synced either way */
                     int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
-                    err = sync_parent(fs, &parent, dir, n);
+                    err = ckpt__fs_sync_entry(fs, level.ptr); /* "." too */
                     if (err < 0 && (!last || err == CKPT_EACCES)) {
                         ckpt_error_clear(); /* left as found, as before */
                         err = 0;

@@ -16,8 +16,9 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
 
 /* sync_dir of the directory holding `path`'s entry ("." for a name without
  * a '/'), so that an entry an earlier process created and never synced
- * survives a power cut. Nothing for "/", "." and ".." (no parent named).
- * 0 or the sync_dir's error. */
+ * survives a power cut. "a/." is "a"; for "." and ".." (and "a/..") the
+ * entry is in "<path>/.." ("..", "../.."): the parent the kernel finds.
+ * Nothing for "/" (no entry in a parent). 0 or the sync_dir's error. */
 int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path);
 
 #endif

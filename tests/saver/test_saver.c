@@ -1941,14 +1941,36 @@ static void test_recover_syncs_before_deleting(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* Fails the test unless the trace of `ff` (sync_dir and open_write
+ * traced) holds a sync_dir of `parent` before the first open_write: the
+ * entry of the directory `dir` a saver opened made durable first. */
+static void expect_synced_before_write(ckpt_fs_fault *ff, const char *parent,
+                                       const char *dir)
+{
+    long synced = -1, wrote = -1;
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        if (e->op == CKPT_FS_OP_SYNC_DIR && synced < 0 &&
+            strcmp(e->path, parent) == 0)
+            synced = (long)i;
+        if (e->op == CKPT_FS_OP_OPEN_WRITE && wrote < 0)
+            wrote = (long)i;
+    }
+    if (synced < 0 || wrote < 0 || synced > wrote)
+        fail_msg("saver on %s: sync_dir %s at event %ld, first write at %ld",
+                 dir, parent, synced, wrote);
+}
+
 /* Opening makes the directory's own entry durable (a sync_dir of its
  * parent) before anything is written: the program, or an earlier run
  * killed before it synced, may have created it unsynced, and a power cut
  * would take it away with every checkpoint saved in it. The path spelled
- * with and without a trailing slash. */
+ * with and without a trailing slash, and with a last "." ("ck/." is
+ * "ck"). */
 static void test_open_syncs_directory_entry(void **state)
 {
-    static const char *const spellings[] = {"ck", "ck/", "ck//"};
+    static const char *const spellings[] = {"ck", "ck/", "ck//", "ck/.",
+                                            "ck/./"};
     fixture *f = *state;
     char *outer = f->dir;
     char *ck = test_path(outer, "ck");
@@ -1957,7 +1979,6 @@ static void test_open_syncs_directory_entry(void **state)
         ckpt_fs_fault *ff = NULL;
         ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
         ckpt_saver *s;
-        long synced = -1, wrote = -1;
         char *dir = test_path(outer, spellings[k]);
         assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
         ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
@@ -1968,21 +1989,43 @@ static void test_open_syncs_directory_entry(void **state)
         save_steps(s, f, (int)k + 1, (int)k + 1);
         ckpt_saver_free(s);
         f->dir = outer;
-        for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++) {
-            const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
-            if (e->op == CKPT_FS_OP_SYNC_DIR && synced < 0 &&
-                strcmp(e->path, outer) == 0)
-                synced = (long)i;
-            if (e->op == CKPT_FS_OP_OPEN_WRITE && wrote < 0)
-                wrote = (long)i;
-        }
-        if (synced < 0 || wrote < 0 || synced > wrote)
-            fail_msg("saver on %s: sync_dir %s at event %ld, first write at "
-                     "%ld",
-                     dir, outer, synced, wrote);
+        expect_synced_before_write(ff, outer, dir);
         ckpt_fs_fault_free(ff);
         free(dir);
     }
+    free(ck);
+}
+
+/* A program run in the directory it saves to ("." : `mkdir run && cd run
+ * && train --dir .`, the shell's mkdir syncing nothing) gets that
+ * directory's entry synced too: in "..", the parent the kernel finds,
+ * before the first write. Before, "." named no parent and nothing was
+ * synced. */
+static void test_open_syncs_entry_of_dot(void **state)
+{
+    fixture *f = *state;
+    char *outer = f->dir;
+    char *ck = test_path(outer, "run");
+    char cwd[4096];
+    ckpt_fs_fault *ff = NULL;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    assert_int_equal(mkdir(ck, 0755), 0);
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir(ck), 0);
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE));
+    o.fs = ckpt_fs_fault_fs(ff);
+    f->dir = ".";
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 1);
+    ckpt_saver_free(s);
+    f->dir = outer;
+    assert_int_equal(chdir(cwd), 0);
+    expect_synced_before_write(ff, "..", ".");
+    assert_true(file_exists(ck, "model.ckpt-1.index"));
+    ckpt_fs_fault_free(ff);
     free(ck);
 }
 
@@ -2519,6 +2562,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_absolute_paths, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directory_entry, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_open_syncs_entry_of_dot, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_syncs_before_deleting,
                                         setup, test_dir_fixture_teardown),
