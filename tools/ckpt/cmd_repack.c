@@ -41,8 +41,9 @@ const cli_command cli_cmd_repack = {
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "The files are fsynced and renamed into place (the index last), each\n"
     "rename made durable by a directory fsync, and DST's directory's own\n"
-    "entry is synced in its parent before anything is written (it may just\n"
-    "have been created): once repack exits 0 a power cut keeps DST.\n"
+    "entry is synced in its parent (\"..\" when DST is in the current\n"
+    "directory) before anything is written (it may just have been\n"
+    "created): once repack exits 0 a power cut keeps DST.\n"
     "Exit status 1 when a source record is damaged (nothing is written).\n",
     run};
 
@@ -259,38 +260,49 @@ static void remove_stale_temps(const char *dst)
  * before anything is written under it: whoever created the directory (a
  * `mkdir` just before) may have left its entry unsynced, and a power cut
  * would then take the new checkpoint away with it after repack reported
- * it written (the saver does the same for its directory at open). Nothing
- * for a directory named "/", "." or ".." (no parent named). A parent this
- * process may not read (EACCES) is passed over, as the saver passes it
- * over; another failure ends the repack before it writes. */
+ * it written (the saver does the same for its directory at open). DST in
+ * the current directory ("x", "./x": `mkdir out && cd out && ckpt repack
+ * ../src x`), or in one named "." or "..", has that entry in "<dir>/..",
+ * the parent the kernel finds ("..", "./.."); nothing for "/" (no entry
+ * in a parent). A parent this process may not read (EACCES) is passed
+ * over, as the saver passes it over; another failure ends the repack
+ * before it writes. */
 static int sync_destination_entry(const char *dst)
 {
     const ckpt_fs *fs = ckpt_fs_posix();
     char *dir = cli_xstrdup(dst);
     char *slash = strrchr(dir, '/');
+    char *up = NULL;
     const char *last, *parent;
     char *cut;
-    size_t dir_len;
+    size_t dir_len = 0;
     int err = 0;
-    if (!slash) /* DST in the current directory: "." names no parent */
-        goto done;
-    while (slash > dir && slash[-1] == '/')
-        slash--; /* "out//x": the directory is "out" */
-    *slash = '\0';
-    dir_len = (size_t)(slash - dir);
-    cut = strrchr(dir, '/');
-    last = cut ? cut + 1 : dir;
-    if (*last == '\0' || strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
-        goto done; /* "/x", "./x", "../x", "a/./x": no parent named */
-    if (!cut) {
-        parent = ".";
+    if (!slash) {
+        parent = ".."; /* DST in the current directory */
     } else {
-        while (cut > dir && cut[-1] == '/')
-            cut--;
-        if (cut == dir) /* "/out/x": the parent is "/" */
-            cut++;
-        *cut = '\0';
-        parent = dir;
+        while (slash > dir && slash[-1] == '/')
+            slash--; /* "out//x": the directory is "out" */
+        *slash = '\0';
+        dir_len = (size_t)(slash - dir);
+        cut = strrchr(dir, '/');
+        last = cut ? cut + 1 : dir;
+        if (*last == '\0')
+            goto done; /* "/x": the root, no entry in a parent */
+        if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
+            up = cli_xmalloc(dir_len + sizeof("/.."));
+            memcpy(up, dir, dir_len);
+            memcpy(up + dir_len, "/..", sizeof("/.."));
+            parent = up; /* "./x": "./..", "a/../x": "a/../.." */
+        } else if (!cut) {
+            parent = ".";
+        } else {
+            while (cut > dir && cut[-1] == '/')
+                cut--;
+            if (cut == dir) /* "/out/x": the parent is "/" */
+                cut++;
+            *cut = '\0';
+            parent = dir;
+        }
     }
     err = fs->sync_dir(parent, fs->payload);
     if (err == CKPT_EACCES) {
@@ -312,6 +324,7 @@ static int sync_destination_entry(const char *dst)
         err = cli_exit_code(err);
     }
 done:
+    free(up);
     free(dir);
     return err;
 }
