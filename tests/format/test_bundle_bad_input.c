@@ -593,6 +593,47 @@ static void test_flipped_bit_in_data_record(void **state)
     free(data);
 }
 
+/* verify reads one data file's records in one pass, then compares each
+ * CRC: a damaged record anywhere in the file is the one named, with the
+ * stored and computed checksums. */
+static void test_verify_names_damaged_record_in_shard(void **state)
+{
+    fixture *f = *state;
+    static const char *const names[] = {"a", "b", "c"};
+    ckpt__bundle_entry tmp = bt_make_entry(CKPT_DT_FLOAT, 4, 0, 0, 0, 0);
+    float v[4] = {1, 2, 3, 4};
+    ckpt_bundle_writer *w = NULL;
+    ckpt_bundle_reader *r;
+    uint8_t *data;
+    size_t n;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
+    for (size_t k = 0; k < 3; k++)
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, names[k], CKPT_DT_FLOAT,
+                                              &tmp.shape, v, sizeof(v)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    data = test_read_file(f->data0, &n);
+    assert_int_equal(n, 3 * sizeof(v));
+    for (size_t k = 0; k < 3; k++) {
+        char want[128];
+        data[k * sizeof(v) + 5] ^= 0x10;
+        test_write_file(f->data0, data, n);
+        data[k * sizeof(v) + 5] ^= 0x10;
+        assert_ckpt_ok(open_rc(f, &r));
+        snprintf(want, sizeof(want),
+                 "ckpt.data-00000-of-00001: tensor '%s': checksum mismatch "
+                 "(stored 0x",
+                 names[k]);
+        assert_ckpt_error(ckpt_bundle_reader_verify(r), CKPT_ECORRUPT, want);
+        ckpt_bundle_reader_free(r);
+    }
+    test_write_file(f->data0, data, n);
+    assert_ckpt_ok(open_rc(f, &r));
+    assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    ckpt_bundle_reader_free(r);
+    free(data);
+}
+
 /* ---- strings
  * -----------------------------------------------------------------------------
  */
@@ -937,6 +978,7 @@ int main(void)
         T(test_missing_shard),
         T(test_file_or_directory_given_for_prefix),
         T(test_flipped_bit_in_data_record),
+        T(test_verify_names_damaged_record_in_shard),
         T(test_string_absurd_lengths),
         T(test_string_lengths_overflow_sum),
         T(test_string_length_checksum_wrong),
