@@ -203,9 +203,30 @@ CKPT_EXTERN(size_t) ckpt_bundle_reader_count(const ckpt_bundle_reader *r);
  *  its entries compactly and makes this form of one the first time it is
  *  handed out (here or by ckpt_bundle_reader_find), so that call may
  *  allocate: NULL also when memory runs out then (CKPT_ENOMEM in
- *  ckpt_error_last()). */
+ *  ckpt_error_last()). A walk over every entry that keeps none of them
+ *  uses ckpt_bundle_reader_entry_fill, which keeps nothing. */
 CKPT_EXTERN(const ckpt_tensor_entry *)
 ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
+
+/** Fill `*out` with entry `i` in key order, in memory the caller owns,
+ *  allocating nothing: the way to walk every entry of a large index
+ *  (ckpt_bundle_reader_entry keeps the form of each entry it hands out,
+ *  about 340 bytes, until the reader is freed).
+ *  Lifetime: `out->name` points into the reader and stays valid until the
+ *  reader is freed; the other fields are copies, and `*out` is the
+ *  caller's to keep or overwrite. A filled entry may be given wherever
+ *  one of `r`'s entries is asked for (ckpt_bundle_reader_read_entry,
+ *  ckpt_bundle_reader_read_strings_entry, ckpt_bundle_reader_read_record,
+ *  ckpt_bundle_reader_data_size, ckpt_bundle_reader_check,
+ *  ckpt_record_stream_open, whose stream then needs `*out` to outlive
+ *  it): those calls find it by its name, so pass it as it was filled.
+ *  Like the other accessors, a call on one reader from one thread at a
+ *  time.
+ *  @return 0, or CKPT_EINVAL (`out` or `r` NULL, or `i` not less than
+ *          ckpt_bundle_reader_count: `*out` is then zeroed) */
+CKPT_EXTERN(int)
+ckpt_bundle_reader_entry_fill(ckpt_tensor_entry *out,
+                              const ckpt_bundle_reader *r, size_t i);
 
 /** The entry's name as the library's messages show it, for a program's
  *  own messages: printable ASCII (backslash excepted) as is, any other

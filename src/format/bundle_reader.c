@@ -77,6 +77,21 @@ const ckpt_tensor_entry *ckpt_bundle_reader_entry(const ckpt_bundle_reader *r,
     return e;
 }
 
+int ckpt_bundle_reader_entry_fill(ckpt_tensor_entry *out,
+                                  const ckpt_bundle_reader *r, size_t i)
+{
+    CKPT__CHECK_ARG(out);
+    memset(out, 0, sizeof(*out));
+    CKPT__CHECK_ARG(r);
+    if (i >= r->tab.count)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_bundle_reader_entry_fill: %s: entry %zu of "
+                           "%zu",
+                           r->index_path.ptr, i, r->tab.count);
+    ckpt__entry_table_fill(&r->tab, i, out);
+    return 0;
+}
+
 static int find_key(const ckpt_tensor_entry **out, const ckpt_bundle_reader *r,
                     const void *key, size_t n);
 

@@ -246,6 +246,37 @@ bool ckpt__entry_table_handed_out(const ckpt__entry_table *t,
     return false;
 }
 
+/* Whether `a` and `b` describe one entry the same way (the name by its
+ * address: both point into the table's names). */
+static bool same_entry(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
+{
+    return a->name == b->name && a->name_len == b->name_len &&
+           a->dtype == b->dtype && a->shape.rank == b->shape.rank &&
+           (a->shape.rank <= 0 ||
+            memcmp(a->shape.dims, b->shape.dims,
+                   (size_t)a->shape.rank * sizeof(a->shape.dims[0])) == 0) &&
+           a->shard_id == b->shard_id && a->offset == b->offset &&
+           a->size == b->size && a->crc32c == b->crc32c &&
+           a->num_slices == b->num_slices && a->is_slice_key == b->is_slice_key;
+}
+
+bool ckpt__entry_table_owns(const ckpt__entry_table *t,
+                            const ckpt_tensor_entry *e, size_t *at)
+{
+    uintptr_t name = (uintptr_t)e->name, names = (uintptr_t)t->names;
+    ckpt_tensor_entry mine;
+    if (ckpt__entry_table_handed_out(t, e, at))
+        return true;
+    /* the name is read only once it is known to be the table's */
+    if (!t->names || name < names || name - names >= t->names_len ||
+        e->name_len >= t->names_len - (name - names) || e->shape.rank < 0 ||
+        e->shape.rank > CKPT_MAX_RANK ||
+        !ckpt__entry_table_search(t, e->name, e->name_len, at))
+        return false;
+    ckpt__entry_table_fill(t, *at, &mine);
+    return same_entry(e, &mine);
+}
+
 bool ckpt__entry_table_index_of(const ckpt__entry_table *t,
                                 const ckpt_tensor_entry *e, size_t *at)
 {

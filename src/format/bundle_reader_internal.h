@@ -179,6 +179,14 @@ bool ckpt__entry_table_search(const ckpt__entry_table *t, const void *key,
 bool ckpt__entry_table_handed_out(const ckpt__entry_table *t,
                                   const ckpt_tensor_entry *e, size_t *at);
 
+/* Whether `e` is one of the table's entries as the API gives them: one
+ * handed out, or a copy filled by ckpt__entry_table_fill
+ * (ckpt_bundle_reader_entry_fill) whose name points into the table and
+ * whose fields are all as filled; its index in *at. A foreign entry's
+ * name is never read. */
+bool ckpt__entry_table_owns(const ckpt__entry_table *t,
+                            const ckpt_tensor_entry *e, size_t *at);
+
 /* The index of `e`: an entry handed out, or a copy of one filled by
  * ckpt__entry_table_fill (looked up by its key). */
 bool ckpt__entry_table_index_of(const ckpt__entry_table *t,

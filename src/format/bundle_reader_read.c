@@ -267,7 +267,7 @@ int ckpt__bundle_reader_owns(const ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *e, const char *call)
 {
     size_t at;
-    if (!ckpt__entry_table_handed_out(&r->tab, e, &at))
+    if (!ckpt__entry_table_owns(&r->tab, e, &at))
         return ckpt__error(CKPT_EINVAL, "%s: the entry is not one of %s", call,
                            r->index_path.ptr);
     return 0;

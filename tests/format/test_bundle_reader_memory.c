@@ -5,6 +5,7 @@
  * [1, 1], as a checkpoint of many ranks holds them:
  *   - what open keeps, and its peak, per entry;
  *   - what asking for one entry by name adds (one entry, not all);
+ *   - that filling every entry into the caller's memory adds nothing;
  *   - what handing out every entry adds (each pointer stays valid until
  *     the reader is freed, so each entry then exists in the public form);
  *   - that handing one out without memory fails cleanly.
@@ -66,7 +67,7 @@ static void test_bytes_per_entry(void **state)
     size_t n = entries();
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *e = NULL;
-    long long before, kept, peak, one, all;
+    long long before, kept, peak, one, all, filled;
     char name[48]; /* room for any size_t */
     float v = -1;
     (void)state;
@@ -93,6 +94,18 @@ static void test_bytes_per_entry(void **state)
     assert_int_equal(e->size, 4);
     assert_ckpt_ok(ckpt_bundle_reader_read(r, name, &v, sizeof(v)));
     assert_true(v == (float)(n / 2));
+
+    /* every entry filled into the caller's memory: nothing allocated */
+    before = count_alloc_live();
+    count_alloc_reset_peak();
+    for (size_t i = 0; i < n; i++) {
+        ckpt_tensor_entry x;
+        assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&x, r, i));
+        assert_int_equal(x.name_len, 20);
+        assert_int_equal(x.size, 4);
+    }
+    filled = count_alloc_peak() - before;
+    assert_int_equal(filled, 0);
 
     /* every entry handed out; each pointer stays valid and the same */
     before = count_alloc_live();
@@ -173,11 +186,92 @@ static void test_entry_without_memory(void **state)
     test_remove_tree(dir);
 }
 
+/* ckpt_bundle_reader_entry_fill allocates nothing (it works with every
+ * allocation failing), hands out no entry, and its entry is accepted as
+ * the reader's own by each call taking one (found by name). */
+static void test_entry_fill(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "few");
+    ckpt_bundle_reader *r = NULL, *other = NULL;
+    ckpt_record_stream *st = NULL;
+    ckpt_tensor_entry e;
+    ckpt_buf rec = CKPT_BUF_INIT;
+    const void *piece;
+    uint64_t bytes = 0;
+    size_t got;
+    float v = -1;
+    (void)state;
+    write_entries(prefix, 20);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    count_alloc_fail(1);
+    for (size_t i = 0; i < 20; i++) {
+        char name[48];
+        entry_name(name, sizeof(name), i);
+        assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, i));
+        assert_string_equal(e.name, name);
+        assert_int_equal(e.name_len, 20);
+        assert_int_equal(e.dtype, CKPT_DT_FLOAT);
+        assert_int_equal(e.shape.rank, 2);
+        assert_int_equal(e.shape.dims[0], 1);
+        assert_int_equal(e.shape.dims[1], 1);
+        assert_int_equal(e.shard_id, 0);
+        assert_int_equal(e.offset, 4 * (int64_t)i);
+        assert_int_equal(e.size, 4);
+        assert_int_equal(e.num_slices, 0);
+        assert_int_equal(e.is_slice_key, 0);
+    }
+    count_alloc_fail(0);
+    /* a copy: the caller's memory, not a handed-out entry's address */
+    assert_ptr_not_equal(ckpt_bundle_reader_entry(r, 19), &e);
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 7));
+    assert_ckpt_ok(ckpt_bundle_reader_read_entry(r, &e, &v, sizeof(v)));
+    assert_true(v == 7.0f);
+    assert_ckpt_ok(ckpt_bundle_reader_data_size(r, &e, &bytes));
+    assert_int_equal(bytes, 4);
+    assert_ckpt_ok(ckpt_bundle_reader_check(r, &e));
+    assert_ckpt_ok(ckpt_bundle_reader_read_record(r, &e, &rec));
+    assert_int_equal(rec.size, 4);
+    assert_ckpt_ok(ckpt_record_stream_open(&st, r, &e, 0));
+    assert_ckpt_ok(ckpt_record_stream_next(st, &piece, &got));
+    assert_int_equal(got, 4);
+    assert_true(*(const float *)piece == 7.0f);
+    ckpt_record_stream_free(st);
+    ckpt_buf_dispose(&rec);
+    /* a filled entry changed, or one of another reader, is not r's */
+    e.offset = 0;
+    assert_ckpt_error(ckpt_bundle_reader_read_entry(r, &e, &v, sizeof(v)),
+                      CKPT_EINVAL,
+                      "ckpt_bundle_reader_read_entry: the entry is not one of");
+    assert_ckpt_ok(ckpt_bundle_reader_open(&other, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, other, 7));
+    assert_ckpt_error(ckpt_bundle_reader_check(r, &e), CKPT_EINVAL,
+                      "ckpt_bundle_reader_check: the entry is not one of");
+    assert_ckpt_ok(ckpt_bundle_reader_check(other, &e));
+    ckpt_bundle_reader_free(other);
+    /* the index past the end, and NULL arguments */
+    memset(&e, 0xff, sizeof(e));
+    assert_ckpt_error(ckpt_bundle_reader_entry_fill(&e, r, 20), CKPT_EINVAL,
+                      "ckpt_bundle_reader_entry_fill: ");
+    assert_ckpt_error(ckpt_bundle_reader_entry_fill(&e, r, 20), CKPT_EINVAL,
+                      "few.index: entry 20 of 20");
+    assert_null(e.name);
+    assert_int_equal(e.size, 0);
+    assert_ckpt_error(ckpt_bundle_reader_entry_fill(NULL, r, 0), CKPT_EINVAL,
+                      "ckpt_bundle_reader_entry_fill: out is NULL");
+    assert_ckpt_error(ckpt_bundle_reader_entry_fill(&e, NULL, 0), CKPT_EINVAL,
+                      "ckpt_bundle_reader_entry_fill: r is NULL");
+    ckpt_bundle_reader_free(r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_entry),
-        cmocka_unit_test(test_entry_without_memory)};
+        cmocka_unit_test(test_entry_without_memory),
+        cmocka_unit_test(test_entry_fill)};
     /* before any allocation of the library */
     if (ckpt_set_allocator(&count_alloc) != 0)
         return 1;

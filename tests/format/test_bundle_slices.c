@@ -473,7 +473,12 @@ static void test_roundtrip_rows(void **state)
     assert_ckpt_error(ckpt_bundle_reader_read_entry(r, e, got, sizeof(got) - 4),
                       CKPT_EINVAL, "tensor 'w': destination of 44 bytes");
     {
-        ckpt_tensor_entry copy = *e; /* not one of the reader's entries */
+        ckpt_tensor_entry copy = *e; /* a copy as filled is the reader's */
+        memset(got, 0, sizeof(got));
+        assert_ckpt_ok(
+            ckpt_bundle_reader_read_entry(r, &copy, got, sizeof(got)));
+        assert_memory_equal(got, W, sizeof(W));
+        copy.shape.dims[0]++; /* a changed one is not */
         assert_ckpt_error(
             ckpt_bundle_reader_read_entry(r, &copy, got, sizeof(got)),
             CKPT_EINVAL, "ckpt_bundle_reader_read_entry: the entry is not one");
