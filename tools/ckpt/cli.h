@@ -110,10 +110,12 @@ cli_out_of_memory(void);
  * allocates 1 byte). */
 void *cli_xmalloc(size_t n);
 
-/* Entry `i` (< count) of `r`: the library makes an entry's public form the
- * first time it is handed out, so this ends the run through
- * cli_out_of_memory when that fails. */
-const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i);
+/* Entry `i` (< count) of `r` filled into `*buf` (its name points into
+ * the reader), which is returned: every walk of the tool fills entries in
+ * its own memory, so the reader keeps nothing per entry
+ * (ckpt_bundle_reader_entry_fill; docs/scaling.md). */
+const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i,
+                                   ckpt_tensor_entry *buf);
 /* calloc, realloc and strdup that fail the same way. */
 void *cli_xcalloc(size_t n, size_t size);
 void *cli_xrealloc(void *p, size_t n);

@@ -210,12 +210,13 @@ void *cli_xmalloc(size_t n)
     return p;
 }
 
-const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i)
+const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i,
+                                   ckpt_tensor_entry *buf)
 {
-    const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
-    if (!e)
-        cli_out_of_memory();
-    return e;
+    int err = ckpt_bundle_reader_entry_fill(buf, r, i);
+    if (err < 0) /* i < count: not expected */
+        cli_exit(cli_lib_error(NULL, err, ckpt_bundle_reader_prefix(r)));
+    return buf;
 }
 
 void *cli_xcalloc(size_t n, size_t size)

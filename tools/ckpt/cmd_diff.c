@@ -538,8 +538,9 @@ static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
     int rc = 0;
     *compared = 0;
     while (rc == 0 && (i < na || j < nb)) {
-        const ckpt_tensor_entry *ea = i < na ? cli_entry(ra, i) : NULL;
-        const ckpt_tensor_entry *eb = j < nb ? cli_entry(rb, j) : NULL;
+        ckpt_tensor_entry bufa, bufb;
+        const ckpt_tensor_entry *ea = i < na ? cli_entry(ra, i, &bufa) : NULL;
+        const ckpt_tensor_entry *eb = j < nb ? cli_entry(rb, j, &bufb) : NULL;
         int c;
         /* pieces of tensors compared assembled: not on their own */
         if (ea && ea->is_slice_key && assembled_dtype(ea->dtype)) {

@@ -204,7 +204,8 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
     w->shape = 5;
     w->bytes = 5;
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = cli_entry(r, i);
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         char tmp[24], num[32];
         int len;
         if (!wanted(o, e))
@@ -351,8 +352,10 @@ static int run(int argc, char **argv)
     }
     qsort(o.tensors, (size_t)o.num_tensors, sizeof(o.tensors[0]), compare_args);
     n = ckpt_bundle_reader_count(r);
-    for (size_t i = 0; i < n; i++)
-        shown += wanted(&o, cli_entry(r, i)) != 0;
+    for (size_t i = 0; i < n; i++) {
+        ckpt_tensor_entry buf;
+        shown += wanted(&o, cli_entry(r, i, &buf)) != 0;
+    }
     if (o.json) {
         cli_json_printed();
         fputs("{\n  \"prefix\": ", stdout);
@@ -370,7 +373,8 @@ static int run(int argc, char **argv)
                w.shape, "SHAPE", w.bytes, "BYTES", "SHARD");
     }
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = cli_entry(r, i);
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         int trc;
         if (!wanted(&o, e))
             continue;

@@ -402,7 +402,8 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     size_t n = ckpt_bundle_reader_count(r);
     int err, rc = 0;
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = cli_entry(r, i);
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         size_t len = 0;
         char *owner;
         if ((e->num_slices == 0 && !e->is_slice_key) || !keep_entry(o, e))
@@ -429,7 +430,8 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     if (err < 0)
         return cli_lib_error("repack", err, o->dst);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const ckpt_tensor_entry *e = cli_entry(r, i);
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         ckpt_buf rec = CKPT_BUF_INIT;
         void *host = NULL;
         const void *data = NULL;
@@ -502,8 +504,10 @@ static int run(int argc, char **argv)
         rc = sync_destination_entry(o.dst);
     if (rc != 0)
         goto done;
-    for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++)
-        total += cli_entry_listed(cli_entry(r, i)) != 0;
+    for (size_t i = 0; i < ckpt_bundle_reader_count(r); i++) {
+        ckpt_tensor_entry buf;
+        total += cli_entry_listed(cli_entry(r, i, &buf)) != 0;
+    }
     rc = copy_records(&o, r, prefix, &kept, &bytes);
     if (rc == 0 && o.json)
         print_json(prefix, cli_outside_warnings() > 0, o.dst, kept, total,

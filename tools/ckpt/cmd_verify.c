@@ -94,6 +94,17 @@ static char *open_failure(const char *prefix, int shard, int num_shards)
     return why;
 }
 
+/* Where an entry's record lies, and what the walk in data-file order needs
+ * to know of it without the entry: 24 bytes an entry (the entry itself is
+ * filled again when it is checked, so the tool keeps no entry per entry). */
+typedef struct placed {
+    int64_t offset;
+    size_t index; /* in key order */
+    int shard_id;
+    unsigned char record;    /* num_slices == 0: it has a record */
+    unsigned char slice_key; /* is_slice_key */
+} placed;
+
 /* Data files that cannot be opened fail every tensor in them alike, so
  * each is said once, with its error and how many listed tensors it holds,
  * not once per tensor. After the one pass found damage: try each data
@@ -102,18 +113,17 @@ static char *open_failure(const char *prefix, int shard, int num_shards)
  * that cannot be opened, and return per entry of `order` whether its
  * record lies in one of them (its own error is then not printed). */
 static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
-                                    const ckpt_tensor_entry *const *order,
-                                    size_t n)
+                                    const placed *order, size_t n)
 {
     int num_shards = ckpt_bundle_reader_num_shards(r);
     unsigned char *quiet = cli_xcalloc(n ? n : 1, 1);
     for (size_t i = 0, j; i < n; i = j) {
-        int shard = order[i]->shard_id;
+        int shard = order[i].shard_id;
         size_t records = 0, pieces = 0;
         char *why;
-        for (j = i; j < n && order[j]->shard_id == shard; j++) {
-            records += order[j]->num_slices == 0;
-            pieces += order[j]->num_slices == 0 && order[j]->is_slice_key;
+        for (j = i; j < n && order[j].shard_id == shard; j++) {
+            records += order[j].record;
+            pieces += order[j].record && order[j].slice_key;
         }
         if (records == 0 || shard < 0 || shard >= num_shards)
             continue;
@@ -132,7 +142,7 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
                       why, records, records == 1 ? "" : "s", pieces);
         free(why);
         for (size_t k = i; k < j; k++)
-            quiet[k] = order[k]->num_slices == 0;
+            quiet[k] = order[k].record;
     }
     return quiet;
 }
@@ -144,7 +154,8 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
 #define DEDUP_MAX 4096
 
 typedef struct finding {
-    const ckpt_tensor_entry *e;
+    size_t index; /* the entry's, in key order */
+    int slice_key;
     int code;
     char *msg;
 } finding;
@@ -152,11 +163,11 @@ typedef struct finding {
 static int said_by_another(const finding *f, size_t n, size_t k)
 {
     size_t len = strlen(f[k].msg);
-    if (!f[k].e->is_slice_key || n > DEDUP_MAX)
+    if (!f[k].slice_key || n > DEDUP_MAX)
         return 0;
     for (size_t j = 0; j < n; j++) {
         size_t jl = strlen(f[j].msg);
-        if (j != k && !f[j].e->is_slice_key && jl > len + 2 &&
+        if (j != k && !f[j].slice_key && jl > len + 2 &&
             strcmp(f[j].msg + jl - len, f[k].msg) == 0 &&
             f[j].msg[jl - len - 2] == ':')
             return 1;
@@ -164,13 +175,15 @@ static int said_by_another(const finding *f, size_t n, size_t k)
     return 0;
 }
 
-static void say_findings(const char *prefix, finding *f, size_t n)
+static void say_findings(const ckpt_bundle_reader *r, const char *prefix,
+                         finding *f, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
+        ckpt_tensor_entry buf;
         if (said_by_another(f, n, k))
             continue;
         ckpt_error_set(f[k].code, "%s", f[k].msg);
-        cli_tensor_error("verify", prefix, f[k].e);
+        cli_tensor_error("verify", prefix, cli_entry(r, f[k].index, &buf));
     }
     for (size_t k = 0; k < n; k++)
         free(f[k].msg);
@@ -188,18 +201,34 @@ static json_object *json_entry_name(const ckpt_tensor_entry *e)
         ckpt_tensor_entry_shown_name(shown, sizeof(shown), e));
 }
 
-/* Entries in data-file order (shard, then offset), so that the checks read
- * each file front to back and its read-ahead keeps up; damaged tensors are
- * reported in that order. */
+/* Entries in data-file order (shard, then offset, then key order), so
+ * that the checks read each file front to back and its read-ahead keeps
+ * up; damaged tensors are reported in that order. */
 static int by_file_position(const void *a, const void *b)
 {
-    const ckpt_tensor_entry *x = *(const ckpt_tensor_entry *const *)a;
-    const ckpt_tensor_entry *y = *(const ckpt_tensor_entry *const *)b;
+    const placed *x = a, *y = b;
     if (x->shard_id != y->shard_id)
         return x->shard_id < y->shard_id ? -1 : 1;
     if (x->offset != y->offset)
         return x->offset < y->offset ? -1 : 1;
-    return x < y ? -1 : x > y;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Every entry of `r` placed, in data-file order (malloc'd, n of them). */
+static placed *in_file_order(const ckpt_bundle_reader *r, size_t n)
+{
+    placed *order = cli_xmalloc((n ? n : 1) * sizeof(*order));
+    for (size_t i = 0; i < n; i++) {
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
+        order[i].offset = e->offset;
+        order[i].index = i;
+        order[i].shard_id = e->shard_id;
+        order[i].record = e->num_slices == 0;
+        order[i].slice_key = e->is_slice_key != 0;
+    }
+    qsort(order, n, sizeof(*order), by_file_position);
+    return order;
 }
 
 /* Open the checkpoint PATH names. The one a state file names must be
@@ -253,7 +282,7 @@ static int run(int argc, char **argv)
     const cli_command *c = &cli_cmd_verify;
     const char *path = NULL;
     ckpt_bundle_reader *r = NULL;
-    const ckpt_tensor_entry **order = NULL;
+    placed *order = NULL;
     unsigned char *quiet = NULL; /* per entry: its error is said already */
     finding *found = NULL;       /* the damage to say, once checked */
     size_t num_found = 0;
@@ -274,10 +303,7 @@ static int run(int argc, char **argv)
         cli_json_list_open(&unchecked, 2);
     }
     n = ckpt_bundle_reader_count(r);
-    order = cli_xmalloc((n ? n : 1) * sizeof(*order));
-    for (size_t i = 0; i < n; i++)
-        order[i] = cli_entry(r, i);
-    qsort(order, n, sizeof(*order), by_file_position);
+    order = in_file_order(r, n);
     /* One stream per data file (a restore's reads: one choice between the
      * page cache and O_DIRECT, one read-ahead ramp); only when it finds
      * something is every tensor checked alone, to name each damaged one. */
@@ -285,7 +311,8 @@ static int run(int argc, char **argv)
     if (!pass_ok)
         quiet = said_unopened(r, prefix, order, n);
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = order[i];
+        ckpt_tensor_entry buf;
+        const ckpt_tensor_entry *e = cli_entry(r, order[i].index, &buf);
         int err = pass_ok ? 0 : check_entry(r, e);
         /* out of memory or file descriptors: this machine's limit, not a
          * finding about the checkpoint (exit 2, the tensor not checked) */
@@ -321,7 +348,8 @@ static int run(int argc, char **argv)
         if (!quiet[i]) {
             if (num_found % 64 == 0)
                 found = cli_xrealloc(found, (num_found + 64) * sizeof(*found));
-            found[num_found].e = e;
+            found[num_found].index = order[i].index;
+            found[num_found].slice_key = e->is_slice_key != 0;
             found[num_found].code = err;
             found[num_found++].msg = cli_xstrdup(ckpt_error_last()->message);
         }
@@ -333,7 +361,7 @@ static int run(int argc, char **argv)
             cli_json_list_add(&damaged, d);
         }
     }
-    say_findings(prefix, found, num_found);
+    say_findings(r, prefix, found, num_found);
     if (rc == 0 && any_damage)
         rc = CLI_FOUND;
     if (json) {

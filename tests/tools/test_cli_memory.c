@@ -1,0 +1,123 @@
+/* tests/tools/test_cli_memory.c - the heap the `ckpt` tool holds per index
+ * entry when it walks every entry of a checkpoint (inspect, verify, diff),
+ * counted by heap_peak_shim.so preloaded into it (bytes, never time). Two
+ * checkpoints of SMALL and BIG scalar-like tensors (20-byte names, shape
+ * [1, 1]); the difference of the tool's peaks over BIG - SMALL entries is
+ * its cost per entry. The reader keeps about 100 bytes per entry and its
+ * open peaks at about 250 (test_format_bundle_reader_memory); each walk
+ * fills entries in the tool's own memory (ckpt_bundle_reader_entry_fill),
+ * so nothing more grows with the entry count but verify's 24-byte place of
+ * each entry. Handing every entry out through ckpt_bundle_reader_entry
+ * added about 550 bytes per entry to each reader (docs/scaling.md).
+ * CKPT_TEST_ENTRIES (environment) replaces BIG, for measuring 10^5 or 10^6
+ * entries by hand; the bounds are per entry either way. */
+#include "cli_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL 1000
+#define BIG 21000
+/* Bytes per entry a walk may hold: measured 215 (inspect), 190 (verify)
+ * and 317 (diff, two readers); 635 for inspect when every entry was
+ * handed out. */
+#define ONE_READER_PER_ENTRY 300
+#define DIFF_PER_ENTRY 450
+
+static size_t big_entries(void)
+{
+    const char *s = getenv("CKPT_TEST_ENTRIES");
+    long long n = s ? strtoll(s, NULL, 10) : 0;
+    return n > SMALL ? (size_t)n : BIG;
+}
+
+static void write_entries(const char *prefix, size_t n)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape shape = {2, {1, 1}};
+    char name[48]; /* room for any size_t */
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)i;
+        snprintf(name, sizeof(name), "layer_%07zu/kernel", i);
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &shape,
+                                              &v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+/* The tool's peak heap running `cmd` on `a` (and `b` when not NULL). */
+static long long peak_of(const char *dir, const char *cmd, const char *a,
+                         const char *b, const char *flag)
+{
+    char *out = test_path(dir, "peak");
+    const char *args[] = {cmd, a, b ? b : flag, b ? flag : NULL, NULL};
+    cli_run r;
+    uint8_t *text;
+    size_t n;
+    long long peak;
+    setenv("HEAP_PEAK_SHIM_OUT", out, 1);
+    setenv("LD_PRELOAD", CKPT_HEAP_PEAK_SHIM, 1);
+    r = cli_run_prog(CKPT_CLI_PATH, NULL, args);
+    unsetenv("LD_PRELOAD");
+    unsetenv("HEAP_PEAK_SHIM_OUT");
+    expect_status(&r, 0);
+    run_free(&r);
+    text = test_read_file(out, &n);
+    assert_non_null(text);
+    peak = strtoll((const char *)text, NULL, 10);
+    assert_true(peak > 0);
+    free(text);
+    free(out);
+    return peak;
+}
+
+static void test_bytes_per_entry(void **state)
+{
+    static const struct {
+        const char *cmd, *flag;
+        int two;
+        long long limit;
+    } cases[] = {
+        {"inspect", NULL, 0, ONE_READER_PER_ENTRY},
+        {"inspect", "--json", 0, ONE_READER_PER_ENTRY},
+        {"verify", NULL, 0, ONE_READER_PER_ENTRY},
+        {"verify", "--json", 0, ONE_READER_PER_ENTRY},
+        {"diff", NULL, 1, DIFF_PER_ENTRY},
+        {"diff", "--json", 1, DIFF_PER_ENTRY},
+    };
+    char *dir = test_make_temp_dir();
+    char *small = test_path(dir, "small");
+    char *big = test_path(dir, "big");
+    size_t nb = big_entries();
+    (void)state;
+    write_entries(small, SMALL);
+    write_entries(big, nb);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        long long ps = peak_of(dir, cases[k].cmd, small,
+                               cases[k].two ? small : NULL, cases[k].flag);
+        long long pb = peak_of(dir, cases[k].cmd, big,
+                               cases[k].two ? big : NULL, cases[k].flag);
+        double per = (double)(pb - ps) / (double)(nb - SMALL);
+        print_message("ckpt %s%s%s: peak %lld bytes at %d entries, %lld at "
+                      "%zu: %.1f bytes per entry\n",
+                      cases[k].cmd, cases[k].flag ? " " : "",
+                      cases[k].flag ? cases[k].flag : "", ps, SMALL, pb, nb,
+                      per);
+        if (per > (double)cases[k].limit)
+            fail_msg("ckpt %s %s: %.1f bytes per entry, more than %lld",
+                     cases[k].cmd, cases[k].flag ? cases[k].flag : "", per,
+                     cases[k].limit);
+    }
+    free(small);
+    free(big);
+    test_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_bytes_per_entry)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
