@@ -202,6 +202,22 @@ CKPT_EXTERN(int)
 ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
                           size_t n);
 
+/** Make the entry of `path` in its parent directory durable: sync_dir of
+ *  the parent ("." for a name without a '/', "/" for "/x"; "a//b" and
+ *  "a/b/" are "a/b"). A crash-safe write (ckpt_fs_write_file_atomic, a
+ *  bundle writer, a saver) makes its files and their names durable, but
+ *  not the entry of a directory made just before (mkdir): call this for
+ *  that directory before writing into it. Nothing to do (0) for "" and
+ *  "/", which have no parent; "." and ".." (and a path ending in one, "a/."
+ *  being "a") have their entry in "<path>/..", the parent the kernel finds,
+ *  and that is synced.
+ *  @return 0, CKPT_EACCES (the parent cannot be opened to be synced: a
+ *          directory this process may enter and write but not read; the
+ *          saver passes it over), CKPT_ENOTFOUND or CKPT_EIO, the message
+ *          naming the parent; CKPT_EINVAL or CKPT_EVERSION for a `fs`
+ *          missing a required member or of an unknown version */
+CKPT_EXTERN(int) ckpt_fs_sync_entry(const ckpt_fs *fs, const char *path);
+
 CKPT_END_DECL
 
 #endif

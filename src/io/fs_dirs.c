@@ -12,7 +12,9 @@
  * (EACCES: `/scratch` at mode 1733, say) cannot be opened to be synced,
  * by this process or by any of its runs, so its entry stays as durable
  * as the file system makes it, as the saver's open leaves it
- * (dir_state.c); refusing would refuse that directory for good. */
+ * (dir_state.c); refusing would refuse that directory for good.
+ * ckpt_fs_sync_entry is the public form of ckpt__fs_sync_entry (the `ckpt`
+ * tool's repack syncs its destination's directory with it). */
 #include "fs_dirs.h"
 
 #include "fs_internal.h"
@@ -71,6 +73,14 @@ int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)
     }
     ckpt_buf_dispose(&parent);
     return err;
+}
+
+int ckpt_fs_sync_entry(const ckpt_fs *fs, const char *path)
+{
+    CKPT__CHECK_ARG(path);
+    if (ckpt__fs_check(fs, "ckpt_fs_sync_entry: fs") < 0)
+        return ckpt_error_last()->code;
+    return ckpt__fs_sync_entry(ckpt_fs_or_default(fs), path);
 }
 
 int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)

@@ -224,20 +224,27 @@ static int is_temp_of(const char *name, const char *base)
 
 /* Remove what an interrupted write to `dst` left (its temporaries, which
  * nothing else sweeps outside a saver's directory), saying so. */
-static void remove_stale_temps(const char *dst)
+/* The directory DST's files go in (malloc'd): "." for a DST without a
+ * '/', "/" for "/x", else what comes before DST's last '/'. */
+static char *destination_dir(const char *dst)
 {
     const char *slash = strrchr(dst, '/');
-    const char *base = slash ? slash + 1 : dst;
     size_t dlen = slash ? (size_t)(slash - dst) : 0;
-    char *dir = malloc(dlen + 2);
-    DIR *d;
-    struct dirent *e;
-    if (!dir)
-        return;
+    char *dir = cli_xmalloc(dlen + 2);
     if (slash)
         snprintf(dir, dlen + 2, "%.*s", (int)(dlen ? dlen : 1), dst);
     else
         snprintf(dir, 2, ".");
+    return dir;
+}
+
+static void remove_stale_temps(const char *dst)
+{
+    const char *slash = strrchr(dst, '/');
+    const char *base = slash ? slash + 1 : dst;
+    char *dir = destination_dir(dst);
+    DIR *d;
+    struct dirent *e;
     d = opendir(dir);
     while (d && (e = readdir(d)) != NULL) {
         size_t n = strlen(dir) + strlen(e->d_name) + 2;
@@ -260,60 +267,24 @@ static void remove_stale_temps(const char *dst)
  * before anything is written under it: whoever created the directory (a
  * `mkdir` just before) may have left its entry unsynced, and a power cut
  * would then take the new checkpoint away with it after repack reported
- * it written (the saver does the same for its directory at open). DST in
- * the current directory ("x", "./x": `mkdir out && cd out && ckpt repack
- * ../src x`), or in one named "." or "..", has that entry in "<dir>/..",
- * the parent the kernel finds ("..", "./.."); nothing for "/" (no entry
- * in a parent). A parent this process may not read (EACCES) is passed
- * over, as the saver passes it over; another failure ends the repack
- * before it writes. */
+ * it written (the saver does the same for its directory at open). The
+ * library's ckpt_fs_sync_entry decides which parent that is ("<dir>/.."
+ * for a directory named "." or "..", none for "/"). A parent this process may
+ * not read (EACCES) is passed over, as the saver passes it over; another
+ * failure ends the repack before it writes. */
 static int sync_destination_entry(const char *dst)
 {
-    const ckpt_fs *fs = ckpt_fs_posix();
-    char *dir = cli_xstrdup(dst);
-    char *slash = strrchr(dir, '/');
-    char *up = NULL;
-    const char *last, *parent;
-    char *cut;
-    size_t dir_len = 0;
-    int err = 0;
-    if (!slash) {
-        parent = ".."; /* DST in the current directory */
-    } else {
-        while (slash > dir && slash[-1] == '/')
-            slash--; /* "out//x": the directory is "out" */
-        *slash = '\0';
-        dir_len = (size_t)(slash - dir);
-        cut = strrchr(dir, '/');
-        last = cut ? cut + 1 : dir;
-        if (*last == '\0')
-            goto done; /* "/x": the root, no entry in a parent */
-        if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
-            up = cli_xmalloc(dir_len + sizeof("/.."));
-            memcpy(up, dir, dir_len);
-            memcpy(up + dir_len, "/..", sizeof("/.."));
-            parent = up; /* "./x": "./..", "a/../x": "a/../.." */
-        } else if (!cut) {
-            parent = ".";
-        } else {
-            while (cut > dir && cut[-1] == '/')
-                cut--;
-            if (cut == dir) /* "/out/x": the parent is "/" */
-                cut++;
-            *cut = '\0';
-            parent = dir;
-        }
-    }
-    err = fs->sync_dir(parent, fs->payload);
+    char *dir = destination_dir(dst);
+    int err = ckpt_fs_sync_entry(NULL, dir);
     if (err == CKPT_EACCES) {
         ckpt_error_clear();
         err = 0;
     }
     if (err == CKPT_ENOTFOUND) { /* its parent is missing, so is it */
         cli_error("repack",
-                  "%s: its directory %.*s does not exist (DST's directory "
+                  "%s: its directory %s does not exist (DST's directory "
                   "must exist; nothing written)",
-                  dst, (int)dir_len, dst);
+                  dst, cli_safe(dir));
         ckpt_error_clear();
         err = CLI_USAGE;
     } else if (err < 0) {
@@ -323,8 +294,6 @@ static int sync_destination_entry(const char *dst)
                   dst, ckpt_error_last()->message);
         err = cli_exit_code(err);
     }
-done:
-    free(up);
     free(dir);
     return err;
 }
