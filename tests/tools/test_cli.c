@@ -755,6 +755,85 @@ static void test_ls_shards(void **state)
 
 /* ---- usage and unreadable input ------------------------------------------ */
 
+/* Each command's options come from one table: its synopsis and help list
+ * them in one order, a value-taking option without its value is a usage
+ * error naming the value, the argument after one is its value (main's
+ * look for --help steps over it), an option taking no value refuses
+ * "=...", and "--values" takes its count only after '='. */
+static void test_option_tables(void **state)
+{
+    static const struct {
+        const char *args[6];
+        int status;
+        const char *out, *err;
+    } runs[] = {
+        {{"help", "repack", NULL},
+         0,
+         "usage: ckpt repack SRC DST [--include REGEX]... [--exclude "
+         "REGEX]... [--json]\n\n",
+         ""},
+        {{"help", "repack", NULL},
+         0,
+         "byte for byte.\n\n  --include REGEX  keep only",
+         ""},
+        {{"help", "diff", NULL},
+         0,
+         "usage: ckpt diff A B [--atol X] [--json]\n\nCompare two",
+         ""},
+        {{"help", "diff", NULL}, 0, "into pieces (strings", ""},
+        {{"help", "ls", NULL}, 0, "usage: ckpt ls DIR [--json]\n\nList", ""},
+        {{"help", "verify", NULL},
+         0,
+         "usage: ckpt verify PATH [--json]\n\nRead",
+         ""},
+        {{"help", "inspect", NULL},
+         0,
+         "cannot take them)\n\nFloats are printed",
+         ""},
+        {{"inspect", "x", "--tensor", NULL}, 2, "", "--tensor needs a NAME"},
+        {{"diff", "a", "b", "--atol", NULL}, 2, "", "--atol needs a value"},
+        {{"repack", "s", "d", "--include", NULL},
+         2,
+         "",
+         "--include needs a REGEX"},
+        {{"repack", "s", "d", "--exclude", NULL},
+         2,
+         "",
+         "--exclude needs a REGEX"},
+        {{"diff", "a", "b", "--atol", "--help", NULL},
+         2,
+         "",
+         "bad --atol '--help'"},
+        {{"diff", "a", "b", "--atol=--help", NULL},
+         2,
+         "",
+         "bad --atol '--help'"},
+        {{"inspect", "x", "--values=5", "--help", NULL},
+         0,
+         "usage: ckpt inspect PATH",
+         ""},
+        {{"inspect", "x", "--json=1", NULL},
+         2,
+         "",
+         "unknown option '--json=1'"},
+        {{"verify", "x", "--json=1", NULL}, 2, "", "unknown option '--json=1'"},
+        {{"ls", "x", "--tensor", "t", NULL},
+         2,
+         "",
+         "unknown option '--tensor'"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        cli_run r = cli_run_prog(CKPT_CLI_PATH, NULL, runs[i].args);
+        expect_status(&r, runs[i].status);
+        expect_contains(r.out, runs[i].out);
+        expect_contains(r.err, runs[i].err);
+        if (runs[i].status != 0)
+            expect_lacks(r.out, "usage:");
+        run_free(&r);
+    }
+}
+
 static void test_help_and_version(void **state)
 {
     static const struct {
@@ -2026,6 +2105,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_option_tables),
         cmocka_unit_test(test_help_and_version_json),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_json_usage_errors),

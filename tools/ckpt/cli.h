@@ -31,14 +31,45 @@ enum cli_exit {
     CLI_USAGE = 2  /* usage error, unreadable input, unwritable output */
 };
 
-/* One subcommand. `run` gets the arguments after the command name. */
+/* One option of a command. The command's synopsis, the option's lines in
+ * its help, its parser (cli_option_at) and main's look for --help and
+ * --json (which steps over option values) all read this one table, so
+ * they cannot disagree on which options there are or which take a
+ * value. */
+typedef struct cli_option {
+    const char *name;     /* "--tensor" */
+    const char *value;    /* "NAME": takes a value, the next argument or
+                             after '=' ("--tensor=w"); NULL: takes none */
+    const char *optional; /* "N|all": may take a value after '=' only
+                             ("--values=5"); NULL: none */
+    int repeats;          /* may be given again: "[--tensor NAME]..." */
+    const char *help;     /* its lines in the help ("  --tensor NAME  ...\n") */
+} cli_option;
+
+/* One subcommand. `run` gets the arguments after the command name.
+ * `ckpt help CMD` prints "usage: ckpt <synopsis>", the summary, then
+ * `help`, each option's lines and `help_after`. */
 typedef struct cli_command {
     const char *name;
-    const char *synopsis; /* "ls DIR [--json]" */
-    const char *summary;  /* one line for `ckpt --help` */
-    const char *help;     /* the rest of `ckpt help CMD` */
+    const char *operands;      /* "DIR", "SRC DST" */
+    const cli_option *options; /* in the synopsis' and the help's order */
+    size_t num_options;
+    const char *summary;    /* one line for `ckpt --help` */
+    const char *help;       /* the help before the options' lines */
+    const char *help_after; /* the help after them */
     int (*run)(int argc, char **argv);
 } cli_command;
+
+/* The number of options of a table. */
+#define CLI_NUM_OPTIONS(table) (sizeof(table) / sizeof((table)[0]))
+
+/* A command's synopsis: "inspect PATH [--json] [--tensor NAME]...
+ * [--values[=N|all]]", made from its name, operands and option table. */
+typedef struct cli_synopsis {
+    char text[512];
+} cli_synopsis;
+
+const char *cli_synopsis_of(cli_synopsis *s, const cli_command *c);
 
 extern const cli_command cli_cmd_ls;
 extern const cli_command cli_cmd_inspect;
@@ -202,12 +233,22 @@ cli_exit(int rc);
 
 /* ---- options ------------------------------------------------------------- */
 
-/* Whether argv[*i] is option `name` ("--name VALUE" or "--name=VALUE");
- * on a match *value is set (and *i advanced past a separate value).
- * Returns 1 on a match, 0 when it is another argument, -1 when the value
- * is missing. */
-int cli_opt_value(const char *name, int argc, char **argv, int *i,
-                  const char **value);
+/* The option of `c` that `arg` names, as its table reads it: "--name",
+ * or "--name=..." for one that takes a value or an optional one; NULL
+ * for none. */
+const cli_option *cli_option_named(const cli_command *c, const char *arg);
+
+/* Whether `arg` is an option of `c` whose value is the next argument
+ * ("--tensor NAME"): what a scan of the arguments steps over. */
+int cli_option_takes_next(const cli_command *c, const char *arg);
+
+/* The option argv[*i] is (an argument cli_arg_kind calls an option):
+ * *opt is its entry in c's table, *value its value (after '=', or the
+ * next argument, *i then advanced past it; NULL when it has none).
+ * Returns 1, 0 when `c` has no such option (*opt NULL), -1 when its
+ * value is missing (*opt set). */
+int cli_option_at(const cli_command *c, int argc, char **argv, int *i,
+                  const cli_option **opt, const char **value);
 
 /* Whether `arg` is -h or --help. */
 int cli_is_help(const char *arg);

@@ -68,37 +68,79 @@ int cli_usage_error(const cli_command *c, const char *fmt, ...)
     va_list ap;
     size_t len = 0;
     char *text;
+    cli_synopsis syn;
     va_start(ap, fmt);
     text = cli_vformat(&len, fmt, ap);
     va_end(ap);
     fprintf(stderr, "ckpt %s: %s\nusage: ckpt %s\n(see 'ckpt help %s')\n",
-            c->name, cli_safe_n(text, len), c->synopsis, c->name);
-    cli_json_usage_failure(text, len, c->synopsis);
+            c->name, cli_safe_n(text, len), cli_synopsis_of(&syn, c), c->name);
+    cli_json_usage_failure(text, len, syn.text);
     free(text);
     return CLI_USAGE;
 }
 
 void cli_print_help(const cli_command *c, FILE *out)
 {
-    fprintf(out, "usage: ckpt %s\n\n%s\n\n%s", c->synopsis, c->summary,
-            c->help);
+    cli_synopsis syn;
+    fprintf(out, "usage: ckpt %s\n\n%s\n\n%s", cli_synopsis_of(&syn, c),
+            c->summary, c->help);
+    for (size_t k = 0; k < c->num_options; k++)
+        fputs(c->options[k].help, out);
+    fputs(c->help_after, out);
 }
 
 /* ---- options ------------------------------------------------------------- */
 
-int cli_opt_value(const char *name, int argc, char **argv, int *i,
-                  const char **value)
+const char *cli_synopsis_of(cli_synopsis *s, const cli_command *c)
+{
+    size_t cap = sizeof(s->text);
+    int n = snprintf(s->text, cap, "%s %s", c->name, c->operands);
+    for (size_t k = 0; k < c->num_options && n >= 0 && (size_t)n < cap; k++) {
+        const cli_option *o = &c->options[k];
+        n += snprintf(s->text + n, cap - (size_t)n, " [%s%s%s%s%s%s]%s",
+                      o->name, o->value ? " " : "", o->value ? o->value : "",
+                      o->optional ? "[=" : "", o->optional ? o->optional : "",
+                      o->optional ? "]" : "", o->repeats ? "..." : "");
+    }
+    return s->text;
+}
+
+const cli_option *cli_option_named(const cli_command *c, const char *arg)
+{
+    for (size_t k = 0; c && k < c->num_options; k++) {
+        const cli_option *o = &c->options[k];
+        size_t n = strlen(o->name);
+        if (strncmp(arg, o->name, n) != 0)
+            continue;
+        if (arg[n] == '\0' || (arg[n] == '=' && (o->value || o->optional)))
+            return o;
+    }
+    return NULL;
+}
+
+int cli_option_takes_next(const cli_command *c, const char *arg)
+{
+    const cli_option *o = cli_option_named(c, arg);
+    return o && o->value && strcmp(arg, o->name) == 0;
+}
+
+int cli_option_at(const cli_command *c, int argc, char **argv, int *i,
+                  const cli_option **opt, const char **value)
 {
     const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
+    const cli_option *o = cli_option_named(c, arg);
+    size_t n;
+    *opt = o;
+    *value = NULL;
+    if (!o)
         return 0;
+    n = strlen(o->name);
     if (arg[n] == '=') {
         *value = arg + n + 1;
         return 1;
     }
-    if (arg[n] != '\0')
-        return 0;
+    if (!o->value)
+        return 1;
     if (*i + 1 >= argc)
         return -1;
     *i += 1;
@@ -132,10 +174,14 @@ int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
         int kind = cli_arg_kind(argv[i], &operands_only);
         if (kind == CLI_ARG_END)
             continue;
-        if (kind == CLI_ARG_OPTION && strcmp(argv[i], "--json") == 0)
-            *json = 1;
-        else if (kind == CLI_ARG_OPTION)
+        const cli_option *opt;
+        const char *v;
+        if (kind == CLI_ARG_OPTION &&
+            (cli_option_at(c, argc, argv, &i, &opt, &v) <= 0 ||
+             strcmp(opt->name, "--json") != 0))
             return cli_usage_error(c, "unknown option '%s'", argv[i]);
+        if (kind == CLI_ARG_OPTION)
+            *json = 1;
         else if (*path)
             return cli_usage_error(c, "unexpected argument '%s'", argv[i]);
         else

@@ -21,8 +21,37 @@
 
 static int run(int argc, char **argv);
 
+static const cli_option diff_options[] = {
+    {"--atol", "X", NULL, 0,
+     "  --atol X   floats (float32/64, float16, bfloat16, each component of\n"
+     "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
+     "             without it every value must be bitwise identical (NaN\n"
+     "             equals the same NaN, -0 differs from +0). Integers,\n"
+     "             bools, strings and 8-bit floats always compare exactly.\n"},
+    {"--json", NULL, NULL, 0,
+     "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
+     "             \"b_outside_directory\", \"equal\", \"atol\"? (when\n"
+     "             given), \"tensors\" (the names in A or B), "
+     "\"differences\":\n"
+     "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
+     "\"dtype\"|\n"
+     "             \"shape\"|\"values\", \"max_abs_diff\"?, "
+     "\"num_different\"?,\n"
+     "             \"num_elements\"?}],\n"
+     "             \"ok\": the exit status is 0}, printed when the\n"
+     "             comparison is done (the differences kept as their text\n"
+     "             meanwhile: memory of the size of the document, not\n"
+     "             more). \"max_abs_diff\" is a number (64-bit\n"
+     "             integers exact: jq 1.6 and JavaScript round those\n"
+     "             beyond 2^53), or the string \"nan\" or \"inf\" when\n"
+     "             the largest difference is not finite.\n"},
+};
+
 const cli_command cli_cmd_diff = {
-    "diff", "diff A B [--atol X] [--json]",
+    "diff",
+    "A B",
+    diff_options,
+    CLI_NUM_OPTIONS(diff_options),
     "Compare two checkpoints: tensor names, dtypes, shapes and values.",
     "A and B are checkpoint prefixes, .index files, or directories (their\n"
     "latest checkpoints; one a state file names outside its directory is\n"
@@ -32,27 +61,8 @@ const cli_command cli_cmd_diff = {
     "Each differing tensor is listed with the number of differing elements\n"
     "and the largest absolute difference. A partitioned tensor is compared\n"
     "by its whole values however each side splits it into pieces (strings\n"
-    "and dtypes ckpt cannot decode: piece by piece).\n\n"
-    "  --atol X   floats (float32/64, float16, bfloat16, each component of\n"
-    "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
-    "             without it every value must be bitwise identical (NaN\n"
-    "             equals the same NaN, -0 differs from +0). Integers,\n"
-    "             bools, strings and 8-bit floats always compare exactly.\n"
-    "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
-    "             \"b_outside_directory\", \"equal\", \"atol\"? (when\n"
-    "             given), \"tensors\" (the names in A or B), \"differences\":\n"
-    "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
-    "\"dtype\"|\n"
-    "             \"shape\"|\"values\", \"max_abs_diff\"?, "
-    "\"num_different\"?,\n"
-    "             \"num_elements\"?}],\n"
-    "             \"ok\": the exit status is 0}, printed when the\n"
-    "             comparison is done (the differences kept as their text\n"
-    "             meanwhile: memory of the size of the document, not\n"
-    "             more). \"max_abs_diff\" is a number (64-bit\n"
-    "             integers exact: jq 1.6 and JavaScript round those\n"
-    "             beyond 2^53), or the string \"nan\" or \"inf\" when\n"
-    "             the largest difference is not finite.\n\n"
+    "and dtypes ckpt cannot decode: piece by piece).\n\n",
+    "\n"
     "Exit status 0 when equal (within the tolerance), 1 when they differ,\n"
     "2 on a usage error or a checkpoint that cannot be read.\n",
     run};
@@ -588,26 +598,24 @@ static int parse_args(int argc, char **argv, diff_opts *o)
     int paths_only = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = NULL;
-        int m = 0;
+        const cli_option *opt;
+        const char *v;
         int kind = cli_arg_kind(a, &paths_only);
+        int m;
         if (kind == CLI_ARG_END)
             continue;
-        if (kind == CLI_ARG_OPTION && strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if (kind == CLI_ARG_OPTION)
-            m = cli_opt_value("--atol", argc, argv, &i, &v);
-        if (m < 0)
-            return cli_usage_error(c, "--atol needs a value");
-        if (m > 0) {
-            if (parse_atol(v, o) != 0)
+        if (kind == CLI_ARG_OPTION) {
+            m = cli_option_at(c, argc, argv, &i, &opt, &v);
+            if (m == 0)
+                return cli_usage_error(c, "unknown option '%s'", a);
+            if (m < 0)
+                return cli_usage_error(c, "%s needs a value", opt->name);
+            if (strcmp(opt->name, "--json") == 0)
+                o->json = 1;
+            else if (parse_atol(v, o) != 0) /* --atol */
                 return CLI_USAGE;
             continue;
         }
-        if (kind == CLI_ARG_OPTION)
-            return cli_usage_error(c, "unknown option '%s'", a);
         if (!o->a)
             o->a = a;
         else if (!o->b)

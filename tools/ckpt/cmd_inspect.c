@@ -11,26 +11,36 @@
 
 static int run(int argc, char **argv);
 
+static const cli_option inspect_options[] = {
+    {"--json", NULL, NULL, 0,
+     "  --json           print JSON: {\"prefix\", \"outside_directory\",\n"
+     "                   \"num_shards\", \"tensors\":\n"
+     "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
+     "\"shard\",\n"
+     "                   \"num_elements\", \"values\"?, \"error\"?}],\n"
+     "                   \"ok\": the exit status is 0}; a\n"
+     "                   tensor whose values cannot be read has \"error\"\n"},
+    {"--tensor", "NAME", NULL, 1,
+     "  --tensor NAME    only this tensor (may be repeated)\n"},
+    {"--values", NULL, "N|all", 0,
+     "  --values[=N]     also print the first N values of each tensor\n"
+     "                   (default 10; --values=all prints every value); a\n"
+     "                   tensor's values are held as their text until its\n"
+     "                   checksum is checked, with --json too (past 8 MiB\n"
+     "                   in a temporary file in $TMPDIR, else /tmp; in\n"
+     "                   memory when that file cannot take them)\n"},
+};
+
 const cli_command cli_cmd_inspect = {
-    "inspect", "inspect PATH [--json] [--tensor NAME]... [--values[=N|all]]",
+    "inspect",
+    "PATH",
+    inspect_options,
+    CLI_NUM_OPTIONS(inspect_options),
     "List the tensors of a checkpoint: name, dtype, shape, bytes, shard.",
     "PATH is a checkpoint prefix (e.g. runs/x/model.ckpt-300), its .index\n"
     "file, or a directory (its latest checkpoint; one its state file names\n"
-    "outside the directory is read after a warning on stderr).\n\n"
-    "  --json           print JSON: {\"prefix\", \"outside_directory\",\n"
-    "                   \"num_shards\", \"tensors\":\n"
-    "                   [{\"name\", \"dtype\", \"shape\", \"bytes\", "
-    "\"shard\",\n"
-    "                   \"num_elements\", \"values\"?, \"error\"?}],\n"
-    "                   \"ok\": the exit status is 0}; a\n"
-    "                   tensor whose values cannot be read has \"error\"\n"
-    "  --tensor NAME    only this tensor (may be repeated)\n"
-    "  --values[=N]     also print the first N values of each tensor\n"
-    "                   (default 10; --values=all prints every value); a\n"
-    "                   tensor's values are held as their text until its\n"
-    "                   checksum is checked, with --json too (past 8 MiB\n"
-    "                   in a temporary file in $TMPDIR, else /tmp; in\n"
-    "                   memory when that file cannot take them)\n\n"
+    "outside the directory is read after a warning on stderr).\n\n",
+    "\n"
     "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
     "float64; float16/bfloat16 widened to float32), complex numbers as\n"
     "(re,im), strings C-escaped (JSON strings with --json; bytes that are\n"
@@ -90,28 +100,25 @@ static int parse_option(int argc, char **argv, int *i, inspect_opts *o)
 {
     const cli_command *c = &cli_cmd_inspect;
     const char *a = argv[*i];
-    const char *v = NULL;
-    int m;
-    if (strcmp(a, "--json") == 0) {
+    const cli_option *opt;
+    const char *v;
+    int m = cli_option_at(c, argc, argv, i, &opt, &v);
+    if (m == 0)
+        return cli_usage_error(c, "unknown option '%s'", a);
+    if (m < 0)
+        return cli_usage_error(c, "%s needs a %s", opt->name, opt->value);
+    if (strcmp(opt->name, "--json") == 0) {
         o->json = 1;
-        return 0;
-    }
-    if (strcmp(a, "--values") == 0 || strncmp(a, "--values=", 9) == 0) {
+    } else if (strcmp(opt->name, "--values") == 0) {
         if (parse_values_arg(a, o) < 0)
             return cli_usage_error(c,
                                    "bad --values '%s' (a count or "
                                    "'all')",
                                    a + 9);
-        return 0;
+    } else {
+        o->tensors[o->num_tensors++] = v; /* --tensor */
     }
-    m = cli_opt_value("--tensor", argc, argv, i, &v);
-    if (m < 0)
-        return cli_usage_error(c, "--tensor needs a NAME");
-    if (m > 0) {
-        o->tensors[o->num_tensors++] = v;
-        return 0;
-    }
-    return cli_usage_error(c, "unknown option '%s'", a);
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, inspect_opts *o)

@@ -18,8 +18,26 @@
 
 static int run(int argc, char **argv);
 
+static const cli_option ls_options[] = {
+    {"--json", NULL, NULL, 0,
+     "  --json   print JSON: {\"directory\", \"state_file\", \"latest\",\n"
+     "           \"checkpoints\": [{\"prefix\", \"path\", \"step\", "
+     "\"bytes\",\n"
+     "           \"time\", \"time_source\", \"latest\", \"complete\", "
+     "\"problem\",\n"
+     "           \"shards\": [{\"file\", \"shard\", \"of\", \"bytes\"}]}],\n"
+     "           \"stray\": [{\"file\", \"reason\"}], \"ok\": true};\n"
+     "           \"latest\" is the latest row's \"prefix\" as the state\n"
+     "           file spells it (null when none): its \"path\" is the\n"
+     "           one to open (jq -r '.checkpoints[] | select(.latest)\n"
+     "           | .path').\n"},
+};
+
 const cli_command cli_cmd_ls = {
-    "ls", "ls DIR [--json]",
+    "ls",
+    "DIR",
+    ls_options,
+    CLI_NUM_OPTIONS(ls_options),
     "List the checkpoints of a directory and any stray or incomplete files.",
     "Lists the checkpoints named by DIR/checkpoint (oldest first) with their\n"
     "step (from a trailing -<digits>), bytes (index and data files) and time\n"
@@ -53,17 +71,8 @@ const cli_command cli_cmd_ls = {
     "names); each checkpoint's files are then looked up. A path ending in\n"
     "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
     "for a checkpoint outside DIR only its index is looked up. Names are\n"
-    "printed with control bytes as \\xHH.\n\n"
-    "  --json   print JSON: {\"directory\", \"state_file\", \"latest\",\n"
-    "           \"checkpoints\": [{\"prefix\", \"path\", \"step\", \"bytes\",\n"
-    "           \"time\", \"time_source\", \"latest\", \"complete\", "
-    "\"problem\",\n"
-    "           \"shards\": [{\"file\", \"shard\", \"of\", \"bytes\"}]}],\n"
-    "           \"stray\": [{\"file\", \"reason\"}], \"ok\": true};\n"
-    "           \"latest\" is the latest row's \"prefix\" as the state\n"
-    "           file spells it (null when none): its \"path\" is the\n"
-    "           one to open (jq -r '.checkpoints[] | select(.latest)\n"
-    "           | .path').\n\n"
+    "printed with control bytes as \\xHH.\n\n",
+    "\n"
     "Exit status 0 when DIR is listed (missing or stray files included), 1\n"
     "when its state file cannot be parsed, 2 on a usage error or a DIR that\n"
     "is not a directory or cannot be read.\n",

@@ -15,28 +15,37 @@
 
 static int run(int argc, char **argv);
 
+static const cli_option repack_options[] = {
+    {"--include", "REGEX", NULL, 1,
+     "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
+     "                   regex; may be repeated: any match keeps)\n"},
+    {"--exclude", "REGEX", NULL, 1,
+     "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
+     "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
+     "                   A REGEX with a back-reference (\\1..\\9: matching\n"
+     "                   can take exponential time) or bounded repetitions\n"
+     "                   ({m,n}) expanding to more than 65536 positions\n"
+     "                   (regcomp's memory) is a usage error.\n"},
+    {"--json", NULL, NULL, 0,
+     "  --json           print JSON: {\"source\", \"outside_directory\",\n"
+     "                   \"destination\", \"ok\",\n"
+     "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
+     "                   \"num_shards\"}\n"},
+};
+
 const cli_command cli_cmd_repack = {
     "repack",
-    "repack SRC DST [--exclude REGEX]... [--include REGEX]... [--json]",
+    "SRC DST",
+    repack_options,
+    CLI_NUM_OPTIONS(repack_options),
     "Rewrite a checkpoint with one data shard, optionally dropping tensors.",
     "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
     "checkpoint; one its state file names outside the directory is read\n"
     "after a warning on stderr); DST is the prefix to write (its directory\n"
     "must exist and DST.index must not; a DST ending in .index or .data-*,\n"
     "a file's name rather than a prefix, is a usage error). Every record\n"
-    "is read with its checksum checked and copied byte for byte.\n\n"
-    "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
-    "                   regex; may be repeated: any match keeps)\n"
-    "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
-    "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
-    "                   A REGEX with a back-reference (\\1..\\9: matching\n"
-    "                   can take exponential time) or bounded repetitions\n"
-    "                   ({m,n}) expanding to more than 65536 positions\n"
-    "                   (regcomp's memory) is a usage error.\n"
-    "  --json           print JSON: {\"source\", \"outside_directory\",\n"
-    "                   \"destination\", \"ok\",\n"
-    "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
-    "                   \"num_shards\"}\n\n"
+    "is read with its checksum checked and copied byte for byte.\n\n",
+    "\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "The files are fsynced and renamed into place (the index last), each\n"
@@ -98,36 +107,31 @@ static int parse_args(int argc, char **argv, repack_opts *o)
         return cli_usage_error(c, "out of memory");
     int operands_only = 0;
     for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
+        const cli_option *opt;
+        const char *v;
         int kind = cli_arg_kind(argv[i], &operands_only);
-        int m = 0;
-        int err;
+        int m, err;
         if (kind == CLI_ARG_END)
             continue;
-        if (kind == CLI_ARG_OPTION)
-            m = cli_opt_value("--include", argc, argv, &i, &v);
-        if (kind == CLI_ARG_OPTION && m == 0) {
-            m = cli_opt_value("--exclude", argc, argv, &i, &v);
-            if (m > 0) {
-                err = add_pattern(&o->exclude, v);
-                if (err)
-                    return err;
+        if (kind == CLI_ARG_OPTION) {
+            const char *a = argv[i];
+            m = cli_option_at(c, argc, argv, &i, &opt, &v);
+            if (m == 0)
+                return cli_usage_error(c, "unknown option '%s'", a);
+            if (m < 0)
+                return cli_usage_error(c, "%s needs a %s", opt->name,
+                                       opt->value);
+            if (strcmp(opt->name, "--json") == 0) {
+                o->json = 1;
                 continue;
             }
-        } else if (m > 0) {
-            err = add_pattern(&o->include, v);
+            err = add_pattern(strcmp(opt->name, "--include") == 0 ? &o->include
+                                                                  : &o->exclude,
+                              v);
             if (err)
                 return err;
             continue;
         }
-        if (m < 0)
-            return cli_usage_error(c, "%s needs a REGEX", argv[i]);
-        if (kind == CLI_ARG_OPTION && strcmp(argv[i], "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if (kind == CLI_ARG_OPTION)
-            return cli_usage_error(c, "unknown option '%s'", argv[i]);
         if (!o->src)
             o->src = argv[i];
         else if (!o->dst)

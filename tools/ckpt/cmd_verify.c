@@ -11,8 +11,23 @@
 
 static int run(int argc, char **argv);
 
+static const cli_option verify_options[] = {
+    {"--json", NULL, NULL, 0,
+     "  --json   print JSON: {\"prefix\", \"outside_directory\",\n"
+     "           \"num_shards\", \"tensors\", \"bytes\", \"ok\",\n"
+     "           \"damaged\": [{\"name\", \"error\"}],\n"
+     "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
+     "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
+     "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?,\n"
+     "           \"outside_directory\"?}. The lists are kept as their\n"
+     "           text until the end (memory of the size of the document).\n"},
+};
+
 const cli_command cli_cmd_verify = {
-    "verify", "verify PATH [--json]",
+    "verify",
+    "PATH",
+    verify_options,
+    CLI_NUM_OPTIONS(verify_options),
     "Read every tensor and check every checksum; report damaged tensors.",
     "PATH is a checkpoint prefix, its .index file, or a directory: the\n"
     "checkpoint its state file names (model_checkpoint_path; when that has\n"
@@ -39,15 +54,8 @@ const cli_command cli_cmd_verify = {
     "data file is not in the page cache and its device reads ahead less\n"
     "than 4 MiB) and partitioned tensors piece by piece: memory stays\n"
     "bounded whatever a tensor's size (string records are read whole;\n"
-    "their data file bounds them).\n\n"
-    "  --json   print JSON: {\"prefix\", \"outside_directory\",\n"
-    "           \"num_shards\", \"tensors\", \"bytes\", \"ok\",\n"
-    "           \"damaged\": [{\"name\", \"error\"}],\n"
-    "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
-    "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
-    "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?,\n"
-    "           \"outside_directory\"?}. The lists are kept as their\n"
-    "           text until the end (memory of the size of the document).\n\n"
+    "their data file bounds them).\n\n",
+    "\n"
     "Exit status 1 when anything is damaged or missing.\n",
     run};
 

@@ -51,21 +51,6 @@ static void print_usage(FILE *out)
                  "{\"version\", \"ok\": true}.\n");
 }
 
-/* Whether `arg` is an option of `c` that takes the next argument as its
- * value: its synopsis shows it as "[<arg> VALUE]" ("[--tensor NAME]"). */
-static int takes_value(const cli_command *c, const char *arg)
-{
-    size_t n = strlen(arg);
-    const char *at = c && n > 0 ? c->synopsis : NULL;
-    while (at && (at = strstr(at, arg)) != NULL) {
-        if (at > c->synopsis && at[-1] == '[' && at[n] == ' ' &&
-            at[n + 1] >= 'A' && at[n + 1] <= 'Z')
-            return 1;
-        at += n;
-    }
-    return 0;
-}
-
 /* The index of the first argument from `from` that is `option` itself
  * (not past a "--", not an option's value: 'inspect P --tensor --json'
  * looks up a tensor), or argc when none. */
@@ -75,7 +60,7 @@ static int find_option(const cli_command *c, int from, int argc, char **argv,
     for (int i = from; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (is(argv[i]))
             return i;
-        if (takes_value(c, argv[i]))
+        if (cli_option_takes_next(c, argv[i]))
             i++;
     }
     return argc;
@@ -151,9 +136,10 @@ static int print_help(const cli_command *c, int json)
     json_object_object_add(root, "command",
                            c ? json_object_new_string(c->name) : NULL);
     if (c) {
-        size_t cap = strlen(c->synopsis) + sizeof("ckpt ");
+        cli_synopsis syn;
+        size_t cap = sizeof(syn.text) + sizeof("ckpt ");
         char *usage = cli_xmalloc(cap);
-        snprintf(usage, cap, "ckpt %s", c->synopsis);
+        snprintf(usage, cap, "ckpt %s", cli_synopsis_of(&syn, c));
         json_object_object_add(root, "usage", json_object_new_string(usage));
         free(usage);
     } else {
