@@ -88,6 +88,34 @@ void test_write_tensor_per_shard(const char *prefix, int shards)
     ckpt_bundle_writer_free(w);
 }
 
+void test_many_entry_name(char *out, size_t cap, size_t i)
+{
+    snprintf(out, cap, "layer_%07zu/kernel", i);
+}
+
+void test_write_many_entries(const char *prefix, size_t n)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape shape = {2, {1, 1}};
+    char name[48]; /* room for any size_t */
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)i;
+        test_many_entry_name(name, sizeof(name), i);
+        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &shape,
+                                              &v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
+size_t test_entries_env(size_t above, size_t fallback)
+{
+    const char *s = getenv("CKPT_TEST_ENTRIES");
+    long long n = s ? strtoll(s, NULL, 10) : 0;
+    return n > 0 && (unsigned long long)n > above ? (size_t)n : fallback;
+}
+
 void *test_dir_fixture_new(size_t size, size_t dir_offset)
 {
     void *f = calloc(1, size);

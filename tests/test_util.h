@@ -55,6 +55,21 @@ ckpt_var test_float_var(const char *name, float *data, int64_t n);
  * files. */
 void test_write_tensor_per_shard(const char *prefix, int shards);
 
+/* Entry i's name in test_write_many_entries' bundle: "layer_NNNNNNN/kernel"
+ * (20 bytes for i < 10^7) into out[0..cap). */
+void test_many_entry_name(char *out, size_t cap, size_t i);
+
+/* Write a bundle at `prefix` of `n` scalar-like tensors as a checkpoint
+ * of many ranks holds them, for tests bounding memory per index entry:
+ * entry i named test_many_entry_name(i), float32 of shape [1, 1] holding
+ * (float)i, in one data file. */
+void test_write_many_entries(const char *prefix, size_t n);
+
+/* The entry count a per-entry memory test uses: CKPT_TEST_ENTRIES
+ * (environment) when it is a number above `above`, for measuring 10^5 or
+ * 10^6 entries by hand, else `fallback`. */
+size_t test_entries_env(size_t above, size_t fallback);
+
 /* A test fixture whose struct begins with `char *dir`: a zeroed struct of
  * `size` bytes, that member a fresh directory (test_make_temp_dir). Pass
  * offsetof(<struct>, dir) as dir_offset: the test fails unless it is 0

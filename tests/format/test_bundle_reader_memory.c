@@ -31,47 +31,18 @@
  * entry it hands out (the pool's first chunk, 16 entries: 5376 bytes). */
 #define ONE_ENTRY_LIMIT 8192
 
-static size_t entries(void)
-{
-    const char *s = getenv("CKPT_TEST_ENTRIES");
-    long long n = s ? strtoll(s, NULL, 10) : 0;
-    return n > 0 ? (size_t)n : ENTRIES;
-}
-
-/* "layer_NNNNNNN/kernel" (20 bytes) for i < 10^7. */
-static void entry_name(char *out, size_t cap, size_t i)
-{
-    snprintf(out, cap, "layer_%07zu/kernel", i);
-}
-
-static void write_entries(const char *prefix, size_t n)
-{
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape shape = {2, {1, 1}};
-    char name[48]; /* room for any size_t */
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)i;
-        entry_name(name, sizeof(name), i);
-        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &shape,
-                                              &v, sizeof(v)));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
-}
-
 static void test_bytes_per_entry(void **state)
 {
     char *dir = test_make_temp_dir();
     char *prefix = test_path(dir, "many");
-    size_t n = entries();
+    size_t n = test_entries_env(0, ENTRIES);
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *e = NULL;
     long long before, kept, peak, one, all, filled;
     char name[48]; /* room for any size_t */
     float v = -1;
     (void)state;
-    write_entries(prefix, n);
+    test_write_many_entries(prefix, n);
 
     before = count_alloc_live();
     count_alloc_reset_peak();
@@ -81,7 +52,7 @@ static void test_bytes_per_entry(void **state)
     assert_int_equal(ckpt_bundle_reader_count(r), n);
 
     /* one entry by name, its values read */
-    entry_name(name, sizeof(name), n / 2);
+    test_many_entry_name(name, sizeof(name), n / 2);
     before = count_alloc_live();
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, name));
     one = count_alloc_live() - before;
@@ -116,7 +87,7 @@ static void test_bytes_per_entry(void **state)
             assert_ptr_equal(x, e);
     }
     all = count_alloc_live() - before;
-    entry_name(name, sizeof(name), n - 1);
+    test_many_entry_name(name, sizeof(name), n - 1);
     assert_string_equal(ckpt_bundle_reader_entry(r, n - 1)->name, name);
     assert_ptr_equal(ckpt_bundle_reader_entry(r, n / 2), e);
     /* an entry of the pool's last chunk is known as the reader's own */
@@ -155,7 +126,7 @@ static void test_entry_without_memory(void **state)
     ckpt_bundle_reader *r = NULL;
     const ckpt_tensor_entry *first = NULL, *e = NULL;
     (void)state;
-    write_entries(prefix, 20);
+    test_write_many_entries(prefix, 20);
     assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
     first = ckpt_bundle_reader_entry(r, 0);
     assert_non_null(first);
@@ -202,12 +173,12 @@ static void test_entry_fill(void **state)
     size_t got;
     float v = -1;
     (void)state;
-    write_entries(prefix, 20);
+    test_write_many_entries(prefix, 20);
     assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
     count_alloc_fail(1);
     for (size_t i = 0; i < 20; i++) {
         char name[48];
-        entry_name(name, sizeof(name), i);
+        test_many_entry_name(name, sizeof(name), i);
         assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, i));
         assert_string_equal(e.name, name);
         assert_int_equal(e.name_len, 20);

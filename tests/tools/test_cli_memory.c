@@ -25,29 +25,6 @@
 #define ONE_READER_PER_ENTRY 300
 #define DIFF_PER_ENTRY 450
 
-static size_t big_entries(void)
-{
-    const char *s = getenv("CKPT_TEST_ENTRIES");
-    long long n = s ? strtoll(s, NULL, 10) : 0;
-    return n > SMALL ? (size_t)n : BIG;
-}
-
-static void write_entries(const char *prefix, size_t n)
-{
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape shape = {2, {1, 1}};
-    char name[48]; /* room for any size_t */
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)i;
-        snprintf(name, sizeof(name), "layer_%07zu/kernel", i);
-        assert_ckpt_ok(ckpt_bundle_writer_add(w, name, CKPT_DT_FLOAT, &shape,
-                                              &v, sizeof(v)));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
-}
-
 /* The tool's peak heap running `cmd` on `a` (and `b` when not NULL). */
 static long long peak_of(const char *dir, const char *cmd, const char *a,
                          const char *b, const char *flag)
@@ -91,10 +68,10 @@ static void test_bytes_per_entry(void **state)
     char *dir = test_make_temp_dir();
     char *small = test_path(dir, "small");
     char *big = test_path(dir, "big");
-    size_t nb = big_entries();
+    size_t nb = test_entries_env(SMALL, BIG);
     (void)state;
-    write_entries(small, SMALL);
-    write_entries(big, nb);
+    test_write_many_entries(small, SMALL);
+    test_write_many_entries(big, nb);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         long long ps = peak_of(dir, cases[k].cmd, small,
                                cases[k].two ? small : NULL, cases[k].flag);
