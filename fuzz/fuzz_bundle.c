@@ -127,13 +127,30 @@ static void read_all(ckpt_bundle_reader *r, size_t data_size, int skip_crc)
         CKPT_FUZZ_CHECK(verify_rc == CKPT_ECORRUPT);
     }
     CKPT_FUZZ_CHECK(ckpt_bundle_reader_entry(r, count) == NULL);
+    {
+        ckpt_tensor_entry past;
+        CKPT_FUZZ_CHECK(ckpt_bundle_reader_entry_fill(&past, r, count) ==
+                        CKPT_EINVAL);
+        ckpt_error_clear();
+    }
     for (size_t i = 0; i < count; i++) {
         const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
         const ckpt_tensor_entry *found = NULL;
         int plain_name, raw_rc, rc;
 
+        ckpt_tensor_entry filled;
+
         CKPT_FUZZ_CHECK(e != NULL && e->name != NULL);
         ckpt_fuzz_touch(e->name, e->name_len + 1);
+        /* the caller-owned form is the same entry, and the reader's own */
+        CKPT_FUZZ_CHECK(ckpt_bundle_reader_entry_fill(&filled, r, i) == 0);
+        CKPT_FUZZ_CHECK(
+            filled.name == e->name && filled.name_len == e->name_len &&
+            filled.dtype == e->dtype && filled.shape.rank == e->shape.rank &&
+            filled.shard_id == e->shard_id && filled.offset == e->offset &&
+            filled.size == e->size && filled.crc32c == e->crc32c &&
+            filled.num_slices == e->num_slices &&
+            filled.is_slice_key == e->is_slice_key);
         plain_name = strlen(e->name) == e->name_len;
         if (plain_name) {
             rc = ckpt_bundle_reader_find(&found, r, e->name);
