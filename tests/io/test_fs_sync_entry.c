@@ -39,10 +39,25 @@ static void test_parent_synced(void **state)
     static const struct {
         const char *path, *parent; /* parent NULL: nothing synced */
     } cases[] = {
-        {"a/b", "a"},  {"x", "."},    {"/x", "/"},    {"/out/x", "/out"},
-        {"a//b", "a"}, {"a/b/", "a"}, {"a/b//", "a"}, {"a/b/c", "a/b"},
-        {"//x", "/"},  {"", NULL},    {"/", NULL},    {".", NULL},
-        {"..", NULL},  {"a/.", NULL}, {"a/..", NULL}, {"./", NULL},
+        {"a/b", "a"},
+        {"x", "."},
+        {"/x", "/"},
+        {"/out/x", "/out"},
+        {"a//b", "a"},
+        {"a/b/", "a"},
+        {"a/b//", "a"},
+        {"a/b/c", "a/b"},
+        {"//x", "/"},
+        {"", NULL},
+        {"/", NULL},
+        {"/.", NULL},
+        /* "." and "..": the entry is in the parent the kernel finds */
+        {".", ".."},
+        {"./", ".."},
+        {"..", "../.."},
+        {"a/..", "a/../.."},
+        {"a/.", "."},
+        {"a/b/.", "a"},
     };
     (void)state;
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
