@@ -471,11 +471,13 @@ static void test_names_escaped_in_text_output(void **state)
     expect_contains(r.err, "gone\\x1b[1m\\x9b1m");
     run_free(&r);
     /* the temporary file of an interrupted repack to DST, removed and
-     * named (its path was printed raw) */
+     * named (its path was printed raw); the tensor whose name holds a NUL
+     * is left out, as repack refuses to copy it (its own test is in
+     * test_cli_hostile.c) */
     {
         char *dst = test_path(dir, "out\x1b[7m");
         write_text(dir, "out\x1b[7m.index.tempstate1f", "partial");
-        RUN_EXPECT(r, &limits, 0, "repack", prefix, dst);
+        RUN_EXPECT(r, &limits, 0, "repack", prefix, dst, "--exclude", "^nul");
         expect_both_safe(&r);
         expect_contains(r.err, "removed ");
         expect_contains(r.err, "out\\x1b[7m.index.tempstate1f (left by");

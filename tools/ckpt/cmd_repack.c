@@ -53,7 +53,10 @@ const cli_command cli_cmd_repack = {
     "entry is synced in its parent (\"..\" when DST is in the current\n"
     "directory) before anything is written (it may just have been\n"
     "created): once repack exits 0 a power cut keeps DST.\n"
-    "Exit status 1 when a source record is damaged (nothing is written).\n",
+    "Exit status 1 when a source record is damaged (nothing is written);\n"
+    "2 for a kept tensor it cannot copy (nothing is written): a partitioned\n"
+    "one, or one whose name holds a 0 byte (the copy would store it under\n"
+    "the name's part before that byte).\n",
     run};
 
 typedef struct pattern_list {
@@ -368,6 +371,21 @@ static int read_in_host_order(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return ckpt_bundle_reader_read_entry(r, e, *host, *n);
 }
 
+/* Refuse the kept entry `e` of an ordinary tensor whose name holds a 0
+ * byte: the writer takes names as C strings, so it would be stored under
+ * the part before that byte, another tensor's name. CLI_USAGE, or 0. */
+static int refuse_zero_byte_name(const char *prefix, const ckpt_tensor_entry *e)
+{
+    if (e->is_slice_key || strlen(e->name) == e->name_len)
+        return 0;
+    cli_error("repack",
+              "%s: tensor '%s': its name holds a 0 byte, which the new "
+              "checkpoint cannot store (it would be renamed '%s'); leave it "
+              "out with --exclude",
+              prefix, cli_safe_name(e), cli_safe(e->name));
+    return CLI_USAGE;
+}
+
 static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                         const char *prefix, size_t *kept, int64_t *bytes)
 {
@@ -379,7 +397,12 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         size_t len = 0;
         char *owner;
-        if ((e->num_slices == 0 && !e->is_slice_key) || !keep_entry(o, e))
+        if (!keep_entry(o, e))
+            continue;
+        rc = refuse_zero_byte_name(prefix, e);
+        if (rc != 0)
+            return rc;
+        if (e->num_slices == 0 && !e->is_slice_key)
             continue;
         owner = e->is_slice_key ? slice_owner(e, &len) : NULL;
         if (!e->is_slice_key || owner) {
