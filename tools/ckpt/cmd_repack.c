@@ -1,7 +1,8 @@
 /* tools/ckpt/cmd_repack.c - `ckpt repack SRC DST [--exclude REGEX]...
- * [--include REGEX]... [--json]`: copy a checkpoint's records (CRC-checked,
- * bytes unchanged, so strings survive exactly) into a new bundle written by our
- * writer: one data shard, an uncompressed index. Used to drop tensors
+ * [--include REGEX]... [--json]`: copy a checkpoint's records (CRC-checked;
+ * values and strings unchanged, a big-endian checkpoint's rewritten in
+ * little-endian order) into a new bundle written by our writer: one data
+ * shard, an uncompressed index. Used to drop tensors
  * (optimizer slots, say) or to merge shards. */
 #include "cli.h"
 
@@ -44,7 +45,9 @@ const cli_command cli_cmd_repack = {
     "after a warning on stderr); DST is the prefix to write (its directory\n"
     "must exist and DST.index must not; a DST ending in .index or .data-*,\n"
     "a file's name rather than a prefix, is a usage error). Every record\n"
-    "is read with its checksum checked and copied byte for byte.\n\n",
+    "is read with its checksum checked and copied byte for byte (from a\n"
+    "checkpoint written on a big-endian machine, values and string lengths\n"
+    "in little-endian order, as the copy's header says).\n\n",
     "\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
@@ -347,28 +350,58 @@ static int check_destination(const char *dst)
     return exists ? CLI_USAGE : 0;
 }
 
-/* Copy the kept records of `r` into a new bundle at `dst`. */
-/* The record of `e` as the writer takes it, at *data (*n bytes): a
- * fixed-size tensor read in host byte order into *host (a checkpoint
- * written on a big-endian machine is rewritten little-endian, as DST's
- * header says; freed by the caller), any other as stored, in `rec`. */
-static int read_in_host_order(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                              ckpt_buf *rec, void **host, const void **data,
-                              size_t *n)
+/* The record of `e` read from the source, as the writer takes it. */
+typedef struct record_copy {
+    ckpt_buf rec;              /* a record as stored */
+    void *host;                /* a fixed-size tensor in host order */
+    ckpt_string_array strings; /* a string tensor's elements */
+    const void *data;          /* rec's or host's bytes */
+    size_t n;                  /* their count */
+} record_copy;
+
+/* Read the record of `e` into `c`: a fixed-size tensor in host byte order
+ * (a checkpoint written on a big-endian machine is rewritten
+ * little-endian, as DST's header says), a string tensor as its elements
+ * (its record's length words and checksum follow the source's byte order:
+ * the writer encodes them again, the strings' bytes unchanged), any other
+ * as stored. */
+static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                         record_copy *c)
 {
     int err;
+    if (e->dtype == CKPT_DT_STRING)
+        return ckpt_bundle_reader_read_strings_entry(r, e, &c->strings);
     if (ckpt_dtype_size(e->dtype) == 0 || e->size <= 0) {
-        err = ckpt_bundle_reader_read_record(r, e, rec);
-        *data = rec->ptr;
-        *n = rec->size;
+        err = ckpt_bundle_reader_read_record(r, e, &c->rec);
+        c->data = c->rec.ptr;
+        c->n = c->rec.size;
         return err;
     }
-    *host = malloc((size_t)e->size);
-    if (!*host)
+    c->host = malloc((size_t)e->size);
+    if (!c->host)
         return CKPT_ENOMEM;
-    *data = *host;
-    *n = (size_t)e->size;
-    return ckpt_bundle_reader_read_entry(r, e, *host, *n);
+    c->data = c->host;
+    c->n = (size_t)e->size;
+    return ckpt_bundle_reader_read_entry(r, e, c->host, c->n);
+}
+
+/* Add the copy `c` of `e` to `w`; *nbytes: the source record's size. */
+static int write_copy(ckpt_bundle_writer *w, const ckpt_tensor_entry *e,
+                      const record_copy *c, size_t *nbytes)
+{
+    *nbytes = e->dtype == CKPT_DT_STRING ? (size_t)e->size : c->n;
+    if (e->dtype == CKPT_DT_STRING)
+        return ckpt_bundle_writer_add_strings(
+            w, e->name, &e->shape, c->strings.strings, c->strings.count);
+    return ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
+                                         c->data, c->n);
+}
+
+static void record_copy_dispose(record_copy *c)
+{
+    free(c->host);
+    ckpt_buf_dispose(&c->rec);
+    ckpt_string_array_dispose(&c->strings);
 }
 
 /* Refuse the kept entry `e` of an ordinary tensor whose name holds a 0
@@ -386,6 +419,7 @@ static int refuse_zero_byte_name(const char *prefix, const ckpt_tensor_entry *e)
     return CLI_USAGE;
 }
 
+/* Copy the kept records of `r` into a new bundle at `dst`. */
 static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                         const char *prefix, size_t *kept, int64_t *bytes)
 {
@@ -428,20 +462,18 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     for (size_t i = 0; i < n && rc == 0; i++) {
         ckpt_tensor_entry buf;
         const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
-        ckpt_buf rec = CKPT_BUF_INIT;
-        void *host = NULL;
-        const void *data = NULL;
+        record_copy c;
         size_t nbytes = 0;
         if (!keep_entry(o, e))
             continue;
-        err = read_in_host_order(r, e, &rec, &host, &data, &nbytes);
+        memset(&c, 0, sizeof(c));
+        err = read_for_copy(r, e, &c);
         if (err < 0) {
             cli_tensor_error("repack", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
-            err = ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
-                                                data, nbytes);
+            err = write_copy(w, e, &c, &nbytes);
             if (err < 0) {
                 /* the writer names DST; the tensor comes from PREFIX */
                 cli_error("repack", "copying tensor '%s' of %s: %s",
@@ -452,8 +484,7 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                 *bytes += (int64_t)nbytes;
             }
         }
-        free(host);
-        ckpt_buf_dispose(&rec);
+        record_copy_dispose(&c);
     }
     if (rc == 0) {
         err = ckpt_bundle_writer_finish(w);
