@@ -1,6 +1,7 @@
 /* format/bundle_reader_entries.c - a bundle reader's index entries, kept
  * compactly (bundle_reader_internal.h draws the layout): a 64-byte record
- * per entry, its key and dimensions in two arenas, and the public
+ * per entry, its key in blocks that never move, its dimensions in an
+ * arena, and the public
  * ckpt_tensor_entry (328 bytes) made only for an entry the API hands out.
  * A checkpoint written by many ranks holds 10^5..10^6 entries, most of
  * which a reader never hands out (an MPI restore asks for its own
@@ -9,8 +10,13 @@
  *
  * bundle.h promises that a handed-out entry stays valid until the reader
  * is freed: the public entries live in a pool of chunks of 16, 32, 64, ...
- * that never move, and the arenas the entries point into are trimmed once
- * when the index is loaded and never touched again. A reader belongs to
+ * that never move, the keys they point to lie in blocks that never move
+ * either, and the arrays are trimmed once when the index is loaded and
+ * never touched again. The keys are not one arena grown by doubling: a
+ * hostile index whose keys share long prefixes makes them add up to 64
+ * times its blocks (block.c), and a doubled arena would hold up to twice
+ * that, three times while it is copied (README, "Resource limits when
+ * reading", gives the bound). A reader belongs to
  * one thread at a time (docs/threading.md), so filling the pool from a
  * call on a const reader needs no lock. */
 #include "common/internal.h"
@@ -20,7 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#define POOL_FIRST 16  /* public entries in the first chunk */
+#define POOL_FIRST 16        /* public entries in the first chunk */
+#define NAME_BLOCK_MIN 256   /* bytes of the first block keys are packed in */
+#define NAME_BLOCK_MAX 65536 /* ... and of the largest */
+#define NAME_OWN_BLOCK 8192  /* a key (with its NUL) this long: its own */
 #define POOL_CHUNKS 48 /* 16 * (2^48 - 1) entries: more than memory holds */
 
 /* A handed-out entry and the index it is of. */
@@ -66,11 +75,51 @@ static int grow(void *p, size_t *cap, size_t len, size_t more, size_t size,
     return 0;
 }
 
+/* Room for a key of `n` bytes with its NUL, in a block that never moves:
+ * packed after the keys before it, in a new block when it does not fit
+ * (the rest of the old one, under NAME_OWN_BLOCK bytes, left unused), or
+ * in a block of its own when it is long. NULL (CKPT_ENOMEM set) without
+ * memory. */
+static char *name_room(ckpt__entry_table *t, size_t n)
+{
+    size_t size = n >= NAME_OWN_BLOCK ? n : t->next_block;
+    char *p;
+    void *q;
+    if (n <= t->room_left) {
+        p = t->room;
+        t->room += n;
+        t->room_left -= n;
+        return p;
+    }
+    if (size < NAME_BLOCK_MIN)
+        size = NAME_BLOCK_MIN;
+    if (size < n)
+        size = n;
+    if (grow(t->name_blocks, &t->blocks_cap, t->nblocks, 1,
+             sizeof(*t->name_blocks), &q) < 0)
+        return NULL;
+    t->name_blocks = q;
+    p = ckpt__malloc(size);
+    if (!p) {
+        ckpt__error_oom();
+        return NULL;
+    }
+    t->name_blocks[t->nblocks].bytes = p;
+    t->name_blocks[t->nblocks++].size = size;
+    if (n < NAME_OWN_BLOCK) { /* keys are packed here from now on */
+        t->room = p + n;
+        t->room_left = size - n;
+        t->next_block = size < NAME_BLOCK_MAX / 2 ? 2 * size : NAME_BLOCK_MAX;
+    }
+    return p;
+}
+
 int ckpt__entry_table_add(ckpt__entry_table *t, const uint8_t *key,
                           size_t key_len, const ckpt__bundle_entry *be)
 {
     ckpt__entry_rec *rec;
     size_t rank = (size_t)be->shape.rank;
+    char *name = NULL;
     void *p;
     int err;
     if (key_len > UINT32_MAX) /* a block holds at most 32 MiB */
@@ -78,24 +127,23 @@ int ckpt__entry_table_add(ckpt__entry_table *t, const uint8_t *key,
     err = grow(t->recs, &t->cap, t->count, 1, sizeof(*rec), &p);
     t->recs = p;
     if (err == 0)
-        err = grow(t->names, &t->names_cap, t->names_len, key_len + 1, 1, &p);
-    if (err == 0)
-        t->names = p;
-    if (err == 0)
         err = grow(t->dims, &t->dims_cap, t->dims_len, rank, sizeof(*t->dims),
                    &p);
     if (err == 0)
         t->dims = p;
+    if (err == 0) {
+        name = name_room(t, key_len + 1);
+        err = name ? 0 : CKPT_ENOMEM;
+    }
     if (err < 0)
         return err;
     rec = &t->recs[t->count++];
     memset(rec, 0, sizeof(*rec));
-    rec->name_off = t->names_len;
-    rec->name_len = (uint32_t)key_len;
     if (key_len > 0)
-        memcpy(t->names + t->names_len, key, key_len);
-    t->names[t->names_len + key_len] = '\0';
-    t->names_len += key_len + 1;
+        memcpy(name, key, key_len);
+    name[key_len] = '\0';
+    rec->name = name;
+    rec->name_len = (uint32_t)key_len;
     rec->dims_off = t->dims_len;
     rec->rank = (uint8_t)rank; /* 0 .. CKPT_MAX_RANK: the decoder checked */
     if (rank > 0)
@@ -128,7 +176,6 @@ static void *trimmed(void *p, size_t *cap, size_t len, size_t size)
 void ckpt__entry_table_trim(ckpt__entry_table *t)
 {
     t->recs = trimmed(t->recs, &t->cap, t->count, sizeof(*t->recs));
-    t->names = trimmed(t->names, &t->names_cap, t->names_len, 1);
     t->dims = trimmed(t->dims, &t->dims_cap, t->dims_len, sizeof(*t->dims));
 }
 
@@ -139,8 +186,10 @@ void ckpt__entry_table_dispose(ckpt__entry_table *t)
             ckpt__free(t->pool->chunks[k]);
         ckpt__free(t->pool);
     }
+    for (size_t i = 0; i < t->nblocks; i++)
+        ckpt__free(t->name_blocks[i].bytes);
+    ckpt__free(t->name_blocks);
     ckpt__free(t->recs);
-    ckpt__free(t->names);
     ckpt__free(t->dims);
     memset(t, 0, sizeof(*t));
 }
@@ -260,17 +309,30 @@ static bool same_entry(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
            a->num_slices == b->num_slices && a->is_slice_key == b->is_slice_key;
 }
 
+/* Whether `name`, with `len` bytes and its NUL, lies inside one of the
+ * table's blocks of keys (compared as addresses: nothing is read). */
+static bool in_name_blocks(const ckpt__entry_table *t, const char *name,
+                           size_t len)
+{
+    uintptr_t a = (uintptr_t)name;
+    for (size_t k = 0; k < t->nblocks; k++) {
+        uintptr_t b = (uintptr_t)t->name_blocks[k].bytes;
+        size_t size = t->name_blocks[k].size;
+        if (a >= b && a - b < size)
+            return len < size - (a - b);
+    }
+    return false;
+}
+
 bool ckpt__entry_table_owns(const ckpt__entry_table *t,
                             const ckpt_tensor_entry *e, size_t *at)
 {
-    uintptr_t name = (uintptr_t)e->name, names = (uintptr_t)t->names;
     ckpt_tensor_entry mine;
     if (ckpt__entry_table_handed_out(t, e, at))
         return true;
     /* the name is read only once it is known to be the table's */
-    if (!t->names || name < names || name - names >= t->names_len ||
-        e->name_len >= t->names_len - (name - names) || e->shape.rank < 0 ||
-        e->shape.rank > CKPT_MAX_RANK ||
+    if (!e->name || !in_name_blocks(t, e->name, e->name_len) ||
+        e->shape.rank < 0 || e->shape.rank > CKPT_MAX_RANK ||
         !ckpt__entry_table_search(t, e->name, e->name_len, at))
         return false;
     ckpt__entry_table_fill(t, *at, &mine);

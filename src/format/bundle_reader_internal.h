@@ -64,20 +64,24 @@ const char *ckpt__bundle_reader_data_path(const ckpt_bundle_reader *r);
 #include "io/fs_internal.h"
 
 /* One index entry as the reader keeps it: 64 bytes whatever its rank.
- * Its key (then a NUL) and its dimensions lie in the table's arenas; the
+ * Its key (then a NUL) lies in a name block, its dimensions in an arena; the
  * public ckpt_tensor_entry (328 bytes, a CKPT_MAX_RANK shape inline) is
  * made only for an entry the API hands out, and then kept until the
  * reader is freed, as bundle.h promises (`cached`: 1 + its place in the
  * pool, 0 while it has none).
  *
- *   recs[i]   name_off dims_off offset size cached | name_len dtype
+ *   recs[i]   name dims_off offset size cached | name_len dtype
  *             shard_id num_slices crc32c | rank is_slice_key
- *   names     key 0 key 0 ...            (one arena, never moved once open)
+ *   names     key 0 key 0 ...            (blocks that never move: keys
+ *             under 8 KiB packed in blocks of up to 64 KiB, a longer one
+ *             in a block of its own, so the keys cost their bytes and
+ *             little more, at most 8 KiB unused at the end of a block,
+ *             never a doubled arena's copy)
  *   dims      d0 d1 | d0 | ...           (int64, `rank` per entry)
  *   pool      chunks of 16, 32, 64, ... public entries, each followed by its
  *             index; a chunk never moves, so handed-out pointers stay */
 typedef struct ckpt__entry_rec {
-    size_t name_off;
+    const char *name; /* its key, in one of the name blocks */
     size_t dims_off;
     int64_t offset;
     int64_t size;
@@ -95,8 +99,15 @@ typedef struct ckpt__entry_rec {
 typedef struct ckpt__entry_table {
     ckpt__entry_rec *recs;
     size_t count, cap;
-    char *names;
-    size_t names_len, names_cap;
+    struct ckpt__name_block {
+        char *bytes;
+        size_t size;
+    } * name_blocks; /* every block of keys (to free them, and to know
+                        a name pointing into one) */
+    size_t nblocks, blocks_cap;
+    char *room;        /* the free end of the block keys are packed in */
+    size_t room_left;  /* its bytes */
+    size_t next_block; /* the size of the next packed block */
     int64_t *dims;
     size_t dims_len, dims_cap;
     struct ckpt__entry_pool *pool; /* the public entries handed out */
@@ -146,7 +157,7 @@ int ckpt__entry_table_init(ckpt__entry_table *t);
 int ckpt__entry_table_add(ckpt__entry_table *t, const uint8_t *key,
                           size_t key_len, const ckpt__bundle_entry *be);
 
-/* Give the arenas back their unused room once every entry is in (they do
+/* Give the arrays back their unused room once every entry is in (they do
  * not move afterwards: handed-out entries point into them). */
 void ckpt__entry_table_trim(ckpt__entry_table *t);
 
@@ -156,7 +167,8 @@ void ckpt__entry_table_dispose(ckpt__entry_table *t);
 static inline const char *ckpt__entry_rec_name(const ckpt__entry_table *t,
                                                const ckpt__entry_rec *rec)
 {
-    return t->names + rec->name_off;
+    (void)t;
+    return rec->name;
 }
 
 /* Fill `out` with entry `i` (out->name points into the table): for a

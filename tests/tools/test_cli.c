@@ -820,7 +820,7 @@ static void test_help_and_version(void **state)
          ""},
         {{"help", "repack", NULL},
          0,
-         "byte for byte.\n\n  --include REGEX  keep only",
+         "header says).\n\n  --include REGEX  keep only",
          ""},
         {{"help", "diff", NULL},
          0,
