@@ -650,6 +650,72 @@ static void test_repack_big_endian_strings(void **state)
     free(out);
 }
 
+/* inspect --json --values (the first 10 values) of a string tensor whose
+ * strings are long: the text cut each at 100 bytes ("... (N bytes)"), but
+ * the JSON gave every shown string whole, so a checkpoint of a few large
+ * strings made an unbounded document (6 bytes a control byte). It is cut
+ * as the text is: {"cut": the first bytes, never half a UTF-8 sequence,
+ * "bytes": the length}; --values=all still gives each string whole. */
+static void test_json_values_cut_long_strings(void **state)
+{
+    bt_fixture *f = *state;
+    enum { BIG = 1 << 20 };
+    char *big = malloc(BIG), accents[162], want[100];
+    ckpt_slice strings[3];
+    ckpt_shape shape = {1, {3}};
+    ckpt_bundle_writer *w = NULL;
+    json_object *root, *values, *v;
+    cli_run r;
+    assert_non_null(big);
+    memset(big, 1, BIG); /* \u0001 in JSON: 6 bytes each */
+    accents[0] = 'a';
+    for (int i = 0; i < 80; i++) /* "a" then 80 x U+00E9 (c3 a9) */
+        memcpy(accents + 1 + 2 * i, "\xc3\xa9", 2);
+    strings[0] = (ckpt_slice){big, BIG};
+    strings[1] = (ckpt_slice){"x", 1};
+    strings[2] = (ckpt_slice){accents, 161};
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "s", &shape, strings, 3));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    RUN_BOUNDED(r, "inspect", f->prefix, "--json", "--values");
+    expect_status(&r, 0);
+    assert_true(strlen(r.out) < 4096);
+    root = parse_json(r.out);
+    values =
+        jget(json_object_array_get_idx(jget(root, "tensors"), 0), "values");
+    assert_int_equal(json_object_array_length(values), 3);
+    v = json_object_array_get_idx(values, 0);
+    memset(want, 1, sizeof(want));
+    assert_int_equal(json_object_get_string_len(jget(v, "cut")), 100);
+    assert_memory_equal(json_object_get_string(jget(v, "cut")), want, 100);
+    assert_int_equal(json_object_get_int64(jget(v, "bytes")), BIG);
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(values, 1)), "x");
+    v = json_object_array_get_idx(values, 2);
+    /* 100 bytes would end inside an accent: 99 */
+    assert_int_equal(json_object_get_string_len(jget(v, "cut")), 99);
+    assert_memory_equal(json_object_get_string(jget(v, "cut")), accents, 99);
+    assert_int_equal(json_object_get_int64(jget(v, "bytes")), 161);
+    json_object_put(root);
+    run_free(&r);
+    RUN_BOUNDED(r, "inspect", f->prefix, "--values");
+    expect_status(&r, 0);
+    expect_contains(r.out, "... (1048576 bytes), \"x\", \"a");
+    run_free(&r);
+    RUN_BOUNDED(r, "inspect", f->prefix, "--json", "--values=all");
+    expect_status(&r, 0);
+    root = parse_json(r.out);
+    values =
+        jget(json_object_array_get_idx(jget(root, "tensors"), 0), "values");
+    v = json_object_array_get_idx(values, 0);
+    assert_true(json_object_is_type(v, json_type_string));
+    assert_int_equal(json_object_get_string_len(v), BIG);
+    json_object_put(root);
+    run_free(&r);
+    free(big);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, bt_setup, bt_teardown)
 
 int main(void)
@@ -674,6 +740,7 @@ int main(void)
         T(test_billion_shards_one_missing),
         T(test_repack_refused_tensor_named_with_source),
         T(test_repack_zero_byte_name_refused),
+        T(test_json_values_cut_long_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Text strings longer than this are cut unless every value is asked for. */
+/* Strings longer than this are cut unless every value is asked for: in
+ * text "..." and the length follow, in JSON the element is
+ * {"cut": first bytes, "bytes": length}. */
 #define TEXT_STRING_MAX 100
 
 /* ---- narrow floats ------------------------------------------------------- */
@@ -294,6 +296,21 @@ void cli_print_escaped(FILE *out, const void *bytes, size_t n)
 
 /* ---- a tensor ------------------------------------------------------------ */
 
+/* The JSON element of a string cut to its first TEXT_STRING_MAX bytes (less
+ * where that would split a UTF-8 sequence, so the start shows as text):
+ * {"cut": those bytes, "bytes": its length}. */
+static json_object *json_cut_string(const ckpt_slice *s)
+{
+    const unsigned char *p = s->ptr;
+    size_t n = TEXT_STRING_MAX;
+    json_object *o = cli_json_or_oom(json_object_new_object());
+    for (int back = 0; back < 3 && n > 0 && (p[n] & 0xc0) == 0x80; back++)
+        n--;
+    cli_json_add(o, "cut", cli_json_bytes(p, n));
+    cli_json_add(o, "bytes", json_object_new_int64((int64_t)s->len));
+    return o;
+}
+
 static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                          size_t limit, FILE *text, cli_json_list *json)
 {
@@ -307,13 +324,15 @@ static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         fputc('[', text);
     for (size_t i = 0; i < shown; i++) {
         const ckpt_slice *s = &a.strings[i];
+        int cut = limit != SIZE_MAX && s->len > TEXT_STRING_MAX;
         if (json) {
-            cli_json_list_add(json, cli_json_bytes(s->ptr, s->len));
+            cli_json_list_add(json, cut ? json_cut_string(s)
+                                        : cli_json_bytes(s->ptr, s->len));
             continue;
         }
         if (i > 0)
             fputs(", ", text);
-        if (limit != SIZE_MAX && s->len > TEXT_STRING_MAX) {
+        if (cut) {
             cli_print_escaped(text, s->ptr, TEXT_STRING_MAX);
             fprintf(text, "... (%zu bytes)", s->len);
         } else {

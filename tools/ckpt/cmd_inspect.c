@@ -24,7 +24,10 @@ static const cli_option inspect_options[] = {
      "  --tensor NAME    only this tensor (may be repeated)\n"},
     {"--values", NULL, "N|all", 0,
      "  --values[=N]     also print the first N values of each tensor\n"
-     "                   (default 10; --values=all prints every value); a\n"
+     "                   (default 10; --values=all prints every value;\n"
+     "                   without it a string longer than 100 bytes is cut:\n"
+     "                   its start, then its length, in text \"...\" (N\n"
+     "                   bytes), in JSON {\"cut\": start, \"bytes\": N}); a\n"
      "                   tensor's values are held as their text until its\n"
      "                   checksum is checked, with --json too (past 8 MiB\n"
      "                   in a temporary file in $TMPDIR, else /tmp; in\n"
