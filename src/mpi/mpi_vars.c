@@ -53,12 +53,13 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
                            var->name);
     if (ckpt_dtype_size(var->dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
-                           "mpi saver: variable '%s': dtype %d is not a "
+                           "mpi saver: variable '%s': dtype %d (%s) is not a "
                            "fixed-size dtype",
-                           var->name, var->dtype);
-    if (ckpt_shape_num_elements(&n, &var->shape) < 0)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: variable '%s': bad shape",
-                           var->name);
+                           var->name, var->dtype,
+                           ckpt__dtype_label(var->dtype));
+    err = ckpt_shape_num_elements(&n, &var->shape);
+    if (err < 0) /* keeps the reason: the rank or the dim */
+        return ckpt__error_prefix(err, "mpi saver: variable '%s'", var->name);
     if (!var->data && !(var->read && var->write))
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver: variable '%s': no data and no "

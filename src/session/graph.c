@@ -145,13 +145,13 @@ static int check_var(const ckpt_var *var)
         return err;
     if (ckpt_dtype_size(var->dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
-                           "graph: variable '%s': dtype %d is not a "
+                           "graph: variable '%s': dtype %d (%s) is not a "
                            "fixed-size type",
-                           var->name, var->dtype);
+                           var->name, var->dtype,
+                           ckpt__dtype_label(var->dtype));
     err = ckpt_tensor_byte_size(&bytes, var->dtype, &var->shape);
-    if (err < 0)
-        return ckpt__error(CKPT_EINVAL, "graph: variable '%s': bad shape",
-                           var->name);
+    if (err < 0) /* keeps the reason: the rank, the dim, the overflow */
+        return ckpt__error_prefix(err, "graph: variable '%s'", var->name);
     if (!var->data && !var->read)
         return ckpt__error(CKPT_EINVAL,
                            "graph: variable '%s': neither data nor a read "

@@ -835,7 +835,13 @@ static void test_bad_registration_rejected(void **state)
                       "var is NULL");
     v.dtype = CKPT_DT_STRING;
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ENOTSUP,
-                      "'x'");
+                      "variable 'x': dtype 7 (string) is not a fixed-size");
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.dims[0] = -3; /* the shape check's reason, not "bad shape" */
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL,
+                      "variable 'x': shape: dim 0 is negative (-3)");
+    v.shape.dims[0] = 8;
+    v.dtype = CKPT_DT_STRING;
     assert_ckpt_ok(ckpt_mpi_saver_check(s));
     v.dtype = CKPT_DT_FLOAT;
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ESTATE,
