@@ -193,7 +193,10 @@ CKPT_EXTERN(ckpt_session *) ckpt_step_context_session(ckpt_step_context *sc);
  *  saying what failed with ckpt_error_set (a code returned without a
  *  message gets "the step failed with <code> ... and recorded no message";
  *  the same for the status passed to ckpt_monitored_session_after_run,
- *  since ckpt_monitored_session_before_run clears the last error). */
+ *  since ckpt_monitored_session_before_run clears the last error). A
+ *  positive return is not a code: the run returns CKPT_EUSER, its message
+ *  saying "the step function returned N, which is not 0 or a negative
+ *  ckpt_error_code" (after_run's says "step_status"). */
 typedef int (*ckpt_step_fn)(ckpt_step_context *sc, void *payload);
 
 /* ---- hooks ------------------------------------------------------------------

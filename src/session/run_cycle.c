@@ -234,6 +234,19 @@ static int call_after_runs(ckpt_monitored_session *ms)
     return 0;
 }
 
+/* A step (or the status given to after_run) that is positive is not a
+ * ckpt_error_code: it becomes CKPT_EUSER, saying so, and keeps a message
+ * the step recorded before it returned. */
+#define POSITIVE_STATUS                                                        \
+    "%s returned %d, which is not 0 or a negative ckpt_error_code (a "         \
+    "failure returns a negative code; recorded as CKPT_EUSER)"
+static int positive_status(const char *who, int rc)
+{
+    if (ckpt_error_last()->code != 0)
+        return ckpt__error_prefix(CKPT_EUSER, POSITIVE_STATUS, who, rc);
+    return ckpt__error(CKPT_EUSER, POSITIVE_STATUS, who, rc);
+}
+
 /* Everything after the step, which returned `status`. */
 static int end_step(ckpt_monitored_session *ms, int status,
                     ckpt_run_values *values_out)
@@ -287,7 +300,7 @@ static int run_cycle(ckpt_monitored_session *ms, const ckpt_run_args *args,
             ckpt_error_clear();
             err = step(&ms->sc, payload);
             if (err > 0)
-                err = ckpt__error(CKPT_EUSER, "step returned %d", err);
+                err = positive_status("the step function", err);
             err = end_step(ms, err, values_out);
         }
         if (!ckpt__ms_should_recover(ms, err))
@@ -329,7 +342,9 @@ static int after_run(ckpt_monitored_session *ms, int step_status,
         return ckpt__error(CKPT_ESTATE,
                            "monitored session: after_run without before_run");
     if (step_status > 0)
-        step_status = ckpt__error(CKPT_EUSER, "step returned %d", step_status);
+        step_status = positive_status(
+            "ckpt_monitored_session_after_run: step_status (the step)",
+            step_status);
     err = end_step(ms, step_status, values_out);
     if (!ckpt__ms_should_recover(ms, err))
         return err;

@@ -587,6 +587,32 @@ static void test_b23_silent_step_failure_gets_a_message(void **state)
                       CKPT_EIO, "my inline step's reason");
 }
 
+/* A positive return is not a ckpt_error_code (a step returning 1 for
+ * "failed", or a count): it becomes CKPT_EUSER with a message saying so,
+ * after the step's own message when it recorded one. */
+static void test_b23_positive_step_status_says_so(void **state)
+{
+    fixture *f = *state;
+    ckpt_step_context *sc = NULL;
+    assert_ckpt_ok(open_session(f, 1, NULL));
+    f->m.fail_at_step = 0;
+    f->m.fail_code = 1;
+    f->m.fail_times = 1;
+    assert_ckpt_error(run_step(f), CKPT_EUSER,
+                      "the step function returned 1, which is not 0 or a "
+                      "negative ckpt_error_code (a failure returns a "
+                      "negative code; recorded as CKPT_EUSER)");
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    assert_ckpt_error(ckpt_monitored_session_after_run(f->ms, 2, NULL),
+                      CKPT_EUSER,
+                      "ckpt_monitored_session_after_run: step_status (the "
+                      "step) returned 2, which is not 0 or a negative");
+    assert_ckpt_ok(ckpt_monitored_session_before_run(f->ms, NULL, &sc));
+    ckpt_error_set(CKPT_EIO, "sensor 4 is gone");
+    assert_ckpt_error(ckpt_monitored_session_after_run(f->ms, 5, NULL),
+                      CKPT_EUSER, "recorded as CKPT_EUSER): sensor 4 is gone");
+}
+
 static void test_b14_begin_failure_destroys_and_aborts(void **state)
 {
     fixture *f = *state;
@@ -874,6 +900,7 @@ int main(void)
         T(test_b23_step_failure_no_after_run),
         T(test_b23_bracket_step_failure_no_after_run),
         T(test_b23_silent_step_failure_gets_a_message),
+        T(test_b23_positive_step_status_says_so),
         T(test_b24_before_run_failure_skips_step_and_rest),
         T(test_b25_after_run_failure_skips_rest),
         T(test_b26_close_ok_calls_end_in_order),
