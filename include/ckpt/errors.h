@@ -68,6 +68,12 @@ CKPT_EXTERN(void) ckpt_error_clear(void);
  *  on, prefixed with its own context, instead of a generic one.
  *  `code` is a ckpt_error_code (negative); any other value is recorded as
  *  CKPT_EUSER. A NULL `fmt` records ckpt_strerror(code).
+ *  Every callback returns to the library, failure included: a C++
+ *  exception or a longjmp out of one skips the library's cleanup (locks,
+ *  temporary files, memory) and leaves the object it was called for
+ *  unusable; catch inside the callback and return
+ *  ckpt_error_set(CKPT_EUSER, "%s", e.what()) instead (docs/guide.md,
+ *  section 5).
  *  @return the code recorded */
 CKPT_EXTERN(int)
 ckpt_error_set(int code, const char *fmt, ...)

@@ -14,6 +14,9 @@
 #     in include/, and its TensorFlow table maps the functions that read a
 #     checkpoint (latest_checkpoint, load_checkpoint, list_variables,
 #     load_variable).
+#   - a C++ or C user learns that a callback must return to the library (no
+#     exception or longjmp out of it): the guide's Errors section and
+#     ckpt_error_set's doc comment, where callbacks learn to fail, say so.
 # Usage: check_docs.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_docs.sh SOURCE_DIR}
@@ -91,6 +94,19 @@ grep -oE '`ckpt_[a-z0-9]+(_[a-z0-9]+)*' "$src/docs/guide.md" | tr -d '`' | sort 
 for tf in latest_checkpoint load_checkpoint list_variables load_variable; do
     grep -qF "| \`tf.train.$tf(" "$src/docs/guide.md" ||
         die "docs/guide.md's TensorFlow table does not map tf.train.$tf"
+done
+
+# ---- callbacks return: no exception or longjmp through the library -------------
+errors_section=$(sed -n '/^## 5\. Errors/,/^## 6\./p' "$src/docs/guide.md")
+for phrase in '**Callbacks return.**' 'C++ exception' 'longjmp' \
+    'return ckpt_error_set(CKPT_EUSER, "%s", e.what())'; do
+    grep -qF -- "$phrase" <<<"$errors_section" ||
+        die "docs/guide.md section 5 does not say that callbacks return ($phrase)"
+done
+for phrase in 'C++' 'exception or a longjmp out of one' 'e.what()'; do
+    sed -n '/^\/\*\* Record `code`/,/ckpt_error_set(int code/p' \
+        "$src/include/ckpt/errors.h" | grep -qF -- "$phrase" ||
+        die "ckpt_error_set's doc comment does not say that callbacks return ($phrase)"
 done
 
 defined=$(grep -oE '^\*\*[BF][0-9]+\.\*\*' "$src/docs/behaviour.md" |
