@@ -98,6 +98,16 @@ char *test_tf_vector(const char *name);
 void test_assert_ckpt_error(int rc, int code, const char *needle,
                             const char *file, int line);
 
+/* The NULL-argument rule of docs/CONTRIBUTING.md: `call` fails with
+ * CKPT_EINVAL and the message is exactly `want` ("<function>: <argument>
+ * is NULL"). */
+#define EXPECT_NULL_ARG(call, want)                                            \
+    do {                                                                       \
+        ckpt_error_clear();                                                    \
+        assert_ckpt_error((call), CKPT_EINVAL, (want));                        \
+        assert_string_equal(ckpt_error_last()->message, (want));               \
+    } while (0)
+
 /* Assert that `rc` is 0, printing the last error otherwise. */
 #define assert_ckpt_ok(rc) test_assert_ckpt_ok((rc), __FILE__, __LINE__)
 void test_assert_ckpt_ok(int rc, const char *file, int line);

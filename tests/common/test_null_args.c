@@ -9,13 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPECT_NULL_ARG(call, want)                                            \
-    do {                                                                       \
-        ckpt_error_clear();                                                    \
-        assert_ckpt_error((call), CKPT_EINVAL, (want));                        \
-        assert_string_equal(ckpt_error_last()->message, (want));               \
-    } while (0)
-
 typedef struct fixture {
     char *dir;
     char prefix[512];
