@@ -24,7 +24,8 @@ CKPT_EXTERN(void) ckpt_coordinator_free(ckpt_coordinator *c);
  *  records nothing. A non-clean error is recorded, with `message`, only if
  *  no error is recorded yet and the stop flag was not already set (B36).
  *  After a join, passing an error returns it immediately instead.
- *  @return 0, or `err` when the coordinator was already joined */
+ *  @return 0, `err` when the coordinator was already joined, or
+ *          CKPT_EINVAL (NULL `c`) */
 CKPT_EXTERN(int)
 ckpt_coordinator_request_stop(ckpt_coordinator *c, int err,
                               const char *message);
@@ -45,7 +46,9 @@ CKPT_EXTERN(void) ckpt_coordinator_clear_stop(ckpt_coordinator *c);
 CKPT_EXTERN(int) ckpt_coordinator_recorded_error(ckpt_coordinator *c);
 
 /** Register a thread the coordinator should wait for; `*id_out` receives
- *  its id for ckpt_coordinator_thread_done. `name` appears in messages. */
+ *  its id for ckpt_coordinator_thread_done (ids start at 1; 0 when this
+ *  fails). `name` (may be NULL: "thread") appears in messages.
+ *  @return 0, CKPT_EINVAL (NULL `c` or `id_out`) or CKPT_ENOMEM */
 CKPT_EXTERN(int)
 ckpt_coordinator_register_thread(ckpt_coordinator *c, const char *name,
                                  int *id_out);
@@ -57,7 +60,8 @@ CKPT_EXTERN(void) ckpt_coordinator_thread_done(ckpt_coordinator *c, int id);
  *  then up to `grace_s` more for the rest; forget registered threads and
  *  mark the coordinator joined (B37).
  *  @return the recorded error (preferred); else CKPT_ETIMEDOUT naming the
- *          live threads unless `ignore_live_threads`; else 0 */
+ *          live threads unless `ignore_live_threads`; else 0; CKPT_EINVAL
+ *          for a NULL `c` */
 CKPT_EXTERN(int)
 ckpt_coordinator_join(ckpt_coordinator *c, double grace_s,
                       int ignore_live_threads);

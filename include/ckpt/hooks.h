@@ -42,12 +42,13 @@ CKPT_EXTERN(void) ckpt_timer_init_never(ckpt_timer *t);
 CKPT_EXTERN(int) ckpt_timer_should_trigger(const ckpt_timer *t, int64_t step);
 /** Record a trigger at `step`; `*elapsed_secs`/`*elapsed_steps` (may be
  *  NULL) receive the time and steps since the previous one, and the return
- *  value is 1 when there was a previous one, else 0 (B9, B10). */
+ *  value is 1 when there was a previous one, else 0 (B9, B10); 0 for a
+ *  NULL timer, which records nothing. */
 CKPT_EXTERN(int)
 ckpt_timer_update(ckpt_timer *t, int64_t step, double *elapsed_secs,
                   int64_t *elapsed_steps);
 /** The last triggered step into `*out` (may be NULL): returns 1, or 0
- *  when there is none (B11). */
+ *  when there is none (B11) or the timer is NULL. */
 CKPT_EXTERN(int) ckpt_timer_last_step(const ckpt_timer *t, int64_t *out);
 CKPT_EXTERN(void) ckpt_timer_reset(ckpt_timer *t);
 

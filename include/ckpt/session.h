@@ -387,7 +387,8 @@ ckpt_monitored_session_after_run(ckpt_monitored_session *ms, int step_status,
  *  step, the coordinator, the preemption handler), or a broken session.
  *  `*status_out` (may be NULL) receives a background error recorded in the
  *  coordinator (F14, B35), else 0. The recoverable flavour re-creates the
- *  session on a recorded recoverable error and answers 0. */
+ *  session on a recorded recoverable error and answers 0. A NULL `ms`
+ *  answers 1 (stop), as a closed one does. */
 CKPT_EXTERN(int)
 ckpt_monitored_session_should_stop(ckpt_monitored_session *ms, int *status_out);
 

@@ -119,8 +119,7 @@ int ckpt_preemption_handler_install(ckpt_monitored_session *ms)
 {
     int err;
     const char *why_not;
-    if (!ms)
-        return ckpt__error(CKPT_EINVAL, "preemption handler: no session");
+    CKPT__CHECK_ARG(ms);
     pthread_mutex_lock(&owner_mu);
     err = install_locked(ms, &why_not);
     pthread_mutex_unlock(&owner_mu);

@@ -221,12 +221,13 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     int err;
     if (out)
         *out = NULL;
-    err = out ? ckpt__options_check_version(
-                    o->version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
-                    "training session options",
-                    "CKPT_TRAINING_SESSION_OPTIONS_INIT")
-              : ckpt__error(CKPT_EINVAL,
-                            "ckpt_training_session_new: out is NULL");
+    err = out ? 0 : ckpt__error_null_arg(__func__, "out");
+    if (err == 0 && !graph)
+        err = ckpt__error_null_arg(__func__, "graph");
+    if (err == 0)
+        err = ckpt__options_check_version(
+            o->version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
+            "training session options", "CKPT_TRAINING_SESSION_OPTIONS_INIT");
     if (err == 0) {
         ckpt__options_merge(&merged, &option_defaults, sizeof(merged), o,
                             options_size(o->version));

@@ -37,8 +37,7 @@ int ckpt_coordinator_new(ckpt_coordinator **out, const ckpt_clock *clock)
     ckpt_coordinator *c;
     pthread_condattr_t attr;
     int rc;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "coordinator_new: out is NULL");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (ckpt__clock_check(clock, "coordinator_new") < 0)
         return ckpt_error_last()->code;
@@ -89,8 +88,7 @@ void ckpt_coordinator_free(ckpt_coordinator *c)
 int ckpt_coordinator_request_stop(ckpt_coordinator *c, int err,
                                   const char *message)
 {
-    if (!c)
-        return ckpt__error(CKPT_EINVAL, "coordinator_request_stop: NULL");
+    CKPT__CHECK_ARG(c);
     if (err > 0 || ckpt_is_clean_end(err))
         err = 0;
     pthread_mutex_lock(&c->mu);
@@ -202,8 +200,9 @@ int ckpt_coordinator_register_thread(ckpt_coordinator *c, const char *name,
 {
     coord_thread *t;
     int err = 0;
-    if (!c || !id_out)
-        return ckpt__error(CKPT_EINVAL, "coordinator_register_thread: NULL");
+    CKPT__CHECK_ARG(id_out);
+    *id_out = 0; /* ids start at 1 */
+    CKPT__CHECK_ARG(c);
     pthread_mutex_lock(&c->mu);
     if (c->num_threads == c->cap_threads) {
         size_t cap = c->cap_threads ? c->cap_threads * 2 : 4;
@@ -276,8 +275,7 @@ int ckpt_coordinator_join(ckpt_coordinator *c, double grace_s,
     double started;
     size_t live;
     int err;
-    if (!c)
-        return ckpt__error(CKPT_EINVAL, "coordinator_join: NULL");
+    CKPT__CHECK_ARG(c);
     if (!(grace_s >= 0))
         grace_s = 0;
     started = ckpt_clock_monotonic(c->clock);

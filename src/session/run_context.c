@@ -233,6 +233,7 @@ int ckpt_step_context_publish(ckpt_step_context *sc, const char *name,
 int ckpt_step_context_publish_float(ckpt_step_context *sc, const char *name,
                                     float v)
 {
+    CKPT__CHECK_ARG(sc);
     return ckpt_step_context_publish(sc, name, CKPT_DT_FLOAT, NULL, &v);
 }
 

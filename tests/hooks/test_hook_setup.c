@@ -977,6 +977,52 @@ static void test_null_arguments(void **state)
     ckpt_graph_free(NULL);
 }
 
+/* The same rule for the coordinator, the preemption handler, the float
+ * publish and the training-session builder, which named a shortened
+ * function ("coordinator_join: NULL"), not which argument, another
+ * function (publish_float's "ckpt_step_context_publish", the builder's
+ * "ckpt_monitored_session_new") or no function at all; and the calls
+ * without an error code answer for a NULL object as their comments say. */
+static void test_null_arguments_elsewhere(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_coordinator *c = NULL;
+    ckpt_monitored_session *ms = (ckpt_monitored_session *)f;
+    int id = 7, status = 7;
+    int64_t step = 5;
+    double secs = 1;
+    ckpt_coordinator *none = NULL;
+    EXPECT_NULL_ARG(ckpt_coordinator_new(NULL, NULL),
+                    "ckpt_coordinator_new: out is NULL");
+    assert_ckpt_ok(ckpt_coordinator_new(&c, NULL));
+    EXPECT_NULL_ARG(ckpt_coordinator_request_stop(none, CKPT_EIO, "x"),
+                    "ckpt_coordinator_request_stop: c is NULL");
+    EXPECT_NULL_ARG(ckpt_coordinator_register_thread(c, "t", NULL),
+                    "ckpt_coordinator_register_thread: id_out is NULL");
+    EXPECT_NULL_ARG(ckpt_coordinator_register_thread(none, "t", &id),
+                    "ckpt_coordinator_register_thread: c is NULL");
+    assert_int_equal(id, 0); /* cleared: no thread has id 0 */
+    EXPECT_NULL_ARG(ckpt_coordinator_join(none, 0, 0),
+                    "ckpt_coordinator_join: c is NULL");
+    assert_false(ckpt_coordinator_should_stop(c)); /* nothing reached it */
+    ckpt_coordinator_free(c);
+    EXPECT_NULL_ARG(ckpt_preemption_handler_install(NULL),
+                    "ckpt_preemption_handler_install: ms is NULL");
+    EXPECT_NULL_ARG(ckpt_step_context_publish_float(NULL, "loss", 1.f),
+                    "ckpt_step_context_publish_float: sc is NULL");
+    EXPECT_NULL_ARG(ckpt_training_session_new(NULL, f->graph, NULL),
+                    "ckpt_training_session_new: out is NULL");
+    EXPECT_NULL_ARG(ckpt_training_session_new(&ms, NULL, NULL),
+                    "ckpt_training_session_new: graph is NULL");
+    assert_null(ms);
+    assert_int_equal(ckpt_timer_update(NULL, 3, &secs, &step), 0);
+    assert_true(secs == 0.0);
+    assert_int_equal(step, 0);
+    assert_int_equal(ckpt_timer_last_step(NULL, &step), 0);
+    assert_int_equal(ckpt_monitored_session_should_stop(NULL, &status), 1);
+    assert_int_equal(status, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1031,6 +1077,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_saver_zero_means_default, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_null_arguments, ck_setup,
+                                        ck_teardown),
+        cmocka_unit_test_setup_teardown(test_null_arguments_elsewhere, ck_setup,
                                         ck_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,7 +127,7 @@ static void test_preemption_busy_and_reinstall(void **state)
     assert_ckpt_ok(ckpt_monitored_session_new(&a, m1.graph, NULL, 0, NULL));
     assert_ckpt_ok(ckpt_monitored_session_new(&b, m2.graph, NULL, 0, NULL));
     assert_ckpt_error(ckpt_preemption_handler_install(NULL), CKPT_EINVAL,
-                      "no session");
+                      "ckpt_preemption_handler_install: ms is NULL");
     assert_ckpt_ok(ckpt_preemption_handler_install(a));
     assert_ckpt_ok(ckpt_preemption_handler_install(a)); /* idempotent */
     assert_false(handler_is_default(SIGTERM));
