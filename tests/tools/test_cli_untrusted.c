@@ -1270,6 +1270,63 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     test_remove_tree(dir);
 }
 
+/* inspect, diff and repack given DIR whose state file names a checkpoint
+ * without an index read the newest listed one that has it, as
+ * ckpt_latest_checkpoint chooses, and now say so on stderr (they used to
+ * read the older one silently: a repack meant as a copy of the latest
+ * copied an older step); the exit status is unchanged. */
+static void test_dir_fallback_is_warned(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *older = test_path(dir, "model.ckpt-1");
+    char *named = test_path(dir, "model.ckpt-2");
+    char *dst = test_path(dir, "copy");
+    char want[2048];
+    cli_run r;
+    (void)state;
+    write_simple(dir, "model.ckpt-1");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+    snprintf(want, sizeof(want),
+             "warning: %s/checkpoint names %s, which has no index: reading "
+             "the newest listed checkpoint that has one instead, %s\n",
+             dir, named, older);
+    RUN_EXPECT(r, &limits, 0, "inspect", dir);
+    expect_contains(r.err, "ckpt inspect: ");
+    expect_contains(r.err, want);
+    expect_contains(r.out, "model.ckpt-1: 1 tensor, 1 shard");
+    run_free(&r);
+    RUN_EXPECT(r, &limits, 0, "inspect", dir, "--json");
+    expect_contains(r.err, want);
+    {
+        json_object *root = parse_json(r.out);
+        expect_json_bytes(jget(root, "prefix"), older, strlen(older));
+        assert_true(json_object_get_boolean(jget(root, "ok")));
+        json_object_put(root);
+    }
+    run_free(&r);
+    RUN_EXPECT(r, &limits, 0, "diff", dir, older);
+    expect_contains(r.err, "ckpt diff: ");
+    expect_contains(r.err, want);
+    run_free(&r);
+    RUN_EXPECT(r, &limits, 0, "repack", dir, dst);
+    expect_contains(r.err, "ckpt repack: ");
+    expect_contains(r.err, want);
+    run_free(&r);
+    /* the named one there: no warning */
+    write_simple(dir, "model.ckpt-2");
+    RUN_EXPECT(r, &limits, 0, "inspect", dir);
+    expect_lacks(r.err, "warning");
+    expect_contains(r.out, "model.ckpt-2: 1 tensor, 1 shard");
+    run_free(&r);
+    free(older);
+    free(named);
+    free(dst);
+    test_remove_tree(dir);
+}
+
 /* ---- class 11: a state file naming a checkpoint outside DIR ------------ */
 
 /* Commands resolving DIR follow a state file's path out of DIR (an
@@ -1499,6 +1556,7 @@ int main(void)
         cmocka_unit_test(test_prefix_itself_a_loop),
         cmocka_unit_test(test_damaged_state_file_same_status),
         cmocka_unit_test(test_verify_dir_checks_named_checkpoint),
+        cmocka_unit_test(test_dir_fallback_is_warned),
         cmocka_unit_test(test_dir_state_file_names_outside),
         cmocka_unit_test(test_json_failures_one_document),
     };

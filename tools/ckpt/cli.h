@@ -285,9 +285,10 @@ size_t cli_parse_data_name(const char *s, int *shard, int *count);
 /* Turn PATH into a checkpoint prefix (malloc'd into *out): a directory
  * gives its latest checkpoint (or its only .index file when it has no
  * state file), warned about when it lies outside the directory
- * (cli_warn_outside); "<prefix>.index" and "<prefix>.data-*" give the
- * prefix, anything else is taken as a prefix. Prints the error and returns
- * an exit code on failure, 0 on success. */
+ * (cli_warn_outside) or is not the one the state file names, whose index
+ * is missing (cli_warn_named_missing); "<prefix>.index" and "<prefix>.data-*"
+ * give the prefix, anything else is taken as a prefix. Prints the error and
+ * returns an exit code on failure, 0 on success. */
 int cli_resolve_prefix(char **out, const char *cmd, const char *path);
 
 /* Like cli_resolve_prefix, except that a directory with a state file gives
@@ -335,6 +336,14 @@ int cli_outside_dir(const char *dir, const char *prefix, const char *stored);
  * PREFIX (read all the same, ...)" on stderr (as cli_error), and the
  * detail "outside_directory": true for a --json failure document. */
 void cli_warn_outside(const char *cmd, const char *dir, const char *prefix);
+
+/* "ckpt CMD: warning: DIR/checkpoint names PREFIX, which has no index:
+ * reading the newest listed checkpoint that has one instead, CHOSEN" on
+ * stderr when `chosen` (ckpt_latest_checkpoint of `dir`) is not the
+ * checkpoint the state file names, because that one's index is missing:
+ * a command given DIR says which checkpoint it fell back to. */
+void cli_warn_named_missing(const char *cmd, const char *dir,
+                            const char *chosen);
 
 /* How many warnings cli_warn_outside has printed so far: a command compares
  * the count before and after resolving a path to say in its --json output

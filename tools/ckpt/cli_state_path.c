@@ -1,8 +1,9 @@
 /* tools/ckpt/cli_state_path.c - whether the checkpoint a directory's state
  * file leads to lies inside that directory or outside it (an absolute path
  * elsewhere, a "..", a symbolic link out of it), also where the
- * directory's path is longer than PATH_MAX, and the warning the commands
- * that follow such a path print (see cli.h). */
+ * directory's path is longer than PATH_MAX, and the warnings the commands
+ * print when they follow such a path or fall back from a named checkpoint
+ * whose index is missing (see cli.h). */
 /* realpath is XSI: asked for before cli.h includes any system header. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
@@ -137,6 +138,30 @@ int cli_outside_dir(const char *dir, const char *prefix, const char *stored)
     free(dir_real);
     free(parent);
     return outside;
+}
+
+void cli_warn_named_missing(const char *cmd, const char *dir,
+                            const char *chosen)
+{
+    ckpt_state st = CKPT_STATE_INIT;
+    ckpt_buf named = CKPT_BUF_INIT;
+    ckpt_buf index = CKPT_BUF_INIT;
+    struct stat sb;
+    size_t n = strlen(dir);
+    const char *sep = n && dir[n - 1] == '/' ? "" : "/";
+    if (ckpt_state_read(&st, NULL, dir) == 0 && st.model_checkpoint_path &&
+        ckpt_state_resolve(&named, dir, st.model_checkpoint_path) == 0 &&
+        strcmp(named.ptr, chosen) != 0 &&
+        ckpt_bundle_index_path(&index, named.ptr) == 0 &&
+        stat(index.ptr, &sb) != 0)
+        cli_error(cmd,
+                  "warning: %s%s" CKPT_STATE_FILENAME
+                  " names %s, which has no index: reading the newest listed "
+                  "checkpoint that has one instead, %s",
+                  dir, sep, named.ptr, chosen);
+    ckpt_buf_dispose(&index);
+    ckpt_buf_dispose(&named);
+    ckpt_state_dispose(&st);
 }
 
 /* How many times cli_warn_outside has warned in this process. */

@@ -402,6 +402,7 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
         }
         *out = dup_n(latest.ptr, latest.size);
         ckpt_buf_dispose(&latest);
+        cli_warn_named_missing(cmd, path, *out);
         if (cli_outside_dir(path, *out, NULL))
             cli_warn_outside(cmd, path, *out);
         return 0;

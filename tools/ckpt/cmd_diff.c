@@ -55,7 +55,9 @@ const cli_command cli_cmd_diff = {
     "Compare two checkpoints: tensor names, dtypes, shapes and values.",
     "A and B are checkpoint prefixes, .index files, or directories (their\n"
     "latest checkpoints; one a state file names outside its directory is\n"
-    "read after a warning on stderr). A tensor present in only one of\n"
+    "read after a warning on stderr; when the one it names has no index,\n"
+    "the newest listed one that has, after a warning naming both). A\n"
+    "tensor present in only one of\n"
     "them, or whose dtype or shape differs, is a difference; so are\n"
     "differing values.\n"
     "Each differing tensor is listed with the number of differing elements\n"

@@ -42,7 +42,9 @@ const cli_command cli_cmd_inspect = {
     "List the tensors of a checkpoint: name, dtype, shape, bytes, shard.",
     "PATH is a checkpoint prefix (e.g. runs/x/model.ckpt-300), its .index\n"
     "file, or a directory (its latest checkpoint; one its state file names\n"
-    "outside the directory is read after a warning on stderr).\n\n",
+    "outside the directory is read after a warning on stderr; when the\n"
+    "one it names has no index, the newest listed one that has, after a\n"
+    "warning naming both).\n\n",
     "\n"
     "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
     "float64; float16/bfloat16 widened to float32), complex numbers as\n"

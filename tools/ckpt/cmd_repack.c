@@ -42,7 +42,9 @@ const cli_command cli_cmd_repack = {
     "Rewrite a checkpoint with one data shard, optionally dropping tensors.",
     "SRC is a checkpoint prefix, its .index file, or a directory (its latest\n"
     "checkpoint; one its state file names outside the directory is read\n"
-    "after a warning on stderr); DST is the prefix to write (its directory\n"
+    "after a warning on stderr; when the one it names has no index, the\n"
+    "newest listed one that has, after a warning naming both); DST is the\n"
+    "prefix to write (its directory\n"
     "must exist and DST.index must not; a DST ending in .index or .data-*,\n"
     "a file's name rather than a prefix, is a usage error). Every record\n"
     "is read with its checksum checked and copied byte for byte (from a\n"
