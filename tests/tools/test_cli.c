@@ -801,6 +801,27 @@ static void test_help_and_version(void **state)
          "\nExit status 1 when the index, the state file or (with --values) "
          "a\ntensor's record is damaged, 2 ",
          ""},
+        /* verify's and repack's said only when they exit 1 */
+        {{"help", "verify", NULL},
+         0,
+         "\nExit status 0 when every tensor checks (those \"not checked\" "
+         "included),\n1 when anything is damaged or missing",
+         ""},
+        {{"help", "verify", NULL},
+         0,
+         "2 on a usage error or a PATH that cannot be read (a prefix with no\n"
+         "index).\n",
+         ""},
+        {{"help", "repack", NULL},
+         0,
+         "\nExit status 0 when DST is written, 1 when the source is damaged",
+         ""},
+        {{"help", "repack", NULL},
+         0,
+         "2 on a usage error, an SRC that cannot be read, an existing\n"
+         "DST.index, a DST that cannot be written, or a kept tensor it "
+         "cannot\ncopy",
+         ""},
         {{"help", "diff", NULL},
          0,
          "or the string \"nan\" or \"inf\" when",

@@ -58,10 +58,13 @@ const cli_command cli_cmd_repack = {
     "entry is synced in its parent (\"..\" when DST is in the current\n"
     "directory) before anything is written (it may just have been\n"
     "created): once repack exits 0 a power cut keeps DST.\n"
-    "Exit status 1 when a source record is damaged (nothing is written);\n"
-    "2 for a kept tensor it cannot copy (nothing is written): a partitioned\n"
-    "one, or one whose name holds a 0 byte (the copy would store it under\n"
-    "the name's part before that byte).\n",
+    "Exit status 0 when DST is written, 1 when the source is damaged (its\n"
+    "index, a record, or the state file of an SRC directory: nothing is\n"
+    "written), 2 on a usage error, an SRC that cannot be read, an existing\n"
+    "DST.index, a DST that cannot be written, or a kept tensor it cannot\n"
+    "copy (nothing is written): a partitioned one, or one whose name holds\n"
+    "a 0 byte (the copy would store it under the name's part before that\n"
+    "byte).\n",
     run};
 
 typedef struct pattern_list {

@@ -56,7 +56,11 @@ const cli_command cli_cmd_verify = {
     "bounded whatever a tensor's size (string records are read whole;\n"
     "their data file bounds them).\n\n",
     "\n"
-    "Exit status 1 when anything is damaged or missing.\n",
+    "Exit status 0 when every tensor checks (those \"not checked\" included),\n"
+    "1 when anything is damaged or missing (the state file, the index, a\n"
+    "data file or record, the checkpoint a directory's state file names),\n"
+    "2 on a usage error or a PATH that cannot be read (a prefix with no\n"
+    "index).\n",
     run};
 
 /* Check one entry the way that checks the most, in memory bounded by the
