@@ -785,14 +785,12 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     ckpt_buf_dispose(&key);
 }
 
-/* What both restores do first (`what` names the call): refuse a NULL
- * saver and the saver's own thread, finish the save in flight, and check
- * the variable lists (collective; also when there is no checkpoint, so a
- * mismatch is found before training starts). */
+/* What both restores do first (`what` names the call), after their
+ * CKPT__CHECK_ARG(s): refuse the saver's own thread, finish the save in flight,
+ * and check the variable lists (collective; also when there is no checkpoint,
+ * so a mismatch is found before training starts). */
 static int begin_restore(ckpt_mpi_saver *s, const char *what)
 {
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
     if (ckpt__mpi_refuse_worker(s, what) < 0)
         return CKPT_ESTATE;
     ckpt__mpi_snapshot_complete(s); /* before the variables change */
@@ -807,7 +805,9 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     ckpt_bundle_reader *r = NULL;
     char *skip = NULL;
     restore_ctx c;
-    int err = begin_restore(s, "restore");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = begin_restore(s, "restore");
     if (err < 0)
         return err;
     if (!prefix || !*prefix)
@@ -902,7 +902,9 @@ int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
 int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
-    int err = begin_restore(s, "restore_latest");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = begin_restore(s, "restore_latest");
     if (err < 0)
         return err;
     err = ckpt__mpi_latest(s, &prefix);

@@ -120,8 +120,7 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT, given;
     ckpt_mpi_saver *s;
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: NULL out");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!dir || !*dir)
         return ckpt__error(CKPT_EINVAL,
@@ -172,30 +171,35 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
 
 int ckpt_mpi_saver_add_replicated(ckpt_mpi_saver *s, const ckpt_var *var)
 {
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(var);
     return ckpt__mpi_add_var(s, CKPT__MPI_REPLICATED, var, NULL, 0);
 }
 
 int ckpt_mpi_saver_add_partitioned(ckpt_mpi_saver *s, const ckpt_var *var,
                                    const ckpt_slice_extent *extents)
 {
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(var);
     return ckpt__mpi_add_var(s, CKPT__MPI_PARTITIONED, var, extents, 0);
 }
 
 int ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var,
                                 int flags)
 {
+    CKPT__CHECK_ARG(s);
+    CKPT__CHECK_ARG(var);
     if (flags & ~CKPT_MPI_OPTIONAL)
         return ckpt__error(CKPT_EINVAL,
                            "mpi saver: per-rank variable '%s': unknown "
                            "flags 0x%x",
-                           var && var->name ? var->name : "?", flags);
+                           var->name ? var->name : "?", flags);
     return ckpt__mpi_add_var(s, CKPT__MPI_PER_RANK, var, NULL, flags);
 }
 
+/* After the caller's CKPT__CHECK_ARG(s). */
 static int check_usable(const ckpt_mpi_saver *s, const char *what)
 {
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: %s: NULL saver", what);
     if (ckpt__mpi_refuse_worker(s, what) < 0)
         return CKPT_ESTATE;
     if (s->closed)
@@ -205,7 +209,9 @@ static int check_usable(const ckpt_mpi_saver *s, const char *what)
 
 int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
 {
-    int err = check_usable(s, "mutation fence");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = check_usable(s, "mutation fence");
     if (err < 0)
         return err;
     s->overlap = 1;
@@ -224,7 +230,9 @@ int ckpt__mpi_fence(ckpt_mpi_saver *s, int from_now_on)
 
 int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
 {
-    int err = check_usable(s, "check");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = check_usable(s, "check");
     if (err < 0)
         return err;
     return ckpt__mpi_check(s, NULL);
@@ -436,7 +444,9 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
 
 int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
-    int err = check_usable(s, "save");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = check_usable(s, "save");
     if (err < 0)
         return err;
     ckpt__mpi_snapshot_complete(s);
@@ -499,7 +509,9 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
 int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                               uint64_t *ticket_out)
 {
-    int err = check_usable(s, "save_async");
+    int err;
+    CKPT__CHECK_ARG(s);
+    err = check_usable(s, "save_async");
     if (err < 0)
         return err;
     if (s->thread_level < MPI_THREAD_FUNNELED)
@@ -530,8 +542,7 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
 
 int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
 {
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: poll: NULL saver");
+    CKPT__CHECK_ARG(s);
     if (ckpt__mpi_refuse_worker(s, "poll") < 0)
         return CKPT_ESTATE;
     ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
@@ -545,8 +556,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
 {
     double start = ckpt__mpi_now();
     long round = 0;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: wait: NULL saver");
+    CKPT__CHECK_ARG(s);
     if (ckpt__mpi_refuse_worker(s, "wait") < 0)
         return CKPT_ESTATE;
     if (ckpt__seconds_check(timeout_s, "mpi saver: wait", "timeout_s") < 0)
@@ -567,8 +577,7 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
 
 int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
 {
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: close: NULL saver");
+    CKPT__CHECK_ARG(s);
     if (ckpt__mpi_refuse_worker(s, "close") < 0)
         return CKPT_ESTATE;
     if (s->closed) /* as the single-process saver's second close */

@@ -158,11 +158,9 @@ static const ckpt_saver_ops mpi_saver_ops = {
 int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)
 {
     int err;
-    if (!out)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: as_saver: out is NULL");
+    CKPT__CHECK_ARG(out);
     *out = NULL;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: as_saver: NULL saver");
+    CKPT__CHECK_ARG(s);
     if (!s->handle) {
         err = ckpt_saver_wrap(&s->handle, &mpi_saver_ops, s);
         if (err < 0)

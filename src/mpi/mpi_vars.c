@@ -39,10 +39,6 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
 {
     int64_t n;
     int err;
-    if (!s)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: NULL saver");
-    if (!var)
-        return ckpt__error(CKPT_EINVAL, "mpi saver: add: var is NULL");
     err = ckpt__check_var_name("mpi saver", var->name);
     if (err < 0)
         return err;

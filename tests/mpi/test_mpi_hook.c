@@ -487,7 +487,7 @@ static void test_handle_refuses_what_it_cannot_do(void **state_)
     const char *names[1] = {"x"};
     (void)state_;
     assert_ckpt_error(ckpt_mpi_saver_as_saver(NULL, &handle), CKPT_EINVAL,
-                      "NULL saver");
+                      "ckpt_mpi_saver_as_saver: s is NULL");
     assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &so));
     assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &handle));
     assert_ckpt_ok(ckpt_mpi_saver_as_saver(s, &again));

@@ -291,7 +291,7 @@ static void test_fence_arguments(void **state)
 {
     job *j = *state;
     assert_ckpt_error(ckpt_mpi_saver_mutation_fence(NULL), CKPT_EINVAL,
-                      "NULL saver");
+                      "ckpt_mpi_saver_mutation_fence: s is NULL");
     open_job(j, 0);
     assert_ckpt_ok(ckpt_mpi_saver_close(j->s));
     assert_ckpt_error(ckpt_mpi_saver_mutation_fence(j->s), CKPT_ESTATE,

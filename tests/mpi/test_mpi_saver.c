@@ -809,6 +809,54 @@ static void test_version_1_options_layout(void **state)
     free(raw);
 }
 
+/* The NULL-argument rule of docs/CONTRIBUTING.md, as the single-process
+ * saver follows it: CKPT_EINVAL with "<function>: <argument> is NULL" (it
+ * said "mpi saver: save: NULL saver", "mpi saver: NULL out", "mpi saver:
+ * add: var is NULL"), on every rank alike. */
+static void test_null_arguments(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_mpi_saver *none = NULL;
+    ckpt_saver *handle = (ckpt_saver *)f;
+    ckpt_slice_extent rows[1] = {{0, 1}};
+    uint64_t ticket;
+    int busy;
+    EXPECT_NULL_ARG(ckpt_mpi_saver_open(NULL, MPI_COMM_WORLD, f->dir, NULL),
+                    "ckpt_mpi_saver_open: out is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_add_replicated(none, NULL),
+                    "ckpt_mpi_saver_add_replicated: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_add_replicated(s, NULL),
+                    "ckpt_mpi_saver_add_replicated: var is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_add_partitioned(s, NULL, rows),
+                    "ckpt_mpi_saver_add_partitioned: var is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_add_per_rank(s, NULL, 0),
+                    "ckpt_mpi_saver_add_per_rank: var is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_check(none),
+                    "ckpt_mpi_saver_check: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_save(none, 1, NULL),
+                    "ckpt_mpi_saver_save: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_save_async(none, 1, &ticket),
+                    "ckpt_mpi_saver_save_async: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_poll(none, &busy),
+                    "ckpt_mpi_saver_poll: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_wait(none, 1.0),
+                    "ckpt_mpi_saver_wait: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_restore(none, "x"),
+                    "ckpt_mpi_saver_restore: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_restore_latest(none, NULL),
+                    "ckpt_mpi_saver_restore_latest: s is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_as_saver(s, NULL),
+                    "ckpt_mpi_saver_as_saver: out is NULL");
+    EXPECT_NULL_ARG(ckpt_mpi_saver_as_saver(none, &handle),
+                    "ckpt_mpi_saver_as_saver: s is NULL");
+    assert_null(handle);
+    EXPECT_NULL_ARG(ckpt_mpi_saver_close(none),
+                    "ckpt_mpi_saver_close: s is NULL");
+    ckpt_mpi_saver_free(NULL);
+    ckpt_mpi_saver_free(s);
+}
+
 static void test_bad_registration_rejected(void **state)
 {
     fixture *f = *state;
@@ -1592,6 +1640,7 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
