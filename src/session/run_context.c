@@ -20,9 +20,8 @@ int ckpt_session_global_step(ckpt_session *s, int64_t *out)
 {
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(s);
-    if (!s->graph || !s->graph->global_step)
-        return ckpt__error(CKPT_ESTATE,
-                           "session: the graph has no global step");
+    if (ckpt__graph_need_global_step(s->graph, __func__) < 0)
+        return CKPT_ESTATE;
     *out = *s->graph->global_step;
     return 0;
 }

@@ -411,6 +411,69 @@ static void test_b26_end_runs_before_session_closes(void **state)
     assert_true(ckpt_coordinator_should_stop(p.coord));
 }
 
+/* A hook reading the global step of a graph that has none is told which
+ * call failed and how to make one (it said "session: the graph has no
+ * global step"); after ckpt_graph_add_var of a "global_step" too. */
+typedef struct step_probe {
+    int rc;
+    char message[512];
+} step_probe;
+
+static int probe_step_at_create(ckpt_session *s, ckpt_coordinator *c,
+                                void *payload)
+{
+    step_probe *p = payload;
+    int64_t step = 0;
+    (void)c;
+    p->rc = ckpt_session_global_step(s, &step);
+    snprintf(p->message, sizeof(p->message), "%s", ckpt_error_last()->message);
+    return 0;
+}
+
+static void test_global_step_missing_says_how(void **state)
+{
+    static const struct {
+        const char *var_name;
+        const char *want;
+    } cases[] = {
+        {"w", "ckpt_session_global_step: the graph has no global step (create "
+              "one with ckpt_graph_create_global_step)"},
+        {"global_step", "ckpt_session_global_step: the graph has no global "
+                        "step: its variable 'global_step' was added with "
+                        "ckpt_graph_add_var; create it with "
+                        "ckpt_graph_create_global_step instead"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t data = 0;
+        ckpt_var v = {cases[i].var_name,
+                      CKPT_DT_INT64,
+                      {0, {0}},
+                      &data,
+                      NULL,
+                      NULL,
+                      NULL};
+        step_probe p = {1, ""};
+        ckpt_graph *g = NULL;
+        ckpt_monitored_session *ms = NULL;
+        ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
+        ckpt_hook h;
+        memset(&h, 0, sizeof(h));
+        h.version = CKPT_HOOK_VERSION;
+        h.payload = &p;
+        h.after_create_session = probe_step_at_create;
+        so.log_level = CKPT_LOG_OFF;
+        assert_ckpt_ok(ckpt_graph_new(&g));
+        assert_ckpt_ok(ckpt_graph_add_var(g, &v));
+        assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, &h, 1, &so));
+        assert_int_equal(p.rc, CKPT_ESTATE);
+        assert_string_equal(p.message, cases[i].want);
+        assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+        ckpt_monitored_session_free(ms);
+        ckpt_graph_free(g);
+    }
+}
+
 static void test_b27_close_clean_end_calls_end_returns_ok(void **state)
 {
     fixture *f = *state;
@@ -901,6 +964,7 @@ int main(void)
         T(test_b23_bracket_step_failure_no_after_run),
         T(test_b23_silent_step_failure_gets_a_message),
         T(test_b23_positive_step_status_says_so),
+        cmocka_unit_test(test_global_step_missing_says_how),
         T(test_b24_before_run_failure_skips_step_and_rest),
         T(test_b25_after_run_failure_skips_rest),
         T(test_b26_close_ok_calls_end_in_order),
