@@ -82,6 +82,17 @@ static int looks_like_save_path(const ckpt_fs *fs, const char *dir,
     return err >= 0;
 }
 
+/* Whether `dir` is a checkpoint's prefix: <dir>.index exists (a restore
+ * path given where the saver wants the directory). */
+static int is_checkpoint_prefix(const ckpt_fs *fs, const char *dir)
+{
+    ckpt_buf index = CKPT_BUF_INIT;
+    int yes = ckpt__buf_printf(&index, "%s.index", dir) == 0 &&
+              ckpt__fs_stat(fs, index.ptr, NULL, NULL) == 0;
+    ckpt_buf_dispose(&index);
+    return yes;
+}
+
 int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
                           const char *basename)
 {
@@ -91,6 +102,14 @@ int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
     if (err == CKPT_ENOTFOUND) {
         /* listing a file fails as ENOTDIR, which maps to not found too */
         int exists = ckpt__fs_stat(fs, dir, NULL, NULL) == 0;
+        if (!exists && is_checkpoint_prefix(fs, dir))
+            return ckpt__error(
+                CKPT_ENOTFOUND,
+                "checkpoint directory %s does not exist: that is a "
+                "checkpoint's prefix (%s.index exists); open the saver on "
+                "the directory it is in and restore the prefix with "
+                "ckpt_saver_restore",
+                dir, dir);
         if (!exists && looks_like_save_path(fs, dir, basename))
             return ckpt__error(
                 CKPT_ENOTFOUND,

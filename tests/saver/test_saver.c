@@ -217,6 +217,26 @@ static void test_b72_missing_directory(void **state)
     assert_ckpt_error(ckpt_saver_save(s, 1, NULL), CKPT_ENOTFOUND, sub);
     assert_int_equal(count_files(f->dir, ""), 0);
     ckpt_saver_free(s);
+    /* a checkpoint's prefix (a restore path) given as the directory says
+     * so, and what to do instead */
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    {
+        float w[2] = {1, 2};
+        ckpt_var v = test_float_var("w", w, 2);
+        assert_ckpt_ok(ckpt_saver_add_var(s, &v));
+        assert_ckpt_ok(ckpt_saver_save(s, 3, NULL));
+    }
+    ckpt_saver_free(s);
+    s = NULL;
+    snprintf(missing, sizeof(missing), "%s/model.ckpt-3", f->dir);
+    assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
+                      "model.ckpt-3 does not exist: that is a checkpoint's "
+                      "prefix (");
+    assert_ckpt_error(CKPT_ENOTFOUND, CKPT_ENOTFOUND,
+                      "model.ckpt-3.index exists); open the saver on the "
+                      "directory it is in and restore the prefix with "
+                      "ckpt_saver_restore");
+    assert_null(s);
 }
 
 /* B73: K + 3 saves leave exactly the newest K, on disk and listed. */
