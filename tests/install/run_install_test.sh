@@ -123,11 +123,12 @@ expect_output "find_package ckpt::ckpt_shared" "$("$cbuild/consumer_shared")"
 
 # ---- a required component that is not there -----------------------------------
 # find_package says why: CMake's own message was only "it set ckpt_FOUND to
-# FALSE". expect_component_error PREFIX COMPONENT MESSAGE.
+# FALSE". expect_component_error PREFIX COMPONENT MESSAGE [LANGUAGES]
+# (the consumer project's, default C).
 expect_component_error() {
-    local proj=$tmp/component-$2
+    local proj=$tmp/component-$2-${4:-C}
     mkdir -p "$proj"
-    printf '%s\n' 'cmake_minimum_required(VERSION 3.16)' 'project(c C)' \
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.16)' "project(c ${4:-C})" \
         "find_package(ckpt REQUIRED COMPONENTS $2)" >"$proj/CMakeLists.txt"
     "$cmake" -S "$proj" -B "$proj/build" -DCMAKE_PREFIX_PATH="$1" \
         -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$proj/log" 2>&1 &&
@@ -142,6 +143,12 @@ cp -a "$prefix" "$tmp/nompi"
 rm -f "$tmp/nompi/$libdir"/cmake/ckpt/ckptMpiTargets*.cmake
 expect_component_error "$tmp/nompi" mpi \
     "component mpi: this ckpt was built without MPI (CKPT_WITH_MPI OFF, or MPI"
+# A C++-only project: FindMPI would fail with "language C is not enabled".
+if [ -f "$lib/cmake/ckpt/ckptMpiTargets.cmake" ]; then
+    expect_component_error "$prefix" mpi \
+        "component mpi: ckpt::ckpt_mpi links MPI's C library, which find_package(MPI) looks for only in a project with the C language enabled: enable it (project(app C CXX), or enable_language(C) before find_package(ckpt))" \
+        CXX
+fi
 echo "ok: a missing component is named"
 
 # ---- the README's own lines ----------------------------------------------------
