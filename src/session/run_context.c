@@ -276,6 +276,29 @@ static int read_var(ckpt_step_context *sc, const ckpt_var *v, size_t size,
     return 0;
 }
 
+/* The missing fetch's message: the outputs the step did publish (the
+ * first few), so that a misspelt name shows beside the right one. */
+static int fetch_not_found(const ckpt_step_context *sc, const char *name)
+{
+    enum { SHOWN = 8 };
+    ckpt_buf seen = CKPT_BUF_INIT;
+    int err;
+    for (size_t i = 0; i < sc->num_outputs && i < SHOWN; i++)
+        ckpt__buf_printf(&seen, "%s'%s'", i ? ", " : "", sc->outputs[i].name);
+    if (sc->num_outputs > SHOWN)
+        ckpt__buf_printf(&seen, " and %zu more", sc->num_outputs - SHOWN);
+    err = ckpt__error(CKPT_ENOTFOUND,
+                      "fetch '%s': no step output or variable of that name "
+                      "(the step published %s; a step publishes an output "
+                      "with ckpt_step_context_publish)",
+                      name,
+                      sc->num_outputs == 0 ? "none"
+                      : seen.ptr           ? seen.ptr
+                                           : "some");
+    ckpt_buf_dispose(&seen);
+    return err;
+}
+
 int ckpt__step_context_resolve(ckpt_step_context *sc, const ckpt_graph *g,
                                const char *name, ckpt_value *out)
 {
@@ -293,10 +316,7 @@ int ckpt__step_context_resolve(ckpt_step_context *sc, const ckpt_graph *g,
     }
     v = ckpt_graph_find(g, name);
     if (!v)
-        return ckpt__error(CKPT_ENOTFOUND,
-                           "fetch '%s': no step output or variable of that "
-                           "name",
-                           name);
+        return fetch_not_found(sc, name);
     err = ckpt_tensor_byte_size(&bytes, v->dtype, &v->shape);
     if (err < 0)
         return err;

@@ -169,8 +169,50 @@ static void test_b17_unknown_fetch_fails_without_after_run(void **state)
     f->b.fetches = fb;
     f->b.num_fetches = 1;
     assert_ckpt_ok(open_session(f, 2, NULL));
-    assert_ckpt_error(run_step(f), CKPT_ENOTFOUND, "fetch 'nope'");
+    /* the message shows what the step did publish (a misspelt name beside
+     * the right one) and how a step publishes */
+    assert_ckpt_error(run_step(f), CKPT_ENOTFOUND,
+                      "fetch 'nope': no step output or variable of that name "
+                      "(the step published 'loss'; a step publishes an "
+                      "output with ckpt_step_context_publish)");
     assert_int_equal(f->a.n_after, 0);
+}
+
+static int publish_nothing(ckpt_step_context *sc, void *payload)
+{
+    (void)sc, (void)payload;
+    return 0;
+}
+
+static int publish_ten(ckpt_step_context *sc, void *payload)
+{
+    int err = 0;
+    (void)payload;
+    for (int i = 0; i < 10 && err == 0; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "o%d", i);
+        err = ckpt_step_context_publish_float(sc, name, (float)i);
+    }
+    return err;
+}
+
+static void test_b17_unknown_fetch_lists_outputs(void **state)
+{
+    fixture *f = *state;
+    static const char *const fb[] = {"nope"};
+    f->b.fetches = fb;
+    f->b.num_fetches = 1;
+    assert_ckpt_ok(open_session(f, 2, NULL));
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, publish_nothing, NULL, NULL),
+        CKPT_ENOTFOUND,
+        "fetch 'nope': no step output or variable of that "
+        "name (the step published none; ");
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, publish_ten, NULL, NULL),
+        CKPT_ENOTFOUND,
+        "(the step published 'o0', 'o1', 'o2', 'o3', 'o4', 'o5', 'o6', 'o7' "
+        "and 2 more; ");
 }
 
 static void test_b17_no_global_step_gives_minus_one(void **state)
@@ -964,6 +1006,7 @@ int main(void)
         T(test_b23_bracket_step_failure_no_after_run),
         T(test_b23_silent_step_failure_gets_a_message),
         T(test_b23_positive_step_status_says_so),
+        T(test_b17_unknown_fetch_lists_outputs),
         cmocka_unit_test(test_global_step_missing_says_how),
         T(test_b24_before_run_failure_skips_step_and_rest),
         T(test_b25_after_run_failure_skips_rest),
