@@ -222,10 +222,12 @@ int ckpt_step_counter_hook_new(ckpt_hook *out,
     sc = ckpt__calloc(1, sizeof(*sc));
     if (!sc)
         return ckpt__error_oom();
-    err = ckpt_timer_init(&sc->timer, o->every_n_secs, steps, o->clock);
+    err = ckpt__timer_init_named(&sc->timer, o->every_n_secs, steps, o->clock,
+                                 "StepCounterHook", "every_n_secs",
+                                 "every_n_steps");
     if (err < 0) {
         ckpt__free(sc);
-        return ckpt__error_prefix(err, "StepCounterHook");
+        return err;
     }
     sc->log = log_from_options(o->log, o->log_payload, o->log_level);
     *out = make_hook("StepCounterHook", CKPT_HOOK_KIND_STEP_COUNTER, sc);
@@ -341,11 +343,14 @@ static int check_logging_args(const char *const *names, size_t n,
     for (size_t i = 0; i < n; i++)
         if (!names[i] || !names[i][0])
             return ckpt__error(CKPT_EINVAL,
-                               "LoggingTensorHook: name %zu is empty", i);
+                               "LoggingTensorHook: names[%zu] is %s", i,
+                               names[i] ? "empty" : "NULL");
     if (every_n_iter < 0 || every_n_secs < 0 || every_n_secs != every_n_secs)
         return ckpt__error(CKPT_EINVAL,
-                           "LoggingTensorHook: every_n_iter and every_n_secs "
-                           "must be positive");
+                           "LoggingTensorHook: every_n_iter (%lld) and "
+                           "every_n_secs (%g) must be positive (0 leaves one "
+                           "unset)",
+                           (long long)every_n_iter, every_n_secs);
     if (every_n_iter == 0 && every_n_secs == 0 && !at_end)
         return ckpt__error(CKPT_EINVAL, "LoggingTensorHook: give every_n_iter, "
                                         "every_n_secs or at_end");
@@ -387,10 +392,12 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out,
     if (every_n_iter == 0 && every_n_secs == 0)
         ckpt_timer_init_never(&lt->timer); /* only at end */
     else
-        err = ckpt_timer_init(&lt->timer, every_n_secs, every_n_iter, o->clock);
+        err = ckpt__timer_init_named(&lt->timer, every_n_secs, every_n_iter,
+                                     o->clock, "LoggingTensorHook",
+                                     "every_n_secs", "every_n_iter");
     if (err < 0) {
         ckpt__free(lt);
-        return ckpt__error_prefix(err, "LoggingTensorHook");
+        return err;
     }
     lt->names = ckpt__calloc(num_names, sizeof(*lt->names));
     err = lt->names ? 0 : ckpt__error_oom();

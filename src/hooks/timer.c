@@ -5,35 +5,47 @@
  * re-anchors. Time comes from the injectable monotonic clock. */
 #include "ckpt/hooks.h"
 #include "common/internal.h"
+#include "hooks/basic_hooks_internal.h"
 
 #include <string.h>
 
-int ckpt_timer_init(ckpt_timer *t, double every_secs, int64_t every_steps,
-                    const ckpt_clock *clock)
+int ckpt__timer_init_named(ckpt_timer *t, double every_secs,
+                           int64_t every_steps, const ckpt_clock *clock,
+                           const char *who, const char *secs_name,
+                           const char *steps_name)
 {
-    CKPT__CHECK_ARG(t);
     memset(t, 0, sizeof(*t));
     t->clock = clock;
-    if (ckpt__clock_check(clock, "timer") < 0)
+    if (ckpt__clock_check(clock, who) < 0)
         return ckpt_error_last()->code;
     /* 0 means unset; a negative or NaN interval is rejected (B3, a
      * deliberate deviation: TF accepts 0 and negative values). */
     if (every_secs < 0 || every_secs != every_secs || every_steps < 0)
         return ckpt__error(CKPT_EINVAL,
-                           "timer: intervals must be positive (every_secs "
-                           "%g, every_steps %lld)",
-                           every_secs, (long long)every_steps);
+                           "%s: intervals must be positive (%s %g, %s %lld; "
+                           "0 leaves one unset)",
+                           who, secs_name, every_secs, steps_name,
+                           (long long)every_steps);
     if (every_secs > 0 && every_steps > 0)
         return ckpt__error(CKPT_EINVAL,
-                           "timer: both every_secs (%g) and every_steps "
-                           "(%lld) are set; give exactly one",
-                           every_secs, (long long)every_steps);
+                           "%s: both %s (%g) and %s (%lld) are set; give "
+                           "exactly one",
+                           who, secs_name, every_secs, steps_name,
+                           (long long)every_steps);
     if (every_secs == 0 && every_steps == 0)
-        return ckpt__error(CKPT_EINVAL,
-                           "timer: neither every_secs nor every_steps is set");
+        return ckpt__error(CKPT_EINVAL, "%s: neither %s nor %s is set", who,
+                           secs_name, steps_name);
     t->every_secs = every_secs;
     t->every_steps = every_steps;
     return 0;
+}
+
+int ckpt_timer_init(ckpt_timer *t, double every_secs, int64_t every_steps,
+                    const ckpt_clock *clock)
+{
+    CKPT__CHECK_ARG(t);
+    return ckpt__timer_init_named(t, every_secs, every_steps, clock, "timer",
+                                  "every_secs", "every_steps");
 }
 
 void ckpt_timer_init_never(ckpt_timer *t)

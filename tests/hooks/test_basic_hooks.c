@@ -186,10 +186,15 @@ static void test_step_counter_args(void **state)
     assert_ckpt_ok(counter_new(&h, 0, 0.0, NULL, NULL, NULL));
     ckpt_hook_free(&h);
     assert_null(h.payload);
+    /* the messages name the hook's own options (they named the timer's
+     * every_secs and every_steps, fields the options do not have) */
     assert_ckpt_error(counter_new(&h, 5, 2.0, NULL, NULL, NULL), CKPT_EINVAL,
-                      "both");
+                      "StepCounterHook: both every_n_secs (2) and "
+                      "every_n_steps (5) are set; give exactly one");
     assert_ckpt_error(counter_new(&h, -5, 0, NULL, NULL, NULL), CKPT_EINVAL,
-                      "positive");
+                      "StepCounterHook: intervals must be positive "
+                      "(every_n_secs 0, every_n_steps -5; 0 leaves one "
+                      "unset)");
 }
 
 static void test_step_counter_logs_rate(void **state)
@@ -269,12 +274,29 @@ static void test_logging_tensor_args(void **state)
         CKPT_EINVAL, "at_end");
     assert_ckpt_error(
         logging_new(&h, loss_and_w, 2, -2, 0.0, 0, NULL, NULL, NULL),
-        CKPT_EINVAL, "positive");
+        CKPT_EINVAL,
+        "LoggingTensorHook: every_n_iter (-2) and every_n_secs (0) must be "
+        "positive (0 leaves one unset)");
+    /* named as the options name them, not as the timer's every_secs */
     assert_ckpt_error(
         logging_new(&h, loss_and_w, 2, 2, 1.0, 0, NULL, NULL, NULL),
-        CKPT_EINVAL, "both");
+        CKPT_EINVAL,
+        "LoggingTensorHook: both every_n_secs (1) and every_n_iter (2) are "
+        "set; give exactly one");
     assert_ckpt_error(logging_new(&h, NULL, 0, 2, 0.0, 0, NULL, NULL, NULL),
                       CKPT_EINVAL, "no tensor names");
+    {
+        static const char *const holes[] = {"loss", NULL, ""};
+        assert_ckpt_error(
+            logging_new(&h, holes, 2, 2, 0.0, 0, NULL, NULL, NULL), CKPT_EINVAL,
+            "LoggingTensorHook: names[1] is NULL");
+        assert_ckpt_error(
+            logging_new(&h, holes + 1, 2, 2, 0.0, 0, NULL, NULL, NULL),
+            CKPT_EINVAL, "LoggingTensorHook: names[0] is NULL");
+        assert_ckpt_error(
+            logging_new(&h, holes + 2, 1, 2, 0.0, 0, NULL, NULL, NULL),
+            CKPT_EINVAL, "LoggingTensorHook: names[0] is empty");
+    }
     assert_ckpt_ok(logging_new(&h, loss_and_w, 2, 0, 0.0, 1, NULL, NULL, NULL));
     h.destroy(h.payload);
 }
