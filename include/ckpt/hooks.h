@@ -185,7 +185,7 @@ ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
  *  "global_step" at the storage ckpt_graph_global_step returns), which
  *  names the checkpoints: else the session's creation fails with
  *  CKPT_EINVAL (a wrapped saver whose ops lack saves_var is trusted).
- *  @return 0, CKPT_EINVAL (out or o NULL; saver and use_scaffold both set,
+ *  @return 0, CKPT_EINVAL (out or opts NULL; saver and use_scaffold both set,
  *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
  *          with saver_options; checkpoint_basename differing from the saver
  *          options' or the saver's basename; listeners set with
@@ -193,7 +193,8 @@ ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
  *          CKPT_EVERSION (version 0 or
  *          newer than the library's), CKPT_ENOMEM */
 CKPT_EXTERN(int)
-ckpt_checkpoint_hook_new(ckpt_hook *out, const ckpt_checkpoint_hook_options *o);
+ckpt_checkpoint_hook_new(ckpt_hook *out,
+                         const ckpt_checkpoint_hook_options *opts);
 
 /** Wait, at most `timeout_s` seconds (< 0: no limit), until every
  *  checkpoint write of the hook that is in flight is durable, delivering

@@ -17,6 +17,8 @@
 #   - a C++ or C user learns that a callback must return to the library (no
 #     exception or longjmp out of it): the guide's Errors section and
 #     ckpt_error_set's doc comment, where callbacks learn to fail, say so.
+#   - every "<function>: <argument> is NULL" a test expects names a
+#     parameter of that function as include/ declares it.
 # Usage: check_docs.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: check_docs.sh SOURCE_DIR}
@@ -108,6 +110,20 @@ for phrase in 'C++' 'exception or a longjmp out of one' 'e.what()'; do
         "$src/include/ckpt/errors.h" | grep -qF -- "$phrase" ||
         die "ckpt_error_set's doc comment does not say that callbacks return ($phrase)"
 done
+
+# ---- NULL messages name the header's parameters ----------------------------------
+# "<function>: <argument> is NULL" (docs/CONTRIBUTING.md) names the parameter
+# as the header spells it: each such message a test asserts (on one line)
+# names a parameter of that function's declaration in include/.
+decls=$(cat "$src"/include/ckpt.h "$src"/include/ckpt/*.h "$src"/include/ckpt/sys/*.h |
+    tr -s ' \n' '  ' | grep -oE 'CKPT_EXTERN\([^)]*\) ?ckpt_[a-z0-9_]+\([^)]*\)')
+while read -r fn arg; do
+    params=$(grep -oE " ?${fn}\([^)]*\)" <<<"$decls" | head -1)
+    [ -n "$params" ] || die "a test expects '$fn: $arg is NULL', but include/ does not declare $fn"
+    grep -qE "[ *]${arg}(\[[^]]*\])?[,)]" <<<"$params" ||
+        die "a test expects '$fn: $arg is NULL', but include/ declares $params"
+done < <(grep -rhoE '"ckpt_[a-z0-9_]+: [a-z0-9_]+ is NULL"' "$src/tests" |
+    tr -d '"' | sed -E 's/: ([a-z0-9_]+) is NULL/ \1/' | sort -u)
 
 defined=$(grep -oE '^\*\*[BF][0-9]+\.\*\*' "$src/docs/behaviour.md" |
     tr -d '*.' | sort -u)
