@@ -1220,6 +1220,17 @@ static void test_damaged_state_file_same_status(void **state)
 
 /* ---- class 10: verify DIR checks the checkpoint the state file names ---- */
 
+/* <dir>/model.ckpt-1 intact, and a state file naming model.ckpt-2 (listed
+ * after it), which has no files. */
+static void write_named_missing(const char *dir)
+{
+    write_simple(dir, "model.ckpt-1");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"model.ckpt-2\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+}
+
 static void test_verify_dir_checks_named_checkpoint(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -1227,11 +1238,7 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     char *index2 = test_path(dir, "model.ckpt-2.index");
     cli_run r;
     (void)state;
-    write_simple(dir, "model.ckpt-1");
-    write_text(dir, "checkpoint",
-               "model_checkpoint_path: \"model.ckpt-2\"\n"
-               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
-               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+    write_named_missing(dir);
     /* the named one has no index: missing, however intact model.ckpt-1 is */
     RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "model.ckpt-2) is missing");
@@ -1284,11 +1291,7 @@ static void test_dir_fallback_is_warned(void **state)
     char want[2048];
     cli_run r;
     (void)state;
-    write_simple(dir, "model.ckpt-1");
-    write_text(dir, "checkpoint",
-               "model_checkpoint_path: \"model.ckpt-2\"\n"
-               "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
-               "all_model_checkpoint_paths: \"model.ckpt-2\"\n");
+    write_named_missing(dir);
     snprintf(want, sizeof(want),
              "warning: %s/checkpoint names %s, which has no index: reading "
              "the newest listed checkpoint that has one instead, %s\n",
