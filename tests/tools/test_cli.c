@@ -1435,6 +1435,23 @@ static void test_repack_filters(void **state)
                         "save_counter/.ATTRIBUTES/VARIABLE_VALUE");
     ckpt_bundle_reader_free(b);
     assert_int_equal(compare_bundles(src, dst2), 5);
+    /* patterns that keep nothing: written, with a warning saying so */
+    free(dst);
+    dst = test_path(out_dir, "none");
+    RUN_STATUS(r, 0, "repack", src, dst, "--include", "^no such tensor$");
+    expect_contains(r.out, "0 of 31 tensors");
+    expect_contains(r.err, "ckpt repack: warning: no tensor of ");
+    expect_contains(r.err, "none of its 31); ");
+    expect_contains(r.err, "none holds no tensors");
+    run_free(&r);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&b, dst, NULL));
+    assert_int_equal(ckpt_bundle_reader_count(b), 0);
+    ckpt_bundle_reader_free(b);
+    free(dst2);
+    dst2 = test_path(out_dir, "all");
+    RUN_STATUS(r, 0, "repack", src, dst2, "--exclude", "^no such tensor$");
+    assert_null(strstr(r.err, "warning"));
+    run_free(&r);
     free(src);
     free(dst);
     free(dst2);

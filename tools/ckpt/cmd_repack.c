@@ -64,7 +64,8 @@ const cli_command cli_cmd_repack = {
     "DST.index, a DST that cannot be written, or a kept tensor it cannot\n"
     "copy (nothing is written): a partitioned one, or one whose name holds\n"
     "a 0 byte (the copy would store it under the name's part before that\n"
-    "byte).\n",
+    "byte). Patterns that keep no tensor write a DST without tensors, with\n"
+    "a warning on stderr.\n",
     run};
 
 typedef struct pattern_list {
@@ -541,6 +542,12 @@ static int run(int argc, char **argv)
         total += cli_entry_listed(cli_entry(r, i, &buf)) != 0;
     }
     rc = copy_records(&o, r, prefix, &kept, &bytes);
+    if (rc == 0 && kept == 0 && total > 0) /* a pattern that keeps nothing */
+        fprintf(stderr,
+                "ckpt repack: warning: no tensor of %s was kept (the "
+                "--include/--exclude patterns left none of its %zu); %s "
+                "holds no tensors\n",
+                cli_safe(prefix), total, cli_safe(o.dst));
     if (rc == 0 && o.json)
         print_json(prefix, cli_outside_warnings() > 0, o.dst, kept, total,
                    bytes);
