@@ -262,9 +262,11 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  rank fails the restore on every rank with that rank's message, every
  *  variable as it was. A damaged record (a checksum) or a read error is
  *  only found while reading: some variables may then already hold the
- *  checkpoint's bytes, as with ckpt_saver_restore.
+ *  checkpoint's bytes, as with ckpt_saver_restore. A NULL or empty
+ *  `prefix` on any rank fails the restore on every rank, with that rank's
+ *  message ("ckpt_mpi_saver_restore: prefix is NULL" or "... is empty").
  *  @return 0, CKPT_ENOTFOUND (checkpoint or tensor, named), CKPT_EINVAL
- *          (dtype or shape), CKPT_ECORRUPT, CKPT_EIO */
+ *          (NULL or empty prefix, dtype or shape), CKPT_ECORRUPT, CKPT_EIO */
 CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
 
 /** Restore the directory's latest complete checkpoint (collective): the

@@ -810,8 +810,13 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
     err = begin_restore(s, "restore");
     if (err < 0)
         return err;
-    if (!prefix || !*prefix)
-        err = ckpt__error(CKPT_EINVAL, "mpi saver: restore: no prefix");
+    /* A rank's own prefix may differ from the others': its check is
+     * folded into the agreement below, so no rank leaves before a
+     * collective the others enter. */
+    if (!prefix)
+        err = ckpt__error_null_arg(__func__, "prefix");
+    else if (!*prefix)
+        err = ckpt__error(CKPT_EINVAL, "%s: prefix is empty", __func__);
     ro.fs = s->fs;
     if (err == 0)
         err = ckpt_bundle_reader_open(&r, prefix, &ro);

@@ -857,6 +857,37 @@ static void test_null_arguments(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A NULL or empty prefix follows the NULL rule ("<function>: prefix is
+ * NULL", CKPT_EINVAL); a rank's prefix is its own, so when only the last
+ * rank passes NULL every rank still returns (the check is part of the
+ * agreement), with that rank's message, and no variable changed. */
+static void test_restore_without_prefix(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    char want[64];
+    int last = test_size() - 1;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, &prefix));
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, NULL), CKPT_EINVAL,
+                      "ckpt_mpi_saver_restore: prefix is NULL");
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, ""), CKPT_EINVAL,
+                      "ckpt_mpi_saver_restore: prefix is empty");
+    snprintf(want, sizeof(want),
+             "rank %d: ckpt_mpi_saver_restore: prefix is NULL", last);
+    assert_ckpt_error(
+        ckpt_mpi_saver_restore(s, test_rank() == last ? NULL : prefix.ptr),
+        CKPT_EINVAL, want);
+    model_assert(&f->m, 2);
+    assert_ckpt_ok(ckpt_mpi_saver_restore(s, prefix.ptr));
+    model_assert(&f->m, 1);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
 static void test_bad_registration_rejected(void **state)
 {
     fixture *f = *state;
@@ -1641,6 +1672,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_without_prefix, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
