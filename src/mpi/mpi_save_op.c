@@ -62,11 +62,11 @@ int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what)
     if (!ckpt__bg_thread_runs_for(s))
         return 0;
     return ckpt__error(CKPT_ESTATE,
-                       "mpi saver: %s: called on the saver's own background "
-                       "thread (from a log callback), which makes no MPI "
-                       "call of the caller's; call the saver from the "
+                       "mpi saver %s: %s: called on the saver's own "
+                       "background thread (from a log callback), which makes "
+                       "no MPI call of the caller's; call the saver from the "
                        "thread that saves",
-                       what);
+                       s->ds.dir, what);
 }
 
 static void *worker_main(void *arg)

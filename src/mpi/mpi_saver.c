@@ -203,7 +203,8 @@ static int check_usable(const ckpt_mpi_saver *s, const char *what)
     if (ckpt__mpi_refuse_worker(s, what) < 0)
         return CKPT_ESTATE;
     if (s->closed)
-        return ckpt__error(CKPT_ESTATE, "mpi saver: %s after close", what);
+        return ckpt__error(CKPT_ESTATE, "mpi saver %s: %s after close",
+                           s->ds.dir, what);
     return 0;
 }
 
@@ -501,9 +502,10 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
               "save is still in flight",
               step);
     return ckpt__error(CKPT_EBUSY,
-                       "save_async at step %" PRId64 ": skipped, the "
-                       "previous save is still in flight on a rank",
-                       step);
+                       "mpi saver %s: save_async at step %" PRId64
+                       ": skipped, the previous save is still in flight on a "
+                       "rank",
+                       s->ds.dir, step);
 }
 
 int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
@@ -566,9 +568,9 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
     while (!ckpt__mpi_op_progress(s, start) || ckpt__mpi_evicting(s, 0)) {
         if (timeout_s >= 0 && ckpt__mpi_now() - start > timeout_s)
             return ckpt__error(CKPT_ETIMEDOUT,
-                               "mpi saver: the save in flight did not finish "
-                               "within %.3f s",
-                               timeout_s);
+                               "mpi saver %s: the save in flight did not "
+                               "finish within %.3f s",
+                               s->ds.dir, timeout_s);
         ckpt__mpi_pause(&round, start);
     }
     ckpt__mpi_busy_ahead(s);
@@ -581,7 +583,8 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
     if (ckpt__mpi_refuse_worker(s, "close") < 0)
         return CKPT_ESTATE;
     if (s->closed) /* as the single-process saver's second close */
-        return ckpt__error(CKPT_ESTATE, "mpi saver: close: already closed");
+        return ckpt__error(CKPT_ESTATE, "mpi saver %s: close: already closed",
+                           s->ds.dir);
     ckpt__mpi_snapshot_complete(s);
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
@@ -601,9 +604,10 @@ void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
     if (ckpt__mpi_refuse_worker(s, "free") < 0)
         return;
     if (s->delivering > 0) {
-        ckpt__error(CKPT_ESTATE, "mpi saver: free: called from "
-                                 "on_save_done; free the saver after the "
-                                 "call that delivered it");
+        ckpt__error(CKPT_ESTATE,
+                    "mpi saver %s: free: called from on_save_done; free the "
+                    "saver after the call that delivered it",
+                    s->ds.dir);
         ckpt__log(s->opts.base.log, s->opts.base.log_payload,
                   s->opts.base.log_level, CKPT_LOG_ERROR, "%s",
                   ckpt_error_last()->message);

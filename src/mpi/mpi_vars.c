@@ -648,8 +648,8 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
     if (s->checked && (!saving || s->nvars > 0))
         return 0;
     if (saving && s->nvars == 0)
-        err = ckpt__error(CKPT_EINVAL, "mpi saver: %s: no variables to save",
-                          saving);
+        err = ckpt__error(CKPT_EINVAL, "mpi saver %s: %s: no variables to save",
+                          s->ds.dir, saving);
     else
         err = encode_vars(s, &mine);
     if (s->checked)

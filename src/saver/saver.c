@@ -353,9 +353,11 @@ int64_t ckpt_checkpoint_step(const char *prefix)
 static int check_can_save(ckpt_saver *s)
 {
     if (s->closed)
-        return ckpt__error(CKPT_ESTATE, "save: the saver is closed");
+        return ckpt__error(CKPT_ESTATE, "saver %s: save: the saver is closed",
+                           ckpt__saver_say(s));
     if (s->nvars == 0)
-        return ckpt__error(CKPT_EINVAL, "save: no variables to save");
+        return ckpt__error(CKPT_EINVAL, "saver %s: save: no variables to save",
+                           ckpt__saver_say(s));
     /* one saver of this process saves into a directory */
     return ckpt__dir_lock_claim(s->ds.lock, &s->ds, s->ds.lock_claims,
                                 s->ds.dir);
@@ -455,7 +457,9 @@ int ckpt_saver_reserve(ckpt_saver *s)
         return 0;
     want = s->opts.busy_policy == CKPT_BUSY_COALESCE ? 2 : 1;
     if (s->nvars == 0)
-        return ckpt__error(CKPT_EINVAL, "reserve: no variables registered");
+        return ckpt__error(CKPT_EINVAL,
+                           "saver %s: reserve: no variables registered",
+                           ckpt__saver_say(s));
     s->frozen = 1;
     if (!s->pieces) {
         int err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,
@@ -671,9 +675,9 @@ static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
         uint64_t last = s->next_ticket;
         pthread_mutex_unlock(&s->mu);
         return ckpt__error(CKPT_EINVAL,
-                           "wait: ticket %llu was never issued (the last "
-                           "save_async gave %llu)",
-                           (unsigned long long)ticket,
+                           "saver %s: wait: ticket %llu was never issued (the "
+                           "last save_async gave %llu)",
+                           ckpt__saver_say(s), (unsigned long long)ticket,
                            (unsigned long long)last);
     }
     if (ticket == 0)
@@ -691,9 +695,9 @@ static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     err = ckpt__saver_enter(s);
     if (err == 0 && timed_out)
         err = ckpt__error(CKPT_ETIMEDOUT,
-                          "waiting for the checkpoint writer: timed out after "
-                          "%.3f s",
-                          timeout_s);
+                          "saver %s: waiting for the checkpoint writer: timed "
+                          "out after %.3f s",
+                          ckpt__saver_say(s), timeout_s);
     return err;
 }
 
@@ -719,7 +723,9 @@ static int saver_close(ckpt_saver *s, double timeout_s)
     if (s->ops)
         return s->ops->close(s->ops_self, timeout_s);
     if (s->closed)
-        return ckpt__error(CKPT_ESTATE, "close: the saver is already closed");
+        return ckpt__error(CKPT_ESTATE,
+                           "saver %s: close: the saver is already closed",
+                           ckpt__saver_say(s));
     s->closed = 1;
     err = ckpt_saver_wait(s, 0, timeout_s);
     if (err == CKPT_ETIMEDOUT)
@@ -760,8 +766,10 @@ void ckpt_saver_free(ckpt_saver *s)
     /* From on_save_done: the delivery that called it still walks the
      * saver. Refused, and said, rather than freed under it. */
     if (s->delivering > 0) {
-        ckpt__error(CKPT_ESTATE, "free: called from on_save_done; free the "
-                                 "saver after the call that delivered it");
+        ckpt__error(CKPT_ESTATE,
+                    "saver %s: free: called from on_save_done; free the "
+                    "saver after the call that delivered it",
+                    ckpt__saver_say(s));
         CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
         return;
     }

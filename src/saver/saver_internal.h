@@ -660,6 +660,14 @@ static inline const char *ckpt__saver_basename(const char *basename)
     return basename ? basename : CKPT__DEFAULT_BASENAME;
 }
 
+/* How a message names saver `s`, so that a user with several savers
+ * sees which one: its directory; "(wrapped)" for a ckpt_saver_wrap
+ * handle, which has none of its own (its saver's messages name theirs). */
+static inline const char *ckpt__saver_say(const ckpt_saver *s)
+{
+    return s->ds.dir ? s->ds.dir : "(wrapped)";
+}
+
 /* Whether `basename` can name a checkpoint's files in its directory: not
  * empty, no '/', and not "." or ".." (a step-less save's prefix would be
  * the directory itself or its parent). */

@@ -155,11 +155,11 @@ int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
         return 0;
     }
     return ckpt__error(CKPT_ESTATE,
-                       "%s: called while another thread is inside a call "
-                       "on this saver: a saver is driven from one thread at "
-                       "a time (the training loop); hand it over between "
+                       "saver %s: %s: called while another thread is inside a "
+                       "call on this saver: a saver is driven from one thread "
+                       "at a time (the training loop); hand it over between "
                        "calls, or give each thread a saver of its own",
-                       what);
+                       ckpt__saver_say(s), what);
 }
 
 void ckpt__saver_call_end(ckpt_saver *s)
@@ -198,18 +198,19 @@ int ckpt__saver_refuse_writer_thread(const ckpt_saver *s, const char *what)
      * directory the parent saves into. */
     if (s->pid != 0 && s->pid != ckpt__saver_pid())
         return ckpt__error(CKPT_ESTATE,
-                           "%s: the saver was opened by process %ld and this "
-                           "is process %ld, a child made by fork(), where "
-                           "its writer thread does not run: open a saver of "
-                           "the child's own (on another directory), or exec",
-                           what, s->pid, ckpt__saver_pid());
+                           "saver %s: %s: the saver was opened by process %ld "
+                           "and this is process %ld, a child made by fork(), "
+                           "where its writer thread does not run: open a "
+                           "saver of the child's own (on another directory), "
+                           "or exec",
+                           ckpt__saver_say(s), what, s->pid, ckpt__saver_pid());
     if (!ckpt__bg_thread_runs_for(s))
         return 0;
     return ckpt__error(CKPT_ESTATE,
-                       "%s: called on the saver's own writer thread (from a "
-                       "log callback), where it would wait for itself; call "
-                       "the saver from the thread that saves",
-                       what);
+                       "saver %s: %s: called on the saver's own writer thread "
+                       "(from a log callback), where it would wait for "
+                       "itself; call the saver from the thread that saves",
+                       ckpt__saver_say(s), what);
 }
 
 static void *writer_main(void *arg)
@@ -290,9 +291,9 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
     default:
         s->metrics.saves_skipped++;
         return ckpt__error(CKPT_EBUSY,
-                           "save %s skipped: the previous checkpoint is "
-                           "still being written",
-                           ckpt__step_say(&words, step));
+                           "saver %s: save %s skipped: the previous "
+                           "checkpoint is still being written",
+                           ckpt__saver_say(s), ckpt__step_say(&words, step));
     }
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The POSIX file system, except that the method chosen fails with
  * CKPT_EIO and sets no message, from its `after`th call on. */
@@ -465,6 +466,45 @@ static void test_positive_return_is_a_failure(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* `rc` is `code` with a message naming saver `dir` before `what`. */
+static void assert_saver_error(int rc, int code, const char *dir,
+                               const char *what)
+{
+    char want[4200];
+    snprintf(want, sizeof(want), "saver %s: %s", dir, what);
+    assert_ckpt_error(rc, code, want);
+}
+
+/* With several savers, a refused call says which one: the message names
+ * the saver's directory (it said only "save: no variables to save"). */
+static void test_refusals_name_the_directory(void **state)
+{
+    fixture *f = *state;
+    char *a = test_path(f->dir, "a"), *b = test_path(f->dir, "b");
+    ckpt_saver *sa = NULL, *sb = NULL;
+    ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {4}}, f->w, NULL, NULL, NULL};
+    assert_int_equal(mkdir(a, 0755), 0);
+    assert_int_equal(mkdir(b, 0755), 0);
+    assert_ckpt_ok(ckpt_saver_open(&sa, a, NULL));
+    assert_ckpt_ok(ckpt_saver_open(&sb, b, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(sa, &w));
+    assert_saver_error(ckpt_saver_save(sb, 1, NULL), CKPT_EINVAL, b,
+                       "save: no variables to save");
+    assert_saver_error(ckpt_saver_reserve(sb), CKPT_EINVAL, b,
+                       "reserve: no variables registered");
+    assert_saver_error(ckpt_saver_wait(sb, 7, -1), CKPT_EINVAL, b,
+                       "wait: ticket 7 was never issued");
+    assert_ckpt_ok(ckpt_saver_close(sa, -1));
+    assert_saver_error(ckpt_saver_save(sa, 1, NULL), CKPT_ESTATE, a,
+                       "save: the saver is closed");
+    assert_saver_error(ckpt_saver_close(sa, -1), CKPT_ESTATE, a,
+                       "close: the saver is already closed");
+    ckpt_saver_free(sa);
+    ckpt_saver_free(sb);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +531,8 @@ int main(void)
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_positive_return_is_a_failure,
                                         setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_refusals_name_the_directory, setup,
+                                        test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
