@@ -92,19 +92,43 @@ int ckpt__bundle_writer_check_open(ckpt_bundle_writer *w)
 /* ---- data shards ------------------------------------------------------------
  */
 
+/* Whether the directory `final_path` would go in is missing: into `dir`.
+ * A failing stat leaves the error being reported as it was. */
+static int dir_missing(const ckpt_fs *fs, const char *final_path, ckpt_buf *dir)
+{
+    ckpt__saved_error saved;
+    int exists;
+    if (ckpt__path_dirname(dir, final_path) < 0)
+        return 0;
+    ckpt__error_save(&saved);
+    exists = ckpt__fs_exists(fs, dir->ptr);
+    ckpt__error_restore(&saved);
+    return exists == 0;
+}
+
 /* The error `err` of creating `tmp` ("<op> <tmp>: <reason>") told about
  * the file the caller asked for: "cannot create <final_path>: <reason>",
  * so a missing directory or a permission is not reported against a
- * temporary name the caller never chose. */
-static int name_final_path(int err, const char *tmp, const char *final_path)
+ * temporary name the caller never chose; a missing directory is named
+ * ("directory <dir> does not exist", not the system's "No such file or
+ * directory", which reads as if the file were expected to exist). */
+static int name_final_path(const ckpt_fs *fs, int err, const char *tmp,
+                           const char *final_path)
 {
     const char *msg = ckpt_error_last()->message;
     const char *at = strstr(msg, tmp);
+    ckpt_buf dir = CKPT_BUF_INIT;
     char reason[256];
     if (!at || strncmp(at + strlen(tmp), ": ", 2) != 0)
         return err;
     snprintf(reason, sizeof(reason), "%s", at + strlen(tmp) + 2);
-    return ckpt__error(err, "cannot create %s: %s", final_path, reason);
+    if (err == CKPT_ENOTFOUND && dir_missing(fs, final_path, &dir))
+        err = ckpt__error(err, "cannot create %s: directory %s does not exist",
+                          final_path, dir.ptr);
+    else
+        err = ckpt__error(err, "cannot create %s: %s", final_path, reason);
+    ckpt_buf_dispose(&dir);
+    return err;
 }
 
 /* Create a fresh temporary file for `final_path`, exclusively. */
@@ -118,7 +142,7 @@ static int create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
             return err;
         err = ckpt__fs_open_write(fs, out, tmp->ptr, CKPT_OPEN_EXCL | flags);
         if (err == CKPT_ENOTFOUND || err == CKPT_EACCES)
-            return name_final_path(err, tmp->ptr, final_path);
+            return name_final_path(fs, err, tmp->ptr, final_path);
         if (err != CKPT_EEXISTS)
             return err;
     }
