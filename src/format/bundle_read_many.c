@@ -18,8 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A request's entry is kept as its compact record (the reader's own),
+ * filled into a ckpt_tensor_entry on the stack where one is needed: no
+ * public entry is made per tensor read. */
 typedef struct planned_read {
-    const ckpt_tensor_entry *e;
+    const ckpt__entry_rec *rec;
+    size_t at; /* its index */
     void *dst;
     size_t dst_size;
     size_t *pieces; /* a partitioned tensor's, located when checked */
@@ -30,8 +34,8 @@ typedef struct planned_read {
  * elsewhere) last. */
 static int by_shard_then_offset(const void *a, const void *b)
 {
-    const ckpt_tensor_entry *x = ((const planned_read *)a)->e;
-    const ckpt_tensor_entry *y = ((const planned_read *)b)->e;
+    const ckpt__entry_rec *x = ((const planned_read *)a)->rec;
+    const ckpt__entry_rec *y = ((const planned_read *)b)->rec;
     if ((x->num_slices > 0) != (y->num_slices > 0))
         return x->num_slices > 0 ? 1 : -1;
     if (x->num_slices > 0)
@@ -55,17 +59,18 @@ static int read_group(ckpt_bundle_reader *r, planned_read *plan, size_t n)
     size_t next = 0;
     uint64_t total = 0, end = 0;
     struct ckpt__bundle_shard *s;
+    ckpt_tensor_entry e; /* the record being located or checked */
     int err;
 
     for (size_t i = 0; i < n; i++) {
-        const ckpt_tensor_entry *e = plan[i].e;
-        if (i > 0 && e == plan[i - 1].e)
+        const ckpt__entry_rec *rec = plan[i].rec;
+        if (i > 0 && rec == plan[i - 1].rec)
             continue; /* the same tensor again: copied after the read */
-        if (e->size > 0 && (uint64_t)e->offset < end)
+        if (rec->size > 0 && (uint64_t)rec->offset < end)
             return CKPT_ENOTSUP; /* overlapping records: read one by one */
-        if (e->size > 0)
-            end = (uint64_t)(e->offset + e->size);
-        total += (uint64_t)e->size;
+        if (rec->size > 0)
+            end = (uint64_t)(rec->offset + rec->size);
+        total += (uint64_t)rec->size;
     }
     ext = ckpt__calloc(n, sizeof(*ext));
     first_of = ckpt__calloc(n, sizeof(*first_of));
@@ -74,17 +79,18 @@ static int read_group(ckpt_bundle_reader *r, planned_read *plan, size_t n)
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        if (i > 0 && plan[i].e == plan[i - 1].e) {
+        if (i > 0 && plan[i].rec == plan[i - 1].rec) {
             first_of[i] = first_of[i - 1];
             continue;
         }
         first_of[i] = i;
-        ext[next].offset = (uint64_t)plan[i].e->offset;
-        ext[next].size = (uint64_t)plan[i].e->size;
+        ext[next].offset = (uint64_t)plan[i].rec->offset;
+        ext[next].size = (uint64_t)plan[i].rec->size;
         ext[next].dst = plan[i].dst;
         next++;
     }
-    err = ckpt__bundle_reader_locate(r, plan[0].e,
+    ckpt__entry_table_fill(&r->tab, plan[0].at, &e);
+    err = ckpt__bundle_reader_locate(r, &e,
                                      &s); /* sets r->path to the data file */
     if (err == 0)
         err = ckpt__read_extents(r->fs, r->path.ptr, s->file, ext, next,
@@ -97,10 +103,11 @@ static int read_group(ckpt_bundle_reader *r, planned_read *plan, size_t n)
                 memcpy(plan[i].dst, plan[first_of[i]].dst, plan[i].dst_size);
             continue;
         }
+        ckpt__entry_table_fill(&r->tab, plan[i].at, &e);
         if (!r->skip_crc)
-            err = ckpt__bundle_reader_compare_crc(r, plan[i].e, ext[k].crc);
+            err = ckpt__bundle_reader_compare_crc(r, &e, ext[k].crc);
         if (err == 0)
-            ckpt__bundle_reader_to_host(r, plan[i].e, plan[i].dst);
+            ckpt__bundle_reader_to_host(r, &e, plan[i].dst);
         k++;
     }
 done:
@@ -120,8 +127,11 @@ done:
 static int locate_pieces(ckpt_bundle_reader *r, planned_read *p)
 {
     ckpt__partitioned_read pr;
+    ckpt_tensor_entry e;
     uint64_t bytes = 0;
-    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, p->e);
+    int err;
+    ckpt__entry_table_fill(&r->tab, p->at, &e);
+    err = ckpt__bundle_reader_partitioned_read_of(&pr, r, &e);
     if (err == 0)
         err = ckpt__bundle_partitioned_locate(&pr, &bytes, &p->pieces,
                                               &p->npieces);
@@ -138,7 +148,10 @@ static int locate_pieces(ckpt_bundle_reader *r, planned_read *p)
 static int read_located_pieces(ckpt_bundle_reader *r, const planned_read *p)
 {
     ckpt__partitioned_read pr;
-    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, p->e);
+    ckpt_tensor_entry e;
+    int err;
+    ckpt__entry_table_fill(&r->tab, p->at, &e);
+    err = ckpt__bundle_reader_partitioned_read_of(&pr, r, &e);
     if (err < 0)
         return err;
     pr.pieces = p->pieces;
@@ -164,6 +177,7 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         return ckpt__error_oom();
     for (size_t i = 0; i < n && err == 0; i++) {
         struct ckpt__bundle_shard *s;
+        ckpt_tensor_entry e;
         plan[i].dst = reqs[i].dst;
         plan[i].dst_size = reqs[i].dst_size;
         if (!reqs[i].name) {
@@ -171,10 +185,12 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
                               "bundle read_many: request %zu has no name", i);
             break;
         }
-        err = ckpt__bundle_reader_read_target(&plan[i].e, r, reqs[i].name,
+        err = ckpt__bundle_reader_read_target(&e, &plan[i].at, r, reqs[i].name,
                                               reqs[i].dst, reqs[i].dst_size);
-        if (err == 0 && plan[i].e->num_slices == 0)
-            err = ckpt__bundle_reader_locate(r, plan[i].e, &s);
+        if (err == 0)
+            plan[i].rec = &r->tab.recs[plan[i].at];
+        if (err == 0 && e.num_slices == 0)
+            err = ckpt__bundle_reader_locate(r, &e, &s);
         else if (err == 0)
             err = locate_pieces(r, &plan[i]);
     }
@@ -182,20 +198,24 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
         goto done;
     qsort(plan, n, sizeof(*plan), by_shard_then_offset);
     for (size_t start = 0, end; start < n && err == 0; start = end) {
-        if (plan[start].e->num_slices > 0) {
+        if (plan[start].rec->num_slices > 0) {
             end = start + 1;
             err = read_located_pieces(r, &plan[start]);
             continue;
         }
-        for (end = start + 1; end < n && plan[end].e->num_slices == 0 &&
-                              plan[end].e->shard_id == plan[start].e->shard_id;)
+        for (end = start + 1;
+             end < n && plan[end].rec->num_slices == 0 &&
+             plan[end].rec->shard_id == plan[start].rec->shard_id;)
             end++;
         err = read_group(r, plan + start, end - start);
         if (err != CKPT_ENOTSUP)
             continue;
         err = 0;
-        for (size_t i = start; i < end && err == 0; i++)
-            err = ckpt__bundle_reader_read_checked(r, plan[i].e, plan[i].dst);
+        for (size_t i = start; i < end && err == 0; i++) {
+            ckpt_tensor_entry e;
+            ckpt__entry_table_fill(&r->tab, plan[i].at, &e);
+            err = ckpt__bundle_reader_read_checked(r, &e, plan[i].dst);
+        }
     }
 done:
     for (size_t i = 0; i < n; i++)

@@ -92,16 +92,43 @@ int ckpt_bundle_reader_entry_fill(ckpt_tensor_entry *out,
     return 0;
 }
 
-static int find_key(const ckpt_tensor_entry **out, const ckpt_bundle_reader *r,
-                    const void *key, size_t n);
+static int search_key(const ckpt_bundle_reader *r, const char *name,
+                      size_t *at);
 
+/* The public entry is made here, and kept until the reader is freed, as
+ * bundle.h promises; the library's own lookups fill one instead
+ * (ckpt__bundle_reader_lookup). */
 int ckpt_bundle_reader_find(const ckpt_tensor_entry **out,
                             const ckpt_bundle_reader *r, const char *name)
 {
+    ckpt__shown_name sn;
+    size_t at;
+    int err;
     CKPT__CHECK_ARG(out);
+    *out = NULL;
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(name);
-    return find_key(out, r, name, strlen(name));
+    err = search_key(r, name, &at);
+    if (err < 0)
+        return err;
+    *out = ckpt__entry_table_get(&r->tab, at);
+    if (*out)
+        return 0;
+    return ckpt__error_prefix(CKPT_ENOMEM, "%s: tensor '%s'", r->index_path.ptr,
+                              ckpt__show_name(&sn, name, strlen(name)));
+}
+
+int ckpt__bundle_reader_lookup(ckpt_tensor_entry *out, size_t *at,
+                               const ckpt_bundle_reader *r, const char *name)
+{
+    size_t i;
+    int err = search_key(r, name, &i);
+    if (err < 0)
+        return err;
+    ckpt__entry_table_fill(&r->tab, i, out);
+    if (at)
+        *at = i;
+    return 0;
 }
 
 /* Whether the n bytes at `key` are an entry's key. */
@@ -129,27 +156,18 @@ static const char *advise_key(key_advice *a, const char *name, size_t n,
     return a->text;
 }
 
-/* The entry whose key is exactly the n bytes at `key` (handed out: kept
- * until the reader is freed). 0, CKPT_ENOTFOUND (with a hint when the name
- * looks like a graph tensor's or a TensorFlow 2 object path) or
- * CKPT_ENOMEM. */
-static int find_key(const ckpt_tensor_entry **out, const ckpt_bundle_reader *r,
-                    const void *key, size_t n)
+/* The index of the entry named `name` in *at: 0, or CKPT_ENOTFOUND (with
+ * a hint when the name looks like a graph tensor's or a TensorFlow 2
+ * object path). */
+static int search_key(const ckpt_bundle_reader *r, const char *name, size_t *at)
 {
-    const char *name = key;
+    const char *key = name;
+    size_t n = strlen(name);
     size_t base = ckpt__without_output_suffix(name, n);
     ckpt__shown_name sn;
     key_advice a;
-    size_t at;
-    *out = NULL;
-    if (ckpt__entry_table_search(&r->tab, key, n, &at)) {
-        *out = ckpt__entry_table_get(&r->tab, at);
-        if (*out)
-            return 0;
-        return ckpt__error_prefix(CKPT_ENOMEM, "%s: tensor '%s'",
-                                  r->index_path.ptr,
-                                  ckpt__show_name(&sn, name, n));
-    }
+    if (ckpt__entry_table_search(&r->tab, key, n, at))
+        return 0;
     if (base < n && has_key(r, key, base))
         return ckpt__error(
             CKPT_ENOTFOUND,

@@ -208,6 +208,17 @@ bool ckpt__entry_table_index_of(const ckpt__entry_table *t,
  * data-file order (by shard, offset, then size). */
 int ckpt__rec_by_record_position(const void *a, const void *b);
 
+/* bundle_reader.c */
+
+/* Fill `out` with the entry named `name` (out->name points into the
+ * reader) and, `at` not NULL, its index in *at: for the library's own
+ * lookups, which use the entry only while they run, so that looking up
+ * N names keeps nothing per name (ckpt_bundle_reader_find hands out a
+ * public entry, kept until the reader is freed). Errors as
+ * ckpt_bundle_reader_find's: CKPT_ENOTFOUND with its hints. */
+int ckpt__bundle_reader_lookup(ckpt_tensor_entry *out, size_t *at,
+                               const ckpt_bundle_reader *r, const char *name);
+
 /* bundle_reader_data.c */
 
 /* Open the record's data file (kept open) and check the record lies
@@ -246,8 +257,9 @@ int ckpt__bundle_reader_load_record(ckpt_bundle_reader *r,
                                     bool check_crc);
 
 /* The entry of a fixed-size tensor `name` that may be read into `dst` of
- * `dst_size` bytes, or an error naming what is wrong. */
-int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
+ * `dst_size` bytes, filled into `out` (its index in *at when `at` is not
+ * NULL), or an error naming what is wrong. */
+int ckpt__bundle_reader_read_target(ckpt_tensor_entry *out, size_t *at,
                                     ckpt_bundle_reader *r, const char *name,
                                     const void *dst, size_t dst_size);
 

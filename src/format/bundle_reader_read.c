@@ -202,20 +202,17 @@ static int check_read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 
 /* The entry of a fixed-size tensor `name` that may be read into `dst` of
  * `dst_size` bytes, or an error naming what is wrong. */
-int ckpt__bundle_reader_read_target(const ckpt_tensor_entry **out,
+int ckpt__bundle_reader_read_target(ckpt_tensor_entry *out, size_t *at,
                                     ckpt_bundle_reader *r, const char *name,
                                     const void *dst, size_t dst_size)
 {
-    const ckpt_tensor_entry *e;
     int err;
 
     if (!name)
         return ckpt__error(CKPT_EINVAL, "bundle read: NULL tensor name");
-    err = ckpt_bundle_reader_find(&e, r, name);
+    err = ckpt__bundle_reader_lookup(out, at, r, name);
     if (err == 0)
-        err = check_read_target(r, e, dst, dst_size);
-    if (err == 0)
-        *out = e;
+        err = check_read_target(r, out, dst, dst_size);
     return err;
 }
 
@@ -323,15 +320,15 @@ static int read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 int ckpt_bundle_reader_read(ckpt_bundle_reader *r, const char *name, void *dst,
                             size_t dst_size)
 {
-    const ckpt_tensor_entry *e = NULL;
+    ckpt_tensor_entry e;
     int err;
 
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(name);
-    err = ckpt__bundle_reader_read_target(&e, r, name, dst, dst_size);
+    err = ckpt__bundle_reader_read_target(&e, NULL, r, name, dst, dst_size);
     if (err < 0)
         return err;
-    return read_target(r, e, dst, dst_size);
+    return read_target(r, &e, dst, dst_size);
 }
 
 int ckpt_bundle_reader_read_entry(ckpt_bundle_reader *r,
@@ -429,17 +426,17 @@ static int read_strings_of(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 int ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
                                     ckpt_string_array *out)
 {
-    const ckpt_tensor_entry *e;
+    ckpt_tensor_entry e;
     int err;
 
     CKPT__CHECK_ARG(out);
     memset(out, 0, sizeof(*out));
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(name);
-    err = ckpt_bundle_reader_find(&e, r, name);
+    err = ckpt__bundle_reader_lookup(&e, NULL, r, name);
     if (err < 0)
         return err;
-    return read_strings_of(r, e, out);
+    return read_strings_of(r, &e, out);
 }
 
 int ckpt_bundle_reader_read_strings_entry(ckpt_bundle_reader *r,

@@ -232,9 +232,10 @@ static int check_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
                      const char *prefix, const ckpt__mvar *v)
 {
     const char *key = v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name;
-    const ckpt_tensor_entry *e;
+    ckpt_tensor_entry e; /* filled, not handed out: nothing kept per
+                            variable */
     char want[128], have[128];
-    int err = ckpt_bundle_reader_find(&e, r, key);
+    int err = ckpt__bundle_reader_lookup(&e, NULL, r, key);
     if (err == CKPT_ENOTFOUND && v->kind == CKPT__MPI_PER_RANK) {
         if (v->flags & CKPT_MPI_OPTIONAL) {
             ckpt_error_clear();
@@ -255,14 +256,14 @@ static int check_one(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
             key);
     if (err < 0)
         return err;
-    if (e->dtype == v->dtype && ckpt_shape_equal(&e->shape, &v->global))
+    if (e.dtype == v->dtype && ckpt_shape_equal(&e.shape, &v->global))
         return 0;
     ckpt_shape_format(want, sizeof(want), &v->global);
-    ckpt_shape_format(have, sizeof(have), &e->shape);
+    ckpt_shape_format(have, sizeof(have), &e.shape);
     return ckpt__error(CKPT_EINVAL,
                        "%s: tensor '%s' is %s %s in the checkpoint, the "
                        "variable is %s %s",
-                       prefix, key, ckpt_dtype_name(e->dtype), have,
+                       prefix, key, ckpt_dtype_name(e.dtype), have,
                        ckpt_dtype_name(v->dtype), want);
 }
 
@@ -596,7 +597,8 @@ static int overlap_error(const char *prefix, const ckpt__mvar *v)
  * writes any. */
 static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
 {
-    const ckpt_tensor_entry *full;
+    ckpt_tensor_entry whole; /* the tensor's entry, filled */
+    const ckpt_tensor_entry *full = &whole;
     int64_t mylo[CKPT_MAX_RANK], myhi[CKPT_MAX_RANK];
     uint8_t *seen = NULL; /* one bit per element, past PAIRWISE_BOXES */
     box *boxes = NULL;
@@ -605,7 +607,7 @@ static int read_overlapping(restore_ctx *c, const ckpt__mvar *v, uint8_t *dst)
     int64_t want = 1, covered = 0;
     int rank = v->global.rank;
     const char *prefix = c->prefix;
-    int err = ckpt_bundle_reader_find(&full, c->r, v->name);
+    int err = ckpt__bundle_reader_lookup(&whole, NULL, c->r, v->name);
     if (err < 0)
         return err;
     if (full->num_slices == 0) /* stored whole: its record located first */
@@ -757,14 +759,14 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
     ckpt_buf key = CKPT_BUF_INIT;
     for (size_t i = 0; i < s->nvars; i++) {
         const ckpt__mvar *v = &s->vars[i];
-        const ckpt_tensor_entry *e;
+        ckpt_tensor_entry e;
         int last = s->size - 1;
         if (v->kind != CKPT__MPI_PER_RANK)
             continue;
         for (;;) { /* the stored ranks past this job's */
             ckpt__buf_clear(&key);
             if (ckpt__buf_printf(&key, "%s/rank-%d", v->name, last + 1) < 0 ||
-                ckpt_bundle_reader_find(&e, r, key.ptr) < 0)
+                ckpt__bundle_reader_lookup(&e, NULL, r, key.ptr) < 0)
                 break;
             last++;
         }

@@ -6,6 +6,7 @@
  * it when a probe shows that faster), then those behind write callbacks
  * one by one. */
 #include "format/bundle_read_report.h"
+#include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "io/buffered_read.h"
 #include "saver_internal.h"
@@ -16,17 +17,18 @@
  * checkpoint has the name without it: a TensorFlow user's usual slip. */
 static int has_key_without_suffix(const ckpt_bundle_reader *r, const char *name)
 {
-    const ckpt_tensor_entry *e = NULL;
+    ckpt_tensor_entry e;
     size_t n = strlen(name);
     size_t base = ckpt__without_output_suffix(name, n);
     char *bare;
+    int found = 0;
     if (base == n)
         return 0;
     bare = ckpt__strndup(name, base);
     if (bare)
-        ckpt_bundle_reader_find(&e, r, bare);
+        found = ckpt__bundle_reader_lookup(&e, NULL, r, bare) == 0;
     ckpt__free(bare);
-    return e != NULL;
+    return found;
 }
 
 static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
@@ -38,7 +40,8 @@ static const ckpt__var *find_var(const ckpt_saver *s, const char *name)
 static int check_var(ckpt_bundle_reader *r, const char *prefix,
                      const ckpt__var *v)
 {
-    const ckpt_tensor_entry *e;
+    ckpt_tensor_entry e; /* filled, not handed out: nothing kept per
+                            variable */
     char want[256], have[256];
     int err;
     if (!v->v.write && !v->v.data) /* saved through `read` only */
@@ -46,7 +49,7 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
                            "restore: variable '%s' has neither data nor a "
                            "write callback",
                            v->name);
-    err = ckpt_bundle_reader_find(&e, r, v->name);
+    err = ckpt__bundle_reader_lookup(&e, NULL, r, v->name);
     if (err < 0 && has_key_without_suffix(r, v->name))
         return ckpt__error(
             CKPT_ENOTFOUND,
@@ -73,14 +76,14 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
                            "restore the others with "
                            "ckpt_saver_restore_subset)",
                            prefix, v->name);
-    if (e->dtype != v->v.dtype)
+    if (e.dtype != v->v.dtype)
         return ckpt__error(
             CKPT_EINVAL,
             "restore %s: variable '%s' is %s in the checkpoint but %s here",
-            prefix, v->name, ckpt__dtype_label(e->dtype),
+            prefix, v->name, ckpt__dtype_label(e.dtype),
             ckpt_dtype_name(v->v.dtype));
-    if (!ckpt_shape_equal(&e->shape, &v->v.shape)) {
-        ckpt_shape_format(have, sizeof(have), &e->shape);
+    if (!ckpt_shape_equal(&e.shape, &v->v.shape)) {
+        ckpt_shape_format(have, sizeof(have), &e.shape);
         ckpt_shape_format(want, sizeof(want), &v->v.shape);
         return ckpt__error(CKPT_EINVAL,
                            "restore %s: variable '%s' has shape %s in the "

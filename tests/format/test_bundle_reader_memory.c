@@ -120,6 +120,61 @@ static void test_bytes_per_entry(void **state)
     test_remove_tree(dir);
 }
 
+/* What a read by name may keep once its call returns, however many
+ * tensors were read: the data file it opened and its name (each read
+ * used to leave its tensor's public entry behind, 336 bytes or more a
+ * tensor, until the reader was freed). */
+#define READS_KEEP_LIMIT 4096
+#define READ_ENTRIES 2000
+
+/* Reading every tensor by name (ckpt_bundle_reader_read, read_strings,
+ * read_many) keeps nothing per tensor: the library's own lookups fill an
+ * entry of their own instead of handing out a public one. */
+static void test_reads_by_name_keep_nothing(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "reads");
+    size_t n = READ_ENTRIES;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_read_request *reqs = calloc(n, sizeof(*reqs));
+    float *got = calloc(n, sizeof(*got));
+    char(*names)[48] = calloc(n, sizeof(*names));
+    long long before, kept;
+    (void)state;
+    assert_non_null(reqs);
+    assert_non_null(got);
+    assert_non_null(names);
+    test_write_many_entries(prefix, n);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, prefix, NULL));
+    before = count_alloc_live();
+    for (size_t i = 0; i < n; i++) {
+        ckpt_string_array strs;
+        float v = -1;
+        test_many_entry_name(names[i], sizeof(names[i]), i);
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, names[i], &v, sizeof(v)));
+        assert_true(v == (float)i);
+        assert_ckpt_error(ckpt_bundle_reader_read_strings(r, names[i], &strs),
+                          CKPT_EINVAL, "not string");
+        reqs[i].name = names[i];
+        reqs[i].dst = &got[i];
+        reqs[i].dst_size = sizeof(got[i]);
+    }
+    assert_ckpt_ok(ckpt_bundle_reader_read_many(r, reqs, n));
+    for (size_t i = 0; i < n; i++)
+        assert_true(got[i] == (float)i);
+    kept = count_alloc_live() - before;
+    print_message("reading %zu tensors by name kept %lld bytes\n", n, kept);
+    if (kept > READS_KEEP_LIMIT)
+        fail_msg("reading %zu tensors by name kept %lld bytes, more than %d", n,
+                 kept, READS_KEEP_LIMIT);
+    ckpt_bundle_reader_free(r);
+    free(reqs);
+    free(got);
+    free(names);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 /* Handing an entry out for the first time may allocate (the public
  * entries come in chunks of 16, 32, ...; the 17th needs the second):
  * without memory, ckpt_bundle_reader_entry gives NULL and find
@@ -370,6 +425,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_entry),
         cmocka_unit_test(test_entry_without_memory),
+        cmocka_unit_test(test_reads_by_name_keep_nothing),
         cmocka_unit_test(test_entry_fill),
         cmocka_unit_test(test_shared_prefix_keys_within_bound)};
     /* before any allocation of the library */
