@@ -251,8 +251,7 @@ done:
 int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 {
     CKPT__CHECK_ARG(s);
-    if (!prefix)
-        return ckpt__error(CKPT_EINVAL, "restore: no checkpoint prefix given");
+    CKPT__CHECK_ARG(prefix);
     if (s->ops)
         return s->ops->restore(s->ops_self, prefix);
     return restore_vars(s, prefix, NULL, 0, 1);

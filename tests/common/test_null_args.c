@@ -76,6 +76,8 @@ static void test_saver_null_args(void **state)
     EXPECT_NULL_ARG(ckpt_saver_close(NULL, 1.0), "ckpt_saver_close: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_restore(NULL, f->prefix),
                     "ckpt_saver_restore: s is NULL");
+    EXPECT_NULL_ARG(ckpt_saver_restore(f->saver, NULL),
+                    "ckpt_saver_restore: prefix is NULL");
     EXPECT_NULL_ARG(ckpt_saver_restore_subset(NULL, f->prefix, NULL, 0),
                     "ckpt_saver_restore_subset: s is NULL");
     EXPECT_NULL_ARG(ckpt_saver_restore_subset(f->saver, NULL, NULL, 0),
