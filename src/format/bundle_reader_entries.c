@@ -24,6 +24,7 @@
 #include "format/bundle_reader_internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define POOL_FIRST 16        /* public entries in the first chunk */
@@ -106,6 +107,7 @@ static char *name_room(ckpt__entry_table *t, size_t n)
     }
     t->name_blocks[t->nblocks].bytes = p;
     t->name_blocks[t->nblocks++].size = size;
+    t->blocks_sorted = false; /* until trimmed */
     if (n < NAME_OWN_BLOCK) { /* keys are packed here from now on */
         t->room = p + n;
         t->room_left = size - n;
@@ -173,10 +175,21 @@ static void *trimmed(void *p, size_t *cap, size_t len, size_t size)
     return q;
 }
 
+static int by_block_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct ckpt__name_block *)a)->bytes;
+    uintptr_t y = (uintptr_t)((const struct ckpt__name_block *)b)->bytes;
+    return (x > y) - (x < y);
+}
+
 void ckpt__entry_table_trim(ckpt__entry_table *t)
 {
     t->recs = trimmed(t->recs, &t->cap, t->count, sizeof(*t->recs));
     t->dims = trimmed(t->dims, &t->dims_cap, t->dims_len, sizeof(*t->dims));
+    if (t->nblocks > 1)
+        qsort(t->name_blocks, t->nblocks, sizeof(*t->name_blocks),
+              by_block_address);
+    t->blocks_sorted = true;
 }
 
 void ckpt__entry_table_dispose(ckpt__entry_table *t)
@@ -309,19 +322,43 @@ static bool same_entry(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
            a->num_slices == b->num_slices && a->is_slice_key == b->is_slice_key;
 }
 
-/* Whether `name`, with `len` bytes and its NUL, lies inside one of the
- * table's blocks of keys (compared as addresses: nothing is read). */
-static bool in_name_blocks(const ckpt__entry_table *t, const char *name,
-                           size_t len)
+/* Whether `name`, with `len` bytes and its NUL, lies inside block `b`. */
+static bool inside_block(const struct ckpt__name_block *b, const char *name,
+                         size_t len)
+{
+    uintptr_t a = (uintptr_t)name, start = (uintptr_t)b->bytes;
+    return a >= start && a - start < b->size && len < b->size - (a - start);
+}
+
+size_t ckpt__entry_table_name_block(const ckpt__entry_table *t,
+                                    const char *name, size_t len,
+                                    size_t *probes)
 {
     uintptr_t a = (uintptr_t)name;
-    for (size_t k = 0; k < t->nblocks; k++) {
-        uintptr_t b = (uintptr_t)t->name_blocks[k].bytes;
-        size_t size = t->name_blocks[k].size;
-        if (a >= b && a - b < size)
-            return len < size - (a - b);
+    size_t lo = 0, hi = t->nblocks, looked = 0, found = SIZE_MAX;
+    if (!t->blocks_sorted) { /* still loading: in the order made */
+        for (size_t k = 0; k < t->nblocks && found == SIZE_MAX; k++) {
+            looked++;
+            if (inside_block(&t->name_blocks[k], name, len))
+                found = k;
+        }
+    } else {
+        /* the last block starting at or before `name`: the only one
+         * that may hold it */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            looked++;
+            if ((uintptr_t)t->name_blocks[mid].bytes <= a)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && inside_block(&t->name_blocks[lo - 1], name, len))
+            found = lo - 1;
     }
-    return false;
+    if (probes)
+        *probes += looked;
+    return found;
 }
 
 bool ckpt__entry_table_owns(const ckpt__entry_table *t,
@@ -331,7 +368,9 @@ bool ckpt__entry_table_owns(const ckpt__entry_table *t,
     if (ckpt__entry_table_handed_out(t, e, at))
         return true;
     /* the name is read only once it is known to be the table's */
-    if (!e->name || !in_name_blocks(t, e->name, e->name_len) ||
+    if (!e->name ||
+        ckpt__entry_table_name_block(t, e->name, e->name_len, NULL) ==
+            SIZE_MAX ||
         e->shape.rank < 0 || e->shape.rank > CKPT_MAX_RANK ||
         !ckpt__entry_table_search(t, e->name, e->name_len, at))
         return false;

@@ -103,11 +103,13 @@ typedef struct ckpt__entry_table {
         char *bytes;
         size_t size;
     } * name_blocks; /* every block of keys (to free them, and to know
-                        a name pointing into one) */
+                        a name pointing into one): in address order once
+                        the table is trimmed (blocks_sorted) */
     size_t nblocks, blocks_cap;
-    char *room;        /* the free end of the block keys are packed in */
-    size_t room_left;  /* its bytes */
-    size_t next_block; /* the size of the next packed block */
+    bool blocks_sorted; /* name_blocks in address order: binary search */
+    char *room;         /* the free end of the block keys are packed in */
+    size_t room_left;   /* its bytes */
+    size_t next_block;  /* the size of the next packed block */
     int64_t *dims;
     size_t dims_len, dims_cap;
     struct ckpt__entry_pool *pool; /* the public entries handed out */
@@ -158,7 +160,9 @@ int ckpt__entry_table_add(ckpt__entry_table *t, const uint8_t *key,
                           size_t key_len, const ckpt__bundle_entry *be);
 
 /* Give the arrays back their unused room once every entry is in (they do
- * not move afterwards: handed-out entries point into them). */
+ * not move afterwards: handed-out entries point into them), and order the
+ * blocks of keys by address, so that a filled entry's name is placed in
+ * its block by a binary search (ckpt__entry_table_name_block). */
 void ckpt__entry_table_trim(ckpt__entry_table *t);
 
 void ckpt__entry_table_dispose(ckpt__entry_table *t);
@@ -190,6 +194,16 @@ bool ckpt__entry_table_search(const ckpt__entry_table *t, const void *key,
  * address alone, `e` is not read): its index in *at. */
 bool ckpt__entry_table_handed_out(const ckpt__entry_table *t,
                                   const ckpt_tensor_entry *e, size_t *at);
+
+/* The block of keys holding `name` with its `len` bytes and its NUL
+ * (compared as addresses: nothing is read), or SIZE_MAX. A binary search
+ * once the table is trimmed: an ownership check costs log(blocks), not
+ * one look per block (a walk over every entry of an index of long keys,
+ * each in a block of its own, would be quadratic). *probes (when not
+ * NULL) is increased by the blocks looked at, for tests. */
+size_t ckpt__entry_table_name_block(const ckpt__entry_table *t,
+                                    const char *name, size_t len,
+                                    size_t *probes);
 
 /* Whether `e` is one of the table's entries as the API gives them: one
  * handed out, or a copy filled by ckpt__entry_table_fill
