@@ -19,6 +19,9 @@
  * exit, naming the program (processes the MPI runtime starts get the shim
  * too): "finalize_stall_shim: ckpt-train: at exit: SIGINT ignored,
  * SIGTERM the shim's, SIGALRM the shim's, blocked, its alarm pending".
+ * With CKPT_HANG_START set, MPI_Wait never returns in ckpt-train (the
+ * same way): its first wait, the start's agreement, held by a peer that
+ * never posts it.
  * With CKPT_INIT_OPENS set to a path, MPI_Init_thread of ckpt-train
  * first opens (creates, empties) that file and keeps it open, on the
  * lowest free descriptor, as an MPI library's start opens its own pipes
@@ -121,6 +124,18 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
             pause();
     }
     return PMPI_Init_thread(argc, argv, required, provided);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    if (getenv("CKPT_HANG_START") &&
+        strstr(program_invocation_short_name, "ckpt-train")) {
+        fprintf(stderr, "finalize_stall_shim: MPI_Wait hangs\n");
+        fflush(stderr);
+        for (;;)
+            pause();
+    }
+    return PMPI_Wait(request, status);
 }
 
 int MPI_Finalize(void)

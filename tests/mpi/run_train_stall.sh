@@ -163,6 +163,23 @@ if [ "$np" -eq 2 ]; then
         "$tmp/err" || die "no message on the hanging MPI_Init_thread"
     [ ! -e "$tmp/run" ] || die "MPI_Init_thread hanging: the directory was made"
     echo "ok: a rank alone whose MPI_Init_thread hangs: exit 70"
+    # --help printed, then the start's agreement never completes
+    # (CKPT_HANG_START: a peer that never posts it): the watchdog ends the
+    # rank with _exit(70), which flushes no stdio buffer, so the help on
+    # stdout (a file: fully buffered) must be written out before the
+    # wait. Before, it was lost.
+    rc=0
+    env LD_PRELOAD="$preload" CKPT_HANG_START=1 timeout 60 "$train" \
+        --distributed --help --collective-timeout 1 >"$tmp/out" \
+        2>"$tmp/err" || rc=$?
+    grep -q "finalize_stall_shim: MPI_Wait hangs" "$tmp/err" ||
+        die "the shim did not hold the start's wait (exit $rc)"
+    [ "$rc" -eq 70 ] || die "the start's wait hanging: exit $rc, not 70"
+    grep -q "checking the options and memory: other ranks did not respond within 1 s" \
+        "$tmp/err" || die "no message on the hanging start: $(cat "$tmp/err")"
+    grep -q "^usage: ckpt-train " "$tmp/out" ||
+        die "--help then a hanging start: the help printed was lost"
+    echo "ok: a rank alone, --help then its start's wait hangs: exit 70, the help kept"
     # The same two hangs in a process started with SIGALRM blocked in its
     # signal mask (CKPT_BLOCK_SIGALRM: an inherited mask): the alarm
     # still ends each, instead of staying pending.

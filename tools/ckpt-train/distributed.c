@@ -613,6 +613,10 @@ static int agree_to_start(int rank, int code, const char *step,
              "ckpt-train: rank %d: %s: other ranks did not respond within "
              "%.0f s (a rank died or stalled); exiting with status 70\n",
              rank, step, timeout_s);
+    /* What this rank printed (its --help or --version) is written out
+     * before a wait the watchdog may end with _exit, which flushes no
+     * stdio buffer. */
+    fflush(stdout);
     MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD,
                    &req);
     train_watchdog_arm(&w, timeout_s, msg);
