@@ -212,7 +212,6 @@ static int keep_entry(const repack_opts *o, const ckpt_tensor_entry *e)
     return kept;
 }
 
-/* Refuse to write over an existing checkpoint. */
 /* Whether `name` is a temporary file of a write to the prefix whose last
  * component is `base`: "<base>.index.tempstate<hex>" or
  * "<base>.data-<digits>-of-<digits>.tempstate<hex>". */
@@ -238,8 +237,6 @@ static int is_temp_of(const char *name, const char *base)
     return *t && t[strspn(t, "0123456789abcdef")] == '\0';
 }
 
-/* Remove what an interrupted write to `dst` left (its temporaries, which
- * nothing else sweeps outside a saver's directory), saying so. */
 /* The directory DST's files go in (malloc'd): "." for a DST without a
  * '/', "/" for "/x", else what comes before DST's last '/'. */
 static char *destination_dir(const char *dst)
@@ -254,6 +251,8 @@ static char *destination_dir(const char *dst)
     return dir;
 }
 
+/* Remove what an interrupted write to `dst` left (its temporaries, which
+ * nothing else sweeps outside a saver's directory), saying so. */
 static void remove_stale_temps(const char *dst)
 {
     const char *slash = strrchr(dst, '/');
@@ -314,6 +313,9 @@ static int sync_destination_entry(const char *dst)
     return err;
 }
 
+/* Refuse a DST that names a file or a directory rather than a prefix,
+ * or whose index exists (never write over a checkpoint); else remove
+ * what an interrupted repack to it left. 0 or CLI_USAGE. */
 static int check_destination(const char *dst)
 {
     size_t n = strlen(dst) + sizeof(".index");
