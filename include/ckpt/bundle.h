@@ -219,7 +219,12 @@ ckpt_bundle_reader_entry(const ckpt_bundle_reader *r, size_t i);
  *  ckpt_bundle_reader_read_strings_entry, ckpt_bundle_reader_read_record,
  *  ckpt_bundle_reader_data_size, ckpt_bundle_reader_check,
  *  ckpt_record_stream_open, whose stream then needs `*out` to outlive
- *  it): those calls find it by its name, so pass it as it was filled.
+ *  it); pass it as it was filled. read_entry, read_strings_entry,
+ *  data_size and check find it by its name and refuse it (CKPT_EINVAL)
+ *  when any field differs from the reader's or it is another reader's;
+ *  read_record and ckpt_record_stream_open use its fields as given (a
+ *  changed offset or size reads other bytes of the data file, which
+ *  then fail the checksum unless checksums are skipped).
  *  Like the other accessors, a call on one reader from one thread at a
  *  time.
  *  @return 0, or CKPT_EINVAL (`out` or `r` NULL, or `i` not less than
