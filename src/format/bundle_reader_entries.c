@@ -90,6 +90,7 @@ static char *name_room(ckpt__entry_table *t, size_t n)
         p = t->room;
         t->room += n;
         t->room_left -= n;
+        t->name_blocks[t->room_block].used += n;
         return p;
     }
     if (size < NAME_BLOCK_MIN)
@@ -106,9 +107,11 @@ static char *name_room(ckpt__entry_table *t, size_t n)
         return NULL;
     }
     t->name_blocks[t->nblocks].bytes = p;
-    t->name_blocks[t->nblocks++].size = size;
+    t->name_blocks[t->nblocks].size = size;
+    t->name_blocks[t->nblocks++].used = n;
     t->blocks_sorted = false; /* until trimmed */
     if (n < NAME_OWN_BLOCK) { /* keys are packed here from now on */
+        t->room_block = t->nblocks - 1;
         t->room = p + n;
         t->room_left = size - n;
         t->next_block = size < NAME_BLOCK_MAX / 2 ? 2 * size : NAME_BLOCK_MAX;
@@ -322,12 +325,13 @@ static bool same_entry(const ckpt_tensor_entry *a, const ckpt_tensor_entry *b)
            a->num_slices == b->num_slices && a->is_slice_key == b->is_slice_key;
 }
 
-/* Whether `name`, with `len` bytes and its NUL, lies inside block `b`. */
+/* Whether `name`, with `len` bytes and its NUL, lies inside the bytes
+ * keys were written to in block `b`. */
 static bool inside_block(const struct ckpt__name_block *b, const char *name,
                          size_t len)
 {
     uintptr_t a = (uintptr_t)name, start = (uintptr_t)b->bytes;
-    return a >= start && a - start < b->size && len < b->size - (a - start);
+    return a >= start && a - start < b->used && len < b->used - (a - start);
 }
 
 size_t ckpt__entry_table_name_block(const ckpt__entry_table *t,

@@ -102,12 +102,15 @@ typedef struct ckpt__entry_table {
     struct ckpt__name_block {
         char *bytes;
         size_t size;
+        size_t used; /* the bytes keys were written to: the rest of the
+                        block is uninitialised, and never read */
     } * name_blocks; /* every block of keys (to free them, and to know
                         a name pointing into one): in address order once
                         the table is trimmed (blocks_sorted) */
     size_t nblocks, blocks_cap;
     bool blocks_sorted; /* name_blocks in address order: binary search */
     char *room;         /* the free end of the block keys are packed in */
+    size_t room_block;  /* that block's place in name_blocks (loading) */
     size_t room_left;   /* its bytes */
     size_t next_block;  /* the size of the next packed block */
     int64_t *dims;
@@ -196,7 +199,9 @@ bool ckpt__entry_table_handed_out(const ckpt__entry_table *t,
                                   const ckpt_tensor_entry *e, size_t *at);
 
 /* The block of keys holding `name` with its `len` bytes and its NUL
- * (compared as addresses: nothing is read), or SIZE_MAX. A binary search
+ * inside the bytes keys were written to (compared as addresses: nothing
+ * is read; a name in a block's unused, uninitialised rest is in none),
+ * or SIZE_MAX. A binary search
  * once the table is trimmed: an ownership check costs log(blocks), not
  * one look per block (a walk over every entry of an index of long keys,
  * each in a block of its own, would be quadratic). *probes (when not

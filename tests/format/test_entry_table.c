@@ -7,8 +7,9 @@
  * log2(blocks) + 1 looks (one look per block made a walk over every
  * entry of such an index quadratic: 40000 keys of 9000 bytes took 3.5 s
  * to size, 0.15 s with the search), and every filled entry is still
- * the table's own; an address outside every block, or a name whose NUL
- * would lie past its block's end, is in none. */
+ * the table's own; an address outside every block's keys (in none, or
+ * in the unused rest of one), or a name whose NUL would lie past them, is
+ * in none. */
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_test_helpers.h"
 #include "test_util.h"
@@ -82,12 +83,15 @@ static void test_name_placed_by_binary_search(void **state)
     ckpt__entry_table_dispose(&t);
 }
 
-/* Addresses at and past the ends of each block: a name lies in a block
- * only with its NUL inside it. Before the table is trimmed (the blocks
- * in the order made), the answers are the same. */
+/* Addresses at and past the ends of each block's keys: a name lies in a
+ * block only with its NUL inside the bytes keys were written to, never in
+ * the unused, uninitialised rest of a block keys are packed in (the
+ * search by name that follows would read it). Before the table is
+ * trimmed (the blocks in the order made), the answers are the same. */
 static void test_block_edges(void **state)
 {
     ckpt__entry_table t;
+    size_t with_rest = 0;
     (void)state;
     fill_table(&t, 64);
     for (int trimmed = 0; trimmed < 2; trimmed++) {
@@ -95,22 +99,34 @@ static void test_block_edges(void **state)
             ckpt__entry_table_trim(&t);
         for (size_t k = 0; k < t.nblocks; k++) {
             const char *b = t.name_blocks[k].bytes;
-            size_t size = t.name_blocks[k].size;
+            size_t used = t.name_blocks[k].used;
+            assert_true(used > 0 && used <= t.name_blocks[k].size);
             assert_int_equal(ckpt__entry_table_name_block(&t, b, 0, NULL), k);
             assert_int_equal(
-                ckpt__entry_table_name_block(&t, b, size - 1, NULL), k);
-            assert_int_equal(ckpt__entry_table_name_block(&t, b, size, NULL),
+                ckpt__entry_table_name_block(&t, b, used - 1, NULL), k);
+            assert_int_equal(ckpt__entry_table_name_block(&t, b, used, NULL),
                              SIZE_MAX);
             assert_int_equal(
-                ckpt__entry_table_name_block(&t, b + size - 1, 0, NULL), k);
+                ckpt__entry_table_name_block(&t, b + used - 1, 0, NULL), k);
             assert_int_equal(
-                ckpt__entry_table_name_block(&t, b + size - 1, 1, NULL),
+                ckpt__entry_table_name_block(&t, b + used - 1, 1, NULL),
                 SIZE_MAX);
+            if (used < t.name_blocks[k].size) { /* the unused rest */
+                with_rest++;
+                assert_int_equal(
+                    ckpt__entry_table_name_block(&t, b + used, 0, NULL),
+                    SIZE_MAX);
+                assert_int_equal(
+                    ckpt__entry_table_name_block(
+                        &t, b + t.name_blocks[k].size - 1, 0, NULL),
+                    SIZE_MAX);
+            }
         }
         assert_int_equal(
             ckpt__entry_table_name_block(&t, (const char *)&t, 0, NULL),
             SIZE_MAX);
     }
+    assert_true(with_rest > 0);
     ckpt__entry_table_dispose(&t);
 }
 
