@@ -1049,6 +1049,11 @@ static void test_usage_errors(void **state)
         {{"inspect", NULL}, "ckpt inspect: missing PATH"},
         {{"inspect", "a", "b", NULL}, "ckpt inspect: unexpected argument 'b'"},
         {{"inspect", "a", "--values=abc", NULL}, "ckpt inspect: bad --values"},
+        /* strtoull skipped the blank and took the sign: every value */
+        {{"inspect", "a", "--values= -3", NULL}, "bad --values ' -3'"},
+        {{"inspect", "a", "--values=+3", NULL}, "bad --values '+3'"},
+        {{"inspect", "a", "--values=\t3", NULL}, "bad --values '\\x093'"},
+        {{"inspect", "a", "--values=", NULL}, "bad --values ''"},
         {{"inspect", "a", "--tensor", NULL}, "--tensor needs a NAME"},
         {{"inspect", "a", "--values", "5", NULL},
          "unexpected argument '5' (a count is given as --values=5)"},

@@ -83,9 +83,13 @@ static int parse_values_arg(const char *arg, inspect_opts *o)
         o->limit = SIZE_MAX;
         return 0;
     }
+    /* digits only: strtoull alone skips leading white space and takes a
+     * sign, so " -3" was read as 2^64 - 3, every value */
+    if (!*v || strspn(v, "0123456789") != strlen(v))
+        return -1;
     errno = 0;
     n = strtoull(v, &end, 10);
-    if (!*v || *end || errno || v[0] == '-')
+    if (*end || errno)
         return -1;
     o->limit = n > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)n;
     return 0;
