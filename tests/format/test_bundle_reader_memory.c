@@ -271,6 +271,15 @@ static void test_entry_fill(void **state)
     ckpt_record_stream_free(st);
     ckpt_buf_dispose(&rec);
     /* a filled entry changed, or one of another reader, is not r's */
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 19));
+    e.name += e.name_len + 1; /* past the last key, in its block's free end:
+                                 bytes never written, which the search read
+                                 (valgrind: test_..._memory_memcheck) */
+    assert_ckpt_error(ckpt_bundle_reader_read_entry(r, &e, &v, sizeof(v)),
+                      CKPT_EINVAL,
+                      "ckpt_bundle_reader_read_entry: the entry is not one of");
+    assert_non_null(strstr(ckpt_error_last()->message, "few.index"));
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 7));
     e.offset = 0;
     assert_ckpt_error(ckpt_bundle_reader_read_entry(r, &e, &v, sizeof(v)),
                       CKPT_EINVAL,
