@@ -88,6 +88,11 @@ extern const cli_command cli_cmd_diff;
  * when nothing needs escaping, else an escaped copy that lives until
  * cli_text_release(). */
 const char *cli_safe_n(const void *bytes, size_t n);
+/* The text cli_safe_n gives for the n bytes, printed on `out` (not when
+ * NULL), keeping no copy; its length. For what a walk prints once per
+ * index entry, where kept copies (up to 4 bytes a byte) would grow with
+ * the index. */
+size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n);
 /* cli_safe_n of a C string. */
 const char *cli_safe(const char *s);
 /* cli_safe_n of an entry's whole name (NUL bytes included). */

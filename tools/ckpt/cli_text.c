@@ -138,6 +138,16 @@ const char *cli_safe_n(const void *bytes, size_t n)
     return keep(s);
 }
 
+size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n)
+{
+    char *s = cli_xmalloc(4 * n + 1);
+    size_t len = ckpt_text_printable_n(s, 4 * n + 1, bytes, n);
+    if (out)
+        fwrite(s, 1, len, out);
+    free(s);
+    return len;
+}
+
 const char *cli_safe(const char *s)
 {
     return cli_safe_n(s, strlen(s));

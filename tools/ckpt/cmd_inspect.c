@@ -226,7 +226,8 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
         int len;
         if (!wanted(o, e))
             continue;
-        w->name = cli_name_column(w->name, strlen(cli_safe_name(e)));
+        w->name = cli_name_column(w->name,
+                                  cli_put_safe_n(NULL, e->name, e->name_len));
         len = (int)strlen(cli_dtype_name(e->dtype, tmp));
         if (len > w->dtype)
             w->dtype = len;
@@ -247,9 +248,13 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     char tmp[24], shape[512];
     cli_held *line;
     int64_t count = 0;
+    size_t len;
     int err;
     ckpt_shape_format(shape, sizeof(shape), &e->shape);
-    printf("%-*s  %-*s  %-*s  %*lld  ", w->name, cli_safe_name(e), w->dtype,
+    /* the name printed, not kept: one copy per entry grew with the index */
+    len = cli_put_safe_n(stdout, e->name, e->name_len);
+    printf("%*s  %-*s  %-*s  %*lld  ",
+           len < (size_t)w->name ? w->name - (int)len : 0, "", w->dtype,
            cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
            (long long)cli_entry_bytes(e));
     if (e->num_slices > 0)
