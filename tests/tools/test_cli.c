@@ -838,6 +838,10 @@ static void test_help_and_version(void **state)
          0,
          "usage: ckpt <command> [arguments]\n",
          ""},
+        /* "--" ends the options: it was taken for the command's name */
+        {{"help", "--", "ls", NULL}, 0, "usage: ckpt ls DIR [--json]\n", ""},
+        {{"help", "--", "--json", NULL}, 2, "", "unknown command '--json'"},
+        {{"help", "ls", "--", NULL}, 0, "usage: ckpt ls DIR [--json]\n", ""},
         /* each command's options come from one table: its synopsis and
          * help list them in one order, a value-taking option without its
          * value is a usage error naming the value, the argument after one

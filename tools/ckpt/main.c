@@ -156,18 +156,23 @@ static int print_help(const cli_command *c, int json)
 }
 
 /* "ckpt help [CMD] [--json]": CMD's help, or the usage ("ckpt help",
- * "ckpt help help", "ckpt help --help"). */
+ * "ckpt help help", "ckpt help --help"). A "--" ends the options, as for
+ * every command: "ckpt help -- ls" is ls's help (it took "--" for the
+ * command's name and refused "ls"). */
 static int help(int argc, char **argv)
 {
     const char *name = NULL;
     const cli_command *c = NULL;
-    int json = 0;
-    for (int i = 0; i < argc; i++)
+    int json = 0, end = argc;
+    for (int i = 0; i < argc && end == argc; i++)
+        if (strcmp(argv[i], "--") == 0)
+            end = i;
+    for (int i = 0; i < end; i++)
         json |= is_json(argv[i]);
     if (json)
         cli_json_failures_on("help");
     for (int i = 0; i < argc; i++) {
-        if (is_json(argv[i]))
+        if (i == end || (i < end && is_json(argv[i])))
             continue;
         if (name)
             return unexpected_argument("ckpt help", argv[i]);
