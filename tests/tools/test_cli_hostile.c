@@ -660,9 +660,9 @@ static void test_json_values_cut_long_strings(void **state)
 {
     bt_fixture *f = *state;
     enum { BIG = 1 << 20 };
-    char *big = malloc(BIG), accents[162], want[100];
-    ckpt_slice strings[3];
-    ckpt_shape shape = {1, {3}};
+    char *big = malloc(BIG), accents[162], want[100], cont[150];
+    ckpt_slice strings[4];
+    ckpt_shape shape = {1, {4}};
     ckpt_bundle_writer *w = NULL;
     json_object *root, *values, *v;
     cli_run r;
@@ -674,8 +674,10 @@ static void test_json_values_cut_long_strings(void **state)
     strings[0] = (ckpt_slice){big, BIG};
     strings[1] = (ckpt_slice){"x", 1};
     strings[2] = (ckpt_slice){accents, 161};
+    memset(cont, 0x80, sizeof(cont)); /* not UTF-8: no sequence to keep */
+    strings[3] = (ckpt_slice){cont, sizeof(cont)};
     assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
-    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "s", &shape, strings, 3));
+    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "s", &shape, strings, 4));
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
     RUN_BOUNDED(r, "inspect", f->prefix, "--json", "--values");
@@ -684,7 +686,7 @@ static void test_json_values_cut_long_strings(void **state)
     root = parse_json(r.out);
     values =
         jget(json_object_array_get_idx(jget(root, "tensors"), 0), "values");
-    assert_int_equal(json_object_array_length(values), 3);
+    assert_int_equal(json_object_array_length(values), 4);
     v = json_object_array_get_idx(values, 0);
     memset(want, 1, sizeof(want));
     assert_int_equal(json_object_get_string_len(jget(v, "cut")), 100);
@@ -697,6 +699,12 @@ static void test_json_values_cut_long_strings(void **state)
     assert_int_equal(json_object_get_string_len(jget(v, "cut")), 99);
     assert_memory_equal(json_object_get_string(jget(v, "cut")), accents, 99);
     assert_int_equal(json_object_get_int64(jget(v, "bytes")), 161);
+    v = json_object_array_get_idx(values, 3);
+    /* 100 bytes, as the text shows, each 0x80 as U+0080 (c2 80): it was
+     * cut at 97, as if a sequence were split */
+    assert_int_equal(json_object_get_string_len(jget(v, "cut")), 200);
+    assert_memory_equal(json_object_get_string(jget(v, "cut")), "\xc2\x80", 2);
+    assert_int_equal(json_object_get_int64(jget(v, "bytes")), 150);
     json_object_put(root);
     run_free(&r);
     RUN_BOUNDED(r, "inspect", f->prefix, "--values");

@@ -298,14 +298,21 @@ void cli_print_escaped(FILE *out, const void *bytes, size_t n)
 
 /* The JSON element of a string cut to its first TEXT_STRING_MAX bytes (less
  * where that would split a UTF-8 sequence, so the start shows as text):
- * {"cut": those bytes, "bytes": its length}. */
+ * {"cut": those bytes, "bytes": its length}. Only a valid sequence moves
+ * the cut: bytes that are not UTF-8 (a run of continuation bytes) are cut
+ * at TEXT_STRING_MAX, as the text is (they were cut up to 3 bytes short). */
 static json_object *json_cut_string(const ckpt_slice *s)
 {
     const unsigned char *p = s->ptr;
-    size_t n = TEXT_STRING_MAX;
+    size_t n = TEXT_STRING_MAX, start = n;
+    uint32_t cp;
     json_object *o = cli_json_or_oom(json_object_new_object());
-    for (int back = 0; back < 3 && n > 0 && (p[n] & 0xc0) == 0x80; back++)
-        n--;
+    for (int back = 0; back < 3 && start > 0 && (p[start] & 0xc0) == 0x80;
+         back++)
+        start--;
+    if (start < n &&
+        cli_utf8_sequence(p + start, s->len - start, &cp) > n - start)
+        n = start;
     cli_json_add(o, "cut", cli_json_bytes(p, n));
     cli_json_add(o, "bytes", json_object_new_int64((int64_t)s->len));
     return o;
