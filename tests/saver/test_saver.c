@@ -2111,6 +2111,27 @@ static void test_recover_state_listing_twice(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* Save steps 40, 50 and 60 keeping 3, replace the state file with one
+ * listing them and then `second` again, last and as the latest, and open a
+ * saver on it (recovery has run): the set-up of the two checks below. */
+static ckpt_saver *open_listing_again(fixture *f, ckpt_saver_options *o,
+                                      const char *second)
+{
+    char path[4200], listing[9000];
+    int len = snprintf(listing, sizeof(listing),
+                       "model_checkpoint_path: \"%s\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                       "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+                       "all_model_checkpoint_paths: \"%s\"\n",
+                       second, second);
+    o->max_to_keep = 3;
+    save_40_50_60(f, o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, (size_t)len);
+    return open_saver(f, o);
+}
+
 /* The same checkpoint listed under two spellings, "model.ckpt-40" and,
  * later (so newer), "./model.ckpt-40", the latest: retention at the next
  * save evicted the older spelling and deleted model.ckpt-40's files while
@@ -2121,21 +2142,8 @@ static void expect_listing_one_checkpoint_two_ways(fixture *f,
                                                    const char *second)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_saver *s;
+    ckpt_saver *s = open_listing_again(f, &o, second);
     ckpt_buf latest = CKPT_BUF_INIT;
-    char path[4200], listing[9000];
-    int len = snprintf(listing, sizeof(listing),
-                       "model_checkpoint_path: \"%s\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
-                       "all_model_checkpoint_paths: \"%s\"\n",
-                       second, second);
-    o.max_to_keep = 3;
-    save_40_50_60(f, &o);
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    test_write_file(path, listing, (size_t)len);
-    s = open_saver(f, &o);
     assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
     save_steps(s, f, 70, 70);
     ckpt_saver_free(s);
@@ -2224,21 +2232,9 @@ static void expect_later_spelling_finding_nothing(fixture *f,
                                                   const char *second)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
-    ckpt_saver *s;
+    ckpt_saver *s = open_listing_again(f, &o, second);
     ckpt_buf latest = CKPT_BUF_INIT;
-    char path[4200], listing[9000], *text;
-    int len = snprintf(listing, sizeof(listing),
-                       "model_checkpoint_path: \"%s\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
-                       "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
-                       "all_model_checkpoint_paths: \"%s\"\n",
-                       second, second);
-    o.max_to_keep = 3;
-    save_40_50_60(f, &o);
-    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
-    test_write_file(path, listing, (size_t)len);
-    s = open_saver(f, &o);
+    char *text;
     assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
     assert_ckpt_ok(ckpt_saver_latest(s, &latest));
     assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-60");
