@@ -1652,6 +1652,59 @@ static void test_messages_bounded(void **state)
     test_remove_tree(dir);
 }
 
+/* repack's summary ("N bytes", --json "bytes") counts what it wrote. It
+ * added up the source's record sizes, so an empty string record (no
+ * bytes: TensorFlow reads it as no strings), which the copy wrote again
+ * with its 4-byte length checksum, was reported as 0 bytes where DST held
+ * 4. The count now equals DST's data file and what verify counts in it. */
+static void test_repack_counts_written_bytes(void **state)
+{
+    static const ckpt_slice empty[3] = {{"", 0}, {"", 0}, {"", 0}};
+    static const float f[2] = {1.0f, 2.0f};
+    ckpt_shape none = {1, {0}}, three = {1, {3}}, two = {1, {2}};
+    char *dir = test_make_temp_dir();
+    char *src = test_path(dir, "src"), *dst = test_path(dir, "dst");
+    char *data = test_path(dir, "dst.data-00000-of-00001");
+    ckpt_bundle_writer *w = NULL;
+    json_object *root;
+    struct stat st;
+    cli_run r;
+    (void)state;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, src, NULL));
+    /* an empty record: 0 bytes */
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add_record(w, "e0", CKPT_DT_STRING, &none, NULL, 0));
+    /* no strings, as the writer lays them out: the checksum, 4 bytes */
+    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "e4", &none, NULL, 0));
+    /* three empty strings: 3 length bytes and the checksum */
+    assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "e7", &three, empty, 3));
+    assert_ckpt_ok(
+        ckpt_bundle_writer_add(w, "f", CKPT_DT_FLOAT, &two, f, sizeof(f)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    RUN_STATUS(r, 0, "repack", src, dst, "--json");
+    root = parse_json(r.out);
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(json_object_get_int64(jget(root, "bytes")), 23);
+    assert_int_equal(st.st_size, 23);
+    json_object_put(root);
+    run_free(&r);
+    RUN_STATUS(r, 0, "verify", dst, "--json");
+    root = parse_json(r.out);
+    assert_int_equal(json_object_get_int64(jget(root, "bytes")), 23);
+    json_object_put(root);
+    run_free(&r);
+    free(dst);
+    dst = test_path(dir, "dst2");
+    RUN_STATUS(r, 0, "repack", src, dst);
+    expect_contains(r.out, ": 4 of 4 tensors, 23 bytes, 1 shard\n");
+    run_free(&r);
+    free(src);
+    free(dst);
+    free(data);
+    test_remove_tree(dir);
+}
+
 /* A repack cut short (a power cut, a kill) leaves DST's temporary files;
  * the next repack to that DST removes them, and only them. */
 static void test_repack_removes_stale_temps(void **state)
@@ -2164,6 +2217,7 @@ int main(void)
         cmocka_unit_test(test_repack_vectors),
         cmocka_unit_test(test_repack_filters),
         cmocka_unit_test(test_repack_json),
+        cmocka_unit_test(test_repack_counts_written_bytes),
         cmocka_unit_test(test_repack_removes_stale_temps),
         cmocka_unit_test(test_repack_missing_destination_directory),
         cmocka_unit_test(test_messages_bounded),

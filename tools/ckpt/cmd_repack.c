@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ static const cli_option repack_options[] = {
     {"--json", NULL, NULL, 0,
      "  --json           print JSON: {\"source\", \"outside_directory\",\n"
      "                   \"destination\", \"ok\",\n"
-     "                   \"tensors\" (copied), \"tensors_total\", \"bytes\",\n"
+     "                   \"tensors\" (copied), \"tensors_total\", \"bytes\"\n"
+     "                   (written: the size of DST's data file),\n"
      "                   \"num_shards\"}\n"},
 };
 
@@ -51,6 +53,9 @@ const cli_command cli_cmd_repack = {
     "checkpoint written on a big-endian machine, values and string lengths\n"
     "in little-endian order, as the copy's header says).\n\n",
     "\n"
+    "The summary's bytes are those written (DST's data file), which an\n"
+    "empty string record written again with its length checksum makes\n"
+    "differ from the source's.\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "The files are fsynced and renamed into place (the index last), each\n"
@@ -393,11 +398,10 @@ static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     return ckpt_bundle_reader_read_entry(r, e, c->host, c->n);
 }
 
-/* Add the copy `c` of `e` to `w`; *nbytes: the source record's size. */
+/* Add the copy `c` of `e` to `w`. */
 static int write_copy(ckpt_bundle_writer *w, const ckpt_tensor_entry *e,
-                      const record_copy *c, size_t *nbytes)
+                      const record_copy *c)
 {
-    *nbytes = e->dtype == CKPT_DT_STRING ? (size_t)e->size : c->n;
     if (e->dtype == CKPT_DT_STRING)
         return ckpt_bundle_writer_add_strings(
             w, e->name, &e->shape, c->strings.strings, c->strings.count);
@@ -427,7 +431,31 @@ static int refuse_zero_byte_name(const char *prefix, const ckpt_tensor_entry *e)
     return CLI_USAGE;
 }
 
-/* Copy the kept records of `r` into a new bundle at `dst`. */
+/* The bytes repack wrote: the size of DST's one data file, which holds
+ * the records and nothing else (the writer pads nothing at alignment 1).
+ * What the copy holds, not what the source's records took: a string
+ * record written again may differ in size (an empty record, which
+ * TensorFlow reads as no strings, is written with its length checksum). */
+static int written_bytes(const char *dst, int64_t *bytes)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    struct stat st;
+    int err = ckpt_bundle_data_path(&path, dst, 0, 1);
+    if (err < 0)
+        return cli_lib_error("repack", err, dst);
+    if (stat(path.ptr, &st) != 0) {
+        cli_error("repack", "%s: cannot read its size: %s", path.ptr,
+                  strerror(errno));
+        ckpt_buf_dispose(&path);
+        return CLI_USAGE;
+    }
+    *bytes = (int64_t)st.st_size;
+    ckpt_buf_dispose(&path);
+    return 0;
+}
+
+/* Copy the kept records of `r` into a new bundle at `dst`; *bytes: what
+ * it wrote (written_bytes). */
 static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                         const char *prefix, size_t *kept, int64_t *bytes)
 {
@@ -471,7 +499,6 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         ckpt_tensor_entry buf;
         const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
         record_copy c;
-        size_t nbytes = 0;
         if (!keep_entry(o, e))
             continue;
         memset(&c, 0, sizeof(c));
@@ -481,7 +508,7 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
                                                                : CLI_USAGE;
         } else {
-            err = write_copy(w, e, &c, &nbytes);
+            err = write_copy(w, e, &c);
             if (err < 0) {
                 /* the writer names DST; the tensor comes from PREFIX */
                 cli_error("repack", "copying tensor '%s' of %s: %s",
@@ -489,7 +516,6 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
                 rc = cli_exit_code(err);
             } else {
                 *kept += 1;
-                *bytes += (int64_t)nbytes;
             }
         }
         record_copy_dispose(&c);
@@ -498,6 +524,8 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         err = ckpt_bundle_writer_finish(w);
         if (err < 0)
             rc = cli_lib_error("repack", err, o->dst);
+        else
+            rc = written_bytes(o->dst, bytes);
     }
     ckpt_bundle_writer_free(w);
     return rc;
