@@ -195,6 +195,19 @@ ckpt_bundle_reader_prefix(const ckpt_bundle_reader *r);
 /** num_shards of the bundle header. */
 CKPT_EXTERN(int) ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r);
 
+/** Whether the bundle was written on a big-endian machine: 1 when its
+ *  header's endianness is BIG, 0 when it is LITTLE (what every bundle
+ *  written on x86 or ARM holds) and for a NULL reader. Such a bundle's
+ *  fixed-size values and its string records' length words and length
+ *  checksum are in big-endian order: the reads that decode convert them
+ *  to the host's, while ckpt_bundle_reader_read_record gives a record as
+ *  stored. ckpt_bundle_writer_add_record takes a record in the host's
+ *  byte order (the writer's header names the host's), so a record copied
+ *  raw between bundles keeps its meaning only when this matches the
+ *  host's order; otherwise decode it (ckpt_bundle_reader_read_entry,
+ *  ckpt_bundle_reader_read_strings_entry) and add it again. */
+CKPT_EXTERN(int) ckpt_bundle_reader_big_endian(const ckpt_bundle_reader *r);
+
 /** Number of tensor entries (the header entry is not counted). */
 CKPT_EXTERN(size_t) ckpt_bundle_reader_count(const ckpt_bundle_reader *r);
 

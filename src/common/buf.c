@@ -14,6 +14,10 @@ void ckpt_buf_dispose(ckpt_buf *buf)
     buf->asize = 0;
 }
 
+/* Room for `extra` more bytes and the NUL. A buffer that holds no memory
+ * yet gets exactly that (at least 64 bytes), so that a record read whole
+ * into a fresh buffer takes its own size, not up to twice it; one that
+ * grows doubles, so that appends cost amortized O(1). */
 int ckpt__buf_grow(ckpt_buf *b, size_t extra)
 {
     size_t need, cap;
@@ -24,6 +28,8 @@ int ckpt__buf_grow(ckpt_buf *b, size_t extra)
     if (need <= b->asize)
         return 0;
     cap = b->asize < 64 ? 64 : b->asize;
+    if (b->asize == 0 && need > cap)
+        cap = need;
     while (cap < need) {
         if (cap > SIZE_MAX / 2) {
             cap = need;

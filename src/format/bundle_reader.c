@@ -60,6 +60,11 @@ int ckpt_bundle_reader_num_shards(const ckpt_bundle_reader *r)
     return r ? r->num_shards : 0;
 }
 
+int ckpt_bundle_reader_big_endian(const ckpt_bundle_reader *r)
+{
+    return r && r->endianness == CKPT__BUNDLE_BIG_ENDIAN;
+}
+
 size_t ckpt_bundle_reader_count(const ckpt_bundle_reader *r)
 {
     return r ? r->tab.count : 0;

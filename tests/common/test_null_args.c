@@ -254,6 +254,7 @@ static void test_bundle_null_args(void **state)
 
     assert_null(ckpt_bundle_reader_prefix(NULL));
     assert_int_equal(ckpt_bundle_reader_num_shards(NULL), 0);
+    assert_int_equal(ckpt_bundle_reader_big_endian(NULL), 0);
     assert_int_equal(ckpt_bundle_reader_count(NULL), 0);
     assert_null(ckpt_bundle_reader_entry(NULL, 0));
     ckpt_bundle_reader_free(NULL);

@@ -927,6 +927,7 @@ static void test_big_endian_bundle(void **state)
     test_write_file(f->data0, data, sizeof(data));
 
     assert_ckpt_ok(open_rc(f, &r));
+    assert_int_equal(ckpt_bundle_reader_big_endian(r), 1);
     assert_ckpt_ok(ckpt_bundle_reader_read(r, "f", &got, 4));
     assert_true(got == 1.0f);
     assert_ckpt_ok(ckpt_bundle_reader_read(r, "c", gc, 8));

@@ -189,6 +189,12 @@ static void test_every_fixed_dtype(void **state)
     r = open_reader(f->prefix);
     assert_int_equal(ckpt_bundle_reader_count(r), nd);
     assert_int_equal(ckpt_bundle_reader_num_shards(r), 1);
+    /* the writer's header names the host's byte order */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    assert_int_equal(ckpt_bundle_reader_big_endian(r), 1);
+#else
+    assert_int_equal(ckpt_bundle_reader_big_endian(r), 0);
+#endif
     for (size_t i = 0; i < nd; i++) {
         size_t es = ckpt_dtype_size(test_fixed_dtypes[i]);
         const ckpt_tensor_entry *e;

@@ -2,7 +2,9 @@
  * [--include REGEX]... [--json]`: copy a checkpoint's records (CRC-checked;
  * values and strings unchanged, a big-endian checkpoint's rewritten in
  * little-endian order) into a new bundle written by our writer: one data
- * shard, an uncompressed index. Used to drop tensors
+ * shard, an uncompressed index. A record is held in memory once, as
+ * stored (a string record too, unless its length words must be rewritten
+ * in the other byte order). Used to drop tensors
  * (optimizer slots, say) or to merge shards. */
 #include "cli.h"
 
@@ -53,9 +55,10 @@ const cli_command cli_cmd_repack = {
     "checkpoint written on a big-endian machine, values and string lengths\n"
     "in little-endian order, as the copy's header says).\n\n",
     "\n"
-    "The summary's bytes are those written (DST's data file), which an\n"
-    "empty string record written again with its length checksum makes\n"
-    "differ from the source's.\n"
+    "The summary's bytes are those written (DST's data file): a string\n"
+    "record of a big-endian source is written again, an empty one with its\n"
+    "length checksum. A record is held in memory once, as stored (a\n"
+    "big-endian source's string record decoded: 16 bytes more a string).\n"
     "Temporary files an interrupted repack to the same DST left\n"
     "(DST.index.tempstate*, DST.data-*.tempstate*) are removed first.\n"
     "The files are fsynced and renamed into place (the index last), each\n"
@@ -367,24 +370,40 @@ static int check_destination(const char *dst)
 typedef struct record_copy {
     ckpt_buf rec;              /* a record as stored */
     void *host;                /* a fixed-size tensor in host order */
-    ckpt_string_array strings; /* a string tensor's elements */
+    ckpt_string_array strings; /* a string tensor's elements, decoded */
+    int decoded;               /* `strings` holds the tensor */
     const void *data;          /* rec's or host's bytes */
     size_t n;                  /* their count */
 } record_copy;
 
+/* Whether this machine is big-endian: the byte order the writer writes
+ * in, which a record copied as stored must already have. */
+static int host_big_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 0;
+}
+
 /* Read the record of `e` into `c`: a fixed-size tensor in host byte order
  * (a checkpoint written on a big-endian machine is rewritten
- * little-endian, as DST's header says), a string tensor as its elements
- * (its record's length words and checksum follow the source's byte order:
- * the writer encodes them again, the strings' bytes unchanged), any other
- * as stored. */
+ * little-endian, as DST's header says); a string tensor as stored, its
+ * checksums checked, when `src_host_order` (the source's byte order is
+ * the host's, as for every checkpoint written on x86: the record's length
+ * words and length checksum are already what the writer writes), else as
+ * its elements, which the writer encodes again, the strings' bytes
+ * unchanged; any other as stored. A string record copied as stored takes
+ * its own size in memory; decoded, a slice of 16 bytes per element more
+ * (17 times the record for 1-byte strings). */
 static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                         record_copy *c)
+                         int src_host_order, record_copy *c)
 {
     int err;
-    if (e->dtype == CKPT_DT_STRING)
+    if (e->dtype == CKPT_DT_STRING && !src_host_order) {
+        c->decoded = 1;
         return ckpt_bundle_reader_read_strings_entry(r, e, &c->strings);
-    if (ckpt_dtype_size(e->dtype) == 0 || e->size <= 0) {
+    }
+    if (e->dtype == CKPT_DT_STRING || ckpt_dtype_size(e->dtype) == 0 ||
+        e->size <= 0) {
         err = ckpt_bundle_reader_read_record(r, e, &c->rec);
         c->data = c->rec.ptr;
         c->n = c->rec.size;
@@ -402,7 +421,7 @@ static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 static int write_copy(ckpt_bundle_writer *w, const ckpt_tensor_entry *e,
                       const record_copy *c)
 {
-    if (e->dtype == CKPT_DT_STRING)
+    if (c->decoded)
         return ckpt_bundle_writer_add_strings(
             w, e->name, &e->shape, c->strings.strings, c->strings.count);
     return ckpt_bundle_writer_add_record(w, e->name, e->dtype, &e->shape,
@@ -461,7 +480,7 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
 {
     ckpt_bundle_writer *w = NULL;
     size_t n = ckpt_bundle_reader_count(r);
-    int err, rc = 0;
+    int err, rc = 0, host_order;
     for (size_t i = 0; i < n; i++) {
         ckpt_tensor_entry buf;
         const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
@@ -495,6 +514,7 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
     err = ckpt_bundle_writer_open(&w, o->dst, NULL);
     if (err < 0)
         return cli_lib_error("repack", err, o->dst);
+    host_order = ckpt_bundle_reader_big_endian(r) == host_big_endian();
     for (size_t i = 0; i < n && rc == 0; i++) {
         ckpt_tensor_entry buf;
         const ckpt_tensor_entry *e = cli_entry(r, i, &buf);
@@ -502,7 +522,7 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         if (!keep_entry(o, e))
             continue;
         memset(&c, 0, sizeof(c));
-        err = read_for_copy(r, e, &c);
+        err = read_for_copy(r, e, host_order, &c);
         if (err < 0) {
             cli_tensor_error("repack", prefix, e);
             rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
