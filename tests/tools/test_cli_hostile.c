@@ -525,6 +525,92 @@ static void test_repack_zero_byte_name_refused(void **state)
     free(out);
 }
 
+/* The text between "--exclude '" and the last "'" of `err` (malloc'd):
+ * the pattern repack's refusal advises (its quotes are those of a shell,
+ * which none of these names needs inside). */
+static char *advised_exclude(const char *err)
+{
+    const char *at = strstr(err, "--exclude '");
+    const char *end;
+    char *p;
+    assert_non_null(at);
+    at += strlen("--exclude '");
+    end = strchr(at, '\'');
+    assert_non_null(end);
+    p = strndup(at, (size_t)(end - at));
+    assert_non_null(p);
+    return p;
+}
+
+/* repack's patterns saw a name only up to its first 0 byte, so no
+ * pattern could keep "a" and leave out "a\0x", and the refusal of "a\0x"
+ * advised a bare "--exclude". They now match the name as the tool prints
+ * it ("a\x00x"), and the refusal gives the --exclude of that tensor
+ * alone, its regex operators escaped ("c.\0(": '^c\.\\x00\($'): followed,
+ * the rest is copied, "a" included, and the copy verifies. */
+static void test_repack_zero_byte_name_advice(void **state)
+{
+    bt_fixture *f = *state;
+    static const float v[4] = {1.5f, 2.5f, 3.5f, 4.5f};
+    static const struct {
+        const char *name;
+        size_t len;
+    } names[4] = {{"a", 1}, {"a\0x", 3}, {"b", 1}, {"c.\0(", 4}};
+    ckpt_buf header = CKPT_BUF_INIT, values[4];
+    bt_kv kvs[5];
+    char *out = test_path(f->dir, "out");
+    char *first, *second;
+    ckpt_bundle_reader *rd = NULL;
+    float got = 0;
+    cli_run r;
+    bt_header(&header, 1, 0);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    for (int i = 0; i < 4; i++) {
+        ckpt__bundle_entry e =
+            bt_make_entry(CKPT_DT_FLOAT, 1, 0, 4 * i, 4,
+                          ckpt__crc32c_mask(ckpt__crc32c(&v[i], 4)));
+        values[i] = (ckpt_buf)CKPT_BUF_INIT;
+        bt_entry(&values[i], &e);
+        kvs[i + 1] =
+            (bt_kv){names[i].name, names[i].len, values[i].ptr, values[i].size};
+    }
+    bt_write_table(f->index, kvs, 5);
+    test_write_file(f->data0, v, sizeof(v));
+    RUN_BOUNDED(r, "repack", f->prefix, out);
+    expect_status(&r, 2);
+    expect_contains(r.err, "tensor 'a\\x00x': its name holds a 0 byte");
+    expect_contains(r.err, "leave it out with --exclude '^a\\\\x00x$'\n");
+    first = advised_exclude(r.err);
+    run_free(&r);
+    RUN_BOUNDED(r, "repack", f->prefix, out, "--exclude", first);
+    expect_status(&r, 2);
+    expect_contains(r.err, "tensor 'c.\\x00(': its name holds a 0 byte");
+    expect_contains(r.err, "leave it out with --exclude '^c\\.\\\\x00\\($'\n");
+    second = advised_exclude(r.err);
+    run_free(&r);
+    RUN_BOUNDED(r, "repack", f->prefix, out, "--exclude", first, "--exclude",
+                second);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": 2 of 4 tensors, 8 bytes, 1 shard\n");
+    run_free(&r);
+    RUN_BOUNDED(r, "verify", out);
+    expect_status(&r, 0);
+    run_free(&r);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&rd, out, NULL));
+    assert_int_equal(ckpt_bundle_reader_count(rd), 2);
+    assert_ckpt_ok(ckpt_bundle_reader_read(rd, "a", &got, sizeof(got)));
+    assert_true(got == 1.5f);
+    assert_ckpt_ok(ckpt_bundle_reader_read(rd, "b", &got, sizeof(got)));
+    assert_true(got == 3.5f);
+    ckpt_bundle_reader_free(rd);
+    for (int i = 0; i < 4; i++)
+        ckpt_buf_dispose(&values[i]);
+    ckpt_buf_dispose(&header);
+    free(first);
+    free(second);
+    free(out);
+}
+
 /* repack of a checkpoint written on a big-endian machine (header
  * endianness BIG, records byte-swapped): the copy is little-endian, so its
  * records are swapped back, and every value reads as written. */
@@ -730,6 +816,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_fifo_index),
+        T(test_repack_zero_byte_name_advice),
         T(test_repack_big_endian_source),
         T(test_repack_big_endian_strings),
         T(test_fifo_data_file),

@@ -998,6 +998,7 @@ static void test_repack_names_partitioned_tensor(void **state)
     ckpt_bundle_writer_free(w);
     RUN_EXPECT(r, &limits, 2, "repack", src, dst);
     expect_contains(r.err, "tensor 'part/kernel' is partitioned");
+    expect_contains(r.err, "(leave it out with --exclude '^part/kernel$')\n");
     expect_lacks(r.err, "(slice)");
     run_free(&r);
     RUN_EXPECT(r, &limits, 0, "repack", src, dst, "--exclude", "^part/");

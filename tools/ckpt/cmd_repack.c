@@ -22,7 +22,10 @@ static int run(int argc, char **argv);
 static const cli_option repack_options[] = {
     {"--include", "REGEX", NULL, 1,
      "  --include REGEX  keep only tensors whose name matches (POSIX extended\n"
-     "                   regex; may be repeated: any match keeps)\n"},
+     "                   regex; may be repeated: any match keeps). A\n"
+     "                   REGEX matches the name as ckpt prints it: a byte\n"
+     "                   that is not printable text as \\xHH, so a 0 byte\n"
+     "                   is \\x00 ('^a\\\\x00x$' is the name a, 0, x)\n"},
     {"--exclude", "REGEX", NULL, 1,
      "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
      "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
@@ -72,7 +75,8 @@ const cli_command cli_cmd_repack = {
     "DST.index, a DST that cannot be written, or a kept tensor it cannot\n"
     "copy (nothing is written): a partitioned one, or one whose name holds\n"
     "a 0 byte (the copy would store it under the name's part before that\n"
-    "byte). Patterns that keep no tensor write a DST without tensors, with\n"
+    "byte); the message gives the --exclude that leaves out that tensor\n"
+    "alone. Patterns that keep no tensor write a DST without tensors, with\n"
     "a warning on stderr.\n",
     run};
 
@@ -97,12 +101,50 @@ static int add_pattern(pattern_list *l, const char *expr)
     return 0;
 }
 
-static int matches_any(const pattern_list *l, const char *name)
+static int matches_any(const pattern_list *l, const char *text)
 {
     for (int i = 0; i < l->n; i++)
-        if (regexec(&l->re[i], name, 0, NULL, 0) == 0)
+        if (regexec(&l->re[i], text, 0, NULL, 0) == 0)
             return 1;
     return 0;
+}
+
+/* The `n` bytes of a name as the tool prints it (malloc'd): printable
+ * text as is, any other byte as \xHH (ckpt_text_printable_n), so a 0
+ * byte is "\x00". The patterns match this text: a regex cannot hold a 0
+ * byte, and as a C string the name would end at the first one ("a" and
+ * "a\0x" would both match '^a$'). */
+static char *name_text(const void *bytes, size_t n)
+{
+    char *text = cli_xmalloc(4 * n + 1);
+    ckpt_text_printable_n(text, 4 * n + 1, bytes, n);
+    return text;
+}
+
+/* "--exclude '^NAME$'" (malloc'd), NAME the name's text (name_text) with
+ * each regex operator escaped, the whole quoted for a POSIX shell: the
+ * option that leaves out exactly the tensor of that printed name. */
+static char *exclude_advice(const void *bytes, size_t n)
+{
+    static const char head[] = "--exclude '^", tail[] = "$'";
+    char *text = name_text(bytes, n);
+    /* per byte at most 4: '\'' for a quote, "\" and the byte else */
+    char *out = cli_xmalloc(sizeof(head) + 4 * strlen(text) + sizeof(tail));
+    size_t k = sizeof(head) - 1;
+    memcpy(out, head, k);
+    for (const char *p = text; *p; p++) {
+        if (*p == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+            continue;
+        }
+        if (strchr("\\.[]()*+?{}|^$", *p))
+            out[k++] = '\\';
+        out[k++] = *p;
+    }
+    memcpy(out + k, tail, sizeof(tail));
+    free(text);
+    return out;
 }
 
 static void free_patterns(pattern_list *l)
@@ -165,11 +207,16 @@ static int parse_args(int argc, char **argv, repack_opts *o)
     return 0;
 }
 
-static int keep(const repack_opts *o, const char *name)
+/* Whether the tensor named by the `n` bytes at `name` is kept: its text
+ * (name_text) matches an --include, when there are any, and no
+ * --exclude. */
+static int keep(const repack_opts *o, const void *name, size_t n)
 {
-    if (o->include.n > 0 && !matches_any(&o->include, name))
-        return 0;
-    return !matches_any(&o->exclude, name);
+    char *text = name_text(name, n);
+    int kept = (o->include.n == 0 || matches_any(&o->include, text)) &&
+               !matches_any(&o->exclude, text);
+    free(text);
+    return kept;
 }
 
 /* The name of the tensor a slice entry is a piece of, decoded from its key
@@ -213,9 +260,9 @@ static int keep_entry(const repack_opts *o, const ckpt_tensor_entry *e)
     char *owner;
     int kept;
     if (!e->is_slice_key)
-        return keep(o, e->name);
+        return keep(o, e->name, e->name_len);
     owner = slice_owner(e, &len);
-    kept = keep(o, owner ? owner : "");
+    kept = keep(o, owner ? owner : "", len);
     free(owner);
     return kept;
 }
@@ -440,13 +487,16 @@ static void record_copy_dispose(record_copy *c)
  * the part before that byte, another tensor's name. CLI_USAGE, or 0. */
 static int refuse_zero_byte_name(const char *prefix, const ckpt_tensor_entry *e)
 {
+    char *advice;
     if (e->is_slice_key || strlen(e->name) == e->name_len)
         return 0;
+    advice = exclude_advice(e->name, e->name_len);
     cli_error("repack",
               "%s: tensor '%s': its name holds a 0 byte, which the new "
               "checkpoint cannot store (it would be renamed '%s'); leave it "
-              "out with --exclude",
-              prefix, cli_safe_name(e), cli_safe(e->name));
+              "out with %s",
+              prefix, cli_safe_name(e), cli_safe(e->name), advice);
+    free(advice);
     return CLI_USAGE;
 }
 
@@ -497,11 +547,14 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         if (!e->is_slice_key || owner) {
             const char *name =
                 owner ? cli_safe_n(owner, len) : cli_safe_name(e);
+            char *advice = owner ? exclude_advice(owner, len)
+                                 : exclude_advice(e->name, e->name_len);
             cli_error("repack",
                       "%s: tensor '%s' is partitioned; repacking "
                       "partitioned tensors is not supported (leave it out "
-                      "with --exclude '^%s$')",
-                      prefix, name, name);
+                      "with %s)",
+                      prefix, name, advice);
+            free(advice);
         } else {
             cli_error("repack",
                       "%s: a piece of a partitioned tensor (slice entry "
