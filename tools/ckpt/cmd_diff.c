@@ -362,18 +362,19 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
 
 /* ---- reporting ----------------------------------------------------------- */
 
-/* Printable name of an entry: a slice key (binary) as the library shows
- * it, "<name> (piece <spec>)". */
+/* Printable name of an entry (malloc'd, freed by the caller once its
+ * line is printed: nothing is kept per entry, as cli_safe_name's copies
+ * would be until exit): a slice key (binary) as the library shows it,
+ * "<name> (piece <spec>)", any other name escaped as cli_safe_n does. */
 static char *display_name(const ckpt_tensor_entry *e)
 {
     char shown[1024];
     char *s;
     if (e->is_slice_key)
-        s = strdup(ckpt_tensor_entry_shown_name(shown, sizeof(shown), e));
-    else
-        s = strdup(cli_safe_name(e));
-    if (!s)
-        cli_out_of_memory();
+        return cli_xstrdup(
+            ckpt_tensor_entry_shown_name(shown, sizeof(shown), e));
+    s = cli_xmalloc(4 * e->name_len + 1);
+    ckpt_text_printable_n(s, 4 * e->name_len + 1, e->name, e->name_len);
     return s;
 }
 

@@ -344,8 +344,12 @@ static int run(int argc, char **argv)
                 json_object_object_add(u, "reason", cli_json_string(why));
                 cli_json_list_add(&unchecked, u);
             } else {
-                printf("%s: not checked (%s)\n", cli_safe_name(e),
-                       cli_safe(why));
+                /* printed as it goes: an escaped copy of each name
+                 * (cli_safe_name) would be kept until exit */
+                cli_put_safe_n(stdout, e->name, e->name_len);
+                fputs(": not checked (", stdout);
+                cli_put_safe_n(stdout, why, strlen(why));
+                fputs(")\n", stdout);
             }
             continue;
         }
