@@ -579,10 +579,12 @@ static void test_usage_errors(void **state)
     expect_contains(r.err, "unexpected argument");
     run_free(&r);
     RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol");
-    expect_contains(r.err, "--atol needs a value");
+    expect_contains(r.err,
+                    "ckpt diff: --atol needs a number >= 0, e.g. --atol=1e-6");
     run_free(&r);
     RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol", "-1");
-    expect_contains(r.err, "bad --atol '-1'");
+    expect_contains(r.err, "ckpt diff: bad --atol '-1': needs a number >= 0, "
+                           "e.g. --atol=1e-6");
     run_free(&r);
     RUN_STATUS(r, 2, "diff", p.a, p.b, "--atol=abc");
     expect_contains(r.err, "bad --atol 'abc'");

@@ -44,6 +44,10 @@ typedef struct cli_option {
                              ("--values=5"); NULL: none */
     int repeats;          /* may be given again: "[--tensor NAME]..." */
     const char *help;     /* its lines in the help ("  --tensor NAME  ...\n") */
+    const char *takes;    /* what its value is, with an example, for the
+                             messages of a missing or bad one ("a number
+                             >= 0, e.g. --atol=1e-6"): "--atol needs
+                             <takes>"; NULL for an option without one */
 } cli_option;
 
 /* One subcommand. `run` gets the arguments after the command name.
@@ -254,6 +258,20 @@ int cli_option_takes_next(const cli_command *c, const char *arg);
  * value is missing (*opt set). */
 int cli_option_at(const cli_command *c, int argc, char **argv, int *i,
                   const cli_option **opt, const char **value);
+
+/* The usage error for the option argument `arg` that cli_option_at did
+ * not take: `opt` NULL (it returned 0): "unknown option 'ARG'", or for
+ * "--json=1", an option without a value given one, "--json takes no
+ * value (given '--json=1')"; `opt` set (it returned -1, the value is
+ * missing): "OPT needs <takes>". Returns CLI_USAGE. */
+int cli_option_error(const cli_command *c, const char *arg,
+                     const cli_option *opt);
+
+/* The usage error for a bad `value` of `opt`: "bad OPT 'VALUE': needs
+ * <takes>", with `why` (may be NULL) before "needs" ("bad --exclude '(':
+ * <regcomp's reason>; needs ..."). Returns CLI_USAGE. */
+int cli_option_value_error(const cli_command *c, const cli_option *opt,
+                           const char *value, const char *why);
 
 /* Whether `arg` is -h or --help. */
 int cli_is_help(const char *arg);

@@ -148,6 +148,34 @@ int cli_option_at(const cli_command *c, int argc, char **argv, int *i,
     return 1;
 }
 
+int cli_option_error(const cli_command *c, const char *arg,
+                     const cli_option *opt)
+{
+    const char *eq = strchr(arg, '=');
+    if (opt)
+        return cli_usage_error(c, "%s needs %s", opt->name,
+                               opt->takes ? opt->takes : "a value");
+    for (size_t k = 0; eq && k < c->num_options; k++) {
+        const cli_option *o = &c->options[k];
+        if (!o->value && !o->optional &&
+            strlen(o->name) == (size_t)(eq - arg) &&
+            strncmp(arg, o->name, (size_t)(eq - arg)) == 0)
+            return cli_usage_error(c, "%s takes no value (given '%s')", o->name,
+                                   arg);
+    }
+    return cli_usage_error(c, "unknown option '%s'", arg);
+}
+
+int cli_option_value_error(const cli_command *c, const cli_option *opt,
+                           const char *value, const char *why)
+{
+    const char *takes = opt->takes ? opt->takes : "another value";
+    if (why)
+        return cli_usage_error(c, "bad %s '%s': %s; needs %s", opt->name, value,
+                               why, takes);
+    return cli_usage_error(c, "bad %s '%s': needs %s", opt->name, value, takes);
+}
+
 int cli_is_help(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
@@ -179,7 +207,7 @@ int cli_parse_path_and_json(const cli_command *c, const char *what, int argc,
         if (kind == CLI_ARG_OPTION &&
             (cli_option_at(c, argc, argv, &i, &opt, &v) <= 0 ||
              strcmp(opt->name, "--json") != 0))
-            return cli_usage_error(c, "unknown option '%s'", argv[i]);
+            return cli_option_error(c, argv[i], NULL);
         if (kind == CLI_ARG_OPTION)
             *json = 1;
         else if (*path)

@@ -27,7 +27,8 @@ static const cli_option diff_options[] = {
      "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
      "             without it every value must be bitwise identical (NaN\n"
      "             equals the same NaN, -0 differs from +0). Integers,\n"
-     "             bools, strings and 8-bit floats always compare exactly.\n"},
+     "             bools, strings and 8-bit floats always compare exactly.\n",
+     "a number >= 0, e.g. --atol=1e-6"},
     {"--json", NULL, NULL, 0,
      "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
      "             \"b_outside_directory\", \"equal\", \"atol\"? (when\n"
@@ -44,7 +45,8 @@ static const cli_option diff_options[] = {
      "             more). \"max_abs_diff\" is a number (64-bit\n"
      "             integers exact: jq 1.6 and JavaScript round those\n"
      "             beyond 2^53), or the string \"nan\" or \"inf\" when\n"
-     "             the largest difference is not finite.\n"},
+     "             the largest difference is not finite.\n",
+     NULL},
 };
 
 const cli_command cli_cmd_diff = {
@@ -583,14 +585,13 @@ static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
 
 /* ---- the command --------------------------------------------------------- */
 
-static int parse_atol(const char *v, diff_opts *o)
+static int parse_atol(const cli_option *opt, const char *v, diff_opts *o)
 {
     char *end = NULL;
     errno = 0;
     o->atol = strtod(v, &end);
     if (!*v || *end || errno || !isfinite(o->atol) || o->atol < 0)
-        return cli_usage_error(&cli_cmd_diff, "bad --atol '%s' (a number >= 0)",
-                               v);
+        return cli_option_value_error(&cli_cmd_diff, opt, v, NULL);
     o->tolerant = 1;
     return 0;
 }
@@ -609,13 +610,11 @@ static int parse_args(int argc, char **argv, diff_opts *o)
             continue;
         if (kind == CLI_ARG_OPTION) {
             m = cli_option_at(c, argc, argv, &i, &opt, &v);
-            if (m == 0)
-                return cli_usage_error(c, "unknown option '%s'", a);
-            if (m < 0)
-                return cli_usage_error(c, "%s needs a value", opt->name);
+            if (m <= 0)
+                return cli_option_error(c, a, opt);
             if (strcmp(opt->name, "--json") == 0)
                 o->json = 1;
-            else if (parse_atol(v, o) != 0) /* --atol */
+            else if (parse_atol(opt, v, o) != 0) /* --atol */
                 return CLI_USAGE;
             continue;
         }

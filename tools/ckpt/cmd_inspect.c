@@ -19,9 +19,11 @@ static const cli_option inspect_options[] = {
      "\"shard\",\n"
      "                   \"num_elements\", \"values\"?, \"error\"?}],\n"
      "                   \"ok\": the exit status is 0}; a\n"
-     "                   tensor whose values cannot be read has \"error\"\n"},
+     "                   tensor whose values cannot be read has \"error\"\n",
+     NULL},
     {"--tensor", "NAME", NULL, 1,
-     "  --tensor NAME    only this tensor (may be repeated)\n"},
+     "  --tensor NAME    only this tensor (may be repeated)\n",
+     "a tensor's name, e.g. --tensor dense/kernel"},
     {"--values", NULL, "N|all", 0,
      "  --values[=N]     also print the first N values of each tensor\n"
      "                   (default 10; --values=all prints every value;\n"
@@ -31,7 +33,8 @@ static const cli_option inspect_options[] = {
      "                   tensor's values are held as their text until its\n"
      "                   checksum is checked, with --json too (past 8 MiB\n"
      "                   in a temporary file in $TMPDIR, else /tmp; in\n"
-     "                   memory when that file cannot take them)\n"},
+     "                   memory when that file cannot take them)\n",
+     "a count or 'all', e.g. --values=20"},
 };
 
 const cli_command cli_cmd_inspect = {
@@ -112,18 +115,13 @@ static int parse_option(int argc, char **argv, int *i, inspect_opts *o)
     const cli_option *opt;
     const char *v;
     int m = cli_option_at(c, argc, argv, i, &opt, &v);
-    if (m == 0)
-        return cli_usage_error(c, "unknown option '%s'", a);
-    if (m < 0)
-        return cli_usage_error(c, "%s needs a %s", opt->name, opt->value);
+    if (m <= 0)
+        return cli_option_error(c, a, opt);
     if (strcmp(opt->name, "--json") == 0) {
         o->json = 1;
     } else if (strcmp(opt->name, "--values") == 0) {
         if (parse_values_arg(a, o) < 0)
-            return cli_usage_error(c,
-                                   "bad --values '%s' (a count or "
-                                   "'all')",
-                                   a + 9);
+            return cli_option_value_error(c, opt, v, NULL);
     } else {
         o->tensors[o->num_tensors++] = v; /* --tensor */
     }

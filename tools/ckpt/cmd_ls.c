@@ -30,7 +30,8 @@ static const cli_option ls_options[] = {
      "           \"latest\" is the latest row's \"prefix\" as the state\n"
      "           file spells it (null when none): its \"path\" is the\n"
      "           one to open (jq -r '.checkpoints[] | select(.latest)\n"
-     "           | .path').\n"},
+     "           | .path').\n",
+     NULL},
 };
 
 const cli_command cli_cmd_ls = {

@@ -25,20 +25,23 @@ static const cli_option repack_options[] = {
      "                   regex; may be repeated: any match keeps). A\n"
      "                   REGEX matches the name as ckpt prints it: a byte\n"
      "                   that is not printable text as \\xHH, so a 0 byte\n"
-     "                   is \\x00 ('^a\\\\x00x$' is the name a, 0, x)\n"},
+     "                   is \\x00 ('^a\\\\x00x$' is the name a, 0, x)\n",
+     "a POSIX extended regex, e.g. --include '^model/'"},
     {"--exclude", "REGEX", NULL, 1,
      "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
      "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
      "                   A REGEX with a back-reference (\\1..\\9: matching\n"
      "                   can take exponential time) or bounded repetitions\n"
      "                   ({m,n}) expanding to more than 65536 positions\n"
-     "                   (regcomp's memory) is a usage error.\n"},
+     "                   (regcomp's memory) is a usage error.\n",
+     "a POSIX extended regex, e.g. --exclude '\\.OPTIMIZER_SLOT'"},
     {"--json", NULL, NULL, 0,
      "  --json           print JSON: {\"source\", \"outside_directory\",\n"
      "                   \"destination\", \"ok\",\n"
      "                   \"tensors\" (copied), \"tensors_total\", \"bytes\"\n"
      "                   (written: the size of DST's data file),\n"
-     "                   \"num_shards\"}\n"},
+     "                   \"num_shards\"}\n",
+     NULL},
 };
 
 const cli_command cli_cmd_repack = {
@@ -85,17 +88,19 @@ typedef struct pattern_list {
     int n;
 } pattern_list;
 
-static int add_pattern(pattern_list *l, const char *expr)
+/* Compile the value `expr` of option `opt` into `l`: 0, or the usage
+ * error naming the option. */
+static int add_pattern(pattern_list *l, const cli_option *opt, const char *expr)
 {
     const cli_command *c = &cli_cmd_repack;
     char msg[256];
     int err;
     if (cli_pattern_check(expr, msg, sizeof(msg)) < 0)
-        return cli_usage_error(c, "bad regex '%s': %s", expr, msg);
+        return cli_option_value_error(c, opt, expr, msg);
     err = regcomp(&l->re[l->n], expr, REG_EXTENDED | REG_NOSUB);
     if (err != 0) {
         regerror(err, &l->re[l->n], msg, sizeof(msg));
-        return cli_usage_error(c, "bad regex '%s': %s", expr, msg);
+        return cli_option_value_error(c, opt, expr, msg);
     }
     l->n++;
     return 0;
@@ -178,18 +183,15 @@ static int parse_args(int argc, char **argv, repack_opts *o)
         if (kind == CLI_ARG_OPTION) {
             const char *a = argv[i];
             m = cli_option_at(c, argc, argv, &i, &opt, &v);
-            if (m == 0)
-                return cli_usage_error(c, "unknown option '%s'", a);
-            if (m < 0)
-                return cli_usage_error(c, "%s needs a %s", opt->name,
-                                       opt->value);
+            if (m <= 0)
+                return cli_option_error(c, a, opt);
             if (strcmp(opt->name, "--json") == 0) {
                 o->json = 1;
                 continue;
             }
             err = add_pattern(strcmp(opt->name, "--include") == 0 ? &o->include
                                                                   : &o->exclude,
-                              v);
+                              opt, v);
             if (err)
                 return err;
             continue;

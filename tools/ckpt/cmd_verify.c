@@ -20,7 +20,8 @@ static const cli_option verify_options[] = {
      "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
      "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?,\n"
      "           \"outside_directory\"?}. The lists are kept as their\n"
-     "           text until the end (memory of the size of the document).\n"},
+     "           text until the end (memory of the size of the document).\n",
+     NULL},
 };
 
 const cli_command cli_cmd_verify = {
