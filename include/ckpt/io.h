@@ -210,7 +210,11 @@ ckpt_fs_write_file_atomic(const ckpt_fs *fs, const char *path, const void *data,
  *  that directory before writing into it. Nothing to do (0) for "" and
  *  "/", which have no parent; "." and ".." (and a path ending in one, "a/."
  *  being "a") have their entry in "<path>/..", the parent the kernel finds,
- *  and that is synced.
+ *  and that is synced. A directory reached through a symbolic link ("link"
+ *  or "link/." naming one) has its real entry in its real parent: the
+ *  directory of its realpath() (the operating system's, whatever `fs`) is
+ *  synced too when it is another than the parent above; a path the
+ *  operating system cannot resolve has only that parent synced.
  *  @return 0, CKPT_EACCES (the parent cannot be opened to be synced: a
  *          directory this process may enter and write but not read; the
  *          saver passes it over), CKPT_ENOTFOUND or CKPT_EIO, the message

@@ -216,7 +216,9 @@ typedef struct ckpt_saver ckpt_saver;
 
 /** Open the checkpoint directory `dir` (which must exist). Its own entry is
  *  first made durable in its parent (a sync_dir of the parent, "<dir>/.."
- *  for a `dir` of "." or ".." (a program run in its checkpoint directory);
+ *  for a `dir` of "." or ".." (a program run in its checkpoint directory;
+ *  for a `dir` reached through a symbolic link, the link's parent and the
+ *  real directory's parent, the directory of its realpath() at open, B79);
  *  the program,
  *  or an earlier run killed before syncing it, may have created it
  *  unsynced, and a power cut would take it away with every checkpoint

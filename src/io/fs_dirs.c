@@ -13,32 +13,63 @@
  * by this process or by any of its runs, so its entry stays as durable
  * as the file system makes it, as the saver's open leaves it
  * (dir_state.c); refusing would refuse that directory for good.
- * ckpt_fs_sync_entry is the public form of ckpt__fs_sync_entry (the `ckpt`
- * tool's repack syncs its destination's directory with it). */
+ * A directory reached through a symbolic link has its real entry synced
+ * in its real parent as well (sync_real_parent). ckpt_fs_sync_entry is the
+ * public form of ckpt__fs_sync_entry (the `ckpt` tool's repack syncs its
+ * destination's directory with it). */
 #include "fs_dirs.h"
 
 #include "fs_internal.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* sync_dir of the parent of path[0..n): "/" for "/x", "." for "x". */
+/* sync_dir of the parent of path[0..n): "/" for "/x", "." for "x"; the
+ * parent synced is left in `scratch`. */
 static int sync_parent(const ckpt_fs *fs, ckpt_buf *scratch, const char *path,
                        size_t n)
 {
     size_t cut = n;
+    int err;
     while (cut > 0 && path[cut - 1] != '/')
         cut--; /* cut: just past the last '/' of the parent part */
     while (cut > 1 && path[cut - 1] == '/')
         cut--; /* "a//b": the parent is "a" */
     ckpt__buf_clear(scratch);
-    if (cut == 0)
-        return ckpt__fs_sync_dir(fs, ".");
-    {
-        int err = ckpt__buf_put(scratch, path, cut);
-        if (err < 0)
-            return err;
-    }
+    err = cut == 0 ? ckpt__buf_set(scratch, ".")
+                   : ckpt__buf_put(scratch, path, cut);
+    if (err < 0)
+        return err;
     return ckpt__fs_sync_dir(fs, scratch->ptr);
+}
+
+/* A directory reached through a symbolic link (`path` itself is one, or
+ * "link/." is): its entry is in its real parent, which the sync of
+ * `synced` (the parent as `path` spells it: the link's own entry) did not
+ * touch. That real parent, the directory of realpath(path), is synced too
+ * when it is another directory than realpath(synced). A parent reached
+ * through a link ("plink/dir") needs nothing more: opening "plink" to sync
+ * it opens the real parent already, and so does "<path>/..". realpath()
+ * asks the operating system, not `fs`: a ckpt_fs has no method that reads
+ * a link; a path the operating system cannot resolve (a ckpt_fs with
+ * names of its own, or a path gone since) has nothing more synced. The
+ * buffers live on the stack, so the allocator seam is kept. */
+static int sync_real_parent(const ckpt_fs *fs, const char *path,
+                            const char *synced)
+{
+    char real[PATH_MAX], done[PATH_MAX];
+    char *slash;
+    if (!realpath(path, real) || !realpath(synced, done))
+        return 0;
+    slash = strrchr(real, '/'); /* realpath's result is absolute */
+    if (slash == real)
+        real[1] = '\0'; /* a directory in "/" */
+    else
+        *slash = '\0';
+    if (strcmp(real, done) == 0)
+        return 0;
+    return ckpt__fs_sync_dir(fs, real);
 }
 
 int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)
@@ -71,6 +102,8 @@ int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)
     } else {
         err = sync_parent(fs, &parent, path, n);
     }
+    if (err == 0)
+        err = sync_real_parent(fs, path, parent.ptr);
     ckpt_buf_dispose(&parent);
     return err;
 }

@@ -18,6 +18,8 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir);
  * a '/'), so that an entry an earlier process created and never synced
  * survives a power cut. "a/." is "a"; for "." and ".." (and "a/..") the
  * entry is in "<path>/.." ("..", "../.."): the parent the kernel finds.
+ * A directory reached through a symbolic link has its real parent (the
+ * directory of its realpath()) synced too, when that is another one.
  * Nothing for "/" (no entry in a parent). 0 or the sync_dir's error. */
 int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path);
 
