@@ -1,6 +1,8 @@
 /* End-to-end tests of ckpt-train, run as a program (CKPT_TRAIN_PATH) on
  * small models, with `ckpt` (CKPT_CLI_PATH) checking what it wrote: the
- * summary line's format, --keep across restarts, a clean stop on SIGTERM
+ * summary line's format, --keep across restarts, --keep-hours keeping
+ * evicted checkpoints for good (also after a relaunch without it), a
+ * clean stop on SIGTERM
  * and SIGINT with a final checkpoint at the step it stopped, --mode none
  * and --mode sync (the same checkpoints as async), and saves that fail
  * (a read-only directory; a full tmpfs) leaving exit status 1, a message
@@ -185,6 +187,54 @@ static void test_keep_across_restarts(void **state)
     e2e_proc_free(&p);
     expect_checkpoints(dir, third, 2);
     expect_verify_ok(dir);
+    test_remove_tree(dir);
+}
+
+/* --keep-hours sets keep_checkpoint_every_n_hours (B76). 1e-9 hours
+ * (3.6 microseconds) is shorter than the time between any two saves, each
+ * of which fsyncs: every checkpoint --keep evicts is kept for good, off
+ * the list. A relaunch without --keep-hours evicts what its list holds and
+ * never touches the ones kept before. */
+static void test_keep_hours(void **state)
+{
+    char *dir = test_make_temp_dir();
+    static const int64_t listed[] = {5, 6};
+    static const int64_t relisted[] = {8, 9};
+    ckpt_state st = CKPT_STATE_INIT;
+    e2e_proc p;
+    (void)state;
+    TRAIN(&p, "--dir", dir, "--steps", "6", MODEL, "--save-steps", "1",
+          "--keep", "2", "--keep-hours", "1e-9", "--mode", "sync", "--quiet");
+    e2e_expect_exit(&p, 0);
+    e2e_proc_free(&p);
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, dir));
+    assert_int_equal(st.num_paths, 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(ckpt_checkpoint_step(st.all_paths[i]), listed[i]);
+    assert_true(st.last_preserved_timestamp > 0);
+    ckpt_state_dispose(&st);
+    /* steps 0 to 4 kept for good, 5 and 6 listed */
+    assert_int_equal(e2e_count_files(dir, ".index"), 7);
+    TRAIN(&p, "--dir", dir, "--steps", "9", MODEL, "--save-steps", "1",
+          "--keep", "2", "--mode", "sync", "--quiet");
+    e2e_expect_exit(&p, 0);
+    expect_restored(p.out, dir, 6);
+    e2e_proc_free(&p);
+    assert_ckpt_ok(ckpt_state_read(&st, NULL, dir));
+    assert_int_equal(st.num_paths, 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(ckpt_checkpoint_step(st.all_paths[i]), relisted[i]);
+    ckpt_state_dispose(&st);
+    /* 0 to 4 still there; 5, 6 and 7 evicted by the relaunch's list */
+    assert_int_equal(e2e_count_files(dir, ".index"), 7);
+    for (int step = 0; step <= 4; step++) {
+        char name[64];
+        char *path;
+        snprintf(name, sizeof(name), "model.ckpt-%d", step);
+        path = test_path(dir, name);
+        expect_verify_ok(path);
+        free(path);
+    }
     test_remove_tree(dir);
 }
 
@@ -407,6 +457,10 @@ static void test_usage_and_bad_dir(void **state)
             {"--keep", "-1",
              "bad --keep '-1' (checkpoints to keep: 1 to 1000000, or 0 to "
              "keep all)"},
+            {"--keep-hours", "-1",
+             "bad --keep-hours '-1' (hours between checkpoints kept for "
+             "good: 0 to 1000000, 0 for none)"},
+            {"--keep-hours", "nan", "bad --keep-hours 'nan'"},
             {"--mode", "fast", "bad --mode 'fast' (async, sync or none)"},
             {"--busy", "drop", "bad --busy 'drop' (skip, wait or coalesce)"},
             {"--hidden", "100000",
@@ -1160,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_train_warns_unusable_sigterm),
         cmocka_unit_test(test_directory_of_another_process_refused),
         cmocka_unit_test(test_keep_across_restarts),
+        cmocka_unit_test(test_keep_hours),
         cmocka_unit_test(test_sigterm),
         cmocka_unit_test(test_sigint),
         cmocka_unit_test(test_mode_none),

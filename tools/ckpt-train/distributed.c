@@ -404,6 +404,7 @@ static int run(dist_trainer *t)
     so.base.on_save_done = report_on_save_done;
     so.base.on_save_done_payload = &rep;
     so.base.max_to_keep = t->o.keep > 0 ? t->o.keep : CKPT_KEEP_ALL;
+    so.base.keep_checkpoint_every_n_hours = t->o.keep_hours;
     so.base.busy_policy = CKPT_BUSY_SKIP;
     /* train_step calls the mutation fence before its first write, so the
      * initial checkpoint overlaps the first step too. */

@@ -296,6 +296,7 @@ int main(int argc, char **argv)
                 t->opt.save_steps > 0 ? t->opt.save_steps : 100);
 
     so.max_to_keep = t->opt.keep > 0 ? t->opt.keep : CKPT_KEEP_ALL;
+    so.keep_checkpoint_every_n_hours = t->opt.keep_hours;
     so.busy_policy = t->opt.busy;
     so.log = report_on_log;
     so.log_payload = &rep;

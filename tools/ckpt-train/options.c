@@ -13,7 +13,7 @@
 static const char usage_text[] =
     "usage: ckpt-train [--dir DIR] [--steps N] [--save-steps K | --save-secs "
     "S]\n"
-    "                  [--keep K] [--mode async|sync|none]\n"
+    "                  [--keep K] [--keep-hours H] [--mode async|sync|none]\n"
     "                  [--busy skip|wait|coalesce] [--hidden H] [--layers L]\n"
     "                  [--batch B] [--lr X] [--seed S] [--quiet]\n"
     "                  [--distributed [--collective-timeout SECS]]\n"
@@ -29,6 +29,10 @@ static const char usage_text[] =
     "  --save-steps K     checkpoint every K steps (default 200)\n"
     "  --save-secs S      checkpoint every S seconds instead\n"
     "  --keep K           checkpoints to keep (default 5; 0 keeps all)\n"
+    "  --keep-hours H     also keep for good, off the list, one checkpoint\n"
+    "                     of those --keep evicts every H hours (the saver's\n"
+    "                     keep_checkpoint_every_n_hours; a fraction is\n"
+    "                     fine: 0.001 is 3.6 s; default 0: none)\n"
     "  --mode M           async (default), sync, or none\n"
     "  --busy P           async trigger while a write runs: skip (default),\n"
     "                     wait, or coalesce\n"
@@ -101,19 +105,13 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
 
 static int is_value_option(const char *a)
 {
-    static const char *const names[] = {"--dir",
-                                        "--steps",
-                                        "--save-steps",
-                                        "--save-secs",
-                                        "--keep",
-                                        "--mode",
-                                        "--busy",
-                                        "--hidden",
-                                        "--layers",
-                                        "--batch",
-                                        "--lr",
-                                        "--seed",
-                                        "--collective-timeout"};
+    static const char *const names[] = {"--dir",        "--steps",
+                                        "--save-steps", "--save-secs",
+                                        "--keep",       "--keep-hours",
+                                        "--mode",       "--busy",
+                                        "--hidden",     "--layers",
+                                        "--batch",      "--lr",
+                                        "--seed",       "--collective-timeout"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(a, names[i]) == 0)
             return 1;
@@ -188,6 +186,7 @@ int train_options_parse(train_options *o, int argc, char **argv,
     o->save_steps = 200;
     o->save_secs = 0;
     o->keep = 5;
+    o->keep_hours = 0;
     o->mode = CKPT_SAVE_ASYNC;
     o->busy = CKPT_BUSY_SKIP;
     o->hidden = 64;
@@ -261,6 +260,15 @@ int train_options_parse(train_options *o, int argc, char **argv,
                                    "1000000, or 0 to keep all)",
                                    v);
             o->keep = (int)n;
+        } else if (!strcmp(a, "--keep-hours")) {
+            char *end;
+            o->keep_hours = strtod(v, &end);
+            if (end == v || *end || !(o->keep_hours >= 0) ||
+                !(o->keep_hours <= 1e6))
+                return usage_error("bad --keep-hours '%s' (hours between "
+                                   "checkpoints kept for good: 0 to 1000000, "
+                                   "0 for none)",
+                                   v);
         } else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "async"))
                 o->mode = CKPT_SAVE_ASYNC;

@@ -10,7 +10,8 @@ typedef struct train_options {
     const char *dir;
     int64_t steps, save_steps; /* save_steps 0: every save_secs */
     double save_secs;
-    int keep; /* 0: keep all */
+    int keep;          /* 0: keep all */
+    double keep_hours; /* keep_checkpoint_every_n_hours; 0: off */
     int mode; /* CKPT_SAVE_ASYNC, CKPT_SAVE_SYNC, or -1: no checkpoints */
     int busy; /* CKPT_BUSY_* */
     int hidden, layers, batch, quiet;
