@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# scripts/kill-loop.sh CKPT_TRAIN CKPT COUNT [SEED] - kill ckpt-train with
-# SIGKILL at random moments COUNT times, resuming each time on the same
-# directory. After every kill: `ckpt verify` passes on the directory, the
-# latest checkpoint is at least the newest save the trainer had reported
-# durable (no reported save is lost), and the next run resumes from it.
+# scripts/kill-loop.sh CKPT_TRAIN CKPT COUNT [SEED [TRAIN_OPTION...]] - kill
+# ckpt-train with SIGKILL at random moments COUNT times, resuming each time
+# on the same directory. TRAIN_OPTIONs (--mode sync, --busy coalesce,
+# --keep-hours H...) are added to every run. After every kill: `ckpt
+# verify` passes on the directory, the latest checkpoint is at least the
+# newest save the trainer had reported durable (no reported save is lost),
+# and the next run resumes from it. With --keep-hours, every checkpoint
+# the state file has listed once is never deleted: listed still, or kept
+# for good by keep_checkpoint_every_n_hours once retention evicts it (give
+# an H shorter than any two saves, 1e-9, so that every eviction keeps),
+# complete and verifying, through every kill, every relaunch, and a last
+# run without the option, whose retention must leave them too.
 # Finally a run to the end must finish cleanly and verify, and its final
 # checkpoint must equal that of the same run never killed (`ckpt diff`:
 # README promises bit-identical resumes).
@@ -12,13 +19,19 @@ train=$1
 ckpt=$2
 count=$3
 RANDOM=${4:-12345}
+shift $(($# < 4 ? $# : 4))
+extra=("$@")
+keep_hours=0
+for a in "${extra[@]}"; do
+    [ "$a" = --keep-hours ] && keep_hours=1
+done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out="$dir/out.log"
 ck="$dir/ckpts"
 steps=100000000
 args=(--dir "$ck" --steps "$steps" --save-steps 7 --keep 3 --hidden 16
-      --layers 1 --batch 8 --seed 5)
+      --layers 1 --batch 8 --seed 5 "${extra[@]}")
 
 latest_step() {
     local line
@@ -45,6 +58,30 @@ fail() {
     exit 1
 }
 
+# --keep-hours: the steps the state file has listed (each once), and those
+# of them already verified after they left the list
+declare -A listed=() verified=()
+listed_steps() {
+    grep '^all_model_checkpoint_paths:' "$ck/checkpoint" 2>/dev/null |
+        sed 's/.*-\([0-9]*\)"$/\1/'
+}
+check_kept() {
+    local s now_listed
+    now_listed=" $(listed_steps | tr '\n' ' ') "
+    for s in "${!listed[@]}"; do
+        [ -f "$ck/model.ckpt-$s.index" ] ||
+            fail "model.ckpt-$s, listed before, was deleted (--keep-hours keeps it)"
+        case $now_listed in *" $s "*) continue ;; esac
+        [ -n "${verified[$s]:-}" ] && continue
+        "$ckpt" verify "$ck/model.ckpt-$s" >"$dir/verify.log" 2>&1 ||
+            { cat "$dir/verify.log" >&2; fail "kept model.ckpt-$s does not verify"; }
+        verified[$s]=1
+    done
+    for s in $now_listed; do
+        listed[$s]=1
+    done
+}
+
 durable_total=0
 for ((i = 1; i <= count; i++)); do
     before=$(latest_step)
@@ -62,12 +99,16 @@ for ((i = 1; i <= count; i++)); do
     if [ "$before" -ge 0 ] && ! grep -q "^restored .* at step $before\$" "$out"; then
         # Killed before it printed anything is fine; otherwise it must
         # have restored the latest checkpoint.
-        if grep -q '^step \|is durable' "$out"; then
+        if grep -q '^step \|is durable\|^checkpoint: saved ' "$out"; then
             fail "did not report restoring step $before"
         fi
     fi
-    reported=$(grep -o '(step [0-9]*) is durable' "$out" | tail -n 1 |
-               grep -o '[0-9]*')
+    # the async hook's "(step N) is durable", the sync hook's "saved
+    # DIR/model.ckpt-N (" (printed once the state file names it)
+    reported=$( { grep -o '(step [0-9]*) is durable' "$out" |
+                      grep -o '[0-9]*'
+                  grep -o '^checkpoint: saved .*-[0-9]* (' "$out" |
+                      sed 's/.*-\([0-9]*\) ($/\1/'; } | sort -n | tail -n 1)
     now=$(latest_step)
     if [ -n "$reported" ]; then
         durable_total=$((durable_total + 1))
@@ -78,6 +119,7 @@ for ((i = 1; i <= count; i++)); do
         "$ckpt" verify "$ck" >"$dir/verify.log" 2>&1 ||
             { cat "$dir/verify.log" >&2; fail "ckpt verify failed"; }
     fi
+    [ "$keep_hours" = 0 ] || check_kept
 done
 final=$(( $(latest_step) + 20 ))
 # --busy wait: every trigger of the 20 steps is written (at least two, and
@@ -87,6 +129,28 @@ final=$(( $(latest_step) + 20 ))
 "$train" "${args[@]/$steps/$final}" --busy wait >"$out" 2>&1 ||
     fail "final run failed"
 grep -q "^summary: steps=$final " "$out" || fail "final run did not reach $final"
+if [ "$keep_hours" = 1 ]; then
+    check_kept
+    # a relaunch without --keep-hours: its retention evicts what it lists
+    # and leaves every checkpoint kept before
+    plain=()
+    skip=0
+    for a in "${args[@]/$steps/$((final + 14))}"; do
+        if [ "$skip" = 1 ]; then skip=0; continue; fi
+        [ "$a" = --keep-hours ] && { skip=1; continue; }
+        plain+=("$a")
+    done
+    declare -A before_plain=()
+    for s in "${!listed[@]}"; do before_plain[$s]=1; done
+    for s in $(listed_steps); do unset "before_plain[$s]"; done
+    "$train" "${plain[@]}" --busy wait >"$out" 2>&1 || fail "run without --keep-hours failed"
+    for s in "${!before_plain[@]}"; do
+        [ -f "$ck/model.ckpt-$s.index" ] ||
+            fail "kept model.ckpt-$s deleted by a run without --keep-hours"
+    done
+    echo "kill-loop: ${#before_plain[@]} checkpoints kept for good survived"
+    final=$((final + 14))
+fi
 # The same options, never killed, to the same step: the killed and resumed
 # run must end with the same weights, optimizer slots and data position.
 ref="$dir/uninterrupted"
