@@ -64,12 +64,18 @@
  * position start theirs afresh); in the resume scenario the recorded
  * second run is on M ranks too. --focus K checks first, out of the
  * budget, the cut just after each of the first K renames with strategy
- * newest (quick forms).
+ * newest (quick forms). --keep-hours H passes it to every run of the
+ * trainer (keep_checkpoint_every_n_hours; 1e-9: every checkpoint
+ * retention evicts is kept for good) and adds a check: every checkpoint
+ * reported durable before the cut is still there and verifies, before
+ * the relaunch and after it (nothing deletes a checkpoint kept for good,
+ * nor the relaunch's retention).
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
  *        [--seeds K] [--mpi N [--mpiexec PATH] [--relaunch-mpi M]]
  *        [--fail-sync N[,N...] [--fail-rank R]] [--focus K]
+ *        [--keep-hours H]
  * Exit status 0 when every state passes, 1 otherwise (each failure is
  * printed with the operations before its cut and the state is kept). */
 #include <dirent.h>
@@ -806,6 +812,7 @@ static char mpi_n[16];
 /* --relaunch-mpi (the checks' relaunch), --fail-rank; "": as --mpi, all */
 static char relaunch_n[16];
 static const char *fail_rank = "";
+static const char *keep_hours; /* --keep-hours for the trainer, or NULL */
 /* --focus: renames whose cut with strategy newest is checked first */
 static size_t focus;
 /* the rank count train_argv gives mpiexec: mpi_n, or relaunch_n */
@@ -850,6 +857,10 @@ static void train_argv(char **argv, const char *dir, int recording)
     argv[i++] = SAVE_STEPS;
     argv[i++] = "--keep";
     argv[i++] = KEEP;
+    if (keep_hours) {
+        argv[i++] = "--keep-hours";
+        argv[i++] = (char *)keep_hours;
+    }
     argv[i++] = "--mode";
     argv[i++] = (char *)mode;
     if (mpi_ranks == 0) {
@@ -884,6 +895,18 @@ typedef struct {
 static report *reports;
 static int nreports;
 static long *durable_by; /* durable_by[c]: newest step reported before op c */
+static long *steps_said; /* every step reported, from either source, once */
+static int nsteps_said;
+
+static void note_step_said(long step)
+{
+    for (int i = 0; i < nsteps_said; i++)
+        if (steps_said[i] == step)
+            return;
+    steps_said =
+        xrealloc(steps_said, (size_t)(nsteps_said + 1) * sizeof(*steps_said));
+    steps_said[nsteps_said++] = step;
+}
 
 /* The step a line of the trainer's output reports durable, or -1. */
 static long report_step(const char *line)
@@ -917,8 +940,11 @@ static void parse_reports(void)
     int printed = 0;
     free(reports);
     free(durable_by);
+    free(steps_said);
     reports = NULL;
     nreports = 0;
+    steps_said = NULL;
+    nsteps_said = 0;
     while (p && *p) {
         char *nl = strchr(p, '\n');
         long step;
@@ -932,6 +958,7 @@ static void parse_reports(void)
             reports[nreports].end = (size_t)(nl - text) + 1;
             reports[nreports].step = step;
             nreports++;
+            note_step_said(step);
         }
         p = nl + 1;
     }
@@ -950,8 +977,10 @@ static void parse_reports(void)
             path_printf(line, sizeof(line), "%.*s", (int)o->len,
                         (const char *)o->data);
             step = report_step(line);
-            if (step >= 0)
+            if (step >= 0) {
                 printed++;
+                note_step_said(step);
+            }
             if (step > best)
                 best = step;
         }
@@ -1245,6 +1274,39 @@ static void check_leftovers(const char *state, size_t cut, int s,
     closedir(d);
 }
 
+/* --keep-hours: every checkpoint reported durable before `cut` (steps up
+ * to durable_by[cut]: saves commit in order) is in `dir` and verifies;
+ * `when` says which check this is. 0, or 1 after a failure. */
+static int check_kept(const char *state, size_t cut, int s, const char *dir,
+                      const char *when)
+{
+    char prefix[4400], out[4400];
+    char *argv[4];
+    path_printf(out, sizeof(out), "%s.out", state);
+    for (int r = 0; keep_hours && r < nsteps_said; r++) {
+        int st;
+        if (steps_said[r] > durable_by[cut])
+            continue;
+        path_printf(prefix, sizeof(prefix), "%s/model.ckpt-%ld", dir,
+                    steps_said[r]);
+        argv[0] = (char *)ckpt;
+        argv[1] = "verify";
+        argv[2] = prefix;
+        argv[3] = NULL;
+        st = run(argv, out, 0);
+        if (exit_code(st) != 0) {
+            char *t = read_file(out, NULL);
+            fail(state, cut, s,
+                 "%s: model.ckpt-%ld, reported durable (--keep-hours keeps "
+                 "it), does not verify: %s",
+                 when, steps_said[r], t ? t : "");
+            free(t);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void check_train_state(const char *state, size_t cut, int s)
 {
     char dir[4300], sf[4400], latest[256], list[64][256], buf[8800];
@@ -1304,6 +1366,8 @@ static void check_train_state(const char *state, size_t cut, int s)
              need, latest_step);
         return;
     }
+    if (check_kept(state, cut, s, dir, "after the cut"))
+        return;
     /* 4. relaunch, finish, compare */
     train_n = relaunch_n;
     train_argv(argv, dir, 0);
@@ -1358,6 +1422,8 @@ static void check_train_state(const char *state, size_t cut, int s)
              exit_code(st));
         return;
     }
+    if (check_kept(state, cut, s, dir, "after the relaunch"))
+        return;
     check_leftovers(state, cut, s, dir);
 }
 
@@ -1820,6 +1886,8 @@ int main(int argc, char **argv)
             path_printf(mpiexec, sizeof(mpiexec), "%s", v), i++;
         else if (!strcmp(argv[i], "--seeds") && v)
             seeds = atol(v), i++;
+        else if (!strcmp(argv[i], "--keep-hours") && v)
+            keep_hours = v, i++;
         else if (!strcmp(argv[i], "--fail-sync") && v)
             fail_syncs = v, failing = 1, i++;
         else if (!strcmp(argv[i], "--scenario") && v) {
@@ -1833,7 +1901,7 @@ int main(int argc, char **argv)
                 "[--mode M] [--busy P] [--states N] [--seed S] "
                 "[--scenario train|resume|repack] [--seeds K] [--mpi N] "
                 "[--relaunch-mpi M] [--fail-sync N[,N...]] [--fail-rank R] "
-                "[--focus K]");
+                "[--focus K] [--keep-hours H]");
     }
     if (!shim || !train || !ckpt)
         die("--shim, --train and --ckpt are needed");
@@ -1911,6 +1979,7 @@ int main(int argc, char **argv)
     free(log_text);
     free(reports);
     free(durable_by);
+    free(steps_said);
     free(seen);
     return failures != 0;
 }
