@@ -2,7 +2,7 @@
 # tests/mpi/run_train_kill.sh - one rank of `ckpt-train --distributed`
 # killed (SIGKILL) at random points of its saves, then relaunched, ROUNDS
 # times on one directory. Each round:
-#   - trains on 2 or 4 ranks (by turns), saving at every step (sync and
+#   - trains on 2, 3 or 4 ranks (by turns), saving at every step (sync and
 #     async at random, --keep 2, so retention deletes while the kill
 #     lands), and kills one random rank a random time after the run's
 #     first save (every third round: after its launch, which may land in
@@ -15,6 +15,10 @@
 #     run resumes from that latest checkpoint ("resumed at step K on M
 #     ranks"), saves twice more and exits 0, leaving no temporary file, no
 #     note and no data file without its index, every index verifying.
+# With KEEP_HOURS=H in the environment every run gets --keep-hours H
+# (1e-9: every checkpoint retention evicts is kept for good), and every
+# checkpoint the state file has listed must still be there and verify
+# after each kill and each relaunch.
 # Usage: run_train_kill.sh CKPT_TRAIN CKPT ROUNDS SEED MPIEXEC [FLAGS...]
 set -euo pipefail
 train=$1 ckpt=$2 rounds=$3 seed=$4 mpiexec=$5
@@ -63,14 +67,30 @@ check_leftovers() { # after a relaunch: nothing of an unfinished save
     done
 }
 
+keep=()
+[ -z "${KEEP_HOURS:-}" ] || keep=(--keep-hours "$KEEP_HOURS")
+declare -A listed=()
+check_kept() { # --keep-hours: nothing the state file listed is gone
+    local s out
+    [ "${#keep[@]}" -gt 0 ] || return 0
+    for s in "${!listed[@]}"; do
+        out=$("$ckpt" verify "$dir/model.ckpt-$s" 2>&1) ||
+            die "model.ckpt-$s, listed before, is gone or broken (--keep-hours keeps it): $out"
+    done
+    while IFS= read -r s; do
+        listed[$s]=1
+    done < <(sed -n 's/^all_model_checkpoint_paths: ".*-\([0-9]*\)"$/\1/p' \
+        "$dir/checkpoint" 2>/dev/null)
+}
+
 modes=(sync async)
 for round in $(seq 1 "$rounds"); do
-    np=$((round % 2 ? 2 : 4))
+    np=$(((round - 1) % 3 + 2))
     mode=${modes[$((RANDOM % 2))]}
     before=$(latest)
     "$mpiexec" "${flags[@]}" -n "$np" "$train" --distributed --dir "$dir" \
         --steps 100000000 --save-steps 1 --keep 2 --mode "$mode" --quiet \
-        --hidden 64 --layers 2 >"$tmp/out" 2>&1 &
+        --hidden 64 --layers 2 "${keep[@]}" >"$tmp/out" 2>&1 &
     pid=$!
     # every third round (once there is a checkpoint) a random 0-1.5 s after
     # the launch: in the open's recovery, the restore or the first saves;
@@ -106,11 +126,12 @@ for round in $(seq 1 "$rounds"); do
         die "the state file named step $seen before the kill, $k after"
     [ "$k" -ge 0 ] || die "no checkpoint named after the kill"
     check_dir
+    check_kept
     # relaunch: on the same rank count every fourth round, else on 1-3
     np2=$((round % 4 == 0 ? np : (round % 4)))
     out=$(timeout "$limit" "$mpiexec" "${flags[@]}" -n "$np2" "$train" \
         --distributed --dir "$dir" --steps $((k + 2)) --save-steps 1 \
-        --keep 2 --mode sync --quiet --hidden 64 --layers 2 2>&1) ||
+        --keep 2 --mode sync --quiet --hidden 64 --layers 2 "${keep[@]}" 2>&1) ||
         die "relaunch on $np2 ranks after the kill failed: $out"
     grep -q "resumed at step $k on $np2 ranks" <<<"$out" ||
         die "relaunch on $np2 ranks did not resume at step $k: $out"
@@ -118,6 +139,7 @@ for round in $(seq 1 "$rounds"); do
         die "relaunch on $np2 ranks ended with latest step $(latest)"
     check_dir
     check_leftovers
+    check_kept
     echo "ok: round $round: $np ranks ($mode) killed at step $k, resumed on $np2"
 done
 echo PASS
