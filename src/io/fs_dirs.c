@@ -53,13 +53,17 @@ static int sync_parent(const ckpt_fs *fs, ckpt_buf *scratch, const char *path,
  * it opens the real parent already, and so does "<path>/..". realpath()
  * asks the operating system, not `fs`: a ckpt_fs has no method that reads
  * a link; a path the operating system cannot resolve (a ckpt_fs with
- * names of its own, or a path gone since) has nothing more synced. The
- * buffers live on the stack, so the allocator seam is kept. */
+ * names of its own, or a path gone since) has nothing more synced, and so
+ * has a real parent `fs` does not find (CKPT_ENOTFOUND: a ckpt_fs whose
+ * names happen to resolve on the operating system too, where the
+ * operating system's file system, having just resolved it, would find
+ * it). The buffers live on the stack, so the allocator seam is kept. */
 static int sync_real_parent(const ckpt_fs *fs, const char *path,
                             const char *synced)
 {
     char real[PATH_MAX], done[PATH_MAX];
     char *slash;
+    int err;
     if (!realpath(path, real) || !realpath(synced, done))
         return 0;
     slash = strrchr(real, '/'); /* realpath's result is absolute */
@@ -69,7 +73,12 @@ static int sync_real_parent(const ckpt_fs *fs, const char *path,
         *slash = '\0';
     if (strcmp(real, done) == 0)
         return 0;
-    return ckpt__fs_sync_dir(fs, real);
+    err = ckpt__fs_sync_dir(fs, real);
+    if (err == CKPT_ENOTFOUND) {
+        ckpt_error_clear(); /* not a name of this fs */
+        err = 0;
+    }
+    return err;
 }
 
 int ckpt__fs_sync_entry(const ckpt_fs *fs, const char *path)

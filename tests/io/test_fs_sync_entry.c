@@ -161,7 +161,8 @@ static void test_symlinked_directory(void **state)
         free(path);
         free(want);
     }
-    { /* the real parent's failing sync is the call's error */
+    { /* the real parent's failing sync is the call's error, except a
+       * real parent the fs does not find: not a name of that fs */
         recorder r;
         char *path = test_path(dir, "link");
         recorder_init(&r);
@@ -170,6 +171,12 @@ static void test_symlinked_directory(void **state)
         assert_ckpt_error(ckpt_fs_sync_entry(&r.fwd.fs, path), CKPT_EIO,
                           real_sub);
         assert_int_equal(r.n, 2);
+        recorder_init(&r);
+        r.fail = CKPT_ENOTFOUND;
+        r.fail_from = 2;
+        assert_ckpt_ok(ckpt_fs_sync_entry(&r.fwd.fs, path));
+        assert_int_equal(r.n, 2);
+        assert_int_equal(ckpt_error_last()->code, 0);
         free(path);
     }
     /* the default file system syncs both for real */
