@@ -69,13 +69,16 @@
  * retention evicts is kept for good) and adds a check: every checkpoint
  * reported durable before the cut is still there and verifies, before
  * the relaunch and after it (nothing deletes a checkpoint kept for good,
- * nor the relaunch's retention).
+ * nor the relaunch's retention). --every-op adds the cuts just before and
+ * after every recorded operation (writes, opens, closes too), each with
+ * every strategy when the budget covers them: with the resume scenario,
+ * every call of the saves that follow a recovery.
  *
  * Usage: power_cut_replay --shim SO --train BIN --ckpt BIN [--mode M]
  *        [--busy P] [--states N] [--seed S] [--scenario train|resume|repack]
  *        [--seeds K] [--mpi N [--mpiexec PATH] [--relaunch-mpi M]]
  *        [--fail-sync N[,N...] [--fail-rank R]] [--focus K]
- *        [--keep-hours H]
+ *        [--keep-hours H] [--every-op]
  * Exit status 0 when every state passes, 1 otherwise (each failure is
  * printed with the operations before its cut and the state is kept). */
 #include <dirent.h>
@@ -815,6 +818,7 @@ static const char *fail_rank = "";
 static const char *keep_hours; /* --keep-hours for the trainer, or NULL */
 /* --focus: renames whose cut with strategy newest is checked first */
 static size_t focus;
+static int every_op; /* --every-op: a cut at every operation, not only syncs */
 /* the rank count train_argv gives mpiexec: mpi_n, or relaunch_n */
 static const char *train_n = mpi_n;
 
@@ -1690,7 +1694,7 @@ static void explore(long budget)
     /* around every sync, rename and removal: the index's and the data
      * files' renames into place, the state file's, retention's deletions */
     for (size_t i = first_cut; i < nops; i++)
-        if (strchr("SYNU", ops[i].kind)) {
+        if (strchr("SYNU", ops[i].kind) || (every_op && ops[i].kind != 'P')) {
             syncs += ops[i].kind == 'S' || ops[i].kind == 'Y';
             cuts[ncuts++] = i;
             cuts[ncuts++] = i + 1;
@@ -1894,6 +1898,8 @@ int main(int argc, char **argv)
             path_printf(mpiexec, sizeof(mpiexec), "%s", v), i++;
         else if (!strcmp(argv[i], "--seeds") && v)
             seeds = atol(v), i++;
+        else if (!strcmp(argv[i], "--every-op"))
+            every_op = 1;
         else if (!strcmp(argv[i], "--keep-hours") && v)
             keep_hours = v, i++;
         else if (!strcmp(argv[i], "--fail-sync") && v)
@@ -1909,7 +1915,7 @@ int main(int argc, char **argv)
                 "[--mode M] [--busy P] [--states N] [--seed S] "
                 "[--scenario train|resume|repack] [--seeds K] [--mpi N] "
                 "[--relaunch-mpi M] [--fail-sync N[,N...]] [--fail-rank R] "
-                "[--focus K] [--keep-hours H]");
+                "[--focus K] [--keep-hours H] [--every-op]");
     }
     if (!shim || !train || !ckpt)
         die("--shim, --train and --ckpt are needed");
