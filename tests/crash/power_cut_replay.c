@@ -1234,6 +1234,13 @@ static int read_state(const char *path, char *latest, size_t cap,
 
 static char ref_prefix[4400];
 
+/* `ckpt verify PATH`, its output in `out`: its exit status. */
+static int ckpt_verify(const char *path, const char *out)
+{
+    char *argv[] = {(char *)ckpt, "verify", (char *)path, NULL};
+    return exit_code(run(argv, out, 0));
+}
+
 /* After a relaunch that finished: no temporary file, note or data file
  * without its index is left (they are removed when the directory is
  * opened), and every index left, listed or not, verifies. */
@@ -1243,7 +1250,6 @@ static void check_leftovers(const char *state, size_t cut, int s,
     DIR *d = opendir(dir);
     struct dirent *e;
     char path[8800], out[4400];
-    char *argv[5];
     if (!d) {
         fail(state, cut, s, "no directory after the relaunch");
         return;
@@ -1268,15 +1274,9 @@ static void check_leftovers(const char *state, size_t cut, int s,
                 return;
             }
         } else if (strlen(n) > 6 && !strcmp(n + strlen(n) - 6, ".index")) {
-            int st;
             path_printf(path, sizeof(path), "%s/%.*s", dir,
                         (int)(strlen(n) - 6), n);
-            argv[0] = (char *)ckpt;
-            argv[1] = "verify";
-            argv[2] = path;
-            argv[3] = NULL;
-            st = run(argv, out, 0);
-            if (exit_code(st) != 0) {
+            if (ckpt_verify(path, out) != 0) {
                 closedir(d);
                 fail(state, cut, s, "checkpoint %s left does not verify", n);
                 return;
@@ -1293,20 +1293,13 @@ static int check_kept(const char *state, size_t cut, int s, const char *dir,
                       const char *when)
 {
     char prefix[4400], out[4400];
-    char *argv[4];
     path_printf(out, sizeof(out), "%s.out", state);
     for (int r = 0; keep_hours && r < nsteps_said; r++) {
-        int st;
         if (steps_said[r] > durable_by[cut])
             continue;
         path_printf(prefix, sizeof(prefix), "%s/model.ckpt-%ld", dir,
                     steps_said[r]);
-        argv[0] = (char *)ckpt;
-        argv[1] = "verify";
-        argv[2] = prefix;
-        argv[3] = NULL;
-        st = run(argv, out, 0);
-        if (exit_code(st) != 0) {
+        if (ckpt_verify(prefix, out) != 0) {
             char *t = read_file(out, NULL);
             fail(state, cut, s,
                  "%s: model.ckpt-%ld, reported durable (--keep-hours keeps "
