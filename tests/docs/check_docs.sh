@@ -13,7 +13,8 @@
 #   - every ckpt_ name that opens a code span of docs/guide.md is declared
 #     in include/, and its TensorFlow table maps the functions that read a
 #     checkpoint (latest_checkpoint, load_checkpoint, list_variables,
-#     load_variable).
+#     load_variable) and TensorFlow 2's CheckpointManager (its
+#     checkpoint_name, restore_or_initialize, object-path keys).
 #   - a C++ or C user learns that a callback must return to the library (no
 #     exception or longjmp out of it): the guide's Errors section and
 #     ckpt_error_set's doc comment, where callbacks learn to fail, say so.
@@ -96,6 +97,13 @@ grep -oE '`ckpt_[a-z0-9]+(_[a-z0-9]+)*' "$src/docs/guide.md" | tr -d '`' | sort 
 for tf in latest_checkpoint load_checkpoint list_variables load_variable; do
     grep -qF "| \`tf.train.$tf(" "$src/docs/guide.md" ||
         die "docs/guide.md's TensorFlow table does not map tf.train.$tf"
+done
+# a TensorFlow 2 port meets CheckpointManager first, whose name defaults
+# differ from ckpt's (checkpoint_name 'ckpt', model.ckpt here)
+for tf in "tf.train.CheckpointManager(" "| \`checkpoint_name='ckpt'\` | \`o.basename = \"ckpt\"\`" \
+    "| \`manager.restore_or_initialize()\` |" "/.ATTRIBUTES/VARIABLE_VALUE"; do
+    grep -qF -- "$tf" "$src/docs/guide.md" ||
+        die "docs/guide.md does not map TensorFlow 2's CheckpointManager: no '$tf'"
 done
 
 # ---- callbacks return: no exception or longjmp through the library -------------
