@@ -50,8 +50,13 @@ CKPT_EXTERN(const char *) ckpt_error_name(int code);
  *  negative code: it holds that call's code and message. After a call
  *  that returned 0 it tells nothing, as errno does: some successful calls
  *  leave an earlier error in place, others clear it (those that handled an
- *  error of their own, such as ckpt_saver_open). The pointer and its
- *  message stay valid until the next failing call on this thread. Another
+ *  error of their own, such as ckpt_saver_open). `message` points into
+ *  the calling thread's own buffer: the pointer stays usable while the
+ *  thread lives, but its text is this error's only until the next call on
+ *  this thread that records or clears one (a failing call, one that
+ *  handled an error of its own, ckpt_error_clear, which empties it): copy
+ *  the text to keep it across further calls or to give it to another
+ *  thread. Another
  *  thread's failures never show here; a background write's failure shows
  *  on the thread of the call that returns it (save, poll, wait, close, or
  *  a session's run). When no error was recorded the code is 0 and the

@@ -32,6 +32,24 @@ static void test_last_error_set_and_clear(void **state)
     assert_int_equal(ckpt_error_last()->code, 0);
 }
 
+/* ckpt_error_last's message is the thread's buffer (errors.h): a pointer
+ * kept from one error shows the next one's text, and "" once cleared, so a
+ * caller copies the text to keep it. */
+static void test_kept_message_pointer_shows_the_latest_text(void **state)
+{
+    const char *kept;
+    (void)state;
+    assert_int_equal(ckpt_error_set(CKPT_EIO, "first %d", 1), CKPT_EIO);
+    kept = ckpt_error_last()->message;
+    assert_string_equal(kept, "first 1");
+    assert_int_equal(ckpt_error_set(CKPT_ENOSPC, "second"), CKPT_ENOSPC);
+    assert_ptr_equal(ckpt_error_last()->message, kept);
+    assert_string_equal(kept, "second");
+    ckpt_error_clear();
+    assert_string_equal(kept, "");
+    assert_string_equal(ckpt_error_last()->message, "no error");
+}
+
 /* ckpt_error_set, for callers' code; and how the library passes on a
  * callback's message (ckpt__error_callback). */
 static void test_error_set_by_callers(void **state)
@@ -243,6 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror_and_names),
         cmocka_unit_test(test_last_error_set_and_clear),
+        cmocka_unit_test(test_kept_message_pointer_shows_the_latest_text),
         cmocka_unit_test(test_error_set_by_callers),
         cmocka_unit_test(test_errno_mapping),
         cmocka_unit_test(test_last_error_is_per_thread),
