@@ -10,12 +10,28 @@
 #include "ckpt/sys/alloc.h"
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Set while no other thread uses the library (see ckpt_set_allocator). */
 static ckpt_allocator current_allocator;
 static int have_allocator;
+/* Blocks the current allocator gave the library that are not freed yet:
+ * while there are any, another allocator would be handed them to free. */
+static _Atomic long live_blocks;
+
+/* Refuse to change the allocator while `live` blocks of the current one
+ * are alive. */
+static int busy(long live)
+{
+    return ckpt__error(CKPT_EBUSY,
+                       "allocator: %ld block(s) the current allocator gave "
+                       "the library are not freed yet (a saver, reader, "
+                       "session, graph or ckpt_buf still alive); free them "
+                       "before changing the allocator",
+                       live);
+}
 
 static int same_allocator(const ckpt_allocator *a, const ckpt_allocator *b)
 {
@@ -25,7 +41,13 @@ static int same_allocator(const ckpt_allocator *a, const ckpt_allocator *b)
 
 int ckpt_set_allocator(const ckpt_allocator *a)
 {
+    long live;
     if (!a) {
+        if (have_allocator) {
+            live = atomic_load(&live_blocks);
+            if (live != 0)
+                return busy(live);
+        }
         have_allocator = 0;
         return 0;
     }
@@ -40,6 +62,11 @@ int ckpt_set_allocator(const ckpt_allocator *a)
                            "allocator: another allocator is installed; "
                            "restore the default (NULL) before installing a "
                            "different one");
+    if (!have_allocator) {
+        live = atomic_load(&live_blocks);
+        if (live != 0)
+            return busy(live);
+    }
     current_allocator = *a;
     have_allocator = 1;
     return 0;
@@ -47,11 +74,16 @@ int ckpt_set_allocator(const ckpt_allocator *a)
 
 void *ckpt__malloc(size_t n)
 {
+    void *p;
     if (n == 0)
         n = 1;
     if (have_allocator)
-        return current_allocator.malloc(n, current_allocator.payload);
-    return malloc(n);
+        p = current_allocator.malloc(n, current_allocator.payload);
+    else
+        p = malloc(n);
+    if (p)
+        atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
+    return p;
 }
 
 void *ckpt__calloc(size_t count, size_t size)
@@ -68,17 +100,23 @@ void *ckpt__calloc(size_t count, size_t size)
 
 void *ckpt__realloc(void *p, size_t n)
 {
+    void *q;
     if (n == 0)
         n = 1;
     if (have_allocator)
-        return current_allocator.realloc(p, n, current_allocator.payload);
-    return realloc(p, n);
+        q = current_allocator.realloc(p, n, current_allocator.payload);
+    else
+        q = realloc(p, n);
+    if (q && !p)
+        atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
+    return q;
 }
 
 void ckpt__free(void *p)
 {
     if (!p)
         return;
+    atomic_fetch_sub_explicit(&live_blocks, 1, memory_order_relaxed);
     if (have_allocator)
         current_allocator.free(p, current_allocator.payload);
     else

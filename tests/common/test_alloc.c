@@ -1,12 +1,14 @@
 /* The replacement allocator is process-wide: one owner at a time. A second
  * user trying to install a different allocator is refused (its memory would
- * otherwise reach the wrong free) until the owner restores the default. */
+ * otherwise reach the wrong free) until the owner restores the default, and
+ * no change is made while the library holds blocks of the current one. */
 #include "test_util.h"
 
 #include "ckpt/sys/alloc.h"
 #include "common/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct counting {
     size_t allocs;
@@ -61,6 +63,34 @@ static void test_second_allocator_is_refused(void **state)
     assert_ckpt_ok(ckpt_set_allocator(NULL));
 }
 
+/* Blocks of one allocator must reach its own free: while the library holds
+ * any (here a graph's), a change of allocator is refused, in both
+ * directions, and the allocator in use stays. */
+static void test_change_with_live_blocks_is_refused(void **state)
+{
+    counting mine = {0};
+    const ckpt_allocator a = {CKPT_ALLOCATOR_VERSION, &mine, count_malloc,
+                              count_realloc, count_free};
+    ckpt_graph *g = NULL;
+    (void)state;
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_ckpt_error(ckpt_set_allocator(&a), CKPT_EBUSY,
+                      "the current allocator gave the library are not "
+                      "freed yet");
+    assert_non_null(strstr(ckpt_error_last()->message, "block(s)"));
+    ckpt_graph_free(g);
+    assert_int_equal(mine.allocs, 0);
+
+    assert_ckpt_ok(ckpt_set_allocator(&a));
+    assert_ckpt_ok(ckpt_graph_new(&g));
+    assert_true(mine.allocs > 0);
+    assert_ckpt_error(ckpt_set_allocator(NULL), CKPT_EBUSY,
+                      "free them before changing the allocator");
+    assert_ckpt_ok(ckpt_set_allocator(&a)); /* the same one: a no-op */
+    ckpt_graph_free(g);                     /* through `a`'s free */
+    assert_ckpt_ok(ckpt_set_allocator(NULL));
+}
+
 static void test_bad_allocators(void **state)
 {
     ckpt_allocator a = {CKPT_ALLOCATOR_VERSION + 1, NULL, count_malloc,
@@ -79,6 +109,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_second_allocator_is_refused),
+        cmocka_unit_test(test_change_with_live_blocks_is_refused),
         cmocka_unit_test(test_bad_allocators),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
