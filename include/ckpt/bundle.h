@@ -260,7 +260,9 @@ ckpt_tensor_entry_shown_name(char *out, size_t cap, const ckpt_tensor_entry *e);
  *  @return 0, CKPT_ENOTFOUND (for a graph tensor's name such as
  *  "dense/bias:0" whose variable "dense/bias" is a key, the message says
  *  to use that; so it does for a TensorFlow 2 object path such as "net/w"
- *  whose value is stored as "net/w/.ATTRIBUTES/VARIABLE_VALUE") or
+ *  whose value is stored as "net/w/.ATTRIBUTES/VARIABLE_VALUE", and for a
+ *  TensorFlow 1 partition's name such as "emb/part_0" of a partitioned
+ *  tensor "emb", which is read assembled) or
  *  CKPT_ENOMEM (the entry is handed out for the first time and memory
  *  runs out) */
 CKPT_EXTERN(int)

@@ -61,6 +61,11 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
  * graph tensor's output suffix (":0", ":1", ...), or n when it has none:
  * checkpoint keys are variable names, which have none (name_index.c). */
 size_t ckpt__without_output_suffix(const char *name, size_t n);
+/* The length of `name` (n bytes) without a TensorFlow 1 partition suffix
+ * "/part_<digits>" (the graph's name of one part of a partitioned
+ * variable, which a checkpoint saves as a piece of the variable's own
+ * name), or n when it has none. */
+size_t ckpt__without_part_suffix(const char *name, size_t n);
 
 /* ---- a name -> position index (name_index.c) ----------------------------
  * Over names the caller keeps alive and unchanged while indexed. */

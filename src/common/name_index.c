@@ -1,6 +1,7 @@
 /* common/name_index.c - tensor names as writers take them: the length
  * limit (and the name check that registering a variable makes, one for the
- * savers and the graph), a graph tensor's output suffix (":0") that keys lack,
+ * savers and the graph), a graph tensor's output suffix (":0") and a
+ * partitioned variable's part suffix ("/part_0") that keys lack,
  * and a name -> position index (open addressing, FNV-1a) over names the caller
  * keeps alive, so registering n variables and looking names up cost O(1) each
  * instead of a scan of everything registered (the savers' variable lists, the
@@ -17,6 +18,18 @@ size_t ckpt__without_output_suffix(const char *name, size_t n)
     while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
         i--;
     return i > 1 && i < n && name[i - 1] == ':' ? i - 1 : n;
+}
+
+size_t ckpt__without_part_suffix(const char *name, size_t n)
+{
+    static const char part[] = "/part_";
+    size_t np = sizeof(part) - 1;
+    size_t i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n || i < np + 1 || memcmp(name + i - np, part, np) != 0)
+        return n;
+    return i - np;
 }
 
 int ckpt__check_name_length(const char *who, const char *name)

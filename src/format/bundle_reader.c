@@ -162,8 +162,8 @@ static const char *advise_key(key_advice *a, const char *name, size_t n,
 }
 
 /* The index of the entry named `name` in *at: 0, or CKPT_ENOTFOUND (with
- * a hint when the name looks like a graph tensor's or a TensorFlow 2
- * object path). */
+ * a hint when the name looks like a graph tensor's, a TensorFlow 2 object
+ * path or a partitioned variable's part). */
 static int search_key(const ckpt_bundle_reader *r, const char *name, size_t *at)
 {
     const char *key = name;
@@ -171,6 +171,7 @@ static int search_key(const ckpt_bundle_reader *r, const char *name, size_t *at)
     size_t base = ckpt__without_output_suffix(name, n);
     ckpt__shown_name sn;
     key_advice a;
+    ckpt_tensor_entry full;
     if (ckpt__entry_table_search(&r->tab, key, n, at))
         return 0;
     if (base < n && has_key(r, key, base))
@@ -192,6 +193,15 @@ static int search_key(const ckpt_bundle_reader *r, const char *name, size_t *at)
             CKPT__TF2_VALUE_SUFFIX,
             advise_key(&a, name, n, CKPT__TF2_VALUE_SUFFIX,
                        "the name followed by it"));
+    if (ckpt__bundle_reader_partition_of(r, name, n, &full))
+        return ckpt__error(
+            CKPT_ENOTFOUND,
+            "%s: no tensor named '%s' (TensorFlow saves the parts of a "
+            "partitioned variable as pieces of one tensor under the "
+            "variable's name: use %s, which reads them assembled)",
+            r->index_path.ptr, ckpt__show_name(&sn, name, n),
+            advise_key(&a, name, ckpt__without_part_suffix(name, n), "",
+                       "the name without the part"));
     return ckpt__error(CKPT_ENOTFOUND, "%s: no tensor named '%s'",
                        r->index_path.ptr, ckpt__show_name(&sn, name, n));
 }
@@ -212,6 +222,19 @@ int ckpt__bundle_reader_has_tf2_value(const ckpt_bundle_reader *r,
     found = has_key(r, key, n + sn);
     ckpt__free(key);
     return found;
+}
+
+int ckpt__bundle_reader_partition_of(const ckpt_bundle_reader *r,
+                                     const char *name, size_t n,
+                                     ckpt_tensor_entry *full)
+{
+    size_t base = ckpt__without_part_suffix(name, n);
+    size_t i;
+    if (base == n || has_key(r, name, n) ||
+        !ckpt__entry_table_search(&r->tab, name, base, &i))
+        return 0;
+    ckpt__entry_table_fill(&r->tab, i, full);
+    return full->num_slices > 0;
 }
 
 /* ---- open: the index ------------------------------------------------- */

@@ -259,5 +259,13 @@ int ckpt__bundle_partitioned_coverage(const ckpt__partitioned_read *pr);
  * TensorFlow user's object path, given for the key). */
 int ckpt__bundle_reader_has_tf2_value(const ckpt_bundle_reader *r,
                                       const char *name, size_t n);
+/* Implemented by format/bundle_reader.c: whether `r` lacks the `n` bytes
+ * at `name` as a key, and they are a TensorFlow 1 partition's name,
+ * "<v>/part_<k>", of a partitioned tensor "<v>" that `r` has; `*full`
+ * then holds that tensor's entry (a TensorFlow user's name of one part,
+ * given for the variable's key). */
+int ckpt__bundle_reader_partition_of(const ckpt_bundle_reader *r,
+                                     const char *name, size_t n,
+                                     ckpt_tensor_entry *full);
 
 #endif

@@ -69,6 +69,20 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
                            "by '%s': register it as '%s%s')",
                            prefix, v->name, CKPT__TF2_VALUE_SUFFIX, v->name,
                            CKPT__TF2_VALUE_SUFFIX);
+    if (err < 0 &&
+        ckpt__bundle_reader_partition_of(r, v->name, strlen(v->name), &e)) {
+        ckpt_shape_format(have, sizeof(have), &e.shape);
+        return ckpt__error(
+            CKPT_ENOTFOUND,
+            "restore %s: variable '%s' is not in the "
+            "checkpoint (TensorFlow saves the parts of a "
+            "partitioned variable as pieces of one tensor "
+            "under the variable's name: register '%.*s' "
+            "with its full shape %s)",
+            prefix, v->name,
+            (int)ckpt__without_part_suffix(v->name, strlen(v->name)), v->name,
+            have);
+    }
     if (err < 0)
         return ckpt__error(CKPT_ENOTFOUND,
                            "restore %s: variable '%s' is not in the "

@@ -1026,6 +1026,51 @@ static void test_output_suffix_named(void **state)
     ckpt_bundle_reader_free(r);
 }
 
+/* A TensorFlow 1 user asks for one part of a partitioned variable by its
+ * graph name ("emb/part_1"): the checkpoint holds the parts as pieces of
+ * "emb", and the message says to read that (it said only "no tensor
+ * named"). A key that ends so is found as it is, and the part name of a
+ * tensor that is not partitioned gets no hint. */
+static void test_partition_name_named(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_writer *w = open_writer(f->prefix, 1, 1, NULL);
+    ckpt_shape full = {2, {4, 3}}, s2 = shape1(2);
+    ckpt_slice_extent e0[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent e1[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12}, v[12];
+    ckpt_bundle_reader *r;
+    const ckpt_tensor_entry *e = NULL;
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "emb", CKPT_DT_FLOAT, &full,
+                                                e0, a, sizeof(a)));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "emb", CKPT_DT_FLOAT, &full,
+                                                e1, b, sizeof(b)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "solo", CKPT_DT_FLOAT, &s2, a,
+                                          2 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "w/part_0", CKPT_DT_FLOAT, &s2, a,
+                                          2 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->prefix, NULL));
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "emb/part_1", v, sizeof(a)),
+                      CKPT_ENOTFOUND,
+                      "no tensor named 'emb/part_1' (TensorFlow saves the "
+                      "parts of a partitioned variable as pieces of one "
+                      "tensor under the variable's name: use 'emb', which "
+                      "reads them assembled)");
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "solo/part_0"),
+                      CKPT_ENOTFOUND, "no tensor named 'solo/part_0'");
+    assert_null(strstr(ckpt_error_last()->message, "partitioned"));
+    assert_ckpt_error(ckpt_bundle_reader_find(&e, r, "emb/part_"),
+                      CKPT_ENOTFOUND, "no tensor named 'emb/part_'");
+    assert_null(strstr(ckpt_error_last()->message, "partitioned"));
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w/part_0"));
+    assert_string_equal(e->name, "w/part_0");
+    assert_ckpt_ok(ckpt_bundle_reader_read(r, "emb", v, sizeof(v)));
+    assert_true(v[0] == 1.f && v[11] == 12.f);
+    ckpt_bundle_reader_free(r);
+}
+
 /* Names too long for a message to show whole (their first 200 bytes and
  * "..."): the hints said to use that cut name followed by the TensorFlow
  * 2 suffix, or the cut name without the output suffix, neither of them a
@@ -1522,6 +1567,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overwrite_existing_bundle,
                                         bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_output_suffix_named_long, bt_setup,
+                                        bt_teardown),
+        cmocka_unit_test_setup_teardown(test_partition_name_named, bt_setup,
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_output_suffix_named, bt_setup,
                                         bt_teardown),

@@ -632,6 +632,38 @@ static void test_b78_restore_errors(void **state)
         test_remove_tree(tf2); /* frees it */
     }
 
+    /* A TensorFlow 1 partitioned variable registered part by part, under
+     * the graph's names ("emb/part_0"): the checkpoint holds the parts as
+     * pieces of "emb", and the message says to register that, with the
+     * shape to give it. */
+    {
+        char *tf1 = test_make_temp_dir();
+        char *tf1_prefix = test_path(tf1, "model.ckpt-1");
+        ckpt_bundle_writer *w = NULL;
+        ckpt_shape full = {2, {4, 1}};
+        ckpt_slice_extent e0[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+        ckpt_slice_extent e1[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
+        ckpt_var v = {"emb/part_0", CKPT_DT_FLOAT, {2, {2, 1}}, extra,
+                      NULL,         NULL,          NULL};
+        assert_ckpt_ok(ckpt_bundle_writer_open(&w, tf1_prefix, NULL));
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(
+            w, "emb", CKPT_DT_FLOAT, &full, e0, extra, 2 * sizeof(float)));
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(
+            w, "emb", CKPT_DT_FLOAT, &full, e1, extra, 2 * sizeof(float)));
+        assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+        ckpt_bundle_writer_free(w);
+        assert_ckpt_ok(ckpt_saver_open(&other, tf1, NULL));
+        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
+        assert_ckpt_error(ckpt_saver_restore(other, tf1_prefix), CKPT_ENOTFOUND,
+                          "'emb/part_0' is not in the checkpoint (TensorFlow "
+                          "saves the parts of a partitioned variable as "
+                          "pieces of one tensor under the variable's name: "
+                          "register 'emb' with its full shape [4, 1])");
+        ckpt_saver_free(other);
+        free(tf1_prefix);
+        test_remove_tree(tf1); /* frees it */
+    }
+
     /* Past the first few, the others are counted, not named. */
     assert_ckpt_ok(ckpt_saver_open(&other, f->dir, NULL));
     for (int i = 0; i < 11; i++) {
