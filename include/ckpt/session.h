@@ -7,7 +7,9 @@
  *
  * Behaviour: docs/behaviour.md (B14-B39 and F-numbers; where the library
  * deviates from TensorFlow it says so); a walk-through: docs/guide.md. A
- * monitored session is used from one thread. */
+ * monitored session is used from one thread (handing it over between
+ * calls is fine): run, before_run, after_run or close while another thread
+ * is inside one of them returns CKPT_ESTATE saying so. */
 #ifndef CKPT_SESSION_H
 #define CKPT_SESSION_H
 

@@ -57,6 +57,11 @@ ssize_t ckpt__write_no_signal(int fd, const void *p, size_t n, int sig,
  * pthread_create returns. */
 int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
 
+/* A number that tells the calling thread from every other live thread,
+ * never 0 (common/thread.c): what an object driven from one thread records
+ * while a call is inside it. */
+uintptr_t ckpt__thread_token(void);
+
 /* The length of the tensor name `name` (n bytes) without a TensorFlow
  * graph tensor's output suffix (":0", ":1", ...), or n when it has none:
  * checkpoint keys are variable names, which have none (name_index.c). */

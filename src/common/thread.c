@@ -9,7 +9,9 @@
  * rely on it), unless it cannot be mapped: a `ulimit -s` of a terabyte, or
  * one of gigabytes under a `ulimit -v`, failed every thread with EAGAIN,
  * and no checkpoint could be written at all; the thread is then started
- * again with the floor. */
+ * again with the floor. It also gives each thread its token, which the
+ * objects driven from one thread (a saver, a monitored session) record to
+ * tell a re-entry on their own thread from a call on another one. */
 #include "common/internal.h"
 
 #include <errno.h>
@@ -34,4 +36,12 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg)
         rc = pthread_create(id, &attr, fn, arg); /* the default's mapping */
     pthread_attr_destroy(&attr);
     return rc;
+}
+
+/* One byte per thread: its address tells the threads apart. */
+static _Thread_local char thread_token;
+
+uintptr_t ckpt__thread_token(void)
+{
+    return (uintptr_t)&thread_token;
 }

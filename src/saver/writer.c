@@ -136,12 +136,9 @@ static void help_with_snapshot(ckpt_saver *s)
     pthread_cond_broadcast(&s->cv);
 }
 
-/* One byte per thread: its address tells the threads apart. */
-static _Thread_local char thread_token;
-
 int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
 {
-    uintptr_t me = (uintptr_t)&thread_token;
+    uintptr_t me = ckpt__thread_token();
     uintptr_t none = 0;
     /* the writer thread and a fork()ed child are told so first */
     if (ckpt__saver_refuse_writer_thread(s, what) < 0)

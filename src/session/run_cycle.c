@@ -362,21 +362,53 @@ static int after_run(ckpt_monitored_session *ms, int step_status,
 /* ---- the entry points: a run's hooks and step function may not re-enter
  * them (nor close): each would run a cycle inside the cycle in progress. */
 
+static int another_thread(const char *what)
+{
+    return ckpt__error(CKPT_ESTATE,
+                       "monitored session: %s called while another thread "
+                       "runs a step on it: a monitored session is used from "
+                       "one thread (the training loop)",
+                       what);
+}
+
 int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what)
 {
+    uintptr_t runner;
     if (ms->closing) /* B30; "already closed" said nothing of the caller */
         return ckpt__error(CKPT_ESTATE,
                            "monitored session: %s called from a hook or "
                            "listener while the session closes (its hooks' "
                            "end or on_abort are running)",
                            what);
-    if (!ms->in_run)
+    runner = atomic_load(&ms->in_run);
+    if (runner == 0)
         return 0;
+    if (runner != ckpt__thread_token())
+        return another_thread(what);
     return ckpt__error(CKPT_ESTATE,
                        "monitored session: %s called from a hook or the "
                        "step function while the session runs a step; call "
                        "it after the step returns",
                        what);
+}
+
+/* Enter run, before_run or after_run as `what`: 0, or CKPT_ESTATE when
+ * this thread is inside one already or another thread is. */
+static int enter_run(ckpt_monitored_session *ms, const char *what)
+{
+    uintptr_t none = 0;
+    int err = ckpt__ms_refuse_in_run(ms, what);
+    if (err < 0)
+        return err;
+    if (!atomic_compare_exchange_strong(&ms->in_run, &none,
+                                        ckpt__thread_token()))
+        return another_thread(what);
+    return 0;
+}
+
+static void leave_run(ckpt_monitored_session *ms)
+{
+    atomic_store(&ms->in_run, (uintptr_t)0);
 }
 
 int ckpt_monitored_session_run(ckpt_monitored_session *ms,
@@ -386,12 +418,11 @@ int ckpt_monitored_session_run(ckpt_monitored_session *ms,
     int err;
     CKPT__CHECK_ARG(ms);
     CKPT__CHECK_ARG(step);
-    err = ckpt__ms_refuse_in_run(ms, "run");
+    err = enter_run(ms, "run");
     if (err < 0)
         return err;
-    ms->in_run = 1;
     err = run_cycle(ms, args, step, payload, values_out);
-    ms->in_run = 0;
+    leave_run(ms);
     return err;
 }
 
@@ -403,12 +434,11 @@ int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
     CKPT__CHECK_ARG(sc_out);
     *sc_out = NULL;
     CKPT__CHECK_ARG(ms);
-    err = ckpt__ms_refuse_in_run(ms, "before_run");
+    err = enter_run(ms, "before_run");
     if (err < 0)
         return err;
-    ms->in_run = 1;
     err = before_run(ms, args, sc_out);
-    ms->in_run = 0;
+    leave_run(ms);
     return err;
 }
 
@@ -418,12 +448,11 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
 {
     int err;
     CKPT__CHECK_ARG(ms);
-    err = ckpt__ms_refuse_in_run(ms, "after_run");
+    err = enter_run(ms, "after_run");
     if (err < 0)
         return err;
-    ms->in_run = 1;
     err = after_run(ms, step_status, values_out);
-    ms->in_run = 0;
+    leave_run(ms);
     return err;
 }
 

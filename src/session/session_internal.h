@@ -181,8 +181,10 @@ struct ckpt_monitored_session {
 
     /* the step in progress */
     int in_step;
-    int in_run; /* run, before_run or after_run is calling hooks or the
-                   step function (re-entering them or close is refused) */
+    /* the ckpt__thread_token of the thread whose run, before_run or
+     * after_run is calling hooks or the step function, 0 when none:
+     * re-entering them or close is refused, from that thread or another */
+    _Atomic uintptr_t in_run;
     ckpt_run_context ctx;
     ckpt_step_context sc;
     ckpt_run_args caller_args;

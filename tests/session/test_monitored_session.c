@@ -4,6 +4,8 @@
  * rules, one hook given twice, ckpt_hook_free on a hook a session holds. */
 #include "session_test_util.h"
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -866,6 +868,73 @@ static int close_in_end(ckpt_session *s, void *payload)
     return 0;
 }
 
+/* A monitored session is used from one thread: a run, before_run or close
+ * from a second thread while the first runs a step is refused, and says
+ * so (it blamed a hook or the step function; two runs entering at once
+ * were a data race). The step waits on semaphores, not on time. */
+typedef struct blocked_step {
+    model *m;
+    sem_t entered, release;
+} blocked_step;
+
+static int step_blocks(ckpt_step_context *sc, void *payload)
+{
+    blocked_step *b = payload;
+    sem_post(&b->entered);
+    while (sem_wait(&b->release) != 0)
+        ;
+    return model_step(sc, b->m);
+}
+
+typedef struct runner {
+    ckpt_monitored_session *ms;
+    blocked_step *b;
+    int rc;
+} runner;
+
+static void *run_blocked(void *arg)
+{
+    runner *r = arg;
+    r->rc = ckpt_monitored_session_run(r->ms, NULL, step_blocks, r->b, NULL);
+    return NULL;
+}
+
+static void test_run_from_another_thread_refused(void **state)
+{
+    fixture *f = *state;
+    blocked_step b = {&f->m, {{0}}, {{0}}};
+    runner r = {NULL, &b, -1};
+    ckpt_step_context *sc = NULL;
+    pthread_t t;
+    assert_ckpt_ok(
+        ckpt_monitored_session_new(&f->ms, f->m.graph, NULL, 0, NULL));
+    r.ms = f->ms;
+    assert_int_equal(sem_init(&b.entered, 0, 0), 0);
+    assert_int_equal(sem_init(&b.release, 0, 0), 0);
+    assert_int_equal(pthread_create(&t, NULL, run_blocked, &r), 0);
+    while (sem_wait(&b.entered) != 0)
+        ;
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
+        CKPT_ESTATE,
+        "monitored session: run called while another thread runs a step on "
+        "it: a monitored session is used from one thread");
+    assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
+                      CKPT_ESTATE, "before_run called while another thread");
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "close called while another thread");
+    sem_post(&b.release);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_ckpt_ok(r.rc);
+    assert_int_equal(f->m.step, 1); /* only the first thread's step ran */
+    /* handed over between calls, it runs on this thread */
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL));
+    assert_int_equal(f->m.step, 2);
+    sem_destroy(&b.entered);
+    sem_destroy(&b.release);
+}
+
 static void test_reentry_from_end_refused(void **state)
 {
     fixture *f = *state;
@@ -977,6 +1046,7 @@ int main(void)
         T(test_hook_free_after_handing_over_refused),
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
+        T(test_run_from_another_thread_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
         T(test_b14_begin_failure_destroys_and_aborts),
         T(test_b15_create_after_init_with_coordinator),
