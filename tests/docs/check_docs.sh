@@ -14,7 +14,9 @@
 #     in include/, and its TensorFlow table maps the functions that read a
 #     checkpoint (latest_checkpoint, load_checkpoint, list_variables,
 #     load_variable) and TensorFlow 2's CheckpointManager (its
-#     checkpoint_name, restore_or_initialize, object-path keys).
+#     checkpoint_name, restore_or_initialize, object-path keys);
+#   - the guide's example end-of-session log line prints the stall as the
+#     checkpoint hook does.
 #   - a C++ or C user learns that a callback must return to the library (no
 #     exception or longjmp out of it): the guide's Errors section and
 #     ckpt_error_set's doc comment, where callbacks learn to fail, say so.
@@ -105,6 +107,13 @@ for tf in "tf.train.CheckpointManager(" "| \`checkpoint_name='ckpt'\` | \`o.base
     grep -qF -- "$tf" "$src/docs/guide.md" ||
         die "docs/guide.md does not map TensorFlow 2's CheckpointManager: no '$tf'"
 done
+
+# ---- the guide's example log line is what the hook prints -------------------------
+# (its stall as "%.6f s": the line once showed "0.004 s", which no run prints)
+grep -q 'longest stall %\.6f s' "$src/src/hooks/checkpoint_listeners.c" ||
+    die "src/hooks/checkpoint_listeners.c no longer prints the stall as %.6f: update this check and docs/guide.md"
+grep -qE 'session ended: .* longest stall [0-9]+\.[0-9]{6} s; latest step' "$src/docs/guide.md" ||
+    die "docs/guide.md's end-of-session line does not print the stall as the hook does (%.6f)"
 
 # ---- callbacks return: no exception or longjmp through the library -------------
 errors_section=$(sed -n '/^## 5\. Errors/,/^## 6\./p' "$src/docs/guide.md")
