@@ -108,6 +108,10 @@ for tf in "tf.train.CheckpointManager(" "| \`checkpoint_name='ckpt'\` | \`o.base
         die "docs/guide.md does not map TensorFlow 2's CheckpointManager: no '$tf'"
 done
 
+# where ckpt_latest_checkpoint answers differently from TensorFlow's
+grep -qF 'it gives the newest listed one that has one (TensorFlow: `None`)' "$src/docs/guide.md" ||
+    die "docs/guide.md's tf.train.latest_checkpoint row does not say where ckpt differs (a named checkpoint without its index)"
+
 # ---- the guide's example log line is what the hook prints -------------------------
 # (its stall as "%.6f s": the line once showed "0.004 s", which no run prints)
 grep -q 'longest stall %\.6f s' "$src/src/hooks/checkpoint_listeners.c" ||
