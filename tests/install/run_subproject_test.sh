@@ -5,8 +5,9 @@
 # are missing (ckpt builds only its libraries by default there), keeps its
 # own build type (none: ckpt's RelWithDebInfo default was FORCE'd into the
 # parent's cache), and its ctest lists only its own test, not ckpt's. With
-# MODE "build" it also builds the parent's program against ckpt::ckpt_static
-# and runs it.
+# MODE "build" it also builds the parent's program against ckpt::ckpt_static,
+# runs it, and installs the parent: its program alone (CKPT_INSTALL is OFF
+# in a subproject).
 # Usage: run_subproject_test.sh SOURCE_DIR CMAKE CC [build]
 set -euo pipefail
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then
@@ -26,6 +27,7 @@ set(CKPT_WITH_MPI OFF CACHE STRING "")
 add_subdirectory("$src" ckpt)
 add_executable(app main.c)
 target_link_libraries(app PRIVATE ckpt::ckpt_static)
+install(TARGETS app RUNTIME DESTINATION bin)
 enable_testing()
 add_test(NAME app COMMAND app)
 message(STATUS "app: build type '\${CMAKE_BUILD_TYPE}'")
@@ -58,13 +60,13 @@ grep -qx 'CMAKE_BUILD_TYPE:STRING=' "$tmp/b/CMakeCache.txt" ||
     die "the parent's cache: $(grep '^CMAKE_BUILD_TYPE' "$tmp/b/CMakeCache.txt")"
 echo "ok: the parent's build type is its own"
 
-for o in TESTS TOOLS EXAMPLES BENCH; do
-    grep -qx "CKPT_BUILD_$o:BOOL=OFF" "$tmp/b/CMakeCache.txt" ||
-        die "CKPT_BUILD_$o: $(grep "^CKPT_BUILD_$o" "$tmp/b/CMakeCache.txt")"
+for o in BUILD_TESTS BUILD_TOOLS BUILD_EXAMPLES BUILD_BENCH INSTALL; do
+    grep -qx "CKPT_$o:BOOL=OFF" "$tmp/b/CMakeCache.txt" ||
+        die "CKPT_$o: $(grep "^CKPT_$o" "$tmp/b/CMakeCache.txt")"
 done
 listed=$(cd "$tmp/b" && "$(dirname "$cmake")/ctest" -N | sed -n 's/^Total Tests: //p')
 [ "$listed" = 1 ] || die "the parent's ctest lists $listed tests, not 1"
-echo "ok: only the libraries are built; ctest lists the parent's one test"
+echo "ok: only the libraries are built, nothing installed; ctest lists the parent's one test"
 
 if [ "$mode" = build ]; then
     "$cmake" --build "$tmp/b" --target app >"$tmp/build.log" 2>&1 ||
@@ -75,4 +77,10 @@ if [ "$mode" = build ]; then
     *) die "the parent's program printed '$out'" ;;
     esac
     echo "ok: the parent's program links ckpt::ckpt_static and runs"
+    "$cmake" --install "$tmp/b" --prefix "$tmp/inst" >"$tmp/install.log" 2>&1 ||
+        { cat "$tmp/install.log" >&2; die "the parent did not install"; }
+    installed=$(cd "$tmp/inst" && find . -type f | sort | tr '\n' ' ')
+    [ "$installed" = "./bin/app " ] ||
+        die "the parent's install holds more than its program: $installed"
+    echo "ok: the parent's install holds its program, nothing of ckpt's"
 fi
