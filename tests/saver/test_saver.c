@@ -495,6 +495,52 @@ static void test_b77_latest_checkpoint(void **state)
 }
 
 /* B78: restore errors name the checkpoint or the variable. */
+/* Fill a bundle as TensorFlow would have written it, from `values` (two
+ * floats): the checkpoints of TensorFlow users' names below. */
+typedef void (*bundle_fill)(ckpt_bundle_writer *w, float *values);
+
+/* tf.train.Checkpoint: the variable "net/w" under its object path. */
+static void fill_tf2(ckpt_bundle_writer *w, float *values)
+{
+    ckpt_shape s2 = {1, {2}};
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "net/w/.ATTRIBUTES/VARIABLE_VALUE",
+                                          CKPT_DT_FLOAT, &s2, values,
+                                          2 * sizeof(float)));
+}
+
+/* TensorFlow 1's Saver: a variable "emb" [4, 1] partitioned in two. */
+static void fill_partitioned(ckpt_bundle_writer *w, float *values)
+{
+    ckpt_shape full = {2, {4, 1}};
+    ckpt_slice_extent e0[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent e1[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "emb", CKPT_DT_FLOAT, &full,
+                                                e0, values, 2 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "emb", CKPT_DT_FLOAT, &full,
+                                                e1, values, 2 * sizeof(float)));
+}
+
+/* Restoring `v` from the checkpoint `fill` writes (in a directory of its
+ * own) is CKPT_ENOTFOUND with `message`, the hint for the name used. */
+static void expect_restore_hint(bundle_fill fill, float *values,
+                                const ckpt_var *v, const char *message)
+{
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "model.ckpt-1");
+    ckpt_bundle_writer *w = NULL;
+    ckpt_saver *s = NULL;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    fill(w, values);
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_saver_open(&s, dir, NULL));
+    assert_ckpt_ok(ckpt_saver_add_var(s, v));
+    assert_ckpt_error(ckpt_saver_restore(s, prefix), CKPT_ENOTFOUND, message);
+    ckpt_saver_free(s);
+    free(prefix);
+    test_remove_tree(dir); /* frees it */
+}
+
 static void test_b78_restore_errors(void **state)
 {
     fixture *f = *state;
@@ -607,29 +653,14 @@ static void test_b78_restore_errors(void **state)
     /* A TensorFlow 2 checkpoint's variable registered by its object path:
      * the message gives the key tf.train.Checkpoint stores it under. */
     {
-        char *tf2 = test_make_temp_dir();
-        char *tf2_prefix = test_path(tf2, "ckpt-1");
-        ckpt_bundle_writer *w = NULL;
-        ckpt_shape s2 = {1, {2}};
         ckpt_var v = {"net/w", CKPT_DT_FLOAT, {1, {2}}, extra,
                       NULL,    NULL,          NULL};
-        assert_ckpt_ok(ckpt_bundle_writer_open(&w, tf2_prefix, NULL));
-        assert_ckpt_ok(ckpt_bundle_writer_add(
-            w, "net/w/.ATTRIBUTES/VARIABLE_VALUE", CKPT_DT_FLOAT, &s2, extra,
-            2 * sizeof(float)));
-        assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-        ckpt_bundle_writer_free(w);
-        assert_ckpt_ok(ckpt_saver_open(&other, tf2, NULL));
-        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
-        assert_ckpt_error(ckpt_saver_restore(other, tf2_prefix), CKPT_ENOTFOUND,
-                          "'net/w' is not in the checkpoint (a TensorFlow 2 "
-                          "checkpoint stores a variable's value under its "
-                          "object path followed by "
-                          "'/.ATTRIBUTES/VARIABLE_VALUE': register it as "
-                          "'net/w/.ATTRIBUTES/VARIABLE_VALUE')");
-        ckpt_saver_free(other);
-        free(tf2_prefix);
-        test_remove_tree(tf2); /* frees it */
+        expect_restore_hint(fill_tf2, extra, &v,
+                            "'net/w' is not in the checkpoint (a TensorFlow 2 "
+                            "checkpoint stores a variable's value under its "
+                            "object path followed by "
+                            "'/.ATTRIBUTES/VARIABLE_VALUE': register it as "
+                            "'net/w/.ATTRIBUTES/VARIABLE_VALUE')");
     }
 
     /* A TensorFlow 1 partitioned variable registered part by part, under
@@ -637,31 +668,14 @@ static void test_b78_restore_errors(void **state)
      * pieces of "emb", and the message says to register that, with the
      * shape to give it. */
     {
-        char *tf1 = test_make_temp_dir();
-        char *tf1_prefix = test_path(tf1, "model.ckpt-1");
-        ckpt_bundle_writer *w = NULL;
-        ckpt_shape full = {2, {4, 1}};
-        ckpt_slice_extent e0[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
-        ckpt_slice_extent e1[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
         ckpt_var v = {"emb/part_0", CKPT_DT_FLOAT, {2, {2, 1}}, extra,
                       NULL,         NULL,          NULL};
-        assert_ckpt_ok(ckpt_bundle_writer_open(&w, tf1_prefix, NULL));
-        assert_ckpt_ok(ckpt_bundle_writer_add_slice(
-            w, "emb", CKPT_DT_FLOAT, &full, e0, extra, 2 * sizeof(float)));
-        assert_ckpt_ok(ckpt_bundle_writer_add_slice(
-            w, "emb", CKPT_DT_FLOAT, &full, e1, extra, 2 * sizeof(float)));
-        assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-        ckpt_bundle_writer_free(w);
-        assert_ckpt_ok(ckpt_saver_open(&other, tf1, NULL));
-        assert_ckpt_ok(ckpt_saver_add_var(other, &v));
-        assert_ckpt_error(ckpt_saver_restore(other, tf1_prefix), CKPT_ENOTFOUND,
-                          "'emb/part_0' is not in the checkpoint (TensorFlow "
-                          "saves the parts of a partitioned variable as "
-                          "pieces of one tensor under the variable's name: "
-                          "register 'emb' with its full shape [4, 1])");
-        ckpt_saver_free(other);
-        free(tf1_prefix);
-        test_remove_tree(tf1); /* frees it */
+        expect_restore_hint(fill_partitioned, extra, &v,
+                            "'emb/part_0' is not in the checkpoint "
+                            "(TensorFlow saves the parts of a partitioned "
+                            "variable as pieces of one tensor under the "
+                            "variable's name: register 'emb' with its full "
+                            "shape [4, 1])");
     }
 
     /* Past the first few, the others are counted, not named. */
