@@ -395,13 +395,15 @@ CKPT_EXTERN(int)
 ckpt_monitored_session_should_stop(ckpt_monitored_session *ms, int *status_out);
 
 /** Close with the loop's terminating status (B26-B30): OK or a clean-end
- *  code runs every hook's end in order (stopping at the first failure) and
- *  returns OK or end's error; another status runs on_abort instead and is
- *  returned. Then the coordinator is stopped and joined (grace period
- *  stop_grace_period_s, stragglers ignored), the writes in flight of
- *  checkpoint hooks whose end did not run (an earlier hook's end failed)
- *  are waited for, each within the grace period, the scaffold saver closed
- *  and the graph unfrozen unless another open session froze it too. An
+ *  code runs every hook's end in order (stopping at the first failure: a
+ *  checkpoint hook after a failing end then saves no final checkpoint,
+ *  which is logged at WARN) and returns OK or end's error; another status
+ *  runs on_abort instead and is returned. Then the coordinator is stopped
+ *  and joined (grace period stop_grace_period_s, stragglers ignored), the
+ *  writes in flight of checkpoint hooks whose end did not run (an earlier
+ *  hook's end failed) are waited for, each within the grace period, the
+ *  scaffold saver closed and the graph unfrozen unless another open
+ *  session froze it too. An
  *  error recorded in the coordinator, or a pending error of the scaffold
  *  saver, is returned when
  *  nothing else failed. A second close returns CKPT_ESTATE, and so does a

@@ -9,6 +9,33 @@
 
 #include <stdio.h>
 
+static const char *hook_name(const ckpt_hook *h)
+{
+    return h->name ? h->name : "unnamed";
+}
+
+/* B29 skips the end of every hook after the one whose end failed: a
+ * checkpoint hook among them saves no final checkpoint, which the error
+ * returned (the failing hook's) does not tell. */
+static void warn_final_saves_skipped(const ckpt_monitored_session *ms,
+                                     size_t failed)
+{
+    ckpt__saved_error saved; /* the failing end's, which close returns */
+    ckpt__error_save(&saved);
+    for (size_t j = failed + 1; j < ms->num_hooks; j++)
+        if (ms->hooks[j].kind == CKPT_HOOK_KIND_CHECKPOINT && ms->hooks[j].end)
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "hook '%s' end failed, so the end of the hooks "
+                         "after it did not run: '%s' saved no final "
+                         "checkpoint (global step %lld); give the session "
+                         "a hook whose end may fail after the checkpoint "
+                         "hook",
+                         hook_name(&ms->hooks[failed]),
+                         hook_name(&ms->hooks[j]),
+                         (long long)ckpt__ms_global_step(ms));
+    ckpt__error_restore(&saved);
+}
+
 static int call_ends(ckpt_monitored_session *ms)
 {
     for (size_t i = 0; i < ms->num_hooks; i++) {
@@ -18,10 +45,12 @@ static int call_ends(ckpt_monitored_session *ms)
             continue;
         ckpt_error_clear();
         err = h->end(&ms->sess, h->payload);
-        if (err != 0) /* B29: later hooks' end are skipped */
-            return ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
-                                      "hook '%s' end",
-                                      h->name ? h->name : "unnamed");
+        if (err != 0) { /* B29: later hooks' end are skipped */
+            err = ckpt__error_prefix(err < 0 ? err : CKPT_EUSER,
+                                     "hook '%s' end", hook_name(h));
+            warn_final_saves_skipped(ms, i);
+            return err;
+        }
     }
     return 0;
 }

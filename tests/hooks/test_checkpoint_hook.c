@@ -491,6 +491,62 @@ static void test_b54_end_saves_final_step_then_listeners_end(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* B29 with a checkpoint hook: a hook before it whose end fails skips its
+ * end, and with it the final checkpoint. That is TensorFlow's order, but
+ * it was silent (close returned only the failing hook's error): now a
+ * warning names the checkpoint hook and the step left unsaved. A failing
+ * hook after the checkpoint hook loses nothing and warns of nothing. */
+static int end_fails(ckpt_session *s, void *payload)
+{
+    (void)s;
+    (void)payload;
+    return ckpt_error_set(CKPT_EIO, "flushing my metrics failed");
+}
+
+static void test_b29_failing_end_before_checkpoint_hook_warns(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_session_options sess = ck_session_options(f, 0, NULL);
+    ckpt_hook hooks[2];
+    ckpt_monitored_session *ms = NULL;
+    sess.log = so.log; /* the fixture's log, which the test reads */
+    sess.log_payload = so.log_payload;
+    for (int order = 0; order < 2; order++) {
+        int mine = order == 0 ? 0 : 1;
+        ckpt_checkpoint_hook_options o =
+            ck_hook_options(f, CKPT_SAVE_SYNC, 5, &so, NULL, 0);
+        int64_t last = f->gstep + 7;
+        memset(&hooks[mine], 0, sizeof(hooks[mine]));
+        hooks[mine].version = CKPT_HOOK_VERSION;
+        hooks[mine].name = "metrics";
+        hooks[mine].end = end_fails;
+        hooks[1 - mine] = new_hook(&o);
+        make_dir_p(f);
+        assert_ckpt_ok(
+            ckpt_monitored_session_new(&ms, f->graph, hooks, 2, &sess));
+        while (f->gstep < last)
+            assert_ckpt_ok(ck_run(f, ms));
+        assert_ckpt_error(ckpt_monitored_session_close(ms, 0), CKPT_EIO,
+                          "hook 'metrics' end: flushing my metrics failed");
+        ckpt_monitored_session_free(ms);
+        if (order == 0) {
+            assert_false(ck_has_checkpoint(f, 7));
+            assert_int_equal(
+                ck_log_count(f, "hook 'metrics' end failed, so the end of "
+                                "the hooks after it did not run: "
+                                "'CheckpointSaverHook' saved no final "
+                                "checkpoint (global step 7); give the "
+                                "session a hook whose end may fail after "
+                                "the checkpoint hook"),
+                1);
+        } else {
+            ck_expect_checkpoint(f, 14, 14);
+            assert_int_equal(ck_log_count(f, "saved no final checkpoint"), 1);
+        }
+    }
+}
+
 /* B55: end does not save again the step the last trigger saved. */
 static void test_b55_end_does_not_resave_last_trigger(void **state)
 {
@@ -895,6 +951,7 @@ int main(void)
         T(test_explicit_saver_without_global_step),
         T(test_b53_listener_stop_request_sync),
         T(test_b54_end_saves_final_step_then_listeners_end),
+        T(test_b29_failing_end_before_checkpoint_hook_warns),
         T(test_b55_end_does_not_resave_last_trigger),
         T(test_b56_failing_sync_save_is_returned),
         T(test_b57_state_file_names_only_complete_checkpoints),
