@@ -15,8 +15,6 @@
 
 #include <stdlib.h>
 
-#define TEMP_TRIES 8
-
 static int cmp_kv(const void *a, const void *b)
 {
     const ckpt__index_kv *x = a;
@@ -81,14 +79,9 @@ int ckpt__bundle_index_write(const ckpt_fs *fs, const char *prefix,
         err = ckpt__path_dirname(&dir, prefix);
     if (err == 0)
         err = sort_entries(final_path.ptr, kvs, n);
-    for (int i = 0; err == 0 && i < TEMP_TRIES; i++) {
-        err = ckpt__fs_temp_name(&tmp, final_path.ptr, "tempstate");
-        if (err == 0)
-            err = ckpt__fs_open_write(fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
-        if (err != CKPT_EEXISTS)
-            break;
-        err = 0;
-    }
+    if (err == 0)
+        err =
+            ckpt__fs_create_temp(fs, &f, &tmp, final_path.ptr, "tempstate", 0);
     if (err < 0)
         goto done;
     created = 1;

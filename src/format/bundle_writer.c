@@ -42,7 +42,6 @@
 /* Small writes are gathered up to this size before reaching the fs. */
 #define WRITE_BUF_SIZE (256u * 1024u)
 #define TEMP_TAG "tempstate"
-#define TEMP_TRIES 8
 
 static const uint8_t zeros[4096];
 
@@ -135,17 +134,9 @@ static int name_final_path(const ckpt_fs *fs, int err, const char *tmp,
 static int create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
                        const char *final_path, int flags)
 {
-    int err = 0;
-    for (int i = 0; i < TEMP_TRIES; i++) {
-        err = ckpt__fs_temp_name(tmp, final_path, TEMP_TAG);
-        if (err < 0)
-            return err;
-        err = ckpt__fs_open_write(fs, out, tmp->ptr, CKPT_OPEN_EXCL | flags);
-        if (err == CKPT_ENOTFOUND || err == CKPT_EACCES)
-            return name_final_path(fs, err, tmp->ptr, final_path);
-        if (err != CKPT_EEXISTS)
-            return err;
-    }
+    int err = ckpt__fs_create_temp(fs, out, tmp, final_path, TEMP_TAG, flags);
+    if (err == CKPT_ENOTFOUND || err == CKPT_EACCES)
+        return name_final_path(fs, err, tmp->ptr, final_path);
     return err;
 }
 

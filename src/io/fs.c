@@ -21,9 +21,6 @@
 #define READ_PROBE_MAX ((size_t)1 << 20)
 #define READ_GROWTH_MAX ((uint64_t)64 << 20)
 
-/* How many temporary names ckpt_fs_write_file_atomic tries. */
-#define TEMP_NAME_TRIES 4
-
 const ckpt_fs *ckpt_fs_or_default(const ckpt_fs *fs)
 {
     return fs ? fs : ckpt_fs_posix();
@@ -335,6 +332,29 @@ int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag)
                             digits);
 }
 
+int ckpt__fs_create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
+                         const char *final_path, const char *tag, int flags)
+{
+    int err = 0;
+    *out = NULL;
+    for (int i = 0; i < CKPT__TEMP_TRIES; i++) {
+        /* The last refusal's message, not each one's prefixed to the
+         * next (a method failing without a message of its own keeps the
+         * previous one with the same code). */
+        if (i > 0)
+            ckpt_error_clear();
+        err = ckpt__fs_temp_name(tmp, final_path, tag);
+        if (err < 0)
+            return err;
+        err = ckpt__fs_open_write(fs, out, tmp->ptr, CKPT_OPEN_EXCL | flags);
+        if (err != CKPT_EEXISTS)
+            break;
+    }
+    if (err < 0)
+        *out = NULL;
+    return err;
+}
+
 /* ---- whole files -------------------------------------------------------- */
 
 /* Read from `f` into `out` until end of file: first the `size` bytes the
@@ -485,14 +505,7 @@ int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     err = ckpt__path_dirname(&dir, path);
     if (err < 0)
         goto done;
-    for (int i = 0; i < TEMP_NAME_TRIES; i++) {
-        err = ckpt__fs_temp_name(&tmp, path, "tmp");
-        if (err < 0)
-            goto done;
-        err = ckpt__fs_open_write(fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
-        if (err != CKPT_EEXISTS)
-            break;
-    }
+    err = ckpt__fs_create_temp(fs, &f, &tmp, path, "tmp", 0);
     if (err < 0)
         goto done;
     temp_exists = 1;

@@ -97,4 +97,13 @@ int ckpt__fs_exists(const ckpt_fs *fs, const char *path);
  * with CKPT_OPEN_EXCL and pick another name on CKPT_EEXISTS. */
 int ckpt__fs_temp_name(ckpt_buf *out, const char *final_path, const char *tag);
 
+/* Create a fresh temporary file for `final_path`: a name from
+ * ckpt__fs_temp_name (into `tmp`) opened with CKPT_OPEN_EXCL | `flags`,
+ * another name tried while one is taken (CKPT_EEXISTS), up to
+ * CKPT__TEMP_TRIES names. 0 with *out open, else the error of the last
+ * open and *out NULL: never 0 without a file. */
+#define CKPT__TEMP_TRIES 8
+int ckpt__fs_create_temp(const ckpt_fs *fs, ckpt_file **out, ckpt_buf *tmp,
+                         const char *final_path, const char *tag, int flags);
+
 #endif

@@ -17,8 +17,6 @@
 
 #include <string.h>
 
-#define TEMP_TRIES 8
-
 int ckpt__mpi_shard_plan(ckpt_mpi_saver *s)
 {
     size_t n = 0;
@@ -106,19 +104,12 @@ static int create_temp(ckpt_mpi_saver *s, ckpt__save_op *op, ckpt_file **f)
     /* As ckpt_saver writes its image: O_DIRECT for the aligned part unless
      * the options turn it off (the image is page-aligned). */
     int flags =
-        CKPT_OPEN_EXCL |
-        (s->opts.base.direct_io >= CKPT_DIRECT_IO_DEFAULT ? CKPT_OPEN_DIRECT
-                                                          : 0);
+        s->opts.base.direct_io >= CKPT_DIRECT_IO_DEFAULT ? CKPT_OPEN_DIRECT : 0;
     int err =
         ckpt_bundle_data_path(&final_path, op->prefix.ptr, s->rank, s->size);
-    for (int i = 0; err == 0 && i < TEMP_TRIES; i++) {
-        err = ckpt__fs_temp_name(&op->temp_path, final_path.ptr, "tempstate");
-        if (err == 0)
-            err = ckpt__fs_open_write(s->fs, f, op->temp_path.ptr, flags);
-        if (err != CKPT_EEXISTS)
-            break;
-        err = 0;
-    }
+    if (err == 0)
+        err = ckpt__fs_create_temp(s->fs, f, &op->temp_path, final_path.ptr,
+                                   "tempstate", flags);
     if (err == 0)
         op->temp_exists = 1;
     ckpt_buf_dispose(&final_path);

@@ -60,9 +60,7 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
     /* Replaced by a rename, never removed first: a crash between a removal
      * and the new note would forget a checkpoint the old one named. */
     if (err == 0)
-        err = ckpt__fs_temp_name(&tmp, path.ptr, "tempstate");
-    if (err == 0)
-        err = ckpt__fs_open_write(ds->fs, &f, tmp.ptr, CKPT_OPEN_EXCL);
+        err = ckpt__fs_create_temp(ds->fs, &f, &tmp, path.ptr, "tempstate", 0);
     if (err == 0)
         err = ckpt__fs_write(ds->fs, f, tmp.ptr, text.ptr, text.size);
     if (err == 0) /* durable before its name: never an empty note */

@@ -11,6 +11,7 @@
 
 #include "format/bundle_slices.h"
 #include "format/bundle_test_helpers.h"
+#include "io/fs_internal.h"
 #include "mpi/mpi_internal.h"
 #include "support/fs_fault.h"
 #include "support/fs_forward.h"
@@ -985,6 +986,62 @@ static void test_direct_io_option(void **state)
     }
 }
 
+/* Answers CKPT_EEXISTS to every exclusive open of a path containing
+ * `taken`, as if each temporary name picked were another file's. */
+typedef struct taken_fs {
+    ckpt_fs_forward fwd;
+    const char *taken;
+    int refused;
+} taken_fs;
+
+static int taken_open_write(ckpt_file **out, const char *path, int flags,
+                            void *payload)
+{
+    taken_fs *t = payload;
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    if ((flags & CKPT_OPEN_EXCL) && strstr(path, t->taken)) {
+        t->refused++;
+        return CKPT_EEXISTS;
+    }
+    return base->open_write(out, path, flags, base->payload);
+}
+
+/* Every temporary name taken, for the data files (every rank) and for the
+ * index (rank 0): each tries CKPT__TEMP_TRIES names, then the save fails
+ * with CKPT_EEXISTS on every rank, the message naming the last name
+ * refused, and commits nothing. Before the data file and the index shared
+ * ckpt__fs_create_temp, running out of names went on with no file open. */
+static void test_temp_names_all_taken(void **state)
+{
+    fixture *f = *state;
+    const char *taken[2] = {".data-", ".index.tempstate"};
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    for (int i = 0; i < 2; i++) {
+        ckpt_mpi_saver *s;
+        taken_fs t;
+        int refused_here = i == 0 || test_rank() == 0;
+        memset(&t, 0, sizeof(t));
+        ckpt_fs_forward_init(&t.fwd, NULL);
+        t.fwd.fs.open_write = taken_open_write;
+        t.taken = taken[i];
+        s = open_saver(f->dir, &t.fwd.fs);
+        model_register(s, &f->m, 0);
+        assert_ckpt_error(ckpt_mpi_saver_save(s, 60 + i, NULL), CKPT_EEXISTS,
+                          "rank 0: open_write ");
+        assert_non_null(strstr(ckpt_error_last()->message, taken[i]));
+        /* the last refusal alone, not each one's message in front of it */
+        assert_int_equal(test_count(ckpt_error_last()->message, "open_write"),
+                         1);
+        assert_int_equal(t.refused, refused_here ? CKPT__TEMP_TRIES : 0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (test_rank() == 0) {
+            assert_int_equal(count_files_in(f->dir, "model.ckpt-6"), 0);
+            assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+        }
+        ckpt_mpi_saver_free(s);
+    }
+}
+
 /* A variable of several snapshot pieces (3 MiB per rank, pieces of 2 MiB),
  * its checksum fused into the copies or computed by the background thread
  * over the image (CKPT_SNAPSHOT_CHECKSUM forces each): the records' CRCs
@@ -1689,6 +1746,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_version_1_options_layout, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_io_option, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_temp_names_all_taken, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_missing_data_file, setup,
