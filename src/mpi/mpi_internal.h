@@ -209,6 +209,9 @@ struct ckpt_mpi_saver {
 int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
                       const ckpt_slice_extent *extents, int flags);
 void ckpt__mpi_vars_dispose(ckpt_mpi_saver *s);
+/* The key a per-rank variable `name` is stored under for rank `rank`,
+ * "<name>/rank-<rank>", into `out` (replacing): 0 or CKPT_ENOMEM. */
+int ckpt__mpi_per_rank_key(ckpt_buf *out, const char *name, int rank);
 /* CKPT_ESTATE naming `what` when called on `s`'s own background thread
  * (a log callback calling back into the saver; mpi_save_op.c). */
 int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what);

@@ -764,8 +764,7 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
         if (v->kind != CKPT__MPI_PER_RANK)
             continue;
         for (;;) { /* the stored ranks past this job's */
-            ckpt__buf_clear(&key);
-            if (ckpt__buf_printf(&key, "%s/rank-%d", v->name, last + 1) < 0 ||
+            if (ckpt__mpi_per_rank_key(&key, v->name, last + 1) < 0 ||
                 ckpt__bundle_reader_lookup(&e, NULL, r, key.ptr) < 0)
                 break;
             last++;

@@ -35,6 +35,12 @@ static const char *kind_label(int kind)
 
 /* ---- registration ------------------------------------------------------ */
 
+int ckpt__mpi_per_rank_key(ckpt_buf *out, const char *name, int rank)
+{
+    ckpt__buf_clear(out);
+    return ckpt__buf_printf(out, "%s/rank-%d", name, rank);
+}
+
 static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
 {
     int64_t n;
@@ -161,7 +167,7 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
     if (kind == CKPT__MPI_PARTITIONED)
         err = set_piece(v, extents);
     else if (kind == CKPT__MPI_PER_RANK)
-        err = ckpt__buf_printf(&v->key, "%s/rank-%d", v->name, s->rank);
+        err = ckpt__mpi_per_rank_key(&v->key, v->name, s->rank);
     else
         err = ckpt__buf_set(&v->key, v->name);
     if (err == 0)
@@ -501,8 +507,7 @@ static int check_stored_names(const ckpt_mpi_saver *s, const rank_list *l0)
         if (l0->d[i].kind != CKPT__MPI_PER_RANK)
             continue;
         for (int r = 0; err == 0 && r < s->size; r++) {
-            ckpt__buf_clear(&b);
-            err = ckpt__buf_printf(&b, "%s/rank-%d", l0->d[i].name, r);
+            err = ckpt__mpi_per_rank_key(&b, l0->d[i].name, r);
             if (err == 0 && (find_name(l0, CKPT__MPI_REPLICATED, b.ptr) ||
                              find_name(l0, CKPT__MPI_PARTITIONED, b.ptr)))
                 err = ckpt__error(CKPT_EINVAL,
