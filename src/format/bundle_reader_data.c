@@ -253,8 +253,9 @@ int ckpt__bundle_reader_compare_crc(const ckpt_bundle_reader *r,
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': checksum mismatch (stored "
                            "0x%08x, computed 0x%08x)",
-                           r->path.ptr, ckpt__bundle_entry_shown(&sn, e),
-                           e->crc32c, ckpt__crc32c_mask(crc));
+                           ckpt__bundle_reader_data_path(r),
+                           ckpt__bundle_entry_shown(&sn, e), e->crc32c,
+                           ckpt__crc32c_mask(crc));
     return 0;
 }
 

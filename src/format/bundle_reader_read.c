@@ -389,12 +389,8 @@ int ckpt__bundle_reader_read_strings_entry(ckpt_bundle_reader *r,
     }
     err = scan_strings(r, e, (const uint8_t *)rec.ptr, rec.size, count, strings,
                        &crc);
-    if (err == 0 && check_crc && ckpt__crc32c_mask(crc) != e->crc32c)
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: tensor '%s': checksum mismatch (stored "
-                          "0x%08x, computed 0x%08x)",
-                          r->path.ptr, ckpt__bundle_entry_shown(&sn, e),
-                          e->crc32c, ckpt__crc32c_mask(crc));
+    if (err == 0 && check_crc)
+        err = ckpt__bundle_reader_compare_crc(r, e, crc);
 done:
     if (err < 0 || rec.size == 0) {
         ckpt__free(strings);

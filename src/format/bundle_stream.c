@@ -88,16 +88,9 @@ int ckpt_record_stream_open(ckpt_record_stream **out, ckpt_bundle_reader *r,
 /* The end of the record: compare the CRC of everything handed out. */
 static int finish(ckpt_record_stream *s)
 {
-    ckpt__shown_name sn;
     s->ended = true;
-    if (!s->check_crc || ckpt__crc32c_mask(s->crc) == s->e->crc32c)
-        return 0;
-    return ckpt__error(CKPT_ECORRUPT,
-                       "%s: tensor '%s': checksum mismatch (stored 0x%08x, "
-                       "computed 0x%08x)",
-                       ckpt__bundle_reader_data_path(s->r),
-                       ckpt__show_name(&sn, s->e->name, s->e->name_len),
-                       s->e->crc32c, ckpt__crc32c_mask(s->crc));
+    return s->check_crc ? ckpt__bundle_reader_compare_crc(s->r, s->e, s->crc)
+                        : 0;
 }
 
 int ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n)
