@@ -51,6 +51,17 @@ int ckpt__check_var_name(const char *who, const char *name);
 ssize_t ckpt__write_no_signal(int fd, const void *p, size_t n, int sig,
                               int sig_errno);
 
+/* The largest single read()/write() request; Linux caps one transfer just
+ * below 2 GiB anyway. */
+#define CKPT__IO_CHUNK_MAX ((size_t)1 << 30)
+
+/* All `n` bytes at `p` to `fd` through ckpt__write_no_signal, looping over
+ * short writes and EINTR, at most CKPT__IO_CHUNK_MAX bytes a call. 0, a
+ * negative errno, or 1 when write() made no progress without an errno;
+ * *written: the bytes written either way. */
+int ckpt__write_all_no_signal(int fd, const void *p, size_t n, int sig,
+                              int sig_errno, size_t *written);
+
 /* pthread_create for the library's own threads (common/thread.c), with a
  * stack of at least 1 MiB whatever RLIMIT_STACK says, and of 1 MiB where
  * RLIMIT_STACK's cannot be mapped (EAGAIN); 0 or the error number

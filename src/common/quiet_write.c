@@ -7,7 +7,8 @@
  * mask is restored, so the call fails with EFBIG or EPIPE like any other
  * write error. The process's signal dispositions are never changed; a
  * thread that blocks the signal itself keeps it pending, as it asked, and
- * a handler the application installed does not run for these writes. */
+ * a handler the application installed does not run for these writes.
+ * Also the loop that writes a whole buffer that way. */
 #include "common/internal.h"
 
 #include <errno.h>
@@ -36,4 +37,27 @@ ssize_t ckpt__write_no_signal(int fd, const void *p, size_t n, int sig,
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     errno = saved;
     return got;
+}
+
+int ckpt__write_all_no_signal(int fd, const void *p, size_t n, int sig,
+                              int sig_errno, size_t *written)
+{
+    const char *q = p;
+    *written = 0;
+    while (*written < n) {
+        size_t want = n - *written;
+        ssize_t got;
+        if (want > CKPT__IO_CHUNK_MAX)
+            want = CKPT__IO_CHUNK_MAX;
+        got = ckpt__write_no_signal(fd, q + *written, want, sig, sig_errno);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (got == 0) /* no progress and no errno: report, never spin */
+            return 1;
+        *written += (size_t)got;
+    }
+    return 0;
 }

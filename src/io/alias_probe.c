@@ -55,22 +55,6 @@ static double seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Fill `fd` with the `n` bytes at `p`; 0 or -1. */
-static int fill(int fd, const uint8_t *p, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t got =
-            ckpt__write_no_signal(fd, p + done, n - done, SIGXFSZ, EFBIG);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        done += (size_t)got;
-    }
-    return 0;
-}
-
 /* Best time of one pread of the whole file into `dst`, so far `best`. */
 static double timed_read(int fd, uint8_t *dst, double best)
 {
@@ -88,6 +72,7 @@ static void measure(void)
     size_t dst_len = PROBE_BYTES + 4096;
     size_t len = PROBE_BYTES + 2 * dst_len;
     double aligned = -1.0, aliased = -1.0;
+    size_t written;
     uint8_t *map;
     /* off 0-2, as every descriptor the library opens */
     int fd =
@@ -103,7 +88,8 @@ static void measure(void)
     for (size_t i = 0; i < PROBE_BYTES; i++)
         map[i] = (uint8_t)(i * 131u + (i >> 12));
     memset(map + PROBE_BYTES, 0, 2 * dst_len); /* both faulted in */
-    if (fill(fd, map, PROBE_BYTES) == 0) {
+    if (ckpt__write_all_no_signal(fd, map, PROBE_BYTES, SIGXFSZ, EFBIG,
+                                  &written) == 0) {
         uint8_t *straight = map + PROBE_BYTES;
         uint8_t *ahead = straight + dst_len + PROBE_AHEAD;
         for (int r = 0; r < PROBE_ROUNDS; r++) {

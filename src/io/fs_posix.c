@@ -60,10 +60,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* The largest single read()/write() request; Linux caps one transfer just
- * below 2 GiB anyway. */
-#define IO_CHUNK_MAX ((size_t)1 << 30)
-
 /* Alignment O_DIRECT transfers use (a multiple of every common logical
  * block size). */
 #define DIRECT_ALIGN ((size_t)4096)
@@ -280,25 +276,15 @@ static int posix_open_read_direct(ckpt_file **out, const char *path,
     return 0;
 }
 
-/* write() all of `n` bytes, looping over short writes and EINTR. Returns 0,
- * a negative errno, or 1 when write() made no progress without an errno. */
+/* write() all of `n` bytes (ckpt__write_all_no_signal), counting them in
+ * pf->written. Returns 0, a negative errno, or 1 when write() made no
+ * progress without an errno. */
 static int write_all(struct posix_file *pf, const char *p, size_t n)
 {
-    while (n > 0) {
-        size_t want = n < IO_CHUNK_MAX ? n : IO_CHUNK_MAX;
-        ssize_t got = ckpt__write_no_signal(pf->fd, p, want, SIGXFSZ, EFBIG);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (got == 0) /* no progress and no errno: report, never spin */
-            return 1;
-        p += got;
-        n -= (size_t)got;
-        pf->written += (uint64_t)got;
-    }
-    return 0;
+    size_t done;
+    int rc = ckpt__write_all_no_signal(pf->fd, p, n, SIGXFSZ, EFBIG, &done);
+    pf->written += (uint64_t)done;
+    return rc;
 }
 
 static int set_direct(struct posix_file *pf, int on)
@@ -356,7 +342,7 @@ static int posix_write(ckpt_file *f, const void *buf, size_t n, void *payload)
     return 0;
 }
 
-/* The iovecs of one preadv(2) call: at most this many, IO_CHUNK_MAX bytes
+/* The iovecs of one preadv(2) call: at most this many, CKPT__IO_CHUNK_MAX bytes
  * in all. */
 #define PREADV_SEGMENTS 256
 
@@ -368,7 +354,7 @@ static int remaining_iov(struct iovec *sys, const ckpt_iovec *iov, int iovcnt,
     int n = 0;
     *want = 0;
     for (int i = 0; i < iovcnt && n < PREADV_SEGMENTS; i++) {
-        size_t len = iov[i].len, room = IO_CHUNK_MAX - *want;
+        size_t len = iov[i].len, room = CKPT__IO_CHUNK_MAX - *want;
         if (skip >= len) {
             skip -= len;
             continue;
@@ -381,7 +367,7 @@ static int remaining_iov(struct iovec *sys, const ckpt_iovec *iov, int iovcnt,
         skip = 0;
         *want += len;
         n++;
-        if (*want == IO_CHUNK_MAX)
+        if (*want == CKPT__IO_CHUNK_MAX)
             break;
     }
     return n;
