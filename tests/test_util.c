@@ -242,6 +242,18 @@ uint8_t *test_read_file(const char *path, size_t *n)
     return p;
 }
 
+void test_assert_file_is(const char *path, const void *data, size_t n)
+{
+    size_t got = 0;
+    uint8_t *p = test_read_file(path, &got);
+    if (!p)
+        fail_msg("%s is missing", path);
+    assert_int_equal(got, n);
+    if (n)
+        assert_memory_equal(p, data, n);
+    free(p);
+}
+
 void test_write_file(const char *path, const void *data, size_t n)
 {
     FILE *f = fopen(path, "wb");

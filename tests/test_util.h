@@ -114,6 +114,9 @@ void test_assert_ckpt_ok(int rc, const char *file, int line);
 
 /* Read a whole file into a malloc'd buffer (*n set); NULL if missing. */
 uint8_t *test_read_file(const char *path, size_t *n);
+/* Assert that the file `path` holds exactly the `n` bytes at `data`
+ * (failing with the path when it is missing). */
+void test_assert_file_is(const char *path, const void *data, size_t n);
 /* Write a whole file; fails the test on error. */
 void test_write_file(const char *path, const void *data, size_t n);
 /* Create the file `name` in `dir` holding one byte ("x"). */

@@ -265,11 +265,7 @@ static void test_random_respects_sync_dir(void **state)
         assert_ckpt_ok(fs->remove(r, fs->payload));
         assert_ckpt_ok(ckpt_fs_fault_drop_unsynced_random(ff, seed));
         ckpt_fs_fault_free(ff);
-        got = test_read_file(a, &len);
-        assert_non_null(got);
-        assert_int_equal(len, 7);
-        assert_memory_equal(got, "durable", 7);
-        free(got);
+        test_assert_file_is(a, "durable", 7);
         got = test_read_file(r, &len);
         seen_removed[got == NULL] = 1;
         if (got) {
@@ -296,8 +292,6 @@ static void test_drop_data_keeps_entries(void **state)
     const char *const data[] = {"synced", "-lost"};
     ckpt_fs_fault *ff;
     const ckpt_fs *fs;
-    uint8_t *got;
-    size_t len = 0;
     (void)state;
     test_write_file(fin, "old", 3);
     test_write_file(r, "gone", 4);
@@ -308,11 +302,7 @@ static void test_drop_data_keeps_entries(void **state)
     assert_ckpt_ok(fs->remove(r, fs->payload));
     assert_ckpt_ok(ckpt_fs_fault_drop_unsynced_data(ff));
     ckpt_fs_fault_free(ff);
-    got = test_read_file(fin, &len);
-    assert_non_null(got);
-    assert_int_equal(len, 6);
-    assert_memory_equal(got, "synced", 6);
-    free(got);
+    test_assert_file_is(fin, "synced", 6);
     assert_false(exists(dir, "t.tmp"));
     assert_false(exists(dir, "r"));
     free(tmp);

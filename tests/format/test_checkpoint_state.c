@@ -554,11 +554,7 @@ static void test_write_then_read(void **state)
     assert_ckpt_error(ckpt_state_read(&back, NULL, dir), CKPT_ENOTFOUND,
                       "no checkpoint state file");
     assert_ckpt_ok(ckpt_state_write(NULL, dir, &st));
-    bytes = test_read_file(file, &n);
-    assert_non_null(bytes);
-    assert_int_equal(n, strlen(want));
-    assert_memory_equal(bytes, want, n);
-    free(bytes);
+    test_assert_file_is(file, want, strlen(want));
     assert_ckpt_ok(ckpt_state_read(&back, NULL, dir));
     assert_string_equal(back.model_checkpoint_path, "ckpt-2");
     assert_int_equal(back.num_paths, 2);

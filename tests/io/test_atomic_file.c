@@ -46,18 +46,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void assert_file_is(const char *path, const void *data, size_t n)
-{
-    size_t got = 0;
-    uint8_t *p = test_read_file(path, &got);
-    if (!p)
-        fail_msg("%s is missing", path);
-    assert_int_equal(got, n);
-    if (n)
-        assert_memory_equal(p, data, n);
-    free(p);
-}
-
 static int file_is(const char *path, const char *text)
 {
     size_t got = 0;
@@ -98,15 +86,15 @@ static void test_create_and_replace(void **state)
     struct fixture *fx = *state;
     assert_ckpt_ok(
         ckpt_fs_write_file_atomic(NULL, fx->path, ORIGINAL, strlen(ORIGINAL)));
-    assert_file_is(fx->path, ORIGINAL, strlen(ORIGINAL));
+    test_assert_file_is(fx->path, ORIGINAL, strlen(ORIGINAL));
     assert_only_target(fx);
     assert_ckpt_ok(ckpt_fs_write_file_atomic(ckpt_fs_posix(), fx->path, UPDATED,
                                              strlen(UPDATED)));
-    assert_file_is(fx->path, UPDATED, strlen(UPDATED));
+    test_assert_file_is(fx->path, UPDATED, strlen(UPDATED));
     assert_only_target(fx);
     /* empty content is fine */
     assert_ckpt_ok(ckpt_fs_write_file_atomic(NULL, fx->path, NULL, 0));
-    assert_file_is(fx->path, "", 0);
+    test_assert_file_is(fx->path, "", 0);
     assert_only_target(fx);
 }
 
@@ -120,7 +108,7 @@ static void test_relative_path(void **state)
     assert_ckpt_ok(ckpt_fs_write_file_atomic(NULL, "checkpoint", UPDATED, 10));
     assert_int_equal(chdir(cwd), 0);
     free(cwd);
-    assert_file_is(fx->path, UPDATED, 10);
+    test_assert_file_is(fx->path, UPDATED, 10);
     assert_only_target(fx);
 }
 
@@ -216,7 +204,7 @@ static void test_power_cut_without_failure(void **state)
     assert_ckpt_ok(
         ckpt_fs_write_file_atomic(fs, fx->path, ORIGINAL, strlen(ORIGINAL)));
     assert_ckpt_ok(ckpt_fs_fault_drop_unsynced(ff));
-    assert_file_is(fx->path, ORIGINAL, strlen(ORIGINAL));
+    test_assert_file_is(fx->path, ORIGINAL, strlen(ORIGINAL));
     assert_only_target(fx);
     ckpt_fs_fault_free(ff);
 }

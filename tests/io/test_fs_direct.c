@@ -7,16 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void check_file(const char *path, const uint8_t *want, size_t n)
-{
-    size_t got_n = 0;
-    uint8_t *got = test_read_file(path, &got_n);
-    assert_non_null(got);
-    assert_int_equal(got_n, n);
-    assert_memory_equal(got, want, n);
-    free(got);
-}
-
 static void test_direct_mixed_writes(void **state)
 {
     const ckpt_fs *fs = ckpt_fs_posix();
@@ -48,7 +38,7 @@ static void test_direct_mixed_writes(void **state)
     total += 50;
     assert_ckpt_ok(fs->sync(f, fs->payload));
     assert_ckpt_ok(fs->close(f, fs->payload));
-    check_file(path, want, total);
+    test_assert_file_is(path, want, total);
     free(aligned);
     free(want);
     test_remove_tree(dir);
@@ -69,7 +59,7 @@ static void test_direct_small_and_empty_writes(void **state)
     assert_ckpt_ok(fs->write(f, aligned, 0, fs->payload));
     assert_ckpt_ok(fs->write(f, aligned, 10, fs->payload));
     assert_ckpt_ok(fs->close(f, fs->payload));
-    check_file(path, aligned, 10);
+    test_assert_file_is(path, aligned, 10);
     free(aligned);
     test_remove_tree(dir);
 }

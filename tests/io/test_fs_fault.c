@@ -39,26 +39,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *path_in(const struct fixture *fx, const char *name)
-{
-    size_t n = strlen(fx->dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", fx->dir, name);
-    return p;
-}
-
 static void assert_file_is(const char *path, const char *text)
 {
-    size_t got = 0;
-    size_t n = strlen(text);
-    uint8_t *p = test_read_file(path, &got);
-    if (!p)
-        fail_msg("%s is missing, expected \"%s\"", path, text);
-    assert_int_equal(got, n);
-    if (n)
-        assert_memory_equal(p, text, n);
-    free(p);
+    test_assert_file_is(path, text, strlen(text));
 }
 
 static void assert_missing(const char *path)
@@ -105,8 +88,8 @@ static void test_passthrough_and_counts(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *a = path_in(fx, "a");
-    char *b = path_in(fx, "b");
+    char *a = test_path(fx->dir, "a");
+    char *b = test_path(fx->dir, "b");
     ckpt_file *f = NULL;
     char back[16];
     size_t nread = 0;
@@ -160,7 +143,7 @@ static void test_fail_nth_write_once(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "f");
+    char *path = test_path(fx->dir, "f");
     ckpt_file *f = NULL;
 
     ckpt_fs_fault_fail(fx->ff, 3, CKPT_FS_OP_BIT(CKPT_FS_OP_WRITE), EIO, 0, 0);
@@ -184,7 +167,7 @@ static void test_fail_persistent_then_clear(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "p");
+    char *path = test_path(fx->dir, "p");
     ckpt_file *f = NULL;
 
     assert_ckpt_ok(fs->open_write(&f, path, CKPT_OPEN_EXCL, fs->payload));
@@ -207,7 +190,7 @@ static void test_partial_write_lands_exactly(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "short");
+    char *path = test_path(fx->dir, "short");
     ckpt_file *f = NULL;
 
     assert_ckpt_ok(fs->open_write(&f, path, CKPT_OPEN_EXCL, fs->payload));
@@ -236,9 +219,9 @@ static void test_errno_mapping_and_messages(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *a = path_in(fx, "a");
-    char *b = path_in(fx, "b");
-    char *d = path_in(fx, "d");
+    char *a = test_path(fx->dir, "a");
+    char *b = test_path(fx->dir, "b");
+    char *d = test_path(fx->dir, "d");
     ckpt_file *f = NULL;
 
     ckpt_fs_fault_fail(fx->ff, 1, CKPT_FS_OP_BIT(CKPT_FS_OP_OPEN_WRITE), EDQUOT,
@@ -295,9 +278,9 @@ static void test_mask_counts_only_matching_ops(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *a = path_in(fx, "a");
-    char *b = path_in(fx, "b");
-    char *c = path_in(fx, "c");
+    char *a = test_path(fx->dir, "a");
+    char *b = test_path(fx->dir, "b");
+    char *c = test_path(fx->dir, "c");
     unsigned mask =
         CKPT_FS_OP_BIT(CKPT_FS_OP_RENAME) | CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE);
 
@@ -327,7 +310,7 @@ static void test_failed_close_still_closes(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "c");
+    char *path = test_path(fx->dir, "c");
     ckpt_file *f = NULL;
 
     assert_ckpt_ok(fs->open_write(&f, path, CKPT_OPEN_EXCL, fs->payload));
@@ -344,7 +327,7 @@ static void test_drop_open_file_refused(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "open");
+    char *path = test_path(fx->dir, "open");
     ckpt_file *f = NULL;
     assert_ckpt_ok(fs->open_write(&f, path, CKPT_OPEN_EXCL, fs->payload));
     assert_ckpt_error(ckpt_fs_fault_drop_unsynced(fx->ff), CKPT_ESTATE,
@@ -357,7 +340,7 @@ static void test_drop_unsynced_tail(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "tail");
+    char *path = test_path(fx->dir, "tail");
     ckpt_file *f = NULL;
 
     assert_ckpt_ok(fs->open_write(&f, path, CKPT_OPEN_EXCL, fs->payload));
@@ -388,11 +371,11 @@ static void test_drop_created_without_dir_sync(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *kept = path_in(fx, "kept");
-    char *empty = path_in(fx, "empty");
-    char *sub = path_in(fx, "sub");
-    char *in_sub = path_in(fx, "sub/file");
-    char *gone = path_in(fx, "gone");
+    char *kept = test_path(fx->dir, "kept");
+    char *empty = test_path(fx->dir, "empty");
+    char *sub = test_path(fx->dir, "sub");
+    char *in_sub = test_path(fx->dir, "sub/file");
+    char *gone = test_path(fx->dir, "gone");
 
     /* entry and data synced: stays */
     put(fx, kept, CKPT_OPEN_EXCL, "data", 1);
@@ -423,10 +406,10 @@ static void test_drop_reverts_rename(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *a = path_in(fx, "a");
-    char *b = path_in(fx, "b");
-    char *tmp = path_in(fx, "state.tmp");
-    char *state_file = path_in(fx, "state");
+    char *a = test_path(fx->dir, "a");
+    char *b = test_path(fx->dir, "b");
+    char *tmp = test_path(fx->dir, "state.tmp");
+    char *state_file = test_path(fx->dir, "state");
 
     put(fx, a, CKPT_OPEN_EXCL, "A", 1);
     assert_ckpt_ok(fs->sync_dir(fx->dir, fs->payload));
@@ -464,10 +447,10 @@ static void test_drop_rename_across_directories(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *d1 = path_in(fx, "d1");
-    char *d2 = path_in(fx, "d2");
-    char *a = path_in(fx, "d1/a");
-    char *b = path_in(fx, "d2/b");
+    char *d1 = test_path(fx->dir, "d1");
+    char *d2 = test_path(fx->dir, "d2");
+    char *a = test_path(fx->dir, "d1/a");
+    char *b = test_path(fx->dir, "d2/b");
 
     assert_ckpt_ok(fs->mkdir(d1, fs->payload));
     assert_ckpt_ok(fs->mkdir(d2, fs->payload));
@@ -496,8 +479,8 @@ static void test_drop_undoes_remove(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *outside = path_in(fx, "outside");
-    char *tracked = path_in(fx, "tracked");
+    char *outside = test_path(fx->dir, "outside");
+    char *tracked = test_path(fx->dir, "tracked");
     ckpt_file *f = NULL;
 
     /* a file written elsewhere counts as durable as a whole */
@@ -540,10 +523,10 @@ static void test_drop_after_sync_dir_everything_sticks(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *a = path_in(fx, "a");
-    char *b = path_in(fx, "b");
-    char *c = path_in(fx, "c");
-    char *old = path_in(fx, "old");
+    char *a = test_path(fx->dir, "a");
+    char *b = test_path(fx->dir, "b");
+    char *c = test_path(fx->dir, "c");
+    char *old = test_path(fx->dir, "old");
     /* spelled differently, the same directory */
     char dir_alias[4200];
     snprintf(dir_alias, sizeof(dir_alias), "%s/./", fx->dir);
@@ -575,7 +558,7 @@ static void test_wrap_another_fs(void **state)
     struct fixture *fx = *state;
     ckpt_fs_fault *outer = NULL;
     const ckpt_fs *fs;
-    char *path = path_in(fx, "nested");
+    char *path = test_path(fx->dir, "nested");
     ckpt_file *f = NULL;
 
     /* a fault fs around a fault fs: both count, the inner one injects */

@@ -39,27 +39,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* "<dir>/<name>" as a malloc'd string the caller frees. */
-static char *path_in(const struct fixture *fx, const char *name)
-{
-    size_t n = strlen(fx->dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    assert_non_null(p);
-    snprintf(p, n, "%s/%s", fx->dir, name);
-    return p;
-}
-
-static void assert_file_is(const char *path, const void *data, size_t n)
-{
-    size_t got = 0;
-    uint8_t *p = test_read_file(path, &got);
-    assert_non_null(p);
-    assert_int_equal(got, n);
-    if (n)
-        assert_memory_equal(p, data, n);
-    free(p);
-}
-
 static void write_with(const ckpt_fs *fs, const char *path, int flags,
                        const char *text)
 {
@@ -84,8 +63,8 @@ static void test_default_fs(void **state)
 static void test_device_id(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "dev.bin");
-    char *missing = path_in(fx, "missing.bin");
+    char *path = test_path(fx->dir, "dev.bin");
+    char *missing = test_path(fx->dir, "missing.bin");
     ckpt_fs v2 = *fx->fs;
     struct stat st;
     uint64_t id = 0;
@@ -112,7 +91,7 @@ static void test_device_id(void **state)
 static void test_preadv(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "v.bin");
+    char *path = test_path(fx->dir, "v.bin");
     const char text[] = "abcdefghijklmnopqrstuvwxyz";
     ckpt_fs v3 = *fx->fs;
     ckpt_file *f = NULL;
@@ -156,7 +135,7 @@ static void test_preadv(void **state)
 static void test_read_ahead_kb(void **state)
 {
     struct fixture *fx = *state;
-    char *missing = path_in(fx, "missing.bin");
+    char *missing = test_path(fx->dir, "missing.bin");
     struct stat st;
     char sys[96];
     long kb = ckpt__posix_read_ahead_kb(fx->dir), want = -1;
@@ -185,7 +164,7 @@ static void test_write_read_round_trip(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "data.bin");
+    char *path = test_path(fx->dir, "data.bin");
     uint8_t big[100000];
     uint8_t back[100010];
     ckpt_file *f = NULL;
@@ -202,7 +181,7 @@ static void test_write_read_round_trip(void **state)
     assert_int_equal(size, sizeof(big));
     assert_ckpt_ok(fs->sync(f, fs->payload));
     assert_ckpt_ok(fs->close(f, fs->payload));
-    assert_file_is(path, big, sizeof(big));
+    test_assert_file_is(path, big, sizeof(big));
 
     f = NULL;
     assert_ckpt_ok(fs->open_read(&f, path, fs->payload));
@@ -232,17 +211,17 @@ static void test_write_read_round_trip(void **state)
 static void test_trunc_and_overwrite(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "t");
+    char *path = test_path(fx->dir, "t");
     test_write_file(path, "0123456789", 10);
     /* without TRUNC: writes start at 0 and the tail stays */
     write_with(fx->fs, path, 0, "ab");
-    assert_file_is(path, "ab23456789", 10);
+    test_assert_file_is(path, "ab23456789", 10);
     /* with TRUNC: the old content is gone */
     write_with(fx->fs, path, CKPT_OPEN_TRUNC, "xyz");
-    assert_file_is(path, "xyz", 3);
+    test_assert_file_is(path, "xyz", 3);
     /* DIRECT is a hint that must not break ordinary unaligned writes */
     write_with(fx->fs, path, CKPT_OPEN_TRUNC | CKPT_OPEN_DIRECT, "hello");
-    assert_file_is(path, "hello", 5);
+    test_assert_file_is(path, "hello", 5);
     free(path);
 }
 
@@ -250,11 +229,11 @@ static void test_excl_existing_and_symlink(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "exists");
-    char *link = path_in(fx, "link");
-    char *target = path_in(fx, "target");
-    char *dangling = path_in(fx, "dangling");
-    char *nowhere = path_in(fx, "nowhere");
+    char *path = test_path(fx->dir, "exists");
+    char *link = test_path(fx->dir, "link");
+    char *target = test_path(fx->dir, "target");
+    char *dangling = test_path(fx->dir, "dangling");
+    char *nowhere = test_path(fx->dir, "nowhere");
     ckpt_file *f = NULL;
     struct stat st;
 
@@ -263,19 +242,19 @@ static void test_excl_existing_and_symlink(void **state)
                       CKPT_EEXISTS, path);
     assert_null(f);
     assert_non_null(strstr(ckpt_error_last()->message, "open_write"));
-    assert_file_is(path, "keep", 4);
+    test_assert_file_is(path, "keep", 4);
     /* EXCL wins over TRUNC */
     assert_ckpt_error(
         fs->open_write(&f, path, CKPT_OPEN_EXCL | CKPT_OPEN_TRUNC, fs->payload),
         CKPT_EEXISTS, path);
-    assert_file_is(path, "keep", 4);
+    test_assert_file_is(path, "keep", 4);
 
     /* a symlink to an existing file: EXCL fails, the target is untouched */
     test_write_file(target, "target", 6);
     assert_int_equal(symlink(target, link), 0);
     assert_ckpt_error(fs->open_write(&f, link, CKPT_OPEN_EXCL, fs->payload),
                       CKPT_EEXISTS, link);
-    assert_file_is(target, "target", 6);
+    test_assert_file_is(target, "target", 6);
 
     /* a dangling symlink: EXCL fails and does not create its target */
     assert_int_equal(symlink(nowhere, dangling), 0);
@@ -297,8 +276,8 @@ static void test_missing_file(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "missing");
-    char *in_missing_dir = path_in(fx, "nodir/file");
+    char *path = test_path(fx->dir, "missing");
+    char *in_missing_dir = test_path(fx->dir, "nodir/file");
     ckpt_file *f = NULL;
     ckpt_buf buf = CKPT_BUF_INIT;
     uint64_t size = 99;
@@ -369,10 +348,10 @@ static void test_list(void **state)
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
     struct names ns;
-    char *a = path_in(fx, "a.index");
-    char *b = path_in(fx, "b.data");
-    char *sub = path_in(fx, "sub");
-    char *missing = path_in(fx, "missing");
+    char *a = test_path(fx->dir, "a.index");
+    char *b = test_path(fx->dir, "b.data");
+    char *sub = test_path(fx->dir, "sub");
+    char *missing = test_path(fx->dir, "missing");
 
     memset(&ns, 0, sizeof(ns));
     assert_ckpt_ok(fs->list(fx->dir, collect, &ns, fs->payload));
@@ -408,15 +387,15 @@ static void test_rename_and_sync_dir(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *from = path_in(fx, "from");
-    char *to = path_in(fx, "to");
+    char *from = test_path(fx->dir, "from");
+    char *to = test_path(fx->dir, "to");
     uint64_t size = 0;
 
     test_write_file(from, "new", 3);
     test_write_file(to, "old content", 11);
     assert_ckpt_ok(fs->rename(from, to, fs->payload));
     assert_ckpt_ok(fs->sync_dir(fx->dir, fs->payload));
-    assert_file_is(to, "new", 3);
+    test_assert_file_is(to, "new", 3);
     assert_ckpt_error(fs->stat(from, &size, NULL, fs->payload), CKPT_ENOTFOUND,
                       from);
     /* both names appear in a failed rename's message */
@@ -436,7 +415,7 @@ static void test_stat(void **state)
 {
     struct fixture *fx = *state;
     const ckpt_fs *fs = fx->fs;
-    char *path = path_in(fx, "s");
+    char *path = test_path(fx->dir, "s");
     uint64_t size = 0;
     double mtime = 0;
     time_t now = time(NULL);
@@ -452,8 +431,8 @@ static void test_stat(void **state)
 static void test_read_file_round_trip(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "r");
-    char *empty = path_in(fx, "empty");
+    char *path = test_path(fx->dir, "r");
+    char *empty = test_path(fx->dir, "empty");
     ckpt_buf buf = CKPT_BUF_INIT;
     uint8_t data[70000];
     for (size_t i = 0; i < sizeof(data); i++)
@@ -512,7 +491,7 @@ static void lying_init(struct lying_fs *l, int64_t delta)
 static void test_read_file_changing_size(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "grow");
+    char *path = test_path(fx->dir, "grow");
     ckpt_buf buf = CKPT_BUF_INIT;
     struct lying_fs l;
     uint8_t data[20000];
@@ -577,8 +556,8 @@ static void test_read_file_endless(void **state)
 static void test_exists_keeps_last_error(void **state)
 {
     struct fixture *fx = *state;
-    char *path = path_in(fx, "e");
-    char *missing = path_in(fx, "nope");
+    char *path = test_path(fx->dir, "e");
+    char *missing = test_path(fx->dir, "nope");
     test_write_file(path, "x", 1);
     ckpt__error(CKPT_ECORRUPT, "earlier failure");
     assert_int_equal(ckpt__fs_exists(fx->fs, path), 1);
