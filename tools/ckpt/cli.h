@@ -160,6 +160,9 @@ const ckpt_tensor_entry *cli_entry(const ckpt_bundle_reader *r, size_t i,
 void *cli_xcalloc(size_t n, size_t size);
 void *cli_xrealloc(void *p, size_t n);
 char *cli_xstrdup(const char *s);
+/* "<dir>/<name>" (malloc'd, failing as cli_xmalloc does); no second '/'
+ * after a `dir` ending in one. */
+char *cli_join(const char *dir, const char *name);
 
 /* "ckpt CMD: <message>\n" on stderr ("ckpt: <message>" when `cmd` is
  * NULL: an error of the tool, not of one command), the message escaped as

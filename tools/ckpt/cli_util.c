@@ -323,7 +323,7 @@ static char *dup_n(const char *s, size_t n)
     return p;
 }
 
-static char *join(const char *dir, const char *name)
+char *cli_join(const char *dir, const char *name)
 {
     size_t n = strlen(dir);
     size_t total = n + strlen(name) + 2;
@@ -349,7 +349,7 @@ static int sole_index_prefix(char **out, const char *cmd, const char *dir)
             continue;
         if (++count == 1) {
             char *base = dup_n(de->d_name, n - 6);
-            found = join(dir, base);
+            found = cli_join(dir, base);
             free(base);
         }
     }
@@ -410,7 +410,7 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
     *out = NULL;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         ckpt_buf latest = CKPT_BUF_INIT;
-        char *state = join(path, CKPT_STATE_FILENAME);
+        char *state = cli_join(path, CKPT_STATE_FILENAME);
         int have_state = stat(state, &st) == 0;
         int err;
         free(state);
@@ -459,7 +459,7 @@ int cli_resolve_named_prefix(char **out, int *named, int *outside,
     *outside = 0;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return cli_resolve_prefix(out, cmd, path);
-    state_path = join(path, CKPT_STATE_FILENAME);
+    state_path = cli_join(path, CKPT_STATE_FILENAME);
     have_state = stat(state_path, &st) == 0;
     free(state_path);
     if (!have_state)

@@ -84,14 +84,9 @@ const cli_command cli_cmd_ls = {
 /* dir + "/" + name, as the library joins them ("" or "." gives name). */
 static char *join(const char *dir, const char *name)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p;
-    size_t d = strlen(dir);
-    if (d == 0 || strcmp(dir, ".") == 0)
+    if (dir[0] == '\0' || strcmp(dir, ".") == 0)
         return cli_xstrdup(name);
-    p = cli_xmalloc(n);
-    snprintf(p, n, "%s%s%s", dir, d && dir[d - 1] == '/' ? "" : "/", name);
-    return p;
+    return cli_join(dir, name);
 }
 
 static char *resolve(const char *dir, const char *path)

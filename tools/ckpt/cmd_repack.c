@@ -319,11 +319,10 @@ static void remove_stale_temps(const char *dst)
     struct dirent *e;
     d = opendir(dir);
     while (d && (e = readdir(d)) != NULL) {
-        size_t n = strlen(dir) + strlen(e->d_name) + 2;
         char *path;
-        if (!is_temp_of(e->d_name, base) || !(path = malloc(n)))
+        if (!is_temp_of(e->d_name, base))
             continue;
-        snprintf(path, n, "%s/%s", dir, e->d_name);
+        path = cli_join(dir, e->d_name);
         if (unlink(path) == 0)
             fprintf(stderr,
                     "ckpt repack: removed %s (left by an interrupted write)\n",
