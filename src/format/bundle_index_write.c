@@ -87,12 +87,7 @@ int ckpt__bundle_index_write(const ckpt_fs *fs, const char *prefix,
     created = 1;
     err = write_table(fs, f, tmp.ptr, num_shards, kvs, n, &size);
     if (err == 0)
-        err = ckpt__fs_sync(fs, f, tmp.ptr);
-    if (err == 0) {
-        ckpt_file *g = f;
-        f = NULL;
-        err = ckpt__fs_close(fs, g, tmp.ptr);
-    }
+        err = ckpt__fs_sync_close(fs, &f, tmp.ptr);
     if (err == 0)
         err = ckpt__fs_rename(fs, tmp.ptr, final_path.ptr);
     if (err == 0) {

@@ -397,12 +397,7 @@ static int commit_shards(ckpt_bundle_writer *w)
         if (err == 0)
             err = ckpt__bundle_writer_shard_flush(w, s);
         if (err == 0)
-            err = ckpt__fs_sync(w->fs, s->file, s->tmp_path.ptr);
-        if (err == 0) {
-            ckpt_file *f = s->file;
-            s->file = NULL;
-            err = ckpt__fs_close(w->fs, f, s->tmp_path.ptr);
-        }
+            err = ckpt__fs_sync_close(w->fs, &s->file, s->tmp_path.ptr);
     }
     if (err == 0 && w->before_rename)
         err = w->before_rename(w->before_rename_payload);
@@ -427,7 +422,6 @@ static int write_index(ckpt_bundle_writer *w)
     ckpt__table_builder *t = NULL;
     ckpt__bundle_header h;
     ckpt_buf header = CKPT_BUF_INIT;
-    ckpt_file *f;
     int err;
 
     ckpt__bundle_header_init(&h, w->num_shards);
@@ -457,12 +451,7 @@ static int write_index(ckpt_bundle_writer *w)
     if (err == 0)
         w->index_bytes = ckpt__table_builder_file_size(t);
     if (err == 0)
-        err = ckpt__fs_sync(w->fs, w->index_file, w->index_tmp.ptr);
-    if (err == 0) {
-        f = w->index_file;
-        w->index_file = NULL;
-        err = ckpt__fs_close(w->fs, f, w->index_tmp.ptr);
-    }
+        err = ckpt__fs_sync_close(w->fs, &w->index_file, w->index_tmp.ptr);
     if (err == 0)
         err = ckpt__fs_rename(w->fs, w->index_tmp.ptr, w->index_final.ptr);
     if (err == 0)

@@ -203,6 +203,17 @@ int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path)
     return check(fs->close(f, fs->payload), "close", path);
 }
 
+int ckpt__fs_sync_close(const ckpt_fs *fs, ckpt_file **f, const char *path)
+{
+    ckpt_file *closing;
+    int err = ckpt__fs_sync(fs, *f, path);
+    if (err < 0)
+        return err;
+    closing = *f;
+    *f = NULL;
+    return ckpt__fs_close(fs, closing, path);
+}
+
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to)
 {
     return check_to(fs->rename(from, to, fs->payload), "rename", from, to);
@@ -494,7 +505,6 @@ int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     ckpt_buf tmp = CKPT_BUF_INIT;
     ckpt_buf dir = CKPT_BUF_INIT;
     ckpt_file *f = NULL;
-    ckpt_file *closing;
     int temp_exists = 0;
     int err;
     if (replaced)
@@ -512,12 +522,7 @@ int ckpt__fs_write_file_atomic(const ckpt_fs *fs, const char *path,
     err = ckpt__fs_write(fs, f, tmp.ptr, data, n);
     if (err < 0)
         goto done;
-    err = ckpt__fs_sync(fs, f, tmp.ptr);
-    if (err < 0)
-        goto done;
-    closing = f;
-    f = NULL;
-    err = ckpt__fs_close(fs, closing, tmp.ptr);
+    err = ckpt__fs_sync_close(fs, &f, tmp.ptr);
     if (err < 0)
         goto done;
     err = ckpt__fs_rename(fs, tmp.ptr, path);

@@ -57,6 +57,10 @@ int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path);
 /* Close `f`; NULL is a no-op returning 0. */
 int ckpt__fs_close(const ckpt_fs *fs, ckpt_file *f, const char *path);
+/* Make a file written in full durable and close it: sync `*f`, then close
+ * it, *f NULL from the close on, whatever it returns (after a failed sync
+ * *f stays open, for the caller's cleanup). 0 or the first error. */
+int ckpt__fs_sync_close(const ckpt_fs *fs, ckpt_file **f, const char *path);
 int ckpt__fs_rename(const ckpt_fs *fs, const char *from, const char *to);
 /* ckpt_fs_write_file_atomic telling whether `path` was replaced: *replaced
  * (may be NULL) is 1 once the rename succeeded (a failure after it, the

@@ -124,12 +124,7 @@ int ckpt__mpi_shard_write(ckpt_mpi_saver *s, ckpt__save_op *op)
         err = ckpt__fs_write(s->fs, f, op->temp_path.ptr, s->image.ptr,
                              (size_t)s->image_bytes);
     if (err == 0)
-        err = ckpt__fs_sync(s->fs, f, op->temp_path.ptr);
-    if (err == 0) {
-        ckpt_file *g = f;
-        f = NULL;
-        err = ckpt__fs_close(s->fs, g, op->temp_path.ptr);
-    }
+        err = ckpt__fs_sync_close(s->fs, &f, op->temp_path.ptr);
     ckpt__fs_close_quiet(s->fs, f);
     if (err == 0)
         err = describe(s, op);

@@ -47,7 +47,7 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
     ckpt_buf path = CKPT_BUF_INIT, text = CKPT_BUF_INIT, tmp = CKPT_BUF_INIT;
     ckpt_file *f = NULL;
     ckpt__saved_error saved;
-    int err;
+    int created, err;
     ckpt__error_save(&saved);
     err = note_path(ds, &path);
     if (err == 0 && stored)
@@ -61,15 +61,15 @@ void ckpt__pending_note_write(const ckpt__dir_state *ds, const char *stored,
      * and the new note would forget a checkpoint the old one named. */
     if (err == 0)
         err = ckpt__fs_create_temp(ds->fs, &f, &tmp, path.ptr, "tempstate", 0);
+    created = err == 0;
     if (err == 0)
         err = ckpt__fs_write(ds->fs, f, tmp.ptr, text.ptr, text.size);
     if (err == 0) /* durable before its name: never an empty note */
-        err = ckpt__fs_sync(ds->fs, f, tmp.ptr);
-    if (f && ckpt__fs_close(ds->fs, f, tmp.ptr) < 0 && err == 0)
-        err = ckpt_error_last()->code;
+        err = ckpt__fs_sync_close(ds->fs, &f, tmp.ptr);
+    ckpt__fs_close_quiet(ds->fs, f); /* after a failure: keeps its message */
     if (err == 0)
         err = ckpt__fs_rename(ds->fs, tmp.ptr, path.ptr);
-    if (err < 0 && f)
+    if (err < 0 && created)
         ckpt__fs_remove_quiet(ds->fs, tmp.ptr);
     if (err < 0)
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
