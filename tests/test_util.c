@@ -242,6 +242,21 @@ uint8_t *test_read_file(const char *path, size_t *n)
     return p;
 }
 
+char *test_read_text(const char *path, size_t *n)
+{
+    size_t len = 0;
+    uint8_t *data = test_read_file(path, &len);
+    char *s;
+    if (!data)
+        fail_msg("%s is missing", path);
+    s = realloc(data, len + 1);
+    assert_non_null(s);
+    s[len] = '\0';
+    if (n)
+        *n = len;
+    return s;
+}
+
 void test_assert_file_is(const char *path, const void *data, size_t n)
 {
     size_t got = 0;

@@ -114,6 +114,9 @@ void test_assert_ckpt_ok(int rc, const char *file, int line);
 
 /* Read a whole file into a malloc'd buffer (*n set); NULL if missing. */
 uint8_t *test_read_file(const char *path, size_t *n);
+/* A whole file as a malloc'd NUL-terminated string (*n, when not NULL,
+ * its length); fails the test when the file is missing. */
+char *test_read_text(const char *path, size_t *n);
 /* Assert that the file `path` holds exactly the `n` bytes at `data`
  * (failing with the path when it is missing). */
 void test_assert_file_is(const char *path, const void *data, size_t n);

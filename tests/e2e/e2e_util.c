@@ -190,18 +190,6 @@ void e2e_signal(e2e_proc *p, int sig)
         fail_msg("kill %d: %s", (int)p->pid, strerror(errno));
 }
 
-static char *slurp(const char *path)
-{
-    size_t n = 0;
-    uint8_t *data = test_read_file(path, &n);
-    char *s;
-    assert_non_null(data);
-    s = realloc(data, n + 1);
-    assert_non_null(s);
-    s[n] = '\0';
-    return s;
-}
-
 void e2e_proc_finish(e2e_proc *p)
 {
     if (!e2e_wait(p, E2E_CHILD_TIMEOUT_S)) {
@@ -211,7 +199,7 @@ void e2e_proc_finish(e2e_proc *p)
                  E2E_CHILD_TIMEOUT_S);
     }
     read_more(p);
-    p->err = slurp(p->err_path);
+    p->err = test_read_text(p->err_path, NULL);
     unlink(p->out_path);
     unlink(p->err_path);
     p->out_path[0] = p->err_path[0] = '\0';

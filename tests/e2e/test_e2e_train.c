@@ -773,16 +773,12 @@ static void test_lost_stdout_exits_3(void **state)
     for (int how = STDOUT_DEV_FULL; how <= STDOUT_BROKEN_PIPE; how++) {
         char name[32];
         char *run, *err_path, *err;
-        size_t n = 0;
         int status;
         snprintf(name, sizeof(name), "run%d", how);
         run = test_path(dir, name);
         err_path = test_path(dir, "stderr.txt");
         status = train_losing_stdout(run, err_path, (enum lost_stdout)how);
-        err = (char *)test_read_file(err_path, &n);
-        assert_non_null(err);
-        err = realloc(err, n + 1);
-        err[n] = '\0';
+        err = test_read_text(err_path, NULL);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 3)
             fail_msg("stdout case %d: wait status %#x, stderr: %s", how,
                      (unsigned)status, err);
@@ -845,13 +841,7 @@ static int run_under_limit(int resource, rlim_t limit, const char *const *argv,
 /* The output of a run_under_limit run, NUL-terminated (free it). */
 static char *read_output(const char *path)
 {
-    size_t n = 0;
-    char *out = (char *)test_read_file(path, &n);
-    assert_non_null(out);
-    out = realloc(out, n + 1);
-    assert_non_null(out);
-    out[n] = '\0';
-    return out;
+    return test_read_text(path, NULL);
 }
 
 /* ckpt-train to step 100 with RLIMIT_STACK at `limit` (saves every 50

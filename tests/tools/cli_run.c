@@ -12,18 +12,6 @@
 
 extern char **environ;
 
-static char *slurp(const char *path)
-{
-    size_t n = 0;
-    uint8_t *p = test_read_file(path, &n);
-    char *s;
-    assert_non_null(p);
-    s = realloc(p, n + 1);
-    assert_non_null(s);
-    s[n] = '\0';
-    return s;
-}
-
 cli_run cli_run_prog(const char *prog, const char *cwd, const char *const *args)
 {
     return cli_run_with(prog, cwd, args, NULL, NULL);
@@ -100,8 +88,8 @@ cli_run cli_run_with(const char *prog, const char *cwd, const char *const *args,
     close(fe);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
+    r.out = test_read_text(out_path, NULL);
+    r.err = test_read_text(err_path, NULL);
     unlink(out_path);
     unlink(err_path);
     free(out_path);

@@ -188,10 +188,7 @@ static piped_run run_piped(const char *dir, const char *const *args,
     r.out_len = n;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = (char *)test_read_file(err_path, &n);
-    assert_non_null(r.err);
-    r.err = realloc(r.err, n + 1);
-    r.err[n] = '\0';
+    r.err = test_read_text(err_path, NULL);
     free(err_path);
     return r;
 }
