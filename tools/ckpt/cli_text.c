@@ -91,13 +91,15 @@ static int is_utf8(const unsigned char *p, size_t n)
     return 1;
 }
 
-/* Code points a terminal acts on rather than shows: C0 and C1 controls,
- * DEL, line and paragraph separators, direction marks and overrides. */
-static int is_control(uint32_t cp)
+/* Whether the code point of the valid UTF-8 sequence p[0..len) is one a
+ * terminal acts on rather than shows (C0 and C1 controls, DEL, line and
+ * paragraph separators, direction marks and overrides): the library's
+ * list, asked through ckpt_text_printable_n, which escapes exactly those
+ * (4 bytes out for each byte in). */
+static int is_control(const unsigned char *p, size_t len)
 {
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e ||
-           cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
-           (cp >= 0x2066 && cp <= 0x2069);
+    char shown[4 * 4 + 1];
+    return ckpt_text_printable_n(shown, sizeof(shown), p, len) != len;
 }
 
 /* Write the serialized JSON document `doc` to `out`, each code point
@@ -111,7 +113,7 @@ void cli_json_write_safe(const char *doc, FILE *out)
     while (i < n) {
         uint32_t cp = 0;
         size_t len = cli_utf8_sequence(p + i, n - i, &cp);
-        if (len > 0 && cp >= 0x7f && is_control(cp)) {
+        if (len > 0 && cp >= 0x7f && is_control(p + i, len)) {
             fwrite(p + run, 1, i - run, out);
             fprintf(out, "\\u%04x", (unsigned)cp);
             i += len;
