@@ -414,8 +414,11 @@ static int run(dist_trainer *t)
         so.base.log = ckpt_log_stderr;
         so.base.log_level = t->o.quiet ? CKPT_LOG_WARN : CKPT_LOG_INFO;
     }
-    if (t->rank == 0 && train_make_dirs(t->o.dir) != 0)
-        train_make_dirs_report(t->o.dir);
+    if (t->rank == 0) {
+        int rc = train_make_dirs(t->o.dir);
+        if (rc != 0)
+            train_make_dirs_report(t->o.dir, rc);
+    }
     err = ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, t->o.dir, &so);
     if (err < 0)
         return fail(t->rank, "opening the checkpoint directory");

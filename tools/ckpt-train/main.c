@@ -245,7 +245,7 @@ int main(int argc, char **argv)
     ckpt_buf latest = CKPT_BUF_INIT;
     report rep;
     int64_t resumed_from = -1;
-    int have_metrics = 0, exit_code = 1, fresh = 0;
+    int have_metrics = 0, exit_code = 1, fresh = 0, dirs;
     double starting;
     char shown[8192];
     int err;
@@ -286,8 +286,9 @@ int main(int argc, char **argv)
     if (exit_code != 0)
         goto done;
     exit_code = 1;
-    if (train_make_dirs(t->opt.dir) != 0) {
-        train_make_dirs_report(t->opt.dir);
+    dirs = train_make_dirs(t->opt.dir);
+    if (dirs != 0) {
+        train_make_dirs_report(t->opt.dir, dirs);
         goto done;
     }
     if (alloc_trainer(t) != 0)

@@ -7,39 +7,24 @@
 #include "ckpt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-/* fsync the directory holding path[0..n) ("." when it has no '/'), so an
- * entry just created in it survives a power cut. A parent this process
- * may write and enter but not read (EACCES: a /scratch at mode 1733)
- * cannot be opened to be synced by any run: passed over, as the
- * library's own directory creation does. */
-static int sync_parent(const char *path, size_t n)
+/* The entry of `dir` durable in its parent: the library's
+ * ckpt_fs_sync_entry, which finds that parent as the saver does ("a" is
+ * in ".", "a/b/" in "a", "a/." in "a/.."). A parent this process may write and
+ * enter but not read (CKPT_EACCES: a /scratch at mode 1733) cannot be opened to
+ * be synced by any run: passed over, as the library's own directory creation
+ * does. */
+static int sync_entry(const char *dir)
 {
-    char parent[4096];
-    int fd, rc;
-    while (n > 0 && path[n - 1] != '/')
-        n--;
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    if (n == 0)
-        memcpy(parent, ".", 2);
-    else {
-        memcpy(parent, path, n);
-        parent[n] = '\0';
+    int err = ckpt_fs_sync_entry(NULL, dir);
+    if (err == CKPT_EACCES) {
+        ckpt_error_clear();
+        return 0;
     }
-    fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == EACCES ? 0 : -1;
-    rc = fsync(fd);
-    if (rc != 0 && errno == EINVAL)
-        rc = 0; /* a file system that cannot sync directories */
-    close(fd);
-    return rc;
+    return err < 0 ? TRAIN_MAKE_DIRS_SYNC : 0;
 }
 
 /* Not the library's durable mkdir (ckpt__fs_make_dirs, which also syncs
@@ -68,8 +53,8 @@ int train_make_dirs(const char *path)
             /* a level that exists may be one a crashed run created and
              * never synced: the last one's entry is synced either way */
             if (mkdir(buf, 0755) == 0 || (errno == EEXIST && c == '\0')) {
-                if (sync_parent(buf, i) != 0)
-                    return -1;
+                if (sync_entry(buf) != 0)
+                    return TRAIN_MAKE_DIRS_SYNC;
             } else if (errno != EEXIST) {
                 return -1;
             }
@@ -86,10 +71,13 @@ int train_make_dirs(const char *path)
     return 0;
 }
 
-void train_make_dirs_report(const char *path)
+void train_make_dirs_report(const char *path, int rc)
 {
     int err = errno;
     char shown[8192];
     ckpt_text_printable(shown, sizeof(shown), path);
-    fprintf(stderr, "ckpt-train: cannot create %s: %s\n", shown, strerror(err));
+    /* the library's message is printable already */
+    fprintf(stderr, "ckpt-train: cannot create %s: %s\n", shown,
+            rc == TRAIN_MAKE_DIRS_SYNC ? ckpt_error_last()->message
+                                       : strerror(err));
 }
