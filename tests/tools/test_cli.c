@@ -1770,6 +1770,17 @@ static void test_repack_removes_stale_temps(void **state)
         free(path);
     }
     assert_int_equal(compare_bundles(src, dst), 13);
+    /* a '.' in a directory of DST is no checkpoint file's name: DST
+     * "<dir>/run.data-1/packed" was refused as naming a data file */
+    path = test_path(dir, "run.data-1");
+    assert_int_equal(mkdir(path, 0755), 0);
+    free(path);
+    path = test_path(dir, "run.data-1/packed");
+    RUN_STATUS(r, 0, "repack", src, path);
+    expect_lacks(r.err, "names a checkpoint's file");
+    run_free(&r);
+    assert_int_equal(compare_bundles(src, path), 13);
+    free(path);
     /* a directory as DST: refused, not written beside it */
     RUN_STATUS(r, 2, "repack", src, dir);
     expect_contains(r.err, "is a directory; DST is the new checkpoint's "

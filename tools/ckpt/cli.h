@@ -307,6 +307,12 @@ int cli_all_digits(const char *s, size_t n);
  * a data file's), with the shard and the shard count stored where `shard`
  * and `count` are not NULL. */
 size_t cli_parse_data_name(const char *s, int *shard, int *count);
+/* "<prefix>.index" (malloc'd, failing as cli_xmalloc does). */
+char *cli_index_path(const char *prefix);
+/* Whether the last component of `path` is named like a checkpoint's file
+ * rather than its prefix: "<name>.index" or "<name>.data-..." (<name> not
+ * empty). */
+int cli_names_checkpoint_file(const char *path);
 
 /* Turn PATH into a checkpoint prefix (malloc'd into *out): a directory
  * gives its latest checkpoint (or its only .index file when it has no

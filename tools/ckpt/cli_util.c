@@ -276,6 +276,24 @@ size_t cli_parse_data_name(const char *s, int *shard, int *count)
     return (size_t)(p - 6 - s);
 }
 
+char *cli_index_path(const char *prefix)
+{
+    size_t n = strlen(prefix) + sizeof(".index");
+    char *index = cli_xmalloc(n);
+    snprintf(index, n, "%s.index", prefix);
+    return index;
+}
+
+int cli_names_checkpoint_file(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot > base &&
+           (strcmp(dot, ".index") == 0 ||
+            strncmp(dot, ".data-", strlen(".data-")) == 0);
+}
+
 void *cli_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -376,12 +394,10 @@ static int sole_index_prefix(char **out, const char *cmd, const char *dir)
 static int file_not_checkpoint(const char *cmd, const char *path)
 {
     struct stat st;
-    char *index = cli_xmalloc(strlen(path) + sizeof(".index"));
+    char *index = cli_index_path(path);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    int is_prefix;
-    snprintf(index, strlen(path) + sizeof(".index"), "%s.index", path);
-    is_prefix = stat(index, &st) == 0;
+    int is_prefix = stat(index, &st) == 0;
     free(index);
     if (is_prefix)
         return 0;

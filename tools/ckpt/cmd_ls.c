@@ -441,10 +441,8 @@ static void scan_files(ckpt_row *row, dir_listing *l)
  * directory outside DIR is listed). */
 static void scan_outside(ckpt_row *row)
 {
-    size_t n = strlen(row->path) + 7;
-    char *index = cli_xmalloc(n);
+    char *index = cli_index_path(row->path);
     struct stat st;
-    snprintf(index, n, "%s.index", row->path);
     if (stat(index, &st) == 0 && S_ISREG(st.st_mode)) {
         found_index(row, (uint64_t)st.st_size,
                     (double)st.st_mtim.tv_sec +
@@ -848,23 +846,16 @@ static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
  * 2 a state file (named "checkpoint"), else 0; each gets a hint. */
 static int names_checkpoint(const char *path)
 {
-    const char *dot = strrchr(path, '.');
     const char *base = strrchr(path, '/');
-    size_t n = strlen(path) + sizeof(".index");
     char *index;
     struct stat sb;
     int found;
     base = base ? base + 1 : path;
     if (strcmp(base, "checkpoint") == 0)
         return stat(path, &sb) == 0 ? 2 : 0;
-    if (dot && dot > base &&
-        (strcmp(dot, ".index") == 0 ||
-         strncmp(dot, ".data-", strlen(".data-")) == 0))
+    if (cli_names_checkpoint_file(path))
         return 1;
-    index = malloc(n);
-    if (!index)
-        return 0;
-    snprintf(index, n, "%s.index", path);
+    index = cli_index_path(path);
     found = stat(index, &sb) == 0;
     free(index);
     return found;

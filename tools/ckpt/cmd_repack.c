@@ -374,24 +374,17 @@ static int sync_destination_entry(const char *dst)
  * what an interrupted repack to it left. 0 or CLI_USAGE. */
 static int check_destination(const char *dst)
 {
-    size_t n = strlen(dst) + sizeof(".index");
-    char *index = malloc(n);
+    char *index;
     struct stat st;
     int exists;
-    const char *dot;
-    if (!index)
-        return CLI_USAGE;
     /* DST "x.index" (a file name, as SRC may be given) would be written
      * as x.index.index and x.index.data-...: a checkpoint nobody meant */
-    dot = strrchr(dst, '.');
-    if (dot && (strcmp(dot, ".index") == 0 ||
-                strncmp(dot, ".data-", strlen(".data-")) == 0)) {
+    if (cli_names_checkpoint_file(dst)) {
         cli_error("repack",
                   "DST %s names a checkpoint's file; DST is the new "
                   "checkpoint's prefix (its files are DST.index and "
                   "DST.data-*), e.g. %.*s",
-                  dst, (int)(dot - dst), dst);
-        free(index);
+                  dst, (int)(strrchr(dst, '.') - dst), dst);
         return CLI_USAGE;
     }
     if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -400,10 +393,9 @@ static int check_destination(const char *dst)
                   "%s is a directory; DST is the new checkpoint's prefix, "
                   "e.g. %s%smodel.ckpt",
                   dst, dst, dst[strlen(dst) - 1] == '/' ? "" : "/");
-        free(index);
         return CLI_USAGE;
     }
-    snprintf(index, n, "%s.index", dst);
+    index = cli_index_path(dst);
     exists = stat(index, &st) == 0;
     if (exists)
         cli_error("repack", "%s exists; remove it or choose another DST",
