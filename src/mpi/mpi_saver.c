@@ -518,8 +518,15 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
         return err;
     if (s->thread_level < MPI_THREAD_FUNNELED)
         return ckpt__error(CKPT_ENOTSUP,
-                           "mpi saver: asynchronous saves need MPI "
-                           "initialised with at least MPI_THREAD_FUNNELED");
+                           "mpi saver %s: save_async at step %" PRId64
+                           ": asynchronous saves need MPI initialised with "
+                           "at least MPI_THREAD_FUNNELED (this process has "
+                           "MPI_THREAD_SINGLE, given to or provided by "
+                           "MPI_Init_thread); initialise MPI with "
+                           "MPI_Init_thread(&argc, &argv, "
+                           "MPI_THREAD_FUNNELED, &provided), or save with "
+                           "ckpt_mpi_saver_save, which works at any level",
+                           s->ds.dir, step);
     ckpt__mpi_snapshot_complete(s); /* the previous trigger's, if open */
     ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
     err = ckpt__mpi_check(s, "save_async");

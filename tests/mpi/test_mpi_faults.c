@@ -339,6 +339,7 @@ static void test_after_kill(void **state)
 static void test_thread_single(void **state)
 {
     ckpt_mpi_saver *s;
+    char want[4200];
     int provided;
     model m;
     (void)state;
@@ -349,8 +350,17 @@ static void test_thread_single(void **state)
     s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
     model_fill(&m, test_rank(), test_size(), 3);
     model_register(s, &m, 0);
+    /* the message names the saver's directory, the level and the way out */
     assert_ckpt_error(ckpt_mpi_saver_save_async(s, 1, NULL), CKPT_ENOTSUP,
                       "at least MPI_THREAD_FUNNELED");
+    snprintf(want, sizeof(want), "mpi saver %s: save_async at step 1: ", g_dir);
+    assert_non_null(strstr(ckpt_error_last()->message, want));
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "this process has MPI_THREAD_SINGLE"));
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "initialise MPI with MPI_Init_thread(&argc, &argv, "
+                           "MPI_THREAD_FUNNELED, &provided), or save with "
+                           "ckpt_mpi_saver_save"));
     assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
     model_zero(&m);
     assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
