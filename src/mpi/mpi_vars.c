@@ -364,22 +364,46 @@ static void lists_dispose(rank_list *lists, int n)
 
 /* ---- rank 0's checks --------------------------------------------------- */
 
-static int same_type(const desc *a, const desc *b, int r)
+/* What a mismatch message tells the caller to do. */
+#define SAME_LISTS_HINT                                                        \
+    "register the same variables on every rank (name, kind, dtype and "        \
+    "shape; order does not matter) before the first save, restore or check"
+
+/* The variable `name` of kind `kind` in list `l`, or NULL. */
+static const desc *find_desc(const rank_list *l, int kind, const char *name)
 {
-    char sa[128], sb[128];
-    if (a->dtype == b->dtype && ckpt_shape_equal(&a->shape, &b->shape))
-        return 0;
-    ckpt_shape_format(sa, sizeof(sa), &a->shape);
-    ckpt_shape_format(sb, sizeof(sb), &b->shape);
-    return ckpt__error(CKPT_EINVAL,
-                       "%s variable '%s': rank 0 registered %s %s, rank %d "
-                       "%s %s",
-                       kind_label(a->kind), a->name, ckpt_dtype_name(a->dtype),
-                       sa, r, ckpt_dtype_name(b->dtype), sb);
+    desc key;
+    memset(&key, 0, sizeof(key));
+    key.kind = kind;
+    key.name = (char *)name;
+    return bsearch(&key, l->d, l->n, sizeof(desc), cmp_desc);
 }
 
-/* Rank r's list against rank 0's: the same variables of each kind. */
-static int compare_lists(const rank_list *l0, const rank_list *lr, int r)
+/* The variable `name` as list `l` registered it, of any kind, or NULL. */
+static const desc *find_any_kind(const rank_list *l, const char *name)
+{
+    static const int kinds[] = {CKPT__MPI_REPLICATED, CKPT__MPI_PARTITIONED,
+                                CKPT__MPI_PER_RANK};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        const desc *d = find_desc(l, kinds[k], name);
+        if (d)
+            return d;
+    }
+    return NULL;
+}
+
+/* Both registrations the same (kind, dtype, shape), or both absent. */
+static int same_registration(const desc *a, const desc *b)
+{
+    if (!a || !b)
+        return a == b;
+    return a->kind == b->kind && a->dtype == b->dtype &&
+           ckpt_shape_equal(&a->shape, &b->shape);
+}
+
+/* The first variable rank r registered otherwise than rank 0 (on one
+ * only, or another kind, dtype or shape), or NULL. */
+static const char *first_difference(const rank_list *l0, const rank_list *lr)
 {
     size_t i = 0, j = 0;
     while (i < l0->n || j < lr->n) {
@@ -387,21 +411,69 @@ static int compare_lists(const rank_list *l0, const rank_list *lr, int r)
                 : j == lr->n ? -1
                              : cmp_desc(&l0->d[i], &lr->d[j]);
         if (c < 0)
-            return ckpt__error(CKPT_EINVAL,
-                               "mismatched variable lists: rank %d did not "
-                               "register %s variable '%s' (rank 0 did)",
-                               r, kind_label(l0->d[i].kind), l0->d[i].name);
+            return l0->d[i].name;
         if (c > 0)
-            return ckpt__error(CKPT_EINVAL,
-                               "mismatched variable lists: rank %d registered "
-                               "%s variable '%s' (rank 0 did not)",
-                               r, kind_label(lr->d[j].kind), lr->d[j].name);
-        if (same_type(&l0->d[i], &lr->d[j], r) < 0)
-            return CKPT_EINVAL;
+            return lr->d[j].name;
+        if (!same_registration(&l0->d[i], &lr->d[j]))
+            return l0->d[i].name;
         i++;
         j++;
     }
-    return 0;
+    return NULL;
+}
+
+/* "registered it as replicated float32 [4]" or "did not register it". */
+static int describe_registration(ckpt_buf *b, const desc *d)
+{
+    char sh[128];
+    if (!d)
+        return ckpt__buf_printf(b, "did not register it");
+    ckpt_shape_format(sh, sizeof(sh), &d->shape);
+    return ckpt__buf_printf(b, "registered it as %s %s %s", kind_label(d->kind),
+                            ckpt_dtype_name(d->dtype), sh);
+}
+
+/* Every rank's list against rank 0's: the same variables of each kind.
+ * The first variable found registered otherwise is named with rank 0's
+ * registration, the first differing rank's, and every rank that differs
+ * from rank 0 on it (up to eight), so each rank reads the same verdict. */
+static int compare_lists(const rank_list *lists, int size)
+{
+    ckpt_buf b = CKPT_BUF_INIT;
+    const char *name = NULL;
+    const desc *d0;
+    int first = 0, listed = 0, err;
+    for (int r = 1; !name && r < size; r++) {
+        name = first_difference(&lists[0], &lists[r]);
+        first = r;
+    }
+    if (!name)
+        return 0;
+    d0 = find_any_kind(&lists[0], name);
+    err = ckpt__buf_printf(&b,
+                           "mismatched variable lists: variable '%s': "
+                           "rank 0 ",
+                           name);
+    if (err == 0)
+        err = describe_registration(&b, d0);
+    if (err == 0)
+        err = ckpt__buf_printf(&b, ", rank %d ", first);
+    if (err == 0)
+        err = describe_registration(&b, find_any_kind(&lists[first], name));
+    if (err == 0)
+        err = ckpt__buf_printf(&b, " (ranks that differ from rank 0 on it:");
+    for (int r = first; err == 0 && r < size; r++) {
+        if (same_registration(d0, find_any_kind(&lists[r], name)))
+            continue;
+        if (listed++ < 8)
+            err = ckpt__buf_printf(&b, "%s %d", listed > 1 ? "," : "", r);
+    }
+    if (err == 0 && listed > 8)
+        err = ckpt__buf_printf(&b, " and %d more", listed - 8);
+    if (err == 0)
+        err = ckpt__error(CKPT_EINVAL, "%s); %s", b.ptr, SAME_LISTS_HINT);
+    ckpt_buf_dispose(&b);
+    return err;
 }
 
 static int64_t piece_volume(const ckpt__tensor_slice *s, const ckpt_shape *g)
@@ -465,7 +537,10 @@ static int check_tiling(ckpt_mpi_saver *s, const rank_list *lists, size_t k,
             format_piece(b, sizeof(b), &dr->slice);
             return ckpt__error(CKPT_EINVAL,
                                "partitioned variable '%s': the pieces of "
-                               "rank %d (%s) and rank %d (%s) overlap",
+                               "rank %d (%s) and rank %d (%s) overlap; "
+                               "give each rank extents that no other rank's "
+                               "overlap (a rank holding none registers a "
+                               "zero length)",
                                d0->name, q, a, r, b);
         }
         covered += vol;
@@ -479,22 +554,14 @@ static int check_tiling(ckpt_mpi_saver *s, const rank_list *lists, size_t k,
         return ckpt__error(CKPT_EINVAL,
                            "partitioned variable '%s' %s: the pieces of "
                            "all %d ranks cover %lld of its %lld elements "
-                           "(a hole)",
+                           "(a hole); give the ranks extents that together "
+                           "cover every element",
                            d0->name, sh, s->size, (long long)covered,
                            (long long)total);
     }
     if (whole)
         part->npieces = 0; /* one rank stores it as an ordinary entry */
     return 0;
-}
-
-static int find_name(const rank_list *l, int kind, const char *name)
-{
-    desc key;
-    memset(&key, 0, sizeof(key));
-    key.kind = kind;
-    key.name = (char *)name;
-    return bsearch(&key, l->d, l->n, sizeof(desc), cmp_desc) != NULL;
 }
 
 /* No per-rank variable's stored name "<name>/rank-<r>" is another
@@ -508,12 +575,12 @@ static int check_stored_names(const ckpt_mpi_saver *s, const rank_list *l0)
             continue;
         for (int r = 0; err == 0 && r < s->size; r++) {
             err = ckpt__mpi_per_rank_key(&b, l0->d[i].name, r);
-            if (err == 0 && (find_name(l0, CKPT__MPI_REPLICATED, b.ptr) ||
-                             find_name(l0, CKPT__MPI_PARTITIONED, b.ptr)))
+            if (err == 0 && (find_desc(l0, CKPT__MPI_REPLICATED, b.ptr) ||
+                             find_desc(l0, CKPT__MPI_PARTITIONED, b.ptr)))
                 err = ckpt__error(CKPT_EINVAL,
                                   "per-rank variable '%s' is stored as "
                                   "'%s', which is also the name of another "
-                                  "variable",
+                                  "variable; rename one of them",
                                   l0->d[i].name, b.ptr);
         }
     }
@@ -589,8 +656,8 @@ static int check_on_root(ckpt_mpi_saver *s, const uint8_t *all,
         return ckpt__error_oom();
     for (int r = 0; err == 0 && r < s->size; r++)
         err = decode_list(&lists[r], all + displs[r], (size_t)counts[r]);
-    for (int r = 1; err == 0 && r < s->size; r++)
-        err = compare_lists(&lists[0], &lists[r], r);
+    if (err == 0)
+        err = compare_lists(lists, s->size);
     if (err == 0)
         err = check_stored_names(s, &lists[0]);
     nrep = count_kind(&lists[0], CKPT__MPI_REPLICATED);
@@ -690,6 +757,9 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
     ckpt__mpi_wait_all(s, &req, 1, "checking variables");
     if (s->rank == 0)
         err = check_on_root(s, all, counts, displs, owners, &nrep);
+    if (err < 0) /* every rank reads which saver it is */
+        err = ckpt__error_prefix(err, "mpi saver %s: checking variables",
+                                 s->ds.dir);
     err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err, "checking variables");
     if (err < 0)
         goto done;

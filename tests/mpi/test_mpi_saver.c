@@ -692,7 +692,7 @@ static void test_mismatched_lists_rejected(void **state)
     fixture *f = *state;
     ckpt_mpi_saver *s;
     float extra[4] = {0};
-    char needle[128];
+    char needle[4400];
     if (test_size() < 2)
         skip();
     s = open_saver(f->dir, NULL);
@@ -703,10 +703,15 @@ static void test_mismatched_lists_rejected(void **state)
         v = test_float_var("extra", extra, 4);
         assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     }
+    /* the variable, rank 0's registration and the differing rank's, every
+     * rank that differs, the saver's directory and what to do */
     snprintf(needle, sizeof(needle),
-             "mismatched variable lists: rank %d registered replicated "
-             "variable 'extra'",
-             test_size() - 1);
+             "mpi saver %s: checking variables: mismatched variable lists: "
+             "variable 'extra': rank 0 did not register it, rank %d "
+             "registered it as replicated float32 [4] (ranks that differ "
+             "from rank 0 on it: %d); register the same variables on every "
+             "rank (name, kind, dtype and shape; order does not matter)",
+             f->dir, test_size() - 1, test_size() - 1);
     /* restore_latest checks the lists first, also with no checkpoint to
      * restore (it once answered "none" and the mismatch surfaced only at
      * the first save, after training had started) */
@@ -728,8 +733,70 @@ static void test_shape_mismatch_rejected(void **state)
     v = test_float_var("w", w, test_rank() == 1 ? 8 : 4);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL,
-                      "replicated variable 'w': rank 0 registered float32 "
-                      "[4], rank 1 float32 [8]");
+                      "variable 'w': rank 0 registered it as replicated "
+                      "float32 [4], rank 1 registered it as replicated "
+                      "float32 [8] (ranks that differ from rank 0 on it: 1)");
+    ckpt_mpi_saver_free(s);
+}
+
+/* One name registered as another kind on every odd rank (and, from 3
+ * ranks, a dtype differing on rank 2): the message names the kinds and
+ * every rank that differs from rank 0, the same on every rank. It once
+ * said only "rank 1 did not register replicated variable 'k' (rank 0
+ * did)", naming neither the kind rank 1 gave it nor ranks 2 and 3. */
+static void test_kind_mismatch_names_every_rank(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s;
+    float k[4] = {0};
+    int32_t ki[4] = {0};
+    char want[256];
+    ckpt_var v;
+    size_t used;
+    if (test_size() < 2)
+        skip();
+    s = open_saver(f->dir, NULL);
+    v = test_float_var("k", k, 4);
+    if (test_rank() == 2) {
+        v.dtype = CKPT_DT_INT32;
+        v.data = ki;
+    }
+    if (test_rank() % 2 == 1)
+        assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    else
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    used = (size_t)snprintf(want, sizeof(want),
+                            "variable 'k': rank 0 registered it as "
+                            "replicated float32 [4], rank 1 registered it "
+                            "as per-rank float32 [4] (ranks that differ "
+                            "from rank 0 on it: 1");
+    for (int r = 2; r < test_size(); r++)
+        used += (size_t)snprintf(want + used, sizeof(want) - used, ", %d", r);
+    snprintf(want + used, sizeof(want) - used, ")");
+    assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL, want);
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL, want);
+    ckpt_mpi_saver_free(s);
+}
+
+/* The same variables registered in another order on every rank pass. */
+static void test_registration_order_free(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s;
+    float a[2] = {1, 2}, b[3] = {3, 4, 5};
+    ckpt_var va = test_float_var("a", a, 2), vb = test_float_var("b", b, 3);
+    s = open_saver(f->dir, NULL);
+    if (test_rank() % 2 == 0) {
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &va));
+        assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &vb, 0));
+    } else {
+        assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &vb, 0));
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &va));
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    a[0] = b[0] = 0;
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    assert_true(a[0] == 1.0f && b[0] == 3.0f);
     ckpt_mpi_saver_free(s);
 }
 
@@ -1735,6 +1802,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_kind_mismatch_names_every_rank,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registration_order_free, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_without_prefix, setup,
