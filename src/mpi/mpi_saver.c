@@ -124,7 +124,8 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     *out = NULL;
     if (!dir || !*dir)
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: no checkpoint directory given");
+                           "mpi saver: no checkpoint directory given; pass "
+                           "the directory every rank shares");
     if (!opts)
         opts = &defaults;
     err = validate(opts, &given);
@@ -191,9 +192,9 @@ int ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var,
     CKPT__CHECK_ARG(var);
     if (flags & ~CKPT_MPI_OPTIONAL)
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: per-rank variable '%s': unknown "
-                           "flags 0x%x",
-                           var->name ? var->name : "?", flags);
+                           "mpi saver %s: per-rank variable '%s': unknown "
+                           "flags 0x%x; pass 0 or CKPT_MPI_OPTIONAL",
+                           s->ds.dir, var->name ? var->name : "?", flags);
     return ckpt__mpi_add_var(s, CKPT__MPI_PER_RANK, var, NULL, flags);
 }
 

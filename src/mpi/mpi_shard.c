@@ -43,10 +43,11 @@ int ckpt__mpi_shard_plan(ckpt_mpi_saver *s)
         o->offset = offset;
         if (v->bytes > CKPT__MAX_STATE_BYTES - offset)
             return ckpt__error(CKPT_EINVAL,
-                               "mpi saver: variable '%s': this rank's "
+                               "mpi saver %s: variable '%s': this rank's "
                                "variables exceed the largest state a saver "
-                               "holds (%llu bytes)",
-                               v->name,
+                               "holds (%llu bytes); spread them over more "
+                               "ranks or savers",
+                               s->ds.dir, v->name,
                                (unsigned long long)CKPT__MAX_STATE_BYTES);
         offset += v->bytes;
         s->owned_idx[s->nowned++] = i;

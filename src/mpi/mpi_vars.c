@@ -43,35 +43,44 @@ int ckpt__mpi_per_rank_key(ckpt_buf *out, const char *name, int rank)
 
 static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
 {
+    const char *dir = s->ds.dir;
+    ckpt_buf who = CKPT_BUF_INIT;
     int64_t n;
-    int err;
-    err = ckpt__check_var_name("mpi saver", var->name);
+    int err = ckpt__buf_printf(&who, "mpi saver %s", dir);
+    if (err == 0)
+        err = ckpt__check_var_name(who.ptr, var->name);
+    ckpt_buf_dispose(&who);
     if (err < 0)
         return err;
     if (s->checked || s->closed)
         return ckpt__error(CKPT_ESTATE,
-                           "mpi saver: variable '%s': variables are fixed "
-                           "after the first save, restore or check",
-                           var->name);
+                           "mpi saver %s: variable '%s': variables are fixed "
+                           "after the first save, restore or check; "
+                           "register every variable before them",
+                           dir, var->name);
     if (ckpt_dtype_size(var->dtype) == 0)
         return ckpt__error(CKPT_ENOTSUP,
-                           "mpi saver: variable '%s': dtype %d (%s) is not a "
+                           "mpi saver %s: variable '%s': dtype %d (%s) is not "
+                           "a fixed-size dtype; register it with a "
                            "fixed-size dtype",
-                           var->name, var->dtype,
+                           dir, var->name, var->dtype,
                            ckpt__dtype_label(var->dtype));
     err = ckpt_shape_num_elements(&n, &var->shape);
     if (err < 0) /* keeps the reason: the rank or the dim */
-        return ckpt__error_prefix(err, "mpi saver: variable '%s'", var->name);
+        return ckpt__error_prefix(err, "mpi saver %s: variable '%s'", dir,
+                                  var->name);
     if (!var->data && !(var->read && var->write))
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: variable '%s': no data and no "
-                           "read/write callbacks",
-                           var->name);
+                           "mpi saver %s: variable '%s': no data and no "
+                           "read/write callbacks; give it data or both "
+                           "callbacks",
+                           dir, var->name);
     if (ckpt__name_index_find(&s->names, var->name) != SIZE_MAX)
         return ckpt__error(CKPT_EEXISTS,
-                           "mpi saver: variable '%s' is already "
-                           "registered",
-                           var->name);
+                           "mpi saver %s: variable '%s' is already "
+                           "registered; register each name once, as one "
+                           "kind",
+                           dir, var->name);
     return 0;
 }
 
@@ -84,18 +93,21 @@ static int has_no_elements(const ckpt_shape *shape)
 }
 
 /* This rank's piece of a partitioned variable: slice, local shape. */
-static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
+static int set_piece(const char *dir, ckpt__mvar *v,
+                     const ckpt_slice_extent *extents)
 {
     int whole = 1;
     if (!extents)
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: partitioned variable '%s': no extents",
-                           v->name);
+                           "mpi saver %s: partitioned variable '%s': no "
+                           "extents; pass one extent per dimension",
+                           dir, v->name);
     if (v->global.rank < 1)
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: partitioned variable '%s': a scalar "
-                           "cannot be partitioned",
-                           v->name);
+                           "mpi saver %s: partitioned variable '%s': a scalar "
+                           "cannot be partitioned; register it replicated "
+                           "or per-rank",
+                           dir, v->name);
     v->slice.rank = v->global.rank;
     v->local.rank = v->global.rank;
     for (int d = 0; d < v->global.rank; d++) {
@@ -105,16 +117,17 @@ static int set_piece(ckpt__mvar *v, const ckpt_slice_extent *extents)
             len = dim;
         else if (len == CKPT_SLICE_FULL)
             return ckpt__error(CKPT_EINVAL,
-                               "mpi saver: partitioned variable '%s': extent "
-                               "%d has length CKPT_SLICE_FULL with start "
-                               "%lld; a full extent starts at 0",
-                               v->name, d, (long long)start);
+                               "mpi saver %s: partitioned variable '%s': "
+                               "extent %d has length CKPT_SLICE_FULL with "
+                               "start %lld; a full extent starts at 0",
+                               dir, v->name, d, (long long)start);
         else if (start < 0 || len < 0 || start > dim || len > dim - start)
             return ckpt__error(CKPT_EINVAL,
-                               "mpi saver: partitioned variable '%s': extent "
-                               "%d (start %lld, length %lld) lies outside "
-                               "dimension %lld",
-                               v->name, d, (long long)extents[d].start,
+                               "mpi saver %s: partitioned variable '%s': "
+                               "extent %d (start %lld, length %lld) lies "
+                               "outside dimension %lld; give extents inside "
+                               "the global shape",
+                               dir, v->name, d, (long long)extents[d].start,
                                (long long)extents[d].length, (long long)dim);
         v->slice.start[d] = start;
         v->slice.length[d] = len;
@@ -165,7 +178,7 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
         return ckpt__error_oom();
     v->user.name = v->name;
     if (kind == CKPT__MPI_PARTITIONED)
-        err = set_piece(v, extents);
+        err = set_piece(s->ds.dir, v, extents);
     else if (kind == CKPT__MPI_PER_RANK)
         err = ckpt__mpi_per_rank_key(&v->key, v->name, s->rank);
     else
@@ -727,7 +740,11 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
     if (s->checked)
         return err;
     if (err == 0 && mine.size > INT32_MAX)
-        err = ckpt__error(CKPT_EINVAL, "mpi saver: too many variables");
+        err = ckpt__error(CKPT_EINVAL,
+                          "mpi saver %s: the description of its %zu "
+                          "variables exceeds 2 GiB; register fewer "
+                          "variables",
+                          s->ds.dir, s->nvars);
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking variables");
     if (err < 0)
         goto done;

@@ -835,6 +835,11 @@ static void test_bad_options_rejected(void **state)
     assert_null(s);
     assert_ckpt_error(ckpt_mpi_saver_options_init(NULL, 1), CKPT_EINVAL,
                       "NULL");
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, "", NULL),
+                      CKPT_EINVAL,
+                      "mpi saver: no checkpoint directory given; pass the "
+                      "directory every rank shares");
+    assert_null(s);
     /* TensorFlow's save_path given as the directory: every rank is told
      * what to open instead, as by the single-process saver */
     snprintf(path, sizeof(path), "%s/model.ckpt", f->dir);
@@ -967,15 +972,46 @@ static void test_bad_registration_rejected(void **state)
     float buf[8] = {0};
     ckpt_var v;
     ckpt_slice_extent outside[1] = {{6, 4}};
+    char want[4200];
     v = test_float_var("w", buf, 8);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    /* each message names the saver's directory and what to do */
+    snprintf(want, sizeof(want),
+             "mpi saver %s: variable 'w' is already registered; register "
+             "each name once, as one kind",
+             f->dir);
     assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 0), CKPT_EEXISTS,
-                      "variable 'w' is already registered");
+                      want);
+    snprintf(want, sizeof(want),
+             "mpi saver %s: per-rank variable 'w': unknown flags 0x4; pass 0 "
+             "or CKPT_MPI_OPTIONAL",
+             f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 4), CKPT_EINVAL, want);
+    v.name = "";
+    snprintf(want, sizeof(want), "mpi saver %s: variable without a name",
+             f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL, want);
+    v.name = "x";
+    v.data = NULL;
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL,
+                      "variable 'x': no data and no read/write callbacks; "
+                      "give it data or both callbacks");
+    v.data = buf;
+    v.shape.rank = 0;
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
+                      CKPT_EINVAL,
+                      "a scalar cannot be partitioned; register it "
+                      "replicated or per-rank");
+    v.shape.rank = 1;
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, NULL), CKPT_EINVAL,
+                      "partitioned variable 'x': no extents; pass one extent "
+                      "per dimension");
     v.name = "x";
     assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
                       CKPT_EINVAL,
                       "partitioned variable 'x': extent 0 (start 6, length "
-                      "4) lies outside dimension 8");
+                      "4) lies outside dimension 8; give extents inside the "
+                      "global shape");
     outside[0].start = 1;
     outside[0].length = CKPT_SLICE_FULL;
     assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
@@ -986,7 +1022,8 @@ static void test_bad_registration_rejected(void **state)
                       "var is NULL");
     v.dtype = CKPT_DT_STRING;
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ENOTSUP,
-                      "variable 'x': dtype 7 (string) is not a fixed-size");
+                      "variable 'x': dtype 7 (string) is not a fixed-size "
+                      "dtype; register it with a fixed-size dtype");
     v.dtype = CKPT_DT_FLOAT;
     v.shape.dims[0] = -3; /* the shape check's reason, not "bad shape" */
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL,
@@ -995,8 +1032,12 @@ static void test_bad_registration_rejected(void **state)
     v.dtype = CKPT_DT_STRING;
     assert_ckpt_ok(ckpt_mpi_saver_check(s));
     v.dtype = CKPT_DT_FLOAT;
-    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ESTATE,
-                      "fixed after the first save, restore or check");
+    snprintf(want, sizeof(want),
+             "mpi saver %s: variable 'x': variables are fixed after the "
+             "first save, restore or check; register every variable before "
+             "them",
+             f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_ESTATE, want);
     ckpt_mpi_saver_free(s);
 }
 
