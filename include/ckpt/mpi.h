@@ -297,7 +297,8 @@ ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
  *  within T s; aborting the job (a rank died or stalled, or did not post
  *  its part of the caller's collectives waited for here
  *  (ckpt_mpi_saver_wait_requests): every rank posts them all, in the
- *  same order)": the caller's collectives, not the saver's). Use it in
+ *  same order); saver of <dir>": the caller's collectives, not the
+ *  saver's; `<dir>` is the directory given to open). Use it in
  *  place of MPI_Wait/MPI_Waitall (post MPI_Iallreduce instead of calling
  *  MPI_Allreduce): a blocking MPI call on a dead or stopped peer never
  *  returns. Local (the requests may belong to any communicator); the

@@ -36,6 +36,11 @@ static const char caller_hint[] =
     "collectives waited for here (ckpt_mpi_saver_wait_requests): every "
     "rank posts them all, in the same order";
 
+/* How much of the saver's directory an abort's line names (after
+ * "; saver of "): every line names the saver it comes from, once its
+ * directory is known (not yet while open duplicates the communicator). */
+#define SAVER_OF_MAX 1024
+
 /* Say `line` on stderr and end the job. One write(2) with SIGPIPE held
  * back (ckpt__write_no_signal, as ckpt_log_stderr writes): a stderr pipe
  * whose reader went away loses the line, and the job still ends here with
@@ -52,21 +57,23 @@ static void abort_with(ckpt_mpi_saver *s, const char *line)
  * says what may have happened. */
 static void timeout_abort(ckpt_mpi_saver *s, const char *what, const char *hint)
 {
-    char line[2 * CKPT__MPI_MSG];
+    char line[3 * CKPT__MPI_MSG + SAVER_OF_MAX];
     snprintf(line, sizeof(line),
              "ckpt_mpi: rank %d: %s: other ranks did not respond within "
-             "%g s; aborting the job (%s)\n",
-             s->rank, what, s->timeout_s, hint);
+             "%g s; aborting the job (%s)%s%.*s\n",
+             s->rank, what, s->timeout_s, hint, s->ds.dir ? "; saver of " : "",
+             SAVER_OF_MAX, s->ds.dir ? s->ds.dir : "");
     abort_with(s, line);
 }
 
 void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what)
 {
-    char line[CKPT__MPI_MSG + 64];
+    char line[2 * CKPT__MPI_MSG + SAVER_OF_MAX];
     snprintf(line, sizeof(line),
              "ckpt_mpi: rank %d: %s; aborting the job (the other ranks "
-             "would wait for this rank's part)\n",
-             s->rank, what);
+             "would wait for this rank's part)%s%.*s\n",
+             s->rank, what, s->ds.dir ? "; saver of " : "", SAVER_OF_MAX,
+             s->ds.dir ? s->ds.dir : "");
     abort_with(s, line);
 }
 
