@@ -177,7 +177,10 @@ ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
  *  of this hook already has it (B54, B64-B66). A borrowed saver (explicit
  *  or the scaffold's) reports to the hook through its on_save_done, which
  *  the hook wraps (forwarding every outcome) until end or on_abort; do not
- *  share one saver between two checkpoint hooks.
+ *  share one saver between two checkpoint hooks. Through a collective
+ *  saver's log (ckpt_mpi_saver_as_saver: each rank's own) the hook logs
+ *  only what the session's log_level also allows, so the sessions'
+ *  CKPT_LOG_OFF on all ranks but the chief keeps its lines to the chief.
  *  The directory and basename are settled with the session in begin: a
  *  hook without checkpoint_dir uses the session's; neither, or two that
  *  differ, make the session's creation fail with CKPT_EINVAL naming them.

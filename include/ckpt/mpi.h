@@ -346,7 +346,9 @@ CKPT_EXTERN(int) ckpt_mpi_saver_size(const ckpt_mpi_saver *s);
  *  has (a listener's) never make it skip a save the others make; they are
  *  returned afterwards. Make rank 0 the chief for logging and summaries by
  *  giving the other ranks' sessions log_level CKPT_LOG_OFF (their
- *  sessions must not set not_chief: every rank restores).
+ *  sessions must not set not_chief: every rank restores); the checkpoint
+ *  hook follows that level also where it logs through this saver's log
+ *  (base.log), whose own lines stay each rank's.
  *  @return 0, CKPT_EINVAL (NULL), CKPT_ENOMEM */
 CKPT_EXTERN(int) ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out);
 

@@ -291,11 +291,17 @@ static int resolve_saver(ckpt__ckhook *h, ckpt_session *s)
     h->collective = ckpt__saver_collective(sv);
     h->has_final_metrics = 0;
     if (!h->saver_opts.log && ckpt_saver_get_options(sv)->log) {
-        /* No log of its own: the one of the saver it writes through. */
+        /* No log of its own: the one of the saver it writes through. A
+         * collective saver's log is each rank's own, so the session's
+         * level (h->log_level since begin) still bounds the hook's lines:
+         * CKPT_LOG_OFF on every rank but the chief keeps them to it. */
         const ckpt_saver_options *so = ckpt_saver_get_options(sv);
+        int level = ckpt__log_min_level(so->log_level);
+        if (h->collective && ckpt__log_min_level(h->log_level) > level)
+            level = ckpt__log_min_level(h->log_level);
         h->log = so->log;
         h->log_payload = so->log_payload;
-        h->log_level = ckpt__log_min_level(so->log_level);
+        h->log_level = level;
     }
     ckpt__ckhook_install(h, sv);
     return 0;

@@ -86,22 +86,20 @@ typedef struct run_opts {
     int abandon; /* free the session without close */
     const ckpt_saver_listener *listener;
     int expect_run_error_step; /* on the last rank: run fails at this step */
+    test_log *saver_log;       /* each rank's saver logs here (NULL: none) */
 } run_opts;
 
 /* The job of one run: a distributed saver on `dir` holding st's step and
  * weights (replicated) and data position (per rank), its ckpt_saver
  * handle, and a graph with st's global step. WAIT: every trigger saves
  * (SKIP would skip while one is in flight, and these steps take no time). */
-static void open_job_with(const char *dir, state *st, int policy,
-                          const ckpt_fs *fs, ckpt_mpi_saver **s,
+static void open_job_with(const char *dir, state *st,
+                          const ckpt_mpi_saver_options *so, ckpt_mpi_saver **s,
                           ckpt_saver **handle, ckpt_graph **g)
 {
     static const int64_t w_dims[] = {8};
-    ckpt_mpi_saver_options so = test_mpi_options();
     ckpt_var v;
-    so.base.busy_policy = policy;
-    so.base.fs = fs;
-    assert_ckpt_ok(ckpt_mpi_saver_open(s, MPI_COMM_WORLD, dir, &so));
+    assert_ckpt_ok(ckpt_mpi_saver_open(s, MPI_COMM_WORLD, dir, so));
     v = model_var("global_step", CKPT_DT_INT64, 0, NULL, &st->global_step);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(*s, &v));
     v = model_var("w", CKPT_DT_FLOAT, 1, w_dims, st->w);
@@ -113,10 +111,16 @@ static void open_job_with(const char *dir, state *st, int policy,
     assert_ckpt_ok(ckpt_graph_create_global_step(*g, &st->global_step));
 }
 
-static void open_job(const char *dir, state *st, ckpt_mpi_saver **s,
-                     ckpt_saver **handle, ckpt_graph **g)
+static void open_job(const char *dir, state *st, test_log *saver_log,
+                     ckpt_mpi_saver **s, ckpt_saver **handle, ckpt_graph **g)
 {
-    open_job_with(dir, st, CKPT_BUSY_WAIT, NULL, s, handle, g);
+    ckpt_mpi_saver_options so = test_mpi_options();
+    so.base.busy_policy = CKPT_BUSY_WAIT;
+    if (saver_log) {
+        so.base.log = test_log_capture;
+        so.base.log_payload = saver_log;
+    }
+    open_job_with(dir, st, &so, s, handle, g);
 }
 
 /* The saver's metrics into *mt, then close and free the job. */
@@ -141,7 +145,7 @@ static void run_session(const char *dir, state *st, const run_opts *ro,
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
     ckpt_hook hook;
-    open_job(dir, st, &s, &handle, &g);
+    open_job(dir, st, ro->saver_log, &s, &handle, &g);
     ho.saver = handle;
     ho.save_steps = ro->save_secs > 0 ? 0 : 4;
     ho.save_secs = ro->save_secs;
@@ -217,7 +221,7 @@ static void test_hook_saves_and_resumes(void **state_)
     int modes[2] = {CKPT_SAVE_ASYNC, CKPT_SAVE_SYNC};
     (void)state_;
     for (int m = 0; m < 2; m++) {
-        run_opts ro = {modes[m], 0, 10, 0, NULL, -1};
+        run_opts ro = {modes[m], 0, 10, 0, NULL, -1, NULL};
         char *sub = make_sub(dir, m == 0 ? "async" : "sync");
         memset(&st, 0, sizeof(st));
         run_session(sub, &st, &ro, &mt);
@@ -254,7 +258,7 @@ static void test_hook_abandoned_then_resumed(void **state_)
     char *dir = shared_dir_make();
     ckpt_saver_metrics mt;
     state st;
-    run_opts ro = {CKPT_SAVE_ASYNC, 0, 7, 1, NULL, -1};
+    run_opts ro = {CKPT_SAVE_ASYNC, 0, 7, 1, NULL, -1, NULL};
     (void)state_;
     memset(&st, 0, sizeof(st));
     run_session(dir, &st, &ro, &mt);
@@ -281,7 +285,7 @@ static void test_hook_seconds_decided_by_rank0(void **state_)
     char *dir = shared_dir_make();
     ckpt_saver_metrics mt;
     state st;
-    run_opts ro = {CKPT_SAVE_ASYNC, 2.5, 7, 0, NULL, -1};
+    run_opts ro = {CKPT_SAVE_ASYNC, 2.5, 7, 0, NULL, -1, NULL};
     (void)state_;
     memset(&st, 0, sizeof(st));
     run_session(dir, &st, &ro, &mt);
@@ -312,7 +316,7 @@ static void test_hook_local_error_does_not_split_ranks(void **state_)
         l.payload = &f;
         l.before_save = failing_before_save;
         l.after_save = counting_after_save;
-        run_opts ro = {modes[m], 0, 6, 0, &l, 4};
+        run_opts ro = {modes[m], 0, 6, 0, &l, 4, NULL};
         ckpt_saver_metrics mt;
         state st;
         char *sub = make_sub(dir, m == 0 ? "async" : "sync");
@@ -361,6 +365,7 @@ static void test_hook_async_failure_same_step(void **state_)
     for (int p = 0; p < 3; p++) {
         ckpt_checkpoint_hook_options ho = CKPT_CHECKPOINT_HOOK_OPTIONS_INIT;
         ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+        ckpt_mpi_saver_options so;
         ckpt_fs_fault *ff = NULL;
         ckpt_mpi_saver *s = NULL;
         ckpt_saver *handle = NULL;
@@ -375,8 +380,10 @@ static void test_hook_async_failure_same_step(void **state_)
         char *sub = make_sub(dir, names[p]);
         memset(&st, 0, sizeof(st));
         assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
-        open_job_with(sub, &st, policies[p], ckpt_fs_fault_fs(ff), &s, &handle,
-                      &g);
+        so = test_mpi_options();
+        so.base.busy_policy = policies[p];
+        so.base.fs = ckpt_fs_fault_fs(ff);
+        open_job_with(sub, &st, &so, &s, &handle, &g);
         ho.saver = handle;
         ho.save_steps = 4;
         ho.mode = CKPT_SAVE_ASYNC;
@@ -423,6 +430,35 @@ static void test_hook_async_failure_same_step(void **state_)
     shared_dir_remove(dir);
 }
 
+/* Rank 0 the chief for logging while every rank's distributed saver has
+ * a log of its own (per rank, as its options allow): the sessions of the
+ * other ranks are CKPT_LOG_OFF, and their async checkpoint hooks, which
+ * log through the saver's log when they have none, stay silent too.
+ * They once printed every checkpoint and the totals of the job on every
+ * rank, whatever the session's level. */
+static void test_hook_logs_on_chief_only(void **state_)
+{
+    char *dir = shared_dir_make();
+    ckpt_saver_metrics mt;
+    test_log saver_log;
+    run_opts ro = {CKPT_SAVE_ASYNC, 0, 10, 0, NULL, -1, &saver_log};
+    state st;
+    (void)state_;
+    memset(&st, 0, sizeof(st));
+    test_log_init(&saver_log, CKPT_LOG_INFO);
+    run_session(dir, &st, &ro, &mt); /* rank 0's session alone logs */
+    assert_state(&st, 10);
+    if (test_rank() == 0) {
+        assert_non_null(strstr(saver_log.text, "AsyncCheckpointSaverHook: "
+                                               "snapshot of step 0 taken"));
+        assert_non_null(strstr(saver_log.text, "AsyncCheckpointSaverHook: "
+                                               "session ended: "));
+    } else {
+        assert_null(strstr(saver_log.text, "CheckpointSaverHook"));
+    }
+    shared_dir_remove(dir);
+}
+
 /* ckpt_training_session_new (MonitoredTrainingSession) over the handle
  * as its scaffold saver: its checkpoint hook writes through it on every
  * rank, and a second job resumes from it. */
@@ -434,7 +470,7 @@ static void run_training_session(const char *dir, state *st, int steps,
     ckpt_saver *handle = NULL;
     ckpt_graph *g = NULL;
     ckpt_monitored_session *ms = NULL;
-    open_job(dir, st, &s, &handle, &g);
+    open_job(dir, st, NULL, &s, &handle, &g);
     to.checkpoint_dir = dir;
     to.save_checkpoint_steps = 4;
     to.checkpoint_mode = CKPT_SAVE_ASYNC;
@@ -597,7 +633,7 @@ static void test_session_begin_failing_on_one_rank(void **state_)
     int rc;
     (void)state_;
     memset(&st, 0, sizeof(st));
-    open_job(dir, &st, &s, &handle, &g);
+    open_job(dir, &st, NULL, &s, &handle, &g);
     ho.saver = handle;
     ho.save_steps = 4;
     sess.checkpoint_dir = dir;
@@ -636,6 +672,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hook_seconds_decided_by_rank0),
         cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
         cmocka_unit_test(test_hook_async_failure_same_step),
+        cmocka_unit_test(test_hook_logs_on_chief_only),
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
         cmocka_unit_test(test_session_refuses_saver_without_global_step),
