@@ -79,18 +79,19 @@ static void options_copy(ckpt_mpi_saver_options *dst,
 static int validate(const ckpt_mpi_saver_options *o,
                     ckpt_mpi_saver_options *copy)
 {
-    int err = ckpt__options_check_version(
-        o->version, CKPT_MPI_SAVER_OPTIONS_VERSION, "mpi saver options",
-        "CKPT_MPI_SAVER_OPTIONS_INIT");
+    int err =
+        ckpt__options_check_version(o->version, CKPT_MPI_SAVER_OPTIONS_VERSION,
+                                    "options", "CKPT_MPI_SAVER_OPTIONS_INIT");
     if (err < 0)
         return err;
     options_copy(copy, o);
-    err = ckpt__saver_options_check(&copy->base, "mpi saver options: base");
+    err = ckpt__saver_options_check(&copy->base, "options: base");
     if (err < 0)
         return err;
     if (!(copy->collective_timeout_s >= 0))
         return ckpt__error(CKPT_EINVAL,
-                           "mpi saver options: collective_timeout_s is %s",
+                           "options: collective_timeout_s is %s; give 0 (the "
+                           "default, 600 s), a number of seconds or INFINITY",
                            copy->collective_timeout_s < 0 ? "negative" : "NaN");
     return 0;
 }
@@ -129,8 +130,8 @@ int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
     if (!opts)
         opts = &defaults;
     err = validate(opts, &given);
-    if (err < 0)
-        return err;
+    if (err < 0) /* which saver: a program may open several */
+        return ckpt__error_prefix(err, "mpi saver %s", dir);
     opts = &given;
     s = ckpt__calloc(1, sizeof(*s));
     if (!s)

@@ -803,7 +803,7 @@ static void test_registration_order_free(void **state)
 static void test_bad_options_rejected(void **state)
 {
     fixture *f = *state;
-    char path[4096];
+    char path[4096], want[4200];
     ckpt_mpi_saver_options zero, o;
     ckpt_mpi_saver *s = NULL;
     memset(&zero, 0, sizeof(zero));
@@ -822,13 +822,18 @@ static void test_bad_options_rejected(void **state)
                       CKPT_EINVAL, "unknown busy_policy 7");
     o.base.busy_policy = CKPT_BUSY_SKIP;
     o.base.direct_io = 9; /* checked like the single-process saver does */
+    snprintf(want, sizeof(want),
+             "mpi saver %s: options: base: unknown "
+             "direct_io 9",
+             f->dir);
     assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
-                      CKPT_EINVAL,
-                      "mpi saver options: base: unknown direct_io 9");
+                      CKPT_EINVAL, want);
     o.base.direct_io = CKPT_DIRECT_IO_OFF;
     o.collective_timeout_s = -1;
     assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
-                      CKPT_EINVAL, "collective_timeout_s is negative");
+                      CKPT_EINVAL,
+                      "options: collective_timeout_s is negative; give 0 (the "
+                      "default, 600 s), a number of seconds or INFINITY");
     o.collective_timeout_s = NAN;
     assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
                       CKPT_EINVAL, "collective_timeout_s is NaN");
