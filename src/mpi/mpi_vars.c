@@ -733,7 +733,10 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
     if (s->checked && (!saving || s->nvars > 0))
         return 0;
     if (saving && s->nvars == 0)
-        err = ckpt__error(CKPT_EINVAL, "mpi saver %s: %s: no variables to save",
+        err = ckpt__error(CKPT_EINVAL,
+                          "mpi saver %s: %s: no variables to save; register "
+                          "them first (ckpt_mpi_saver_add_replicated, "
+                          "_partitioned, _per_rank)",
                           s->ds.dir, saving);
     else
         err = encode_vars(s, &mine);

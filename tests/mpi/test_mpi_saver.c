@@ -1238,8 +1238,10 @@ static void test_save_without_variables(void **state)
     fixture *f = *state;
     ckpt_mpi_saver *s = open_saver(f->dir, NULL);
     char want[4200];
-    /* the message names the saver's directory */
-    snprintf(want, sizeof(want), "mpi saver %s: save: no variables to save",
+    /* the message names the saver's directory and what to do */
+    snprintf(want, sizeof(want),
+             "mpi saver %s: save: no variables to save; register them first "
+             "(ckpt_mpi_saver_add_replicated, _partitioned, _per_rank)",
              f->dir);
     assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL, want);
     snprintf(want, sizeof(want),
