@@ -390,8 +390,9 @@ CKPT_EXTERN(int) ckpt_saver_poll(ckpt_saver *s, int *busy_out);
  *  CKPT_EINVAL).
  *  A ticket whose snapshot COALESCE replaced (reported CKPT_ECANCELED to
  *  on_save_done) counts as finished: wait returns 0 for it.
- *  @return 0, CKPT_ETIMEDOUT, CKPT_EINVAL (a ticket no save_async gave),
- *          or a background failure (once) */
+ *  @return 0, CKPT_ETIMEDOUT (also when a background failure is waiting:
+ *          the next call returns that), CKPT_EINVAL (a ticket no
+ *          save_async gave), or a background failure (once) */
 CKPT_EXTERN(int)
 ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s);
 

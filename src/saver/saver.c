@@ -692,13 +692,18 @@ static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
         }
     }
     pthread_mutex_unlock(&s->mu);
-    err = ckpt__saver_enter(s);
-    if (err == 0 && timed_out)
-        err = ckpt__error(CKPT_ETIMEDOUT,
-                          "saver %s: waiting for the checkpoint writer: timed "
-                          "out after %.3f s",
-                          ckpt__saver_say(s), timeout_s);
-    return err;
+    /* Timed out, the write still runs: say so even with an earlier
+     * failure to return, which stays for the next call. Returning that
+     * failure instead hid the timeout from close, which then joined the
+     * writer for as long as its write took. */
+    if (timed_out) {
+        ckpt__saver_deliver(s);
+        return ckpt__error(CKPT_ETIMEDOUT,
+                           "saver %s: waiting for the checkpoint writer: "
+                           "timed out after %.3f s",
+                           ckpt__saver_say(s), timeout_s);
+    }
+    return ckpt__saver_enter(s);
 }
 
 int ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
