@@ -97,8 +97,8 @@ typedef struct ckpt_save_result {
 } ckpt_save_result;
 
 /** Called once per save outcome, on the thread that calls save, save_async,
- *  poll, wait or close (never on the writer thread). It may call the saver
- *  (save, wait, close...) but not free it: ckpt_saver_free from here is
+ *  poll, wait, close or free (never on the writer thread). It may call the
+ *  saver (save, wait, close...) but not free it: ckpt_saver_free from here is
  *  refused (logged at ERROR; the saver stays, to be freed afterwards). */
 typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
                                   void *payload);
