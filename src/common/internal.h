@@ -67,6 +67,13 @@ int ckpt__write_all_no_signal(int fd, const void *p, size_t n, int sig,
  * RLIMIT_STACK's cannot be mapped (EAGAIN); 0 or the error number
  * pthread_create returns. */
 int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
+/* Disable cancellation of the calling thread (pthread_setcancelstate) for
+ * a call that must not be cut short (it holds a mutex across a wait, or
+ * owns helper threads it joins); returns the state to hand back to
+ * ckpt__cancel_restore, after which a pending cancel takes effect at the
+ * thread's next cancellation point. */
+int ckpt__cancel_off(void);
+void ckpt__cancel_restore(int old_state);
 
 /* A number that tells the calling thread from every other live thread,
  * never 0 (common/thread.c): what an object driven from one thread records

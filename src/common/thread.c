@@ -11,7 +11,12 @@
  * and no checkpoint could be written at all; the thread is then started
  * again with the floor. It also gives each thread its token, which the
  * objects driven from one thread (a saver, a monitored session) record to
- * tell a re-entry on their own thread from a call on another one. */
+ * tell a re-entry on their own thread from a call on another one.
+ *
+ * Also cancellation: a call that waits with a mutex held, or joins helper
+ * threads that write into the caller's memory, runs with it disabled
+ * (ckpt__cancel_off), since a pthread_cancel acted on inside it left the
+ * mutex held (the writer blocked on it for ever) or the helpers running. */
 #include "common/internal.h"
 
 #include <errno.h>
@@ -19,6 +24,18 @@
 
 /* The least stack a library thread gets. */
 #define CKPT__THREAD_STACK_MIN ((size_t)1 << 20)
+
+int ckpt__cancel_off(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    (void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+void ckpt__cancel_restore(int old_state)
+{
+    (void)pthread_setcancelstate(old_state, NULL);
+}
 
 int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg)
 {

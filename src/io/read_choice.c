@@ -265,8 +265,8 @@ static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
                            rep);
 }
 
-int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
-                       ckpt__extent *ext, size_t n, ckpt__read_report *report)
+static int read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
+                        ckpt__extent *ext, size_t n, ckpt__read_report *report)
 {
     ckpt__read_report rep;
     int threads, err;
@@ -294,5 +294,17 @@ int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
         err = buffered_all(fs, path, file, ext, n, threads, 0);
     if (report)
         *report = rep;
+    return err;
+}
+
+int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
+                       ckpt__extent *ext, size_t n, ckpt__read_report *report)
+{
+    /* Not cut short by a cancel (pread is a cancellation point): the
+     * helper threads would go on writing into the caller's destinations
+     * unjoined. */
+    int cancel = ckpt__cancel_off();
+    int err = read_extents(fs, path, file, ext, n, report);
+    ckpt__cancel_restore(cancel);
     return err;
 }

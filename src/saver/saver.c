@@ -752,8 +752,32 @@ int ckpt_saver_close(ckpt_saver *s, double timeout_s)
     return err;
 }
 
+/* ckpt_saver_free of a saver that wraps no ops. */
+static void free_own(ckpt_saver *s)
+{
+    ckpt__saver_complete_snapshot(s);
+    ckpt__writer_stop(s); /* a pending snapshot is still written */
+    ckpt__saver_deliver(s);
+    for (size_t i = 0; i < s->nvars; i++)
+        ckpt__free(s->vars[i].name);
+    ckpt__free(s->vars);
+    ckpt__name_index_dispose(&s->var_names);
+    ckpt__free(s->pieces);
+    for (int i = 0; i < s->num_images; i++)
+        ckpt__image_free(&s->images[i]);
+    ckpt__job_free(s->active);
+    ckpt__job_free(s->pending);
+    ckpt__dir_state_dispose(&s->ds);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ds_mu);
+    ckpt__free(s->basename);
+    ckpt__free(s);
+}
+
 void ckpt_saver_free(ckpt_saver *s)
 {
+    int cancel;
     if (!s)
         return;
     /* From a log callback on the writer thread: freeing would join the
@@ -778,28 +802,14 @@ void ckpt_saver_free(ckpt_saver *s)
         CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
         return;
     }
-    if (s->ops) {
+    /* Not cut short by a cancel: it joins the writer, a cancellation
+     * point, and would leave the saver half freed. */
+    cancel = ckpt__cancel_off();
+    if (s->ops)
         ckpt__saver_ops_free(s);
-        return;
-    }
-    ckpt__saver_complete_snapshot(s);
-    ckpt__writer_stop(s); /* a pending snapshot is still written */
-    ckpt__saver_deliver(s);
-    for (size_t i = 0; i < s->nvars; i++)
-        ckpt__free(s->vars[i].name);
-    ckpt__free(s->vars);
-    ckpt__name_index_dispose(&s->var_names);
-    ckpt__free(s->pieces);
-    for (int i = 0; i < s->num_images; i++)
-        ckpt__image_free(&s->images[i]);
-    ckpt__job_free(s->active);
-    ckpt__job_free(s->pending);
-    ckpt__dir_state_dispose(&s->ds);
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->ds_mu);
-    ckpt__free(s->basename);
-    ckpt__free(s);
+    else
+        free_own(s);
+    ckpt__cancel_restore(cancel);
 }
 
 int ckpt_saver_saves_var(ckpt_saver *s, const char *name, const void *data)

@@ -464,6 +464,7 @@ struct ckpt_saver {
      * call meanwhile is refused (ckpt__saver_call_begin). */
     _Atomic uintptr_t caller;
     int call_depth;
+    int cancel_state; /* the caller's, restored when its call ends */
 
     ckpt_saver_options opts;
     char *basename;

@@ -149,6 +149,10 @@ int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
     }
     if (atomic_compare_exchange_strong(&s->caller, &none, me)) {
         s->call_depth = 1;
+        /* A cancel inside the call would leave mu held (a condition
+         * wait is a cancellation point) and the saver marked as in use:
+         * it takes effect after the call instead. */
+        s->cancel_state = ckpt__cancel_off();
         return 0;
     }
     return ckpt__error(CKPT_ESTATE,
@@ -161,8 +165,11 @@ int ckpt__saver_call_begin(ckpt_saver *s, const char *what)
 
 void ckpt__saver_call_end(ckpt_saver *s)
 {
-    if (--s->call_depth == 0)
+    if (--s->call_depth == 0) {
+        int state = s->cancel_state;
         atomic_store(&s->caller, (uintptr_t)0);
+        ckpt__cancel_restore(state);
+    }
 }
 
 /* This process's id, kept current across fork() by an atfork handler, so

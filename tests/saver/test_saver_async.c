@@ -1060,6 +1060,46 @@ static void test_second_thread_refused(void **state)
     assert_true(file_exists(f->dir, "model.ckpt-8.index"));
 }
 
+static void *wait_then_cancel(void *arg)
+{
+    sync_saver_call *c = arg;
+    c->err = ckpt_saver_wait(c->s, 0, -1);
+    pthread_testcancel(); /* where the cancel is acted on */
+    return NULL;
+}
+
+/* A thread cancelled (pthread_cancel) while inside a saver call: the
+ * cancel was acted on in the call's condition wait, which left the saver's
+ * mutex held (the writer then blocked on it for ever) and the saver marked
+ * as in use by that thread (every later call CKPT_ESTATE). Now a saver
+ * call runs with cancellation disabled: the wait completes, the cancel
+ * takes effect after it, and the saver stays usable. */
+static void test_cancel_inside_a_call_waits_for_its_end(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_saver(f, CKPT_BUSY_SKIP, &f->gate.fwd.fs);
+    sync_saver_call c = {s, -1};
+    pthread_t t;
+    void *ret = NULL;
+    fill(f, 1.0f, 1);
+    gate_close(&f->gate);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
+    gate_wait_blocked(&f->gate); /* the write is held */
+    assert_int_equal(pthread_create(&t, NULL, wait_then_cancel, &c), 0);
+    assert_int_equal(pthread_cancel(t), 0);
+    gate_open(&f->gate);
+    assert_int_equal(pthread_join(t, &ret), 0);
+    assert_ptr_equal(ret, PTHREAD_CANCELED);
+    assert_ckpt_ok(c.err);                    /* the wait ran to its end */
+    assert_ckpt_ok(ckpt_saver_poll(s, NULL)); /* handed back, usable */
+    fill(f, 2.0f, 2);
+    assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
+    assert_ckpt_ok(ckpt_saver_close(s, -1));
+    ckpt_saver_free(s);
+    expect_checkpoint(f, 1, 1.0f);
+    expect_checkpoint(f, 2, 2.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1096,6 +1136,8 @@ int main(void)
             test_killed_parent_forked_child_frees_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_thread_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_cancel_inside_a_call_waits_for_its_end, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
