@@ -2,7 +2,10 @@
  * non-clean error reported by any thread, and the threads to wait for at
  * join. Thread-safe: every member is guarded by one mutex; waits are
  * condition-variable waits on CLOCK_MONOTONIC (no polling), and the
- * injectable clock only measures what the messages report. */
+ * injectable clock only measures what the messages report. A thread
+ * cancelled (pthread_cancel) inside a wait releases the mutex as it goes
+ * (a cleanup handler): the waits stay cancellation points, as a thread
+ * blocked in wait_for_stop is what an application cancels. */
 #include "session_internal.h"
 
 #include <errno.h>
@@ -137,6 +140,34 @@ static struct timespec deadline_after(double seconds)
     return ts;
 }
 
+/* pthread_cleanup_push handler: a cancelled condition wait returns with
+ * the mutex held. */
+static void unlock_on_cancel(void *mu)
+{
+    pthread_mutex_unlock(mu);
+}
+
+/* Wait (mu held) until `done` or the `deadline` (NULL: none); cancelled
+ * meanwhile, the thread releases mu as it goes. */
+static void wait_until(ckpt_coordinator *c, int (*done)(ckpt_coordinator *),
+                       const struct timespec *deadline)
+{
+    pthread_cleanup_push(unlock_on_cancel, &c->mu);
+    while (!done(c)) {
+        if (!deadline)
+            pthread_cond_wait(&c->cond, &c->mu);
+        else if (pthread_cond_timedwait(&c->cond, &c->mu, deadline) ==
+                 ETIMEDOUT)
+            break;
+    }
+    pthread_cleanup_pop(0);
+}
+
+static int stopped(ckpt_coordinator *c)
+{
+    return c->stop;
+}
+
 int ckpt_coordinator_wait_for_stop(ckpt_coordinator *c, double timeout_s)
 {
     struct timespec deadline;
@@ -148,14 +179,7 @@ int ckpt_coordinator_wait_for_stop(ckpt_coordinator *c, double timeout_s)
     if (timeout_s >= 0)
         deadline = deadline_after(timeout_s);
     pthread_mutex_lock(&c->mu);
-    while (!c->stop) {
-        if (timeout_s < 0) {
-            pthread_cond_wait(&c->cond, &c->mu);
-        } else if (pthread_cond_timedwait(&c->cond, &c->mu, &deadline) ==
-                   ETIMEDOUT) {
-            break;
-        }
-    }
+    wait_until(c, stopped, timeout_s < 0 ? NULL : &deadline);
     stop = c->stop;
     pthread_mutex_unlock(&c->mu);
     return stop;
@@ -267,6 +291,16 @@ static void live_names(const ckpt_coordinator *c, char *out, size_t n)
     }
 }
 
+static int stopped_or_all_done(ckpt_coordinator *c)
+{
+    return c->stop || count_live(c) == 0;
+}
+
+static int all_done(ckpt_coordinator *c)
+{
+    return count_live(c) == 0;
+}
+
 int ckpt_coordinator_join(ckpt_coordinator *c, double grace_s,
                           int ignore_live_threads)
 {
@@ -281,14 +315,10 @@ int ckpt_coordinator_join(ckpt_coordinator *c, double grace_s,
     started = ckpt_clock_monotonic(c->clock);
     pthread_mutex_lock(&c->mu);
     /* First every thread ends or someone asks to stop... */
-    while (!c->stop && count_live(c) > 0)
-        pthread_cond_wait(&c->cond, &c->mu);
+    wait_until(c, stopped_or_all_done, NULL);
     /* ...then the stragglers get the grace period. */
     deadline = deadline_after(grace_s);
-    while (count_live(c) > 0) {
-        if (pthread_cond_timedwait(&c->cond, &c->mu, &deadline) == ETIMEDOUT)
-            break;
-    }
+    wait_until(c, all_done, &deadline);
     live = count_live(c);
     live_names(c, names, sizeof(names));
     forget_threads(c);

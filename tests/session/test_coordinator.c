@@ -5,6 +5,7 @@
 #include "session_test_util.h"
 
 #include <pthread.h>
+#include <time.h>
 
 static void test_b36_first_error_kept_later_dropped(void **state)
 {
@@ -196,6 +197,46 @@ static void test_b37_thread_error_reaches_join(void **state)
     ckpt_coordinator_free(c);
 }
 
+static void *wait_for_stop_forever(void *arg)
+{
+    (void)ckpt_coordinator_wait_for_stop(arg, -1);
+    return NULL;
+}
+
+static void *request_stop(void *arg)
+{
+    (void)ckpt_coordinator_request_stop(arg, 0, NULL);
+    return NULL;
+}
+
+/* A thread blocked in wait_for_stop and cancelled (pthread_cancel) left
+ * with the mutex held (a cancelled condition wait reacquires it), so every
+ * later call on the coordinator, from any thread, blocked for ever. Now
+ * the wait stays a cancellation point and the mutex is released. (A
+ * request_stop still blocked after 20 s fails the test instead of hanging
+ * it.) */
+static void test_cancelled_wait_for_stop_releases_the_coordinator(void **state)
+{
+    ckpt_coordinator *c;
+    pthread_t waiter, stopper;
+    struct timespec until;
+    void *ret = NULL;
+    (void)state;
+    assert_ckpt_ok(ckpt_coordinator_new(&c, NULL));
+    assert_int_equal(pthread_create(&waiter, NULL, wait_for_stop_forever, c),
+                     0);
+    assert_int_equal(pthread_cancel(waiter), 0);
+    assert_int_equal(pthread_join(waiter, &ret), 0);
+    assert_ptr_equal(ret, PTHREAD_CANCELED);
+    assert_int_equal(pthread_create(&stopper, NULL, request_stop, c), 0);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    assert_int_equal(pthread_timedjoin_np(stopper, NULL, &until), 0);
+    assert_true(ckpt_coordinator_should_stop(c));
+    assert_true(ckpt_coordinator_wait_for_stop(c, -1));
+    ckpt_coordinator_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_b37_thread_error_reaches_join),
         cmocka_unit_test(test_b38_clear_stop_clears_flag_error_joined),
         cmocka_unit_test(test_coordinator_wait_for_stop_timeout),
+        cmocka_unit_test(test_cancelled_wait_for_stop_releases_the_coordinator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
