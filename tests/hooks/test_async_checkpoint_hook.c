@@ -362,6 +362,42 @@ static void test_b65_end_wait_times_out(void **state)
     assert_int_equal(count_files(f->ckdir, "tempstate"), 0);
 }
 
+/* B65 with B63: end's bound holds also while an earlier failure waits to
+ * be returned. The saver's wait returned that failure in place of its
+ * timeout, and end went on to save the final step synchronously, behind
+ * the write still held: close took as long as that write. Now end returns
+ * CKPT_ETIMEDOUT in time (the failure was logged when it happened). */
+static void test_b65_end_bounded_with_failure_pending(void **state)
+{
+    ck_fixture *f = *state;
+    static ckpt_saver_listener ls[1];
+    static held_opens ho;
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_COALESCE);
+    ckpt_checkpoint_hook_options o;
+    ckpt_monitored_session *ms;
+    ckpt_hook h;
+    held_opens_init(&ho);
+    so.fs = &ho.fwd.fs;
+    o = ck_hook_options(f, CKPT_SAVE_ASYNC, 1, &so, ls, 1);
+    o.end_timeout_s = 0.05;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    ms = ck_session(f, &h, 1);
+    ck_wait_idle(&h);              /* step 0's */
+    assert_ckpt_ok(ck_run(f, ms)); /* 1: held, then fails */
+    held_opens_wait(&ho, &ho.held1);
+    assert_ckpt_ok(ck_run(f, ms)); /* 2: pending */
+    atomic_store(&ho.release1, 1);
+    held_opens_wait(&ho, &ho.held2);
+    assert_ckpt_error(ckpt_monitored_session_close(ms, 0), CKPT_ETIMEDOUT,
+                      "timed out");
+    assert_int_equal(atomic_load(&ho.gave_up), 0); /* did not wait for 2 */
+    assert_int_equal(ck_latest_step(f), 0);
+    assert_true(ck_log_count(f, "injected failure") >= 1);
+    atomic_store(&ho.release2, 1);
+    ckpt_monitored_session_free(ms); /* the write of step 2 completes */
+    ck_expect_checkpoint(f, 2, 2);
+}
+
 /* B66: the in-flight write is of the final step and succeeds: end waits
  * for it and does not write that step again. */
 static void test_b66_end_does_not_rewrite_in_flight_final_step(void **state)
@@ -730,6 +766,7 @@ int main(void)
         T(test_b48_async_initial_save_is_async),
         T(test_b54_async_end_saves_final_step),
         T(test_b65_end_wait_times_out),
+        T(test_b65_end_bounded_with_failure_pending),
         T(test_b66_end_does_not_rewrite_in_flight_final_step),
         T(test_b67_listener_threads_and_steps),
         T(test_b53_async_listener_stop_request),

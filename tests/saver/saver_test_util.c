@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static int g_write(ckpt_file *f, const void *buf, size_t n, void *p)
 {
@@ -80,6 +82,50 @@ void gate_wait_blocked(gate_fs *g)
     while (g->blocked == 0)
         pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
+}
+
+static void hold_until(held_opens *h, atomic_int *release)
+{
+    time_t until = time(NULL) + 20;
+    while (!atomic_load(release)) {
+        if (time(NULL) >= until) {
+            atomic_store(&h->gave_up, 1);
+            return;
+        }
+        usleep(1000);
+    }
+}
+
+static int held_open_write(ckpt_file **out, const char *path, int flags,
+                           void *p)
+{
+    held_opens *h = p;
+    const ckpt_fs *base = ckpt_fs_forward_base(p);
+    if (strstr(path, "model.ckpt-1.data-")) {
+        atomic_store(&h->held1, 1);
+        hold_until(h, &h->release1);
+        *out = NULL;
+        return ckpt__error(CKPT_EIO, "open %s: injected failure", path);
+    }
+    if (strstr(path, "model.ckpt-2.data-")) {
+        atomic_store(&h->held2, 1);
+        hold_until(h, &h->release2);
+    }
+    return base->open_write(out, path, flags, base->payload);
+}
+
+void held_opens_init(held_opens *h)
+{
+    memset(h, 0, sizeof(*h));
+    ckpt_fs_forward_init(&h->fwd, NULL);
+    h->fwd.fs.open_write = held_open_write;
+    h->fwd.fs.open_read_direct = NULL;
+}
+
+void held_opens_wait(held_opens *h, atomic_int *flag)
+{
+    while (!atomic_load(flag) && !atomic_load(&h->gave_up))
+        usleep(1000);
 }
 
 int count_files(const char *dir, const char *needle)

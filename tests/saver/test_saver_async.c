@@ -6,7 +6,6 @@
  * in CI. */
 #include "saver_test_util.h"
 
-#include "common/internal.h"
 #include "support/fs_gated_remove.h"
 
 #include <dirent.h>
@@ -357,47 +356,6 @@ static void test_b65_close_timeout(void **state)
     ckpt_buf_dispose(&latest);
 }
 
-/* A file system whose opens of step 1's data file wait for `release1` and
- * then fail, and of step 2's wait for `release2` (each at most 20 s: then
- * `gave_up` is set and the open goes on, so a test that hangs fails).
- * `held1` and `held2` say an open is waiting. */
-typedef struct held_opens {
-    ckpt_fs_forward fwd; /* first: the methods' payload */
-    atomic_int release1, release2;
-    atomic_int held1, held2;
-    atomic_int gave_up; /* an open waited 20 s */
-} held_opens;
-
-static void hold_until(held_opens *h, atomic_int *release)
-{
-    time_t until = time(NULL) + 20;
-    while (!atomic_load(release)) {
-        if (time(NULL) >= until) {
-            atomic_store(&h->gave_up, 1);
-            return;
-        }
-        usleep(1000);
-    }
-}
-
-static int held_open_write(ckpt_file **out, const char *path, int flags,
-                           void *p)
-{
-    held_opens *h = p;
-    const ckpt_fs *base = ckpt_fs_forward_base(p);
-    if (strstr(path, "model.ckpt-1.data-")) {
-        atomic_store(&h->held1, 1);
-        hold_until(h, &h->release1);
-        *out = NULL;
-        return ckpt__error(CKPT_EIO, "open %s: injected failure", path);
-    }
-    if (strstr(path, "model.ckpt-2.data-")) {
-        atomic_store(&h->held2, 1);
-        hold_until(h, &h->release2);
-    }
-    return base->open_write(out, path, flags, base->payload);
-}
-
 /* B63/B65: close's timeout holds also when an earlier background failure
  * is waiting to be returned. close took that failure from its wait, which
  * had timed out, and went on to join the writer, blocked in the next write
@@ -409,20 +367,15 @@ static void test_close_timeout_with_failure_pending(void **state)
     static held_opens h;
     ckpt_saver *s;
     ckpt_saver_metrics m;
-    memset(&h, 0, sizeof(h));
-    ckpt_fs_forward_init(&h.fwd, NULL);
-    h.fwd.fs.open_write = held_open_write;
-    h.fwd.fs.open_read_direct = NULL;
+    held_opens_init(&h);
     s = open_saver(f, CKPT_BUSY_COALESCE, &h.fwd.fs);
     fill(f, 1.0f, 1);
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL)); /* held, then fails */
-    while (!atomic_load(&h.held1) && !atomic_load(&h.gave_up))
-        usleep(1000);
+    held_opens_wait(&h, &h.held1);
     fill(f, 2.0f, 2);
     assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL)); /* pending */
     atomic_store(&h.release1, 1);
-    while (!atomic_load(&h.held2) && !atomic_load(&h.gave_up))
-        usleep(1000);
+    held_opens_wait(&h, &h.held2);
     ckpt_saver_get_metrics(s, &m);
     assert_int_equal(m.saves_failed, 1); /* step 1's, not returned yet */
     assert_ckpt_error(ckpt_saver_close(s, 0.05), CKPT_ETIMEDOUT, "timed out");
