@@ -1,7 +1,9 @@
 /* tests/crash/test_alloc_faults.c - allocation failures (issue 6, part 1):
  * a replacement allocator (ckpt_set_allocator) fails the Nth allocation,
  * once or from then on, for every N up to the number the operation makes:
- * a bundle write + finish, a bundle reader's open + verify, a state file
+ * a bundle write + finish, a bundle reader's open + verify, every tensor
+ * of a partitioned bundle and of TensorFlow's checkpoints read each way
+ * the reader offers (values read alike whenever a run succeeds), a state file
  * parse + format, and a saver's open + save + save_async + wait + restore.
  *
  * Every run must succeed or return a known error code with a message,
@@ -445,6 +447,187 @@ static void test_bundle_read(void **state)
     test_remove_tree(b.dir);
 }
 
+/* ---- every tensor of other checkpoints --------------------------------------
+ */
+
+/* A checkpoint read whole: each entry handed out, read (values, strings,
+ * a partitioned tensor assembled), checked and streamed, and the fixed-size
+ * ones read again in one read_many; `digest` sums what was read, so that a
+ * run that succeeds is seen to read the same values. */
+typedef struct whole_ctx {
+    char prefix[4096];
+    uint64_t digest, clean_digest;
+} whole_ctx;
+
+static void digest_bytes(uint64_t *d, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        *d = *d * 1099511628211u + b[i];
+}
+
+static int read_one_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                          uint64_t *d)
+{
+    int64_t bytes = 0;
+    int err = 0;
+    if (e->dtype == CKPT_DT_STRING) {
+        ckpt_string_array a = {NULL, 0, NULL};
+        err = ckpt_bundle_reader_read_strings_entry(r, e, &a);
+        for (size_t i = 0; err == 0 && i < a.count; i++)
+            digest_bytes(d, a.strings[i].ptr, a.strings[i].len);
+        ckpt_string_array_dispose(&a);
+        return err;
+    }
+    assert_ckpt_ok(ckpt_tensor_byte_size(&bytes, e->dtype, &e->shape));
+    {
+        unsigned char *dst = malloc(bytes ? (size_t)bytes : 1);
+        assert_non_null(dst);
+        err = ckpt_bundle_reader_read_entry(r, e, dst, (size_t)bytes);
+        if (err == 0)
+            digest_bytes(d, dst, (size_t)bytes);
+        free(dst);
+    }
+    if (err == 0 && e->num_slices == 0)
+        err = ckpt_bundle_reader_check(r, e);
+    if (err == 0 && e->num_slices == 0) {
+        ckpt_record_stream *st = NULL;
+        const void *piece = NULL;
+        size_t n = 1;
+        err = ckpt_record_stream_open(&st, r, e, 64);
+        while (err == 0 && n > 0) {
+            err = ckpt_record_stream_next(st, &piece, &n);
+            if (err == 0)
+                digest_bytes(d, piece, n);
+        }
+        ckpt_record_stream_free(st);
+    }
+    return err;
+}
+
+/* Every fixed-size tensor with a plain name in one read_many. */
+static int read_many_fixed(ckpt_bundle_reader *r, uint64_t *d)
+{
+    size_t count = ckpt_bundle_reader_count(r), n = 0;
+    ckpt_read_request *reqs = calloc(count + 1, sizeof(*reqs));
+    int err;
+    assert_non_null(reqs);
+    for (size_t i = 0; i < count; i++) {
+        ckpt_tensor_entry e;
+        int64_t bytes = 0;
+        assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, i));
+        if (e.dtype == CKPT_DT_STRING || e.is_slice_key ||
+            strlen(e.name) != e.name_len)
+            continue;
+        assert_ckpt_ok(ckpt_tensor_byte_size(&bytes, e.dtype, &e.shape));
+        reqs[n].name = e.name;
+        reqs[n].dst_size = (size_t)bytes;
+        reqs[n].dst = malloc(bytes ? (size_t)bytes : 1);
+        assert_non_null(reqs[n].dst);
+        n++;
+    }
+    err = ckpt_bundle_reader_read_many(r, reqs, n);
+    for (size_t i = 0; i < n; i++) {
+        if (err == 0)
+            digest_bytes(d, reqs[i].dst, reqs[i].dst_size);
+        free(reqs[i].dst);
+    }
+    free(reqs);
+    return err;
+}
+
+static int whole_run(void *p)
+{
+    whole_ctx *c = p;
+    ckpt_bundle_reader *r = NULL;
+    int err = ckpt_bundle_reader_open(&r, c->prefix, NULL);
+    c->digest = 0;
+    if (err == 0)
+        err = ckpt_bundle_reader_verify(r);
+    for (size_t i = 0; err == 0 && i < ckpt_bundle_reader_count(r); i++) {
+        /* the entry is made the first time it is handed out */
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        err = e ? read_one_entry(r, e, &c->digest) : ckpt_error_last()->code;
+    }
+    if (err == 0)
+        err = read_many_fixed(r, &c->digest);
+    note(err);
+    ckpt_bundle_reader_free(r);
+    return err;
+}
+
+static void whole_check(void *p, int rc, uint64_t n, int persistent)
+{
+    whole_ctx *c = p;
+    if (n == 0)
+        c->clean_digest = c->digest;
+    else if (rc == 0 && c->digest != c->clean_digest)
+        fail_msg("%s, allocation %llu failing%s: read other values", c->prefix,
+                 (unsigned long long)n, persistent ? " on" : "");
+}
+
+static void run_whole(const char *prefix)
+{
+    whole_ctx c;
+    op o = {c.prefix, NULL, whole_run, whole_check, &c};
+    memset(&c, 0, sizeof(c));
+    snprintf(c.prefix, sizeof(c.prefix), "%s", prefix);
+    run_both(&o);
+}
+
+/* A partitioned tensor (two row pieces in two data files) beside a plain
+ * one: the pieces are assembled under the failing allocator. */
+static void test_partitioned_read(void **state)
+{
+    static const float rows[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    ckpt_bundle_writer_options wo = CKPT_BUNDLE_WRITER_OPTIONS_INIT;
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {2, {4, 3}}, scalar = {0, {0}};
+    ckpt_slice_extent ext[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+    int64_t step = 9;
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "p");
+    (void)state;
+    wo.num_shards = 2;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, &wo));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "w", CKPT_DT_FLOAT, &full,
+                                                ext, rows, 6 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_select_shard(w, 1));
+    ext[0].start = 2;
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(
+        w, "w", CKPT_DT_FLOAT, &full, ext, rows + 6, 6 * sizeof(float)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "step", CKPT_DT_INT64, &scalar,
+                                          &step, sizeof(step)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    run_whole(prefix);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
+/* TensorFlow's checkpoints: two shards, strings (the object graph), many
+ * tensors. */
+static void test_tf_vectors_read(void **state)
+{
+    static const char *const vectors[][2] = {
+        {"tictactoe_ckpt_manager", "ckpt-19"},
+        {"rl_collection_sharded", "ckpt-5"},
+        {"rust_regression_savedmodel", "variables"},
+        {"tfx_estimator_saver", "model.ckpt-1000"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+        char *dir = test_tf_vector(vectors[i][0]);
+        char *prefix;
+        if (!dir)
+            return;
+        prefix = test_path(dir, vectors[i][1]);
+        run_whole(prefix);
+        free(prefix);
+        free(dir);
+    }
+}
+
 /* ---- a state file parse + format --------------------------------------------
  */
 
@@ -657,6 +840,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bundle_write),
         cmocka_unit_test(test_bundle_read),
+        cmocka_unit_test(test_partitioned_read),
+        cmocka_unit_test(test_tf_vectors_read),
         cmocka_unit_test(test_state_parse),
         cmocka_unit_test(test_saver),
     };
