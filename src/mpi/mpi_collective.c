@@ -187,13 +187,14 @@ void ckpt__mpi_wait_all(ckpt_mpi_saver *s, MPI_Request *reqs, int n,
     wait_bounded(s, reqs, n, what, saver_hint);
 }
 
-int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
-                                 const char *what)
+static int wait_requests_call(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
+                              const char *what)
 {
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_wait_requests", "s");
     /* as MPI_Waitall(0, NULL, ...): no requests need no array */
-    if (n > 0)
-        CKPT__CHECK_ARG(reqs);
+    if (n > 0 && !reqs)
+        return ckpt__error_null_arg("ckpt_mpi_saver_wait_requests", "reqs");
     if (n < 0)
         return ckpt__error(
             CKPT_EINVAL, "ckpt_mpi_saver_wait_requests: n is %d (negative)", n);
@@ -254,4 +255,15 @@ int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,
     MPI_Ibcast(&st, (int)sizeof(st), MPI_BYTE, 0, comm, &req);
     ckpt__mpi_wait_all(s, &req, 1, what);
     return ckpt__mpi_status_raise(&st);
+}
+
+/* ---- the public calls: each runs with cancellation disabled ------------ */
+
+int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
+                                 const char *what)
+{
+    int cancel = ckpt__cancel_off();
+    int err = wait_requests_call(s, n, reqs, what);
+    ckpt__cancel_restore(cancel);
+    return err;
 }

@@ -800,14 +800,15 @@ static int begin_restore(ckpt_mpi_saver *s, const char *what)
     return ckpt__mpi_check(s, NULL);
 }
 
-int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
+static int restore_call(ckpt_mpi_saver *s, const char *prefix)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
     ckpt_bundle_reader *r = NULL;
     char *skip = NULL;
     restore_ctx c;
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_restore", "s");
     err = begin_restore(s, "restore");
     if (err < 0)
         return err;
@@ -815,9 +816,10 @@ int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
      * folded into the agreement below, so no rank leaves before a
      * collective the others enter. */
     if (!prefix)
-        err = ckpt__error_null_arg(__func__, "prefix");
+        err = ckpt__error_null_arg("ckpt_mpi_saver_restore", "prefix");
     else if (!*prefix)
-        err = ckpt__error(CKPT_EINVAL, "%s: prefix is empty", __func__);
+        err = ckpt__error(CKPT_EINVAL, "%s: prefix is empty",
+                          "ckpt_mpi_saver_restore");
     ro.fs = s->fs;
     if (err == 0)
         err = ckpt_bundle_reader_open(&r, prefix, &ro);
@@ -905,11 +907,12 @@ int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
     return 0;
 }
 
-int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+static int restore_latest_call(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_restore_latest", "s");
     err = begin_restore(s, "restore_latest");
     if (err < 0)
         return err;
@@ -929,5 +932,23 @@ int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
     if (err == 0 && prefix_out)
         err = ckpt__buf_set(prefix_out, prefix.ptr);
     ckpt_buf_dispose(&prefix);
+    return err;
+}
+
+/* ---- the public calls: each runs with cancellation disabled ------------ */
+
+int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
+{
+    int cancel = ckpt__cancel_off();
+    int err = restore_call(s, prefix);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
+{
+    int cancel = ckpt__cancel_off();
+    int err = restore_latest_call(s, prefix_out);
+    ckpt__cancel_restore(cancel);
     return err;
 }

@@ -8,7 +8,12 @@
  * save returns it; an asynchronous one reports it to on_save_done and, when
  * it failed, returns it once from a call that is the same on every rank
  * (take_pending): ranks learn an outcome at different calls, so poll never
- * returns it. */
+ * returns it.
+ *
+ * Every public call runs with cancellation disabled (the wrappers at the
+ * end, as ckpt_saver's calls): a pthread_cancel acted on in a snapshot's
+ * condition wait left the mutex held, and one acted on in a wait's pause
+ * ended the thread inside the call. */
 #include "mpi_internal.h"
 
 #include "io/fs_internal.h"
@@ -210,10 +215,11 @@ static int check_usable(const ckpt_mpi_saver *s, const char *what)
     return 0;
 }
 
-int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
+static int mutation_fence_call(ckpt_mpi_saver *s)
 {
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_mutation_fence", "s");
     err = check_usable(s, "mutation fence");
     if (err < 0)
         return err;
@@ -226,15 +232,19 @@ int ckpt__mpi_fence(ckpt_mpi_saver *s, int from_now_on)
 {
     if (from_now_on)
         return ckpt_mpi_saver_mutation_fence(s);
-    if (s && !ckpt__bg_thread_runs_for(s))
+    if (s && !ckpt__bg_thread_runs_for(s)) {
+        int cancel = ckpt__cancel_off(); /* its wait holds mu */
         ckpt__mpi_snapshot_complete(s);
+        ckpt__cancel_restore(cancel);
+    }
     return 0;
 }
 
-int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
+static int check_call(ckpt_mpi_saver *s)
 {
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_check", "s");
     err = check_usable(s, "check");
     if (err < 0)
         return err;
@@ -445,10 +455,11 @@ static int save_coalesce(ckpt_mpi_saver *s, int64_t step, int local_err,
     return 0;
 }
 
-int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
+static int save_call(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_save", "s");
     err = check_usable(s, "save");
     if (err < 0)
         return err;
@@ -510,11 +521,12 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
                        s->ds.dir, step);
 }
 
-int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
-                              uint64_t *ticket_out)
+static int save_async_call(ckpt_mpi_saver *s, int64_t step,
+                           uint64_t *ticket_out)
 {
     int err;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_save_async", "s");
     err = check_usable(s, "save_async");
     if (err < 0)
         return err;
@@ -551,9 +563,10 @@ int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
     return 0;
 }
 
-int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
+static int poll_call(ckpt_mpi_saver *s, int *busy_out)
 {
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_poll", "s");
     if (ckpt__mpi_refuse_worker(s, "poll") < 0)
         return CKPT_ESTATE;
     ckpt__mpi_op_progress(s, CKPT__MPI_NOT_WAITING);
@@ -563,11 +576,12 @@ int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
     return 0;
 }
 
-int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
+static int wait_call(ckpt_mpi_saver *s, double timeout_s)
 {
     double start = ckpt__mpi_now();
     long round = 0;
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_wait", "s");
     if (ckpt__mpi_refuse_worker(s, "wait") < 0)
         return CKPT_ESTATE;
     if (ckpt__seconds_check(timeout_s, "mpi saver: wait", "timeout_s") < 0)
@@ -586,9 +600,10 @@ int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
     return take_pending(s);
 }
 
-int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
+static int close_call(ckpt_mpi_saver *s)
 {
-    CKPT__CHECK_ARG(s);
+    if (!s) /* named as the public call */
+        return ckpt__error_null_arg("ckpt_mpi_saver_close", "s");
     if (ckpt__mpi_refuse_worker(s, "close") < 0)
         return CKPT_ESTATE;
     if (s->closed) /* as the single-process saver's second close */
@@ -604,7 +619,7 @@ int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
     return take_pending(s);
 }
 
-void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
+static void free_call(ckpt_mpi_saver *s)
 {
     if (!s)
         return;
@@ -666,4 +681,70 @@ int ckpt_mpi_saver_rank(const ckpt_mpi_saver *s)
 int ckpt_mpi_saver_size(const ckpt_mpi_saver *s)
 {
     return s ? s->size : 0;
+}
+
+/* ---- the public calls: each runs with cancellation disabled ------------ */
+
+int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
+{
+    int cancel = ckpt__cancel_off();
+    int err = mutation_fence_call(s);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
+{
+    int cancel = ckpt__cancel_off();
+    int err = check_call(s);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
+{
+    int cancel = ckpt__cancel_off();
+    int err = save_call(s, step, prefix_out);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
+                              uint64_t *ticket_out)
+{
+    int cancel = ckpt__cancel_off();
+    int err = save_async_call(s, step, ticket_out);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
+{
+    int cancel = ckpt__cancel_off();
+    int err = poll_call(s, busy_out);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
+{
+    int cancel = ckpt__cancel_off();
+    int err = wait_call(s, timeout_s);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
+{
+    int cancel = ckpt__cancel_off();
+    int err = close_call(s);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
+
+void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
+{
+    int cancel = ckpt__cancel_off();
+    free_call(s);
+    ckpt__cancel_restore(cancel);
 }

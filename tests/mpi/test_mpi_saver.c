@@ -1480,6 +1480,75 @@ static void test_eviction_after_save(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+typedef struct {
+    ckpt_mpi_saver *s;
+    int err;
+} cancelled_wait;
+
+static void *wait_then_cancel(void *arg)
+{
+    cancelled_wait *c = arg;
+    c->err = ckpt_mpi_saver_wait(c->s, -1);
+    pthread_testcancel(); /* where the cancel is acted on */
+    return NULL;
+}
+
+/* A thread cancelled (pthread_cancel) inside an mpi saver call: as for a
+ * ckpt_saver (test_cancel_inside_a_call_waits_for_its_end), the cancel
+ * was acted on at the call's first cancellation point, its pause while
+ * rank 0's deletion ran (or a snapshot's condition wait, with the mutex
+ * held), and the thread died inside the call. Now the call runs to its
+ * end and the cancel takes effect after it. Rank 0 only: its wait, with
+ * no save in flight and the WAIT policy, makes no MPI call. */
+static void test_cancel_inside_a_call_waits_for_its_end(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    static ckpt_fs_gated_remove g;
+    ckpt_fs_gated_remove_init(&g);
+    o.base.fs = &g.fwd.fs;
+    o.base.max_to_keep = 1;
+    o.base.busy_policy = CKPT_BUSY_WAIT;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    atomic_store(&g.closed, 1);
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL)); /* evicts step 1 */
+    if (test_rank() == 0) {
+        cancelled_wait c = {s, -1};
+        pthread_t t;
+        void *ret = NULL;
+        time_t until = time(NULL) + 30;
+        while (atomic_load(&g.waiting) == 0 && time(NULL) < until)
+            usleep(1000);
+        assert_int_equal(atomic_load(&g.waiting), 1); /* deletion held */
+        assert_int_equal(pthread_create(&t, NULL, wait_then_cancel, &c), 0);
+        assert_int_equal(pthread_cancel(t), 0);
+        usleep(
+            20000); /* it reaches the wait's pauses (cancelled there before) */
+        atomic_store(&g.closed, 0);
+        assert_int_equal(pthread_join(t, &ret), 0);
+        assert_ptr_equal(ret, PTHREAD_CANCELED);
+        assert_ckpt_ok(c.err); /* the wait ran to its end */
+        assert_int_equal(atomic_load(&g.timed_out), 0);
+        assert_int_equal(count_files_in(f->dir, "model.ckpt-1."), 0);
+    }
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    model_fill(&f->m, test_rank(), test_size(), 3);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, NULL)); /* still usable */
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    ckpt_mpi_saver_free(s);
+    model_zero(&f->m);
+    s = open_saver(f->dir, NULL);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 3);
+    ckpt_mpi_saver_free(s);
+}
+
 /* 0 when every index file in `dir` opens and verifies (its data files are
  * there and whole), else -1 naming the first that does not in `why`. */
 static int every_index_verifies(const char *dir, char *why, size_t n)
@@ -1883,6 +1952,8 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_cancel_inside_a_call_waits_for_its_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_logged_by_rank0, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_retention_failing_syncs_power_cut,
