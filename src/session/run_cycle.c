@@ -366,25 +366,28 @@ static int another_thread(const char *what)
 {
     return ckpt__error(CKPT_ESTATE,
                        "monitored session: %s called while another thread "
-                       "runs a step on it: a monitored session is used from "
-                       "one thread (the training loop)",
+                       "runs a step on it or closes it: a monitored session "
+                       "is used from one thread (the training loop)",
                        what);
 }
 
 int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what)
 {
-    uintptr_t runner;
-    if (ms->closing) /* B30; "already closed" said nothing of the caller */
+    /* Another thread's call first: `closing` is this session's owner's
+     * to read, and a close on another thread is not this thread's hook. */
+    uintptr_t runner = atomic_load(&ms->in_run);
+    if (runner != 0 && runner != ckpt__thread_token())
+        return another_thread(what);
+    /* B30; "already closed" said nothing of the caller. Closed and held:
+     * this thread's close is past its hooks, still closing. */
+    if (ms->closing || (runner != 0 && ms->closed))
         return ckpt__error(CKPT_ESTATE,
                            "monitored session: %s called from a hook or "
                            "listener while the session closes (its hooks' "
                            "end or on_abort are running)",
                            what);
-    runner = atomic_load(&ms->in_run);
     if (runner == 0)
         return 0;
-    if (runner != ckpt__thread_token())
-        return another_thread(what);
     return ckpt__error(CKPT_ESTATE,
                        "monitored session: %s called from a hook or the "
                        "step function while the session runs a step; call "
@@ -392,9 +395,7 @@ int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what)
                        what);
 }
 
-/* Enter run, before_run or after_run as `what`: 0, or CKPT_ESTATE when
- * this thread is inside one already or another thread is. */
-static int enter_run(ckpt_monitored_session *ms, const char *what)
+int ckpt__ms_enter(ckpt_monitored_session *ms, const char *what)
 {
     uintptr_t none = 0;
     int err = ckpt__ms_refuse_in_run(ms, what);
@@ -406,7 +407,7 @@ static int enter_run(ckpt_monitored_session *ms, const char *what)
     return 0;
 }
 
-static void leave_run(ckpt_monitored_session *ms)
+void ckpt__ms_leave(ckpt_monitored_session *ms)
 {
     atomic_store(&ms->in_run, (uintptr_t)0);
 }
@@ -418,11 +419,11 @@ int ckpt_monitored_session_run(ckpt_monitored_session *ms,
     int err;
     CKPT__CHECK_ARG(ms);
     CKPT__CHECK_ARG(step);
-    err = enter_run(ms, "run");
+    err = ckpt__ms_enter(ms, "run");
     if (err < 0)
         return err;
     err = run_cycle(ms, args, step, payload, values_out);
-    leave_run(ms);
+    ckpt__ms_leave(ms);
     return err;
 }
 
@@ -434,11 +435,11 @@ int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
     CKPT__CHECK_ARG(sc_out);
     *sc_out = NULL;
     CKPT__CHECK_ARG(ms);
-    err = enter_run(ms, "before_run");
+    err = ckpt__ms_enter(ms, "before_run");
     if (err < 0)
         return err;
     err = before_run(ms, args, sc_out);
-    leave_run(ms);
+    ckpt__ms_leave(ms);
     return err;
 }
 
@@ -448,11 +449,11 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
 {
     int err;
     CKPT__CHECK_ARG(ms);
-    err = enter_run(ms, "after_run");
+    err = ckpt__ms_enter(ms, "after_run");
     if (err < 0)
         return err;
     err = after_run(ms, step_status, values_out);
-    leave_run(ms);
+    ckpt__ms_leave(ms);
     return err;
 }
 

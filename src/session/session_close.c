@@ -86,10 +86,14 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
     ckpt__saved_error saved;
     int result;
     CKPT__CHECK_ARG(ms);
-    if (ckpt__ms_refuse_in_run(ms, "close") < 0)
+    /* held to the end: a run or close from another thread meanwhile is
+     * refused, not run against a session being closed */
+    if (ckpt__ms_enter(ms, "close") < 0)
         return CKPT_ESTATE;
-    if (ms->closed) /* B30 */
+    if (ms->closed) { /* B30 */
+        ckpt__ms_leave(ms);
         return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
+    }
     ms->closed = 1;
     ms->in_step = 0;
     if (status > 0)
@@ -122,5 +126,6 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
                  "monitored session closed at global step %lld (%s)",
                  (long long)ckpt__ms_global_step(ms),
                  result < 0 ? ckpt_error_last()->message : "ok");
+    ckpt__ms_leave(ms);
     return result;
 }

@@ -181,9 +181,10 @@ struct ckpt_monitored_session {
 
     /* the step in progress */
     int in_step;
-    /* the ckpt__thread_token of the thread whose run, before_run or
-     * after_run is calling hooks or the step function, 0 when none:
-     * re-entering them or close is refused, from that thread or another */
+    /* the ckpt__thread_token of the thread whose run, before_run,
+     * after_run or close is calling hooks or the step function, 0 when
+     * none: re-entering them or close is refused, from that thread or
+     * another */
     _Atomic uintptr_t in_run;
     ckpt_run_context ctx;
     ckpt_step_context sc;
@@ -227,9 +228,15 @@ int ckpt__ms_should_recover(const ckpt_monitored_session *ms, int err);
 void ckpt__ms_poll_stop_source(ckpt_monitored_session *ms);
 /* Value of the global step, or -1 when the graph has none. */
 int64_t ckpt__ms_global_step(const ckpt_monitored_session *ms);
-/* CKPT_ESTATE naming `what` while run, before_run or after_run is in
- * progress (a hook or the step function calling back in; run_cycle.c). */
+/* CKPT_ESTATE naming `what` while run, before_run, after_run or close is
+ * in progress: on another thread, or on this one (a hook or the step
+ * function calling back in; run_cycle.c). */
 int ckpt__ms_refuse_in_run(const ckpt_monitored_session *ms, const char *what);
+/* Enter run, before_run, after_run or close as `what`: 0 with this
+ * thread's token in `in_run`, or CKPT_ESTATE as ckpt__ms_refuse_in_run.
+ * ckpt__ms_leave ends it. */
+int ckpt__ms_enter(ckpt_monitored_session *ms, const char *what);
+void ckpt__ms_leave(ckpt_monitored_session *ms);
 
 /* For hooks/preemption.c: make `flag` (non-zero: stop) a stop source of
  * `ms`, read at every step boundary and by should_stop; `detach` is called

@@ -918,7 +918,7 @@ static void test_run_from_another_thread_refused(void **state)
         ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
         CKPT_ESTATE,
         "monitored session: run called while another thread runs a step on "
-        "it: a monitored session is used from one thread");
+        "it or closes it: a monitored session is used from one thread");
     assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
                       CKPT_ESTATE, "before_run called while another thread");
     assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
@@ -931,6 +931,73 @@ static void test_run_from_another_thread_refused(void **state)
     assert_ckpt_ok(
         ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL));
     assert_int_equal(f->m.step, 2);
+    sem_destroy(&b.entered);
+    sem_destroy(&b.release);
+}
+
+/* A close on one thread held the session only through a plain flag: a
+ * run from another thread while the hooks' end ran was refused as if a
+ * hook had called it ("from a hook or listener"), reading that flag
+ * unsynchronised, and once the hooks were done it was let in against a
+ * session being closed. Now close holds the session as a run does. The
+ * end waits on semaphores, not on time. */
+static int end_blocks(ckpt_session *s, void *payload)
+{
+    blocked_step *b = payload;
+    (void)s;
+    sem_post(&b->entered);
+    while (sem_wait(&b->release) != 0)
+        ;
+    return 0;
+}
+
+typedef struct closer {
+    ckpt_monitored_session *ms;
+    int rc;
+} closer;
+
+static void *close_on_thread(void *arg)
+{
+    closer *c = arg;
+    c->rc = ckpt_monitored_session_close(c->ms, 0);
+    return NULL;
+}
+
+static void test_run_while_another_thread_closes_refused(void **state)
+{
+    fixture *f = *state;
+    blocked_step b = {&f->m, {{0}}, {{0}}};
+    closer c = {NULL, -1};
+    ckpt_step_context *sc = NULL;
+    ckpt_hook h;
+    pthread_t t;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "blocks";
+    h.end = end_blocks;
+    h.payload = &b;
+    assert_int_equal(sem_init(&b.entered, 0, 0), 0);
+    assert_int_equal(sem_init(&b.release, 0, 0), 0);
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    c.ms = f->ms;
+    assert_int_equal(pthread_create(&t, NULL, close_on_thread, &c), 0);
+    while (sem_wait(&b.entered) != 0)
+        ;
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
+        CKPT_ESTATE,
+        "monitored session: run called while another thread runs a step on "
+        "it or closes it: a monitored session is used from one thread");
+    assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
+                      CKPT_ESTATE, "before_run called while another thread");
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "close called while another thread");
+    sem_post(&b.release);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_ckpt_ok(c.rc);
+    assert_int_equal(f->m.step, 0); /* no step ran */
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "already closed");
     sem_destroy(&b.entered);
     sem_destroy(&b.release);
 }
@@ -1047,6 +1114,7 @@ int main(void)
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
         T(test_run_from_another_thread_refused),
+        T(test_run_while_another_thread_closes_refused),
         T(test_b14_graph_extensible_in_begin_frozen_after),
         T(test_b14_begin_failure_destroys_and_aborts),
         T(test_b15_create_after_init_with_coordinator),
