@@ -193,13 +193,13 @@ int ckpt__saver_options_check(const ckpt_saver_options *o, const char *what)
     return 0;
 }
 
-int ckpt_saver_open(ckpt_saver **out, const char *dir,
-                    const ckpt_saver_options *opts)
+/* ckpt_saver_open after its check of `out`. */
+static int open_saver(ckpt_saver **out, const char *dir,
+                      const ckpt_saver_options *opts)
 {
     ckpt_saver_options defaults = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s = NULL;
     int err;
-    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!dir || !*dir)
         return ckpt__error(CKPT_EINVAL,
@@ -246,6 +246,23 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     }
     *out = s;
     return 0;
+}
+
+int ckpt_saver_open(ckpt_saver **out, const char *dir,
+                    const ckpt_saver_options *opts)
+{
+    int cancel, err;
+    CKPT__CHECK_ARG(out);
+    /* Not cut short by a cancel: it holds the process-wide mutex of the
+     * directory locks across open() and close() (dir_lock.c), both
+     * cancellation points, and recovers the directory (reads, syncs,
+     * removals); cut short, it left that mutex held (every later open in
+     * the process blocked for ever) or the directory half recovered, and
+     * its caller never learnt the outcome. */
+    cancel = ckpt__cancel_off();
+    err = open_saver(out, dir, opts);
+    ckpt__cancel_restore(cancel);
+    return err;
 }
 
 int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
