@@ -8,8 +8,8 @@
  * Behaviour: docs/behaviour.md (B14-B39 and F-numbers; where the library
  * deviates from TensorFlow it says so); a walk-through: docs/guide.md. A
  * monitored session is used from one thread (handing it over between
- * calls is fine): run, before_run, after_run or close while another thread
- * is inside one of them returns CKPT_ESTATE saying so. */
+ * calls is fine): run, before_run, after_run, close or should_stop while
+ * another thread is inside one of them returns CKPT_ESTATE saying so. */
 #ifndef CKPT_SESSION_H
 #define CKPT_SESSION_H
 
@@ -390,7 +390,10 @@ ckpt_monitored_session_after_run(ckpt_monitored_session *ms, int step_status,
  *  `*status_out` (may be NULL) receives a background error recorded in the
  *  coordinator (F14, B35), else 0. The recoverable flavour re-creates the
  *  session on a recorded recoverable error and answers 0. A NULL `ms`
- *  answers 1 (stop), as a closed one does. */
+ *  answers 1 (stop), as a closed one does. Called while another thread
+ *  runs a step on the session or closes it (or from a hook or the step
+ *  function), it answers 1 with CKPT_ESTATE in `*status_out`: it may
+ *  re-create the session, which is not done under a step in progress. */
 CKPT_EXTERN(int)
 ckpt_monitored_session_should_stop(ckpt_monitored_session *ms, int *status_out);
 

@@ -457,13 +457,12 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
     return err;
 }
 
-int ckpt_monitored_session_should_stop(ckpt_monitored_session *ms,
-                                       int *status_out)
+/* should_stop itself, the session held: it may recover, which re-creates
+ * the session under a step or close in progress unless it is held. */
+static int should_stop(ckpt_monitored_session *ms, int *status_out)
 {
     int err;
-    if (status_out)
-        *status_out = 0;
-    if (!ms || ms->closed)
+    if (ms->closed)
         return 1;
     ckpt__ms_poll_stop_source(ms);
     if (!ms->live)
@@ -480,4 +479,25 @@ int ckpt_monitored_session_should_stop(ckpt_monitored_session *ms,
         return 1;
     }
     return ms->stop || ckpt_coordinator_should_stop(ms->sess.coord);
+}
+
+int ckpt_monitored_session_should_stop(ckpt_monitored_session *ms,
+                                       int *status_out)
+{
+    int err;
+    int stop;
+    if (status_out)
+        *status_out = 0;
+    if (!ms)
+        return 1;
+    /* Refused like run: answered "stop" with the refusal as the status. */
+    err = ckpt__ms_enter(ms, "should_stop");
+    if (err < 0) {
+        if (status_out)
+            *status_out = err;
+        return 1;
+    }
+    stop = should_stop(ms, status_out);
+    ckpt__ms_leave(ms);
+    return stop;
 }

@@ -905,6 +905,7 @@ static void test_run_from_another_thread_refused(void **state)
     blocked_step b = {&f->m, {{0}}, {{0}}};
     runner r = {NULL, &b, -1};
     ckpt_step_context *sc = NULL;
+    int status;
     pthread_t t;
     assert_ckpt_ok(
         ckpt_monitored_session_new(&f->ms, f->m.graph, NULL, 0, NULL));
@@ -923,9 +924,18 @@ static void test_run_from_another_thread_refused(void **state)
                       CKPT_ESTATE, "before_run called while another thread");
     assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
                       "close called while another thread");
+    /* should_stop may recover (re-create the session under the step): it
+     * answered from the session unguarded; now refused, answering stop */
+    status = 0;
+    assert_int_equal(ckpt_monitored_session_should_stop(f->ms, &status), 1);
+    assert_ckpt_error(status, CKPT_ESTATE,
+                      "monitored session: should_stop called while another "
+                      "thread runs a step on it or closes it");
     sem_post(&b.release);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_ckpt_ok(r.rc);
+    assert_int_equal(ckpt_monitored_session_should_stop(f->ms, &status), 0);
+    assert_int_equal(status, 0);
     assert_int_equal(f->m.step, 1); /* only the first thread's step ran */
     /* handed over between calls, it runs on this thread */
     assert_ckpt_ok(
