@@ -9,7 +9,9 @@
  * deviates from TensorFlow it says so); a walk-through: docs/guide.md. A
  * monitored session is used from one thread (handing it over between
  * calls is fine): run, before_run, after_run, close or should_stop while
- * another thread is inside one of them returns CKPT_ESTATE saying so. */
+ * another thread is inside one of them returns CKPT_ESTATE saying so. A
+ * thread cancelled (pthread_cancel) inside a hook or the step function
+ * releases the session as it goes: docs/threading.md. */
 #ifndef CKPT_SESSION_H
 #define CKPT_SESSION_H
 

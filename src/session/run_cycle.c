@@ -3,9 +3,12 @@
  * options merged), the step, the fetches resolved, every after_run in order,
  * then the stop flag. Both ways to drive a step share it: a step callback
  * (ckpt_monitored_session_run) and a bracket around an inline step
- * (ckpt_monitored_session_before_run / _after_run). Also should_stop. */
+ * (ckpt_monitored_session_before_run / _after_run). Also should_stop, and
+ * holding the session through each (released by a thread cancelled inside
+ * a hook or the step function too). */
 #include "session_internal.h"
 
+#include <pthread.h>
 #include <string.h>
 
 static const char *hook_name(const ckpt_hook *h)
@@ -412,6 +415,21 @@ void ckpt__ms_leave(ckpt_monitored_session *ms)
     atomic_store(&ms->in_run, (uintptr_t)0);
 }
 
+/* pthread_cleanup_push handler around the hooks and the step function: a
+ * thread cancelled (or calling pthread_exit) inside one left the session
+ * held, and every later call was refused for ever. The step it was in is
+ * over, as a failed one: its overlapped snapshots are completed before
+ * anything may write the variables again. */
+static void leave_on_cancel(void *arg)
+{
+    ckpt_monitored_session *ms = arg;
+    if (ms->in_step) {
+        ms->in_step = 0;
+        ckpt__ms_complete_snapshots(ms);
+    }
+    ckpt__ms_leave(ms);
+}
+
 int ckpt_monitored_session_run(ckpt_monitored_session *ms,
                                const ckpt_run_args *args, ckpt_step_fn step,
                                void *payload, ckpt_run_values *values_out)
@@ -422,7 +440,9 @@ int ckpt_monitored_session_run(ckpt_monitored_session *ms,
     err = ckpt__ms_enter(ms, "run");
     if (err < 0)
         return err;
+    pthread_cleanup_push(leave_on_cancel, ms);
     err = run_cycle(ms, args, step, payload, values_out);
+    pthread_cleanup_pop(0);
     ckpt__ms_leave(ms);
     return err;
 }
@@ -438,7 +458,9 @@ int ckpt_monitored_session_before_run(ckpt_monitored_session *ms,
     err = ckpt__ms_enter(ms, "before_run");
     if (err < 0)
         return err;
+    pthread_cleanup_push(leave_on_cancel, ms);
     err = before_run(ms, args, sc_out);
+    pthread_cleanup_pop(0);
     ckpt__ms_leave(ms);
     return err;
 }
@@ -452,7 +474,9 @@ int ckpt_monitored_session_after_run(ckpt_monitored_session *ms,
     err = ckpt__ms_enter(ms, "after_run");
     if (err < 0)
         return err;
+    pthread_cleanup_push(leave_on_cancel, ms);
     err = after_run(ms, step_status, values_out);
+    pthread_cleanup_pop(0);
     ckpt__ms_leave(ms);
     return err;
 }
@@ -497,7 +521,9 @@ int ckpt_monitored_session_should_stop(ckpt_monitored_session *ms,
             *status_out = err;
         return 1;
     }
+    pthread_cleanup_push(leave_on_cancel, ms);
     stop = should_stop(ms, status_out);
+    pthread_cleanup_pop(0);
     ckpt__ms_leave(ms);
     return stop;
 }

@@ -4,9 +4,11 @@
  * on_abort instead; then the coordinator is stopped and joined within the
  * grace period, the writes in flight of checkpoint hooks whose end did not
  * run are waited for (each within the grace period), the scaffold saver is
- * closed and the graph unfrozen. */
+ * closed and the graph unfrozen; also when the thread is cancelled inside
+ * a hook's end or on_abort. */
 #include "session_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 static const char *hook_name(const ckpt_hook *h)
@@ -81,36 +83,28 @@ static int close_session(ckpt_monitored_session *ms)
     return saver_err;
 }
 
-int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
+/* The hooks' end for OK or a clean end, else their on_abort. @return the
+ * close's result so far */
+static int call_hooks(ckpt_monitored_session *ms, int status)
 {
     ckpt__saved_error saved;
-    int result;
-    CKPT__CHECK_ARG(ms);
-    /* held to the end: a run or close from another thread meanwhile is
-     * refused, not run against a session being closed */
-    if (ckpt__ms_enter(ms, "close") < 0)
-        return CKPT_ESTATE;
-    if (ms->closed) { /* B30 */
-        ckpt__ms_leave(ms);
-        return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
-    }
-    ms->closed = 1;
-    ms->in_step = 0;
-    if (status > 0)
-        status = CKPT_ERROR;
-    ms->closing = 1;
-    if (status == 0 || ckpt_is_clean_end(status)) {
-        result = call_ends(ms); /* B26, B27 */
-    } else {
-        ckpt__error_save(&saved);
-        call_on_aborts(ms, status); /* B28 */
-        result = status;
-        if (saved.code == status)
-            ckpt__error_restore(&saved);
-        else
-            ckpt__error(status, "monitored session closed with %s",
-                        ckpt_error_name(status));
-    }
+    if (status == 0 || ckpt_is_clean_end(status))
+        return call_ends(ms); /* B26, B27 */
+    ckpt__error_save(&saved);
+    call_on_aborts(ms, status); /* B28 */
+    if (saved.code == status)
+        ckpt__error_restore(&saved);
+    else
+        ckpt__error(status, "monitored session closed with %s",
+                    ckpt_error_name(status));
+    return status;
+}
+
+/* Everything after the hooks' end or on_abort, which gave `result`: the
+ * session is no longer live, the graph unfrozen. */
+static int finish_close(ckpt_monitored_session *ms, int result)
+{
+    ckpt__saved_error saved;
     ms->closing = 0;
     if (result < 0) {
         ckpt__error_save(&saved);
@@ -126,6 +120,53 @@ int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
                  "monitored session closed at global step %lld (%s)",
                  (long long)ckpt__ms_global_step(ms),
                  result < 0 ? ckpt_error_last()->message : "ok");
+    return result;
+}
+
+/* pthread_cleanup_push handler around the hooks' end and on_abort: a
+ * thread cancelled (or calling pthread_exit) inside one left the session
+ * held and half closed (its coordinator's threads and the scaffold saver
+ * running), and every later call, free's close included, was refused.
+ * The close is finished on the way out instead. */
+static void finish_on_cancel(void *arg)
+{
+    ckpt_monitored_session *ms = arg;
+    ckpt__error(CKPT_ECANCELED,
+                "monitored session: close cancelled in a hook's end or "
+                "on_abort (the later hooks' did not run)");
+    finish_close(ms, CKPT_ECANCELED);
+    ckpt__ms_leave(ms);
+}
+
+/* call_hooks, the close finished by finish_on_cancel should the thread be
+ * cancelled inside it. */
+static int call_hooks_or_finish(ckpt_monitored_session *ms, int status)
+{
+    int result;
+    pthread_cleanup_push(finish_on_cancel, ms);
+    result = call_hooks(ms, status);
+    pthread_cleanup_pop(0);
+    return result;
+}
+
+int ckpt_monitored_session_close(ckpt_monitored_session *ms, int status)
+{
+    int result;
+    CKPT__CHECK_ARG(ms);
+    /* held to the end: a run or close from another thread meanwhile is
+     * refused, not run against a session being closed */
+    if (ckpt__ms_enter(ms, "close") < 0)
+        return CKPT_ESTATE;
+    if (ms->closed) { /* B30 */
+        ckpt__ms_leave(ms);
+        return ckpt__error(CKPT_ESTATE, "monitored session: already closed");
+    }
+    ms->closed = 1;
+    ms->in_step = 0;
+    if (status > 0)
+        status = CKPT_ERROR;
+    ms->closing = 1;
+    result = finish_close(ms, call_hooks_or_finish(ms, status));
     ckpt__ms_leave(ms);
     return result;
 }

@@ -1012,6 +1012,56 @@ static void test_run_while_another_thread_closes_refused(void **state)
     sem_destroy(&b.release);
 }
 
+/* A thread cancelled (pthread_cancel) inside the step function or a
+ * hook's end left the session held: every later call, free's close
+ * included, was refused for ever. The hold is released on the way out and
+ * a cancelled close is finished there; cancellation meets the thread in a
+ * semaphore wait, no timing. */
+static void cancel_when_entered(pthread_t t, blocked_step *b)
+{
+    void *ret = NULL;
+    while (sem_wait(&b->entered) != 0)
+        ;
+    assert_int_equal(pthread_cancel(t), 0);
+    assert_int_equal(pthread_join(t, &ret), 0);
+    assert_ptr_equal(ret, PTHREAD_CANCELED);
+}
+
+static void test_cancel_inside_step_or_end_releases_session(void **state)
+{
+    fixture *f = *state;
+    blocked_step b = {&f->m, {{0}}, {{0}}};
+    runner r = {NULL, &b, -1};
+    closer c = {NULL, -1};
+    ckpt_hook h;
+    pthread_t t;
+    memset(&h, 0, sizeof(h));
+    h.version = CKPT_HOOK_VERSION;
+    h.name = "blocks";
+    h.end = end_blocks;
+    h.payload = &b;
+    assert_int_equal(sem_init(&b.entered, 0, 0), 0);
+    assert_int_equal(sem_init(&b.release, 0, 0), 0);
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    r.ms = f->ms;
+    c.ms = f->ms;
+    assert_int_equal(pthread_create(&t, NULL, run_blocked, &r), 0);
+    cancel_when_entered(t, &b);
+    assert_int_equal(f->m.step, 0); /* the cancelled step did not finish */
+    assert_ckpt_ok(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL));
+    assert_int_equal(f->m.step, 1);
+    assert_true(ckpt_graph_is_frozen(f->m.graph));
+    assert_int_equal(pthread_create(&t, NULL, close_on_thread, &c), 0);
+    cancel_when_entered(t, &b);
+    assert_false(ckpt_graph_is_frozen(f->m.graph)); /* the close finished */
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "monitored session: already closed");
+    assert_int_equal(ckpt_monitored_session_should_stop(f->ms, NULL), 1);
+    sem_destroy(&b.entered);
+    sem_destroy(&b.release);
+}
+
 static void test_reentry_from_end_refused(void **state)
 {
     fixture *f = *state;
@@ -1158,6 +1208,7 @@ int main(void)
         T(test_b35_coordinator_error_from_should_stop),
         T(test_b35_coordinator_error_from_run),
         T(test_b39_step_request_stop_estopiter_clean),
+        T(test_cancel_inside_step_or_end_releases_session),
         T(test_free_without_close_aborts_with_canceled),
         T(test_clean_and_recoverable_codes),
         T(test_options_version_checked),
