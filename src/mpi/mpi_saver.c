@@ -120,13 +120,13 @@ static void dup_comms(ckpt_mpi_saver *s, MPI_Comm comm)
     ckpt__mpi_wait_all(s, reqs, 3, "opening the saver");
 }
 
-int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
-                        const ckpt_mpi_saver_options *opts)
+/* ckpt_mpi_saver_open after its check of `out`. */
+static int open_call(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
+                     const ckpt_mpi_saver_options *opts)
 {
     ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT, given;
     ckpt_mpi_saver *s;
     int err;
-    CKPT__CHECK_ARG(out);
     *out = NULL;
     if (!dir || !*dir)
         return ckpt__error(CKPT_EINVAL,
@@ -684,6 +684,22 @@ int ckpt_mpi_saver_size(const ckpt_mpi_saver *s)
 }
 
 /* ---- the public calls: each runs with cancellation disabled ------------ */
+
+/* Open too, as ckpt_saver_open: rank 0 holds the process-wide mutex of the
+ * directory locks across open() and close() and recovers the directory
+ * (reads, syncs, removals), both cut short by a cancel acted on there.
+ * Holding the cancel off hangs no collective: its communicators' idup and
+ * the agreement on the outcome are bounded by collective_timeout_s. */
+int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
+                        const ckpt_mpi_saver_options *opts)
+{
+    int cancel, err;
+    CKPT__CHECK_ARG(out);
+    cancel = ckpt__cancel_off();
+    err = open_call(out, comm, dir, opts);
+    ckpt__cancel_restore(cancel);
+    return err;
+}
 
 int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
 {

@@ -1549,6 +1549,60 @@ static void test_cancel_inside_a_call_waits_for_its_end(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* Counts the file system calls made with cancellation enabled. */
+typedef struct cancel_log {
+    ckpt_fs_forward fwd;
+    int calls, cancellable;
+} cancel_log;
+
+static void note_cancel_state(cancel_log *l)
+{
+    int old = PTHREAD_CANCEL_DISABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    pthread_setcancelstate(old, NULL);
+    l->calls++;
+    l->cancellable += old == PTHREAD_CANCEL_ENABLE;
+}
+
+static int noted_stat(const char *path, uint64_t *out, double *mtime_out,
+                      void *payload)
+{
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    note_cancel_state(payload);
+    return base->stat(path, out, mtime_out, base->payload);
+}
+
+static int noted_list(const char *path, ckpt_dir_cb cb, void *cb_payload,
+                      void *payload)
+{
+    const ckpt_fs *base = ckpt_fs_forward_base(payload);
+    note_cancel_state(payload);
+    return base->list(path, cb, cb_payload, base->payload);
+}
+
+/* ckpt_mpi_saver_open ran with cancellation enabled while every other call
+ * held it off (as ckpt_saver_open did before it): a cancel acted on in
+ * rank 0's recovery of the directory stopped it half way, or inside the
+ * directory locks' process-wide mutex, left that held. The file system
+ * sees the state the open runs in. */
+static void test_open_holds_cancel_off(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    cancel_log l;
+    memset(&l, 0, sizeof(l));
+    ckpt_fs_forward_init(&l.fwd, NULL);
+    l.fwd.fs.stat = noted_stat;
+    l.fwd.fs.list = noted_list;
+    o.base.fs = &l.fwd.fs;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    if (test_rank() == 0)
+        assert_true(l.calls > 0); /* rank 0 recovered the directory */
+    assert_int_equal(l.cancellable, 0);
+    ckpt_mpi_saver_free(s);
+}
+
 /* 0 when every index file in `dir` opens and verifies (its data files are
  * there and whole), else -1 naming the first that does not in `why`. */
 static int every_index_verifies(const char *dir, char *why, size_t n)
@@ -1954,6 +2008,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_cancel_inside_a_call_waits_for_its_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_holds_cancel_off, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_durable_logged_by_rank0, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_retention_failing_syncs_power_cut,
