@@ -75,9 +75,9 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
 int ckpt__cancel_off(void);
 void ckpt__cancel_restore(int old_state);
 
-/* A number that tells the calling thread from every other live thread,
- * never 0 (common/thread.c): what an object driven from one thread records
- * while a call is inside it. */
+/* A number that tells the calling thread from every other thread the
+ * process ran or runs, never 0 (common/thread.c): what an object driven
+ * from one thread records while a call is inside it. */
 uintptr_t ckpt__thread_token(void);
 
 /* The length of the tensor name `name` (n bytes) without a TensorFlow

@@ -9,9 +9,10 @@
  * rely on it), unless it cannot be mapped: a `ulimit -s` of a terabyte, or
  * one of gigabytes under a `ulimit -v`, failed every thread with EAGAIN,
  * and no checkpoint could be written at all; the thread is then started
- * again with the floor. It also gives each thread its token, which the
- * objects driven from one thread (a saver, a monitored session) record to
- * tell a re-entry on their own thread from a call on another one.
+ * again with the floor. It also gives each thread its token (a number
+ * unique in the process's life), which the objects driven from one thread
+ * (a saver, a monitored session) record to tell a re-entry on their own
+ * thread from a call on another one.
  *
  * Also cancellation: a call that waits with a mutex held, or joins helper
  * threads that write into the caller's memory, runs with it disabled
@@ -21,6 +22,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* The least stack a library thread gets. */
 #define CKPT__THREAD_STACK_MIN ((size_t)1 << 20)
@@ -55,10 +57,18 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg)
     return rc;
 }
 
-/* One byte per thread: its address tells the threads apart. */
-static _Thread_local char thread_token;
+/* Each thread's token, drawn at its first use from a process-wide count:
+ * never 0 (no owner), never one an ended thread had. The address of a
+ * thread-local byte was the token before, and a thread started after
+ * another ended (glibc reuses the stack and thread-local block) got the
+ * same one: it counted as the owner of a saver or session the ended
+ * thread left held. */
+static atomic_uintptr_t tokens_drawn;
+static _Thread_local uintptr_t thread_token;
 
 uintptr_t ckpt__thread_token(void)
 {
-    return (uintptr_t)&thread_token;
+    if (thread_token == 0)
+        thread_token = atomic_fetch_add(&tokens_drawn, 1) + 1;
+    return thread_token;
 }
