@@ -973,6 +973,19 @@ static void *close_on_thread(void *arg)
     return NULL;
 }
 
+/* A session whose one hook's end blocks on `b` (its semaphores made). */
+static void open_with_blocking_end(fixture *f, blocked_step *b, ckpt_hook *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->version = CKPT_HOOK_VERSION;
+    h->name = "blocks";
+    h->end = end_blocks;
+    h->payload = b;
+    assert_int_equal(sem_init(&b->entered, 0, 0), 0);
+    assert_int_equal(sem_init(&b->release, 0, 0), 0);
+    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, h, 1, NULL));
+}
+
 static void test_run_while_another_thread_closes_refused(void **state)
 {
     fixture *f = *state;
@@ -981,14 +994,7 @@ static void test_run_while_another_thread_closes_refused(void **state)
     ckpt_step_context *sc = NULL;
     ckpt_hook h;
     pthread_t t;
-    memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "blocks";
-    h.end = end_blocks;
-    h.payload = &b;
-    assert_int_equal(sem_init(&b.entered, 0, 0), 0);
-    assert_int_equal(sem_init(&b.release, 0, 0), 0);
-    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    open_with_blocking_end(f, &b, &h);
     c.ms = f->ms;
     assert_int_equal(pthread_create(&t, NULL, close_on_thread, &c), 0);
     while (sem_wait(&b.entered) != 0)
@@ -1035,14 +1041,7 @@ static void test_cancel_inside_step_or_end_releases_session(void **state)
     closer c = {NULL, -1};
     ckpt_hook h;
     pthread_t t;
-    memset(&h, 0, sizeof(h));
-    h.version = CKPT_HOOK_VERSION;
-    h.name = "blocks";
-    h.end = end_blocks;
-    h.payload = &b;
-    assert_int_equal(sem_init(&b.entered, 0, 0), 0);
-    assert_int_equal(sem_init(&b.release, 0, 0), 0);
-    assert_ckpt_ok(ckpt_monitored_session_new(&f->ms, f->m.graph, &h, 1, NULL));
+    open_with_blocking_end(f, &b, &h);
     r.ms = f->ms;
     c.ms = f->ms;
     assert_int_equal(pthread_create(&t, NULL, run_blocked, &r), 0);
