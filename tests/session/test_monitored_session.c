@@ -899,12 +899,34 @@ static void *run_blocked(void *arg)
     return NULL;
 }
 
+/* While another thread holds f's session (in a step or a close), every
+ * call from this one is refused, naming the call. should_stop may recover
+ * (re-create the session under the other thread): it answered from the
+ * session unguarded; now it is refused too, answering stop. */
+static void expect_held_by_another_thread(fixture *f)
+{
+    ckpt_step_context *sc = NULL;
+    int status = 0;
+    assert_ckpt_error(
+        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
+        CKPT_ESTATE,
+        "monitored session: run called while another thread runs a step on "
+        "it or closes it: a monitored session is used from one thread");
+    assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
+                      CKPT_ESTATE, "before_run called while another thread");
+    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
+                      "close called while another thread");
+    assert_int_equal(ckpt_monitored_session_should_stop(f->ms, &status), 1);
+    assert_ckpt_error(status, CKPT_ESTATE,
+                      "monitored session: should_stop called while another "
+                      "thread runs a step on it or closes it");
+}
+
 static void test_run_from_another_thread_refused(void **state)
 {
     fixture *f = *state;
     blocked_step b = {&f->m, {{0}}, {{0}}};
     runner r = {NULL, &b, -1};
-    ckpt_step_context *sc = NULL;
     int status;
     pthread_t t;
     assert_ckpt_ok(
@@ -915,22 +937,7 @@ static void test_run_from_another_thread_refused(void **state)
     assert_int_equal(pthread_create(&t, NULL, run_blocked, &r), 0);
     while (sem_wait(&b.entered) != 0)
         ;
-    assert_ckpt_error(
-        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
-        CKPT_ESTATE,
-        "monitored session: run called while another thread runs a step on "
-        "it or closes it: a monitored session is used from one thread");
-    assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
-                      CKPT_ESTATE, "before_run called while another thread");
-    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
-                      "close called while another thread");
-    /* should_stop may recover (re-create the session under the step): it
-     * answered from the session unguarded; now refused, answering stop */
-    status = 0;
-    assert_int_equal(ckpt_monitored_session_should_stop(f->ms, &status), 1);
-    assert_ckpt_error(status, CKPT_ESTATE,
-                      "monitored session: should_stop called while another "
-                      "thread runs a step on it or closes it");
+    expect_held_by_another_thread(f);
     sem_post(&b.release);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_ckpt_ok(r.rc);
@@ -991,7 +998,6 @@ static void test_run_while_another_thread_closes_refused(void **state)
     fixture *f = *state;
     blocked_step b = {&f->m, {{0}}, {{0}}};
     closer c = {NULL, -1};
-    ckpt_step_context *sc = NULL;
     ckpt_hook h;
     pthread_t t;
     open_with_blocking_end(f, &b, &h);
@@ -999,15 +1005,7 @@ static void test_run_while_another_thread_closes_refused(void **state)
     assert_int_equal(pthread_create(&t, NULL, close_on_thread, &c), 0);
     while (sem_wait(&b.entered) != 0)
         ;
-    assert_ckpt_error(
-        ckpt_monitored_session_run(f->ms, NULL, model_step, &f->m, NULL),
-        CKPT_ESTATE,
-        "monitored session: run called while another thread runs a step on "
-        "it or closes it: a monitored session is used from one thread");
-    assert_ckpt_error(ckpt_monitored_session_before_run(f->ms, NULL, &sc),
-                      CKPT_ESTATE, "before_run called while another thread");
-    assert_ckpt_error(ckpt_monitored_session_close(f->ms, 0), CKPT_ESTATE,
-                      "close called while another thread");
+    expect_held_by_another_thread(f);
     sem_post(&b.release);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_ckpt_ok(c.rc);
