@@ -1418,6 +1418,37 @@ static void test_calls_from_callbacks_refused(void **state)
     ckpt_mpi_saver_free(c.s);
 }
 
+/* A saver keeping one checkpoint, on `g` (its removals held from step 2
+ * on), under `busy_policy`: steps 1 and 2 saved, step 2's eviction of
+ * step 1 handed to rank 0's background thread. */
+static ckpt_mpi_saver *
+save_two_evicting_held(fixture *f, ckpt_fs_gated_remove *g, int busy_policy)
+{
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_fs_gated_remove_init(g);
+    o.base.fs = &g->fwd.fs;
+    o.base.max_to_keep = 1;
+    o.base.busy_policy = busy_policy;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    atomic_store(&g->closed, 1);
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL)); /* evicts step 1 */
+    return s;
+}
+
+/* Rank 0: until the held deletion has begun (30 s at most). */
+static void wait_deletion_held(ckpt_fs_gated_remove *g)
+{
+    time_t until = time(NULL) + 30;
+    while (atomic_load(&g->waiting) == 0 && time(NULL) < until)
+        usleep(1000);
+    assert_int_equal(atomic_load(&g->waiting), 1);
+}
+
 /* Retention: a sync save returns once the new checkpoint is named; rank
  * 0's background thread deletes what it evicted afterwards (deleting a big
  * file can take a third of the save), wait returns only when that is done
@@ -1425,26 +1456,12 @@ static void test_calls_from_callbacks_refused(void **state)
 static void test_eviction_after_save(void **state)
 {
     fixture *f = *state;
-    ckpt_mpi_saver_options o = test_mpi_options();
-    ckpt_mpi_saver *s = NULL;
     static ckpt_fs_gated_remove g;
-    ckpt_fs_gated_remove_init(&g);
-    o.base.fs = &g.fwd.fs;
-    o.base.max_to_keep = 1;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
-    model_fill(&f->m, test_rank(), test_size(), 1);
-    model_register(s, &f->m, 0);
-    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
-    atomic_store(&g.closed, 1);
-    model_fill(&f->m, test_rank(), test_size(), 2);
-    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL)); /* evicts step 1 */
+    ckpt_mpi_saver *s = save_two_evicting_held(f, &g, CKPT_BUSY_SKIP);
     if (test_rank() == 0) {
         /* Returned while the deletion is still held (or not begun). */
         assert_int_equal(atomic_load(&g.timed_out), 0);
-        time_t until = time(NULL) + 30;
-        while (atomic_load(&g.waiting) == 0 && time(NULL) < until)
-            usleep(1000);
-        assert_int_equal(atomic_load(&g.waiting), 1);
+        wait_deletion_held(&g);
         assert_int_equal(count_files_in(f->dir, "model.ckpt-1.index"), 0);
         assert_int_equal(count_files_in(f->dir, "model.ckpt-1.data-"),
                          test_size());
@@ -1503,28 +1520,13 @@ static void *wait_then_cancel(void *arg)
 static void test_cancel_inside_a_call_waits_for_its_end(void **state)
 {
     fixture *f = *state;
-    ckpt_mpi_saver_options o = test_mpi_options();
-    ckpt_mpi_saver *s = NULL;
     static ckpt_fs_gated_remove g;
-    ckpt_fs_gated_remove_init(&g);
-    o.base.fs = &g.fwd.fs;
-    o.base.max_to_keep = 1;
-    o.base.busy_policy = CKPT_BUSY_WAIT;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
-    model_fill(&f->m, test_rank(), test_size(), 1);
-    model_register(s, &f->m, 0);
-    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
-    atomic_store(&g.closed, 1);
-    model_fill(&f->m, test_rank(), test_size(), 2);
-    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL)); /* evicts step 1 */
+    ckpt_mpi_saver *s = save_two_evicting_held(f, &g, CKPT_BUSY_WAIT);
     if (test_rank() == 0) {
         cancelled_wait c = {s, -1};
         pthread_t t;
         void *ret = NULL;
-        time_t until = time(NULL) + 30;
-        while (atomic_load(&g.waiting) == 0 && time(NULL) < until)
-            usleep(1000);
-        assert_int_equal(atomic_load(&g.waiting), 1); /* deletion held */
+        wait_deletion_held(&g);
         assert_int_equal(pthread_create(&t, NULL, wait_then_cancel, &c), 0);
         assert_int_equal(pthread_cancel(t), 0);
         usleep(
