@@ -28,6 +28,9 @@ wait_s=150
 # "MPI_Init_thread did not return") and the hang under test never came.
 # A hang that is the start itself keeps 1 s.
 init_ok_s=8
+# running (a zombie does not run; a stopped process does)
+# shellcheck source-path=SCRIPTDIR source=train_lib.sh
+. "$(dirname "$0")/train_lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-train-stall.XXXXXX")
 pid=
 ranks=
@@ -47,17 +50,6 @@ runtime=$(ldd "$train" 2>/dev/null |
     awk '$1 ~ /^lib(asan|tsan)\.so/ { print $3; exit }') || true
 [ -z "$runtime" ] || preload=$runtime:$shim
 
-# Whether any of the processes runs (a zombie does not; a stopped one does).
-running() {
-    local p
-    for p in "$@"; do
-        case $(ps -o stat= -p "$p" 2>/dev/null) in
-            "" | Z*) ;;
-            *) return 0 ;;
-        esac
-    done
-    return 1
-}
 # 0 once the job $pid has ended, 1 when it or one of its ranks still runs
 # after $1 seconds. The ranks are what ckpt-train bounds; mpiexec ending
 # once they all have is Open MPI's part, and it may not: when one rank
