@@ -5,9 +5,10 @@
 set -euo pipefail
 
 # libopenmpi-dev and openmpi-bin: the optional MPI library ckpt_mpi and its
-# tests (label mpi, run through mpiexec).
+# tests (label mpi, run through mpiexec). procps: ps and pgrep, with which
+# the mpi and crash scripts find and watch the processes they start.
 PACKAGES=(cmake make gcc pkg-config libsnappy-dev libcmocka-dev libjson-c-dev valgrind
-          libleveldb-dev g++ libopenmpi-dev openmpi-bin)
+          libleveldb-dev g++ libopenmpi-dev openmpi-bin procps)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
