@@ -93,9 +93,16 @@ for round in $(seq 1 "$rounds"); do
         --hidden 64 --layers 2 "${keep[@]}" >"$tmp/out" 2>&1 &
     pid=$!
     # every third round (once there is a checkpoint) a random 0-1.5 s after
-    # the launch: in the open's recovery, the restore or the first saves;
-    # else after the first save of this run, a random 0-400 ms later
+    # the ranks started: in the open's recovery, the restore or the first
+    # saves; else after the first save of this run, a random 0-400 ms later.
+    # The ranks, not mpiexec: under ASan on a loaded machine mpiexec took
+    # over 1.5 s to start 4 of them, and none was there to kill yet.
     if [ $((round % 3)) -eq 0 ] && [ "$before" -ge 0 ]; then
+        for _ in $(seq 1 600); do
+            [ "$(pgrep -P "$pid" | wc -l || true)" -ge "$np" ] && break
+            running "$pid" || break
+            sleep 0.05
+        done
         sleep "$((RANDOM % 2)).$(printf '%03d' $((RANDOM % 500)))"
     else
         for _ in $(seq 1 600); do
