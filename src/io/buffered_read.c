@@ -41,6 +41,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct bstream {
@@ -337,4 +338,183 @@ int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
                             int threads)
 {
     return read_extents(fs, file, path, ext, n, threads, CKPT__COLD_REQUEST);
+}
+
+/* ---- the streamed path --------------------------------------------------
+ *
+ * The calling thread claims requests (next_claim with s->request set to
+ * half of what is left, between the two bounds) and reads each one; a
+ * claim read is queued, and the helper takes it from the queue and
+ * checksums its parts. At most STREAM_QUEUE claims wait: a reader that
+ * gets that far ahead of its checksums waits for room (the CRC reads
+ * memory faster than a device that needs this path fills it). */
+
+#define STREAM_QUEUE 4
+
+static atomic_int stream_alone; /* tests: 1 starts no helper */
+
+void ckpt__streamed_alone_force(int alone)
+{
+    atomic_store(&stream_alone, alone);
+}
+
+typedef struct squeue {
+    bstream *s;
+    claim ring[STREAM_QUEUE];
+    size_t head, tail; /* claims taken by the helper, claims queued */
+    int reader_done;
+    pthread_cond_t ready; /* a claim queued, or the reader is done */
+    pthread_cond_t room;  /* a claim taken */
+    uint64_t left;        /* bytes not claimed yet */
+} squeue;
+
+/* Each part's CRC, shifted past the rest of its extent and xored into the
+ * extent's crc (`mu` not held: the caller takes it to xor). */
+static void claim_crcs(const bstream *s, const claim *c, uint32_t *crc)
+{
+    for (int k = 0; k < c->n; k++) {
+        const ckpt__extent *e = &s->ext[c->p[k].i];
+        crc[k] = ckpt__crc32c_combine(
+            ckpt__crc32c((const uint8_t *)e->dst + c->p[k].off, c->p[k].len), 0,
+            e->size - c->p[k].off - c->p[k].len);
+    }
+}
+
+static void claim_xor(bstream *s, const claim *c, const uint32_t *crc)
+{
+    for (int k = 0; k < c->n; k++)
+        s->ext[c->p[k].i].crc ^= crc[k];
+}
+
+static void *stream_helper_main(void *arg)
+{
+    squeue *q = arg;
+    bstream *s = q->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        claim c;
+        uint32_t crc[CLAIM_PARTS];
+        while (q->head == q->tail && !q->reader_done)
+            pthread_cond_wait(&q->ready, &s->mu);
+        if (q->head == q->tail)
+            break; /* the reader is done and every claim checksummed */
+        c = q->ring[q->head % STREAM_QUEUE];
+        pthread_mutex_unlock(&s->mu);
+        claim_crcs(s, &c, crc);
+        pthread_mutex_lock(&s->mu);
+        claim_xor(s, &c, crc);
+        q->head++;
+        pthread_cond_signal(&q->room);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* The next request's size (mu held): half of what is left, bounded. */
+static size_t stream_request(const squeue *q)
+{
+    uint64_t half = q->left / 2;
+    if (half < CKPT__STREAM_MIN_REQUEST)
+        half = CKPT__STREAM_MIN_REQUEST;
+    return half > CKPT__STREAM_MAX_REQUEST ? CKPT__STREAM_MAX_REQUEST
+                                           : (size_t)half;
+}
+
+/* The reader: claim, read, queue (or, without a helper, checksum). */
+static void stream_read(squeue *q, int helped)
+{
+    bstream *s = q->s;
+    claim c;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        ckpt_iovec iov[CLAIM_PARTS];
+        uint32_t crc[CLAIM_PARTS];
+        int err;
+        while (helped && q->tail - q->head == STREAM_QUEUE)
+            pthread_cond_wait(&q->room, &s->mu);
+        s->request = stream_request(q);
+        if (!next_claim(s, &c))
+            break;
+        q->left -= c.len;
+        pthread_mutex_unlock(&s->mu);
+        for (int k = 0; k < c.n; k++) {
+            iov[k].base = (uint8_t *)s->ext[c.p[k].i].dst + c.p[k].off;
+            iov[k].len = c.p[k].len;
+        }
+        err = read_claim(s, &c, iov);
+        if (err == 0 && !helped)
+            claim_crcs(s, &c, crc);
+        pthread_mutex_lock(&s->mu);
+        if (err < 0) {
+            ckpt__error_save(&s->failure);
+            s->stop = 1;
+        } else if (helped) {
+            q->ring[q->tail % STREAM_QUEUE] = c;
+            q->tail++;
+            pthread_cond_signal(&q->ready);
+        } else {
+            claim_xor(s, &c, crc);
+        }
+    }
+    q->reader_done = 1;
+    pthread_cond_signal(&q->ready);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads)
+{
+    uint64_t bytes = 0;
+    if (threads < 2)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].size > 0 && !ext[i].dst)
+            return 0;
+        bytes += ext[i].size;
+    }
+    return bytes >= CKPT__STREAM_MIN_BYTES;
+}
+
+int ckpt__read_extents_streamed(const ckpt_fs *fs, ckpt_file *file,
+                                const char *path, ckpt__extent *ext, size_t n)
+{
+    bstream s;
+    squeue q;
+    pthread_t helper;
+    int helped;
+    int err = 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (ext[i].size > 0 && !ext[i].dst)
+            return ckpt__error(CKPT_EINVAL,
+                               "%s: the streamed read needs a destination "
+                               "for every range (the one at offset %llu "
+                               "has none)",
+                               path, (unsigned long long)ext[i].offset);
+    memset(&s, 0, sizeof(s));
+    memset(&q, 0, sizeof(q));
+    s.fs = ckpt_fs_or_default(fs);
+    s.file = file;
+    s.path = path;
+    s.ext = ext;
+    s.n = n;
+    s.cold = 1; /* claims go on into the next extent without a gap */
+    q.s = &s;
+    for (size_t i = 0; i < n; i++) {
+        ext[i].crc = 0;
+        q.left += ext[i].size;
+    }
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&q.ready, NULL);
+    pthread_cond_init(&q.room, NULL);
+    helped = !atomic_load(&stream_alone) &&
+             ckpt__thread_create(&helper, stream_helper_main, &q) == 0;
+    stream_read(&q, helped);
+    if (helped)
+        pthread_join(helper, NULL);
+    pthread_cond_destroy(&q.room);
+    pthread_cond_destroy(&q.ready);
+    pthread_mutex_destroy(&s.mu);
+    if (s.failure.code < 0)
+        err = ckpt__error_restore(&s.failure);
+    return err;
 }

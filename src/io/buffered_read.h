@@ -120,6 +120,45 @@ int ckpt__read_extents_cold(const ckpt_fs *fs, ckpt_file *file,
                             const char *path, ckpt__extent *ext, size_t n,
                             int threads);
 
+/* The streamed path's requests: half of what is left to read, at least
+ * CKPT__STREAM_MIN_REQUEST and at most CKPT__STREAM_MAX_REQUEST bytes
+ * (the last one whatever is left). */
+#define CKPT__STREAM_MAX_REQUEST ((size_t)64 << 20)
+#define CKPT__STREAM_MIN_REQUEST ((size_t)8 << 20)
+
+/* Extents holding at least this many bytes in all are read by the
+ * streamed path on a device that reads far ahead (read_choice.c); below,
+ * 256 KiB pieces read as fast. Measured on a virtio disk with
+ * read_ahead_kb 8192 (the Xeon VM), a file just dropped from the page
+ * cache against one read() of it, medians of 9-11 paired runs: 256 MiB,
+ * pieces 0.86-0.87, streamed 0.94-0.96; 128 MiB, 0.90 and 0.93; 64 MiB,
+ * 0.99 and 0.95. */
+#define CKPT__STREAM_MIN_BYTES ((uint64_t)128 << 20)
+
+/* The streamed path: the calling thread reads the extents in long
+ * requests (see CKPT__STREAM_MAX_REQUEST; one preadv straight into the
+ * destinations, going on from one extent into the next where no gap lies
+ * between them), one after the other, and a helper thread checksums each
+ * request once it has landed, while the next one is read: the kernel sees
+ * one sequential reader asking for many MiB at a time, which on a device
+ * that reads far ahead by itself streams a file that is not cached faster
+ * than 256 KiB pieces do (the CRC of a request out of the CPU's cache
+ * costs no time of the reader). Every extent needs a destination
+ * (CKPT_EINVAL otherwise; ckpt__stream_suits). Without a helper (it did
+ * not start) the calling thread checksums each request after its read.
+ * Errors as ckpt__read_extents_buffered. */
+int ckpt__read_extents_streamed(const ckpt_fs *fs, ckpt_file *file,
+                                const char *path, ckpt__extent *ext, size_t n);
+
+/* Tests: 1 makes the streamed path run without its helper (as when the
+ * thread does not start), 0 returns it to normal. */
+void ckpt__streamed_alone_force(int alone);
+
+/* Whether the streamed path suits these extents with `threads` threads:
+ * two threads, every extent with a destination, and
+ * CKPT__STREAM_MIN_BYTES or more in all. */
+int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads);
+
 /* Read the extents (sorted by offset, not overlapping; checked by the
  * caller) of `file`, opened with open_read on `path` (for messages), and
  * set each one's crc. `threads` is 1 (the calling thread only) or 2 (one

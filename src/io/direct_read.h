@@ -54,6 +54,9 @@ typedef struct ckpt__read_report {
     int far_read_ahead; /* no probe: the file was not cached and its device
                            reads far ahead (ckpt__read_extents: one reader
                            through the page cache) */
+    int streamed;       /* with far_read_ahead: long requests, checksummed
+                           by a helper behind the reader
+                           (ckpt__read_extents_streamed) */
     double direct_bytes_per_s, buffered_bytes_per_s; /* probe rates */
     size_t piece_bytes;                              /* size of one read */
     int readers;                                     /* reads in flight */

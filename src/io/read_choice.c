@@ -28,7 +28,10 @@
  * A file that is not cached on a device that reads far ahead by itself
  * (CKPT__FAR_READ_AHEAD_KB; the POSIX file system only) is read without a
  * probe, through the page cache in 256 KiB pieces by one thread, the
- * kernel's read-ahead streaming ahead of it (FAR_AHEAD_READERS). */
+ * kernel's read-ahead streaming ahead of it (FAR_AHEAD_READERS); or, when
+ * the read is long and every extent has a destination
+ * (ckpt__stream_suits: a restore, not a check), by the streamed path:
+ * requests of many MiB, checksummed by a helper behind the reader. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -108,6 +111,26 @@ static int buffered_all(const ckpt_fs *fs, const char *path, ckpt_file *file,
     if (err < 0)
         return err;
     err = read_through_cache(fs, f, path, ext, n, threads, cold);
+    if (err < 0)
+        ckpt__fs_close_quiet(fs, f);
+    else
+        err = ckpt__fs_close(fs, f, path);
+    return err;
+}
+
+/* The streamed path (buffered_read.h) over `file`, or over the file
+ * opened by `path` when `file` is NULL. */
+static int streamed_all(const ckpt_fs *fs, const char *path, ckpt_file *file,
+                        ckpt__extent *ext, size_t n)
+{
+    ckpt_file *f = NULL;
+    int err;
+    if (file)
+        return ckpt__read_extents_streamed(fs, file, path, ext, n);
+    err = ckpt__fs_open_read(fs, &f, path);
+    if (err < 0)
+        return err;
+    err = ckpt__read_extents_streamed(fs, f, path, ext, n);
     if (err < 0)
         ckpt__fs_close_quiet(fs, f);
     else
@@ -254,8 +277,14 @@ static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
     if (far_read_ahead(fs, path)) {
         if (!not_cached(fs, path))
             return CKPT_ENOTSUP;
-        report_buffered(rep, FAR_AHEAD_READERS, 0);
         rep->far_read_ahead = 1;
+        if (ckpt__stream_suits(ext, n, threads)) {
+            report_buffered(rep, 1, 0);
+            rep->piece_bytes = CKPT__STREAM_MAX_REQUEST;
+            rep->streamed = 1;
+            return streamed_all(fs, path, file, ext, n);
+        }
+        report_buffered(rep, FAR_AHEAD_READERS, 0);
         return buffered_all(fs, path, file, ext, n, FAR_AHEAD_READERS, 0);
     }
     known = ckpt__read_verdict_key(fs, path, &key);

@@ -154,7 +154,10 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
         "restore %s: %llu bytes read %s (%s; %zu KiB reads, "
         "%d in flight)",
         prefix, (unsigned long long)bytes,
-        rep->mode == CKPT__READ_BUFFERED
+        rep->streamed ? "through the page cache into the variables in "
+                        "long requests, each checksummed by a helper "
+                        "thread while the next is read"
+        : rep->mode == CKPT__READ_BUFFERED
             ? "through the page cache into the variables, each piece "
               "checksummed after its read"
             : "around the page cache (O_DIRECT), the checksum fused into "

@@ -12,7 +12,10 @@
  * offset modulo 4 KiB filled through scratch; the cold path
  * (ckpt__read_extents_cold): requests spanning extents with preadv, or
  * preads without it, and the end of the file met inside one; the cold
- * path chosen by the device's read-ahead. */
+ * path chosen by the device's read-ahead; the streamed path
+ * (ckpt__read_extents_streamed): bytes, CRCs and request sizes, short
+ * reads, no preadv, a failure at any read, the end of the file, ranges
+ * without a destination refused, and when it is chosen. */
 #include "test_util.h"
 
 #include "extent_fixture.h"
@@ -64,6 +67,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     ckpt__aliased_reads_force(-1); /* a test that forced it and failed */
+    ckpt__streamed_alone_force(0);
     free(f->data);
     return test_dir_fixture_teardown(state);
 }
@@ -696,6 +700,187 @@ static void test_cold_file_ends_inside_extent(void **state)
     free(dst);
 }
 
+/* ---- the streamed path (ckpt__read_extents_streamed) --------------------- */
+
+/* Every extent of the layout with a destination, read by the streamed
+ * path: bytes and CRCs right, every byte read once, claims running on
+ * across back-to-back extents (one preadv of many buffers) and never past
+ * CKPT__STREAM_MAX_REQUEST; with short reads (cap), with a file system
+ * without preadv (version 3: a pread per part) and without the helper
+ * (the reader checksums). */
+static void test_streamed_reads_layout(void **state)
+{
+    fixture *f = *state;
+    for (int round = 0; round < 4; round++) {
+        ckpt__extent ext[MAX_EXT];
+        ckpt_file *file = NULL;
+        witness_fs w;
+        size_t n = layout(ext, f->size);
+        witness_init(&w);
+        w.cap = round == 1 ? 5000 : 0;
+        if (round == 2)
+            w.fwd.fs.version = 3;
+        ckpt__streamed_alone_force(round == 3); /* no helper thread */
+        ext_give_destinations(ext, n, NULL);
+        for (size_t i = 0; i < n; i++)
+            ext[i].crc = 0xdeadbeefu;
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(
+            ckpt__read_extents_streamed(&w.fwd.fs, file, f->path, ext, n));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        ext_check(f->data, ext, n);
+        assert_int_equal(atomic_load(&w.bytes), layout_bytes(ext, n));
+        assert_true(atomic_load(&w.largest) <= CKPT__STREAM_MAX_REQUEST);
+        if (round == 2) {
+            assert_int_equal(atomic_load(&w.preadvs), 0);
+            assert_true(atomic_load(&w.preads) >= n - 1); /* one per part */
+        } else {
+            assert_true(atomic_load(&w.widest) >= 32); /* 64 parts a claim */
+        }
+        ext_free_destinations(ext, n);
+        witness_dispose(&w);
+    }
+    ckpt__streamed_alone_force(0);
+}
+
+/* One extent of 40 MiB: requests of half what is left, at least
+ * CKPT__STREAM_MIN_REQUEST: 20, 10, 8 and the last 2 MiB, in file order
+ * (one reader). */
+static void test_streamed_request_sizes(void **state)
+{
+    fixture *f = *state;
+    const size_t size = (size_t)40 << 20;
+    uint8_t *data = malloc(size);
+    char path[4200];
+    ckpt__extent ext[1];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    assert_non_null(data);
+    test_fill_random(data, size, 11);
+    snprintf(path, sizeof(path), "%s/forty", f->dir);
+    test_write_file(path, data, size);
+    ext[0] = (ckpt__extent){0, size, NULL, 0};
+    ext_give_destinations(ext, 1, NULL);
+    witness_init(&w);
+    assert_ckpt_ok(w.fwd.fs.open_read(&file, path, w.fwd.fs.payload));
+    assert_ckpt_ok(ckpt__read_extents_streamed(&w.fwd.fs, file, path, ext, 1));
+    w.fwd.fs.close(file, w.fwd.fs.payload);
+    ext_check(data, ext, 1);
+    assert_int_equal(atomic_load(&w.preads), 4);
+    assert_int_equal(atomic_load(&w.largest), (size_t)20 << 20);
+    assert_int_equal(w.readers, 1);
+    for (unsigned k = 0; k < 4; k++) {
+        static const uint64_t at[4] = {0, 20, 30, 38};
+        assert_int_equal(w.log[k].off, at[k] << 20);
+        assert_int_equal(w.log[k].buf, (uintptr_t)ext[0].dst + (at[k] << 20));
+    }
+    ext_free_destinations(ext, 1);
+    witness_dispose(&w);
+    free(data);
+}
+
+/* An extent without a destination: refused before any read, naming the
+ * file and the range's offset. */
+static void test_streamed_needs_destinations(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[MAX_EXT];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    char want[4200];
+    size_t n = layout(ext, f->size);
+    give_destinations(ext, n); /* all but index 3 */
+    witness_init(&w);
+    snprintf(want, sizeof(want),
+             "%s: the streamed read needs a destination "
+             "for every range (the one at offset %llu has none)",
+             f->path, (unsigned long long)ext[3].offset);
+    assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+    assert_ckpt_error(
+        ckpt__read_extents_streamed(&w.fwd.fs, file, f->path, ext, n),
+        CKPT_EINVAL, want);
+    w.fwd.fs.close(file, w.fwd.fs.payload);
+    assert_int_equal(atomic_load(&w.preads) + atomic_load(&w.preadvs), 0);
+    ext_free_destinations(ext, n);
+    witness_dispose(&w);
+}
+
+/* A pread failing at any point of the stream (a file system without
+ * preadv, so every part is one pread) is returned once with its message;
+ * the helper is joined (the next test would trip over it otherwise, and
+ * TSan and ASan see it). */
+static void test_streamed_failure_returned(void **state)
+{
+    fixture *f = *state;
+    for (unsigned k = 1; k <= 12; k += 3) {
+        witness_fs w;
+        ckpt__extent ext[MAX_EXT];
+        ckpt_file *file = NULL;
+        size_t n = layout(ext, f->size);
+        char want[64];
+        witness_init(&w);
+        w.fwd.fs.version = 3;
+        w.fail_at = k;
+        ext_give_destinations(ext, n, NULL);
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, &w.fwd));
+        ckpt_error_clear();
+        snprintf(want, sizeof(want), "injected EIO at pread %u", k);
+        assert_ckpt_error(
+            ckpt__read_extents_streamed(&w.fwd.fs, file, f->path, ext, n),
+            CKPT_EIO, want);
+        assert_int_equal(atomic_load(&w.preads), k); /* none after it */
+        w.fwd.fs.close(file, &w.fwd);
+        ext_free_destinations(ext, n);
+        witness_dispose(&w);
+    }
+}
+
+/* The end of the file met inside a range names the file, where it ends
+ * and the range. */
+static void test_streamed_file_ends_inside_extent(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[2];
+    uint8_t *dst = malloc(2 * PIECE);
+    char want[4200];
+    ckpt_file *file = NULL;
+    assert_non_null(dst);
+    ext[0] = (ckpt__extent){f->size - 2 * PIECE, PIECE, dst, 0};
+    ext[1] = (ckpt__extent){f->size - PIECE / 2, PIECE, dst + PIECE, 0};
+    snprintf(want, sizeof(want),
+             "%s: the file ends at or before byte %zu, inside the range of "
+             "%llu bytes at offset %zu",
+             f->path, f->size, (unsigned long long)PIECE,
+             f->size - (size_t)PIECE / 2);
+    assert_ckpt_ok(ckpt_fs_posix()->open_read(&file, f->path, NULL));
+    assert_ckpt_error(ckpt__read_extents_streamed(NULL, file, f->path, ext, 2),
+                      CKPT_ECORRUPT, want);
+    ckpt_fs_posix()->close(file, NULL);
+    free(dst);
+}
+
+/* When the streamed path is taken: two threads, a destination for every
+ * range that has bytes, CKPT__STREAM_MIN_BYTES in all (nothing is read:
+ * the destinations are only looked at). */
+static void test_stream_suits(void **state)
+{
+    uint8_t byte;
+    ckpt__extent ext[3] = {
+        {0, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
+        {CKPT__STREAM_MIN_BYTES / 2, 0, NULL, 0}, /* empty: no destination */
+        {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
+    };
+    (void)state;
+    assert_true(ckpt__stream_suits(ext, 3, 2));
+    assert_false(ckpt__stream_suits(ext, 3, 1));
+    assert_false(ckpt__stream_suits(ext, 2, 2)); /* half the bytes */
+    ext[2].size--;
+    assert_false(ckpt__stream_suits(ext, 3, 2)); /* one byte short */
+    ext[2].size++;
+    ext[2].dst = NULL;
+    assert_false(ckpt__stream_suits(ext, 3, 2)); /* a check, not a restore */
+}
+
 /* A file of 12 MiB (enough for the probe) just evicted from the page
  * cache, read by ckpt__read_extents through the POSIX file system: on a
  * device whose read-ahead is CKPT__FAR_READ_AHEAD_KB or more, through the
@@ -734,6 +919,7 @@ static void test_cold_choice_follows_read_ahead(void **state)
     }
     if (rep.far_read_ahead) {
         assert_true(ra_kb >= CKPT__FAR_READ_AHEAD_KB);
+        assert_int_equal(rep.streamed, 0); /* under CKPT__STREAM_MIN_BYTES */
         assert_int_equal(rep.mode, CKPT__READ_BUFFERED);
         assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
         assert_int_equal(rep.readers, 1);
@@ -784,6 +970,17 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_extents_reports, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_reads_layout, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_request_sizes, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_needs_destinations, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_failure_returned, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_file_ends_inside_extent,
+                                        setup, teardown),
+        cmocka_unit_test(test_stream_suits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
