@@ -302,13 +302,15 @@ typedef struct ckpt__image {
     size_t mapped;        /* bytes mapped (a multiple of the page size) */
     uint32_t *crcs;       /* per variable: CRC32C of its record (unmasked) */
     uint32_t *piece_crcs; /* per piece of the plan, when fused */
-    int fused; /* the last snapshot into it fused its checksums (MPI saver;
-                  ckpt_saver's jobs carry theirs) */
+    int fused;      /* the last snapshot into it fused its checksums (MPI saver;
+                       ckpt_saver's jobs carry theirs) */
+    int huge_asked; /* huge pages asked for (at its first seal) */
 } ckpt__image;
 
-/* Map a staging image of `bytes` (with huge pages where offered) and,
- * when `prefault_now`, fault every page in now; otherwise the first copies
- * into it do (the writer's, for overlapped snapshots). */
+/* Map a staging image of `bytes` and, when `prefault_now`, fault every
+ * page in now; otherwise the first copies into it do (the writer's, for
+ * overlapped snapshots). Huge pages are asked for at its first
+ * ckpt__image_seal, once every page is in (snapshot.c says why). */
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces, int prefault_now);
 void ckpt__image_free(ckpt__image *img);
