@@ -200,11 +200,15 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
     m.blobs = ckpt__calloc((size_t)s->size, sizeof(*m.blobs));
     if (!m.blobs)
         err = ckpt__error_oom();
-    for (int r = 0; err == 0 && r < s->size; r++)
+    for (int r = 0; err == 0 && r < s->size; r++) {
         err = parse_blob(&m.blobs[r], op->blobs + op->displs[r],
                          (size_t)op->counts[r]);
-    for (int r = 0; err == 0 && r < s->size; r++)
-        err = collect_entries(&m, &m.blobs[r]);
+        if (err == 0)
+            err = collect_entries(&m, &m.blobs[r]);
+        if (err == CKPT_ECORRUPT) /* which checkpoint, which rank's list */
+            err =
+                ckpt__error_prefix(err, "%s: rank %d's entries", s->ds.dir, r);
+    }
     if (err == 0)
         err = collect_full_entries(&m, s);
     if (err == 0)

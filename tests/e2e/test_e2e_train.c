@@ -427,6 +427,26 @@ static void test_usage_and_bad_dir(void **state)
     e2e_expect_exit(&p, 1);
     e2e_expect_contains("trainer stderr", p.err, "Not a directory", 1);
     e2e_proc_free(&p);
+    /* a --dir that is a dangling symbolic link names its target (it said
+     * only "No such file or directory"), and nothing is created there */
+    {
+        char *link = test_path(dir, "link");
+        char *gone = test_path(dir, "gone/deeper");
+        struct stat st;
+        assert_int_equal(symlink(gone, link), 0);
+        TRAIN(&p, "--dir", link, "--steps", "10", MODEL, "--quiet");
+        e2e_expect_exit(&p, 1);
+        snprintf(want, sizeof(want),
+                 "ckpt-train: cannot create %s: it is a symbolic link to "
+                 "'%s', which does not exist (create that directory, or "
+                 "point --dir elsewhere)\n",
+                 link, gone);
+        assert_string_equal(p.err, want);
+        e2e_proc_free(&p);
+        assert_int_equal(lstat(gone, &st), -1);
+        free(gone);
+        free(link);
+    }
     /* arguments echoed in messages show control bytes as \xHH, never raw
      * on the terminal (they were printed raw) */
     {
@@ -555,8 +575,8 @@ static void test_usage_and_bad_dir(void **state)
                         "(cmd &), which SIGTERM stops.",
                         1);
     e2e_proc_free(&p);
-    /* nothing was written anywhere */
-    assert_int_equal(e2e_count_files(dir, ""), 3);
+    /* nothing was written anywhere (the file and the link made here) */
+    assert_int_equal(e2e_count_files(dir, ""), 4);
     free(below);
     free(file);
     test_remove_tree(dir);

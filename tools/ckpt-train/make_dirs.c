@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The entry of `dir` durable in its parent: the library's
  * ckpt_fs_sync_entry, which finds that parent as the saver does ("a" is
@@ -71,11 +72,39 @@ int train_make_dirs(const char *path)
     return 0;
 }
 
+/* Whether `path` is a symbolic link whose target does not exist; then
+ * `target` holds the link's text (cut to fit). */
+static int dangling_link(const char *path, char *target, size_t cap)
+{
+    struct stat st;
+    ssize_t n;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+        return 0;
+    if (stat(path, &st) == 0 || errno != ENOENT)
+        return 0;
+    n = readlink(path, target, cap - 1);
+    if (n < 0)
+        return 0;
+    target[n] = '\0';
+    return 1;
+}
+
 void train_make_dirs_report(const char *path, int rc)
 {
     int err = errno;
-    char shown[8192];
+    char shown[8192], target[4096], target_shown[8192];
     ckpt_text_printable(shown, sizeof(shown), path);
+    if (rc != TRAIN_MAKE_DIRS_SYNC && err == ENOENT &&
+        dangling_link(path, target, sizeof(target))) {
+        /* mkdir -p stops at the link; the missing name is its target */
+        ckpt_text_printable(target_shown, sizeof(target_shown), target);
+        fprintf(stderr,
+                "ckpt-train: cannot create %s: it is a symbolic link to "
+                "'%s', which does not exist (create that directory, or "
+                "point --dir elsewhere)\n",
+                shown, target_shown);
+        return;
+    }
     /* the library's message is printable already */
     fprintf(stderr, "ckpt-train: cannot create %s: %s\n", shown,
             rc == TRAIN_MAKE_DIRS_SYNC ? ckpt_error_last()->message
