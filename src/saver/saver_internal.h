@@ -302,15 +302,13 @@ typedef struct ckpt__image {
     size_t mapped;        /* bytes mapped (a multiple of the page size) */
     uint32_t *crcs;       /* per variable: CRC32C of its record (unmasked) */
     uint32_t *piece_crcs; /* per piece of the plan, when fused */
-    int fused;      /* the last snapshot into it fused its checksums (MPI saver;
-                       ckpt_saver's jobs carry theirs) */
-    int huge_asked; /* huge pages asked for (at its first seal) */
+    int fused; /* the last snapshot into it fused its checksums (MPI saver;
+                  ckpt_saver's jobs carry theirs) */
 } ckpt__image;
 
-/* Map a staging image of `bytes` and, when `prefault_now`, fault every
- * page in now; otherwise the first copies into it do (the writer's, for
- * overlapped snapshots). Huge pages are asked for at its first
- * ckpt__image_seal, once every page is in (snapshot.c says why). */
+/* Map a staging image of `bytes` (plain pages: snapshot.c says why) and,
+ * when `prefault_now`, fault every page in now; otherwise the first copies
+ * into it do (the writer's, for overlapped snapshots). */
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces, int prefault_now);
 void ckpt__image_free(ckpt__image *img);

@@ -3,8 +3,8 @@
  *
  * An image is laid out exactly as the data file will be: each variable's
  * record at its offset, contiguous (TensorFlow's alignment 1). It is mapped
- * page-aligned (so it can be written with O_DIRECT), on huge pages where
- * the kernel has them, and pre-faulted once, then reused for every save,
+ * page-aligned (so it can be written with O_DIRECT), on plain pages
+ * (prefault says why), and pre-faulted once, then reused for every save,
  * so a snapshot costs one copy into warm memory and no page faults.
  *
  * The variables in plain memory are copied in pieces of at most
@@ -40,8 +40,20 @@ static size_t page_size(void)
  * MADV_POPULATE_WRITE, or by touching each page where that is unknown (an
  * older kernel). 0, or ENOMEM when the kernel could not back the pages (a
  * memory cgroup at its limit): touching them then would only call in the
- * OOM killer, so the save fails instead. Plain pages: huge ones are asked
- * for once the image is filled (ckpt__image_seal), see there. */
+ * OOM killer, so the save fails instead.
+ *
+ * Plain pages: no transparent huge pages are asked for. Asked for at
+ * allocation (MADV_HUGEPAGE), each first fault of a huge page could stall
+ * in the kernel's direct compaction (transparent_hugepage/defrag
+ * "madvise", Debian's default): on the Xeon VM the first overlapped
+ * snapshot of ckpt-train's 145 MiB kept its loop waiting 0.19-0.32 s
+ * (against 0.1 ms for the others), and 4 paired whole runs took 1.039x
+ * those of --mode none at the mean against 1.010x with plain pages.
+ * Asked for later, khugepaged gathers the pages 16 MiB every 10 s, each
+ * gathering stalling a copy that meets it. And huge pages buy a copy
+ * nothing measurable here: the fused copy into a 64 or 256 MiB image,
+ * 21 runs each, 9.66 against 9.41 ms and 31.9 against 31.9 ms at the
+ * median. */
 static int prefault(void *p, size_t len, size_t page, int now)
 {
     if (!now)
@@ -53,27 +65,6 @@ static int prefault(void *p, size_t len, size_t page, int now)
     for (size_t off = 0; off < len; off += page)
         ((volatile uint8_t *)p)[off] = 0;
     return 0;
-}
-
-/* Ask for transparent huge pages for an image whose every page is faulted
- * in (a snapshot filled it), once: the kernel's khugepaged gathers its
- * pages into huge ones in the background (fewer pages to pin for each
- * O_DIRECT write, fewer TLB misses for the copies), and a kernel or
- * configuration without them just says no. Asked for at allocation, as
- * before, each first fault of a huge page could stall in the kernel's
- * direct compaction (transparent_hugepage/defrag "madvise", Debian's
- * default): on the Xeon VM the first overlapped snapshot of ckpt-train's
- * 145 MiB kept its loop waiting 0.19-0.32 s (against 0.1 ms for the
- * others), and 4 paired whole runs took 1.039x those of --mode none at
- * the mean against 1.010x with plain pages. */
-static void ask_huge_pages(ckpt__image *img)
-{
-    if (img->huge_asked || !img->ptr)
-        return;
-    img->huge_asked = 1;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(img->ptr, img->mapped, MADV_HUGEPAGE);
-#endif
 }
 
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
@@ -119,7 +110,6 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     }
     img->ptr = p;
     img->mapped = len;
-    img->huge_asked = 0;
     return 0;
 }
 
@@ -278,7 +268,6 @@ int ckpt__snapshot_run_caller(ckpt__snapshot_work *w)
 void ckpt__image_seal(const ckpt__snapshot_work *w)
 {
     ckpt__image *img = w->img;
-    ask_huge_pages(img); /* every page is in now */
     if (!w->checksum) {
         for (size_t i = 0; i < w->nvars; i++)
             img->crcs[i] = ckpt__crc32c(img->ptr + w->vars[i].offset,
