@@ -1,7 +1,9 @@
 /* io/buffered_read.c - ckpt__read_extents_buffered and _cold: the extents
  * read through the page cache into their destinations and checksummed
- * right after (see buffered_read.h); ckpt__read_threads, how many threads
- * may read.
+ * right after (see buffered_read.h); ckpt__read_extents_streamed, the
+ * same in long requests with the checksums on a helper behind the reader
+ * (at the end of the file); ckpt__read_threads, how many threads may
+ * read.
  *
  * Claiming, under `mu`: the next bytes are (extent `ext_i`, offset `off`
  * in it); a claim takes at most `request` bytes (CKPT__BUFFERED_PIECE, or

@@ -306,9 +306,10 @@ typedef struct ckpt__image {
                   ckpt_saver's jobs carry theirs) */
 } ckpt__image;
 
-/* Map a staging image of `bytes` (plain pages: snapshot.c says why) and,
- * when `prefault_now`, fault every page in now; otherwise the first copies
- * into it do (the writer's, for overlapped snapshots). */
+/* Map a staging image of `bytes` and, when `prefault_now`, fault every
+ * page in now (on huge pages where offered); otherwise the first copies
+ * into it do (the writer's, for overlapped snapshots; plain pages:
+ * snapshot.c's prefault says why). */
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces, int prefault_now);
 void ckpt__image_free(ckpt__image *img);

@@ -3,8 +3,9 @@
  *
  * An image is laid out exactly as the data file will be: each variable's
  * record at its offset, contiguous (TensorFlow's alignment 1). It is mapped
- * page-aligned (so it can be written with O_DIRECT), on plain pages
- * (prefault says why), and pre-faulted once, then reused for every save,
+ * page-aligned (so it can be written with O_DIRECT), on huge pages where
+ * the kernel has them unless the first copies fault it in (prefault says
+ * why), and pre-faulted once, then reused for every save,
  * so a snapshot costs one copy into warm memory and no page faults.
  *
  * The variables in plain memory are copied in pieces of at most
@@ -36,28 +37,36 @@ static size_t page_size(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
 #endif
 
-/* Fault every page of a fresh image in now, when asked: with
+/* Fault every page of a fresh image in now, when asked (`now`): on
+ * transparent huge pages where the kernel offers them (MADV_HUGEPAGE; a
+ * kernel or configuration without them just says no), with
  * MADV_POPULATE_WRITE, or by touching each page where that is unknown (an
  * older kernel). 0, or ENOMEM when the kernel could not back the pages (a
  * memory cgroup at its limit): touching them then would only call in the
  * OOM killer, so the save fails instead.
  *
- * Plain pages: no transparent huge pages are asked for. Asked for at
- * allocation (MADV_HUGEPAGE), each first fault of a huge page could stall
- * in the kernel's direct compaction (transparent_hugepage/defrag
- * "madvise", Debian's default): on the Xeon VM the first overlapped
+ * Not now (a saver fenced from the start: the writer's first copies fault
+ * the image in while the step's forward and backward run), plain pages.
+ * Each first fault of a huge page may wait for the kernel's direct
+ * compaction (transparent_hugepage/defrag "madvise", Debian's default),
+ * and that wait then holds the first fence: on the Xeon VM the first
  * snapshot of ckpt-train's 145 MiB kept its loop waiting 0.19-0.32 s
- * (against 0.1 ms for the others), and 4 paired whole runs took 1.039x
- * those of --mode none at the mean against 1.010x with plain pages.
- * Asked for later, khugepaged gathers the pages 16 MiB every 10 s, each
- * gathering stalling a copy that meets it. And huge pages buy a copy
- * nothing measurable here: the fused copy into a 64 or 256 MiB image,
- * 21 runs each, 9.66 against 9.41 ms and 31.9 against 31.9 ms at the
- * median. */
+ * (0.1 ms for the others), 4 paired whole runs 1.039x those of --mode
+ * none at the mean against 1.010x on plain pages. Where the image is
+ * faulted in now, the first save_async waits for the faults anyway, and
+ * huge pages make every later copy cheaper where cores are shared: the
+ * worst rank's blocking on 2 MPI ranks, 2 x 5 paired repetitions, 0.81
+ * and 0.80 at the median on huge pages against 0.95 and 0.88 on plain
+ * ones (a lone copy, 21 runs, 9.41 against 9.66 ms for 64 MiB). Asked
+ * for after the first copies instead, khugepaged gathers them 16 MiB
+ * every 10 s, stalling each copy that meets a gathering. */
 static int prefault(void *p, size_t len, size_t page, int now)
 {
     if (!now)
         return 0;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
         return 0;
     if (errno == ENOMEM)
