@@ -528,28 +528,55 @@ static void test_interrupted_pread_fault_fs(void **state)
 
 /* A failure on whichever thread reads pread k comes back once, with its
  * message, and the helper is joined (ASan/TSan see no leak or race). */
-static void test_failure_on_either_thread(void **state)
+/* A reader of the layout's extents through `fs` (the two paths under
+ * test, one signature). */
+typedef int (*layout_reader)(const ckpt_fs *fs, ckpt_file *file,
+                             const char *path, ckpt__extent *ext, size_t n);
+
+static int read_buffered_two(const ckpt_fs *fs, ckpt_file *file,
+                             const char *path, ckpt__extent *ext, size_t n)
 {
-    fixture *f = *state;
-    for (unsigned k = 1; k <= 12; k += 1) {
+    return ckpt__read_extents_buffered(fs, file, path, ext, n, 2);
+}
+
+/* pread number k (1, 1 + step, ... up to 12) fails in turn: `read` returns
+ * that failure once, with its message; with `exact`, no pread follows it
+ * (one reader), and every extent has a destination (else all but the
+ * layout's checksum-only one). `version` 3 keeps preadv unused (every part
+ * one pread); 0 keeps the forwarding file system's. */
+static void check_failure_at_each_pread(const fixture *f, layout_reader read,
+                                        int version, unsigned step, int exact)
+{
+    for (unsigned k = 1; k <= 12; k += step) {
         witness_fs w;
         ckpt__extent ext[MAX_EXT];
         ckpt_file *file = NULL;
         size_t n = layout(ext, f->size);
         char want[64];
         witness_init(&w);
+        if (version)
+            w.fwd.fs.version = version;
         w.fail_at = k;
-        give_destinations(ext, n);
+        if (exact)
+            ext_give_destinations(ext, n, NULL);
+        else
+            give_destinations(ext, n);
         assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, &w.fwd));
         ckpt_error_clear();
         snprintf(want, sizeof(want), "injected EIO at pread %u", k);
-        assert_ckpt_error(
-            ckpt__read_extents_buffered(&w.fwd.fs, file, f->path, ext, n, 2),
-            CKPT_EIO, want);
+        assert_ckpt_error(read(&w.fwd.fs, file, f->path, ext, n), CKPT_EIO,
+                          want);
+        if (exact)
+            assert_int_equal(atomic_load(&w.preads), k); /* none after it */
         w.fwd.fs.close(file, &w.fwd);
         ext_free_destinations(ext, n);
         witness_dispose(&w);
     }
+}
+
+static void test_failure_on_either_thread(void **state)
+{
+    check_failure_at_each_pread(*state, read_buffered_two, 0, 1, 0);
 }
 
 static void test_file_ends_inside_extent(void **state)
@@ -811,28 +838,7 @@ static void test_streamed_needs_destinations(void **state)
  * TSan and ASan see it). */
 static void test_streamed_failure_returned(void **state)
 {
-    fixture *f = *state;
-    for (unsigned k = 1; k <= 12; k += 3) {
-        witness_fs w;
-        ckpt__extent ext[MAX_EXT];
-        ckpt_file *file = NULL;
-        size_t n = layout(ext, f->size);
-        char want[64];
-        witness_init(&w);
-        w.fwd.fs.version = 3;
-        w.fail_at = k;
-        ext_give_destinations(ext, n, NULL);
-        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, &w.fwd));
-        ckpt_error_clear();
-        snprintf(want, sizeof(want), "injected EIO at pread %u", k);
-        assert_ckpt_error(
-            ckpt__read_extents_streamed(&w.fwd.fs, file, f->path, ext, n),
-            CKPT_EIO, want);
-        assert_int_equal(atomic_load(&w.preads), k); /* none after it */
-        w.fwd.fs.close(file, &w.fwd);
-        ext_free_destinations(ext, n);
-        witness_dispose(&w);
-    }
+    check_failure_at_each_pread(*state, ckpt__read_extents_streamed, 3, 3, 1);
 }
 
 /* The end of the file met inside a range names the file, where it ends
