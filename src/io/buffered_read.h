@@ -182,8 +182,9 @@ int ckpt__read_extents_buffered(const ckpt_fs *fs, ckpt_file *file,
  * the buffered path above); otherwise the buffered path reads it all.
  * Except on a device that reads far ahead by itself
  * (CKPT__FAR_READ_AHEAD_KB): there a file that is not cached is read
- * through the page cache by one thread without a probe
- * (report->far_read_ahead; why: read_choice.c).
+ * through the page cache without a probe (report->far_read_ahead; why:
+ * read_choice.c), by one thread in 256 KiB pieces, or by the streamed
+ * path when ckpt__stream_suits (report->streamed).
  * When `fs` names the file's device (device_id), that verdict is
  * remembered and the next reads on the device use it without a probe
  * (report->remembered) for at most 32 reads and 60 s (read_verdicts.h).

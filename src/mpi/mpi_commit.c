@@ -61,9 +61,20 @@ static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
     int err = get_bytes(&p, end, &path, &b->temp_len);
     if (err == 0)
         err = get_u32(&p, end, &b->count);
+    if (!path)
+        b->temp_len = 0; /* no path: nothing to remove (remove_data_files) */
     b->temp_path = (const char *)path;
     b->entries = p;
     b->end = end;
+    return err;
+}
+
+/* A rank's blob that does not parse: which checkpoint, which rank. */
+static int blob_error(const ckpt_mpi_saver *s, int rank, int err)
+{
+    if (err == CKPT_ECORRUPT)
+        return ckpt__error_prefix(err, "%s: rank %d's entries", s->ds.dir,
+                                  rank);
     return err;
 }
 
@@ -183,7 +194,7 @@ static void remove_data_files(ckpt_mpi_saver *s, ckpt__save_op *op,
     if (indexed || m->renamed > 0)
         (void)ckpt__remove_checkpoint_files(s->fs, op->prefix.ptr);
     for (int r = m->renamed; r < s->size; r++)
-        if (temp_of(&path, &m->blobs[r]) == 0)
+        if (m->blobs[r].temp_path && temp_of(&path, &m->blobs[r]) == 0)
             ckpt__fs_remove(s->fs, path.ptr);
     ckpt__error_restore(&saved);
     ckpt_buf_dispose(&path);
@@ -200,15 +211,14 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
     m.blobs = ckpt__calloc((size_t)s->size, sizeof(*m.blobs));
     if (!m.blobs)
         err = ckpt__error_oom();
-    for (int r = 0; err == 0 && r < s->size; r++) {
-        err = parse_blob(&m.blobs[r], op->blobs + op->displs[r],
-                         (size_t)op->counts[r]);
-        if (err == 0)
-            err = collect_entries(&m, &m.blobs[r]);
-        if (err == CKPT_ECORRUPT) /* which checkpoint, which rank's list */
-            err =
-                ckpt__error_prefix(err, "%s: rank %d's entries", s->ds.dir, r);
-    }
+    /* Every blob parsed before any is collected: a failure leaves each
+     * rank's temporary path known, for remove_data_files. */
+    for (int r = 0; err == 0 && r < s->size; r++)
+        err = blob_error(s, r,
+                         parse_blob(&m.blobs[r], op->blobs + op->displs[r],
+                                    (size_t)op->counts[r]));
+    for (int r = 0; err == 0 && r < s->size; r++)
+        err = blob_error(s, r, collect_entries(&m, &m.blobs[r]));
     if (err == 0)
         err = collect_full_entries(&m, s);
     if (err == 0)

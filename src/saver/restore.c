@@ -151,7 +151,7 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
               "ahead by itself";
     CKPT__SAVER_LOG(
         s, CKPT_LOG_DEBUG,
-        "restore %s: %llu bytes read %s (%s; %zu KiB reads, "
+        "restore %s: %llu bytes read %s (%s; %s%zu KiB reads, "
         "%d in flight)",
         prefix, (unsigned long long)bytes,
         rep->streamed ? "through the page cache into the variables in "
@@ -162,7 +162,8 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
               "checksummed after its read"
             : "around the page cache (O_DIRECT), the checksum fused into "
               "the copy",
-        why, rep->piece_bytes >> 10, rep->readers);
+        why, rep->streamed ? "up to " : "", rep->piece_bytes >> 10,
+        rep->readers);
     /* (the probe runs for this line only when it is logged) */
     if (rep->mode == CKPT__READ_BUFFERED &&
         rep->piece_bytes == CKPT__BUFFERED_PIECE && s->opts.log &&

@@ -308,7 +308,7 @@ typedef struct ckpt__image {
 
 /* Map a staging image of `bytes` and, when `prefault_now`, fault every
  * page in now (on huge pages where offered); otherwise the first copies
- * into it do (the writer's, for overlapped snapshots; plain pages:
+ * into it do (the writer's, for overlapped snapshots; no huge pages asked:
  * snapshot.c's prefault says why). */
 int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
                       size_t npieces, int prefault_now);

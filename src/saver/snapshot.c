@@ -46,7 +46,9 @@ static size_t page_size(void)
  * OOM killer, so the save fails instead.
  *
  * Not now (a saver fenced from the start: the writer's first copies fault
- * the image in while the step's forward and backward run), plain pages.
+ * the image in while the step's forward and backward run), no huge pages
+ * are asked for: plain pages, unless transparent_hugepage/enabled is
+ * "always" (then the kernel decides, as for any memory).
  * Each first fault of a huge page may wait for the kernel's direct
  * compaction (transparent_hugepage/defrag "madvise", Debian's default),
  * and that wait then holds the first fence: on the Xeon VM the first

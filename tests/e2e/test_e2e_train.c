@@ -443,6 +443,15 @@ static void test_usage_and_bad_dir(void **state)
                  link, gone);
         assert_string_equal(p.err, want);
         e2e_proc_free(&p);
+        { /* "link/" names the link too */
+            char *slashed = test_path(link, "");
+            TRAIN(&p, "--dir", slashed, "--steps", "10", MODEL, "--quiet");
+            e2e_expect_exit(&p, 1);
+            e2e_expect_contains("trainer stderr", p.err,
+                                "it is a symbolic link to", 1);
+            e2e_proc_free(&p);
+            free(slashed);
+        }
         assert_int_equal(lstat(gone, &st), -1);
         free(gone);
         free(link);

@@ -526,8 +526,6 @@ static void test_interrupted_pread_fault_fs(void **state)
     ckpt_fs_fault_free(ff);
 }
 
-/* A failure on whichever thread reads pread k comes back once, with its
- * message, and the helper is joined (ASan/TSan see no leak or race). */
 /* A reader of the layout's extents through `fs` (the two paths under
  * test, one signature). */
 typedef int (*layout_reader)(const ckpt_fs *fs, ckpt_file *file,
@@ -574,6 +572,8 @@ static void check_failure_at_each_pread(const fixture *f, layout_reader read,
     }
 }
 
+/* A failure on whichever thread reads pread k comes back once, with its
+ * message, and the helper is joined (ASan/TSan see no leak or race). */
 static void test_failure_on_either_thread(void **state)
 {
     check_failure_at_each_pread(*state, read_buffered_two, 0, 1, 0);

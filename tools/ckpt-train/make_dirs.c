@@ -72,20 +72,29 @@ int train_make_dirs(const char *path)
     return 0;
 }
 
-/* Whether `path` is a symbolic link whose target does not exist; then
- * `target` holds the link's text (cut to fit). */
+/* Whether `path` (trailing slashes aside: "link/" names the link too) is
+ * a symbolic link whose target does not exist; then `target` holds the
+ * link's text as written (cut to fit). */
 static int dangling_link(const char *path, char *target, size_t cap)
 {
+    char name[4096];
     struct stat st;
-    ssize_t n;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+    size_t n = strlen(path);
+    ssize_t got;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n >= sizeof(name))
         return 0;
-    if (stat(path, &st) == 0 || errno != ENOENT)
+    memcpy(name, path, n);
+    name[n] = '\0';
+    if (lstat(name, &st) != 0 || !S_ISLNK(st.st_mode))
         return 0;
-    n = readlink(path, target, cap - 1);
-    if (n < 0)
+    if (stat(name, &st) == 0 || errno != ENOENT)
         return 0;
-    target[n] = '\0';
+    got = readlink(name, target, cap - 1);
+    if (got < 0)
+        return 0;
+    target[got] = '\0';
     return 1;
 }
 
