@@ -75,6 +75,17 @@ int ckpt__thread_create(pthread_t *id, void *(*fn)(void *), void *arg);
 int ckpt__cancel_off(void);
 void ckpt__cancel_restore(int old_state);
 
+/* The body of a call that returns `call` (an int expression, evaluated
+ * once) run with cancellation off: ckpt__cancel_off, the call,
+ * ckpt__cancel_restore, return its value. */
+#define CKPT__RETURN_UNCANCELLED(call)                                         \
+    do {                                                                       \
+        int cancel_state_ = ckpt__cancel_off();                                \
+        int result_ = (call);                                                  \
+        ckpt__cancel_restore(cancel_state_);                                   \
+        return result_;                                                        \
+    } while (0)
+
 /* A number that tells the calling thread from every other thread the
  * process ran or runs, never 0 (common/thread.c): what an object driven
  * from one thread records while a call is inside it. */

@@ -332,8 +332,5 @@ int ckpt__read_extents(const ckpt_fs *fs, const char *path, ckpt_file *file,
     /* Not cut short by a cancel (pread is a cancellation point): the
      * helper threads would go on writing into the caller's destinations
      * unjoined. */
-    int cancel = ckpt__cancel_off();
-    int err = read_extents(fs, path, file, ext, n, report);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(read_extents(fs, path, file, ext, n, report));
 }

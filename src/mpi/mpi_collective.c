@@ -262,8 +262,5 @@ int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,
 int ckpt_mpi_saver_wait_requests(ckpt_mpi_saver *s, int n, MPI_Request *reqs,
                                  const char *what)
 {
-    int cancel = ckpt__cancel_off();
-    int err = wait_requests_call(s, n, reqs, what);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(wait_requests_call(s, n, reqs, what));
 }

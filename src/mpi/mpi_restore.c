@@ -939,16 +939,10 @@ static int restore_latest_call(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
 
 int ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix)
 {
-    int cancel = ckpt__cancel_off();
-    int err = restore_call(s, prefix);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(restore_call(s, prefix));
 }
 
 int ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out)
 {
-    int cancel = ckpt__cancel_off();
-    int err = restore_latest_call(s, prefix_out);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(restore_latest_call(s, prefix_out));
 }

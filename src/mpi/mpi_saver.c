@@ -693,69 +693,44 @@ int ckpt_mpi_saver_size(const ckpt_mpi_saver *s)
 int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                         const ckpt_mpi_saver_options *opts)
 {
-    int cancel, err;
     CKPT__CHECK_ARG(out);
-    cancel = ckpt__cancel_off();
-    err = open_call(out, comm, dir, opts);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(open_call(out, comm, dir, opts));
 }
 
 int ckpt_mpi_saver_mutation_fence(ckpt_mpi_saver *s)
 {
-    int cancel = ckpt__cancel_off();
-    int err = mutation_fence_call(s);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(mutation_fence_call(s));
 }
 
 int ckpt_mpi_saver_check(ckpt_mpi_saver *s)
 {
-    int cancel = ckpt__cancel_off();
-    int err = check_call(s);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(check_call(s));
 }
 
 int ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out)
 {
-    int cancel = ckpt__cancel_off();
-    int err = save_call(s, step, prefix_out);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(save_call(s, step, prefix_out));
 }
 
 int ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                               uint64_t *ticket_out)
 {
-    int cancel = ckpt__cancel_off();
-    int err = save_async_call(s, step, ticket_out);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(save_async_call(s, step, ticket_out));
 }
 
 int ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out)
 {
-    int cancel = ckpt__cancel_off();
-    int err = poll_call(s, busy_out);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(poll_call(s, busy_out));
 }
 
 int ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s)
 {
-    int cancel = ckpt__cancel_off();
-    int err = wait_call(s, timeout_s);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(wait_call(s, timeout_s));
 }
 
 int ckpt_mpi_saver_close(ckpt_mpi_saver *s)
 {
-    int cancel = ckpt__cancel_off();
-    int err = close_call(s);
-    ckpt__cancel_restore(cancel);
-    return err;
+    CKPT__RETURN_UNCANCELLED(close_call(s));
 }
 
 void ckpt_mpi_saver_free(ckpt_mpi_saver *s)
