@@ -53,13 +53,16 @@ static size_t page_size(void)
  * compaction (transparent_hugepage/defrag "madvise", Debian's default),
  * and that wait then holds the first fence: on the Xeon VM the first
  * snapshot of ckpt-train's 145 MiB kept its loop waiting 0.19-0.32 s
- * (0.1 ms for the others), 4 paired whole runs 1.039x those of --mode
- * none at the mean against 1.010x on plain pages. Where the image is
+ * (0.1 ms for the others), 4 paired whole runs 1.040x (0.998-1.059)
+ * those of --mode none at the mean against 1.010x (0.999-1.027) on plain
+ * pages. Where the image is
  * faulted in now, the first save_async waits for the faults anyway, and
  * huge pages make every later copy cheaper where cores are shared: the
  * worst rank's blocking on 2 MPI ranks, 2 x 5 paired repetitions, 0.81
- * and 0.80 at the median on huge pages against 0.95 and 0.88 on plain
- * ones (a lone copy, 21 runs, 9.41 against 9.66 ms for 64 MiB). Asked
+ * (0.68-0.86) and 0.80 (0.66-1.06) at the median on huge pages against
+ * 0.95 (0.80-1.20) and 0.88 (0.79-1.15) on plain ones (a lone copy, 21
+ * runs, 9.41 (8.24-10.25) against 9.66 (8.28-21.45) ms for 64 MiB; all on
+ * the one Xeon VM). Asked
  * for after the first copies instead, khugepaged gathers them 16 MiB
  * every 10 s, stalling each copy that meets a gathering. */
 static int prefault(void *p, size_t len, size_t page, int now)
