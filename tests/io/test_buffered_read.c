@@ -887,6 +887,60 @@ static void test_stream_suits(void **state)
     assert_false(ckpt__stream_suits(ext, 3, 2)); /* a check, not a restore */
 }
 
+/* A file of CKPT__STREAM_MIN_BYTES just evicted from the page cache, read
+ * by ckpt__read_extents through the POSIX file system into destinations
+ * (a restore): on a device that reads far ahead, with two CPUs, by the
+ * streamed path, reported as such (up to CKPT__STREAM_MAX_REQUEST a
+ * read); the same file checked without destinations keeps the 256 KiB
+ * pieces. Elsewhere (tmpfs, a small read-ahead, one CPU) only the bytes
+ * are checked, and the test says so. */
+static void test_streamed_chosen_for_cold_restore(void **state)
+{
+    fixture *f = *state;
+    const size_t size = (size_t)CKPT__STREAM_MIN_BYTES;
+    uint8_t *data = malloc(size);
+    char path[4200];
+    ckpt__extent ext[2];
+    ckpt__read_report rep;
+    long ra_kb;
+    int fd;
+    assert_non_null(data);
+    test_fill_random(data, size, 13);
+    snprintf(path, sizeof(path), "%s/cold-long", f->dir);
+    test_write_file(path, data, size);
+    for (int round = 0; round < 2; round++) {
+        fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(fdatasync(fd), 0);
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        ext[0] = (ckpt__extent){0, size / 2, NULL, 0};
+        ext[1] = (ckpt__extent){size / 2, size / 2, NULL, 0};
+        if (round == 0)
+            ext_give_destinations(ext, 2, NULL);
+        memset(&rep, 0, sizeof(rep));
+        assert_ckpt_ok(ckpt__read_extents(NULL, path, NULL, ext, 2, &rep));
+        ext_check(data, ext, 2);
+        ra_kb = ckpt__posix_read_ahead_kb(path);
+        if (!rep.far_read_ahead || ckpt__read_threads(NULL) < 2) {
+            print_message("read %s (read-ahead %ld KiB, far %d): the "
+                          "streamed path not in question here\n",
+                          path, ra_kb, rep.far_read_ahead);
+            assert_int_equal(rep.streamed, 0);
+        } else if (round == 0) { /* a restore */
+            assert_int_equal(rep.streamed, 1);
+            assert_int_equal(rep.piece_bytes, CKPT__STREAM_MAX_REQUEST);
+            assert_int_equal(rep.readers, 1);
+        } else { /* a check: no destinations */
+            assert_int_equal(rep.streamed, 0);
+            assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
+        }
+        if (round == 0)
+            ext_free_destinations(ext, 2);
+    }
+    free(data);
+}
+
 /* A file of 12 MiB (enough for the probe) just evicted from the page
  * cache, read by ckpt__read_extents through the POSIX file system: on a
  * device whose read-ahead is CKPT__FAR_READ_AHEAD_KB or more, through the
@@ -987,6 +1041,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streamed_file_ends_inside_extent,
                                         setup, teardown),
         cmocka_unit_test(test_stream_suits),
+        cmocka_unit_test_setup_teardown(test_streamed_chosen_for_cold_restore,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
