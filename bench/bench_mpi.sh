@@ -51,7 +51,7 @@ out=$dir.tsv
 trap 'rm -rf "$dir" "$out"' EXIT
 flags=()
 openmpi=0
-if mpiexec --version 2>/dev/null | grep -q "Open MPI\|OpenRTE"; then
+if grep -q "Open MPI\|OpenRTE" <<<"$(mpiexec --version 2>/dev/null)"; then
     openmpi=1
     flags=(--oversubscribe)
     [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)

@@ -131,7 +131,7 @@ for r in $(seq 1 "$reps"); do
     for mode in none async none; do
         i=$((i + 1))
         res=$(train_run "$mode" "$tmp/train-$mode")
-        declare "t_$i=$(echo "$res" | head -n 1)"
+        declare "t_$i=$(echo "$res" | sed -n 1p)"
         declare "s_$i=$(echo "$res" | tail -n 1)"
     done
     s_async=$s_2

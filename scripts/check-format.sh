@@ -20,7 +20,7 @@ fi
 # The tree is laid out with clang-format 14 (Debian 12's); another major
 # version lays some constructs out differently, which says nothing about
 # the code: skipped there (CLANG_FORMAT may name a clang-format-14).
-major=$("$cf" --version | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n 1)
+major=$("$cf" --version | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | sed -n 1p)
 if [ "${major:-0}" != 14 ]; then
     echo "check-format: $cf is version ${major:-unknown}, the tree's layout is clang-format 14's; skipped"
     exit 77

@@ -12,7 +12,7 @@ PACKAGES=(cmake make gcc pkg-config libsnappy-dev libcmocka-dev libjson-c-dev va
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
         missing+=("$p")
     fi
 done

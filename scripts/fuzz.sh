@@ -28,7 +28,7 @@ scripts/deps.sh
 # clang and its libFuzzer runtime (Debian 12: libclang-rt-14-dev)
 missing=()
 for p in clang libclang-rt-14-dev; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
         missing+=("$p")
     fi
 done

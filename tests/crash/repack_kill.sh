@@ -54,7 +54,7 @@ for ((round = 1; round <= rounds; round++)); do
         complete
     else
         absent=$((absent + 1))
-        if ls "$work/out" | grep -q .; then
+        if [ -n "$(ls -A "$work/out")" ]; then
             midway=$((midway + 1))
         fi
         # nothing but temporary files of DST's name may be there

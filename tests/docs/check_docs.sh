@@ -127,8 +127,8 @@ for phrase in '**Callbacks return.**' 'C++ exception' 'longjmp' \
         die "docs/guide.md section 5 does not say that callbacks return ($phrase)"
 done
 for phrase in 'C++' 'exception or a longjmp out of one' 'e.what()'; do
-    sed -n '/^\/\*\* Record `code`/,/ckpt_error_set(int code/p' \
-        "$src/include/ckpt/errors.h" | grep -qF -- "$phrase" ||
+    grep -qF -- "$phrase" <<<"$(sed -n '/^\/\*\* Record `code`/,/ckpt_error_set(int code/p' \
+        "$src/include/ckpt/errors.h")" ||
         die "ckpt_error_set's doc comment does not say that callbacks return ($phrase)"
 done
 
@@ -139,7 +139,7 @@ done
 decls=$(cat "$src"/include/ckpt.h "$src"/include/ckpt/*.h "$src"/include/ckpt/sys/*.h |
     tr -s ' \n' '  ' | grep -oE 'CKPT_EXTERN\([^)]*\) ?ckpt_[a-z0-9_]+\([^)]*\)')
 while read -r fn arg; do
-    params=$(grep -oE " ?${fn}\([^)]*\)" <<<"$decls" | head -1)
+    params=$(grep -oE " ?${fn}\([^)]*\)" <<<"$decls" | sed -n 1p)
     [ -n "$params" ] || die "a test expects '$fn: $arg is NULL', but include/ does not declare $fn"
     grep -qE "[ *]${arg}(\[[^]]*\])?[,)]" <<<"$params" ||
         die "a test expects '$fn: $arg is NULL', but include/ declares $params"

@@ -28,7 +28,7 @@ configure() {
 }
 # expect_message NAME TEXT: the log says TEXT (lines joined).
 expect_message() {
-    tr -s ' \n' ' ' <"$tmp/$1.log" | grep -qF "$2" ||
+    grep -qF "$2" <<<"$(tr -s ' \n' ' ' <"$tmp/$1.log")" ||
         { cat "$tmp/$1.log" >&2; die "$1: no message '$2'"; }
 }
 

@@ -42,7 +42,7 @@ need_file "$lib/pkgconfig/ckpt-mpi.pc"
 need_file "$lib/cmake/ckpt/ckptMpiTargets.cmake"
 grep -q "ckpt/mpi.h" "$prefix/include/ckpt.h" &&
     die "ckpt.h includes ckpt/mpi.h: the core must not need MPI"
-if readelf -d "$lib/libckpt.so" | grep -q "NEEDED.*mpi"; then
+if grep -q "NEEDED.*mpi" <<<"$(readelf -d "$lib/libckpt.so")"; then
     die "libckpt.so depends on MPI"
 fi
 echo "ok: MPI library installed, core free of MPI"

@@ -43,7 +43,9 @@ expect_output() {
 }
 # needs_libckpt BINARY: whether BINARY loads libckpt.so at run time.
 needs_libckpt() {
-    readelf -d "$1" | grep -q "NEEDED.*\[libckpt\.so"
+    local dyn
+    dyn=$(readelf -d "$1") || return 1
+    grep -q "NEEDED.*\[libckpt\.so" <<<"$dyn"
 }
 
 # ---- install ----------------------------------------------------------------
@@ -91,8 +93,13 @@ echo "ok: the static archives define only ckpt_* globals"
 
 # The fault-injecting file system belongs to the tests' own library
 # (tests/support), not to what users link or include.
-if nm -D --defined-only "$lib/libckpt.so.$version" | grep -q ' ckpt_fs_fault_' ||
-    nm --defined-only "$lib/libckpt.a" 2>/dev/null | grep -q ' ckpt_fs_fault_'; then
+# (Outputs read whole before grep: under pipefail, `nm | grep -q` fails when
+# grep's early exit stops nm with SIGPIPE.)
+shared_syms=$(nm -D --defined-only "$lib/libckpt.so.$version") ||
+    die "nm could not read libckpt.so.$version"
+static_syms=$(nm --defined-only "$lib/libckpt.a" 2>/dev/null || true)
+if grep -q ' ckpt_fs_fault_' <<<"$shared_syms" ||
+    grep -q ' ckpt_fs_fault_' <<<"$static_syms"; then
     die "libckpt carries the test-only fault file system (ckpt_fs_fault_*)"
 fi
 [ ! -e "$prefix/include/ckpt/sys/fs_fault.h" ] ||
@@ -133,7 +140,7 @@ expect_component_error() {
     "$cmake" -S "$proj" -B "$proj/build" -DCMAKE_PREFIX_PATH="$1" \
         -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$proj/log" 2>&1 &&
         die "find_package(ckpt REQUIRED COMPONENTS $2) succeeded"
-    tr -s ' \n' ' ' <"$proj/log" | grep -qF "$3" ||
+    grep -qF "$3" <<<"$(tr -s ' \n' ' ' <"$proj/log")" ||
         { cat "$proj/log" >&2; die "COMPONENTS $2: no message '$3'"; }
 }
 expect_component_error "$prefix" bogus \
@@ -176,7 +183,7 @@ cp "$src/tests/install/consumer/main.c" "$pbuild/main.c"
 (cd "$pbuild" && eval "\"$cc\" main.c -o app \$(pkg-config --cflags --libs ckpt)") ||
     die "pkg-config: the README's build line failed"
 needs_libckpt "$pbuild/app" || die "pkg-config shared: no libckpt.so"
-readelf -d "$pbuild/app" | grep -qF "[libckpt.so.$soversion]" ||
+grep -qF "[libckpt.so.$soversion]" <<<"$(readelf -d "$pbuild/app")" ||
     die "pkg-config shared: app does not need libckpt.so.$soversion"
 # No LD_LIBRARY_PATH: the rpath in ckpt.pc's Libs finds the library.
 expect_output "pkg-config shared, no LD_LIBRARY_PATH" \

@@ -131,7 +131,7 @@ echo "ok: a larger state's $n checkpoints verify"
 # A rank confined to one core is told so (once, by rank 0); one with two
 # is not. Open MPI on 2 cores or more only: --bind-to none leaves each rank
 # the affinity mpiexec started with.
-if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI\|OpenRTE" &&
+if grep -q "Open MPI\|OpenRTE" <<<"$("$mpiexec" --version 2>/dev/null)" &&
     [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
     note="a rank is bound to one core"
     one() { # AFFINITY: the demo's stderr on 2 ranks confined to AFFINITY
