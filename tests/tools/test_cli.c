@@ -799,7 +799,8 @@ static void test_help_and_version(void **state)
         {{"help", "inspect", NULL},
          0,
          "\nExit status 1 when the index, the state file or (with --values) "
-         "a\ntensor's record is damaged, 2 ",
+         "a\ntensor's record is damaged, or its data file is missing, "
+         "unreadable\nor not a regular file (as verify counts it), 2 ",
          ""},
         /* verify's and repack's said only when they exit 1 */
         {{"help", "verify", NULL},

@@ -96,7 +96,8 @@ static void test_fifo_data_file(void **state)
     write_one_float(f, 1, 0);
     assert_int_equal(mkfifo(f->data0, 0600), 0);
     expect_cmd(f, "verify", 1, "a FIFO, not a regular file");
-    expect_cmd(f, "values", 2, "a FIFO, not a regular file");
+    /* a data file that is not one is damage, as verify counts it */
+    expect_cmd(f, "values", 1, "a FIFO, not a regular file");
     expect_cmd(f, "diff", 2, "a FIFO, not a regular file");
     /* ls says what is there (it said "missing data files") */
     {
@@ -115,6 +116,26 @@ static void test_fifo_data_file(void **state)
                                "not a regular file\"");
         run_free(&r);
     }
+}
+
+/* A data file replaced by a directory is damage of the checkpoint, as a
+ * missing one is: verify and inspect --values (text and --json) exit 1
+ * naming it; diff, for which 1 means "different", exits 2. */
+static void test_directory_data_file(void **state)
+{
+    bt_fixture *f = *state;
+    cli_run r;
+    write_one_float(f, 1, 0);
+    assert_int_equal(mkdir(f->data0, 0700), 0);
+    expect_cmd(f, "verify", 1, "a directory, not a regular file");
+    expect_cmd(f, "values", 1, "a directory, not a regular file");
+    expect_cmd(f, "diff", 2, "a directory, not a regular file");
+    RUN_BOUNDED(r, "inspect", f->prefix, "--json", "--values");
+    expect_status(&r, 1);
+    expect_contains(r.out, "a directory, not a regular file");
+    run_free(&r);
+    assert_int_equal(rmdir(f->data0), 0);
+    expect_cmd(f, "values", 1, "No such file or directory");
 }
 
 static void test_fifo_state_file(void **state)
@@ -776,6 +797,7 @@ int main(void)
         T(test_repack_big_endian_source),
         T(test_repack_big_endian_strings),
         T(test_fifo_data_file),
+        T(test_directory_data_file),
         T(test_fifo_state_file),
         T(test_sparse_10g_index),
         T(test_restart_flood),

@@ -179,6 +179,13 @@ int cli_lib_error(const char *cmd, int err, const char *context);
 /* CLI_FOUND for damage (CKPT_ECORRUPT), CLI_USAGE for anything else. */
 int cli_exit_code(int err);
 
+/* The exit code for a tensor whose values could not be read from a
+ * checkpoint whose index opened: its data file is damage (CLI_FOUND) when
+ * it is corrupt, missing, not a regular file or unreadable (CKPT_ECORRUPT,
+ * _ENOTFOUND, _EIO, _EACCES), as `verify` counts it; anything else
+ * (memory, a dtype this build cannot print) CLI_USAGE. */
+int cli_values_exit_code(int err);
+
 /* 0 when the POSIX extended regex `expr` is one regcomp and regexec
  * handle in bounded memory and polynomial time (cli_pattern.c); else -1
  * with the reason in `why` (`n` bytes): a back-reference (\1..\9), or

@@ -52,6 +52,14 @@ int cli_exit_code(int err)
     return err == CKPT_ECORRUPT ? CLI_FOUND : CLI_USAGE;
 }
 
+int cli_values_exit_code(int err)
+{
+    return err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND || err == CKPT_EIO ||
+                   err == CKPT_EACCES
+               ? CLI_FOUND
+               : CLI_USAGE;
+}
+
 int cli_lib_error(const char *cmd, int err, const char *context)
 {
     const ckpt_error *e = ckpt_error_last();

@@ -59,8 +59,9 @@ const cli_command cli_cmd_inspect = {
     "written exactly: a reader that holds numbers as doubles (jq 1.6,\n"
     "JavaScript) rounds those beyond 2^53, so compare them as text.\n\n"
     "Exit status 1 when the index, the state file or (with --values) a\n"
-    "tensor's record is damaged, 2 on a usage error, a missing checkpoint\n"
-    "or a --tensor NAME the checkpoint does not have.\n",
+    "tensor's record is damaged, or its data file is missing, unreadable\n"
+    "or not a regular file (as verify counts it), 2 on a usage error, a\n"
+    "missing checkpoint or a --tensor NAME the checkpoint does not have.\n",
     run};
 
 typedef struct inspect_opts {
@@ -279,8 +280,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     cli_held_dispose(line);
     if (err < 0) {
         cli_tensor_error("inspect", prefix, e);
-        return err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
-                                                             : CLI_USAGE;
+        return cli_values_exit_code(err);
     }
     return 0;
 }
@@ -311,8 +311,7 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
             /* in the document too, where the values would be */
             error = cli_json_string(ckpt_error_last()->message);
             cli_tensor_error("inspect", prefix, e);
-            rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
-                                                               : CLI_USAGE;
+            rc = cli_values_exit_code(err);
         } else {
             has_values = 1;
         }
