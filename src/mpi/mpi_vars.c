@@ -446,10 +446,66 @@ static int describe_registration(ckpt_buf *b, const desc *d)
                             ckpt_dtype_name(d->dtype), sh);
 }
 
+/* Whether variable `name` is registered otherwise on lists `a` and `b`
+ * (on one only, or as another kind, dtype or shape). */
+static int differs(const rank_list *a, const rank_list *b, const char *name)
+{
+    return !same_registration(find_any_kind(a, name), find_any_kind(b, name));
+}
+
+/* How many OTHER_NAMES_SHOWN names follow the first variable's. */
+#define OTHER_NAMES_SHOWN 4
+
+/* The variables other than `name` that rank 0 and rank r register
+ * otherwise, rank 0's first, each once: how many, and (with `b`) the
+ * first `show` of them appended as "'a', 'b'". */
+static size_t other_differences(const rank_list *lists, int r, const char *name,
+                                ckpt_buf *b, size_t show, int *err)
+{
+    const rank_list *sides[2] = {&lists[0], &lists[r]};
+    size_t count = 0;
+    for (int side = 0; side < 2; side++)
+        for (size_t i = 0; i < sides[side]->n; i++) {
+            const char *other = sides[side]->d[i].name;
+            /* a name rank 0 registered is counted from rank 0's side */
+            if (strcmp(other, name) == 0 ||
+                (side == 1 && find_any_kind(&lists[0], other)) ||
+                !differs(&lists[0], &lists[r], other))
+                continue;
+            if (b && count < show && *err == 0)
+                *err = ckpt__buf_printf(b, "%s'%s'", count ? ", " : "", other);
+            count++;
+        }
+    return count;
+}
+
+/* "; 2 other variables differ between rank 0 and rank 1 too: 'a', 'b'"
+ * (up to OTHER_NAMES_SHOWN named, then how many more), or nothing when
+ * `name` is the only one. */
+static int describe_other_differences(ckpt_buf *b, const rank_list *lists,
+                                      int r, const char *name)
+{
+    int err = 0;
+    size_t count = other_differences(lists, r, name, NULL, 0, &err);
+    if (count == 0)
+        return 0;
+    err = ckpt__buf_printf(b,
+                           "; %zu other variable%s between rank 0 and rank "
+                           "%d too: ",
+                           count, count == 1 ? " differs" : "s differ", r);
+    if (err == 0)
+        (void)other_differences(lists, r, name, b, OTHER_NAMES_SHOWN, &err);
+    if (err == 0 && count > OTHER_NAMES_SHOWN)
+        err = ckpt__buf_printf(b, " and %zu more", count - OTHER_NAMES_SHOWN);
+    return err;
+}
+
 /* Every rank's list against rank 0's: the same variables of each kind.
  * The first variable found registered otherwise is named with rank 0's
  * registration, the first differing rank's, and every rank that differs
- * from rank 0 on it (up to eight), so each rank reads the same verdict. */
+ * from rank 0 on it (up to eight), then the other variables that rank
+ * registered otherwise (up to four named), so each rank reads the same
+ * verdict. */
 static int compare_lists(const rank_list *lists, int size)
 {
     ckpt_buf b = CKPT_BUF_INIT;
@@ -484,7 +540,11 @@ static int compare_lists(const rank_list *lists, int size)
     if (err == 0 && listed > 8)
         err = ckpt__buf_printf(&b, " and %d more", listed - 8);
     if (err == 0)
-        err = ckpt__error(CKPT_EINVAL, "%s); %s", b.ptr, SAME_LISTS_HINT);
+        err = ckpt__buf_printf(&b, ")");
+    if (err == 0)
+        err = describe_other_differences(&b, lists, first, name);
+    if (err == 0)
+        err = ckpt__error(CKPT_EINVAL, "%s; %s", b.ptr, SAME_LISTS_HINT);
     ckpt_buf_dispose(&b);
     return err;
 }

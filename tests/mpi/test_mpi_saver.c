@@ -721,6 +721,39 @@ static void test_mismatched_lists_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* Six variables only the last rank registers: the first is described,
+ * the other five counted and the first four of them named, so a caller
+ * who forgot several registrations learns of them at once. */
+static void test_mismatch_names_other_variables(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s;
+    static float extra[6][4];
+    char needle[512];
+    if (test_size() < 2)
+        skip();
+    s = open_saver(f->dir, NULL);
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    if (test_rank() == test_size() - 1)
+        for (int i = 0; i < 6; i++) {
+            char name[8];
+            ckpt_var v;
+            snprintf(name, sizeof(name), "x%d", i);
+            v = test_float_var(name, extra[i], 4);
+            assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+        }
+    snprintf(needle, sizeof(needle),
+             "variable 'x0': rank 0 did not register it, rank %d registered "
+             "it as replicated float32 [4] (ranks that differ from rank 0 on "
+             "it: %d); 5 other variables differ between rank 0 and rank %d "
+             "too: 'x1', 'x2', 'x3', 'x4' and 1 more; register the same "
+             "variables on every rank",
+             test_size() - 1, test_size() - 1, test_size() - 1);
+    assert_ckpt_error(ckpt_mpi_saver_check(s), CKPT_EINVAL, needle);
+    ckpt_mpi_saver_free(s);
+}
+
 static void test_shape_mismatch_rejected(void **state)
 {
     fixture *f = *state;
@@ -1974,6 +2007,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_mismatched_lists_rejected, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_mismatch_names_other_variables,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_kind_mismatch_names_every_rank,
