@@ -687,22 +687,33 @@ static void test_nested_piece_rejected(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A saver on f->dir with the model registered on every rank and, on the
+ * last rank only, `n` replicated float32 [4] variables `names` (their
+ * values in `extra`). */
+static ckpt_mpi_saver *open_with_last_rank_extras(fixture *f,
+                                                  const char *const *names,
+                                                  float (*extra)[4], int n)
+{
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    for (int i = 0; test_rank() == test_size() - 1 && i < n; i++) {
+        ckpt_var v = test_float_var(names[i], extra[i], 4);
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    }
+    return s;
+}
+
 static void test_mismatched_lists_rejected(void **state)
 {
     fixture *f = *state;
+    static const char *const names[] = {"extra"};
+    static float extra[1][4];
     ckpt_mpi_saver *s;
-    float extra[4] = {0};
     char needle[4400];
     if (test_size() < 2)
         skip();
-    s = open_saver(f->dir, NULL);
-    model_fill(&f->m, test_rank(), test_size(), 1);
-    model_register(s, &f->m, 0);
-    if (test_rank() == test_size() - 1) {
-        ckpt_var v;
-        v = test_float_var("extra", extra, 4);
-        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-    }
+    s = open_with_last_rank_extras(f, names, extra, 1);
     /* the variable, rank 0's registration and the differing rank's, every
      * rank that differs, the saver's directory and what to do */
     snprintf(needle, sizeof(needle),
@@ -727,22 +738,13 @@ static void test_mismatched_lists_rejected(void **state)
 static void test_mismatch_names_other_variables(void **state)
 {
     fixture *f = *state;
-    ckpt_mpi_saver *s;
+    static const char *const names[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
     static float extra[6][4];
+    ckpt_mpi_saver *s;
     char needle[512];
     if (test_size() < 2)
         skip();
-    s = open_saver(f->dir, NULL);
-    model_fill(&f->m, test_rank(), test_size(), 1);
-    model_register(s, &f->m, 0);
-    if (test_rank() == test_size() - 1)
-        for (int i = 0; i < 6; i++) {
-            char name[8];
-            ckpt_var v;
-            snprintf(name, sizeof(name), "x%d", i);
-            v = test_float_var(name, extra[i], 4);
-            assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
-        }
+    s = open_with_last_rank_extras(f, names, extra, 6);
     snprintf(needle, sizeof(needle),
              "variable 'x0': rank 0 did not register it, rank %d registered "
              "it as replicated float32 [4] (ranks that differ from rank 0 on "
