@@ -285,7 +285,9 @@ typedef struct ckpt_saver ckpt_saver;
  *  there. Read a
  *  directory another process saves into with ckpt_latest_checkpoint and
  *  the bundle reader.
- *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory),
+ *  @return 0, CKPT_ENOTFOUND (no such directory, or not a directory:
+ *          the saver does not create it, as TensorFlow's Saver does not;
+ *          the checkpoint hook creates its own),
  *          CKPT_EBUSY (another process's saver holds it), CKPT_EINVAL,
  *          CKPT_EVERSION, or an I/O error */
 CKPT_EXTERN(int)

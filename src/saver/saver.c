@@ -118,10 +118,15 @@ int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
                 "it is in, and set the options' basename to its last part "
                 "unless that is '%s', the default)",
                 dir, CKPT__DEFAULT_BASENAME);
+        if (exists)
+            return ckpt__error(CKPT_ENOTFOUND,
+                               "checkpoint directory %s is not a directory",
+                               dir);
         return ckpt__error(CKPT_ENOTFOUND,
-                           exists ? "checkpoint directory %s is not a "
-                                    "directory"
-                                  : "checkpoint directory %s does not exist",
+                           "checkpoint directory %s does not exist (a saver "
+                           "does not create it, as TensorFlow's Saver does "
+                           "not: create it first, e.g. with mkdir -p; the "
+                           "checkpoint hook creates its own)",
                            dir);
     }
     return err;

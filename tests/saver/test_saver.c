@@ -184,7 +184,8 @@ static void test_b72_missing_directory(void **state)
     s = NULL;
     snprintf(missing, sizeof(missing), "%s/nope/deeper", f->dir);
     assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
-                      "does not exist");
+                      "nope/deeper does not exist (a saver does not create "
+                      "it, as TensorFlow's Saver does not: create it first");
     assert_null(strstr(ckpt_error_last()->message, "save_path"));
     assert_null(s);
     /* TensorFlow's save_path ("<dir>/model.ckpt") given as the directory
