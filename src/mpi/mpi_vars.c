@@ -453,7 +453,7 @@ static int differs(const rank_list *a, const rank_list *b, const char *name)
     return !same_registration(find_any_kind(a, name), find_any_kind(b, name));
 }
 
-/* How many OTHER_NAMES_SHOWN names follow the first variable's. */
+/* How many of the other variables registered otherwise are named. */
 #define OTHER_NAMES_SHOWN 4
 
 /* The variables other than `name` that rank 0 and rank r register
