@@ -25,7 +25,9 @@
  * the kernel's copy there was measured slow (ckpt__aliased_reads_bounce,
  * io/alias_probe.c), which are then copied on with the CRC fused into the
  * copy (ckpt__crc32c_copy); every other piece is read straight into its
- * destination. The cold path
+ * destination, except where the kernel's first write into a page of the
+ * program's memory is slow (ckpt__first_touch_bounces, io/touch_probe.c):
+ * there every piece of the 256 KiB path bounces the same way. The cold path
  * reads aliasing destinations straight too: its scratch would be a whole
  * request, out of the CPU's cache, and the bounce an extra pass over
  * memory (plus the scratch's page faults) that costs more than the slower
@@ -59,6 +61,9 @@ typedef struct bstream {
                        through scratch) */
     int bounce;     /* aliasing destinations bounce through scratch (not
                        cold, and slow here: ckpt__aliased_reads_bounce) */
+    int bounce_all; /* every destination does (not cold, and the kernel's
+                       first write into them slow here:
+                       ckpt__first_touch_bounces) */
     pthread_mutex_t mu;
     size_t ext_i; /* the next piece: extent and offset in it */
     uint64_t off;
@@ -167,7 +172,7 @@ static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
 }
 
 /* Claim, read and checksum until nothing is left or a read fails;
- * `scratch` (page-aligned, s->request + CKPT__SCRATCH_PAGE bytes)
+ * `scratch` (page-aligned, the largest claim's bytes + CKPT__SCRATCH_PAGE)
  * receives the parts of extents without a destination and of those whose
  * destination aliases, at the claim's file offset's place in a page
  * (ckpt__scratch_for) and each part after the one before it. */
@@ -186,8 +191,9 @@ static void work(bstream *s, uint8_t *scratch)
             uint64_t at = e->offset + c.p[k].off;
             int bounce;
             dst[k] = e->dst ? (uint8_t *)e->dst + c.p[k].off : NULL;
-            bounce = dst[k] && scratch && s->bounce &&
-                     ckpt__read_aliases(dst[k], at);
+            bounce = dst[k] && scratch &&
+                     (s->bounce_all ||
+                      (s->bounce && ckpt__read_aliases(dst[k], at)));
             iov[k].base = dst[k] && !bounce ? dst[k] : base + (at - c.at);
             iov[k].len = c.p[k].len;
             if (!bounce)
@@ -232,15 +238,16 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset)
     return scratch + file_offset % CKPT__SCRATCH_PAGE;
 }
 
-/* Whether the extents hold more than one request's bytes (worth a second
- * thread). */
-static int two_requests_or_more(const ckpt__extent *ext, size_t n,
-                                size_t request)
+/* The bytes the extents hold, counted until they pass `request` (more
+ * than one request's bytes are worth a second thread; fewer bound what a
+ * claim, and so a scratch buffer, holds). */
+static uint64_t bytes_past_request(const ckpt__extent *ext, size_t n,
+                                   size_t request)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < n && bytes <= request; i++)
         bytes += ext[i].size;
-    return bytes > request;
+    return bytes;
 }
 
 int ckpt__read_aliases(const void *dst, uint64_t file_offset)
@@ -261,14 +268,15 @@ static int any_aliases(const ckpt__extent *ext, size_t n)
     return 0;
 }
 
-/* Whether some piece goes through a scratch buffer: an extent without a
- * destination, or, with `bounce`, one whose destination aliases its file
- * offset. */
-static int needs_scratch(const ckpt__extent *ext, size_t n, int bounce)
+/* Whether some piece goes through a scratch buffer: any, with
+ * `bounce_all`; else an extent without a destination, or, with `bounce`,
+ * one whose destination aliases its file offset. */
+static int needs_scratch(const ckpt__extent *ext, size_t n, int bounce,
+                         int bounce_all)
 {
     for (size_t i = 0; i < n; i++)
         if (ext[i].size > 0 &&
-            (!ext[i].dst ||
+            (bounce_all || !ext[i].dst ||
              (bounce && ckpt__read_aliases(ext[i].dst, ext[i].offset))))
             return 1;
     return 0;
@@ -284,8 +292,14 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
     int cold = request > CKPT__BUFFERED_PIECE;
-    int bounce = !cold && any_aliases(ext, n) && ckpt__aliased_reads_bounce();
-    int scratched = needs_scratch(ext, n, bounce);
+    int bounce_all = !cold && ckpt__first_touch_bounces();
+    int bounce = !cold && !bounce_all && any_aliases(ext, n) &&
+                 ckpt__aliased_reads_bounce();
+    int scratched = needs_scratch(ext, n, bounce, bounce_all);
+    uint64_t bytes = bytes_past_request(ext, n, request);
+    int helped = threads > 1 && bytes > request;
+    /* a claim holds at most this */
+    size_t claim_max = bytes < request ? (size_t)bytes : request;
     int started = 0;
     int err = 0;
 
@@ -301,8 +315,9 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.request = request;
     s.cold = cold;
     s.bounce = bounce;
-    for (int t = 0; scratched && t < 2; t++) {
-        raw[t] = ckpt__malloc(request + 2 * CKPT__SCRATCH_PAGE);
+    s.bounce_all = bounce_all;
+    for (int t = 0; scratched && t < 1 + helped; t++) {
+        raw[t] = ckpt__malloc(claim_max + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)
             return ckpt__error_oom();
         if (raw[t])
@@ -311,8 +326,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
                                       CKPT__SCRATCH_PAGE;
     }
     pthread_mutex_init(&s.mu, NULL);
-    if (threads > 1 && two_requests_or_more(ext, n, request) &&
-        (!scratched || scratch[1])) {
+    if (helped && (!scratched || scratch[1])) {
         h.s = &s;
         h.scratch = scratch[1];
         started = ckpt__thread_create(&helper, helper_main, &h) == 0;
@@ -466,7 +480,7 @@ static void stream_read(squeue *q, int helped)
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads)
 {
     uint64_t bytes = 0;
-    if (threads < 2)
+    if (threads < 2 || ckpt__first_touch_bounces())
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].size > 0 && !ext[i].dst)

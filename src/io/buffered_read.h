@@ -103,6 +103,31 @@ double ckpt__aliased_read_ratio(void);
  * to the probe's. */
 void ckpt__aliased_reads_force(int bounce);
 
+/* The kernel's first copy into pages the program has written, over its
+ * next copy into them, from this many times up (best times), makes the
+ * 256 KiB path bounce every piece (ckpt__first_touch_bounces): the VM it
+ * was found on measured 7-10x, other machines about 1x. */
+#define CKPT__FIRST_TOUCH_SLOW 3.0
+
+/* Whether the 256 KiB path reads every piece that has a destination into
+ * scratch at its file offset's place in a page and copies it on with the
+ * CRC fused into the copy, because the kernel's first write into a page of
+ * the program's memory was measured CKPT__FIRST_TOUCH_SLOW times slower
+ * than its next (io/touch_probe.c, once per process; 0 where it could not
+ * be measured). Where it does, the streamed path is not used either
+ * (ckpt__stream_suits): its long requests land straight in the
+ * variables. */
+int ckpt__first_touch_bounces(void);
+
+/* The probe's measurement: the kernel's first copy into fresh pages the
+ * program wrote over its second copy into them (best of several); 0 when
+ * it could not be measured. */
+double ckpt__first_touch_ratio(void);
+
+/* Tests: 1 or 0 fixes ckpt__first_touch_bounces's answer, -1 returns it to
+ * the probe's. */
+void ckpt__first_touch_force(int bounce);
+
 /* How many threads the buffered path may use with `fs`: 2 when `fs`
  * allows concurrent preads (it offers open_read_direct, whose contract
  * says so) and this process may run on at least two CPUs, else 1. */
@@ -155,8 +180,9 @@ int ckpt__read_extents_streamed(const ckpt_fs *fs, ckpt_file *file,
 void ckpt__streamed_alone_force(int alone);
 
 /* Whether the streamed path suits these extents with `threads` threads:
- * two threads, every extent with a destination, and
- * CKPT__STREAM_MIN_BYTES or more in all. */
+ * two threads, every extent with a destination, CKPT__STREAM_MIN_BYTES
+ * or more in all, and a machine where the kernel's first write into the
+ * program's pages is not slow (ckpt__first_touch_bounces). */
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads);
 
 /* Read the extents (sorted by offset, not overlapping; checked by the

@@ -167,16 +167,27 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
     /* (the probe runs for this line only when it is logged) */
     if (rep->mode == CKPT__READ_BUFFERED &&
         rep->piece_bytes == CKPT__BUFFERED_PIECE && s->opts.log &&
-        CKPT_LOG_DEBUG >= ckpt__log_min_level(s->opts.log_level))
-        CKPT__SAVER_LOG(
-            s, CKPT_LOG_DEBUG,
-            "restore %s: a variable just past its record's place in a page "
-            "is read %s (the kernel's copy there: %.2fx an aligned one)",
-            prefix,
-            ckpt__aliased_reads_bounce()
-                ? "through a buffer at that place and copied on"
-                : "straight into it",
-            ckpt__aliased_read_ratio());
+        CKPT_LOG_DEBUG >= ckpt__log_min_level(s->opts.log_level)) {
+        if (ckpt__first_touch_bounces())
+            CKPT__SAVER_LOG(
+                s, CKPT_LOG_DEBUG,
+                "restore %s: every piece is read into a buffer at its "
+                "record's place in a page and copied on (the kernel's first "
+                "copy into the program's pages: %.2fx its next)",
+                prefix, ckpt__first_touch_ratio());
+        else
+            CKPT__SAVER_LOG(
+                s, CKPT_LOG_DEBUG,
+                "restore %s: a variable just past its record's place in a "
+                "page is read %s (the kernel's copy there: %.2fx an aligned "
+                "one; its first copy into the program's pages: %.2fx its "
+                "next)",
+                prefix,
+                ckpt__aliased_reads_bounce()
+                    ? "through a buffer at that place and copied on"
+                    : "straight into it",
+                ckpt__aliased_read_ratio(), ckpt__first_touch_ratio());
+    }
     if (rep->probed || rep->remembered)
         CKPT__SAVER_LOG(
             s, CKPT_LOG_DEBUG,

@@ -6,7 +6,9 @@
  * main() applies the fault around the process's one probe, before any
  * test runs, and lifts it again. The probe then measures nothing (ratio
  * 0) and the buffered path bounces every piece whose destination aliases
- * its file offset, the choice made before the probe existed: the preads
+ * its file offset, the choice made before the probe existed (the probe of
+ * the kernel's first write into the program's pages, io/touch_probe.c,
+ * fails alike and bounces nothing more): the preads
  * land in scratch at the file offset's place in a page, none in the
  * destination, and the bytes and CRCs come out exact, through
  * ckpt__read_extents_buffered on one and two threads and through a
@@ -29,8 +31,9 @@
 
 #define PIECE ((uint64_t)CKPT__BUFFERED_PIECE)
 
-/* What the probe measured, with the fault in place (main). */
+/* What the probes measured, with the fault in place (main). */
 static double probed_ratio = -1.0;
+static double probed_first_touch = -1.0;
 static const char *fault_name = "memfd_create failing (EMFILE)";
 
 /* Counts the preads whose buffer sits at another place in a page than the
@@ -58,6 +61,9 @@ static void test_probe_measured_nothing(void **state)
     assert_true(probed_ratio == 0.0);
     assert_true(ckpt__aliased_read_ratio() == 0.0); /* once per process */
     assert_int_equal(ckpt__aliased_reads_bounce(), 1);
+    assert_true(probed_first_touch == 0.0);
+    assert_true(ckpt__first_touch_ratio() == 0.0);
+    assert_int_equal(ckpt__first_touch_bounces(), 0);
 }
 
 /* A destination 16 bytes ahead of its file offset (glibc's large blocks)
@@ -158,6 +164,7 @@ int main(int argc, char **argv)
         return 1;
     }
     probed_ratio = ckpt__aliased_read_ratio();
+    probed_first_touch = ckpt__first_touch_ratio();
     if (setrlimit(resource, &old) != 0) {
         perror("setrlimit");
         return 1;

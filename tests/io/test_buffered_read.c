@@ -9,7 +9,9 @@
  * failure on either thread) reported once with its message; a file ending
  * inside an extent; scratch buffers taking each piece at its file
  * offset's place in a page; a destination that would alias its file
- * offset modulo 4 KiB filled through scratch; the cold path
+ * offset modulo 4 KiB filled through scratch, and every destination where
+ * the kernel's first write into the program's pages is slow (and that
+ * probe); the cold path
  * (ckpt__read_extents_cold): requests spanning extents with preadv, or
  * preads without it, and the end of the file met inside one; the cold
  * path chosen by the device's read-ahead; the streamed path
@@ -363,6 +365,7 @@ static void test_aliasing_destination_bounced(void **state)
     ext[1].offset = 100 + len;
     ext[1].size = len;
     ext[1].dst = plain_dst;
+    ckpt__first_touch_force(0); /* else every piece bounces (below) */
     ckpt__aliased_reads_force(1);
     assert_int_equal(ckpt__aliased_reads_bounce(), 1);
     for (int threads = 1; threads <= 2; threads++) {
@@ -408,6 +411,7 @@ static void test_aliasing_destination_bounced(void **state)
         }
         witness_dispose(&w);
     }
+    ckpt__first_touch_force(-1);
     free(pages);
 }
 
@@ -432,6 +436,7 @@ static void test_aliasing_destination_straight(void **state)
     ext[0].offset = 100;
     ext[0].size = len;
     ext[0].dst = alias_dst;
+    ckpt__first_touch_force(0);
     ckpt__aliased_reads_force(0);
     assert_int_equal(ckpt__aliased_reads_bounce(), 0);
     for (int threads = 1; threads <= 2; threads++) {
@@ -450,7 +455,93 @@ static void test_aliasing_destination_straight(void **state)
         witness_dispose(&w);
     }
     ckpt__aliased_reads_force(-1);
+    ckpt__first_touch_force(-1);
     free(pages);
+}
+
+/* Where the kernel's first write into the program's pages is slow (forced
+ * here), the 256 KiB path reads every piece into scratch at its file
+ * offset's place in a page and copies it on, whatever the destination's
+ * place (aligned with the file, 16 bytes ahead, elsewhere): no pread lands
+ * in a destination; bytes and CRCs right on one thread and two. The cold
+ * path still reads straight into the destinations. */
+static void test_first_touch_bounces_every_piece(void **state)
+{
+    fixture *f = *state;
+    const size_t len = (size_t)(2 * PIECE + 777);
+    const size_t stride = (len + 8192 + 4095) / 4096 * 4096;
+    uint8_t *pages = aligned_alloc(4096, 3 * stride);
+    ckpt__extent ext[3];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    unsigned n;
+    assert_non_null(pages);
+    memset(ext, 0, sizeof(ext));
+    for (int k = 0; k < 3; k++) {
+        ext[k].offset = 100 + (uint64_t)k * len;
+        ext[k].size = len;
+    }
+    ext[0].dst = pages + ext[0].offset % 4096;               /* in step */
+    ext[1].dst = pages + stride + ext[1].offset % 4096 + 16; /* aliasing */
+    ext[2].dst = pages + 2 * stride + 1000;                  /* elsewhere */
+    assert_true(ckpt__read_aliases(ext[1].dst, ext[1].offset));
+    assert_false(ckpt__read_aliases(ext[2].dst, ext[2].offset));
+    ckpt__first_touch_force(1);
+    ckpt__aliased_reads_force(0);
+    assert_int_equal(ckpt__first_touch_bounces(), 1);
+    for (int threads = 1; threads <= 2; threads++) {
+        witness_init(&w);
+        memset(pages, GUARD_BYTE, 3 * stride);
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(ckpt__read_extents_buffered(&w.fwd.fs, file, f->path,
+                                                   ext, 3, threads));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        ext_check(f->data, ext, 3);
+        n = atomic_load(&w.logged);
+        assert_int_equal(n, 9); /* two whole pieces and the rest, each */
+        for (unsigned i = 0; i < n; i++) {
+            uintptr_t b = w.log[i].buf;
+            assert_true(b < (uintptr_t)pages ||
+                        b >= (uintptr_t)pages + 3 * stride);
+            assert_int_equal(b % 4096, w.log[i].off % 4096);
+        }
+        witness_dispose(&w);
+    }
+    witness_init(&w);
+    memset(pages, GUARD_BYTE, 3 * stride);
+    assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+    assert_ckpt_ok(
+        ckpt__read_extents_cold(&w.fwd.fs, file, f->path, ext, 3, 2));
+    w.fwd.fs.close(file, w.fwd.fs.payload);
+    ext_check(f->data, ext, 3);
+    n = atomic_load(&w.logged);
+    assert_int_equal(n, 3); /* one request, a buffer per extent */
+    for (unsigned i = 0; i < n; i++) {
+        int k = (int)((w.log[i].off - 100) / len);
+        assert_int_equal(w.log[i].buf, (uintptr_t)ext[k].dst +
+                                           (w.log[i].off - ext[k].offset));
+    }
+    witness_dispose(&w);
+    ckpt__aliased_reads_force(-1);
+    ckpt__first_touch_force(-1);
+    free(pages);
+}
+
+/* The probe of the kernel's first write into the program's pages: a ratio
+ * measured (memfd is there on Linux) and the answer it gives, 1 from
+ * CKPT__FIRST_TOUCH_SLOW on. */
+static void test_first_touch_probe_measures(void **state)
+{
+    double ratio = ckpt__first_touch_ratio();
+    (void)state;
+    ckpt__first_touch_force(-1);
+    assert_true(ratio > 0.0);
+    assert_int_equal(ckpt__first_touch_bounces(),
+                     ratio >= CKPT__FIRST_TOUCH_SLOW);
+    print_message("the kernel's first copy into the program's pages: %.2fx "
+                  "its next; pieces %s\n",
+                  ratio,
+                  ckpt__first_touch_bounces() ? "all bounced" : "straight");
 }
 
 /* The probe of this machine's kernel copy: a ratio measured (memfd is
@@ -877,6 +968,9 @@ static void test_stream_suits(void **state)
         {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
     };
     (void)state;
+    ckpt__first_touch_force(1); /* long requests would land straight */
+    assert_false(ckpt__stream_suits(ext, 3, 2));
+    ckpt__first_touch_force(0);
     assert_true(ckpt__stream_suits(ext, 3, 2));
     assert_false(ckpt__stream_suits(ext, 3, 1));
     assert_false(ckpt__stream_suits(ext, 2, 2)); /* half the bytes */
@@ -885,6 +979,7 @@ static void test_stream_suits(void **state)
     ext[2].size++;
     ext[2].dst = NULL;
     assert_false(ckpt__stream_suits(ext, 3, 2)); /* a check, not a restore */
+    ckpt__first_touch_force(-1);
 }
 
 /* A file of CKPT__STREAM_MIN_BYTES just evicted from the page cache, read
@@ -892,8 +987,10 @@ static void test_stream_suits(void **state)
  * (a restore): on a device that reads far ahead, with two CPUs, by the
  * streamed path, reported as such (up to CKPT__STREAM_MAX_REQUEST a
  * read); the same file checked without destinations keeps the 256 KiB
- * pieces. Elsewhere (tmpfs, a small read-ahead, one CPU) only the bytes
- * are checked, and the test says so. */
+ * pieces, and so does the restore where the kernel's first write into
+ * the program's pages is slow (forced in the third round). Elsewhere
+ * (tmpfs, a small read-ahead, one CPU) only the bytes are checked, and the
+ * test says so. */
 static void test_streamed_chosen_for_cold_restore(void **state)
 {
     fixture *f = *state;
@@ -908,7 +1005,8 @@ static void test_streamed_chosen_for_cold_restore(void **state)
     test_fill_random(data, size, 13);
     snprintf(path, sizeof(path), "%s/cold-long", f->dir);
     test_write_file(path, data, size);
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
+        ckpt__first_touch_force(round == 2);
         fd = open(path, O_RDONLY);
         assert_true(fd >= 0);
         assert_int_equal(fdatasync(fd), 0);
@@ -916,7 +1014,7 @@ static void test_streamed_chosen_for_cold_restore(void **state)
         close(fd);
         ext[0] = (ckpt__extent){0, size / 2, NULL, 0};
         ext[1] = (ckpt__extent){size / 2, size / 2, NULL, 0};
-        if (round == 0)
+        if (round != 1)
             ext_give_destinations(ext, 2, NULL);
         memset(&rep, 0, sizeof(rep));
         assert_ckpt_ok(ckpt__read_extents(NULL, path, NULL, ext, 2, &rep));
@@ -931,13 +1029,14 @@ static void test_streamed_chosen_for_cold_restore(void **state)
             assert_int_equal(rep.streamed, 1);
             assert_int_equal(rep.piece_bytes, CKPT__STREAM_MAX_REQUEST);
             assert_int_equal(rep.readers, 1);
-        } else { /* a check: no destinations */
+        } else { /* a check (no destinations), or first writes slow */
             assert_int_equal(rep.streamed, 0);
             assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
         }
-        if (round == 0)
+        if (round != 1)
             ext_free_destinations(ext, 2);
     }
+    ckpt__first_touch_force(-1);
     free(data);
 }
 
@@ -1007,6 +1106,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_aliasing_destination_straight,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_touch_bounces_every_piece,
+                                        setup, teardown),
+        cmocka_unit_test(test_first_touch_probe_measures),
         cmocka_unit_test(test_alias_probe_measures),
         cmocka_unit_test_setup_teardown(test_posix_default_threads, setup,
                                         teardown),

@@ -1,0 +1,144 @@
+/* io/touch_probe.c - ckpt__first_touch_bounces: whether the page-cache
+ * path reads every piece through scratch and copies it on, because the
+ * kernel's first write into a page of the program's memory is slow on this
+ * machine. Measured once per process.
+ *
+ * A restore's variables were written by the program (initialised) but,
+ * in the usual restore at start-up, never yet by the kernel. On most
+ * machines the kernel's copy into them then runs as fast as into any
+ * other memory. On some virtual machines it does not: on an AMD EPYC VM
+ * (a Firecracker guest, kernel 6.18) the kernel's first pread into a page
+ * the program had already written cost about 5 us a page, 84-102 ms for
+ * 64 MiB in 256 KiB preads against 8-11 ms for the same preads again,
+ * and the first restore of a process ran at 0.13-0.19x a read() of the
+ * file (every later one near 1x); on huge pages (MADV_HUGEPAGE) the
+ * difference vanished (9.3 ms, then 9.0). The program's own stores into
+ * those pages pay nothing of the kind. So there a piece read into a
+ * scratch buffer the kernel has written before, then copied on by the
+ * program with its CRC fused into the copy (ckpt__crc32c_copy), restores
+ * the variables 5-8x faster the first time, and costs a restore into
+ * variables the kernel has written before 0-20%; the first is the restore
+ * a program does.
+ *
+ * The probe: an in-memory file (memfd: the same kernel copy as a
+ * page-cache read, no disk) of PROBE_BYTES; PROBE_ROUNDS times, fresh
+ * plain pages (MADV_NOHUGEPAGE) written by this thread, then two preads of
+ * the file into them, timed; the best first over the best second is the
+ * ratio, and the bounce is used from CKPT__FIRST_TOUCH_SLOW up. Where it
+ * cannot be measured (no memfd, a file-size limit) pieces are read
+ * straight, the choice made before this probe existed. Buffers are
+ * mapped, not taken from the library's allocator, whose failures
+ * (injected in tests) belong to the operations that allocate. */
+#include "buffered_read.h"
+
+#include "common/internal.h"
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROBE_BYTES CKPT__BUFFERED_PIECE
+#define PROBE_ROUNDS 3
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static double probed_ratio; /* first / second; 0: not measured */
+static atomic_int forced = -1;
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds one pread of the whole file into `dst` took; -1 when it read
+ * less. */
+static double timed_read(int fd, uint8_t *dst)
+{
+    double t0 = seconds_now();
+    ssize_t got = pread(fd, dst, PROBE_BYTES, 0);
+    double dt = seconds_now() - t0;
+    return got == (ssize_t)PROBE_BYTES ? dt : -1.0;
+}
+
+/* One round into fresh pages: the first and the second pread's seconds
+ * into *first and *again (kept when better than what they hold, or when
+ * they hold -1); 0, or -1 when a mapping or a read failed. */
+static int round_once(int fd, double *first, double *again)
+{
+    uint8_t *pages = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    double t1, t2;
+    if (pages == MAP_FAILED)
+        return -1;
+#ifdef MADV_NOHUGEPAGE
+    (void)madvise(pages, PROBE_BYTES, MADV_NOHUGEPAGE);
+#endif
+    memset(pages, 0x5a, PROBE_BYTES); /* written by the program first */
+    t1 = timed_read(fd, pages);
+    t2 = timed_read(fd, pages);
+    munmap(pages, PROBE_BYTES);
+    if (t1 < 0 || t2 < 0)
+        return -1;
+    if (*first < 0 || t1 < *first)
+        *first = t1;
+    if (*again < 0 || t2 < *again)
+        *again = t2;
+    return 0;
+}
+
+static void measure(void)
+{
+    double first = -1.0, again = -1.0;
+    size_t written;
+    uint8_t *content;
+    /* off 0-2, as every descriptor the library opens */
+    int fd = ckpt__posix_fd_off_stdio(
+        memfd_create("ckpt-first-touch-probe", MFD_CLOEXEC));
+    if (fd < 0)
+        return;
+    content = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (content == MAP_FAILED) {
+        close(fd);
+        return;
+    }
+    for (size_t i = 0; i < PROBE_BYTES; i++)
+        content[i] = (uint8_t)(i * 151u + (i >> 12));
+    if (ckpt__write_all_no_signal(fd, content, PROBE_BYTES, SIGXFSZ, EFBIG,
+                                  &written) == 0 &&
+        timed_read(fd, content) >= 0) { /* the file's pages, warm */
+        int r = 0;
+        while (r < PROBE_ROUNDS && round_once(fd, &first, &again) == 0)
+            r++;
+        if (r == PROBE_ROUNDS && first > 0 && again > 0)
+            probed_ratio = first / again;
+    }
+    munmap(content, PROBE_BYTES);
+    close(fd);
+}
+
+double ckpt__first_touch_ratio(void)
+{
+    pthread_once(&probe_once, measure);
+    return probed_ratio;
+}
+
+int ckpt__first_touch_bounces(void)
+{
+    int f = atomic_load(&forced);
+    if (f >= 0)
+        return f;
+    return ckpt__first_touch_ratio() >= CKPT__FIRST_TOUCH_SLOW;
+}
+
+void ckpt__first_touch_force(int bounce)
+{
+    atomic_store(&forced, bounce < 0 ? -1 : bounce != 0);
+}
