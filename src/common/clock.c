@@ -1,5 +1,6 @@
 /* common/clock.c - the system clock, the NULL-tolerant accessors of
- * ckpt_clock and the check of a caller's clock. */
+ * ckpt_clock, the check of a caller's clock, and the monotonic seconds
+ * the library's own measurements time with (ckpt__seconds_now). */
 #include "ckpt/clock.h"
 #include "internal.h"
 
@@ -11,6 +12,11 @@ static double system_monotonic(void *payload)
     (void)payload;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double ckpt__seconds_now(void)
+{
+    return system_monotonic(NULL);
 }
 
 static double system_wall(void *payload)

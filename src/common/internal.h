@@ -232,6 +232,10 @@ int ckpt__seconds_check(double seconds, const char *what, const char *name);
 /* A timeout below 0 (no limit), or past about 30 years, which a deadline
  * cannot hold (time_t from such a double is undefined): -1; else it. */
 double ckpt__timeout_or_unbounded(double seconds);
+
+/* CLOCK_MONOTONIC in seconds: what the library's own measurements of this
+ * machine (probes, timed pieces) time with, whatever clock a caller set. */
+double ckpt__seconds_now(void);
 /* `defaults` (`size` bytes: the current struct) into `dst`, then the first
  * `known` bytes of `src` (what the caller's version of the struct has)
  * over them, so fields added after the caller's version keep defaults. */

@@ -35,7 +35,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PROBE_BYTES CKPT__BUFFERED_PIECE
@@ -48,19 +47,12 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static double probed_ratio; /* aliased / aligned; 0: not measured */
 static atomic_int forced = -1;
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Best time of one pread of the whole file into `dst`, so far `best`. */
 static double timed_read(int fd, uint8_t *dst, double best)
 {
-    double t0 = seconds_now();
+    double t0 = ckpt__seconds_now();
     ssize_t got = pread(fd, dst, PROBE_BYTES, 0);
-    double dt = seconds_now() - t0;
+    double dt = ckpt__seconds_now() - t0;
     if (got != (ssize_t)PROBE_BYTES)
         return -1.0;
     return best < 0 || dt < best ? dt : best;

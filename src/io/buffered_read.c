@@ -26,8 +26,10 @@
  * io/alias_probe.c), which are then copied on with the CRC fused into the
  * copy (ckpt__crc32c_copy); every other piece is read straight into its
  * destination, except where the kernel's first write into a page of the
- * program's memory is slow (ckpt__first_touch_bounces, io/touch_probe.c):
- * there every piece of the 256 KiB path bounces the same way. The cold path
+ * program's memory is slow (ckpt__first_touch_mode, io/touch_probe.c):
+ * there pieces go straight, each long one timed, until one shows such a
+ * first write; the rest of the read's pieces then bounce the same way.
+ * The cold path
  * reads aliasing destinations straight too: its scratch would be a whole
  * request, out of the CPU's cache, and the bounce an extra pass over
  * memory (plus the scratch's page faults) that costs more than the slower
@@ -61,9 +63,11 @@ typedef struct bstream {
                        through scratch) */
     int bounce;     /* aliasing destinations bounce through scratch (not
                        cold, and slow here: ckpt__aliased_reads_bounce) */
-    int bounce_all; /* every destination does (not cold, and the kernel's
-                       first write into them slow here:
-                       ckpt__first_touch_bounces) */
+    int touch;      /* CKPT__TOUCH_*: every destination bounces too
+                       (BOUNCED), or pieces go straight, the long ones
+                       timed, until one shows the kernel's first write
+                       (TIMED, then BOUNCED; not cold, and such writes
+                       slow here: ckpt__first_touch_mode) */
     pthread_mutex_t mu;
     size_t ext_i; /* the next piece: extent and offset in it */
     uint64_t off;
@@ -185,22 +189,36 @@ static void work(bstream *s, uint8_t *scratch)
         uint8_t *dst[CLAIM_PARTS];
         uint32_t crc[CLAIM_PARTS];
         uint8_t *base = scratch ? ckpt__scratch_for(scratch, c.at) : NULL;
+        int timed = 0; /* a straight part decides s->touch */
+        double t0 = 0.0;
         int err;
         for (int k = 0; k < c.n; k++) {
             const ckpt__extent *e = &s->ext[c.p[k].i];
             uint64_t at = e->offset + c.p[k].off;
-            int bounce;
+            int bounce = 0;
             dst[k] = e->dst ? (uint8_t *)e->dst + c.p[k].off : NULL;
-            bounce = dst[k] && scratch &&
-                     (s->bounce_all ||
-                      (s->bounce && ckpt__read_aliases(dst[k], at)));
+            if (dst[k] && scratch) {
+                bounce = (s->bounce && ckpt__read_aliases(dst[k], at)) ||
+                         s->touch == CKPT__TOUCH_BOUNCED;
+                timed |= !bounce && s->touch == CKPT__TOUCH_TIMED &&
+                         c.p[k].len >= CKPT__TOUCH_TIMED_MIN;
+            }
             iov[k].base = dst[k] && !bounce ? dst[k] : base + (at - c.at);
             iov[k].len = c.p[k].len;
             if (!bounce)
                 dst[k] = NULL; /* nothing to copy on */
         }
         pthread_mutex_unlock(&s->mu);
+        if (timed)
+            t0 = ckpt__seconds_now();
         err = read_claim(s, &c, iov);
+        if (timed && err == 0) {
+            double dt = ckpt__seconds_now() - t0;
+            pthread_mutex_lock(&s->mu);
+            if (dt > ckpt__first_touch_limit_s(c.len))
+                s->touch = CKPT__TOUCH_BOUNCED;
+            pthread_mutex_unlock(&s->mu);
+        }
         for (int k = 0; err == 0 && k < c.n; k++) {
             const ckpt__extent *e = &s->ext[c.p[k].i];
             crc[k] = ckpt__crc32c_combine(
@@ -268,15 +286,15 @@ static int any_aliases(const ckpt__extent *ext, size_t n)
     return 0;
 }
 
-/* Whether some piece goes through a scratch buffer: any, with
- * `bounce_all`; else an extent without a destination, or, with `bounce`,
- * one whose destination aliases its file offset. */
+/* Whether some piece may go through a scratch buffer: any, unless
+ * `touch` is CKPT__TOUCH_STRAIGHT; else an extent without a destination,
+ * or, with `bounce`, one whose destination aliases its file offset. */
 static int needs_scratch(const ckpt__extent *ext, size_t n, int bounce,
-                         int bounce_all)
+                         int touch)
 {
     for (size_t i = 0; i < n; i++)
         if (ext[i].size > 0 &&
-            (bounce_all || !ext[i].dst ||
+            (touch != CKPT__TOUCH_STRAIGHT || !ext[i].dst ||
              (bounce && ckpt__read_aliases(ext[i].dst, ext[i].offset))))
             return 1;
     return 0;
@@ -292,10 +310,9 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
     int cold = request > CKPT__BUFFERED_PIECE;
-    int bounce_all = !cold && ckpt__first_touch_bounces();
-    int bounce = !cold && !bounce_all && any_aliases(ext, n) &&
-                 ckpt__aliased_reads_bounce();
-    int scratched = needs_scratch(ext, n, bounce, bounce_all);
+    int touch = cold ? CKPT__TOUCH_STRAIGHT : ckpt__first_touch_mode();
+    int bounce = !cold && any_aliases(ext, n) && ckpt__aliased_reads_bounce();
+    int scratched = needs_scratch(ext, n, bounce, touch);
     uint64_t bytes = bytes_past_request(ext, n, request);
     int helped = threads > 1 && bytes > request;
     /* a claim holds at most this */
@@ -315,7 +332,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.request = request;
     s.cold = cold;
     s.bounce = bounce;
-    s.bounce_all = bounce_all;
+    s.touch = touch;
     for (int t = 0; scratched && t < 1 + helped; t++) {
         raw[t] = ckpt__malloc(claim_max + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)
@@ -480,7 +497,7 @@ static void stream_read(squeue *q, int helped)
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads)
 {
     uint64_t bytes = 0;
-    if (threads < 2 || ckpt__first_touch_bounces())
+    if (threads < 2 || ckpt__first_touch_mode() != CKPT__TOUCH_STRAIGHT)
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].size > 0 && !ext[i].dst)

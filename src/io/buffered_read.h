@@ -105,28 +105,59 @@ void ckpt__aliased_reads_force(int bounce);
 
 /* The kernel's first copy into pages the program has written, over its
  * next copy into them, from this many times up (best times), makes the
- * 256 KiB path bounce every piece (ckpt__first_touch_bounces): the VM it
- * was found on measured 7-10x, other machines about 1x. */
+ * 256 KiB path time its first piece (ckpt__first_touch_mode): the VM it
+ * was found on measured 16-29x; where the first write costs nothing more,
+ * the two are the same copy (about 1x). */
 #define CKPT__FIRST_TOUCH_SLOW 3.0
 
-/* Whether the 256 KiB path reads every piece that has a destination into
- * scratch at its file offset's place in a page and copies it on with the
- * CRC fused into the copy, because the kernel's first write into a page of
- * the program's memory was measured CKPT__FIRST_TOUCH_SLOW times slower
- * than its next (io/touch_probe.c, once per process; 0 where it could not
- * be measured). Where it does, the streamed path is not used either
- * (ckpt__stream_suits): its long requests land straight in the
- * variables. */
-int ckpt__first_touch_bounces(void);
+/* How the 256 KiB path treats destinations because of the kernel's first
+ * write into the program's pages (io/touch_probe.c, measured once per
+ * process). */
+enum {
+    CKPT__TOUCH_STRAIGHT = 0, /* not slow here (or not measured): pieces
+                                 go straight into their destinations */
+    CKPT__TOUCH_BOUNCED = 1,  /* every piece with a destination is read
+                                 into scratch at its file offset's place in
+                                 a page and copied on with the CRC fused
+                                 into the copy (tests only) */
+    CKPT__TOUCH_TIMED = 2     /* slow here: pieces go straight, those of
+                                 at least CKPT__TOUCH_TIMED_MIN bytes
+                                 timed, until one took longer than
+                                 ckpt__first_touch_limit_s (the kernel's
+                                 first write there): the rest of the read
+                                 bounces as above. Straight, never-slow
+                                 pieces cost nothing; a first write found
+                                 costs one piece's; and a bounce keeps the
+                                 destination unwritten by the kernel, so
+                                 no decision is kept from one read to the
+                                 next (a piece found fast says nothing of
+                                 the others) */
+};
+
+/* A piece shorter than this is not timed (its pread's fixed cost would
+ * hide the kernel's per-page one). */
+#define CKPT__TOUCH_TIMED_MIN ((size_t)64 << 10)
+
+/* CKPT__TOUCH_TIMED where the kernel's first copy into fresh pages the
+ * program wrote was measured CKPT__FIRST_TOUCH_SLOW times slower than its
+ * next, else CKPT__TOUCH_STRAIGHT; or what a test forced. Where it is not
+ * STRAIGHT the streamed path is not used either (ckpt__stream_suits): its
+ * long requests land straight in the variables. */
+int ckpt__first_touch_mode(void);
+
+/* The time above which a pread of `bytes` straight into a destination
+ * shows a first write by the kernel: the geometric mean of the probe's
+ * first and later preads, scaled to `bytes` (0 when not measured). */
+double ckpt__first_touch_limit_s(size_t bytes);
 
 /* The probe's measurement: the kernel's first copy into fresh pages the
  * program wrote over its second copy into them (best of several); 0 when
  * it could not be measured. */
 double ckpt__first_touch_ratio(void);
 
-/* Tests: 1 or 0 fixes ckpt__first_touch_bounces's answer, -1 returns it to
- * the probe's. */
-void ckpt__first_touch_force(int bounce);
+/* Tests: a CKPT__TOUCH_* mode fixes ckpt__first_touch_mode's answer, -1
+ * returns it to the probe's. */
+void ckpt__first_touch_force(int mode);
 
 /* How many threads the buffered path may use with `fs`: 2 when `fs`
  * allows concurrent preads (it offers open_read_direct, whose contract
@@ -182,7 +213,7 @@ void ckpt__streamed_alone_force(int alone);
 /* Whether the streamed path suits these extents with `threads` threads:
  * two threads, every extent with a destination, CKPT__STREAM_MIN_BYTES
  * or more in all, and a machine where the kernel's first write into the
- * program's pages is not slow (ckpt__first_touch_bounces). */
+ * program's pages is not slow (ckpt__first_touch_mode). */
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads);
 
 /* Read the extents (sorted by offset, not overlapping; checked by the

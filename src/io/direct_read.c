@@ -28,7 +28,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define PIECE ((size_t)512 << 10)
 #define RING 8
@@ -129,13 +128,6 @@ static size_t plan_pieces(const ckpt__extent *ext, size_t n, piece *out)
     return count;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double rate(const stream *s, int m)
 {
     return s->probe_s[m] > 0 ? (double)s->probe_bytes[m] / s->probe_s[m] : 0;
@@ -176,11 +168,11 @@ static void *reader_main(void *arg)
         if (s->stop)
             break;
         pthread_mutex_unlock(&s->mu);
-        t0 = now_s();
+        t0 = ckpt__seconds_now();
         err = ckpt__fs_pread(
             s->fs, mode == CKPT__READ_BUFFERED ? s->buffered : s->file, s->path,
             s->ring[slot], s->pieces[k].len, s->pieces[k].offset, &got);
-        t0 = now_s() - t0;
+        t0 = ckpt__seconds_now() - t0;
         pthread_mutex_lock(&s->mu);
         if (k < s->probe_pieces) {
             int m = mode == CKPT__READ_BUFFERED;

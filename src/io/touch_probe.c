@@ -1,7 +1,8 @@
-/* io/touch_probe.c - ckpt__first_touch_bounces: whether the page-cache
- * path reads every piece through scratch and copies it on, because the
- * kernel's first write into a page of the program's memory is slow on this
- * machine. Measured once per process.
+/* io/touch_probe.c - ckpt__first_touch_mode: whether the page-cache path
+ * reads a piece through scratch and copies it on because the kernel's
+ * first write into a page of the program's memory is slow on this
+ * machine, and the limit that tells such a first write from a later one.
+ * Measured once per process.
  *
  * A restore's variables were written by the program (initialised) but,
  * in the usual restore at start-up, never yet by the kernel. On most
@@ -13,22 +14,26 @@
  * and the first restore of a process ran at 0.13-0.19x a read() of the
  * file (every later one near 1x); on huge pages (MADV_HUGEPAGE) the
  * difference vanished (9.3 ms, then 9.0). The program's own stores into
- * those pages pay nothing of the kind. So there a piece read into a
- * scratch buffer the kernel has written before, then copied on by the
- * program with its CRC fused into the copy (ckpt__crc32c_copy), restores
- * the variables 5-8x faster the first time, and costs a restore into
- * variables the kernel has written before 0-20%; the first is the restore
- * a program does.
+ * those pages pay nothing of the kind. There a piece read into a scratch
+ * buffer the kernel has written before, then copied on by the program
+ * with its CRC fused into the copy (ckpt__crc32c_copy), fills variables
+ * the kernel has not written 5-8x faster, and those it has (a second
+ * restore into the same memory) about 20% slower. So on such a machine a
+ * read times every long piece it reads straight into its destination
+ * (ckpt__first_touch_limit_s): the first one slower than the limit shows
+ * a page the kernel had not written, and the rest of the read bounces
+ * (buffered_read.c).
  *
  * The probe: an in-memory file (memfd: the same kernel copy as a
  * page-cache read, no disk) of PROBE_BYTES; PROBE_ROUNDS times, fresh
  * plain pages (MADV_NOHUGEPAGE) written by this thread, then two preads of
  * the file into them, timed; the best first over the best second is the
- * ratio, and the bounce is used from CKPT__FIRST_TOUCH_SLOW up. Where it
- * cannot be measured (no memfd, a file-size limit) pieces are read
- * straight, the choice made before this probe existed. Buffers are
- * mapped, not taken from the library's allocator, whose failures
- * (injected in tests) belong to the operations that allocate. */
+ * ratio, slow from CKPT__FIRST_TOUCH_SLOW up; the limit lies between the
+ * two best times. Where it cannot be measured (no memfd, a
+ * file-size limit) pieces are read straight, the choice made before this
+ * probe existed. Buffers are mapped, not taken from the library's
+ * allocator, whose failures (injected in tests) belong to the operations
+ * that allocate. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -40,30 +45,26 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
-#define PROBE_BYTES CKPT__BUFFERED_PIECE
-#define PROBE_ROUNDS 3
+/* 16 pages: enough to time (the first write ~80 us on the VM above, a
+ * later one a few), few enough that the probe's own fresh pages cost
+ * little where faults are dear (about 10 us a page there) */
+#define PROBE_BYTES ((size_t)64 << 10)
+#define PROBE_ROUNDS 5
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static double probed_ratio; /* first / second; 0: not measured */
+static double probed_ratio;   /* first / second; 0: not measured */
+static double probed_again_s; /* the best second */
 static atomic_int forced = -1;
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Seconds one pread of the whole file into `dst` took; -1 when it read
  * less. */
 static double timed_read(int fd, uint8_t *dst)
 {
-    double t0 = seconds_now();
+    double t0 = ckpt__seconds_now();
     ssize_t got = pread(fd, dst, PROBE_BYTES, 0);
-    double dt = seconds_now() - t0;
+    double dt = ckpt__seconds_now() - t0;
     return got == (ssize_t)PROBE_BYTES ? dt : -1.0;
 }
 
@@ -117,8 +118,10 @@ static void measure(void)
         int r = 0;
         while (r < PROBE_ROUNDS && round_once(fd, &first, &again) == 0)
             r++;
-        if (r == PROBE_ROUNDS && first > 0 && again > 0)
+        if (r == PROBE_ROUNDS && first > 0 && again > 0) {
             probed_ratio = first / again;
+            probed_again_s = again;
+        }
     }
     munmap(content, PROBE_BYTES);
     close(fd);
@@ -130,15 +133,37 @@ double ckpt__first_touch_ratio(void)
     return probed_ratio;
 }
 
-int ckpt__first_touch_bounces(void)
+int ckpt__first_touch_mode(void)
 {
     int f = atomic_load(&forced);
     if (f >= 0)
         return f;
-    return ckpt__first_touch_ratio() >= CKPT__FIRST_TOUCH_SLOW;
+    return ckpt__first_touch_ratio() >= CKPT__FIRST_TOUCH_SLOW
+               ? CKPT__TOUCH_TIMED
+               : CKPT__TOUCH_STRAIGHT;
 }
 
-void ckpt__first_touch_force(int bounce)
+/* The square root of x >= 0 by Newton's method (no libm for one root). */
+static double root(double x)
 {
-    atomic_store(&forced, bounce < 0 ? -1 : bounce != 0);
+    double r = x > 1.0 ? x : 1.0;
+    if (x <= 0.0)
+        return 0.0;
+    for (int i = 0; i < 64; i++)
+        r = 0.5 * (r + x / r);
+    return r;
+}
+
+double ckpt__first_touch_limit_s(size_t bytes)
+{
+    /* halfway between a first and a later write on a log scale: a later
+     * one into memory out of the CPU's cache (a restore's) runs slower
+     * than the probe's into a buffer it just wrote */
+    double ratio = ckpt__first_touch_ratio();
+    return root(ratio) * probed_again_s * (double)bytes / (double)PROBE_BYTES;
+}
+
+void ckpt__first_touch_force(int mode)
+{
+    atomic_store(&forced, mode < 0 ? -1 : mode);
 }

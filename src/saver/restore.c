@@ -168,13 +168,17 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
     if (rep->mode == CKPT__READ_BUFFERED &&
         rep->piece_bytes == CKPT__BUFFERED_PIECE && s->opts.log &&
         CKPT_LOG_DEBUG >= ckpt__log_min_level(s->opts.log_level)) {
-        if (ckpt__first_touch_bounces())
+        if (ckpt__first_touch_mode() != CKPT__TOUCH_STRAIGHT)
             CKPT__SAVER_LOG(
                 s, CKPT_LOG_DEBUG,
-                "restore %s: every piece is read into a buffer at its "
-                "record's place in a page and copied on (the kernel's first "
-                "copy into the program's pages: %.2fx its next)",
-                prefix, ckpt__first_touch_ratio());
+                "restore %s: the kernel's first copy into the program's "
+                "pages runs %.2fx slower than its next here: pieces go "
+                "straight into the variables, timed, until one takes over "
+                "%.3f ms (the kernel's first write there); the rest of the "
+                "read then goes through a buffer at each record's place in "
+                "a page and is copied on",
+                prefix, ckpt__first_touch_ratio(),
+                ckpt__first_touch_limit_s(CKPT__BUFFERED_PIECE) * 1e3);
         else
             CKPT__SAVER_LOG(
                 s, CKPT_LOG_DEBUG,

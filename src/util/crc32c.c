@@ -24,6 +24,7 @@
  * Internally the CRC "register" is the raw (pre-inverted) state; the public
  * functions take and return finalised CRCs, inverting on entry and exit. */
 #include "util/crc32c.h"
+#include "common/internal.h"
 #include "util/crc32c_fold.h"
 
 #include <pthread.h>
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CKPT__CRC_X86 1
@@ -347,13 +347,6 @@ static uint32_t update_with(const crc_tables *t, int impl, uint32_t reg,
     return reg;
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- the choice ------------------------------------------------------------
  * Which implementation is fastest depends on the CPU (the crc32 instruction
  * and the carry-less multiplier run on different units with different
@@ -401,9 +394,9 @@ static void choose_impl(crc_tables *t)
             double t0, dt;
             if (!t->available[i])
                 continue;
-            t0 = seconds_now();
+            t0 = ckpt__seconds_now();
             sink ^= update_with(t, i, 0, NULL, buf, MEASURE_BYTES, false);
-            dt = seconds_now() - t0;
+            dt = ckpt__seconds_now() - t0;
             if (best[i] < 0 || dt < best[i])
                 best[i] = dt;
         }
@@ -516,11 +509,11 @@ static bool streaming_faster(uint8_t *dst, size_t dst_len, const uint8_t *src)
     volatile uint32_t sink = 0;
     for (int r = 0; r < 6; r++) {
         int mode = r % 2;
-        double t0 = seconds_now(), dt;
+        double t0 = ckpt__seconds_now(), dt;
         for (size_t o = 0; o + MEASURE_SRC <= dst_len; o += MEASURE_SRC)
             sink ^=
                 ckpt__crc32c_copy_stores(0, dst + o, src, MEASURE_SRC, mode);
-        dt = seconds_now() - t0;
+        dt = ckpt__seconds_now() - t0;
         if (best[mode] < 0 || dt < best[mode])
             best[mode] = dt;
     }

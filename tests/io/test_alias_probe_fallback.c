@@ -63,7 +63,7 @@ static void test_probe_measured_nothing(void **state)
     assert_int_equal(ckpt__aliased_reads_bounce(), 1);
     assert_true(probed_first_touch == 0.0);
     assert_true(ckpt__first_touch_ratio() == 0.0);
-    assert_int_equal(ckpt__first_touch_bounces(), 0);
+    assert_int_equal(ckpt__first_touch_mode(), CKPT__TOUCH_STRAIGHT);
 }
 
 /* A destination 16 bytes ahead of its file offset (glibc's large blocks)

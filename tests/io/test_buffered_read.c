@@ -10,8 +10,8 @@
  * inside an extent; scratch buffers taking each piece at its file
  * offset's place in a page; a destination that would alias its file
  * offset modulo 4 KiB filled through scratch, and every destination where
- * the kernel's first write into the program's pages is slow (and that
- * probe); the cold path
+ * the kernel's first write into the program's pages is slow (bounced, or
+ * after a first long piece timed straight; and that probe); the cold path
  * (ckpt__read_extents_cold): requests spanning extents with preadv, or
  * preads without it, and the end of the file met inside one; the cold
  * path chosen by the device's read-ahead; the streamed path
@@ -143,6 +143,7 @@ typedef struct witness_fs {
     size_t cap;        /* > 0: every pread returns at most this much */
     atomic_uint preads;
     unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
+    unsigned slow_at;     /* 1-based pread that sleeps 50 ms first; 0: none */
     atomic_uint off_page; /* preads whose buffer sits at another offset in
                              a page than the file offset */
     struct {
@@ -197,6 +198,10 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
         }
     }
     *got = 0;
+    if (w->slow_at == k) {
+        struct timespec nap = {0, 50 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
     if (w->fail_at == k)
         return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
     note_max(&w->largest, n);
@@ -365,7 +370,7 @@ static void test_aliasing_destination_bounced(void **state)
     ext[1].offset = 100 + len;
     ext[1].size = len;
     ext[1].dst = plain_dst;
-    ckpt__first_touch_force(0); /* else every piece bounces (below) */
+    ckpt__first_touch_force(CKPT__TOUCH_STRAIGHT); /* else all bounce */
     ckpt__aliased_reads_force(1);
     assert_int_equal(ckpt__aliased_reads_bounce(), 1);
     for (int threads = 1; threads <= 2; threads++) {
@@ -436,7 +441,7 @@ static void test_aliasing_destination_straight(void **state)
     ext[0].offset = 100;
     ext[0].size = len;
     ext[0].dst = alias_dst;
-    ckpt__first_touch_force(0);
+    ckpt__first_touch_force(CKPT__TOUCH_STRAIGHT);
     ckpt__aliased_reads_force(0);
     assert_int_equal(ckpt__aliased_reads_bounce(), 0);
     for (int threads = 1; threads <= 2; threads++) {
@@ -486,9 +491,9 @@ static void test_first_touch_bounces_every_piece(void **state)
     ext[2].dst = pages + 2 * stride + 1000;                  /* elsewhere */
     assert_true(ckpt__read_aliases(ext[1].dst, ext[1].offset));
     assert_false(ckpt__read_aliases(ext[2].dst, ext[2].offset));
-    ckpt__first_touch_force(1);
+    ckpt__first_touch_force(CKPT__TOUCH_BOUNCED);
     ckpt__aliased_reads_force(0);
-    assert_int_equal(ckpt__first_touch_bounces(), 1);
+    assert_int_equal(ckpt__first_touch_mode(), CKPT__TOUCH_BOUNCED);
     for (int threads = 1; threads <= 2; threads++) {
         witness_init(&w);
         memset(pages, GUARD_BYTE, 3 * stride);
@@ -527,21 +532,92 @@ static void test_first_touch_bounces_every_piece(void **state)
     free(pages);
 }
 
+/* Where the kernel's first write is slow (CKPT__TOUCH_TIMED, forced
+ * here), a read's pieces go straight into their destinations, a short one
+ * (under CKPT__TOUCH_TIMED_MIN) untimed, the long ones timed, until one
+ * took longer than ckpt__first_touch_limit_s (a file system that sleeps 50
+ * ms in the pread asked for, the first long one or a later one): every
+ * piece after it bounces. Left alone, the pieces go straight until one is
+ * slow (none, on a quiet machine): once bounced, never straight again in
+ * that read. One thread, so the order is the file's; bytes and CRCs right
+ * every time. */
+static void test_first_touch_timed(void **state)
+{
+    fixture *f = *state;
+    const size_t small = 10 * KIB, len = (size_t)(3 * PIECE + 777);
+    const size_t bytes = (small + len + 3 * 8192 + 4095) / 4096 * 4096;
+    uint8_t *pages = aligned_alloc(4096, bytes);
+    const unsigned slow_at[3] = {2, 4, 0}; /* 1-based preads */
+    ckpt__extent ext[2];
+    ckpt_file *file = NULL;
+    witness_fs w;
+    assert_non_null(pages);
+    memset(ext, 0, sizeof(ext));
+    ext[0].offset = 0;
+    ext[0].size = small;
+    ext[0].dst = pages;
+    ext[1].offset = small;
+    ext[1].size = len;
+    ext[1].dst = pages + (small + 8191) / 4096 * 4096 + 1000; /* not aliasing */
+    assert_false(ckpt__read_aliases(ext[1].dst, ext[1].offset));
+    assert_true(ckpt__first_touch_limit_s(PIECE) < 0.05);
+    ckpt__first_touch_force(CKPT__TOUCH_TIMED);
+    ckpt__aliased_reads_force(0);
+    for (int round = 0; round < 3; round++) {
+        unsigned bounced_from = 5; /* the first bounced pread, 0-based */
+        witness_init(&w);
+        w.slow_at = slow_at[round];
+        memset(pages, GUARD_BYTE, bytes);
+        assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
+        assert_ckpt_ok(
+            ckpt__read_extents_buffered(&w.fwd.fs, file, f->path, ext, 2, 1));
+        w.fwd.fs.close(file, w.fwd.fs.payload);
+        ext_check(f->data, ext, 2);
+        assert_int_equal(atomic_load(&w.logged), 5); /* small, 3 + rest */
+        for (unsigned i = 0; i < 5; i++) {
+            const ckpt__extent *e = &ext[w.log[i].off >= ext[1].offset];
+            int straight =
+                w.log[i].buf == (uintptr_t)e->dst + (w.log[i].off - e->offset);
+            if (!straight) {
+                assert_int_equal(w.log[i].buf % 4096, w.log[i].off % 4096);
+                if (bounced_from == 5)
+                    bounced_from = i;
+            } else {
+                assert_int_equal(bounced_from, 5); /* never after a bounce */
+            }
+        }
+        assert_true(bounced_from >= 2); /* the short and first long: straight */
+        if (w.slow_at > 0)
+            assert_int_equal(bounced_from, w.slow_at);
+        else
+            print_message("no pread slowed down: %s\n",
+                          bounced_from == 5 ? "every piece straight"
+                                            : "bounced after a slow one");
+        witness_dispose(&w);
+    }
+    ckpt__aliased_reads_force(-1);
+    ckpt__first_touch_force(-1);
+    free(pages);
+}
+
 /* The probe of the kernel's first write into the program's pages: a ratio
- * measured (memfd is there on Linux) and the answer it gives, 1 from
- * CKPT__FIRST_TOUCH_SLOW on. */
+ * measured (memfd is there on Linux), a limit, and the answer they give,
+ * CKPT__TOUCH_TIMED from CKPT__FIRST_TOUCH_SLOW on. */
 static void test_first_touch_probe_measures(void **state)
 {
     double ratio = ckpt__first_touch_ratio();
     (void)state;
     ckpt__first_touch_force(-1);
     assert_true(ratio > 0.0);
-    assert_int_equal(ckpt__first_touch_bounces(),
-                     ratio >= CKPT__FIRST_TOUCH_SLOW);
+    assert_true(ckpt__first_touch_limit_s(PIECE) > 0.0);
+    assert_int_equal(ckpt__first_touch_mode(), ratio >= CKPT__FIRST_TOUCH_SLOW
+                                                   ? CKPT__TOUCH_TIMED
+                                                   : CKPT__TOUCH_STRAIGHT);
     print_message("the kernel's first copy into the program's pages: %.2fx "
-                  "its next; pieces %s\n",
-                  ratio,
-                  ckpt__first_touch_bounces() ? "all bounced" : "straight");
+                  "its next (limit for 256 KiB: %.3f ms); pieces %s\n",
+                  ratio, ckpt__first_touch_limit_s(PIECE) * 1e3,
+                  ckpt__first_touch_mode() == CKPT__TOUCH_TIMED ? "timed"
+                                                                : "straight");
 }
 
 /* The probe of this machine's kernel copy: a ratio measured (memfd is
@@ -968,9 +1044,12 @@ static void test_stream_suits(void **state)
         {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
     };
     (void)state;
-    ckpt__first_touch_force(1); /* long requests would land straight */
+    /* long requests would land straight */
+    ckpt__first_touch_force(CKPT__TOUCH_BOUNCED);
     assert_false(ckpt__stream_suits(ext, 3, 2));
-    ckpt__first_touch_force(0);
+    ckpt__first_touch_force(CKPT__TOUCH_TIMED);
+    assert_false(ckpt__stream_suits(ext, 3, 2));
+    ckpt__first_touch_force(CKPT__TOUCH_STRAIGHT);
     assert_true(ckpt__stream_suits(ext, 3, 2));
     assert_false(ckpt__stream_suits(ext, 3, 1));
     assert_false(ckpt__stream_suits(ext, 2, 2)); /* half the bytes */
@@ -1006,7 +1085,8 @@ static void test_streamed_chosen_for_cold_restore(void **state)
     snprintf(path, sizeof(path), "%s/cold-long", f->dir);
     test_write_file(path, data, size);
     for (int round = 0; round < 3; round++) {
-        ckpt__first_touch_force(round == 2);
+        ckpt__first_touch_force(round == 2 ? CKPT__TOUCH_TIMED
+                                           : CKPT__TOUCH_STRAIGHT);
         fd = open(path, O_RDONLY);
         assert_true(fd >= 0);
         assert_int_equal(fdatasync(fd), 0);
@@ -1108,6 +1188,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_touch_bounces_every_piece,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_touch_timed, setup,
+                                        teardown),
         cmocka_unit_test(test_first_touch_probe_measures),
         cmocka_unit_test(test_alias_probe_measures),
         cmocka_unit_test_setup_teardown(test_posix_default_threads, setup,
