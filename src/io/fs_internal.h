@@ -52,6 +52,12 @@ long ckpt__posix_read_ahead_kb(const char *path);
  * and its next printf or log line would be written into that file.
  * Returns the descriptor, or -1 with errno set (`fd` closed). POSIX only. */
 int ckpt__posix_fd_off_stdio(int fd);
+/* An in-memory file (memfd named `name`, close-on-exec, off 0-2) holding
+ * `bytes` of a fixed pattern, written into `buf` (the caller's memory, at
+ * least `bytes`) on the way: its descriptor, or -1 where it cannot be made
+ * (no memfd, no descriptor left, a file-size limit). For the probes of the
+ * kernel's copy out of the page cache (io/probe_file.c). */
+int ckpt__probe_file(const char *name, uint8_t *buf, size_t bytes);
 int ckpt__fs_size(const ckpt_fs *fs, ckpt_file *f, const char *path,
                   uint64_t *out);
 int ckpt__fs_sync(const ckpt_fs *fs, ckpt_file *f, const char *path);

@@ -39,9 +39,7 @@
 #include "common/internal.h"
 #include "fs_internal.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -97,24 +95,13 @@ static int round_once(int fd, double *first, double *again)
 static void measure(void)
 {
     double first = -1.0, again = -1.0;
-    size_t written;
-    uint8_t *content;
-    /* off 0-2, as every descriptor the library opens */
-    int fd = ckpt__posix_fd_off_stdio(
-        memfd_create("ckpt-first-touch-probe", MFD_CLOEXEC));
-    if (fd < 0)
+    uint8_t *content = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int fd;
+    if (content == MAP_FAILED)
         return;
-    content = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (content == MAP_FAILED) {
-        close(fd);
-        return;
-    }
-    for (size_t i = 0; i < PROBE_BYTES; i++)
-        content[i] = (uint8_t)(i * 151u + (i >> 12));
-    if (ckpt__write_all_no_signal(fd, content, PROBE_BYTES, SIGXFSZ, EFBIG,
-                                  &written) == 0 &&
-        timed_read(fd, content) >= 0) { /* the file's pages, warm */
+    fd = ckpt__probe_file("ckpt-first-touch-probe", content, PROBE_BYTES);
+    if (fd >= 0 && timed_read(fd, content) >= 0) { /* its pages, warm */
         int r = 0;
         while (r < PROBE_ROUNDS && round_once(fd, &first, &again) == 0)
             r++;
@@ -124,7 +111,8 @@ static void measure(void)
         }
     }
     munmap(content, PROBE_BYTES);
-    close(fd);
+    if (fd >= 0)
+        close(fd);
 }
 
 double ckpt__first_touch_ratio(void)
