@@ -536,8 +536,9 @@ static void test_first_touch_bounces_every_piece(void **state)
  * here), a read's pieces go straight into their destinations, a short one
  * (under CKPT__TOUCH_TIMED_MIN) untimed, the long ones timed, until one
  * took longer than ckpt__first_touch_limit_s (a file system that sleeps 50
- * ms in the pread asked for, the first long one or a later one): every
- * piece after it bounces. Left alone, the pieces go straight until one is
+ * ms in the pread asked for, the first long one or a later one; or one
+ * slow by itself before that, on a loaded machine or under a sanitizer):
+ * every piece after it bounces. Left alone, the pieces go straight until one is
  * slow (none, on a quiet machine): once bounced, never straight again in
  * that read. One thread, so the order is the file's; bytes and CRCs right
  * every time. */
@@ -587,8 +588,8 @@ static void test_first_touch_timed(void **state)
             }
         }
         assert_true(bounced_from >= 2); /* the short and first long: straight */
-        if (w.slow_at > 0)
-            assert_int_equal(bounced_from, w.slow_at);
+        if (w.slow_at > 0)              /* or earlier: a pread slow by itself */
+            assert_true(bounced_from <= w.slow_at);
         else
             print_message("no pread slowed down: %s\n",
                           bounced_from == 5 ? "every piece straight"
