@@ -177,9 +177,10 @@ static int read_claim(const bstream *s, const claim *c, const ckpt_iovec *iov)
 
 /* Claim, read and checksum until nothing is left or a read fails;
  * `scratch` (page-aligned, the largest claim's bytes + CKPT__SCRATCH_PAGE)
- * receives the parts of extents without a destination and of those whose
- * destination aliases, at the claim's file offset's place in a page
- * (ckpt__scratch_for) and each part after the one before it. */
+ * receives the parts of extents without a destination, of those whose
+ * destination aliases and, once s->touch is CKPT__TOUCH_BOUNCED, every
+ * part, at the claim's file offset's place in a page (ckpt__scratch_for)
+ * and each part after the one before it. */
 static void work(bstream *s, uint8_t *scratch)
 {
     claim c;
