@@ -6,9 +6,10 @@
  *   pieces:   [ 256K ][ 256K ][ ]  [  ]  [ 256K ][ 256K ][ 256K ]
  *             each piece inside one extent, read with one pread into its
  *             place in the destination (or a per-thread scratch buffer
- *             when the extent has none, or when the destination would
- *             alias the file offset: then copied on), then checksummed
- *             while hot
+ *             when the extent has none, when the destination would
+ *             alias the file offset, or after a piece showed the kernel's
+ *             first write into the destinations slow: then copied on),
+ *             then checksummed while hot
  *
  * The calling thread and, when asked for and possible, one helper thread
  * claim the pieces in file order, so the kernel's read-ahead sees one
