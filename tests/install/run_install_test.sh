@@ -63,10 +63,10 @@ need_file "$lib/libckpt.so.$version"
     die "libckpt.so.$soversion does not link to libckpt.so.$version"
 [ "$(readlink "$lib/libckpt.so")" = "libckpt.so.$soversion" ] ||
     die "libckpt.so does not link to libckpt.so.$soversion"
-readelf -d "$lib/libckpt.so.$version" |
-    grep -qF "(SONAME)             Library soname: [libckpt.so.$soversion]" ||
+dynamic=$(readelf -d "$lib/libckpt.so.$version")
+grep -qF "(SONAME)             Library soname: [libckpt.so.$soversion]" <<<"$dynamic" ||
     die "libckpt.so.$version has no soname libckpt.so.$soversion: $(
-        readelf -d "$lib/libckpt.so.$version" | grep SONAME)"
+        grep SONAME <<<"$dynamic")"
 need_file "$lib/pkgconfig/ckpt.pc"
 for f in ckptConfig ckptConfigVersion ckptTargets; do
     need_file "$lib/cmake/ckpt/$f.cmake"

@@ -41,7 +41,13 @@
  *                  nobody reads, SIGPIPE's action the default: its abort
  *                  still ends the job with MPI_Abort (errorcode 70),
  *                  the message lost, instead of SIGPIPE killing rank 0
- *                  (CTest checks mpiexec's report) */
+ *                  (CTest checks mpiexec's report)
+ *   broken-entries DIR (2+ ranks) the last rank's index entries reach
+ *                  rank 0 cut short (the entry count or the path's
+ *                  length raised in flight):
+ *                  the save fails on every rank naming the checkpoint
+ *                  directory and the rank, leaves no file of it behind,
+ *                  step 1 stays the latest, and the next save works */
 #include "ckpt/sys/alloc.h"
 #include "mpi/mpi_internal.h"
 #include "mpi_model.h"
@@ -547,6 +553,101 @@ static void test_oom_abort(void **state)
              test_rank());
 }
 
+/* ---- a rank's entries broken in flight ---------------------------------- */
+
+/* Set on the last rank before a save: its next gathered blob (the index
+ * entries: u32 path length, the path, u32 entry count, the entries) goes
+ * out with the entry count (BREAK_COUNT) or the path's length (BREAK_PATH)
+ * raised past what the bytes hold. The profiling interface lets this
+ * program stand in for MPI_Igatherv. */
+#define BREAK_COUNT 1
+#define BREAK_PATH 2
+static atomic_int break_next_blob;
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, const int recvcounts[], const int displs[],
+                 MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    static uint8_t broken[8192];
+    uint32_t path_len, count;
+    int how = atomic_exchange(&break_next_blob, 0);
+    if (how && sendcount >= 8 && (size_t)sendcount <= sizeof(broken)) {
+        memcpy(broken, sendbuf, (size_t)sendcount);
+        memcpy(&path_len, broken, 4);
+        assert_true(path_len + 8 <= (uint32_t)sendcount);
+        memcpy(&count, broken + 4 + path_len, 4);
+        count += 1000;
+        if (how == BREAK_COUNT)
+            memcpy(broken + 4 + path_len, &count, 4);
+        path_len = (uint32_t)sendcount;
+        if (how == BREAK_PATH)
+            memcpy(broken, &path_len, 4);
+        sendbuf = broken;
+    }
+    return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                         displs, recvtype, root, comm, request);
+}
+
+static void test_broken_entries(void **state)
+{
+    ckpt_mpi_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char want[4200];
+    int last = test_size() - 1;
+    model m;
+    (void)state;
+    fresh_dir(g_dir);
+    s = open_saver(NULL, CKPT_BUSY_WAIT, 0);
+    model_fill(&m, test_rank(), test_size(), 1);
+    model_register(s, &m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    /* the count broken in a sync and an async save; the path's length
+     * (rank 0 cannot name that rank's temporary file: the rank removes
+     * its own on hearing the verdict) */
+    for (int round = 0; round < 3; round++) {
+        int async = round == 1;
+        model_fill(&m, test_rank(), test_size(), 2);
+        if (test_rank() == last)
+            atomic_store(&break_next_blob,
+                         round == 2 ? BREAK_PATH : BREAK_COUNT);
+        if (async) {
+            int rc;
+            assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 2, NULL));
+            rc = ckpt_mpi_saver_wait(s, -1);
+            assert_ckpt_error(rc, CKPT_ECORRUPT, "truncated entries");
+        } else {
+            assert_ckpt_error(ckpt_mpi_saver_save(s, 2, NULL), CKPT_ECORRUPT,
+                              "truncated entries");
+        }
+        /* every rank hears rank 0's verdict: the directory, the rank */
+        snprintf(want, sizeof(want), "rank 0: %s: rank %d's entries: ", g_dir,
+                 last);
+        assert_non_null(strstr(ckpt_error_last()->message, want));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (test_rank() == 0) {
+            assert_int_equal(count_files_in(g_dir, "model.ckpt-2"), 0);
+            assert_int_equal(count_files_in(g_dir, "tempstate"), 0);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-1", g_dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&m, 1);
+    /* the saver goes on: the next save commits */
+    model_fill(&m, test_rank(), test_size(), 3);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, NULL));
+    model_zero(&m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &latest));
+    snprintf(want, sizeof(want), "%s/model.ckpt-3", g_dir);
+    assert_string_equal(latest.ptr, want);
+    model_assert(&m, 3);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
 /* ---- SKIP's agreement given ahead -------------------------------------- */
 
 /* Let every rank's answer for the next trigger travel: polls, each step
@@ -736,6 +837,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest oom_abort[] = {cmocka_unit_test(test_oom_abort)};
     const struct CMUnitTest abort_epipe[] = {
         cmocka_unit_test(test_abort_epipe)};
+    const struct CMUnitTest broken_entries[] = {
+        cmocka_unit_test(test_broken_entries)};
     const struct CMUnitTest agree[] = {
         cmocka_unit_test(test_trigger_needs_no_collective),
         cmocka_unit_test(test_lagging_rank),
@@ -753,6 +856,7 @@ int main(int argc, char **argv)
         MPI_TEST_GROUP("user-stall", user_stall),
         MPI_TEST_GROUP("oom-abort", oom_abort),
         MPI_TEST_GROUP("abort-epipe", abort_epipe),
+        MPI_TEST_GROUP("broken-entries", broken_entries),
     };
     int provided, failed = 1;
     MPI_Init_thread(&argc, &argv,
@@ -766,7 +870,8 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: mpiexec -n 2+ %s "
                 "progress|stall|mismatch|kill|after-kill|thread-single|"
-                "agree|waits|user-stall|oom-abort|abort-epipe DIR\n",
+                "agree|waits|user-stall|oom-abort|abort-epipe|broken-entries "
+                "DIR\n",
                 argv[0]);
     }
     return mpi_tests_end(failed);
