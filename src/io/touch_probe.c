@@ -14,7 +14,12 @@
  * and the first restore of a process ran at 0.13-0.19x a read() of the
  * file (every later one near 1x); on huge pages (MADV_HUGEPAGE) the
  * difference vanished (9.3 ms, then 9.0). The program's own stores into
- * those pages pay nothing of the kind. There a piece read into a scratch
+ * those pages pay nothing of the kind. (That guest runs under PVM, a
+ * hypervisor that shadows the guest's page tables, with page-table
+ * isolation on: the guest kernel runs on other page tables than the
+ * program, so its first access to each page of the program's is a fault
+ * of its own, taken in the host: `perf` shows it in exc_page_fault under
+ * _copy_to_iter.) There a piece read into a scratch
  * buffer the kernel has written before, then copied on by the program
  * with its CRC fused into the copy (ckpt__crc32c_copy), fills variables
  * the kernel has not written 5-8x faster, and those it has (a second
