@@ -16,7 +16,8 @@
  * failure is saved with its message and sets `stop`; every claim checks
  * it.
  *
- * Scratch buffers are page-aligned (one request's size) and a claim lands
+ * Scratch buffers are page-aligned (one request's size; on the 256 KiB
+ * path the two the process keeps, io/scratch_pool.c) and a claim lands
  * at its file offset's place in a page, so that the kernel's copy out of the
  * page cache moves every byte to the same position in a page it came from (see
  * ckpt__scratch_for). They take the pieces of extents without a
@@ -310,6 +311,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     pthread_t helper;
     uint8_t *raw[2] = {NULL, NULL}; /* allocations; scratch: page-aligned */
     uint8_t *scratch[2] = {NULL, NULL};
+    uint8_t *pool = NULL; /* or the process's kept scratch buffers */
     int cold = request > CKPT__BUFFERED_PIECE;
     int touch = cold ? CKPT__TOUCH_STRAIGHT : ckpt__first_touch_mode();
     int bounce = !cold && any_aliases(ext, n) && ckpt__aliased_reads_bounce();
@@ -334,7 +336,11 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.cold = cold;
     s.bounce = bounce;
     s.touch = touch;
-    for (int t = 0; scratched && t < 1 + helped; t++) {
+    if (scratched && !cold)
+        pool = ckpt__scratch_pool_take(claim_max + CKPT__SCRATCH_PAGE);
+    for (int t = 0; pool && t < CKPT__SCRATCH_POOL_SLOTS; t++)
+        scratch[t] = pool + (size_t)t * CKPT__SCRATCH_BYTES;
+    for (int t = 0; scratched && !pool && t < 1 + helped; t++) {
         raw[t] = ckpt__malloc(claim_max + 2 * CKPT__SCRATCH_PAGE);
         if (!raw[t] && t == 0)
             return ckpt__error_oom();
@@ -355,6 +361,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     pthread_mutex_destroy(&s.mu);
     if (s.failure.code < 0)
         err = ckpt__error_restore(&s.failure);
+    ckpt__scratch_pool_give(pool);
     ckpt__free(raw[1]);
     ckpt__free(raw[0]);
     return err;

@@ -70,6 +70,19 @@
  * stores, "4K aliasing"); the same offset in a page never does. */
 uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset);
 
+/* The 256 KiB path's two scratch buffers (one a thread), kept for the
+ * process between reads (io/scratch_pool.c): CKPT__SCRATCH_POOL_SLOTS
+ * page-aligned buffers of CKPT__SCRATCH_BYTES each, one after the other.
+ * Take returns the kept ones, or new ones when another read holds those,
+ * or NULL when they cannot be mapped (the caller then allocates its
+ * own); a read uses the first `bytes` of each (at most
+ * CKPT__SCRATCH_BYTES: under AddressSanitizer the rest is poisoned).
+ * Give hands them back after the read: kept when none are, else
+ * unmapped. */
+#define CKPT__SCRATCH_POOL_SLOTS 2
+uint8_t *ckpt__scratch_pool_take(size_t bytes);
+void ckpt__scratch_pool_give(uint8_t *pool);
+
 /* Destinations less than this many bytes ahead of their file offset
  * modulo 4 KiB alias it (a cache line; measured on AMD EPYC: 2.6x slower
  * kernel copies 4-8 bytes ahead, 1.5x at 16, none from 32 on). */

@@ -464,6 +464,70 @@ static void test_aliasing_destination_straight(void **state)
     free(pages);
 }
 
+/* Which scratch buffers a bounced read (every piece through scratch:
+ * forced BOUNCED) of `ext` on `threads` read into: the start of the
+ * REGION-aligned region its preads landed in (0 when they landed in more
+ * than one or outside every such region's first two slots). */
+#define POOL_REGION ((uintptr_t)2 << 20)
+static uintptr_t bounced_read_region(const char *path, const uint8_t *data,
+                                     ckpt__extent *ext, size_t n, int threads)
+{
+    ckpt_file *file = NULL;
+    witness_fs w;
+    uintptr_t region = 0;
+    unsigned logged;
+    witness_init(&w);
+    assert_ckpt_ok(w.fwd.fs.open_read(&file, path, w.fwd.fs.payload));
+    assert_ckpt_ok(
+        ckpt__read_extents_buffered(&w.fwd.fs, file, path, ext, n, threads));
+    w.fwd.fs.close(file, w.fwd.fs.payload);
+    ext_check(data, ext, n);
+    logged = atomic_load(&w.logged);
+    assert_true(logged > 0);
+    for (unsigned i = 0; i < logged; i++) {
+        uintptr_t b = w.log[i].buf, start = b - b % POOL_REGION;
+        if (i == 0)
+            region = start;
+        if (start != region ||
+            b - start >= CKPT__SCRATCH_POOL_SLOTS * CKPT__SCRATCH_BYTES)
+            region = 0;
+    }
+    witness_dispose(&w);
+    return region;
+}
+
+/* The 256 KiB path's scratch buffers are kept between reads: bounced
+ * reads in turn, on one thread and on two, read into the same 2
+ * MiB-aligned region (bounced_read_region; test_first_touch_bounces_every_piece
+ * checks each piece's place in a page). While another read holds the
+ * kept region (taken here) a read maps its own and still gets every byte
+ * right; given back first, that one is kept, and the held one, given
+ * back after, is let go: the next read reads into the first. */
+static void test_scratch_kept_between_reads(void **state)
+{
+    fixture *f = *state;
+    ckpt__extent ext[2];
+    uintptr_t first, beside;
+    uint8_t *held;
+    memset(ext, 0, sizeof(ext));
+    ext[0] = (ckpt__extent){100, 2 * PIECE + 777, NULL, 0};
+    ext[1] = (ckpt__extent){100 + 2 * PIECE + 777, PIECE, NULL, 0};
+    ext_give_destinations(ext, 2, NULL);
+    ckpt__first_touch_force(CKPT__TOUCH_BOUNCED);
+    first = bounced_read_region(f->path, f->data, ext, 2, 2);
+    assert_true(first != 0);
+    assert_int_equal(bounced_read_region(f->path, f->data, ext, 2, 1), first);
+    assert_int_equal(bounced_read_region(f->path, f->data, ext, 2, 2), first);
+    held = ckpt__scratch_pool_take(CKPT__SCRATCH_BYTES);
+    assert_int_equal((uintptr_t)held, first);
+    beside = bounced_read_region(f->path, f->data, ext, 2, 2);
+    assert_true(beside != 0 && beside != first);
+    ckpt__scratch_pool_give(held);
+    assert_int_equal(bounced_read_region(f->path, f->data, ext, 2, 1), beside);
+    ckpt__first_touch_force(-1);
+    ext_free_destinations(ext, 2);
+}
+
 /* Where the kernel's first write into the program's pages is slow (forced
  * here), the 256 KiB path reads every piece into scratch at its file
  * offset's place in a page and copies it on, whatever the destination's
@@ -1180,6 +1244,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_threads_read_at_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scratch_kept_between_reads, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scratch_at_file_page_offset, setup,
                                         teardown),
