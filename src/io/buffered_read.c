@@ -338,7 +338,7 @@ static int read_extents(const ckpt_fs *fs, ckpt_file *file, const char *path,
     s.touch = touch;
     if (scratched && !cold)
         pool = ckpt__scratch_pool_take(claim_max + CKPT__SCRATCH_PAGE);
-    for (int t = 0; pool && t < CKPT__SCRATCH_POOL_SLOTS; t++)
+    for (int t = 0; pool && t < 1 + helped; t++)
         scratch[t] = pool + (size_t)t * CKPT__SCRATCH_BYTES;
     for (int t = 0; scratched && !pool && t < 1 + helped; t++) {
         raw[t] = ckpt__malloc(claim_max + 2 * CKPT__SCRATCH_PAGE);
