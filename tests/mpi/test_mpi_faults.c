@@ -44,10 +44,10 @@
  *                  (CTest checks mpiexec's report)
  *   broken-entries DIR (2+ ranks) the last rank's index entries reach
  *                  rank 0 cut short (the entry count or the path's
- *                  length raised in flight):
- *                  the save fails on every rank naming the checkpoint
- *                  directory and the rank, leaves no file of it behind,
- *                  step 1 stays the latest, and the next save works */
+ *                  length raised in flight): the save fails on every
+ *                  rank naming the checkpoint directory and the rank,
+ *                  leaves no file of it behind, step 1 stays the latest,
+ *                  and the next save works */
 #include "ckpt/sys/alloc.h"
 #include "mpi/mpi_internal.h"
 #include "mpi_model.h"
@@ -572,17 +572,19 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     static uint8_t broken[8192];
     uint32_t path_len, count;
     int how = atomic_exchange(&break_next_blob, 0);
-    if (how && sendcount >= 8 && (size_t)sendcount <= sizeof(broken)) {
+    if (how) { /* the blob this save sends is small: it must be broken */
+        assert_true(sendcount >= 8 && (size_t)sendcount <= sizeof(broken));
         memcpy(broken, sendbuf, (size_t)sendcount);
         memcpy(&path_len, broken, 4);
         assert_true(path_len + 8 <= (uint32_t)sendcount);
-        memcpy(&count, broken + 4 + path_len, 4);
-        count += 1000;
-        if (how == BREAK_COUNT)
+        if (how == BREAK_COUNT) {
+            memcpy(&count, broken + 4 + path_len, 4);
+            count += 1000;
             memcpy(broken + 4 + path_len, &count, 4);
-        path_len = (uint32_t)sendcount;
-        if (how == BREAK_PATH)
+        } else {
+            path_len = (uint32_t)sendcount;
             memcpy(broken, &path_len, 4);
+        }
         sendbuf = broken;
     }
     return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
