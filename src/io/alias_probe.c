@@ -18,12 +18,14 @@
  * So the probe reads PROBE_BYTES of an in-memory file (memfd: the same
  * kernel copy as a page-cache read, no disk) into a page-aligned buffer
  * and into one PROBE_AHEAD bytes ahead, interleaved, best of PROBE_ROUNDS
- * each (about a millisecond in all), and bounces only when the aliased
+ * each (0.3 ms in all on an EPYC VM), and bounces only when the aliased
  * copy is CKPT__ALIAS_SLOW times slower. Where no such file can be made (no
  * memfd, a file-size limit) the bounce stays, the choice measured before
- * this probe existed. Buffers are mapped, not taken from the library's
- * allocator, whose failures (injected in tests) belong to the operations
- * that allocate. */
+ * this probe existed. The file's bytes and both destinations lie in the
+ * region the 256 KiB path keeps for its scratch buffers
+ * (ckpt__scratch_pool_take_span; mapped, not taken from the library's
+ * allocator, whose failures, injected in tests, belong to the operations
+ * that allocate), faulted in once for the probe and the reads after it. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -32,7 +34,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define PROBE_BYTES CKPT__BUFFERED_PIECE
@@ -58,14 +59,14 @@ static double timed_read(int fd, uint8_t *dst, double best)
 
 static void measure(void)
 {
-    /* the file's bytes, then two destinations of a piece and a page each */
+    /* the file's bytes, then two destinations of a piece and a page each,
+     * in the scratch buffers' region (io/scratch_pool.c) */
     size_t dst_len = PROBE_BYTES + 4096;
     size_t len = PROBE_BYTES + 2 * dst_len;
     double aligned = -1.0, aliased = -1.0;
-    uint8_t *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *map = ckpt__scratch_pool_take_span(len);
     int fd;
-    if (map == MAP_FAILED)
+    if (!map)
         return;
     fd = ckpt__probe_file("ckpt-alias-probe", map, PROBE_BYTES);
     memset(map + PROBE_BYTES, 0, 2 * dst_len); /* both faulted in */
@@ -88,7 +89,7 @@ static void measure(void)
         if (aligned > 0 && aliased > 0)
             probed_ratio = aliased / aligned;
     }
-    munmap(map, len);
+    ckpt__scratch_pool_give(map);
     if (fd >= 0)
         close(fd);
 }

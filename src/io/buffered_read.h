@@ -83,6 +83,15 @@ uint8_t *ckpt__scratch_for(uint8_t *scratch, uint64_t file_offset);
 uint8_t *ckpt__scratch_pool_take(size_t bytes);
 void ckpt__scratch_pool_give(uint8_t *pool);
 
+/* The kept region's size: 2 MiB (a huge page), aligned to it. */
+#define CKPT__SCRATCH_POOL_BYTES ((size_t)2 << 20)
+
+/* The same region for the probes of the kernel's copy, its first `bytes`
+ * (at most CKPT__SCRATCH_POOL_BYTES, else NULL) addressable in one span;
+ * given back with ckpt__scratch_pool_give. NULL when it cannot be
+ * mapped. */
+uint8_t *ckpt__scratch_pool_take_span(size_t bytes);
+
 /* Destinations less than this many bytes ahead of their file offset
  * modulo 4 KiB alias it (a cache line; measured on AMD EPYC: 2.6x slower
  * kernel copies 4-8 bytes ahead, 1.5x at 16, none from 32 on). */

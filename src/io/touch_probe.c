@@ -31,14 +31,17 @@
  *
  * The probe: an in-memory file (memfd: the same kernel copy as a
  * page-cache read, no disk) of PROBE_BYTES; PROBE_ROUNDS times, fresh
- * plain pages (MADV_NOHUGEPAGE) written by this thread, then two preads of
- * the file into them, timed; the best first over the best second is the
- * ratio, slow from CKPT__FIRST_TOUCH_SLOW up; the limit lies between the
- * two best times. Where it cannot be measured (no memfd, a
- * file-size limit) pieces are read straight, the choice made before this
- * probe existed. Buffers are mapped, not taken from the library's
- * allocator, whose failures (injected in tests) belong to the operations
- * that allocate. */
+ * plain pages (MADV_NOHUGEPAGE; each round its own part of one mapping)
+ * written by this thread, then two preads of the file into them, timed
+ * (fewer rounds when the first two are clear: PROBE_MIN_ROUNDS);
+ * the best first over the best second is the ratio, slow from
+ * CKPT__FIRST_TOUCH_SLOW up; the limit lies between the two best times.
+ * Where it cannot be measured (no memfd, a file-size limit) pieces are
+ * read straight, the choice made before this probe existed. The file's
+ * bytes lie in the region the 256 KiB path keeps for its scratch buffers
+ * (ckpt__scratch_pool_take_span), not in fresh pages of their own. Buffers
+ * are mapped, not taken from the library's allocator, whose failures
+ * (injected in tests) belong to the operations that allocate. */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -55,6 +58,12 @@
  * little where faults are dear (about 10 us a page there) */
 #define PROBE_BYTES ((size_t)64 << 10)
 #define PROBE_ROUNDS 5
+/* ... or fewer: from the second round on, a ratio this far from
+ * CKPT__FIRST_TOUCH_SLOW either way (a factor of 2) is the verdict; the
+ * rounds after it only cost their fresh pages (about 0.35 ms a round on
+ * the VM above, which measured 15-21x in its first two) */
+#define PROBE_MIN_ROUNDS 2
+#define PROBE_CLEAR 2.0
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static double probed_ratio;   /* first / second; 0: not measured */
@@ -71,23 +80,16 @@ static double timed_read(int fd, uint8_t *dst)
     return got == (ssize_t)PROBE_BYTES ? dt : -1.0;
 }
 
-/* One round into fresh pages: the first and the second pread's seconds
- * into *first and *again (kept when better than what they hold, or when
- * they hold -1); 0, or -1 when a mapping or a read failed. */
-static int round_once(int fd, double *first, double *again)
+/* One round into the fresh pages at `pages` (written by this thread
+ * first): the first and the second pread's seconds into *first and
+ * *again (kept when better than what they hold, or when they hold -1); 0,
+ * or -1 when a read failed. */
+static int round_once(int fd, uint8_t *pages, double *first, double *again)
 {
-    uint8_t *pages = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     double t1, t2;
-    if (pages == MAP_FAILED)
-        return -1;
-#ifdef MADV_NOHUGEPAGE
-    (void)madvise(pages, PROBE_BYTES, MADV_NOHUGEPAGE);
-#endif
     memset(pages, 0x5a, PROBE_BYTES); /* written by the program first */
     t1 = timed_read(fd, pages);
     t2 = timed_read(fd, pages);
-    munmap(pages, PROBE_BYTES);
     if (t1 < 0 || t2 < 0)
         return -1;
     if (*first < 0 || t1 < *first)
@@ -97,25 +99,45 @@ static int round_once(int fd, double *first, double *again)
     return 0;
 }
 
+/* Whether the best first and later times so far are PROBE_CLEAR times
+ * past CKPT__FIRST_TOUCH_SLOW, or under it. */
+static int clear_verdict(double first, double again)
+{
+    return again > 0 &&
+           (first >= PROBE_CLEAR * CKPT__FIRST_TOUCH_SLOW * again ||
+            first * PROBE_CLEAR <= CKPT__FIRST_TOUCH_SLOW * again);
+}
+
 static void measure(void)
 {
     double first = -1.0, again = -1.0;
-    uint8_t *content = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int fd;
-    if (content == MAP_FAILED)
-        return;
-    fd = ckpt__probe_file("ckpt-first-touch-probe", content, PROBE_BYTES);
+    /* the file's bytes in the scratch buffers' region (io/scratch_pool.c);
+     * each round's fresh plain pages in one mapping */
+    uint8_t *content = ckpt__scratch_pool_take_span(PROBE_BYTES);
+    size_t fresh_len = PROBE_ROUNDS * PROBE_BYTES;
+    uint8_t *fresh = mmap(NULL, fresh_len, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int fd = -1;
+    if (content && fresh != MAP_FAILED) {
+#ifdef MADV_NOHUGEPAGE
+        (void)madvise(fresh, fresh_len, MADV_NOHUGEPAGE);
+#endif
+        fd = ckpt__probe_file("ckpt-first-touch-probe", content, PROBE_BYTES);
+    }
     if (fd >= 0 && timed_read(fd, content) >= 0) { /* its pages, warm */
-        int r = 0;
-        while (r < PROBE_ROUNDS && round_once(fd, &first, &again) == 0)
-            r++;
-        if (r == PROBE_ROUNDS && first > 0 && again > 0) {
+        int r = 0, done = 0;
+        while (!done && r < PROBE_ROUNDS &&
+               round_once(fd, fresh + (size_t)r * PROBE_BYTES, &first,
+                          &again) == 0)
+            done = ++r >= PROBE_MIN_ROUNDS && clear_verdict(first, again);
+        if ((done || r == PROBE_ROUNDS) && first > 0 && again > 0) {
             probed_ratio = first / again;
             probed_again_s = again;
         }
     }
-    munmap(content, PROBE_BYTES);
+    if (fresh != MAP_FAILED)
+        munmap(fresh, fresh_len);
+    ckpt__scratch_pool_give(content);
     if (fd >= 0)
         close(fd);
 }
