@@ -184,6 +184,11 @@ cold_s() {
     "$@" >/dev/null || return 1
     awk -v t="$(now)" -v t0="$t0" 'BEGIN { print t - t0 }'
 }
+# One cold read first, untimed: on a VM the first read of a file just
+# written can run several times slower than the next (seen on the EPYC VM:
+# cat 191 ms, then 43-47 ms; ckpt verify 85 ms, then 44-46 ms), which would
+# land on whichever side of the first pair ran first.
+cold_s cat "${files[@]}" >/dev/null
 read_sum=0
 for r in $(seq 1 "$reps"); do
     t_read=$(cold_s cat "${files[@]}")
