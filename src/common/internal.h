@@ -34,6 +34,14 @@ void ckpt__free(void *p);
 char *ckpt__strdup(const char *s);
 char *ckpt__strndup(const char *s, size_t n);
 
+/* `bytes` of zeroed anonymous memory at a 2 MiB boundary, asked for as
+ * transparent huge pages (MADV_HUGEPAGE, where the system has it); NULL
+ * when it cannot be mapped (or bytes is 0). Given back with
+ * ckpt__unmap_huge(p, bytes). For memory the library keeps or measures
+ * with, not for a caller's data (common/huge_map.c). */
+uint8_t *ckpt__map_huge(size_t bytes);
+void ckpt__unmap_huge(uint8_t *p, size_t bytes);
+
 /* CKPT_EINVAL when `name` is longer than CKPT_MAX_NAME_BYTES, naming
  * `who` and the name's start (name_index.c); else 0. */
 int ckpt__check_name_length(const char *who, const char *name);

@@ -10,11 +10,11 @@
  * into fresh scratch paid that as well: on an AMD EPYC PVM guest, page
  * faults under the kernel's copy into scratch were a sixth of that copy's
  * time in restores of a cached 64 MiB checkpoint (`perf`). Kept, the
- * buffers are faulted in once; asked for as a huge page (the region is
- * 2 MiB-aligned and advised MADV_HUGEPAGE where the system allows it),
- * once is one fault instead of 130. The cost is the region, 2 MiB of
- * address space of which the buffers use 520 KiB (all of it resident when
- * it is a huge page), for the life of the process.
+ * buffers are faulted in once; asked for as a huge page (ckpt__map_huge:
+ * the region is 2 MiB-aligned and advised MADV_HUGEPAGE where the system
+ * allows it), once is one fault instead of 130. The cost is the region, 2 MiB
+ * of address space of which the buffers use 520 KiB (all of it resident when it
+ * is a huge page), for the life of the process.
  *
  * The probes of the kernel's copy (io/alias_probe.c, io/touch_probe.c)
  * take the region whole (ckpt__scratch_pool_take_span) for their file's
@@ -34,9 +34,10 @@
  * the operations that allocate. */
 #include "buffered_read.h"
 
+#include "common/internal.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
-#include <sys/mman.h>
 
 /* Under AddressSanitizer only the bytes a read asked for are addressable
  * (a kept region is all poisoned between reads), so a scratch overrun is
@@ -61,33 +62,12 @@
 
 static _Atomic(uintptr_t) kept; /* the idle region, or 0 */
 
-/* A REGION_BYTES-aligned mapping of REGION_BYTES, or NULL. */
-static uint8_t *map_region(void)
-{
-    size_t len = 2 * REGION_BYTES;
-    uint8_t *raw = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uint8_t *start;
-    size_t head;
-    if (raw == MAP_FAILED)
-        return NULL;
-    head = (REGION_BYTES - (uintptr_t)raw % REGION_BYTES) % REGION_BYTES;
-    start = raw + head;
-    if (head > 0)
-        munmap(raw, head);
-    munmap(start + REGION_BYTES, len - head - REGION_BYTES);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(start, REGION_BYTES, MADV_HUGEPAGE);
-#endif
-    return start;
-}
-
 /* The kept region, or a new one; all of it poisoned (NULL: none). */
 static uint8_t *take_region(void)
 {
     uint8_t *pool = (uint8_t *)atomic_exchange(&kept, (uintptr_t)0);
     if (!pool)
-        pool = map_region();
+        pool = ckpt__map_huge(REGION_BYTES);
     if (pool)
         POISON(pool, REGION_BYTES);
     return pool;
@@ -127,6 +107,6 @@ void ckpt__scratch_pool_give(uint8_t *pool)
     POISON(pool, REGION_BYTES);
     if (!atomic_compare_exchange_strong(&kept, &none, (uintptr_t)pool)) {
         UNPOISON(pool, REGION_BYTES);
-        munmap(pool, REGION_BYTES);
+        ckpt__unmap_huge(pool, REGION_BYTES);
     }
 }
