@@ -23,7 +23,11 @@
  *               cold (dropped from the page cache; each side first in
  *               turn) and both cached; and cold read() vs cold read(),
  *               paired the same way (op "noise": the noise floor of the
- *               cold figure, no target)
+ *               cold figure, no target); and cold, each in a process of
+ *               its own that has done nothing else (--restore-child,
+ *               --read-child: a job restarting from its checkpoint, which
+ *               pays what a process measures once), each timing only its
+ *               restore or read()
  *
  * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
  *                         [--quick] [--only save|loop] [--restore-only]
@@ -34,6 +38,10 @@
  *        BENCH_LOG=1 the savers' DEBUG log (how each restore read).
  *        bench_async_save --memcpy MiB     median of 5 memcpys, seconds
  *        bench_async_save --drop-cache FILE...  evict files from the cache
+ *        bench_async_save --restore-child DIR PREFIX MiB  (the bench's
+ *            own children: a new process's timed restore, seconds)
+ *        bench_async_save --read-child FILE  (a new process's timed
+ *            read() in 256 KiB pieces, seconds)
  *        bench_async_save --run-timed PROGRAM ARGS...  run a program and
  *            print, after its output, "timed: wall_s=W runqueue_s=Q": its
  *            wall-clock time and the time its main thread was ready to run
@@ -139,7 +147,8 @@ static void ratio(const char *figure, size_t mib, const char *op, double target,
     fflush(stdout);
 }
 
-static ckpt_saver *open_saver(const char *dir, state *s, int policy)
+static ckpt_saver *open_saver_reserved(const char *dir, state *s, int policy,
+                                       int reserve)
 {
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *sv = NULL;
@@ -164,9 +173,14 @@ static ckpt_saver *open_saver(const char *dir, state *s, int policy)
         if (ckpt_saver_add_var(sv, &v) < 0)
             die("add_var");
     }
-    if (ckpt_saver_reserve(sv) < 0)
+    if (reserve && ckpt_saver_reserve(sv) < 0)
         die("reserve");
     return sv;
+}
+
+static ckpt_saver *open_saver(const char *dir, state *s, int policy)
+{
+    return open_saver_reserved(dir, s, policy, 1);
 }
 
 /* write()+fsync()+rename of the state from one buffer: the reference a
@@ -337,6 +351,99 @@ static int segment_steps(int every, double t_step, double min_s)
     return steps;
 }
 
+/* --restore-child DIR PREFIX MiB: a process that has done nothing else
+ * yet: fresh variables (written by the program, as a job's
+ * initialisation would), a saver on DIR, and the restore of PREFIX into
+ * them, timed alone; prints its seconds. */
+static int restore_child(const char *dir, const char *prefix, size_t mib)
+{
+    state s;
+    ckpt_saver *sv;
+    double t0;
+    state_init(&s, mib << 20);
+    sv = open_saver_reserved(dir, &s, CKPT_BUSY_SKIP, 0);
+    t0 = now();
+    if (ckpt_saver_restore(sv, prefix) < 0)
+        die("restore (new process)");
+    printf("%.6f\n", now() - t0);
+    ckpt_saver_free(sv);
+    state_free(&s);
+    return 0;
+}
+
+/* --read-child FILE: a new process's read() of FILE in 256 KiB pieces into
+ * one buffer (as cat does, the strictest read() a restore can be held
+ * to: no page of its buffer is new after the first), timed alone; prints
+ * its seconds. */
+static int read_child(const char *path)
+{
+    size_t piece = (size_t)256 << 10;
+    char *buf = malloc(piece);
+    double t0;
+    int fd;
+    if (!buf)
+        return 1;
+    memset(buf, 0, piece);
+    t0 = now();
+    fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        perror("bench: open for read");
+        return 1;
+    }
+    while (read(fd, buf, piece) > 0)
+        ;
+    close(fd);
+    printf("%.6f\n", now() - t0);
+    free(buf);
+    return 0;
+}
+
+/* Seconds a child of this program (`args` after its path) printed, the
+ * files of `drop` dropped from the page cache first. */
+static double child_seconds(const char *self, const char *args,
+                            const char *drop)
+{
+    char cmd[9000];
+    double s = -1.0;
+    FILE *p;
+    drop_cache(drop);
+    snprintf(cmd, sizeof(cmd), "exec '%s' %s", self, args);
+    p = popen(cmd, "r");
+    if (!p || fscanf(p, "%lf", &s) != 1 || pclose(p) != 0 || s <= 0) {
+        fprintf(stderr, "bench: child '%s' failed\n", args);
+        exit(1);
+    }
+    return s;
+}
+
+static char self_path[4096];
+
+/* Cold restores, each in a new process (restore_child), against read() in
+ * a new process (read_child), in turn first: a job restarting from its
+ * checkpoint pays once what a process measures once (the probes of
+ * src/io/ and util/crc32c.c), which the restores above, in a process that
+ * has saved and restored before, do not show. */
+static void new_process_restores(const char *dir, const char *prefix,
+                                 const char *data_path, size_t mib, int reps)
+{
+    char rargs[8400], dargs[4400];
+    snprintf(rargs, sizeof(rargs), "--restore-child '%s' '%s' %zu", dir, prefix,
+             mib);
+    snprintf(dargs, sizeof(dargs), "--read-child '%s'", data_path);
+    for (int r = 0; r < reps; r++) {
+        double rd, rs;
+        if (r % 2 == 0) {
+            rd = child_seconds(self_path, dargs, data_path);
+            rs = child_seconds(self_path, rargs, data_path);
+        } else {
+            rs = child_seconds(self_path, rargs, data_path);
+            rd = child_seconds(self_path, dargs, data_path);
+        }
+        ratio("cold restore in a new process vs read() in one", mib, "ge", 0.9,
+              rd / rs);
+    }
+}
+
 static void bench_size(const char *dir, size_t mib, int reps, int quick,
                        const char *only)
 {
@@ -413,6 +520,8 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
         ratio("cached restore vs read()", mib, "ge", 0.9, rd / rs);
     }
     ckpt_saver_free(sv);
+    if (!only || strcmp(only, "restore") == 0)
+        new_process_restores(dir, latest.ptr, data_path, mib, reps);
     if (only && strcmp(only, "restore") == 0)
         goto done;
 
@@ -574,6 +683,11 @@ int main(int argc, char **argv)
             free(warm);
             state_free(&st);
             return 0;
+        } else if (strcmp(argv[i], "--restore-child") == 0 && i + 3 < argc) {
+            return restore_child(argv[i + 1], argv[i + 2],
+                                 (size_t)strtoul(argv[i + 3], NULL, 10));
+        } else if (strcmp(argv[i], "--read-child") == 0 && i + 1 < argc) {
+            return read_child(argv[i + 1]);
         } else if (strcmp(argv[i], "--run-timed") == 0 && i + 1 < argc) {
             return run_timed(argv + i + 1);
         } else if (strcmp(argv[i], "--drop-cache") == 0) {
@@ -594,6 +708,15 @@ int main(int argc, char **argv)
     }
     if (reps < 1 || reps > 16)
         reps = 5;
+    {
+        ssize_t n =
+            readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
+        if (n <= 0 || (size_t)n >= sizeof(self_path) - 1) {
+            fprintf(stderr, "bench: cannot find this program's path\n");
+            return 1;
+        }
+        self_path[n] = '\0';
+    }
     mkdir(dir, 0755);
     for (tok = strtok_r(sizes, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
