@@ -25,8 +25,8 @@
  * sits just past the file offset modulo 4 KiB (ckpt__read_aliases) where
  * the kernel's copy there was measured slow (ckpt__aliased_reads_bounce,
  * io/alias_probe.c), which are then copied on with the CRC fused into the
- * copy (ckpt__crc32c_copy); every other piece is read straight into its
- * destination, except where the kernel's first write into a page of the
+ * copy (ckpt__crc32c_copy_unprobed); every other piece is read straight into
+ * its destination, except where the kernel's first write into a page of the
  * program's memory is slow (ckpt__first_touch_mode, io/touch_probe.c):
  * there pieces go straight, each long one timed, until one shows such a
  * first write; the rest of the read's pieces then bounce the same way.
@@ -224,7 +224,8 @@ static void work(bstream *s, uint8_t *scratch)
         for (int k = 0; err == 0 && k < c.n; k++) {
             const ckpt__extent *e = &s->ext[c.p[k].i];
             crc[k] = ckpt__crc32c_combine(
-                dst[k] ? ckpt__crc32c_copy(0, dst[k], iov[k].base, iov[k].len)
+                dst[k] ? ckpt__crc32c_copy_unprobed(0, dst[k], iov[k].base,
+                                                    iov[k].len)
                        : ckpt__crc32c(iov[k].base, iov[k].len),
                 0, e->size - c.p[k].off - c.p[k].len);
         }

@@ -225,7 +225,7 @@ static int consume_piece(const stream *s, size_t k, const char *path,
                                (unsigned long long)ext[i].size,
                                (unsigned long long)ext[i].offset);
         if (ext[i].dst)
-            ext[i].crc = ckpt__crc32c_copy(
+            ext[i].crc = ckpt__crc32c_copy_unprobed(
                 ext[i].crc, (uint8_t *)ext[i].dst + (a - ext[i].offset),
                 data + (a - p->offset), (size_t)(b - a));
         else

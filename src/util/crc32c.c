@@ -28,6 +28,7 @@
 #include "util/crc32c_fold.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +500,9 @@ uint32_t ckpt__crc32c_copy_stores(uint32_t crc, void *dst, const void *src,
 
 static bool use_streaming, use_streaming_near;
 static pthread_once_t streaming_once = PTHREAD_ONCE_INIT;
+/* Set (release) once the two above hold the measurement: read (acquire)
+ * by ckpt__crc32c_copy_unprobed, which does not wait for it. */
+static atomic_int streaming_measured;
 
 /* Whether copying the warm `src` (1 MiB) over `dst_len` bytes at `dst`
  * with streaming stores took under 0.9 of the time with plain stores, best
@@ -536,6 +540,7 @@ static void choose_streaming(void)
     use_streaming_near = false;
     if (!map || get_tables()->impl == CKPT__CRC32C_PORTABLE) {
         ckpt__unmap_huge(map, len);
+        atomic_store_explicit(&streaming_measured, 1, memory_order_release);
         return;
     }
     src = map;
@@ -547,6 +552,7 @@ static void choose_streaming(void)
         use_streaming_near =
             streaming_faster(dst + NEAR_OFFSET, MEASURE_NEAR_DST, src);
     ckpt__unmap_huge(map, len);
+    atomic_store_explicit(&streaming_measured, 1, memory_order_release);
 }
 
 int ckpt__crc32c_copy_streams(void)
@@ -559,6 +565,19 @@ int ckpt__crc32c_copy_streams_near(void)
 {
     pthread_once(&streaming_once, choose_streaming);
     return use_streaming_near ? 1 : 0;
+}
+
+int ckpt__crc32c_copy_measured(void)
+{
+    return atomic_load_explicit(&streaming_measured, memory_order_acquire);
+}
+
+uint32_t ckpt__crc32c_copy_unprobed(uint32_t crc, void *dst, const void *src,
+                                    size_t n)
+{
+    if (!atomic_load_explicit(&streaming_measured, memory_order_acquire))
+        return ckpt__crc32c_copy_stores(crc, dst, src, n, 0);
+    return ckpt__crc32c_copy(crc, dst, src, n);
 }
 
 uint32_t ckpt__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t n)
