@@ -31,7 +31,11 @@ static void mapping_of(const void *p, char *flags, size_t cap, uintptr_t *end)
             if (inside)
                 *end = hi;
         } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
-            snprintf(flags, cap, "%s", line + 8);
+            size_t len = strlen(line + 8);
+            if (len >= cap)
+                len = cap - 1;
+            memcpy(flags, line + 8, len);
+            flags[len] = '\0';
             break;
         }
     }
