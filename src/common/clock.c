@@ -1,6 +1,7 @@
 /* common/clock.c - the system clock, the NULL-tolerant accessors of
  * ckpt_clock, the check of a caller's clock, and the monotonic seconds
- * the library's own measurements time with (ckpt__seconds_now). */
+ * the library's own measurements time with (ckpt__seconds_now), and the
+ * calling thread's CPU seconds (ckpt__thread_seconds_now). */
 #include "ckpt/clock.h"
 #include "internal.h"
 
@@ -17,6 +18,14 @@ static double system_monotonic(void *payload)
 double ckpt__seconds_now(void)
 {
     return system_monotonic(NULL);
+}
+
+double ckpt__thread_seconds_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return ckpt__seconds_now();
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double system_wall(void *payload)

@@ -148,7 +148,12 @@ enum {
                                  timed, until one took longer than
                                  ckpt__first_touch_limit_s (the kernel's
                                  first write there): the rest of the read
-                                 bounces as above. Straight, never-slow
+                                 bounces as above. The read's first timed
+                                 piece is timed in the thread's CPU
+                                 seconds (a cold file's first pread waits
+                                 on the disk, which is not a first
+                                 write), the later ones on the wall
+                                 clock. Straight, never-slow
                                  pieces cost nothing; a first write found
                                  costs one piece's; and a bounce keeps the
                                  destination unwritten by the kernel, so
@@ -181,6 +186,10 @@ double ckpt__first_touch_ratio(void);
 /* Tests: a CKPT__TOUCH_* mode fixes ckpt__first_touch_mode's answer, -1
  * returns it to the probe's. */
 void ckpt__first_touch_force(int mode);
+
+/* Tests: above 0, ckpt__first_touch_limit_s answers these seconds for any
+ * piece; 0 or below returns it to the probe's. */
+void ckpt__first_touch_limit_force(double seconds);
 
 /* How many threads the buffered path may use with `fs`: 2 when `fs`
  * allows concurrent preads (it offers open_read_direct, whose contract

@@ -69,6 +69,7 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static double probed_ratio;   /* first / second; 0: not measured */
 static double probed_again_s; /* the best second */
 static atomic_int forced = -1;
+static _Atomic double forced_limit_s; /* tests: above 0, the limit */
 
 /* Seconds one pread of the whole file into `dst` took; -1 when it read
  * less. */
@@ -174,11 +175,19 @@ double ckpt__first_touch_limit_s(size_t bytes)
     /* halfway between a first and a later write on a log scale: a later
      * one into memory out of the CPU's cache (a restore's) runs slower
      * than the probe's into a buffer it just wrote */
-    double ratio = ckpt__first_touch_ratio();
+    double ratio, fixed = atomic_load(&forced_limit_s);
+    if (fixed > 0.0)
+        return fixed;
+    ratio = ckpt__first_touch_ratio();
     return root(ratio) * probed_again_s * (double)bytes / (double)PROBE_BYTES;
 }
 
 void ckpt__first_touch_force(int mode)
 {
     atomic_store(&forced, mode < 0 ? -1 : mode);
+}
+
+void ckpt__first_touch_limit_force(double seconds)
+{
+    atomic_store(&forced_limit_s, seconds > 0.0 ? seconds : 0.0);
 }

@@ -575,7 +575,7 @@ int ckpt__crc32c_copy_measured(void)
 uint32_t ckpt__crc32c_copy_unprobed(uint32_t crc, void *dst, const void *src,
                                     size_t n)
 {
-    if (!atomic_load_explicit(&streaming_measured, memory_order_acquire))
+    if (!ckpt__crc32c_copy_measured())
         return ckpt__crc32c_copy_stores(crc, dst, src, n, 0);
     return ckpt__crc32c_copy(crc, dst, src, n);
 }

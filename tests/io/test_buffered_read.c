@@ -144,6 +144,8 @@ typedef struct witness_fs {
     atomic_uint preads;
     unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
     unsigned slow_at;     /* 1-based pread that sleeps 50 ms first; 0: none */
+    unsigned slow_n;      /* preads from slow_at on that do (0 counts as 1) */
+    int slow_spins;       /* they burn 50 ms of CPU time instead */
     atomic_uint off_page; /* preads whose buffer sits at another offset in
                              a page than the file offset */
     struct {
@@ -162,6 +164,21 @@ static void note_max(atomic_ullong *m, unsigned long long v)
     unsigned long long old = atomic_load(m);
     while (v > old && !atomic_compare_exchange_weak(m, &old, v))
         ;
+}
+
+/* Burn `seconds` of this thread's CPU time. */
+static void spin_cpu_seconds(double seconds)
+{
+    struct timespec t;
+    double start;
+    volatile unsigned sink = 0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    start = (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    do {
+        for (int i = 0; i < 1000; i++)
+            sink += (unsigned)i;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((double)t.tv_sec + (double)t.tv_nsec * 1e-9 - start < seconds);
 }
 
 static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
@@ -198,9 +215,13 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
         }
     }
     *got = 0;
-    if (w->slow_at == k) {
+    if (w->slow_at > 0 && k >= w->slow_at &&
+        k < w->slow_at + (w->slow_n > 0 ? w->slow_n : 1)) {
         struct timespec nap = {0, 50 * 1000 * 1000};
-        nanosleep(&nap, NULL);
+        if (w->slow_spins)
+            spin_cpu_seconds(0.05);
+        else
+            nanosleep(&nap, NULL);
     }
     if (w->fail_at == k)
         return ckpt__error(CKPT_EIO, "witness fs: injected EIO at pread %u", k);
@@ -597,14 +618,16 @@ static void test_first_touch_bounces_every_piece(void **state)
 }
 
 /* Where the kernel's first write is slow (CKPT__TOUCH_TIMED, forced
- * here), a read's pieces go straight into their destinations, a short one
- * (under CKPT__TOUCH_TIMED_MIN) untimed, the long ones timed, until one
- * took longer than ckpt__first_touch_limit_s (a file system that sleeps 50
- * ms in the pread asked for, the first long one or a later one; or one
- * slow by itself before that, on a loaded machine or under a sanitizer):
- * every piece after it bounces. Left alone, the pieces go straight until one is
- * slow (none, on a quiet machine): once bounced, never straight again in
- * that read. One thread, so the order is the file's; bytes and CRCs right
+ * here, with a limit of 20 ms a piece), a read's pieces go straight into
+ * their destinations, a short one (under CKPT__TOUCH_TIMED_MIN) untimed,
+ * the long ones timed, the first in the thread's CPU seconds, the later
+ * ones on the wall clock, until one took longer than the limit: every
+ * piece after it bounces. A file system that sleeps 50 ms in the first
+ * long pread (a cold file's wait on the disk) bounces nothing; one that
+ * sleeps in a later one, or burns 50 ms of CPU in any, bounces every piece
+ * after it. Once bounced, never straight again in that read.
+ * One thread, so the order is the file's: pread 1 the short extent,
+ * 2-4 the long one's three pieces, 5 its short rest. Bytes and CRCs right
  * every time. */
 static void test_first_touch_timed(void **state)
 {
@@ -612,7 +635,18 @@ static void test_first_touch_timed(void **state)
     const size_t small = 10 * KIB, len = (size_t)(3 * PIECE + 777);
     const size_t bytes = (small + len + 3 * 8192 + 4095) / 4096 * 4096;
     uint8_t *pages = aligned_alloc(4096, bytes);
-    const unsigned slow_at[3] = {2, 4, 0}; /* 1-based preads */
+    static const struct {
+        unsigned slow_at, slow_n; /* 1-based preads */
+        int spins;
+        unsigned bounced_from; /* 0-based; 5: none */
+    } rounds[] = {
+        {0, 0, 0, 5}, /* none slow */
+        {2, 1, 0, 5}, /* the first long piece waits: CPU-timed, fast */
+        {3, 1, 0, 3}, /* a later one waits: wall-timed, slow */
+        {2, 1, 1, 2}, /* the first long piece busy */
+        {3, 1, 1, 3}, /* a later one busy */
+        {4, 1, 0, 4}, /* the last long one waits: only the short rest */
+    };
     ckpt__extent ext[2];
     ckpt_file *file = NULL;
     witness_fs w;
@@ -625,20 +659,23 @@ static void test_first_touch_timed(void **state)
     ext[1].size = len;
     ext[1].dst = pages + (small + 8191) / 4096 * 4096 + 1000; /* not aliasing */
     assert_false(ckpt__read_aliases(ext[1].dst, ext[1].offset));
-    assert_true(ckpt__first_touch_limit_s(PIECE) < 0.05);
     ckpt__first_touch_force(CKPT__TOUCH_TIMED);
+    ckpt__first_touch_limit_force(0.02);
+    assert_true(ckpt__first_touch_limit_s(PIECE) == 0.02);
     ckpt__aliased_reads_force(0);
-    for (int round = 0; round < 3; round++) {
+    for (size_t round = 0; round < CKPT__ARRAY_SIZE(rounds); round++) {
         unsigned bounced_from = 5; /* the first bounced pread, 0-based */
         witness_init(&w);
-        w.slow_at = slow_at[round];
+        w.slow_at = rounds[round].slow_at;
+        w.slow_n = rounds[round].slow_n;
+        w.slow_spins = rounds[round].spins;
         memset(pages, GUARD_BYTE, bytes);
         assert_ckpt_ok(w.fwd.fs.open_read(&file, f->path, w.fwd.fs.payload));
         assert_ckpt_ok(
             ckpt__read_extents_buffered(&w.fwd.fs, file, f->path, ext, 2, 1));
         w.fwd.fs.close(file, w.fwd.fs.payload);
         ext_check(f->data, ext, 2);
-        assert_int_equal(atomic_load(&w.logged), 5); /* small, 3 + rest */
+        assert_int_equal(atomic_load(&w.logged), 5);
         for (unsigned i = 0; i < 5; i++) {
             const ckpt__extent *e = &ext[w.log[i].off >= ext[1].offset];
             int straight =
@@ -651,15 +688,11 @@ static void test_first_touch_timed(void **state)
                 assert_int_equal(bounced_from, 5); /* never after a bounce */
             }
         }
-        assert_true(bounced_from >= 2); /* the short and first long: straight */
-        if (w.slow_at > 0)              /* or earlier: a pread slow by itself */
-            assert_true(bounced_from <= w.slow_at);
-        else
-            print_message("no pread slowed down: %s\n",
-                          bounced_from == 5 ? "every piece straight"
-                                            : "bounced after a slow one");
+        assert_int_equal(bounced_from, rounds[round].bounced_from);
         witness_dispose(&w);
     }
+    ckpt__first_touch_limit_force(0);
+    assert_true(ckpt__first_touch_limit_s(PIECE) < 0.05);
     ckpt__aliased_reads_force(-1);
     ckpt__first_touch_force(-1);
     free(pages);
