@@ -41,6 +41,10 @@ char *ckpt__strndup(const char *s, size_t n);
  * with, not for a caller's data (common/huge_map.c). */
 uint8_t *ckpt__map_huge(size_t bytes);
 void ckpt__unmap_huge(uint8_t *p, size_t bytes);
+/* The same mapping without asking for huge pages (the caller may, with
+ * madvise: all of it can then be huge pages); NULL with errno set (EINVAL
+ * for 0 bytes, or mmap's). Given back with ckpt__unmap_huge too. */
+uint8_t *ckpt__map_aligned(size_t bytes);
 
 /* CKPT_EINVAL when `name` is longer than CKPT_MAX_NAME_BYTES, naming
  * `who` and the name's start (name_index.c); else 0. */

@@ -95,19 +95,20 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
     len = ((size_t)bytes + page - 1) / page * page;
     if (len == 0)
         len = page;
-    /* mmap, not ckpt__malloc: the image must be page-aligned (it is
+    /* mapped, not from ckpt__malloc: the image must be page-aligned (it is
      * written with O_DIRECT), pre-faulted once (prefault) and handed
      * back to the system whole when freed; a ckpt_allocator offers none of
-     * that (malloc/realloc/free only). Its crc array below, and everything
+     * that (malloc/realloc/free only). At a 2 MiB boundary
+     * (ckpt__map_aligned), so that all of it can be huge pages where
+     * prefault asks for them. Its crc array below, and everything
      * else of a saver, still goes through the allocator; a mapping refused
      * for lack of memory is CKPT_ENOMEM, as a failed allocation is. */
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-             0);
-    if (p == MAP_FAILED)
+    p = ckpt__map_aligned(len);
+    if (!p)
         return ckpt__error_errno(errno, "mapping a staging image of %zu bytes",
                                  len);
     if (prefault(p, len, page, prefault_now) != 0) {
-        munmap(p, len);
+        ckpt__unmap_huge(p, len);
         return ckpt__error_errno(
             ENOMEM, "faulting in a staging image of %zu bytes", len);
     }
@@ -119,7 +120,7 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
         ckpt__free(img->piece_crcs);
         img->crcs = NULL;
         img->piece_crcs = NULL;
-        munmap(p, len);
+        ckpt__unmap_huge(p, len);
         return ckpt__error_oom();
     }
     img->ptr = p;
@@ -130,7 +131,7 @@ int ckpt__image_alloc(ckpt__image *img, uint64_t bytes, size_t nvars,
 void ckpt__image_free(ckpt__image *img)
 {
     if (img->ptr)
-        munmap(img->ptr, img->mapped);
+        ckpt__unmap_huge(img->ptr, img->mapped);
     ckpt__free(img->crcs);
     ckpt__free(img->piece_crcs);
     img->crcs = NULL;

@@ -2,11 +2,13 @@
  * 2 MiB-aligned, zeroed, writable mapping of exactly the bytes asked for,
  * advised as huge pages (the kernel's VmFlags "hg" on its mapping, where
  * the system has MADV_HUGEPAGE); NULL for 0 bytes and for a size that
- * cannot be mapped. */
+ * cannot be mapped; ckpt__map_aligned, the same without the advice;
+ * ckpt__unmap_huge gives back every page of either. */
 #include "test_util.h"
 
 #include "common/internal.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,7 +90,65 @@ static void test_refused_sizes(void **state)
     assert_null(ckpt__map_huge(0));
     assert_null(ckpt__map_huge(SIZE_MAX));
     assert_null(ckpt__map_huge(SIZE_MAX - ((size_t)1 << 20)));
+    errno = 0;
+    assert_null(ckpt__map_aligned(0));
+    assert_int_equal(errno, EINVAL);
+    errno = 0;
+    assert_null(ckpt__map_aligned(SIZE_MAX));
+    assert_int_equal(errno, ENOMEM);
     ckpt__unmap_huge(NULL, 4096); /* nothing to give back: no effect */
+}
+
+/* Whether any page of [p, p + n) is mapped: mincore fails with ENOMEM
+ * for a range with an unmapped page in it. */
+static int any_unmapped(const uint8_t *p, size_t n)
+{
+    unsigned char vec[64];
+    for (size_t off = 0; off < n; off += sizeof(vec) * 4096) {
+        size_t len =
+            n - off < sizeof(vec) * 4096 ? n - off : sizeof(vec) * 4096;
+        if (mincore((void *)(p + off), len, vec) != 0 && errno == ENOMEM)
+            return 1;
+    }
+    return 0;
+}
+
+/* ckpt__map_aligned: the same 2 MiB-aligned, zeroed, writable mapping,
+ * not advised huge; given back whole by ckpt__unmap_huge. */
+static void test_aligned_not_advised(void **state)
+{
+    const size_t n = ((size_t)4 << 20) + 4096;
+    char flags[256];
+    uintptr_t end;
+    uint8_t *p = ckpt__map_aligned(n);
+    (void)state;
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % HUGE, 0);
+    assert_int_equal(p[0], 0);
+    assert_int_equal(p[n - 1], 0);
+    memset(p, 0x3c, n);
+    assert_false(any_unmapped(p, n));
+    mapping_of(p, flags, sizeof(flags), &end);
+    if (flags[0] != '\0')
+        assert_null(strstr(flags, " hg"));
+    ckpt__unmap_huge(p, n);
+    assert_true(any_unmapped(p, 4096));
+    assert_true(any_unmapped(p + n - 4096, 4096));
+}
+
+/* ckpt__unmap_huge gives back every page it was given: none of the
+ * range is mapped after it. */
+static void test_unmapped_whole(void **state)
+{
+    const size_t n = ((size_t)6 << 20) + 3 * 4096;
+    uint8_t *p = ckpt__map_huge(n);
+    (void)state;
+    assert_non_null(p);
+    memset(p, 1, n);
+    assert_false(any_unmapped(p, n));
+    ckpt__unmap_huge(p, n);
+    for (size_t off = 0; off < n; off += 4096)
+        assert_true(any_unmapped(p + off, 4096));
 }
 
 int main(void)
@@ -97,6 +157,8 @@ int main(void)
         cmocka_unit_test(test_aligned_zeroed_writable),
         cmocka_unit_test(test_advised_huge),
         cmocka_unit_test(test_refused_sizes),
+        cmocka_unit_test(test_aligned_not_advised),
+        cmocka_unit_test(test_unmapped_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

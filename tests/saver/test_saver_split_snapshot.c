@@ -765,10 +765,34 @@ static void test_checksum_placement_by_timed_snapshots(void **state)
     ckpt_saver_free(s);
 }
 
+/* The staging image: at a 2 MiB boundary (so that all of it can be huge
+ * pages where it is faulted in at once), whole pages of it, zeroed and
+ * writable, faulted in at once or not. */
+static void test_image_aligned(void **state)
+{
+    const uint64_t bytes = 5 * MIB + 100;
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    (void)state;
+    for (int now = 0; now < 2; now++) {
+        ckpt__image img;
+        memset(&img, 0, sizeof(img));
+        assert_ckpt_ok(ckpt__image_alloc(&img, bytes, 2, 3, now));
+        assert_int_equal((uintptr_t)img.ptr % (2 * MIB), 0);
+        assert_int_equal(img.mapped,
+                         (size_t)((bytes + page - 1) / page * page));
+        assert_int_equal(img.ptr[0], 0);
+        assert_int_equal(img.ptr[img.mapped - 1], 0);
+        memset(img.ptr, 0x77, img.mapped);
+        ckpt__image_free(&img);
+        assert_null(img.ptr);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_image_aligned),
         cmocka_unit_test(test_shared_work),
         cmocka_unit_test(test_checksum_choice_rule),
         cmocka_unit_test_setup_teardown(test_sync_save_through_image, setup,
