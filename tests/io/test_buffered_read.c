@@ -133,6 +133,13 @@ static void read_layout(const fixture *f, const ckpt_fs *fs, int threads)
 
 /* ---- a file system that records which threads read ---------------------- */
 
+/* What a slowed pread of the witness file system takes (asleep or busy),
+ * and the first-write limit test_first_touch_timed fixes: far apart, and
+ * the limit far above what a 256 KiB pread takes even under a sanitizer
+ * on a loaded machine, so that only the slowed preads exceed it. */
+#define SLOW_PREAD_S 0.3
+#define TIMED_LIMIT_S 0.1
+
 typedef struct witness_fs {
     ckpt_fs_forward fwd;
     pthread_mutex_t mu;
@@ -142,10 +149,11 @@ typedef struct witness_fs {
     int first_waiting; /* the first pread waits for a second thread */
     size_t cap;        /* > 0: every pread returns at most this much */
     atomic_uint preads;
-    unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
-    unsigned slow_at;     /* 1-based pread that sleeps 50 ms first; 0: none */
-    unsigned slow_n;      /* preads from slow_at on that do (0 counts as 1) */
-    int slow_spins;       /* they burn 50 ms of CPU time instead */
+    unsigned fail_at; /* 1-based pread to fail with CKPT_EIO; 0: none */
+    unsigned
+        slow_at;     /* 1-based pread that sleeps SLOW_PREAD_S first; 0: none */
+    unsigned slow_n; /* preads from slow_at on that do (0 counts as 1) */
+    int slow_spins;  /* they burn SLOW_PREAD_S of CPU time instead */
     atomic_uint off_page; /* preads whose buffer sits at another offset in
                              a page than the file offset */
     struct {
@@ -214,9 +222,9 @@ static int witness_pread(ckpt_file *file, void *buf, size_t n, uint64_t off,
     *got = 0;
     if (w->slow_at > 0 && k >= w->slow_at &&
         k < w->slow_at + (w->slow_n > 0 ? w->slow_n : 1)) {
-        struct timespec nap = {0, 50 * 1000 * 1000};
+        struct timespec nap = {0, (long)(SLOW_PREAD_S * 1e9)};
         if (w->slow_spins)
-            spin_cpu_seconds(0.05);
+            spin_cpu_seconds(SLOW_PREAD_S);
         else
             nanosleep(&nap, NULL);
     }
@@ -615,13 +623,13 @@ static void test_first_touch_bounces_every_piece(void **state)
 }
 
 /* Where the kernel's first write is slow (CKPT__TOUCH_TIMED, forced
- * here, with a limit of 20 ms a piece), a read's pieces go straight into
+ * here, with a limit of 0.1 s a piece), a read's pieces go straight into
  * their destinations, a short one (under CKPT__TOUCH_TIMED_MIN) untimed,
  * the long ones timed, the first in the thread's CPU seconds, the later
  * ones on the wall clock, until one took longer than the limit: every
- * piece after it bounces. A file system that sleeps 50 ms in the first
+ * piece after it bounces. A file system that sleeps 0.3 s in the first
  * long pread (a cold file's wait on the disk) bounces nothing; one that
- * sleeps in a later one, or burns 50 ms of CPU in any, bounces every piece
+ * sleeps in a later one, or burns 0.3 s of CPU in any, bounces every piece
  * after it. Once bounced, never straight again in that read.
  * One thread, so the order is the file's: pread 1 the short extent,
  * 2-4 the long one's three pieces, 5 its short rest. Bytes and CRCs right
@@ -657,8 +665,8 @@ static void test_first_touch_timed(void **state)
     ext[1].dst = pages + (small + 8191) / 4096 * 4096 + 1000; /* not aliasing */
     assert_false(ckpt__read_aliases(ext[1].dst, ext[1].offset));
     ckpt__first_touch_force(CKPT__TOUCH_TIMED);
-    ckpt__first_touch_limit_force(0.02);
-    assert_true(ckpt__first_touch_limit_s(PIECE) == 0.02);
+    ckpt__first_touch_limit_force(TIMED_LIMIT_S);
+    assert_true(ckpt__first_touch_limit_s(PIECE) == TIMED_LIMIT_S);
     ckpt__aliased_reads_force(0);
     for (size_t round = 0; round < CKPT__ARRAY_SIZE(rounds); round++) {
         unsigned bounced_from = 5; /* the first bounced pread, 0-based */
