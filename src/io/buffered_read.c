@@ -36,12 +36,12 @@
  * piece of a cold file, which waits for the disk to start, bounced every
  * later piece of the read even into variables the kernel had written
  * before. The later pieces are timed on the wall clock (cheap): timed in
- * CPU seconds, each would cost about 3 us against a 256 KiB copy's 50-60
- * on the EPYC VM, and waiting for the CPU-timed piece after a slow one
- * before bouncing costs, into variables the kernel has not written, that
- * piece's first writes (0.4-0.6 ms there). The cold path
- * reads aliasing destinations straight too: its scratch would be a whole
- * request, out of the CPU's cache, and the bounce an extra pass over
+ * CPU seconds, each would cost two calls (2.7-3.0 us) against a 256 KiB
+ * copy's 50-60 on the EPYC VM (one machine's figures), and waiting for the
+ * CPU-timed piece after a slow one before bouncing costs, into variables the
+ * kernel has not written, that piece's first writes (0.4-0.6 ms there). The
+ * cold path reads aliasing destinations straight too: its scratch would be a
+ * whole request, out of the CPU's cache, and the bounce an extra pass over
  * memory (plus the scratch's page faults) that costs more than the slower
  * kernel copy, which overlaps the disk. Measured on a virtio disk with
  * read_ahead_kb 128, restores of a cold 64 MiB checkpoint into variables
