@@ -249,10 +249,9 @@ double ckpt__timeout_or_unbounded(double seconds);
  * machine (probes, timed pieces) time with, whatever clock a caller set. */
 double ckpt__seconds_now(void);
 /* The calling thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID: a system call,
- * 1.36-1.50 us a call on a PVM guest, two runs of 10000, so not for
- * every small piece); time the
- * thread waited (on a disk, for a core) does not count. CLOCK_MONOTONIC
- * where that clock is missing. */
+ * 1.36-1.50 us a call on a PVM guest, two runs of 10000, so not for every
+ * small piece); time the thread waited (on a disk, for a core) does not
+ * count. CLOCK_MONOTONIC where that clock is missing. */
 double ckpt__thread_seconds_now(void);
 /* `defaults` (`size` bytes: the current struct) into `dst`, then the first
  * `known` bytes of `src` (what the caller's version of the struct has)

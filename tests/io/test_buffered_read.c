@@ -149,11 +149,10 @@ typedef struct witness_fs {
     int first_waiting; /* the first pread waits for a second thread */
     size_t cap;        /* > 0: every pread returns at most this much */
     atomic_uint preads;
-    unsigned fail_at; /* 1-based pread to fail with CKPT_EIO; 0: none */
-    unsigned
-        slow_at;     /* 1-based pread that sleeps SLOW_PREAD_S first; 0: none */
-    unsigned slow_n; /* preads from slow_at on that do (0 counts as 1) */
-    int slow_spins;  /* they burn SLOW_PREAD_S of CPU time instead */
+    unsigned fail_at;     /* 1-based pread to fail with CKPT_EIO; 0: none */
+    unsigned slow_at;     /* 1-based pread slowed by SLOW_PREAD_S; 0: none */
+    unsigned slow_n;      /* preads from slow_at on that do (0 counts as 1) */
+    int slow_spins;       /* they burn SLOW_PREAD_S of CPU time instead */
     atomic_uint off_page; /* preads whose buffer sits at another offset in
                              a page than the file offset */
     struct {
