@@ -215,6 +215,15 @@ int ckpt__error_null_arg(const char *function, const char *argument);
  * pass through it. */
 void ckpt__make_printable(char *s, size_t cap);
 
+/* Where `msg`, a message made printable as above, shows `text` (a path or
+ * name as the program holds it, which the message shows escaped by the
+ * same rule): the first place, with the length it takes there in
+ * *shown_len (when not NULL), or NULL when it does not show it. */
+const char *ckpt__message_find(const char *msg, const char *text,
+                               size_t *shown_len);
+/* Whether msg shows text (ckpt__message_find). */
+int ckpt__message_names(const char *msg, const char *text);
+
 /* ---- logging ------------------------------------------------------------ */
 /* Format a line and pass it to `fn` when `level` >= `min_level` (nothing
  * when fn is NULL). */

@@ -4,7 +4,8 @@
  * the ckpt tool's text output uses too. Printable
  * ASCII and valid UTF-8 of printable characters stay; every other byte
  * (C0 controls such as ESC, newline and NUL, DEL, C1 controls, line
- * separators and direction marks, bytes that are not UTF-8) becomes \xHH. */
+ * separators and direction marks, bytes that are not UTF-8) becomes \xHH;
+ * and ckpt__message_find, whether such a message shows a given path. */
 #include "ckpt/log.h"
 #include "internal.h"
 
@@ -111,4 +112,55 @@ void ckpt__make_printable(char *s, size_t cap)
     memcpy(copy, s, n);
     copy[n] = '\0';
     ckpt_text_printable(s, cap, copy);
+}
+
+/* The length of the start of `msg` that shows t[0..n) by the rule above,
+ * or 0 when msg does not start with it. */
+static size_t shown_at(const char *msg, const unsigned char *t, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0, o = 0;
+    while (i < n) {
+        uint32_t cp = 0;
+        size_t len = utf8_sequence(t + i, n - i, &cp);
+        size_t take = len ? len : 1;
+        int escape = len == 0 || acts_on_terminal(cp);
+        for (size_t k = 0; k < take; k++) {
+            unsigned char c = t[i + k];
+            /* msg ends in '\0', which matches no byte of t: every
+             * comparison stops there */
+            if (!escape && (unsigned char)msg[o] != c)
+                return 0;
+            if (escape &&
+                (msg[o] != '\\' || msg[o + 1] != 'x' ||
+                 msg[o + 2] != hex[c >> 4] || msg[o + 3] != hex[c & 15]))
+                return 0;
+            o += escape ? 4 : 1;
+        }
+        i += take;
+    }
+    return o;
+}
+
+const char *ckpt__message_find(const char *msg, const char *text,
+                               size_t *shown_len)
+{
+    size_t n = text ? strlen(text) : 0, len = 0;
+    const char *p = msg;
+    if (!msg || !text)
+        return NULL;
+    if (n > 0)
+        for (; *p; p++)
+            if ((len = shown_at(p, (const unsigned char *)text, n)) > 0)
+                break;
+    if (n > 0 && !*p)
+        return NULL;
+    if (shown_len)
+        *shown_len = len;
+    return p;
+}
+
+int ckpt__message_names(const char *msg, const char *text)
+{
+    return ckpt__message_find(msg, text, NULL) != NULL;
 }

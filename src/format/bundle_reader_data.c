@@ -33,7 +33,7 @@ static int name_tensor(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
 {
     ckpt__shown_name sn;
     if (ckpt_error_last()->code == err &&
-        strstr(ckpt_error_last()->message, r->path.ptr))
+        ckpt__message_names(ckpt_error_last()->message, r->path.ptr))
         return ckpt__error_prefix(err, "tensor '%s'",
                                   ckpt__bundle_entry_shown(&sn, e));
     return ckpt__error_prefix(err, "%s: tensor '%s'", r->path.ptr,

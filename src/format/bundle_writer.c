@@ -115,12 +115,13 @@ static int name_final_path(const ckpt_fs *fs, int err, const char *tmp,
                            const char *final_path)
 {
     const char *msg = ckpt_error_last()->message;
-    const char *at = strstr(msg, tmp);
+    size_t shown = 0;
+    const char *at = ckpt__message_find(msg, tmp, &shown);
     ckpt_buf dir = CKPT_BUF_INIT;
     char reason[256];
-    if (!at || strncmp(at + strlen(tmp), ": ", 2) != 0)
+    if (!at || strncmp(at + shown, ": ", 2) != 0)
         return err;
-    snprintf(reason, sizeof(reason), "%s", at + strlen(tmp) + 2);
+    snprintf(reason, sizeof(reason), "%s", at + shown + 2);
     if (err == CKPT_ENOTFOUND && dir_missing(fs, final_path, &dir))
         err = ckpt__error(err, "cannot create %s: directory %s does not exist",
                           final_path, dir.ptr);

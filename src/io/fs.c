@@ -89,7 +89,8 @@ static int check_to(int rc, const char *op, const char *path, const char *to)
         return rc;
     if (ckpt_error_last()->code == rc) { /* the method's own message */
         msg = ckpt_error_last()->message;
-        if (!path || (strstr(msg, path) && (!to || strstr(msg, to))))
+        if (!path || (ckpt__message_names(msg, path) &&
+                      (!to || ckpt__message_names(msg, to))))
             return rc;
         if (to)
             return ckpt__error_prefix(rc, "%s %s to %s", op, path, to);

@@ -36,7 +36,7 @@ static int restore_prefix(ckpt_monitored_session *ms, const char *prefix)
                            "session: no saver to restore '%s' with", prefix);
     err = ckpt_saver_restore(ms->sess.saver, prefix);
     /* the saver's message names the checkpoint as a rule: once is enough */
-    if (err < 0 && strstr(ckpt_error_last()->message, prefix))
+    if (err < 0 && ckpt__message_names(ckpt_error_last()->message, prefix))
         return ckpt__error_prefix(err, "session: restoring the checkpoint");
     if (err < 0)
         return ckpt__error_prefix(err, "session: restoring %s", prefix);

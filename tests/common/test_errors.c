@@ -256,6 +256,38 @@ static void test_messages_are_printable(void **state)
     ckpt_error_clear();
 }
 
+/* A message shows a path escaped; ckpt__message_find looks for it that
+ * way, so a path with a control byte is not named a second time. */
+static void test_message_find_sees_escaped_paths(void **state)
+{
+    size_t shown = 0;
+    const char *at;
+    (void)state;
+    ckpt__error(CKPT_ENOTFOUND, "open_read %s: gone", "d\tx/m.index");
+    at = ckpt__message_find(ckpt_error_last()->message, "d\tx/m.index", &shown);
+    assert_non_null(at);
+    assert_int_equal(at - ckpt_error_last()->message, 10);
+    assert_int_equal(shown, strlen("d\\x09x/m.index"));
+    assert_string_equal(at + shown, ": gone");
+    assert_true(ckpt__message_names(ckpt_error_last()->message, "gone"));
+    /* the raw bytes are not what the message holds */
+    assert_null(strstr(ckpt_error_last()->message, "d\tx"));
+    /* not a near miss: another escaped byte, a cut name, a longer one */
+    assert_false(ckpt__message_names(ckpt_error_last()->message, "d\nx"));
+    assert_false(
+        ckpt__message_names(ckpt_error_last()->message, "d\tx/m.index2"));
+    assert_false(ckpt__message_names("d\\x0", "d\t"));
+    /* UTF-8 as is, bytes that are not UTF-8 escaped */
+    ckpt__error(CKPT_EIO, "at caf\xc3\xa9/\xff!");
+    assert_true(
+        ckpt__message_names(ckpt_error_last()->message, "caf\xc3\xa9/\xff"));
+    assert_false(ckpt__message_names(ckpt_error_last()->message, "\xfe"));
+    assert_null(ckpt__message_find(NULL, "x", NULL));
+    assert_null(ckpt__message_find("x", NULL, NULL));
+    assert_null(ckpt__message_find("", "x", NULL));
+    ckpt_error_clear();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_error_save_restore),
         cmocka_unit_test(test_check_arg),
         cmocka_unit_test(test_messages_are_printable),
+        cmocka_unit_test(test_message_find_sees_escaped_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -468,7 +468,12 @@ static void test_names_escaped_in_text_output(void **state)
                "gone\x1b[1m\x9b"
                "1m");
     expect_both_safe(&r);
-    expect_contains(r.err, "gone\\x1b[1m\\x9b1m");
+    /* named once: the library's part shows the path escaped, and the
+     * tool, looking for the raw bytes there, used to name it again */
+    assert_string_equal(r.err,
+                        "ckpt inspect: gone\\x1b[1m\\x9b1m: no such "
+                        "checkpoint: open_read gone\\x1b[1m\\x9b1m.index: No "
+                        "such file or directory\n");
     run_free(&r);
     /* the temporary file of an interrupted repack to DST, removed and
      * named (its path was printed raw); the tensor whose name holds a NUL

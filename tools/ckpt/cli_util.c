@@ -64,7 +64,9 @@ int cli_lib_error(const char *cmd, int err, const char *context)
 {
     const ckpt_error *e = ckpt_error_last();
     const char *msg = e->code != 0 ? e->message : ckpt_strerror(err);
-    if (context && *context && !strstr(msg, context))
+    /* the library's messages show a path escaped (cli_safe's rule): look
+     * for it that way, or a name with a control byte is named twice */
+    if (context && *context && !strstr(msg, cli_safe(context)))
         cli_error(cmd, "%s: %s", context, msg);
     else
         cli_error(cmd, "%s", msg);
@@ -547,7 +549,7 @@ void cli_tensor_error(const char *cmd, const char *prefix,
     const char *msg = ckpt_error_last()->message;
     char *quoted = quoted_as_library_shows(e);
     int named = strstr(msg, quoted) != NULL;
-    if (named && strstr(msg, prefix))
+    if (named && strstr(msg, cli_safe(prefix)))
         cli_error(cmd, "%s", msg);
     else if (named)
         cli_error(cmd, "%s: %s", prefix, msg);
