@@ -265,8 +265,11 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  checkpoint's bytes, as with ckpt_saver_restore. A NULL or empty
  *  `prefix` on any rank fails the restore on every rank, with that rank's
  *  message ("ckpt_mpi_saver_restore: prefix is NULL" or "... is empty").
+ *  A saver with no variables registered restores nothing: CKPT_EINVAL on
+ *  every rank (register them before restoring).
  *  @return 0, CKPT_ENOTFOUND (checkpoint or tensor, named), CKPT_EINVAL
- *          (NULL or empty prefix, dtype or shape), CKPT_ECORRUPT, CKPT_EIO */
+ *          (no variables, NULL or empty prefix, dtype or shape),
+ *          CKPT_ECORRUPT, CKPT_EIO */
 CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
 
 /** Restore the directory's latest complete checkpoint (collective): the
@@ -280,10 +283,11 @@ CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
  *  checkpoints, and ckpt_mpi_saver_restore restores the one chosen.
  *  `prefix_out` (may be NULL) receives it. CKPT_ENOTFOUND means only that
  *  there is no checkpoint (start afresh): one that lacks a variable or a
- *  rank's per-rank value (more ranks than wrote it) is CKPT_EINVAL.
- *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
- *          does not match the variables or the rank count), or as
- *          restore */
+ *  rank's per-rank value (more ranks than wrote it) is CKPT_EINVAL, as is
+ *  a saver with no variables registered (also when there is no checkpoint).
+ *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (no variables,
+ *          or the checkpoint does not match the variables or the rank
+ *          count), or as restore */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_restore_latest(ckpt_mpi_saver *s, ckpt_buf *prefix_out);
 

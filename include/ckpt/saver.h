@@ -421,9 +421,12 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
  *  some variables, the damaged one among them, may then already hold the
  *  checkpoint's bytes. After such an error initialise the variables again
  *  or restore another checkpoint (ckpt_saver_checkpoint lists them).
+ *  A saver with no variables registered would restore nothing:
+ *  CKPT_EINVAL (register them with ckpt_saver_add_var first).
  *  @return 0, CKPT_ENOTFOUND (checkpoint, or a variable it lacks, named),
- *          CKPT_EINVAL (dtype or shape mismatch, named), CKPT_ECORRUPT
- *          (a damaged record, or a data file the index names missing) */
+ *          CKPT_EINVAL (no variables registered; dtype or shape mismatch,
+ *          named), CKPT_ECORRUPT (a damaged record, or a data file the
+ *          index names missing) */
 CKPT_EXTERN(int) ckpt_saver_restore(ckpt_saver *s, const char *prefix);
 
 /** Restore only the `n` named variables, checked and read as
@@ -446,9 +449,13 @@ ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
  *  ckpt_saver_restore restores the one chosen). An asynchronous save
  *  still being written is not waited for: the latest is the newest
  *  checkpoint committed when this is called (call ckpt_saver_wait first to
- *  include it; the distributed saver finishes it first).
- *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (the checkpoint
- *          does not match the variables), or as ckpt_saver_restore */
+ *  include it; the distributed saver finishes it first). A saver with no
+ *  variables registered is CKPT_EINVAL, also when there is no checkpoint
+ *  (register them first: restoring before ckpt_saver_add_var would restore
+ *  nothing, and the first saves would evict the checkpoints to resume from).
+ *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (no variables
+ *          registered, or the checkpoint does not match the variables), or
+ *          as ckpt_saver_restore */
 CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out);
 
 /** The latest complete checkpoint of the directory (see

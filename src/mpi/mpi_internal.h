@@ -216,11 +216,12 @@ int ckpt__mpi_per_rank_key(ckpt_buf *out, const char *name, int rank);
  * (a log callback calling back into the saver; mpi_save_op.c). */
 int ckpt__mpi_refuse_worker(const ckpt_mpi_saver *s, const char *what);
 
-/* The collective check of ckpt_mpi_saver_check (once). `saving`: NULL, or
- * the save function calling it ("save", "save_async"), which also needs
- * variables: with none registered it fails with CKPT_EINVAL on every rank
- * and the list stays open. */
-int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving);
+/* The collective check of ckpt_mpi_saver_check (once). `needs`: NULL, or
+ * the save or restore function calling it ("save", "save_async",
+ * "restore", "restore_latest"), which also needs variables: with none
+ * registered it fails with CKPT_EINVAL on every rank and the list stays
+ * open. */
+int ckpt__mpi_check(ckpt_mpi_saver *s, const char *needs);
 
 /* ---- collectives (mpi_collective.c) ------------------------------------ */
 

@@ -789,7 +789,8 @@ static void warn_unrestored_per_rank(ckpt_mpi_saver *s, ckpt_bundle_reader *r,
 /* What both restores do first (`what` names the call), after their
  * CKPT__CHECK_ARG(s): refuse the saver's own thread, finish the save in flight,
  * and check the variable lists (collective; also when there is no checkpoint,
- * so a mismatch is found before training starts). */
+ * so a mismatch is found before training starts); none is CKPT_EINVAL on
+ * every rank, the list left open. */
 static int begin_restore(ckpt_mpi_saver *s, const char *what)
 {
     if (ckpt__mpi_refuse_worker(s, what) < 0)
@@ -797,7 +798,7 @@ static int begin_restore(ckpt_mpi_saver *s, const char *what)
     ckpt__mpi_snapshot_complete(s); /* before the variables change */
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
-    return ckpt__mpi_check(s, NULL);
+    return ckpt__mpi_check(s, what);
 }
 
 static int restore_call(ckpt_mpi_saver *s, const char *prefix)

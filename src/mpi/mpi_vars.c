@@ -777,7 +777,26 @@ static int apply_owners(ckpt_mpi_saver *s, const int *owners, size_t nrep)
     return 0;
 }
 
-int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
+/* CKPT_EINVAL: `op` ("save", "restore", ...) found no variables. A save
+ * would write nothing; a restore would restore nothing, and the first
+ * saves evict what it meant to resume from. */
+static int no_variables(const ckpt_mpi_saver *s, const char *op)
+{
+    if (strncmp(op, "save", 4) == 0)
+        return ckpt__error(CKPT_EINVAL,
+                           "mpi saver %s: %s: no variables to save; register "
+                           "them first (ckpt_mpi_saver_add_replicated, "
+                           "_partitioned, _per_rank)",
+                           s->ds.dir, op);
+    return ckpt__error(CKPT_EINVAL,
+                       "mpi saver %s: %s: no variables registered, so "
+                       "nothing would be restored (register them first: "
+                       "ckpt_mpi_saver_add_replicated, _partitioned, "
+                       "_per_rank)",
+                       s->ds.dir, op);
+}
+
+int ckpt__mpi_check(ckpt_mpi_saver *s, const char *needs)
 {
     ckpt_buf mine = CKPT_BUF_INIT;
     int *counts = NULL, *displs = NULL, *owners = NULL;
@@ -790,14 +809,10 @@ int ckpt__mpi_check(ckpt_mpi_saver *s, const char *saving)
 
     /* The lists match on every rank once checked: no variables on one is
      * none on all. */
-    if (s->checked && (!saving || s->nvars > 0))
+    if (s->checked && (!needs || s->nvars > 0))
         return 0;
-    if (saving && s->nvars == 0)
-        err = ckpt__error(CKPT_EINVAL,
-                          "mpi saver %s: %s: no variables to save; register "
-                          "them first (ckpt_mpi_saver_add_replicated, "
-                          "_partitioned, _per_rank)",
-                          s->ds.dir, saving);
+    if (needs && s->nvars == 0)
+        err = no_variables(s, needs);
     else
         err = encode_vars(s, &mine);
     if (s->checked)

@@ -281,12 +281,30 @@ done:
     return err;
 }
 
+/* A restore of every variable before any is registered would restore
+ * nothing and succeed: the program would train from its initial values
+ * and its first saves evict the checkpoints it meant to resume from. */
+static int check_has_vars(const ckpt_saver *s, const char *op)
+{
+    if (s->nvars > 0)
+        return 0;
+    return ckpt__error(CKPT_EINVAL,
+                       "saver %s: %s: no variables registered, so nothing "
+                       "would be restored (register them with "
+                       "ckpt_saver_add_var first)",
+                       ckpt__saver_say(s), op);
+}
+
 int ckpt_saver_restore(ckpt_saver *s, const char *prefix)
 {
+    int err;
     CKPT__CHECK_ARG(s);
     CKPT__CHECK_ARG(prefix);
     if (s->ops)
         return s->ops->restore(s->ops_self, prefix);
+    err = check_has_vars(s, "restore");
+    if (err < 0)
+        return err;
     return restore_vars(s, prefix, NULL, 0, 1);
 }
 
@@ -329,6 +347,9 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
     CKPT__CHECK_ARG(s);
     if (s->ops)
         return s->ops->restore_latest(s->ops_self, prefix_out);
+    err = check_has_vars(s, "restore_latest");
+    if (err < 0)
+        return err;
     err = ckpt_saver_latest(s, &latest);
     if (err == 0)
         err = ckpt__restore_latest_outcome(ckpt_saver_restore(s, latest.ptr));

@@ -372,14 +372,17 @@ int64_t ckpt_checkpoint_step(const char *prefix)
 /* ---- synchronous saves -----------------------------------------------------
  */
 
-static int check_can_save(ckpt_saver *s)
+/* `op` names the call in messages ("save", "save_async"). */
+static int check_can_save(ckpt_saver *s, const char *op)
 {
     if (s->closed)
-        return ckpt__error(CKPT_ESTATE, "saver %s: save: the saver is closed",
-                           ckpt__saver_say(s));
+        return ckpt__error(CKPT_ESTATE, "saver %s: %s: the saver is closed",
+                           ckpt__saver_say(s), op);
     if (s->nvars == 0)
-        return ckpt__error(CKPT_EINVAL, "saver %s: save: no variables to save",
-                           ckpt__saver_say(s));
+        return ckpt__error(CKPT_EINVAL,
+                           "saver %s: %s: no variables to save (register "
+                           "them with ckpt_saver_add_var first)",
+                           ckpt__saver_say(s), op);
     /* one saver of this process saves into a directory */
     return ckpt__dir_lock_claim(s->ds.lock, &s->ds, s->ds.lock_claims,
                                 s->ds.dir);
@@ -400,7 +403,7 @@ static int saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
-    err = check_can_save(s);
+    err = check_can_save(s, "save");
     if (err < 0)
         return err;
     err = checkpoint_names(s, step, &stored, &prefix);
@@ -543,7 +546,7 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     err = ckpt__saver_enter(s);
     if (err < 0)
         return err;
-    err = check_can_save(s);
+    err = check_can_save(s, "save_async");
     if (err == 0)
         err = checkpoint_names(s, step, &stored, &prefix);
     if (err == 0)

@@ -296,7 +296,9 @@ int ckpt__writer_choose_image(ckpt_saver *s, int64_t step)
         s->metrics.saves_skipped++;
         return ckpt__error(CKPT_EBUSY,
                            "saver %s: save %s skipped: the previous "
-                           "checkpoint is still being written",
+                           "checkpoint is still being written (ckpt_saver_wait "
+                           "waits for it; the saver's busy_policy option "
+                           "chooses to wait or coalesce instead)",
                            ckpt__saver_say(s), ckpt__step_say(&words, step));
     }
 }

@@ -1284,6 +1284,17 @@ static void test_save_without_variables(void **state)
     assert_ckpt_error(ckpt_mpi_saver_save_async(s, 1, NULL), CKPT_EINVAL, want);
     if (test_rank() == 0)
         assert_int_equal(count_files_in(f->dir, "model.ckpt-1"), 0);
+    /* nor does a restore: it would restore nothing (it used to succeed
+     * when there was a checkpoint) */
+    snprintf(want, sizeof(want),
+             "mpi saver %s: restore_latest: no variables registered, so "
+             "nothing would be restored",
+             f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                      want);
+    snprintf(want, sizeof(want),
+             "mpi saver %s: restore: no variables registered", f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_restore(s, "x"), CKPT_EINVAL, want);
     model_fill(&f->m, test_rank(), test_size(), 5);
     model_register(s, &f->m, 0);
     assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));

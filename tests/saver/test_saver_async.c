@@ -165,6 +165,11 @@ static void test_b60_skip(void **state)
     fill(f, 2.0f, 6);
     assert_ckpt_error(ckpt_saver_save_async(s, 6, NULL), CKPT_EBUSY,
                       "step 6 skipped");
+    /* and says what to do about it */
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "(ckpt_saver_wait waits for it; the saver's "
+                           "busy_policy option chooses to wait or coalesce "
+                           "instead)"));
     ckpt_saver_get_metrics(s, &m);
     assert_int_equal(m.saves_skipped, 1);
     assert_int_equal(m.saves_started, 1);

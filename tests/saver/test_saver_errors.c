@@ -497,12 +497,60 @@ static void test_refusals_name_the_directory(void **state)
     assert_ckpt_ok(ckpt_saver_close(sa, -1));
     assert_saver_error(ckpt_saver_save(sa, 1, NULL), CKPT_ESTATE, a,
                        "save: the saver is closed");
+    /* each call named as the program made it (save_async said "save") */
+    assert_saver_error(ckpt_saver_save_async(sa, 1, NULL), CKPT_ESTATE, a,
+                       "save_async: the saver is closed");
     assert_saver_error(ckpt_saver_close(sa, -1), CKPT_ESTATE, a,
                        "close: the saver is already closed");
     ckpt_saver_free(sa);
     ckpt_saver_free(sb);
     free(a);
     free(b);
+}
+
+/* Restoring before any variable is registered restores nothing: it used
+ * to succeed, so a program that called it before ckpt_saver_add_var
+ * trained from its initial values and its first saves evicted the
+ * checkpoints it meant to resume from. Now CKPT_EINVAL, whether or not
+ * there is a checkpoint, and nothing in the directory is touched. */
+static void test_restore_without_variables(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_with(f, NULL);
+    ckpt_buf latest = CKPT_BUF_INIT;
+    ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {4}}, f->w, NULL, NULL, NULL};
+    const float want[4] = {1, 2, 3, 4};
+    memcpy(f->w, want, sizeof(want));
+    assert_ckpt_ok(ckpt_saver_save(s, 3, NULL));
+    ckpt_saver_free(s);
+    memset(f->w, 0, sizeof(f->w));
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    assert_saver_error(ckpt_saver_restore_latest(s, &latest), CKPT_EINVAL,
+                       f->dir,
+                       "restore_latest: no variables registered, so nothing "
+                       "would be restored (register them with "
+                       "ckpt_saver_add_var first)");
+    assert_int_equal(latest.size, 0);
+    assert_saver_error(ckpt_saver_restore(s, latest.ptr ? latest.ptr : "x"),
+                       CKPT_EINVAL, f->dir, "restore: no variables registered");
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
+    /* registered, the same saver restores */
+    assert_ckpt_ok(ckpt_saver_add_var(s, &w));
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));
+    assert_memory_equal(f->w, want, sizeof(want));
+    assert_non_null(strstr(latest.ptr, "model.ckpt-3"));
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+    /* an empty directory: the same mistake, not "no checkpoint" */
+    {
+        char *empty = test_path(f->dir, "empty");
+        assert_int_equal(mkdir(empty, 0755), 0);
+        assert_ckpt_ok(ckpt_saver_open(&s, empty, NULL));
+        assert_saver_error(ckpt_saver_restore_latest(s, NULL), CKPT_EINVAL,
+                           empty, "restore_latest: no variables registered");
+        ckpt_saver_free(s);
+        free(empty);
+    }
 }
 
 int main(void)
@@ -532,6 +580,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_positive_return_is_a_failure,
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_refusals_name_the_directory, setup,
+                                        test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_restore_without_variables, setup,
                                         test_dir_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
