@@ -620,7 +620,7 @@ static int agree_to_start(int rank, int code, const char *step,
     /* What this rank printed (its --help or --version) is written out
      * before a wait the watchdog may end with _exit, which flushes no
      * stdio buffer. */
-    fflush(stdout);
+    report_flush(stdout);
     MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD,
                    &req);
     train_watchdog_arm(&w, timeout_s, msg);
@@ -638,7 +638,7 @@ static int agree_to_start(int rank, int code, const char *step,
     /* Every rank has said why before any exits: a launcher that ends
      * the job at the first non-zero exit (Open MPI's mpiexec) would
      * otherwise kill a rank still printing. */
-    fflush(stdout);
+    report_flush(stdout);
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     train_watchdog_arm(&w, timeout_s, msg);
     MPI_Wait(&req, MPI_STATUS_IGNORE);

@@ -354,7 +354,7 @@ int main(int argc, char **argv)
             printf("nothing to train: step %" PRId64
                    " reached (--steps %" PRId64 "); nothing saved\n",
                    t->global_step, t->opt.steps);
-        fflush(stdout);
+        report_flush(stdout);
     }
     exit_code = train(t, ms, &rep);
     for (size_t i = 0; i < ckpt_monitored_session_num_hooks(ms); i++)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,13 +64,13 @@ static void draw(report *r, int64_t step, int final)
                 r->last_checkpoint[0] ? r->last_checkpoint : "-");
         if (final)
             fputc('\n', stderr);
-        fflush(stderr);
+        report_flush(stderr);
     } else if (!r->quiet && step != r->last_logged &&
                (final || step % r->log_every == 0)) {
         r->last_logged = step;
         printf("step %" PRId64 " loss %.4f %.1f steps/s\n", step,
                (double)r->last_loss, rate);
-        fflush(stdout);
+        report_flush(stdout);
     }
 }
 
@@ -156,11 +157,12 @@ void report_on_log(int level, const char *message, void *payload)
     if (level >= CKPT_LOG_WARN) {
         if (r->tty)
             fputc('\n', stderr);
-        fprintf(stderr, "ckpt-train: %s: %s\n", ckpt_log_level_name(level),
-                message);
+        if (fprintf(stderr, "ckpt-train: %s: %s\n", ckpt_log_level_name(level),
+                    message) < 0)
+            report_note_write_error(stderr, errno);
     } else if (!r->quiet && !r->tty && level >= CKPT_LOG_INFO) {
         printf("checkpoint: %s\n", message);
-        fflush(stdout);
+        report_flush(stdout);
     }
 }
 
@@ -214,20 +216,40 @@ void report_summary(report *r, FILE *out, int64_t final_step,
             r->write_s_total > 0 ? (double)r->bytes / r->write_s_total / 1e6
                                  : 0.0,
             r->start_ms, r->close_ms);
-    fflush(out);
+    report_flush(out);
 }
 
-/* Whether `f` lost output: a flush that fails now (`*err` its errno) or
- * an error on an earlier write (`*err` 0: its errno is gone). */
+/* The first write error (an errno) of stdout [0] and stderr [1]: the
+ * writer's thread logs too, so they are atomic. */
+static atomic_int first_write_error[2];
+
+void report_note_write_error(FILE *f, int err)
+{
+    int none = 0;
+    int i = f == stdout ? 0 : f == stderr ? 1 : -1;
+    if (i >= 0 && err != 0)
+        atomic_compare_exchange_strong(&first_write_error[i], &none, err);
+}
+
+void report_flush(FILE *f)
+{
+    errno = 0;
+    if (fflush(f) != 0)
+        report_note_write_error(f, errno);
+}
+
+/* Whether `f` lost output: a flush that fails now or an error on an
+ * earlier write; `*err` the first such write's errno (0: not known). */
 static int stream_lost(FILE *f, int *err)
 {
-    *err = 0;
+    int lost;
     errno = 0;
-    if (fflush(f) != 0) {
-        *err = errno;
-        return 1;
-    }
-    return ferror(f) != 0;
+    lost = fflush(f) != 0;
+    if (lost)
+        report_note_write_error(f, errno);
+    lost = lost || ferror(f) != 0;
+    *err = atomic_load(&first_write_error[f == stdout ? 0 : 1]);
+    return lost;
 }
 
 /* Which of descriptors 0, 1 and 2 the process started with closed (and

@@ -61,6 +61,14 @@ void report_summary(report *r, FILE *out, int64_t final_step,
 #define REPORT_OUTPUT_LOST 3
 int report_exit_status(int status);
 
+/* fflush(f), keeping the OS error of the first write to stdout or stderr
+ * that fails (stdio keeps only that one failed) for report_exit_status's
+ * message; every flush of what the trainer prints goes through it. */
+void report_flush(FILE *f);
+/* Keep `err` (an errno) as f's first write error, as report_flush does,
+ * for a write the caller saw fail (an unbuffered fprintf to stderr). */
+void report_note_write_error(FILE *f, int err);
+
 /* Put /dev/null on descriptor 0, 1 or 2 where the process started with
  * it closed, so that no file a library opens later (MPI_Init's pipes and
  * sockets, say) takes that number and receives what the trainer prints
