@@ -35,7 +35,8 @@ int main(int argc, char **argv)
 
     err = err ? err : ckpt_saver_options_init(&so, CKPT_SAVER_OPTIONS_VERSION);
     printf("saver defaults: max_to_keep=%d (5), busy_policy=%d (SKIP), "
-           "log_level=%d (INFO), direct_io=%d (on)\n",
+           "log_level=%d (INFO), direct_io=%d (timed: O_DIRECT unless the page "
+           "cache is clearly faster)\n",
            so.max_to_keep, so.busy_policy, so.log_level, so.direct_io);
     return err != 0;
 }

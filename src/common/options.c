@@ -19,9 +19,10 @@ int ckpt__options_check_version(unsigned int version, unsigned int current,
                            what, init_macro);
     return ckpt__error(CKPT_EVERSION,
                        "%s: unsupported version %u: this library knows "
-                       "versions 1 to %u (built against a newer ckpt "
-                       "header?)",
-                       what, version, current);
+                       "versions 1 to %u (the struct was not initialised: "
+                       "start from %s; or the program was built against a "
+                       "newer ckpt header)",
+                       what, version, current, init_macro);
 }
 
 void ckpt__options_merge(void *dst, const void *defaults, size_t size,

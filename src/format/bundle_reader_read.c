@@ -191,12 +191,18 @@ static int check_read_target(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                            "%llu bytes)",
                            r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                            (unsigned long long)want);
-    if ((uint64_t)dst_size != want)
+    if ((uint64_t)dst_size != want) {
+        /* its dtype and shape too: a buffer of the wrong type is the
+         * usual cause (double[] for a float tensor) */
+        char shape[256];
+        ckpt_shape_format(shape, sizeof(shape), &e->shape);
         return ckpt__error(CKPT_EINVAL,
                            "%s: tensor '%s': destination of %zu bytes, the "
-                           "tensor has %llu",
+                           "tensor has %llu (%s %s)",
                            r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
-                           dst_size, (unsigned long long)want);
+                           dst_size, (unsigned long long)want,
+                           ckpt_dtype_name(e->dtype), shape);
+    }
     return 0;
 }
 

@@ -290,6 +290,12 @@ static void test_typed_values(void **state)
     assert_true(d == f64);
     assert_ckpt_ok(ckpt_bundle_reader_read(r, "i8", c2, sizeof(c2)));
     assert_true(c2[0] == -128 && c2[1] == 127);
+    /* a buffer of another type: the message gives the tensor's dtype and
+     * shape, the usual cause (it gave only the two sizes) */
+    assert_ckpt_error(ckpt_bundle_reader_read(r, "c64", cd, sizeof(cf) / 2),
+                      CKPT_EINVAL,
+                      "tensor 'c64': destination of 8 bytes, the tensor has "
+                      "16 (complex64 [2])");
     ckpt_bundle_reader_free(r);
 }
 

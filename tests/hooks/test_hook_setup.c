@@ -818,6 +818,18 @@ static void test_zeroed_options_name_the_init_macro(void **state)
                       CKPT_EVERSION, "CKPT_SESSION_OPTIONS_INIT");
     assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EVERSION,
                       "CKPT_SAVER_OPTIONS_INIT");
+    /* A version no header had is most likely stack garbage: an options
+     * struct never initialised (it said only "built against a newer ckpt
+     * header?") */
+    sv.version = 2779096485u;
+    assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EVERSION,
+                      "unsupported version 2779096485: this library knows "
+                      "versions 1 to ");
+    assert_ckpt_error(ckpt_saver_open(&saver, f->root, &sv), CKPT_EVERSION,
+                      "(the struct was not initialised: start from "
+                      "CKPT_SAVER_OPTIONS_INIT; or the program was built "
+                      "against a newer ckpt header)");
+    sv.version = 0;
     /* With the version set, every zero field is its default. */
     o.version = CKPT_CHECKPOINT_HOOK_OPTIONS_VERSION;
     so.version = CKPT_SESSION_OPTIONS_VERSION;
