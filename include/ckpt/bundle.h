@@ -54,7 +54,8 @@ CKPT_EXTERN(int)
 ckpt_bundle_writer_options_init(ckpt_bundle_writer_options *opts,
                                 unsigned int version);
 
-/** Start a bundle at `prefix` (the directory must exist).
+/** Start a bundle at `prefix` (the directory must exist) with `opts`
+ *  (NULL: the defaults, as CKPT_BUNDLE_WRITER_OPTIONS_INIT).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION, CKPT_ENOTFOUND or an I/O error */
 CKPT_EXTERN(int)
 ckpt_bundle_writer_open(ckpt_bundle_writer **out, const char *prefix,
@@ -173,7 +174,8 @@ typedef struct ckpt_tensor_entry {
     int is_slice_key; /**< the key is a binary slice key (starts with 0) */
 } ckpt_tensor_entry;
 
-/** Open the bundle at `prefix` and validate its index. The index is read
+/** Open the bundle at `prefix` (`opts` NULL: the defaults) and validate
+ *  its index. The index is read
  *  block by block, never whole (blocks of at most 32 MiB); records that
  *  share bytes of a data file make it corrupt. With the POSIX file system
  *  an index or data file that is not a regular file (a FIFO, a device) is

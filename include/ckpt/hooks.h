@@ -188,6 +188,9 @@ ckpt_checkpoint_hook_options_init(ckpt_checkpoint_hook_options *o,
  *  "global_step" at the storage ckpt_graph_global_step returns), which
  *  names the checkpoints: else the session's creation fails with
  *  CKPT_EINVAL (a wrapped saver whose ops lack saves_var is trusted).
+ *  The session's graph needs a global step (ckpt_graph_create_global_step),
+ *  as TensorFlow's hook does: without one its creation fails with
+ *  CKPT_ESTATE saying so.
  *  @return 0, CKPT_EINVAL (out or opts NULL; saver and use_scaffold both set,
  *          B44; neither or both of save_secs/save_steps, B45; use_scaffold
  *          with saver_options; checkpoint_basename differing from the saver

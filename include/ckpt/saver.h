@@ -214,7 +214,8 @@ ckpt_saver_options_init(ckpt_saver_options *opts, unsigned int version);
 
 typedef struct ckpt_saver ckpt_saver;
 
-/** Open the checkpoint directory `dir` (which must exist). Its own entry is
+/** Open the checkpoint directory `dir` (which must exist) with `opts`
+ *  (NULL: every default, as CKPT_SAVER_OPTIONS_INIT). Its own entry is
  *  first made durable in its parent (a sync_dir of the parent, "<dir>/.."
  *  for a `dir` of "." or ".." (a program run in its checkpoint directory;
  *  for a `dir` reached through a symbolic link, the link's parent and the

@@ -606,7 +606,11 @@ static void test_usage_errors(void **state)
     expect_contains(r.out, "\"atol\"? (when\n             given), "
                            "\"tensors\" (the names in A or B)");
     expect_contains(r.out, "\"num_different\"?,\n"
-                           "             \"num_elements\"?}]");
+                           "             \"num_elements\"?, \"dtype_a\", "
+                           "\"dtype_b\"?");
+    expect_contains(r.out, "\"shape_a\", \"shape_b\"? (a\n"
+                           "             shape difference: arrays of "
+                           "dimensions)}]");
     run_free(&r);
     RUN_STATUS(r, 0, "--help");
     expect_contains(r.out, "  diff     Compare two checkpoints");
