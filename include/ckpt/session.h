@@ -333,9 +333,10 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
 
 /** Create a monitored session over `graph` with `hooks` (copied; order is
  *  call order; NULL when `num_hooks` is 0) and `opts` (NULL: every
- *  default, as CKPT_SESSION_OPTIONS_INIT): every hook's begin (B14), freeze the
- * graph, create the session, then every hook's after_create_session (B15).
- * Creating the session = (chief only) restore `restore_from`, else the latest
+ *  default, as CKPT_SESSION_OPTIONS_INIT): every hook's begin (B14),
+ *  freeze the graph, create the session, then every hook's
+ *  after_create_session (B15). Creating the session = (chief only)
+ *  restore `restore_from`, else the latest
  *  checkpoint of checkpoint_dir, through the scaffold's saver (opened on
  *  checkpoint_dir over every graph variable when scaffold.saver is NULL),
  *  else run init_fn. The recoverable flavour retries a creation failing
