@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -140,6 +141,45 @@ int count_files(const char *dir, const char *needle)
             n++;
     closedir(d);
     return n;
+}
+
+static int compare_lines(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *dir_signature(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *lines[256], *out;
+    size_t n = 0, total = 1;
+    if (!d)
+        return NULL;
+    while ((e = readdir(d)) != NULL && n < 256) {
+        char path[4096], line[4400];
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) != 0)
+            continue;
+        snprintf(line, sizeof(line), "%s %lld %lld.%09ld\n", e->d_name,
+                 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+                 (long)st.st_mtim.tv_nsec);
+        lines[n] = strdup(line);
+        total += strlen(line);
+        n++;
+    }
+    closedir(d);
+    qsort(lines, n, sizeof(lines[0]), compare_lines);
+    out = malloc(total);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, lines[i]);
+        free(lines[i]);
+    }
+    return out;
 }
 
 int file_exists(const char *dir, const char *name)

@@ -62,5 +62,9 @@ void held_opens_wait(held_opens *h, atomic_int *flag);
 int count_files(const char *dir, const char *needle);
 /* Whether dir/name exists. */
 int file_exists(const char *dir, const char *name);
+/* What a directory holds, for "nothing was touched" checks: each entry's
+ * name, size and modification time (ns), sorted by name, one per line,
+ * in a string the caller frees. NULL if the directory cannot be read. */
+char *dir_signature(const char *dir);
 
 #endif

@@ -520,11 +520,14 @@ static void test_restore_without_variables(void **state)
     ckpt_buf latest = CKPT_BUF_INIT;
     ckpt_var w = {"w", CKPT_DT_FLOAT, {1, {4}}, f->w, NULL, NULL, NULL};
     const float want[4] = {1, 2, 3, 4};
+    char *before, *after;
     memcpy(f->w, want, sizeof(want));
     assert_ckpt_ok(ckpt_saver_save(s, 3, NULL));
     ckpt_saver_free(s);
     memset(f->w, 0, sizeof(f->w));
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    before = dir_signature(f->dir);
+    assert_non_null(before);
     assert_saver_error(ckpt_saver_restore_latest(s, &latest), CKPT_EINVAL,
                        f->dir,
                        "restore_latest: no variables registered, so nothing "
@@ -534,6 +537,10 @@ static void test_restore_without_variables(void **state)
     assert_saver_error(ckpt_saver_restore(s, latest.ptr ? latest.ptr : "x"),
                        CKPT_EINVAL, f->dir, "restore: no variables registered");
     assert_int_equal(ckpt_saver_num_checkpoints(s), 1);
+    after = dir_signature(f->dir);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
     /* registered, the same saver restores */
     assert_ckpt_ok(ckpt_saver_add_var(s, &w));
     assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));

@@ -219,7 +219,7 @@ static void write_one_byte_strings(const char *prefix, size_t n)
     ckpt_slice *s = calloc(n, sizeof(*s));
     assert_non_null(s);
     for (size_t i = 0; i < n; i++)
-        s[i] = (ckpt_slice){"abcdefghijklmnopqrstuvwxyz" + i % 26, 1};
+        s[i] = (ckpt_slice){&"abcdefghijklmnopqrstuvwxyz"[i % 26], 1};
     assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
     assert_ckpt_ok(ckpt_bundle_writer_add_strings(w, "s", &shape, s, n));
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
