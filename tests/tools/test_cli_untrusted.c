@@ -736,9 +736,10 @@ static void test_inspect_json_all_values_memory(void **state)
 /* `repack --include/--exclude` patterns that glibc's regex matches in
  * time exponential in a name's length (back-references: the one below
  * ran past any limit on a 68-byte name) or compiles into more memory than
- * the machine has (a{32767}{32767}: a billion positions) are usage errors
- * saying why, before regcomp sees them; bounds of POSIX's size nested
- * once still work. */
+ * the machine has (a{32767}{32767}: a billion positions; x{0,16000} and
+ * (a?){4000}, whose positions each reach thousands of others) are usage
+ * errors saying why, before regcomp sees them; bounds of POSIX's size
+ * nested once still work, and so do optional copies in their thousands. */
 static void test_repack_pathological_patterns(void **state)
 {
     static const cli_limits tight = {10, 60, (uint64_t)512 << 20};
@@ -754,6 +755,18 @@ static void test_repack_pathological_patterns(void **state)
          "its bounded repetitions ({m,n}) expand to more than 65536 "
          "positions"},
         {"--exclude", "((a{100}){100}){100}", "more than 65536 positions"},
+        /* {,n} is glibc's {0,n}: it was not counted, and this ran past 6 GiB */
+        {"--include", "x{,255}{,255}{,255}", "more than 65536 positions"},
+        /* few positions, but each optional copy reaches the others: 548
+         * MiB; and x{0,16000} 2 GiB */
+        {"--include", "x{0,255}{0,255}",
+         "its repetitions would take regcomp about 508 MiB (more than 128 "
+         "MiB)"},
+        {"--include", "x{0,16000}", "would take regcomp about"},
+        /* copies of what matches nothing: past 4 GiB */
+        {"--exclude", "(a?){255}{255}", "more than 65536 positions"},
+        {"--exclude", "(a?){200}{20}", "would take regcomp about"},
+        {"--exclude", "(()){4000}", "would take regcomp about"},
     };
     char name[69];
     char *dir = test_make_temp_dir();
@@ -775,7 +788,8 @@ static void test_repack_pathological_patterns(void **state)
         run_free(&r);
     }
     RUN_EXPECT(r, &tight, 0, "repack", src, dst, "--exclude", "^a{255}{255}",
-               "--exclude", "^(a{10}){6}a{8}$");
+               "--exclude", "^(a{10}){6}a{8}$", "--include", "^x{0,2000}",
+               "--include", "(a?){1000}", "--include", "^a{,68}$");
     expect_contains(r.out, "0 of 1 tensors");
     run_free(&r);
     free(src);

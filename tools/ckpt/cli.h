@@ -188,8 +188,9 @@ int cli_values_exit_code(int err);
 
 /* 0 when the POSIX extended regex `expr` is one regcomp and regexec
  * handle in bounded memory and polynomial time (cli_pattern.c); else -1
- * with the reason in `why` (`n` bytes): a back-reference (\1..\9), or
- * bounded repetitions ({m,n}) expanding to more than 65536 positions. */
+ * with the reason in `why` (`n` bytes): a back-reference (\1..\9),
+ * bounded repetitions ({m,n}) expanding to more than 65536 positions, or
+ * repetitions whose closures regcomp would need more than 128 MiB for. */
 int cli_pattern_check(const char *expr, char *why, size_t n);
 
 /* Print "ckpt CMD: <message>" and the command's synopsis on stderr;

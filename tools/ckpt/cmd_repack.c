@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,10 @@ static const cli_option repack_options[] = {
      "  --exclude REGEX  drop tensors whose name matches (may be repeated),\n"
      "                   e.g. --exclude '\\.OPTIMIZER_SLOT'\n"
      "                   A REGEX with a back-reference (\\1..\\9: matching\n"
-     "                   can take exponential time) or bounded repetitions\n"
-     "                   ({m,n}) expanding to more than 65536 positions\n"
-     "                   (regcomp's memory) is a usage error.\n",
+     "                   can take exponential time), bounded repetitions\n"
+     "                   ({m,n}) expanding to more than 65536 positions, or\n"
+     "                   repetitions regcomp would need more than 128 MiB\n"
+     "                   for (x{0,3000}, (a?){4000}) is a usage error.\n",
      "a POSIX extended regex, e.g. --exclude '\\.OPTIMIZER_SLOT'"},
     {"--json", NULL, NULL, 0,
      "  --json           print JSON: {\"source\", \"outside_directory\",\n"
@@ -437,6 +439,7 @@ static int host_big_endian(void)
 static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                          int src_host_order, record_copy *c)
 {
+    uint64_t bytes;
     int err;
     if (e->dtype == CKPT_DT_STRING && !src_host_order) {
         c->decoded = 1;
@@ -449,9 +452,17 @@ static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         c->n = c->rec.size;
         return err;
     }
+    /* The record must lie inside its data file before its size, which
+     * the index alone gives, is allocated. */
+    err = ckpt_bundle_reader_data_size(r, e, &bytes);
+    if (err < 0)
+        return err;
     c->host = malloc((size_t)e->size);
     if (!c->host)
-        return CKPT_ENOMEM;
+        return ckpt_error_set(CKPT_ENOMEM,
+                              "out of memory reading its %" PRId64
+                              " bytes to copy",
+                              e->size);
     c->data = c->host;
     c->n = (size_t)e->size;
     return ckpt_bundle_reader_read_entry(r, e, c->host, c->n);
