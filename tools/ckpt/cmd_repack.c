@@ -459,10 +459,9 @@ static int read_for_copy(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         return err;
     c->host = malloc((size_t)e->size);
     if (!c->host)
-        return ckpt_error_set(CKPT_ENOMEM,
-                              "out of memory reading its %" PRId64
-                              " bytes to copy",
-                              e->size);
+        return ckpt_error_set(
+            CKPT_ENOMEM, "out of memory reading its %" PRId64 " bytes to copy",
+            e->size);
     c->data = c->host;
     c->n = (size_t)e->size;
     return ckpt_bundle_reader_read_entry(r, e, c->host, c->n);
