@@ -175,7 +175,7 @@ static int on_data_entry(const uint8_t *key, size_t key_len,
     if (r->have_key && ckpt__key_compare((const uint8_t *)r->prev_key.ptr,
                                          r->prev_key.size, key, key_len) >= 0) {
         return ckpt__error(CKPT_ECORRUPT,
-                           "%s: keys out of order at block %" PRIu64
+                           "%s: keys out of order in the data block at %" PRIu64
                            ", entry %zu",
                            r->name, r->block_off, entry);
     }
@@ -183,10 +183,11 @@ static int on_data_entry(const uint8_t *key, size_t key_len,
         (r->have_sep &&
          ckpt__key_compare(key, key_len, (const uint8_t *)r->prev_sep.ptr,
                            r->prev_sep.size) <= 0)) {
-        return ckpt__error(CKPT_ECORRUPT,
-                           "%s: key outside its index range at block "
-                           "%" PRIu64 ", entry %zu",
-                           r->name, r->block_off, entry);
+        return ckpt__error(
+            CKPT_ECORRUPT,
+            "%s: key outside its index range in the data block at "
+            "%" PRIu64 ", entry %zu",
+            r->name, r->block_off, entry);
     }
     ckpt__buf_clear(&r->prev_key);
     err = ckpt__buf_put(&r->prev_key, key, key_len);
@@ -214,8 +215,8 @@ static int on_index_entry(const uint8_t *key, size_t key_len,
     if (r->have_sep && ckpt__key_compare((const uint8_t *)r->prev_sep.ptr,
                                          r->prev_sep.size, key, key_len) >= 0) {
         return ckpt__error(CKPT_ECORRUPT,
-                           "%s: index block: separators out of order at "
-                           "block %" PRIu64,
+                           "%s: index block: the separator of the data block "
+                           "at %" PRIu64 " is out of order",
                            r->name, off);
     }
     if (off < r->data_end)

@@ -861,8 +861,9 @@ static void test_hand_built_bad_tables(void **state)
         const char *seps[] = {"c"};
         raw_block(&blocks[0], k, v, 2);
         assemble(&f, blocks, seps, 1, 0);
-        assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
-                          "bad.index: keys out of order at block 0, entry 1");
+        assert_ckpt_error(
+            table_rc(&f), CKPT_ECORRUPT,
+            "bad.index: keys out of order in the data block at 0, entry 1");
     }
     /* duplicate key */
     {
@@ -881,7 +882,7 @@ static void test_hand_built_bad_tables(void **state)
         raw_block(&blocks[1], k1, v1, 1);
         assemble(&f, blocks, seps, 2, 0);
         assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
-                          "keys out of order at block 27, entry 0");
+                          "keys out of order in the data block at 27, entry 0");
     }
     /* a key beyond its block's separator */
     {
@@ -889,8 +890,10 @@ static void test_hand_built_bad_tables(void **state)
         const char *seps[] = {"b"};
         raw_block(&blocks[0], k, v, 2);
         assemble(&f, blocks, seps, 1, 0);
-        assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
-                          "key outside its index range at block 0, entry 1");
+        assert_ckpt_error(
+            table_rc(&f), CKPT_ECORRUPT,
+            "key outside its index range in the data block at 0, entry "
+            "1");
     }
     /* a key not above the previous separator */
     {
@@ -915,7 +918,7 @@ static void test_hand_built_bad_tables(void **state)
         raw_block(&blocks[1], k1, v1, 1);
         assemble(&f, blocks, seps, 2, 0);
         assert_ckpt_error(table_rc(&f), CKPT_ECORRUPT,
-                          "separators out of order");
+                          "the separator of the data block at");
     }
     /* restart count too big in a data block (CRC valid) */
     {
