@@ -8,8 +8,9 @@
  * (a repeated scalar field: last one wins), "name: value" (the colon is
  * required for scalar fields), an optional ',' or ';' after each field,
  * "[a, b]" lists for repeated fields, single- or double-quoted strings with
- * adjacent literals concatenated, every C escape including octal and hex,
- * and doubles in strtod form, integers, inf/-inf/infinity/nan in any case,
+ * adjacent literals concatenated, every C escape including octal and hex
+ * and \uXXXX / \UXXXXXXXX (as UTF-8, as protobuf's C++ text format), and
+ * doubles in strtod form, integers, inf/-inf/infinity/nan in any case,
  * with an optional 'f' suffix. Errors name "<file>:<line>:<column>". */
 #include "ckpt/state.h"
 #include "common/internal.h"
@@ -257,6 +258,48 @@ static int lex_hex_escape(lexer *lx, ckpt_buf *out)
     return ckpt__buf_put(out, &byte, 1);
 }
 
+/* "u" and four hex digits or "U" and eight (cursor on the letter): a
+ * Unicode code point, appended as UTF-8, as protobuf's text format reads
+ * it (a path written by hand in a non-ASCII directory). */
+static int lex_unicode_escape(lexer *lx, ckpt_buf *out)
+{
+    int want = peek(lx) == 'u' ? 4 : 8;
+    uint32_t cp = 0;
+    unsigned char utf8[4];
+    size_t n;
+    advance(lx);
+    for (int digits = 0; digits < want; digits++) {
+        if (hex_value(peek(lx)) < 0)
+            return lex_error(lx, "\\%c escape needs %d hex digits",
+                             want == 4 ? 'u' : 'U', want);
+        cp = cp * 16 + (uint32_t)hex_value(peek(lx));
+        advance(lx);
+    }
+    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return lex_error(lx, "\\%c escape U+%04X is not a character",
+                         want == 4 ? 'u' : 'U', (unsigned)cp);
+    if (cp < 0x80) {
+        utf8[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        utf8[0] = (unsigned char)(0xc0 | (cp >> 6));
+        utf8[1] = (unsigned char)(0x80 | (cp & 0x3f));
+        n = 2;
+    } else if (cp < 0x10000) {
+        utf8[0] = (unsigned char)(0xe0 | (cp >> 12));
+        utf8[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        utf8[2] = (unsigned char)(0x80 | (cp & 0x3f));
+        n = 3;
+    } else {
+        utf8[0] = (unsigned char)(0xf0 | (cp >> 18));
+        utf8[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+        utf8[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        utf8[3] = (unsigned char)(0x80 | (cp & 0x3f));
+        n = 4;
+    }
+    return ckpt__buf_put(out, utf8, n);
+}
+
 /* One escape sequence after the backslash (cursor on the letter). */
 static int lex_escape(lexer *lx, ckpt_buf *out)
 {
@@ -271,6 +314,8 @@ static int lex_escape(lexer *lx, ckpt_buf *out)
         return lex_octal_escape(lx, out);
     if (c == 'x')
         return lex_hex_escape(lx, out);
+    if (c == 'u' || c == 'U')
+        return lex_unicode_escape(lx, out);
     if (at_end(lx) || c == '\n')
         return lex_error(lx, "unterminated string");
     return lex_error(lx, "invalid escape '\\' followed by %s",

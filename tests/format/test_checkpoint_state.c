@@ -207,8 +207,11 @@ static void test_parse_escapes_and_concatenation(void **state)
     const char *text = "model_checkpoint_path: \"a\\\"b\\'c\\\\d\" 'e\\\"f' "
                        "# comment between literals\n"
                        " \"\\a\\b\\f\\n\\r\\t\\v\\?\" \"\\101\\60\\7x\" "
-                       "\"\\x41\\x4a\\xfz\\x7e\" \"\\303\\251\"";
-    const char want[] = "a\"b'c\\de\"f\a\b\f\n\r\t\v?A0\007xAJ\017z~\303\251";
+                       "\"\\x41\\x4a\\xfz\\x7e\" \"\\303\\251\" "
+                       "\"\\u006d\\u00e9\\u4e2D\\U0001F600\"";
+    /* the u and U escapes as UTF-8: m, e-acute, U+4E2D, U+1F600 */
+    const char want[] = "a\"b'c\\de\"f\a\b\f\n\r\t\v?A0\007xAJ\017z~\303\251"
+                        "m\303\251\344\270\255\360\237\230\200";
     (void)state;
     assert_ckpt_ok(parse_str(&st, text));
     assert_string_equal(st.model_checkpoint_path, want);
@@ -361,6 +364,14 @@ static void test_parse_bad_strings(void **state)
                        "\\x escape without hex digits");
     expect_parse_error("model_checkpoint_path: \"a\\400\"",
                        "octal escape out of range");
+    expect_parse_error("model_checkpoint_path: \"a\\u12\"",
+                       "dir/checkpoint:1:30: \\u escape needs 4 hex digits");
+    expect_parse_error("model_checkpoint_path: \"a\\U0010fff\"",
+                       "\\U escape needs 8 hex digits");
+    expect_parse_error("model_checkpoint_path: \"a\\ud800\"",
+                       "\\u escape U+D800 is not a character");
+    expect_parse_error("model_checkpoint_path: \"a\\U00110000\"",
+                       "\\U escape U+110000 is not a character");
     expect_parse_error("model_checkpoint_path: \"a\\000b\"",
                        "string contains a NUL byte");
     expect_parse_error("model_checkpoint_path: 12",
