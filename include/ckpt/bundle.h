@@ -373,7 +373,9 @@ CKPT_EXTERN(int)
 ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *entry, uint64_t *bytes);
 
-/** Check one tensor the way reading it would, without holding its data:
+/** Check one tensor the way reading it would, without holding its data
+ *  (a slice entry, is_slice_key, must also be a piece of a partitioned
+ *  tensor the index holds):
  *  a record is read as ckpt_bundle_reader_read_many reads (the pieces into
  *  a small buffer per thread instead of a destination) and its CRC compared
  *  (even when the reader skips checksums; DT_VARIANT records have none
@@ -430,6 +432,9 @@ ckpt_record_stream_next(ckpt_record_stream *s, const void **data, size_t *n);
 CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
+ *  First, from the index alone, every entry whose key starts with a 0 byte
+ *  must be a slice key naming a partitioned tensor the index holds (such
+ *  an entry is no tensor anyone lists, so nothing else would find it).
  *  The fixed-size records of each data file (the pieces of partitioned
  *  tensors among them) are read in one pass in file order as
  *  ckpt_bundle_reader_check reads one (string records whole, after them),

@@ -17,6 +17,7 @@
 #include "util/crc32c.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Read the located records ext[0..n) of the data file `s` (r->path)
  * without keeping them: each one's CRC is computed into ext[i].crc. */
@@ -59,6 +60,43 @@ int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
     return compare_record_crc(r, e, ext.crc);
 }
 
+/* An entry whose key starts with a 0 byte is a slice key: a piece of a
+ * partitioned tensor the index also holds. One that is not (a stray key,
+ * or a piece whose tensor has no entry) is no tensor a reader lists or
+ * reads, so nothing else would say that the index is damaged. */
+static int check_slice_owner(const ckpt_bundle_reader *r,
+                             const ckpt_tensor_entry *e)
+{
+    ckpt_buf owner = CKPT_BUF_INIT;
+    ckpt__tensor_slice slice;
+    ckpt__shown_name sn, sn_owner;
+    ckpt_tensor_entry full;
+    int err = ckpt__slice_key_decode(&owner, &slice, e->name, e->name_len);
+    if (err < 0 && err != CKPT_ENOMEM)
+        err = ckpt__error_prefix(err,
+                                 "%s: tensor '%s': its key starts with a 0 "
+                                 "byte but is no slice key",
+                                 r->index_path.ptr,
+                                 ckpt__bundle_entry_shown(&sn, e));
+    /* a name holding a 0 byte: a C string cannot look it up */
+    if (err < 0 || memchr(owner.ptr, 0, owner.size) != NULL)
+        goto done;
+    err = ckpt__buf_put(&owner, "", 1);
+    if (err < 0)
+        goto done;
+    if (ckpt__bundle_reader_lookup(&full, NULL, r, owner.ptr) < 0 ||
+        full.num_slices == 0)
+        err =
+            ckpt__error(CKPT_ECORRUPT,
+                        "%s: tensor '%s': a piece of tensor '%s', "
+                        "which has no partitioned entry of its own",
+                        r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
+                        ckpt__show_name(&sn_owner, owner.ptr, owner.size - 1));
+done:
+    ckpt_buf_dispose(&owner);
+    return err;
+}
+
 int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *entry)
 {
@@ -67,6 +105,8 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     CKPT__CHECK_ARG(r);
     CKPT__CHECK_ARG(entry);
     err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_check");
+    if (err == 0 && entry->is_slice_key)
+        err = check_slice_owner(r, entry);
     if (err < 0)
         return err;
     if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
@@ -159,7 +199,16 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     int err;
 
     CKPT__CHECK_ARG(r);
-    err = verify_fixed_size(r); /* the pieces of partitioned tensors too */
+    err = 0;
+    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
+        ckpt_tensor_entry e;
+        if (!r->tab.recs[i].is_slice_key)
+            continue;
+        ckpt__entry_table_fill(&r->tab, i, &e);
+        err = check_slice_owner(r, &e);
+    }
+    if (err == 0) /* the pieces of partitioned tensors too */
+        err = verify_fixed_size(r);
     for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
         const ckpt__entry_rec *rec = &r->tab.recs[i];
         ckpt_tensor_entry e;

@@ -208,6 +208,26 @@ void hb_write_partitioned(const char *index, const char *data,
     ckpt_buf_dispose(&header);
 }
 
+void hb_write_stray_piece(const char *index, const char *data, const void *key,
+                          size_t key_len)
+{
+    ckpt_buf header = CKPT_BUF_INIT, piece = CKPT_BUF_INIT;
+    ckpt_buf plain = CKPT_BUF_INIT;
+    int64_t two = 2;
+    bt_kv kvs[3];
+    hb_header(&header, 1);
+    hb_entry(&piece, CKPT_DT_FLOAT, &two, 1, 0, 8, hb_zeros_crc(8), NULL);
+    hb_entry(&plain, CKPT_DT_FLOAT, &two, 1, 8, 8, hb_zeros_crc(8), NULL);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[1] = (bt_kv){key, key_len, piece.ptr, piece.size};
+    kvs[2] = (bt_kv){"x", 1, plain.ptr, plain.size};
+    bt_write_raw_table(index, kvs, 3, "x");
+    hb_write_sparse(data, 16, NULL, 0);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&piece);
+    ckpt_buf_dispose(&plain);
+}
+
 /* The slice of rows [start, start + len) of a [rows, cols] tensor: its
  * TensorSliceProto into `proto` and its slice key into `key`. */
 static void row_slice(ckpt_buf *proto, ckpt_buf *key, int64_t start,

@@ -73,6 +73,12 @@ void hb_write_partitioned(const char *index, const char *data,
 void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
                          int64_t cols, int k, int repeat_first);
 
+/* A one-shard bundle of an entry keyed `key` (`key_len` bytes: a slice
+ * key, or any key starting with a 0 byte) holding float [2], and a float
+ * tensor "x" of shape [2] beside it; both records zeros. */
+void hb_write_stray_piece(const char *index, const char *data, const void *key,
+                          size_t key_len);
+
 /* The masked CRC32C of `n` zero bytes. */
 uint32_t hb_zeros_crc(uint64_t n);
 

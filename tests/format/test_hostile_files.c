@@ -12,6 +12,7 @@
 #include "bundle_test_helpers.h"
 #include "hostile_bytes.h"
 
+#include "format/bundle_slices.h"
 #include "format/table.h"
 #include "util/crc32c.h"
 
@@ -466,6 +467,53 @@ static void test_check_partitioned_overlap(void **state)
     ckpt_bundle_reader_free(r);
 }
 
+/* An index whose slice entries belong to no partitioned tensor: a piece
+ * of "w" with no "w", a piece of "x" whose "x" is an ordinary tensor, a
+ * key starting with a 0 byte that is no slice key. Each is no tensor a
+ * reader lists, so verify passed them (and `ckpt repack` named "w" as a
+ * partitioned tensor); now verify and check say what is wrong. */
+static void test_slice_entries_of_no_tensor(void **state)
+{
+    fixture *f = *state;
+    static const char *const want[] = {
+        "tensor 'w (piece 0,2)': a piece of tensor 'w', which has no "
+        "partitioned entry of its own",
+        "tensor 'x (piece 0,2)': a piece of tensor 'x', which has no "
+        "partitioned entry of its own",
+        "tensor '\\x00zz': its key starts with a 0 byte but is no slice "
+        "key: slice key: name not terminated (byte 2)",
+    };
+    for (int c = 0; c < 3; c++) {
+        ckpt_buf key = CKPT_BUF_INIT;
+        ckpt__tensor_slice s;
+        ckpt_bundle_reader *r = NULL;
+        ckpt_tensor_entry e;
+        float got[2];
+        memset(&s, 0, sizeof(s));
+        s.rank = 1;
+        s.length[0] = 2;
+        if (c < 2)
+            assert_int_equal(
+                ckpt__slice_key_encode(&key, c == 0 ? "w" : "x", 1, &s), 0);
+        else
+            assert_int_equal(ckpt__buf_put(&key, "\0zz", 3), 0);
+        hb_write_stray_piece(f->d.index, f->d.data0, key.ptr, key.size);
+        assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->d.prefix, NULL));
+        assert_int_equal(ckpt_bundle_reader_count(r), 2);
+        assert_ckpt_error(ckpt_bundle_reader_verify(r), CKPT_ECORRUPT, want[c]);
+        assert_non_null(strstr(ckpt_error_last()->message, f->d.index));
+        assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 0));
+        assert_true(e.is_slice_key);
+        assert_ckpt_error(ckpt_bundle_reader_check(r, &e), CKPT_ECORRUPT,
+                          want[c]);
+        /* the tensor beside it still reads */
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, "x", got, sizeof(got)));
+        assert_true(got[0] == 0 && got[1] == 0);
+        ckpt_bundle_reader_free(r);
+        ckpt_buf_dispose(&key);
+    }
+}
+
 /* ---- 4. arithmetic
  * ----------------------------------------------------------- */
 
@@ -647,6 +695,7 @@ int main(void)
         T(test_partitioned_huge_full_shape),
         T(test_check_partitioned_larger_than_memory),
         T(test_check_partitioned_overlap),
+        T(test_slice_entries_of_no_tensor),
         T(test_partitioned_zero_dim_before_huge),
         T(test_restart_flood),
         T(test_restart_flood_snappy),

@@ -11,6 +11,7 @@
 #include "cli_json.h"
 #include "cli_run.h"
 
+#include "format/bundle_slices.h"
 #include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
 #include "format/string_record.h"
@@ -205,6 +206,37 @@ static void test_huge_tensor_small_data_file(void **state)
         expect_contains(r.err, f->data0);
         run_free(&r);
     }
+}
+
+/* A piece of a tensor "w" the index does not hold, beside a tensor "x":
+ * verify passed it ("OK, 1 tensors") and repack called "w" a partitioned
+ * tensor; both now say the index is damaged. */
+static void test_piece_of_no_tensor(void **state)
+{
+    bt_fixture *f = *state;
+    ckpt_buf key = CKPT_BUF_INIT;
+    ckpt__tensor_slice s;
+    cli_run r;
+    memset(&s, 0, sizeof(s));
+    s.rank = 1;
+    s.length[0] = 2;
+    assert_int_equal(ckpt__slice_key_encode(&key, "w", 1, &s), 0);
+    hb_write_stray_piece(f->index, f->data0, key.ptr, key.size);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ckpt verify: ");
+    expect_contains(r.err, ".index: tensor 'w (piece 0,2)': a piece of "
+                           "tensor 'w', which has no partitioned entry of "
+                           "its own\n");
+    expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
+                           "no tensor\n");
+    run_free(&r);
+    expect_cmd(f, "repack", 1,
+               "a piece of tensor 'w' (slice entry \\x00w\\x00\\x01");
+    expect_cmd(f, "repack", 1,
+               "which has no partitioned entry of its own: the index is "
+               "damaged");
+    ckpt_buf_dispose(&key);
 }
 
 /* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
@@ -812,6 +844,7 @@ int main(void)
         T(test_restart_flood),
         T(test_huge_tensor_small_data_file),
         T(test_partitioned_huge_full_shape),
+        T(test_piece_of_no_tensor),
         T(test_record_larger_than_memory),
         T(test_values_all_held_past_memory),
         T(test_partitioned_larger_than_memory),

@@ -302,6 +302,7 @@ static int run(int argc, char **argv)
     char *prefix = NULL;
     cli_json_list damaged = {0, NULL, 0}, unchecked = damaged;
     size_t n, num_damaged = 0, num_tensors = 0, num_unchecked = 0;
+    size_t num_stray = 0; /* damaged entries of no listed tensor */
     int any_damage = 0;
     int64_t bytes = 0;
     int json = 0, rc = 0, pass_ok, outside = 0;
@@ -361,6 +362,7 @@ static int run(int argc, char **argv)
         /* the summary counts tensors; a damaged piece of a partitioned
          * one damages that tensor too, which is checked as well */
         num_damaged += cli_entry_listed(e);
+        num_stray += !cli_entry_listed(e);
         any_damage = 1;
         if (!quiet[i]) {
             if (num_found % 64 == 0)
@@ -405,9 +407,13 @@ static int run(int argc, char **argv)
                "checked); %zu not checked\n",
                cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
                (long long)bytes, num_unchecked);
-    } else {
+    } else if (num_damaged > 0) {
         printf("%s: DAMAGED, %zu of %zu tensors\n", cli_safe(prefix),
                num_damaged, num_tensors);
+    } else { /* only slice entries whose tensor has no entry, or stray keys */
+        printf("%s: DAMAGED, 0 of %zu tensors; %zu index entries of no "
+               "tensor\n",
+               cli_safe(prefix), num_tensors, num_stray);
     }
     cli_json_list_dispose(&damaged);
     cli_json_list_dispose(&unchecked);
