@@ -29,7 +29,7 @@ void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
         /* which save it was, as the single-process saver says */
         snprintf(k->msg, sizeof(k->msg),
                  "save of step %" PRId64 " to %.120s failed: %.340s", step,
-                 prefix, st->msg);
+                 prefix ? prefix : "(unnamed)", st->msg);
         f->nkept++;
     }
     f->delivered++;

@@ -308,8 +308,17 @@ static void start_op(ckpt_mpi_saver *s, int64_t step, int is_async,
     op->blocking_s = blocking_s;
     memset(&op->mine, 0, sizeof(op->mine));
     memset(&op->outcome, 0, sizeof(op->outcome));
-    if (err == 0)
+    if (err == 0) {
         err = checkpoint_names(s, step, &op->stored, &op->prefix);
+    } else {
+        /* a rank whose snapshot failed names the save as the others do
+         * (its report and its message): not the last one, nor none */
+        ckpt__saved_error failure;
+        ckpt__error_save(&failure);
+        if (checkpoint_names(s, step, &op->stored, &op->prefix) < 0)
+            ckpt_buf_dispose(&op->prefix); /* out of memory: no name */
+        ckpt__error_restore(&failure);
+    }
     if (err == 0 && s->rank == 0) /* said once, by rank 0 */
         ckpt__step_repeats_note(&s->repeats, step, op->prefix.ptr,
                                 &s->opts.base);

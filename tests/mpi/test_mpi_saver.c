@@ -225,6 +225,87 @@ static void test_write_fails_on_one_rank(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* ---- a snapshot failing on one rank ------------------------------------ */
+
+static int sensor_down; /* this rank's read callback fails while set */
+
+static int sensor_read(void *dst, uint64_t offset, size_t n, void *payload)
+{
+    (void)offset;
+    (void)payload;
+    if (sensor_down)
+        return ckpt_error_set(CKPT_EIO, "sensor offline");
+    memset(dst, 7, n);
+    return 0;
+}
+
+static int sensor_write(const void *src, uint64_t offset, size_t n,
+                        void *payload)
+{
+    (void)src;
+    (void)offset;
+    (void)n;
+    (void)payload;
+    return 0;
+}
+
+static char done_prefix[512]; /* on_save_done's prefix, "(none)" if NULL */
+
+static void note_done(const ckpt_save_result *r, void *payload)
+{
+    (void)payload;
+    snprintf(done_prefix, sizeof(done_prefix), "%s",
+             r->prefix ? r->prefix : "(none)");
+}
+
+/* A read callback failing on one rank: every rank's error and report name
+ * the save that failed. The failing rank named none ("(null)") on its
+ * first save, and the previous save's checkpoint after one had
+ * succeeded; sync and async alike. */
+static void test_snapshot_failure_names_the_save(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    ckpt_var v = {"sensor",    CKPT_DT_FLOAT, {1, {4}}, NULL,
+                  sensor_read, sensor_write,  NULL};
+    char want[4400], prefix[4200];
+    o.base.on_save_done = note_done;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
+    for (int round = 0; round < 3; round++) {
+        int64_t step = 10 + round;
+        int rc;
+        sensor_down = test_rank() == victim && round != 1;
+        done_prefix[0] = '\0';
+        snprintf(prefix, sizeof(prefix), "%s/model.ckpt-%d", f->dir, (int)step);
+        if (round < 2) {
+            rc = ckpt_mpi_saver_save(s, step, NULL);
+        } else {
+            assert_ckpt_ok(ckpt_mpi_saver_save_async(s, step, NULL));
+            rc = ckpt_mpi_saver_wait(s, -1);
+        }
+        assert_string_equal(done_prefix, prefix);
+        if (round == 1) {
+            assert_ckpt_ok(rc);
+            continue;
+        }
+        snprintf(want, sizeof(want),
+                 "rank %d: variable 'sensor': read callback failed: sensor "
+                 "offline",
+                 victim);
+        assert_ckpt_error(rc, CKPT_EUSER, want);
+        /* an async failure is returned later: it says which save it was */
+        snprintf(want, sizeof(want), "save of step %d to %s failed: rank %d",
+                 (int)step, prefix, victim);
+        if (round == 2)
+            assert_non_null(strstr(ckpt_error_last()->message, want));
+    }
+    sensor_down = 0;
+    ckpt_mpi_saver_free(s);
+}
+
 /* Ranks passing different steps to one collective save: every rank gets
  * CKPT_EINVAL naming the ranks and steps, sync and async, and nothing is
  * committed (each rank named its file by its own step: the checkpoint
@@ -2052,6 +2133,8 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_failure_names_the_save,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_from_callbacks_refused,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_after_save, setup,
