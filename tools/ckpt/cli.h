@@ -190,7 +190,8 @@ int cli_values_exit_code(int err);
  * handle in bounded memory and polynomial time (cli_pattern.c); else -1
  * with the reason in `why` (`n` bytes): a back-reference (\1..\9),
  * bounded repetitions ({m,n}) expanding to more than 65536 positions, or
- * repetitions whose closures regcomp would need more than 128 MiB for. */
+ * repetitions whose positions reach too many others (regcomp's memory and
+ * time, and regexec's time for each character of a name). */
 int cli_pattern_check(const char *expr, char *why, size_t n);
 
 /* Print "ckpt CMD: <message>" and the command's synopsis on stderr;

@@ -7,12 +7,15 @@
  * up to n - m of each other, and copies of something that can match
  * nothing ((a?){n}, (){n}) reach every later copy, so those cost the
  * square of the copies: x{0,16000} took 2 GiB, (a?){255}{255} more than
- * 4 GiB. And its regexec backtracks for back-references (\1..\9, an
- * extension POSIX EREs lack), in time exponential in a name's length:
+ * 4 GiB. Its regexec walks those links again for each character of a name
+ * that keeps many positions alive: b.{0,100}{255}x{5} compiled in 0.5 s
+ * but took 207 s on a name of 200 b's. And its regexec backtracks for
+ * back-references (\1..\9, an extension POSIX EREs lack), in time exponential
+ * in a name's length:
  * (.*)(.*)(.*)(.*)(.*)\5\4\3\2\1z did not end on a 68-byte name. All three
  * are refused with a message saying why; without them matching is
- * polynomial. The estimate of the closures follows regcomp's expansion
- * (measured: 16 to 32 bytes an entry, counted as 32), within 2x. */
+ * polynomial and bounded. The estimate of the links follows regcomp's
+ * expansion (within 2x of what it allocated, 16 to 32 bytes a link). */
 #include "cli.h"
 
 #include <stdint.h>
@@ -23,10 +26,10 @@
  * a{255}{255}, POSIX's largest bound nested once, fits. */
 #define MAX_POSITIONS ((uint64_t)1 << 16)
 
-/* Closure entries a pattern may make (at most 128 MiB; x{0,2000}, which
- * took 34 MiB, fits). */
-#define MAX_CLOSURE ((uint64_t)1 << 22)
-#define CLOSURE_ENTRY_BYTES 32
+/* Closure links a pattern may make: a few MiB, and at most about a second
+ * of matching for a 200-byte name (b.{0,20}{100}x, 0.12 million links,
+ * fits; x{0,500}, a{255}{255} too). */
+#define MAX_CLOSURE ((uint64_t)1 << 17)
 
 /* Groups nested deeper than this are refused too (the scan keeps one
  * frame per open parenthesis). */
@@ -38,6 +41,7 @@
 /* An atom or a group as regcomp expands it. */
 typedef struct piece {
     uint64_t positions;
+    uint64_t atoms;   /* its positions that read a character */
     uint64_t closure; /* closure entries of its positions, estimated */
     uint64_t chain;   /* when nullable: the skips its entry reaches */
     int nullable;     /* it can match the empty string */
@@ -80,6 +84,7 @@ static void commit_last(frame *f)
     if (!f->has_last)
         return;
     b->positions = add_cap(b->positions, p->positions);
+    b->atoms = add_cap(b->atoms, p->atoms);
     b->closure = add_cap(b->closure, p->closure);
     if (p->nullable) {
         b->closure = add_cap(b->closure, mul_cap(f->run, p->chain));
@@ -103,6 +108,7 @@ static void end_branch(frame *f)
 {
     commit_last(f);
     f->branches.positions = add_cap(f->branches.positions, f->branch.positions);
+    f->branches.atoms = add_cap(f->branches.atoms, f->branch.atoms);
     f->branches.closure = add_cap(f->branches.closure, f->branch.closure);
     if (f->branch.nullable) {
         f->branches.nullable = 1;
@@ -110,7 +116,7 @@ static void end_branch(frame *f)
             f->branches.chain = f->run;
     }
     f->count++;
-    f->branch = (piece){0, 0, 0, 1};
+    f->branch = (piece){0, 0, 0, 0, 1};
     f->run = 0;
 }
 
@@ -121,27 +127,42 @@ static piece group_piece(frame *f)
     piece g;
     end_branch(f);
     g.positions = add_cap(f->branches.positions, 2);
+    g.atoms = f->branches.atoms;
     g.closure = add_cap(f->branches.closure, add_cap(f->count, 2));
     g.nullable = f->branches.nullable;
     g.chain = g.nullable ? (f->branches.chain ? f->branches.chain : 1) : 0;
     return g;
 }
 
+/* A loop ('*', '+', {m,}) back over `p`: when p can match nothing, its
+ * positions reach each other round the loop, and regcomp works their
+ * closures out again for each (((){0,30}{2})+ took 13 s to compile). */
+static uint64_t loop_cost(piece p)
+{
+    return p.nullable ? mul_cap(p.closure, p.positions) : p.positions;
+}
+
 /* `p` repeated {m,n} (`open`: {m,}, expanded as m copies and a star):
  * its copies, the nested optional ones reaching each other, and copies of
- * a nullable piece each reaching every later one. */
+ * a nullable piece each reaching every later one: from each of its atoms
+ * (or its entry, when it has none), through each later copy's chain. */
 static piece repeat(piece p, uint64_t m, uint64_t n, int open)
 {
-    uint64_t copies = open ? m + 1 : n;
+    /* regcomp builds the repeated piece once even for {0} */
+    uint64_t copies = open ? m + 1 : n ? n : 1;
     uint64_t optional = open ? 1 : n - m;
+    uint64_t from = p.atoms ? p.atoms : 1;
     piece r;
     r.positions = mul_cap(p.positions, copies);
+    r.atoms = mul_cap(p.atoms, copies);
     r.closure = mul_cap(p.closure, copies);
-    r.closure = add_cap(r.closure,
-                        mul_cap(p.positions, mul_cap(optional, optional) / 2));
+    r.closure =
+        add_cap(r.closure, mul_cap(from, mul_cap(optional, optional) / 2));
     if (p.nullable)
-        r.closure = add_cap(r.closure, mul_cap(mul_cap(p.chain, p.chain),
+        r.closure = add_cap(r.closure, mul_cap(mul_cap(from, p.chain),
                                                mul_cap(copies, copies) / 2));
+    if (open)
+        r.closure = add_cap(r.closure, loop_cost(p));
     r.nullable = p.nullable || m == 0;
     r.chain = p.nullable ? mul_cap(p.chain, copies) : (uint64_t)r.nullable;
     return r;
@@ -172,8 +193,10 @@ static const char *skip_bracket(const char *p)
 /* `p` followed by '*', '+' or '?': one more position, and its loop. */
 static piece quantify(piece p, char op)
 {
+    if (op != '?')
+        p.closure = add_cap(p.closure, loop_cost(p));
     p.positions = add_cap(p.positions, 1);
-    p.closure = add_cap(p.closure, add_cap(p.positions, 1));
+    p.closure = add_cap(p.closure, 1);
     if (op != '+') {
         p.chain = p.nullable ? p.chain : 1;
         p.nullable = 1;
@@ -218,7 +241,7 @@ int cli_pattern_check(const char *expr, char *why, size_t n)
     frame_start(&stack[0]);
     while (*p) {
         frame *f = &stack[depth];
-        static const piece one = {1, 1, 0, 0};
+        static const piece one = {1, 1, 1, 0, 0};
         if (*p == '\\' && p[1] >= '1' && p[1] <= '9') {
             snprintf(why, n,
                      "back-reference \\%c: not supported (matching one "
@@ -262,7 +285,7 @@ int cli_pattern_check(const char *expr, char *why, size_t n)
             end_branch(f);
             p++;
         } else if (*p == '^' || *p == '$') {
-            static const piece anchor = {1, 1, 1, 1};
+            static const piece anchor = {1, 0, 1, 1, 1};
             set_last(f, anchor);
             commit_last(f); /* nothing repeats an anchor */
             p++;
@@ -289,14 +312,13 @@ int cli_pattern_check(const char *expr, char *why, size_t n)
     }
     if (all.closure > MAX_CLOSURE) {
         snprintf(why, n,
-                 "its repetitions would take regcomp about %llu MiB (more "
-                 "than %llu MiB): optional copies ({m,n} with n > m) and "
-                 "copies of what can match nothing ((a?){n}) reach each "
-                 "other",
-                 (unsigned long long)(all.closure /
-                                      ((1 << 20) / CLOSURE_ENTRY_BYTES)),
-                 (unsigned long long)(MAX_CLOSURE /
-                                      ((1 << 20) / CLOSURE_ENTRY_BYTES)));
+                 "its repetitions make about %llu thousand links between "
+                 "positions (more than %llu thousand), which regcomp keeps "
+                 "and matching walks at each character of a name: optional "
+                 "copies ({m,n} with n > m) and copies of what can match "
+                 "nothing ((a?){n}) reach each other",
+                 (unsigned long long)(all.closure / 1000),
+                 (unsigned long long)(MAX_CLOSURE / 1000));
         return -1;
     }
     return 0;

@@ -34,8 +34,8 @@ static const cli_option repack_options[] = {
      "                   A REGEX with a back-reference (\\1..\\9: matching\n"
      "                   can take exponential time), bounded repetitions\n"
      "                   ({m,n}) expanding to more than 65536 positions, or\n"
-     "                   repetitions regcomp would need more than 128 MiB\n"
-     "                   for (x{0,3000}, (a?){4000}) is a usage error.\n",
+     "                   repetitions too costly to compile or to match\n"
+     "                   (x{0,600}, (a?){600}) is a usage error.\n",
      "a POSIX extended regex, e.g. --exclude '\\.OPTIMIZER_SLOT'"},
     {"--json", NULL, NULL, 0,
      "  --json           print JSON: {\"source\", \"outside_directory\",\n"
