@@ -105,16 +105,23 @@ ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts, unsigned int version);
  *  (collective; the saver works on its own duplicate of `comm`). Rank 0
  *  recovers the directory as ckpt_saver_open does (temporary files and
  *  data files of checkpoints without an index, including a distributed
- *  save's that failed, are removed). Every rank gets rank 0's outcome.
- *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (options),
- *          or an I/O error */
+ *  save's that failed, are removed). Every rank must reach the same
+ *  directory (its path may differ: relative, another mount point): rank 0
+ *  makes an empty file in it that every rank looks for under its own `dir`,
+ *  then removes it (a directory rank 0 cannot write to is not checked).
+ *  Every rank gets the outcome: rank 0's, or the lowest rank's that does
+ *  not see the file, naming both paths.
+ *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (options; a rank's
+ *          `dir` is not rank 0's), or an I/O error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                     const ckpt_mpi_saver_options *opts);
 
 /** Register a replicated variable (local; before the first save or
  *  restore). Every rank must register the same replicated variables (name,
- *  dtype, shape), in any order.
+ *  dtype, shape), in any order. As for every kind, `var` has data or both
+ *  callbacks: a save-only variable (read without write, which ckpt_saver
+ *  takes) is refused, since a restore restores every variable.
  *  @return 0, CKPT_EINVAL, CKPT_ENOTSUP (dtype), CKPT_EEXISTS (name),
  *          CKPT_ESTATE (after the first save or restore) */
 CKPT_EXTERN(int)

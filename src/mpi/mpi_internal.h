@@ -3,7 +3,8 @@
  * check (mpi_vars.c), bounded collectives and agreement on an outcome
  * (mpi_collective.c), writing one rank's data file (mpi_shard.c), rank 0's
  * merge and commit (mpi_commit.c), the save pipeline (mpi_saver.c,
- * mpi_save_op.c) and restore (mpi_restore.c).
+ * mpi_save_op.c), restore (mpi_restore.c) and open's check that every
+ * rank has the same directory (mpi_shared_dir.c).
  *
  * Two duplicates of the user's communicator keep collectives apart:
  * `comm_op` carries only the agreement of saves (one save at a time, its
@@ -266,6 +267,10 @@ void ckpt__mpi_abort(ckpt_mpi_saver *s, const char *what);
  * rank reporting it, prefixed "rank <r>: ". */
 int ckpt__mpi_agree(ckpt_mpi_saver *s, MPI_Comm comm, int err,
                     const char *what);
+/* The end of open (mpi_shared_dir.c): rank 0's `err` (its opening of the
+ * directory) and, when that succeeded, whether every rank's `dir` is rank
+ * 0's, agreed on comm_ctl as ckpt__mpi_agree does. */
+int ckpt__mpi_open_agree(ckpt_mpi_saver *s, const char *dir, int err);
 /* Rank 0 decided `err` (its last error the message); every rank returns
  * it. */
 int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,

@@ -167,7 +167,7 @@ static int open_call(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
         err = ckpt__dir_state_init(&s->ds, dir, &s->opts.base);
     if (err == 0 && s->rank == 0)
         err = open_on_root(s, dir);
-    err = ckpt__mpi_agree(s, s->comm_ctl, err, "opening the saver");
+    err = ckpt__mpi_open_agree(s, dir, err);
     if (err < 0) {
         ckpt_mpi_saver_free(s);
         return err;

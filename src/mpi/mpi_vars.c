@@ -70,11 +70,14 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
         return ckpt__error_prefix(err, "mpi saver %s: variable '%s'", dir,
                                   var->name);
     if (!var->data && !(var->read && var->write))
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: variable '%s': no data and no "
-                           "read/write callbacks; give it data or both "
-                           "callbacks",
-                           dir, var->name);
+        return ckpt__error(
+            CKPT_EINVAL,
+            "mpi saver %s: variable '%s': %s; give it data or both callbacks "
+            "(the distributed saver restores every variable it saves)",
+            dir, var->name,
+            var->read    ? "a read callback without data or a write callback"
+            : var->write ? "a write callback without data or a read callback"
+                         : "no data and no read/write callbacks");
     if (ckpt__name_index_find(&s->names, var->name) != SIZE_MAX)
         return ckpt__error(CKPT_EEXISTS,
                            "mpi saver %s: variable '%s' is already "

@@ -306,6 +306,49 @@ static void test_snapshot_failure_names_the_save(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* Every rank must open the directory rank 0 opens (rank 0 renames every
+ * rank's data file into its own): another directory on one rank was
+ * accepted, and its saves "succeeded" with a prefix that rank could not
+ * read. Now CKPT_EINVAL on every rank naming the rank and both paths; the
+ * same directory by another path is fine; nothing is left behind. */
+static void test_other_directory_refused(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    char *other = test_path(f->dir, "elsewhere");
+    char *same = test_path(other, "..");
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    char want[4400];
+    if (test_size() == 1) {
+        free(other);
+        free(same);
+        return; /* one rank: nothing to compare */
+    }
+    if (test_rank() == 0)
+        assert_int_equal(mkdir(other, 0755), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    snprintf(want, sizeof(want),
+             "rank %d: mpi saver %s: this is not rank 0's checkpoint "
+             "directory (%s): model.ckpt.ranks.tempstate",
+             victim, other, f->dir);
+    assert_ckpt_error(
+        ckpt_mpi_saver_open(&s, MPI_COMM_WORLD,
+                            test_rank() == victim ? other : f->dir, &o),
+        CKPT_EINVAL, want);
+    assert_null(s);
+    assert_ckpt_ok(ckpt_mpi_saver_open(
+        &s, MPI_COMM_WORLD, test_rank() == victim ? same : f->dir, &o));
+    ckpt_mpi_saver_free(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0) {
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+        assert_int_equal(count_files_in(other, ""), 2); /* . and .. */
+    }
+    free(other);
+    free(same);
+}
+
 /* Ranks passing different steps to one collective save: every rank gets
  * CKPT_EINVAL naming the ranks and steps, sync and async, and nothing is
  * committed (each rank named its file by its own step: the checkpoint
@@ -1117,6 +1160,12 @@ static void test_bad_registration_rejected(void **state)
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL,
                       "variable 'x': no data and no read/write callbacks; "
                       "give it data or both callbacks");
+    v.read = sensor_read; /* save-only, as ckpt_saver allows: said so */
+    assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 0), CKPT_EINVAL,
+                      "variable 'x': a read callback without data or a "
+                      "write callback; give it data or both callbacks (the "
+                      "distributed saver restores every variable it saves)");
+    v.read = NULL;
     v.data = buf;
     v.shape.rank = 0;
     assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &v, outside),
@@ -2132,6 +2181,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_checksum_probing_snapshots_verify,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_other_directory_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_failure_names_the_save,
                                         setup, teardown),
