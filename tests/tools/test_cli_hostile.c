@@ -232,10 +232,8 @@ static void test_piece_of_no_tensor(void **state)
                            "no tensor\n");
     run_free(&r);
     expect_cmd(f, "repack", 1,
-               "a piece of tensor 'w' (slice entry \\x00w\\x00\\x01");
-    expect_cmd(f, "repack", 1,
-               "which has no partitioned entry of its own: the index is "
-               "damaged");
+               ".index: tensor 'w (piece 0,2)': a piece of tensor 'w', "
+               "which has no partitioned entry of its own\n");
     ckpt_buf_dispose(&key);
 }
 

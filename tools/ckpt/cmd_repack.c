@@ -526,16 +526,6 @@ static int written_bytes(const char *dst, int64_t *bytes)
     return 0;
 }
 
-/* Whether the tensor a slice entry belongs to (`owner`, `len` bytes) has
- * a partitioned entry of its own. */
-static int owner_listed(ckpt_bundle_reader *r, const char *owner, size_t len)
-{
-    const ckpt_tensor_entry *e;
-    if (strlen(owner) != len) /* a name with a 0 byte: find cannot say */
-        return 1;
-    return ckpt_bundle_reader_find(&e, r, owner) == 0 && e->num_slices > 0;
-}
-
 /* Copy the kept records of `r` into a new bundle at `dst`; *bytes: what
  * it wrote (written_bytes). */
 static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
@@ -556,15 +546,12 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
             return rc;
         if (e->num_slices == 0 && !e->is_slice_key)
             continue;
+        /* a slice entry must be a piece of a partitioned tensor the index
+         * holds: the library's check says so, or names the damage */
+        err = e->is_slice_key ? ckpt_bundle_reader_check(r, e) : 0;
+        if (err < 0)
+            return cli_lib_error("repack", err, prefix);
         owner = e->is_slice_key ? slice_owner(e, &len) : NULL;
-        if (owner && !owner_listed(r, owner, len)) {
-            cli_error("repack",
-                      "%s: a piece of tensor '%s' (slice entry %s), which has "
-                      "no partitioned entry of its own: the index is damaged",
-                      prefix, cli_safe_n(owner, len), cli_safe_name(e));
-            free(owner);
-            return CLI_FOUND;
-        }
         if (!e->is_slice_key || owner) {
             const char *name =
                 owner ? cli_safe_n(owner, len) : cli_safe_name(e);
