@@ -148,15 +148,24 @@ static int compare_lines(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Free lines[0..n) and the array; returns NULL. */
+static char *free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return NULL;
+}
+
 char *dir_signature(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    char *lines[256], *out;
-    size_t n = 0, total = 1;
+    char **lines = NULL, *out;
+    size_t n = 0, cap = 0, total = 1;
     if (!d)
         return NULL;
-    while ((e = readdir(d)) != NULL && n < 256) {
+    while ((e = readdir(d)) != NULL) {
         char path[4096], line[4400];
         struct stat st;
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -167,18 +176,35 @@ char *dir_signature(const char *dir)
         snprintf(line, sizeof(line), "%s %lld %lld.%09ld\n", e->d_name,
                  (long long)st.st_size, (long long)st.st_mtim.tv_sec,
                  (long)st.st_mtim.tv_nsec);
+        if (n == cap) {
+            char **grown =
+                realloc(lines, (cap ? 2 * cap : 16) * sizeof(*lines));
+            if (!grown)
+                break;
+            lines = grown;
+            cap = cap ? 2 * cap : 16;
+        }
         lines[n] = strdup(line);
+        if (!lines[n])
+            break;
         total += strlen(line);
         n++;
     }
-    closedir(d);
-    qsort(lines, n, sizeof(lines[0]), compare_lines);
-    out = malloc(total);
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        strcat(out, lines[i]);
-        free(lines[i]);
+    /* a listing cut short (memory ran out) would compare equal wrongly */
+    if (e != NULL) {
+        closedir(d);
+        return free_lines(lines, n);
     }
+    closedir(d);
+    if (n > 0)
+        qsort(lines, n, sizeof(lines[0]), compare_lines);
+    out = malloc(total);
+    if (!out)
+        return free_lines(lines, n);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        strcat(out, lines[i]);
+    free_lines(lines, n);
     return out;
 }
 

@@ -64,7 +64,8 @@ int count_files(const char *dir, const char *needle);
 int file_exists(const char *dir, const char *name);
 /* What a directory holds, for "nothing was touched" checks: each entry's
  * name, size and modification time (ns), sorted by name, one per line,
- * in a string the caller frees. NULL if the directory cannot be read. */
+ * in a string the caller frees. NULL if the directory cannot be read or
+ * memory runs out (never a listing cut short). */
 char *dir_signature(const char *dir);
 
 #endif
