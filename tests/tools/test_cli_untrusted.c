@@ -222,7 +222,9 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
-    assert_int_equal(json_object_array_length(rows), 8);
+    /* the absolute path into DIR and the relative one name one checkpoint,
+     * listed once, at the later place, marked latest once */
+    assert_int_equal(json_object_array_length(rows), 7);
     for (size_t i = 0; i < 4; i++) { /* "/", "sub/", "../", "/usr/" */
         json_object *row = json_object_array_get_idx(rows, i);
         assert_string_equal(json_object_get_string(jget(row, "problem")),
@@ -236,11 +238,13 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     assert_string_equal(json_object_get_string(jget(
                             json_object_array_get_idx(rows, 5), "problem")),
                         "outside the directory; data files not checked");
-    /* an absolute path into DIR and the relative one: the same files */
-    for (size_t i = 6; i < 8; i++) {
-        json_object *row = json_object_array_get_idx(rows, i);
+    {
+        json_object *row = json_object_array_get_idx(rows, 6);
         assert_true(json_object_get_boolean(jget(row, "complete")));
+        assert_true(json_object_get_boolean(jget(row, "latest")));
         assert_true(json_object_get_int64(jget(row, "bytes")) > 8);
+        assert_string_equal(json_object_get_string(jget(row, "prefix")),
+                            "model.ckpt-1");
     }
     strays = jget(root, "stray");
     assert_int_equal(json_object_array_length(strays), 0);
@@ -250,6 +254,48 @@ static void test_ls_paths_ending_in_slash_or_outside(void **state)
     expect_contains(r.out, "(not a checkpoint prefix (ends in '/'))");
     run_free(&r);
     test_remove_tree(outside);
+    test_remove_tree(dir);
+}
+
+/* A state file listing one checkpoint twice (as a hand edit or another
+ * tool may leave it): one row, at its later place, and one "latest" (both
+ * rows were marked latest). */
+static void test_ls_checkpoint_listed_twice(void **state)
+{
+    char *dir = test_make_temp_dir();
+    json_object *root, *rows;
+    cli_run r;
+    const char *p;
+    int marks = 0;
+    (void)state;
+    write_simple(dir, "m-1");
+    write_simple(dir, "m-2");
+    write_text(dir, "checkpoint",
+               "model_checkpoint_path: \"m-1\"\n"
+               "all_model_checkpoint_paths: \"m-1\"\n"
+               "all_model_checkpoint_paths: \"m-2\"\n"
+               "all_model_checkpoint_paths: \"m-1\"\n");
+    RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
+    root = parse_json(r.out);
+    rows = jget(root, "checkpoints");
+    assert_int_equal(json_object_array_length(rows), 2);
+    assert_string_equal(json_object_get_string(
+                            jget(json_object_array_get_idx(rows, 0), "prefix")),
+                        "m-2");
+    assert_false(json_object_get_boolean(
+        jget(json_object_array_get_idx(rows, 0), "latest")));
+    assert_string_equal(json_object_get_string(
+                            jget(json_object_array_get_idx(rows, 1), "prefix")),
+                        "m-1");
+    assert_true(json_object_get_boolean(
+        jget(json_object_array_get_idx(rows, 1), "latest")));
+    json_object_put(root);
+    run_free(&r);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
+    for (p = strstr(r.out, "latest"); p; p = strstr(p + 1, "latest"))
+        marks++;
+    assert_int_equal(marks, 1);
+    run_free(&r);
     test_remove_tree(dir);
 }
 
@@ -348,9 +394,10 @@ static void test_ls_json_long_state_file_memory(void **state)
     test_remove_tree(dir);
 }
 
-/* 100,000 state-file entries naming files of a 300-file subdirectory: the
- * subdirectory is listed once and each entry looked up (it used to be
- * listed, with a stat per file, for every entry: 30 million stat calls). */
+/* 100,000 state-file entries naming checkpoints in a 300-file
+ * subdirectory, 150 of them there: the subdirectory is listed once and
+ * each entry looked up (it used to be listed, with a stat per file, for
+ * every entry: 30 million stat calls). */
 static void test_ls_many_entries_one_subdirectory(void **state)
 {
     enum { FILES = 300 };
@@ -380,16 +427,18 @@ static void test_ls_many_entries_one_subdirectory(void **state)
     assert_non_null(f);
     fprintf(f, "model_checkpoint_path: \"s/c0\"\n");
     for (int i = 0; i < entries; i++)
-        fprintf(f, "all_model_checkpoint_paths: \"s/c%d\"\n", i % (FILES / 2));
+        fprintf(f, "all_model_checkpoint_paths: \"s/c%d\"\n", i);
     assert_int_equal(fclose(f), 0);
     RUN_EXPECT(r, &limits, 0, "ls", "--json", dir);
     root = parse_json(r.out);
     rows = jget(root, "checkpoints");
     assert_int_equal(json_object_array_length(rows), (size_t)entries);
-    for (size_t i = 0; i < (size_t)entries; i += 997) {
+    for (size_t i = 0; i < (size_t)entries; i += i < FILES ? 7 : 997) {
         json_object *row = json_object_array_get_idx(rows, i);
-        assert_true(json_object_get_boolean(jget(row, "complete")));
-        assert_int_equal(json_object_get_int64(jget(row, "bytes")), 3);
+        int there = i < FILES / 2;
+        assert_int_equal(json_object_get_boolean(jget(row, "complete")), there);
+        assert_int_equal(json_object_get_int64(jget(row, "bytes")),
+                         there ? 3 : 0);
     }
     json_object_put(root);
     run_free(&r);
@@ -1568,6 +1617,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ls_paths_ending_in_slash_or_outside),
+        cmocka_unit_test(test_ls_checkpoint_listed_twice),
         cmocka_unit_test(test_empty_state_file_paths),
         cmocka_unit_test(test_ls_many_entries_one_subdirectory),
         cmocka_unit_test(test_names_escaped_in_text_output),

@@ -43,7 +43,9 @@ const cli_command cli_cmd_ls = {
     "Lists the checkpoints named by DIR/checkpoint (oldest first) with their\n"
     "step (from a trailing -<digits>), bytes (index and data files) and time\n"
     "(the state file's timestamp, else the index file's mtime, in UTC), and\n"
-    "marks the latest. A checkpoint with more than one data file (a sharded\n"
+    "marks the latest; a checkpoint the state file lists twice (the same\n"
+    "path, or relative and absolute) is listed once, at its later place.\n"
+    "A checkpoint with more than one data file (a sharded\n"
     "or distributed save: <prefix>.data-<r>-of-<N>) has its data files\n"
     "listed under it, one line each: shard, file name and bytes.\n"
     "Then lists stray or incomplete files: temporary files\n"
@@ -814,8 +816,53 @@ static void print_json(const char *dir, int have_state, const ckpt_row *rows,
 
 /* ---- the command --------------------------------------------------------- */
 
+/* Orders rows (pointers into one array) by path, then by position. */
+static int compare_row_paths(const void *a, const void *b)
+{
+    const ckpt_row *x = *(const ckpt_row *const *)a;
+    const ckpt_row *y = *(const ckpt_row *const *)b;
+    int c = strcmp(x->path, y->path);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* Whether a row's stored path can name a checkpoint (not empty, not
+ * ending in '/'): only those are the same checkpoint when they resolve to
+ * the same path; the others are each listed with their problem. */
+static int names_prefix(const ckpt_row *r)
+{
+    size_t len = strlen(r->stored);
+    return len > 0 && r->stored[len - 1] != '/';
+}
+
+/* Drop every row whose checkpoint a later row names again (a state file
+ * may list a path twice, or once relative and once absolute; the later
+ * place is the newer, and the saver counts it once): *n becomes the
+ * number kept, in their order. Sorts, so a long list costs n log n. */
+static void drop_repeated_rows(ckpt_row *rows, size_t *n)
+{
+    const ckpt_row **order = cli_xcalloc(*n + 1, sizeof(*order));
+    unsigned char *drop = cli_xcalloc(*n + 1, 1);
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++)
+        order[i] = &rows[i];
+    qsort(order, *n, sizeof(*order), compare_row_paths);
+    for (size_t i = 0; i + 1 < *n; i++)
+        if (names_prefix(order[i]) && names_prefix(order[i + 1]) &&
+            strcmp(order[i]->path, order[i + 1]->path) == 0)
+            drop[order[i] - rows] = 1;
+    for (size_t i = 0; i < *n; i++) {
+        if (drop[i])
+            free(rows[i].path);
+        else
+            rows[kept++] = rows[i];
+    }
+    *n = kept;
+    free(order);
+    free(drop);
+}
+
 /* Rows for every listed path (model_checkpoint_path too if the list lacks
- * it), with the latest marked. */
+ * it), each path once, with the latest marked. */
 static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
                            const char *latest, size_t *n_out)
 {
@@ -838,6 +885,7 @@ static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
         r->latest = latest && strcmp(latest, r->path) == 0;
     }
     *n_out = n + (size_t)append;
+    drop_repeated_rows(rows, n_out);
     return rows;
 }
 
