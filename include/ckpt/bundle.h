@@ -375,7 +375,8 @@ ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
 
 /** Check one tensor the way reading it would, without holding its data
  *  (a slice entry, is_slice_key, must also be a piece of a partitioned
- *  tensor the index holds):
+ *  tensor the index holds, and one that tensor's entry lists: no reader
+ *  looks for a piece it does not list):
  *  a record is read as ckpt_bundle_reader_read_many reads (the pieces into
  *  a small buffer per thread instead of a destination) and its CRC compared
  *  (even when the reader skips checksums; DT_VARIANT records have none
@@ -433,8 +434,11 @@ CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
  *  First, from the index alone, every entry whose key starts with a 0 byte
- *  must be a slice key naming a partitioned tensor the index holds (such
- *  an entry is no tensor anyone lists, so nothing else would find it).
+ *  must be a slice key naming a partitioned tensor the index holds, and no
+ *  tensor may have more such pieces than its entry lists slices (an
+ *  unlisted piece is read by nobody, so nothing else would find it; the
+ *  error names the tensor, ckpt_bundle_reader_check of the piece names
+ *  the piece).
  *  The fixed-size records of each data file (the pieces of partitioned
  *  tensors among them) are read in one pass in file order as
  *  ckpt_bundle_reader_check reads one (string records whole, after them),

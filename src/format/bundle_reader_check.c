@@ -60,12 +60,63 @@ int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
     return compare_record_crc(r, e, ext.crc);
 }
 
+/* What slice_is_piece looks for: the piece's key among the keys of the
+ * slices the full entry lists (the reader finds a piece by that key). */
+typedef struct piece_search {
+    const ckpt_tensor_entry *piece;
+    const char *owner;
+    size_t owner_len;
+    ckpt_buf key;
+    bool listed;
+} piece_search;
+
+static int slice_is_piece(int index, const ckpt__tensor_slice *s, void *arg)
+{
+    piece_search *ps = arg;
+    int err = ckpt__slice_key_encode(&ps->key, ps->owner, ps->owner_len, s);
+    (void)index;
+    if (err == CKPT_ENOMEM)
+        return ckpt__error_oom();
+    if (err == 0 && ps->key.size == ps->piece->name_len &&
+        memcmp(ps->key.ptr, ps->piece->name, ps->key.size) == 0)
+        ps->listed = true;
+    return 0; /* a slice of no valid key is no piece's (its read fails) */
+}
+
+/* Whether the full entry `full` of tensor `owner` (`len` bytes) lists the
+ * piece `e`: 0, or CKPT_ECORRUPT naming both (a piece it does not list is
+ * read by nobody). Walks the full entry's list once. */
+static int check_piece_listed(ckpt_bundle_reader *r,
+                              const ckpt_tensor_entry *full,
+                              const ckpt_tensor_entry *e, const char *owner,
+                              size_t len)
+{
+    ckpt__partitioned_read pr;
+    piece_search ps = {e, owner, len, CKPT_BUF_INIT, false};
+    ckpt__shown_name sn, sn_owner;
+    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, full);
+    if (err == 0)
+        err = ckpt__partitioned_for_each_slice(
+            &pr, ckpt__show_name(&sn_owner, owner, len), slice_is_piece, &ps);
+    if (err == 0 && !ps.listed)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': a piece tensor '%s' does not "
+                          "list among its %d slices",
+                          r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
+                          ckpt__show_name(&sn_owner, owner, len),
+                          full->num_slices);
+    ckpt_buf_dispose(&ps.key);
+    return err;
+}
+
 /* An entry whose key starts with a 0 byte is a slice key: a piece of a
  * partitioned tensor the index also holds. One that is not (a stray key,
  * or a piece whose tensor has no entry) is no tensor a reader lists or
- * reads, so nothing else would say that the index is damaged. */
-static int check_slice_owner(const ckpt_bundle_reader *r,
-                             const ckpt_tensor_entry *e)
+ * reads, so nothing else would say that the index is damaged. The owner's
+ * index goes to *owner_at (when not NULL). `listed`: the owner's entry
+ * must also list the piece (a walk of its slices; verify counts instead). */
+static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
+                             bool listed, size_t *owner_at)
 {
     ckpt_buf owner = CKPT_BUF_INIT;
     ckpt__tensor_slice slice;
@@ -84,7 +135,7 @@ static int check_slice_owner(const ckpt_bundle_reader *r,
     err = ckpt__buf_put(&owner, "", 1);
     if (err < 0)
         goto done;
-    if (ckpt__bundle_reader_lookup(&full, NULL, r, owner.ptr) < 0 ||
+    if (ckpt__bundle_reader_lookup(&full, owner_at, r, owner.ptr) < 0 ||
         full.num_slices == 0)
         err =
             ckpt__error(CKPT_ECORRUPT,
@@ -92,8 +143,47 @@ static int check_slice_owner(const ckpt_bundle_reader *r,
                         "which has no partitioned entry of its own",
                         r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                         ckpt__show_name(&sn_owner, owner.ptr, owner.size - 1));
+    else if (listed)
+        err = check_piece_listed(r, &full, e, owner.ptr, owner.size - 1);
 done:
     ckpt_buf_dispose(&owner);
+    return err;
+}
+
+/* Every piece in the index is one its tensor lists: each slice entry
+ * counted against its owner (counts[owner]), and no tensor may have more
+ * pieces than slices it lists (the listed ones are looked up, distinct
+ * and present, by the checks that follow). The count names the tensor;
+ * the piece is named by ckpt_bundle_reader_check, which walks the list. */
+static int check_slice_owners(ckpt_bundle_reader *r)
+{
+    size_t *counts = ckpt__calloc(r->tab.count + 1, sizeof(*counts));
+    int err = counts ? 0 : ckpt__error_oom();
+    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
+        ckpt_tensor_entry e;
+        size_t at = 0;
+        if (!r->tab.recs[i].is_slice_key)
+            continue;
+        ckpt__entry_table_fill(&r->tab, i, &e);
+        err = check_slice_owner(r, &e, false, &at);
+        if (err == 0 && at < r->tab.count)
+            counts[at]++;
+    }
+    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
+        ckpt_tensor_entry full;
+        ckpt__shown_name sn;
+        if (counts[i] <= (size_t)r->tab.recs[i].num_slices)
+            continue;
+        ckpt__entry_table_fill(&r->tab, i, &full);
+        err =
+            ckpt__error(CKPT_ECORRUPT,
+                        "%s: tensor '%s': the index holds %zu pieces of it "
+                        "but its entry lists %d slices (a piece it does not "
+                        "list is read by nobody)",
+                        r->index_path.ptr, ckpt__bundle_entry_shown(&sn, &full),
+                        counts[i], full.num_slices);
+    }
+    ckpt__free(counts);
     return err;
 }
 
@@ -106,7 +196,7 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     CKPT__CHECK_ARG(entry);
     err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_check");
     if (err == 0 && entry->is_slice_key)
-        err = check_slice_owner(r, entry);
+        err = check_slice_owner(r, entry, true, NULL);
     if (err < 0)
         return err;
     if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
@@ -199,14 +289,7 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
     int err;
 
     CKPT__CHECK_ARG(r);
-    err = 0;
-    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
-        ckpt_tensor_entry e;
-        if (!r->tab.recs[i].is_slice_key)
-            continue;
-        ckpt__entry_table_fill(&r->tab, i, &e);
-        err = check_slice_owner(r, &e);
-    }
+    err = check_slice_owners(r);
     if (err == 0) /* the pieces of partitioned tensors too */
         err = verify_fixed_size(r);
     for (size_t i = 0; err == 0 && i < r->tab.count; i++) {

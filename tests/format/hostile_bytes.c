@@ -264,11 +264,13 @@ void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
     uint32_t crc = hb_zeros_crc(piece_bytes);
     assert_true(keys && entries && kvs && k > 0);
     hb_header(&header, 1);
+    if (repeat_first == HB_LEAVE_LAST_UNLISTED)
+        dims[0] = rows - len; /* what the listed pieces cover */
     hb_entry(&full, CKPT_DT_FLOAT, dims, 2, 0, 0, 0, NULL);
     /* hb_entry ended the entry with an offset/size/crc; slices follow */
     for (int i = 0; i < k; i++) {
         ckpt_buf proto = CKPT_BUF_INIT;
-        int listed = repeat_first && i == k - 1 ? 0 : i;
+        int listed = repeat_first == 1 && i == k - 1 ? 0 : i;
         row_slice(&proto, &keys[i], i * len, len, cols);
         hb_entry(&entries[i], CKPT_DT_FLOAT, piece_dims, 2,
                  (int64_t)((uint64_t)i * piece_bytes), (int64_t)piece_bytes,
@@ -279,7 +281,8 @@ void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
             row_slice(&proto, &other, listed * len, len, cols);
             ckpt_buf_dispose(&other);
         }
-        put_message(&full, 7, &proto);
+        if (!(repeat_first == HB_LEAVE_LAST_UNLISTED && i == k - 1))
+            put_message(&full, 7, &proto);
         ckpt_buf_dispose(&proto);
     }
     kvs[0] = (bt_kv){"", 0, header.ptr, header.size};

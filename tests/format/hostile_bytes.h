@@ -67,9 +67,13 @@ void hb_write_partitioned(const char *index, const char *data,
 
 /* A one-shard bundle holding a float tensor "w" of shape [rows, cols]
  * split along its rows into `k` pieces (rows / k each, records of zeros
- * one after the other in the data file). With `repeat_first` the full
+ * one after the other in the data file). With `repeat_first` 1 the full
  * entry lists the first piece again instead of the last: the sizes add
- * up, but the pieces overlap and leave rows uncovered. */
+ * up, but the pieces overlap and leave rows uncovered. With
+ * HB_LEAVE_LAST_UNLISTED "w" is rows - rows / k rows, which the first
+ * k - 1 pieces cover and its entry lists: the last piece is in the index
+ * and its data file, but no reader looks for it. */
+#define HB_LEAVE_LAST_UNLISTED 2
 void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
                          int64_t cols, int k, int repeat_first);
 

@@ -514,6 +514,40 @@ static void test_slice_entries_of_no_tensor(void **state)
     }
 }
 
+/* A piece of "w" in the index that w's entry does not list (no reader
+ * looks for it; w itself is whole without it). Verify said OK; now it
+ * finds more pieces than slices listed, naming the tensor, and check of
+ * the piece names the piece and its tensor. */
+static void test_piece_its_tensor_does_not_list(void **state)
+{
+    fixture *f = *state;
+    ckpt_bundle_reader *r = NULL;
+    ckpt_tensor_entry e;
+    hb_write_row_pieces(f->d.index, f->d.data0, 4, 2, 2,
+                        HB_LEAVE_LAST_UNLISTED);
+    assert_ckpt_ok(ckpt_bundle_reader_open(&r, f->d.prefix, NULL));
+    assert_int_equal(ckpt_bundle_reader_count(r), 3);
+    {
+        float w[4];
+        assert_ckpt_ok(ckpt_bundle_reader_read(r, "w", w, sizeof(w)));
+    }
+    assert_ckpt_error(ckpt_bundle_reader_verify(r), CKPT_ECORRUPT,
+                      "tensor 'w': the index holds 2 pieces of it but its "
+                      "entry lists 1 slices (a piece it does not list is "
+                      "read by nobody)");
+    assert_non_null(strstr(ckpt_error_last()->message, f->d.index));
+    /* the listed piece first, then the unlisted one (rows 2..3) */
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 0));
+    assert_true(e.is_slice_key);
+    assert_ckpt_ok(ckpt_bundle_reader_check(r, &e));
+    assert_ckpt_ok(ckpt_bundle_reader_entry_fill(&e, r, 1));
+    assert_true(e.is_slice_key);
+    assert_ckpt_error(ckpt_bundle_reader_check(r, &e), CKPT_ECORRUPT,
+                      "tensor 'w (piece 2,2:0,2)': a piece tensor 'w' does not "
+                      "list among its 1 slices");
+    ckpt_bundle_reader_free(r);
+}
+
 /* ---- 4. arithmetic
  * ----------------------------------------------------------- */
 
@@ -696,6 +730,7 @@ int main(void)
         T(test_check_partitioned_larger_than_memory),
         T(test_check_partitioned_overlap),
         T(test_slice_entries_of_no_tensor),
+        T(test_piece_its_tensor_does_not_list),
         T(test_partitioned_zero_dim_before_huge),
         T(test_restart_flood),
         T(test_restart_flood_snappy),

@@ -237,6 +237,27 @@ static void test_piece_of_no_tensor(void **state)
     ckpt_buf_dispose(&key);
 }
 
+/* A piece of "w" that w's entry does not list (w is whole without it):
+ * verify said OK; now it names the piece and counts it as an entry of no
+ * tensor; inspect and diff still read w, and repack refuses w. */
+static void test_piece_its_tensor_does_not_list(void **state)
+{
+    bt_fixture *f = *state;
+    cli_run r;
+    hb_write_row_pieces(f->index, f->data0, 4, 2, 2, HB_LEAVE_LAST_UNLISTED);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, ".index: tensor 'w (piece 2,2:0,2)': a piece "
+                           "tensor 'w' does not list among its 1 slices\n");
+    expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
+                           "no tensor\n");
+    run_free(&r);
+    expect_cmd(f, "values", 0, NULL);
+    expect_cmd(f, "diff", 0, NULL);
+    /* repack refuses at the listed piece, before it meets the other */
+    expect_cmd(f, "repack", 2, "tensor 'w' is partitioned");
+}
+
 /* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
 static void test_partitioned_huge_full_shape(void **state)
 {
@@ -843,6 +864,7 @@ int main(void)
         T(test_huge_tensor_small_data_file),
         T(test_partitioned_huge_full_shape),
         T(test_piece_of_no_tensor),
+        T(test_piece_its_tensor_does_not_list),
         T(test_record_larger_than_memory),
         T(test_values_all_held_past_memory),
         T(test_partitioned_larger_than_memory),
