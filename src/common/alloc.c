@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,25 @@ void *ckpt__realloc(void *p, size_t n)
     if (q && !p)
         atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
     return q;
+}
+
+int ckpt__reserve_one(void *items, size_t *cap, size_t used, size_t size,
+                      size_t first)
+{
+    void *array, *grown;
+    size_t n = *cap ? *cap * 2 : first;
+    if (used < *cap)
+        return 0;
+    if (n < *cap || n > SIZE_MAX / size)
+        return ckpt__error_oom();
+    /* through memcpy: a T * read and written as the void * it converts to */
+    memcpy(&array, items, sizeof(array));
+    grown = ckpt__realloc(array, n * size);
+    if (!grown)
+        return ckpt__error_oom();
+    memcpy(items, &grown, sizeof(grown));
+    *cap = n;
+    return 0;
 }
 
 void ckpt__free(void *p)

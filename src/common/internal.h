@@ -31,6 +31,13 @@ void *ckpt__malloc(size_t n);
 void *ckpt__calloc(size_t count, size_t size);
 void *ckpt__realloc(void *p, size_t n);
 void ckpt__free(void *p);
+/* Room for one more item of `size` bytes in a growing array of which
+ * `used` are in use: `items` is the address of the array's pointer (a
+ * T **, given as void *), *cap its capacity, which becomes `first` on
+ * the first growth and doubles after. 0, or CKPT_ENOMEM (recorded; the
+ * array and *cap unchanged). */
+int ckpt__reserve_one(void *items, size_t *cap, size_t used, size_t size,
+                      size_t first);
 char *ckpt__strdup(const char *s);
 char *ckpt__strndup(const char *s, size_t n);
 

@@ -83,14 +83,9 @@ static int push_restart(ckpt__block_builder *b, size_t offset)
 {
     if (offset > UINT32_MAX)
         return ckpt__error(CKPT_EINVAL, "table block larger than 4 GiB");
-    if (b->num_restarts == b->cap_restarts) {
-        size_t cap = b->cap_restarts ? 2 * b->cap_restarts : 16;
-        uint32_t *p = ckpt__realloc(b->restarts, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        b->restarts = p;
-        b->cap_restarts = cap;
-    }
+    if (ckpt__reserve_one(&b->restarts, &b->cap_restarts, b->num_restarts,
+                          sizeof(*b->restarts), 16) < 0)
+        return CKPT_ENOMEM;
     b->restarts[b->num_restarts++] = (uint32_t)offset;
     return 0;
 }

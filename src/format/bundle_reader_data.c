@@ -79,15 +79,9 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         else
             hi = mid;
     }
-    if (r->nshards == r->shards_cap) {
-        size_t cap = r->shards_cap ? r->shards_cap * 2 : 4;
-        struct ckpt__bundle_shard *p =
-            ckpt__realloc(r->shards, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        r->shards = p;
-        r->shards_cap = cap;
-    }
+    if (ckpt__reserve_one(&r->shards, &r->shards_cap, r->nshards,
+                          sizeof(*r->shards), 4) < 0)
+        return CKPT_ENOMEM;
     err =
         ckpt_bundle_data_path(&r->path, r->prefix, e->shard_id, r->num_shards);
     if (err < 0)

@@ -38,15 +38,9 @@ int ckpt__sliced_entries_add(ckpt__sliced_entries *s, size_t entry_index,
         return ckpt__error(CKPT_EINVAL,
                            "sliced entries: entry %zu added out of order",
                            entry_index);
-    if (s->count == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        struct ckpt__sliced_value *q =
-            ckpt__realloc(s->items, cap * sizeof(*q));
-        if (!q)
-            return ckpt__error_oom();
-        s->items = q;
-        s->cap = cap;
-    }
+    if (ckpt__reserve_one(&s->items, &s->cap, s->count, sizeof(*s->items), 8) <
+        0)
+        return CKPT_ENOMEM;
     v = &s->items[s->count];
     v->value = ckpt__malloc(n ? n : 1);
     if (!v->value)
@@ -294,14 +288,9 @@ static int pick_piece(struct assembly *as, int index,
 {
     const ckpt__partitioned_read *pr = as->pr;
     int err;
-    if (as->npicked == as->cap_picked) {
-        size_t cap = as->cap_picked ? 2 * as->cap_picked : 16;
-        size_t *q = ckpt__realloc(as->picked, cap * sizeof(*q));
-        if (!q)
-            return ckpt__error_oom();
-        as->picked = q;
-        as->cap_picked = cap;
-    }
+    if (ckpt__reserve_one(&as->picked, &as->cap_picked, as->npicked,
+                          sizeof(*as->picked), 16) < 0)
+        return CKPT_ENOMEM;
     as->picked[as->npicked++] = as->piece_at;
     err = ckpt__bundle_reader_check_record(pr->reader, pe);
     if (err < 0)

@@ -219,15 +219,9 @@ int ckpt__slice_set_append(ckpt__slice_set *s, size_t entry_index, int dtype,
             return ckpt__error(CKPT_EINVAL,
                                "slice set: entry %zu added out of order",
                                entry_index);
-        if (s->count == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 8;
-            struct ckpt__sliced_tensor *q =
-                ckpt__realloc(s->items, cap * sizeof(*q));
-            if (!q)
-                return ckpt__error_oom();
-            s->items = q;
-            s->cap = cap;
-        }
+        if (ckpt__reserve_one(&s->items, &s->cap, s->count, sizeof(*s->items),
+                              8) < 0)
+            return CKPT_ENOMEM;
         t = &s->items[s->count++];
         memset(t, 0, sizeof(*t));
         t->entry_index = entry_index;

@@ -103,15 +103,9 @@ static int add_key(ckpt_bundle_writer *w, const char *name, size_t n,
         if (err < 0)
             return err;
     }
-    if (w->count == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        struct ckpt__writer_entry *p =
-            ckpt__realloc(w->entries, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        w->entries = p;
-        w->cap = cap;
-    }
+    if (ckpt__reserve_one(&w->entries, &w->cap, w->count, sizeof(*w->entries),
+                          64) < 0)
+        return CKPT_ENOMEM;
     err = ckpt__bundle_entry_encode(&proto, be);
     if (err < 0)
         goto done;

@@ -90,14 +90,8 @@ typedef struct merge {
 static int add_kv(merge *m, const void *key, size_t key_len,
                   const uint8_t *value, size_t value_len)
 {
-    if (m->nkvs == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 64;
-        ckpt__index_kv *p = ckpt__realloc(m->kvs, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        m->kvs = p;
-        m->cap = cap;
-    }
+    if (ckpt__reserve_one(&m->kvs, &m->cap, m->nkvs, sizeof(*m->kvs), 64) < 0)
+        return CKPT_ENOMEM;
     m->kvs[m->nkvs].key = key;
     m->kvs[m->nkvs].key_len = key_len;
     m->kvs[m->nkvs].value = value;

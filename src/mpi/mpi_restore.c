@@ -80,14 +80,9 @@ static int by_name_then_entry(const void *a, const void *b)
 static int64_t *pool_take(ext_pool *p, size_t n)
 {
     if (p->nblocks == 0 || p->used + n > EXT_BLOCK) {
-        if (p->nblocks == p->cap) {
-            size_t cap = p->cap ? p->cap * 2 : 16;
-            int64_t **b = ckpt__realloc(p->blocks, cap * sizeof(*b));
-            if (!b)
-                return NULL;
-            p->blocks = b;
-            p->cap = cap;
-        }
+        if (ckpt__reserve_one(&p->blocks, &p->cap, p->nblocks,
+                              sizeof(*p->blocks), 16) < 0)
+            return NULL;
         p->blocks[p->nblocks] = ckpt__malloc(EXT_BLOCK * sizeof(int64_t));
         if (!p->blocks[p->nblocks])
             return NULL;
@@ -113,14 +108,9 @@ static const char *ref_name(restore_ctx *c, const char *name)
     char *copy;
     if (c->nrefs > 0 && strcmp(c->refs[c->nrefs - 1].name, name) == 0)
         return c->refs[c->nrefs - 1].name;
-    if (c->nnames == c->names_cap) {
-        size_t cap = c->names_cap ? c->names_cap * 2 : 16;
-        char **n = ckpt__realloc(c->names, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        c->names = n;
-        c->names_cap = cap;
-    }
+    if (ckpt__reserve_one(&c->names, &c->names_cap, c->nnames,
+                          sizeof(*c->names), 16) < 0)
+        return NULL;
     copy = ckpt__strdup(name);
     if (copy)
         c->names[c->nnames++] = copy;

@@ -160,14 +160,9 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
         err = ckpt__name_index_reserve(&s->names, s->nvars + 1);
     if (err < 0)
         return err;
-    if (s->nvars == s->cap_vars) {
-        size_t cap = s->cap_vars ? 2 * s->cap_vars : 16;
-        ckpt__mvar *p = ckpt__realloc(s->vars, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        s->vars = p;
-        s->cap_vars = cap;
-    }
+    if (ckpt__reserve_one(&s->vars, &s->cap_vars, s->nvars, sizeof(*s->vars),
+                          16) < 0)
+        return CKPT_ENOMEM;
     v = &s->vars[s->nvars];
     memset(v, 0, sizeof(*v));
     v->kind = kind;
@@ -350,14 +345,8 @@ static int decode_list(rank_list *l, const uint8_t *p, size_t n)
     size_t cap = 0;
     int err = 0;
     while (err == 0 && r.p < r.end) {
-        if (l->n == cap) {
-            size_t c = cap ? 2 * cap : 16;
-            desc *q = ckpt__realloc(l->d, c * sizeof(*q));
-            if (!q)
-                return ckpt__error_oom();
-            l->d = q;
-            cap = c;
-        }
+        if (ckpt__reserve_one(&l->d, &cap, l->n, sizeof(*l->d), 16) < 0)
+            return CKPT_ENOMEM;
         memset(&l->d[l->n], 0, sizeof(desc));
         err = decode_one(&r, &l->d[l->n]);
         if (err == 0)

@@ -84,15 +84,10 @@ struct name_list {
 static int collect_name_always(const char *name, void *payload)
 {
     struct name_list *l = payload;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **p = ckpt__realloc(l->names, cap * sizeof(*p));
-        if (!p) {
-            l->err = ckpt__error_oom();
-            return 1;
-        }
-        l->names = p;
-        l->cap = cap;
+    int err = ckpt__reserve_one(&l->names, &l->cap, l->n, sizeof(*l->names), 8);
+    if (err < 0) {
+        l->err = err;
+        return 1;
     }
     l->names[l->n] = ckpt__strdup(name);
     if (!l->names[l->n]) {

@@ -319,14 +319,9 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
                            (unsigned long long)CKPT__MAX_STATE_BYTES);
     if (ckpt__name_index_reserve(&s->var_names, s->nvars + 1) < 0)
         return ckpt_error_last()->code;
-    if (s->nvars == s->cap_vars) {
-        size_t cap = s->cap_vars ? s->cap_vars * 2 : 16;
-        ckpt__var *p = ckpt__realloc(s->vars, cap * sizeof(*p));
-        if (!p)
-            return ckpt__error_oom();
-        s->vars = p;
-        s->cap_vars = cap;
-    }
+    if (ckpt__reserve_one(&s->vars, &s->cap_vars, s->nvars, sizeof(*s->vars),
+                          16) < 0)
+        return CKPT_ENOMEM;
     v = &s->vars[s->nvars];
     memset(v, 0, sizeof(*v));
     v->v = *var;

@@ -26,15 +26,10 @@ int ckpt__session_add_fence_saver(ckpt_session *s, ckpt_saver *saver)
     for (size_t i = 0; i < ms->num_fence_savers; i++)
         if (ms->fence_savers[i] == saver)
             return 0;
-    if (ms->num_fence_savers == ms->cap_fence_savers) {
-        size_t cap = ms->cap_fence_savers ? 2 * ms->cap_fence_savers : 4;
-        ckpt_saver **p =
-            ckpt__realloc(ms->fence_savers, cap * sizeof(*ms->fence_savers));
-        if (!p)
-            return ckpt__error_oom();
-        ms->fence_savers = p;
-        ms->cap_fence_savers = cap;
-    }
+    if (ckpt__reserve_one(&ms->fence_savers, &ms->cap_fence_savers,
+                          ms->num_fence_savers, sizeof(*ms->fence_savers),
+                          4) < 0)
+        return CKPT_ENOMEM;
     ms->fence_savers[ms->num_fence_savers++] = saver;
     if (ms->fence_used)
         ckpt_saver_mutation_fence(saver); /* overlapped from now on */

@@ -111,26 +111,10 @@ void ckpt__step_context_dispose(ckpt_step_context *sc)
     memset(sc, 0, sizeof(*sc));
 }
 
-/* Make room for one more element of `size` bytes in *arr. */
-static int reserve_one(void **arr, size_t *cap, size_t used, size_t size)
-{
-    size_t n;
-    void *p;
-    if (used < *cap)
-        return 0;
-    n = *cap ? *cap * 2 : 8;
-    p = ckpt__realloc(*arr, n * size);
-    if (!p)
-        return ckpt__error_oom();
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
 int ckpt__step_context_add_feed(ckpt_step_context *sc, const ckpt_feed *feed)
 {
-    int err = reserve_one((void **)&sc->feeds, &sc->cap_feeds, sc->num_feeds,
-                          sizeof(*sc->feeds));
+    int err = ckpt__reserve_one(&sc->feeds, &sc->cap_feeds, sc->num_feeds,
+                                sizeof(*sc->feeds), 8);
     if (err < 0)
         return err;
     sc->feeds[sc->num_feeds++] = *feed;
@@ -211,8 +195,8 @@ int ckpt_step_context_publish(ckpt_step_context *sc, const char *name,
         ckpt__free(o->data);
     } else {
         char *dup = ckpt__strdup(name);
-        err = dup ? reserve_one((void **)&sc->outputs, &sc->cap_outputs,
-                                sc->num_outputs, sizeof(*sc->outputs))
+        err = dup ? ckpt__reserve_one(&sc->outputs, &sc->cap_outputs,
+                                      sc->num_outputs, sizeof(*sc->outputs), 8)
                   : ckpt__error_oom();
         if (err < 0) {
             ckpt__free(dup);
@@ -259,8 +243,8 @@ static int read_var(ckpt_step_context *sc, const ckpt_var *v, size_t size,
         *out = v->data;
         return 0;
     }
-    err = reserve_one((void **)&sc->scratch, &sc->cap_scratch, sc->num_scratch,
-                      sizeof(*sc->scratch));
+    err = ckpt__reserve_one(&sc->scratch, &sc->cap_scratch, sc->num_scratch,
+                            sizeof(*sc->scratch), 8);
     if (err < 0)
         return err;
     buf = ckpt__malloc(size ? size : 1);

@@ -105,12 +105,80 @@ static void test_bad_allocators(void **state)
     assert_ckpt_ok(ckpt_set_allocator(NULL)); /* nothing installed: fine */
 }
 
+typedef struct refusing {
+    int refuse; /* realloc returns NULL while set */
+    size_t refused;
+} refusing;
+
+static void *refusing_malloc(size_t n, void *payload)
+{
+    (void)payload;
+    return malloc(n);
+}
+
+static void *refusing_realloc(void *p, size_t n, void *payload)
+{
+    refusing *r = payload;
+    if (r->refuse) {
+        r->refused++;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+
+static void refusing_free(void *p, void *payload)
+{
+    (void)payload;
+    free(p);
+}
+
+/* ckpt__reserve_one: `first` items at the first growth, then twice as
+ * many, nothing while there is room; a failed growth (the allocator
+ * refusing, or a byte size past SIZE_MAX) is CKPT_ENOMEM with the array
+ * and its capacity as they were. */
+static void test_reserve_one(void **state)
+{
+    refusing r = {0, 0};
+    const ckpt_allocator a = {CKPT_ALLOCATOR_VERSION, &r, refusing_malloc,
+                              refusing_realloc, refusing_free};
+    double *items = NULL, *before;
+    size_t cap = 0;
+    (void)state;
+    assert_ckpt_ok(ckpt_set_allocator(&a));
+    assert_ckpt_ok(ckpt__reserve_one(&items, &cap, 0, sizeof(*items), 4));
+    assert_non_null(items);
+    assert_int_equal(cap, 4);
+    for (size_t i = 0; i < 5; i++) {
+        assert_ckpt_ok(ckpt__reserve_one(&items, &cap, i, sizeof(*items), 4));
+        items[i] = (double)i;
+    }
+    assert_int_equal(cap, 8);
+    assert_ckpt_ok(ckpt__reserve_one(&items, &cap, 7, sizeof(*items), 4));
+    assert_int_equal(cap, 8); /* room for the eighth: unchanged */
+    before = items;
+    assert_ckpt_error(ckpt__reserve_one(&items, &cap, 8, SIZE_MAX / 8, 4),
+                      CKPT_ENOMEM, "out of memory");
+    assert_ptr_equal(items, before);
+    assert_int_equal(cap, 8);
+    r.refuse = 1;
+    assert_ckpt_error(ckpt__reserve_one(&items, &cap, 8, sizeof(*items), 4),
+                      CKPT_ENOMEM, "out of memory");
+    assert_int_equal(r.refused, 1);
+    assert_ptr_equal(items, before);
+    assert_int_equal(cap, 8);
+    for (size_t i = 0; i < 5; i++)
+        assert_true(items[i] == (double)i);
+    ckpt__free(items);
+    assert_ckpt_ok(ckpt_set_allocator(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_second_allocator_is_refused),
         cmocka_unit_test(test_change_with_live_blocks_is_refused),
         cmocka_unit_test(test_bad_allocators),
+        cmocka_unit_test(test_reserve_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
