@@ -354,12 +354,19 @@ static int poll_saver(ckpt__ckhook *h, int *busy_out)
     return err;
 }
 
-/* Snapshot and dispatch. Returns CKPT_EBUSY (last error cleared) when the
- * trigger was skipped by policy SKIP; the timer moves only on dispatch. */
+/* A trigger skipped by policy SKIP (save_async's result, not an error). */
+#define TRIGGER_SKIPPED 1
+
+/* Snapshot and dispatch. Returns TRIGGER_SKIPPED (last error cleared) when
+ * the trigger was skipped by policy SKIP; the timer moves only on
+ * dispatch. Any error, the saver's CKPT_EBUSY for a directory another
+ * saver of this process holds among them, is returned with its message,
+ * as in sync mode (it used to be taken for a skip: no checkpoint was
+ * written and the log blamed a running write). */
 static int save_async(ckpt__ckhook *h, int64_t step)
 {
     ckpt_saver_metrics m;
-    uint64_t ticket = 0;
+    uint64_t ticket = 0, skipped;
     int busy = 0, listeners_called = 0;
     int err = check_step(h, step);
     if (err == 0)
@@ -377,11 +384,17 @@ static int save_async(ckpt__ckhook *h, int64_t step)
         ckpt__ckhook_keep_error(h, err);
         listeners_called = 1;
     }
+    ckpt_saver_get_metrics(h->saver, &m);
+    skipped = m.saves_skipped;
     err = ckpt_saver_save_async(h->saver, step, &ticket);
-    if (err == CKPT_EBUSY) {
+    if (err == CKPT_EBUSY)
+        ckpt_saver_get_metrics(h->saver, &m);
+    /* the saver's EBUSY that it did not count as skipped (another saver
+     * of this process holds the directory) is an error, as in sync mode */
+    if (err == CKPT_EBUSY && m.saves_skipped != skipped) {
         ckpt_error_clear(); /* counted by the saver, reported here */
         ckpt__ckhook_note_skip(h, step);
-        return CKPT_EBUSY;
+        return TRIGGER_SKIPPED;
     }
     if (err < 0)
         return err;
@@ -434,7 +447,7 @@ static int save_now(ckpt__ckhook *h, int64_t step)
         return save_sync(h, step);
     }
     err = save_async(h, step);
-    return err == CKPT_EBUSY ? 0 : err;
+    return err == TRIGGER_SKIPPED ? 0 : err;
 }
 
 /* Whether the timer triggers at `step`; over a collective saver in seconds

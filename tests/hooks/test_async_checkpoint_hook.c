@@ -751,6 +751,59 @@ static void test_f5_close_waits_when_an_earlier_end_fails(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* A directory another saver of this process holds (here another
+ * session's hook, which saved step 0 there first): the async hook's
+ * trigger fails with the saver's CKPT_EBUSY naming the directory, as the
+ * sync hook's does. It was taken for a trigger skipped because a write was
+ * running: runs returned 0, the log blamed a running write, the metrics
+ * counted no skip, and no checkpoint was written. */
+static ckpt_hook posix_async_hook(ck_fixture *f)
+{
+    /* the directory lock is the POSIX file system's */
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_checkpoint_hook_options o;
+    ckpt_hook h;
+    so.fs = NULL;
+    o = ck_hook_options(f, CKPT_SAVE_ASYNC, 2, &so, NULL, 0);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    return h;
+}
+
+static ckpt_monitored_session *posix_session(ck_fixture *f, ckpt_hook *h)
+{
+    ckpt_session_options so = ck_session_options(f, 0, NULL);
+    ckpt_monitored_session *ms = NULL;
+    so.fs = NULL;
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, h, 1, &so));
+    return ms;
+}
+
+static void test_directory_held_by_another_saver_is_an_error(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_hook first = posix_async_hook(f);
+    ckpt_hook second = posix_async_hook(f);
+    ckpt_monitored_session *holder = posix_session(f, &first);
+    ckpt_monitored_session *ms;
+    ckpt_saver_metrics m;
+    ck_wait_idle(&first);
+    ms = posix_session(f, &second);
+    assert_ckpt_ok(ck_run(f, ms)); /* step 1: no trigger */
+    assert_ckpt_error(ck_run(f, ms), CKPT_EBUSY,
+                      "another saver of this process saves there");
+    assert_non_null(strstr(ckpt_error_last()->message, f->ckdir));
+    assert_int_equal(ck_log_count(f, "skipped: the previous write"), 0);
+    m = ck_metrics(&second);
+    assert_int_equal(m.saves_skipped, 0);
+    assert_int_equal(m.saves_started, 0);
+    assert_false(ck_has_checkpoint(f, 2));
+    assert_ckpt_error(ckpt_monitored_session_close(ms, 0), CKPT_EBUSY,
+                      "another saver of this process saves there");
+    ckpt_monitored_session_free(ms);
+    assert_ckpt_ok(ckpt_monitored_session_close(holder, 0));
+    ckpt_monitored_session_free(holder);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +831,7 @@ int main(void)
         T(test_b49_async_scaffold_saver_across_recovery),
         T(test_f15_own_saver_write_lands_before_recovery),
         T(test_f5_close_waits_when_an_earlier_end_fails),
+        T(test_directory_held_by_another_saver_is_an_error),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
