@@ -252,6 +252,10 @@ static void test_piece_its_tensor_does_not_list(void **state)
     expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
                            "no tensor\n");
     run_free(&r);
+    RUN_BOUNDED(r, "inspect", f->prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out, "(partitioned, 1 slice)\n"); /* not "1 slices" */
+    run_free(&r);
     expect_cmd(f, "values", 0, NULL);
     expect_cmd(f, "diff", 0, NULL);
     /* repack refuses at the listed piece, before it meets the other */

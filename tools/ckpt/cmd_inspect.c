@@ -257,7 +257,8 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
            cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
            (long long)cli_entry_bytes(e));
     if (e->num_slices > 0)
-        printf("-  (partitioned, %d slices)\n", e->num_slices);
+        printf("-  (partitioned, %d slice%s)\n", e->num_slices,
+               e->num_slices == 1 ? "" : "s");
     else
         printf("%d\n", e->shard_id);
     if (!o->values)
