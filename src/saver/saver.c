@@ -93,9 +93,42 @@ static int is_checkpoint_prefix(const ckpt_fs *fs, const char *dir)
     return yes;
 }
 
+/* For a `dir` that does not exist: whether the nearest part of its path
+ * that does exist is no directory (a file where the path needs one, which
+ * mkdir -p cannot fix); that part goes to `out`. */
+static bool parent_is_file(const ckpt_fs *fs, const char *dir, ckpt_buf *out)
+{
+    size_t len = strlen(dir);
+    if (ckpt__buf_put(out, dir, len + 1) < 0) {
+        ckpt_error_clear();
+        return false;
+    }
+    for (;;) {
+        char *path = out->ptr;
+        int err;
+        while (len > 1 && path[len - 1] == '/') /* "a/b/" is "a/b" */
+            len--;
+        while (len > 0 && path[len - 1] != '/')
+            len--;
+        while (len > 1 && path[len - 1] == '/')
+            len--;
+        if (len == 0 || (len == 1 && path[0] == '/'))
+            return false; /* the root, or a relative path's start */
+        path[len] = '\0';
+        if (ckpt__fs_stat(fs, path, NULL, NULL) != 0) {
+            ckpt_error_clear();
+            continue;
+        }
+        err = ckpt__fs_list(fs, path, dir_probe, NULL);
+        ckpt_error_clear();
+        return err == CKPT_ENOTFOUND; /* it exists, yet cannot be listed */
+    }
+}
+
 int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
                           const char *basename)
 {
+    ckpt_buf file = CKPT_BUF_INIT;
     int err = ckpt__fs_list(fs, dir, dir_probe, NULL);
     if (err == 1)
         err = 0;
@@ -122,6 +155,15 @@ int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
             return ckpt__error(CKPT_ENOTFOUND,
                                "checkpoint directory %s is not a directory",
                                dir);
+        if (parent_is_file(fs, dir, &file)) {
+            err = ckpt__error(CKPT_ENOTFOUND,
+                              "checkpoint directory %s cannot exist: %s, "
+                              "on its path, is a file, not a directory",
+                              dir, file.ptr);
+            ckpt_buf_dispose(&file);
+            return err;
+        }
+        ckpt_buf_dispose(&file);
         return ckpt__error(CKPT_ENOTFOUND,
                            "checkpoint directory %s does not exist (a saver "
                            "does not create it, as TensorFlow's Saver does "

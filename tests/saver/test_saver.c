@@ -205,6 +205,17 @@ static void test_b72_missing_directory(void **state)
     test_write_file(missing, "x", 1);
     assert_ckpt_error(ckpt_saver_open(&s, missing, NULL), CKPT_ENOTFOUND,
                       "file is not a directory");
+    /* under a file: mkdir -p would not help, so the advice names the file */
+    {
+        char under[4200];
+        snprintf(under, sizeof(under), "%s/sub/deeper/", missing);
+        assert_ckpt_error(ckpt_saver_open(&s, under, NULL), CKPT_ENOTFOUND,
+                          "sub/deeper/ cannot exist: ");
+        assert_non_null(strstr(ckpt_error_last()->message, missing));
+        assert_non_null(strstr(ckpt_error_last()->message,
+                               ", on its path, is a file, not a directory"));
+        assert_null(strstr(ckpt_error_last()->message, "mkdir"));
+    }
     assert_int_equal(unlink(missing), 0);
     /* The directory disappears after open. */
     snprintf(sub, sizeof(sub), "%s/sub", f->dir);
