@@ -99,7 +99,11 @@ typedef struct ckpt_save_result {
 /** Called once per save outcome, on the thread that calls save, save_async,
  *  poll, wait, close or free (never on the writer thread). It may call the
  *  saver (save, wait, close...) but not free it: ckpt_saver_free from here is
- *  refused (logged at ERROR; the saver stays, to be freed afterwards). */
+ *  refused (logged at ERROR; the saver stays, to be freed afterwards).
+ *  Outcomes come in the order they happen, not in ticket order: under
+ *  COALESCE a pending snapshot replaced by a newer one is reported
+ *  (CKPT_ECANCELED) as it is replaced, which may be before the write that
+ *  was running when it was taken (a smaller ticket) is reported durable. */
 typedef void (*ckpt_save_done_fn)(const ckpt_save_result *result,
                                   void *payload);
 

@@ -420,7 +420,11 @@ ckpt_monitored_session_should_stop(ckpt_monitored_session *ms, int *status_out);
  *  bracketed step still open (a before_run with no after_run, e.g. a loop
  *  that broke out between them) is abandoned: no hook's after_run runs for
  *  it, and close goes on as for `status` (with 0, the checkpoint hook's end
- *  saves the global step as the step left it). */
+ *  saves the global step as the step left it).
+ *  A checkpoint hook's own saver is freed with the session, not closed
+ *  here: until ckpt_monitored_session_free, it keeps the checkpoint
+ *  directory it saved into, so another saver or session of this process
+ *  saving there fails with CKPT_EBUSY (free the closed session first). */
 CKPT_EXTERN(int)
 ckpt_monitored_session_close(ckpt_monitored_session *ms, int status);
 
