@@ -484,6 +484,8 @@ static int hook_after_create_session(ckpt_session *s, ckpt_coordinator *coord,
         err = check_step(h, step);
     if (err < 0)
         return ckpt__ckhook_take_error(h, err);
+    h->start_step = step;
+    h->runs_at_start = 0;
     if (!h->save_initial_if_present && newest_step(h) == step) {
         ckpt__ckhook_log(h, CKPT_LOG_INFO,
                          "%s: the newest checkpoint already has step %" PRId64
@@ -509,6 +511,32 @@ static int hook_before_run(ckpt_run_context *ctx, ckpt_run_args *args,
     return 0;
 }
 
+/* Runs after which a global step that never left its value at session
+ * start is warned about. */
+#define RUNS_BEFORE_STILL_STEP_WARNING 10
+
+/* Warn once when the global step has not moved for that many runs since
+ * the session began: triggers follow the global step, so a step function
+ * that never increments it gets no checkpoint after the initial one, and
+ * the final save is skipped as that step's checkpoint exists. */
+static void note_step(ckpt__ckhook *h, int64_t step)
+{
+    if (h->step_moved)
+        return;
+    if (step != h->start_step) {
+        h->step_moved = 1;
+        return;
+    }
+    if (++h->runs_at_start == RUNS_BEFORE_STILL_STEP_WARNING)
+        ckpt__ckhook_log(h, CKPT_LOG_WARN,
+                         "%s: %u steps ran and the global step is still "
+                         "%" PRId64
+                         ": checkpoints follow the global step, so none is "
+                         "saved until it advances (the step function or "
+                         "the optimizer must increment it)",
+                         h->name, RUNS_BEFORE_STILL_STEP_WARNING, step);
+}
+
 static int hook_after_run(ckpt_run_context *ctx, const ckpt_run_values *values,
                           void *payload)
 {
@@ -519,6 +547,7 @@ static int hook_after_run(ckpt_run_context *ctx, const ckpt_run_values *values,
         return ckpt__error(CKPT_ESTATE,
                            "%s: after_run before the session was created",
                            h->name);
+    note_step(h, step);
     if (h->mode == CKPT_SAVE_ASYNC)
         err = poll_saver(h, NULL);
     /* A failure to report first: no trigger now, the timer stays (a

@@ -62,6 +62,9 @@ typedef struct ckpt__ckhook {
     int stop_pending;          /* a listener asked to stop; not yet passed on */
     uint64_t skipped;          /* triggers skipped (policy SKIP) */
     uint64_t next_skip_report; /* skip count of the next warning */
+    int64_t start_step;        /* the global step the session began at */
+    unsigned runs_at_start;    /* runs since then that left it there */
+    int step_moved;            /* it advanced once: no more counting */
     int kept_err; /* first error not yet returned from a callback */
     char kept_msg[512];
 } ckpt__ckhook;

@@ -344,6 +344,47 @@ static void test_b51_save_secs_with_fake_clock(void **state)
     ckpt_monitored_session_free(ms);
 }
 
+/* A step function that never increments the global step: after 10 runs
+ * one warning says why no checkpoint comes (triggers follow the step, and
+ * the end's save is skipped as step 0 is saved); a loop whose step moves
+ * once, even after a few runs at the start, is never warned about. */
+static void test_global_step_that_never_moves_is_warned(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_saver_options so = ck_saver_options(f, CKPT_BUSY_SKIP);
+    ckpt_checkpoint_hook_options o =
+        ck_hook_options(f, CKPT_SAVE_SYNC, 2, &so, NULL, 0);
+    const char *warning = "10 steps ran and the global step is still 0: "
+                          "checkpoints follow the global step";
+    ckpt_hook h = new_hook(&o);
+    ckpt_monitored_session *ms = ck_session(f, &h, 1);
+    f->no_increment = 1;
+    for (int i = 0; i < 9; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+    assert_int_equal(ck_log_count(f, warning), 0);
+    for (int i = 0; i < 20; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+    assert_int_equal(ck_log_count(f, warning), 1); /* once */
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(ck_latest_step(f), 0);
+
+    /* moved after a few runs at the start: no warning, ever */
+    h = new_hook(&o);
+    ms = ck_session(f, &h, 1);
+    for (int i = 0; i < 5; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+    f->no_increment = 0;
+    assert_ckpt_ok(ck_run(f, ms)); /* step 1 */
+    f->no_increment = 1;
+    for (int i = 0; i < 20; i++)
+        assert_ckpt_ok(ck_run(f, ms));
+    assert_int_equal(ck_log_count(f, warning), 1);
+    assert_int_equal(ck_log_count(f, "global step is still 1"), 0);
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+}
+
 /* save_secs = INFINITY (documented): the initial save and the end's, none
  * between, however much time passes. */
 static void test_save_secs_infinite_saves_at_creation_and_end(void **state)
@@ -945,6 +986,7 @@ int main(void)
         T(test_b50_save_steps_schedule),
         T(test_b51_save_secs_with_fake_clock),
         T(test_save_secs_infinite_saves_at_creation_and_end),
+        T(test_global_step_that_never_moves_is_warned),
         T(test_b52_listener_order_around_the_write),
         T(test_b52_before_save_failure_aborts_the_save),
         T(test_b52_explicit_saver_keeps_callers_callback),
