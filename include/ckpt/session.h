@@ -349,7 +349,10 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  one payload and destroy: then destroy is called once).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
  *          hook's error (its message prefixed with the hook's name), a
- *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from) */
+ *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from
+ *          or a variable it lacks; a latest checkpoint of checkpoint_dir
+ *          that lacks a variable is CKPT_EINVAL, as for
+ *          ckpt_saver_restore_latest) */
 CKPT_EXTERN(int)
 ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
                            const ckpt_hook *hooks, size_t num_hooks,

@@ -4,6 +4,7 @@
  * broken one, and the recoverable flavour's bounded re-creation with
  * back-off (TF retries forever; B31-B34). */
 #include "ckpt/state.h"
+#include "saver/saver_internal.h"
 #include "saver/saver_ops.h"
 #include "session_internal.h"
 
@@ -28,13 +29,20 @@ void ckpt__sleep_s(double seconds)
     }
 }
 
-static int restore_prefix(ckpt_monitored_session *ms, const char *prefix)
+/* Restore `prefix`: restore_from, or (`latest`) the newest checkpoint of
+ * checkpoint_dir, which lacking a variable is a mismatch (CKPT_EINVAL), as
+ * ckpt_saver_restore_latest says (CKPT_ENOTFOUND would read as "nothing
+ * to restore"). @return 1 when restored, or an error */
+static int restore_prefix(ckpt_monitored_session *ms, const char *prefix,
+                          int latest)
 {
     int err;
     if (!ms->sess.saver)
         return ckpt__error(CKPT_ESTATE,
                            "session: no saver to restore '%s' with", prefix);
     err = ckpt_saver_restore(ms->sess.saver, prefix);
+    if (latest)
+        err = ckpt__restore_latest_outcome(err);
     /* the saver's message names the checkpoint as a rule: once is enough */
     if (err < 0 && ckpt__message_names(ckpt_error_last()->message, prefix))
         return ckpt__error_prefix(err, "session: restoring the checkpoint");
@@ -70,7 +78,7 @@ static int restore_latest(ckpt_monitored_session *ms)
         ckpt_error_clear();
         err = 0;
     } else if (err == 0) {
-        err = restore_prefix(ms, prefix.ptr);
+        err = restore_prefix(ms, prefix.ptr, 1);
     }
     ckpt_buf_dispose(&prefix);
     return err;
@@ -85,7 +93,7 @@ static int restore_or_init(ckpt_monitored_session *ms)
     if (ms->not_chief)
         return 0;
     if (ms->restore_from)
-        err = restore_prefix(ms, ms->restore_from);
+        err = restore_prefix(ms, ms->restore_from, 0);
     else
         err = restore_latest(ms);
     if (err != 0)

@@ -318,9 +318,10 @@ static void test_hook_dir_alone_resumes(void **state)
 }
 
 /* A variable registered since the last checkpoint: session creation fails
- * with CKPT_ENOTFOUND naming the variable, and the message names the
- * checkpoint once (it used to repeat the prefix: "session: restoring P:
- * restore P: ..."). */
+ * with CKPT_EINVAL naming the variable, as ckpt_saver_restore_latest does
+ * (it was CKPT_ENOTFOUND, which that call keeps for "no checkpoint"), and
+ * the message names the checkpoint once (it used to repeat the prefix:
+ * "session: restoring P: restore P: ..."). */
 static void test_restore_error_names_checkpoint_once(void **state)
 {
     ck_fixture *f = *state;
@@ -340,9 +341,11 @@ static void test_restore_error_names_checkpoint_once(void **state)
     assert_ckpt_ok(ckpt_graph_add_var(f->graph, &v));
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
     assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
-                      CKPT_ENOTFOUND, "'extra'");
+                      CKPT_EINVAL, "'extra'");
     msg = ckpt_error_last()->message;
-    assert_non_null(strstr(msg, "session: restoring the checkpoint: "));
+    assert_non_null(strstr(msg, "session: restoring the checkpoint: the "
+                                "latest checkpoint does not hold every "
+                                "registered variable"));
     assert_int_equal(test_count(msg, prefix), 1);
 }
 
