@@ -16,6 +16,7 @@
 #include "io/buffered_read.h"
 #include "util/crc32c.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,10 +102,10 @@ static int check_piece_listed(ckpt_bundle_reader *r,
     if (err == 0 && !ps.listed)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': a piece tensor '%s' does not "
-                          "list among its %d slices",
+                          "list among its %d slice%s",
                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                           ckpt__show_name(&sn_owner, owner, len),
-                          full->num_slices);
+                          full->num_slices, full->num_slices == 1 ? "" : "s");
     ckpt_buf_dispose(&ps.key);
     return err;
 }
@@ -161,7 +162,7 @@ static int check_slice_owners(ckpt_bundle_reader *r)
     int err = counts ? 0 : ckpt__error_oom();
     for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
         ckpt_tensor_entry e;
-        size_t at = 0;
+        size_t at = SIZE_MAX; /* stays so when no owner was looked up */
         if (!r->tab.recs[i].is_slice_key)
             continue;
         ckpt__entry_table_fill(&r->tab, i, &e);
@@ -175,13 +176,13 @@ static int check_slice_owners(ckpt_bundle_reader *r)
         if (counts[i] <= (size_t)r->tab.recs[i].num_slices)
             continue;
         ckpt__entry_table_fill(&r->tab, i, &full);
-        err =
-            ckpt__error(CKPT_ECORRUPT,
-                        "%s: tensor '%s': the index holds %zu pieces of it "
-                        "but its entry lists %d slices (a piece it does not "
-                        "list is read by nobody)",
-                        r->index_path.ptr, ckpt__bundle_entry_shown(&sn, &full),
-                        counts[i], full.num_slices);
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': the index holds %zu pieces of it "
+                          "but its entry lists %d slice%s (a piece it does not "
+                          "list is read by nobody)",
+                          r->index_path.ptr,
+                          ckpt__bundle_entry_shown(&sn, &full), counts[i],
+                          full.num_slices, full.num_slices == 1 ? "" : "s");
     }
     ckpt__free(counts);
     return err;

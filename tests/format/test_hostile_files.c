@@ -533,7 +533,7 @@ static void test_piece_its_tensor_does_not_list(void **state)
     }
     assert_ckpt_error(ckpt_bundle_reader_verify(r), CKPT_ECORRUPT,
                       "tensor 'w': the index holds 2 pieces of it but its "
-                      "entry lists 1 slices (a piece it does not list is "
+                      "entry lists 1 slice (a piece it does not list is "
                       "read by nobody)");
     assert_non_null(strstr(ckpt_error_last()->message, f->d.index));
     /* the listed piece first, then the unlisted one (rows 2..3) */
@@ -544,7 +544,7 @@ static void test_piece_its_tensor_does_not_list(void **state)
     assert_true(e.is_slice_key);
     assert_ckpt_error(ckpt_bundle_reader_check(r, &e), CKPT_ECORRUPT,
                       "tensor 'w (piece 2,2:0,2)': a piece tensor 'w' does not "
-                      "list among its 1 slices");
+                      "list among its 1 slice");
     ckpt_bundle_reader_free(r);
 }
 

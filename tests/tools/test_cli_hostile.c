@@ -248,7 +248,7 @@ static void test_piece_its_tensor_does_not_list(void **state)
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 1);
     expect_contains(r.err, ".index: tensor 'w (piece 2,2:0,2)': a piece "
-                           "tensor 'w' does not list among its 1 slices\n");
+                           "tensor 'w' does not list among its 1 slice\n");
     expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
                            "no tensor\n");
     run_free(&r);
