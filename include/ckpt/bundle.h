@@ -117,7 +117,11 @@ typedef struct ckpt_slice_extent {
  *  full shape and the pieces' extents in the order added; its data is read
  *  back assembled by ckpt_bundle_reader_read. Every piece of one name must
  *  have the same dtype and full shape, and pieces may not overlap; whether
- *  they cover the whole tensor is checked when it is read.
+ *  they cover the whole tensor is checked when it is read, not at finish
+ *  (a bundle may hold some of the pieces only, as each shard of
+ *  TensorFlow's sharded save does before MergeV2Checkpoints joins them;
+ *  read whole, such a bundle is CKPT_ECORRUPT "slices cover N of M
+ *  elements").
  *  @return 0, CKPT_EINVAL (name, shape, extent outside the shape, size,
  *          dtype or full shape unlike an earlier piece, overlap),
  *          CKPT_ENOTSUP (string or unsupported dtype), CKPT_EEXISTS (`name`
