@@ -597,5 +597,6 @@ void ckpt_bundle_reader_free(ckpt_bundle_reader *r)
     ckpt_buf_dispose(&r->index_path);
     ckpt_buf_dispose(&r->path);
     ckpt__sliced_entries_dispose(&r->sliced);
+    ckpt__free(r->piece_marks);
     ckpt__free(r);
 }

@@ -61,52 +61,74 @@ int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
     return compare_record_crc(r, e, ext.crc);
 }
 
-/* What slice_is_piece looks for: the piece's key among the keys of the
- * slices the full entry lists (the reader finds a piece by that key). */
-typedef struct piece_search {
-    const ckpt_tensor_entry *piece;
+/* Bits of r->piece_marks. */
+#define PIECE_LISTED 1 /* a piece that a walked full entry lists */
+#define LIST_WALKED 2  /* a full entry whose slice list was walked */
+
+/* mark_listed's state: tensor `owner` (`owner_len` bytes) whose listed
+ * slices' keys are looked up in the index (a reader finds a piece by
+ * that key). */
+typedef struct list_walk {
+    ckpt_bundle_reader *r;
     const char *owner;
     size_t owner_len;
     ckpt_buf key;
-    bool listed;
-} piece_search;
+} list_walk;
 
-static int slice_is_piece(int index, const ckpt__tensor_slice *s, void *arg)
+static int mark_listed(int index, const ckpt__tensor_slice *s, void *arg)
 {
-    piece_search *ps = arg;
-    int err = ckpt__slice_key_encode(&ps->key, ps->owner, ps->owner_len, s);
+    list_walk *w = arg;
+    size_t at;
+    int err = ckpt__slice_key_encode(&w->key, w->owner, w->owner_len, s);
     (void)index;
     if (err == CKPT_ENOMEM)
         return ckpt__error_oom();
-    if (err == 0 && ps->key.size == ps->piece->name_len &&
-        memcmp(ps->key.ptr, ps->piece->name, ps->key.size) == 0)
-        ps->listed = true;
+    if (err == 0 &&
+        ckpt__entry_table_search(&w->r->tab, w->key.ptr, w->key.size, &at))
+        w->r->piece_marks[at] |= PIECE_LISTED;
     return 0; /* a slice of no valid key is no piece's (its read fails) */
 }
 
-/* Whether the full entry `full` of tensor `owner` (`len` bytes) lists the
- * piece `e`: 0, or CKPT_ECORRUPT naming both (a piece it does not list is
- * read by nobody). Walks the full entry's list once. */
+/* Whether the full entry `full` (index full_at) of tensor `owner` (`len`
+ * bytes) lists the piece `e`: 0, or CKPT_ECORRUPT naming both (a piece it
+ * does not list is read by nobody). Each full entry's list is walked once
+ * per reader, marking the pieces it lists, so checking every piece of a
+ * tensor of S pieces costs S lookups, not S walks of S slices. */
 static int check_piece_listed(ckpt_bundle_reader *r,
-                              const ckpt_tensor_entry *full,
+                              const ckpt_tensor_entry *full, size_t full_at,
                               const ckpt_tensor_entry *e, const char *owner,
                               size_t len)
 {
-    ckpt__partitioned_read pr;
-    piece_search ps = {e, owner, len, CKPT_BUF_INIT, false};
     ckpt__shown_name sn, sn_owner;
-    int err = ckpt__bundle_reader_partitioned_read_of(&pr, r, full);
-    if (err == 0)
-        err = ckpt__partitioned_for_each_slice(
-            &pr, ckpt__show_name(&sn_owner, owner, len), slice_is_piece, &ps);
-    if (err == 0 && !ps.listed)
+    size_t at;
+    int err = 0;
+    if (!ckpt__entry_table_index_of(&r->tab, e, &at) || full_at >= r->tab.count)
+        return ckpt__error(CKPT_EINVAL, "%s: the entry is not one of its own",
+                           r->index_path.ptr);
+    if (!r->piece_marks) {
+        r->piece_marks = ckpt__calloc(r->tab.count + 1, 1);
+        if (!r->piece_marks)
+            return ckpt__error_oom();
+    }
+    if (!(r->piece_marks[full_at] & LIST_WALKED)) {
+        ckpt__partitioned_read pr;
+        list_walk w = {r, owner, len, CKPT_BUF_INIT};
+        err = ckpt__bundle_reader_partitioned_read_of(&pr, r, full);
+        if (err == 0)
+            err = ckpt__partitioned_for_each_slice(
+                &pr, ckpt__show_name(&sn_owner, owner, len), mark_listed, &w);
+        ckpt_buf_dispose(&w.key);
+        if (err < 0)
+            return err;
+        r->piece_marks[full_at] |= LIST_WALKED;
+    }
+    if (!(r->piece_marks[at] & PIECE_LISTED))
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': a piece tensor '%s' does not "
                           "list among its %d slice%s",
                           r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                           ckpt__show_name(&sn_owner, owner, len),
                           full->num_slices, full->num_slices == 1 ? "" : "s");
-    ckpt_buf_dispose(&ps.key);
     return err;
 }
 
@@ -123,6 +145,7 @@ static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     ckpt__tensor_slice slice;
     ckpt__shown_name sn, sn_owner;
     ckpt_tensor_entry full;
+    size_t full_at = SIZE_MAX;
     int err = ckpt__slice_key_decode(&owner, &slice, e->name, e->name_len);
     if (err < 0 && err != CKPT_ENOMEM)
         err = ckpt__error_prefix(err,
@@ -136,7 +159,7 @@ static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     err = ckpt__buf_put(&owner, "", 1);
     if (err < 0)
         goto done;
-    if (ckpt__bundle_reader_lookup(&full, owner_at, r, owner.ptr) < 0 ||
+    if (ckpt__bundle_reader_lookup(&full, &full_at, r, owner.ptr) < 0 ||
         full.num_slices == 0)
         err =
             ckpt__error(CKPT_ECORRUPT,
@@ -145,7 +168,10 @@ static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                         r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                         ckpt__show_name(&sn_owner, owner.ptr, owner.size - 1));
     else if (listed)
-        err = check_piece_listed(r, &full, e, owner.ptr, owner.size - 1);
+        err =
+            check_piece_listed(r, &full, full_at, e, owner.ptr, owner.size - 1);
+    if (owner_at)
+        *owner_at = full_at;
 done:
     ckpt_buf_dispose(&owner);
     return err;

@@ -143,6 +143,9 @@ struct ckpt_bundle_reader {
     uint64_t stream_bytes;       /* bytes it read */
     uint64_t piece_lookups;      /* a partitioned tensor's pieces looked up in
                                     the index so far (a statistic for tests) */
+    uint8_t *piece_marks; /* NULL, or a byte per entry (bundle_reader_check.c):
+                             which full entries' slice lists were walked and
+                             which pieces they list */
 };
 
 /* The name of `e` as messages show it. */
