@@ -438,11 +438,10 @@ CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
 
 /** Read every record and check every checksum; stops at the first damage.
  *  First, from the index alone, every entry whose key starts with a 0 byte
- *  must be a slice key naming a partitioned tensor the index holds, and no
- *  tensor may have more such pieces than its entry lists slices (an
- *  unlisted piece is read by nobody, so nothing else would find it; the
- *  error names the tensor, ckpt_bundle_reader_check of the piece names
- *  the piece).
+ *  must be a slice key naming a partitioned tensor the index holds, and
+ *  one of the slices that tensor's entry lists (an unlisted piece is read
+ *  by nobody, so nothing else would find it; the error names the piece),
+ *  as ckpt_bundle_reader_check of the piece checks.
  *  The fixed-size records of each data file (the pieces of partitioned
  *  tensors among them) are read in one pass in file order as
  *  ckpt_bundle_reader_check reads one (string records whole, after them),

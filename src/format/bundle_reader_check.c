@@ -133,13 +133,11 @@ static int check_piece_listed(ckpt_bundle_reader *r,
 }
 
 /* An entry whose key starts with a 0 byte is a slice key: a piece of a
- * partitioned tensor the index also holds. One that is not (a stray key,
- * or a piece whose tensor has no entry) is no tensor a reader lists or
- * reads, so nothing else would say that the index is damaged. The owner's
- * index goes to *owner_at (when not NULL). `listed`: the owner's entry
- * must also list the piece (a walk of its slices; verify counts instead). */
-static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
-                             bool listed, size_t *owner_at)
+ * partitioned tensor the index also holds, whose entry lists it. One that
+ * is not (a stray key, a piece whose tensor has no entry, or one its
+ * tensor does not list) is no tensor a reader lists or reads, so nothing
+ * else would say that the index is damaged. */
+static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
 {
     ckpt_buf owner = CKPT_BUF_INIT;
     ckpt__tensor_slice slice;
@@ -167,50 +165,26 @@ static int check_slice_owner(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                         "which has no partitioned entry of its own",
                         r->index_path.ptr, ckpt__bundle_entry_shown(&sn, e),
                         ckpt__show_name(&sn_owner, owner.ptr, owner.size - 1));
-    else if (listed)
+    else
         err =
             check_piece_listed(r, &full, full_at, e, owner.ptr, owner.size - 1);
-    if (owner_at)
-        *owner_at = full_at;
 done:
     ckpt_buf_dispose(&owner);
     return err;
 }
 
-/* Every piece in the index is one its tensor lists: each slice entry
- * counted against its owner (counts[owner]), and no tensor may have more
- * pieces than slices it lists (the listed ones are looked up, distinct
- * and present, by the checks that follow). The count names the tensor;
- * the piece is named by ckpt_bundle_reader_check, which walks the list. */
+/* Every piece in the index is one its tensor lists, each checked as
+ * ckpt_bundle_reader_check does (each full entry's list walked once). */
 static int check_slice_owners(ckpt_bundle_reader *r)
 {
-    size_t *counts = ckpt__calloc(r->tab.count + 1, sizeof(*counts));
-    int err = counts ? 0 : ckpt__error_oom();
+    int err = 0;
     for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
         ckpt_tensor_entry e;
-        size_t at = SIZE_MAX; /* stays so when no owner was looked up */
         if (!r->tab.recs[i].is_slice_key)
             continue;
         ckpt__entry_table_fill(&r->tab, i, &e);
-        err = check_slice_owner(r, &e, false, &at);
-        if (err == 0 && at < r->tab.count)
-            counts[at]++;
+        err = check_slice_owner(r, &e);
     }
-    for (size_t i = 0; err == 0 && i < r->tab.count; i++) {
-        ckpt_tensor_entry full;
-        ckpt__shown_name sn;
-        if (counts[i] <= (size_t)r->tab.recs[i].num_slices)
-            continue;
-        ckpt__entry_table_fill(&r->tab, i, &full);
-        err = ckpt__error(CKPT_ECORRUPT,
-                          "%s: tensor '%s': the index holds %zu pieces of it "
-                          "but its entry lists %d slice%s (a piece it does not "
-                          "list is read by nobody)",
-                          r->index_path.ptr,
-                          ckpt__bundle_entry_shown(&sn, &full), counts[i],
-                          full.num_slices, full.num_slices == 1 ? "" : "s");
-    }
-    ckpt__free(counts);
     return err;
 }
 
@@ -223,7 +197,7 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     CKPT__CHECK_ARG(entry);
     err = ckpt__bundle_reader_owns(r, entry, "ckpt_bundle_reader_check");
     if (err == 0 && entry->is_slice_key)
-        err = check_slice_owner(r, entry, true, NULL);
+        err = check_slice_owner(r, entry);
     if (err < 0)
         return err;
     if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
