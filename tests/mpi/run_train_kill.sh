@@ -7,8 +7,9 @@
 #     lands), and kills one random rank a random time after the run's
 #     first save (every third round: after its launch, which may land in
 #     the open's clean-up or the restore);
-#   - the job must end by itself, within LIMIT seconds (mpiexec ends it
-#     when a rank dies; every collective of the saver is bounded too);
+#   - the ranks must end by themselves, within LIMIT seconds (mpiexec ends
+#     them when a rank dies; every collective of the saver is bounded
+#     too), and mpiexec at most 30 s after its last rank;
 #   - the state file must name only checkpoints that verify, its latest at
 #     least the one it named just before the kill (nothing reported lost);
 #   - relaunched on the same rank count or another (1 to 3, by turns), the
@@ -83,6 +84,36 @@ check_kept() { # --keep-hours: nothing the state file listed is gone
         "$dir/checkpoint" 2>/dev/null)
 }
 
+# job_ends MPIEXEC_PID RANK_PID...: wait for the job to end after the kill.
+# The ranks must end within $limit seconds (mpiexec ends them when one
+# dies). Once none runs, what is left is Open MPI's own teardown, and
+# mpiexec has been seen to run on with no rank left (under ASan, 3 ranks
+# on 2 cores: 110 s once): it gets 30 s more, then is ended here with a
+# note. A rank still running at the limit fails the round, with what each
+# process still running was doing.
+job_ends() {
+    local job=$1 deadline=$((SECONDS + limit)) gone
+    shift
+    while running "$@"; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            local left
+            left=$(procs_report "$job" "$@")
+            kill -9 "$job" "$@" 2>/dev/null || true
+            die "a rank still ran $limit s after rank $victim was killed: $left"
+        fi
+        sleep 0.05
+    done
+    gone=$((SECONDS + 30))
+    while running "$job"; do
+        if [ "$SECONDS" -ge "$gone" ]; then
+            echo "note: round $round: every rank ended, mpiexec still ran 30 s later; ended here"
+            kill -9 "$job" 2>/dev/null || true
+            return 0
+        fi
+        sleep 0.05
+    done
+}
+
 modes=(sync async)
 for round in $(seq 1 "$rounds"); do
     np=$(((round - 1) % 3 + 2))
@@ -119,14 +150,7 @@ for round in $(seq 1 "$rounds"); do
     victim=${ranks[$((RANDOM % np))]}
     seen=$(latest) # what the state file named before the kill
     kill -9 "$victim" || die "rank $victim ended before it was killed"
-    for _ in $(seq 1 $((limit * 20))); do
-        running "$pid" "${ranks[@]}" || break
-        sleep 0.05
-    done
-    if running "$pid" "${ranks[@]}"; then
-        kill -9 "$pid" "${ranks[@]}" 2>/dev/null || true
-        die "the job still ran $limit s after a rank was killed"
-    fi
+    job_ends "$pid" "${ranks[@]}"
     wait "$pid" 2>/dev/null || true
     k=$(latest)
     [ "$k" -ge "$seen" ] ||

@@ -97,7 +97,7 @@ exited_with() {
 }
 job_ps() { # mpiexec and its ranks, for a message
     # shellcheck disable=SC2086
-    ps -o pid=,stat=,wchan=,args= -p "$(echo $pid $ranks | tr ' ' ,)" 2>&1
+    procs_report "$pid" $ranks
 }
 die() {
     echo "FAIL: $*" >&2

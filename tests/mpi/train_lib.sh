@@ -37,3 +37,17 @@ state_step() { # STATE_FILE: the step its latest checkpoint is named for,
 snapshot() { # DIR: its files and their checksums
     (cd "$1" && find . -type f | LC_ALL=C sort | xargs md5sum)
 }
+
+procs_report() { # MPIEXEC_PID RANK_PID...: for a failure's message, what
+    # each of the processes still running is doing: its ps line, and for a
+    # rank its threads' stacks (gdb, at most 30 s a process)
+    local p
+    ps -o pid=,stat=,etimes=,wchan:24=,args= -p "$(echo "$@" | tr ' ' ,)" 2>&1
+    shift
+    for p in "$@"; do
+        running "$p" || continue
+        echo "--- rank process $p:"
+        timeout -k 5 30 gdb -p "$p" -batch -nx -ex "thread apply all bt 12" \
+            2>&1 | grep -E '^(Thread|#)' | head -60 || true
+    done
+}
