@@ -110,9 +110,12 @@ ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts, unsigned int version);
  *  makes an empty file in it that every rank looks for under its own `dir`,
  *  then removes it (a directory rank 0 cannot write to is not checked).
  *  Every rank gets the outcome: rank 0's, or the lowest rank's that does
- *  not see the file, naming both paths.
- *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (options; a rank's
- *          `dir` is not rank 0's), or an I/O error */
+ *  not see the file, naming both paths. A bad argument on some ranks only
+ *  (a NULL `out` or `dir`, options that do not validate) is every rank's
+ *  error too: such a rank still takes part, and every rank gets its
+ *  error, naming the rank.
+ *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (NULL argument,
+ *          options; a rank's `dir` is not rank 0's), or an I/O error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                     const ckpt_mpi_saver_options *opts);

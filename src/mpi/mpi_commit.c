@@ -25,7 +25,7 @@
 
 /* One rank's blob, parsed. */
 typedef struct shard_blob {
-    const char *temp_path; /* not NUL-terminated */
+    const char *temp_name; /* in the directory; not NUL-terminated */
     uint32_t temp_len;
     uint32_t count;
     const uint8_t *entries;
@@ -54,16 +54,30 @@ static int get_bytes(const uint8_t **p, const uint8_t *end,
     return err;
 }
 
+/* Whether name[0..n) names a file in the directory: not empty, no '/' or
+ * 0 byte, not "." or "..". */
+static bool is_file_name(const uint8_t *name, uint32_t n)
+{
+    if (n == 0 || memchr(name, '/', n) || memchr(name, 0, n))
+        return false;
+    return !(n <= 2 && name[0] == '.' && (n == 1 || name[1] == '.'));
+}
+
 static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
-    const uint8_t *path = NULL;
-    int err = get_bytes(&p, end, &path, &b->temp_len);
+    const uint8_t *name = NULL;
+    int err = get_bytes(&p, end, &name, &b->temp_len);
+    if (err == 0 && !is_file_name(name, b->temp_len)) {
+        name = NULL;
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "mpi commit: the data file's name is no file name");
+    }
     if (err == 0)
         err = get_u32(&p, end, &b->count);
-    if (!path)
-        b->temp_len = 0; /* no path: nothing to remove (remove_data_files) */
-    b->temp_path = (const char *)path;
+    if (!name)
+        b->temp_len = 0; /* no name: nothing to remove (remove_data_files) */
+    b->temp_name = (const char *)name;
     b->entries = p;
     b->end = end;
     return err;
@@ -142,20 +156,24 @@ static int collect_full_entries(merge *m, const ckpt_mpi_saver *s)
     return err;
 }
 
-/* The temporary path of rank r's blob as a string (ckpt_buf keeps a NUL
- * after its bytes). */
-static int temp_of(ckpt_buf *out, const shard_blob *b)
+/* The temporary data file of rank r's blob, by rank 0's path to the
+ * directory `dir`. */
+static int temp_of(ckpt_buf *out, const char *dir, const shard_blob *b)
 {
-    ckpt__buf_clear(out);
-    return ckpt__buf_put(out, b->temp_path, b->temp_len);
+    ckpt_buf name = CKPT_BUF_INIT;
+    int err = ckpt__buf_put(&name, b->temp_name, b->temp_len);
+    if (err == 0)
+        err = ckpt__path_join(out, dir, name.ptr);
+    ckpt_buf_dispose(&name);
+    return err;
 }
 
 static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
 {
     ckpt_buf from = CKPT_BUF_INIT, to = CKPT_BUF_INIT, dir = CKPT_BUF_INIT;
-    int err = 0;
+    int err = ckpt__path_dirname(&dir, op->prefix.ptr);
     for (int r = 0; err == 0 && r < s->size; r++) {
-        err = temp_of(&from, &m->blobs[r]);
+        err = temp_of(&from, dir.ptr, &m->blobs[r]);
         if (err == 0)
             err = ckpt_bundle_data_path(&to, op->prefix.ptr, r, s->size);
         if (err == 0)
@@ -163,8 +181,6 @@ static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
         if (err == 0)
             m->renamed = r + 1;
     }
-    if (err == 0)
-        err = ckpt__path_dirname(&dir, op->prefix.ptr);
     if (err == 0)
         err = ckpt__fs_sync_dir(s->fs, dir.ptr);
     ckpt_buf_dispose(&from);
@@ -182,16 +198,19 @@ static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
 static void remove_data_files(ckpt_mpi_saver *s, ckpt__save_op *op,
                               const merge *m, int indexed)
 {
-    ckpt_buf path = CKPT_BUF_INIT;
+    ckpt_buf path = CKPT_BUF_INIT, dir = CKPT_BUF_INIT;
     ckpt__saved_error saved;
     ckpt__error_save(&saved);
     if (indexed || m->renamed > 0)
         (void)ckpt__remove_checkpoint_files(s->fs, op->prefix.ptr);
-    for (int r = m->renamed; r < s->size; r++)
-        if (m->blobs[r].temp_path && temp_of(&path, &m->blobs[r]) == 0)
-            ckpt__fs_remove(s->fs, path.ptr);
+    if (ckpt__path_dirname(&dir, op->prefix.ptr) == 0)
+        for (int r = m->renamed; r < s->size; r++)
+            if (m->blobs[r].temp_name &&
+                temp_of(&path, dir.ptr, &m->blobs[r]) == 0)
+                ckpt__fs_remove(s->fs, path.ptr);
     ckpt__error_restore(&saved);
     ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&dir);
 }
 
 int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,

@@ -125,18 +125,28 @@ static int open_call(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                      const ckpt_mpi_saver_options *opts)
 {
     ckpt_mpi_saver_options defaults = CKPT_MPI_SAVER_OPTIONS_INIT, given;
-    ckpt_mpi_saver *s;
-    int err;
+    ckpt_mpi_saver *s, *unused = NULL;
+    int err = 0;
+    /* A bad argument on one rank is every rank's error: that rank still
+     * takes part in the agreement on the outcome (with the default
+     * options), or the others would wait for it there until their
+     * timeout, and its next open would pair with their next call. */
+    if (!out) {
+        err = ckpt__error_null_arg("ckpt_mpi_saver_open", "out");
+        out = &unused;
+    }
     *out = NULL;
-    if (!dir || !*dir)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver: no checkpoint directory given; pass "
-                           "the directory every rank shares");
+    if (err == 0 && (!dir || !*dir))
+        err = ckpt__error(CKPT_EINVAL,
+                          "mpi saver: no checkpoint directory given; pass "
+                          "the directory every rank shares");
     if (!opts)
         opts = &defaults;
-    err = validate(opts, &given);
-    if (err < 0) /* which saver: a program may open several */
-        return ckpt__error_prefix(err, "mpi saver %s", dir);
+    if (err == 0 && (err = validate(opts, &given)) < 0)
+        /* which saver: a program may open several */
+        err = ckpt__error_prefix(err, "mpi saver %s", dir);
+    if (err < 0)
+        given = defaults;
     opts = &given;
     s = ckpt__calloc(1, sizeof(*s));
     if (!s)
@@ -167,7 +177,7 @@ static int open_call(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
         err = ckpt__dir_state_init(&s->ds, dir, &s->opts.base);
     if (err == 0 && s->rank == 0)
         err = open_on_root(s, dir);
-    err = ckpt__mpi_open_agree(s, dir, err);
+    err = ckpt__mpi_open_agree(s, err == 0 ? dir : "", err);
     if (err < 0) {
         ckpt_mpi_saver_free(s);
         return err;
@@ -702,7 +712,6 @@ int ckpt_mpi_saver_size(const ckpt_mpi_saver *s)
 int ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                         const ckpt_mpi_saver_options *opts)
 {
-    CKPT__CHECK_ARG(out);
     CKPT__RETURN_UNCANCELLED(open_call(out, comm, dir, opts));
 }
 

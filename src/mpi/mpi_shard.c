@@ -5,9 +5,11 @@
  * O_DIRECT unless direct_io is off, as ckpt_saver writes), fsynced once
  * and closed. Rank 0 renames it
  * into place when every rank's file is durable. What rank 0 needs to build
- * the index travels as one blob:
+ * the index travels as one blob, the temporary file named by its name in
+ * the directory alone (each rank may reach the directory by another path:
+ * rank 0 joins the name to its own):
  *
- *   u32 temp_path_len | temp_path | u32 count |
+ *   u32 temp_name_len | temp_name | u32 count |
  *   count x (u32 key_len | key | u32 proto_len | BundleEntryProto)
  */
 #include "mpi_internal.h"
@@ -69,13 +71,15 @@ static int put_bytes(ckpt_buf *b, const void *p, size_t n)
     return err;
 }
 
-/* The blob for rank 0: the temporary path and one entry per record. */
+/* The blob for rank 0: the temporary file's name in the directory and
+ * one entry per record. */
 static int describe(ckpt_mpi_saver *s, ckpt__save_op *op)
 {
     ckpt_buf proto = CKPT_BUF_INIT;
+    const char *name = ckpt__path_basename(op->temp_path.ptr);
     int err;
     ckpt__buf_clear(&op->blob);
-    err = put_bytes(&op->blob, op->temp_path.ptr, op->temp_path.size);
+    err = put_bytes(&op->blob, name, strlen(name));
     if (err == 0)
         err = put_u32(&op->blob, (uint32_t)s->nowned);
     for (size_t i = 0; err == 0 && i < s->nowned; i++) {

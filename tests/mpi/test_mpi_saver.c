@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -347,6 +348,96 @@ static void test_other_directory_refused(void **state)
     }
     free(other);
     free(same);
+}
+
+/* A bad argument on one rank only (options that do not validate, a NULL
+ * directory, a NULL out): that rank returned at once while the others
+ * waited for it in open's agreement until their timeout aborted the job
+ * (and a retry paired its open with their next call). Now every rank gets
+ * CKPT_EINVAL naming the rank, and the next open on every rank works. */
+static void test_bad_argument_on_one_rank(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    ckpt_mpi_saver *s = NULL;
+    char want[4400];
+    for (int c = 0; c < 3; c++) {
+        ckpt_mpi_saver_options o = test_mpi_options();
+        ckpt_mpi_saver **out = &s;
+        const char *dir = f->dir;
+        o.collective_timeout_s = 60;
+        if (test_rank() == victim && c == 0)
+            o.collective_timeout_s = -1;
+        if (test_rank() == victim && c == 1)
+            dir = NULL;
+        if (test_rank() == victim && c == 2)
+            out = NULL;
+        if (c == 0)
+            snprintf(want, sizeof(want),
+                     "rank %d: mpi saver %s: options: collective_timeout_s "
+                     "is negative",
+                     victim, f->dir);
+        else if (c == 1)
+            snprintf(want, sizeof(want),
+                     "rank %d: mpi saver: no checkpoint directory given",
+                     victim);
+        else
+            snprintf(want, sizeof(want),
+                     "rank %d: ckpt_mpi_saver_open: out is NULL", victim);
+        assert_ckpt_error(ckpt_mpi_saver_open(out, MPI_COMM_WORLD, dir, &o),
+                          CKPT_EINVAL, want);
+        assert_null(s);
+        o = test_mpi_options();
+        assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+        ckpt_mpi_saver_free(s);
+        s = NULL;
+    }
+}
+
+/* A rank reaching the directory by a path relative to its own working
+ * directory, which means another directory on rank 0: the saves failed on
+ * every rank, as rank 0 renamed each rank's temporary file by the path
+ * that rank wrote it under ("rename ../model.ckpt-3.data-00001-of-00002
+ * .tempstate...: No such file"). Rank 0 now joins the file's name to its
+ * own path; the checkpoint saves, reads whole and restores. */
+static void test_relative_path_on_one_rank_saves(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    char *sub = test_path(f->dir, "sub");
+    ckpt_mpi_saver *s = NULL;
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    int cwd;
+    if (test_size() == 1) {
+        free(sub);
+        return; /* the one rank is rank 0 */
+    }
+    cwd = open(".", O_RDONLY | O_DIRECTORY);
+    assert_true(cwd >= 0);
+    if (test_rank() == 0)
+        assert_int_equal(mkdir(sub, 0755), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == victim)
+        assert_int_equal(chdir(sub), 0);
+    s = open_saver(test_rank() == victim ? ".." : f->dir, NULL);
+    model_fill(&f->m, test_rank(), test_size(), 3);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, &prefix));
+    if (test_rank() == 0) {
+        char want[4200];
+        snprintf(want, sizeof(want), "%s/model.ckpt-3", f->dir);
+        assert_string_equal(prefix.ptr, want);
+        assert_ordinary_checkpoint(prefix.ptr, 3);
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+    }
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    model_assert(&f->m, 3);
+    ckpt_mpi_saver_free(s);
+    assert_int_equal(fchdir(cwd), 0);
+    close(cwd);
+    ckpt_buf_dispose(&prefix);
+    free(sub);
 }
 
 /* Ranks passing different steps to one collective save: every rank gets
@@ -1063,8 +1154,9 @@ static void test_null_arguments(void **state)
     ckpt_slice_extent rows[1] = {{0, 1}};
     uint64_t ticket;
     int busy;
+    /* collective: every rank gets the lowest failing rank's error */
     EXPECT_NULL_ARG(ckpt_mpi_saver_open(NULL, MPI_COMM_WORLD, f->dir, NULL),
-                    "ckpt_mpi_saver_open: out is NULL");
+                    "rank 0: ckpt_mpi_saver_open: out is NULL");
     EXPECT_NULL_ARG(ckpt_mpi_saver_add_replicated(none, NULL),
                     "ckpt_mpi_saver_add_replicated: s is NULL");
     EXPECT_NULL_ARG(ckpt_mpi_saver_add_replicated(s, NULL),
@@ -2183,6 +2275,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_other_directory_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relative_path_on_one_rank_saves,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_argument_on_one_rank, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_failure_names_the_save,
                                         setup, teardown),
