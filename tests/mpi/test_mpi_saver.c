@@ -394,6 +394,36 @@ static void test_bad_argument_on_one_rank(void **state)
     }
 }
 
+/* A negative step: the sync save refuses it on every rank; save_async
+ * returned 0 and the error came back at close as a failed save. Now it is
+ * CKPT_EINVAL at once, nothing dispatched, and the saves after it (and
+ * close) succeed. */
+static void test_negative_step_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    char want[4400];
+    int busy = -1;
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    model_register(s, &f->m, 0);
+    assert_ckpt_error(ckpt_mpi_saver_save(s, -5, NULL), CKPT_EINVAL,
+                      "save: step -5 is negative");
+    snprintf(want, sizeof(want), "mpi saver %s: save: step -5 is negative",
+             f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_save_async(s, -5, NULL), CKPT_EINVAL,
+                      want);
+    assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+    assert_int_equal(busy, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 5, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    if (test_rank() == 0) {
+        snprintf(want, sizeof(want), "%s/model.ckpt-5", f->dir);
+        assert_ordinary_checkpoint(want, 4);
+    }
+    ckpt_mpi_saver_free(s);
+}
+
 /* A rank reaching the directory by a path relative to its own working
  * directory, which means another directory on rank 0: the saves failed on
  * every rank, as rank 0 renamed each rank's temporary file by the path
@@ -2279,6 +2309,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_relative_path_on_one_rank_saves,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_argument_on_one_rank, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_negative_step_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_failure_names_the_save,
                                         setup, teardown),
