@@ -202,7 +202,9 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  An earlier asynchronous save's failure is returned here, once and on
  *  every rank alike, nothing dispatched, at the first trigger where no
  *  rank has a save in flight (with CKPT_BUSY_WAIT, the first trigger after
- *  the failed save: every rank finishes it first); wait and close return
+ *  the failed save: every rank finishes it first; with CKPT_BUSY_COALESCE,
+ *  the first trigger at which every rank has had the failure, even while
+ *  a later save is still being written); wait and close return
  *  it too, poll never (ranks learn an outcome at different calls, and a
  *  data-parallel loop must stop at the same step on every rank).
  *  A negative step is CKPT_EINVAL at once, on the ranks that pass it,

@@ -278,10 +278,11 @@ static void decide(ckpt_mpi_saver *s, ckpt__save_op *op)
         op->outcome.code = CKPT_EINVAL;
         op->outcome.rank = r;
         snprintf(op->outcome.msg, sizeof(op->outcome.msg),
-                 "rank %d saves step %lld but rank 0 step %lld: a collective "
-                 "save takes the same step on every rank (nothing was "
-                 "committed)",
-                 r, (long long)op->all[r].step, (long long)op->all[0].step);
+                 "mpi saver %.200s: rank %d saves step %lld but rank 0 step "
+                 "%lld: a collective save takes the same step on every rank "
+                 "(nothing was committed)",
+                 s->ds.dir, r, (long long)op->all[r].step,
+                 (long long)op->all[0].step);
         post_outcome(s, op);
         return;
     }

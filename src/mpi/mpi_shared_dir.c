@@ -54,7 +54,13 @@ static int see_marker(ckpt_mpi_saver *s, const char *dir,
     int err = ckpt__path_join(&path, dir, note->marker);
     if (err == 0) {
         err = ckpt__fs_exists(s->fs, path.ptr);
-        if (err == 0)
+        if (err == 0 && ckpt__fs_exists(s->fs, dir) == 0)
+            err = ckpt__error(
+                CKPT_ENOTFOUND,
+                "mpi saver %s: no such directory on this rank (rank 0 opened "
+                "%s); open the saver on one directory every rank shares",
+                dir, note->dir0);
+        else if (err == 0)
             err = ckpt__error(
                 CKPT_EINVAL,
                 "mpi saver %s: this is not rank 0's checkpoint directory "

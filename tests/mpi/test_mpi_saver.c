@@ -338,6 +338,20 @@ static void test_other_directory_refused(void **state)
                             test_rank() == victim ? other : f->dir, &o),
         CKPT_EINVAL, want);
     assert_null(s);
+    /* a directory that does not exist there: said so */
+    snprintf(want, sizeof(want),
+             "rank %d: mpi saver %s/none: no such directory on this rank "
+             "(rank 0 opened %s)",
+             victim, other, f->dir);
+    {
+        char *none = test_path(other, "none");
+        assert_ckpt_error(
+            ckpt_mpi_saver_open(&s, MPI_COMM_WORLD,
+                                test_rank() == victim ? none : f->dir, &o),
+            CKPT_ENOTFOUND, want);
+        free(none);
+    }
+    assert_null(s);
     assert_ckpt_ok(ckpt_mpi_saver_open(
         &s, MPI_COMM_WORLD, test_rank() == victim ? same : f->dir, &o));
     ckpt_mpi_saver_free(s);
