@@ -207,13 +207,12 @@ ckpt_mpi_saver_save(ckpt_mpi_saver *s, int64_t step, ckpt_buf *prefix_out);
  *  a later save is still being written); wait and close return
  *  it too, poll never (ranks learn an outcome at different calls, and a
  *  data-parallel loop must stop at the same step on every rank).
- *  A negative step is CKPT_EINVAL at once, on the ranks that pass it,
- *  before any collective (the same step on every rank refuses it on every
- *  rank).
- *  @return 0 when dispatched, CKPT_EINVAL (step), CKPT_EBUSY (skipped),
- *          CKPT_ENOTSUP (thread level below MPI_THREAD_FUNNELED), an
- *          earlier save's failure (once, nothing dispatched) or a snapshot
- *          error */
+ *  A negative step fails the save as different steps do, on every rank
+ *  alike and reported as above (not at once: a rank cannot refuse it
+ *  alone without leaving the others waiting for its part).
+ *  @return 0 when dispatched, CKPT_EBUSY (skipped), CKPT_ENOTSUP (thread
+ *          level below MPI_THREAD_FUNNELED), an earlier save's failure
+ *          (once, nothing dispatched) or a snapshot error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_save_async(ckpt_mpi_saver *s, int64_t step,
                           uint64_t *ticket_out);

@@ -540,21 +540,6 @@ static int save_skip(ckpt_mpi_saver *s, int64_t step, int local_err,
                        s->ds.dir, step);
 }
 
-/* Whether `step` names a checkpoint (not negative), checked on this rank
- * before any collective, as ckpt_saver_save_async checks it (the sync
- * save learns it in its agreement, the async one would only at a later
- * call, as a failed save). */
-static int check_step(ckpt_mpi_saver *s, int64_t step)
-{
-    ckpt_buf stored = CKPT_BUF_INIT, prefix = CKPT_BUF_INIT;
-    int err = checkpoint_names(s, step, &stored, &prefix);
-    ckpt_buf_dispose(&stored);
-    ckpt_buf_dispose(&prefix);
-    if (err < 0)
-        return ckpt__error_prefix(err, "mpi saver %s", s->ds.dir);
-    return 0;
-}
-
 static int save_async_call(ckpt_mpi_saver *s, int64_t step,
                            uint64_t *ticket_out)
 {
@@ -562,8 +547,6 @@ static int save_async_call(ckpt_mpi_saver *s, int64_t step,
     if (!s) /* named as the public call */
         return ckpt__error_null_arg("ckpt_mpi_saver_save_async", "s");
     err = check_usable(s, "save_async");
-    if (err == 0)
-        err = check_step(s, step);
     if (err < 0)
         return err;
     if (s->thread_level < MPI_THREAD_FUNNELED)

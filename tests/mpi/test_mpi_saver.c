@@ -408,11 +408,11 @@ static void test_bad_argument_on_one_rank(void **state)
     }
 }
 
-/* A negative step: the sync save refuses it on every rank; save_async
- * returned 0 and the error came back at close as a failed save. Now it is
- * CKPT_EINVAL at once, nothing dispatched, and the saves after it (and
- * close) succeed. */
-static void test_negative_step_refused(void **state)
+/* A negative step fails the save on every rank alike: the sync save at
+ * once, save_async as a failed save reported by the next wait (every rank
+ * takes part, so a negative step on one rank only ends no rank early and
+ * leaves none waiting); the saves after it succeed. */
+static void test_negative_step_fails_on_every_rank(void **state)
 {
     fixture *f = *state;
     ckpt_mpi_saver *s = open_saver(f->dir, NULL);
@@ -422,12 +422,16 @@ static void test_negative_step_refused(void **state)
     model_register(s, &f->m, 0);
     assert_ckpt_error(ckpt_mpi_saver_save(s, -5, NULL), CKPT_EINVAL,
                       "save: step -5 is negative");
-    snprintf(want, sizeof(want), "mpi saver %s: save: step -5 is negative",
-             f->dir);
-    assert_ckpt_error(ckpt_mpi_saver_save_async(s, -5, NULL), CKPT_EINVAL,
-                      want);
-    assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
-    assert_int_equal(busy, 0);
+    for (int c = 0; c < 2; c++) {
+        /* every rank, then the last rank only */
+        int neg = c == 0 || test_rank() == test_size() - 1;
+        assert_ckpt_ok(ckpt_mpi_saver_save_async(s, neg ? -5 : 3, NULL));
+        snprintf(want, sizeof(want), "rank %d: save: step -5 is negative",
+                 c == 0 ? 0 : test_size() - 1);
+        assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EINVAL, want);
+        assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
+        assert_int_equal(busy, 0);
+    }
     assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 5, NULL));
     assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
     assert_ckpt_ok(ckpt_mpi_saver_close(s));
@@ -2324,8 +2328,8 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_argument_on_one_rank, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_negative_step_refused, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_negative_step_fails_on_every_rank,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_failure_names_the_save,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_from_callbacks_refused,
