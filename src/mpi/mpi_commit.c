@@ -25,8 +25,8 @@
 
 /* One rank's blob, parsed. */
 typedef struct shard_blob {
-    const char *temp_name; /* in the directory; not NUL-terminated */
-    uint32_t temp_len;
+    ckpt_buf temp_name; /* its temporary data file's name in the directory
+                           (empty: none known, nothing to remove) */
     uint32_t count;
     const uint8_t *entries;
     const uint8_t *end;
@@ -54,30 +54,25 @@ static int get_bytes(const uint8_t **p, const uint8_t *end,
     return err;
 }
 
-/* Whether name[0..n) names a file in the directory: not empty, no '/' or
- * 0 byte, not "." or "..". */
-static bool is_file_name(const uint8_t *name, uint32_t n)
-{
-    if (n == 0 || memchr(name, '/', n) || memchr(name, 0, n))
-        return false;
-    return !(n <= 2 && name[0] == '.' && (n == 1 || name[1] == '.'));
-}
-
+/* `b` from rank r's blob p[0..n): the name of its temporary data file
+ * must be a file name (ckpt__basename_is_file_name, and no 0 byte): rank
+ * 0 joins it to its own path to the directory. */
 static int parse_blob(shard_blob *b, const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
     const uint8_t *name = NULL;
-    int err = get_bytes(&p, end, &name, &b->temp_len);
-    if (err == 0 && !is_file_name(name, b->temp_len)) {
-        name = NULL;
+    uint32_t len = 0;
+    int err = get_bytes(&p, end, &name, &len);
+    if (err == 0 && memchr(name, 0, len) == NULL)
+        err = ckpt__buf_put(&b->temp_name, name, len);
+    if (err == 0 && !ckpt__basename_is_file_name(
+                        b->temp_name.ptr ? b->temp_name.ptr : "")) {
+        ckpt__buf_clear(&b->temp_name);
         err = ckpt__error(CKPT_ECORRUPT,
                           "mpi commit: the data file's name is no file name");
     }
     if (err == 0)
         err = get_u32(&p, end, &b->count);
-    if (!name)
-        b->temp_len = 0; /* no name: nothing to remove (remove_data_files) */
-    b->temp_name = (const char *)name;
     b->entries = p;
     b->end = end;
     return err;
@@ -156,24 +151,12 @@ static int collect_full_entries(merge *m, const ckpt_mpi_saver *s)
     return err;
 }
 
-/* The temporary data file of rank r's blob, by rank 0's path to the
- * directory `dir`. */
-static int temp_of(ckpt_buf *out, const char *dir, const shard_blob *b)
-{
-    ckpt_buf name = CKPT_BUF_INIT;
-    int err = ckpt__buf_put(&name, b->temp_name, b->temp_len);
-    if (err == 0)
-        err = ckpt__path_join(out, dir, name.ptr);
-    ckpt_buf_dispose(&name);
-    return err;
-}
-
 static int rename_data_files(ckpt_mpi_saver *s, ckpt__save_op *op, merge *m)
 {
     ckpt_buf from = CKPT_BUF_INIT, to = CKPT_BUF_INIT, dir = CKPT_BUF_INIT;
     int err = ckpt__path_dirname(&dir, op->prefix.ptr);
     for (int r = 0; err == 0 && r < s->size; r++) {
-        err = temp_of(&from, dir.ptr, &m->blobs[r]);
+        err = ckpt__path_join(&from, dir.ptr, m->blobs[r].temp_name.ptr);
         if (err == 0)
             err = ckpt_bundle_data_path(&to, op->prefix.ptr, r, s->size);
         if (err == 0)
@@ -205,8 +188,8 @@ static void remove_data_files(ckpt_mpi_saver *s, ckpt__save_op *op,
         (void)ckpt__remove_checkpoint_files(s->fs, op->prefix.ptr);
     if (ckpt__path_dirname(&dir, op->prefix.ptr) == 0)
         for (int r = m->renamed; r < s->size; r++)
-            if (m->blobs[r].temp_name &&
-                temp_of(&path, dir.ptr, &m->blobs[r]) == 0)
+            if (m->blobs[r].temp_name.size > 0 &&
+                ckpt__path_join(&path, dir.ptr, m->blobs[r].temp_name.ptr) == 0)
                 ckpt__fs_remove(s->fs, path.ptr);
     ckpt__error_restore(&saved);
     ckpt_buf_dispose(&path);
@@ -261,6 +244,8 @@ int ckpt__mpi_commit(ckpt_mpi_saver *s, ckpt__save_op *op,
         ckpt_buf_dispose(&m.full[i]);
     ckpt__free(m.full);
     ckpt__free(m.kvs);
+    for (int r = 0; m.blobs && r < s->size; r++)
+        ckpt_buf_dispose(&m.blobs[r].temp_name);
     ckpt__free(m.blobs);
     return err;
 }
