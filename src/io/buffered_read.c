@@ -522,8 +522,14 @@ static void stream_read(squeue *q, int helped)
 
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads)
 {
+    return ckpt__long_restore(ext, n, threads) &&
+           ckpt__first_touch_mode() == CKPT__TOUCH_STRAIGHT;
+}
+
+int ckpt__long_restore(const ckpt__extent *ext, size_t n, int threads)
+{
     uint64_t bytes = 0;
-    if (threads < 2 || ckpt__first_touch_mode() != CKPT__TOUCH_STRAIGHT)
+    if (threads < 2)
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].size > 0 && !ext[i].dst)

@@ -248,6 +248,10 @@ void ckpt__streamed_alone_force(int alone);
  * program's pages is not slow (ckpt__first_touch_mode). */
 int ckpt__stream_suits(const ckpt__extent *ext, size_t n, int threads);
 
+/* ckpt__stream_suits less its condition on the first writes: two threads,
+ * every extent with a destination, CKPT__STREAM_MIN_BYTES or more. */
+int ckpt__long_restore(const ckpt__extent *ext, size_t n, int threads);
+
 /* Read the extents (sorted by offset, not overlapping; checked by the
  * caller) of `file`, opened with open_read on `path` (for messages), and
  * set each one's crc. `threads` is 1 (the calling thread only) or 2 (one

@@ -31,7 +31,9 @@
  * kernel's read-ahead streaming ahead of it (FAR_AHEAD_READERS); or, when
  * the read is long and every extent has a destination
  * (ckpt__stream_suits: a restore, not a check), by the streamed path:
- * requests of many MiB, checksummed by a helper behind the reader. */
+ * requests of many MiB, checksummed by a helper behind the reader; or,
+ * such a restore where the kernel's first writes into the program's pages
+ * are slow, in 256 KiB pieces by two threads (LONG_RESTORE_READERS). */
 #include "buffered_read.h"
 
 #include "common/internal.h"
@@ -78,6 +80,19 @@
  * is one VM's disk; a device with read-ahead this far whose O_DIRECT is
  * twice its page cache's speed would lose that here (not seen). */
 #define FAR_AHEAD_READERS 1
+
+/* Readers of such a file for a restore long enough for the streamed path
+ * that may not take it because the kernel's first writes into the
+ * program's pages are slow here (ckpt__stream_suits): its 256 KiB pieces
+ * then mostly bounce through scratch, each copied on with its CRC by the
+ * thread that read it, and one reader spent that copy's time on top of
+ * the read. Measured on the EPYC VM (read_ahead_kb 8192, such first
+ * writes 16x slower), a cold 256 MiB restore against one read() of the
+ * file, 5 batches of 7 paired runs, one reader against two in turn:
+ * medians 0.78-0.88 and 0.86-0.91 (two ahead in four batches, even in
+ * the fifth); at 64 MiB (not a long restore) two were no better (medians
+ * 0.78-1.10 against one's 1.00, 3 batches). */
+#define LONG_RESTORE_READERS 2
 
 /* The report of a read through the page cache: in 256 KiB pieces, or in
  * the cold path's requests. */
@@ -273,7 +288,7 @@ static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
 {
     ckpt__device_key key;
     ckpt__read_verdict v;
-    int known;
+    int known, readers;
     if (far_read_ahead(fs, path)) {
         if (!not_cached(fs, path))
             return CKPT_ENOTSUP;
@@ -284,8 +299,10 @@ static int choose_and_read(const ckpt_fs *fs, const char *path, ckpt_file *file,
             rep->streamed = 1;
             return streamed_all(fs, path, file, ext, n);
         }
-        report_buffered(rep, FAR_AHEAD_READERS, 0);
-        return buffered_all(fs, path, file, ext, n, FAR_AHEAD_READERS, 0);
+        readers = ckpt__long_restore(ext, n, threads) ? LONG_RESTORE_READERS
+                                                      : FAR_AHEAD_READERS;
+        report_buffered(rep, readers, 0);
+        return buffered_all(fs, path, file, ext, n, readers, 0);
     }
     known = ckpt__read_verdict_key(fs, path, &key);
     if (known && ckpt__read_verdict_recall(&key, &v))

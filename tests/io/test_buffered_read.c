@@ -1163,13 +1163,41 @@ static void test_stream_suits(void **state)
     ckpt__first_touch_force(-1);
 }
 
+/* A long restore: as test_stream_suits, whatever the first writes cost. */
+static void test_long_restore(void **state)
+{
+    uint8_t byte;
+    ckpt__extent ext[3] = {
+        {0, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
+        {CKPT__STREAM_MIN_BYTES / 2, 0, NULL, 0}, /* empty: no destination */
+        {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
+    };
+    (void)state;
+    const int modes[] = {CKPT__TOUCH_STRAIGHT, CKPT__TOUCH_BOUNCED,
+                         CKPT__TOUCH_TIMED};
+    for (int m = 0; m < 3; m++) {
+        ckpt__first_touch_force(modes[m]);
+        assert_true(ckpt__long_restore(ext, 3, 2));
+        assert_false(ckpt__long_restore(ext, 3, 1));
+        assert_false(ckpt__long_restore(ext, 2, 2)); /* half the bytes */
+        ext[2].size--;
+        assert_false(ckpt__long_restore(ext, 3, 2)); /* one byte short */
+        ext[2].size++;
+        ext[2].dst = NULL;
+        assert_false(ckpt__long_restore(ext, 3, 2)); /* a check */
+        ext[2].dst = &byte;
+    }
+    ckpt__first_touch_force(-1);
+}
+
 /* A file of CKPT__STREAM_MIN_BYTES just evicted from the page cache, read
  * by ckpt__read_extents through the POSIX file system into destinations
  * (a restore): on a device that reads far ahead, with two CPUs, by the
  * streamed path, reported as such (up to CKPT__STREAM_MAX_REQUEST a
  * read); the same file checked without destinations keeps the 256 KiB
- * pieces, and so does the restore where the kernel's first write into
- * the program's pages is slow (forced in the third round). Elsewhere
+ * pieces and one reader, and the restore where the kernel's first write
+ * into the program's pages is slow (forced in the third round) the pieces
+ * with two readers. Elsewhere
  * (tmpfs, a small read-ahead, one CPU) only the bytes are checked, and the
  * test says so. */
 static void test_streamed_chosen_for_cold_restore(void **state)
@@ -1211,9 +1239,11 @@ static void test_streamed_chosen_for_cold_restore(void **state)
             assert_int_equal(rep.streamed, 1);
             assert_int_equal(rep.piece_bytes, CKPT__STREAM_MAX_REQUEST);
             assert_int_equal(rep.readers, 1);
-        } else { /* a check (no destinations), or first writes slow */
+        } else { /* a check (no destinations): one reader; or first
+                    writes slow: two */
             assert_int_equal(rep.streamed, 0);
             assert_int_equal(rep.piece_bytes, CKPT__BUFFERED_PIECE);
+            assert_int_equal(rep.readers, round == 1 ? 1 : 2);
         }
         if (round != 1)
             ext_free_destinations(ext, 2);
@@ -1329,6 +1359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streamed_file_ends_inside_extent,
                                         setup, teardown),
         cmocka_unit_test(test_stream_suits),
+        cmocka_unit_test(test_long_restore),
         cmocka_unit_test_setup_teardown(test_streamed_chosen_for_cold_restore,
                                         setup, teardown),
     };
