@@ -388,11 +388,14 @@ ckpt_bundle_reader_data_size(ckpt_bundle_reader *r,
  *  its data file) with its length checksum; a partitioned tensor is
  *  checked with ckpt_bundle_reader_data_size, then every piece streamed and
  *  checked, and the pieces must cover it exactly once (one bit per element
- *  of memory, bounded by the pieces' records). Errors name the file and
- *  the tensor (and the piece).
- *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (data file), CKPT_ENOTSUP (a
- *          partitioned string tensor), CKPT_EINVAL, CKPT_EIO or
- *          CKPT_ENOMEM */
+ *  of memory, bounded by the pieces' records). A partitioned string tensor,
+ *  which this library does not assemble, is checked the same way: each
+ *  slice its entry lists must have a piece of the slice's shape, read
+ *  whole with its length checksum, whose records hold at least a byte per
+ *  element, and the pieces must cover it exactly once. Errors name the
+ *  file and the tensor (and the piece).
+ *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (data file), CKPT_EINVAL,
+ *          CKPT_EIO or CKPT_ENOMEM */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_check(ckpt_bundle_reader *r, const ckpt_tensor_entry *entry);
 
@@ -446,7 +449,8 @@ CKPT_EXTERN(void) ckpt_record_stream_free(ckpt_record_stream *s);
  *  tensors among them) are read in one pass in file order as
  *  ckpt_bundle_reader_check reads one (string records whole, after them),
  *  so memory does not grow with a tensor's size; then each partitioned
- *  tensor of a fixed-size dtype must be covered by its pieces exactly once
+ *  tensor, of any dtype (strings too, though they are not assembled), must
+ *  have every piece its entry lists and be covered by them exactly once
  *  (checked from the index, one bit per element). Together that is what
  *  ckpt_bundle_reader_check of every entry checks, each byte read once.
  *  @return 0, CKPT_ECORRUPT, CKPT_ENOTFOUND (missing shard), CKPT_EIO */

@@ -208,7 +208,9 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
     }
     if (entry->num_slices == 0)
         return ckpt__bundle_reader_stream_check(r, entry);
-    err = ckpt__bundle_reader_assembly_of(&pr, r, entry);
+    /* any dtype: one that is not assembled (strings) must still have the
+     * pieces it lists, covering it, each piece's record intact */
+    err = ckpt__bundle_reader_partitioned_read_of(&pr, r, entry);
     if (err == 0)
         err = ckpt__bundle_check_partitioned(&pr);
     return err;
@@ -307,12 +309,13 @@ int ckpt_bundle_reader_verify(ckpt_bundle_reader *r)
         const ckpt__entry_rec *rec = &r->tab.recs[i];
         ckpt_tensor_entry e;
         ckpt__partitioned_read pr;
-        /* only a fixed-size dtype is assembled; the pieces of the others
-         * were checked as records above */
-        if (rec->num_slices == 0 || ckpt_dtype_size(rec->dtype) == 0)
+        /* the pieces were checked as records above; here every
+         * partitioned tensor, of any dtype (strings are not assembled, but
+         * their pieces must be there all the same), must be covered */
+        if (rec->num_slices == 0)
             continue;
         ckpt__entry_table_fill(&r->tab, i, &e);
-        err = ckpt__bundle_reader_assembly_of(&pr, r, &e);
+        err = ckpt__bundle_reader_partitioned_read_of(&pr, r, &e);
         if (err == 0)
             err = ckpt__bundle_check_partitioned_layout(&pr);
     }

@@ -221,8 +221,11 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
  * tensor can hold it: each piece has its entry, of the right dtype and
  * shape, with its record inside its data file, and the records' sizes add
  * up to the full shape's byte size (which goes to *bytes), no piece named
- * twice (its record would count twice). Whether distinct pieces overlap
- * is found only when the tensor is assembled. 0,
+ * twice (its record would count twice). For a dtype of no fixed size
+ * (strings), whose records' sizes the shape does not fix, they must hold
+ * at least a byte per element (a string's length takes one), and their
+ * sum goes to *bytes. Whether distinct pieces overlap is found only when
+ * the tensor is assembled. 0,
  * CKPT_ECORRUPT, CKPT_ENOTFOUND (data file) or CKPT_EIO. */
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes);
@@ -237,9 +240,11 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
 
 /* Check the partitioned tensor without holding it: its size against the
  * pieces (ckpt__bundle_partitioned_size), then every piece's record
- * streamed and its CRC checked, and the pieces covering the tensor exactly
- * once (a bitmap of one bit per element, bounded by the pieces' records).
- * Errors as ckpt__bundle_read_partitioned's. */
+ * streamed and its CRC checked (a string piece read whole with its length
+ * checksum), and the pieces covering the tensor exactly once (a bitmap of
+ * one bit per element, bounded by the pieces' records). Any dtype: one
+ * that is not assembled (strings) is checked all the same. Errors as
+ * ckpt__bundle_read_partitioned's. */
 int ckpt__bundle_check_partitioned(const ckpt__partitioned_read *pr);
 /* The same without reading the pieces' records (for a caller that checks
  * them as records of their own): sizes, shapes, and exact coverage. */

@@ -302,6 +302,20 @@ static int pick_piece(struct assembly *as, int index,
     return 0;
 }
 
+/* Check the record of piece `pe` as its own entry would be: streamed with
+ * its CRC, or, a string piece, read whole with its length checksum. */
+static int check_piece_record(ckpt_bundle_reader *r,
+                              const ckpt_tensor_entry *pe)
+{
+    ckpt_string_array a = {NULL, 0, NULL};
+    int err;
+    if (pe->dtype != CKPT_DT_STRING)
+        return ckpt__bundle_reader_stream_check(r, pe);
+    err = ckpt__bundle_reader_read_strings_entry(r, pe, &a, true);
+    ckpt_string_array_dispose(&a);
+    return err;
+}
+
 /* Find, check, read and place piece `index`, described by `s`: looked up
  * in the index, or taken from pr->pieces when the pieces were located
  * (and checked) before. */
@@ -359,7 +373,7 @@ static int place_piece(struct assembly *as, int index,
     if (as->layout_only)
         return scatter(as, index, lo, hi, NULL);
     if (as->check_only) {
-        err = ckpt__bundle_reader_stream_check(pr->reader, pe);
+        err = check_piece_record(pr->reader, pe);
         if (err < 0)
             return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
                                       pr->index_path, as->name, index,
@@ -520,13 +534,19 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
     const ckpt_tensor_entry *e = pr->entry;
     struct assembly as;
     ckpt__shown_name sn;
-    int64_t need = 0;
+    int fixed = ckpt_dtype_size(e->dtype) > 0;
+    int64_t need = 0;     /* bytes; elements when not `fixed` */
     size_t *order = NULL; /* as->picked in slice order, for *pieces */
     int err;
 
     assembly_start(&as, pr, &sn);
     as.size_only = true;
-    if (ckpt_tensor_byte_size(&need, e->dtype, &e->shape) < 0)
+    if (!fixed) {
+        /* its elements' count: each takes a byte of record at least */
+        if (ckpt_shape_num_elements(&need, &e->shape) < 0)
+            return ckpt__error(CKPT_ECORRUPT, "%s: tensor '%s': bad shape",
+                               pr->index_path, as.name);
+    } else if (ckpt_tensor_byte_size(&need, e->dtype, &e->shape) < 0)
         return ckpt__error(CKPT_ECORRUPT,
                            "%s: tensor '%s': byte size of the shape overflows",
                            pr->index_path, as.name);
@@ -561,6 +581,18 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
                     ckpt__bundle_entry_shown(&pn, &as.piece));
             }
     }
+    if (err == 0 && !fixed && as.stored < (uint64_t)need) {
+        ckpt__shown_shape ss;
+        err =
+            ckpt__error(CKPT_ECORRUPT,
+                        "%s: tensor '%s': its slices' records hold %llu "
+                        "bytes, too few for the %lld elements of shape %s "
+                        "(each takes one or more): slices are missing",
+                        pr->index_path, as.name, (unsigned long long)as.stored,
+                        (long long)need, ckpt__show_shape(&ss, &e->shape));
+    }
+    if (err == 0 && !fixed)
+        need = (int64_t)as.stored;
     if (err == 0 && as.stored != (uint64_t)need) {
         ckpt__shown_shape ss;
         size_t esize = ckpt_dtype_size(e->dtype);

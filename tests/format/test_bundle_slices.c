@@ -7,7 +7,9 @@
 #include "bundle_test_helpers.h"
 
 #include "format/bundle_slices.h"
+#include "format/string_record.h"
 #include "format/table.h"
+#include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <stdio.h>
@@ -1056,14 +1058,9 @@ static void test_reader_errors(void **state)
         }
     }
 
-    /* a partitioned string tensor and a partitioned scalar */
+    /* a partitioned scalar (strings: test_reader_partitioned_strings) */
     {
         ckpt__tensor_slice sl[1] = {top};
-        hb_full(&hb, CKPT_DT_STRING, shape2(4, 3), sl, 1);
-        hb_write(&hb, f->prefix, 0);
-        expect_read_error(f->prefix, CKPT_ENOTSUP,
-                          "tensor 'w': partitioned string tensor (1 slices) "
-                          "not supported");
         hb_full(&hb, CKPT_DT_FLOAT, (ckpt_shape){.rank = 0}, sl, 1);
         hb_write(&hb, f->prefix, 0);
         {
@@ -1097,6 +1094,133 @@ static void test_reader_errors(void **state)
                           "partitioned");
         ckpt_buf_dispose(&key);
     }
+}
+
+/* The record of a string piece of "w" (`n` strings, shape [n]) as
+ * TensorFlow writes one: the lengths as varints, their masked checksum,
+ * the bytes; its entry's CRC over the lengths' words, that checksum and
+ * the bytes. */
+static void hb_string_piece(hand_bundle *hb,
+                            const ckpt__tensor_slice *key_slice,
+                            const char *const *strs, int n)
+{
+    ckpt_buf rec = CKPT_BUF_INIT, key = CKPT_BUF_INIT;
+    ckpt__bundle_entry e;
+    uint32_t crc = 0;
+    uint8_t word[4];
+    int64_t dims[1] = {n};
+    for (int i = 0; i < n; i++) {
+        assert_ckpt_ok(ckpt__put_varint64(&rec, strlen(strs[i])));
+        crc = ckpt__string_length_crc(crc, strlen(strs[i]), false);
+    }
+    ckpt__string_checksum_put(word, ckpt__crc32c_mask(crc), false);
+    assert_ckpt_ok(ckpt__buf_put(&rec, word, 4));
+    crc = ckpt__crc32c_extend(crc, word, 4);
+    for (int i = 0; i < n; i++) {
+        assert_ckpt_ok(ckpt__buf_put(&rec, strs[i], strlen(strs[i])));
+        crc = ckpt__crc32c_extend(crc, strs[i], strlen(strs[i]));
+    }
+    memset(&e, 0, sizeof(e));
+    e.dtype = CKPT_DT_STRING;
+    e.shape = bt_shape(1, dims);
+    e.offset = (int64_t)hb->data.size;
+    e.size = (int64_t)rec.size;
+    e.crc32c = ckpt__crc32c_mask(crc);
+    assert_ckpt_ok(ckpt__buf_put(&hb->data, rec.ptr, rec.size));
+    assert_ckpt_ok(ckpt__slice_key_encode(&key, "w", 1, key_slice));
+    hb_put(hb, key.ptr, key.size, &e);
+    ckpt_buf_dispose(&key);
+    ckpt_buf_dispose(&rec);
+}
+
+/* Open the hand-made bundle of a partitioned string tensor "w": reading it
+ * is not supported (it is not assembled), but checking it alone gives
+ * `code` (0: no damage) and so does verifying the whole bundle, with
+ * `needle` in both messages. */
+static void expect_string_check(const char *prefix, int code,
+                                const char *needle)
+{
+    ckpt_bundle_reader *r = open_reader(prefix);
+    const ckpt_tensor_entry *e = NULL;
+    ckpt_string_array a = {NULL, 0, NULL};
+    assert_ckpt_error(ckpt_bundle_reader_read_strings(r, "w", &a), CKPT_ENOTSUP,
+                      "tensor 'w': partitioned tensor (");
+    assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
+    if (code == 0) {
+        assert_ckpt_ok(ckpt_bundle_reader_check(r, e));
+        assert_ckpt_ok(ckpt_bundle_reader_verify(r));
+    } else {
+        assert_ckpt_error(ckpt_bundle_reader_check(r, e), code, needle);
+        assert_ckpt_error(ckpt_bundle_reader_verify(r), code, needle);
+    }
+    ckpt_bundle_reader_free(r);
+}
+
+/* A partitioned string tensor is not assembled, yet its pieces are held to
+ * what a fixed-size tensor's are: ckpt_bundle_reader_check and _verify
+ * find a slice without its piece (whose absence nothing else would show:
+ * every record there is intact), a damaged piece, a scalar with slices and
+ * pieces too small for the shape (refused before a bitmap of the shape's
+ * elements is allocated: a 2^40-element shape costs nothing). */
+static void test_reader_partitioned_strings(void **state)
+{
+    fixture *f = *state;
+    hand_bundle hb;
+    ckpt__tensor_slice head = slice_of(1, (int64_t[]){0}, (int64_t[]){2});
+    ckpt__tensor_slice tail = slice_of(1, (int64_t[]){2}, (int64_t[]){2});
+    ckpt__tensor_slice sl[2] = {head, tail};
+    const char *const first[2] = {"a", "bb"}, *const second[2] = {"ccc", ""};
+    int64_t four[1] = {4}, huge[1] = {(int64_t)1 << 40};
+    memset(&hb, 0, sizeof(hb));
+
+    /* both pieces: intact */
+    hb_string_piece(&hb, &head, first, 2);
+    hb_string_piece(&hb, &tail, second, 2);
+    hb_full(&hb, CKPT_DT_STRING, bt_shape(1, four), sl, 2);
+    hb_write(&hb, f->prefix, 0);
+    expect_string_check(f->prefix, 0, NULL);
+
+    /* the second piece missing */
+    hb_string_piece(&hb, &head, first, 2);
+    hb_full(&hb, CKPT_DT_STRING, bt_shape(1, four), sl, 2);
+    hb_write(&hb, f->prefix, 0);
+    expect_string_check(f->prefix, CKPT_ECORRUPT,
+                        "tensor 'w': slice 1 (2,2) has no entry in the index");
+
+    /* a piece whose bytes were changed: its CRC */
+    {
+        ckpt_buf path = CKPT_BUF_INIT;
+        uint8_t *data;
+        size_t n;
+        hb_string_piece(&hb, &head, first, 2);
+        hb_string_piece(&hb, &tail, second, 2);
+        hb_full(&hb, CKPT_DT_STRING, bt_shape(1, four), sl, 2);
+        hb_write(&hb, f->prefix, 0);
+        assert_ckpt_ok(ckpt_bundle_data_path(&path, f->prefix, 0, 1));
+        data = test_read_file(path.ptr, &n);
+        data[n - 1] ^= 0x01; /* the last byte of "ccc" */
+        test_write_file(path.ptr, data, n);
+        free(data);
+        ckpt_buf_dispose(&path);
+        expect_string_check(f->prefix, CKPT_ECORRUPT, "checksum mismatch");
+    }
+
+    /* a scalar with a slice */
+    hb_string_piece(&hb, &head, first, 2);
+    hb_full(&hb, CKPT_DT_STRING, (ckpt_shape){.rank = 0}, sl, 1);
+    hb_write(&hb, f->prefix, 0);
+    expect_string_check(f->prefix, CKPT_ECORRUPT,
+                        "tensor 'w': slice 0 (0,2) has 1 extents, the "
+                        "tensor's rank is 0");
+
+    /* 2^40 elements listed with one piece of two */
+    hb_string_piece(&hb, &head, first, 2);
+    hb_full(&hb, CKPT_DT_STRING, bt_shape(1, huge), sl, 1);
+    hb_write(&hb, f->prefix, 0);
+    expect_string_check(f->prefix, CKPT_ECORRUPT,
+                        "tensor 'w': its slices' records hold 9 bytes, too "
+                        "few for the 1099511627776 elements of shape "
+                        "[1099511627776]");
 }
 
 /* ---- read_many refuses a bad slice layout before writing ----------------- */
@@ -1234,6 +1358,8 @@ int main(void)
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_big_endian_pieces, bt_setup,
                                         bt_teardown),
+        cmocka_unit_test_setup_teardown(test_reader_partitioned_strings,
+                                        bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_errors, bt_setup,
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_read_many_layout_before_writing,

@@ -263,6 +263,37 @@ static void test_piece_its_tensor_does_not_list(void **state)
     expect_cmd(f, "repack", 2, "tensor 'w' is partitioned");
 }
 
+/* A string tensor "w" of shape [2] whose entry lists one slice with no
+ * piece, beside an intact "x": the strings' pieces are not assembled, and
+ * verify skipped the tensor ("OK, 2 tensors", exit 0) though the one piece
+ * it needs is missing; it now names the slice and counts "w" damaged. */
+static void test_partitioned_string_piece_missing(void **state)
+{
+    bt_fixture *f = *state;
+    ckpt_buf header = CKPT_BUF_INIT, full = CKPT_BUF_INIT;
+    ckpt_buf plain = CKPT_BUF_INIT;
+    int64_t two = 2;
+    bt_kv kvs[3];
+    cli_run r;
+    hb_header(&header, 1);
+    hb_entry(&full, CKPT_DT_STRING, &two, 1, 0, 0, 0, &two);
+    hb_entry(&plain, CKPT_DT_FLOAT, &two, 1, 0, 8, hb_zeros_crc(8), NULL);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[1] = (bt_kv){"w", 1, full.ptr, full.size};
+    kvs[2] = (bt_kv){"x", 1, plain.ptr, plain.size};
+    bt_write_raw_table(f->index, kvs, 3, "x");
+    hb_write_sparse(f->data0, 8, NULL, 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    expect_contains(r.err, ".index: tensor 'w': slice 0 (0,2) has no entry "
+                           "in the index\n");
+    expect_contains(r.out, ": DAMAGED, 1 of 2 tensors\n");
+    run_free(&r);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&full);
+    ckpt_buf_dispose(&plain);
+}
+
 /* A tensor of 20,000 pieces with one damaged: verify, finding damage,
  * checks each entry alone, and each piece's check used to walk its
  * tensor's whole list of slices (20,000 x 20,000 key encodings, past two
@@ -903,6 +934,7 @@ int main(void)
         T(test_partitioned_huge_full_shape),
         T(test_piece_of_no_tensor),
         T(test_piece_its_tensor_does_not_list),
+        T(test_partitioned_string_piece_missing),
         T(test_many_pieces_one_damaged),
         T(test_record_larger_than_memory),
         T(test_values_all_held_past_memory),

@@ -48,9 +48,10 @@ const cli_command cli_cmd_verify = {
     "Every byte is read once when nothing is damaged: each data file's\n"
     "fixed-size records (partitioned tensors' pieces among them) in one\n"
     "pass, front to back, the way a restore reads them, then the string\n"
-    "records; partitioned tensors' coverage comes from the index. When that\n"
-    "finds any damage, every tensor is checked again on its own to name\n"
-    "each damaged one.\n"
+    "records (string pieces among them); every partitioned tensor's\n"
+    "coverage, a string one's too, comes from the index. When that finds\n"
+    "any damage, every tensor is checked again on its own to name each\n"
+    "damaged one.\n"
     "Records are read in pieces (256 KiB; requests of up to 32 MiB when a\n"
     "data file is not in the page cache and its device reads ahead less\n"
     "than 4 MiB) and partitioned tensors piece by piece: memory stays\n"
@@ -66,12 +67,10 @@ const cli_command cli_cmd_verify = {
 
 /* Check one entry the way that checks the most, in memory bounded by the
  * files (ckpt_bundle_reader_check): records streamed with their CRCs,
- * strings with their length checksum, partitioned tensors piece by piece
- * (their pieces must cover them). */
+ * strings with their length checksum, partitioned tensors of any dtype
+ * piece by piece (their pieces must cover them). */
 static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
 {
-    if (e->num_slices > 0 && ckpt_dtype_size(e->dtype) == 0)
-        return 0; /* not assembled; its slice entries are checked */
     return ckpt_bundle_reader_check(r, e);
 }
 
