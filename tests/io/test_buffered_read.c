@@ -1134,9 +1134,11 @@ static void test_streamed_file_ends_inside_extent(void **state)
     free(dst);
 }
 
-/* When the streamed path is taken: two threads, a destination for every
- * range that has bytes, CKPT__STREAM_MIN_BYTES in all (nothing is read:
- * the destinations are only looked at). */
+/* When a restore is long (ckpt__long_restore): two threads, a destination
+ * for every range that has bytes, CKPT__STREAM_MIN_BYTES in all, whatever
+ * the kernel's first writes cost; and when the streamed path is taken:
+ * such a restore where they are not slow, since its long requests would
+ * land straight (nothing is read: the destinations are only looked at). */
 static void test_stream_suits(void **state)
 {
     uint8_t byte;
@@ -1145,46 +1147,25 @@ static void test_stream_suits(void **state)
         {CKPT__STREAM_MIN_BYTES / 2, 0, NULL, 0}, /* empty: no destination */
         {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
     };
-    (void)state;
-    /* long requests would land straight */
-    ckpt__first_touch_force(CKPT__TOUCH_BOUNCED);
-    assert_false(ckpt__stream_suits(ext, 3, 2));
-    ckpt__first_touch_force(CKPT__TOUCH_TIMED);
-    assert_false(ckpt__stream_suits(ext, 3, 2));
-    ckpt__first_touch_force(CKPT__TOUCH_STRAIGHT);
-    assert_true(ckpt__stream_suits(ext, 3, 2));
-    assert_false(ckpt__stream_suits(ext, 3, 1));
-    assert_false(ckpt__stream_suits(ext, 2, 2)); /* half the bytes */
-    ext[2].size--;
-    assert_false(ckpt__stream_suits(ext, 3, 2)); /* one byte short */
-    ext[2].size++;
-    ext[2].dst = NULL;
-    assert_false(ckpt__stream_suits(ext, 3, 2)); /* a check, not a restore */
-    ckpt__first_touch_force(-1);
-}
-
-/* A long restore: as test_stream_suits, whatever the first writes cost. */
-static void test_long_restore(void **state)
-{
-    uint8_t byte;
-    ckpt__extent ext[3] = {
-        {0, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
-        {CKPT__STREAM_MIN_BYTES / 2, 0, NULL, 0}, /* empty: no destination */
-        {CKPT__STREAM_MIN_BYTES, CKPT__STREAM_MIN_BYTES / 2, &byte, 0},
-    };
-    (void)state;
     const int modes[] = {CKPT__TOUCH_STRAIGHT, CKPT__TOUCH_BOUNCED,
                          CKPT__TOUCH_TIMED};
+    (void)state;
     for (int m = 0; m < 3; m++) {
+        int straight = modes[m] == CKPT__TOUCH_STRAIGHT;
         ckpt__first_touch_force(modes[m]);
         assert_true(ckpt__long_restore(ext, 3, 2));
+        assert_int_equal(ckpt__stream_suits(ext, 3, 2), straight);
         assert_false(ckpt__long_restore(ext, 3, 1));
+        assert_false(ckpt__stream_suits(ext, 3, 1));
         assert_false(ckpt__long_restore(ext, 2, 2)); /* half the bytes */
-        ext[2].size--;
-        assert_false(ckpt__long_restore(ext, 3, 2)); /* one byte short */
+        assert_false(ckpt__stream_suits(ext, 2, 2));
+        ext[2].size--; /* one byte short */
+        assert_false(ckpt__long_restore(ext, 3, 2));
+        assert_false(ckpt__stream_suits(ext, 3, 2));
         ext[2].size++;
-        ext[2].dst = NULL;
-        assert_false(ckpt__long_restore(ext, 3, 2)); /* a check */
+        ext[2].dst = NULL; /* a check, not a restore */
+        assert_false(ckpt__long_restore(ext, 3, 2));
+        assert_false(ckpt__stream_suits(ext, 3, 2));
         ext[2].dst = &byte;
     }
     ckpt__first_touch_force(-1);
@@ -1359,7 +1340,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streamed_file_ends_inside_extent,
                                         setup, teardown),
         cmocka_unit_test(test_stream_suits),
-        cmocka_unit_test(test_long_restore),
         cmocka_unit_test_setup_teardown(test_streamed_chosen_for_cold_restore,
                                         setup, teardown),
     };
