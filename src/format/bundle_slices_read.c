@@ -297,6 +297,18 @@ static int pick_piece(struct assembly *as, int index,
         return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
                                   pr->index_path, as->name, index,
                                   as->spec.ptr);
+    if (ckpt_dtype_size(pe->dtype) == 0) {
+        /* no fixed size: each element takes a byte of record at least */
+        int64_t elements = 0;
+        if (ckpt_shape_num_elements(&elements, &pe->shape) == 0 &&
+            pe->size < elements)
+            return ckpt__error(CKPT_ECORRUPT,
+                               "%s: tensor '%s': slice %d (%s): its record "
+                               "holds %lld bytes, too few for its %lld "
+                               "elements (each takes one or more)",
+                               pr->index_path, as->name, index, as->spec.ptr,
+                               (long long)pe->size, (long long)elements);
+    }
     /* sizes are >= 0 and each fits its data file: no overflow */
     as->stored += (uint64_t)pe->size;
     return 0;

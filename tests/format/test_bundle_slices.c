@@ -1161,7 +1161,8 @@ static void expect_string_check(const char *prefix, int code,
  * find a slice without its piece (whose absence nothing else would show:
  * every record there is intact), a damaged piece, a scalar with slices and
  * pieces too small for the shape (refused before a bitmap of the shape's
- * elements is allocated: a 2^40-element shape costs nothing). */
+ * elements is allocated: a 2^40-element shape costs nothing); and, for a
+ * variant tensor, a piece too small for its own elements. */
 static void test_reader_partitioned_strings(void **state)
 {
     fixture *f = *state;
@@ -1221,6 +1222,27 @@ static void test_reader_partitioned_strings(void **state)
                         "tensor 'w': its slices' records hold 9 bytes, too "
                         "few for the 1099511627776 elements of shape "
                         "[1099511627776]");
+
+    /* a variant piece (no fixed size either) whose record holds fewer
+     * bytes than its elements, though all pieces together hold enough */
+    {
+        ckpt_bundle_reader *r;
+        const ckpt_tensor_entry *e = NULL;
+        hb_piece(&hb, &head, CKPT_DT_VARIANT, bt_shape(1, (int64_t[]){2}),
+                 "abcdef", 6);
+        hb_piece(&hb, &tail, CKPT_DT_VARIANT, bt_shape(1, (int64_t[]){2}), "",
+                 0);
+        hb_full(&hb, CKPT_DT_VARIANT, bt_shape(1, four), sl, 2);
+        hb_write(&hb, f->prefix, 0);
+        r = open_reader(f->prefix);
+        assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));
+        assert_ckpt_error(ckpt_bundle_reader_check(r, e), CKPT_ECORRUPT,
+                          "tensor 'w': slice 1 (2,2): its record holds 0 "
+                          "bytes, too few for its 2 elements");
+        assert_ckpt_error(ckpt_bundle_reader_verify(r), CKPT_ECORRUPT,
+                          "too few for its 2 elements");
+        ckpt_bundle_reader_free(r);
+    }
 }
 
 /* ---- read_many refuses a bad slice layout before writing ----------------- */

@@ -65,23 +65,18 @@ const cli_command cli_cmd_verify = {
     "index).\n",
     run};
 
-/* Check one entry the way that checks the most, in memory bounded by the
- * files (ckpt_bundle_reader_check): records streamed with their CRCs,
- * strings with their length checksum, partitioned tensors of any dtype
- * piece by piece (their pieces must cover them). */
-static int check_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e)
-{
-    return ckpt_bundle_reader_check(r, e);
-}
-
-/* Why the checksum of a record that reads back cleanly was not compared,
- * or NULL when it was. */
+/* Why the checksum of a tensor's record, or of its pieces' records, that
+ * read back cleanly was not compared, or NULL when it was. A piece is said
+ * with its tensor, not on its own. */
 static const char *unchecked_reason(const ckpt_tensor_entry *e)
 {
-    if (e->dtype == CKPT_DT_VARIANT && e->num_slices == 0 && !e->is_slice_key)
-        return "variant records carry per-element checksums this tool does "
-               "not decode";
-    return NULL;
+    if (e->dtype != CKPT_DT_VARIANT || e->is_slice_key)
+        return NULL;
+    if (e->num_slices > 0)
+        return "its pieces are variant records, whose per-element checksums "
+               "this tool does not decode";
+    return "variant records carry per-element checksums this tool does not "
+           "decode";
 }
 
 /* Why the data file `shard` of `prefix` cannot be opened (malloc'd), or
@@ -326,7 +321,11 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         ckpt_tensor_entry buf;
         const ckpt_tensor_entry *e = cli_entry(r, order[i].index, &buf);
-        int err = pass_ok ? 0 : check_entry(r, e);
+        /* each entry the way that checks the most, in memory bounded by
+         * the files: records streamed with their CRCs, strings with their
+         * length checksum, partitioned tensors of any dtype piece by piece
+         * (their pieces must cover them) */
+        int err = pass_ok ? 0 : ckpt_bundle_reader_check(r, e);
         /* out of memory or file descriptors: this machine's limit, not a
          * finding about the checkpoint (exit 2, the tensor not checked) */
         int not_finding = err < 0 && err != CKPT_ECORRUPT &&
