@@ -224,9 +224,9 @@ int ckpt__bundle_read_partitioned(const ckpt__partitioned_read *pr, void *dst,
  * twice (its record would count twice). For a dtype of no fixed size
  * (strings), whose records' sizes the shape does not fix, each piece's
  * record and all of them together must hold at least a byte per element
- * (a string's length takes one), and their sum goes to *bytes. Whether distinct pieces overlap is found only when
- * the tensor is assembled. 0,
- * CKPT_ECORRUPT, CKPT_ENOTFOUND (data file) or CKPT_EIO. */
+ * (a string's length takes one), and their sum goes to *bytes. Whether distinct
+ * pieces overlap is found only when the tensor is assembled. 0, CKPT_ECORRUPT,
+ * CKPT_ENOTFOUND (data file) or CKPT_EIO. */
 int ckpt__bundle_partitioned_size(const ckpt__partitioned_read *pr,
                                   uint64_t *bytes);
 /* The same, also handing out the pieces it located: *pieces (freed with
