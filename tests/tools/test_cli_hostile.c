@@ -263,6 +263,24 @@ static void test_piece_its_tensor_does_not_list(void **state)
     expect_cmd(f, "repack", 2, "tensor 'w' is partitioned");
 }
 
+/* Write the index of a header and two entries, `a` then `b` (encoded
+ * entries, keys in order), over a data file of `bytes` zero bytes. */
+static void write_two_entries(const bt_fixture *f, const void *a_key,
+                              size_t a_len, const ckpt_buf *a,
+                              const char *b_key, const ckpt_buf *b,
+                              uint64_t bytes)
+{
+    ckpt_buf header = CKPT_BUF_INIT;
+    bt_kv kvs[3];
+    hb_header(&header, 1);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[1] = (bt_kv){a_key, a_len, a->ptr, a->size};
+    kvs[2] = (bt_kv){b_key, strlen(b_key), b->ptr, b->size};
+    bt_write_raw_table(f->index, kvs, 3, b_key);
+    hb_write_sparse(f->data0, bytes, NULL, 0);
+    ckpt_buf_dispose(&header);
+}
+
 /* A string tensor "w" of shape [2] whose entry lists one slice with no
  * piece, beside an intact "x": the strings' pieces are not assembled, and
  * verify skipped the tensor ("OK, 2 tensors", exit 0) though the one piece
@@ -270,26 +288,18 @@ static void test_piece_its_tensor_does_not_list(void **state)
 static void test_partitioned_string_piece_missing(void **state)
 {
     bt_fixture *f = *state;
-    ckpt_buf header = CKPT_BUF_INIT, full = CKPT_BUF_INIT;
-    ckpt_buf plain = CKPT_BUF_INIT;
+    ckpt_buf full = CKPT_BUF_INIT, plain = CKPT_BUF_INIT;
     int64_t two = 2;
-    bt_kv kvs[3];
     cli_run r;
-    hb_header(&header, 1);
     hb_entry(&full, CKPT_DT_STRING, &two, 1, 0, 0, 0, &two);
     hb_entry(&plain, CKPT_DT_FLOAT, &two, 1, 0, 8, hb_zeros_crc(8), NULL);
-    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
-    kvs[1] = (bt_kv){"w", 1, full.ptr, full.size};
-    kvs[2] = (bt_kv){"x", 1, plain.ptr, plain.size};
-    bt_write_raw_table(f->index, kvs, 3, "x");
-    hb_write_sparse(f->data0, 8, NULL, 0);
+    write_two_entries(f, "w", 1, &full, "x", &plain, 8);
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 1);
     expect_contains(r.err, ".index: tensor 'w': slice 0 (0,2) has no entry "
                            "in the index\n");
     expect_contains(r.out, ": DAMAGED, 1 of 2 tensors\n");
     run_free(&r);
-    ckpt_buf_dispose(&header);
     ckpt_buf_dispose(&full);
     ckpt_buf_dispose(&plain);
 }
@@ -301,24 +311,17 @@ static void test_partitioned_string_piece_missing(void **state)
 static void test_partitioned_variant_not_checked(void **state)
 {
     bt_fixture *f = *state;
-    ckpt_buf header = CKPT_BUF_INIT, full = CKPT_BUF_INIT;
-    ckpt_buf piece = CKPT_BUF_INIT, key = CKPT_BUF_INIT;
+    ckpt_buf full = CKPT_BUF_INIT, piece = CKPT_BUF_INIT, key = CKPT_BUF_INIT;
     ckpt__tensor_slice s;
     int64_t two = 2;
-    bt_kv kvs[3];
     cli_run r;
     memset(&s, 0, sizeof(s));
     s.rank = 1;
     s.length[0] = 2;
     assert_int_equal(ckpt__slice_key_encode(&key, "w", 1, &s), 0);
-    hb_header(&header, 1);
     hb_entry(&full, CKPT_DT_VARIANT, &two, 1, 0, 0, 0, &two);
     hb_entry(&piece, CKPT_DT_VARIANT, &two, 1, 0, 8, 7, NULL);
-    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
-    kvs[1] = (bt_kv){key.ptr, key.size, piece.ptr, piece.size};
-    kvs[2] = (bt_kv){"w", 1, full.ptr, full.size};
-    bt_write_raw_table(f->index, kvs, 3, "w");
-    hb_write_sparse(f->data0, 8, NULL, 0);
+    write_two_entries(f, key.ptr, key.size, &piece, "w", &full, 8);
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
     expect_contains(r.out, "w: not checked (its pieces are variant records, "
@@ -327,7 +330,6 @@ static void test_partitioned_variant_not_checked(void **state)
     expect_contains(r.out, ": no damage found in 0 of 1 tensors (0 bytes "
                            "checked); 1 not checked\n");
     run_free(&r);
-    ckpt_buf_dispose(&header);
     ckpt_buf_dispose(&full);
     ckpt_buf_dispose(&piece);
     ckpt_buf_dispose(&key);
