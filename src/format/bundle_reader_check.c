@@ -188,6 +188,18 @@ static int check_slice_owners(ckpt_bundle_reader *r)
     return err;
 }
 
+int ckpt__bundle_reader_record_check(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e)
+{
+    ckpt_string_array a = {NULL, 0, NULL};
+    int err;
+    if (e->dtype != CKPT_DT_STRING)
+        return ckpt__bundle_reader_stream_check(r, e);
+    err = ckpt__bundle_reader_read_strings_entry(r, e, &a, true);
+    ckpt_string_array_dispose(&a);
+    return err;
+}
+
 int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
                              const ckpt_tensor_entry *entry)
 {
@@ -200,14 +212,8 @@ int ckpt_bundle_reader_check(ckpt_bundle_reader *r,
         err = check_slice_owner(r, entry);
     if (err < 0)
         return err;
-    if (entry->num_slices == 0 && entry->dtype == CKPT_DT_STRING) {
-        ckpt_string_array a = {NULL, 0, NULL};
-        err = ckpt__bundle_reader_read_strings_entry(r, entry, &a, true);
-        ckpt_string_array_dispose(&a);
-        return err;
-    }
     if (entry->num_slices == 0)
-        return ckpt__bundle_reader_stream_check(r, entry);
+        return ckpt__bundle_reader_record_check(r, entry);
     /* any dtype: one that is not assembled (strings) must still have the
      * pieces it lists, covering it, each piece's record intact */
     err = ckpt__bundle_reader_partitioned_read_of(&pr, r, entry);

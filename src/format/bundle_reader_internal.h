@@ -48,6 +48,12 @@ int ckpt__bundle_reader_read_part(ckpt_bundle_reader *r,
 int ckpt__bundle_reader_stream_check(ckpt_bundle_reader *r,
                                      const ckpt_tensor_entry *e);
 
+/* Check the record of the unpartitioned entry `e` as
+ * ckpt_bundle_reader_check does: streamed with its CRC, or, a string
+ * record, read whole with its length checksum. */
+int ckpt__bundle_reader_record_check(ckpt_bundle_reader *r,
+                                     const ckpt_tensor_entry *e);
+
 /* Whether the bundle's byte order differs from the host's, and whether
  * the reader was told to skip data checksums. */
 bool ckpt__bundle_reader_swaps(const ckpt_bundle_reader *r);

@@ -314,20 +314,6 @@ static int pick_piece(struct assembly *as, int index,
     return 0;
 }
 
-/* Check the record of piece `pe` as its own entry would be: streamed with
- * its CRC, or, a string piece, read whole with its length checksum. */
-static int check_piece_record(ckpt_bundle_reader *r,
-                              const ckpt_tensor_entry *pe)
-{
-    ckpt_string_array a = {NULL, 0, NULL};
-    int err;
-    if (pe->dtype != CKPT_DT_STRING)
-        return ckpt__bundle_reader_stream_check(r, pe);
-    err = ckpt__bundle_reader_read_strings_entry(r, pe, &a, true);
-    ckpt_string_array_dispose(&a);
-    return err;
-}
-
 /* Find, check, read and place piece `index`, described by `s`: looked up
  * in the index, or taken from pr->pieces when the pieces were located
  * (and checked) before. */
@@ -385,7 +371,7 @@ static int place_piece(struct assembly *as, int index,
     if (as->layout_only)
         return scatter(as, index, lo, hi, NULL);
     if (as->check_only) {
-        err = check_piece_record(pr->reader, pe);
+        err = ckpt__bundle_reader_record_check(pr->reader, pe);
         if (err < 0)
             return ckpt__error_prefix(err, "%s: tensor '%s': slice %d (%s)",
                                       pr->index_path, as->name, index,
@@ -603,9 +589,7 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
                         pr->index_path, as.name, (unsigned long long)as.stored,
                         (long long)need, ckpt__show_shape(&ss, &e->shape));
     }
-    if (err == 0 && !fixed)
-        need = (int64_t)as.stored;
-    if (err == 0 && as.stored != (uint64_t)need) {
+    if (err == 0 && fixed && as.stored != (uint64_t)need) {
         ckpt__shown_shape ss;
         size_t esize = ckpt_dtype_size(e->dtype);
         err = ckpt__error(CKPT_ECORRUPT,
@@ -620,7 +604,7 @@ int ckpt__bundle_partitioned_locate(const ckpt__partitioned_read *pr,
                           ckpt__show_shape(&ss, &e->shape), (long long)need);
     }
     if (err == 0)
-        *bytes = (uint64_t)need;
+        *bytes = fixed ? (uint64_t)need : as.stored;
     if (err == 0 && pieces) {
         *pieces = order;
         *npieces = as.npicked;

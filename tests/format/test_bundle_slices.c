@@ -1058,7 +1058,7 @@ static void test_reader_errors(void **state)
         }
     }
 
-    /* a partitioned scalar (strings: test_reader_partitioned_strings) */
+    /* a partitioned scalar (strings: test_reader_partitioned_no_fixed_size) */
     {
         ckpt__tensor_slice sl[1] = {top};
         hb_full(&hb, CKPT_DT_FLOAT, (ckpt_shape){.rank = 0}, sl, 1);
@@ -1163,7 +1163,7 @@ static void expect_string_check(const char *prefix, int code,
  * pieces too small for the shape (refused before a bitmap of the shape's
  * elements is allocated: a 2^40-element shape costs nothing); and, for a
  * variant tensor, a piece too small for its own elements. */
-static void test_reader_partitioned_strings(void **state)
+static void test_reader_partitioned_no_fixed_size(void **state)
 {
     fixture *f = *state;
     hand_bundle hb;
@@ -1380,7 +1380,7 @@ int main(void)
                                         bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_big_endian_pieces, bt_setup,
                                         bt_teardown),
-        cmocka_unit_test_setup_teardown(test_reader_partitioned_strings,
+        cmocka_unit_test_setup_teardown(test_reader_partitioned_no_fixed_size,
                                         bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_reader_errors, bt_setup,
                                         bt_teardown),
