@@ -90,8 +90,10 @@
  * writes 16x slower), a cold 256 MiB restore against one read() of the
  * file, 5 batches of 7 paired runs, one reader against two in turn:
  * medians 0.78-0.88 and 0.86-0.91 (two ahead in four batches, even in
- * the fifth); at 64 MiB (not a long restore) two were no better (medians
- * 0.78-1.10 against one's 1.00, 3 batches). */
+ * the fifth; single runs 0.28-1.42 and 0.28-2.91, the host's stalls); at
+ * 64 MiB (not a long restore) two were no better (medians 0.78-1.10
+ * against one's 1.00, 3 batches). One VM's figures: only a machine whose
+ * first writes are slow comes here. */
 #define LONG_RESTORE_READERS 2
 
 /* The report of a read through the page cache: in 256 KiB pieces, or in
