@@ -6,7 +6,9 @@
 #include "format/bundle_slices.h"
 
 #include "common/internal.h"
+#include "format/string_record.h"
 #include "test_util.h"
+#include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <errno.h>
@@ -301,6 +303,25 @@ void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
     free(kvs);
     ckpt_buf_dispose(&header);
     ckpt_buf_dispose(&full);
+}
+
+void hb_string_record(ckpt_buf *rec, uint32_t *crc, const char *const *strs,
+                      int n, bool big_endian)
+{
+    uint32_t c = 0;
+    uint8_t word[4];
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(ckpt__put_varint64(rec, strlen(strs[i])), 0);
+        c = ckpt__string_length_crc(c, strlen(strs[i]), big_endian);
+    }
+    ckpt__string_checksum_put(word, ckpt__crc32c_mask(c), big_endian);
+    assert_int_equal(ckpt__buf_put(rec, word, 4), 0);
+    c = ckpt__crc32c_extend(c, word, 4);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(ckpt__buf_put(rec, strs[i], strlen(strs[i])), 0);
+        c = ckpt__crc32c_extend(c, strs[i], strlen(strs[i]));
+    }
+    *crc = ckpt__crc32c_mask(c);
 }
 
 uint32_t hb_zeros_crc(uint64_t n)

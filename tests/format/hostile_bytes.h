@@ -16,6 +16,7 @@
 
 #include "ckpt.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* ---- protos -------------------------------------------------------------- */
@@ -82,6 +83,14 @@ void hb_write_row_pieces(const char *index, const char *data, int64_t rows,
  * tensor "x" of shape [2] beside it; both records zeros. */
 void hb_write_stray_piece(const char *index, const char *data, const void *key,
                           size_t key_len);
+
+/* The record of the `n` strings `strs` as TensorFlow writes a string
+ * tensor's (appended to `rec`): their lengths as varints, the masked
+ * checksum of the lengths, the bytes; its entry's masked CRC (over the
+ * lengths as 8-byte words, that checksum and the bytes) into `*crc`. With
+ * `big_endian` the words and the checksum are a big-endian machine's. */
+void hb_string_record(ckpt_buf *rec, uint32_t *crc, const char *const *strs,
+                      int n, bool big_endian);
 
 /* The masked CRC32C of `n` zero bytes. */
 uint32_t hb_zeros_crc(uint64_t n);

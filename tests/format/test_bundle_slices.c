@@ -5,11 +5,10 @@
  * shards, a piece that is the whole tensor), every writer and reader error,
  * and LevelDB reading an index that holds slice keys. */
 #include "bundle_test_helpers.h"
+#include "hostile_bytes.h"
 
 #include "format/bundle_slices.h"
-#include "format/string_record.h"
 #include "format/table.h"
-#include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <stdio.h>
@@ -1096,10 +1095,8 @@ static void test_reader_errors(void **state)
     }
 }
 
-/* The record of a string piece of "w" (`n` strings, shape [n]) as
- * TensorFlow writes one: the lengths as varints, their masked checksum,
- * the bytes; its entry's CRC over the lengths' words, that checksum and
- * the bytes. */
+/* A string piece of "w" (`n` strings, shape [n]) as TensorFlow writes
+ * one (hb_string_record). */
 static void hb_string_piece(hand_bundle *hb,
                             const ckpt__tensor_slice *key_slice,
                             const char *const *strs, int n)
@@ -1107,25 +1104,14 @@ static void hb_string_piece(hand_bundle *hb,
     ckpt_buf rec = CKPT_BUF_INIT, key = CKPT_BUF_INIT;
     ckpt__bundle_entry e;
     uint32_t crc = 0;
-    uint8_t word[4];
     int64_t dims[1] = {n};
-    for (int i = 0; i < n; i++) {
-        assert_ckpt_ok(ckpt__put_varint64(&rec, strlen(strs[i])));
-        crc = ckpt__string_length_crc(crc, strlen(strs[i]), false);
-    }
-    ckpt__string_checksum_put(word, ckpt__crc32c_mask(crc), false);
-    assert_ckpt_ok(ckpt__buf_put(&rec, word, 4));
-    crc = ckpt__crc32c_extend(crc, word, 4);
-    for (int i = 0; i < n; i++) {
-        assert_ckpt_ok(ckpt__buf_put(&rec, strs[i], strlen(strs[i])));
-        crc = ckpt__crc32c_extend(crc, strs[i], strlen(strs[i]));
-    }
+    hb_string_record(&rec, &crc, strs, n, false);
     memset(&e, 0, sizeof(e));
     e.dtype = CKPT_DT_STRING;
     e.shape = bt_shape(1, dims);
     e.offset = (int64_t)hb->data.size;
     e.size = (int64_t)rec.size;
-    e.crc32c = ckpt__crc32c_mask(crc);
+    e.crc32c = crc;
     assert_ckpt_ok(ckpt__buf_put(&hb->data, rec.ptr, rec.size));
     assert_ckpt_ok(ckpt__slice_key_encode(&key, "w", 1, key_slice));
     hb_put(hb, key.ptr, key.size, &e);

@@ -604,7 +604,7 @@ static void test_usage_errors(void **state)
     expect_contains(r.out, "only_in_a");
     /* every member the document can have, for a jq user */
     expect_contains(r.out, "\"atol\"? (when\n             given), "
-                           "\"tensors\" (the names in A or B)");
+                           "\"tensors\" (the tensors in A or B");
     expect_contains(r.out, "\"num_different\"?,\n"
                            "             \"num_elements\"?, \"dtype_a\", "
                            "\"dtype_b\"?");

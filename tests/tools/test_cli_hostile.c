@@ -14,8 +14,6 @@
 #include "format/bundle_slices.h"
 #include "format/bundle_test_helpers.h"
 #include "format/hostile_bytes.h"
-#include "format/string_record.h"
-#include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <fcntl.h>
@@ -333,6 +331,91 @@ static void test_partitioned_variant_not_checked(void **state)
     ckpt_buf_dispose(&full);
     ckpt_buf_dispose(&piece);
     ckpt_buf_dispose(&key);
+}
+
+/* At `prefix` (its index and one data file), a string tensor "w" of shape
+ * [4] in two pieces of two strings each, `head` and `tail`, as TensorFlow
+ * leaves one it saved partitioned (this library writes none). */
+static void write_string_pieces(const char *prefix, const char *const head[2],
+                                const char *const tail[2])
+{
+    ckpt__tensor_slice sl[2];
+    const char *const *strs[2] = {head, tail};
+    ckpt_buf header = CKPT_BUF_INIT, data = CKPT_BUF_INIT, path = CKPT_BUF_INIT;
+    ckpt_buf keys[2] = {CKPT_BUF_INIT, CKPT_BUF_INIT};
+    ckpt_buf values[3] = {CKPT_BUF_INIT, CKPT_BUF_INIT, CKPT_BUF_INIT};
+    ckpt__bundle_entry e;
+    bt_kv kvs[4];
+    int64_t four = 4;
+    memset(sl, 0, sizeof(sl));
+    for (int k = 0; k < 2; k++) {
+        uint32_t crc = 0;
+        int64_t at = (int64_t)data.size;
+        sl[k].rank = 1;
+        sl[k].start[0] = 2 * k;
+        sl[k].length[0] = 2;
+        hb_string_record(&data, &crc, strs[k], 2, false);
+        e = bt_make_entry(CKPT_DT_STRING, 2, 0, at, (int64_t)data.size - at,
+                          crc);
+        bt_entry(&values[k], &e);
+        assert_ckpt_ok(ckpt__slice_key_encode(&keys[k], "w", 1, &sl[k]));
+        kvs[k + 1] =
+            (bt_kv){keys[k].ptr, keys[k].size, values[k].ptr, values[k].size};
+    }
+    memset(&e, 0, sizeof(e));
+    e.dtype = CKPT_DT_STRING;
+    e.shape = bt_shape(1, &four);
+    e.num_slices = 2;
+    e.slices = sl;
+    bt_entry(&values[2], &e);
+    hb_header(&header, 1);
+    kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
+    kvs[3] = (bt_kv){"w", 1, values[2].ptr, values[2].size};
+    assert_ckpt_ok(ckpt_bundle_index_path(&path, prefix));
+    bt_write_raw_table(path.ptr, kvs, 4, "w");
+    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
+    test_write_file(path.ptr, data.ptr, data.size);
+    for (int i = 0; i < 3; i++)
+        ckpt_buf_dispose(&values[i]);
+    ckpt_buf_dispose(&keys[0]);
+    ckpt_buf_dispose(&keys[1]);
+    ckpt_buf_dispose(&header);
+    ckpt_buf_dispose(&data);
+    ckpt_buf_dispose(&path);
+}
+
+/* A partitioned string tensor is one tensor, its pieces' records its bytes:
+ * verify counted 0 bytes checked for it (its shape gives no size), and
+ * diff counted each piece as a tensor as well ("equal, 3 tensors"; both
+ * pieces differing: "2 of 3 tensors differ"). Each differing piece is
+ * still listed. */
+static void test_partitioned_strings_counted_once(void **state)
+{
+    bt_fixture *f = *state;
+    static const char *const head[2] = {"a", "bb"};
+    static const char *const tail[2] = {"ccc", ""};
+    static const char *const head2[2] = {"a", "bX"};
+    static const char *const tail2[2] = {"ccc", "d"};
+    char *other = test_path(f->dir, "other");
+    cli_run r;
+    write_string_pieces(f->prefix, head, tail);
+    write_string_pieces(other, head2, tail2);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 0);
+    /* two records of 2 length bytes, a 4-byte checksum and 3 bytes */
+    expect_contains(r.out, ": OK, 1 tensors, 18 bytes checked\n");
+    run_free(&r);
+    RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out, ": equal, 1 tensors\n");
+    run_free(&r);
+    RUN_BOUNDED(r, "diff", f->prefix, other);
+    expect_status(&r, 1);
+    expect_contains(r.out, "w (piece 0,2): values differ");
+    expect_contains(r.out, "w (piece 2,2): values differ");
+    expect_contains(r.out, ": 1 of 1 tensors differ\n");
+    run_free(&r);
+    free(other);
 }
 
 /* A tensor of 20,000 pieces with one damaged: verify, finding damage,
@@ -831,28 +914,16 @@ static void test_repack_big_endian_strings(void **state)
     bt_fixture *f = *state;
     static const char *const text[3] = {"hello", "", "world!"};
     ckpt_buf header = CKPT_BUF_INIT, value = CKPT_BUF_INIT, rec = CKPT_BUF_INIT;
-    uint32_t words = 0, crc;
-    uint8_t sum[4];
+    uint32_t crc;
     ckpt__bundle_entry e;
     ckpt_string_array got = {NULL, 0, NULL};
     bt_kv kvs[2];
     char *out = test_path(f->dir, "out");
     ckpt_bundle_reader *rd = NULL;
     cli_run r;
-    for (int i = 0; i < 3; i++) { /* varint lengths, then the checksum */
-        assert_ckpt_ok(ckpt__put_varint64(&rec, strlen(text[i])));
-        words = ckpt__string_length_crc(words, strlen(text[i]), true);
-    }
-    ckpt__string_checksum_put(sum, ckpt__crc32c_mask(words), true);
-    assert_ckpt_ok(ckpt__buf_put(&rec, sum, 4));
-    crc = ckpt__crc32c_extend(words, sum, 4);
-    for (int i = 0; i < 3; i++) {
-        assert_ckpt_ok(ckpt__buf_put(&rec, text[i], strlen(text[i])));
-        crc = ckpt__crc32c_extend(crc, text[i], strlen(text[i]));
-    }
+    hb_string_record(&rec, &crc, text, 3, true);
     bt_header(&header, 1, 1 /* BIG */);
-    e = bt_make_entry(CKPT_DT_STRING, 3, 0, 0, (int64_t)rec.size,
-                      ckpt__crc32c_mask(crc));
+    e = bt_make_entry(CKPT_DT_STRING, 3, 0, 0, (int64_t)rec.size, crc);
     bt_entry(&value, &e);
     kvs[0] = (bt_kv){"", 0, header.ptr, header.size};
     kvs[1] = (bt_kv){"s", 1, value.ptr, value.size};
@@ -977,6 +1048,7 @@ int main(void)
         T(test_piece_its_tensor_does_not_list),
         T(test_partitioned_string_piece_missing),
         T(test_partitioned_variant_not_checked),
+        T(test_partitioned_strings_counted_once),
         T(test_many_pieces_one_damaged),
         T(test_record_larger_than_memory),
         T(test_values_all_held_past_memory),

@@ -9,10 +9,13 @@
  * pieces) of a fixed-size dtype is compared by its assembled values,
  * however each side splits it (or does not), and its pieces' entries are
  * not compared or counted on their own; the pieces of string tensors and
- * of dtypes the library cannot decode are compared entry by entry.
+ * of dtypes the library cannot decode are compared entry by entry, each
+ * differing one listed, while the summary counts their tensor once
+ * (diff_tally.c).
  * Exit 0 when equal, 1 when anything differs, 2 on a usage error or input
  * that cannot be read. */
 #include "cli.h"
+#include "diff_tally.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,8 +35,9 @@ static const cli_option diff_options[] = {
     {"--json", NULL, NULL, 0,
      "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
      "             \"b_outside_directory\", \"equal\", \"atol\"? (when\n"
-     "             given), \"tensors\" (the names in A or B), "
-     "\"differences\":\n"
+     "             given), \"tensors\" (the tensors in A or B, a\n"
+     "             partitioned one's pieces not counted apart from it),\n"
+     "             \"differences\":\n"
      "             [{\"name\", \"reason\": \"only_in_a\"|\"only_in_b\"|"
      "\"dtype\"|\n"
      "             \"shape\"|\"values\", \"max_abs_diff\"?, "
@@ -397,9 +401,10 @@ static void format_max(char *buf, size_t n, const value_diff *d)
 typedef struct report {
     const diff_opts *o;
     int json;
-    cli_json_list list; /* --json: the differences, as their text */
-    size_t num_differences;
-    int outside[2]; /* A, B: a state file led outside its directory */
+    cli_json_list list;     /* --json: the differences, as their text */
+    size_t num_differences; /* lines: the exit status */
+    diff_tally tally;       /* tensors: the summary */
+    int outside[2];         /* A, B: a state file led outside its directory */
 } report;
 
 static json_object *new_difference(const ckpt_tensor_entry *e, const char *name,
@@ -417,6 +422,7 @@ static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
 {
     char *name = display_name(e);
     rep->num_differences++;
+    diff_tally_add(&rep->tally, e);
     if (rep->json)
         cli_json_list_add(
             &rep->list,
@@ -434,6 +440,7 @@ static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
     const char *da = cli_dtype_name(ea->dtype, ta);
     const char *db = cli_dtype_name(eb->dtype, tb);
     rep->num_differences++;
+    diff_tally_add(&rep->tally, ea);
     if (rep->json) {
         json_object *d = new_difference(ea, name, "dtype");
         json_object_object_add(d, "dtype_a", json_object_new_string(da));
@@ -451,6 +458,7 @@ static void report_shape(report *rep, const ckpt_tensor_entry *ea,
     char *name = display_name(ea);
     char sa[512], sb[512];
     rep->num_differences++;
+    diff_tally_add(&rep->tally, ea);
     if (rep->json) {
         json_object *d = new_difference(ea, name, "shape");
         json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
@@ -481,6 +489,7 @@ static void report_values(report *rep, const ckpt_tensor_entry *e,
     char *name = display_name(e);
     char max[40];
     rep->num_differences++;
+    diff_tally_add(&rep->tally, e);
     format_max(max, sizeof(max), d);
     if (rep->json) {
         json_object *j = new_difference(e, name, "values");
@@ -580,7 +589,8 @@ static int compare_bundles(report *rep, ckpt_bundle_reader *ra,
             i++;
             j++;
         }
-        *compared += 1;
+        /* tensors: a piece compared on its own is part of one */
+        *compared += !(c < 0 ? ea : eb)->is_slice_key;
     }
     return rc;
 }
@@ -652,7 +662,7 @@ static void print_result(report *rep, const char *pa, const char *pb,
                    cli_safe(pb), compared);
         else
             printf("%s and %s: %zu of %zu tensors differ\n", cli_safe(pa),
-                   cli_safe(pb), rep->num_differences, compared);
+                   cli_safe(pb), rep->tally.tensors, compared);
         return;
     }
     cli_json_printed();
@@ -709,6 +719,7 @@ static int run(int argc, char **argv)
     rc = rep.num_differences == 0 ? CLI_OK : CLI_FOUND;
 done:
     cli_json_list_dispose(&rep.list);
+    diff_tally_dispose(&rep.tally);
     ckpt_bundle_reader_free(ra);
     ckpt_bundle_reader_free(rb);
     free(pa);

@@ -79,6 +79,18 @@ static const char *unchecked_reason(const ckpt_tensor_entry *e)
            "decode";
 }
 
+/* The bytes of `e`'s own record read and found intact: none for a
+ * partitioned tensor's entry, whose data are its pieces, entries of their
+ * own counted as they pass (so a string tensor's pieces count too, whose
+ * records have no size the shape gives), nor for a variant record, whose
+ * checksums are not decoded. */
+static int64_t record_bytes_checked(const ckpt_tensor_entry *e)
+{
+    if (e->num_slices > 0 || e->dtype == CKPT_DT_VARIANT)
+        return 0;
+    return e->size;
+}
+
 /* Why the data file `shard` of `prefix` cannot be opened (malloc'd), or
  * NULL when it opens. Also NULL when the open runs out of descriptors or
  * memory (CKPT_ENOMEM): that says nothing of the file (the reader may hold
@@ -354,7 +366,7 @@ static int run(int argc, char **argv)
             continue;
         }
         if (err == 0) {
-            bytes += cli_entry_listed(e) ? cli_entry_bytes(e) : 0;
+            bytes += record_bytes_checked(e);
             continue;
         }
         /* the summary counts tensors; a damaged piece of a partitioned
