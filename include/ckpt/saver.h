@@ -444,8 +444,13 @@ ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
                           const char *const *names, size_t n);
 
 /** Restore the latest checkpoint of the directory; `prefix_out` (may be
- *  NULL) receives its prefix. CKPT_ENOTFOUND means only that the directory
- *  holds no complete checkpoint, so a program may start afresh on it: a
+ *  NULL) receives its prefix. CKPT_ENOTFOUND means only that no state file
+ *  names a complete checkpoint, so a program may start afresh on it: the
+ *  directory holds none, or its state file is missing or does not parse
+ *  (TensorFlow reads such a directory as holding none; when numbered
+ *  checkpoints of the saver's naming are there nonetheless, the message
+ *  says how many and the newest, which ckpt_saver_restore restores, and a
+ *  monitored session logs it as it initialises). A
  *  latest checkpoint that lacks a registered variable is CKPT_EINVAL
  *  (naming it), like a dtype or shape mismatch, where ckpt_saver_restore
  *  of that prefix answers CKPT_ENOTFOUND. A damaged latest checkpoint is

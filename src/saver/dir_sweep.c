@@ -469,6 +469,44 @@ static int stepped_index_stem(const char *name, const char *base, char *stem)
     return 1;
 }
 
+struct numbered_scan {
+    const char *base;
+    size_t count;
+    int64_t newest_step;
+    char newest[STEM_CAP];
+};
+
+static int count_numbered(const char *name, void *payload)
+{
+    struct numbered_scan *sc = payload;
+    char stem[STEM_CAP];
+    int64_t step;
+    if (!stepped_index_stem(name, sc->base, stem))
+        return 0;
+    step = ckpt_checkpoint_step(stem);
+    if (sc->count++ == 0 || step > sc->newest_step) {
+        sc->newest_step = step;
+        memcpy(sc->newest, stem, strlen(stem) + 1);
+    }
+    return 0;
+}
+
+int ckpt__dir_state_numbered(const ckpt__dir_state *ds, size_t *count,
+                             ckpt_buf *newest)
+{
+    struct numbered_scan sc;
+    int err;
+    memset(&sc, 0, sizeof(sc));
+    sc.base = ds->basename;
+    *count = 0;
+    err = ckpt__fs_list(ds->fs, ds->dir, count_numbered, &sc);
+    if (err == 0 && sc.count > 0)
+        err = ckpt__buf_set(newest, sc.newest);
+    if (err == 0)
+        *count = sc.count;
+    return err;
+}
+
 struct dataless_scan {
     const ckpt__dir_state *ds;
     const ckpt__data_files *data; /* the directory's data files */

@@ -340,6 +340,27 @@ int ckpt__restore_latest_outcome(int err)
                               "beside it)");
 }
 
+void ckpt__saver_unnamed_note(ckpt_saver *s, ckpt_buf *note)
+{
+    ckpt_buf newest = CKPT_BUF_INIT;
+    ckpt__saved_error saved;
+    size_t n = 0;
+    if (s->ops)
+        return;
+    ckpt__error_save(&saved);
+    /* a directory that cannot be listed adds nothing to say */
+    if (ckpt__dir_state_numbered(&s->ds, &n, &newest) == 0 && n > 0)
+        (void)ckpt__buf_printf(
+            note,
+            "; %zu checkpoint%s of this saver's naming %s in the directory, "
+            "the newest %s, not named by a state file and so not restored "
+            "(ckpt_saver_restore restores one by its prefix; `ckpt ls` "
+            "lists them)",
+            n, n == 1 ? "" : "s", n == 1 ? "is" : "are", newest.ptr);
+    ckpt__error_restore(&saved);
+    ckpt_buf_dispose(&newest);
+}
+
 int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
 {
     ckpt_buf latest = CKPT_BUF_INIT;
@@ -351,6 +372,16 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
     if (err < 0)
         return err;
     err = ckpt_saver_latest(s, &latest);
+    if (err == CKPT_ENOTFOUND) {
+        ckpt_buf note = CKPT_BUF_INIT;
+        ckpt__saver_unnamed_note(s, &note);
+        if (note.size > 0) {
+            ckpt__saved_error saved;
+            ckpt__error_save(&saved);
+            err = ckpt__error(CKPT_ENOTFOUND, "%s%s", saved.message, note.ptr);
+        }
+        ckpt_buf_dispose(&note);
+    }
     if (err == 0)
         err = ckpt__restore_latest_outcome(ckpt_saver_restore(s, latest.ptr));
     if (err == CKPT_ECORRUPT && ckpt_saver_num_checkpoints(s) > 1) {

@@ -233,6 +233,11 @@ int ckpt__dir_state_remove_temps(ckpt__dir_state *ds);
  * ckpt__dir_state_recover. */
 int ckpt__dir_state_sweep_leftovers(ckpt__dir_state *ds,
                                     const ckpt_state *listed);
+/* How many "<basename>-<step>.index" the directory holds, and the name of
+ * the one of the highest step (set when there is one): checkpoints a
+ * program would start afresh beside when no state file names them. */
+int ckpt__dir_state_numbered(const ckpt__dir_state *ds, size_t *count,
+                             ckpt_buf *newest);
 /* Remove <prefix>.index, its data files and <prefix>.meta (index first, its
  * removal made durable by a directory fsync before the others). */
 int ckpt__remove_checkpoint_files(const ckpt_fs *fs, const char *prefix);
@@ -696,5 +701,11 @@ int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
  * rank's value, the checkpoint lacks) becomes CKPT_EINVAL, so that
  * restore_latest's CKPT_ENOTFOUND means only "no checkpoint". */
 int ckpt__restore_latest_outcome(int err);
+
+/* When no state file names a latest checkpoint (there is none, or it does
+ * not parse) while numbered checkpoints are in the directory: what to tell
+ * a program about to start afresh beside them, appended to `note` ("" when
+ * there are none, or `s` is a wrapped saver). */
+void ckpt__saver_unnamed_note(ckpt_saver *s, ckpt_buf *note);
 
 #endif

@@ -70,11 +70,27 @@ static int restore_latest(ckpt_monitored_session *ms)
     else
         err = ckpt_latest_checkpoint(&prefix, ms->fs, ms->checkpoint_dir);
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
-        if (err == CKPT_ECORRUPT ||
-            strstr(ckpt_error_last()->message, CKPT__STATE_UNREADABLE))
+        ckpt_buf note = CKPT_BUF_INIT;
+        int unreadable =
+            err == CKPT_ECORRUPT ||
+            strstr(ckpt_error_last()->message, CKPT__STATE_UNREADABLE);
+        /* checkpoints it starts afresh beside, when the saver's directory
+         * is this one */
+        if (!ckpt__saver_collective(ms->sess.saver) &&
+            strcmp(ms->sess.saver->ds.dir, ms->checkpoint_dir) == 0)
+            ckpt__saver_unnamed_note(ms->sess.saver, &note);
+        if (unreadable)
             ckpt__ms_log(ms, CKPT_LOG_WARN,
-                         "%s: unreadable state file (%s): initialising",
-                         ms->checkpoint_dir, ckpt_error_last()->message);
+                         "%s: unreadable state file (%s%s): initialising",
+                         ms->checkpoint_dir, ckpt_error_last()->message,
+                         note.size ? note.ptr : "");
+        else if (note.size > 0)
+            ckpt__ms_log(ms, CKPT_LOG_WARN,
+                         "%s: no latest checkpoint (%s%s): "
+                         "initialising",
+                         ms->checkpoint_dir, ckpt_error_last()->message,
+                         note.ptr);
+        ckpt_buf_dispose(&note);
         ckpt_error_clear();
         err = 0;
     } else if (err == 0) {

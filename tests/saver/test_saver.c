@@ -481,7 +481,8 @@ static void test_b76_schedule_survives_reopen(void **state)
 }
 
 /* B77: latest is "none" for a missing or unparsable state file and skips an
- * entry whose index is missing. */
+ * entry whose index is missing; restore_latest's CKPT_ENOTFOUND then names
+ * the checkpoints left in the directory. */
 static void test_b77_latest_checkpoint(void **state)
 {
     fixture *f = *state;
@@ -502,6 +503,19 @@ static void test_b77_latest_checkpoint(void **state)
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, "garbage {{{", 11);
     assert_int_not_equal(ckpt_saver_latest(s, &latest), 0);
+    /* restore_latest then has nothing to restore, as TensorFlow reads such
+     * a directory, and says which checkpoints it leaves (they were only
+     * named "no checkpoint") */
+    assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ENOTFOUND,
+                      "the state file is unreadable");
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "; 2 checkpoints of this saver's naming are in "
+                           "the directory, the newest model.ckpt-2, not "
+                           "named by a state file and so not restored"));
+    assert_int_equal(unlink(path), 0); /* no state file at all */
+    assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ENOTFOUND,
+                      "2 checkpoints of this saver's naming are in the "
+                      "directory, the newest model.ckpt-2");
     ckpt_saver_free(s);
     ckpt_buf_dispose(&latest);
 }

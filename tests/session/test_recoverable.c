@@ -186,6 +186,10 @@ static void test_b77_unreadable_state_warns_and_initialises(void **state)
     assert_non_null(strstr(logged.text, "unreadable state file"));
     assert_non_null(strstr(logged.text, "): initialising"));
     assert_non_null(strstr(logged.text, "checkpoint:1:1"));
+    /* and names the checkpoint it initialises beside */
+    assert_non_null(strstr(logged.text, "; 1 checkpoint of this saver's "
+                                        "naming is in the directory, the "
+                                        "newest model.ckpt-5"));
 }
 
 /* A regular file where the checkpoint directory should be is an error
