@@ -625,6 +625,9 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
                                        ckpt_clock_monotonic(NULL) - c0);
     }
     if (err < 0) {
+        /* said as a synchronous save's failure is (save_sync) */
+        err = ckpt__error_prefix(err, "save %s to %s failed",
+                                 ckpt__step_say(&words, step), job->prefix);
         ckpt__job_free(job);
         goto done;
     }

@@ -223,6 +223,13 @@ static void test_callers_messages_passed_on(void **state)
     assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_EUSER,
                       "variable 'dev': read callback failed: device 3 is "
                       "gone");
+    /* the asynchronous save's snapshot fails in the call, said the same
+     * way, the step and the checkpoint named (it said the variable only) */
+    assert_ckpt_error(ckpt_saver_save_async(s, 2, NULL), CKPT_EUSER,
+                      "failed: variable 'dev': read callback failed: device "
+                      "3 is gone");
+    assert_non_null(strstr(ckpt_error_last()->message, "save of step 2 to "));
+    assert_non_null(strstr(ckpt_error_last()->message, "model.ckpt-2 failed"));
     dev.payload = NULL; /* returns 9 and says nothing */
     ckpt_saver_free(s);
     s = open_with(f, &o);
