@@ -164,8 +164,10 @@ ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var, int flags);
  *  variable registered everywhere with one dtype and global shape, and its
  *  pieces tiling the global shape without overlap or hole, no stored name
  *  given twice. Then replicated variables are assigned to writer ranks.
- *  Every rank gets the same outcome; the message names the rank and the
- *  tensor at fault.
+ *  Every rank gets the same outcome; the message names the tensor at
+ *  fault and the rank whose registration differs or whose piece overlaps
+ *  another (a hole, which no one rank leaves, is said as how many of the
+ *  tensor's elements all ranks' pieces cover).
  *  @return 0, CKPT_EINVAL, CKPT_ESTATE (closed) */
 CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
 
