@@ -339,9 +339,17 @@ typedef struct ckpt_string_array {
     void *storage_; /**< private */
 } ckpt_string_array;
 
+/** An empty ckpt_string_array (disposing of it does nothing). */
+/* clang-format off */
+#define CKPT_STRING_ARRAY_INIT {NULL, 0, NULL}
+/* clang-format on */
+
+/** Free the strings and empty `a` (NULL is ignored). */
 CKPT_EXTERN(void) ckpt_string_array_dispose(ckpt_string_array *a);
 
-/** Read a DT_STRING tensor, verifying the length and data checksums. */
+/** Read a DT_STRING tensor, verifying the length and data checksums.
+ *  `out` is overwritten, not freed (dispose of a previous result first);
+ *  after a failure it is empty. */
 CKPT_EXTERN(int)
 ckpt_bundle_reader_read_strings(ckpt_bundle_reader *r, const char *name,
                                 ckpt_string_array *out);

@@ -361,7 +361,7 @@ static int write_bundle(const char *prefix)
 static int read_bundle(const char *prefix)
 {
     ckpt_bundle_reader *r = NULL;
-    ckpt_string_array names = {NULL, 0, NULL};
+    ckpt_string_array names = CKPT_STRING_ARRAY_INIT;
     float a[A_ROWS * A_COLS];
     int err = ckpt_bundle_reader_open(&r, prefix, NULL);
     if (err == 0)
@@ -472,7 +472,7 @@ static int read_one_entry(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     int64_t bytes = 0;
     int err = 0;
     if (e->dtype == CKPT_DT_STRING) {
-        ckpt_string_array a = {NULL, 0, NULL};
+        ckpt_string_array a = CKPT_STRING_ARRAY_INIT;
         err = ckpt_bundle_reader_read_strings_entry(r, e, &a);
         for (size_t i = 0; err == 0 && i < a.count; i++)
             digest_bytes(d, a.strings[i].ptr, a.strings[i].len);

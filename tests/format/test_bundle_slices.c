@@ -1128,7 +1128,7 @@ static void expect_string_check(const char *prefix, int code,
 {
     ckpt_bundle_reader *r = open_reader(prefix);
     const ckpt_tensor_entry *e = NULL;
-    ckpt_string_array a = {NULL, 0, NULL};
+    ckpt_string_array a = CKPT_STRING_ARRAY_INIT;
     assert_ckpt_error(ckpt_bundle_reader_read_strings(r, "w", &a), CKPT_ENOTSUP,
                       "tensor 'w': partitioned tensor (");
     assert_ckpt_ok(ckpt_bundle_reader_find(&e, r, "w"));

@@ -144,7 +144,7 @@ static void expect_latin1_string(json_object *value, const char *dir,
 {
     char *prefix = test_path(dir, "variables");
     ckpt_bundle_reader *rd = NULL;
-    ckpt_string_array a = {NULL, 0, NULL};
+    ckpt_string_array a = CKPT_STRING_ARRAY_INIT;
     const unsigned char *got =
         (const unsigned char *)json_object_get_string(value);
     size_t glen = (size_t)json_object_get_string_len(value), k = 0;
@@ -1376,7 +1376,8 @@ static size_t compare_bundles(const char *src, const char *dst)
         assert_int_equal(ra.size, rb.size);
         assert_memory_equal(ra.ptr, rb.ptr, ra.size);
         if (ea->dtype == CKPT_DT_STRING) {
-            ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
+            ckpt_string_array sa = CKPT_STRING_ARRAY_INIT,
+                              sb = CKPT_STRING_ARRAY_INIT;
             assert_ckpt_ok(ckpt_bundle_reader_read_strings(a, ea->name, &sa));
             assert_ckpt_ok(ckpt_bundle_reader_read_strings(b, eb->name, &sb));
             assert_int_equal(sa.count, sb.count);

@@ -916,7 +916,7 @@ static void test_repack_big_endian_strings(void **state)
     ckpt_buf header = CKPT_BUF_INIT, value = CKPT_BUF_INIT, rec = CKPT_BUF_INIT;
     uint32_t crc;
     ckpt__bundle_entry e;
-    ckpt_string_array got = {NULL, 0, NULL};
+    ckpt_string_array got = CKPT_STRING_ARRAY_INIT;
     bt_kv kvs[2];
     char *out = test_path(f->dir, "out");
     ckpt_bundle_reader *rd = NULL;

@@ -321,7 +321,7 @@ static json_object *json_cut_string(const ckpt_slice *s)
 static int string_values(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
                          size_t limit, FILE *text, cli_json_list *json)
 {
-    ckpt_string_array a = {NULL, 0, NULL};
+    ckpt_string_array a = CKPT_STRING_ARRAY_INIT;
     size_t shown;
     int err = ckpt_bundle_reader_read_strings_entry(r, e, &a);
     if (err < 0)

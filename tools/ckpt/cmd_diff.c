@@ -353,7 +353,8 @@ static int compare_values(const diff_opts *o, ckpt_bundle_reader *ra,
     if (ea->num_slices > 0)
         return 0; /* not assembled: the slice entries are compared */
     if (ea->dtype == CKPT_DT_STRING) {
-        ckpt_string_array sa = {NULL, 0, NULL}, sb = {NULL, 0, NULL};
+        ckpt_string_array sa = CKPT_STRING_ARRAY_INIT,
+                          sb = CKPT_STRING_ARRAY_INIT;
         err = ckpt_bundle_reader_read_strings_entry(ra, ea, &sa);
         if (err == 0) {
             *which = 1;
