@@ -74,7 +74,6 @@ void ckpt__saver_complete_snapshot(ckpt_saver *s)
     job->blocking_s += ckpt_clock_monotonic(s->opts.clock) - t0;
     blocking = job->blocking_s;
     step = job->step;
-    s->skips_since_dispatch = 0;
     ckpt__writer_submit(s, job); /* the writer owns (and may free) it now */
     CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
                     "overlapped snapshot %s complete (%.6f s blocking in "

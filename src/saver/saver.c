@@ -596,13 +596,11 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     image = ckpt__writer_choose_image(s, step);
     pthread_mutex_unlock(&s->mu);
     if (image < 0) {
-        /* A skipped trigger is retried at every step while the write runs:
-         * the first skip after a dispatch is worth an INFO line, the rest
-         * only DEBUG (each is still counted). */
+        /* A skipped trigger is retried at every step while the write runs,
+         * and the caller has the error (the checkpoint hook logs skips on
+         * its own schedule): only DEBUG here, each still counted. */
         err = image;
-        CKPT__SAVER_LOG(
-            s, s->skips_since_dispatch++ ? CKPT_LOG_DEBUG : CKPT_LOG_INFO, "%s",
-            ckpt_error_last()->message);
+        CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG, "%s", ckpt_error_last()->message);
         goto done;
     }
     /* a save, not a skipped retry */
@@ -650,7 +648,6 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
     CKPT__SAVER_LOG(s, CKPT_LOG_DEBUG,
                     "snapshot %s taken in %.6f s; write dispatched",
                     ckpt__step_say(&words, step), job->blocking_s);
-    s->skips_since_dispatch = 0;
     ticket = ckpt__writer_submit(s, job); /* the writer owns the job now */
     if (ticket_out)
         *ticket_out = ticket;

@@ -487,7 +487,6 @@ struct ckpt_saver {
                                    next one (written by whoever saves: one save
                                    runs the pipeline at a time) */
     int closed;
-    uint64_t skips_since_dispatch; /* caller thread only */
     ckpt__step_repeats repeats;    /* a step that does not advance */
     int delivering; /* on_save_done callbacks running (caller thread) */
     /* Direct or buffered image writes (direct_io 0), measured by the first
