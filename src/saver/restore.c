@@ -340,12 +340,12 @@ int ckpt__restore_latest_outcome(int err)
                               "beside it)");
 }
 
-void ckpt__saver_unnamed_note(ckpt_saver *s, ckpt_buf *note)
+void ckpt__saver_unnamed_note(ckpt_saver *s, const char *dir, ckpt_buf *note)
 {
     ckpt_buf newest = CKPT_BUF_INIT;
     ckpt__saved_error saved;
     size_t n = 0;
-    if (s->ops)
+    if (s->ops || !s->ds.dir || (dir && strcmp(dir, s->ds.dir) != 0))
         return;
     ckpt__error_save(&saved);
     /* a directory that cannot be listed adds nothing to say */
@@ -374,7 +374,7 @@ int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)
     err = ckpt_saver_latest(s, &latest);
     if (err == CKPT_ENOTFOUND) {
         ckpt_buf note = CKPT_BUF_INIT;
-        ckpt__saver_unnamed_note(s, &note);
+        ckpt__saver_unnamed_note(s, NULL, &note);
         if (note.size > 0) {
             ckpt__saved_error saved;
             ckpt__error_save(&saved);

@@ -487,7 +487,7 @@ struct ckpt_saver {
                                    next one (written by whoever saves: one save
                                    runs the pipeline at a time) */
     int closed;
-    ckpt__step_repeats repeats;    /* a step that does not advance */
+    ckpt__step_repeats repeats; /* a step that does not advance */
     int delivering; /* on_save_done callbacks running (caller thread) */
     /* Direct or buffered image writes (direct_io 0), measured by the first
      * writes (save_pipeline.c); like need_cleanup, used by whoever runs
@@ -702,9 +702,10 @@ int ckpt__saver_check_dir(const ckpt_fs *fs, const char *dir,
 int ckpt__restore_latest_outcome(int err);
 
 /* When no state file names a latest checkpoint (there is none, or it does
- * not parse) while numbered checkpoints are in the directory: what to tell
- * a program about to start afresh beside them, appended to `note` ("" when
- * there are none, or `s` is a wrapped saver). */
-void ckpt__saver_unnamed_note(ckpt_saver *s, ckpt_buf *note);
+ * not parse) while numbered checkpoints are in the saver's directory: what
+ * to tell a program about to start afresh beside them, appended to `note`
+ * (nothing when there are none, `s` is a wrapped saver, or `dir`, when not
+ * NULL, is not the saver's directory). */
+void ckpt__saver_unnamed_note(ckpt_saver *s, const char *dir, ckpt_buf *note);
 
 #endif

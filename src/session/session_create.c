@@ -76,9 +76,8 @@ static int restore_latest(ckpt_monitored_session *ms)
             strstr(ckpt_error_last()->message, CKPT__STATE_UNREADABLE);
         /* checkpoints it starts afresh beside, when the saver's directory
          * is this one */
-        if (!ckpt__saver_collective(ms->sess.saver) &&
-            strcmp(ms->sess.saver->ds.dir, ms->checkpoint_dir) == 0)
-            ckpt__saver_unnamed_note(ms->sess.saver, &note);
+        if (!ckpt__saver_collective(ms->sess.saver))
+            ckpt__saver_unnamed_note(ms->sess.saver, ms->checkpoint_dir, &note);
         if (unreadable)
             ckpt__ms_log(ms, CKPT_LOG_WARN,
                          "%s: unreadable state file (%s%s): initialising",
