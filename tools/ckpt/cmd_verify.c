@@ -19,8 +19,12 @@ static const cli_option verify_options[] = {
      "           \"not_checked\": [{\"name\", \"reason\"}]}; when the\n"
      "           check cannot run: {\"command\", \"ok\": false, \"error\",\n"
      "           \"prefix\"?, \"named_checkpoint\"?, \"older\"?,\n"
-     "           \"outside_directory\"?}. The lists are kept as their\n"
-     "           text until the end (memory of the size of the document).\n",
+     "           \"outside_directory\"?}. \"bytes\", as the text's \"bytes\n"
+     "           checked\": the records read and found intact (a\n"
+     "           partitioned tensor's are its pieces'; variant records,\n"
+     "           whose checksums are not decoded, count none). The\n"
+     "           lists are kept as their text until the end (memory of\n"
+     "           the size of the document).\n",
      NULL},
 };
 
