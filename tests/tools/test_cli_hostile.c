@@ -415,6 +415,25 @@ static void test_partitioned_strings_counted_once(void **state)
     expect_contains(r.out, "w (piece 2,2): values differ");
     expect_contains(r.out, ": 1 of 1 tensors differ\n");
     run_free(&r);
+    /* against a bundle of one float "v": w's pieces and w itself are only
+     * in A, one tensor for all three lines, and v only in B */
+    {
+        ckpt_bundle_writer *w = NULL;
+        ckpt_shape one = {1, {1}};
+        float v = 1.f;
+        assert_ckpt_ok(ckpt_bundle_writer_open(&w, other, NULL));
+        assert_ckpt_ok(
+            ckpt_bundle_writer_add(w, "v", CKPT_DT_FLOAT, &one, &v, sizeof(v)));
+        assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+        ckpt_bundle_writer_free(w);
+    }
+    RUN_BOUNDED(r, "diff", f->prefix, other);
+    expect_status(&r, 1);
+    expect_contains(r.out, "w (piece 2,2): only in A\n");
+    expect_contains(r.out, "w: only in A\n");
+    expect_contains(r.out, "v: only in B\n");
+    expect_contains(r.out, ": 2 of 2 tensors differ\n");
+    run_free(&r);
     free(other);
 }
 

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The tensor name of slice key `e` into `out` (`cap` >= e->name_len bytes);
- * its length, or -1 when the key does not hold a well-formed name. */
+/* The tensor name of slice key `e` into `out` (e->name_len bytes at
+ * least); its length, or -1 when the key does not hold a well-formed
+ * name. The library decodes slice keys too (format/bundle_slice_key.c)
+ * but offers no public call for it. */
 static long piece_owner(const ckpt_tensor_entry *e, char *out)
 {
     const unsigned char *k = (const unsigned char *)e->name;
