@@ -261,6 +261,21 @@ ckpt_bundle_reader_entry_fill(ckpt_tensor_entry *out,
 CKPT_EXTERN(const char *)
 ckpt_tensor_entry_shown_name(char *out, size_t cap, const ckpt_tensor_entry *e);
 
+/** The partitioned tensor that piece `e` (a slice key, `e->is_slice_key`)
+ *  belongs to: its name into `name`, replacing the contents (a name may
+ *  hold 0 bytes; `name->size` is its length), and when `extents` is not
+ *  NULL the piece's extent of each dimension into `extents[0 .. *rank)`
+ *  (room for CKPT_MAX_RANK; a whole dimension has length CKPT_SLICE_FULL),
+ *  its rank into `*rank` when `rank` is not NULL. The pieces of one tensor
+ *  are neighbours in the index, and come in the order of their tensors'
+ *  names.
+ *  @return 0, CKPT_EINVAL (`e` is no slice key; NULL `name` or `e`),
+ *          CKPT_ECORRUPT (the key does not decode; the message gives the
+ *          byte) or CKPT_ENOMEM */
+CKPT_EXTERN(int)
+ckpt_tensor_entry_piece(ckpt_buf *name, ckpt_slice_extent *extents, int *rank,
+                        const ckpt_tensor_entry *e);
+
 /** Find the entry named `name` (borrowed; valid until the reader is
  *  freed, the pointer ckpt_bundle_reader_entry gives for it).
  *  @return 0, CKPT_ENOTFOUND (for a graph tensor's name such as

@@ -281,3 +281,33 @@ void ckpt__slice_extent_range(const ckpt__tensor_slice *s, int d, int64_t dim,
         *hi = s->start[d] + s->length[d];
     }
 }
+
+/* ---- the public call --------------------------------------------------- */
+
+int ckpt_tensor_entry_piece(ckpt_buf *name, ckpt_slice_extent *extents,
+                            int *rank, const ckpt_tensor_entry *e)
+{
+    ckpt__tensor_slice s;
+    ckpt__shown_name shown;
+    int err;
+    if (!name || !e || !e->name)
+        return ckpt__error(CKPT_EINVAL, "ckpt_tensor_entry_piece: NULL %s",
+                           !name ? "name" : "entry");
+    if (!e->is_slice_key)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_tensor_entry_piece: '%s' is not a piece of "
+                           "a partitioned tensor (not a slice key)",
+                           ckpt__show_name(&shown, e->name, e->name_len));
+    err = ckpt__slice_key_decode(name, &s, e->name, e->name_len);
+    if (err < 0)
+        return err;
+    if (rank)
+        *rank = s.rank;
+    if (extents) {
+        for (int d = 0; d < s.rank; d++) {
+            extents[d].start = s.start[d];
+            extents[d].length = s.length[d] < 0 ? CKPT_SLICE_FULL : s.length[d];
+        }
+    }
+    return 0;
+}

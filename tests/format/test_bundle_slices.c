@@ -587,6 +587,68 @@ static void test_roundtrip_columns_across_shards(void **state)
     ckpt_bundle_reader_free(r);
 }
 
+/* ckpt_tensor_entry_piece: each slice key gives its tensor's name (a 0xff
+ * byte in it escaped in the key) and its extents; an ordinary entry or a key
+ * that does not decode is refused. */
+static void test_entry_piece_decodes_keys(void **state)
+{
+    fixture *f = *state;
+    static const char name[] = "emb\xffx";
+    ckpt_shape full = shape2(4, 3);
+    ckpt_slice_extent top[2] = {{0, 2}, {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent bottom[2] = {{2, 2}, {0, CKPT_SLICE_FULL}};
+    ckpt_bundle_writer *w = open_writer(f->prefix, 1);
+    ckpt_bundle_reader *r;
+    ckpt_buf owner = CKPT_BUF_INIT;
+    ckpt_slice_extent got[CKPT_MAX_RANK];
+    ckpt_tensor_entry bad;
+    int rank = 0;
+    (void)state;
+
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, name, CKPT_DT_FLOAT, &full,
+                                                bottom, W + 6, 24));
+    assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, name, CKPT_DT_FLOAT, &full,
+                                                top, W, 24));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    r = open_reader(f->prefix);
+    assert_int_equal(ckpt_bundle_reader_count(r), 3); /* 2 keys, the tensor */
+    for (size_t i = 0; i < 2; i++) {
+        const ckpt_tensor_entry *e = ckpt_bundle_reader_entry(r, i);
+        assert_non_null(e);
+        assert_true(e->is_slice_key);
+        assert_ckpt_ok(ckpt_tensor_entry_piece(&owner, got, &rank, e));
+        assert_int_equal(owner.size, strlen(name));
+        assert_memory_equal(owner.ptr, name, owner.size);
+        assert_int_equal(rank, 2);
+        /* keys sort by start: rows 0-1 first */
+        assert_int_equal(got[0].start, i == 0 ? 0 : 2);
+        assert_int_equal(got[0].length, 2);
+        assert_int_equal(got[1].start, 0);
+        assert_int_equal(got[1].length, CKPT_SLICE_FULL);
+        /* the name alone */
+        assert_ckpt_ok(ckpt_tensor_entry_piece(&owner, NULL, NULL, e));
+        assert_string_equal(owner.ptr, name);
+    }
+    assert_ckpt_error(ckpt_tensor_entry_piece(&owner, got, &rank,
+                                              ckpt_bundle_reader_entry(r, 2)),
+                      CKPT_EINVAL,
+                      "'emb\\xffx' is not a piece of a partitioned tensor");
+    /* a key cut inside the name, and one with a bad escape */
+    bad = *ckpt_bundle_reader_entry(r, 0);
+    bad.name_len = 3;
+    assert_ckpt_error(ckpt_tensor_entry_piece(&owner, got, &rank, &bad),
+                      CKPT_ECORRUPT, "slice key: name not terminated");
+    bad.name = "\0a\0b\0\1\1\2\x80\x82\x80\x7f";
+    bad.name_len = 12;
+    assert_ckpt_error(ckpt_tensor_entry_piece(&owner, got, &rank, &bad),
+                      CKPT_ECORRUPT, "bad escape 00 62 in the name (byte 2)");
+    assert_ckpt_error(ckpt_tensor_entry_piece(NULL, got, &rank, &bad),
+                      CKPT_EINVAL, "NULL name");
+    ckpt_buf_dispose(&owner);
+    ckpt_bundle_reader_free(r);
+}
+
 /* A piece that covers the whole tensor is an ordinary entry. */
 static void test_whole_piece_is_ordinary_entry(void **state)
 {
@@ -1358,6 +1420,8 @@ int main(void)
                                         bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_roundtrip_columns_across_shards,
                                         bt_setup, bt_teardown),
+        cmocka_unit_test_setup_teardown(test_entry_piece_decodes_keys, bt_setup,
+                                        bt_teardown),
         cmocka_unit_test_setup_teardown(test_whole_piece_is_ordinary_entry,
                                         bt_setup, bt_teardown),
         cmocka_unit_test_setup_teardown(test_writer_errors, bt_setup,

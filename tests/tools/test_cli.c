@@ -870,7 +870,7 @@ static void test_help_and_version(void **state)
          ""},
         {{"help", "inspect", NULL},
          0,
-         "cannot take them)\n\nFloats are printed",
+         "cannot take them)\n\nBYTES is the size of a tensor's record",
          ""},
         {{"inspect", "x", "--tensor", NULL},
          2,

@@ -405,6 +405,17 @@ static void test_partitioned_strings_counted_once(void **state)
     /* two records of 2 length bytes, a 4-byte checksum and 3 bytes */
     expect_contains(r.out, ": OK, 1 tensors, 18 bytes checked\n");
     run_free(&r);
+    /* inspect gives w the bytes of its pieces' records (its shape gives
+     * none: it was 0) */
+    RUN_BOUNDED(r, "inspect", f->prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out,
+                    "w     string  [4]       18  -  (partitioned, 2 slices)\n");
+    run_free(&r);
+    RUN_BOUNDED(r, "inspect", "--json", f->prefix);
+    expect_status(&r, 0);
+    expect_contains(r.out, "\"bytes\": 18,");
+    run_free(&r);
     RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
     expect_status(&r, 0);
     expect_contains(r.out, ": equal, 1 tensors\n");

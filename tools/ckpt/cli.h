@@ -405,10 +405,6 @@ void cli_tensor_error(const char *cmd, const char *prefix,
 /* Whether the entry is a real tensor to list (not a slice entry). */
 int cli_entry_listed(const ckpt_tensor_entry *e);
 
-/* The bytes a listed tensor holds: its record's size, or for a partitioned
- * tensor (whose entry has no record) the byte size of its full shape. */
-int64_t cli_entry_bytes(const ckpt_tensor_entry *e);
-
 /* The dtype's TensorFlow name, or "dtype(N)" in `tmp`. */
 const char *cli_dtype_name(int dtype, char tmp[24]);
 

@@ -565,16 +565,6 @@ int cli_entry_listed(const ckpt_tensor_entry *e)
     return !e->is_slice_key;
 }
 
-int64_t cli_entry_bytes(const ckpt_tensor_entry *e)
-{
-    int64_t n = 0;
-    if (e->num_slices == 0)
-        return e->size;
-    if (ckpt_tensor_byte_size(&n, e->dtype, &e->shape) < 0)
-        return 0;
-    return n;
-}
-
 const char *cli_dtype_name(int dtype, char tmp[24])
 {
     const char *name = ckpt_dtype_name(dtype);

@@ -419,11 +419,18 @@ static json_object *new_difference(const ckpt_tensor_entry *e, const char *name,
     return d;
 }
 
-static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
+/* Count a difference found at entry `e` (a line, and its tensor once);
+ * the name to show, freed by the caller. */
+static char *count_difference(report *rep, const ckpt_tensor_entry *e)
 {
-    char *name = display_name(e);
     rep->num_differences++;
     diff_tally_add(&rep->tally, e);
+    return display_name(e);
+}
+
+static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
+{
+    char *name = count_difference(rep, e);
     if (rep->json)
         cli_json_list_add(
             &rep->list,
@@ -436,12 +443,10 @@ static void report_only(report *rep, const ckpt_tensor_entry *e, int in_a)
 static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
                          const ckpt_tensor_entry *eb)
 {
-    char *name = display_name(ea);
+    char *name = count_difference(rep, ea);
     char ta[24], tb[24];
     const char *da = cli_dtype_name(ea->dtype, ta);
     const char *db = cli_dtype_name(eb->dtype, tb);
-    rep->num_differences++;
-    diff_tally_add(&rep->tally, ea);
     if (rep->json) {
         json_object *d = new_difference(ea, name, "dtype");
         json_object_object_add(d, "dtype_a", json_object_new_string(da));
@@ -456,10 +461,8 @@ static void report_dtype(report *rep, const ckpt_tensor_entry *ea,
 static void report_shape(report *rep, const ckpt_tensor_entry *ea,
                          const ckpt_tensor_entry *eb)
 {
-    char *name = display_name(ea);
+    char *name = count_difference(rep, ea);
     char sa[512], sb[512];
-    rep->num_differences++;
-    diff_tally_add(&rep->tally, ea);
     if (rep->json) {
         json_object *d = new_difference(ea, name, "shape");
         json_object_object_add(d, "shape_a", cli_json_shape(&ea->shape));
@@ -487,10 +490,8 @@ static json_object *max_to_json(const value_diff *d)
 static void report_values(report *rep, const ckpt_tensor_entry *e,
                           const value_diff *d)
 {
-    char *name = display_name(e);
+    char *name = count_difference(rep, e);
     char max[40];
-    rep->num_differences++;
-    diff_tally_add(&rep->tally, e);
     format_max(max, sizeof(max), d);
     if (rep->json) {
         json_object *j = new_difference(e, name, "values");

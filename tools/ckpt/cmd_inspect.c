@@ -2,6 +2,7 @@
  * [--values[=N|all]]`: every tensor of a checkpoint with its dtype, shape,
  * bytes and shard, and optionally its first values. */
 #include "cli.h"
+#include "piece_sizes.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@ const cli_command cli_cmd_inspect = {
     "one it names has no index, the newest listed one that has, after a\n"
     "warning naming both).\n\n",
     "\n"
+    "BYTES is the size of a tensor's record in its data file; for a\n"
+    "partitioned tensor (SHARD \"-\") that of its pieces' records together.\n"
     "Floats are printed with enough digits to round-trip (%.9g, %.17g for\n"
     "float64; float16/bfloat16 widened to float32), complex numbers as\n"
     "(re,im), strings C-escaped (JSON strings with --json; bytes that are\n"
@@ -211,7 +214,8 @@ typedef struct widths {
     int name, dtype, shape, bytes;
 } widths;
 
-static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
+static void measure(const inspect_opts *o, ckpt_bundle_reader *r,
+                    piece_sizes *ps, widths *w)
 {
     size_t n = ckpt_bundle_reader_count(r);
     w->name = 4;
@@ -233,7 +237,8 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
         len = (int)ckpt_shape_format(NULL, 0, &e->shape);
         if (len > w->shape)
             w->shape = len;
-        len = snprintf(num, sizeof(num), "%lld", (long long)cli_entry_bytes(e));
+        len = snprintf(num, sizeof(num), "%lld",
+                       (long long)piece_sizes_entry_bytes(ps, r, e));
         if (len > w->bytes)
             w->bytes = len;
     }
@@ -241,8 +246,8 @@ static void measure(const inspect_opts *o, ckpt_bundle_reader *r, widths *w)
 
 /* The text line of one tensor, and its values when asked for. */
 static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
-                       const char *prefix, const ckpt_tensor_entry *e,
-                       const widths *w)
+                       piece_sizes *ps, const char *prefix,
+                       const ckpt_tensor_entry *e, const widths *w)
 {
     char tmp[24], shape[512];
     cli_held *line;
@@ -255,7 +260,7 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
     printf("%*s  %-*s  %-*s  %*lld  ",
            len < (size_t)w->name ? w->name - (int)len : 0, "", w->dtype,
            cli_dtype_name(e->dtype, tmp), w->shape, shape, w->bytes,
-           (long long)cli_entry_bytes(e));
+           (long long)piece_sizes_entry_bytes(ps, r, e));
     if (e->num_slices > 0)
         printf("-  (partitioned, %d slice%s)\n", e->num_slices,
                e->num_slices == 1 ? "" : "s");
@@ -294,8 +299,8 @@ static int text_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
  * as their text until they are all read and checked (a json-c object per
  * value took about 120 bytes: 30 times a float tensor). */
 static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
-                       const char *prefix, const ckpt_tensor_entry *e,
-                       int first)
+                       piece_sizes *ps, const char *prefix,
+                       const ckpt_tensor_entry *e, int first)
 {
     char tmp[24];
     cli_json_list values = {0, NULL, 0};
@@ -323,7 +328,7 @@ static int json_tensor(const inspect_opts *o, ckpt_bundle_reader *r,
                       json_object_new_string(cli_dtype_name(e->dtype, tmp)));
     cli_put_member_at(",\n", 6, "shape", cli_json_shape(&e->shape));
     cli_put_member_at(",\n", 6, "bytes",
-                      json_object_new_int64(cli_entry_bytes(e)));
+                      json_object_new_int64(piece_sizes_entry_bytes(ps, r, e)));
     cli_put_member_at(",\n", 6, "shard",
                       e->num_slices > 0 ? NULL
                                         : json_object_new_int(e->shard_id));
@@ -349,8 +354,10 @@ static int run(int argc, char **argv)
     char *prefix = NULL;
     size_t n, shown = 0, printed = 0;
     widths w = {0, 0, 0, 0};
+    piece_sizes ps;
     int rc, outside;
     memset(&o, 0, sizeof(o));
+    memset(&ps, 0, sizeof(ps));
     rc = parse_args(argc, argv, &o);
     if (rc != 0)
         goto done;
@@ -387,7 +394,7 @@ static int run(int argc, char **argv)
         int shards = ckpt_bundle_reader_num_shards(r);
         printf("%s: %zu tensor%s, %d shard%s\n", cli_safe(prefix), shown,
                shown == 1 ? "" : "s", shards, shards == 1 ? "" : "s");
-        measure(&o, r, &w);
+        measure(&o, r, &ps, &w);
         printf("%-*s  %-*s  %-*s  %*s  %s\n", w.name, "NAME", w.dtype, "DTYPE",
                w.shape, "SHAPE", w.bytes, "BYTES", "SHARD");
     }
@@ -397,8 +404,8 @@ static int run(int argc, char **argv)
         int trc;
         if (!wanted(&o, e))
             continue;
-        trc = o.json ? json_tensor(&o, r, prefix, e, printed++ == 0)
-                     : text_tensor(&o, r, prefix, e, &w);
+        trc = o.json ? json_tensor(&o, r, &ps, prefix, e, printed++ == 0)
+                     : text_tensor(&o, r, &ps, prefix, e, &w);
         if (trc > rc)
             rc = trc;
     }
@@ -406,6 +413,7 @@ static int run(int argc, char **argv)
         fprintf(stdout, "%s,\n  \"ok\": %s\n}\n", printed ? "\n  ]" : "]",
                 rc == 0 ? "true" : "false");
 done:
+    piece_sizes_dispose(&ps);
     ckpt_bundle_reader_free(r);
     free(prefix);
     free(o.tensors);

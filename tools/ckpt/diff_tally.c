@@ -1,6 +1,5 @@
 /* tools/ckpt/diff_tally.c - counting differing tensors once each: a piece's
- * tensor is the name its slice key encodes (a 0 byte, the name with 0x00
- * written 00 ff and 0xff written ff 00, then 00 01, then the extents), an
+ * tensor is the name its slice key encodes (ckpt_tensor_entry_piece), an
  * encoding that keeps the names' order, so the pieces of one tensor are
  * neighbours and the tensors they name come in the order of the tensors'
  * own entries. */
@@ -10,26 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* The tensor name of slice key `e` into `out` (e->name_len bytes at
- * least); its length, or -1 when the key does not hold a well-formed
- * name. The library decodes slice keys too (format/bundle_slice_key.c)
- * but offers no public call for it. */
-static long piece_owner(const ckpt_tensor_entry *e, char *out)
-{
-    const unsigned char *k = (const unsigned char *)e->name;
-    size_t n = 0;
-    for (size_t i = 1; i + 1 < e->name_len; i++) {
-        unsigned char c = k[i], next = k[i + 1];
-        if (c == 0x00 && next == 0x01)
-            return (long)n;
-        if ((c == 0x00 && next != 0xff) || (c == 0xff && next != 0x00))
-            return -1;
-        out[n++] = (char)c;
-        i += c == 0x00 || c == 0xff;
-    }
-    return -1;
-}
 
 static int name_cmp(const char *a, size_t na, const char *b, size_t nb)
 {
@@ -41,17 +20,20 @@ static int name_cmp(const char *a, size_t na, const char *b, size_t nb)
 
 static void add_piece(diff_tally *t, const ckpt_tensor_entry *e)
 {
-    char *name = cli_xmalloc(e->name_len + 1);
-    long n = piece_owner(e, name);
+    ckpt_buf name = CKPT_BUF_INIT;
     size_t last = t->num_owners > 0 ? t->num_owners - 1 : 0;
-    if (n < 0) { /* a key of no tensor: a difference of its own */
-        free(name);
+    int err = ckpt_tensor_entry_piece(&name, NULL, NULL, e);
+    if (err == CKPT_ENOMEM)
+        cli_out_of_memory();
+    if (err < 0) { /* a key of no tensor: a difference of its own */
+        ckpt_error_clear();
+        ckpt_buf_dispose(&name);
         t->tensors++;
         return;
     }
-    if (t->num_owners > 0 &&
-        name_cmp(t->owners[last], t->owner_lens[last], name, (size_t)n) == 0) {
-        free(name); /* another piece of the tensor just counted */
+    if (t->num_owners > 0 && name_cmp(t->owners[last], t->owner_lens[last],
+                                      name.ptr, name.size) == 0) {
+        ckpt_buf_dispose(&name); /* another piece of the tensor just counted */
         return;
     }
     if (t->num_owners == t->cap) {
@@ -60,8 +42,9 @@ static void add_piece(diff_tally *t, const ckpt_tensor_entry *e)
         t->owner_lens =
             cli_xrealloc(t->owner_lens, t->cap * sizeof(*t->owner_lens));
     }
-    t->owners[t->num_owners] = name;
-    t->owner_lens[t->num_owners++] = (size_t)n;
+    /* an empty name left the buffer unallocated */
+    t->owners[t->num_owners] = name.ptr ? name.ptr : cli_xstrdup("");
+    t->owner_lens[t->num_owners++] = name.size;
     t->tensors++;
 }
 
