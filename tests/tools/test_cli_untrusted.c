@@ -1349,6 +1349,21 @@ static void test_verify_dir_checks_named_checkpoint(void **state)
     RUN_EXPECT(r, &limits, 1, "verify", dir);
     expect_contains(r.err, "model.ckpt-2) is damaged");
     run_free(&r);
+    /* its index is a directory: unreadable, damage as a data file's is (it
+     * was exit 2 without the named checkpoint in the document) */
+    assert_int_equal(unlink(index2), 0);
+    assert_int_equal(mkdir(index2, 0700), 0);
+    RUN_EXPECT(r, &limits, 1, "verify", dir, "--json");
+    expect_contains(r.err, "model.ckpt-2.index: a directory, not a regular "
+                           "file; refused");
+    expect_contains(r.err, "model.ckpt-2) is unreadable");
+    {
+        json_object *root = parse_json(r.out);
+        expect_json_bytes(jget(root, "named_checkpoint"), "unreadable", 10);
+        json_object_put(root);
+    }
+    run_free(&r);
+    assert_int_equal(rmdir(index2), 0);
     /* the older one named directly still verifies */
     RUN_EXPECT(r, &limits, 0, "verify", older);
     run_free(&r);

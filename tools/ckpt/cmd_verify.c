@@ -64,7 +64,8 @@ const cli_command cli_cmd_verify = {
     "\n"
     "Exit status 0 when every tensor checks (those \"not checked\" included),\n"
     "1 when anything is damaged or missing (the state file, the index, a\n"
-    "data file or record, the checkpoint a directory's state file names),\n"
+    "data file or record, the checkpoint a directory's state file names,\n"
+    "or its index unreadable: not a regular file, a read error),\n"
     "2 on a usage error or a PATH that cannot be read (a prefix with no\n"
     "index).\n",
     run};
@@ -276,8 +277,12 @@ static int open_checkpoint(ckpt_bundle_reader **r, char **prefix, int *outside,
         return 0;
     rc = cli_lib_error("verify", err, *prefix);
     cli_json_failure_detail("prefix", cli_json_string(*prefix));
-    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT) {
-        const char *what = err == CKPT_ENOTFOUND ? "missing" : "damaged";
+    /* an index that cannot be read (not a regular file, a read error) is
+     * damage to the checkpoint named, as a data file's is */
+    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT || err == CKPT_EIO) {
+        const char *what = err == CKPT_ENOTFOUND  ? "missing"
+                           : err == CKPT_ECORRUPT ? "damaged"
+                                                  : "unreadable";
         cli_error("verify",
                   "%s: the checkpoint its state file names (%s) is %s", path,
                   *prefix, what);
