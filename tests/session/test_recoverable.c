@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct fixture {
     char *dir;
@@ -190,6 +191,37 @@ static void test_b77_unreadable_state_warns_and_initialises(void **state)
     assert_non_null(strstr(logged.text, "; 1 checkpoint of this saver's "
                                         "naming is in the directory, the "
                                         "newest model.ckpt-5"));
+}
+
+/* No state file beside a complete checkpoint: no latest checkpoint either
+ * (B77), so the session initialises, and warns, naming what it leaves. An
+ * empty directory initialises without a warning. */
+static void test_b77_missing_state_warns_and_initialises(void **state)
+{
+    fixture *f = *state;
+    ckpt_session_options o = base_options(f);
+    test_log logged;
+    char path[4200];
+    test_log_init(&logged, CKPT_LOG_WARN);
+    o.log = test_log_capture;
+    o.log_payload = &logged;
+    assert_ckpt_ok(open_session(f, &o));
+    assert_int_equal(f->init_calls, 1);
+    assert_string_equal(logged.text, "");
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    save_step5(f);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_ckpt_ok(open_session(f, &o));
+    assert_int_equal(f->init_calls, 2);
+    assert_int_equal(f->m.step, 0);
+    assert_non_null(strstr(logged.text, ": no latest checkpoint ("));
+    assert_non_null(strstr(logged.text, "): initialising"));
+    assert_non_null(strstr(logged.text, "; 1 checkpoint of this saver's "
+                                        "naming is in the directory, the "
+                                        "newest model.ckpt-5"));
+    assert_null(strstr(logged.text, "unreadable state file"));
 }
 
 /* A regular file where the checkpoint directory should be is an error
@@ -443,6 +475,7 @@ int main(void)
         T(test_b15_missing_checkpoint_dir_initialises),
         T(test_file_as_checkpoint_dir_refused),
         T(test_b77_unreadable_state_warns_and_initialises),
+        T(test_b77_missing_state_warns_and_initialises),
         T(test_b43_not_chief_never_restores_or_inits),
         T(test_b31_aborted_step_recreates_and_retries),
         T(test_b31_unavailable_in_hook_recreates),
