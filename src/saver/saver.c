@@ -312,18 +312,16 @@ int ckpt_saver_open(ckpt_saver **out, const char *dir,
     return err;
 }
 
-int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
+static int add_var(ckpt_saver *s, const ckpt_var *var)
 {
     ckpt__var *v;
     int64_t bytes;
     int err;
-    CKPT__CHECK_ARG(s);
     if (s->ops)
         return ckpt__error(CKPT_ENOTSUP,
                            "add_var: '%s' goes to the saver this handle "
                            "wraps (register variables there)",
                            var && var->name ? var->name : "(null)");
-    CKPT__CHECK_ARG(var);
     err = ckpt__check_var_name("add_var", var->name);
     if (err < 0)
         return err;
@@ -379,14 +377,32 @@ int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
     return 0;
 }
 
+/* An argument refused names the saver (its directory): a program with
+ * several savers learns which one. */
+int ckpt_saver_add_var(ckpt_saver *s, const ckpt_var *var)
+{
+    int err;
+    CKPT__CHECK_ARG(s);
+    if (!s->ops) { /* a wrapped saver's refusal comes first */
+        CKPT__CHECK_ARG(var);
+    }
+    err = add_var(s, var);
+    if (err < 0)
+        return ckpt__error_prefix(err, "saver %s", ckpt__saver_say(s));
+    return 0;
+}
+
 /* ---- naming ---------------------------------------------------------------
  */
 
 static int checkpoint_names(ckpt_saver *s, int64_t step, ckpt_buf *stored,
                             ckpt_buf *prefix)
 {
-    return ckpt__dir_state_checkpoint_name(
+    int err = ckpt__dir_state_checkpoint_name(
         &s->ds, s->basename, s->opts.pad_step_number, step, stored, prefix);
+    if (err < 0)
+        return ckpt__error_prefix(err, "saver %s", ckpt__saver_say(s));
+    return 0;
 }
 
 int64_t ckpt_checkpoint_step(const char *prefix)
@@ -725,7 +741,7 @@ static int saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s)
     CKPT__CHECK_ARG(s);
     err = ckpt__seconds_check(timeout_s, "wait", "timeout_s");
     if (err < 0)
-        return err;
+        return ckpt__error_prefix(err, "saver %s", ckpt__saver_say(s));
     timeout_s = ckpt__timeout_or_unbounded(timeout_s);
     if (s->ops)
         return s->ops->wait(s->ops_self, ticket, timeout_s);
@@ -785,8 +801,8 @@ static int saver_close(ckpt_saver *s, double timeout_s)
     int err;
     CKPT__CHECK_ARG(s);
     err = ckpt__seconds_check(timeout_s, "close", "timeout_s");
-    if (err < 0)
-        return err; /* still open */
+    if (err < 0) /* still open */
+        return ckpt__error_prefix(err, "saver %s", ckpt__saver_say(s));
     if (s->ops)
         return s->ops->close(s->ops_self, timeout_s);
     if (s->closed)

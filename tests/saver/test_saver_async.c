@@ -737,6 +737,8 @@ static void test_add_var_total_size_limit(void **state)
     assert_ckpt_error(ckpt_saver_add_var(s, &b), CKPT_EINVAL,
                       "add_var 'b': 2305843009213693952 bytes on top of the "
                       "2305843009213693952 already registered exceed");
+    /* naming the saver by its directory */
+    assert_non_null(strstr(ckpt_error_last()->message, f->dir));
     assert_true(ckpt_saver_staging_bytes(s) == UINT64_C(1) << 61);
     ckpt_saver_free(s);
 }

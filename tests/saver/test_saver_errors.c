@@ -326,10 +326,16 @@ static void test_nan_seconds_refused(void **state)
     o.keep_checkpoint_every_n_hours = 0;
     s = open_with(f, &o);
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
-    assert_ckpt_error(ckpt_saver_wait(s, 0, NAN), CKPT_EINVAL,
-                      "wait: timeout_s is NaN");
-    assert_ckpt_error(ckpt_saver_close(s, NAN), CKPT_EINVAL,
-                      "close: timeout_s is NaN");
+    {
+        /* naming the saver by its directory */
+        char want[4200];
+        snprintf(want, sizeof(want), "saver %s: wait: timeout_s is NaN",
+                 f->dir);
+        assert_ckpt_error(ckpt_saver_wait(s, 0, NAN), CKPT_EINVAL, want);
+        snprintf(want, sizeof(want), "saver %s: close: timeout_s is NaN",
+                 f->dir);
+        assert_ckpt_error(ckpt_saver_close(s, NAN), CKPT_EINVAL, want);
+    }
     /* still open; a timeout too long for a deadline means no limit */
     assert_ckpt_ok(ckpt_saver_wait(s, 0, 1e300));
     assert_ckpt_ok(ckpt_saver_save_async(s, 2, NULL));
