@@ -481,6 +481,56 @@ static void test_many_pieces_one_damaged(void **state)
     run_free(&r);
 }
 
+/* Every piece of a tensor of 300 damaged: the tensor and the first 100
+ * pieces are named (the first piece within the tensor's own message),
+ * then how many more; --json names each (it printed a line per piece). */
+static void test_many_pieces_all_damaged_said_in_bounds(void **state)
+{
+    bt_fixture *f = *state;
+    enum { PIECES = 300 };
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {.rank = 2, .dims = {2 * PIECES, 2}};
+    float v[4] = {1, 2, 3, 4};
+    uint8_t flip = 0x55;
+    size_t lines = 0;
+    int fd;
+    cli_run r;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
+    for (int p = 0; p < PIECES; p++) {
+        ckpt_slice_extent e[2] = {{2 * p, 2}, {0, CKPT_SLICE_FULL}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
+                                                    &full, e, v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    fd = open(f->data0, O_WRONLY);
+    assert_true(fd >= 0);
+    for (int p = 0; p < PIECES; p++)
+        assert_int_equal(pwrite(fd, &flip, 1, 16 * p + 1), 1);
+    assert_int_equal(close(fd), 0);
+    RUN_BOUNDED(r, "verify", f->prefix);
+    expect_status(&r, 1);
+    for (const char *at = r.err; (at = strstr(at, "checksum mismatch")); at++)
+        lines++;
+    assert_int_equal(lines, 1 + 100); /* m's own, then 100 pieces' */
+    expect_contains(r.err, ": 199 more damaged pieces of partitioned "
+                           "tensors, not named here (the first 100 are; "
+                           "--json names each)\n");
+    expect_contains(r.out, ": DAMAGED, 1 of 1 tensors\n");
+    run_free(&r);
+    RUN_BOUNDED(r, "verify", "--json", f->prefix);
+    expect_status(&r, 1);
+    {
+        json_object *root = json_tokener_parse(r.out);
+        assert_non_null(root);
+        assert_int_equal(
+            json_object_array_length(json_object_object_get(root, "damaged")),
+            PIECES + 1);
+        json_object_put(root);
+    }
+    run_free(&r);
+}
+
 /* A partitioned tensor of 512 GiB whose one piece holds 8 bytes. */
 static void test_partitioned_huge_full_shape(void **state)
 {
@@ -1080,6 +1130,7 @@ int main(void)
         T(test_partitioned_variant_not_checked),
         T(test_partitioned_strings_counted_once),
         T(test_many_pieces_one_damaged),
+        T(test_many_pieces_all_damaged_said_in_bounds),
         T(test_record_larger_than_memory),
         T(test_values_all_held_past_memory),
         T(test_partitioned_larger_than_memory),

@@ -47,8 +47,10 @@ const cli_command cli_cmd_verify = {
     "tensor is named on stderr, except those of a data file that cannot\n"
     "be opened (missing, unreadable, not a regular file): that file is\n"
     "named once, with its error and how many tensors it holds (--json\n"
-    "still lists each). Records whose checksum this tool cannot\n"
-    "compute (DT_VARIANT) are read but reported \"not checked\".\n"
+    "still lists each); past the first 100 damaged pieces of partitioned\n"
+    "tensors, only how many more there are. Records whose checksum this\n"
+    "tool cannot compute (DT_VARIANT) are read but reported \"not\n"
+    "checked\".\n"
     "Every byte is read once when nothing is damaged: each data file's\n"
     "fixed-size records (partitioned tensors' pieces among them) in one\n"
     "pass, front to back, the way a restore reads them, then the string\n"
@@ -174,8 +176,11 @@ static unsigned char *said_unopened(ckpt_bundle_reader *r, const char *prefix,
 /* The damage found, said once the check is done: a piece of a partitioned
  * tensor whose message the tensor's own already ends with (the tensor's
  * check reads its pieces) is not said again. Above DEDUP_MAX findings
- * every one is said (the comparison is quadratic). */
+ * every one is said (the comparison is quadratic). Past PIECE_LINES_MAX
+ * damaged pieces only their number is said (a tensor of 10^5 pieces, all
+ * damaged, printed 10^5 lines); --json lists each. */
 #define DEDUP_MAX 4096
+#define PIECE_LINES_MAX 100
 
 typedef struct finding {
     size_t index; /* the entry's, in key order */
@@ -202,13 +207,25 @@ static int said_by_another(const finding *f, size_t n, size_t k)
 static void say_findings(const ckpt_bundle_reader *r, const char *prefix,
                          finding *f, size_t n)
 {
+    size_t piece_lines = 0, pieces_unsaid = 0;
     for (size_t k = 0; k < n; k++) {
         ckpt_tensor_entry buf;
         if (said_by_another(f, n, k))
             continue;
+        if (f[k].slice_key && piece_lines == PIECE_LINES_MAX) {
+            pieces_unsaid++;
+            continue;
+        }
+        piece_lines += f[k].slice_key != 0;
         ckpt_error_set(f[k].code, "%s", f[k].msg);
         cli_tensor_error("verify", prefix, cli_entry(r, f[k].index, &buf));
     }
+    if (pieces_unsaid > 0)
+        cli_error("verify",
+                  "%s: %zu more damaged piece%s of partitioned tensors, not "
+                  "named here (the first %d are; --json names each)",
+                  prefix, pieces_unsaid, pieces_unsaid == 1 ? "" : "s",
+                  PIECE_LINES_MAX);
     for (size_t k = 0; k < n; k++)
         free(f[k].msg);
     free(f);
