@@ -78,6 +78,12 @@ static int agree(char **slot, const char **slot_from, const char *value,
         size_t m = is_path ? trimmed_len(*slot) : strlen(*slot);
         if (m == n && memcmp(*slot, value, n) == 0)
             return 0;
+        if (strcmp(from, *slot_from) == 0) /* two hooks' options, say */
+            return ckpt__error(CKPT_EINVAL,
+                               "%s '%s' disagrees with %s '%s', both from %s "
+                               "(two of them on one graph): a graph has one "
+                               "%s: set it in one place",
+                               what, value, what, *slot, from, what);
         return ckpt__error(CKPT_EINVAL,
                            "%s '%s' of %s disagrees with %s '%s' of %s: set "
                            "it in one place",

@@ -456,6 +456,26 @@ static void test_dirs_disagree_or_missing(void **state)
                       CKPT_EINVAL,
                       "set checkpoint_dir in the hook's options or the "
                       "session's");
+    /* Two checkpoint hooks, two directories: both settings come from hook
+     * options, which the message says (it read as one setting disagreeing
+     * with itself). */
+    {
+        ckpt_checkpoint_hook_options o2 = plain_hook(f, CKPT_SAVE_SYNC, 2);
+        ckpt_hook hooks[2];
+        snprintf(other, sizeof(other), "%s/other", f->root);
+        o.checkpoint_dir = f->ckdir;
+        o2.checkpoint_dir = other;
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[0], &o));
+        assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[1], &o2));
+        assert_ckpt_error(
+            ckpt_monitored_session_new(&ms, f->graph, hooks, 2, &so),
+            CKPT_EINVAL, "disagrees with checkpoint_dir");
+        assert_non_null(strstr(ckpt_error_last()->message,
+                               "both from the checkpoint hook options (two "
+                               "of them on one graph): a graph has one "
+                               "checkpoint_dir"));
+        assert_null(ms);
+    }
 }
 
 /* ---- 2. logging and skipped triggers ---------------------------------------
