@@ -99,7 +99,8 @@ typedef struct ckpt_save_result {
 /** Called once per save outcome, on the thread that calls save, save_async,
  *  poll, wait, close or free (never on the writer thread). It may call the
  *  saver (save, wait, close...) but not free it: ckpt_saver_free from here is
- *  refused (logged at ERROR; the saver stays, to be freed afterwards).
+ *  refused (logged at ERROR, on stderr when the saver has no log; the
+ *  saver stays, to be freed afterwards).
  *  Outcomes come in the order they happen, not in ticket order: under
  *  COALESCE a pending snapshot replaced by a newer one is reported
  *  (CKPT_ECANCELED) as it is replaced, which may be before the write that
@@ -413,7 +414,10 @@ ckpt_saver_wait(ckpt_saver *s, uint64_t ticket, double timeout_s);
 CKPT_EXTERN(int) ckpt_saver_close(ckpt_saver *s, double timeout_s);
 
 /** Free the saver, first closing it without a time limit if needed. NULL is
- *  ignored. */
+ *  ignored. Refused, the saver left as it is and the reason logged at
+ *  ERROR (on stderr when the saver has no log), from on_save_done, from a
+ *  log callback on the writer thread, or while another thread is inside a
+ *  call of this saver. */
 CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
 
 /** Restore every variable from the checkpoint `prefix`. Every variable is

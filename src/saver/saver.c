@@ -853,6 +853,19 @@ static void free_own(ckpt_saver *s)
     ckpt__free(s);
 }
 
+/* Say why free was refused (it returns nothing): through the saver's log,
+ * or on stderr when it has none, as a refused ckpt_hook_free does. */
+static void free_refused(const ckpt_saver *s)
+{
+    char msg[512];
+    if (s->opts.log) {
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "%s", ckpt_error_last()->message);
+    ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
+}
+
 void ckpt_saver_free(ckpt_saver *s)
 {
     int cancel;
@@ -866,7 +879,7 @@ void ckpt_saver_free(ckpt_saver *s)
     /* Another thread inside a call: freeing would pull the saver from
      * under it. Refused, the saver stays. */
     if (ckpt__saver_call_begin(s, "free") < 0) {
-        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
+        free_refused(s);
         return;
     }
     ckpt__saver_call_end(s);
@@ -877,7 +890,7 @@ void ckpt_saver_free(ckpt_saver *s)
                     "saver %s: free: called from on_save_done; free the "
                     "saver after the call that delivered it",
                     ckpt__saver_say(s));
-        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
+        free_refused(s);
         return;
     }
     /* Not cut short by a cancel: it joins the writer, a cancellation
