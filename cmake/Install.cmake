@@ -61,6 +61,12 @@ list(FIND CMAKE_C_IMPLICIT_LINK_DIRECTORIES "${CMAKE_INSTALL_FULL_LIBDIR}"
 if(_ckpt_libdir_implicit GREATER -1)
     set(CKPT_PC_RPATH "")
 endif()
+# A sanitizer build (CKPT_SANITIZER) puts its runtime into Libs: a program
+# linked without it dies at start ("ASan runtime does not come first").
+set(CKPT_PC_SANITIZER "")
+if(CKPT_SANITIZER_LINK_FLAG)
+    set(CKPT_PC_SANITIZER "${CKPT_SANITIZER_LINK_FLAG} ")
+endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt.pc.in"
                "${PROJECT_BINARY_DIR}/ckpt.pc" @ONLY)
 configure_file("${PROJECT_SOURCE_DIR}/cmake/ckpt-static.pc.in"

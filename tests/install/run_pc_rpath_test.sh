@@ -4,7 +4,8 @@
 # -Wl,-rpath,${libdir}; configured as a distribution does (/usr, libdir
 # lib/<multiarch>, a directory the compiler searches anyway) they do not,
 # since the RUNPATH it puts into every program built with it is refused
-# there (Debian's lintian: custom-library-search-path).
+# there (Debian's lintian: custom-library-search-path). A sanitizer
+# build's Libs start with the sanitizer's flag.
 # Usage: run_pc_rpath_test.sh SOURCE_DIR CMAKE CC
 set -euo pipefail
 if [ $# -ne 3 ]; then
@@ -46,3 +47,19 @@ got=$(libs usr -DCMAKE_INSTALL_PREFIX=/usr \
     -DCMAKE_INSTALL_LIBDIR="lib/$multiarch")
 [ "$got" = "$plain" ] || die "prefix /usr: Libs: $got"
 echo "ok: /usr/lib/$multiarch gets none"
+
+# A sanitizer build's libraries need its runtime first in a program's
+# link (without it the program dies at start: "ASan runtime does not come
+# first"): Libs carry the flag, in ckpt.pc and ckpt-static.pc alike.
+# shellcheck disable=SC2016
+got=$(libs asan -DCMAKE_INSTALL_PREFIX=/opt/ckpt -DCKPT_SANITIZER=address)
+[ "$got" = "-fsanitize=address,undefined $rpath" ] ||
+    die "CKPT_SANITIZER=address: Libs: $got"
+got=$(sed -n 's/^Libs: //p' "$tmp/asan/ckpt-static.pc")
+# shellcheck disable=SC2016
+[ "$got" = '-fsanitize=address,undefined ${libdir}/libckpt.a -lpthread' ] ||
+    die "CKPT_SANITIZER=address: ckpt-static.pc Libs: $got"
+got=$(libs tsan -DCMAKE_INSTALL_PREFIX=/opt/ckpt -DCKPT_SANITIZER=thread)
+[ "$got" = "-fsanitize=thread $rpath" ] ||
+    die "CKPT_SANITIZER=thread: Libs: $got"
+echo "ok: a sanitizer build's Libs link its runtime"
