@@ -29,7 +29,8 @@ typedef enum ckpt_error_code {
     CKPT_EOUT_OF_RANGE = -15, /**< input exhausted: a clean end */
     CKPT_EABORTED = -16,      /**< recoverable: re-create the session */
     CKPT_EUNAVAILABLE = -17,  /**< recoverable: re-create the session */
-    CKPT_EACCES = -18,        /**< permission denied */
+    CKPT_EACCES = -18,        /**< permission denied (EACCES, EPERM), or a
+                                   read-only file system (EROFS) */
     CKPT_ETIMEDOUT = -19,     /**< a wait ran past its timeout */
     CKPT_ESTOPITER = -20      /**< a step function asked to stop: a clean end */
 } ckpt_error_code;
