@@ -448,6 +448,24 @@ static void test_partitioned_strings_counted_once(void **state)
     free(other);
 }
 
+/* A float tensor "m" [2 * pieces, 2] of `pieces` pieces of two rows each
+ * (16 bytes of data apiece, piece p at offset 16 * p of the one data
+ * file). */
+static void write_row_pieces(const char *prefix, int pieces)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape full = {.rank = 2, .dims = {2 * (int64_t)pieces, 2}};
+    float v[4] = {1, 2, 3, 4};
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    for (int p = 0; p < pieces; p++) {
+        ckpt_slice_extent e[2] = {{2 * p, 2}, {0, CKPT_SLICE_FULL}};
+        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
+                                                    &full, e, v, sizeof(v)));
+    }
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+}
+
 /* A tensor of 20,000 pieces with one damaged: verify, finding damage,
  * checks each entry alone, and each piece's check used to walk its
  * tensor's whole list of slices (20,000 x 20,000 key encodings, past two
@@ -455,21 +473,10 @@ static void test_partitioned_strings_counted_once(void **state)
 static void test_many_pieces_one_damaged(void **state)
 {
     bt_fixture *f = *state;
-    enum { PIECES = 20000 };
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape full = {.rank = 2, .dims = {2 * PIECES, 2}};
-    float v[4] = {1, 2, 3, 4};
     uint8_t flip = 0x55;
     int fd;
     cli_run r;
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
-    for (int p = 0; p < PIECES; p++) {
-        ckpt_slice_extent e[2] = {{2 * p, 2}, {0, CKPT_SLICE_FULL}};
-        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
-                                                    &full, e, v, sizeof(v)));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
+    write_row_pieces(f->prefix, 20000);
     fd = open(f->data0, O_WRONLY);
     assert_true(fd >= 0);
     assert_int_equal(pwrite(fd, &flip, 1, 100), 1); /* in piece 6 */
@@ -488,21 +495,11 @@ static void test_many_pieces_all_damaged_said_in_bounds(void **state)
 {
     bt_fixture *f = *state;
     enum { PIECES = 300 };
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape full = {.rank = 2, .dims = {2 * PIECES, 2}};
-    float v[4] = {1, 2, 3, 4};
     uint8_t flip = 0x55;
     size_t lines = 0;
     int fd;
     cli_run r;
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, f->prefix, NULL));
-    for (int p = 0; p < PIECES; p++) {
-        ckpt_slice_extent e[2] = {{2 * p, 2}, {0, CKPT_SLICE_FULL}};
-        assert_ckpt_ok(ckpt_bundle_writer_add_slice(w, "m", CKPT_DT_FLOAT,
-                                                    &full, e, v, sizeof(v)));
-    }
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
+    write_row_pieces(f->prefix, PIECES);
     fd = open(f->data0, O_WRONLY);
     assert_true(fd >= 0);
     for (int p = 0; p < PIECES; p++)

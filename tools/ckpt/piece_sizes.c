@@ -1,41 +1,28 @@
 /* tools/ckpt/piece_sizes.c - a partitioned tensor's bytes (see
  * piece_sizes.h). The pieces' slice keys start with a 0 byte, so they come
  * first in the index, each tensor's together and in the order of the
- * tensors' names (ckpt_tensor_entry_piece). */
+ * tensors' names (piece_owner.h). */
 #include "piece_sizes.h"
 
 #include "cli.h"
+#include "piece_owner.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int name_cmp(const char *a, size_t na, const char *b, size_t nb)
-{
-    int c = memcmp(a, b, na < nb ? na : nb);
-    if (c != 0)
-        return c;
-    return na < nb ? -1 : na > nb;
-}
 
 /* Count piece `e`'s record toward its tensor's; a key that does not decode
  * belongs to no tensor. */
 static void add_piece(piece_sizes *t, const ckpt_tensor_entry *e)
 {
-    ckpt_buf name = CKPT_BUF_INIT;
-    size_t last = t->num > 0 ? t->num - 1 : 0;
-    int err = ckpt_tensor_entry_piece(&name, NULL, NULL, e);
-    if (err == CKPT_ENOMEM)
-        cli_out_of_memory();
-    if (err < 0) {
-        ckpt_error_clear();
-        ckpt_buf_dispose(&name);
+    size_t n = 0, last = t->num > 0 ? t->num - 1 : 0;
+    char *name = piece_owner(e, &n);
+    if (!name)
         return;
-    }
-    if (t->num > 0 && name_cmp(t->names[last], t->name_lens[last], name.ptr,
-                               name.size) == 0) {
+    if (t->num > 0 &&
+        piece_name_cmp(t->names[last], t->name_lens[last], name, n) == 0) {
         if (t->bytes[last] <= INT64_MAX - e->size)
             t->bytes[last] += e->size;
-        ckpt_buf_dispose(&name);
+        free(name);
         return;
     }
     if (t->num == t->cap) {
@@ -45,9 +32,8 @@ static void add_piece(piece_sizes *t, const ckpt_tensor_entry *e)
             cli_xrealloc(t->name_lens, t->cap * sizeof(*t->name_lens));
         t->bytes = cli_xrealloc(t->bytes, t->cap * sizeof(*t->bytes));
     }
-    /* an empty name left the buffer unallocated */
-    t->names[t->num] = name.ptr ? name.ptr : cli_xstrdup("");
-    t->name_lens[t->num] = name.size;
+    t->names[t->num] = name;
+    t->name_lens[t->num] = n;
     t->bytes[t->num++] = e->size;
 }
 
@@ -79,8 +65,8 @@ int64_t piece_sizes_entry_bytes(piece_sizes *t, const ckpt_bundle_reader *r,
     hi = t->num;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c =
-            name_cmp(t->names[mid], t->name_lens[mid], e->name, e->name_len);
+        int c = piece_name_cmp(t->names[mid], t->name_lens[mid], e->name,
+                               e->name_len);
         if (c == 0)
             return t->bytes[mid];
         if (c < 0)
