@@ -61,21 +61,22 @@ static json_object *find_difference(json_object *root, const char *name,
 
 /* Changes from the base checkpoint, one bit each. */
 enum {
-    MUT_F32 = 1 << 0,     /* f32[1]: -2.5 -> -2.4999 */
-    MUT_NAN = 1 << 1,     /* naninf[0]: another NaN payload */
-    MUT_NEGZERO = 1 << 2, /* zero[1]: +0 -> -0 */
-    MUT_I8 = 1 << 3,      /* i8[0]: -128 -> -127 */
-    MUT_HALF = 1 << 4,    /* half[0]: 1.5 -> 1.5009765625 */
-    MUT_BF16 = 1 << 5,    /* bf16[1]: 3.140625 -> 3.15625 */
-    MUT_C64 = 1 << 6,     /* c64[1]: imaginary 0.25 -> 0.2505 */
-    MUT_STR = 1 << 7,     /* str[1] */
-    MUT_DROP = 1 << 8,    /* no u16 */
-    MUT_EXTRA = 1 << 9,   /* an extra tensor "zz_extra" */
-    MUT_DTYPE = 1 << 10,  /* i64 stored as int32 */
-    MUT_SHAPE = 1 << 11,  /* f64 of shape [1, 2] */
-    MUT_I64 = 1 << 12,    /* i64[0]: INT64_MIN -> INT64_MAX */
-    MUT_F64 = 1 << 13,    /* f64[0]: 0.1 -> 0.1 + 2^-40 */
-    MUT_BOOL = 1 << 14    /* bool[1]: false -> true */
+    MUT_F32 = 1 << 0,      /* f32[1]: -2.5 -> -2.4999 */
+    MUT_NAN = 1 << 1,      /* naninf[0]: another NaN payload */
+    MUT_NEGZERO = 1 << 2,  /* zero[1]: +0 -> -0 */
+    MUT_I8 = 1 << 3,       /* i8[0]: -128 -> -127 */
+    MUT_HALF = 1 << 4,     /* half[0]: 1.5 -> 1.5009765625 */
+    MUT_BF16 = 1 << 5,     /* bf16[1]: 3.140625 -> 3.15625 */
+    MUT_C64 = 1 << 6,      /* c64[1]: imaginary 0.25 -> 0.2505 */
+    MUT_STR = 1 << 7,      /* str[1] */
+    MUT_DROP = 1 << 8,     /* no u16 */
+    MUT_EXTRA = 1 << 9,    /* an extra tensor "zz_extra" */
+    MUT_DTYPE = 1 << 10,   /* i64 stored as int32 */
+    MUT_SHAPE = 1 << 11,   /* f64 of shape [1, 2] */
+    MUT_I64 = 1 << 12,     /* i64[0]: INT64_MIN -> INT64_MAX */
+    MUT_F64 = 1 << 13,     /* f64[0]: 0.1 -> 0.1 + 2^-40 */
+    MUT_BOOL = 1 << 14,    /* bool[1]: false -> true */
+    MUT_BOOL_TWO = 1 << 15 /* bool[0]: stored byte 1 -> 2, still true */
 };
 
 static void write_checkpoint(const char *prefix, unsigned mut)
@@ -120,6 +121,8 @@ static void write_checkpoint(const char *prefix, unsigned mut)
         d[0] = 0.1 + ldexp(1.0, -40);
     if (mut & MUT_BOOL)
         b[1] = 1;
+    if (mut & MUT_BOOL_TWO)
+        b[0] = 2;
     assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
     assert_ckpt_ok(
         ckpt_bundle_writer_add(w, "f32", CKPT_DT_FLOAT, &s3, f, sizeof(f)));
@@ -391,6 +394,19 @@ static void test_tolerance(void **state)
 
 /* Bitwise by default: another NaN payload and -0 differ; --atol 0 takes
  * both NaNs and both zeros as equal. */
+/* A bool stored as byte 2 is true, as TensorFlow reads it: equal to one
+ * stored as 1 (--help: bools compare as read). */
+static void test_bool_compared_as_read(void **state)
+{
+    pair p = make_pair(MUT_BOOL_TWO);
+    cli_run r;
+    (void)state;
+    RUN_STATUS(r, 0, "diff", p.a, p.b);
+    expect_contains(r.out, ": equal, ");
+    run_free(&r);
+    pair_free(&p);
+}
+
 static void test_nan_and_negative_zero(void **state)
 {
     pair p = make_pair(MUT_NAN | MUT_NEGZERO);
@@ -705,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_changed_value),
         cmocka_unit_test(test_changed_values_every_kind),
         cmocka_unit_test(test_tolerance),
+        cmocka_unit_test(test_bool_compared_as_read),
         cmocka_unit_test(test_nan_and_negative_zero),
         cmocka_unit_test(test_missing_and_extra),
         cmocka_unit_test(test_dtype_and_shape),

@@ -4,7 +4,8 @@
  * same NaN and -0 differs from +0); with --atol X, floating-point values
  * (float32, float64, float16, bfloat16 and each component of complex64 and
  * complex128) are equal when |a - b| <= X or both are NaN, while integers,
- * bools, strings and the 8-bit float formats must still match exactly.
+ * strings and the 8-bit float formats must still match exactly (bools as
+ * the reader gives them: any non-zero byte is true).
  * A partitioned tensor (TensorFlow's slices, or a distributed checkpoint's
  * pieces) of a fixed-size dtype is compared by its assembled values,
  * however each side splits it (or does not), and its pieces' entries are
@@ -30,7 +31,9 @@ static const cli_option diff_options[] = {
      "             complex64/128) are equal when |a-b| <= X, or both NaN;\n"
      "             without it every value must be bitwise identical (NaN\n"
      "             equals the same NaN, -0 differs from +0). Integers,\n"
-     "             bools, strings and 8-bit floats always compare exactly.\n",
+     "             strings and 8-bit floats always compare exactly, bools\n"
+     "             as read (any non-zero byte is true, as TensorFlow\n"
+     "             reads it).\n",
      "a number >= 0, e.g. --atol=1e-6"},
     {"--json", NULL, NULL, 0,
      "  --json     print JSON: {\"a\", \"b\", \"a_outside_directory\",\n"
