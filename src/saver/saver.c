@@ -857,13 +857,11 @@ static void free_own(ckpt_saver *s)
  * or on stderr when it has none, as a refused ckpt_hook_free does. */
 static void free_refused(const ckpt_saver *s)
 {
-    char msg[512];
-    if (s->opts.log) {
-        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", ckpt_error_last()->message);
-        return;
-    }
-    snprintf(msg, sizeof(msg), "%s", ckpt_error_last()->message);
-    ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
+    const char *msg = ckpt_error_last()->message;
+    if (s->opts.log)
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
+    else /* the whole message: a copy into 512 bytes cut a long directory */
+        ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
 }
 
 void ckpt_saver_free(ckpt_saver *s)
