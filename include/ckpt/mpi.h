@@ -79,7 +79,11 @@ typedef struct ckpt_mpi_saver_options {
      *  docs/mpi.md). direct_io: as for ckpt_saver,
      *  each rank's data file is written with O_DIRECT where the file
      *  system allows it unless CKPT_DIRECT_IO_OFF.
-     *  `fs`, `clock`, `log` and the callbacks are per rank. */
+     *  `fs`, `clock`, `log`, the callbacks, direct_io, fence_from_start
+     *  and collective_timeout_s are per rank; basename, pad_step_number,
+     *  absolute_paths, max_to_keep, keep_checkpoint_every_n_hours and
+     *  busy_policy must be the same on every rank (open compares them with
+     *  rank 0's). */
     ckpt_saver_options base;
     /** Longest wait for the other ranks in any collective step, in seconds
      *  (0: 600), counted from when this rank starts waiting (the later of
@@ -110,12 +114,16 @@ ckpt_mpi_saver_options_init(ckpt_mpi_saver_options *opts, unsigned int version);
  *  makes an empty file in it that every rank looks for under its own `dir`,
  *  then removes it (a directory rank 0 cannot write to is not checked).
  *  Every rank gets the outcome: rank 0's, or the lowest rank's that does
- *  not see the file, naming both paths. A bad argument on some ranks only
+ *  not see the file, naming both paths, or whose options that must be
+ *  alike differ from rank 0's, naming the option and both values
+ *  (CKPT_EINVAL). A bad argument on some ranks only
  *  (a NULL `out` or `dir`, options that do not validate) is every rank's
  *  error too: such a rank still takes part, and every rank gets its
  *  error, naming the rank.
- *  @return 0, CKPT_ENOTFOUND (directory), CKPT_EINVAL (NULL argument,
- *          options; a rank's `dir` is not rank 0's), or an I/O error */
+ *  @return 0, CKPT_ENOTFOUND (directory; on a rank where it is missing or
+ *          not a directory), CKPT_EINVAL (NULL argument, options, options
+ *          unlike rank 0's; a rank's `dir` is not rank 0's), or an I/O
+ *          error */
 CKPT_EXTERN(int)
 ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
                     const ckpt_mpi_saver_options *opts);
@@ -136,7 +144,8 @@ ckpt_mpi_saver_add_replicated(ckpt_mpi_saver *s, const ckpt_var *var);
  *  say which piece this rank holds, and var->data (or the callbacks) hold
  *  that piece's elements row-major in the piece's own shape. Every rank
  *  registers one piece of every partitioned variable (an empty piece, with
- *  a zero length, when it holds none); together they must tile the global
+ *  a zero length and data NULL if it likes, when it holds none); together
+ *  they must tile the global
  *  shape exactly, which the first collective call checks.
  *  @return as ckpt_mpi_saver_add_replicated, CKPT_EINVAL for an extent
  *          outside the shape */
@@ -167,8 +176,9 @@ ckpt_mpi_saver_add_per_rank(ckpt_mpi_saver *s, const ckpt_var *var, int flags);
  *  Every rank gets the same outcome; the message names the tensor at
  *  fault and the rank whose registration differs or whose piece overlaps
  *  another (a hole, which no one rank leaves, is said as how many of the
- *  tensor's elements all ranks' pieces cover).
- *  @return 0, CKPT_EINVAL, CKPT_ESTATE (closed) */
+ *  tensor's elements all ranks' pieces cover). Allowed after close, as
+ *  the restores are.
+ *  @return 0, CKPT_EINVAL, CKPT_ESTATE (on the saver's own thread) */
 CKPT_EXTERN(int) ckpt_mpi_saver_check(ckpt_mpi_saver *s);
 
 /** Save every rank's part as `<dir>/<basename>-<step>` (collective, the
@@ -259,7 +269,8 @@ CKPT_EXTERN(int) ckpt_mpi_saver_poll(ckpt_mpi_saver *s, int *busy_out);
 CKPT_EXTERN(int) ckpt_mpi_saver_wait(ckpt_mpi_saver *s, double timeout_s);
 
 /** Finish the save in flight and stop the background thread (collective).
- *  Later saves, and a second close, return CKPT_ESTATE.
+ *  Later saves, and a second close, return CKPT_ESTATE; check and the
+ *  restores still work until free.
  *  @return as ckpt_mpi_saver_wait */
 CKPT_EXTERN(int) ckpt_mpi_saver_close(ckpt_mpi_saver *s);
 
@@ -353,7 +364,8 @@ CKPT_EXTERN(int) ckpt_mpi_saver_size(const ckpt_mpi_saver *s);
 /* ---- the standard hook and session over a distributed saver ------------- */
 
 /** The saver as a ckpt_saver handle (created at the first call; borrowed:
- *  it belongs to `s` and is freed with it, never ckpt_saver_free it) for
+ *  it belongs to `s` and is freed with it: ckpt_saver_free refuses it,
+ *  saying so on stderr, and leaves it as it is) for
  *  the library's checkpoint hook (ckpt_checkpoint_hook_options.saver) and
  *  monitored session (scaffold.saver, with checkpoint_dir set to the
  *  saver's directory). On every rank build the same hooks and session:

@@ -269,8 +269,26 @@ int ckpt__mpi_agree(ckpt_mpi_saver *s, MPI_Comm comm, int err,
                     const char *what);
 /* The end of open (mpi_shared_dir.c): rank 0's `err` (its opening of the
  * directory) and, when that succeeded, whether every rank's `dir` is rank
- * 0's, agreed on comm_ctl as ckpt__mpi_agree does. */
+ * 0's and its options are rank 0's (ckpt__mpi_options_compare), agreed on
+ * comm_ctl as ckpt__mpi_agree does. */
 int ckpt__mpi_open_agree(ckpt_mpi_saver *s, const char *dir, int err);
+
+/* The options every rank must give alike (mpi_options_agree.c), as rank 0
+ * sends them at open; `set` 0: rank 0 failed before, nothing to compare. */
+typedef struct ckpt__mpi_agreed {
+    int set;
+    int busy_policy;
+    int max_to_keep;
+    int pad_step_number;
+    int absolute_paths;
+    double keep_hours;
+    char basename[CKPT_BASENAME_MAX + 1];
+} ckpt__mpi_agreed;
+void ckpt__mpi_options_pack(const ckpt_mpi_saver *s, ckpt__mpi_agreed *out);
+/* CKPT_EINVAL naming the first option of this rank's that differs from
+ * rank 0's `root`, else 0 (also on rank 0, or when `root` is not set). */
+int ckpt__mpi_options_compare(const ckpt_mpi_saver *s,
+                              const ckpt__mpi_agreed *root);
 /* Rank 0 decided `err` (its last error the message); every rank returns
  * it. */
 int ckpt__mpi_bcast_outcome(ckpt_mpi_saver *s, MPI_Comm comm, int err,

@@ -686,6 +686,10 @@ static int restore_one(restore_ctx *c, const ckpt__mvar *v)
     int err;
     if (v->user.data)
         return read_value(c, v, v->user.data);
+    if (!v->user.write) { /* an empty piece given no data: nothing to fill */
+        char none;
+        return read_value(c, v, &none);
+    }
     tmp = ckpt__malloc(v->bytes ? (size_t)v->bytes : 1);
     if (!tmp)
         return ckpt__error_oom();

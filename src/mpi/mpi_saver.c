@@ -179,6 +179,10 @@ static int open_call(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
         err = open_on_root(s, dir);
     err = ckpt__mpi_open_agree(s, err == 0 ? dir : "", err);
     if (err < 0) {
+        /* Never used, so no rank has an agreement to complete: free makes
+         * no collective call (ranks whose busy_policy differs, refused
+         * just now, would make different ones). */
+        s->closed = 1;
         ckpt_mpi_saver_free(s);
         return err;
     }
@@ -255,7 +259,8 @@ static int check_call(ckpt_mpi_saver *s)
     int err;
     if (!s) /* named as the public call */
         return ckpt__error_null_arg("ckpt_mpi_saver_check", "s");
-    err = check_usable(s, "check");
+    /* Also after close, as the restores it precedes are. */
+    err = ckpt__mpi_refuse_worker(s, "check");
     if (err < 0)
         return err;
     return ckpt__mpi_check(s, NULL);
@@ -664,7 +669,8 @@ static void free_call(ckpt_mpi_saver *s)
     if (!s->closed)
         ckpt__mpi_busy_settle(s);
     ckpt__mpi_thread_stop(s);
-    ckpt_saver_free(s->handle);
+    if (s->handle)
+        ckpt__saver_ops_free(s->handle);
     if (s->comm_op != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm_op);
     if (s->comm_ctl != MPI_COMM_NULL)

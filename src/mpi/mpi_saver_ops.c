@@ -6,6 +6,7 @@
  * the others beyond completing a broadcast that every rank posted one step
  * earlier. */
 #include "mpi_internal.h"
+#include "saver/saver_ops.h"
 
 #include <string.h>
 
@@ -165,6 +166,7 @@ int ckpt_mpi_saver_as_saver(ckpt_mpi_saver *s, ckpt_saver **out)
         err = ckpt_saver_wrap(&s->handle, &mpi_saver_ops, s);
         if (err < 0)
             return err;
+        ckpt__saver_ops_set_owner(s->handle, "ckpt_mpi_saver_free");
     }
     *out = s->handle;
     return 0;

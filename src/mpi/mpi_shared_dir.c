@@ -3,7 +3,9 @@
  * every rank's data file into its own. Paths cannot say so (a relative
  * path, another mount point, a symbolic link), so rank 0 makes an empty
  * file there and every rank looks for it under its own path; then the
- * ranks agree on the outcome and rank 0 removes the file. The file is
+ * ranks agree on the outcome and rank 0 removes the file. Rank 0 sends its
+ * options with the file's name, for every rank to compare with its own
+ * (mpi_options_agree.c). The file is
  * named as a save's temporary file ("<basename>.ranks.tempstate<hex>"), so
  * the next open removes it if the job dies between the two. A directory
  * rank 0 cannot write to (opened to restore only) is not checked. */
@@ -14,10 +16,11 @@
 #include <string.h>
 
 /* What rank 0 tells the others: the file's name in the directory (empty:
- * nothing to check) and its own path, for the message. */
+ * nothing to check), its own path, for the message, and its options. */
 typedef struct shared_dir_note {
     char marker[256];
     char dir0[768];
+    ckpt__mpi_agreed opts;
 } shared_dir_note;
 
 /* Rank 0: make the file, its name into note->marker (left empty when the
@@ -51,6 +54,7 @@ static int see_marker(ckpt_mpi_saver *s, const char *dir,
                       const shared_dir_note *note)
 {
     ckpt_buf path = CKPT_BUF_INIT;
+    int listed;
     int err = ckpt__path_join(&path, dir, note->marker);
     if (err == 0) {
         err = ckpt__fs_exists(s->fs, path.ptr);
@@ -60,6 +64,18 @@ static int see_marker(ckpt_mpi_saver *s, const char *dir,
                 "mpi saver %s: no such directory on this rank (rank 0 opened "
                 "%s); open the saver on one directory every rank shares",
                 dir, note->dir0);
+        else if (err == 0 &&
+                 (listed = ckpt__saver_check_dir(s->fs, dir, s->basename)) < 0)
+            err = listed == CKPT_ENOTFOUND
+                      ? ckpt__error(CKPT_ENOTFOUND,
+                                    "mpi saver %s: not a directory on this "
+                                    "rank (rank 0 opened %s); open the saver "
+                                    "on one directory every rank shares",
+                                    dir, note->dir0)
+                      : ckpt__error_prefix(listed,
+                                           "mpi saver %s: on this rank (rank "
+                                           "0 opened %s)",
+                                           dir, note->dir0);
         else if (err == 0)
             err = ckpt__error(
                 CKPT_EINVAL,
@@ -83,11 +99,14 @@ int ckpt__mpi_open_agree(ckpt_mpi_saver *s, const char *dir, int err)
         if (s->rank == 0 && err == 0) {
             make_marker(s, dir, &note);
             snprintf(note.dir0, sizeof(note.dir0), "%s", dir);
+            ckpt__mpi_options_pack(s, &note.opts);
         }
         MPI_Ibcast(&note, (int)sizeof(note), MPI_BYTE, 0, s->comm_ctl, &req);
         ckpt__mpi_wait_all(s, &req, 1, "opening the saver");
         if (err == 0 && note.marker[0])
             err = see_marker(s, dir, &note);
+        if (err == 0)
+            err = ckpt__mpi_options_compare(s, &note.opts);
     }
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "opening the saver");
     if (s->rank == 0 && note.marker[0]) { /* every rank has looked */

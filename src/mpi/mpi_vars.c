@@ -69,15 +69,6 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
     if (err < 0) /* keeps the reason: the rank or the dim */
         return ckpt__error_prefix(err, "mpi saver %s: variable '%s'", dir,
                                   var->name);
-    if (!var->data && !(var->read && var->write))
-        return ckpt__error(
-            CKPT_EINVAL,
-            "mpi saver %s: variable '%s': %s; give it data or both callbacks "
-            "(the distributed saver restores every variable it saves)",
-            dir, var->name,
-            var->read    ? "a read callback without data or a write callback"
-            : var->write ? "a write callback without data or a read callback"
-                         : "no data and no read/write callbacks");
     if (ckpt__name_index_find(&s->names, var->name) != SIZE_MAX)
         return ckpt__error(CKPT_EEXISTS,
                            "mpi saver %s: variable '%s' is already "
@@ -85,6 +76,25 @@ static int check_var(const ckpt_mpi_saver *s, const ckpt_var *var)
                            "kind",
                            dir, var->name);
     return 0;
+}
+
+/* Data or both callbacks, unless this rank's part is an empty piece of a
+ * partitioned variable (nothing to copy or fill). */
+static int check_data(const ckpt_mpi_saver *s, const ckpt__mvar *v)
+{
+    const ckpt_var *var = &v->user;
+    if (var->data || (var->read && var->write) ||
+        (v->kind == CKPT__MPI_PARTITIONED && v->bytes == 0))
+        return 0;
+    return ckpt__error(
+        CKPT_EINVAL,
+        "mpi saver %s: variable '%s': %s; give it data or both callbacks "
+        "(the distributed saver restores every variable it saves); only an "
+        "empty piece of a partitioned variable may have neither",
+        s->ds.dir, var->name,
+        var->read    ? "a read callback without data or a write callback"
+        : var->write ? "a write callback without data or a read callback"
+                     : "no data and no read/write callbacks");
 }
 
 static int has_no_elements(const ckpt_shape *shape)
@@ -183,12 +193,15 @@ int ckpt__mpi_add_var(ckpt_mpi_saver *s, int kind, const ckpt_var *var,
         err = ckpt__buf_set(&v->key, v->name);
     if (err == 0)
         err = ckpt_tensor_byte_size(&bytes, v->dtype, &v->local);
+    if (err == 0) {
+        v->bytes = (uint64_t)bytes;
+        err = check_data(s, v);
+    }
     if (err < 0) {
         ckpt__free(v->name);
         ckpt_buf_dispose(&v->key);
         return err;
     }
-    v->bytes = (uint64_t)bytes;
     /* Replicated: decided by the check. An empty piece stores nothing; a
      * tensor of no elements is stored by rank 0. */
     v->owned = kind == CKPT__MPI_PER_RANK ||

@@ -858,7 +858,9 @@ static void free_own(ckpt_saver *s)
 static void free_refused(const ckpt_saver *s)
 {
     const char *msg = ckpt_error_last()->message;
-    if (s->opts.log)
+    if (s->ops && s->owner_free) /* the owner's log is its own */
+        ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
+    else if (s->opts.log)
         CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "%s", msg);
     else /* the whole message: a copy into 512 bytes cut a long directory */
         ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
@@ -869,6 +871,16 @@ void ckpt_saver_free(ckpt_saver *s)
     int cancel;
     if (!s)
         return;
+    /* A handle another saver owns and frees with itself (the distributed
+     * saver's): freeing it here would leave that saver to free it again. */
+    if (s->ops && s->owner_free) {
+        ckpt__error(CKPT_ESTATE,
+                    "ckpt_saver_free: this handle belongs to the saver it "
+                    "was taken from; %s frees both: call that instead",
+                    s->owner_free);
+        free_refused(s);
+        return;
+    }
     /* From a log callback on the writer thread: freeing would join the
      * thread from itself. Refused (logged through the error slot), the
      * saver stays as it is. */

@@ -463,6 +463,9 @@ struct ckpt_saver {
     /* A handle of ckpt_saver_wrap: everything else is unused (saver_ops.c) */
     const ckpt_saver_ops *ops;
     void *ops_self;
+    /* A handle its owner frees (ckpt__saver_ops_set_owner): the call that
+     * does, which ckpt_saver_free names when refusing it. */
+    const char *owner_free;
     long pid; /* the process that opened it (a fork()ed child is refused) */
     /* The thread inside a call that drives the saver (save, save_async,
      * poll, wait, close, restore, fence), 0 when none, and how deep (an

@@ -57,6 +57,11 @@ int ckpt__saver_ops_saves_var(const ckpt_saver *s, const char *name,
     return s->ops->saves_var(s->ops_self, name, data) ? 1 : 0;
 }
 
+void ckpt__saver_ops_set_owner(ckpt_saver *s, const char *owner_free)
+{
+    s->owner_free = owner_free;
+}
+
 void ckpt__saver_ops_free(ckpt_saver *s)
 {
     if (s->ops->release)

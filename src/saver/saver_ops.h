@@ -55,4 +55,10 @@ void ckpt__saver_options_copy(ckpt_saver_options *dst,
 /* Free a wrapped saver's handle (after its release). */
 void ckpt__saver_ops_free(ckpt_saver *s);
 
+/* Mark the wrapped handle `s` as freed by its owner through `owner_free`
+ * (a call's name, e.g. "ckpt_mpi_saver_free"): ckpt_saver_free then
+ * refuses it, naming that call, and the owner frees it with
+ * ckpt__saver_ops_free. */
+void ckpt__saver_ops_set_owner(ckpt_saver *s, const char *owner_free);
+
 #endif

@@ -364,6 +364,99 @@ static void test_other_directory_refused(void **state)
     free(same);
 }
 
+/* A regular file where rank 0 has its directory: "this is not rank 0's
+ * checkpoint directory" once, with CKPT_EINVAL; the header promises
+ * CKPT_ENOTFOUND for a directory that is not one, and says so. */
+static void test_file_for_directory_on_one_rank(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    char *file = test_path(f->dir, "a-file");
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    char want[4400];
+    if (test_size() == 1) {
+        free(file);
+        return;
+    }
+    if (test_rank() == 0) {
+        FILE *fp = fopen(file, "w");
+        assert_non_null(fp);
+        fclose(fp);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    snprintf(want, sizeof(want),
+             "rank %d: mpi saver %s: not a directory on this rank (rank 0 "
+             "opened %s)",
+             victim, file, f->dir);
+    assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD,
+                                          test_rank() == victim ? file : f->dir,
+                                          &o),
+                      CKPT_ENOTFOUND, want);
+    assert_null(s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+    free(file);
+}
+
+/* Options that decide what every rank does, different on one rank: a
+ * busy_policy of WAIT against SKIP left the ranks in different collectives
+ * at the next busy trigger until the collective timeout aborted the job,
+ * and a basename or pad_step_number told that rank a prefix no file has.
+ * Now the open fails on every rank, naming the option, both values and
+ * the rank; the same options (max_to_keep 0 is the default 5) open. */
+static void test_options_that_differ_refused(void **state)
+{
+    fixture *f = *state;
+    int victim = test_size() - 1;
+    static const char *const wants[] = {
+        "basename is 'other.ckpt' on this rank but 'model.ckpt' on rank 0",
+        "pad_step_number is 1 on this rank but 0 on rank 0",
+        "absolute_paths is 1 on this rank but 0 on rank 0",
+        "max_to_keep is 3 on this rank but 5 on rank 0",
+        "keep_checkpoint_every_n_hours is 0.5 on this rank but 0 on rank 0",
+        "busy_policy is CKPT_BUSY_WAIT on this rank but CKPT_BUSY_SKIP on "
+        "rank 0",
+    };
+    ckpt_mpi_saver *s = NULL;
+    if (test_size() == 1)
+        return;
+    for (int c = 0; c < 6; c++) {
+        ckpt_mpi_saver_options o = test_mpi_options();
+        char want[4400];
+        if (test_rank() == victim) {
+            if (c == 0)
+                o.base.basename = "other.ckpt";
+            else if (c == 1)
+                o.base.pad_step_number = 1;
+            else if (c == 2)
+                o.base.absolute_paths = 1;
+            else if (c == 3)
+                o.base.max_to_keep = 3;
+            else if (c == 4)
+                o.base.keep_checkpoint_every_n_hours = 0.5;
+            else
+                o.base.busy_policy = CKPT_BUSY_WAIT;
+        }
+        snprintf(want, sizeof(want), "rank %d: mpi saver %s: %s", victim,
+                 f->dir, wants[c]);
+        assert_ckpt_error(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o),
+                          CKPT_EINVAL, want);
+        assert_null(s);
+    }
+    {
+        ckpt_mpi_saver_options o = test_mpi_options();
+        if (test_rank() == victim)
+            o.base.max_to_keep = 5; /* rank 0 leaves it 0: the default */
+        assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, f->dir, &o));
+        ckpt_mpi_saver_free(s);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(count_files_in(f->dir, "tempstate"), 0);
+}
+
 /* A bad argument on one rank only (options that do not validate, a NULL
  * directory, a NULL out): that rank returned at once while the others
  * waited for it in open's agreement until their timeout aborted the job
@@ -1574,6 +1667,63 @@ static void test_save_without_variables(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A rank holding none of a partitioned tensor registers an empty piece:
+ * with data NULL that was refused ("no data and no read/write callbacks"),
+ * and the other ranks' next save then failed on the missing piece. Now an
+ * empty piece (and a tensor of no elements) needs no data; a piece with
+ * elements still does. Saved sync and async, restored; check and restore
+ * also work after close, as the header says. */
+static void test_empty_piece_needs_no_data(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float keep[8];
+    int mine = test_rank() == 0;
+    ckpt_var v, none, bad;
+    ckpt_slice_extent ev[2] = {{mine ? 0 : 4, mine ? 4 : 0},
+                               {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent en[2] = {{0, 0}, {0, CKPT_SLICE_FULL}};
+    ckpt_slice_extent eb[1] = {{0, 1}};
+    memcpy(keep, rows, sizeof(rows));
+    memset(&v, 0, sizeof(v));
+    v.name = "rows";
+    v.dtype = CKPT_DT_FLOAT;
+    v.shape.rank = 2;
+    v.shape.dims[0] = 4;
+    v.shape.dims[1] = 2;
+    v.data = mine ? rows : NULL;
+    none = v;
+    none.name = "nothing";
+    none.shape.dims[0] = 0;
+    none.data = NULL;
+    bad = v;
+    bad.name = "bad";
+    bad.shape.rank = 1;
+    bad.shape.dims[0] = 1;
+    bad.data = NULL;
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &v, ev));
+    assert_ckpt_ok(ckpt_mpi_saver_add_partitioned(s, &none, en));
+    assert_ckpt_error(ckpt_mpi_saver_add_partitioned(s, &bad, eb), CKPT_EINVAL,
+                      "variable 'bad': no data and no read/write callbacks");
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 2, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_wait(s, -1));
+    memset(rows, 0, sizeof(rows));
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    if (mine)
+        assert_memory_equal(rows, keep, sizeof(rows));
+    assert_ckpt_ok(ckpt_mpi_saver_close(s));
+    assert_ckpt_ok(ckpt_mpi_saver_check(s));
+    memset(rows, 0, sizeof(rows));
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, NULL));
+    if (mine)
+        assert_memory_equal(rows, keep, sizeof(rows));
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 3, NULL), CKPT_ESTATE,
+                      "save after close");
+    ckpt_mpi_saver_free(s);
+}
+
 /* A partitioned tensor of no elements ([0, 4] and [3 * ranks, 0], split
  * by rows) is stored once, whole, with its shape, and restores: once it
  * was left out of the checkpoint, which then did not restore. */
@@ -2316,11 +2466,17 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_save_without_variables, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_empty_piece_needs_no_data, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_empty_partitioned_tensor, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_checksum_probing_snapshots_verify,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_step_warns_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_for_directory_on_one_rank,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_options_that_differ_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_other_directory_refused, setup,
                                         teardown),
