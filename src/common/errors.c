@@ -81,9 +81,39 @@ void ckpt_error_clear(void)
     last_message[0] = '\0';
 }
 
+/* Keep the start and the end of the `len` bytes of `full` in
+ * last_message around "... (N bytes cut) ...": a message longer than the
+ * room (long paths in it) still ends with what happened. */
+static void keep_both_ends(const char *full, size_t len)
+{
+    const size_t room = MESSAGE_MAX - 1, tail = room / 4;
+    const size_t head = room - tail - 48; /* 48: the mark's room */
+    char mark[48];
+    size_t m = (size_t)snprintf(mark, sizeof(mark), "... (%zu bytes cut) ...",
+                                len - head - tail);
+    memcpy(last_message, full, head);
+    memcpy(last_message + head, mark, m);
+    memcpy(last_message + head + m, full + len - tail, tail);
+    last_message[head + m + tail] = '\0';
+}
+
 int ckpt__error_v(int code, const char *fmt, va_list ap)
 {
-    vsnprintf(last_message, sizeof(last_message), fmt, ap);
+    va_list again;
+    int n;
+    va_copy(again, ap);
+    n = vsnprintf(last_message, sizeof(last_message), fmt, ap);
+    if (n >= (int)sizeof(last_message)) {
+        /* cut in the middle, not at the end (without the memory for the
+         * whole message: at the end, as vsnprintf left it) */
+        char *full = ckpt__malloc((size_t)n + 1);
+        if (full) {
+            vsnprintf(full, (size_t)n + 1, fmt, again);
+            keep_both_ends(full, (size_t)n);
+            ckpt__free(full);
+        }
+    }
+    va_end(again);
     ckpt__make_printable(last_message, sizeof(last_message));
     last_error.code = code;
     return code;

@@ -178,24 +178,51 @@ static void test_overlong_context_is_cut_in_the_middle(void **state)
     free(big);
 }
 
+/* A message formatted longer than the buffer (a long path named three
+ * times) lost its end, which says what happened: "... cannot be looked up:
+ * File name too long" never showed. Now its middle gives way. */
+static void test_overlong_message_keeps_its_end(void **state)
+{
+    char *p = long_path(CKPT__ERROR_MESSAGE_MAX / 2, 'p');
+    const char *msg;
+    (void)state;
+    ckpt__error(CKPT_ENOTFOUND,
+                "%s: no such checkpoint (no %s.index), and the name %s "
+                "itself cannot be looked up: File name too long",
+                p, p, p);
+    msg = ckpt_error_last()->message;
+    assert_true(strlen(msg) < CKPT__ERROR_MESSAGE_MAX);
+    assert_true(strlen(msg) > CKPT__ERROR_MESSAGE_MAX - 100);
+    assert_memory_equal(msg, p, 100);
+    assert_non_null(strstr(msg, " bytes cut) ..."));
+    assert_true(ends_with(msg, "cannot be looked up: File name too long"));
+    /* one that fits is as formatted */
+    ckpt__error(CKPT_EIO, "%.100s: short", p);
+    assert_int_equal(strlen(ckpt_error_last()->message), 107);
+    ckpt_error_clear();
+    free(p);
+}
+
 /* A saved error survives a failing cleanup step and comes back whole, even
  * when the message fills the buffer; a saved "no error" restores to none. */
 static void test_error_save_restore(void **state)
 {
     char long_name[CKPT__ERROR_MESSAGE_MAX + 100];
     ckpt__saved_error saved;
+    size_t full;
     (void)state;
     memset(long_name, 'n', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
     ckpt__error(CKPT_ENOSPC, "write %s", long_name);
+    full = strlen(ckpt_error_last()->message); /* cut in its middle */
+    assert_true(full > CKPT__ERROR_MESSAGE_MAX - 64);
     ckpt__error_save(&saved);
     assert_int_equal(saved.code, CKPT_ENOSPC);
     ckpt__error(CKPT_EIO, "cleanup failed");
     assert_int_equal(ckpt__error_restore(&saved), CKPT_ENOSPC);
     assert_int_equal(ckpt_error_last()->code, CKPT_ENOSPC);
     assert_int_equal(strncmp(ckpt_error_last()->message, "write nnnn", 10), 0);
-    assert_int_equal(strlen(ckpt_error_last()->message),
-                     CKPT__ERROR_MESSAGE_MAX - 1);
+    assert_int_equal(strlen(ckpt_error_last()->message), full);
 
     ckpt_error_clear();
     ckpt__error_save(&saved);
@@ -299,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_last_error_is_per_thread),
         cmocka_unit_test(test_long_paths_keep_the_error),
         cmocka_unit_test(test_overlong_context_is_cut_in_the_middle),
+        cmocka_unit_test(test_overlong_message_keeps_its_end),
         cmocka_unit_test(test_error_save_restore),
         cmocka_unit_test(test_check_arg),
         cmocka_unit_test(test_messages_are_printable),
