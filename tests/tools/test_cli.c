@@ -810,8 +810,8 @@ static void test_help_and_version(void **state)
          ""},
         {{"help", "verify", NULL},
          0,
-         "2 on a usage error or a PATH that cannot be read (a prefix with no\n"
-         "index).\n",
+         "2 on a usage error, a PATH that cannot be read (a prefix with no\n"
+         "index), or memory or file descriptors this machine lacks",
          ""},
         {{"help", "repack", NULL},
          0,

@@ -387,9 +387,22 @@ static int sole_index_prefix(char **out, const char *cmd, const char *dir)
         return 0;
     }
     free(found);
-    if (count == 0)
-        cli_error(cmd, "%s: no checkpoint state file and no .index file", dir);
-    else
+    if (count == 0) {
+        /* a checkpoint beside it of the directory's name, which the
+         * directory hides (a directory is read first, as TensorFlow does) */
+        char *index = cli_index_path(dir);
+        struct stat st;
+        if (stat(index, &st) == 0)
+            cli_error(cmd,
+                      "%s: no checkpoint state file and no .index file; "
+                      "%s exists: give that file's name to read the "
+                      "checkpoint %s, which the directory of that name hides",
+                      dir, index, dir);
+        else
+            cli_error(cmd, "%s: no checkpoint state file and no .index file",
+                      dir);
+        free(index);
+    } else
         cli_error(cmd,
                   "%s: no checkpoint state file and %d .index files; name "
                   "one prefix",
@@ -437,7 +450,8 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         ckpt_buf latest = CKPT_BUF_INIT;
         char *state = cli_join(path, CKPT_STATE_FILENAME);
-        int have_state = stat(state, &st) == 0;
+        /* one that cannot be looked up (a loop) is read, and fails */
+        int have_state = stat(state, &st) == 0 || errno != ENOENT;
         int err;
         free(state);
         if (!have_state)
@@ -486,7 +500,10 @@ int cli_resolve_named_prefix(char **out, int *named, int *outside,
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return cli_resolve_prefix(out, cmd, path);
     state_path = cli_join(path, CKPT_STATE_FILENAME);
-    have_state = stat(state_path, &st) == 0;
+    /* a state file that is there but cannot be looked up (a symbolic link
+     * that loops) is read, and fails as the library's readers fail on it,
+     * not taken for no state file */
+    have_state = stat(state_path, &st) == 0 || errno != ENOENT;
     free(state_path);
     if (!have_state)
         return cli_resolve_prefix(out, cmd, path);

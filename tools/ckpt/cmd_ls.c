@@ -7,6 +7,7 @@
 /* realpath is XSI: asked for before cli.h includes any system header. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "ls_paths.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,7 +45,8 @@ const cli_command cli_cmd_ls = {
     "step (from a trailing -<digits>), bytes (index and data files) and time\n"
     "(the state file's timestamp, else the index file's mtime, in UTC), and\n"
     "marks the latest; a checkpoint the state file lists twice (the same\n"
-    "path, or relative and absolute) is listed once, at its later place.\n"
+    "path, also when spelled with extra \"./\" or \"//\", or relative and\n"
+    "absolute) is listed once, at its later place.\n"
     "A checkpoint with more than one data file (a sharded\n"
     "or distributed save: <prefix>.data-<r>-of-<N>) has its data files\n"
     "listed under it, one line each: shard, file name and bytes.\n"
@@ -70,8 +72,9 @@ const cli_command cli_cmd_ls = {
     "command meant (ckpt ls of its directory, ckpt inspect of it).\n"
     "DIR/checkpoint is read once (the latest is chosen from that read, so\n"
     "a save replacing it meanwhile cannot leave no row marked latest) and\n"
-    "DIR is listed once (and once each subdirectory of it the state file\n"
-    "names); each checkpoint's files are then looked up. A path ending in\n"
+    "DIR is listed once (and once each directory under it the state\n"
+    "file's paths lead to, whatever the paths and links that lead there);\n"
+    "each checkpoint's files are then looked up. A path ending in\n"
     "'/' is not a checkpoint prefix, nor is an empty one (\"empty path\");\n"
     "for a checkpoint outside DIR only its index is looked up. Names are\n"
     "printed with control bytes as \\xHH.\n\n",
@@ -91,9 +94,14 @@ static char *join(const char *dir, const char *name)
     return cli_join(dir, name);
 }
 
+/* The path a stored one names, tidied (ls_path_tidy): one spelling of
+ * each, so that one directory is one group of rows. */
 static char *resolve(const char *dir, const char *path)
 {
-    return path[0] == '/' ? cli_xstrdup(path) : join(dir, path);
+    char *joined = path[0] == '/' ? cli_xstrdup(path) : join(dir, path);
+    char *tidy = ls_path_tidy(joined);
+    free(joined);
+    return tidy;
 }
 
 /* ---- directory listings -------------------------------------------------- */
@@ -488,20 +496,11 @@ static void copy_scan(ckpt_row *to, const ckpt_row *from)
     }
 }
 
-/* Scan rows[first..end) (sorted, one parent directory). */
+/* Scan rows[first..end) (sorted, one parent path), whose directory is at
+ * `place` and listed in `l` (NULL: not listed). */
 static void scan_group(ckpt_row **rows, size_t first, size_t end,
-                       const char *dir, const char *dir_real,
-                       dir_listing *dir_files)
+                       enum cli_dir_place place, dir_listing *l)
 {
-    enum cli_dir_place place =
-        cli_dir_place(rows[first]->parent, dir, dir_real);
-    dir_listing other = {NULL, 0, NULL, 0};
-    dir_listing *l = NULL;
-    if (place == CLI_DIR_SAME)
-        l = dir_files;
-    else if (place == CLI_DIR_INSIDE &&
-             list_dir(&other, rows[first]->parent) == 0)
-        l = &other; /* a directory under DIR: listed once for all its rows */
     for (size_t i = first; i < end; i++) {
         ckpt_row *r = rows[i];
         if (r->base[0] == '\0')
@@ -518,23 +517,52 @@ static void scan_group(ckpt_row **rows, size_t first, size_t end,
         else
             snprintf(r->problem, sizeof(r->problem), "missing index");
     }
-    free_listing(&other);
 }
 
-/* Scan every row: rows are grouped by directory, each directory is
- * resolved once, DIR's listing serves the rows in DIR, a directory under
- * DIR is listed once, and a checkpoint outside DIR has only its index
- * looked at. O(n log n) in the rows plus the files listed. */
+/* The rows of one parent path, and the directory it leads to. */
+typedef struct row_group {
+    size_t first, end; /* into the rows sorted by parent */
+    int found;         /* the directory was there (dev, ino set) */
+    dev_t dev;
+    ino_t ino;
+} row_group;
+
+static int by_directory(const void *a, const void *b)
+{
+    const row_group *x = a, *y = b;
+    if (x->found != y->found)
+        return x->found - y->found;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+static int same_directory(const row_group *x, const row_group *y)
+{
+    return x->found && y->found && x->dev == y->dev && x->ino == y->ino;
+}
+
+/* Scan every row: rows are grouped by parent path and the groups by the
+ * directory they lead to (symbolic links followed), each directory is
+ * placed once, DIR's listing serves the rows in DIR, a directory under
+ * DIR is listed once whatever the paths that lead to it, and a checkpoint
+ * outside DIR has only its index looked at. O(n log n) in the rows plus
+ * the files listed. */
 static void scan_rows(ckpt_row *rows, size_t nrows, const char *dir,
                       dir_listing *dir_files)
 {
     ckpt_row **order;
+    row_group *groups;
+    size_t ngroups = 0;
     char *dir_real = realpath(dir, NULL);
     if (nrows == 0) {
         free(dir_real);
         return;
     }
     order = cli_xmalloc(nrows * sizeof(*order));
+    groups = cli_xcalloc(nrows, sizeof(*groups));
     for (size_t i = 0; i < nrows; i++) {
         split_path(&rows[i]);
         parse_step(&rows[i]);
@@ -542,12 +570,42 @@ static void scan_rows(ckpt_row *rows, size_t nrows, const char *dir,
     }
     qsort(order, nrows, sizeof(*order), by_parent_then_base);
     for (size_t first = 0, end; first < nrows; first = end) {
+        struct stat sb;
+        row_group *g = &groups[ngroups++];
         for (end = first + 1; end < nrows && strcmp(order[end]->parent,
                                                     order[first]->parent) == 0;
              end++)
             ;
-        scan_group(order, first, end, dir, dir_real, dir_files);
+        g->first = first;
+        g->end = end;
+        if (stat(order[first]->parent, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            g->found = 1;
+            g->dev = sb.st_dev;
+            g->ino = sb.st_ino;
+        }
     }
+    qsort(groups, ngroups, sizeof(*groups), by_directory);
+    for (size_t k = 0, next; k < ngroups; k = next) {
+        enum cli_dir_place place =
+            cli_dir_place(order[groups[k].first]->parent, dir, dir_real);
+        dir_listing other = {NULL, 0, NULL, 0};
+        dir_listing *l = NULL;
+        for (next = k + 1;
+             next < ngroups && same_directory(&groups[k], &groups[next]);
+             next++)
+            ;
+        if (!groups[k].found) /* each on its own: nothing to share */
+            next = k + 1;
+        if (place == CLI_DIR_SAME)
+            l = dir_files;
+        else if (place == CLI_DIR_INSIDE &&
+                 list_dir(&other, order[groups[k].first]->parent) == 0)
+            l = &other;
+        for (size_t j = k; j < next; j++)
+            scan_group(order, groups[j].first, groups[j].end, place, l);
+        free_listing(&other);
+    }
+    free(groups);
     free(order);
     free(dir_real);
 }
@@ -862,30 +920,52 @@ static void drop_repeated_rows(ckpt_row *rows, size_t *n)
 }
 
 /* Rows for every listed path (model_checkpoint_path too if the list lacks
- * it), each path once, with the latest marked. */
+ * it), each path once, with the latest marked. A path the list spells
+ * again later (the same, or "./" and "//" apart) is dropped before its row
+ * is made, so a list repeating one path costs a copy of the list, not a
+ * row and a joined path each; then relative and absolute spellings of one
+ * path are made one (drop_repeated_rows). */
 static ckpt_row *make_rows(const ckpt_state *st, const char *dir,
                            const char *latest, size_t *n_out)
 {
-    size_t n = st->num_paths;
+    size_t n = st->num_paths, total, made = 0;
     int append = 1;
+    const char **stored;
+    unsigned char *keep;
+    char *latest_path = latest ? ls_path_tidy(latest) : NULL;
     ckpt_row *rows;
     for (size_t i = 0; i < n; i++)
         if (strcmp(st->all_paths[i], st->model_checkpoint_path) == 0)
             append = 0;
-    rows = cli_xcalloc(n + 1, sizeof(*rows));
-    for (size_t i = 0; i < n + (size_t)append; i++) {
-        ckpt_row *r = &rows[i];
-        r->stored = i < n ? st->all_paths[i] : st->model_checkpoint_path;
+    total = n + (size_t)append;
+    stored = cli_xcalloc(total + 1, sizeof(*stored));
+    keep = cli_xcalloc(total + 1, 1);
+    for (size_t i = 0; i < total; i++)
+        stored[i] = i < n ? st->all_paths[i] : st->model_checkpoint_path;
+    ls_paths_last_places(stored, total, keep);
+    for (size_t i = 0; i < total; i++)
+        made += keep[i];
+    rows = cli_xcalloc(made + 1, sizeof(*rows));
+    made = 0;
+    for (size_t i = 0; i < total; i++) {
+        ckpt_row *r;
+        if (!keep[i])
+            continue;
+        r = &rows[made++];
+        r->stored = stored[i];
         r->path = resolve(dir, r->stored);
         if (i < n && st->num_timestamps == n) {
             r->has_time = 1;
             r->time = st->timestamps[i];
             r->time_source = "state";
         }
-        r->latest = latest && strcmp(latest, r->path) == 0;
+        r->latest = latest_path && strcmp(latest_path, r->path) == 0;
     }
-    *n_out = n + (size_t)append;
+    *n_out = made;
     drop_repeated_rows(rows, n_out);
+    free(latest_path);
+    free(keep);
+    free(stored);
     return rows;
 }
 

@@ -75,8 +75,9 @@ const cli_command cli_cmd_repack = {
     "directory) before anything is written (it may just have been\n"
     "created): once repack exits 0 a power cut keeps DST.\n"
     "Exit status 0 when DST is written, 1 when the source is damaged (its\n"
-    "index, a record, or the state file of an SRC directory: nothing is\n"
-    "written), 2 on a usage error, an SRC that cannot be read, an existing\n"
+    "index, a record, a data file missing, unreadable or not a regular\n"
+    "file, or the state file of an SRC directory: nothing is written), 2 on a "
+    "usage error, an SRC that cannot be read, an existing\n"
     "DST.index, a DST that cannot be written, or a kept tensor it cannot\n"
     "copy (nothing is written): a partitioned one, or one whose name holds\n"
     "a 0 byte (the copy would store it under the name's part before that\n"
@@ -586,8 +587,9 @@ static int copy_records(const repack_opts *o, ckpt_bundle_reader *r,
         err = read_for_copy(r, e, host_order, &c);
         if (err < 0) {
             cli_tensor_error("repack", prefix, e);
-            rc = err == CKPT_ECORRUPT || err == CKPT_ENOTFOUND ? CLI_FOUND
-                                                               : CLI_USAGE;
+            /* a data file missing, unreadable or not a regular file is
+             * damage, as for verify and inspect --values */
+            rc = cli_values_exit_code(err);
         } else {
             err = write_copy(w, e, &c);
             if (err < 0) {

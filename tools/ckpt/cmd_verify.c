@@ -67,9 +67,12 @@ const cli_command cli_cmd_verify = {
     "Exit status 0 when every tensor checks (those \"not checked\" included),\n"
     "1 when anything is damaged or missing (the state file, the index, a\n"
     "data file or record, the checkpoint a directory's state file names,\n"
-    "or its index unreadable: not a regular file, a read error),\n"
-    "2 on a usage error or a PATH that cannot be read (a prefix with no\n"
-    "index).\n",
+    "or its index or a data file unreadable: not a regular file, a read\n"
+    "error, permission denied),\n"
+    "2 on a usage error, a PATH that cannot be read (a prefix with no\n"
+    "index), or memory or file descriptors this machine lacks (the tensors\n"
+    "concerned listed as not checked; with --json \"ok\" is false, as for\n"
+    "every exit status but 0).\n",
     run};
 
 /* Why the checksum of a tensor's record, or of its pieces' records, that
@@ -294,9 +297,11 @@ static int open_checkpoint(ckpt_bundle_reader **r, char **prefix, int *outside,
         return 0;
     rc = cli_lib_error("verify", err, *prefix);
     cli_json_failure_detail("prefix", cli_json_string(*prefix));
-    /* an index that cannot be read (not a regular file, a read error) is
-     * damage to the checkpoint named, as a data file's is */
-    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT || err == CKPT_EIO) {
+    /* an index that cannot be read (not a regular file, a read error,
+     * permission denied) is damage to the checkpoint named, as a data
+     * file's is */
+    if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT || err == CKPT_EIO ||
+        err == CKPT_EACCES) {
         const char *what = err == CKPT_ENOTFOUND  ? "missing"
                            : err == CKPT_ECORRUPT ? "damaged"
                                                   : "unreadable";
@@ -365,10 +370,12 @@ static int run(int argc, char **argv)
          * (their pieces must cover them) */
         int err = pass_ok ? 0 : ckpt_bundle_reader_check(r, e);
         /* out of memory or file descriptors: this machine's limit, not a
-         * finding about the checkpoint (exit 2, the tensor not checked) */
+         * finding about the checkpoint (exit 2, the tensor not checked);
+         * a data file missing, unreadable (permission denied included) or
+         * not a regular file is damage, as for inspect --values */
         int not_finding = err < 0 && err != CKPT_ECORRUPT &&
                           err != CKPT_ENOTFOUND && err != CKPT_EIO &&
-                          err != CKPT_EINVAL;
+                          err != CKPT_EINVAL && err != CKPT_EACCES;
         const char *why =
             not_finding ? ckpt_error_last()->message : unchecked_reason(e);
         num_tensors += cli_entry_listed(e) != 0;
@@ -429,7 +436,9 @@ static int run(int argc, char **argv)
         cli_put_member(",\n", "tensors",
                        json_object_new_int64((int64_t)num_tensors));
         cli_put_member(",\n", "bytes", json_object_new_int64(bytes));
-        cli_put_member(",\n", "ok", json_object_new_boolean(!any_damage));
+        /* "ok": the exit status is 0 (a tensor this machine could not
+         * check, exit 2, leaves it false without damage) */
+        cli_put_member(",\n", "ok", json_object_new_boolean(rc == 0));
         fputs(",\n  \"damaged\": ", stdout);
         cli_json_list_put(&damaged);
         fputs(",\n  \"not_checked\": ", stdout);
@@ -438,6 +447,12 @@ static int run(int argc, char **argv)
     } else if (!any_damage && num_unchecked == 0) {
         printf("%s: OK, %zu tensors, %lld bytes checked\n", cli_safe(prefix),
                num_tensors, (long long)bytes);
+    } else if (!any_damage && rc != 0) {
+        printf("%s: NOT VERIFIED: no damage found in %zu of %zu tensors "
+               "(%lld bytes checked); %zu not checked, some of them for "
+               "want of memory or file descriptors here\n",
+               cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
+               (long long)bytes, num_unchecked);
     } else if (!any_damage) {
         printf("%s: no damage found in %zu of %zu tensors (%lld bytes "
                "checked); %zu not checked\n",
