@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,34 @@ char *test_read_text(const char *path, size_t *n)
     if (n)
         *n = len;
     return s;
+}
+
+test_stderr test_stderr_begin(const char *path)
+{
+    test_stderr c;
+    int fd;
+    fflush(stderr);
+    c.saved_fd = dup(STDERR_FILENO);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(c.saved_fd >= 0 && fd >= 0);
+    assert_true(dup2(fd, STDERR_FILENO) >= 0);
+    close(fd);
+    c.path = strdup(path);
+    assert_non_null(c.path);
+    return c;
+}
+
+char *test_stderr_end(test_stderr *c)
+{
+    char *text;
+    fflush(stderr);
+    assert_true(dup2(c->saved_fd, STDERR_FILENO) >= 0);
+    close(c->saved_fd);
+    text = test_read_text(c->path, NULL);
+    assert_int_equal(unlink(c->path), 0);
+    free(c->path);
+    c->path = NULL;
+    return text;
 }
 
 void test_assert_file_is(const char *path, const void *data, size_t n)

@@ -117,6 +117,16 @@ uint8_t *test_read_file(const char *path, size_t *n);
 /* A whole file as a malloc'd NUL-terminated string (*n, when not NULL,
  * its length); fails the test when the file is missing. */
 char *test_read_text(const char *path, size_t *n);
+/* What this process writes to stderr from test_stderr_begin(path) until
+ * test_stderr_end(&capture) goes to the file `path` (fails the test when
+ * it cannot); end puts stderr back and returns the text written, malloc'd
+ * (the file is removed). */
+typedef struct test_stderr {
+    int saved_fd;
+    char *path;
+} test_stderr;
+test_stderr test_stderr_begin(const char *path);
+char *test_stderr_end(test_stderr *capture);
 /* Assert that the file `path` holds exactly the `n` bytes at `data`
  * (failing with the path when it is missing). */
 void test_assert_file_is(const char *path, const void *data, size_t n);

@@ -40,49 +40,52 @@ static const char *busy_name(int policy)
     }
 }
 
-#define ALIKE                                                                  \
-    "; basename, pad_step_number, absolute_paths, max_to_keep, "               \
-    "keep_checkpoint_every_n_hours and busy_policy must be the same on "       \
-    "every rank"
+/* Option `i` (0 .. NUM_AGREED-1) of `a` as text into out[n]; its name. */
+enum { NUM_AGREED = 6 };
+static const char *describe(const ckpt__mpi_agreed *a, int i, char *out,
+                            size_t n)
+{
+    switch (i) {
+    case 0:
+        snprintf(out, n, "'%s'", a->basename);
+        return "basename";
+    case 1:
+        snprintf(out, n, "%d", a->pad_step_number);
+        return "pad_step_number";
+    case 2:
+        snprintf(out, n, "%d", a->absolute_paths);
+        return "absolute_paths";
+    case 3:
+        snprintf(out, n, "%d", a->max_to_keep);
+        return "max_to_keep";
+    case 4: /* every digit: two values apart print apart */
+        snprintf(out, n, "%.17g", a->keep_hours);
+        return "keep_checkpoint_every_n_hours";
+    default:
+        snprintf(out, n, "%s", busy_name(a->busy_policy));
+        return "busy_policy";
+    }
+}
 
 int ckpt__mpi_options_compare(const ckpt_mpi_saver *s,
                               const ckpt__mpi_agreed *root)
 {
     ckpt__mpi_agreed mine;
-    const char *dir = s->ds.dir;
+    char here[CKPT_BASENAME_MAX + 8], there[CKPT_BASENAME_MAX + 8];
     if (!root->set || s->rank == 0)
         return 0;
     ckpt__mpi_options_pack(s, &mine);
-    if (strcmp(mine.basename, root->basename) != 0)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: basename is '%s' on this rank but "
-                           "'%s' on rank 0" ALIKE,
-                           dir, mine.basename, root->basename);
-    if (mine.pad_step_number != root->pad_step_number)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: pad_step_number is %d on this rank "
-                           "but %d on rank 0" ALIKE,
-                           dir, mine.pad_step_number, root->pad_step_number);
-    if (mine.absolute_paths != root->absolute_paths)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: absolute_paths is %d on this rank "
-                           "but %d on rank 0" ALIKE,
-                           dir, mine.absolute_paths, root->absolute_paths);
-    if (mine.max_to_keep != root->max_to_keep)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: max_to_keep is %d on this rank but "
-                           "%d on rank 0" ALIKE,
-                           dir, mine.max_to_keep, root->max_to_keep);
-    if (mine.keep_hours != root->keep_hours)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: keep_checkpoint_every_n_hours is %g "
-                           "on this rank but %g on rank 0" ALIKE,
-                           dir, mine.keep_hours, root->keep_hours);
-    if (mine.busy_policy != root->busy_policy)
-        return ckpt__error(CKPT_EINVAL,
-                           "mpi saver %s: busy_policy is %s on this rank but "
-                           "%s on rank 0" ALIKE,
-                           dir, busy_name(mine.busy_policy),
-                           busy_name(root->busy_policy));
+    for (int i = 0; i < NUM_AGREED; i++) {
+        const char *name = describe(&mine, i, here, sizeof(here));
+        describe(root, i, there, sizeof(there));
+        if (strcmp(here, there) != 0)
+            return ckpt__error(
+                CKPT_EINVAL,
+                "mpi saver %s: %s is %s on this rank but %s on rank 0; "
+                "basename, pad_step_number, absolute_paths, max_to_keep, "
+                "keep_checkpoint_every_n_hours and busy_policy must be the "
+                "same on every rank",
+                s->ds.dir, name, here, there);
+    }
     return 0;
 }

@@ -657,33 +657,21 @@ static void test_free_from_on_save_done_refused(void **state)
     /* A saver with no log says it on stderr: free returns nothing, and the
      * refusal was otherwise silent. */
     {
-        char path[4200], text[4096];
-        int saved = dup(STDERR_FILENO), fd;
-        ssize_t got;
+        char path[4200], *text;
+        test_stderr capture;
         snprintf(path, sizeof(path), "%s/stderr.txt", f->dir);
         o.log = NULL;
         o.log_payload = NULL;
         fr.calls = 0;
         assert_ckpt_ok(ckpt_saver_open(&fr.s, f->dir, &o));
         assert_ckpt_ok(ckpt_saver_add_var(fr.s, &v));
-        fflush(stderr);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        assert_true(saved >= 0 && fd >= 0);
-        assert_true(dup2(fd, STDERR_FILENO) >= 0);
-        close(fd);
+        capture = test_stderr_begin(path);
         assert_ckpt_ok(ckpt_saver_save(fr.s, 3, NULL));
-        fflush(stderr);
-        assert_true(dup2(saved, STDERR_FILENO) >= 0);
-        close(saved);
+        text = test_stderr_end(&capture);
         assert_int_equal(fr.calls, 1);
-        fd = open(path, O_RDONLY);
-        assert_true(fd >= 0);
-        got = read(fd, text, sizeof(text) - 1);
-        close(fd);
-        assert_true(got > 0);
-        text[got] = '\0';
         assert_non_null(strstr(text, "free: called from on_save_done"));
         assert_non_null(strstr(text, f->dir));
+        free(text);
         ckpt_saver_set_on_save_done(fr.s, NULL, NULL);
         ckpt_saver_free(fr.s);
     }
