@@ -303,14 +303,19 @@ CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
 /** Restore the directory's latest complete checkpoint (collective): the
  *  variable lists are checked first (as ckpt_mpi_saver_check, also when
  *  there is no checkpoint), then rank 0 reads the state file and every
- *  rank restores the prefix it names. A save in flight is finished first
+ *  rank restores the prefix it names (a checkpoint in the saver's
+ *  directory by that rank's own path of it, which may differ from rank
+ *  0's). A save in flight is finished first
  *  (every rank is at the same call), so the latest includes it, unlike
  *  ckpt_saver_restore_latest, which does not wait for one. A damaged
  *  latest checkpoint is CKPT_ECORRUPT on every rank; it does not fall back
  *  by itself: ckpt_state_read (ckpt/state.h) lists the directory's older
  *  checkpoints, and ckpt_mpi_saver_restore restores the one chosen.
  *  `prefix_out` (may be NULL) receives it. CKPT_ENOTFOUND means only that
- *  there is no checkpoint (start afresh): one that lacks a variable or a
+ *  there is no checkpoint (start afresh; its message counts the
+ *  checkpoints of the saver's naming in the directory that no state file
+ *  names, and names the newest, when there are any): one that lacks a
+ *  variable or a
  *  rank's per-rank value (more ranks than wrote it) is CKPT_EINVAL, as is
  *  a saver with no variables registered (also when there is no checkpoint).
  *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (no variables,

@@ -23,6 +23,7 @@
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,12 +154,16 @@ static void ref_slice(const slice_ref *ref, ckpt__tensor_slice *sl)
  * byte, then a bad rank or extent), as the single-process reader and
  * verify leave them: a piece is found by a slice its full entry lists,
  * which such a key cannot hold, so a listed piece whose key is damaged is
- * a hole in the pieces, reported with its tensor. */
+ * a hole in the pieces, reported with its tensor. Left out too: a key
+ * that decodes but is not how its slice is written (a full extent stored
+ * with a length of -5, not -1): the single-process reader looks a piece
+ * up by the slice's written key and never finds it, and two keys of one
+ * slice would let the rank count choose which piece a rank reads. */
 static int index_slices(restore_ctx *c)
 {
     const ckpt__entry_table *t = &c->r->tab; /* no public entries made */
     size_t n = 0;
-    ckpt_buf name = CKPT_BUF_INIT;
+    ckpt_buf name = CKPT_BUF_INIT, written = CKPT_BUF_INIT;
     ckpt__tensor_slice sl;
     int err = 0;
     c->indexed = 1;
@@ -180,9 +185,16 @@ static int index_slices(restore_ctx *c)
         }
         if (err < 0 || name.size == 0 || memchr(name.ptr, 0, name.size))
             continue;
+        err = ckpt__slice_key_encode(&written, name.ptr, name.size, &sl);
+        if (err < 0)
+            break;
+        if (written.size != rec->name_len ||
+            memcmp(written.ptr, ckpt__entry_rec_name(t, rec), rec->name_len))
+            continue;
         err = add_ref(c, name.ptr, i, &sl);
     }
     ckpt_buf_dispose(&name);
+    ckpt_buf_dispose(&written);
     if (c->nrefs > 1)
         qsort(c->refs, c->nrefs, sizeof(*c->refs), by_name_then_entry);
     return err;
@@ -526,14 +538,20 @@ static int mark_listed(int index, const ckpt__tensor_slice *sl, void *payload)
     key.rank = sl->rank;
     key.ext = ext;
     hit = bsearch(&key, m->refs, m->n, sizeof(*m->refs), ref_slice_cmp);
-    if (!hit)
-        return 0;
-    if (!m->listed[hit - m->refs]) {
+    if (hit && !m->listed[hit - m->refs]) {
         m->listed[hit - m->refs] = 1;
         return 0;
     }
+    /* a listed slice without its piece is damage on every rank count, as
+     * for the single-process reader (it was skipped here: one rank
+     * refused the checkpoint, two read it) */
     err = ckpt__tensor_slice_format(&spec, sl);
-    if (err == 0)
+    if (err == 0 && !hit)
+        err = ckpt__error(CKPT_ECORRUPT,
+                          "%s: tensor '%s': slice %d (%s) has no entry in "
+                          "the index",
+                          m->index_path, m->name, index, spec.ptr);
+    else if (err == 0)
         err = ckpt__error(CKPT_ECORRUPT,
                           "%s: tensor '%s': slice %d (%s) overlaps an "
                           "earlier slice",
@@ -870,35 +888,88 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
     return err;
 }
 
+/* Rank 0: where the last '/' of `prefix` starts its name, when the
+ * checkpoint lies in the saver's own directory (the usual case, whatever
+ * the state file's paths: relative, or absolute with absolute_paths),
+ * else -1. Every rank then joins that name to its own path of the
+ * directory, which may differ from rank 0's (relative to another working
+ * directory, another mount point). */
+static long name_in_own_dir(const ckpt_mpi_saver *s, const ckpt_buf *prefix)
+{
+    const char *slash = strrchr(prefix->ptr, '/');
+    ckpt_buf parent = CKPT_BUF_INIT;
+    /* realpath asks the operating system (a ckpt_fs resolves no paths),
+     * into the stack: the allocator seam is kept */
+    char a[PATH_MAX], b[PATH_MAX];
+    long at = slash ? (long)(slash - prefix->ptr) + 1 : 0;
+    int same;
+    if (ckpt__buf_put(&parent, prefix->ptr, slash ? (size_t)at : 0) < 0)
+        return -1;
+    if (parent.size == 0 && ckpt__buf_puts(&parent, ".") < 0) {
+        ckpt_buf_dispose(&parent);
+        return -1;
+    }
+    same = realpath(parent.ptr, a) &&
+           realpath(s->ds.dir[0] ? s->ds.dir : ".", b) && strcmp(a, b) == 0;
+    ckpt_buf_dispose(&parent);
+    return same ? at : -1;
+}
+
 int ckpt__mpi_latest(ckpt_mpi_saver *s, ckpt_buf *prefix)
 {
-    int len = 0;
+    int sent[2] = {0, 0}; /* the bytes sent; whether a name in the dir */
+    long at = -1;
     MPI_Request req;
+    ckpt_buf got = CKPT_BUF_INIT;
     int err = 0;
     if (s->op.state != OP_IDLE)
         ckpt__mpi_op_finish(s);
     if (s->rank == 0) {
         err = ckpt_latest_checkpoint(prefix, s->fs, s->ds.dir);
-        if (err == CKPT_ENOTFOUND) /* the reason kept (a damaged state) */
+        if (err == CKPT_ENOTFOUND) { /* the reason kept (a damaged state) */
+            ckpt_buf note = CKPT_BUF_INIT;
+            /* and checkpoints a program would start afresh beside */
+            ckpt__dir_state_unnamed_note(&s->ds, "ckpt_mpi_saver_restore",
+                                         &note);
             err = ckpt__error_prefix(CKPT_ENOTFOUND,
                                      "%s: no checkpoint to restore", s->ds.dir);
-        len = err == 0 ? (int)prefix->size : 0;
+            if (note.size > 0) {
+                ckpt__saved_error saved;
+                ckpt__error_save(&saved);
+                err = ckpt__error(CKPT_ENOTFOUND, "%s%s", saved.message,
+                                  note.ptr);
+            }
+            ckpt_buf_dispose(&note);
+        }
+        if (err == 0)
+            at = name_in_own_dir(s, prefix);
+        sent[0] =
+            err == 0 ? (int)(prefix->size - (at < 0 ? 0 : (size_t)at)) : 0;
+        sent[1] = at >= 0;
     }
     err = ckpt__mpi_bcast_outcome(s, s->comm_ctl, err,
                                   "agreeing on the latest checkpoint");
     if (err < 0)
         return err;
-    MPI_Ibcast(&len, 1, MPI_INT, 0, s->comm_ctl, &req);
+    MPI_Ibcast(sent, 2, MPI_INT, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
+    if (s->rank == 0 && ckpt__buf_put(&got, prefix->ptr + (at < 0 ? 0 : at),
+                                      (size_t)sent[0]) < 0)
+        ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
     if (s->rank != 0) {
-        err = ckpt__buf_grow(prefix, (size_t)len);
-        if (err < 0)
+        if (ckpt__buf_grow(&got, (size_t)sent[0]) < 0)
             ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
-        prefix->size = (size_t)len;
+        got.size = (size_t)sent[0];
     }
-    MPI_Ibcast(prefix->ptr, len, MPI_CHAR, 0, s->comm_ctl, &req);
+    MPI_Ibcast(got.ptr, sent[0], MPI_CHAR, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1, "agreeing on the latest checkpoint");
-    prefix->ptr[len] = '\0';
+    got.ptr[sent[0]] = '\0';
+    if (s->rank != 0)
+        err = sent[1] ? ckpt__path_join(prefix, s->ds.dir, got.ptr)
+                      : ckpt__buf_set(prefix, got.ptr);
+    ckpt_buf_dispose(&got);
+    if (err < 0)
+        ckpt__mpi_abort(s, "out of memory agreeing on a checkpoint");
     return 0;
 }
 

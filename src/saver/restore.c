@@ -340,25 +340,30 @@ int ckpt__restore_latest_outcome(int err)
                               "beside it)");
 }
 
-void ckpt__saver_unnamed_note(ckpt_saver *s, const char *dir, ckpt_buf *note)
+void ckpt__dir_state_unnamed_note(const ckpt__dir_state *ds,
+                                  const char *restore, ckpt_buf *note)
 {
     ckpt_buf newest = CKPT_BUF_INIT;
     ckpt__saved_error saved;
     size_t n = 0;
-    if (s->ops || !s->ds.dir || (dir && strcmp(dir, s->ds.dir) != 0))
-        return;
     ckpt__error_save(&saved);
     /* a directory that cannot be listed adds nothing to say */
-    if (ckpt__dir_state_numbered(&s->ds, &n, &newest) == 0 && n > 0)
+    if (ckpt__dir_state_numbered(ds, &n, &newest) == 0 && n > 0)
         (void)ckpt__buf_printf(
             note,
             "; %zu checkpoint%s of this saver's naming %s in the directory, "
-            "the newest %s, not named by a state file and so not restored "
-            "(ckpt_saver_restore restores one by its prefix; `ckpt ls` "
-            "lists them)",
-            n, n == 1 ? "" : "s", n == 1 ? "is" : "are", newest.ptr);
+            "the newest %s, " CKPT__UNNAMED_NOTE_MARK " (%s restores one by "
+            "its prefix; `ckpt ls` lists them)",
+            n, n == 1 ? "" : "s", n == 1 ? "is" : "are", newest.ptr, restore);
     ckpt__error_restore(&saved);
     ckpt_buf_dispose(&newest);
+}
+
+void ckpt__saver_unnamed_note(ckpt_saver *s, const char *dir, ckpt_buf *note)
+{
+    if (s->ops || !s->ds.dir || (dir && strcmp(dir, s->ds.dir) != 0))
+        return;
+    ckpt__dir_state_unnamed_note(&s->ds, "ckpt_saver_restore", note);
 }
 
 int ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out)

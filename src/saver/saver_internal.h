@@ -710,5 +710,11 @@ int ckpt__restore_latest_outcome(int err);
  * (nothing when there are none, `s` is a wrapped saver, or `dir`, when not
  * NULL, is not the saver's directory). */
 void ckpt__saver_unnamed_note(ckpt_saver *s, const char *dir, ckpt_buf *note);
+/* The same for the directory `ds` of any saver; `restore` names the call
+ * that restores one checkpoint by its prefix. */
+void ckpt__dir_state_unnamed_note(const ckpt__dir_state *ds,
+                                  const char *restore, ckpt_buf *note);
+/* Part of that note, for a caller that only has the message it ends. */
+#define CKPT__UNNAMED_NOTE_MARK "not named by a state file and so not restored"
 
 #endif

@@ -83,7 +83,8 @@ static int restore_latest(ckpt_monitored_session *ms)
                          "%s: unreadable state file (%s%s): initialising",
                          ms->checkpoint_dir, ckpt_error_last()->message,
                          note.size ? note.ptr : "");
-        else if (note.size > 0)
+        else if (note.size > 0 || /* a collective saver's, in its message */
+                 strstr(ckpt_error_last()->message, CKPT__UNNAMED_NOTE_MARK))
             ckpt__ms_log(ms, CKPT_LOG_WARN,
                          "%s: no latest checkpoint (%s%s): "
                          "initialising",

@@ -459,6 +459,57 @@ static void test_hook_logs_on_chief_only(void **state_)
     shared_dir_remove(dir);
 }
 
+/* The state file lost beside a job's checkpoints: a monitored session over
+ * the distributed saver started afresh saying nothing (ckpt-train
+ * --distributed too, its saves then evicting the checkpoints), where one
+ * over the single-process saver warns. It now warns, on the chief, with
+ * how many there are and the newest. */
+static void test_session_warns_of_unlisted_checkpoints(void **state_)
+{
+    char *dir = shared_dir_make();
+    char *state_path = malloc(strlen(dir) + 16);
+    ckpt_saver_metrics mt;
+    run_opts ro = {CKPT_SAVE_ASYNC, 0, 10, 0, NULL, -1, NULL};
+    ckpt_session_options sess = CKPT_SESSION_OPTIONS_INIT;
+    ckpt_mpi_saver *s = NULL;
+    ckpt_saver *handle = NULL;
+    ckpt_graph *g = NULL;
+    ckpt_monitored_session *ms = NULL;
+    test_log log;
+    state st;
+    (void)state_;
+    assert_non_null(state_path);
+    sprintf(state_path, "%s/checkpoint", dir);
+    memset(&st, 0, sizeof(st));
+    run_session(dir, &st, &ro, &mt);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(unlink(state_path), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    memset(&st, 0, sizeof(st));
+    test_log_init(&log, CKPT_LOG_INFO);
+    open_job(dir, &st, NULL, &s, &handle, &g);
+    sess.checkpoint_dir = dir;
+    sess.scaffold.saver = handle;
+    sess.log = test_log_capture;
+    sess.log_payload = &log;
+    if (test_rank() != 0)
+        sess.log_level = CKPT_LOG_OFF;
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, g, NULL, 0, &sess));
+    assert_int_equal(st.global_step, 0); /* afresh, as the warning says */
+    if (test_rank() == 0) {
+        assert_non_null(strstr(log.text, "no latest checkpoint ("));
+        assert_non_null(strstr(log.text, "the newest model.ckpt-10, not "
+                                         "named by a state file"));
+        assert_non_null(strstr(log.text, "): initialising"));
+    }
+    assert_ckpt_ok(ckpt_monitored_session_close(ms, 0));
+    ckpt_monitored_session_free(ms);
+    close_job(s, g, &mt);
+    free(state_path);
+    shared_dir_remove(dir);
+}
+
 /* ckpt_training_session_new (MonitoredTrainingSession) over the handle
  * as its scaffold saver: its checkpoint hook writes through it on every
  * rank, and a second job resumes from it. */
@@ -693,6 +744,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hook_local_error_does_not_split_ranks),
         cmocka_unit_test(test_hook_async_failure_same_step),
         cmocka_unit_test(test_hook_logs_on_chief_only),
+        cmocka_unit_test(test_session_warns_of_unlisted_checkpoints),
         cmocka_unit_test(test_training_session_over_handle),
         cmocka_unit_test(test_handle_refuses_what_it_cannot_do),
         cmocka_unit_test(test_session_refuses_saver_without_global_step),

@@ -27,13 +27,16 @@
 /* One stored piece of "m": rows [start, start + length) (length -1: all
  * rows), every column; its entry holds those elements. `listed` times in
  * the full entry's slices. With `raw_key`, stored under those `raw_len`
- * bytes instead of its slice key. */
+ * bytes instead of its slice key. Its elements hold their index (plus
+ * raw_add when it has a raw key). */
 typedef struct piece {
     int64_t start, length;
     int listed;
     const char *raw_key;
     size_t raw_len;
 } piece;
+
+static float raw_add;
 
 static int by_key(const void *a, const void *b)
 {
@@ -79,7 +82,7 @@ static void write_pieces(const char *prefix, const piece *p, int n)
         else
             assert_ckpt_ok(ckpt__slice_key_encode(&key[k], "m", 1, &sl[k]));
         for (int64_t i = lo * COLS; i < hi * COLS; i++)
-            stored[off++] = (float)i;
+            stored[off++] = (float)i + (p[k].raw_key ? raw_add : 0.0f);
         memset(&e, 0, sizeof(e));
         e.dtype = CKPT_DT_FLOAT;
         e.shape.rank = 2;
@@ -231,9 +234,69 @@ static void test_damaged_key_of_listed_piece(void **state)
     assert_int_equal(run->rc, CKPT_ECORRUPT);
     assert_non_null(strstr(run->message, run->prefix));
     assert_non_null(strstr(run->message, "tensor 'm'"));
-    assert_non_null(strstr(run->message, "the stored pieces cover "));
+    assert_non_null(
+        strstr(run->message, "slice 1 (120,120:-) has no entry in the index"));
     for (int i = 0; i < ROWS * COLS; i++)
         assert_true(run->buf[i] == -7.0f);
+    free(run);
+    shared_dir_remove(dir);
+}
+
+/* The second half stored twice: under its slice key, and under a key
+ * that decodes to the same slice but writes its full column extent with
+ * a length of -5, not -1, holding other values (not listed: the entry
+ * lists the slice once). The single-process reader finds a piece by the
+ * slice's written key and reads the first; the restore took whichever
+ * its sorted list of decoded slices met first, so on 2 or more ranks the
+ * ranks holding the second half got the other values, rc 0. Such a key
+ * is left out now: the right values on every rank count. */
+static void test_slice_key_not_as_written_left_out(void **state)
+{
+    ckpt_buf odd = CKPT_BUF_INIT;
+    (void)state;
+    assert_ckpt_ok(ckpt__buf_put(&odd, "\0m\0\1", 4));
+    assert_ckpt_ok(ckpt__ordered_put_unsigned(&odd, 2));
+    assert_ckpt_ok(ckpt__ordered_put_signed(&odd, ROWS / 2));
+    assert_ckpt_ok(ckpt__ordered_put_signed(&odd, ROWS / 2));
+    assert_ckpt_ok(ckpt__ordered_put_signed(&odd, 0));
+    assert_ckpt_ok(ckpt__ordered_put_signed(&odd, -5));
+    {
+        piece p[] = {HALVES, {ROWS / 2, ROWS / 2, 0, odd.ptr, odd.size}};
+        raw_add = 999.0f;
+        expect_restores("odd_key", p, 3);
+        raw_add = 0.0f;
+    }
+    ckpt_buf_dispose(&odd);
+}
+
+/* The full entry lists a slice (rows 0-10) that has no piece in the index
+ * (a piece of another tensor, "x", is stored under its key's place); the
+ * halves still cover "m". The single-process reader refuses it ("has no
+ * entry in the index"), as did the restore on 1 rank, but on 2 and 3
+ * ranks the listed slice without a piece was passed over: rc 0. Refused
+ * on every rank count now, before any value is written. */
+static void test_listed_slice_without_piece_rejected(void **state)
+{
+    ckpt_buf other = CKPT_BUF_INIT;
+    ckpt__tensor_slice sl;
+    restore_run *run = calloc(1, sizeof(*run));
+    char *dir = shared_dir_make();
+    (void)state;
+    memset(&sl, 0, sizeof(sl));
+    sl.rank = 2;
+    sl.length[0] = 10;
+    sl.length[1] = -1;
+    assert_ckpt_ok(ckpt__slice_key_encode(&other, "x", 1, &sl));
+    {
+        piece p[] = {HALVES, {0, 10, 1, other.ptr, other.size}};
+        restore_pieces(run, dir, "unlisted", p, 3);
+    }
+    assert_int_equal(run->rc, CKPT_ECORRUPT);
+    assert_non_null(strstr(run->message, "tensor 'm': slice 2 (0,10:-) has "
+                                         "no entry in the index"));
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(run->buf[i] == -7.0f);
+    ckpt_buf_dispose(&other);
     free(run);
     shared_dir_remove(dir);
 }
@@ -482,6 +545,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_undecodable_slice_keys_left_out),
         cmocka_unit_test(test_damaged_key_of_listed_piece),
         cmocka_unit_test(test_slice_listed_twice_rejected),
+        cmocka_unit_test(test_slice_key_not_as_written_left_out),
+        cmocka_unit_test(test_listed_slice_without_piece_rejected),
         cmocka_unit_test(test_truncated_data_file_writes_nothing),
         cmocka_unit_test(test_whole_entry_past_data_end_writes_nothing),
         cmocka_unit_test(test_descriptors_run_out_reading_pieces),

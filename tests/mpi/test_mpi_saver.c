@@ -364,6 +364,91 @@ static void test_other_directory_refused(void **state)
     free(same);
 }
 
+/* Ranks that reach the directory by different paths (each its own
+ * working directory and a relative path, as docs/mpi.md allows): open and
+ * save worked, but restore_latest sent rank 0's path of the checkpoint,
+ * which the other ranks resolved against their own working directory
+ * ("no such checkpoint", said as a missing variable). Each rank now joins
+ * the checkpoint's name to its own path; prefix_out is that path. */
+static void test_restore_latest_by_each_ranks_path(void **state)
+{
+    fixture *f = *state;
+    char cwd[4096], own[4200], want[4300];
+    char *a = test_path(f->dir, "a"), *b = test_path(f->dir, "b");
+    const char *mine = test_rank() == 0 ? "ck" : "../a/ck";
+    ckpt_mpi_saver *s = NULL;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_buf prefix = CKPT_BUF_INIT;
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    if (test_rank() == 0) {
+        char *ck = test_path(a, "ck");
+        assert_int_equal(mkdir(a, 0755), 0);
+        assert_int_equal(mkdir(b, 0755), 0);
+        assert_int_equal(mkdir(ck, 0755), 0);
+        free(ck);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_int_equal(chdir(test_rank() == 0 ? a : b), 0);
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, mine, &o));
+    model_fill(&f->m, test_rank(), test_size(), 4);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &prefix));
+    model_assert(&f->m, 4);
+    snprintf(own, sizeof(own), "%s/model.ckpt-2", mine);
+    assert_string_equal(prefix.ptr, own);
+    ckpt_mpi_saver_free(s);
+    /* and with absolute paths in the state file, rank 0's */
+    o.base.absolute_paths = 1;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, mine, &o));
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, NULL));
+    model_zero(&f->m);
+    assert_ckpt_ok(ckpt_mpi_saver_restore_latest(s, &prefix));
+    model_assert(&f->m, 4);
+    /* rank 0's as the state file has it; the others' by their own path */
+    snprintf(want, sizeof(want), "%s/ck/model.ckpt-3", a);
+    if (test_rank() == 0)
+        assert_string_equal(prefix.ptr, want);
+    else
+        assert_string_equal(prefix.ptr, "../a/ck/model.ckpt-3");
+    ckpt_mpi_saver_free(s);
+    assert_int_equal(chdir(cwd), 0);
+    ckpt_buf_dispose(&prefix);
+    free(a);
+    free(b);
+}
+
+/* No state file beside numbered checkpoints (it was lost): restore_latest
+ * said only "no checkpoint to restore", and a program (ckpt-train
+ * --distributed) started afresh beside them, saying nothing, its saves
+ * then evicting them. The message now counts them and names the newest,
+ * on every rank, as the single-process saver's does. */
+static void test_restore_latest_names_unlisted_checkpoints(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    char *state_path = test_path(f->dir, "checkpoint");
+    model_fill(&f->m, test_rank(), test_size(), 5);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 1, NULL));
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank() == 0)
+        assert_int_equal(unlink(state_path), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ENOTFOUND,
+                      "no checkpoint to restore");
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "; 2 checkpoints of this saver's naming are in the "
+                           "directory, the newest model.ckpt-2, not named by "
+                           "a state file and so not restored "
+                           "(ckpt_mpi_saver_restore restores one"));
+    ckpt_mpi_saver_free(s);
+    free(state_path);
+}
+
 /* A regular file where rank 0 has its directory: "this is not rank 0's
  * checkpoint directory" once, with CKPT_EINVAL; the header promises
  * CKPT_ENOTFOUND for a directory that is not one, and says so. */
@@ -2476,6 +2561,10 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_file_for_directory_on_one_rank,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_latest_by_each_ranks_path,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_latest_names_unlisted_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_that_differ_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_other_directory_refused, setup,
