@@ -360,6 +360,18 @@ char *cli_join(const char *dir, const char *name)
     return p;
 }
 
+/* Whether the directory `dir` has a state file. One that is there but
+ * cannot be looked up (a symbolic link that loops) counts: it is read,
+ * and fails as the library's readers fail on it, not taken for none. */
+static int has_state_file(const char *dir)
+{
+    struct stat st;
+    char *state = cli_join(dir, CKPT_STATE_FILENAME);
+    int there = stat(state, &st) == 0 || errno != ENOENT;
+    free(state);
+    return there;
+}
+
 /* A directory without a state file: its only "*.index" file, if any. */
 static int sole_index_prefix(char **out, const char *cmd, const char *dir)
 {
@@ -449,11 +461,8 @@ int cli_resolve_prefix(char **out, const char *cmd, const char *path)
     *out = NULL;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         ckpt_buf latest = CKPT_BUF_INIT;
-        char *state = cli_join(path, CKPT_STATE_FILENAME);
-        /* one that cannot be looked up (a loop) is read, and fails */
-        int have_state = stat(state, &st) == 0 || errno != ENOENT;
+        int have_state = has_state_file(path);
         int err;
-        free(state);
         if (!have_state)
             return sole_index_prefix(out, cmd, path);
         err = ckpt_latest_checkpoint(&latest, NULL, path);
@@ -493,18 +502,12 @@ int cli_resolve_named_prefix(char **out, int *named, int *outside,
     struct stat st;
     ckpt_state state = CKPT_STATE_INIT;
     ckpt_buf prefix = CKPT_BUF_INIT;
-    char *state_path;
     int have_state, err;
     *named = 0;
     *outside = 0;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return cli_resolve_prefix(out, cmd, path);
-    state_path = cli_join(path, CKPT_STATE_FILENAME);
-    /* a state file that is there but cannot be looked up (a symbolic link
-     * that loops) is read, and fails as the library's readers fail on it,
-     * not taken for no state file */
-    have_state = stat(state_path, &st) == 0 || errno != ENOENT;
-    free(state_path);
+    have_state = has_state_file(path);
     if (!have_state)
         return cli_resolve_prefix(out, cmd, path);
     err = ckpt_state_read(&state, NULL, path);

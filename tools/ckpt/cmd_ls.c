@@ -888,8 +888,7 @@ static int compare_row_paths(const void *a, const void *b)
  * the same path; the others are each listed with their problem. */
 static int names_prefix(const ckpt_row *r)
 {
-    size_t len = strlen(r->stored);
-    return len > 0 && r->stored[len - 1] != '/';
+    return ls_path_names_prefix(r->stored);
 }
 
 /* Drop every row whose checkpoint a later row names again (a state file

@@ -50,7 +50,7 @@ static int by_key_then_index(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static int names_prefix(const char *path)
+int ls_path_names_prefix(const char *path)
 {
     size_t len = strlen(path);
     return len > 0 && path[len - 1] != '/';
@@ -80,7 +80,7 @@ void ls_paths_last_places(const char *const *paths, size_t n,
         size_t idx = order[i].index;
         int later_same =
             i + 1 < n && strcmp(order[i].key, order[i + 1].key) == 0;
-        keep[idx] = !later_same || !names_prefix(paths[idx]);
+        keep[idx] = !later_same || !ls_path_names_prefix(paths[idx]);
     }
     free(order);
     free(arena);

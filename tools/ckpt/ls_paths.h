@@ -13,6 +13,10 @@
  * before it. Never longer than `path`; malloc'd. */
 char *ls_path_tidy(const char *path);
 
+/* Whether a stored path can name a checkpoint prefix: not empty, not
+ * ending in '/'. */
+int ls_path_names_prefix(const char *path);
+
 /* keep[i] for i < n: 1 for the last place of each path among paths[0..n)
  * as tidied (a path listed again later is dropped here), and for every
  * path that names no prefix (empty or ending in '/': each is its own row).
