@@ -248,6 +248,11 @@ typedef struct ckpt_saver ckpt_saver;
  *  applied here: the first save trims the list to max_to_keep (deleting
  *  the oldest, in one pass, before it writes), so a saver opened only to
  *  restore deletes no checkpoint the state file names (as TensorFlow's).
+ *  The latest the state file names is taken as the newest wherever its
+ *  list puts it (moved last, with a warning, as TensorFlow lists it), so
+ *  the trim never deletes it. A listed absolute path whose directory is
+ *  this one, however spelt, is this directory's checkpoint and evicted as
+ *  such; one elsewhere is dropped from the list, never deleted.
  *  Then what a crash
  *  during a save or a deletion leaves that nothing can read is removed:
  *  temporary files (names ending in ".tempstate" and hex digits, or
@@ -266,7 +271,8 @@ typedef struct ckpt_saver ckpt_saver;
  *  save cut short), does not list. Nothing
  *  else: any other complete "<basename>-<step>" checkpoint the state file
  *  does not list (files put there, a note a power cut lost) is readable,
- *  so it is left in place, never listed or deleted by retention, with a
+ *  so it is left in place (until a save of its step replaces it, which
+ *  logs a warning naming it), never listed or deleted by retention, with a
  *  warning in the log (`ckpt ls` shows it as stray); no warning when
  *  keep_checkpoint_every_n_hours is set, whose kept checkpoints are
  *  unlisted ones.

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,
                          const ckpt_saver_options *opts)
@@ -151,6 +152,21 @@ static void kept_remove(ckpt__kept_list *l, size_t i, char **taken)
     l->n--;
 }
 
+/* Move entry i to the end of the list, the others keeping their order. */
+static void kept_move_last(ckpt__kept_list *l, size_t i)
+{
+    char *path = l->paths[i];
+    double t = l->times[i];
+    ckpt__state_double text = l->texts[i];
+    size_t after = l->n - i - 1;
+    memmove(l->paths + i, l->paths + i + 1, after * sizeof(*l->paths));
+    memmove(l->times + i, l->times + i + 1, after * sizeof(*l->times));
+    memmove(l->texts + i, l->texts + i + 1, after * sizeof(*l->texts));
+    l->paths[l->n - 1] = path;
+    l->times[l->n - 1] = t;
+    l->texts[l->n - 1] = text;
+}
+
 size_t ckpt__kept_find(const ckpt__kept_list *l, const char *stored)
 {
     size_t i = 0;
@@ -184,6 +200,27 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
     return 0;
 }
 
+/* Whether the directory the absolute path `stored` names its files in is
+ * the checkpoint directory itself, reached another way (TensorFlow 1 and
+ * absolute_paths write such paths; a symlinked directory spells it
+ * differently): the same device and inode. Asked of the operating system,
+ * as realpath is above (a ckpt_fs cannot tell two paths lead to one
+ * directory); when either cannot be looked up, the answer is no. */
+static int same_directory(const ckpt__dir_state *ds, const char *stored)
+{
+    ckpt_buf parent = CKPT_BUF_INIT;
+    struct stat a, b;
+    int same = 0;
+    if (ckpt__path_dirname(&parent, stored) < 0) {
+        ckpt_error_clear(); /* out of memory: not known to be ours */
+        return 0;
+    }
+    same = stat(parent.ptr, &a) == 0 && stat(ds->dir, &b) == 0 &&
+           S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    ckpt_buf_dispose(&parent);
+    return same;
+}
+
 int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
 {
     const char *slash = strrchr(stored, '/');
@@ -192,9 +229,12 @@ int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
         return 0;
     if (!slash)
         return 1;
-    return ds->abs_dir && stored[0] == '/' &&
-           (size_t)(slash - stored) == strlen(ds->abs_dir) &&
-           strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0;
+    if (stored[0] != '/')
+        return 0;
+    if (ds->abs_dir && (size_t)(slash - stored) == strlen(ds->abs_dir) &&
+        strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0)
+        return 1;
+    return same_directory(ds, stored);
 }
 
 static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
@@ -645,17 +685,33 @@ static void sync_own_entry(const ckpt__dir_state *ds)
 static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
                                      const char *stored);
 
-/* The state file's model_checkpoint_path, its latest, kept last when its
- * list does not name it (TensorFlow's writer always lists it last; a
- * hand-edited file may not) and its index exists: the list recovery may
- * write back must not lose the checkpoint a restarted job resumes from. */
-static int keep_unlisted_latest(ckpt__dir_state *ds, const ckpt_state *st,
-                                double now)
+/* The state file's model_checkpoint_path, its latest, kept last: listed
+ * elsewhere in the list (a hand edit or update_checkpoint_state that rolled
+ * the latest back), it is moved to the end; not listed and its index
+ * there, it is appended. TensorFlow's writer always lists the latest last,
+ * and retention evicts from the front before a save writes: the list
+ * recovery keeps must never lose, nor a failed save stop naming, the
+ * checkpoint a restarted job resumes from. */
+static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
+                            double now)
 {
     const char *model = st->model_checkpoint_path;
     ckpt_buf prefix = CKPT_BUF_INIT;
+    size_t at;
     int err;
-    if (!model || !*model || kept_find_any_spelling(ds, model) < ds->kept.n)
+    if (!model || !*model)
+        return 0;
+    at = kept_find_any_spelling(ds, model);
+    if (at + 1 < ds->kept.n) {
+        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                     "%s: the latest checkpoint %s is not last in the list of "
+                     "checkpoints: moving it last, so that the oldest are "
+                     "deleted before it",
+                     ds->dir, model);
+        kept_move_last(&ds->kept, at);
+        return 0;
+    }
+    if (at < ds->kept.n)
         return 0;
     err = resolve(ds, model, &prefix);
     if (err == 0)
@@ -756,7 +812,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         if (err < 0)
             goto done;
     }
-    err = keep_unlisted_latest(ds, &st, now);
+    err = keep_latest_last(ds, &st, now);
     if (err < 0)
         goto done;
     if (repeats > LOGGED_PER_KIND)

@@ -209,7 +209,8 @@ void ckpt__bg_thread_stop(ckpt__bg_thread *t, pthread_mutex_t *mu,
                           pthread_cond_t *cv, int *stopping);
 
 /* Whether `stored` names a checkpoint inside this directory: a bare name,
- * or absolute with exactly abs_dir as its directory. Only those are ever
+ * or an absolute path whose directory is this one (abs_dir as written, or
+ * any spelling that leads to the same directory). Only those are ever
  * deleted. */
 int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored);
 /* The index of `stored` in `l`, or l->n when it is not listed. */

@@ -2299,6 +2299,122 @@ static void test_recover_keeps_unlisted_latest(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* A state file that lists its latest, model_checkpoint_path, first (a
+ * rollback by hand or by update_checkpoint_state): the first save trims
+ * the list to max_to_keep before it writes, by list order, and deleted
+ * that latest; when the save then failed, the state file named the newest
+ * listed one instead, the step rolled back from. The latest is moved last
+ * at the open, with a warning: the trim passes it over, a failed save
+ * leaves it named, and the next save evicts the others first. */
+static void test_recover_moves_listed_latest_last(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    test_log lb;
+    char path[4200], *text;
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    test_log_init(&lb, CKPT_LOG_WARN);
+    o.max_to_keep = 2;
+    o.log = test_log_capture;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    assert_non_null(strstr(lb.text, "the latest checkpoint model.ckpt-40 is "
+                                    "not last in the list"));
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-40");
+    /* the save of step 70 fails: its index's name is a directory */
+    snprintf(path, sizeof(path), "%s/model.ckpt-70.index", f->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    f->step = 70;
+    assert_int_not_equal(ckpt_saver_save(s, 70, NULL), 0);
+    ckpt_error_clear();
+    text = read_state(f->dir);
+    assert_non_null(strstr(text, "model_checkpoint_path: \"model.ckpt-40\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
+    assert_int_equal(has_checkpoint_files(f->dir, 50), 0); /* the trim's */
+    assert_int_equal(rmdir(path), 0);
+    save_steps(s, f, 80, 80); /* evicts 60, the oldest left */
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text,
+                           "model_checkpoint_path: \"model.ckpt-80\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-80\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 0);
+    f->step = 0;
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_restore(s, latest.ptr));
+    assert_int_equal(f->step, 40);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&latest);
+}
+
+/* A state file that lists this directory's own checkpoints by absolute
+ * paths (TensorFlow 1, or absolute_paths, here through a symbolic link to
+ * the directory) read by a saver writing relative paths: eviction took
+ * them for another directory's, logged "outside the checkpoint
+ * directory" and left their files for ever. They are this directory's
+ * and are deleted; a checkpoint listed in another directory is not. */
+static void test_evicts_own_checkpoints_listed_by_absolute_path(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    test_log lb;
+    char real[4096], link[4200], other[4200], listing[16384], path[8400];
+    int n;
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    assert_non_null(realpath(f->dir, real));
+    snprintf(link, sizeof(link), "%s-link", real);
+    assert_int_equal(symlink(real, link), 0);
+    snprintf(other, sizeof(other), "%s-other", real);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-30.index", other);
+    test_write_file(path, "x", 1);
+    n = snprintf(listing, sizeof(listing),
+                 "model_checkpoint_path: \"%s/model.ckpt-60\"\n"
+                 "all_model_checkpoint_paths: \"%s/model.ckpt-30\"\n"
+                 "all_model_checkpoint_paths: \"%s/model.ckpt-40\"\n"
+                 "all_model_checkpoint_paths: \"%s/model.ckpt-50\"\n"
+                 "all_model_checkpoint_paths: \"%s/model.ckpt-60\"\n",
+                 real, other, link, real, real);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, (size_t)n);
+    test_log_init(&lb, CKPT_LOG_WARN);
+    o.max_to_keep = 1;
+    o.log = test_log_capture;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    save_steps(s, f, 70, 70);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 50), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 70), 2);
+    assert_int_equal(has_checkpoint_files(other, 30), 1); /* not ours */
+    assert_non_null(strstr(lb.text, "model.ckpt-30': it is outside"));
+    assert_null(strstr(lb.text, "model.ckpt-40': it is outside"));
+    assert_null(strstr(lb.text, "model.ckpt-50': it is outside"));
+    snprintf(path, sizeof(path), "%s/model.ckpt-30.index", other);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(other), 0);
+    assert_int_equal(unlink(link), 0);
+}
+
 /* The latest checkpoint listed again, last, under a spelling that is the
  * same name lexically but finds nothing through the file system ("nosuch/"
  * does not exist; "away/" is a symlink to another directory's subdirectory,
@@ -2673,6 +2789,11 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_keeps_unlisted_latest,
                                         setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_recover_moves_listed_latest_last,
+                                        setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_evicts_own_checkpoints_listed_by_absolute_path, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_later_spelling_through_missing_dir, setup,
             test_dir_fixture_teardown),
