@@ -142,7 +142,18 @@ typedef struct outcomes {
     int64_t step[8];
     int status[8];
     uint64_t ticket[8];
+    char error[8][200];
 } outcomes;
+
+/* Said before an assertion on the outcomes fails: which steps ended how. */
+static void print_outcomes(const outcomes *o)
+{
+    for (int i = 0; i < o->n && i < 8; i++)
+        print_message("rank %d: outcome %d: step %lld, status %d, ticket "
+                      "%llu: %s\n",
+                      test_rank(), i, (long long)o->step[i], o->status[i],
+                      (unsigned long long)o->ticket[i], o->error[i]);
+}
 
 static void record_outcome(const ckpt_save_result *r, void *payload)
 {
@@ -151,6 +162,8 @@ static void record_outcome(const ckpt_save_result *r, void *payload)
         o->step[o->n] = r->step;
         o->status[o->n] = r->status;
         o->ticket[o->n] = r->ticket;
+        snprintf(o->error[o->n], sizeof(o->error[o->n]), "%s",
+                 r->error ? r->error : "");
     }
     o->n++;
 }
@@ -194,6 +207,8 @@ static void test_coalesce(void **state)
     model_fill(&m, test_rank(), test_size(), 3);
     assert_ckpt_ok(ckpt_mpi_saver_save_async(s, 3, &t3));
     assert_true(t1 > 0 && t2 > t1 && t3 > t2);
+    if (out.n != 1)
+        print_outcomes(&out);
     assert_int_equal(out.n, 1);
     assert_int_equal(out.step[0], 2);
     assert_int_equal(out.status[0], CKPT_ECANCELED);
