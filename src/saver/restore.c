@@ -139,7 +139,8 @@ static void log_read_mode(ckpt_saver *s, const char *prefix,
 {
     uint64_t bytes = 0;
     const ckpt__read_report *rep = ckpt__bundle_reader_stream(r, &bytes);
-    const char *why = "no probe: direct reads not possible or too short";
+    const char *why = "no probe: the file is mostly in the page cache, "
+                      "direct reads are not offered, or the read is short";
     if (rep->mode == 0)
         return; /* nothing read into memory in one batch */
     if (rep->probed)
