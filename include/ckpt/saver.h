@@ -148,7 +148,9 @@ typedef struct ckpt_saver_options {
                               when possible, CKPT_DIRECT_IO_OFF: never;
                               0: default: the first staging-image writes
                               alternate the two, timed, then O_DIRECT
-                              unless the page cache was clearly faster */
+                              unless the page cache was clearly faster
+                              or the file system refuses O_DIRECT (the
+                              choice is logged at INFO) */
     ckpt_log_fn log;     /**< may be called from the writer thread,
                               where calls back into this saver (save,
                               wait, close, restore, free...) are

@@ -46,6 +46,10 @@ int ckpt__fs_preadv(const ckpt_fs *fs, ckpt_file *f, const char *path,
  * (its read_ahead_kb in sysfs; a partition's disk), or -1 where that is
  * not known (no such file, not a block device, no sysfs). POSIX only. */
 long ckpt__posix_read_ahead_kb(const char *path);
+/* 1 when the POSIX file system found O_DIRECT writes refused (and wrote
+ * through the page cache instead) on the device that holds `path`, in
+ * this process; 0 otherwise. */
+int ckpt__posix_direct_refused(const char *path);
 /* `fd` itself when it is not 0, 1 or 2 (or negative); otherwise a
  * close-on-exec duplicate >= 3, `fd` closed. A process started with its
  * standard descriptors closed would otherwise get a file of ours there,

@@ -51,6 +51,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -296,6 +298,38 @@ static int set_direct(struct posix_file *pf, int on)
     return fcntl(pf->fd, F_SETFL, fl);
 }
 
+/* The devices (st_dev) on which O_DIRECT writes were refused, so that a
+ * caller timing "direct" writes can learn they went through the page
+ * cache (ckpt__posix_direct_refused): a few slots, filled once each. */
+#define REFUSED_SLOTS 8
+static _Atomic uint64_t refused_dev[REFUSED_SLOTS]; /* st_dev + 1; 0: free */
+
+static void note_direct_refused(const struct posix_file *pf)
+{
+    struct stat st;
+    uint64_t key;
+    if (fstat(pf->fd, &st) != 0)
+        return;
+    key = (uint64_t)st.st_dev + 1;
+    for (int i = 0; i < REFUSED_SLOTS; i++) {
+        uint64_t none = 0;
+        if (atomic_load(&refused_dev[i]) == key ||
+            atomic_compare_exchange_strong(&refused_dev[i], &none, key))
+            return;
+    }
+}
+
+int ckpt__posix_direct_refused(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    for (int i = 0; i < REFUSED_SLOTS; i++)
+        if (atomic_load(&refused_dev[i]) == (uint64_t)st.st_dev + 1)
+            return 1;
+    return 0;
+}
+
 /* Send the largest aligned prefix of the write with O_DIRECT; returns the
  * bytes it wrote (possibly 0 when direct I/O is not possible here) or a
  * negative errno. */
@@ -310,12 +344,14 @@ static ssize_t write_direct_prefix(struct posix_file *pf, const char *p,
         return 0;
     if (set_direct(pf, 1) != 0) {
         pf->direct_failed = 1;
+        note_direct_refused(pf);
         return 0;
     }
     rc = write_all(pf, p, aligned);
     set_direct(pf, 0);
     if (rc == -EINVAL && pf->written == start) {
         pf->direct_failed = 1; /* this file system refuses O_DIRECT */
+        note_direct_refused(pf);
         return 0;
     }
     if (rc != 0)

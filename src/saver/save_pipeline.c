@@ -135,6 +135,19 @@ static void record_write(ckpt_saver *s, int direct, uint64_t bytes,
            s->probe_buffered_bps > CLEAR_FACTOR * s->probe_direct_bps)))
         return;
     s->write_probes = PROBE_WRITES;
+    if (s->fs == ckpt_fs_posix() && ckpt__posix_direct_refused(s->ds.dir)) {
+        /* the "direct" writes went through the page cache too */
+        s->write_direct = 0;
+        CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
+                        "checkpoint writes: the file system refuses "
+                        "O_DIRECT: through the page cache (%.2f GB/s, "
+                        "timed with fsync)",
+                        (s->probe_direct_bps > s->probe_buffered_bps
+                             ? s->probe_direct_bps
+                             : s->probe_buffered_bps) /
+                            1e9);
+        return;
+    }
     s->write_direct =
         !(s->probe_buffered_bps > BUFFERED_MARGIN * s->probe_direct_bps);
     CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
