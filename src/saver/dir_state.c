@@ -298,12 +298,20 @@ static void carry_unsure(ckpt__dir_state *ds, eviction_lookups *lk,
 }
 
 /* Delete an evicted checkpoint's files, never outside the directory. */
+static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
+                                     const char *stored);
+
 static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
                            const char *stored)
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    if (still_kept(ds, lk, stored)) {
+    /* A path is looked up again under every spelling the list holds, as
+     * the file system resolves them now: a symbolic link on its way may
+     * have changed since the open told the two apart. */
+    if (still_kept(ds, lk, stored) ||
+        (strchr(stored, '/') &&
+         kept_find_any_spelling(ds, stored) < ds->kept.n)) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': the state file still names it",
                      ds->dir, stored);
@@ -681,9 +689,6 @@ static void sync_own_entry(const ckpt__dir_state *ds)
                      ds->dir, ckpt_error_last()->message);
     ckpt__error_restore(&saved);
 }
-
-static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
-                                     const char *stored);
 
 /* The state file's model_checkpoint_path, its latest, kept last: listed
  * elsewhere in the list (a hand edit or update_checkpoint_state that rolled

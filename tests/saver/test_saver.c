@@ -2415,6 +2415,57 @@ static void test_evicts_own_checkpoints_listed_by_absolute_path(void **state)
     assert_int_equal(unlink(link), 0);
 }
 
+/* One checkpoint under two spellings that the open told apart: an
+ * absolute path through a symbolic link to another directory, and the
+ * bare name. The link is then pointed at this directory before the save
+ * that evicts the first spelling: the deletion found the path now led
+ * into this directory and deleted model.ckpt-40, which the state file
+ * still names under its bare name. It is looked up under every listed
+ * spelling again before it is deleted, and kept. */
+static void test_evicted_spelling_through_swapped_link(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char real[4096], link[4200], other[4200], listing[16384], path[8400];
+    char *text;
+    int n;
+    o.max_to_keep = 4;
+    save_40_50_60(f, &o);
+    assert_non_null(realpath(f->dir, real));
+    snprintf(other, sizeof(other), "%s-other", real);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
+    test_write_file(path, "x", 1);
+    snprintf(link, sizeof(link), "%s-link", real);
+    assert_int_equal(symlink(other, link), 0);
+    n = snprintf(listing, sizeof(listing),
+                 "model_checkpoint_path: \"model.ckpt-60\"\n"
+                 "all_model_checkpoint_paths: \"%s/model.ckpt-40\"\n"
+                 "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                 "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                 "all_model_checkpoint_paths: \"model.ckpt-60\"\n",
+                 link);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, (size_t)n);
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 4);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(real, link), 0);
+    save_steps(s, f, 70, 70); /* evicts the first spelling */
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
+    text = read_state(f->dir);
+    assert_non_null(
+        strstr(text, "all_model_checkpoint_paths: \"model.ckpt-40\"\n"));
+    free(text);
+    assert_int_equal(has_checkpoint_files(other, 40), 1);
+    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(other), 0);
+    assert_int_equal(unlink(link), 0);
+}
+
 /* The latest checkpoint listed again, last, under a spelling that is the
  * same name lexically but finds nothing through the file system ("nosuch/"
  * does not exist; "away/" is a symlink to another directory's subdirectory,
@@ -2793,6 +2844,9 @@ int main(void)
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_evicts_own_checkpoints_listed_by_absolute_path, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_evicted_spelling_through_swapped_link, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_recover_later_spelling_through_missing_dir, setup,
