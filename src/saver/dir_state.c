@@ -200,26 +200,12 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
     return 0;
 }
 
-/* Whether the directory the absolute path `stored` names its files in is
- * the checkpoint directory itself, reached another way (TensorFlow 1 and
- * absolute_paths write such paths; a symlinked directory spells it
- * differently): the same device and inode. Asked of the operating system,
- * as realpath is above (a ckpt_fs cannot tell two paths lead to one
- * directory); when either cannot be looked up, the answer is no. */
-static int same_directory(const ckpt__dir_state *ds, const char *stored)
-{
-    ckpt_buf parent = CKPT_BUF_INIT;
-    struct stat a, b;
-    int same = 0;
-    if (ckpt__path_dirname(&parent, stored) < 0) {
-        ckpt_error_clear(); /* out of memory: not known to be ours */
-        return 0;
-    }
-    same = stat(parent.ptr, &a) == 0 && stat(ds->dir, &b) == 0 &&
-           S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-    ckpt_buf_dispose(&parent);
-    return same;
-}
+/* Whether `stored`, a path holding a '/', names its files in the
+ * checkpoint directory itself, however it is spelt ("./x", "alias/x" for a
+ * symbolic link "alias" -> ".", an absolute path through a symlinked
+ * directory): its key, as the operating system resolves it now, is a bare
+ * name. Defined with the keys below. */
+static int leads_into_directory(const ckpt__dir_state *ds, const char *stored);
 
 int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
 {
@@ -229,12 +215,11 @@ int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
         return 0;
     if (!slash)
         return 1;
-    if (stored[0] != '/')
-        return 0;
-    if (ds->abs_dir && (size_t)(slash - stored) == strlen(ds->abs_dir) &&
+    if (stored[0] == '/' && ds->abs_dir &&
+        (size_t)(slash - stored) == strlen(ds->abs_dir) &&
         strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0)
         return 1;
-    return same_directory(ds, stored);
+    return leads_into_directory(ds, stored);
 }
 
 static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
@@ -569,6 +554,21 @@ done:
     return err;
 }
 
+static int leads_into_directory(const ckpt__dir_state *ds, const char *stored)
+{
+    key_dirs kd;
+    char *key = NULL;
+    int found, owned;
+    key_dirs_init(&kd, ds, stored, NULL, 0);
+    found = resolved_key(&kd, stored, &key);
+    owned = found > 0 && !strchr(key, '/');
+    if (found < 0)
+        ckpt_error_clear(); /* out of memory: not known to be ours */
+    ckpt__free(key);
+    key_dirs_dispose(&kd);
+    return owned;
+}
+
 /* The checkpoint `stored` names, spelt one way, so that one checkpoint
  * listed under two spellings is seen as listed twice: a name in the
  * directory as it is; a path as the operating system resolves it
@@ -696,7 +696,9 @@ static void sync_own_entry(const ckpt__dir_state *ds)
  * there, it is appended. TensorFlow's writer always lists the latest last,
  * and retention evicts from the front before a save writes: the list
  * recovery keeps must never lose, nor a failed save stop naming, the
- * checkpoint a restarted job resumes from. */
+ * checkpoint a restarted job resumes from. 1 when the list changed (the
+ * state file is then rewritten, so that the next open finds it in order
+ * and says nothing), 0 when not, or an error. */
 static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
                             double now)
 {
@@ -714,7 +716,7 @@ static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
                      "deleted before it",
                      ds->dir, model);
         kept_move_last(&ds->kept, at);
-        return 0;
+        return 1;
     }
     if (at < ds->kept.n)
         return 0;
@@ -727,9 +729,11 @@ static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
                      "of checkpoints: listing it last",
                      ds->dir, model);
         err = kept_push(&ds->kept, model, index_mtime(ds, prefix.ptr, now));
+        if (err == 0)
+            err = 1;
     }
     ckpt_buf_dispose(&prefix);
-    return err < 0 ? err : 0;
+    return err < 0 ? err : err == 1;
 }
 
 /* A hostile state file may list millions of entries: the first few of
@@ -820,6 +824,8 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
     err = keep_latest_last(ds, &st, now);
     if (err < 0)
         goto done;
+    if (err == 1)
+        changed = 1; /* written so, another open does not warn again */
     if (repeats > LOGGED_PER_KIND)
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: %zu entries listed more than once in all", ds->dir,

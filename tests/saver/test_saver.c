@@ -2299,6 +2299,45 @@ static void test_recover_keeps_unlisted_latest(void **state)
     ckpt_buf_dispose(&latest);
 }
 
+/* A state file whose list leaves its latest out and is otherwise in
+ * order: the open lists it last and writes the state file so, and a
+ * second open (ckpt-train opens the session's saver, then its hook's)
+ * finds nothing to say: the warning was printed once per open. */
+static void test_recover_writes_unlisted_latest(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    test_log first, second;
+    char path[4200], *text;
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n";
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    test_log_init(&first, CKPT_LOG_WARN);
+    test_log_init(&second, CKPT_LOG_WARN);
+    o.log = test_log_capture;
+    o.log_payload = &first;
+    s = open_saver(f, &o);
+    ckpt_saver_free(s);
+    assert_int_equal(test_count(first.text, "is missing from the list"), 1);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"));
+    free(text);
+    o.log_payload = &second;
+    s = open_saver(f, &o);
+    assert_int_equal(ckpt_saver_num_checkpoints(s), 3);
+    ckpt_saver_free(s);
+    assert_string_equal(second.text, "");
+}
+
 /* A state file that lists its latest, model_checkpoint_path, first (a
  * rollback by hand or by update_checkpoint_state): the first save trims
  * the list to max_to_keep before it writes, by list order, and deleted
@@ -2312,7 +2351,7 @@ static void test_recover_moves_listed_latest_last(void **state)
     ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
     ckpt_saver *s;
     ckpt_buf latest = CKPT_BUF_INIT;
-    test_log lb;
+    test_log lb, again;
     char path[4200], *text;
     static const char listing[] =
         "model_checkpoint_path: \"model.ckpt-40\"\n"
@@ -2330,6 +2369,18 @@ static void test_recover_moves_listed_latest_last(void **state)
     s = open_saver(f, &o);
     assert_non_null(strstr(lb.text, "the latest checkpoint model.ckpt-40 is "
                                     "not last in the list"));
+    ckpt_saver_free(s);
+    /* written in order at the open: the next open (ckpt-train's hook after
+     * its session's) does not warn again */
+    text = read_state(f->dir);
+    assert_non_null(strstr(text,
+                           "all_model_checkpoint_paths: \"model.ckpt-60\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-40\"\n"));
+    free(text);
+    test_log_init(&again, CKPT_LOG_WARN);
+    o.log_payload = &again;
+    s = open_saver(f, &o);
+    assert_null(strstr(again.text, "is not last in the list"));
     assert_ckpt_ok(ckpt_saver_latest(s, &latest));
     assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-40");
     /* the save of step 70 fails: its index's name is a directory */
@@ -2413,6 +2464,55 @@ static void test_evicts_own_checkpoints_listed_by_absolute_path(void **state)
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(other), 0);
     assert_int_equal(unlink(link), 0);
+}
+
+/* Relative spellings that lead into the directory ("./x", "alias/x" for a
+ * symbolic link "alias" -> ".") name its own checkpoints: they were taken
+ * for another directory's, dropped from the list and their files left for
+ * ever. A real subdirectory's checkpoint is still not deleted. */
+static void test_evicts_own_checkpoints_listed_by_relative_path(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    test_log lb;
+    char path[8400];
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"sub/model.ckpt-30\"\n"
+        "all_model_checkpoint_paths: \"./model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"alias/model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(symlink(".", path), 0);
+    snprintf(path, sizeof(path), "%s/sub", f->dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/sub/model.ckpt-30.index", f->dir);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    test_log_init(&lb, CKPT_LOG_WARN);
+    o.max_to_keep = 1;
+    o.log = test_log_capture;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    save_steps(s, f, 70, 70);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 50), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 70), 2);
+    assert_non_null(strstr(lb.text, "model.ckpt-30': it is outside"));
+    assert_null(strstr(lb.text, "model.ckpt-40': it is outside"));
+    assert_null(strstr(lb.text, "model.ckpt-50': it is outside"));
+    snprintf(path, sizeof(path), "%s/sub/model.ckpt-30.index", f->dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/sub", f->dir);
+    assert_int_equal(rmdir(path), 0);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(unlink(path), 0);
 }
 
 /* One checkpoint under two spellings that the open told apart: an
@@ -2840,10 +2940,15 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_keeps_unlisted_latest,
                                         setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_recover_writes_unlisted_latest,
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_recover_moves_listed_latest_last,
                                         setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_evicts_own_checkpoints_listed_by_absolute_path, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_evicts_own_checkpoints_listed_by_relative_path, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_evicted_spelling_through_swapped_link, setup,
