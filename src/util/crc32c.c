@@ -1,5 +1,6 @@
 /* util/crc32c.c - CRC-32C (Castagnoli, reflected polynomial 0x82F63B78):
- * the portable and SSE4.2 implementations and the choice among all of them.
+ * the portable, SSE4.2 and ARMv8 implementations and the choice among all
+ * of them.
  *
  * Implementations behind one entry point (enum ckpt__crc32c_impl_id):
  *  - portable: slicing-by-8 tables;
@@ -8,9 +9,12 @@
  *    3-cycle latency is hidden; the three partial CRCs are then merged with
  *    "shift by N zero bytes" tables (CRC is linear over GF(2));
  *  - pclmul, vpclmul256, vpclmul512: folding with carry-less multiplication
- *    on 128-, 256- and 512-bit vectors (util/crc32c_fold.c).
+ *    on 128-, 256- and 512-bit vectors (util/crc32c_fold.c);
+ *  - armv8: AArch64's crc32c instructions (the CRC extension, told by the
+ *    kernel's HWCAP_CRC32), in three streams as sse42 is.
  * The choice (choose_impl): the environment variable CKPT_CRC32C_IMPL names
- * one ("portable", "sse42", "pclmul", "vpclmul256", "vpclmul512") to force
+ * one ("portable", "sse42", "pclmul", "vpclmul256", "vpclmul512", "armv8") to
+ * force
  * it where the CPU has it; otherwise every implementation the CPU has
  * (besides the portable one) checksums a 64 KiB buffer, interleaved, best of
  * several rounds, and the fastest is used.
@@ -41,6 +45,25 @@
 #define CKPT__CRC_X86 0
 #endif
 
+/* Little-endian AArch64 only: the instructions take the 8 bytes of a load
+ * in memory order there. */
+#if defined(__aarch64__) && defined(__GNUC__) && defined(__BYTE_ORDER__) &&    \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define CKPT__CRC_ARM 1
+#include <arm_acle.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1UL << 7)
+#endif
+#ifdef __clang__
+#define CKPT__TARGET_CRC __attribute__((target("crc")))
+#else
+#define CKPT__TARGET_CRC __attribute__((target("+crc")))
+#endif
+#else
+#define CKPT__CRC_ARM 0
+#endif
+
 #define POLY 0x82f63b78u
 
 /* Stripe lengths for the three-stream hardware loop: a long one for big
@@ -60,7 +83,7 @@ typedef struct crc_tables {
 } crc_tables;
 
 static const char *const impl_names[CKPT__CRC32C_IMPL_COUNT] = {
-    "portable", "sse42", "pclmul", "vpclmul256", "vpclmul512"};
+    "portable", "sse42", "pclmul", "vpclmul256", "vpclmul512", "armv8"};
 
 static void choose_impl(crc_tables *t);
 
@@ -167,6 +190,10 @@ static void init_tables(void)
     tables.available[CKPT__CRC32C_VPCLMUL512] =
         tables.available[CKPT__CRC32C_VPCLMUL256] &&
         __builtin_cpu_supports("avx512f");
+#endif
+#if CKPT__CRC_ARM
+    tables.available[CKPT__CRC32C_ARMV8] =
+        (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #endif
     choose_impl(&tables);
 }
@@ -305,6 +332,80 @@ hw_update(const crc_tables *t, uint32_t reg, uint8_t *dst, const uint8_t *p,
 
 #endif /* CKPT__CRC_X86 */
 
+/* ---- hardware: ARMv8 CRC extension ----------------------------------------
+ */
+
+#if CKPT__CRC_ARM
+
+/* As hw_three_way, with AArch64's crc32c instructions (no streaming
+ * stores: a copy stores plainly). */
+CKPT__TARGET_CRC static inline uint32_t
+arm_three_way(const uint32_t shift[4][256], uint32_t reg, uint8_t *dst,
+              const uint8_t *p, size_t len)
+{
+    uint32_t c0 = reg, c1 = 0, c2 = 0;
+    const uint8_t *end = p + len;
+    while (p < end) {
+        uint64_t a = load64(p), b = load64(p + len), c = load64(p + 2 * len);
+        c0 = __crc32cd(c0, a);
+        c1 = __crc32cd(c1, b);
+        c2 = __crc32cd(c2, c);
+        if (dst) {
+            memcpy(dst, &a, 8);
+            memcpy(dst + len, &b, 8);
+            memcpy(dst + 2 * len, &c, 8);
+            dst += 8;
+        }
+        p += 8;
+    }
+    reg = shift_reg(shift, c0) ^ c1;
+    return shift_reg(shift, reg) ^ c2;
+}
+
+/* The ARMv8 register update, optionally copying to dst. */
+CKPT__TARGET_CRC static uint32_t arm_update(const crc_tables *t, uint32_t reg,
+                                            uint8_t *dst, const uint8_t *p,
+                                            size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        reg = __crc32cb(reg, *p);
+        if (dst)
+            *dst++ = *p;
+        p++;
+        n--;
+    }
+    while (n >= 3 * LONG_STRIPE) {
+        reg = arm_three_way(t->shift_long, reg, dst, p, LONG_STRIPE);
+        p += 3 * LONG_STRIPE;
+        if (dst)
+            dst += 3 * LONG_STRIPE;
+        n -= 3 * LONG_STRIPE;
+    }
+    while (n >= 3 * SHORT_STRIPE) {
+        reg = arm_three_way(t->shift_short, reg, dst, p, SHORT_STRIPE);
+        p += 3 * SHORT_STRIPE;
+        if (dst)
+            dst += 3 * SHORT_STRIPE;
+        n -= 3 * SHORT_STRIPE;
+    }
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t v = load64(p);
+        reg = __crc32cd(reg, v);
+        if (dst) {
+            memcpy(dst, &v, 8);
+            dst += 8;
+        }
+    }
+    for (; n; n--, p++) {
+        reg = __crc32cb(reg, *p);
+        if (dst)
+            *dst++ = *p;
+    }
+    return reg;
+}
+
+#endif /* CKPT__CRC_ARM */
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* Portable fused copy: copy a cache-sized piece, then checksum it while it is
@@ -331,6 +432,10 @@ static uint32_t update_with(const crc_tables *t, int impl, uint32_t reg,
         return ckpt__crc32c_fold256(reg, dst, src, n, stream);
     case CKPT__CRC32C_VPCLMUL512:
         return ckpt__crc32c_fold512(reg, dst, src, n, stream);
+#endif
+#if CKPT__CRC_ARM
+    case CKPT__CRC32C_ARMV8:
+        return arm_update(t, reg, dst, src, n);
 #endif
     default:
         break;

@@ -22,17 +22,20 @@ uint32_t ckpt__crc32c_extend_portable(uint32_t crc, const void *data, size_t n);
 /* Whether a hardware path (anything but the portable one) is in use. */
 int ckpt__crc32c_hw_available(void);
 
-/* The implementations, slowest first. The entry points use the one chosen
- * once per process (ckpt__crc32c_impl): among those the CPU has, the
- * fastest over a 64 KiB buffer measured at first use; the environment
- * variable CKPT_CRC32C_IMPL set to one of the names (ckpt__crc32c_impl_name)
- * forces that one when the CPU has it (for tests and comparison). */
+/* The implementations (x86-64's slowest first, then AArch64's). The entry
+ * points use the one chosen once per process (ckpt__crc32c_impl): among those
+ * the CPU has, the fastest over a 64 KiB buffer measured at first use; the
+ * environment variable CKPT_CRC32C_IMPL set to one of the names
+ * (ckpt__crc32c_impl_name) forces that one when the CPU has it (for tests and
+ * comparison). */
 enum ckpt__crc32c_impl_id {
     CKPT__CRC32C_PORTABLE,   /* slicing-by-8 tables: "portable" */
     CKPT__CRC32C_SSE42,      /* crc32 instruction, 3 streams: "sse42" */
     CKPT__CRC32C_PCLMUL,     /* folding, 128-bit PCLMULQDQ: "pclmul" */
     CKPT__CRC32C_VPCLMUL256, /* folding, 256-bit VPCLMULQDQ: "vpclmul256" */
     CKPT__CRC32C_VPCLMUL512, /* folding, 512-bit VPCLMULQDQ: "vpclmul512" */
+    CKPT__CRC32C_ARMV8,      /* AArch64 crc32c instructions, 3 streams:
+                                "armv8" */
     CKPT__CRC32C_IMPL_COUNT
 };
 
