@@ -1,8 +1,8 @@
 /* bench/bench_crc32c.c - throughput of every CRC-32C implementation this CPU
- * can run (util/crc32c.c: portable, sse42, pclmul, vpclmul256, vpclmul512),
- * checksum alone and fused copy + checksum, against a memcpy of the same
- * bytes timed in the same repetition, for a 256 KiB buffer (L2-resident) and
- * a 64 MiB one (memory-bound).
+ * can run (util/crc32c.c: portable, sse42, pclmul, vpclmul256, vpclmul512,
+ * armv8), checksum alone and fused copy + checksum, against a memcpy of the
+ * same bytes timed in the same repetition, for a 256 KiB buffer (L2-resident)
+ * and a 64 MiB one (memory-bound).
  *
  * Each repetition times memcpy, then every implementation's checksum, then
  * every implementation's fused copy (with the non-temporal-store choice
