@@ -439,6 +439,9 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
  *  or restore another checkpoint (ckpt_saver_checkpoint lists them).
  *  A saver with no variables registered would restore nothing:
  *  CKPT_EINVAL (register them with ckpt_saver_add_var first).
+ *  A DT_BOOL variable's bytes are saved as they are and restored as 0 or 1
+ *  (any other byte reads as 1, as TensorFlow reads a bool): keep 0 and 1
+ *  in a bool variable for it to round-trip.
  *  @return 0, CKPT_ENOTFOUND (checkpoint, or a variable it lacks, named),
  *          CKPT_EINVAL (no variables registered; dtype or shape mismatch,
  *          named), CKPT_ECORRUPT (a damaged record, or a data file the

@@ -342,8 +342,12 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  else run init_fn. The recoverable flavour retries a creation failing
  *  with a recoverable code like a failing run (B34).
  *  The hooks are consumed on every path: on failure nothing needs freeing,
- *  hooks whose begin succeeded got on_abort(error) and every hook's destroy
- *  has been called. One hook given twice (the same callbacks, destroy and
+ *  hooks whose begin succeeded got on_abort(error), every hook's destroy
+ *  has been called and `hooks[0..num_hooks)` are zeroed (so that a retry
+ *  with them is refused, naming them, and ckpt_hook_free of them does
+ *  nothing: make them again). On success the caller's copies stay as they
+ *  are, for ckpt_checkpoint_hook_wait and _metrics, until the session is
+ *  freed. One hook given twice (the same callbacks, destroy and
  *  non-NULL payload) is CKPT_EINVAL naming both indices (its destroy called
  *  once). Different hooks may share a payload (state of the caller's, or
  *  one payload and destroy: then destroy is called once).
@@ -355,7 +359,7 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *          ckpt_saver_restore_latest) */
 CKPT_EXTERN(int)
 ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
-                           const ckpt_hook *hooks, size_t num_hooks,
+                           ckpt_hook *hooks, size_t num_hooks,
                            const ckpt_session_options *opts);
 
 /** Run one step through the hooks (B16-B25): before_run of every hook, the

@@ -163,6 +163,12 @@ static void destroy_held_hooks(const ckpt_hook *hooks, size_t n)
     destroy_hooks(hooks, n);
 }
 
+static int hook_is_zero(const ckpt_hook *h)
+{
+    static const ckpt_hook zero;
+    return memcmp(h, &zero, sizeof(zero)) == 0;
+}
+
 static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                       const ckpt_session_options *opts)
 {
@@ -174,6 +180,14 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                            "ckpt_monitored_session_new: hooks is NULL (with "
                            "num_hooks %zu)",
                            n);
+    for (size_t i = 0; i < n; i++)
+        if (hook_is_zero(&hooks[i]))
+            return ckpt__error(
+                CKPT_EINVAL,
+                "hooks[%zu] is all zero: a hook given to a failed "
+                "ckpt_monitored_session_new (it was destroyed then, and "
+                "zeroed), or one whose constructor failed: make it again",
+                i);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
             return ckpt__error(
@@ -435,9 +449,9 @@ static void abandon(ckpt_monitored_session *ms, int err)
     ckpt__error(err, "%s", saved.message);
 }
 
-int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
-                               const ckpt_hook *hooks, size_t num_hooks,
-                               const ckpt_session_options *opts)
+static int create(ckpt_monitored_session **out, ckpt_graph *graph,
+                  const ckpt_hook *hooks, size_t num_hooks,
+                  const ckpt_session_options *opts)
 {
     ckpt_monitored_session *ms = NULL;
     int err;
@@ -483,6 +497,18 @@ int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     }
     *out = ms;
     return 0;
+}
+
+int ckpt_monitored_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                               ckpt_hook *hooks, size_t num_hooks,
+                               const ckpt_session_options *opts)
+{
+    int err = create(out, graph, hooks, num_hooks, opts);
+    /* Destroyed on failure: the caller's copies would point at freed
+     * payloads, which a retry or a ckpt_hook_free would use again. */
+    if (err < 0 && hooks)
+        memset(hooks, 0, num_hooks * sizeof(*hooks));
+    return err;
 }
 
 void ckpt_monitored_session_free(ckpt_monitored_session *ms)

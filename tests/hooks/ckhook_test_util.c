@@ -287,8 +287,7 @@ ckpt_session_options ck_session_options(ck_fixture *f, int recoverable,
     return o;
 }
 
-ckpt_monitored_session *ck_session(ck_fixture *f, const ckpt_hook *hooks,
-                                   size_t n)
+ckpt_monitored_session *ck_session(ck_fixture *f, ckpt_hook *hooks, size_t n)
 {
     ckpt_session_options so = ck_session_options(f, 0, NULL);
     ckpt_monitored_session *ms = NULL;

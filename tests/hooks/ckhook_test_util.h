@@ -96,8 +96,7 @@ ckpt_checkpoint_hook_options ck_hook_options(ck_fixture *f, int mode,
 ckpt_session_options ck_session_options(ck_fixture *f, int recoverable,
                                         const ckpt_saver_options *so);
 /* Create a monitored session with the given hooks (clock = fixture's). */
-ckpt_monitored_session *ck_session(ck_fixture *f, const ckpt_hook *hooks,
-                                   size_t n);
+ckpt_monitored_session *ck_session(ck_fixture *f, ckpt_hook *hooks, size_t n);
 /* Run one step; returns its status. */
 int ck_run(ck_fixture *f, ckpt_monitored_session *ms);
 

@@ -1161,6 +1161,37 @@ static void test_hook_free_after_handing_over_refused(void **state)
     assert_null(counter.payload);
 }
 
+/* A failed creation destroys the hooks it was given; the caller's copies
+ * pointed at freed payloads, so a retry with them (the newcomer's fix of
+ * the options) used freed memory and a ckpt_hook_free of them freed it
+ * twice. They are zeroed: the retry is refused naming them, the free does
+ * nothing. */
+static void test_failed_creation_zeroes_hooks(void **state)
+{
+    fixture *f = *state;
+    ckpt_hook hooks[2];
+    ckpt_hook counter;
+    f->a.fail_begin = CKPT_EUSER;
+    hooks[0] = rec_hook_make(&f->a, "A", &f->t);
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&counter, NULL));
+    hooks[1] = counter;
+    assert_int_equal(
+        ckpt_monitored_session_new(&f->ms, f->m.graph, hooks, 2, NULL),
+        CKPT_EUSER);
+    assert_int_equal(f->a.n_destroy, 1);
+    assert_null(hooks[0].payload);
+    assert_null(hooks[1].payload);
+    assert_null(hooks[1].destroy);
+    assert_ckpt_error(
+        ckpt_monitored_session_new(&f->ms, f->m.graph, hooks, 2, NULL),
+        CKPT_EINVAL,
+        "hooks[0] is all zero: a hook given to a failed "
+        "ckpt_monitored_session_new");
+    assert_null(f->ms);
+    ckpt_hook_free(&hooks[1]); /* nothing to free: no double free */
+    assert_int_equal(f->a.n_destroy, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1168,6 +1199,7 @@ int main(void)
         T(test_same_hook_twice_refused_destroyed_once),
         T(test_hooks_sharing_a_payload_accepted),
         T(test_hook_free_after_handing_over_refused),
+        T(test_failed_creation_zeroes_hooks),
         T(test_reentry_from_hook_and_step_refused),
         T(test_reentry_from_end_refused),
         T(test_run_from_another_thread_refused),
