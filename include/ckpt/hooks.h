@@ -376,9 +376,10 @@ typedef struct ckpt_training_session_options {
     /* Each array below comes with its length; an array set with its
      * length 0 (a forgotten count) is CKPT_EINVAL naming both fields:
      * leave the array NULL to give none. */
-    const ckpt_hook *hooks; /**< user hooks (copied) */
+    ckpt_hook *hooks; /**< user hooks (copied; zeroed when destroyed
+                           before the session frees them) */
     size_t num_hooks;
-    const ckpt_hook *chief_only_hooks;
+    ckpt_hook *chief_only_hooks;
     size_t num_chief_only_hooks;
     ckpt_session_options session; /**< clock, fs, scaffold, recoverable,
                                        log... (version 0: its defaults) */
@@ -422,8 +423,12 @@ ckpt_training_session_options_init(ckpt_training_session_options *o,
  *  twice (as for ckpt_monitored_session_new; in one list or in both, named
  *  by list and index), and an array
  *  (hooks, chief_only_hooks, listeners) set with its count 0. Every hook
- *  passed in with its count is consumed, also on failure (its destroy has been
- * called, once per hook). NULL `opts`: all defaults. */
+ *  passed in with its count is consumed, also on failure (its destroy has
+ *  been called, once per hook). The caller's copies of hooks destroyed
+ *  here are zeroed, so that a retry with them is refused naming them and
+ *  ckpt_hook_free of them does nothing: all of them on failure, and a
+ *  non-chief's chief_only_hooks (not also among hooks) on success. NULL
+ *  `opts`: all defaults. */
 CKPT_EXTERN(int)
 ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
                           const ckpt_training_session_options *opts);

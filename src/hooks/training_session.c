@@ -115,6 +115,13 @@ static int check_hooks(const ckpt_training_session_options *o)
     for (int l = 0; l < 2; l++)
         for (size_t i = 0; i < counts[l]; i++) {
             const ckpt_hook *h = &lists[l][i];
+            if (ckpt__hook_is_zero(h))
+                return ckpt__error(CKPT_EINVAL,
+                                   "training session: %s[%zu] is all zero: a "
+                                   "hook given to a failed creation (it was "
+                                   "destroyed then, and zeroed), or one whose "
+                                   "constructor failed: make it again",
+                                   names[l], i);
             if (h->version < 1 || h->version > CKPT_HOOK_VERSION)
                 return ckpt__error(CKPT_EVERSION,
                                    "training session: %s[%zu] ('%s'): "
@@ -209,8 +216,14 @@ static void log_default_frequency(const ckpt_training_session_options *o)
               o->checkpoint_dir, DEFAULT_SAVE_SECS);
 }
 
-int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
-                              const ckpt_training_session_options *opts)
+static void zero_hooks(ckpt_hook *hooks, size_t n)
+{
+    if (hooks && n > 0)
+        memset(hooks, 0, n * sizeof(*hooks));
+}
+
+static int create(ckpt_monitored_session **out, ckpt_graph *graph,
+                  const ckpt_training_session_options *opts)
 {
     ckpt_training_session_options merged;
     const ckpt_training_session_options *o = opts ? opts : &option_defaults;
@@ -221,9 +234,9 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
     int err;
     if (out)
         *out = NULL;
-    err = out ? 0 : ckpt__error_null_arg(__func__, "out");
+    err = out ? 0 : ckpt__error_null_arg("ckpt_training_session_new", "out");
     if (err == 0 && !graph)
-        err = ckpt__error_null_arg(__func__, "graph");
+        err = ckpt__error_null_arg("ckpt_training_session_new", "graph");
     if (err == 0)
         err = ckpt__options_check_version(
             o->version, CKPT_TRAINING_SESSION_OPTIONS_VERSION,
@@ -258,6 +271,10 @@ int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
         /* B43; a hook also among the user hooks goes on to the session */
         ckpt__hooks_destroy(o->chief_only_hooks, o->num_chief_only_hooks,
                             o->hooks, o->num_hooks);
+        for (size_t i = 0; i < o->num_chief_only_hooks; i++)
+            if (!ckpt__hook_is_among(&o->chief_only_hooks[i], o->hooks,
+                                     o->num_hooks))
+                zero_hooks(&o->chief_only_hooks[i], 1);
     }
     if (o->num_hooks)
         memcpy(hooks + n, o->hooks, o->num_hooks * sizeof(*hooks));
@@ -290,6 +307,19 @@ fail:
     ckpt__hooks_destroy(o->hooks, o->num_hooks, o->chief_only_hooks,
                         o->num_chief_only_hooks);
     ckpt__free(hooks);
+    return err;
+}
+
+int ckpt_training_session_new(ckpt_monitored_session **out, ckpt_graph *graph,
+                              const ckpt_training_session_options *opts)
+{
+    int err = create(out, graph, opts);
+    /* Destroyed on failure: the caller's copies would point at freed
+     * payloads, which a retry or a ckpt_hook_free would use again. */
+    if (err < 0 && opts) {
+        zero_hooks(opts->hooks, opts->num_hooks);
+        zero_hooks(opts->chief_only_hooks, opts->num_chief_only_hooks);
+    }
     return err;
 }
 

@@ -163,7 +163,7 @@ static void destroy_held_hooks(const ckpt_hook *hooks, size_t n)
     destroy_hooks(hooks, n);
 }
 
-static int hook_is_zero(const ckpt_hook *h)
+int ckpt__hook_is_zero(const ckpt_hook *h)
 {
     static const ckpt_hook zero;
     return memcmp(h, &zero, sizeof(zero)) == 0;
@@ -181,7 +181,7 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                            "num_hooks %zu)",
                            n);
     for (size_t i = 0; i < n; i++)
-        if (hook_is_zero(&hooks[i]))
+        if (ckpt__hook_is_zero(&hooks[i]))
             return ckpt__error(
                 CKPT_EINVAL,
                 "hooks[%zu] is all zero: a hook given to a failed "

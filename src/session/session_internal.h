@@ -57,6 +57,9 @@ int ckpt__hook_is_among(const ckpt_hook *h, const ckpt_hook *list, size_t n);
  * hooks may share a payload (the caller's state, or one destroy, which
  * ckpt__hooks_destroy then calls once). */
 int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other);
+/* Whether every byte of `h` is zero: a hook a failed creation destroyed
+ * and zeroed in the caller's array (or one whose constructor failed). */
+int ckpt__hook_is_zero(const ckpt_hook *h);
 /* Call the destroy of each of the `n` hooks, once per hook: skipping a
  * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
  * none). */

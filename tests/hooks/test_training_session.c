@@ -41,9 +41,13 @@ static int teardown(void **state)
     return test_dir_fixture_teardown(state);
 }
 
+/* Options over the fixture's two hooks, made again: a failed creation
+ * destroyed and zeroed them. */
 static ckpt_training_session_options base_options(fixture *f)
 {
     ckpt_training_session_options o;
+    f->user_hook = rec_hook_make(&f->user, "user", &f->t);
+    f->chief_hook = rec_hook_make(&f->chief, "chief_only", &f->t);
     assert_ckpt_ok(ckpt_training_session_options_init(
         &o, CKPT_TRAINING_SESSION_OPTIONS_VERSION));
     o.checkpoint_dir = f->dir;
@@ -249,6 +253,8 @@ static void test_b43_worker_only_user_hooks_no_restore(void **state)
     hook_names(f->ms, names, sizeof(names));
     assert_string_equal(names, "user");
     assert_int_equal(f->chief.n_destroy, 1);
+    assert_null(f->chief_hook.payload); /* destroyed: the copy zeroed */
+    assert_non_null(f->user_hook.payload); /* the session's: kept */
     assert_int_equal(f->chief.n_begin, 0);
     assert_int_equal(f->m.step, 0); /* never restored */
     ckpt_monitored_session_free(f->ms);
@@ -272,6 +278,9 @@ static void test_training_session_options_version(void **state)
     assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
                       CKPT_EVERSION, "version 5");
     assert_int_equal(f->user.n_destroy, 1);
+    assert_int_equal(f->user_hook.version, 0); /* zeroed: destroyed */
+    f->user_hook = rec_hook_make(&f->user, "user", &f->t);
+    f->chief_hook = rec_hook_make(&f->chief, "chief_only", &f->t);
     o.version = 0; /* zeroed: the error names the INIT macro */
     assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
                       CKPT_EVERSION, "CKPT_TRAINING_SESSION_OPTIONS_INIT");
