@@ -253,7 +253,7 @@ static void test_b43_worker_only_user_hooks_no_restore(void **state)
     hook_names(f->ms, names, sizeof(names));
     assert_string_equal(names, "user");
     assert_int_equal(f->chief.n_destroy, 1);
-    assert_null(f->chief_hook.payload); /* destroyed: the copy zeroed */
+    assert_null(f->chief_hook.payload);    /* destroyed: the copy zeroed */
     assert_non_null(f->user_hook.payload); /* the session's: kept */
     assert_int_equal(f->chief.n_begin, 0);
     assert_int_equal(f->m.step, 0); /* never restored */
