@@ -243,21 +243,25 @@ typedef struct ckpt_saver ckpt_saver;
  *  are in: "alias/x" for a link "alias" to `dir` is "x", "link/../x" is
  *  "x" only where "link/.." is `dir`), and the state file's latest
  *  (model_checkpoint_path), when the list leaves it out and its index
- *  exists, is listed last. The state file is then rewritten so (without
- *  what was dropped, the latest last); where it cannot be (a directory this
- * process may read but not write: a read-only mount) the open goes on with a
- * warning, to restore, and the next save writes it. Retention is not applied
- * here: the first save trims the list to max_to_keep (deleting the oldest, in
- * one pass, before it writes), so a saver opened only to restore deletes no
- * checkpoint the state file names (as TensorFlow's). The latest the state file
- * names is taken as the newest wherever its list puts it (moved last, with a
- * warning, as TensorFlow lists it), so the trim never deletes it. A listed path
- * whose directory is this one, however spelt (absolute, "./x", through a
- * symbolic link), is this directory's checkpoint and evicted as such; one
- * elsewhere (another directory, a subdirectory) is dropped from the list, never
- * deleted. Then what a crash during a save or a deletion leaves that nothing
- * can read is removed: temporary files (names ending in ".tempstate" and hex
- * digits, or "checkpoint.tmp" and hex digits), data files
+ *  exists, is listed last. The state file is then rewritten so (without what
+ *  was dropped, the latest last); where it cannot be (a directory this process
+ *  may read but not write: a read-only mount) the open goes on with a warning,
+ *  to restore, and the next save writes it. Retention is not applied here: the
+ *  first save trims the list to max_to_keep (deleting the oldest, in one pass,
+ *  before it writes), so a saver opened only to restore deletes no checkpoint
+ *  the state file names (as TensorFlow's). The latest the state file names is
+ *  taken as the newest wherever its list puts it (moved last, with a warning,
+ *  as TensorFlow lists it), so the trim never deletes it; a latest whose index
+ *  is missing is not the latest and moves nothing. A listed path whose
+ *  directory is this one, however spelt (absolute, "./x", through a symbolic
+ *  link), is this directory's checkpoint and evicted as such, when it led here
+ *  both at the open and at the eviction (a link changed between them does not
+ *  make another directory's entry ours); one elsewhere (another directory, a
+ *  subdirectory) is dropped from the list, never deleted. A checkpoint the list
+ *  still names under another spelling is never deleted. Then what a crash
+ *  during a save or a deletion leaves that nothing can read is removed:
+ *  temporary files (names ending in ".tempstate" and hex digits, or
+ *  "checkpoint.tmp" and hex digits), data files
  *  "<basename>-<step>.data-*" whose index is missing (after a directory
  *  fsync; left, with a warning, when it fails), index files
  *  "<basename>-<step>.index" the state file (read intact, or absent) does

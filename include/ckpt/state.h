@@ -62,7 +62,9 @@ CKPT_EXTERN(int)
 ckpt_state_read(ckpt_state *out, const ckpt_fs *fs, const char *dir);
 
 /** Replace `<dir>/checkpoint` atomically and durably (temp file, fsync,
- *  rename, directory fsync). */
+ *  rename, directory fsync). Text larger than CKPT_STATE_MAX_SIZE, which
+ *  ckpt_state_read would refuse, is not written: CKPT_EINVAL naming both
+ *  sizes, the file on disk left as it was. */
 CKPT_EXTERN(int)
 ckpt_state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st);
 

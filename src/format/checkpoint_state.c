@@ -28,6 +28,7 @@
 #include "io/fs_internal.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -367,6 +368,14 @@ int ckpt__state_write(const ckpt_fs *fs, const char *dir, const ckpt_state *st,
     err = ckpt__state_format_cached(&text, st, texts);
     if (err < 0)
         goto done;
+    if ((uint64_t)text.size > CKPT_STATE_MAX_SIZE) {
+        /* ckpt_state_read would refuse it: the one on disk stays */
+        err = ckpt__error(CKPT_EINVAL,
+                          "%s: state file of %zu bytes, larger than the "
+                          "%" PRIu64 " bytes a reader accepts: not written",
+                          dir, text.size, (uint64_t)CKPT_STATE_MAX_SIZE);
+        goto done;
+    }
     err = ckpt__path_join(&path, dir, CKPT_STATE_FILENAME);
     if (err == 0)
         err = ckpt_state_resolve(&model, dir, st->model_checkpoint_path);

@@ -76,6 +76,8 @@ void ckpt__dir_state_dispose(ckpt__dir_state *ds)
     ckpt__dir_lock_release(ds->lock);
     kept_dispose(&ds->kept);
     kept_dispose(&ds->unsure);
+    ckpt__name_index_dispose(&ds->owned_index);
+    kept_dispose(&ds->owned_paths);
     ckpt__free(ds->dir);
     ckpt__free(ds->basename);
     ckpt__free(ds->abs_dir);
@@ -207,19 +209,56 @@ static int kept_copy_except(ckpt__kept_list *to, const ckpt__kept_list *from,
  * name. Defined with the keys below. */
 static int leads_into_directory(const ckpt__dir_state *ds, const char *stored);
 
-int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
+/* Whether `stored` names a checkpoint of this directory now: a name in
+ * it, a path in its real directory, or one leading there
+ * (leads_into_directory). *spelt_as_ours: 1 for the first two, which no
+ * link on the way can change. */
+static int owned_now(const ckpt__dir_state *ds, const char *stored,
+                     int *spelt_as_ours)
 {
     const char *slash = strrchr(stored, '/');
     const char *base = slash ? slash + 1 : stored;
+    *spelt_as_ours = 0;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
         return 0;
-    if (!slash)
-        return 1;
-    if (stored[0] == '/' && ds->abs_dir &&
-        (size_t)(slash - stored) == strlen(ds->abs_dir) &&
-        strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0)
-        return 1;
-    return leads_into_directory(ds, stored);
+    *spelt_as_ours =
+        !slash || (stored[0] == '/' && ds->abs_dir &&
+                   (size_t)(slash - stored) == strlen(ds->abs_dir) &&
+                   strncmp(stored, ds->abs_dir, (size_t)(slash - stored)) == 0);
+    return *spelt_as_ours || leads_into_directory(ds, stored);
+}
+
+int ckpt__dir_state_owns(const ckpt__dir_state *ds, const char *stored)
+{
+    int spelt_as_ours;
+    if (!owned_now(ds, stored, &spelt_as_ours))
+        return 0;
+    /* any other path: also when recovery read it */
+    return spelt_as_ours ||
+           ckpt__name_index_find(&ds->owned_index, stored) != SIZE_MAX;
+}
+
+/* Note which of the recovered list's paths holding a '/' lead into the
+ * directory now (owned_paths). Without memory for it, none is: their
+ * checkpoints are then dropped from the list at eviction, not deleted. */
+static void note_owned_paths(ckpt__dir_state *ds)
+{
+    for (size_t i = 0; i < ds->kept.n; i++) {
+        int spelt_as_ours;
+        if (!strchr(ds->kept.paths[i], '/') ||
+            !owned_now(ds, ds->kept.paths[i], &spelt_as_ours) || spelt_as_ours)
+            continue;
+        if (kept_push(&ds->owned_paths, ds->kept.paths[i], 0.0) < 0) {
+            ckpt_error_clear();
+            break;
+        }
+    }
+    if (ds->owned_paths.n > 0 &&
+        ckpt__kept_index(&ds->owned_index, &ds->owned_paths) < 0) {
+        ckpt_error_clear();
+        ckpt__name_index_dispose(&ds->owned_index);
+        kept_dispose(&ds->owned_paths);
+    }
 }
 
 static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
@@ -286,6 +325,32 @@ static void carry_unsure(ckpt__dir_state *ds, eviction_lookups *lk,
 static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
                                      const char *stored);
 
+/* Whether the index `stored` names is, to the operating system, the same
+ * file (device and inode) as the index of an entry the list still holds:
+ * two spellings realpath cannot tie together (a bind mount) or a symbolic
+ * link changed since the open. */
+static int same_file_as_kept(const ckpt__dir_state *ds, const char *stored)
+{
+    ckpt_buf prefix = CKPT_BUF_INIT, index = CKPT_BUF_INIT;
+    struct stat a, b;
+    int same = 0;
+    if (resolve(ds, stored, &prefix) == 0 &&
+        ckpt_bundle_index_path(&index, prefix.ptr) == 0 &&
+        stat(index.ptr, &a) == 0) {
+        for (size_t i = 0; !same && i < ds->kept.n; i++) {
+            if (resolve(ds, ds->kept.paths[i], &prefix) < 0 ||
+                ckpt_bundle_index_path(&index, prefix.ptr) < 0)
+                break;
+            same = stat(index.ptr, &b) == 0 && a.st_dev == b.st_dev &&
+                   a.st_ino == b.st_ino;
+        }
+    }
+    ckpt_error_clear();
+    ckpt_buf_dispose(&prefix);
+    ckpt_buf_dispose(&index);
+    return same;
+}
+
 static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
                            const char *stored)
 {
@@ -295,8 +360,8 @@ static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
      * the file system resolves them now: a symbolic link on its way may
      * have changed since the open told the two apart. */
     if (still_kept(ds, lk, stored) ||
-        (strchr(stored, '/') &&
-         kept_find_any_spelling(ds, stored) < ds->kept.n)) {
+        kept_find_any_spelling(ds, stored) < ds->kept.n ||
+        same_file_as_kept(ds, stored)) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': the state file still names it",
                      ds->dir, stored);
@@ -708,6 +773,14 @@ static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
     int err;
     if (!model || !*model)
         return 0;
+    /* A latest whose index the operating system does not find is not the
+     * latest (ckpt_state_latest): never matched by a lexical spelling. */
+    err = resolve(ds, model, &prefix);
+    if (err == 0)
+        err = index_exists(ds, prefix.ptr);
+    ckpt_buf_dispose(&prefix);
+    if (err <= 0)
+        return err;
     at = kept_find_any_spelling(ds, model);
     if (at + 1 < ds->kept.n) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
@@ -826,6 +899,7 @@ int ckpt__dir_state_recover(ckpt__dir_state *ds)
         goto done;
     if (err == 1)
         changed = 1; /* written so, another open does not warn again */
+    note_owned_paths(ds);
     if (repeats > LOGGED_PER_KIND)
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: %zu entries listed more than once in all", ds->dir,

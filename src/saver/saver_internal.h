@@ -112,6 +112,12 @@ typedef struct ckpt__dir_state {
     unsigned long lock_claims; /* ckpt__dir_lock_claims when the list was
                                   read from the state file */
     int reconciled; /* ckpt__dir_state_reconcile ran (or had nothing to do) */
+    /* The listed paths holding a '/' that led into the directory when
+     * recovery read them (indexed by owned_index): the only such paths
+     * eviction deletes, so that a symbolic link changed since cannot lead
+     * one that named another directory's checkpoint to one of ours. */
+    ckpt__kept_list owned_paths;
+    ckpt__name_index owned_index;
 } ckpt__dir_state;
 
 int ckpt__dir_state_init(ckpt__dir_state *ds, const char *dir,

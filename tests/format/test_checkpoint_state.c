@@ -589,6 +589,44 @@ static void test_write_then_read(void **state)
     test_remove_tree(dir);
 }
 
+/* A state file larger than CKPT_STATE_MAX_SIZE, which ckpt_state_read
+ * refuses: a saver's open rewrote a state file just under the limit with
+ * timestamps added, past it, and the next open read no checkpoint at all
+ * (a resumed job started afresh). Refused, naming the sizes; the file on
+ * disk stays. */
+static void test_write_refuses_over_max_size(void **state)
+{
+    char *dir = test_make_temp_dir();
+    char *file = test_path(dir, "checkpoint");
+    const size_t n = 180000;
+    char **paths = calloc(n, sizeof(*paths));
+    char *one[] = {"ckpt-1"};
+    ckpt_state small = {"ckpt-1", one, 1, NULL, 0, 0.0};
+    ckpt_state big = CKPT_STATE_INIT;
+    ckpt_state back = CKPT_STATE_INIT;
+    (void)state;
+    assert_non_null(paths);
+    for (size_t i = 0; i < n; i++) {
+        paths[i] = malloc(96);
+        assert_non_null(paths[i]);
+        snprintf(paths[i], 96, "%080zu", i); /* 80 digits */
+    }
+    big.model_checkpoint_path = paths[n - 1];
+    big.all_paths = paths;
+    big.num_paths = n;
+    assert_ckpt_ok(ckpt_state_write(NULL, dir, &small));
+    assert_ckpt_error(ckpt_state_write(NULL, dir, &big), CKPT_EINVAL,
+                      "larger than the 16777216 bytes a reader accepts");
+    assert_ckpt_ok(ckpt_state_read(&back, NULL, dir));
+    assert_string_equal(back.model_checkpoint_path, "ckpt-1");
+    ckpt_state_dispose(&back);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    free(file);
+    test_remove_tree(dir);
+}
+
 static void test_write_refuses_state_file_as_model(void **state)
 {
     char *dir = test_make_temp_dir();
@@ -838,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_format_appends_model_path),
         cmocka_unit_test(test_format_invalid),
         cmocka_unit_test(test_write_then_read),
+        cmocka_unit_test(test_write_refuses_over_max_size),
         cmocka_unit_test(test_write_refuses_state_file_as_model),
         cmocka_unit_test(test_read_corrupt_names_file),
         cmocka_unit_test(test_latest_relative),

@@ -2515,6 +2515,135 @@ static void test_evicts_own_checkpoints_listed_by_relative_path(void **state)
     assert_int_equal(unlink(path), 0);
 }
 
+/* The mirror of the test below: the evicted spelling is the bare name and
+ * the one kept, "alias/model.ckpt-40", led to another directory at the
+ * open; the link is then pointed at this directory. The bare name's
+ * deletion was not looked up again (only a path with a '/' was), and
+ * deleted the checkpoint the new state file names as alias/model.ckpt-40. */
+static void test_evicted_name_kept_through_swapped_link(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    char other[4200], path[8400], *text;
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"alias/model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+    o.max_to_keep = 4;
+    save_40_50_60(f, &o);
+    snprintf(other, sizeof(other), "%s-other", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(symlink(other, path), 0);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(".", path), 0);
+    save_steps(s, f, 70, 70); /* evicts the bare model.ckpt-40 */
+    ckpt_saver_free(s);
+    text = read_state(f->dir);
+    assert_non_null(strstr(text, "\"alias/model.ckpt-40\""));
+    free(text);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(other), 0);
+}
+
+/* A path listed with a '/' that led to another directory at the open and
+ * into this one at the eviction (a link changed between them) names
+ * another directory's checkpoint as far as the list knows: the eviction
+ * deleted this directory's unlisted model.ckpt-10 through it. Ownership
+ * now needs both the open and the eviction to see it. */
+static void test_evicted_path_swapped_into_directory_kept(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    test_log lb;
+    char other[4200], path[8400];
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-60\"\n"
+        "all_model_checkpoint_paths: \"alias/model.ckpt-10\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+    o.max_to_keep = 5;
+    s = open_saver(f, &o);
+    save_steps(s, f, 10, 10);
+    ckpt_saver_free(s);
+    save_40_50_60(f, &o);
+    snprintf(other, sizeof(other), "%s-other", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-10.index", other);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(symlink(other, path), 0);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    test_log_init(&lb, CKPT_LOG_WARN);
+    o.max_to_keep = 3;
+    o.log = test_log_capture;
+    o.log_payload = &lb;
+    s = open_saver(f, &o);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(".", path), 0);
+    save_steps(s, f, 70, 70); /* evicts alias/model.ckpt-10 */
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 10), 2);
+    assert_non_null(strstr(lb.text, "model.ckpt-10': it is outside"));
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-10.index", other);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(other), 0);
+}
+
+/* A latest (model_checkpoint_path) whose index the system does not find,
+ * spelt so that it reads as a listed one ("model.ckpt-40/"): the open
+ * matched it by text, moved 40 last and wrote that, so merely opening a
+ * saver rolled the latest back from 60 to 40, and the next save deleted
+ * 50 and 60. Such a latest is not the latest (as ckpt_latest_checkpoint
+ * has it): the list is left as it is. */
+static void test_latest_without_index_not_moved(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    ckpt_buf latest = CKPT_BUF_INIT;
+    char path[4200];
+    static const char listing[] =
+        "model_checkpoint_path: \"model.ckpt-40/\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-50\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
+    o.max_to_keep = 3;
+    save_40_50_60(f, &o);
+    snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
+    test_write_file(path, listing, sizeof(listing) - 1);
+    s = open_saver(f, &o);
+    assert_ckpt_ok(ckpt_saver_latest(s, &latest));
+    assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-60");
+    ckpt_saver_free(s);
+    assert_ckpt_ok(ckpt_latest_checkpoint(&latest, NULL, f->dir));
+    assert_string_equal(ckpt__path_basename(latest.ptr), "model.ckpt-60");
+    o.max_to_keep = 2;
+    s = open_saver(f, &o);
+    save_steps(s, f, 70, 70);
+    ckpt_saver_free(s);
+    assert_int_equal(has_checkpoint_files(f->dir, 40), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 50), 0);
+    assert_int_equal(has_checkpoint_files(f->dir, 60), 2);
+    ckpt_buf_dispose(&latest);
+}
+
 /* One checkpoint under two spellings that the open told apart: an
  * absolute path through a symbolic link to another directory, and the
  * bare name. The link is then pointed at this directory before the save
@@ -2950,6 +3079,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_evicts_own_checkpoints_listed_by_relative_path, setup,
             test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_evicted_name_kept_through_swapped_link, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_evicted_path_swapped_into_directory_kept, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_latest_without_index_not_moved,
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_evicted_spelling_through_swapped_link, setup,
             test_dir_fixture_teardown),
