@@ -8,6 +8,7 @@
 #include "session_internal.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #define GLOBAL_STEP_NAME "global_step"
 
@@ -67,6 +68,30 @@ static size_t trimmed_len(const char *s)
     return n;
 }
 
+/* Whether two directory paths name one directory: spelt alike once
+ * repeated '/' and "." components are dropped ("m/a", "./m/a", "m//a/."),
+ * or, where both exist, the same device and inode. A ".." is not taken
+ * lexically ("link/.." need not be "."). */
+static int same_dir_path(const char *a, const char *b)
+{
+    ckpt_buf x = CKPT_BUF_INIT, y = CKPT_BUF_INIT;
+    struct stat sa, sb;
+    int same = 0;
+    if (!strstr(a, "..") && !strstr(b, "..")) {
+        if (ckpt__path_normalize(&x, a) == 0 &&
+            ckpt__path_normalize(&y, b) == 0)
+            same = strcmp(x.ptr, y.ptr) == 0;
+        else
+            ckpt_error_clear(); /* no memory: compared by stat only */
+    }
+    ckpt_buf_dispose(&x);
+    ckpt_buf_dispose(&y);
+    if (!same && stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        same = S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
+    return same;
+}
+
 static int agree(char **slot, const char **slot_from, const char *value,
                  const char *from, const char *what, int is_path)
 {
@@ -77,6 +102,8 @@ static int agree(char **slot, const char **slot_from, const char *value,
     if (*slot) {
         size_t m = is_path ? trimmed_len(*slot) : strlen(*slot);
         if (m == n && memcmp(*slot, value, n) == 0)
+            return 0;
+        if (is_path && same_dir_path(*slot, value))
             return 0;
         if (strcmp(from, *slot_from) == 0) /* two hooks' options, say */
             return ckpt__error(CKPT_EINVAL,

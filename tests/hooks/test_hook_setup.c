@@ -448,6 +448,17 @@ static void test_dirs_disagree_or_missing(void **state)
     snprintf(other, sizeof(other), "%s/", f->ckdir);
     ms = start_session(f, &o, &so, &h);
     ckpt_monitored_session_free(ms);
+    /* ... and so is another spelling of it: "." components and repeated
+     * '/', or a symbolic link to it (they were CKPT_EINVAL, compared as
+     * strings) */
+    snprintf(other, sizeof(other), "%s//./", f->ckdir);
+    ms = start_session(f, &o, &so, &h);
+    ckpt_monitored_session_free(ms);
+    snprintf(other, sizeof(other), "%s/link", f->root);
+    assert_int_equal(symlink(f->ckdir, other), 0);
+    ms = start_session(f, &o, &so, &h);
+    ckpt_monitored_session_free(ms);
+    assert_int_equal(unlink(other), 0);
     /* Neither names one. */
     so.checkpoint_dir = NULL;
     o.checkpoint_dir = NULL;
