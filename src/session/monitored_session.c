@@ -516,6 +516,11 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     if (!ms)
         return;
     if (!ms->closed) {
+        /* the close's log line says why, and what was not done */
+        ckpt__error(CKPT_ECANCELED,
+                    "freed without ckpt_monitored_session_close: the hooks "
+                    "were aborted and no final checkpoint was written (close "
+                    "with 0 before freeing for one)");
         ckpt_monitored_session_close(ms, CKPT_ECANCELED);
         ckpt_error_clear();
     }

@@ -740,12 +740,22 @@ static void test_b15_after_create_failure_propagates(void **state)
 static void test_free_without_close_aborts_with_canceled(void **state)
 {
     fixture *f = *state;
-    assert_ckpt_ok(open_session(f, 1, NULL));
+    ckpt_session_options so = CKPT_SESSION_OPTIONS_INIT;
+    test_log lb;
+    test_log_init(&lb, CKPT_LOG_WARN);
+    so.log = test_log_capture;
+    so.log_payload = &lb;
+    assert_ckpt_ok(open_session(f, 1, &so));
     ckpt_monitored_session_free(f->ms);
     f->ms = NULL;
     assert_int_equal(f->a.n_abort, 1);
     assert_int_equal(f->a.abort_status, CKPT_ECANCELED);
     assert_int_equal(f->a.n_destroy, 1);
+    /* the log says what the free did not do (it read "closed with
+     * CKPT_ECANCELED") */
+    assert_non_null(strstr(lb.text, "freed without "
+                                    "ckpt_monitored_session_close: the hooks "
+                                    "were aborted and no final checkpoint"));
 }
 
 static void test_clean_and_recoverable_codes(void **state)
