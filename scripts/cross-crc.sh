@@ -22,17 +22,18 @@ if ! have_tools; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "cross-crc: skipped: needs $cc, qemu-aarch64 and libcmocka-dev:arm64; as root:" >&2
         echo "  dpkg --add-architecture arm64 && apt-get update &&" \
-            "apt-get install -y gcc-aarch64-linux-gnu qemu-user libcmocka-dev:arm64" >&2
+            "apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross" \
+            "qemu-user libcmocka-dev:arm64" >&2
         exit 0
     fi
     added=0
-    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    if ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
         dpkg --add-architecture arm64
         added=1
     fi
     if ! apt-get update -qq ||
         ! DEBIAN_FRONTEND=noninteractive apt-get install -y gcc-aarch64-linux-gnu \
-            qemu-user libcmocka-dev:arm64 >/dev/null; then
+            libc6-dev-arm64-cross qemu-user libcmocka-dev:arm64 >/dev/null; then
         echo "cross-crc: skipped: the arm64 packages could not be installed" >&2
         if [ "$added" = 1 ]; then
             dpkg --remove-architecture arm64 || true
