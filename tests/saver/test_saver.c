@@ -2515,6 +2515,42 @@ static void test_evicts_own_checkpoints_listed_by_relative_path(void **state)
     assert_int_equal(unlink(path), 0);
 }
 
+/* "<dir>-other" with a stand-in index of model.ckpt-<step> (what makes a
+ * listed path there count as a checkpoint), and "<dir>/alias" leading to
+ * it: the set-up of the tests that point the link back at the directory
+ * between the open and a save. */
+static void make_alias_to_other(const fixture *f, char *other, size_t n,
+                                int step)
+{
+    char path[8400];
+    snprintf(other, n, "%s-other", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-%d.index", other, step);
+    test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(symlink(other, path), 0);
+}
+
+/* Point "<dir>/alias" at the directory itself. */
+static void point_alias_here(const fixture *f)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(".", path), 0);
+}
+
+static void remove_alias_and_other(const fixture *f, const char *other,
+                                   int step)
+{
+    char path[8400];
+    snprintf(path, sizeof(path), "%s/alias", f->dir);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/model.ckpt-%d.index", other, step);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(other), 0);
+}
+
 /* The mirror of the test below: the evicted spelling is the bare name and
  * the one kept, "alias/model.ckpt-40", led to another directory at the
  * open; the link is then pointed at this directory. The bare name's
@@ -2534,28 +2570,18 @@ static void test_evicted_name_kept_through_swapped_link(void **state)
         "all_model_checkpoint_paths: \"model.ckpt-60\"\n";
     o.max_to_keep = 4;
     save_40_50_60(f, &o);
-    snprintf(other, sizeof(other), "%s-other", f->dir);
-    assert_int_equal(mkdir(other, 0700), 0);
-    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
-    test_write_file(path, "x", 1);
-    snprintf(path, sizeof(path), "%s/alias", f->dir);
-    assert_int_equal(symlink(other, path), 0);
+    make_alias_to_other(f, other, sizeof(other), 40);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, listing, sizeof(listing) - 1);
     s = open_saver(f, &o);
-    snprintf(path, sizeof(path), "%s/alias", f->dir);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(symlink(".", path), 0);
+    point_alias_here(f);
     save_steps(s, f, 70, 70); /* evicts the bare model.ckpt-40 */
     ckpt_saver_free(s);
     text = read_state(f->dir);
     assert_non_null(strstr(text, "\"alias/model.ckpt-40\""));
     free(text);
     assert_int_equal(has_checkpoint_files(f->dir, 40), 2);
-    assert_int_equal(unlink(path), 0);
-    snprintf(path, sizeof(path), "%s/model.ckpt-40.index", other);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(rmdir(other), 0);
+    remove_alias_and_other(f, other, 40);
 }
 
 /* A path listed with a '/' that led to another directory at the open and
@@ -2580,12 +2606,7 @@ static void test_evicted_path_swapped_into_directory_kept(void **state)
     save_steps(s, f, 10, 10);
     ckpt_saver_free(s);
     save_40_50_60(f, &o);
-    snprintf(other, sizeof(other), "%s-other", f->dir);
-    assert_int_equal(mkdir(other, 0700), 0);
-    snprintf(path, sizeof(path), "%s/model.ckpt-10.index", other);
-    test_write_file(path, "x", 1);
-    snprintf(path, sizeof(path), "%s/alias", f->dir);
-    assert_int_equal(symlink(other, path), 0);
+    make_alias_to_other(f, other, sizeof(other), 10);
     snprintf(path, sizeof(path), "%s/checkpoint", f->dir);
     test_write_file(path, listing, sizeof(listing) - 1);
     test_log_init(&lb, CKPT_LOG_WARN);
@@ -2593,17 +2614,12 @@ static void test_evicted_path_swapped_into_directory_kept(void **state)
     o.log = test_log_capture;
     o.log_payload = &lb;
     s = open_saver(f, &o);
-    snprintf(path, sizeof(path), "%s/alias", f->dir);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(symlink(".", path), 0);
+    point_alias_here(f);
     save_steps(s, f, 70, 70); /* evicts alias/model.ckpt-10 */
     ckpt_saver_free(s);
     assert_int_equal(has_checkpoint_files(f->dir, 10), 2);
     assert_non_null(strstr(lb.text, "model.ckpt-10': it is outside"));
-    assert_int_equal(unlink(path), 0);
-    snprintf(path, sizeof(path), "%s/model.ckpt-10.index", other);
-    assert_int_equal(unlink(path), 0);
-    assert_int_equal(rmdir(other), 0);
+    remove_alias_and_other(f, other, 10);
 }
 
 /* A latest (model_checkpoint_path) whose index the system does not find,
