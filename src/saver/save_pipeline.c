@@ -15,6 +15,8 @@
 #include "io/fs_internal.h"
 #include "saver_internal.h"
 
+#include <stdio.h>
+
 /* If a checkpoint of this name exists, hand it to ckpt__dir_state_forget
  * (kept under a second name while it is replaced, or unlisted; its own
  * files removed, index first, so mixed files never look complete).
@@ -116,6 +118,22 @@ static int use_direct(const ckpt_saver *s)
     return s->write_direct;
 }
 
+/* A write rate for the log: GB/s, or MB/s below 0.1 GB/s (small
+ * checkpoints, timed with their fsync, read "0.00 GB/s" otherwise). */
+typedef struct rate_text {
+    char s[32];
+} rate_text;
+
+static rate_text rate_of(double bytes_per_s)
+{
+    rate_text t;
+    if (bytes_per_s >= 1e8)
+        snprintf(t.s, sizeof(t.s), "%.2f GB/s", bytes_per_s / 1e9);
+    else
+        snprintf(t.s, sizeof(t.s), "%.2f MB/s", bytes_per_s / 1e6);
+    return t;
+}
+
 static void record_write(ckpt_saver *s, int direct, uint64_t bytes,
                          double seconds)
 {
@@ -140,20 +158,21 @@ static void record_write(ckpt_saver *s, int direct, uint64_t bytes,
         s->write_direct = 0;
         CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
                         "checkpoint writes: the file system refuses "
-                        "O_DIRECT: through the page cache (%.2f GB/s, "
-                        "timed with fsync)",
-                        (s->probe_direct_bps > s->probe_buffered_bps
-                             ? s->probe_direct_bps
-                             : s->probe_buffered_bps) /
-                            1e9);
+                        "O_DIRECT: through the page cache (%s, timed with "
+                        "fsync)",
+                        rate_of(s->probe_direct_bps > s->probe_buffered_bps
+                                    ? s->probe_direct_bps
+                                    : s->probe_buffered_bps)
+                            .s);
         return;
     }
     s->write_direct =
         !(s->probe_buffered_bps > BUFFERED_MARGIN * s->probe_direct_bps);
     CKPT__SAVER_LOG(s, CKPT_LOG_INFO,
-                    "checkpoint writes: O_DIRECT %.2f GB/s, through the page "
-                    "cache %.2f GB/s (timed with fsync): %s from now on",
-                    s->probe_direct_bps / 1e9, s->probe_buffered_bps / 1e9,
+                    "checkpoint writes: O_DIRECT %s, through the page "
+                    "cache %s (timed with fsync): %s from now on",
+                    rate_of(s->probe_direct_bps).s,
+                    rate_of(s->probe_buffered_bps).s,
                     s->write_direct ? "O_DIRECT" : "the page cache");
 }
 
