@@ -356,9 +356,11 @@ static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
 {
     ckpt_buf prefix = CKPT_BUF_INIT;
     int err;
-    /* A path is looked up again under every spelling the list holds, as
-     * the file system resolves them now: a symbolic link on its way may
-     * have changed since the open told the two apart. */
+    /* Every evicted entry, a bare name too, is looked up again under
+     * every spelling the list holds, as the file system resolves them now,
+     * and by its index file: a symbolic link on the way of another
+     * spelling may have changed since the open told the two apart, and a
+     * bind mount gives one directory two real paths. */
     if (still_kept(ds, lk, stored) ||
         kept_find_any_spelling(ds, stored) < ds->kept.n ||
         same_file_as_kept(ds, stored)) {
