@@ -27,8 +27,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 struct ckpt__dir_lock {
@@ -79,6 +81,32 @@ static void install_fork_handlers(void)
     (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+/* The process holding a flock on the file `fd` is open on, as the kernel
+ * lists it in /proc/locks ("1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:
+ * <inode> 0 EOF", the numbers of the device in hex), for the message; 0
+ * when it cannot be told (no /proc, a lock taken before a fork). */
+static long flock_holder(int fd)
+{
+    struct stat st;
+    char line[256];
+    long found = 0;
+    FILE *f;
+    if (fstat(fd, &st) != 0 || !(f = fopen("/proc/locks", "re")))
+        return 0;
+    while (!found && fgets(line, sizeof(line), f)) {
+        long pid;
+        unsigned int maj, min;
+        unsigned long ino;
+        if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%lu", &pid, &maj, &min,
+                   &ino) == 4 &&
+            maj == major(st.st_dev) && min == minor(st.st_dev) &&
+            ino == (unsigned long)st.st_ino && pid > 0)
+            found = pid;
+    }
+    fclose(f);
+    return found;
+}
+
 /* Take the lock for a new entry; 0 (fd -1 when flock is unavailable),
  * CKPT_EBUSY, or an error opening the directory. */
 static int lock_new(const char *dir, struct ckpt__dir_lock *l)
@@ -90,17 +118,21 @@ static int lock_new(const char *dir, struct ckpt__dir_lock *l)
     if (flock(l->fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
     if (errno == EWOULDBLOCK) {
+        long holder = flock_holder(l->fd);
+        char who[48] = "";
+        if (holder > 0)
+            snprintf(who, sizeof(who), " (pid %ld)", holder);
         close(l->fd);
         l->fd = -1;
         return ckpt__error(
             CKPT_EBUSY,
             "checkpoint directory %s is in use by a saver of another "
-            "process: two savers would delete each other's temporary files. "
+            "process%s: two savers would delete each other's temporary files. "
             "If that is an earlier run still exiting (an MPI job's ranks can "
             "outlive a killed mpiexec by seconds), try again once it has "
             "ended; else read its checkpoints with ckpt_latest_checkpoint and "
             "the bundle reader, or save to another directory",
-            dir);
+            dir, who);
     }
     close(l->fd); /* no flock here: go on unprotected */
     l->fd = -1;

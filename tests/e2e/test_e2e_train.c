@@ -1218,6 +1218,12 @@ static void test_directory_of_another_process_refused(void **state)
     e2e_expect_exit(&p, 1);
     e2e_expect_contains("ckpt-train stderr", p.err,
                         "is in use by a saver of another process", 1);
+    /* naming the holder, where the kernel lists its locks */
+    if (access("/proc/locks", R_OK) == 0) {
+        char who[64];
+        snprintf(who, sizeof(who), "another process (pid %ld)", (long)getpid());
+        e2e_expect_contains("ckpt-train stderr", p.err, who, 1);
+    }
     e2e_proc_free(&p);
     ckpt_saver_free(a);
     e2e_run(&p, CKPT_TRAIN_PATH,
