@@ -780,9 +780,8 @@ static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
     err = resolve(ds, model, &prefix);
     if (err == 0)
         err = index_exists(ds, prefix.ptr);
-    ckpt_buf_dispose(&prefix);
     if (err <= 0)
-        return err;
+        goto done;
     at = kept_find_any_spelling(ds, model);
     if (at + 1 < ds->kept.n) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
@@ -791,24 +790,21 @@ static int keep_latest_last(ckpt__dir_state *ds, const ckpt_state *st,
                      "deleted before it",
                      ds->dir, model);
         kept_move_last(&ds->kept, at);
-        return 1;
-    }
-    if (at < ds->kept.n)
-        return 0;
-    err = resolve(ds, model, &prefix);
-    if (err == 0)
-        err = index_exists(ds, prefix.ptr);
-    if (err == 1) {
+        err = 0;
+    } else if (at == ds->kept.n) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: the latest checkpoint %s is missing from the list "
                      "of checkpoints: listing it last",
                      ds->dir, model);
         err = kept_push(&ds->kept, model, index_mtime(ds, prefix.ptr, now));
-        if (err == 0)
-            err = 1;
+    } else {
+        err = 1; /* already last */
     }
+    /* 0 from moving or pushing: the list changed (1); 1: as it was (0) */
+    err = err < 0 ? err : err == 0;
+done:
     ckpt_buf_dispose(&prefix);
-    return err < 0 ? err : err == 1;
+    return err;
 }
 
 /* A hostile state file may list millions of entries: the first few of
