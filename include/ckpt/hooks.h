@@ -208,8 +208,9 @@ ckpt_checkpoint_hook_new(ckpt_hook *out,
  *  Call it from the training thread. Returns at once when the session was
  *  not created yet or the hook has ended.
  *  @return 0, CKPT_ETIMEDOUT, a failed write's error (then returned here
- *          instead of by the next hook callback), CKPT_EINVAL (NULL or not
- *          a checkpoint hook) */
+ *          instead of by the next hook callback), CKPT_EINVAL (NULL, not
+ *          a checkpoint hook, or a copy of one whose session has been
+ *          freed) */
 CKPT_EXTERN(int)
 ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s);
 
@@ -217,7 +218,7 @@ ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s);
  *  saver's metrics; zero before the session is created; for a borrowed
  *  saver, as they were at end or on_abort). Valid until the monitored
  *  session holding the hook is freed. @return 0 or CKPT_EINVAL for another
- *  hook */
+ *  hook, or for a copy of one whose session has been freed */
 CKPT_EXTERN(int)
 ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out);
 

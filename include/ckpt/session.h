@@ -263,7 +263,9 @@ typedef struct ckpt_hook {
  *  non-NULL payload with a destroy) that a monitored session still holds
  *  is left alone: the call is refused, recorded as CKPT_ESTATE in the last
  *  error and logged on stderr at ERROR, and the session destroys the hook
- *  when it is freed. */
+ *  when it is freed. A copy of one of the library's hooks kept after that
+ *  session was freed is refused the same way (the payload is not touched)
+ *  and zeroed. */
 CKPT_EXTERN(void) ckpt_hook_free(ckpt_hook *hook);
 
 /* ---- the monitored session --------------------------------------------------
@@ -347,10 +349,14 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  with them is refused, naming them, and ckpt_hook_free of them does
  *  nothing: make them again). On success the caller's copies stay as they
  *  are, for ckpt_checkpoint_hook_wait and _metrics, until the session is
- *  freed. One hook given twice (the same callbacks, destroy and
- *  non-NULL payload) is CKPT_EINVAL naming both indices (its destroy called
- *  once). Different hooks may share a payload (state of the caller's, or
- *  one payload and destroy: then destroy is called once).
+ *  freed; after that, a copy of one of the library's hooks is known to be
+ *  destroyed: ckpt_hook_free of it does nothing but record CKPT_ESTATE (and
+ *  zero it), _wait and _metrics are CKPT_EINVAL and giving it to a session
+ *  again is refused, naming it (a hook of your own is yours to keep track
+ *  of: its payload is gone). One hook given twice (the same callbacks,
+ *  destroy and non-NULL payload) is CKPT_EINVAL naming both indices (its
+ *  destroy called once). Different hooks may share a payload (state of the
+ *  caller's, or one payload and destroy: then destroy is called once).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
  *          hook's error (its message prefixed with the hook's name), a
  *          restore error (e.g. CKPT_ENOTFOUND for a missing restore_from

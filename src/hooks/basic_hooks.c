@@ -145,7 +145,7 @@ int ckpt_stop_at_step_hook_new(ckpt_hook *out, int64_t num_steps,
     out->begin = stop_begin;
     out->after_create_session = stop_after_create;
     out->after_run = stop_after_run;
-    return 0;
+    return ckpt__hook_complete(out);
 }
 
 /* ---- StepCounterHook --------------------------------------------------- */
@@ -234,7 +234,7 @@ int ckpt_step_counter_hook_new(ckpt_hook *out,
     out->begin = counter_begin;
     out->after_create_session = counter_after_create;
     out->after_run = counter_after_run;
-    return 0;
+    return ckpt__hook_complete(out);
 }
 
 /* ---- LoggingTensorHook ------------------------------------------------- */
@@ -419,7 +419,7 @@ int ckpt_logging_tensor_hook_new(ckpt_hook *out,
     out->before_run = logging_before;
     out->after_run = logging_after;
     out->end = logging_end;
-    return 0;
+    return ckpt__hook_complete(out);
 }
 
 /* ---- NanTensorHook --------------------------------------------------------
@@ -512,5 +512,5 @@ int ckpt_nan_tensor_hook_new(ckpt_hook *out,
     out->begin = nan_begin;
     out->before_run = nan_before;
     out->after_run = nan_after;
-    return 0;
+    return ckpt__hook_complete(out);
 }

@@ -839,7 +839,18 @@ int ckpt_checkpoint_hook_new(ckpt_hook *out,
     out->end = hook_end;
     out->on_abort = hook_on_abort;
     out->destroy = hook_destroy;
-    return 0;
+    return ckpt__hook_complete(out);
+}
+
+/* The error for a hook ckpt__ckhook_of does not take: not a checkpoint
+ * hook, or a copy of one whose session has since destroyed it. */
+static int not_a_live_checkpoint_hook(const ckpt_hook *hook, const char *fn)
+{
+    return ckpt__error(CKPT_EINVAL, "%s: hook is not a checkpoint hook%s", fn,
+                       hook->kind == CKPT_HOOK_KIND_CHECKPOINT
+                           ? " (or no longer one: the monitored session it "
+                             "was handed to destroyed it when it was freed)"
+                           : "");
 }
 
 int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)
@@ -847,9 +858,7 @@ int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)
     ckpt__ckhook *h = ckpt__ckhook_of(hook);
     CKPT__CHECK_ARG(hook);
     if (!h)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_checkpoint_hook_wait: hook is not a "
-                           "checkpoint hook");
+        return not_a_live_checkpoint_hook(hook, "ckpt_checkpoint_hook_wait");
     if (!h->saver || h->ended || h->mode != CKPT_SAVE_ASYNC)
         return ckpt__ckhook_take_error(h, 0);
     return ckpt__ckhook_take_error(h, ckpt_saver_wait(h->saver, 0, timeout_s));
@@ -861,9 +870,7 @@ int ckpt_checkpoint_hook_metrics(const ckpt_hook *hook, ckpt_saver_metrics *out)
     CKPT__CHECK_ARG(out);
     CKPT__CHECK_ARG(hook);
     if (!h)
-        return ckpt__error(CKPT_EINVAL,
-                           "ckpt_checkpoint_hook_metrics: hook is not a "
-                           "checkpoint hook");
+        return not_a_live_checkpoint_hook(hook, "ckpt_checkpoint_hook_metrics");
     if (h->saver) {
         ckpt_saver_get_metrics(h->saver, out);
     } else if (h->has_final_metrics) {

@@ -6,6 +6,7 @@
  * and errors kept until the next hook callback can return them, and the
  * hook's log lines. */
 #include "checkpoint_hook_internal.h"
+#include "session/session_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,7 +45,8 @@ void ckpt__ckhook_log(const ckpt__ckhook *h, int level, const char *fmt, ...)
 ckpt__ckhook *ckpt__ckhook_of(const ckpt_hook *hook)
 {
     ckpt__ckhook *h;
-    if (!hook || hook->kind != CKPT_HOOK_KIND_CHECKPOINT || !hook->payload)
+    if (!hook || hook->kind != CKPT_HOOK_KIND_CHECKPOINT || !hook->payload ||
+        ckpt__hook_is_destroyed(hook))
         return NULL;
     h = hook->payload;
     return h->magic == CKPT__CKHOOK_MAGIC ? h : NULL;

@@ -8,8 +8,6 @@
 #include "io/fs_internal.h"
 #include "saver/saver_ops.h"
 
-#include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 #define DEFAULT_MAX_RECOVERY_ATTEMPTS 10
@@ -23,80 +21,6 @@ int ckpt_session_options_init(ckpt_session_options *opts, unsigned int version)
     return ckpt__options_init(opts, &defaults, sizeof(defaults), version,
                               CKPT_SESSION_OPTIONS_VERSION, "session options",
                               "CKPT_SESSION_OPTIONS_INIT");
-}
-
-/* The payloads of the hooks live monitored sessions hold (process-wide,
- * as hooks move between threads with their sessions), so that
- * ckpt_hook_free on a hook already handed to a session is refused instead
- * of destroying what the session still calls and will destroy again. A
- * payload that cannot be noted (no memory) is only not protected. */
-static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
-static const void **held;
-static size_t held_n, held_cap;
-
-static void hold_payloads(const ckpt_hook *hooks, size_t n)
-{
-    pthread_mutex_lock(&held_mu);
-    for (size_t i = 0; i < n; i++) {
-        if (!hooks[i].payload || !hooks[i].destroy)
-            continue;
-        if (held_n == held_cap) {
-            size_t cap = held_cap ? held_cap * 2 : 16;
-            const void **p = ckpt__realloc((void *)held, cap * sizeof(*p));
-            if (!p)
-                break;
-            held = p;
-            held_cap = cap;
-        }
-        held[held_n++] = hooks[i].payload;
-    }
-    pthread_mutex_unlock(&held_mu);
-}
-
-static void release_payload(const void *payload)
-{
-    pthread_mutex_lock(&held_mu);
-    for (size_t i = 0; i < held_n; i++)
-        if (held[i] == payload) {
-            held[i] = held[--held_n];
-            break;
-        }
-    if (held_n == 0) {
-        ckpt__free((void *)held);
-        held = NULL;
-        held_cap = 0;
-    }
-    pthread_mutex_unlock(&held_mu);
-}
-
-static int payload_held(const void *payload)
-{
-    int found = 0;
-    pthread_mutex_lock(&held_mu);
-    for (size_t i = 0; i < held_n && !found; i++)
-        found = held[i] == payload;
-    pthread_mutex_unlock(&held_mu);
-    return found;
-}
-
-void ckpt_hook_free(ckpt_hook *hook)
-{
-    if (!hook)
-        return;
-    if (hook->payload && hook->destroy && payload_held(hook->payload)) {
-        char msg[256];
-        ckpt__error(CKPT_ESTATE,
-                    "ckpt_hook_free: hook '%s' was handed to a monitored "
-                    "session, which destroys it when it is freed: not "
-                    "freed here",
-                    hook->name ? hook->name : "unnamed");
-        snprintf(msg, sizeof(msg), "%s", ckpt_error_last()->message);
-        ckpt_log_stderr(CKPT_LOG_ERROR, msg, NULL);
-        return;
-    }
-    if (hook->destroy)
-        hook->destroy(hook->payload);
-    memset(hook, 0, sizeof(*hook));
 }
 
 int ckpt_is_clean_end(int code)
@@ -140,29 +64,6 @@ int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other)
            h->on_abort == other->on_abort;
 }
 
-void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
-                         const ckpt_hook *before, size_t m)
-{
-    for (size_t i = 0; hooks && i < n; i++)
-        if (hooks[i].destroy && !ckpt__hook_is_among(&hooks[i], hooks, i) &&
-            !ckpt__hook_is_among(&hooks[i], before, m))
-            hooks[i].destroy(hooks[i].payload);
-}
-
-static void destroy_hooks(const ckpt_hook *hooks, size_t n)
-{
-    ckpt__hooks_destroy(hooks, n, NULL, 0);
-}
-
-/* Destroy the session's copies, which hold_payloads noted. */
-static void destroy_held_hooks(const ckpt_hook *hooks, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (hooks[i].payload && hooks[i].destroy)
-            release_payload(hooks[i].payload);
-    destroy_hooks(hooks, n);
-}
-
 int ckpt__hook_is_zero(const ckpt_hook *h)
 {
     static const ckpt_hook zero;
@@ -188,6 +89,15 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                 "ckpt_monitored_session_new (it was destroyed then, and "
                 "zeroed), or one whose constructor failed: make it again",
                 i);
+    for (size_t i = 0; i < n; i++)
+        if (ckpt__hook_is_destroyed(&hooks[i]))
+            return ckpt__error(
+                CKPT_EINVAL,
+                "hooks[%zu] ('%s') was destroyed: a monitored session "
+                "destroys the hooks it was given when it is freed, so a "
+                "copy kept since cannot be given again: make it again (a "
+                "hook of your own must leave kind 0)",
+                i, hooks[i].name ? hooks[i].name : "unnamed");
     for (size_t i = 0; i < n; i++)
         if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
             return ckpt__error(
@@ -290,7 +200,7 @@ static int alloc_session(ckpt_monitored_session **out, ckpt_graph *graph,
             return ckpt__error_oom();
         memcpy(ms->hooks, hooks, n * sizeof(*hooks));
         ms->num_hooks = n;
-        hold_payloads(ms->hooks, n);
+        ckpt__hooks_hold(ms->hooks, n);
     }
     err = copy_options(ms, opts);
     if (err < 0)
@@ -461,14 +371,14 @@ static int create(ckpt_monitored_session **out, ckpt_graph *graph,
               : ckpt__error(CKPT_EINVAL,
                             "ckpt_monitored_session_new: out is NULL");
     if (err < 0) {
-        destroy_hooks(hooks, num_hooks);
+        ckpt__hooks_destroy(hooks, num_hooks, NULL, 0);
         return err;
     }
     err = alloc_session(&ms, graph, hooks, num_hooks, opts);
     if (err < 0) {
         /* Hooks not copied yet are destroyed here, copies by free. */
         if (!ms || ms->num_hooks != num_hooks)
-            destroy_hooks(hooks, num_hooks);
+            ckpt__hooks_destroy(hooks, num_hooks, NULL, 0);
         if (ms)
             ms->closed = 1;
         ckpt_monitored_session_free(ms);
@@ -526,7 +436,7 @@ void ckpt_monitored_session_free(ckpt_monitored_session *ms)
     }
     if (ms->stop_source_detach)
         ms->stop_source_detach();
-    destroy_held_hooks(ms->hooks, ms->num_hooks);
+    ckpt__hooks_destroy_held(ms->hooks, ms->num_hooks);
     ckpt__free(ms->fence_savers);
     if (ms->holds_freeze)
         ckpt__graph_set_frozen(ms->graph, 0);

@@ -62,9 +62,22 @@ int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other);
 int ckpt__hook_is_zero(const ckpt_hook *h);
 /* Call the destroy of each of the `n` hooks, once per hook: skipping a
  * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
- * none). */
+ * none), and one already destroyed (ckpt__hook_is_destroyed). */
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m);
+/* The last step of the library's hook constructors: note the payload of
+ * the hook `out` as alive. 0, or CKPT_ENOMEM (recorded) with the hook
+ * destroyed and zeroed. */
+int ckpt__hook_complete(ckpt_hook *out);
+/* Whether `h` is one of the library's hooks (its kind says so) whose
+ * payload has been destroyed: a caller's copy kept after the session that
+ * held the hook was freed. Its payload must not be read; its name (the
+ * library's static string) may be. */
+int ckpt__hook_is_destroyed(const ckpt_hook *h);
+/* A monitored session notes the payloads of its copies of its hooks as
+ * held, and releases and destroys them when it is freed. */
+void ckpt__hooks_hold(const ckpt_hook *hooks, size_t n);
+void ckpt__hooks_destroy_held(const ckpt_hook *hooks, size_t n);
 /* A monitored session takes (1) or drops (0) the graph: a graph freed by
  * ckpt_graph_free while sessions hold it is freed when the last one drops
  * it. */

@@ -762,6 +762,48 @@ static void test_hook_free(void **state)
     assert_null(h.payload);
 }
 
+/* A session destroys the hooks it was given when it is freed; the
+ * caller's copies still pointed at the payloads, so a ckpt_hook_free of
+ * one freed a payload twice, and ckpt_checkpoint_hook_metrics or handing
+ * it to a new session read freed memory. Each is now refused (ASan and
+ * valgrind check that nothing freed is read). */
+static void test_hook_copies_after_session_freed(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_saver_metrics m;
+    ckpt_hook hooks[2];
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[0], &o));
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&hooks[1], NULL));
+    finish_session(f, ck_session(f, hooks, 2), 2);
+    assert_ckpt_error(ckpt_checkpoint_hook_metrics(&hooks[0], &m), CKPT_EINVAL,
+                      "ckpt_checkpoint_hook_metrics: hook is not a checkpoint "
+                      "hook (or no longer one: the monitored session it was "
+                      "handed to destroyed it when it was freed)");
+    assert_ckpt_error(ckpt_checkpoint_hook_wait(&hooks[0], 1.0), CKPT_EINVAL,
+                      "no longer one");
+    ckpt_error_clear();
+    ckpt_hook_free(&hooks[1]);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ESTATE);
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "hook 'StepCounterHook' was already destroyed"));
+    assert_null(hooks[1].payload); /* zeroed: a second call does nothing */
+    ckpt_error_clear();
+    ckpt_hook_free(&hooks[1]);
+    assert_int_equal(ckpt_error_last()->code, 0);
+    /* refused without destroying it again, and zeroed as any hook given
+     * to a failed creation */
+    ms = NULL;
+    assert_ckpt_error(
+        ckpt_monitored_session_new(&ms, f->graph, hooks, 1, &so), CKPT_EINVAL,
+        "hooks[0] ('CheckpointSaverHook') was destroyed: a monitored "
+        "session destroys the hooks it was given when it is freed");
+    assert_null(ms);
+    assert_null(hooks[0].payload);
+}
+
 /* Wait for the write in flight: after_save is delivered, no polling. */
 static void test_hook_wait(void **state)
 {
@@ -1112,6 +1154,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_session_clock_serves_hooks,
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_free, ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_hook_copies_after_session_freed,
+                                        ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_kind, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_zeroed_options_name_the_init_macro,
