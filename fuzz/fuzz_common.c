@@ -7,7 +7,9 @@
  * Each block carries its size so that live bytes can be counted; an
  * allocation above CKPT_FUZZ_ALLOC_CAP, or one that would make the live
  * total exceed CKPT_FUZZ_LIVE_CAP, aborts with the size in the message
- * (libFuzzer then saves the input as a crash).
+ * (libFuzzer then saves the input as a crash). The counters are atomic:
+ * the library allocates and frees on its own threads too (the restore
+ * target's helper threads), while the target's thread checks them.
  *
  * Also: repairing the block checksums of a table image, so that mutated
  * inputs get past the CRC checks into the block and Snappy decoders, and
@@ -20,6 +22,7 @@
 #include "util/coding.h"
 #include "util/crc32c.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +35,10 @@ typedef struct block_header {
     uint32_t magic;
 } block_header;
 
-/* Counters of the one process that runs the targets (single-threaded). */
-static size_t live_blocks;
-static size_t live_bytes;
+/* Updated from any thread the library allocates on; begin_blocks and
+ * installed only from the thread that runs the targets. */
+static atomic_size_t live_blocks;
+static atomic_size_t live_bytes;
 static size_t begin_blocks;
 static int installed;
 static volatile unsigned char touch_sink;
@@ -56,10 +60,11 @@ static void check_size(size_t n)
         fflush(stderr);
         abort();
     }
-    if (live_bytes + n > CKPT_FUZZ_LIVE_CAP) {
+    size_t live = atomic_load(&live_bytes);
+    if (live + n > CKPT_FUZZ_LIVE_CAP) {
         fprintf(stderr,
                 "fuzz: the library would hold %zu bytes at once (cap %zu)\n",
-                live_bytes + n, CKPT_FUZZ_LIVE_CAP);
+                live + n, CKPT_FUZZ_LIVE_CAP);
         fflush(stderr);
         abort();
     }
@@ -85,8 +90,8 @@ static void *cap_malloc(size_t n, void *payload)
         return NULL;
     h->size = n;
     h->magic = BLOCK_MAGIC;
-    live_blocks++;
-    live_bytes += n;
+    atomic_fetch_add(&live_blocks, 1);
+    atomic_fetch_add(&live_bytes, n);
     return (char *)h + HEADER_SIZE;
 }
 
@@ -97,8 +102,8 @@ static void cap_free(void *p, void *payload)
     if (!p)
         return;
     h = header_of(p);
-    live_blocks--;
-    live_bytes -= h->size;
+    atomic_fetch_sub(&live_blocks, 1);
+    atomic_fetch_sub(&live_bytes, h->size);
     h->magic = 0;
     free(h);
 }
@@ -120,7 +125,8 @@ static void *cap_realloc(void *p, size_t n, void *payload)
     if (!nh)
         return NULL;
     nh->size = n;
-    live_bytes = live_bytes - old + n;
+    atomic_fetch_add(&live_bytes, n);
+    atomic_fetch_sub(&live_bytes, old);
     return (char *)nh + HEADER_SIZE;
 }
 
@@ -137,16 +143,17 @@ void ckpt_fuzz_begin(void)
             ckpt_fuzz_fail(__FILE__, __LINE__, "ckpt_set_allocator failed");
         installed = 1;
     }
-    begin_blocks = live_blocks;
+    begin_blocks = atomic_load(&live_blocks);
 }
 
 void ckpt_fuzz_end(const char *target)
 {
-    if (live_blocks != begin_blocks) {
+    size_t live = atomic_load(&live_blocks);
+    if (live != begin_blocks) {
         fprintf(stderr,
                 "fuzz %s: the library still holds %zu allocation(s) after "
                 "the input was handled (a leak)\n",
-                target, live_blocks - begin_blocks);
+                target, live - begin_blocks);
         fflush(stderr);
         abort();
     }
