@@ -39,9 +39,16 @@ int ckpt_fuzz_state(const uint8_t *data, size_t size);
  * bundle open, verify, data sizes, record streams. */
 int ckpt_fuzz_files(const uint8_t *data, size_t size);
 
+/* flags[1] | pick[1] | state_len[2, LE] | index_len[4, LE] |
+ * data0_len[4, LE] | index | state | data0 | data1: a checkpoint directory
+ * of real files restored by a saver (ckpt_saver_open, _add_var,
+ * _restore_latest, _restore_subset), each restored variable compared with
+ * what the bundle reader reads (fuzz_restore.c). */
+int ckpt_fuzz_restore(const uint8_t *data, size_t size);
+
 /* The targets by name, for the replay driver; ends with {NULL, NULL}. */
 typedef struct ckpt_fuzz_target {
-    const char *name; /* "table", "bundle", "pb", "state", "files" */
+    const char *name; /* "table", "bundle", "pb", "state", "files", ... */
     ckpt_fuzz_target_fn fn;
 } ckpt_fuzz_target;
 

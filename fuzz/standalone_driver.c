@@ -24,9 +24,13 @@
 
 /* clang-format off: one target a line */
 const ckpt_fuzz_target ckpt_fuzz_targets[] = {
-    {"table", ckpt_fuzz_table}, {"bundle", ckpt_fuzz_bundle},
-    {"pb", ckpt_fuzz_pb},       {"state", ckpt_fuzz_state},
-    {"files", ckpt_fuzz_files}, {NULL, NULL},
+    {"table", ckpt_fuzz_table},
+    {"bundle", ckpt_fuzz_bundle},
+    {"pb", ckpt_fuzz_pb},
+    {"state", ckpt_fuzz_state},
+    {"files", ckpt_fuzz_files},
+    {"restore", ckpt_fuzz_restore},
+    {NULL, NULL},
 };
 /* clang-format on */
 
