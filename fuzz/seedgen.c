@@ -9,10 +9,15 @@
  *   ckpt_fuzz_seedgen bundle PREFIX OUTDIR NAME
  *       seeds from an existing bundle (make_seeds.sh runs this over the
  *       TensorFlow vectors): its index, index + first data shard in the
- *       bundle target's layout, and the values of its index entries
+ *       bundle and files targets' layouts, index + first two data shards
+ *       + a state file naming it in the restore target's, and the values
+ *       of its index entries
  *
- * Seeds go to OUTDIR/<target>/<name>. The bundle target's layout is
- * flags[1] | index_len[4, LE] | index | data (see fuzz_bundle.c). */
+ * Seeds go to OUTDIR/<target>/<name>. The layouts: bundle flags[1] |
+ * index_len[4, LE] | index | data (fuzz_bundle.c); files flags[1] |
+ * exts[3] | index_len[4, LE] | index | data (fuzz_files.c); restore
+ * flags[1] | pick[1] | state_len[2, LE] | index_len[4, LE] |
+ * data0_len[4, LE] | index | state | data0 | data1 (fuzz_restore.c). */
 #include "ckpt/bundle.h"
 #include "ckpt/state.h"
 #include "common/internal.h"
@@ -30,6 +35,15 @@
 
 /* Index values written as pb seeds per bundle at most. */
 #define MAX_PB_SEEDS 12
+
+/* fuzz_files.c's flag bit 4: open with skip_data_checksums. */
+#define FILES_SKIP_CRC 16
+/* fuzz_restore.c's flag bits: the state file from the input, two data
+ * files, write callbacks, the picked variable of another dtype. */
+#define RESTORE_STATE_FROM_INPUT 1
+#define RESTORE_TWO_DATA_FILES 4
+#define RESTORE_WRITE_CALLBACKS 8
+#define RESTORE_OTHER_DTYPE 16
 
 static void die(const char *what)
 {
@@ -62,6 +76,90 @@ static void write_seed(const char *outdir, const char *target, const char *name,
         die(path);
 }
 
+static void put_le32(uint8_t *p, size_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* The files target's seeds of a bundle: as it is, and read with
+ * skip_data_checksums ("-nocrc"); no FIFOs, no holes. */
+static void write_files_seeds(const char *outdir, const char *name,
+                              const ckpt_buf *index, const ckpt_buf *data)
+{
+    char seed_name[512];
+    for (int skip = 0; skip < 2; skip++) {
+        ckpt_buf all = CKPT_BUF_INIT;
+        uint8_t head[8] = {0};
+        head[0] = skip ? FILES_SKIP_CRC : 0;
+        put_le32(head + 4, index->size);
+        snprintf(seed_name, sizeof(seed_name), "%s%s", name,
+                 skip ? "-nocrc" : "");
+        if (ckpt__buf_put(&all, head, sizeof(head)) < 0 ||
+            ckpt__buf_put(&all, index->ptr, index->size) < 0 ||
+            ckpt__buf_put(&all, data->ptr, data->size) < 0)
+            die("out of memory");
+        write_seed(outdir, "files", seed_name, all.ptr, all.size, NULL, 0);
+        ckpt_buf_dispose(&all);
+    }
+}
+
+/* The restore target's seeds of a bundle whose files it names
+ * model.ckpt-1: with the state file it writes itself; with a state file
+ * from our writer in the input and odd variables restored through write
+ * callbacks ("-state-cb"); with variable 0 of another dtype and variable
+ * 1 restored alone ("-mismatch"). `data1` set: two data files. */
+static void write_restore_seeds(const char *outdir, const char *name,
+                                const ckpt_buf *index, const ckpt_buf *data0,
+                                const ckpt_buf *data1)
+{
+    static const uint8_t variant_flags[3] = {
+        0, RESTORE_STATE_FROM_INPUT | RESTORE_WRITE_CALLBACKS,
+        RESTORE_OTHER_DTYPE};
+    static const uint8_t variant_pick[3] = {0x00, 0x10, 0x10};
+    static const char *const variant_suffix[3] = {"", "-state-cb", "-mismatch"};
+    char *paths[1] = {"model.ckpt-1"};
+    double stamps[1] = {1673735799.685766};
+    ckpt_state st = CKPT_STATE_INIT;
+    ckpt_buf state = CKPT_BUF_INIT;
+    char seed_name[512];
+
+    st.model_checkpoint_path = paths[0];
+    st.all_paths = paths;
+    st.num_paths = 1;
+    st.timestamps = stamps;
+    st.num_timestamps = 1;
+    st.last_preserved_timestamp = 1673735591.495455;
+    if (ckpt_state_format(&state, &st) < 0)
+        die("format");
+    for (int v = 0; v < 3; v++) {
+        ckpt_buf all = CKPT_BUF_INIT;
+        const ckpt_buf *in_state =
+            variant_flags[v] & RESTORE_STATE_FROM_INPUT ? &state : NULL;
+        uint8_t head[12] = {0};
+        head[0] =
+            (uint8_t)(variant_flags[v] | (data1 ? RESTORE_TWO_DATA_FILES : 0));
+        head[1] = variant_pick[v];
+        head[2] = (uint8_t)(in_state ? in_state->size : 0);
+        head[3] = (uint8_t)((in_state ? in_state->size : 0) >> 8);
+        put_le32(head + 4, index->size);
+        put_le32(head + 8, data0->size);
+        snprintf(seed_name, sizeof(seed_name), "%s%s", name, variant_suffix[v]);
+        if (ckpt__buf_put(&all, head, sizeof(head)) < 0 ||
+            ckpt__buf_put(&all, index->ptr, index->size) < 0 ||
+            (in_state &&
+             ckpt__buf_put(&all, in_state->ptr, in_state->size) < 0) ||
+            ckpt__buf_put(&all, data0->ptr, data0->size) < 0 ||
+            (data1 && ckpt__buf_put(&all, data1->ptr, data1->size) < 0))
+            die("out of memory");
+        write_seed(outdir, "restore", seed_name, all.ptr, all.size, NULL, 0);
+        ckpt_buf_dispose(&all);
+    }
+    ckpt_buf_dispose(&state);
+}
+
 struct pb_state {
     const char *outdir;
     const char *name;
@@ -82,11 +180,13 @@ static int pb_cb(const uint8_t *key, size_t key_len, const uint8_t *value,
     return 0;
 }
 
-/* Seeds from the bundle at `prefix` (its first data shard only). */
+/* Seeds from the bundle at `prefix` (its first data shard; the first two
+ * for the restore target). */
 static void seeds_from_bundle(const char *prefix, const char *outdir,
                               const char *name)
 {
     ckpt_buf index = CKPT_BUF_INIT, data = CKPT_BUF_INIT, path = CKPT_BUF_INIT;
+    ckpt_buf data1 = CKPT_BUF_INIT;
     ckpt_bundle_reader *r = NULL;
     struct pb_state pbs;
     uint8_t head[5];
@@ -104,6 +204,11 @@ static void seeds_from_bundle(const char *prefix, const char *outdir,
         die(prefix);
     if (ckpt_fs_read_file(&data, NULL, path.ptr) < 0)
         ckpt__buf_clear(&data); /* a missing shard is a seed too */
+    if (num_shards > 1 &&
+        (ckpt_bundle_data_path(&path, prefix, 1, num_shards) < 0 ||
+         ckpt_fs_read_file(&data1, NULL, path.ptr) < 0))
+        ckpt__buf_clear(&data1);
+    ckpt_error_clear();
 
     write_seed(outdir, "table", name, index.ptr, index.size, NULL, 0);
     for (int flags = 0; flags < 2; flags++) {
@@ -125,6 +230,9 @@ static void seeds_from_bundle(const char *prefix, const char *outdir,
             ckpt_buf_dispose(&all);
         }
     }
+    write_files_seeds(outdir, name, &index, &data);
+    write_restore_seeds(outdir, name, &index, &data,
+                        num_shards > 1 ? &data1 : NULL);
     pbs.outdir = outdir;
     pbs.name = name;
     pbs.count = 0;
@@ -133,6 +241,7 @@ static void seeds_from_bundle(const char *prefix, const char *outdir,
         die(name);
     ckpt_buf_dispose(&index);
     ckpt_buf_dispose(&data);
+    ckpt_buf_dispose(&data1);
     ckpt_buf_dispose(&path);
 }
 
@@ -335,6 +444,8 @@ static void write_big_endian_bundle(const char *outdir)
         ckpt__buf_put(&all, data.ptr, data.size) < 0)
         die("oom");
     write_seed(outdir, "bundle", "own-big-endian", all.ptr, all.size, NULL, 0);
+    write_files_seeds(outdir, "own-big-endian", &v, &data);
+    write_restore_seeds(outdir, "own-big-endian", &v, &data, NULL);
     ckpt_buf_dispose(&data);
     ckpt_buf_dispose(&rec);
     ckpt_buf_dispose(&v);
