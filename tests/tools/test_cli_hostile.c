@@ -208,7 +208,7 @@ static void test_huge_tensor_small_data_file(void **state)
 }
 
 /* A piece of a tensor "w" the index does not hold, beside a tensor "x":
- * verify passed it ("OK, 1 tensors") and repack called "w" a partitioned
+ * verify passed it ("OK, 1 tensor") and repack called "w" a partitioned
  * tensor; both now say the index is damaged. */
 static void test_piece_of_no_tensor(void **state)
 {
@@ -227,7 +227,7 @@ static void test_piece_of_no_tensor(void **state)
     expect_contains(r.err, ".index: tensor 'w (piece 0,2)': a piece of "
                            "tensor 'w', which has no partitioned entry of "
                            "its own\n");
-    expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
+    expect_contains(r.out, ": DAMAGED, 0 of 1 tensor; 1 index entry of "
                            "no tensor\n");
     run_free(&r);
     expect_cmd(f, "repack", 1,
@@ -248,7 +248,7 @@ static void test_piece_its_tensor_does_not_list(void **state)
     expect_status(&r, 1);
     expect_contains(r.err, ".index: tensor 'w (piece 2,2:0,2)': a piece "
                            "tensor 'w' does not list among its 1 slice\n");
-    expect_contains(r.out, ": DAMAGED, 0 of 1 tensors; 1 index entries of "
+    expect_contains(r.out, ": DAMAGED, 0 of 1 tensor; 1 index entry of "
                            "no tensor\n");
     run_free(&r);
     RUN_BOUNDED(r, "inspect", f->prefix);
@@ -325,7 +325,7 @@ static void test_partitioned_variant_not_checked(void **state)
     expect_contains(r.out, "w: not checked (its pieces are variant records, "
                            "whose per-element checksums this tool does not "
                            "decode)\n");
-    expect_contains(r.out, ": no damage found in 0 of 1 tensors (0 bytes "
+    expect_contains(r.out, ": no damage found in 0 of 1 tensor (0 bytes "
                            "checked); 1 not checked\n");
     run_free(&r);
     ckpt_buf_dispose(&full);
@@ -403,7 +403,7 @@ static void test_partitioned_strings_counted_once(void **state)
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
     /* two records of 2 length bytes, a 4-byte checksum and 3 bytes */
-    expect_contains(r.out, ": OK, 1 tensors, 18 bytes checked\n");
+    expect_contains(r.out, ": OK, 1 tensor, 18 bytes checked\n");
     run_free(&r);
     /* inspect gives w the bytes of its pieces' records (its shape gives
      * none: it was 0) */
@@ -418,13 +418,13 @@ static void test_partitioned_strings_counted_once(void **state)
     run_free(&r);
     RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
     expect_status(&r, 0);
-    expect_contains(r.out, ": equal, 1 tensors\n");
+    expect_contains(r.out, ": equal, 1 tensor\n");
     run_free(&r);
     RUN_BOUNDED(r, "diff", f->prefix, other);
     expect_status(&r, 1);
     expect_contains(r.out, "w (piece 0,2): values differ");
     expect_contains(r.out, "w (piece 2,2): values differ");
-    expect_contains(r.out, ": 1 of 1 tensors differ\n");
+    expect_contains(r.out, ": 1 of 1 tensor differ\n");
     run_free(&r);
     /* against a bundle of one float "v": w's pieces and w itself are only
      * in A, one tensor for all three lines, and v only in B */
@@ -484,7 +484,7 @@ static void test_many_pieces_one_damaged(void **state)
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 1);
     expect_contains(r.err, "checksum mismatch");
-    expect_contains(r.out, ": DAMAGED, 1 of 1 tensors\n");
+    expect_contains(r.out, ": DAMAGED, 1 of 1 tensor\n");
     run_free(&r);
 }
 
@@ -513,7 +513,7 @@ static void test_many_pieces_all_damaged_said_in_bounds(void **state)
     expect_contains(r.err, ": 199 more damaged pieces of partitioned "
                            "tensors, not named here (the first 100 are; "
                            "--json names each)\n");
-    expect_contains(r.out, ": DAMAGED, 1 of 1 tensors\n");
+    expect_contains(r.out, ": DAMAGED, 1 of 1 tensor\n");
     run_free(&r);
     RUN_BOUNDED(r, "verify", "--json", f->prefix);
     expect_status(&r, 1);
@@ -551,7 +551,7 @@ static void test_record_larger_than_memory(void **state)
     hb_write_sparse(f->data0, size, NULL, 0);
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
-    expect_contains(r.out, ": OK, 1 tensors, 469762048 bytes checked");
+    expect_contains(r.out, ": OK, 1 tensor, 469762048 bytes checked");
     run_free(&r);
     RUN_BOUNDED(r, "diff", f->prefix, f->prefix);
     expect_status(&r, 0);
@@ -632,7 +632,7 @@ static void test_partitioned_larger_than_memory(void **state)
     hb_write_row_pieces(f->index, f->data0, 2, cols, 2, 0);
     RUN_BOUNDED(r, "verify", f->prefix);
     expect_status(&r, 0);
-    expect_contains(r.out, ": OK, 1 tensors");
+    expect_contains(r.out, ": OK, 1 tensor");
     run_free(&r);
     hb_write_row_pieces(f->index, f->data0, 4, 3, 2, 1);
     expect_cmd(f, "verify", 1,
@@ -775,7 +775,7 @@ static void test_billion_shards_one_missing(void **state)
                            "directory (it holds 1 tensor; --json names each "
                            "damaged one)\n");
     assert_int_equal(test_count(r.err, "ckpt verify: "), 1);
-    expect_contains(r.out, "DAMAGED, 1 of 1 tensors");
+    expect_contains(r.out, "DAMAGED, 1 of 1 tensor");
     run_free(&r);
     ckpt_buf_dispose(&entry);
     ckpt_buf_dispose(&header);
@@ -1011,7 +1011,7 @@ static void test_repack_big_endian_strings(void **state)
     run_free(&r);
     RUN_BOUNDED(r, "repack", f->prefix, out);
     expect_status(&r, 0);
-    expect_contains(r.out, "1 of 1 tensors, 18 bytes");
+    expect_contains(r.out, "1 of 1 tensor, 18 bytes");
     run_free(&r);
     RUN_BOUNDED(r, "verify", out);
     expect_status(&r, 0);

@@ -967,7 +967,7 @@ static void test_repack_pathological_patterns(void **state)
                "--exclude", "^(a{10}){6}a{8}$", "--include", "^x{0,500}",
                "--include", "(a?){400}", "--include", "^a{,68}$", "--include",
                "^(a|b|)*$");
-    expect_contains(r.out, "0 of 1 tensors");
+    expect_contains(r.out, "0 of 1 tensor");
     run_free(&r);
     free(src);
     free(dst);
@@ -1564,7 +1564,7 @@ static void test_unreadable_files_are_damage(void **state)
     run_free(&r);
     RUN_AS_NOBODY(r, "verify", prefix);
     expect_status(&r, 1);
-    expect_contains(r.out, "DAMAGED, 1 of 1 tensors");
+    expect_contains(r.out, "DAMAGED, 1 of 1 tensor");
     run_free(&r);
     RUN_AS_NOBODY(r, "inspect", prefix, "--values");
     expect_status(&r, 1);
@@ -1728,7 +1728,7 @@ static void test_dir_state_file_names_outside(void **state)
     expect_contains(r.err, "ckpt verify: warning: ");
     expect_contains(r.err, "/checkpoint names a checkpoint outside ");
     expect_contains(r.err, far);
-    expect_contains(r.out, ": OK, 1 tensors");
+    expect_contains(r.out, ": OK, 1 tensor");
     run_free(&r);
     RUN_EXPECT(r, &limits, 0, "verify", dir, "--json");
     expect_contains(r.err, "names a checkpoint outside ");

@@ -99,6 +99,8 @@ const char *cli_safe_n(const void *bytes, size_t n);
 size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n);
 /* cli_safe_n of a C string. */
 const char *cli_safe(const char *s);
+/* "" for 1, else "s": "%zu tensor%s" reads "1 tensor", "2 tensors". */
+const char *cli_plural(size_t n);
 /* cli_safe_n of an entry's whole name (NUL bytes included). */
 const char *cli_safe_name(const ckpt_tensor_entry *e);
 /* The widest a text table pads its name column (inspect's NAME, ls's

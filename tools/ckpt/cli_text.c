@@ -150,6 +150,11 @@ size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n)
     return len;
 }
 
+const char *cli_plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
 const char *cli_safe(const char *s)
 {
     return cli_safe_n(s, strlen(s));

@@ -660,14 +660,16 @@ static void print_result(report *rep, const char *pa, const char *pb,
     const diff_opts *o = rep->o;
     if (!rep->json) {
         if (rep->num_differences == 0 && o->tolerant)
-            printf("%s and %s: equal within atol %g, %zu tensors\n",
-                   cli_safe(pa), cli_safe(pb), o->atol, compared);
+            printf("%s and %s: equal within atol %g, %zu tensor%s\n",
+                   cli_safe(pa), cli_safe(pb), o->atol, compared,
+                   cli_plural(compared));
         else if (rep->num_differences == 0)
-            printf("%s and %s: equal, %zu tensors\n", cli_safe(pa),
-                   cli_safe(pb), compared);
+            printf("%s and %s: equal, %zu tensor%s\n", cli_safe(pa),
+                   cli_safe(pb), compared, cli_plural(compared));
         else
-            printf("%s and %s: %zu of %zu tensors differ\n", cli_safe(pa),
-                   cli_safe(pb), rep->tally.tensors, compared);
+            printf("%s and %s: %zu of %zu tensor%s differ\n", cli_safe(pa),
+                   cli_safe(pb), rep->tally.tensors, compared,
+                   cli_plural(compared));
         return;
     }
     cli_json_printed();

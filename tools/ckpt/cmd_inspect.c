@@ -393,7 +393,7 @@ static int run(int argc, char **argv)
     } else {
         int shards = ckpt_bundle_reader_num_shards(r);
         printf("%s: %zu tensor%s, %d shard%s\n", cli_safe(prefix), shown,
-               shown == 1 ? "" : "s", shards, shards == 1 ? "" : "s");
+               cli_plural(shown), shards, cli_plural((size_t)shards));
         measure(&o, r, &ps, &w);
         printf("%-*s  %-*s  %-*s  %*s  %s\n", w.name, "NAME", w.dtype, "DTYPE",
                w.shape, "SHAPE", w.bytes, "BYTES", "SHARD");

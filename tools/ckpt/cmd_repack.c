@@ -665,9 +665,9 @@ static int run(int argc, char **argv)
         print_json(prefix, cli_outside_warnings() > 0, o.dst, kept, total,
                    bytes);
     else if (rc == 0)
-        printf("%s -> %s: %zu of %zu tensors, %lld bytes, 1 shard\n",
+        printf("%s -> %s: %zu of %zu tensor%s, %lld byte%s, 1 shard\n",
                cli_safe(prefix), cli_safe(o.dst), kept, total,
-               (long long)bytes);
+               cli_plural(total), (long long)bytes, cli_plural((size_t)bytes));
 done:
     ckpt_bundle_reader_free(r);
     free(prefix);

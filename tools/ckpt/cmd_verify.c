@@ -445,26 +445,30 @@ static int run(int argc, char **argv)
         cli_json_list_put(&unchecked);
         fputs("\n}\n", stdout);
     } else if (!any_damage && num_unchecked == 0) {
-        printf("%s: OK, %zu tensors, %lld bytes checked\n", cli_safe(prefix),
-               num_tensors, (long long)bytes);
+        printf("%s: OK, %zu tensor%s, %lld byte%s checked\n", cli_safe(prefix),
+               num_tensors, cli_plural(num_tensors), (long long)bytes,
+               cli_plural((size_t)bytes));
     } else if (!any_damage && rc != 0) {
-        printf("%s: NOT VERIFIED: no damage found in %zu of %zu tensors "
-               "(%lld bytes checked); %zu not checked, some of them for "
+        printf("%s: NOT VERIFIED: no damage found in %zu of %zu tensor%s "
+               "(%lld byte%s checked); %zu not checked, some of them for "
                "want of memory or file descriptors here\n",
                cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
-               (long long)bytes, num_unchecked);
+               cli_plural(num_tensors), (long long)bytes,
+               cli_plural((size_t)bytes), num_unchecked);
     } else if (!any_damage) {
-        printf("%s: no damage found in %zu of %zu tensors (%lld bytes "
+        printf("%s: no damage found in %zu of %zu tensor%s (%lld byte%s "
                "checked); %zu not checked\n",
                cli_safe(prefix), num_tensors - num_unchecked, num_tensors,
-               (long long)bytes, num_unchecked);
+               cli_plural(num_tensors), (long long)bytes,
+               cli_plural((size_t)bytes), num_unchecked);
     } else if (num_damaged > 0) {
-        printf("%s: DAMAGED, %zu of %zu tensors\n", cli_safe(prefix),
-               num_damaged, num_tensors);
+        printf("%s: DAMAGED, %zu of %zu tensor%s\n", cli_safe(prefix),
+               num_damaged, num_tensors, cli_plural(num_tensors));
     } else { /* only slice entries whose tensor has no entry, or stray keys */
-        printf("%s: DAMAGED, 0 of %zu tensors; %zu index entries of no "
+        printf("%s: DAMAGED, 0 of %zu tensor%s; %zu index %s of no "
                "tensor\n",
-               cli_safe(prefix), num_tensors, num_stray);
+               cli_safe(prefix), num_tensors, cli_plural(num_tensors),
+               num_stray, num_stray == 1 ? "entry" : "entries");
     }
     cli_json_list_dispose(&damaged);
     cli_json_list_dispose(&unchecked);
