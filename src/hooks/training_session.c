@@ -187,23 +187,28 @@ static int check_options(const ckpt_training_session_options *o)
     return err < 0 ? err : check_hooks(o);
 }
 
+/* Warn that a frequency without a directory saves nothing (TensorFlow
+ * saves nothing then either, and says nothing). */
+static void warn_frequency_without_dir(const ckpt_training_session_options *o)
+{
+    ckpt_log_fn log = o->session.log ? o->session.log : ckpt_log_stderr;
+    if (o->checkpoint_dir || o->not_chief ||
+        (o->save_checkpoint_secs <= 0 && o->save_checkpoint_steps <= 0))
+        return;
+    ckpt__log(log, o->session.log ? o->session.log_payload : NULL,
+              ckpt__log_min_level(o->session.log_level), CKPT_LOG_WARN,
+              "training session: %s is set but checkpoint_dir is NULL: no "
+              "checkpoint is saved (set checkpoint_dir)",
+              o->save_checkpoint_secs > 0 ? "save_checkpoint_secs"
+                                          : "save_checkpoint_steps");
+}
+
 /* Tell the user the default frequency was applied (TensorFlow's 0 means
- * off; here it is CKPT_FREQ_OFF), or that a frequency without a directory
- * saves nothing. */
+ * off; here it is CKPT_FREQ_OFF); once the session exists, so that a
+ * directory that cannot be used is not announced first. */
 static void log_default_frequency(const ckpt_training_session_options *o)
 {
     ckpt_log_fn log = o->session.log ? o->session.log : ckpt_log_stderr;
-    if (!o->checkpoint_dir && !o->not_chief &&
-        (o->save_checkpoint_secs > 0 || o->save_checkpoint_steps > 0)) {
-        /* TensorFlow saves nothing then either, and says nothing. */
-        ckpt__log(log, o->session.log ? o->session.log_payload : NULL,
-                  ckpt__log_min_level(o->session.log_level), CKPT_LOG_WARN,
-                  "training session: %s is set but checkpoint_dir is NULL: "
-                  "no checkpoint is saved (set checkpoint_dir)",
-                  o->save_checkpoint_secs > 0 ? "save_checkpoint_secs"
-                                              : "save_checkpoint_steps");
-        return;
-    }
     if (!o->checkpoint_dir || o->not_chief ||
         o->save_checkpoint_secs != CKPT_FREQ_DEFAULT ||
         o->save_checkpoint_steps != CKPT_FREQ_DEFAULT)
@@ -249,7 +254,7 @@ static int create(ckpt_monitored_session **out, ckpt_graph *graph,
     }
     if (err < 0)
         goto fail;
-    log_default_frequency(o);
+    warn_frequency_without_dir(o);
     cap = o->num_chief_only_hooks + 2 + o->num_hooks;
     hooks = ckpt__calloc(cap, sizeof(*hooks));
     if (!hooks) {
@@ -300,6 +305,8 @@ static int create(ckpt_monitored_session **out, ckpt_graph *graph,
     so.not_chief = o->not_chief;
     err = ckpt_monitored_session_new(out, graph, hooks, n, &so);
     ckpt__free(hooks);
+    if (err == 0)
+        log_default_frequency(o);
     return err;
 fail:
     /* The caller's hooks are consumed on every path. */

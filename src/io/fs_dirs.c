@@ -125,6 +125,28 @@ int ckpt_fs_sync_entry(const ckpt_fs *fs, const char *path)
     return ckpt__fs_sync_entry(ckpt_fs_or_default(fs), path);
 }
 
+static int stop_at_first_entry(const char *name, void *payload)
+{
+    (void)name;
+    (void)payload;
+    return 1;
+}
+
+/* An existing last level must be a directory: a file there would have
+ * mkdir -p succeed and the caller go on to announce it (a list of it
+ * fails, as not found, where it is a file). */
+static int check_is_directory(const ckpt_fs *fs, const char *path)
+{
+    int err = ckpt__fs_list(fs, path, stop_at_first_entry, NULL);
+    if (err != CKPT_ENOTFOUND)
+        return err < 0 ? err : 0;
+    if (ckpt__fs_stat(fs, path, NULL, NULL) != 0) {
+        ckpt_error_clear(); /* gone meanwhile: the list's error stands */
+        return ckpt__error(CKPT_ENOTFOUND, "%s does not exist", path);
+    }
+    return ckpt__error(CKPT_ENOTFOUND, "%s is not a directory", path);
+}
+
 int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
 {
     ckpt_buf level = CKPT_BUF_INIT;
@@ -143,7 +165,9 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                      * synced: its entry is synced either way */
                     int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
-                    err = ckpt__fs_sync_entry(fs, level.ptr); /* "." too */
+                    err = last ? check_is_directory(fs, level.ptr) : 0;
+                    if (err == 0) /* "." too */
+                        err = ckpt__fs_sync_entry(fs, level.ptr);
                     if (err < 0 && (!last || err == CKPT_EACCES)) {
                         ckpt_error_clear(); /* left as found, as before */
                         err = 0;

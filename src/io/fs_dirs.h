@@ -8,7 +8,9 @@
 /* mkdir -p: create `dir` and every missing parent, each followed by a
  * sync_dir of its parent so the new entry is durable. An existing level is
  * synced in its parent as well (a crashed run may have created it), which
- * must succeed for `dir` itself and is tried for the levels above it.
+ * must succeed for `dir` itself and is tried for the levels above it; an
+ * existing `dir` that is not a directory is CKPT_ENOTFOUND ("<dir> is not
+ * a directory").
  * A sync_dir failing with CKPT_EACCES (a parent this process may not
  * read) is passed over at every level. Returns 0 or the error of the failing
  * mkdir or sync_dir (which names its directory). */

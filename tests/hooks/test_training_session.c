@@ -6,9 +6,11 @@
  * after_save. */
 #include "session/session_test_util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct fixture {
@@ -349,6 +351,28 @@ static void test_frequency_constants(void **state)
                                         "CKPT_FREQ_OFF to save none)") >= 0);
 }
 
+/* A checkpoint_dir that cannot be used is not announced as where the
+ * checkpoints go before the error that names it (a newcomer read "saving
+ * checkpoints to e/afile ..." and then "e/afile is not a directory"). */
+static void test_unusable_dir_not_announced(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    char file[600];
+    FILE *fp;
+    snprintf(file, sizeof(file), "%s/afile", o.checkpoint_dir);
+    assert_int_equal(mkdir(o.checkpoint_dir, 0700) == 0 || errno == EEXIST, 1);
+    fp = fopen(file, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    o.checkpoint_dir = file;
+    o.session.log = log_sink_fn;
+    o.session.log_payload = &f->sink;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_ENOTFOUND, "afile is not a directory");
+    assert_int_equal(log_sink_find(&f->sink, "saving checkpoints to"), -1);
+}
+
 /* A caller built against version 1 (no listeners) still works. */
 static void test_options_version_1(void **state)
 {
@@ -513,6 +537,7 @@ int main(void)
         T(test_training_session_options_version),
         T(test_listeners_and_basename),
         T(test_frequency_constants),
+        T(test_unusable_dir_not_announced),
         T(test_options_version_1),
         T(test_two_directories_disagree),
         T(test_same_hook_twice_refused),
