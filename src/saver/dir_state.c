@@ -321,7 +321,6 @@ static void carry_unsure(ckpt__dir_state *ds, eviction_lookups *lk,
         ckpt__name_index_put(&lk->unsure, u->paths[u->n - 1], u->n - 1);
 }
 
-/* Delete an evicted checkpoint's files, never outside the directory. */
 static size_t kept_find_any_spelling(const ckpt__dir_state *ds,
                                      const char *stored);
 
@@ -351,11 +350,10 @@ static int same_file_as_kept(const ckpt__dir_state *ds, const char *stored)
     return same;
 }
 
-static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
-                           const char *stored)
+/* Whether evicted `stored` may be deleted; logs why not. */
+static int may_delete(ckpt__dir_state *ds, const eviction_lookups *lk,
+                      const char *stored)
 {
-    ckpt_buf prefix = CKPT_BUF_INIT;
-    int err;
     /* Every evicted entry, a bare name too, is looked up again under
      * every spelling the list holds, as the file system resolves them now,
      * and by its index file: a symbolic link on the way of another
@@ -367,33 +365,79 @@ static void delete_evicted(ckpt__dir_state *ds, eviction_lookups *lk,
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': the state file still names it",
                      ds->dir, stored);
-        return;
+        return 0;
     }
     if (!ckpt__dir_state_owns(ds, stored)) {
         CKPT__DS_LOG(ds, CKPT_LOG_WARN,
                      "%s: not deleting '%s': it is outside the checkpoint "
                      "directory",
                      ds->dir, stored);
-        return;
+        return 0;
     }
-    err = resolve(ds, stored, &prefix);
-    if (err == 0)
-        err =
-            ckpt__remove_checkpoint_files_listed(ds->fs, prefix.ptr, lk->data);
-    if (err < 0) {
-        CKPT__DS_LOG(ds, CKPT_LOG_WARN,
-                     "deleting old checkpoint %s: %s (tried again at the "
-                     "next save and the next open)",
-                     prefix.ptr ? prefix.ptr : stored,
-                     ckpt_error_last()->message);
-        /* Carried in the notes, like a failed save's checkpoint, so the
-         * next commit (or the next open) deletes what is left of it. */
-        carry_unsure(ds, lk, stored);
-        ckpt_error_clear();
-    } else
-        CKPT__DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s",
-                     prefix.ptr);
-    ckpt_buf_dispose(&prefix);
+    return 1;
+}
+
+static void deletion_failed(ckpt__dir_state *ds, eviction_lookups *lk,
+                            const char *stored, const char *prefix)
+{
+    CKPT__DS_LOG(ds, CKPT_LOG_WARN,
+                 "deleting old checkpoint %s: %s (tried again at the next "
+                 "save and the next open)",
+                 prefix ? prefix : stored, ckpt_error_last()->message);
+    /* Carried in the notes, like a failed save's checkpoint, so the next
+     * commit (or the next open) deletes what is left of it. */
+    carry_unsure(ds, lk, stored);
+    ckpt_error_clear();
+}
+
+/* Delete the `n` evicted checkpoints `stored` (each in `prefix[i]`, empty
+ * buffers), never outside the directory: every index first, then one
+ * fsync per directory they are in (one, unless the list spells the
+ * directory in several ways), then their other files. The order a single
+ * deletion keeps (ckpt__remove_checkpoint_files), with one directory fsync
+ * for the batch instead of one per checkpoint: a list of thousands to
+ * evict (a max_to_keep lowered, a hostile state file) took a directory
+ * fsync each. */
+static void delete_batch(ckpt__dir_state *ds, eviction_lookups *lk,
+                         char *const *stored, size_t n, ckpt_buf *prefix)
+{
+    ckpt_buf dir = CKPT_BUF_INIT, synced = CKPT_BUF_INIT;
+    int sync_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        int err;
+        if (!may_delete(ds, lk, stored[i]))
+            continue;
+        err = resolve(ds, stored[i], &prefix[i]);
+        if (err == 0)
+            err = ckpt__remove_checkpoint_index(ds->fs, prefix[i].ptr);
+        if (err < 0) {
+            deletion_failed(ds, lk, stored[i], prefix[i].ptr);
+            ckpt_buf_dispose(&prefix[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int err;
+        if (!prefix[i].ptr)
+            continue;
+        err = ckpt__path_dirname(&dir, prefix[i].ptr);
+        if (err == 0 && (!synced.ptr || strcmp(synced.ptr, dir.ptr) != 0)) {
+            sync_err = ckpt__fs_sync_dir(ds->fs, dir.ptr);
+            if (sync_err < 0 || ckpt__buf_set(&synced, dir.ptr) < 0)
+                ckpt_buf_dispose(&synced); /* the next one syncs again */
+        }
+        if (err == 0)
+            err = sync_err;
+        if (err == 0)
+            err = ckpt__remove_checkpoint_rest(ds->fs, prefix[i].ptr, lk->data);
+        if (err < 0)
+            deletion_failed(ds, lk, stored[i], prefix[i].ptr);
+        else
+            CKPT__DS_LOG(ds, CKPT_LOG_DEBUG, "deleted old checkpoint %s",
+                         prefix[i].ptr);
+        ckpt_buf_dispose(&prefix[i]);
+    }
+    ckpt_buf_dispose(&dir);
+    ckpt_buf_dispose(&synced);
 }
 
 /* How many of `n` listed checkpoints max_to_keep has too many (0 when it
@@ -1211,8 +1255,15 @@ void ckpt__dir_state_delete_evicted(ckpt__dir_state *ds,
             lk.data = &data;
         else
             ckpt_error_clear();
-        for (size_t i = 0; i < evicted->n; i++)
-            delete_evicted(ds, &lk, evicted->paths[i]);
+        /* without memory for the batch's prefixes, one at a time */
+        ckpt_buf one = CKPT_BUF_INIT;
+        ckpt_buf *prefixes = ckpt__calloc(evicted->n, sizeof(*prefixes));
+        size_t batch = prefixes ? evicted->n : 1;
+        for (size_t i = 0; i < evicted->n; i += batch)
+            delete_batch(ds, &lk, evicted->paths + i,
+                         batch < evicted->n - i ? batch : evicted->n - i,
+                         prefixes ? prefixes : &one);
+        ckpt__free(prefixes);
         ckpt__data_files_dispose(&data);
         ckpt__name_index_dispose(&kept);
         ckpt__name_index_dispose(&lk.unsure);

@@ -225,39 +225,38 @@ static struct name_list data_files_of(const ckpt__data_files *l,
     return found;
 }
 
-int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
-                                         const ckpt__data_files *listed)
+int ckpt__remove_checkpoint_index(const ckpt_fs *fs, const char *prefix)
+{
+    ckpt_buf path = CKPT_BUF_INIT;
+    int err = ckpt_bundle_index_path(&path, prefix);
+    if (err == 0)
+        err = ckpt__fs_remove(fs, path.ptr);
+    /* An index already gone may be an earlier removal whose directory
+     * fsync failed (a deletion tried again): its removal is synced all the
+     * same. */
+    if (err == CKPT_ENOTFOUND) {
+        ckpt_error_clear();
+        err = 0;
+    }
+    ckpt_buf_dispose(&path);
+    return err;
+}
+
+int ckpt__remove_checkpoint_rest(const ckpt_fs *fs, const char *prefix,
+                                 const ckpt__data_files *listed)
 {
     ckpt_buf path = CKPT_BUF_INIT;
     ckpt_buf dir = CKPT_BUF_INIT;
     struct name_list data = {ckpt__path_basename(prefix), NULL, 0, 0, 0};
-    int err = ckpt_bundle_index_path(&path, prefix);
+    int err = ckpt__path_dirname(&dir, prefix);
     if (err == 0)
-        err = ckpt__path_dirname(&dir, prefix);
-    if (err < 0)
-        goto done;
-    /* The index goes first: without it the checkpoint is never complete.
-     * Its removal is made durable before any data file goes: removals in
-     * one directory reach the disk in any order until it is fsynced, and a
-     * power cut that kept a data file's removal but lost the index's would
-     * leave an index whose data is gone, which no sweep removes (only data
-     * without an index is recognisably left over) and which, when a
-     * checkpoint of the same name is being written (forget), would look
-     * complete over the new data files. */
-    err = ckpt__fs_remove(fs, path.ptr);
-    /* An index already gone may be an earlier removal whose directory
-     * fsync failed (a deletion tried again): fsynced all the same. */
-    if (err == 0 || err == CKPT_ENOTFOUND)
-        err = ckpt__fs_sync_dir(fs, dir.ptr);
-    if (err < 0)
-        goto done;
-    ckpt__buf_clear(&path);
-    err = ckpt__buf_printf(&path, "%s.meta", prefix);
-    if (err < 0)
-        goto done;
-    err = ckpt__fs_remove(fs, path.ptr);
+        err = ckpt__buf_printf(&path, "%s.meta", prefix);
+    if (err == 0)
+        err = ckpt__fs_remove(fs, path.ptr);
     if (err < 0 && err != CKPT_ENOTFOUND)
         goto done;
+    if (err == CKPT_ENOTFOUND)
+        ckpt_error_clear();
     /* A listing of another directory (a checkpoint the state file names
      * elsewhere, or the same one spelt otherwise) is not used. */
     if (listed && strcmp(listed->dir, dir.ptr) == 0) {
@@ -274,6 +273,29 @@ int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
 done:
     name_list_dispose(&data);
     ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&dir);
+    return err;
+}
+
+/* The index goes first: without it the checkpoint is never complete. Its
+ * removal is made durable before any data file goes: removals in one
+ * directory reach the disk in any order until it is fsynced, and a power
+ * cut that kept a data file's removal but lost the index's would leave an
+ * index whose data is gone, which no sweep removes (only data without an
+ * index is recognisably left over) and which, when a checkpoint of the
+ * same name is being written (forget), would look complete over the new
+ * data files. */
+int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
+                                         const ckpt__data_files *listed)
+{
+    ckpt_buf dir = CKPT_BUF_INIT;
+    int err = ckpt__remove_checkpoint_index(fs, prefix);
+    if (err == 0)
+        err = ckpt__path_dirname(&dir, prefix);
+    if (err == 0)
+        err = ckpt__fs_sync_dir(fs, dir.ptr);
+    if (err == 0)
+        err = ckpt__remove_checkpoint_rest(fs, prefix, listed);
     ckpt_buf_dispose(&dir);
     return err;
 }

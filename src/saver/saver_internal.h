@@ -265,6 +265,12 @@ void ckpt__data_files_dispose(ckpt__data_files *l);
  * is listed now). */
 int ckpt__remove_checkpoint_files_listed(const ckpt_fs *fs, const char *prefix,
                                          const ckpt__data_files *listed);
+/* The two halves of it, for a batch that syncs its directory once between
+ * them: remove <prefix>.index (0 also when it is already gone); then, once
+ * a sync_dir has made that durable, <prefix>.meta and the data files. */
+int ckpt__remove_checkpoint_index(const ckpt_fs *fs, const char *prefix);
+int ckpt__remove_checkpoint_rest(const ckpt_fs *fs, const char *prefix,
+                                 const ckpt__data_files *listed);
 /* Give <from>.index and every data file of `from` a second name under the
  * prefix `to` (ckpt_fs.link; index first). On failure the links made are
  * left for the caller to remove. */
