@@ -8,8 +8,8 @@
  * data files and then the index, each written under a temporary name,
  * fsynced, renamed into place and followed by a directory fsync; then the
  * state file is replaced atomically and durably, and only then are
- * checkpoints that retention no longer keeps deleted (each index first,
- * its removal made durable by a directory fsync before its data files
+ * checkpoints that retention no longer keeps deleted (every index first,
+ * their removal made durable by one directory fsync before the data files
  * go), and the note removed. (The first save of a saver opened on more
  * than max_to_keep checkpoints trims that list before it writes: the
  * note, the state file without them, then their deletion; see
