@@ -353,9 +353,12 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  destroyed: ckpt_hook_free of it does nothing but record CKPT_ESTATE (and
  *  zero it), _wait and _metrics are CKPT_EINVAL and giving it to a session
  *  again is refused, naming it (a hook of your own is yours to keep track
- *  of: its payload is gone). One hook given twice (the same callbacks,
- *  destroy and non-NULL payload) is CKPT_EINVAL naming both indices (its
- *  destroy called once). Different hooks may share a payload (state of the
+ *  of: its payload is gone). The library knows a payload by its address:
+ *  once a newer hook has taken that memory, a stale copy is taken for it.
+ *  A hook (a payload with a destroy) that another live session holds is
+ *  CKPT_EINVAL: make a hook for each session. One hook given twice (the same
+ * callbacks, destroy and non-NULL payload) is CKPT_EINVAL naming both indices
+ * (its destroy called once). Different hooks may share a payload (state of the
  *  caller's, or one payload and destroy: then destroy is called once).
  *  @return 0, CKPT_EINVAL, CKPT_EVERSION (options or a hook's version), a
  *          hook's error (its message prefixed with the hook's name), a

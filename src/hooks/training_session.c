@@ -12,6 +12,7 @@
 #include "session/session_internal.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define DEFAULT_SAVE_SECS 600.0
@@ -112,6 +113,8 @@ static int check_hooks(const ckpt_training_session_options *o)
     const ckpt_hook *lists[2] = {o->chief_only_hooks, o->hooks};
     const size_t counts[2] = {o->num_chief_only_hooks, o->num_hooks};
     static const char *const names[2] = {"chief_only_hooks", "hooks"};
+    char label[64];
+    int err;
     for (int l = 0; l < 2; l++)
         for (size_t i = 0; i < counts[l]; i++) {
             const ckpt_hook *h = &lists[l][i];
@@ -122,6 +125,11 @@ static int check_hooks(const ckpt_training_session_options *o)
                                    "destroyed then, and zeroed), or one whose "
                                    "constructor failed: make it again",
                                    names[l], i);
+            snprintf(label, sizeof(label), "training session: %s[%zu]",
+                     names[l], i);
+            err = ckpt__hook_check_usable(h, label);
+            if (err < 0)
+                return err;
             if (h->version < 1 || h->version > CKPT_HOOK_VERSION)
                 return ckpt__error(CKPT_EVERSION,
                                    "training session: %s[%zu] ('%s'): "

@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* sync_dir of the parent of path[0..n): "/" for "/x", "." for "x"; the
  * parent synced is left in `scratch`. */
@@ -141,7 +142,13 @@ static int check_is_directory(const ckpt_fs *fs, const char *path)
     if (err != CKPT_ENOTFOUND)
         return err < 0 ? err : 0;
     if (ckpt__fs_stat(fs, path, NULL, NULL) != 0) {
-        ckpt_error_clear(); /* gone meanwhile: the list's error stands */
+        struct stat st; /* mkdir found an entry: a link to nothing? */
+        ckpt_error_clear();
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            return ckpt__error(CKPT_ENOTFOUND,
+                               "%s is a symbolic link to something that "
+                               "does not exist",
+                               path);
         return ckpt__error(CKPT_ENOTFOUND, "%s does not exist", path);
     }
     return ckpt__error(CKPT_ENOTFOUND, "%s is not a directory", path);
@@ -165,12 +172,15 @@ int ckpt__fs_make_dirs(const ckpt_fs *fs, const char *dir)
                      * synced: its entry is synced either way */
                     int last = p[strspn(p, "/")] == '\0';
                     ckpt_error_clear();
+                    /* (a last level that cannot be listed fails here:
+                     * nothing could use it) */
                     err = last ? check_is_directory(fs, level.ptr) : 0;
-                    if (err == 0) /* "." too */
+                    if (err == 0) { /* "." too */
                         err = ckpt__fs_sync_entry(fs, level.ptr);
-                    if (err < 0 && (!last || err == CKPT_EACCES)) {
-                        ckpt_error_clear(); /* left as found, as before */
-                        err = 0;
+                        if (err < 0 && (!last || err == CKPT_EACCES)) {
+                            ckpt_error_clear(); /* left as found */
+                            err = 0;
+                        }
                     }
                 } else if (err == 0) {
                     err = sync_parent(fs, &parent, dir, n);

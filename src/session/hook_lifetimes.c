@@ -2,16 +2,23 @@
  * of the library's own hooks that are alive (so that a caller's copy of a
  * hook a session has since destroyed is recognised, never used), the
  * payloads live monitored sessions hold (so that ckpt_hook_free of a hook
- * handed to one is refused), destroying hooks once each, and
- * ckpt_hook_free. Both registries are process-wide: hooks move between
- * threads with their sessions. */
+ * handed to one, or handing it to a second session, is refused),
+ * destroying hooks once each, and ckpt_hook_free. Both registries are
+ * process-wide (hooks move between threads with their sessions) and change
+ * together under one mutex: a payload is taken out of `alive` (claimed)
+ * before its destroy runs and out of `held` only after, so a
+ * ckpt_hook_free racing a session's free finds it in one or the other.
+ * A payload is known by its address: a copy whose payload's memory a newer
+ * hook of the library has since taken is not told apart from that hook. */
 #include "session_internal.h"
 
 #include "common/ptr_set.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+static pthread_mutex_t lifetimes_mu = PTHREAD_MUTEX_INITIALIZER;
 static ckpt__ptr_set alive = CKPT__PTR_SET_INIT;
 static ckpt__ptr_set held = CKPT__PTR_SET_INIT;
 
@@ -21,9 +28,21 @@ static int is_library_kind(int kind)
            kind <= CKPT_HOOK_KIND_NAN_TENSOR;
 }
 
+/* Whether `h` is a library-kind hook whose payload is not alive; the
+ * caller holds lifetimes_mu. */
+static int is_destroyed_locked(const ckpt_hook *h)
+{
+    return is_library_kind(h->kind) && h->payload &&
+           !ckpt__ptr_set_has(&alive, h->payload);
+}
+
 int ckpt__hook_complete(ckpt_hook *out)
 {
-    if (ckpt__ptr_set_add(&alive, out->payload) == 0)
+    int rc;
+    pthread_mutex_lock(&lifetimes_mu);
+    rc = ckpt__ptr_set_add(&alive, out->payload);
+    pthread_mutex_unlock(&lifetimes_mu);
+    if (rc == 0)
         return 0;
     out->destroy(out->payload);
     memset(out, 0, sizeof(*out));
@@ -32,43 +51,89 @@ int ckpt__hook_complete(ckpt_hook *out)
 
 int ckpt__hook_is_destroyed(const ckpt_hook *h)
 {
-    return is_library_kind(h->kind) && h->payload &&
-           !ckpt__ptr_set_has(&alive, h->payload);
+    int destroyed;
+    pthread_mutex_lock(&lifetimes_mu);
+    destroyed = is_destroyed_locked(h);
+    pthread_mutex_unlock(&lifetimes_mu);
+    return destroyed;
 }
 
+int ckpt__hook_check_usable(const ckpt_hook *h, const char *label)
+{
+    const char *name = h->name ? h->name : "unnamed";
+    int destroyed, held_elsewhere;
+    pthread_mutex_lock(&lifetimes_mu);
+    destroyed = is_destroyed_locked(h);
+    held_elsewhere = !destroyed && h->payload && h->destroy &&
+                     ckpt__ptr_set_has(&held, h->payload);
+    pthread_mutex_unlock(&lifetimes_mu);
+    /* the library's hooks are named by static strings: safe to read */
+    if (destroyed)
+        return ckpt__error(
+            CKPT_EINVAL,
+            "%s ('%s') has the kind of one of the library's hooks but is "
+            "not a live one: a copy of a hook that the monitored session "
+            "it was handed to destroyed when it was freed (make it again), "
+            "or a hook of your own with kind set (leave kind 0)",
+            label, name);
+    if (held_elsewhere)
+        return ckpt__error(CKPT_EINVAL,
+                           "%s ('%s') is held by another monitored session, "
+                           "which runs it and destroys it when it is freed: "
+                           "make a hook for each session",
+                           label, name);
+    return 0;
+}
+
+/* Destroy `h` unless its payload is a library one already claimed (by a
+ * racing ckpt_hook_free, or destroyed before). */
 static void destroy_one(const ckpt_hook *h)
 {
+    if (is_library_kind(h->kind) && h->payload) {
+        int claimed = 0;
+        pthread_mutex_lock(&lifetimes_mu);
+        if (ckpt__ptr_set_has(&alive, h->payload)) {
+            ckpt__ptr_set_remove(&alive, h->payload);
+            claimed = 1;
+        }
+        pthread_mutex_unlock(&lifetimes_mu);
+        if (!claimed)
+            return;
+    }
     h->destroy(h->payload);
-    if (is_library_kind(h->kind) && h->payload)
-        ckpt__ptr_set_remove(&alive, h->payload);
 }
 
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m)
 {
     for (size_t i = 0; hooks && i < n; i++)
-        if (hooks[i].destroy && !ckpt__hook_is_destroyed(&hooks[i]) &&
-            !ckpt__hook_is_among(&hooks[i], hooks, i) &&
+        if (hooks[i].destroy && !ckpt__hook_is_among(&hooks[i], hooks, i) &&
             !ckpt__hook_is_among(&hooks[i], before, m))
             destroy_one(&hooks[i]);
 }
 
 /* A payload that cannot be noted (no memory) is only not protected from a
- * ckpt_hook_free while the session holds it. */
+ * ckpt_hook_free, or a second session, while the session holds it. */
 void ckpt__hooks_hold(const ckpt_hook *hooks, size_t n)
 {
+    pthread_mutex_lock(&lifetimes_mu);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].payload && hooks[i].destroy &&
             ckpt__ptr_set_add(&held, hooks[i].payload) < 0)
             break;
+    pthread_mutex_unlock(&lifetimes_mu);
 }
 
 void ckpt__hooks_destroy_held(const ckpt_hook *hooks, size_t n)
 {
+    /* destroyed first, released after: a ckpt_hook_free meanwhile finds
+     * the payload held (or, for the library's, claimed) */
+    ckpt__hooks_destroy(hooks, n, NULL, 0);
+    pthread_mutex_lock(&lifetimes_mu);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].payload && hooks[i].destroy)
             ckpt__ptr_set_remove(&held, hooks[i].payload);
-    ckpt__hooks_destroy(hooks, n, NULL, 0);
+    pthread_mutex_unlock(&lifetimes_mu);
 }
 
 /* Record `code` with the message, and log it on stderr at ERROR: the
@@ -84,11 +149,20 @@ static void refuse(int code, const char *fmt, const char *name)
 void ckpt_hook_free(ckpt_hook *hook)
 {
     const char *name;
+    int destroyed = 0, is_held = 0;
     if (!hook)
         return;
     name = hook->name ? hook->name : "unnamed";
-    if (ckpt__hook_is_destroyed(hook)) {
-        /* the library's hooks are named by static strings: safe to read */
+    pthread_mutex_lock(&lifetimes_mu);
+    if (is_destroyed_locked(hook))
+        destroyed = 1;
+    else if (hook->payload && hook->destroy &&
+             ckpt__ptr_set_has(&held, hook->payload))
+        is_held = 1;
+    else if (is_library_kind(hook->kind) && hook->payload)
+        ckpt__ptr_set_remove(&alive, hook->payload); /* claimed */
+    pthread_mutex_unlock(&lifetimes_mu);
+    if (destroyed) {
         refuse(CKPT_ESTATE,
                "ckpt_hook_free: hook '%s' was already destroyed (by the "
                "monitored session it was handed to, when that was freed; "
@@ -98,8 +172,7 @@ void ckpt_hook_free(ckpt_hook *hook)
         memset(hook, 0, sizeof(*hook));
         return;
     }
-    if (hook->payload && hook->destroy &&
-        ckpt__ptr_set_has(&held, hook->payload)) {
+    if (is_held) {
         refuse(CKPT_ESTATE,
                "ckpt_hook_free: hook '%s' was handed to a monitored "
                "session, which destroys it when it is freed: not freed here",
@@ -107,6 +180,6 @@ void ckpt_hook_free(ckpt_hook *hook)
         return;
     }
     if (hook->destroy)
-        destroy_one(hook);
+        hook->destroy(hook->payload);
     memset(hook, 0, sizeof(*hook));
 }

@@ -8,6 +8,7 @@
 #include "io/fs_internal.h"
 #include "saver/saver_ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define DEFAULT_MAX_RECOVERY_ATTEMPTS 10
@@ -89,15 +90,14 @@ static int check_args(ckpt_graph *graph, const ckpt_hook *hooks, size_t n,
                 "ckpt_monitored_session_new (it was destroyed then, and "
                 "zeroed), or one whose constructor failed: make it again",
                 i);
-    for (size_t i = 0; i < n; i++)
-        if (ckpt__hook_is_destroyed(&hooks[i]))
-            return ckpt__error(
-                CKPT_EINVAL,
-                "hooks[%zu] ('%s') was destroyed: a monitored session "
-                "destroys the hooks it was given when it is freed, so a "
-                "copy kept since cannot be given again: make it again (a "
-                "hook of your own must leave kind 0)",
-                i, hooks[i].name ? hooks[i].name : "unnamed");
+    for (size_t i = 0; i < n; i++) {
+        char label[32];
+        int err;
+        snprintf(label, sizeof(label), "hooks[%zu]", i);
+        err = ckpt__hook_check_usable(&hooks[i], label);
+        if (err < 0)
+            return err;
+    }
     for (size_t i = 0; i < n; i++)
         if (hooks[i].version < 1 || hooks[i].version > CKPT_HOOK_VERSION)
             return ckpt__error(

@@ -74,6 +74,10 @@ int ckpt__hook_complete(ckpt_hook *out);
  * held the hook was freed. Its payload must not be read; its name (the
  * library's static string) may be. */
 int ckpt__hook_is_destroyed(const ckpt_hook *h);
+/* 0 when `h` may be handed to a session; CKPT_EINVAL, naming it by
+ * `label` ("hooks[2]"), for a copy of one of the library's hooks already
+ * destroyed, or a hook another live session holds. */
+int ckpt__hook_check_usable(const ckpt_hook *h, const char *label);
 /* A monitored session notes the payloads of its copies of its hooks as
  * held, and releases and destroys them when it is freed. */
 void ckpt__hooks_hold(const ckpt_hook *hooks, size_t n);

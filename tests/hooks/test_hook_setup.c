@@ -771,13 +771,24 @@ static void test_hook_copies_after_session_freed(void **state)
 {
     ck_fixture *f = *state;
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
-    ckpt_session_options so = quiet_session(f);
-    ckpt_monitored_session *ms = NULL;
+    ckpt_session_options so = quiet_session(f), second;
+    ckpt_monitored_session *ms = NULL, *other = NULL;
     ckpt_saver_metrics m;
-    ckpt_hook hooks[2];
+    ckpt_hook hooks[2], copy;
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&hooks[0], &o));
     assert_ckpt_ok(ckpt_step_counter_hook_new(&hooks[1], NULL));
-    finish_session(f, ck_session(f, hooks, 2), 2);
+    ms = ck_session(f, hooks, 2);
+    /* a copy given to a second session while the first holds it: both
+     * would run it and destroy it */
+    copy = hooks[1];
+    second = ck_session_options(f, 0, NULL);
+    assert_ckpt_error(
+        ckpt_monitored_session_new(&other, f->graph, &copy, 1, &second),
+        CKPT_EINVAL,
+        "hooks[0] ('StepCounterHook') is held by another "
+        "monitored session");
+    assert_null(other);
+    finish_session(f, ms, 2);
     assert_ckpt_error(ckpt_checkpoint_hook_metrics(&hooks[0], &m), CKPT_EINVAL,
                       "ckpt_checkpoint_hook_metrics: hook is not a checkpoint "
                       "hook (or no longer one: the monitored session it was "
@@ -798,8 +809,9 @@ static void test_hook_copies_after_session_freed(void **state)
     ms = NULL;
     assert_ckpt_error(
         ckpt_monitored_session_new(&ms, f->graph, hooks, 1, &so), CKPT_EINVAL,
-        "hooks[0] ('CheckpointSaverHook') was destroyed: a monitored "
-        "session destroys the hooks it was given when it is freed");
+        "hooks[0] ('CheckpointSaverHook') has the kind of one of the "
+        "library's hooks but is not a live one: a copy of a hook that the "
+        "monitored session it was handed to destroyed when it was freed");
     assert_null(ms);
     assert_null(hooks[0].payload);
 }

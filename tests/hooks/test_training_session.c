@@ -351,6 +351,35 @@ static void test_frequency_constants(void **state)
                                         "CKPT_FREQ_OFF to save none)") >= 0);
 }
 
+/* A copy of a library hook kept after the session that held it was freed
+ * is refused by the builder, named by its index in the caller's list (not
+ * in the session's, which counts the default hooks first). */
+static void test_destroyed_copy_named_by_callers_index(void **state)
+{
+    fixture *f = *state;
+    ckpt_training_session_options o = base_options(f);
+    ckpt_hook hooks[2];
+    o.session.log_level = CKPT_LOG_OFF;
+    hooks[0] = f->user_hook;
+    assert_ckpt_ok(ckpt_stop_at_step_hook_new(&hooks[1], 100, 0));
+    o.hooks = hooks;
+    o.num_hooks = 2;
+    assert_ckpt_ok(ckpt_training_session_new(&f->ms, f->m.graph, &o));
+    ckpt_monitored_session_free(f->ms);
+    f->ms = NULL;
+    o = base_options(f);
+    o.session.log_level = CKPT_LOG_OFF;
+    hooks[0] = f->user_hook;
+    o.hooks = hooks;
+    o.num_hooks = 2;
+    assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
+                      CKPT_EINVAL,
+                      "training session: hooks[1] ('StopAtStepHook') has the "
+                      "kind of one of the library's hooks but is not a live "
+                      "one");
+    assert_null(f->ms);
+}
+
 /* A checkpoint_dir that cannot be used is not announced as where the
  * checkpoints go before the error that names it (a newcomer read "saving
  * checkpoints to e/afile ..." and then "e/afile is not a directory"). */
@@ -538,6 +567,7 @@ int main(void)
         T(test_listeners_and_basename),
         T(test_frequency_constants),
         T(test_unusable_dir_not_announced),
+        T(test_destroyed_copy_named_by_callers_index),
         T(test_options_version_1),
         T(test_two_directories_disagree),
         T(test_same_hook_twice_refused),
