@@ -86,30 +86,37 @@ int ckpt__hook_check_usable(const ckpt_hook *h, const char *label)
 }
 
 /* Destroy `h` unless its payload is a library one already claimed (by a
- * racing ckpt_hook_free, or destroyed before). */
-static void destroy_one(const ckpt_hook *h)
+ * racing ckpt_hook_free, or destroyed before) or, for any but its holder,
+ * one a live session holds (a copy of it given to a failed creation). */
+static void destroy_one(const ckpt_hook *h, int holder)
 {
-    if (is_library_kind(h->kind) && h->payload) {
-        int claimed = 0;
-        pthread_mutex_lock(&lifetimes_mu);
-        if (ckpt__ptr_set_has(&alive, h->payload)) {
-            ckpt__ptr_set_remove(&alive, h->payload);
-            claimed = 1;
-        }
-        pthread_mutex_unlock(&lifetimes_mu);
-        if (!claimed)
-            return;
+    int skip = 0;
+    pthread_mutex_lock(&lifetimes_mu);
+    if (!holder && h->payload && ckpt__ptr_set_has(&held, h->payload))
+        skip = 1;
+    else if (is_library_kind(h->kind) && h->payload) {
+        skip = !ckpt__ptr_set_has(&alive, h->payload);
+        if (!skip)
+            ckpt__ptr_set_remove(&alive, h->payload); /* claimed */
     }
-    h->destroy(h->payload);
+    pthread_mutex_unlock(&lifetimes_mu);
+    if (!skip)
+        h->destroy(h->payload);
+}
+
+static void destroy_each_once(const ckpt_hook *hooks, size_t n,
+                              const ckpt_hook *before, size_t m, int holder)
+{
+    for (size_t i = 0; hooks && i < n; i++)
+        if (hooks[i].destroy && !ckpt__hook_is_among(&hooks[i], hooks, i) &&
+            !ckpt__hook_is_among(&hooks[i], before, m))
+            destroy_one(&hooks[i], holder);
 }
 
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m)
 {
-    for (size_t i = 0; hooks && i < n; i++)
-        if (hooks[i].destroy && !ckpt__hook_is_among(&hooks[i], hooks, i) &&
-            !ckpt__hook_is_among(&hooks[i], before, m))
-            destroy_one(&hooks[i]);
+    destroy_each_once(hooks, n, before, m, 0);
 }
 
 /* A payload that cannot be noted (no memory) is only not protected from a
@@ -128,7 +135,7 @@ void ckpt__hooks_destroy_held(const ckpt_hook *hooks, size_t n)
 {
     /* destroyed first, released after: a ckpt_hook_free meanwhile finds
      * the payload held (or, for the library's, claimed) */
-    ckpt__hooks_destroy(hooks, n, NULL, 0);
+    destroy_each_once(hooks, n, NULL, 0, 1);
     pthread_mutex_lock(&lifetimes_mu);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].payload && hooks[i].destroy)

@@ -62,7 +62,8 @@ int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other);
 int ckpt__hook_is_zero(const ckpt_hook *h);
 /* Call the destroy of each of the `n` hooks, once per hook: skipping a
  * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
- * none), and one already destroyed (ckpt__hook_is_destroyed). */
+ * none), one already destroyed (ckpt__hook_is_destroyed) and one a live
+ * session holds (that session destroys it). */
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m);
 /* The last step of the library's hook constructors: note the payload of
