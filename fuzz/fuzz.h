@@ -91,6 +91,11 @@ void ckpt_fuzz_touch(const void *p, size_t n);
  * behind the checksum see mutated blocks too. */
 int ckpt_fuzz_fix_table_crcs(uint8_t *img, size_t n);
 
+/* Make a fresh directory "$TMPDIR/ckpt-fuzz-<tag>-XXXXXX" (/tmp without
+ * TMPDIR) into `dir` (`cap` bytes); a failure fails the input. For the
+ * targets that read real files. */
+void ckpt_fuzz_make_temp_dir(char *dir, size_t cap, const char *tag);
+
 /* An input of the bundle and files targets: `header` bytes (a little-
  * endian 32-bit index length at data[len_at]), the index (that long, cut
  * to what there is), then the rest. With fix_crcs the index is a copy

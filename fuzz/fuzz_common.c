@@ -254,3 +254,11 @@ void ckpt_fuzz_split_index(ckpt_fuzz_split *s, const uint8_t *data, size_t size,
     ckpt_fuzz_fix_table_crcs(s->owned, s->index_len);
     s->index = s->owned;
 }
+
+void ckpt_fuzz_make_temp_dir(char *dir, size_t cap, const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/ckpt-fuzz-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+             tag);
+    CKPT_FUZZ_CHECK(mkdtemp(dir) != NULL);
+}

@@ -91,10 +91,7 @@ static void make_file(const char *path, int fifo, const uint8_t *p, size_t n,
 
 static void make_dir(files *f)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof(f->dir), "%s/ckpt-fuzz-files-XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    CKPT_FUZZ_CHECK(mkdtemp(f->dir) != NULL);
+    ckpt_fuzz_make_temp_dir(f->dir, sizeof(f->dir), "files");
     snprintf(f->prefix, sizeof(f->prefix), "%s/b", f->dir);
     snprintf(f->index, sizeof(f->index), "%s/b.index", f->dir);
     snprintf(f->data, sizeof(f->data), "%s/b.data-00000-of-00001", f->dir);

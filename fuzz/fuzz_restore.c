@@ -141,10 +141,7 @@ static void remove_tree(const char *dir)
 
 static void make_dir(restore_dir *d)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(d->dir, sizeof(d->dir), "%s/ckpt-fuzz-restore-XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    CKPT_FUZZ_CHECK(mkdtemp(d->dir) != NULL);
+    ckpt_fuzz_make_temp_dir(d->dir, sizeof(d->dir), "restore");
     snprintf(d->prefix, sizeof(d->prefix), "%s/model.ckpt-1", d->dir);
 }
 
