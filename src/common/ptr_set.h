@@ -1,22 +1,21 @@
-/* common/ptr_set.h - a small set of pointers behind its own mutex, for the
- * process-wide registries of hook payloads (which are alive, which a
- * monitored session holds). Look-ups are linear: such a set holds a few
+/* common/ptr_set.h - a small set of pointers, for the process-wide
+ * registries of hook payloads (which are alive, which a monitored session
+ * holds; session/hook_lifetimes.c keeps both under one mutex of its own,
+ * so the set has none). Look-ups are linear: such a set holds a few
  * entries per live session. Not installed. */
 #ifndef CKPT_COMMON_PTR_SET_H
 #define CKPT_COMMON_PTR_SET_H
 
-#include <pthread.h>
 #include <stddef.h>
 
 typedef struct ckpt__ptr_set {
-    pthread_mutex_t mu;
     const void **items;
     size_t n, cap;
 } ckpt__ptr_set;
 
 #define CKPT__PTR_SET_INIT                                                     \
     {                                                                          \
-        PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0                                  \
+        NULL, 0, 0                                                             \
     }
 
 /* Add `p` (once more, if already there): 0, or -1 without memory (nothing
@@ -27,6 +26,6 @@ int ckpt__ptr_set_add(ckpt__ptr_set *s, const void *p);
 void ckpt__ptr_set_remove(ckpt__ptr_set *s, const void *p);
 
 /* 1 when `p` is in the set, else 0. */
-int ckpt__ptr_set_has(ckpt__ptr_set *s, const void *p);
+int ckpt__ptr_set_has(const ckpt__ptr_set *s, const void *p);
 
 #endif
