@@ -254,6 +254,11 @@ typedef struct ckpt_hook {
     void (*destroy)(void *payload);
     /** A ckpt_hook_kind; leave 0 in hooks of your own. */
     int kind;
+    /** Set by the library's hook constructors, a number no other hook of
+     *  the process has: it tells a live hook from a copy of one since
+     *  destroyed, whatever memory a newer hook takes. Leave 0 in hooks of
+     *  your own. */
+    unsigned long long serial;
 } ckpt_hook;
 
 /** Release a hook that was never handed to a session (a session, or the
@@ -353,8 +358,10 @@ typedef struct ckpt_monitored_session ckpt_monitored_session;
  *  destroyed: ckpt_hook_free of it does nothing but record CKPT_ESTATE (and
  *  zero it), _wait and _metrics are CKPT_EINVAL and giving it to a session
  *  again is refused, naming it (a hook of your own is yours to keep track
- *  of: its payload is gone). The library knows a payload by its address:
- *  once a newer hook has taken that memory, a stale copy is taken for it.
+ *  of: its payload is gone), also once a newer hook has taken the same
+ *  memory (ckpt_hook.serial tells them apart). A hook of your own with a
+ *  library kind set is refused (CKPT_EINVAL) and destroyed like any hook
+ *  given to a failed creation.
  *  A hook (a payload with a destroy) that another live session holds is
  *  CKPT_EINVAL: make a hook for each session. One hook given twice (the same
  * callbacks, destroy and non-NULL payload) is CKPT_EINVAL naming both indices

@@ -843,14 +843,18 @@ int ckpt_checkpoint_hook_new(ckpt_hook *out,
 }
 
 /* The error for a hook ckpt__ckhook_of does not take: not a checkpoint
- * hook, or a copy of one whose session has since destroyed it. */
+ * hook, a copy of one whose session has since destroyed it, or one of the
+ * caller's with the checkpoint kind set. */
 static int not_a_live_checkpoint_hook(const ckpt_hook *hook, const char *fn)
 {
-    return ckpt__error(CKPT_EINVAL, "%s: hook is not a checkpoint hook%s", fn,
-                       hook->kind == CKPT_HOOK_KIND_CHECKPOINT
-                           ? " (or no longer one: the monitored session it "
+    const char *why = "";
+    if (hook->kind == CKPT_HOOK_KIND_CHECKPOINT)
+        why = hook->serial ? " (or no longer one: the monitored session it "
                              "was handed to destroyed it when it was freed)"
-                           : "");
+                           : " (its kind is set, but "
+                             "ckpt_checkpoint_hook_new did not make it)";
+    return ckpt__error(CKPT_EINVAL, "%s: hook is not a checkpoint hook%s", fn,
+                       why);
 }
 
 int ckpt_checkpoint_hook_wait(const ckpt_hook *hook, double timeout_s)

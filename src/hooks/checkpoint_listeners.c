@@ -46,7 +46,7 @@ ckpt__ckhook *ckpt__ckhook_of(const ckpt_hook *hook)
 {
     ckpt__ckhook *h;
     if (!hook || hook->kind != CKPT_HOOK_KIND_CHECKPOINT || !hook->payload ||
-        ckpt__hook_is_destroyed(hook))
+        !ckpt__hook_is_live(hook))
         return NULL;
     h = hook->payload;
     return h->magic == CKPT__CKHOOK_MAGIC ? h : NULL;

@@ -8,8 +8,10 @@
  * together under one mutex: a payload is taken out of `alive` (claimed)
  * before its destroy runs and out of `held` only after, so a
  * ckpt_hook_free racing a session's free finds it in one or the other.
- * A payload is known by its address: a copy whose payload's memory a newer
- * hook of the library has since taken is not told apart from that hook. */
+ * A library hook is known by its payload and its serial (a number given
+ * once per constructor call), so a stale copy is told apart from a newer
+ * hook whose payload took the same memory; a hook with a library kind and
+ * no serial is the caller's own, kind set by mistake. */
 #include "session_internal.h"
 
 #include "common/ptr_set.h"
@@ -19,8 +21,9 @@
 #include <string.h>
 
 static pthread_mutex_t lifetimes_mu = PTHREAD_MUTEX_INITIALIZER;
-static ckpt__ptr_set alive = CKPT__PTR_SET_INIT;
-static ckpt__ptr_set held = CKPT__PTR_SET_INIT;
+static ckpt__ptr_set alive = CKPT__PTR_SET_INIT; /* payload, serial */
+static ckpt__ptr_set held = CKPT__PTR_SET_INIT;  /* payload, 0 */
+static unsigned long long last_serial;
 
 static int is_library_kind(int kind)
 {
@@ -28,19 +31,37 @@ static int is_library_kind(int kind)
            kind <= CKPT_HOOK_KIND_NAN_TENSOR;
 }
 
-/* Whether `h` is a library-kind hook whose payload is not alive; the
- * caller holds lifetimes_mu. */
+/* One of the library's hooks, by its kind and serial. */
+static int is_library_hook(const ckpt_hook *h)
+{
+    return is_library_kind(h->kind) && h->serial != 0;
+}
+
+/* A hook of the caller's own with a library kind set. */
+static int is_mislabelled(const ckpt_hook *h)
+{
+    return is_library_kind(h->kind) && h->serial == 0;
+}
+
+/* Whether `h` is a library hook no longer alive (a copy kept after its
+ * destroy); the caller holds lifetimes_mu. */
 static int is_destroyed_locked(const ckpt_hook *h)
 {
-    return is_library_kind(h->kind) && h->payload &&
-           !ckpt__ptr_set_has(&alive, h->payload);
+    return is_library_hook(h) &&
+           !ckpt__ptr_set_has(&alive, h->payload, h->serial);
+}
+
+static int is_held_locked(const ckpt_hook *h)
+{
+    return h->payload && h->destroy && ckpt__ptr_set_has(&held, h->payload, 0);
 }
 
 int ckpt__hook_complete(ckpt_hook *out)
 {
     int rc;
     pthread_mutex_lock(&lifetimes_mu);
-    rc = ckpt__ptr_set_add(&alive, out->payload);
+    out->serial = ++last_serial;
+    rc = ckpt__ptr_set_add(&alive, out->payload, out->serial);
     pthread_mutex_unlock(&lifetimes_mu);
     if (rc == 0)
         return 0;
@@ -49,13 +70,15 @@ int ckpt__hook_complete(ckpt_hook *out)
     return ckpt__error_oom();
 }
 
-int ckpt__hook_is_destroyed(const ckpt_hook *h)
+int ckpt__hook_is_live(const ckpt_hook *h)
 {
-    int destroyed;
+    int live;
+    if (!is_library_hook(h))
+        return 0;
     pthread_mutex_lock(&lifetimes_mu);
-    destroyed = is_destroyed_locked(h);
+    live = !is_destroyed_locked(h);
     pthread_mutex_unlock(&lifetimes_mu);
-    return destroyed;
+    return live;
 }
 
 int ckpt__hook_check_usable(const ckpt_hook *h, const char *label)
@@ -64,18 +87,22 @@ int ckpt__hook_check_usable(const ckpt_hook *h, const char *label)
     int destroyed, held_elsewhere;
     pthread_mutex_lock(&lifetimes_mu);
     destroyed = is_destroyed_locked(h);
-    held_elsewhere = !destroyed && h->payload && h->destroy &&
-                     ckpt__ptr_set_has(&held, h->payload);
+    held_elsewhere = !destroyed && is_held_locked(h);
     pthread_mutex_unlock(&lifetimes_mu);
     /* the library's hooks are named by static strings: safe to read */
     if (destroyed)
-        return ckpt__error(
-            CKPT_EINVAL,
-            "%s ('%s') has the kind of one of the library's hooks but is "
-            "not a live one: a copy of a hook that the monitored session "
-            "it was handed to destroyed when it was freed (make it again), "
-            "or a hook of your own with kind set (leave kind 0)",
-            label, name);
+        return ckpt__error(CKPT_EINVAL,
+                           "%s ('%s') is a copy of one of the library's "
+                           "hooks that the monitored session it was handed "
+                           "to destroyed when it was freed: make the hook "
+                           "again",
+                           label, name);
+    if (is_mislabelled(h))
+        return ckpt__error(CKPT_EINVAL,
+                           "%s ('%s') has kind %d, which only the library's "
+                           "hook constructors set: leave kind 0 "
+                           "(CKPT_HOOK_KIND_USER) in a hook of your own",
+                           label, name, h->kind);
     if (held_elsewhere)
         return ckpt__error(CKPT_EINVAL,
                            "%s ('%s') is held by another monitored session, "
@@ -85,19 +112,19 @@ int ckpt__hook_check_usable(const ckpt_hook *h, const char *label)
     return 0;
 }
 
-/* Destroy `h` unless its payload is a library one already claimed (by a
- * racing ckpt_hook_free, or destroyed before) or, for any but its holder,
- * one a live session holds (a copy of it given to a failed creation). */
+/* Destroy `h` unless it is a library hook already claimed (by a racing
+ * ckpt_hook_free, or destroyed before) or, for any but its holder, one a
+ * live session holds (a copy of it given to a failed creation). */
 static void destroy_one(const ckpt_hook *h, int holder)
 {
     int skip = 0;
     pthread_mutex_lock(&lifetimes_mu);
-    if (!holder && h->payload && ckpt__ptr_set_has(&held, h->payload))
+    if (!holder && h->payload && ckpt__ptr_set_has(&held, h->payload, 0))
         skip = 1;
-    else if (is_library_kind(h->kind) && h->payload) {
-        skip = !ckpt__ptr_set_has(&alive, h->payload);
-        if (!skip)
-            ckpt__ptr_set_remove(&alive, h->payload); /* claimed */
+    else if (is_library_hook(h)) {
+        skip = is_destroyed_locked(h);
+        if (!skip) /* claimed */
+            ckpt__ptr_set_remove(&alive, h->payload, h->serial);
     }
     pthread_mutex_unlock(&lifetimes_mu);
     if (!skip)
@@ -126,7 +153,7 @@ void ckpt__hooks_hold(const ckpt_hook *hooks, size_t n)
     pthread_mutex_lock(&lifetimes_mu);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].payload && hooks[i].destroy &&
-            ckpt__ptr_set_add(&held, hooks[i].payload) < 0)
+            ckpt__ptr_set_add(&held, hooks[i].payload, 0) < 0)
             break;
     pthread_mutex_unlock(&lifetimes_mu);
 }
@@ -139,7 +166,7 @@ void ckpt__hooks_destroy_held(const ckpt_hook *hooks, size_t n)
     pthread_mutex_lock(&lifetimes_mu);
     for (size_t i = 0; i < n; i++)
         if (hooks[i].payload && hooks[i].destroy)
-            ckpt__ptr_set_remove(&held, hooks[i].payload);
+            ckpt__ptr_set_remove(&held, hooks[i].payload, 0);
     pthread_mutex_unlock(&lifetimes_mu);
 }
 
@@ -163,18 +190,16 @@ void ckpt_hook_free(ckpt_hook *hook)
     pthread_mutex_lock(&lifetimes_mu);
     if (is_destroyed_locked(hook))
         destroyed = 1;
-    else if (hook->payload && hook->destroy &&
-             ckpt__ptr_set_has(&held, hook->payload))
+    else if (is_held_locked(hook))
         is_held = 1;
-    else if (is_library_kind(hook->kind) && hook->payload)
-        ckpt__ptr_set_remove(&alive, hook->payload); /* claimed */
+    else if (is_library_hook(hook)) /* claimed */
+        ckpt__ptr_set_remove(&alive, hook->payload, hook->serial);
     pthread_mutex_unlock(&lifetimes_mu);
     if (destroyed) {
         refuse(CKPT_ESTATE,
                "ckpt_hook_free: hook '%s' was already destroyed (by the "
-               "monitored session it was handed to, when that was freed; "
-               "or it is not the library's: a hook of your own must leave "
-               "kind 0): nothing freed here",
+               "monitored session it was handed to, when that was freed): "
+               "nothing freed here",
                name);
         memset(hook, 0, sizeof(*hook));
         return;

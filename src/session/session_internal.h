@@ -62,22 +62,23 @@ int ckpt__hook_is_repeat(const ckpt_hook *h, const ckpt_hook *other);
 int ckpt__hook_is_zero(const ckpt_hook *h);
 /* Call the destroy of each of the `n` hooks, once per hook: skipping a
  * hook given earlier in `hooks` or among the `m` of `before` (NULL with 0:
- * none), one already destroyed (ckpt__hook_is_destroyed) and one a live
+ * none), a library hook already destroyed (a stale copy) and one a live
  * session holds (that session destroys it). */
 void ckpt__hooks_destroy(const ckpt_hook *hooks, size_t n,
                          const ckpt_hook *before, size_t m);
-/* The last step of the library's hook constructors: note the payload of
- * the hook `out` as alive. 0, or CKPT_ENOMEM (recorded) with the hook
+/* The last step of the library's hook constructors: give the hook `out`
+ * its serial and note it alive. 0, or CKPT_ENOMEM (recorded) with the hook
  * destroyed and zeroed. */
 int ckpt__hook_complete(ckpt_hook *out);
-/* Whether `h` is one of the library's hooks (its kind says so) whose
- * payload has been destroyed: a caller's copy kept after the session that
- * held the hook was freed. Its payload must not be read; its name (the
- * library's static string) may be. */
-int ckpt__hook_is_destroyed(const ckpt_hook *h);
+/* Whether `h` is one of the library's hooks (its kind and serial say so)
+ * and still alive: not a caller's copy kept after the session that held
+ * the hook was freed, nor a hook of the caller's with a library kind set.
+ * Only a live hook's payload may be read. */
+int ckpt__hook_is_live(const ckpt_hook *h);
 /* 0 when `h` may be handed to a session; CKPT_EINVAL, naming it by
  * `label` ("hooks[2]"), for a copy of one of the library's hooks already
- * destroyed, or a hook another live session holds. */
+ * destroyed, a hook of the caller's with a library kind set, or a hook
+ * another live session holds. */
 int ckpt__hook_check_usable(const ckpt_hook *h, const char *label);
 /* A monitored session notes the payloads of its copies of its hooks as
  * held, and releases and destroys them when it is freed. */

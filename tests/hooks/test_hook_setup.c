@@ -747,10 +747,10 @@ static void test_hook_free(void **state)
     ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
     ckpt_hook h;
     int destroyed = 0;
-    ckpt_hook user = {
-        CKPT_HOOK_VERSION, "mine", NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        count_destroy,     0};
-    user.payload = &destroyed;
+    ckpt_hook user = {.version = CKPT_HOOK_VERSION,
+                      .name = "mine",
+                      .payload = &destroyed,
+                      .destroy = count_destroy};
     ckpt_hook_free(&user);
     assert_int_equal(destroyed, 1);
     ckpt_hook_free(&user); /* zeroed: nothing */
@@ -809,11 +809,89 @@ static void test_hook_copies_after_session_freed(void **state)
     ms = NULL;
     assert_ckpt_error(
         ckpt_monitored_session_new(&ms, f->graph, hooks, 1, &so), CKPT_EINVAL,
-        "hooks[0] ('CheckpointSaverHook') has the kind of one of the "
-        "library's hooks but is not a live one: a copy of a hook that the "
-        "monitored session it was handed to destroyed when it was freed");
+        "hooks[0] ('CheckpointSaverHook') is a copy of one of the library's "
+        "hooks that the monitored session it was handed to destroyed when "
+        "it was freed: make the hook again");
     assert_null(ms);
     assert_null(hooks[0].payload);
+}
+
+/* A stale copy is known by its serial, not its payload's address: once a
+ * newer hook's payload takes the same memory (forced here by copying the
+ * new hook's payload into the stale copy), the stale copy is still
+ * refused and the new hook left alone. */
+static void test_stale_copy_told_from_newer_hook(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h, stale, fresh;
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&h, NULL));
+    stale = h;
+    ms = ck_session(f, &h, 1);
+    finish_session(f, ms, 1);
+    assert_ckpt_ok(ckpt_step_counter_hook_new(&fresh, NULL));
+    assert_true(fresh.serial != 0 && fresh.serial != stale.serial);
+    stale.payload = fresh.payload; /* as if the allocator reused it */
+    ckpt_error_clear();
+    ckpt_hook_free(&stale);
+    assert_int_equal(ckpt_error_last()->code, CKPT_ESTATE);
+    assert_non_null(strstr(ckpt_error_last()->message, "already destroyed"));
+    ms = NULL;
+    stale = h;
+    stale.payload = fresh.payload;
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &stale, 1, &so),
+                      CKPT_EINVAL,
+                      "hooks[0] ('StepCounterHook') is a copy of one of the "
+                      "library's hooks that the monitored session");
+    /* the fresh hook is untouched by both refusals: it runs and is freed
+     * once (ASan checks) */
+    ms = ck_session(f, &fresh, 1);
+    finish_session(f, ms, 1);
+}
+
+static int mislabelled_destroyed;
+
+static void count_mislabelled_destroy(void *payload)
+{
+    (void)payload;
+    mislabelled_destroyed++;
+}
+
+/* A hook of the caller's own with a library kind set (the header says to
+ * leave it 0) is refused naming it, and destroyed like any hook given to
+ * a failed creation (it used to be taken for a stale copy and leaked);
+ * ckpt_checkpoint_hook_wait says why it is not a checkpoint hook. */
+static void test_mislabelled_user_hook(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    int payload = 0;
+    ckpt_hook mine = {.version = CKPT_HOOK_VERSION,
+                      .name = "mine",
+                      .payload = &payload,
+                      .destroy = count_mislabelled_destroy,
+                      .kind = CKPT_HOOK_KIND_CHECKPOINT};
+    mislabelled_destroyed = 0;
+    assert_ckpt_error(ckpt_checkpoint_hook_wait(&mine, 1.0), CKPT_EINVAL,
+                      "hook is not a checkpoint hook (its kind is set, but "
+                      "ckpt_checkpoint_hook_new did not make it)");
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &mine, 1, &so),
+                      CKPT_EINVAL,
+                      "hooks[0] ('mine') has kind 1, which only the "
+                      "library's hook constructors set: leave kind 0");
+    assert_null(ms);
+    assert_int_equal(mislabelled_destroyed, 1);
+    assert_null(mine.payload);
+    /* ckpt_hook_free of such a hook destroys it, as any hook of yours */
+    mine = (ckpt_hook){.version = CKPT_HOOK_VERSION,
+                       .name = "mine",
+                       .payload = &payload,
+                       .destroy = count_mislabelled_destroy,
+                       .kind = CKPT_HOOK_KIND_STEP_COUNTER};
+    ckpt_hook_free(&mine);
+    assert_int_equal(mislabelled_destroyed, 2);
 }
 
 /* Wait for the write in flight: after_save is delivered, no polling. */
@@ -827,17 +905,7 @@ static void test_hook_wait(void **state)
     ckpt_monitored_session *ms = NULL;
     ck_event ev[8];
     ckpt_hook h;
-    ckpt_hook user = {CKPT_HOOK_VERSION,
-                      "mine",
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      0};
+    ckpt_hook user = {.version = CKPT_HOOK_VERSION, .name = "mine"};
     assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
     assert_ckpt_ok(ckpt_checkpoint_hook_wait(&h, 1.0)); /* no session yet */
     ms = ck_session(f, &h, 1);
@@ -1168,6 +1236,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hook_free, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_copies_after_session_freed,
                                         ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_stale_copy_told_from_newer_hook,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_mislabelled_user_hook, ck_setup,
+                                        ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_kind, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_zeroed_options_name_the_init_macro,

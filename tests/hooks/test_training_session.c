@@ -374,9 +374,9 @@ static void test_destroyed_copy_named_by_callers_index(void **state)
     o.num_hooks = 2;
     assert_ckpt_error(ckpt_training_session_new(&f->ms, f->m.graph, &o),
                       CKPT_EINVAL,
-                      "training session: hooks[1] ('StopAtStepHook') has the "
-                      "kind of one of the library's hooks but is not a live "
-                      "one");
+                      "training session: hooks[1] ('StopAtStepHook') is a "
+                      "copy of one of the library's hooks that the monitored "
+                      "session it was handed to destroyed");
     assert_null(f->ms);
 }
 
