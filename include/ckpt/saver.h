@@ -311,7 +311,11 @@ CKPT_EXTERN(int)
 ckpt_saver_open(ckpt_saver **out, const char *dir,
                 const ckpt_saver_options *opts);
 
-/** Register a variable (before the first save).
+/** Register a variable (before the first save). Each variable needs
+ *  memory of its own: two whose data overlap (one buffer under two names)
+ *  are refused, naming both, by the first save, ckpt_saver_reserve and a
+ *  restore (CKPT_EINVAL), as TensorFlow refuses one variable under two
+ *  names; a variable of 0 bytes, or one with both callbacks, uses none.
  *  @return 0, CKPT_EINVAL (no name, bad shape, no data and no callbacks),
  *          CKPT_ENOTSUP (dtype), CKPT_EEXISTS (name), CKPT_ESTATE (after
  *          the first save) */
@@ -341,7 +345,8 @@ ckpt_saver_saves_var(ckpt_saver *s, const char *name, const void *data);
  *  thread when one runs (this returns first; ckpt_saver_wait and the next
  *  save wait for the deletion), else before this returns.
  *  @return 0, CKPT_EINVAL (a negative step other than CKPT_NO_STEP; no step
- *          and basename equals the state file name; no variables),
+ *          and basename equals the state file name; no variables; two
+ *          variables share memory),
  *          CKPT_EBUSY (another saver of this process saves into the
  *          directory, see ckpt_saver_open), CKPT_ENOTFOUND (directory
  *          gone), CKPT_ENOSPC,

@@ -216,6 +216,9 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
     if (err < 0)
         return err;
     ckpt__saver_complete_snapshot(s); /* before the variables change */
+    err = ckpt__saver_check_own_memory(s, "restore");
+    if (err < 0)
+        goto done;
     ro.fs = s->fs;
     err = ckpt_bundle_reader_open(&r, prefix, &ro);
     if (err < 0)

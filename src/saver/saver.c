@@ -465,6 +465,8 @@ static int saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out)
     ckpt__step_repeats_note(&s->repeats, step, prefix.ptr, &s->opts);
     /* Saves commit in order: let async writes finish first. */
     err = ckpt_saver_wait(s, 0, -1.0);
+    if (err == 0)
+        err = ckpt__saver_check_own_memory(s, "save");
     if (err < 0)
         goto done;
     s->frozen = 1;
@@ -538,6 +540,11 @@ int ckpt_saver_reserve(ckpt_saver *s)
         return ckpt__error(CKPT_EINVAL,
                            "saver %s: reserve: no variables registered",
                            ckpt__saver_say(s));
+    if (!s->frozen) {
+        int err = ckpt__saver_check_own_memory(s, "reserve");
+        if (err < 0)
+            return err;
+    }
     s->frozen = 1;
     if (!s->pieces) {
         int err = ckpt__snapshot_plan(s->vars, s->nvars, CKPT__PIECE_BYTES,

@@ -499,6 +499,8 @@ struct ckpt_saver {
     ckpt__name_index var_names; /* each var's name -> its index */
     uint64_t image_bytes;       /* sum of record sizes */
     int frozen;                 /* variables fixed after the first save */
+    size_t memory_checked;      /* nvars when their memory was last found
+                                   distinct (var_memory.c) */
     int need_cleanup;           /* a save failed: sweep temp files before the
                                    next one (written by whoever saves: one save
                                    runs the pipeline at a time) */
@@ -561,6 +563,10 @@ struct ckpt_saver {
  * ckpt__saver_evict: their deletion is not part of the save. Called by one
  * thread at a time: the caller's (sync saves, after the writer went idle,
  * deletions included) or the writer's. */
+/* 0 when no two registered variables share memory (checked once per set
+ * of variables); CKPT_EINVAL naming both, in a message prefixed with the
+ * saver and `op`. var_memory.c. */
+int ckpt__saver_check_own_memory(ckpt_saver *s, const char *op);
 int ckpt__saver_write_checkpoint(ckpt_saver *s, const ckpt__job *job,
                                  const ckpt__image *img, uint64_t *bytes_out,
                                  double *seconds_out, ckpt__kept_list *evicted);

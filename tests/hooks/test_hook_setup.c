@@ -894,6 +894,29 @@ static void test_mislabelled_user_hook(void **state)
     assert_int_equal(mislabelled_destroyed, 2);
 }
 
+/* A graph variable over the global step's memory (the step registered a
+ * second time under a name of the caller's): the session's creation is
+ * refused, naming both, before any checkpoint is written. */
+static void test_graph_var_sharing_memory_refused(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_ASYNC, 2);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    ckpt_var step = {
+        .name = "my_step", .dtype = CKPT_DT_INT64, .data = &f->gstep};
+    assert_ckpt_ok(ckpt_graph_add_var(f->graph, &step));
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_EINVAL, "variables 'global_step' (8 bytes at ");
+    assert_non_null(
+        strstr(ckpt_error_last()->message, "and 'my_step' (8 bytes at "));
+    assert_null(ms);
+    assert_int_equal(ck_latest_step(f), -1);
+    assert_false(ck_has_checkpoint(f, 0));
+}
+
 /* Wait for the write in flight: after_save is delivered, no polling. */
 static void test_hook_wait(void **state)
 {
@@ -1240,6 +1263,8 @@ int main(void)
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_mislabelled_user_hook, ck_setup,
                                         ck_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_var_sharing_memory_refused,
+                                        ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_kind, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_zeroed_options_name_the_init_macro,
