@@ -487,12 +487,17 @@ ckpt_saver_restore_subset(ckpt_saver *s, const char *prefix,
  *  (register them first: restoring before ckpt_saver_add_var would restore
  *  nothing, and the first saves would evict the checkpoints to resume from).
  *  @return 0, CKPT_ENOTFOUND (no checkpoint), CKPT_EINVAL (no variables
- *          registered, or the checkpoint does not match the variables), or
- *          as ckpt_saver_restore */
+ *          registered, or the checkpoint does not match the variables),
+ *          CKPT_ESTATE (as ckpt_saver_latest), or as ckpt_saver_restore */
 CKPT_EXTERN(int) ckpt_saver_restore_latest(ckpt_saver *s, ckpt_buf *prefix_out);
 
 /** The latest complete checkpoint of the directory (see
- *  ckpt_latest_checkpoint). @return 0 or CKPT_ENOTFOUND */
+ *  ckpt_latest_checkpoint). The directory's path must still name the
+ *  directory the saver opened: after a chdir (a relative path), or once
+ *  the directory was moved, removed or swapped for a link, the answer is
+ *  CKPT_ESTATE (not "no checkpoint", which would have a program start
+ *  afresh), as saves there are refused.
+ *  @return 0, CKPT_ENOTFOUND or CKPT_ESTATE */
 CKPT_EXTERN(int) ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out);
 
 /** Number of checkpoints the saver currently keeps (listed in the state

@@ -1012,9 +1012,20 @@ int ckpt_saver_checkpoint(ckpt_saver *s, size_t i, ckpt_buf *out)
 
 int ckpt_saver_latest(ckpt_saver *s, ckpt_buf *out)
 {
+    int err;
     CKPT__CHECK_ARG(s);
     CKPT__CHECK_ARG(out);
     if (s->ops)
         return s->ops->latest(s->ops_self, out);
+    /* The directory's path names another one now (a relative path after a
+     * chdir, a directory moved or swapped): its latest is not this
+     * saver's, and "no checkpoint" would have the caller start afresh. */
+    err = ckpt__dir_lock_check(s->ds.lock, s->ds.dir);
+    if (err < 0) {
+        ckpt__saved_error saved;
+        ckpt__error_save(&saved);
+        return ckpt__error(CKPT_ESTATE, "saver %s: latest: %s",
+                           ckpt__saver_say(s), saved.message);
+    }
     return ckpt_latest_checkpoint(out, s->fs, s->ds.dir);
 }

@@ -959,7 +959,11 @@ static void test_swapped_directory_untouched(void **state)
 
 /* A saver opened on a relative path, then the process changes directory:
  * refused, saying why, rather than saving into another directory that
- * happens to be there (whose state file would name checkpoints it lacks). */
+ * happens to be there (whose state file would name checkpoints it lacks).
+ * latest and restore_latest are refused too (CKPT_ESTATE): they read the
+ * other directory's newest checkpoint into the variables, or said "no
+ * checkpoint" where the path led nowhere (a newcomer's program restored
+ * step 777 of another run). */
 static void test_relative_directory_after_chdir(void **state)
 {
     fixture *f = *state;
@@ -981,10 +985,33 @@ static void test_relative_directory_after_chdir(void **state)
     assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_ENOTFOUND,
                       "a relative path also changes with the process's "
                       "working directory");
+    {
+        ckpt_saver *there = NULL;
+        ckpt_buf latest = CKPT_BUF_INIT;
+        float theirs[6] = {7, 7, 7, 7, 7, 7};
+        ckpt_var tw = {"w", CKPT_DT_FLOAT, {1, {6}}, theirs, NULL, NULL, NULL};
+        assert_ckpt_ok(ckpt_saver_open(&there, "rel", NULL));
+        assert_ckpt_ok(ckpt_saver_add_var(there, &tw));
+        assert_ckpt_ok(ckpt_saver_save(there, 777, NULL));
+        ckpt_saver_free(there);
+        f->w[0] = -1.0f;
+        assert_ckpt_error(ckpt_saver_restore_latest(s, &latest), CKPT_ESTATE,
+                          "latest: checkpoint directory rel is no longer "
+                          "the directory this saver opened");
+        assert_true(f->w[0] == -1.0f); /* not step 777's values */
+        assert_ckpt_error(ckpt_saver_latest(s, &latest), CKPT_ESTATE,
+                          "a relative path also changes");
+        assert_int_equal(latest.size, 0);
+        assert_int_equal(chdir(f->dir), 0); /* back where it was opened */
+        assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));
+        assert_non_null(strstr(latest.ptr, "model.ckpt-1"));
+        assert_true(f->w[0] == 0.0f);
+        ckpt_buf_dispose(&latest);
+    }
     assert_int_equal(chdir(cwd), 0);
     ckpt_saver_free(s);
     snprintf(path, sizeof(path), "%.2000s/elsewhere/rel", f->dir);
-    assert_int_equal(count_files(path, "model.ckpt-"), 0);
+    assert_int_equal(count_files(path, ".index"), 1); /* step 777 */
     snprintf(path, sizeof(path), "%.2000s/rel", f->dir);
     assert_int_equal(count_files(path, ".index"), 1);
 }
