@@ -293,10 +293,15 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  checkpoint's bytes, as with ckpt_saver_restore. A NULL or empty
  *  `prefix` on any rank fails the restore on every rank, with that rank's
  *  message ("ckpt_mpi_saver_restore: prefix is NULL" or "... is empty").
+ *  Every rank must name the same checkpoint (by any path to it): a rank
+ *  whose prefix's index file differs from rank 0's fails the restore on
+ *  every rank ("... is not the checkpoint rank 0 restores"), nothing
+ *  written; ckpt_mpi_saver_restore_latest agrees on one by itself.
  *  A saver with no variables registered restores nothing: CKPT_EINVAL on
  *  every rank (register them before restoring).
  *  @return 0, CKPT_ENOTFOUND (checkpoint or tensor, named), CKPT_EINVAL
- *          (no variables, NULL or empty prefix, dtype or shape),
+ *          (no variables, NULL or empty prefix, ranks naming different
+ *          checkpoints, dtype or shape),
  *          CKPT_ECORRUPT, CKPT_EIO */
 CKPT_EXTERN(int) ckpt_mpi_saver_restore(ckpt_mpi_saver *s, const char *prefix);
 

@@ -22,6 +22,8 @@
 
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
+#include "io/fs_internal.h"
+#include "util/crc32c.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -813,6 +815,60 @@ static int begin_restore(ckpt_mpi_saver *s, const char *what)
     return ckpt__mpi_check(s, what);
 }
 
+/* What tells one checkpoint from another on every rank, whatever path
+ * reaches it: its index file's size and CRC-32C (the index holds each
+ * tensor's checksum). */
+typedef struct index_print {
+    uint64_t size;
+    uint32_t crc;
+    int ok;
+} index_print;
+
+static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
+{
+    ckpt_buf path = CKPT_BUF_INIT, bytes = CKPT_BUF_INIT;
+    int err = ckpt__buf_printf(&path, "%s.index", prefix);
+    if (err == 0)
+        err = ckpt__fs_read_file_max(&bytes, s->fs, path.ptr, UINT64_MAX);
+    if (err == 0) {
+        p->size = bytes.size;
+        p->crc = ckpt__crc32c(bytes.ptr, bytes.size);
+        p->ok = 1;
+    }
+    ckpt_buf_dispose(&path);
+    ckpt_buf_dispose(&bytes);
+    return err;
+}
+
+/* Every rank must restore the same checkpoint (a rank given another
+ * step's prefix restored it and every rank returned 0): rank 0 sends its
+ * index's print, and a rank whose differs fails, which the agreement
+ * after the checks passes to every rank. `err` is this rank's outcome so
+ * far; every rank takes part whatever it is. */
+static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix,
+                                 int err)
+{
+    index_print mine, root;
+    MPI_Request req;
+    memset(&mine, 0, sizeof(mine));
+    if (err == 0)
+        err = print_index(s, prefix, &mine);
+    root = mine;
+    MPI_Ibcast(&root, (int)sizeof(root), MPI_BYTE, 0, s->comm_ctl, &req);
+    ckpt__mpi_wait_all(s, &req, 1, "checking every rank restores one "
+                                   "checkpoint");
+    if (err < 0 || s->rank == 0 || !root.ok)
+        return err;
+    if (root.size != mine.size || root.crc != mine.crc)
+        return ckpt__error(CKPT_EINVAL,
+                           "ckpt_mpi_saver_restore: %s is not the checkpoint "
+                           "rank 0 restores (their index files differ): give "
+                           "every rank the same checkpoint "
+                           "(ckpt_mpi_saver_restore_latest agrees on one)",
+                           prefix);
+    return 0;
+}
+
 static int restore_call(ckpt_mpi_saver *s, const char *prefix)
 {
     ckpt_bundle_reader_options ro = CKPT_BUNDLE_READER_OPTIONS_INIT;
@@ -867,6 +923,7 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
         }
         err = ckpt__mismatches_finish(&m);
     }
+    err = check_same_checkpoint(s, prefix, err);
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */
         err = read_whole_values(&c, skip);

@@ -354,9 +354,14 @@ static void deliver(ckpt_mpi_saver *s, ckpt__save_op *op)
     if (ok) {
         ckpt__mpi_failures_note_ok(&s->failures, op->step);
     } else {
-        ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
-                  "%s: distributed save failed: %s", op->prefix.ptr,
-                  op->outcome.msg);
+        if (op->prefix.ptr)
+            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+                      "%s: distributed save failed: %s", op->prefix.ptr,
+                      op->outcome.msg);
+        else /* refused before it was named (a negative step, say) */
+            ckpt__log(o->log, o->log_payload, o->log_level, CKPT_LOG_WARN,
+                      "distributed save of step %" PRId64 " failed: %s",
+                      op->step, op->outcome.msg);
         if (op->is_async)
             ckpt__mpi_failure_add(&s->failures, &op->outcome, op->step,
                                   op->prefix.ptr);

@@ -607,6 +607,9 @@ static void test_negative_step_fails_on_every_rank(void **state)
         snprintf(want, sizeof(want), "rank %d: save: step -5 is negative",
                  c == 0 ? 0 : test_size() - 1);
         assert_ckpt_error(ckpt_mpi_saver_wait(s, -1), CKPT_EINVAL, want);
+        if (neg) /* no checkpoint was named: none is ("to (unnamed)") */
+            assert_non_null(strstr(ckpt_error_last()->message,
+                                   "save of step -5 failed: rank "));
         assert_ckpt_ok(ckpt_mpi_saver_poll(s, &busy));
         assert_int_equal(busy, 0);
     }
@@ -1445,6 +1448,47 @@ static void test_restore_without_prefix(void **state)
     model_assert(&f->m, 1);
     ckpt_mpi_saver_free(s);
     ckpt_buf_dispose(&prefix);
+}
+
+/* Every rank restores one checkpoint: the last rank given step 4's prefix
+ * while the others restore step 3 (each a checkpoint of this directory)
+ * is refused on every rank, naming that rank, and no variable changes; a
+ * prefix spelled another way for the same checkpoint is fine. */
+static void test_restore_of_different_checkpoints_refused(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    ckpt_buf three = CKPT_BUF_INIT, four = CKPT_BUF_INIT;
+    char want[128], other[4200];
+    int last = test_size() - 1;
+    model_fill(&f->m, test_rank(), test_size(), 1);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 3, &three));
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 4, &four));
+    model_fill(&f->m, test_rank(), test_size(), 5);
+    if (last > 0) { /* one rank alone always restores one checkpoint */
+        snprintf(want, sizeof(want), "rank %d: ckpt_mpi_saver_restore: ", last);
+        assert_ckpt_error(ckpt_mpi_saver_restore(
+                              s, test_rank() == last ? four.ptr : three.ptr),
+                          CKPT_EINVAL, want);
+        assert_non_null(strstr(ckpt_error_last()->message,
+                               "is not the checkpoint rank 0 restores"));
+        model_assert(&f->m, 5);
+    }
+    /* the same checkpoint through "<dir>/./<name>" on the last rank */
+    {
+        const char *slash = strrchr(three.ptr, '/');
+        assert_non_null(slash);
+        snprintf(other, sizeof(other), "%.*s/.%s", (int)(slash - three.ptr),
+                 three.ptr, slash);
+    }
+    assert_ckpt_ok(
+        ckpt_mpi_saver_restore(s, test_rank() == last ? other : three.ptr));
+    model_assert(&f->m, 1);
+    ckpt_mpi_saver_free(s);
+    ckpt_buf_dispose(&three);
+    ckpt_buf_dispose(&four);
 }
 
 static void test_bad_registration_rejected(void **state)
@@ -2536,6 +2580,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_without_prefix, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_of_different_checkpoints_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
