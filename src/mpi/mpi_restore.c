@@ -845,8 +845,7 @@ static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
  * index's print, and a rank whose differs fails, which the agreement
  * after the checks passes to every rank. `err` is this rank's outcome so
  * far; every rank takes part whatever it is. */
-static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix,
-                                 int err)
+static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix, int err)
 {
     index_print mine, root;
     MPI_Request req;
@@ -855,8 +854,9 @@ static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix,
         err = print_index(s, prefix, &mine);
     root = mine;
     MPI_Ibcast(&root, (int)sizeof(root), MPI_BYTE, 0, s->comm_ctl, &req);
-    ckpt__mpi_wait_all(s, &req, 1, "checking every rank restores one "
-                                   "checkpoint");
+    ckpt__mpi_wait_all(s, &req, 1,
+                       "checking every rank restores one "
+                       "checkpoint");
     if (err < 0 || s->rank == 0 || !root.ok)
         return err;
     if (root.size != mine.size || root.crc != mine.crc)
