@@ -29,12 +29,11 @@ void ckpt__mpi_failure_add(ckpt__mpi_failures *f, const ckpt__mpi_status *st,
         /* which save it was, as the single-process saver says */
         if (prefix)
             snprintf(k->msg, sizeof(k->msg),
-                     "save of step %" PRId64 " to %.120s failed: %.340s",
-                     step, prefix, st->msg);
+                     "save of step %" PRId64 " to %.120s failed: %.340s", step,
+                     prefix, st->msg);
         else /* refused before it was named */
             snprintf(k->msg, sizeof(k->msg),
-                     "save of step %" PRId64 " failed: %.340s", step,
-                     st->msg);
+                     "save of step %" PRId64 " failed: %.340s", step, st->msg);
         f->nkept++;
     }
     f->delivered++;
