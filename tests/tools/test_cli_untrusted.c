@@ -661,6 +661,69 @@ static void test_names_escaped_in_text_output(void **state)
     test_remove_tree(dir);
 }
 
+/* The terminal columns of the first `n` bytes of UTF-8 `s`, for the names
+ * below: one per character, two for the CJK ones (lead byte 0xE6). */
+static size_t columns_of(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (b < 0x80 || b >= 0xC0)
+            c += b == 0xE6 ? 2 : 1;
+    }
+    return c;
+}
+
+/* Where `needle` starts on each line holding it, in columns; all equal. */
+static void expect_aligned(const char *out, const char *needle, int lines)
+{
+    long at = -1;
+    int seen = 0;
+    for (const char *line = out; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const char *hit = strstr(line, needle);
+        if (hit && (!end || hit < end)) {
+            long col = (long)columns_of(line, (size_t)(hit - line));
+            if (at < 0)
+                at = col;
+            assert_int_equal(col, at);
+            seen++;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    assert_int_equal(seen, lines);
+}
+
+/* Columns line up by what a terminal shows, not by bytes: names of
+ * two-byte and three-byte (wide) characters were padded as if each byte
+ * took a column, pushing the next columns out of line. */
+static void test_text_columns_count_characters(void **state)
+{
+    static const float v[1] = {1.0f};
+    static const char wide[] = "\xe6\x97\xa5\xe6\x9c\xac/w";
+    char *dir = test_make_temp_dir();
+    char *prefix = test_path(dir, "m-1");
+    tensor_spec t[] = {
+        {"ascii/w", 7, CKPT_DT_FLOAT, 1, v, 4, 0, 0},
+        {utf8_name, sizeof(utf8_name) - 1, CKPT_DT_FLOAT, 1, v, 4, 0, 0},
+        {wide, sizeof(wide) - 1, CKPT_DT_FLOAT, 1, v, 4, 0, 0},
+    };
+    cli_run r;
+    (void)state;
+    write_bundle(prefix, t, 3);
+    write_text(dir, "checkpoint", "model_checkpoint_path: \"m-1\"\n");
+    write_text(dir, "\xe6\x97\xa5\xe6\x9c\xac.tmp", "x");
+    write_text(dir, "ab.tmp", "x");
+    RUN_EXPECT(r, &limits, 0, "inspect", dir);
+    expect_aligned(r.out, "float32", 3);
+    run_free(&r);
+    RUN_EXPECT(r, &limits, 0, "ls", dir);
+    expect_aligned(r.out, "  temporary file", 2); /* the strays */
+    run_free(&r);
+    free(prefix);
+    test_remove_tree(dir);
+}
+
 static json_object *find_named(json_object *list, const char *name, size_t n)
 {
     for (size_t i = 0; i < json_object_array_length(list); i++) {
@@ -1907,6 +1970,7 @@ int main(void)
         cmocka_unit_test(test_ls_one_directory_many_spellings),
         cmocka_unit_test(test_ls_repeated_entries_memory),
         cmocka_unit_test(test_names_escaped_in_text_output),
+        cmocka_unit_test(test_text_columns_count_characters),
         cmocka_unit_test(test_names_valid_json),
         cmocka_unit_test(test_unicode_controls_escaped),
         cmocka_unit_test(test_ls_json_long_state_file_memory),

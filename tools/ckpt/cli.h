@@ -93,9 +93,9 @@ extern const cli_command cli_cmd_diff;
  * cli_text_release(). */
 const char *cli_safe_n(const void *bytes, size_t n);
 /* The text cli_safe_n gives for the n bytes, printed on `out` (not when
- * NULL), keeping no copy; its length. For what a walk prints once per
- * index entry, where kept copies (up to 4 bytes a byte) would grow with
- * the index. */
+ * NULL), keeping no copy; the columns it takes (cli_text_columns). For
+ * what a walk prints once per index entry, where kept copies (up to 4
+ * bytes a byte) would grow with the index. */
 size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n);
 /* cli_safe_n of a C string. */
 const char *cli_safe(const char *s);
@@ -114,6 +114,13 @@ static inline int cli_name_column(int width, size_t len)
     int w = len > CLI_NAME_COLUMN_MAX ? CLI_NAME_COLUMN_MAX : (int)len;
     return w > width ? w : width;
 }
+/* The terminal columns the first `n` bytes of `text` (already made safe:
+ * printable ASCII and UTF-8) take: one per character, two for the wide
+ * ones (CJK ideographs, Hangul, fullwidth forms, most emoji), so that a
+ * table pads by what the eye sees rather than by bytes. */
+size_t cli_text_columns(const char *text, size_t n);
+/* Print the safe `text` on stdout, then spaces up to `width` columns. */
+void cli_print_padded(const char *text, int width);
 /* Format, then print the text escaped as cli_safe does, on `out`. */
 void cli_vprint_safe(FILE *out, const char *fmt, va_list ap);
 /* Free the escaped copies (at exit). */

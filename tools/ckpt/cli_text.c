@@ -144,10 +144,57 @@ size_t cli_put_safe_n(FILE *out, const void *bytes, size_t n)
 {
     char *s = cli_xmalloc(4 * n + 1);
     size_t len = ckpt_text_printable_n(s, 4 * n + 1, bytes, n);
+    size_t columns = cli_text_columns(s, len);
     if (out)
         fwrite(s, 1, len, out);
     free(s);
-    return len;
+    return columns;
+}
+
+/* Whether code point `c` takes two columns (East Asian wide and fullwidth
+ * blocks, emoji): a fixed table, not the locale's, so output is the same
+ * everywhere. */
+static int is_wide(unsigned long c)
+{
+    static const unsigned long wide[][2] = {
+        {0x1100, 0x115F},   {0x2E80, 0x303E},   {0x3041, 0x33FF},
+        {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
+        {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE30, 0xFE4F},
+        {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x1F300, 0x1F64F},
+        {0x1F900, 0x1F9FF}, {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD},
+    };
+    for (size_t i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+        if (c >= wide[i][0] && c <= wide[i][1])
+            return 1;
+    return 0;
+}
+
+size_t cli_text_columns(const char *text, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t columns = 0, i = 0;
+    while (i < n) {
+        unsigned long c = p[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (len > n - i)
+            len = n - i;
+        if (len > 1) {
+            c &= 0x3Fu >> (len - 1);
+            for (size_t k = 1; k < len; k++)
+                c = (c << 6) | (p[i + k] & 0x3Fu);
+        }
+        columns += is_wide(c) ? 2 : 1;
+        i += len;
+    }
+    return columns;
+}
+
+void cli_print_padded(const char *text, int width)
+{
+    size_t columns = cli_text_columns(text, strlen(text));
+    fputs(text, stdout);
+    if (columns < (size_t)width)
+        printf("%*s", width - (int)columns, "");
 }
 
 const char *cli_plural(size_t n)

@@ -724,16 +724,18 @@ static void print_shards(const ckpt_row *r)
     for (size_t i = 0; i < r->nshards; i++) {
         char num[32];
         int len;
-        wf = cli_name_column(wf, strlen(cli_safe(r->shards[i].file)));
+        const char *file = cli_safe(r->shards[i].file);
+        wf = cli_name_column(wf, cli_text_columns(file, strlen(file)));
         len = snprintf(num, sizeof(num), "%llu",
                        (unsigned long long)r->shards[i].bytes);
         if (len > wb)
             wb = len;
     }
-    for (size_t i = 0; i < r->nshards; i++)
-        printf("    shard %d of %d  %-*s  %*llu\n", r->shards[i].shard,
-               r->shards[i].of, wf, cli_safe(r->shards[i].file), wb,
-               (unsigned long long)r->shards[i].bytes);
+    for (size_t i = 0; i < r->nshards; i++) {
+        printf("    shard %d of %d  ", r->shards[i].shard, r->shards[i].of);
+        cli_print_padded(cli_safe(r->shards[i].file), wf);
+        printf("  %*llu\n", wb, (unsigned long long)r->shards[i].bytes);
+    }
 }
 
 static void print_text(const char *dir, int have_state, const ckpt_row *rows,
@@ -748,7 +750,8 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
     for (size_t i = 0; i < nrows; i++) {
         char num[32];
         int len;
-        wp = cli_name_column(wp, strlen(cli_safe(rows[i].stored)));
+        const char *stored = cli_safe(rows[i].stored);
+        wp = cli_name_column(wp, cli_text_columns(stored, strlen(stored)));
         len = snprintf(num, sizeof(num), "%lld", rows[i].step);
         if (rows[i].has_step && len > ws)
             ws = len;
@@ -768,8 +771,9 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
         else
             snprintf(step, sizeof(step), "-");
         format_time(when, sizeof(when), r);
-        printf("%-*s  %*s  %*llu  %s", wp, cli_safe(r->stored), ws, step, wb,
-               (unsigned long long)r->bytes, when);
+        cli_print_padded(cli_safe(r->stored), wp);
+        printf("  %*s  %*llu  %s", ws, step, wb, (unsigned long long)r->bytes,
+               when);
         if (r->latest || r->problem[0])
             printf("%*s", 20 - (int)strlen(when), "");
         if (r->latest)
@@ -781,12 +785,16 @@ static void print_text(const char *dir, int have_state, const ckpt_row *rows,
     }
     if (nstrays > 0) {
         int wf = 4;
-        for (size_t i = 0; i < nstrays; i++)
-            wf = cli_name_column(wf, strlen(cli_safe(strays[i].file)));
+        for (size_t i = 0; i < nstrays; i++) {
+            const char *file = cli_safe(strays[i].file);
+            wf = cli_name_column(wf, cli_text_columns(file, strlen(file)));
+        }
         printf("stray or incomplete files:\n");
-        for (size_t i = 0; i < nstrays; i++)
-            printf("  %-*s  %s\n", wf, cli_safe(strays[i].file),
-                   strays[i].reason);
+        for (size_t i = 0; i < nstrays; i++) {
+            printf("  ");
+            cli_print_padded(cli_safe(strays[i].file), wf);
+            printf("  %s\n", strays[i].reason);
+        }
     }
 }
 
