@@ -440,7 +440,9 @@ CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
  *  checked (present, dtype, shape) before any is written; values are read
  *  with their checksums verified, straight into the variables. Tensors of
  *  the checkpoint that no registered variable names are left alone, as
- *  TensorFlow's Saver restores only its var_list. So a
+ *  TensorFlow's Saver restores only its var_list (when a variable is
+ *  missing, the message names the first few of them: a renamed variable's
+ *  old name). So a
  *  CKPT_ENOTFOUND or CKPT_EINVAL leaves every variable as it was, but a
  *  damaged record (CKPT_ECORRUPT) or a read error is found while reading:
  *  some variables, the damaged one among them, may then already hold the

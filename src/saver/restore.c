@@ -107,6 +107,51 @@ static int check_var(ckpt_bundle_reader *r, const char *prefix,
     return 0;
 }
 
+/* How many of the checkpoint's tensors no registered variable takes are
+ * named when one is missing. */
+#define UNTAKEN_NAMED 3
+
+/* A full restore found a variable missing (`err` CKPT_ENOTFOUND): name
+ * the checkpoint's tensors that no registered variable takes, the first
+ * few, so that a renamed variable shows its old name beside the new
+ * ("'layer1/weights' is not in the checkpoint ...; it holds 1 tensor no
+ * registered variable takes: 'layer1/w'"). Any other `err` is returned as
+ * it is. */
+static int name_untaken(const ckpt_saver *s, ckpt_bundle_reader *r, int err)
+{
+    ckpt_buf names = CKPT_BUF_INIT;
+    ckpt__saved_error saved;
+    size_t untaken = 0, n = ckpt_bundle_reader_count(r);
+    if (err != CKPT_ENOTFOUND)
+        return err;
+    ckpt__error_save(&saved);
+    for (size_t i = 0; i < n; i++) {
+        ckpt_tensor_entry e;
+        char shown[256];
+        if (ckpt_bundle_reader_entry_fill(&e, r, i) < 0 || e.is_slice_key ||
+            strlen(e.name) != e.name_len ||
+            ckpt__name_index_find(&s->var_names, e.name) != SIZE_MAX)
+            continue;
+        if (untaken < UNTAKEN_NAMED)
+            (void)ckpt__buf_printf(
+                &names, "%s'%s'", untaken ? ", " : "",
+                ckpt_tensor_entry_shown_name(shown, sizeof(shown), &e));
+        untaken++;
+    }
+    if (untaken > UNTAKEN_NAMED)
+        (void)ckpt__buf_printf(&names, ", ...");
+    if (untaken > 0 && names.ptr)
+        err = ckpt__error(CKPT_ENOTFOUND,
+                          "%s; the checkpoint holds %zu tensor%s no "
+                          "registered variable takes (renamed?): %s",
+                          saved.message, untaken, untaken == 1 ? "" : "s",
+                          names.ptr);
+    else
+        err = ckpt__error_restore(&saved);
+    ckpt_buf_dispose(&names);
+    return err;
+}
+
 /* Whether the variable is restored straight into the caller's memory. */
 static int reads_in_place(const ckpt__var *v)
 {
@@ -243,6 +288,8 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
                 name);
         }
         err = ckpt__mismatches_finish(&m);
+        if (all)
+            err = name_untaken(s, r, err);
     }
     if (err < 0)
         goto done;

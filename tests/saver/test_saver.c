@@ -659,7 +659,9 @@ static void test_b78_restore_errors(void **state)
                       "it was written? restore the others with "
                       "ckpt_saver_restore_subset) (and 2 more variables do "
                       "not match the checkpoint: 'dense/kernel', "
-                      "'also/gone')");
+                      "'also/gone'); the checkpoint holds 1 tensor no "
+                      "registered variable takes (renamed?): "
+                      "'global_step'");
     ckpt_saver_free(other);
 
     /* A TensorFlow graph tensor's name ("dense/kernel:0") for the
