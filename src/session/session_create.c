@@ -95,6 +95,16 @@ static int restore_latest(ckpt_monitored_session *ms)
         err = 0;
     } else if (err == 0) {
         err = restore_prefix(ms, prefix.ptr, 1);
+        if (err == CKPT_ECORRUPT) { /* say the way on, as restore_latest */
+            ckpt__saved_error saved;
+            ckpt__error_save(&saved);
+            err = ckpt__error(CKPT_ECORRUPT,
+                              "%s (the session does not fall back by "
+                              "itself: give an older checkpoint as the "
+                              "session options' restore_from; 'ckpt ls "
+                              "%s' lists them)",
+                              saved.message, ms->checkpoint_dir);
+        }
     }
     ckpt_buf_dispose(&prefix);
     return err;

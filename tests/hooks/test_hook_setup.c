@@ -917,6 +917,47 @@ static void test_graph_var_sharing_memory_refused(void **state)
     assert_false(ck_has_checkpoint(f, 0));
 }
 
+/* The newest checkpoint damaged: the session's creation fails and says
+ * the way on (restore_from, and where the older checkpoints are listed),
+ * as ckpt_saver_restore_latest does; it said only "checksum mismatch". */
+static void test_damaged_latest_says_way_on(void **state)
+{
+    ck_fixture *f = *state;
+    ckpt_checkpoint_hook_options o = plain_hook(f, CKPT_SAVE_SYNC, 2);
+    ckpt_session_options so = quiet_session(f);
+    ckpt_monitored_session *ms = NULL;
+    ckpt_hook h;
+    char path[4200];
+    FILE *fp;
+    int c;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    ms = ck_session(f, &h, 1);
+    finish_session(f, ms, 2);
+    assert_int_equal(ck_latest_step(f), 2);
+    snprintf(path, sizeof(path), "%s/model.ckpt-2.data-00000-of-00001",
+             f->ckdir);
+    fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    c = fgetc(fp);
+    assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
+    fputc(c ^ 0x40, fp);
+    assert_int_equal(fclose(fp), 0);
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    ms = NULL;
+    assert_ckpt_error(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so),
+                      CKPT_ECORRUPT,
+                      "the session does not fall back by itself: give an "
+                      "older checkpoint as the session options' "
+                      "restore_from; 'ckpt ls ");
+    assert_null(ms);
+    /* and restore_from the older one works */
+    snprintf(path, sizeof(path), "%s/model.ckpt-0", f->ckdir);
+    so.restore_from = path;
+    assert_ckpt_ok(ckpt_checkpoint_hook_new(&h, &o));
+    assert_ckpt_ok(ckpt_monitored_session_new(&ms, f->graph, &h, 1, &so));
+    ckpt_monitored_session_free(ms);
+}
+
 /* Wait for the write in flight: after_save is delivered, no polling. */
 static void test_hook_wait(void **state)
 {
@@ -1264,6 +1305,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mislabelled_user_hook, ck_setup,
                                         ck_teardown),
         cmocka_unit_test_setup_teardown(test_graph_var_sharing_memory_refused,
+                                        ck_setup, ck_teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_latest_says_way_on,
                                         ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_wait, ck_setup, ck_teardown),
         cmocka_unit_test_setup_teardown(test_hook_kind, ck_setup, ck_teardown),
