@@ -646,7 +646,10 @@ static int saver_save_async(ckpt_saver *s, int64_t step, uint64_t *ticket_out)
                                        ckpt_clock_monotonic(NULL) - c0);
     }
     if (err < 0) {
-        /* said as a synchronous save's failure is (save_sync) */
+        /* logged and said as a synchronous save's failure is (save_sync) */
+        CKPT__SAVER_LOG(s, CKPT_LOG_ERROR, "save %s failed: %s",
+                        ckpt__step_say(&words, step),
+                        ckpt_error_last()->message);
         err = ckpt__error_prefix(err, "save %s to %s failed",
                                  ckpt__step_say(&words, step), job->prefix);
         ckpt__job_free(job);

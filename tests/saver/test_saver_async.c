@@ -512,6 +512,16 @@ static void test_retention_deletes_after_the_save(void **state)
     ckpt_saver_free(s);
 }
 
+/* The error lines a saver logged, one after another (the caller's
+ * thread: a snapshot's failure is logged there). */
+static void note_errors(int level, const char *message, void *payload)
+{
+    char *errors = payload;
+    size_t used = strlen(errors);
+    if (level == CKPT_LOG_ERROR)
+        snprintf(errors + used, 1024 - used, "%s\n", message);
+}
+
 static void test_read_callbacks(void **state)
 {
     fixture *f = *state;
@@ -521,6 +531,8 @@ static void test_read_callbacks(void **state)
     ckpt_var v = {"dev", CKPT_DT_DOUBLE, {1, {5}}, back, read_cb, NULL, device};
     ckpt_var bad = {"bad",           CKPT_DT_DOUBLE, {1, {5}}, NULL,
                     failing_read_cb, NULL,           NULL};
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    char errors[1024] = "";
     assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
     assert_ckpt_ok(ckpt_saver_add_var(s, &v));
     assert_ckpt_ok(ckpt_saver_save_async(s, 1, NULL));
@@ -528,10 +540,17 @@ static void test_read_callbacks(void **state)
     assert_ckpt_ok(ckpt_saver_restore_latest(s, NULL));
     assert_memory_equal(back, device, sizeof(device));
     ckpt_saver_free(s);
-    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, NULL));
+    o.log = note_errors;
+    o.log_payload = errors;
+    assert_ckpt_ok(ckpt_saver_open(&s, f->dir, &o));
     assert_ckpt_ok(ckpt_saver_add_var(s, &bad));
     assert_ckpt_error(ckpt_saver_save_async(s, 2, NULL), CKPT_EUSER, "'bad'");
+    /* logged as the sync save's failure is (it was only returned) */
+    assert_non_null(strstr(errors, "save of step 2 failed: "));
+    assert_non_null(strstr(errors, "'bad'"));
+    errors[0] = '\0';
     assert_ckpt_error(ckpt_saver_save(s, 2, NULL), CKPT_EUSER, "'bad'");
+    assert_non_null(strstr(errors, "save of step 2 failed: "));
     assert_false(file_exists(f->dir, "model.ckpt-2.index"));
     ckpt_saver_free(s);
 }
