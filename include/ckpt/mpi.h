@@ -132,7 +132,10 @@ ckpt_mpi_saver_open(ckpt_mpi_saver **out, MPI_Comm comm, const char *dir,
  *  restore). Every rank must register the same replicated variables (name,
  *  dtype, shape), in any order. As for every kind, `var` has data or both
  *  callbacks: a save-only variable (read without write, which ckpt_saver
- *  takes) is refused, since a restore restores every variable.
+ *  takes) is refused, since a restore restores every variable. Each of a
+ *  rank's variables, of every kind, needs memory of its own: two whose
+ *  data overlap fail the first save or restore on every rank, naming the
+ *  rank and both (CKPT_EINVAL), as ckpt_saver_add_var says.
  *  @return 0, CKPT_EINVAL, CKPT_ENOTSUP (dtype), CKPT_EEXISTS (name),
  *          CKPT_ESTATE (after the first save or restore) */
 CKPT_EXTERN(int)

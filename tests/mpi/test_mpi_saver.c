@@ -726,7 +726,7 @@ static void test_restore_shape_mismatch(void **state)
 {
     fixture *f = *state;
     ckpt_mpi_saver *s = open_saver(f->dir, NULL);
-    float w[8];
+    float w[8], w2[8], w3[8];
     ckpt_var v;
     model_fill(&f->m, test_rank(), test_size(), 1);
     model_register(s, &f->m, 0);
@@ -747,8 +747,10 @@ static void test_restore_shape_mismatch(void **state)
     s = open_saver(f->dir, NULL);
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     v.name = "not/there";
+    v.data = w2;
     assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
     v.name = "also/gone";
+    v.data = w3;
     assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &v, 0));
     assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_EINVAL,
                       "variable is float32 [8] (and 2 more variables do not "
@@ -1489,6 +1491,33 @@ static void test_restore_of_different_checkpoints_refused(void **state)
     ckpt_mpi_saver_free(s);
     ckpt_buf_dispose(&three);
     ckpt_buf_dispose(&four);
+}
+
+/* Variables over the same memory on one rank (the last registers b over
+ * a's buffer) fail the first save on every rank, naming that rank and
+ * both variables, as ckpt_saver refuses them; nothing is written. */
+static void test_shared_memory_refused_on_every_rank(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+    int last = test_size() - 1;
+    char want[64];
+    ckpt_var va = test_float_var("a", a, 4);
+    ckpt_var vb = test_float_var("b", test_rank() == last ? a : b, 4);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &va));
+    assert_ckpt_ok(ckpt_mpi_saver_add_per_rank(s, &vb, 0));
+    snprintf(want, sizeof(want), "rank %d: mpi saver ", last);
+    assert_ckpt_error(ckpt_mpi_saver_save(s, 1, NULL), CKPT_EINVAL, want);
+    assert_non_null(
+        strstr(ckpt_error_last()->message, "variables 'a' (16 bytes at "));
+    assert_non_null(
+        strstr(ckpt_error_last()->message, "and 'b' (16 bytes at "));
+    assert_non_null(
+        strstr(ckpt_error_last()->message, "share memory: give each"));
+    ckpt_mpi_saver_free(s);
+    if (test_rank() == 0)
+        assert_int_equal(count_files_in(f->dir, ".index"), 0);
 }
 
 static void test_bad_registration_rejected(void **state)
@@ -2582,6 +2611,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_restore_of_different_checkpoints_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_shared_memory_refused_on_every_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_registration_rejected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_options_rejected, setup,
