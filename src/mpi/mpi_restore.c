@@ -824,19 +824,43 @@ typedef struct index_print {
     int ok;
 } index_print;
 
+/* The print of `prefix`'s index, read in pieces of a fixed size (the
+ * index may be any size a hostile file gives: nothing is allocated by
+ * it). */
 static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
 {
-    ckpt_buf path = CKPT_BUF_INIT, bytes = CKPT_BUF_INIT;
+    enum { PIECE = 1 << 20 };
+    const ckpt_fs *fs = ckpt_fs_or_default(s->fs);
+    ckpt_buf path = CKPT_BUF_INIT;
+    ckpt_file *f = NULL;
+    uint8_t *piece = NULL;
+    uint64_t size = 0, at = 0;
+    uint32_t crc = 0;
     int err = ckpt__buf_printf(&path, "%s.index", prefix);
     if (err == 0)
-        err = ckpt__fs_read_file_max(&bytes, s->fs, path.ptr, UINT64_MAX);
+        err = ckpt__fs_open_read(fs, &f, path.ptr);
+    if (err == 0)
+        err = ckpt__fs_size(fs, f, path.ptr, &size);
+    if (err == 0 && !(piece = ckpt__malloc(PIECE)))
+        err = ckpt__error_oom();
+    while (err == 0 && at < size) {
+        size_t want = size - at < PIECE ? (size_t)(size - at) : PIECE, got = 0;
+        err = ckpt__fs_pread(fs, f, path.ptr, piece, want, at, &got);
+        if (err == 0 && got == 0)
+            err = ckpt__error(CKPT_ECORRUPT, "%s: shorter than its size",
+                              path.ptr);
+        if (err == 0)
+            crc = ckpt__crc32c_extend(crc, piece, got);
+        at += got;
+    }
     if (err == 0) {
-        p->size = bytes.size;
-        p->crc = ckpt__crc32c(bytes.ptr, bytes.size);
+        p->size = size;
+        p->crc = crc;
         p->ok = 1;
     }
+    ckpt__free(piece);
+    ckpt__fs_close_quiet(fs, f);
     ckpt_buf_dispose(&path);
-    ckpt_buf_dispose(&bytes);
     return err;
 }
 
