@@ -802,36 +802,23 @@ static int no_variables(const ckpt_mpi_saver *s, const char *op)
                        s->ds.dir, op);
 }
 
-/* Each of this rank's variables has memory of its own, as ckpt_saver
- * requires (var_memory.c): two that overlap are CKPT_EINVAL naming both. */
+/* The memory this rank's variable `i` uses, for the check that each has
+ * its own, as ckpt_saver requires (a variable with both callbacks never
+ * touches its data). */
+static int memory_of(const void *vars, size_t i, const char **name,
+                     const void **data, uint64_t *bytes)
+{
+    const ckpt__mvar *v = (const ckpt__mvar *)vars + i;
+    *name = v->name;
+    *data = v->user.data;
+    *bytes = v->bytes;
+    return v->user.data && v->bytes > 0 && !(v->user.read && v->user.write);
+}
+
 static int check_own_memory(const ckpt_mpi_saver *s)
 {
-    ckpt__mem_range *r = ckpt__malloc((s->nvars ? s->nvars : 1) * sizeof(*r));
-    size_t n = 0, a, b;
-    int found;
-    if (!r)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < s->nvars; i++) {
-        const ckpt__mvar *v = &s->vars[i];
-        if (!v->user.data || v->bytes == 0 || (v->user.read && v->user.write))
-            continue;
-        r[n].start = (uintptr_t)v->user.data;
-        r[n].end = r[n].start + (uintptr_t)v->bytes;
-        r[n].index = i;
-        n++;
-    }
-    found = ckpt__mem_ranges_overlap(r, n, &a, &b);
-    ckpt__free(r);
-    if (!found)
-        return 0;
-    return ckpt__error(
-        CKPT_EINVAL,
-        "mpi saver %s: variables '%s' (%llu bytes at %p) and "
-        "'%s' (%llu bytes at %p) share memory: give each "
-        "variable its own",
-        s->ds.dir, s->vars[a].name, (unsigned long long)s->vars[a].bytes,
-        s->vars[a].user.data, s->vars[b].name,
-        (unsigned long long)s->vars[b].bytes, s->vars[b].user.data);
+    int err = ckpt__check_own_memory(s->vars, s->nvars, memory_of);
+    return err < 0 ? ckpt__error_prefix(err, "mpi saver %s", s->ds.dir) : 0;
 }
 
 int ckpt__mpi_check(ckpt_mpi_saver *s, const char *needs)

@@ -7,43 +7,26 @@
 
 #include "common/mem_ranges.h"
 
-/* Whether the saver reads or writes `v`'s memory itself (a variable with
- * both callbacks never touches its data). */
-static int uses_memory(const ckpt__var *v)
+/* The memory `i` of the saver's variables uses, for the check (a variable
+ * with both callbacks never touches its data). */
+static int memory_of(const void *vars, size_t i, const char **name,
+                     const void **data, uint64_t *bytes)
 {
+    const ckpt__var *v = (const ckpt__var *)vars + i;
+    *name = v->name;
+    *data = v->v.data;
+    *bytes = v->bytes;
     return v->v.data && v->bytes > 0 && !(v->v.read && v->v.write);
 }
 
 int ckpt__saver_check_own_memory(ckpt_saver *s, const char *op)
 {
-    ckpt__mem_range *r;
-    size_t n = 0, a, b;
-    int found;
+    int err;
     if (s->memory_checked == s->nvars)
         return 0;
-    r = ckpt__malloc((s->nvars ? s->nvars : 1) * sizeof(*r));
-    if (!r)
-        return ckpt__error_oom();
-    for (size_t i = 0; i < s->nvars; i++)
-        if (uses_memory(&s->vars[i])) {
-            r[n].start = (uintptr_t)s->vars[i].v.data;
-            r[n].end = r[n].start + (uintptr_t)s->vars[i].bytes;
-            r[n].index = i;
-            n++;
-        }
-    found = ckpt__mem_ranges_overlap(r, n, &a, &b);
-    ckpt__free(r);
-    if (!found) {
-        s->memory_checked = s->nvars;
-        return 0;
-    }
-    return ckpt__error(
-        CKPT_EINVAL,
-        "saver %s: %s: variables '%s' (%llu bytes at %p) and '%s' (%llu "
-        "bytes at %p) share memory: give each variable its own (one memory "
-        "under two names is saved twice and restored from either)",
-        ckpt__saver_say(s), op, s->vars[a].name,
-        (unsigned long long)s->vars[a].bytes, s->vars[a].v.data,
-        s->vars[b].name, (unsigned long long)s->vars[b].bytes,
-        s->vars[b].v.data);
+    err = ckpt__check_own_memory(s->vars, s->nvars, memory_of);
+    if (err < 0)
+        return ckpt__error_prefix(err, "saver %s: %s", ckpt__saver_say(s), op);
+    s->memory_checked = s->nvars;
+    return 0;
 }
