@@ -25,7 +25,8 @@
  * bundle opened, verified, and each entry's data size checked and its
  * record streamed to the end (strings read whole, partitioned tensors of
  * up to 16 MiB assembled). Checks: documented
- * error codes with a message; a FIFO is refused with CKPT_EIO, never a
+ * error codes with a message; a FIFO is refused (the state file's with
+ * CKPT_EIO, the index's or data file's as damage, CKPT_ECORRUPT), never a
  * hang (libFuzzer's -timeout catches that); a stream hands out exactly the
  * record's bytes in pieces of at most CKPT_RECORD_STREAM_PIECE; the capped
  * allocator (64 MiB per allocation) sees no allocation the files' real
@@ -213,7 +214,7 @@ static void read_entries(ckpt_bundle_reader *r, int data_fifo)
             /* the FIFO is shard 0 of a one-shard bundle */
             CKPT_FUZZ_CHECK(!data_fifo || e->num_slices > 0 ||
                             ckpt_bundle_reader_num_shards(r) != 1 ||
-                            rc == CKPT_EIO);
+                            rc == CKPT_ECORRUPT);
         } else if (e->num_slices == 0) {
             CKPT_FUZZ_CHECK(bytes == (uint64_t)e->size);
         }
@@ -267,7 +268,7 @@ int ckpt_fuzz_files(const uint8_t *data, size_t size)
         check_error(rc);
         CKPT_FUZZ_CHECK(rc == CKPT_ECORRUPT || rc == CKPT_EVERSION ||
                         rc == CKPT_EIO);
-        CKPT_FUZZ_CHECK(!(flags & FIFO_INDEX) || rc == CKPT_EIO);
+        CKPT_FUZZ_CHECK(!(flags & FIFO_INDEX) || rc == CKPT_ECORRUPT);
         CKPT_FUZZ_CHECK(r == NULL);
     } else {
         CKPT_FUZZ_CHECK(!(flags & FIFO_INDEX));

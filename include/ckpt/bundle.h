@@ -182,8 +182,9 @@ typedef struct ckpt_tensor_entry {
  *  its index. The index is read
  *  block by block, never whole (blocks of at most 32 MiB); records that
  *  share bytes of a data file make it corrupt. With the POSIX file system
- *  an index or data file that is not a regular file (a FIFO, a device) is
- *  refused with CKPT_EIO without blocking.
+ *  an index or data file that is not a regular file (a FIFO, a device, a
+ *  directory) is refused without blocking, as a damaged checkpoint:
+ *  CKPT_ECORRUPT naming the file.
  *  @return 0, CKPT_ENOTFOUND (no <prefix>.index; when `prefix` itself
  *          cannot be looked up, a symbolic link that loops, the message
  *          says so), CKPT_ECORRUPT, CKPT_EIO, CKPT_ENOMEM or CKPT_EVERSION */

@@ -412,7 +412,7 @@ static int load_index(ckpt_bundle_reader *r)
     ckpt_file *f = NULL;
     uint64_t size = 0;
     struct load_state st;
-    int err = ckpt__fs_open_read(r->fs, &f, r->index_path.ptr);
+    int err = ckpt__fs_open_read_part(r->fs, &f, r->index_path.ptr);
     if (err == 0)
         err = ckpt__fs_size(r->fs, f, r->index_path.ptr, &size);
     if (err < 0)

@@ -248,12 +248,13 @@ static int verify_shard(ckpt_bundle_reader *r,
         ext[i] = record_extent(&e);
         err = ckpt__bundle_reader_locate(r, &e, &s);
     }
-    if (err == 0)
+    if (err == 0) { /* locate's failures name the tensor already */
         err = read_records(r, s, ext, n);
-    if (err < 0 && n == 1) {
-        ckpt__shown_name sn;
-        err = ckpt__error_prefix(err, "tensor '%s'",
-                                 ckpt__bundle_entry_shown(&sn, &e));
+        if (err < 0 && n == 1) {
+            ckpt__shown_name sn;
+            err = ckpt__error_prefix(err, "tensor '%s'",
+                                     ckpt__bundle_entry_shown(&sn, &e));
+        }
     }
     for (size_t i = 0; i < n && err == 0; i++) {
         if (rec_crc_matches(recs[i], ext[i].crc))

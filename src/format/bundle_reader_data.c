@@ -94,7 +94,7 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
     s.id = e->shard_id;
     s.file = NULL;
     s.size = 0;
-    err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
+    err = ckpt__fs_open_read_part(r->fs, &s.file, r->path.ptr);
     /* Out of descriptors (EMFILE/ENFILE, which the file system reports as
      * CKPT_ENOMEM) below MAX_OPEN_SHARDS, the process's limit being lower
      * (ulimit -n) or its other files many: close the data files this
@@ -104,7 +104,7 @@ static int get_shard(ckpt_bundle_reader *r, const ckpt_tensor_entry *e,
         if (r->next_close < lo)
             lo--;
         ckpt_error_clear();
-        err = ckpt__fs_open_read(r->fs, &s.file, r->path.ptr);
+        err = ckpt__fs_open_read_part(r->fs, &s.file, r->path.ptr);
     }
     if (err == 0)
         err = ckpt__fs_size(r->fs, s.file, r->path.ptr, &s.size);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +120,16 @@ int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path)
 {
     return check(fs->open_read(out, path, fs->payload), "open_read", path);
+}
+
+int ckpt__fs_open_read_part(const ckpt_fs *fs, ckpt_file **out,
+                            const char *path)
+{
+    int err = ckpt__fs_open_read(fs, out, path);
+    if (err == CKPT_EIO &&
+        strstr(ckpt_error_last()->message, CKPT__NOT_REGULAR_FILE))
+        return ckpt__error_recode(CKPT_ECORRUPT);
+    return err;
 }
 
 int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
@@ -278,6 +289,15 @@ int ckpt__fs_exists(const ckpt_fs *fs, const char *path)
         return 0;
     }
     return rc < 0 ? rc : 1;
+}
+
+int ckpt__fs_entry_exists(const ckpt_fs *fs, const char *path)
+{
+    struct stat st;
+    int rc = ckpt__fs_exists(fs, path);
+    if (rc != 0 || fs->stat != ckpt_fs_posix()->stat)
+        return rc;
+    return lstat(path, &st) == 0;
 }
 
 /* ---- temporary names ---------------------------------------------------- */

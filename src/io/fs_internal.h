@@ -23,6 +23,16 @@ int ckpt__fs_check(const ckpt_fs *fs, const char *what);
 int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags);
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);
+/* The end of the POSIX file system's message refusing to read a path that
+ * is not a regular file (a FIFO, directory or device): never opened, so a
+ * FIFO cannot block the reader. */
+#define CKPT__NOT_REGULAR_FILE "not a regular file; refused"
+/* ckpt__fs_open_read of one of a checkpoint's own files (its index or a
+ * data file): one refused as not a regular file stands where the
+ * checkpoint's file should, a damaged checkpoint: CKPT_ECORRUPT, the
+ * message unchanged. */
+int ckpt__fs_open_read_part(const ckpt_fs *fs, ckpt_file **out,
+                            const char *path);
 /* CKPT_ENOTSUP when `fs` has no open_read_direct (version < 2 or NULL) or
  * the file system refuses O_DIRECT for `path`. */
 int ckpt__fs_open_read_direct(const ckpt_fs *fs, ckpt_file **out,
@@ -104,6 +114,13 @@ void ckpt__fs_remove_quiet(const ckpt_fs *fs, const char *path);
 /* 1 if `path` exists, 0 if not (the last error is then left as it was),
  * or a negative ckpt_error_code when stat fails otherwise. */
 int ckpt__fs_exists(const ckpt_fs *fs, const char *path);
+/* As ckpt__fs_exists, but 1 also for a directory entry that names nothing
+ * (a symbolic link to nothing, say a file system not mounted yet, or in a
+ * loop), which stat reports as absent: what decides that a file is gone
+ * before anything is deleted or forgotten for it. Told apart only through
+ * a file system whose stat is the POSIX one (paths are the operating
+ * system's); through another, as ckpt__fs_exists. */
+int ckpt__fs_entry_exists(const ckpt_fs *fs, const char *path);
 
 /* A fresh name next to `final_path` for a file that will be renamed onto
  * it: "<final_path>.<tag><16 random hex digits>" into `out` (replacing).

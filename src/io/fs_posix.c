@@ -196,8 +196,8 @@ static int open_regular(const char *path, int extra, const char *op)
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return ckpt__error(CKPT_EIO, "%s %s: %s, not a regular file; refused",
-                           op, path, file_kind(st.st_mode));
+        return ckpt__error(CKPT_EIO, "%s %s: %s, " CKPT__NOT_REGULAR_FILE, op,
+                           path, file_kind(st.st_mode));
     }
     fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {

@@ -838,7 +838,7 @@ static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
     uint32_t crc = 0;
     int err = ckpt__buf_printf(&path, "%s.index", prefix);
     if (err == 0)
-        err = ckpt__fs_open_read(fs, &f, path.ptr);
+        err = ckpt__fs_open_read_part(fs, &f, path.ptr);
     if (err == 0)
         err = ckpt__fs_size(fs, f, path.ptr, &size);
     if (err == 0 && !(piece = ckpt__malloc(PIECE)))

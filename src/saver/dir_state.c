@@ -269,14 +269,27 @@ static int resolve(const ckpt__dir_state *ds, const char *stored, ckpt_buf *out)
 /* 1 when <prefix>.index exists, 0 when it does not, or an error: a failed
  * check (EIO, EACCES, no memory) must never pass for a missing index, or
  * recovery would forget a good checkpoint. */
-static int index_exists(const ckpt__dir_state *ds, const char *prefix)
+static int index_lookup(const ckpt__dir_state *ds, const char *prefix,
+                        int (*exists)(const ckpt_fs *, const char *))
 {
     ckpt_buf path = CKPT_BUF_INIT;
     int err = ckpt_bundle_index_path(&path, prefix);
     if (err == 0)
-        err = ckpt__fs_exists(ds->fs, path.ptr);
+        err = exists(ds->fs, path.ptr);
     ckpt_buf_dispose(&path);
     return err;
+}
+
+static int index_exists(const ckpt__dir_state *ds, const char *prefix)
+{
+    return index_lookup(ds, prefix, ckpt__fs_exists);
+}
+
+/* index_exists, but 1 also for an index entry that names nothing
+ * (ckpt__fs_entry_exists). */
+static int index_entry_exists(const ckpt__dir_state *ds, const char *prefix)
+{
+    return index_lookup(ds, prefix, ckpt__fs_entry_exists);
 }
 
 /* What deleting a batch of evicted checkpoints looks up: the kept list's
@@ -745,8 +758,9 @@ static int mark_repeated(const ckpt__dir_state *ds, const ckpt_state *st,
 }
 
 /* `*marks` (allocated): one byte per listed entry, INDEX_MISSING for each
- * whose index the file system does not find. A failed check is an error,
- * never a missing index (index_exists). */
+ * whose index has no directory entry (one that is a link to nothing, a
+ * file system not mounted yet, stays listed, as its data stays). A failed
+ * check is an error, never a missing index (index_exists). */
 static int mark_missing(const ckpt__dir_state *ds, const ckpt_state *st,
                         unsigned char **marks)
 {
@@ -758,7 +772,7 @@ static int mark_missing(const ckpt__dir_state *ds, const ckpt_state *st,
     for (size_t i = 0; err >= 0 && i < st->num_paths; i++) {
         err = resolve(ds, st->all_paths[i], &prefix);
         if (err == 0)
-            err = index_exists(ds, prefix.ptr);
+            err = index_entry_exists(ds, prefix.ptr);
         if (err == 0)
             (*marks)[i] = INDEX_MISSING;
     }

@@ -418,7 +418,9 @@ struct orphan_scan {
 };
 
 /* Collect data files of the saver's own names (own_stem_len: a step's, a
- * replaced checkpoint's second name) whose index does not exist: an
+ * replaced checkpoint's second name) whose index does not exist (no entry
+ * of its name: an index that is a link to nothing, a file system not
+ * mounted yet, is there, and its data stays): an
  * interrupted save (data renamed, index not yet), an interrupted deletion
  * (index removed first: retention's of a second name too) or an
  * interrupted set-aside (its links not yet durable). Nothing can ever
@@ -433,8 +435,7 @@ static int collect_orphan(const char *name, void *payload)
         return 0;
     if (ckpt__buf_printf(&index_name, "%.*s.index", (int)stem, name) == 0 &&
         ckpt__path_join(&index, sc->ds->dir, index_name.ptr) == 0)
-        orphan =
-            ckpt__fs_stat(sc->ds->fs, index.ptr, NULL, NULL) == CKPT_ENOTFOUND;
+        orphan = ckpt__fs_entry_exists(sc->ds->fs, index.ptr) == 0;
     ckpt_buf_dispose(&index_name);
     ckpt_buf_dispose(&index);
     ckpt_error_clear();

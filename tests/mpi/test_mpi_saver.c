@@ -1787,6 +1787,31 @@ static void test_restore_missing_data_file(void **state)
     ckpt_mpi_saver_free(s);
 }
 
+/* A FIFO where rank 0's data file of the latest checkpoint should be: a
+ * damaged checkpoint, CKPT_ECORRUPT on every rank with the way on (it was
+ * CKPT_EIO without it), and no rank blocks opening the FIFO. */
+static void test_restore_fifo_data_file(void **state)
+{
+    fixture *f = *state;
+    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
+    char data[4200];
+    model_fill(&f->m, test_rank(), test_size(), 2);
+    model_register(s, &f->m, 0);
+    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
+    if (test_rank() == 0) {
+        snprintf(data, sizeof(data), "%s/model.ckpt-2.data-00000-of-%05d",
+                 f->dir, test_size());
+        assert_int_equal(unlink(data), 0);
+        assert_int_equal(mkfifo(data, 0600), 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
+                      "a FIFO, not a regular file");
+    assert_non_null(strstr(ckpt_error_last()->message,
+                           "ckpt_state_read lists the older checkpoints"));
+    ckpt_mpi_saver_free(s);
+}
+
 /* A save before any variable is registered fails on every rank, commits
  * nothing and leaves the list open: variables added afterwards save. */
 static void test_save_without_variables(void **state)
@@ -2625,6 +2650,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_large_variable_checksums, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_restore_missing_data_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restore_fifo_data_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_save_without_variables, setup,
                                         teardown),

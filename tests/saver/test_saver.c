@@ -1465,6 +1465,37 @@ static void test_restore_missing_data_file_is_damage(void **state)
     ckpt_saver_free(s);
 }
 
+/* A FIFO or a directory where the latest checkpoint's data file or index
+ * should be is a damaged checkpoint: CKPT_ECORRUPT naming the file and
+ * saying older ones are listed, never a hang on the FIFO (it was CKPT_EIO,
+ * which the caller could not tell from a failing disk). */
+static void test_restore_latest_special_file_is_damage(void **state)
+{
+    fixture *f = *state;
+    const char *part[] = {"data-00000-of-00001", "index"};
+    ckpt_saver *s = open_saver(f, NULL);
+    char path[4200], aside[4300];
+    save_steps(s, f, 1, 2);
+    for (int i = 0; i < 2; i++)
+        for (int fifo = 0; fifo < 2; fifo++) {
+            snprintf(path, sizeof(path), "%s/model.ckpt-2.%s", f->dir, part[i]);
+            snprintf(aside, sizeof(aside), "%s.aside", path);
+            assert_int_equal(rename(path, aside), 0);
+            assert_int_equal(fifo ? mkfifo(path, 0600) : mkdir(path, 0700), 0);
+            assert_ckpt_error(ckpt_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
+                              "1 older checkpoint is listed");
+            assert_non_null(strstr(ckpt_error_last()->message, path));
+            assert_non_null(strstr(ckpt_error_last()->message,
+                                   fifo ? "a FIFO, not a regular file"
+                                        : "a directory, not a regular file"));
+            assert_int_equal(fifo ? unlink(path) : rmdir(path), 0);
+            assert_int_equal(rename(aside, path), 0);
+        }
+    assert_ckpt_ok(ckpt_saver_restore_latest(s, NULL));
+    assert_int_equal(f->step, 2);
+    ckpt_saver_free(s);
+}
+
 /* A damaged latest checkpoint: restore_latest says so and that older ones
  * are listed (it does not fall back by itself: which state to resume from
  * is the caller's choice); restoring the older one works. */
@@ -1664,6 +1695,45 @@ static void test_recover_removes_second_name_leftovers(void **state)
     assert_int_equal(has_checkpoint_files(f->dir, 5), 2);
     assert_int_equal(has_checkpoint_files(f->dir, 2), 2);
     ckpt_buf_dispose(&latest);
+}
+
+/* A latest checkpoint whose index is a symbolic link to nothing (a file
+ * system not mounted yet) or a link in a loop cannot be read, but it is
+ * there: an open to restore deletes nothing of it and keeps it listed,
+ * and the restore takes the one before it (the open deleted its data file
+ * as an interrupted save's and dropped it from the state file). */
+static void test_index_link_to_nothing_keeps_checkpoint(void **state)
+{
+    fixture *f = *state;
+    static const char *const target[] = {"/nonexistent-ckpt-mount/x.index",
+                                         "model.ckpt-3.index"};
+    for (int k = 0; k < 2; k++) {
+        ckpt_saver *s = open_saver(f, NULL);
+        ckpt_buf latest = CKPT_BUF_INIT;
+        ckpt_state st = CKPT_STATE_INIT;
+        char index[4200], data[4200];
+        struct stat sb;
+        save_steps(s, f, 1, 3);
+        ckpt_saver_free(s);
+        snprintf(index, sizeof(index), "%s/model.ckpt-3.index", f->dir);
+        snprintf(data, sizeof(data), "%s/model.ckpt-3.data-00000-of-00001",
+                 f->dir);
+        assert_int_equal(unlink(index), 0);
+        assert_int_equal(symlink(target[k], index), 0);
+        s = open_saver(f, NULL);
+        assert_ckpt_ok(ckpt_saver_restore_latest(s, &latest));
+        assert_non_null(strstr(latest.ptr, "model.ckpt-2"));
+        assert_int_equal(f->step, 2);
+        ckpt_saver_free(s);
+        assert_int_equal(lstat(index, &sb), 0);
+        assert_int_equal(stat(data, &sb), 0);
+        assert_ckpt_ok(ckpt_state_read(&st, NULL, f->dir));
+        assert_int_equal(st.num_paths, 3);
+        assert_non_null(strstr(st.all_paths[2], "model.ckpt-3"));
+        ckpt_state_dispose(&st);
+        ckpt_buf_dispose(&latest);
+        assert_int_equal(unlink(index), 0);
+    }
 }
 
 /* An index none of whose data files exist names data that does not exist
@@ -3258,6 +3328,12 @@ int main(void)
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_restore_missing_data_file_is_damage, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_index_link_to_nothing_keeps_checkpoint, setup,
+            test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_latest_special_file_is_damage, setup,
             test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_restore_subset_of_none, setup,
                                         test_dir_fixture_teardown),

@@ -66,13 +66,16 @@ static void expect_cmd(const bt_fixture *f, const char *cmd, int status,
 static void test_fifo_index(void **state)
 {
     bt_fixture *f = *state;
+    /* an index that is not a regular file is damage, as a data file that
+     * is not one (diff says 2 for any damaged input) */
     const char *cmds[] = {"inspect", "verify", "diff", "values"};
+    const int status[] = {1, 1, 2, 1};
     assert_int_equal(mkfifo(f->index, 0600), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         cli_run r;
-        expect_cmd(f, cmds[i], 2, "a FIFO, not a regular file");
+        expect_cmd(f, cmds[i], status[i], "a FIFO, not a regular file");
         RUN_BOUNDED(r, "repack", f->prefix, "out");
-        expect_status(&r, 2);
+        expect_status(&r, 1);
         expect_contains(r.err, f->index);
         expect_contains(r.err, "a FIFO, not a regular file");
         run_free(&r);

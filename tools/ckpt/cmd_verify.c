@@ -297,9 +297,9 @@ static int open_checkpoint(ckpt_bundle_reader **r, char **prefix, int *outside,
         return 0;
     rc = cli_lib_error("verify", err, *prefix);
     cli_json_failure_detail("prefix", cli_json_string(*prefix));
-    /* an index that cannot be read (not a regular file, a read error,
-     * permission denied) is damage to the checkpoint named, as a data
-     * file's is */
+    /* an index that cannot be read (a read error, permission denied) or is
+     * not a regular file (damaged) is damage to the checkpoint named, as a
+     * data file's is */
     if (err == CKPT_ENOTFOUND || err == CKPT_ECORRUPT || err == CKPT_EIO ||
         err == CKPT_EACCES) {
         const char *what = err == CKPT_ENOTFOUND  ? "missing"
