@@ -187,6 +187,11 @@ static int open_regular(const char *path, int extra, const char *op)
                                "%s %s: the file system does not support "
                                "O_DIRECT",
                                op, path);
+        if (errno == ELOOP) /* refused as a FIFO is, not a failing disk */
+            return ckpt__error(
+                CKPT_EIO,
+                "%s %s: symbolic links in a loop, " CKPT__NOT_REGULAR_FILE, op,
+                path);
         return ckpt__error_errno(errno, "%s %s", op, path);
     }
     if (fstat(fd, &st) != 0) {

@@ -218,6 +218,18 @@ static void test_fifo_data_file(void **state)
     assert_null(strstr(strstr(f->msg, "tensor 't'") + 1, "tensor 't'"));
 }
 
+/* A data file that is a symbolic link in a loop is refused as a FIFO is:
+ * a damaged checkpoint (it was CKPT_EIO, which reads as a failing disk). */
+static void test_looping_data_link(void **state)
+{
+    fixture *f = *state;
+    write_one_float(f, "t", 1, 0);
+    assert_int_equal(symlink(f->d.data0, f->d.data0), 0);
+    expect_bounded(f, open_and_verify, CKPT_ECORRUPT,
+                   "symbolic links in a loop, not a regular file");
+    expect_msg_has(f, f->d.data0);
+}
+
 static void test_fifo_state_file(void **state)
 {
     fixture *f = *state;
@@ -720,6 +732,7 @@ int main(void)
         T(test_fifo_index),
         T(test_directory_index),
         T(test_fifo_data_file),
+        T(test_looping_data_link),
         T(test_fifo_state_file),
         T(test_sparse_10g_index),
         T(test_sparse_index_huge_block),
