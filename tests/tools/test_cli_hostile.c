@@ -128,6 +128,35 @@ static void test_fifo_data_file(void **state)
 /* A data file replaced by a directory is damage of the checkpoint, as a
  * missing one is: verify and inspect --values (text and --json) exit 1
  * naming it; diff, for which 1 means "different", exits 2. */
+/* ls marks an index that is a link to nothing (it said "missing index")
+ * and lists the note checkpoint.pending a crash left (it did not). */
+static void test_ls_marks_index_link_and_pending(void **state)
+{
+    bt_fixture *f = *state;
+    static const char text[] = "model_checkpoint_path: \"ckpt\"\n";
+    char *pending = test_path(f->dir, "checkpoint.pending");
+    cli_run r;
+    test_write_file(f->state, text, sizeof(text) - 1);
+    test_write_file(f->data0, "data", 4);
+    test_write_file(pending, "ckpt-9\n", 7);
+    assert_int_equal(symlink("/nonexistent-ckpt-mount/ckpt.index", f->index),
+                     0);
+    RUN_BOUNDED(r, "ls", f->dir);
+    expect_status(&r, 0);
+    expect_contains(r.out, "(index is a symbolic link to nothing or in a "
+                           "loop)");
+    expect_contains(r.out, "checkpoint.pending  note of a save in progress, "
+                           "or of one a crash cut short");
+    run_free(&r);
+    RUN_BOUNDED(r, "ls", f->dir, "--json");
+    expect_status(&r, 0);
+    expect_contains(r.out, "\"problem\": \"index is a symbolic link to "
+                           "nothing or in a loop\"");
+    expect_contains(r.out, "\"file\": \"checkpoint.pending\"");
+    run_free(&r);
+    free(pending);
+}
+
 static void test_directory_data_file(void **state)
 {
     bt_fixture *f = *state;
@@ -1119,6 +1148,7 @@ int main(void)
         T(test_repack_big_endian_strings),
         T(test_fifo_data_file),
         T(test_directory_data_file),
+        T(test_ls_marks_index_link_and_pending),
         T(test_fifo_state_file),
         T(test_sparse_10g_index),
         T(test_restart_flood),

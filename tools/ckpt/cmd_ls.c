@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* The note a save keeps while it runs (saver.h): a stray once it ends. */
+#define PENDING_NOTE "checkpoint.pending"
+
 static int run(int argc, char **argv);
 
 static const cli_option ls_options[] = {
@@ -51,7 +54,8 @@ const cli_command cli_cmd_ls = {
     "or distributed save: <prefix>.data-<r>-of-<N>) has its data files\n"
     "listed under it, one line each: shard, file name and bytes.\n"
     "Then lists stray or incomplete files: temporary files\n"
-    "(*.tempstate*, checkpoint.tmp*, *.tmp*), data files of no listed\n"
+    "(*.tempstate*, checkpoint.tmp*, *.tmp*), the note checkpoint.pending\n"
+    "of a save in progress or one a crash cut short, data files of no listed\n"
     "checkpoint whose index is missing, data files whose shard number is\n"
     "out of range (<r> not below <N>: no checkpoint's, so counted in no\n"
     "checkpoint's bytes or shards), and index files the state file\n"
@@ -64,7 +68,9 @@ const cli_command cli_cmd_ls = {
     "A listed checkpoint with files missing is marked (\"missing index\",\n"
     "\"missing data shard 3 of 4\"; an index or data file that is there\n"
     "but is not a regular file: \"index is a FIFO, not a regular file\",\n"
-    "\"data shard 0 of 1 is a directory, not a regular file\"); ls still\n"
+    "\"data shard 0 of 1 is a directory, not a regular file\"; an index\n"
+    "that is a symbolic link to nothing: \"index is a symbolic link to\n"
+    "nothing or in a loop\"); ls still\n"
     "exits 0, as it only lists (ckpt verify DIR exits 1 for the checkpoint\n"
     "it names).\n\n"
     "DIR must be a directory: a checkpoint prefix, one of its files or\n"
@@ -334,7 +340,9 @@ static const char *index_problem(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        return "missing index";
+        return lstat(path, &st) == 0 && S_ISLNK(st.st_mode)
+                   ? "index is a symbolic link to nothing or in a loop"
+                   : "missing index";
     if (S_ISDIR(st.st_mode))
         return "index is a directory, not a regular file";
     if (S_ISFIFO(st.st_mode))
@@ -654,6 +662,14 @@ static size_t find_strays(stray *out, const dir_listing *l, int keeps_hours)
         size_t plen;
         if (strcmp(name, CKPT_STATE_FILENAME) == 0)
             continue;
+        if (strcmp(name, PENDING_NOTE) == 0) {
+            out[k].file = name;
+            out[k++].reason =
+                "note of a save in progress, or of one a crash cut short: "
+                "a saver opening DIR deletes the complete checkpoints it "
+                "names that the state file does not list, then removes it";
+            continue;
+        }
         if (is_temp_name(name)) {
             out[k].file = name;
             out[k++].reason = "temporary file";
