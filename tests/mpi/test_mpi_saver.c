@@ -1762,12 +1762,13 @@ static void test_large_variable_checksums(void **state)
     free(mine);
 }
 
-/* A data file of the latest checkpoint gone (rank N-1's): restore_latest
- * fails on every rank with CKPT_ECORRUPT naming it as incomplete, not as
- * lacking a variable. */
-static void test_restore_missing_data_file(void **state)
+/* Save step 2, have rank 0 remove data file `shard` of it (and put a FIFO
+ * in its place when `fifo`), then restore_latest: CKPT_ECORRUPT on every
+ * rank with `want` and the way on (how to fall back, the same
+ * everywhere). */
+static void restore_latest_without_data_file(fixture *f, int shard, int fifo,
+                                             const char *want)
 {
-    fixture *f = *state;
     ckpt_mpi_saver *s = open_saver(f->dir, NULL);
     char data[4200];
     model_fill(&f->m, test_rank(), test_size(), 2);
@@ -1775,16 +1776,26 @@ static void test_restore_missing_data_file(void **state)
     assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
     if (test_rank() == 0) {
         snprintf(data, sizeof(data), "%s/model.ckpt-2.data-%05d-of-%05d",
-                 f->dir, test_size() - 1, test_size());
+                 f->dir, shard, test_size());
         assert_int_equal(unlink(data), 0);
+        if (fifo)
+            assert_int_equal(mkfifo(data, 0600), 0);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
-                      "incomplete checkpoint");
-    /* and says how to fall back, the same on every rank */
+                      want);
     assert_non_null(strstr(ckpt_error_last()->message,
                            "ckpt_state_read lists the older checkpoints"));
     ckpt_mpi_saver_free(s);
+}
+
+/* A data file of the latest checkpoint gone (rank N-1's): restore_latest
+ * fails on every rank with CKPT_ECORRUPT naming it as incomplete, not as
+ * lacking a variable. */
+static void test_restore_missing_data_file(void **state)
+{
+    restore_latest_without_data_file(*state, test_size() - 1, 0,
+                                     "incomplete checkpoint");
 }
 
 /* A FIFO where rank 0's data file of the latest checkpoint should be: a
@@ -1792,24 +1803,8 @@ static void test_restore_missing_data_file(void **state)
  * CKPT_EIO without it), and no rank blocks opening the FIFO. */
 static void test_restore_fifo_data_file(void **state)
 {
-    fixture *f = *state;
-    ckpt_mpi_saver *s = open_saver(f->dir, NULL);
-    char data[4200];
-    model_fill(&f->m, test_rank(), test_size(), 2);
-    model_register(s, &f->m, 0);
-    assert_ckpt_ok(ckpt_mpi_saver_save(s, 2, NULL));
-    if (test_rank() == 0) {
-        snprintf(data, sizeof(data), "%s/model.ckpt-2.data-00000-of-%05d",
-                 f->dir, test_size());
-        assert_int_equal(unlink(data), 0);
-        assert_int_equal(mkfifo(data, 0600), 0);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    assert_ckpt_error(ckpt_mpi_saver_restore_latest(s, NULL), CKPT_ECORRUPT,
-                      "a FIFO, not a regular file");
-    assert_non_null(strstr(ckpt_error_last()->message,
-                           "ckpt_state_read lists the older checkpoints"));
-    ckpt_mpi_saver_free(s);
+    restore_latest_without_data_file(*state, 0, 1,
+                                     "a FIFO, not a regular file");
 }
 
 /* A save before any variable is registered fails on every rank, commits
