@@ -4,6 +4,7 @@
 
 #include "common/internal.h"
 
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -2138,6 +2139,95 @@ static void test_recover_syncs_before_deleting(void **state)
     ckpt_fs_fault_free(ff);
 }
 
+/* Saves 1..3 (max_to_keep 3) in f->dir, then saves 4 through `ff` with
+ * max_to_keep 1, tracing directory fsyncs and removals: that save trims the
+ * list first, evicting 1 and 2 in one batch (both indexes removed, one
+ * directory fsync, then their data files), and 3 once 4 is named. With
+ * `fail_sync` > 0 that save's `fail_sync`th directory fsync fails once. */
+static void evict_in_batch(fixture *f, ckpt_fs_fault *ff, uint64_t fail_sync)
+{
+    ckpt_saver_options o = CKPT_SAVER_OPTIONS_INIT;
+    ckpt_saver *s;
+    o.max_to_keep = 3;
+    s = open_saver(f, &o);
+    save_steps(s, f, 1, 3);
+    ckpt_saver_free(s);
+    o.max_to_keep = 1;
+    o.fs = ckpt_fs_fault_fs(ff);
+    s = open_saver(f, &o);
+    ckpt_fs_fault_trace(ff, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR) |
+                                CKPT_FS_OP_BIT(CKPT_FS_OP_REMOVE));
+    if (fail_sync > 0)
+        ckpt_fs_fault_fail(ff, fail_sync, CKPT_FS_OP_BIT(CKPT_FS_OP_SYNC_DIR),
+                           EIO, 0, 0);
+    save_steps(s, f, 4, 4);
+    ckpt_fs_fault_clear(ff);
+    ckpt_saver_free(s);
+}
+
+/* The index of the first traced event of `op` on a path holding `name`
+ * (NULL: any path) at or after `from`, or -1. */
+static long traced(const ckpt_fs_fault *ff, int op, const char *name,
+                   size_t from)
+{
+    for (size_t i = from; i < ckpt_fs_fault_trace_size(ff); i++) {
+        const ckpt_fs_fault_event *e = ckpt_fs_fault_trace_event(ff, i);
+        if (e->op == op && (!name || strstr(e->path, name)))
+            return (long)i;
+    }
+    return -1;
+}
+
+/* An eviction batch whose one directory fsync fails: no data file of the
+ * first evicted checkpoint is removed until a directory fsync after its
+ * index's removal has passed (a power cut could otherwise bring the index
+ * back without its data); the next checkpoint's fsync is tried again, and
+ * the first, carried, is deleted at the save's commit: nothing is left. */
+static void test_eviction_batch_failed_dir_sync(void **state)
+{
+    fixture *f = *state;
+    char *outer = f->dir;
+    char *twin = test_path(outer, "twin"), *dir = test_path(outer, "real");
+    ckpt_fs_fault *ff = NULL;
+    uint64_t nth = 0;
+    long at, failed = -1, passed, data1;
+    assert_int_equal(mkdir(twin, 0755), 0);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    /* a dry run finds which fsync of save 4 is the batch's */
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    f->dir = twin;
+    evict_in_batch(f, ff, 0);
+    at = traced(ff, CKPT_FS_OP_REMOVE, "model.ckpt-1.index", 0);
+    assert_true(at >= 0);
+    at = traced(ff, CKPT_FS_OP_SYNC_DIR, NULL, (size_t)at);
+    assert_true(at >= 0);
+    for (long i = 0; i <= at; i++)
+        nth +=
+            ckpt_fs_fault_trace_event(ff, (size_t)i)->op == CKPT_FS_OP_SYNC_DIR;
+    ckpt_fs_fault_free(ff);
+    /* the same save with that fsync failing */
+    assert_ckpt_ok(ckpt_fs_fault_new(&ff, NULL));
+    f->dir = dir;
+    evict_in_batch(f, ff, nth);
+    assert_int_equal(ckpt_fs_fault_injected(ff), 1);
+    for (size_t i = 0; i < ckpt_fs_fault_trace_size(ff); i++)
+        if (ckpt_fs_fault_trace_event(ff, i)->injected)
+            failed = (long)i;
+    assert_true(failed >
+                traced(ff, CKPT_FS_OP_REMOVE, "model.ckpt-1.index", 0));
+    passed = traced(ff, CKPT_FS_OP_SYNC_DIR, NULL, (size_t)failed + 1);
+    data1 = traced(ff, CKPT_FS_OP_REMOVE, "model.ckpt-1.data-", 0);
+    assert_true(passed > failed);
+    assert_true(data1 > passed);
+    for (int step = 1; step <= 3; step++)
+        assert_int_equal(has_checkpoint_files(dir, step), 0);
+    assert_int_equal(has_checkpoint_files(dir, 4), 2);
+    ckpt_fs_fault_free(ff);
+    f->dir = outer;
+    free(twin);
+    free(dir);
+}
+
 /* Fails the test unless the trace of `ff` (sync_dir and open_write
  * traced) holds a sync_dir of `parent` before the first open_write: the
  * entry of the directory `dir` a saver opened made durable first. */
@@ -3329,6 +3419,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_restore_missing_data_file_is_damage, setup,
             test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_eviction_batch_failed_dir_sync,
+                                        setup, test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(
             test_index_link_to_nothing_keeps_checkpoint, setup,
             test_dir_fixture_teardown),
