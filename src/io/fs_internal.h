@@ -24,8 +24,8 @@ int ckpt__fs_open_write(const ckpt_fs *fs, ckpt_file **out, const char *path,
                         int flags);
 int ckpt__fs_open_read(const ckpt_fs *fs, ckpt_file **out, const char *path);
 /* The end of the POSIX file system's message refusing to read a path that
- * is not a regular file (a FIFO, directory or device): never opened, so a
- * FIFO cannot block the reader. */
+ * is not a regular file (a FIFO, directory or device, or symbolic links in
+ * a loop): never opened, so a FIFO cannot block the reader. */
 #define CKPT__NOT_REGULAR_FILE "not a regular file; refused"
 /* ckpt__fs_open_read of one of a checkpoint's own files (its index or a
  * data file): one refused as not a regular file stands where the
