@@ -297,7 +297,8 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  `prefix` on any rank fails the restore on every rank, with that rank's
  *  message ("ckpt_mpi_saver_restore: prefix is NULL" or "... is empty").
  *  Every rank must name the same checkpoint (by any path to it): a rank
- *  whose prefix's index file differs from rank 0's fails the restore on
+ *  whose prefix's index lists other entries than rank 0's (names, shapes,
+ *  places or checksums) fails the restore on
  *  every rank ("... is not the checkpoint rank 0 restores"), nothing
  *  written; ckpt_mpi_saver_restore_latest agrees on one by itself.
  *  A saver with no variables registered restores nothing: CKPT_EINVAL on

@@ -23,6 +23,7 @@
 #include "format/bundle_reader_internal.h"
 #include "format/bundle_slices.h"
 #include "io/fs_internal.h"
+#include "util/coding.h"
 #include "util/crc32c.h"
 
 #include <limits.h>
@@ -816,52 +817,49 @@ static int begin_restore(ckpt_mpi_saver *s, const char *what)
 }
 
 /* What tells one checkpoint from another on every rank, whatever path
- * reaches it: its index file's size and CRC-32C (the index holds each
- * tensor's checksum). */
+ * reaches it: its entries (name, dtype, shape, place and checksum of each
+ * tensor), as the reader validated them, and their count. */
 typedef struct index_print {
-    uint64_t size;
+    uint64_t count;
     uint32_t crc;
     int ok;
 } index_print;
 
-/* The print of `prefix`'s index, read in pieces of a fixed size (the
- * index may be any size a hostile file gives: nothing is allocated by
- * it). */
-static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
+/* The print of the checkpoint `r` holds, from its entries in memory: no
+ * file is read again (an index's size, which a hole in it may make any,
+ * sets no work here). Fields go in as little-endian integers. */
+static int print_index(const ckpt_bundle_reader *r, index_print *p)
 {
-    enum { PIECE = 1 << 20 };
-    const ckpt_fs *fs = ckpt_fs_or_default(s->fs);
-    ckpt_buf path = CKPT_BUF_INIT;
-    ckpt_file *f = NULL;
-    uint8_t *piece = NULL;
-    uint64_t size = 0, at = 0;
+    uint8_t field[8];
     uint32_t crc = 0;
-    int err = ckpt__buf_printf(&path, "%s.index", prefix);
-    if (err == 0)
-        err = ckpt__fs_open_read_part(fs, &f, path.ptr);
-    if (err == 0)
-        err = ckpt__fs_size(fs, f, path.ptr, &size);
-    if (err == 0 && !(piece = ckpt__malloc(PIECE)))
-        err = ckpt__error_oom();
-    while (err == 0 && at < size) {
-        size_t want = size - at < PIECE ? (size_t)(size - at) : PIECE, got = 0;
-        err = ckpt__fs_pread(fs, f, path.ptr, piece, want, at, &got);
-        if (err == 0 && got == 0)
-            err = ckpt__error(CKPT_ECORRUPT, "%s: shorter than its size",
-                              path.ptr);
-        if (err == 0)
-            crc = ckpt__crc32c_extend(crc, piece, got);
-        at += got;
+    size_t n = ckpt_bundle_reader_count(r);
+    for (size_t i = 0; i < n; i++) {
+        ckpt_tensor_entry e;
+        int64_t v[CKPT_MAX_RANK + 8];
+        size_t k = 0;
+        int err = ckpt_bundle_reader_entry_fill(&e, r, i);
+        if (err < 0)
+            return err;
+        v[k++] = (int64_t)e.name_len;
+        v[k++] = e.dtype;
+        v[k++] = e.shape.rank;
+        for (int d = 0; d < e.shape.rank && d < CKPT_MAX_RANK; d++)
+            v[k++] = e.shape.dims[d];
+        v[k++] = e.shard_id;
+        v[k++] = e.offset;
+        v[k++] = e.size;
+        v[k++] = (int64_t)e.crc32c;
+        v[k++] = e.num_slices;
+        crc = ckpt__crc32c_extend(crc, e.name, e.name_len);
+        for (size_t j = 0; j < k; j++) {
+            ckpt__encode_fixed64(field, (uint64_t)v[j]);
+            crc = ckpt__crc32c_extend(crc, field, sizeof(field));
+        }
     }
-    if (err == 0) {
-        p->size = size;
-        p->crc = crc;
-        p->ok = 1;
-    }
-    ckpt__free(piece);
-    ckpt__fs_close_quiet(fs, f);
-    ckpt_buf_dispose(&path);
-    return err;
+    p->count = n;
+    p->crc = crc;
+    p->ok = 1;
+    return 0;
 }
 
 /* Every rank must restore the same checkpoint (a rank given another
@@ -869,13 +867,14 @@ static int print_index(ckpt_mpi_saver *s, const char *prefix, index_print *p)
  * index's print, and a rank whose differs fails, which the agreement
  * after the checks passes to every rank. `err` is this rank's outcome so
  * far; every rank takes part whatever it is. */
-static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix, int err)
+static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix,
+                                 const ckpt_bundle_reader *r, int err)
 {
     index_print mine, root;
     MPI_Request req;
     memset(&mine, 0, sizeof(mine));
     if (err == 0)
-        err = print_index(s, prefix, &mine);
+        err = print_index(r, &mine);
     root = mine;
     MPI_Ibcast(&root, (int)sizeof(root), MPI_BYTE, 0, s->comm_ctl, &req);
     ckpt__mpi_wait_all(s, &req, 1,
@@ -883,7 +882,7 @@ static int check_same_checkpoint(ckpt_mpi_saver *s, const char *prefix, int err)
                        "checkpoint");
     if (err < 0 || s->rank == 0 || !root.ok)
         return err;
-    if (root.size != mine.size || root.crc != mine.crc)
+    if (root.count != mine.count || root.crc != mine.crc)
         return ckpt__error(CKPT_EINVAL,
                            "ckpt_mpi_saver_restore: %s is not the checkpoint "
                            "rank 0 restores (their index files differ): give "
@@ -947,7 +946,7 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
         }
         err = ckpt__mismatches_finish(&m);
     }
-    err = check_same_checkpoint(s, prefix, err);
+    err = check_same_checkpoint(s, prefix, r, err);
     err = ckpt__mpi_agree(s, s->comm_ctl, err, "checking a restore");
     if (err == 0) { /* every rank passed the checks: all read, then agree */
         err = read_whole_values(&c, skip);
