@@ -27,7 +27,8 @@
  *               its own that has done nothing else (--restore-child,
  *               --read-child: a job restarting from its checkpoint, which
  *               pays what a process measures once), each timing only its
- *               restore or read()
+ *               restore or read(), next to two such read() processes
+ *               against each other (op "noise": its noise floor)
  *
  * usage: bench_async_save [--dir DIR] [--sizes MiB,...] [--reps N]
  *                         [--quick] [--only save|loop] [--restore-only]
@@ -440,7 +441,7 @@ static void new_process_restores(const char *dir, const char *prefix,
              mib);
     snprintf(dargs, sizeof(dargs), "--read-child '%s' %zu", data_path, mib);
     for (int r = 0; r < reps; r++) {
-        double rd, rs;
+        double rd, rs, rd2;
         if (r % 2 == 0) {
             rd = child_seconds(self_path, dargs, data_path);
             rs = child_seconds(self_path, rargs, data_path);
@@ -450,6 +451,12 @@ static void new_process_restores(const char *dir, const char *prefix,
         }
         ratio("cold restore in a new process vs read() in one", mib, "ge", 0.9,
               rd / rs);
+        /* two new read() processes timed the same way: how far apart this
+         * machine puts two identical new processes' cold reads */
+        rd = child_seconds(self_path, dargs, data_path);
+        rd2 = child_seconds(self_path, dargs, data_path);
+        ratio("new-process read() vs read() (noise floor)", mib, "noise", 0,
+              rd / rd2);
     }
 }
 
