@@ -18,7 +18,10 @@
  *               without (four pairs per repetition, in the orders AB BA
  *               BA AB; each segment ends waiting for its last write): the
  *               median pair's extra time per checkpoint vs a memcpy, and
- *               its slowdown
+ *               its slowdown; and, every 10 write-times, the two segments
+ *               without saves that follow each other (the first pair's
+ *               second, the second pair's first) against each other (op
+ *               "noise": the slowdown two identical segments show here)
  *   restore:    restore with checksums vs read() of the data file, both
  *               cold (dropped from the page cache; each side first in
  *               turn) and both cached; and cold read() vs cold read(),
@@ -308,6 +311,9 @@ static seg_time run_segment(state *s, ckpt_saver *sv, int steps, int every,
 typedef struct pair_figures {
     double diff[PAIRS], ratio[PAIRS], wall_ratio[PAIRS];
     double saves_per_segment;
+    double noise; /* the two segments without saves that follow each other
+                     (the second pair's B right after the first's), the
+                     second's net time over the first's, less 1 */
 } pair_figures;
 
 static void loop_rep(state *s, ckpt_saver *sv, int steps, int every,
@@ -319,6 +325,7 @@ static void loop_rep(state *s, ckpt_saver *sv, int steps, int every,
     uint64_t started;
     ckpt_saver_get_metrics(sv, &m);
     started = m.saves_started;
+    seg_time first_b = {0, 0};
     for (int k = 0; k < PAIRS; k++) {
         seg_time w, b;
         if (with_first[k]) {
@@ -328,6 +335,10 @@ static void loop_rep(state *s, ckpt_saver *sv, int steps, int every,
             b = run_segment(s, sv, steps, 0, stepno);
             w = run_segment(s, sv, steps, every, stepno);
         }
+        if (k == 0)
+            first_b = b;
+        else if (k == 1)
+            out->noise = b.net / first_b.net - 1.0;
         out->diff[k] = w.net - b.net;
         out->ratio[k] = w.net / b.net;
         out->wall_ratio[k] = w.wall / b.wall;
@@ -603,6 +614,9 @@ static void bench_size(const char *dir, size_t mib, int reps, int quick,
                   median(p.ratio, PAIRS) - 1.0);
             ratio("loop slowdown, wall clock (every 10 write-times)", mib, "le",
                   0.03, median(p.wall_ratio, PAIRS) - 1.0);
+            ratio("loop without saves vs without (noise floor, every 10 "
+                  "write-times)",
+                  mib, "noise", 0, p.noise);
         }
         ckpt_saver_get_metrics(sv, &m);
         ckpt_saver_free(sv);
