@@ -289,7 +289,9 @@ CKPT_EXTERN(void) ckpt_mpi_saver_free(ckpt_mpi_saver *s);
  *  every rank before any is written (present, dtype, shape, and a
  *  partitioned one's stored pieces: inside the tensor, matching their
  *  entries, each an entry with a record (not itself partitioned), not
- *  overlapping, covering this rank's piece); a failure on any
+ *  overlapping, covering this rank's piece; every record read, whole
+ *  tensor or piece, inside its data file; a replicated or per-rank value
+ *  stored as pieces covered by them once); a failure on any
  *  rank fails the restore on every rank with that rank's message, every
  *  variable as it was. A damaged record (a checksum) or a read error is
  *  only found while reading: some variables may then already hold the

@@ -161,8 +161,9 @@ typedef struct ckpt_saver_options {
                               passes its own log, ckpt_log_stderr by
                               default); ckpt_log_stderr for stderr */
     void *log_payload;
-    int log_level; /**< lowest level passed to `log` (0: INFO;
-                        CKPT_LOG_OFF: none) */
+    int log_level; /**< lowest level passed to `log`: CKPT_LOG_DEBUG,
+                        _INFO, _WARN, _ERROR (log.h; 0: INFO);
+                        CKPT_LOG_OFF: none */
     ckpt_save_done_fn on_save_done;
     void *on_save_done_payload;
     /** 1: the caller keeps the mutation-fence rule (see save_async) from
@@ -375,8 +376,15 @@ ckpt_saver_save(ckpt_saver *s, int64_t step, ckpt_buf *prefix_out);
  * save_async, wait, close, free and the restores complete such a snapshot first
  * too; poll and get_metrics do not. `ticket_out` (may be NULL) receives a
  * number > 0 identifying the save.
- *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP (counted
- *          and logged; nothing was copied), or as ckpt_saver_save's when
+ *
+ *  The write runs on the saver's thread after this returns: a program that
+ *  exits (returns from main) without ckpt_saver_close, _wait or _free
+ *  loses the checkpoint being written (its files are left unnamed and
+ *  removed when a saver next opens the directory; the state file still
+ *  names the one before).
+ *  @return 0 when dispatched; CKPT_EBUSY when skipped by policy SKIP
+ *          (counted in ckpt_saver_get_metrics' saves_skipped and logged at
+ *          CKPT_LOG_DEBUG; nothing was copied), or as ckpt_saver_save's when
  *          another saver of this process saves into the directory (see
  *          ckpt_saver_open; not counted as skipped); an earlier
  *          background failure
@@ -437,14 +445,17 @@ CKPT_EXTERN(int) ckpt_saver_close(ckpt_saver *s, double timeout_s);
 CKPT_EXTERN(void) ckpt_saver_free(ckpt_saver *s);
 
 /** Restore every variable from the checkpoint `prefix`. Every variable is
- *  checked (present, dtype, shape) before any is written; values are read
+ *  checked (present, dtype, shape, and its record, or a partitioned
+ *  tensor's pieces, inside the data files: a data file cut short is
+ *  CKPT_ECORRUPT naming file and tensor) before any is written; values are read
  *  with their checksums verified, straight into the variables. Tensors of
  *  the checkpoint that no registered variable names are left alone, as
  *  TensorFlow's Saver restores only its var_list (when a variable is
  *  missing, the message names the first few of them: a renamed variable's
  *  old name). So a
- *  CKPT_ENOTFOUND or CKPT_EINVAL leaves every variable as it was, but a
- *  damaged record (CKPT_ECORRUPT) or a read error is found while reading:
+ *  CKPT_ENOTFOUND, CKPT_EINVAL or such a CKPT_ECORRUPT leaves every
+ *  variable as it was, but a damaged record (a checksum) or a read error
+ *  is found while reading:
  *  some variables, the damaged one among them, may then already hold the
  *  checkpoint's bytes. After such an error initialise the variables again
  *  or restore another checkpoint (ckpt_saver_checkpoint lists them).

@@ -320,8 +320,9 @@ typedef struct ckpt_session_options {
     double stop_grace_period_s; /**< coordinator join at close (default 120) */
     ckpt_log_fn log;            /**< NULL: ckpt_log_stderr */
     void *log_payload;
-    int log_level; /**< 0: INFO; CKPT_LOG_OFF silences the
-                        session and its hooks */
+    int log_level; /**< lowest level logged: CKPT_LOG_DEBUG, _INFO,
+                        _WARN, _ERROR (log.h; 0: INFO); CKPT_LOG_OFF
+                        silences the session and its hooks */
 } ckpt_session_options;
 
 /** Defaults of every field (0 or NULL in each means its default). */

@@ -159,6 +159,46 @@ static int read_located_pieces(ckpt_bundle_reader *r, const planned_read *p)
     return ckpt__bundle_read_partitioned(&pr, p->dst, p->dst_size);
 }
 
+/* Request `i`'s checks, nothing read: the tensor may be read into its
+ * destination, and its record (or each of its pieces', which then cover it
+ * exactly once) lies inside its data file. Its plan is filled. */
+static int plan_request(ckpt_bundle_reader *r, planned_read *p,
+                        const ckpt_read_request *req, size_t i)
+{
+    struct ckpt__bundle_shard *s;
+    ckpt_tensor_entry e;
+    int err;
+    p->dst = req->dst;
+    p->dst_size = req->dst_size;
+    if (!req->name)
+        return ckpt__error(CKPT_EINVAL,
+                           "bundle read_many: request %zu has no name", i);
+    err = ckpt__bundle_reader_read_target(&e, &p->at, r, req->name, req->dst,
+                                          req->dst_size);
+    if (err < 0)
+        return err;
+    p->rec = &r->tab.recs[p->at];
+    if (e.num_slices == 0)
+        return ckpt__bundle_reader_locate(r, &e, &s);
+    return locate_pieces(r, p);
+}
+
+int ckpt__bundle_reader_check_read(ckpt_bundle_reader *r, const char *name,
+                                   size_t dst_size)
+{
+    char never_written; /* a destination for the checks, which read none */
+    ckpt_read_request req;
+    planned_read p;
+    int err;
+    req.name = name;
+    req.dst = &never_written;
+    req.dst_size = dst_size;
+    memset(&p, 0, sizeof(p));
+    err = plan_request(r, &p, &req, 0);
+    ckpt__free(p.pieces);
+    return err;
+}
+
 int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
                                  const ckpt_read_request *reqs, size_t n)
 {
@@ -175,25 +215,8 @@ int ckpt_bundle_reader_read_many(ckpt_bundle_reader *r,
     plan = ckpt__calloc(n, sizeof(*plan));
     if (!plan)
         return ckpt__error_oom();
-    for (size_t i = 0; i < n && err == 0; i++) {
-        struct ckpt__bundle_shard *s;
-        ckpt_tensor_entry e;
-        plan[i].dst = reqs[i].dst;
-        plan[i].dst_size = reqs[i].dst_size;
-        if (!reqs[i].name) {
-            err = ckpt__error(CKPT_EINVAL,
-                              "bundle read_many: request %zu has no name", i);
-            break;
-        }
-        err = ckpt__bundle_reader_read_target(&e, &plan[i].at, r, reqs[i].name,
-                                              reqs[i].dst, reqs[i].dst_size);
-        if (err == 0)
-            plan[i].rec = &r->tab.recs[plan[i].at];
-        if (err == 0 && e.num_slices == 0)
-            err = ckpt__bundle_reader_locate(r, &e, &s);
-        else if (err == 0)
-            err = locate_pieces(r, &plan[i]);
-    }
+    for (size_t i = 0; i < n && err == 0; i++)
+        err = plan_request(r, &plan[i], &reqs[i], i);
     if (err < 0)
         goto done;
     qsort(plan, n, sizeof(*plan), by_shard_then_offset);

@@ -277,6 +277,16 @@ void ckpt__bundle_reader_to_host(const ckpt_bundle_reader *r,
 int ckpt__bundle_reader_read_checked(ckpt_bundle_reader *r,
                                      const ckpt_tensor_entry *e, void *dst);
 
+/* bundle_read_many.c: the checks ckpt_bundle_reader_read_many makes of a
+ * request before it reads any, for tensor `name` read into `dst_size`
+ * bytes, nothing read: a fixed-size tensor of that size whose record (or
+ * each piece's, which then cover it exactly once, none outside its shape)
+ * lies inside its data file; errors as read_many's (CKPT_ENOTFOUND for a
+ * data file that is not there). For a caller that must check every tensor
+ * before it writes any and reads some another way. */
+int ckpt__bundle_reader_check_read(ckpt_bundle_reader *r, const char *name,
+                                   size_t dst_size);
+
 /* bundle_reader_read.c */
 
 /* Append the record of `e` to `out`, its CRC checked when `check_crc`. */

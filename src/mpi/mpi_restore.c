@@ -5,7 +5,9 @@
  *                 overlap it (resharding; only those records are read);
  *   per-rank      "<name>/rank-<r>" for this rank r.
  * Two agreements keep ranks in step: after every rank checked its
- * variables against the index (present, dtype, shape) and after the reads;
+ * variables against the index (present, dtype, shape, and every record
+ * or stored piece it will read located inside its data file, pieces
+ * covering what is read once) and after the reads;
  * a failure on any rank is every rank's error. restore_latest lets rank 0
  * read the state file and broadcast the prefix.
  *
@@ -728,6 +730,25 @@ static int whole_in_memory(const ckpt__mvar *v)
            (v->kind != CKPT__MPI_PARTITIONED || v->whole);
 }
 
+/* A replicated or per-rank variable's value, checked as a read of it
+ * would check it before reading (ckpt__bundle_reader_check_read): its
+ * record inside its data file, or its pieces there and covering it once.
+ * Run for every such variable before any variable is written: such
+ * variables are read after partitioned ones when they are few or have no
+ * memory of their own (read_whole_values, restore_one), and a record past
+ * the end of a cut data file or a hole among the pieces failed the
+ * restore on 2 and 3 ranks after other variables were written. */
+static int check_whole_read(restore_ctx *c, const ckpt__mvar *v)
+{
+    int err = ckpt__bundle_reader_check_read(
+        c->r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name,
+        (size_t)v->bytes);
+    if (err == CKPT_ENOTFOUND) /* a data file the index names */
+        err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+                                 c->prefix);
+    return err;
+}
+
 /* Every variable read whole into its own memory (replicated, per-rank, a
  * partitioned one stored whole on a single rank), in one
  * ckpt_bundle_reader_read_many: records in file order, and a large data
@@ -937,11 +958,14 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
                 skip[i] = 1;
                 rc = 0;
             }
-            /* a partitioned one's stored pieces: their layout, before any
+            /* a partitioned one's stored pieces: their layout; another's
+             * record (or pieces): that it can be read; before any
              * variable is written */
             if (rc == 0 && !skip[i] && v->kind == CKPT__MPI_PARTITIONED &&
                 v->bytes > 0)
                 rc = read_overlapping(&c, v, NULL);
+            else if (rc == 0 && !skip[i] && v->bytes > 0)
+                rc = check_whole_read(&c, v);
             ckpt__mismatches_add(&m, rc, v->name);
         }
         err = ckpt__mismatches_finish(&m);

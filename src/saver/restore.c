@@ -1,6 +1,7 @@
 /* saver/restore.c - restoring registered variables from a checkpoint:
  * every requested variable is checked (present, dtype, shape) before any
- * is written, then values are read with their checksums verified: those in
+ * is written (and every record it will read located inside its data
+ * file), then values are read with their checksums verified: those in
  * the caller's memory in one ckpt_bundle_reader_read_many (file order,
  * through the page cache straight into the variables, or streamed around
  * it when a probe shows that faster), then those behind write callbacks
@@ -290,6 +291,18 @@ static int restore_vars(ckpt_saver *s, const char *prefix,
         err = ckpt__mismatches_finish(&m);
         if (all)
             err = name_untaken(s, r, err);
+    }
+    /* Those behind write callbacks are read after the others: their
+     * records (or pieces) are located now, as read_many locates the
+     * others' before it reads any, so that a data file cut short under
+     * one of them fails the restore before any variable is written. */
+    for (size_t i = 0; i < count && err == 0; i++) {
+        const ckpt__var *v = all ? &s->vars[i] : find_var(s, names[i]);
+        if (!reads_in_place(v))
+            err = ckpt__bundle_reader_check_read(r, v->name, (size_t)v->bytes);
+        if (err == CKPT_ENOTFOUND) /* a data file the index names */
+            err = ckpt__error_prefix(
+                CKPT_ECORRUPT, "restore %s: incomplete checkpoint", prefix);
     }
     if (err < 0)
         goto done;

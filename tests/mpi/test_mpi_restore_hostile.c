@@ -2,7 +2,9 @@
  * partitioned tensor from hand-made (hostile) checkpoints, on however many
  * ranks mpiexec starts (CTest: 1, 2 and 3): odd slice keys among the
  * pieces, a slice listed twice, a truncated data file (under pieces or
- * under the whole entry of one writer), few descriptors.
+ * under the whole entry of one writer, or under a replicated tensor read
+ * after a partitioned one), a replicated tensor stored as pieces with a
+ * hole, few descriptors.
  * Rank 0 writes the index byte by byte (bundle_test_helpers.h); every rank
  * restores "m" float [240, 2] (element i holds i), its rows split over the
  * ranks, and checks the outcome. Every test is collective. */
@@ -443,6 +445,108 @@ static void test_whole_entry_past_data_end_writes_nothing(void **state)
     shared_dir_remove(dir);
 }
 
+/* Checkpoint `prefix` written by one process: "m" stored whole, then the
+ * float "r" (holding 5) after it in the one data file, which is cut 2
+ * bytes short: r's record runs past its end. */
+static void write_replicated_cut(const char *prefix)
+{
+    ckpt_bundle_writer *w = NULL;
+    ckpt_shape one = {1, {1}}, full = {2, {ROWS, COLS}};
+    static float rows[ROWS * COLS];
+    float five = 5.0f;
+    ckpt_buf path = CKPT_BUF_INIT;
+    for (int i = 0; i < ROWS * COLS; i++)
+        rows[i] = (float)i;
+    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "m", CKPT_DT_FLOAT, &full, rows,
+                                          sizeof(rows)));
+    assert_ckpt_ok(ckpt_bundle_writer_add(w, "r", CKPT_DT_FLOAT, &one, &five,
+                                          sizeof(five)));
+    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
+    ckpt_bundle_writer_free(w);
+    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
+    assert_int_equal(truncate(path.ptr, (off_t)(sizeof(rows) + 4 - 2)), 0);
+    ckpt_buf_dispose(&path);
+}
+
+/* The replicated "r", its record past the end of the cut data file,
+ * registered after "m" (partitioned, intact). On 2 and 3 ranks the one
+ * variable read whole was read after "m" and only its read found the cut:
+ * the restore failed with "m" written. Every record is located before any
+ * variable is written now: CKPT_ECORRUPT naming the data file and "r",
+ * nothing written, on every rank count. */
+static void test_replicated_past_data_end_writes_nothing(void **state)
+{
+    static float m[ROWS * COLS];
+    float r = -7.0f;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    int64_t one = 1, lo, hi;
+    ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
+    char *dir = shared_dir_make();
+    char prefix[4200], want[4400];
+    int rc;
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "%s/replicated_cut", dir);
+    if (test_rank() == 0)
+        write_replicated_cut(prefix);
+    for (int i = 0; i < ROWS * COLS; i++)
+        m[i] = -7.0f;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    add_rank_rows(s, m, &lo, &hi);
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = ckpt_mpi_saver_restore(s, prefix);
+    assert_int_equal(rc, CKPT_ECORRUPT);
+    snprintf(want, sizeof(want),
+             "%s.data-00000-of-00001: tensor 'r': record at offset 1920, 4 "
+             "bytes, runs past the end of the data file (1922 bytes)",
+             prefix);
+    if (!strstr(ckpt_error_last()->message, want))
+        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
+    assert_true(r == -7.0f);
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(m[i] == -7.0f);
+    ckpt_mpi_saver_free(s);
+    shared_dir_remove(dir);
+}
+
+/* "m" stored as two pieces with a hole between them (rows 100-119 in
+ * none), restored as a replicated variable: its one read assembled the
+ * pieces into it and found the hole at the end, with the first piece
+ * written. The pieces' coverage is checked before any variable is written
+ * now: CKPT_ECORRUPT naming the tensor, "m" untouched, on every rank. */
+static void test_replicated_pieces_with_hole_writes_nothing(void **state)
+{
+    piece p[] = {{0, 100, 1, NULL, 0}, {120, ROWS - 120, 1, NULL, 0}};
+    static float m[ROWS * COLS];
+    int64_t dims[2] = {ROWS, COLS};
+    ckpt_var v = model_var("m", CKPT_DT_FLOAT, 2, dims, m);
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    char *dir = shared_dir_make();
+    char prefix[4200];
+    int rc;
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "%s/replicated_hole", dir);
+    if (test_rank() == 0)
+        write_pieces(prefix, p, 2);
+    for (int i = 0; i < ROWS * COLS; i++)
+        m[i] = -7.0f;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &v));
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = ckpt_mpi_saver_restore(s, prefix);
+    assert_int_equal(rc, CKPT_ECORRUPT);
+    if (!strstr(ckpt_error_last()->message, "tensor 'm'") ||
+        !strstr(ckpt_error_last()->message, "cover"))
+        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(m[i] == -7.0f);
+    ckpt_mpi_saver_free(s);
+    shared_dir_remove(dir);
+}
+
 /* Data files of the "descriptors" checkpoint: "m" in pieces of 40 rows
  * in data file 0, and one replicated float "r<k>" (holding k) in each
  * other one. */
@@ -549,6 +653,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_listed_slice_without_piece_rejected),
         cmocka_unit_test(test_truncated_data_file_writes_nothing),
         cmocka_unit_test(test_whole_entry_past_data_end_writes_nothing),
+        cmocka_unit_test(test_replicated_past_data_end_writes_nothing),
+        cmocka_unit_test(test_replicated_pieces_with_hole_writes_nothing),
         cmocka_unit_test(test_descriptors_run_out_reading_pieces),
     };
     int provided, failed;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The POSIX file system, except that the method chosen fails with
  * CKPT_EIO and sets no message, from its `after`th call on. */
@@ -285,6 +286,49 @@ static void test_write_callback_failure_in_restore(void **state)
     assert_null(strstr(ckpt_error_last()->message, "stale"));
     assert_null(strstr(ckpt_error_last()->message, "restore: variable"));
     ckpt_saver_free(s);
+    ckpt_buf_dispose(&prefix);
+}
+
+static int count_write(const void *src, uint64_t off, size_t n, void *payload)
+{
+    (void)src;
+    (void)off;
+    (void)n;
+    ++*(int *)payload;
+    return 0;
+}
+
+/* A variable behind a write callback whose record runs past the end of a
+ * data file cut short, registered after one in memory: the one in memory
+ * was read first and the cut found only at the callback's read, with the
+ * first variable written. Every record is located before any variable is
+ * written now: CKPT_ECORRUPT naming the data file and the tensor, neither
+ * variable written. */
+static void test_callback_record_past_data_end_writes_nothing(void **state)
+{
+    fixture *f = *state;
+    ckpt_saver *s = open_with(f, NULL);
+    ckpt_buf prefix = CKPT_BUF_INIT, data = CKPT_BUF_INIT;
+    float a[4] = {1, 2, 3, 4};
+    int writes = 0;
+    ckpt_var mem = {"a", CKPT_DT_FLOAT, {1, {4}}, a, NULL, NULL, NULL};
+    ckpt_var dev = {"z",        CKPT_DT_FLOAT, {1, {4}}, NULL,
+                    zeros_read, count_write,   &writes};
+    assert_ckpt_ok(ckpt_saver_add_var(s, &mem));
+    assert_ckpt_ok(ckpt_saver_add_var(s, &dev));
+    assert_ckpt_ok(ckpt_saver_save(s, 1, &prefix));
+    /* "a" at offset 0, "z" at 32 (the saver aligns records): keep 2 of
+     * z's bytes */
+    assert_ckpt_ok(ckpt_bundle_data_path(&data, prefix.ptr, 0, 1));
+    assert_int_equal(truncate(data.ptr, 34), 0);
+    a[0] = -7;
+    assert_ckpt_error(ckpt_saver_restore(s, prefix.ptr), CKPT_ECORRUPT,
+                      "tensor 'z': record at offset 32, 16 bytes, runs past "
+                      "the end of the data file (34 bytes)");
+    assert_true(a[0] == -7);
+    assert_int_equal(writes, 0);
+    ckpt_saver_free(s);
+    ckpt_buf_dispose(&data);
     ckpt_buf_dispose(&prefix);
 }
 
@@ -587,6 +631,9 @@ int main(void)
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_write_callback_failure_in_restore,
                                         setup, test_dir_fixture_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_callback_record_past_data_end_writes_nothing, setup,
+            test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_note_left_behind_is_said, setup,
                                         test_dir_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_nan_seconds_refused, setup,
