@@ -379,9 +379,10 @@ static void add_rank_rows(ckpt_mpi_saver *s, float *m, int64_t *lo, int64_t *hi)
 }
 
 /* Checkpoint `prefix` written by one process: the float "r" (holding 5)
- * and "m" stored whole, an ordinary entry after it in the one data file,
- * which is cut 8 bytes short: m's record runs past its end. */
-static void write_whole_cut(const char *prefix)
+ * and "m" stored whole, ordinary entries, "r" first in the one data file
+ * when `r_first`, the file then cut `cut` bytes short: the last record
+ * runs past its end. */
+static void write_cut(const char *prefix, int r_first, off_t cut)
 {
     ckpt_bundle_writer *w = NULL;
     ckpt_shape one = {1, {1}}, full = {2, {ROWS, COLS}};
@@ -391,15 +392,59 @@ static void write_whole_cut(const char *prefix)
     for (int i = 0; i < ROWS * COLS; i++)
         rows[i] = (float)i;
     assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-    assert_ckpt_ok(ckpt_bundle_writer_add(w, "r", CKPT_DT_FLOAT, &one, &five,
-                                          sizeof(five)));
-    assert_ckpt_ok(ckpt_bundle_writer_add(w, "m", CKPT_DT_FLOAT, &full, rows,
-                                          sizeof(rows)));
+    for (int k = 0; k < 2; k++) {
+        if ((k == 0) == (r_first != 0))
+            assert_ckpt_ok(ckpt_bundle_writer_add(w, "r", CKPT_DT_FLOAT, &one,
+                                                  &five, sizeof(five)));
+        else
+            assert_ckpt_ok(ckpt_bundle_writer_add(w, "m", CKPT_DT_FLOAT, &full,
+                                                  rows, sizeof(rows)));
+    }
     assert_ckpt_ok(ckpt_bundle_writer_finish(w));
     ckpt_bundle_writer_free(w);
     assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
-    assert_int_equal(truncate(path.ptr, (off_t)(sizeof(rows) + 4 - 8)), 0);
+    assert_int_equal(truncate(path.ptr, (off_t)(sizeof(rows) + 4) - cut), 0);
     ckpt_buf_dispose(&path);
+}
+
+/* Restore checkpoint `name` (write_cut's, with `r_first` and `cut`)
+ * into the replicated float "r" and "m" (this rank's rows; "r" registered
+ * first when `r_first`): CKPT_ECORRUPT with `want` after the data file's
+ * path on every rank, and neither variable written. */
+static void expect_cut_writes_nothing(const char *name, int r_first, off_t cut,
+                                      const char *want)
+{
+    static float m[ROWS * COLS];
+    float r = -7.0f;
+    ckpt_mpi_saver_options o = test_mpi_options();
+    ckpt_mpi_saver *s = NULL;
+    int64_t one = 1, lo, hi;
+    ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
+    char *dir = shared_dir_make();
+    char prefix[4200], full[4400];
+    int rc;
+    snprintf(prefix, sizeof(prefix), "%s/%s", dir, name);
+    if (test_rank() == 0)
+        write_cut(prefix, r_first, cut);
+    for (int i = 0; i < ROWS * COLS; i++)
+        m[i] = -7.0f;
+    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
+    if (r_first)
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
+    add_rank_rows(s, m, &lo, &hi);
+    if (!r_first)
+        assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = ckpt_mpi_saver_restore(s, prefix);
+    assert_int_equal(rc, CKPT_ECORRUPT);
+    snprintf(full, sizeof(full), "%s.data-00000-of-00001: %s", prefix, want);
+    if (!strstr(ckpt_error_last()->message, full))
+        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
+    assert_true(r == -7.0f);
+    for (int i = 0; i < ROWS * COLS; i++)
+        assert_true(m[i] == -7.0f);
+    ckpt_mpi_saver_free(s);
+    shared_dir_remove(dir);
 }
 
 /* "m" stored whole by one writer, its record past the end of the cut data
@@ -411,62 +456,11 @@ static void write_whole_cut(const char *prefix)
  * count. */
 static void test_whole_entry_past_data_end_writes_nothing(void **state)
 {
-    static float m[ROWS * COLS];
-    float r = -7.0f;
-    ckpt_mpi_saver_options o = test_mpi_options();
-    ckpt_mpi_saver *s = NULL;
-    int64_t one = 1, lo, hi;
-    ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
-    char *dir = shared_dir_make();
-    char prefix[4200], want[4400];
-    int rc;
     (void)state;
-    snprintf(prefix, sizeof(prefix), "%s/whole_cut", dir);
-    if (test_rank() == 0)
-        write_whole_cut(prefix);
-    for (int i = 0; i < ROWS * COLS; i++)
-        m[i] = -7.0f;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
-    add_rank_rows(s, m, &lo, &hi);
-    MPI_Barrier(MPI_COMM_WORLD);
-    rc = ckpt_mpi_saver_restore(s, prefix);
-    assert_int_equal(rc, CKPT_ECORRUPT);
-    snprintf(want, sizeof(want),
-             "%s.data-00000-of-00001: tensor 'm': record at offset 4, 1920 "
-             "bytes, runs past the end of the data file (1916 bytes)",
-             prefix);
-    if (!strstr(ckpt_error_last()->message, want))
-        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
-    assert_true(r == -7.0f);
-    for (int i = 0; i < ROWS * COLS; i++)
-        assert_true(m[i] == -7.0f);
-    ckpt_mpi_saver_free(s);
-    shared_dir_remove(dir);
-}
-
-/* Checkpoint `prefix` written by one process: "m" stored whole, then the
- * float "r" (holding 5) after it in the one data file, which is cut 2
- * bytes short: r's record runs past its end. */
-static void write_replicated_cut(const char *prefix)
-{
-    ckpt_bundle_writer *w = NULL;
-    ckpt_shape one = {1, {1}}, full = {2, {ROWS, COLS}};
-    static float rows[ROWS * COLS];
-    float five = 5.0f;
-    ckpt_buf path = CKPT_BUF_INIT;
-    for (int i = 0; i < ROWS * COLS; i++)
-        rows[i] = (float)i;
-    assert_ckpt_ok(ckpt_bundle_writer_open(&w, prefix, NULL));
-    assert_ckpt_ok(ckpt_bundle_writer_add(w, "m", CKPT_DT_FLOAT, &full, rows,
-                                          sizeof(rows)));
-    assert_ckpt_ok(ckpt_bundle_writer_add(w, "r", CKPT_DT_FLOAT, &one, &five,
-                                          sizeof(five)));
-    assert_ckpt_ok(ckpt_bundle_writer_finish(w));
-    ckpt_bundle_writer_free(w);
-    assert_ckpt_ok(ckpt_bundle_data_path(&path, prefix, 0, 1));
-    assert_int_equal(truncate(path.ptr, (off_t)(sizeof(rows) + 4 - 2)), 0);
-    ckpt_buf_dispose(&path);
+    expect_cut_writes_nothing("whole_cut", 1, 8,
+                              "tensor 'm': record at offset 4, 1920 bytes, "
+                              "runs past the end of the data file (1916 "
+                              "bytes)");
 }
 
 /* The replicated "r", its record past the end of the cut data file,
@@ -477,38 +471,11 @@ static void write_replicated_cut(const char *prefix)
  * nothing written, on every rank count. */
 static void test_replicated_past_data_end_writes_nothing(void **state)
 {
-    static float m[ROWS * COLS];
-    float r = -7.0f;
-    ckpt_mpi_saver_options o = test_mpi_options();
-    ckpt_mpi_saver *s = NULL;
-    int64_t one = 1, lo, hi;
-    ckpt_var rv = model_var("r", CKPT_DT_FLOAT, 1, &one, &r);
-    char *dir = shared_dir_make();
-    char prefix[4200], want[4400];
-    int rc;
     (void)state;
-    snprintf(prefix, sizeof(prefix), "%s/replicated_cut", dir);
-    if (test_rank() == 0)
-        write_replicated_cut(prefix);
-    for (int i = 0; i < ROWS * COLS; i++)
-        m[i] = -7.0f;
-    assert_ckpt_ok(ckpt_mpi_saver_open(&s, MPI_COMM_WORLD, dir, &o));
-    add_rank_rows(s, m, &lo, &hi);
-    assert_ckpt_ok(ckpt_mpi_saver_add_replicated(s, &rv));
-    MPI_Barrier(MPI_COMM_WORLD);
-    rc = ckpt_mpi_saver_restore(s, prefix);
-    assert_int_equal(rc, CKPT_ECORRUPT);
-    snprintf(want, sizeof(want),
-             "%s.data-00000-of-00001: tensor 'r': record at offset 1920, 4 "
-             "bytes, runs past the end of the data file (1922 bytes)",
-             prefix);
-    if (!strstr(ckpt_error_last()->message, want))
-        fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
-    assert_true(r == -7.0f);
-    for (int i = 0; i < ROWS * COLS; i++)
-        assert_true(m[i] == -7.0f);
-    ckpt_mpi_saver_free(s);
-    shared_dir_remove(dir);
+    expect_cut_writes_nothing("replicated_cut", 0, 2,
+                              "tensor 'r': record at offset 1920, 4 bytes, "
+                              "runs past the end of the data file (1922 "
+                              "bytes)");
 }
 
 /* "m" stored as two pieces with a hole between them (rows 100-119 in
