@@ -59,7 +59,8 @@ int ckpt__check_name_length(const char *who, const char *name);
 
 /* The name check of a variable being registered (ckpt_saver_add_var,
  * ckpt_mpi_saver_add_var, ckpt_graph_add_var): CKPT_EINVAL "<who>:
- * variable without a name" for a NULL or empty name, else
+ * variable without a name (its name is NULL|empty)" for a NULL or empty
+ * name, else
  * ckpt__check_name_length's (name_index.c); else 0. */
 int ckpt__check_var_name(const char *who, const char *name);
 

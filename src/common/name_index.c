@@ -46,7 +46,9 @@ int ckpt__check_name_length(const char *who, const char *name)
 int ckpt__check_var_name(const char *who, const char *name)
 {
     if (!name || !*name)
-        return ckpt__error(CKPT_EINVAL, "%s: variable without a name", who);
+        return ckpt__error(CKPT_EINVAL,
+                           "%s: variable without a name (its name is %s)", who,
+                           name ? "empty" : "NULL");
     return ckpt__check_name_length(who, name);
 }
 

@@ -1543,7 +1543,8 @@ static void test_bad_registration_rejected(void **state)
              f->dir);
     assert_ckpt_error(ckpt_mpi_saver_add_per_rank(s, &v, 4), CKPT_EINVAL, want);
     v.name = "";
-    snprintf(want, sizeof(want), "mpi saver %s: variable without a name",
+    snprintf(want, sizeof(want),
+             "mpi saver %s: variable without a name (its name is empty)",
              f->dir);
     assert_ckpt_error(ckpt_mpi_saver_add_replicated(s, &v), CKPT_EINVAL, want);
     v.name = "x";

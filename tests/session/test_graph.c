@@ -81,7 +81,7 @@ static void test_graph_rejects_long_name(void **state)
                       "at most CKPT_MAX_NAME_BYTES");
     v.name = NULL;
     assert_ckpt_error(ckpt_graph_add_var(g, &v), CKPT_EINVAL,
-                      "graph: variable without a name");
+                      "graph: variable without a name (its name is NULL)");
     name[CKPT_MAX_NAME_BYTES] = '\0';
     v.name = name;
     assert_ckpt_ok(ckpt_graph_add_var(g, &v));
