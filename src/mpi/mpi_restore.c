@@ -409,17 +409,25 @@ static int64_t direct_offset(const ckpt__mvar *v, const int64_t *slo,
     return (slo[0] - mylo[0]) * row;
 }
 
+/* `err` of a read or check of an entry the index holds: CKPT_ENOTFOUND
+ * there is a data file the index names, so an incomplete checkpoint, not
+ * an absent one. */
+static int incomplete_if_missing(int err, const char *prefix)
+{
+    if (err == CKPT_ENOTFOUND)
+        return ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+                                  prefix);
+    return err;
+}
+
 /* The record of `e` inside its data file (opened, kept by the reader), as
  * read_many checks every record before it reads any: a truncated data
  * file fails every rank before any variable is written. */
 static int locate_record(ckpt_bundle_reader *r, const char *prefix,
                          const ckpt_tensor_entry *e)
 {
-    int err = ckpt__bundle_reader_check_record(r, e);
-    if (err == CKPT_ENOTFOUND) /* a data file the index names */
-        err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
+    return incomplete_if_missing(ckpt__bundle_reader_check_record(r, e),
                                  prefix);
-    return err;
 }
 
 /* Stored piece `e` (slice `sl`) of `v`: checked, and the part of it
@@ -730,29 +738,28 @@ static int whole_in_memory(const ckpt__mvar *v)
            (v->kind != CKPT__MPI_PARTITIONED || v->whole);
 }
 
-/* A replicated or per-rank variable's value, checked as a read of it
- * would check it before reading (ckpt__bundle_reader_check_read): its
- * record inside its data file, or its pieces there and covering it once.
- * Run for every such variable before any variable is written: such
- * variables are read after partitioned ones when they are few or have no
- * memory of their own (read_whole_values, restore_one), and a record past
- * the end of a cut data file or a hole among the pieces failed the
- * restore on 2 and 3 ranks after other variables were written. */
-static int check_whole_read(restore_ctx *c, const ckpt__mvar *v)
+/* A replicated or per-rank variable behind a write callback, checked as
+ * a read of it would check it before reading
+ * (ckpt__bundle_reader_check_read): its record inside its data file, or
+ * its pieces there and covering it once. Such a variable is read after
+ * the others (restore_one), so this runs with the checks, before any
+ * variable is written; those in memory are read first, by one read_many,
+ * which checks them all before it reads any (read_whole_values). */
+static int check_callback_read(restore_ctx *c, const ckpt__mvar *v)
 {
-    int err = ckpt__bundle_reader_check_read(
-        c->r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name,
-        (size_t)v->bytes);
-    if (err == CKPT_ENOTFOUND) /* a data file the index names */
-        err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
-                                 c->prefix);
-    return err;
+    return incomplete_if_missing(
+        ckpt__bundle_reader_check_read(
+            c->r, v->kind == CKPT__MPI_PER_RANK ? v->key.ptr : v->name,
+            (size_t)v->bytes),
+        c->prefix);
 }
 
 /* Every variable read whole into its own memory (replicated, per-rank, a
  * partitioned one stored whole on a single rank), in one
  * ckpt_bundle_reader_read_many: records in file order, and a large data
- * file not in the page cache streamed by the reader's threads. Those
+ * file not in the page cache streamed by the reader's threads; even one
+ * alone, so that read_many's checks of it come before any other variable
+ * is written (restore_one reads partitioned ones after it). Those
  * variables are marked done in `skip`. */
 static int read_whole_values(restore_ctx *c, char *skip)
 {
@@ -762,8 +769,8 @@ static int read_whole_values(restore_ctx *c, char *skip)
     int err;
     for (size_t i = 0; i < s->nvars; i++)
         n += !skip[i] && whole_in_memory(&s->vars[i]);
-    if (n < 2)
-        return 0; /* restore_one reads it */
+    if (n == 0)
+        return 0;
     reqs = ckpt__calloc(n, sizeof(*reqs));
     if (!reqs)
         return ckpt__error_oom();
@@ -958,14 +965,14 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
                 skip[i] = 1;
                 rc = 0;
             }
-            /* a partitioned one's stored pieces: their layout; another's
-             * record (or pieces): that it can be read; before any
+            /* a partitioned one's stored pieces: their layout; one
+             * behind a write callback: that it can be read; before any
              * variable is written */
             if (rc == 0 && !skip[i] && v->kind == CKPT__MPI_PARTITIONED &&
                 v->bytes > 0)
                 rc = read_overlapping(&c, v, NULL);
-            else if (rc == 0 && !skip[i] && v->bytes > 0)
-                rc = check_whole_read(&c, v);
+            else if (rc == 0 && !skip[i] && v->bytes > 0 && !v->user.data)
+                rc = check_callback_read(&c, v);
             ckpt__mismatches_add(&m, rc, v->name);
         }
         err = ckpt__mismatches_finish(&m);
@@ -978,10 +985,8 @@ static int restore_call(ckpt_mpi_saver *s, const char *prefix)
             if (!skip[i])
                 err = restore_one(&c, &s->vars[i]);
         /* Every entry was found: a missing file is a data file the index
-         * names (an incomplete checkpoint), not an absent checkpoint. */
-        if (err == CKPT_ENOTFOUND)
-            err = ckpt__error_prefix(CKPT_ECORRUPT, "%s: incomplete checkpoint",
-                                     prefix);
+         * names. */
+        err = incomplete_if_missing(err, prefix);
         err = ckpt__mpi_agree(s, s->comm_ctl, err, "restoring");
         if (err == 0 && s->rank == 0)
             warn_unrestored_per_rank(s, r, prefix);

@@ -407,12 +407,33 @@ static void write_cut(const char *prefix, int r_first, off_t cut)
     ckpt_buf_dispose(&path);
 }
 
+static int r_writes;
+
+static int r_read(void *dst, uint64_t off, size_t n, void *payload)
+{
+    (void)off;
+    (void)payload;
+    memset(dst, 0, n);
+    return 0;
+}
+
+static int r_write(const void *src, uint64_t off, size_t n, void *payload)
+{
+    (void)src;
+    (void)off;
+    (void)n;
+    (void)payload;
+    r_writes++;
+    return 0;
+}
+
 /* Restore checkpoint `name` (write_cut's, with `r_first` and `cut`)
- * into the replicated float "r" and "m" (this rank's rows; "r" registered
+ * into the replicated float "r" (in memory, or behind read and write
+ * callbacks with `r_callbacks`) and "m" (this rank's rows; "r" registered
  * first when `r_first`): CKPT_ECORRUPT with `want` after the data file's
  * path on every rank, and neither variable written. */
 static void expect_cut_writes_nothing(const char *name, int r_first, off_t cut,
-                                      const char *want)
+                                      int r_callbacks, const char *want)
 {
     static float m[ROWS * COLS];
     float r = -7.0f;
@@ -424,6 +445,12 @@ static void expect_cut_writes_nothing(const char *name, int r_first, off_t cut,
     char prefix[4200], full[4400];
     int rc;
     snprintf(prefix, sizeof(prefix), "%s/%s", dir, name);
+    if (r_callbacks) {
+        rv.data = NULL;
+        rv.read = r_read;
+        rv.write = r_write;
+    }
+    r_writes = 0;
     if (test_rank() == 0)
         write_cut(prefix, r_first, cut);
     for (int i = 0; i < ROWS * COLS; i++)
@@ -441,6 +468,7 @@ static void expect_cut_writes_nothing(const char *name, int r_first, off_t cut,
     if (!strstr(ckpt_error_last()->message, full))
         fail_msg("rank %d: %s", test_rank(), ckpt_error_last()->message);
     assert_true(r == -7.0f);
+    assert_int_equal(r_writes, 0);
     for (int i = 0; i < ROWS * COLS; i++)
         assert_true(m[i] == -7.0f);
     ckpt_mpi_saver_free(s);
@@ -457,7 +485,7 @@ static void expect_cut_writes_nothing(const char *name, int r_first, off_t cut,
 static void test_whole_entry_past_data_end_writes_nothing(void **state)
 {
     (void)state;
-    expect_cut_writes_nothing("whole_cut", 1, 8,
+    expect_cut_writes_nothing("whole_cut", 1, 8, 0,
                               "tensor 'm': record at offset 4, 1920 bytes, "
                               "runs past the end of the data file (1916 "
                               "bytes)");
@@ -472,7 +500,19 @@ static void test_whole_entry_past_data_end_writes_nothing(void **state)
 static void test_replicated_past_data_end_writes_nothing(void **state)
 {
     (void)state;
-    expect_cut_writes_nothing("replicated_cut", 0, 2,
+    expect_cut_writes_nothing("replicated_cut", 0, 2, 0,
+                              "tensor 'r': record at offset 1920, 4 bytes, "
+                              "runs past the end of the data file (1922 "
+                              "bytes)");
+}
+
+/* The same with "r" behind read and write callbacks: read after every
+ * variable in memory (restore_one), so its record is located with the
+ * checks, before any variable is written, on every rank count. */
+static void test_callback_past_data_end_writes_nothing(void **state)
+{
+    (void)state;
+    expect_cut_writes_nothing("callback_cut", 0, 2, 1,
                               "tensor 'r': record at offset 1920, 4 bytes, "
                               "runs past the end of the data file (1922 "
                               "bytes)");
@@ -621,6 +661,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_truncated_data_file_writes_nothing),
         cmocka_unit_test(test_whole_entry_past_data_end_writes_nothing),
         cmocka_unit_test(test_replicated_past_data_end_writes_nothing),
+        cmocka_unit_test(test_callback_past_data_end_writes_nothing),
         cmocka_unit_test(test_replicated_pieces_with_hole_writes_nothing),
         cmocka_unit_test(test_descriptors_run_out_reading_pieces),
     };
